@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The one script for the GPU device machine (run it there through the device tool, carrying .devdeps/):
+#   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
+#   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
+# Logs go to $OUT (the device tool brings that folder back) or ./out.
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+steps=("$@")
+((${#steps[@]})) || steps=(build test sanitize demo bench)
+want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
+export PATH=/usr/local/cuda/bin:$PATH
+jobs=$(nproc)
+summary=()
+run_step() {  # run_step NAME COMMAND...: logs to $OUT/NAME.log, shows its tail, records status and time
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$OUT/$name.log"
+  summary+=("$(printf '%-12s %-8s %5ss' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAIL:$rc")" $((SECONDS - t0)))")
+  return $rc
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1
+  git log -1 --format='commit %h %s' 2>/dev/null; date -u; } | tee "$OUT/machine.txt"
+
+if want build; then
+  [ -d .devdeps ] || echo "warning: .devdeps/ missing; run scripts/stage-device-deps.sh here and carry it"
+  run_step configure cmake --preset default
+  run_step build cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
+fi
+if want test; then
+  run_step test ctest --preset default --parallel 8 --timeout 900
+  grep -E "tests passed|Skipped|Failed" "$OUT/test.log" | tail -n 20
+fi
+if want sanitize; then
+  for tool in memcheck racecheck; do
+    run_step "san-$tool" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda
+  done
+fi
+if want demo; then
+  run_step demo build/default/apps/softmaxkit/softmaxkit demo
+fi
+if want bench && [ -x build/default/apps/softmaxkit/softmaxkit ] && build/default/apps/softmaxkit/softmaxkit bench --help >/dev/null 2>&1; then
+  run_step bench build/default/apps/softmaxkit/softmaxkit bench --format table --json "$OUT/bench.json"
+fi
+
+echo
+echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
+printf '%s\n' "${summary[@]}"
+grep -h -E "^(100|[0-9]+)% tests passed" "$OUT/test.log" 2>/dev/null
+grep -h -E "ERROR SUMMARY" "$OUT"/san-*.log 2>/dev/null
+grep -h -E "checks passed" "$OUT/demo.log" 2>/dev/null

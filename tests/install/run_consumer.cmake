@@ -1,0 +1,25 @@
+# Installs the built softmaxkit into a scratch prefix, then builds and runs tests/install/consumer against it.
+file(REMOVE_RECURSE "${SMK_WORK_DIR}")
+execute_process(COMMAND ${CMAKE_COMMAND} --install "${SMK_BUILD_DIR}" --prefix "${SMK_WORK_DIR}/prefix"
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "cmake --install failed (${rc})")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${SMK_CONSUMER_SRC}" -B "${SMK_WORK_DIR}/build" -G "${SMK_GENERATOR}"
+                        -DCMAKE_PREFIX_PATH=${SMK_WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the consumer failed (${rc})")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${SMK_WORK_DIR}/build" RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the consumer failed (${rc})")
+endif()
+execute_process(COMMAND "${SMK_WORK_DIR}/build/consumer" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message(STATUS "consumer printed: ${out}")
+if(rc)
+  message(FATAL_ERROR "the consumer exited with ${rc}")
+endif()
+if(NOT out MATCHES "consumer ok")
+  message(FATAL_ERROR "the consumer did not report success")
+endif()
