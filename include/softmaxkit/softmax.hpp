@@ -18,12 +18,39 @@
 namespace smk {
 
 struct SoftmaxOptions {
-  int dim = -1;                                 // the dimension reduced over; negative counts from the end
+  int dim = -1;                                     // the dimension reduced over; negative counts from the end
   EmptyRowPolicy empty_rows = EmptyRowPolicy::nan;  // what a row of only −inf produces (its LSE is −inf either way)
+
+  // Temperature: scores are divided by T before the shift, softmax(x / T). A scalar, or one value per row when
+  // `temperature_per_row.data` is set (shape: in's shape without `dim`, f32). T must be > 0 and finite. As T → 0
+  // softmax tends to the one-hot argmax (ties share it) and T·LSE(x/T) to max(x); see docs/semantics.md.
+  float temperature = 1.0f;
+  TensorView temperature_per_row{};
+
+  // Optional mask, broadcast over rows: same rank as `in`, each size equal to in's or 1 (stride 0 broadcasts).
+  //   additive (dtype f32, or in's dtype): added to the scaled scores, x / T + mask (−inf removes a position);
+  //   boolean (dtype b8): true keeps a position, false removes it (as PyTorch's SDPA attn_mask).
+  // A row whose every position is removed is an empty row and follows `empty_rows`.
+  TensorView mask{};
 };
 
 void softmax(const TensorView& out, const TensorView& in, const SoftmaxOptions& options = {}, Stream stream = {});
 void log_softmax(const TensorView& out, const TensorView& in, const SoftmaxOptions& options = {}, Stream stream = {});
 void logsumexp(const TensorView& out, const TensorView& in, const SoftmaxOptions& options = {}, Stream stream = {});
+
+// The per-row online state (m, l) itself, for callers that merge partial rows (split vocabularies, several GPUs):
+// `out_max` and `out_sum` have logsumexp's output shape and dtype f32 (f64 for f64 input on the CPU).
+void softmax_state(const TensorView& out_max, const TensorView& out_sum, const TensorView& in,
+                   const SoftmaxOptions& options = {}, Stream stream = {});
+
+// Backward passes, given the forward output y and the upstream gradient dy (same shape), over options.dim:
+//   softmax:      dx = y ⊙ (dy − Σ dy ⊙ y)
+//   log_softmax:  dx = dy − exp(y) · Σ dy
+// `dx` has y's shape and dtype (or f32 for f16/bf16); it may alias dy exactly (in place). Temperature scales the
+// result by 1/T (the chain rule through x / T); mask and empty_rows do not apply.
+void softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,
+                      const SoftmaxOptions& options = {}, Stream stream = {});
+void log_softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,
+                          const SoftmaxOptions& options = {}, Stream stream = {});
 
 }  // namespace smk

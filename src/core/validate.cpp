@@ -10,7 +10,7 @@ namespace smk::detail {
 
 namespace {
 
-bool known_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
+bool known_dtype(DType t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(DType::i64); }
 
 // Highest element offset a view addresses (strides ≥ 0 assumed), or -1 when it overflows.
 std::int64_t max_offset(const TensorView& v) {

@@ -65,7 +65,7 @@ inline void store(half_t* p, Acc v) { *p = to_half(v); }
 template <typename Acc>
 inline void store(bfloat16_t* p, Acc v) { *p = to_bfloat16(v); }
 
-// Calls f(T*) with `data` cast to the storage type of `dtype`.
+// Calls f(T*) with `data` cast to the storage type of a floating `dtype` (callers validated it is one).
 template <typename F>
 void with_type(DType dtype, void* data, F&& f) {
   switch (dtype) {
@@ -73,6 +73,7 @@ void with_type(DType dtype, void* data, F&& f) {
     case DType::f64: return f(static_cast<double*>(data));
     case DType::f16: return f(static_cast<half_t*>(data));
     case DType::bf16: return f(static_cast<bfloat16_t*>(data));
+    default: return;
   }
 }
 

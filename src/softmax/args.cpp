@@ -16,6 +16,7 @@ SoftmaxProblem check_softmax_args(const char* op, SoftmaxKind kind, const Tensor
   if (options.empty_rows != EmptyRowPolicy::nan && options.empty_rows != EmptyRowPolicy::zeros)
     throw_invalid_argument(op, "options.empty_rows", "is not a known EmptyRowPolicy");
   check_same_device(op, "out", out, "in", in);
+  check_dtype_in(op, "in", in, {DType::f32, DType::f16, DType::bf16, DType::f64});
 
   const bool wide = in.dtype == DType::f64;
   if (wide && !in.device.is_cpu())

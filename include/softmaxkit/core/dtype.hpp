@@ -11,7 +11,9 @@
 
 namespace smk {
 
-enum class DType : std::uint8_t { f32, f16, bf16, f64 };
+// f32, f16, bf16 (and f64 on the CPU) are the floating types ops compute on. b8 is a boolean mask (one byte,
+// non-zero = true); i32 and i64 are index types (e.g. class targets).
+enum class DType : std::uint8_t { f32, f16, bf16, f64, b8, i32, i64 };
 
 constexpr std::size_t dtype_size(DType t) noexcept {
   switch (t) {
@@ -19,6 +21,9 @@ constexpr std::size_t dtype_size(DType t) noexcept {
     case DType::f16: return 2;
     case DType::bf16: return 2;
     case DType::f64: return 8;
+    case DType::b8: return 1;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
   }
   return 0;
 }
@@ -29,6 +34,9 @@ constexpr const char* dtype_name(DType t) noexcept {
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
     case DType::f64: return "f64";
+    case DType::b8: return "b8";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
   }
   return "?";
 }
