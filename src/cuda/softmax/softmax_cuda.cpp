@@ -8,14 +8,20 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "cuda/device_guard.hpp"
 #include "softmaxkit/core/error.hpp"
+#include "softmax/path.hpp"
 #include "softmaxkit/cuda/lesson.hpp"
 
 namespace smk::cuda {
 
 void softmax_family(const char* op, detail::SoftmaxKind kind, const detail::SoftmaxProblem& p, const TensorView& out,
                     const TensorView& in, const SoftmaxOptions& options, Stream stream) {
+  const SoftmaxPath forced = forced_softmax_path();
+  if (forced != SoftmaxPath::automatic && forced != SoftmaxPath::lesson_row_per_thread)
+    throw_unsupported(op, std::string("kernel path '") + to_string(forced) + "' is not built in this version");
   const bool last_dim = p.dim == in.rank - 1;
   if (in.dtype != DType::f32 || out.dtype != DType::f32 || !last_dim || !in.is_contiguous() || !out.is_contiguous())
     throw_unsupported(op, "the CUDA kernels in this version take contiguous f32 tensors reduced over the last "
