@@ -10,6 +10,9 @@ namespace smk::cuda {
 
 void check(cudaError_t status, const char* what, const char* file, int line) {
   if (status == cudaSuccess) return;
+  // A failed call also records itself as the thread's "last error". Clear it (it is not sticky), or the next
+  // launch check would blame an innocent kernel for this call's failure.
+  cudaGetLastError();
   throw Error(ErrorCode::cuda_error, std::string(what) + " failed at " + file + ":" + std::to_string(line) + ": " +
                                          cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
 }
