@@ -17,6 +17,7 @@
 #include "softmaxkit/core/matrix.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
+#include "softmaxkit/cross_entropy.hpp"
 #include "softmaxkit/device.hpp"
 #include "softmaxkit/matmul.hpp"
 #include "softmaxkit/softmax.hpp"
@@ -271,6 +272,31 @@ void article_examples(const Backend& be, Checks& checks) {
     checks.expect(ok, fmt::format("T = {}: matches the article's row", T));
   }
   fmt::print("\nAs T -> 0, softmax(z / T) tends to the one-hot argmax and T * LSE(z / T) to max(z) = 2.\n");
+
+  section("Article: why frameworks fuse log-softmax with the loss");
+  {
+    const std::vector<float> zt = {0.0f, -120.0f};  // the right answer, class 1, trails by 120
+    const std::vector<std::int32_t> target = {1};
+    const auto pt = be.run(Op::softmax, zt, 1, 2);
+    const float two_step = -std::log(pt[1]);
+    // d(−log p_t)/dz_j through the chain rule of the two steps: −(1/p_t)·p_t(δ_tj − p_j), with p_t rounded to 0.
+    const float two_step_grad[2] = {-(1 / pt[1]) * (pt[1] * (0 - pt[0])), -(1 / pt[1]) * (pt[1] * (1 - pt[1]))};
+    float fused = 0;
+    std::vector<float> grad(2);
+    const float one = 1.0f;
+    // Cross-entropy runs on the CPU backend in this version (its CUDA kernel is still to come).
+    cross_entropy(TensorView::of(&fused, {}), TensorView::of(zt.data(), {1, 2}), TensorView::of(target.data(), {1}));
+    cross_entropy_backward(TensorView::of(grad.data(), {1, 2}), TensorView::of(zt.data(), {1, 2}),
+                           TensorView::of(target.data(), {1}), TensorView::of(&one, {}));
+    fmt::print("logits [0, -120], target 1:  softmax = [{}, {}]\n", num(pt[0], 0), num(pt[1], 0));
+    fmt::print("two steps, -log(softmax):   loss {:>5}   gradient [{}, {}]\n", num(two_step, 1),
+               num(two_step_grad[0], 0), num(two_step_grad[1], 0));
+    fmt::print("fused cross_entropy:        loss {:>5}   gradient [{}, {}]\n\n", num(fused, 1), num(grad[0], 0),
+               num(grad[1], 0));
+    checks.expect(std::isinf(two_step) && std::isnan(two_step_grad[0]), "the two-step loss is inf, its gradient NaN");
+    checks.expect(fused == 120.0f && grad[0] == 1.0f && grad[1] == -1.0f,
+                  "the fused loss is exactly 120 and its gradient [1, -1]");
+  }
 
   section("Article: the online recurrence over [1, 3, 2]");
   fmt::print("{:>6} {:>8} {:>10} {:>10}\n", "push", "m", "l", "m + ln l");

@@ -26,24 +26,20 @@ struct Device {
   std::string str() const;  // "cpu" or "cuda:N"
 };
 
+// The DType of a C++ element type, for TensorView::of.
 template <typename T>
 struct dtype_of;
-template <>
-struct dtype_of<float> {
-  static constexpr DType value = DType::f32;
+template <DType D>
+struct dtype_constant {
+  static constexpr DType value = D;
 };
-template <>
-struct dtype_of<double> {
-  static constexpr DType value = DType::f64;
-};
-template <>
-struct dtype_of<half_t> {
-  static constexpr DType value = DType::f16;
-};
-template <>
-struct dtype_of<bfloat16_t> {
-  static constexpr DType value = DType::bf16;
-};
+template <> struct dtype_of<float> : dtype_constant<DType::f32> {};
+template <> struct dtype_of<double> : dtype_constant<DType::f64> {};
+template <> struct dtype_of<half_t> : dtype_constant<DType::f16> {};
+template <> struct dtype_of<bfloat16_t> : dtype_constant<DType::bf16> {};
+template <> struct dtype_of<bool> : dtype_constant<DType::b8> {};
+template <> struct dtype_of<std::int32_t> : dtype_constant<DType::i32> {};
+template <> struct dtype_of<std::int64_t> : dtype_constant<DType::i64> {};
 
 struct TensorView {
   static constexpr int kMaxRank = 8;

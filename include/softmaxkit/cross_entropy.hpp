@@ -1,0 +1,57 @@
+// softmaxkit: cross-entropy from logits, in one pass over the logits, with PyTorch's semantics.
+//
+// For row i with logits x_i (C classes) and target t_i, after optional soft-capping z = c·tanh(x / c):
+//   nll_i    = LSE(z_i) − z_i[t_i]
+//   smooth_i = Σ_c w_c · (LSE(z_i) − z_i[c])                        (label smoothing's uniform part)
+//   ce_i     = (1 − ε) · w_{t_i} · nll_i + (ε / C) · smooth_i       (ε = label_smoothing, w = class weights or 1)
+//   zl_i     = s · LSE(z_i)²                                        (PaLM's z-loss, s = z_loss)
+//   loss_i   = ce_i + zl_i
+// Rows whose target is `ignore_index` contribute 0 and are not counted. Reductions:
+//   none: loss[i] = loss_i;  sum: Σ_i loss_i;
+//   mean: Σ_i ce_i / Σ_i w_{t_i}  +  Σ_i zl_i / (number of rows not ignored)   (PyTorch's weighted mean for the
+//         cross-entropy; the z-loss, which regularises the normalizer and not a class, is a plain mean).
+// When every row is ignored, mean is 0/0 = NaN as in PyTorch, or 0 with `mean_of_nothing_is_zero`.
+//
+// Shapes: logits [N, C] (any row stride; f32, f16, bf16; f64 on the CPU), targets [N] (i32 or i64).
+// Outputs are f32 (f64 for f64 logits): loss [N] for none and [] for sum/mean; lse [N] and z_loss (shape of loss)
+// are optional (a view with null data is "not wanted"). A target outside [0, C) that is not ignore_index is an
+// error naming the row; on the GPU, where only the kernel sees it, the row's loss is NaN and an error flag is raised.
+#pragma once
+
+#include <cstdint>
+
+#include "softmaxkit/core/stream.hpp"
+#include "softmaxkit/core/tensor.hpp"
+
+namespace smk {
+
+enum class Reduction : unsigned char { none, sum, mean };
+
+struct CrossEntropyOptions {
+  std::int64_t ignore_index = -100;
+  Reduction reduction = Reduction::mean;
+  bool mean_of_nothing_is_zero = false;  // mean over zero counted rows: NaN (PyTorch) or, when true, 0
+  float label_smoothing = 0.0f;          // ε in [0, 1]
+  float z_loss = 0.0f;                   // s ≥ 0; 1e-4 is usual
+  float softcap = 0.0f;                  // c > 0 soft-caps the logits as c·tanh(x / c); 0 disables
+  TensorView class_weights{};            // optional [C] f32 (f64 for f64 logits), each ≥ 0
+};
+
+// Forward. `lse` and `z_loss` are optional outputs (null data: not wanted).
+void cross_entropy(const TensorView& loss, const TensorView& logits, const TensorView& targets,
+                   const CrossEntropyOptions& options = {}, const TensorView& lse = {}, const TensorView& z_loss = {},
+                   Stream stream = {});
+
+// Backward: grad_logits = ∂(reduced loss)/∂logits · grad_loss, where grad_loss has the loss's shape ([] or [N]).
+//   ∂loss_i/∂z_ij = (1 − ε)·w_t·(p_ij − [j = t]) + (ε/C)·(Σw·p_ij − w_j) + 2s·LSE_i·p_ij, times 1 − (z/c)² under
+//   soft-capping. The target entry p_it − 1 is formed in f32 as −(Σ_{j≠t} e_ij) / l_i, so it keeps its digits as
+//   p → 1 (p − 1, or expm1 of z − LSE with a rounded LSE, cancels to 0 there).
+// `lse` may pass the forward's per-row LSE so a GPU kernel can skip a pass (null data: recompute); the CPU always
+// recomputes it. `grad_logits` has the
+// logits' shape and dtype (or f32); it may be `logits` itself (in place: the logits are read once, the gradient
+// written once).
+void cross_entropy_backward(const TensorView& grad_logits, const TensorView& logits, const TensorView& targets,
+                            const TensorView& grad_loss, const CrossEntropyOptions& options = {},
+                            const TensorView& lse = {}, Stream stream = {});
+
+}  // namespace smk
