@@ -1,0 +1,62 @@
+// softmaxkit: scaled dot-product attention with the FlashAttention recurrence, and the merge of partial results.
+//
+// For each batch b, query head h (KV head h / (Hq / Hkv): grouped-query attention) and query row i:
+//   s_j = scale · q_i · k_j over the keys j visible to i;   O_i = Σ_j softmax(s)_j v_j;   LSE_i = log Σ_j exp(s_j)
+// computed block by block with one OnlineSoftmaxState per row (the article's Step 4): scores are used once and
+// dropped, the un-normalised output is rescaled when the max grows, and divided once at the end.
+//
+// Layout (FlashAttention's): q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], out [B, Sq, Hq, D] in q's dtype, lse
+// [B, Hq, Sq] f32 (natural log); any strides. Hq must be a multiple of Hkv. With variable lengths
+// (`cu_seqlens_q` / `cu_seqlens_k` set, int32 [B + 1] cumulative offsets, as flash_attn_varlen_func), q, k, v and out
+// are packed [total, H, D] and lse is [Hq, total_q].
+//
+// Visibility: every key, or with `causal` the keys j ≤ i + (Sk − Sq) — the diagonal aligned bottom-right, as
+// FlashAttention does when Sq ≠ Sk. A query row that sees no key gets O = 0 and LSE = −inf. Keys it cannot see are
+// never read, so NaN in masked-out or padded K/V never reaches the output.
+//
+// Sinks (gpt-oss): one learned logit σ_h per query head joins the softmax's denominator only, with no value row:
+// O_i = Σ_j exp(s_j) v_j / (exp(σ_h) + Σ_j exp(s_j)). The LSE includes it (so partial states stay mergeable), and a
+// row with no visible key gets O = 0, LSE = σ_h.
+#pragma once
+
+#include "softmaxkit/core/stream.hpp"
+#include "softmaxkit/core/tensor.hpp"
+
+namespace smk {
+
+struct AttentionOptions {
+  float scale = 0.0f;            // softmax scale; 0 means 1/√D
+  bool causal = false;
+  TensorView cu_seqlens_q{};     // varlen: int32 [B + 1]; both or neither
+  TensorView cu_seqlens_k{};
+  TensorView sinks{};            // optional f32 [Hq]
+};
+
+void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const AttentionOptions& options = {}, Stream stream = {});
+
+// Merges two partial attention results over disjoint key sets — splits of one KV cache, two GPUs, a cached prefix
+// and new tokens — in the online state's algebra: with L = log(e^{L_a} + e^{L_b}),
+//   O = e^{L_a − L}·O_a + e^{L_b − L}·O_b.
+// An empty part (LSE −inf) is the identity; two empty parts give O = 0, LSE = −inf; NaN in either LSE gives NaN;
+// the merge is commutative, and associative up to rounding. Shapes: o_* [..., D] (any rank ≥ 1, any strides, the
+// same for all four), lse_* with o's shape minus its last dimension (f32). `out_o` may alias `o_a` or `o_b`
+// exactly, and `out_lse` `lse_a` or `lse_b` (accumulating in place).
+void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
+                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream stream = {});
+
+namespace cpu {
+// The float path (f32 arithmetic; f64 for f64 tensors) and the float64 reference, same arguments.
+void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const AttentionOptions& options = {});
+void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
+                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b);
+namespace reference {
+void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const AttentionOptions& options = {});
+void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
+                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b);
+}  // namespace reference
+}  // namespace cpu
+
+}  // namespace smk

@@ -1,0 +1,24 @@
+// softmaxkit: public attention entry points. Validate once, then run on the tensors' device.
+#include "attention/args.hpp"
+#include "softmaxkit/attention.hpp"
+#include "softmaxkit/core/error.hpp"
+
+namespace smk {
+
+void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const AttentionOptions& options, Stream) {
+  detail::check_attention_args("attention_forward", out, lse, q, k, v, options);
+  if (!q.device.is_cpu())
+    throw_unsupported("attention_forward", "has no CUDA kernel in this version; run it on the CPU");
+  cpu::attention_forward(out, lse, q, k, v, options);
+}
+
+void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
+                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream) {
+  detail::check_merge_args("merge_attention_states", out_o, out_lse, o_a, lse_a, o_b, lse_b);
+  if (!o_a.device.is_cpu())
+    throw_unsupported("merge_attention_states", "has no CUDA kernel in this version; run it on the CPU");
+  cpu::merge_attention_states(out_o, out_lse, o_a, lse_a, o_b, lse_b);
+}
+
+}  // namespace smk

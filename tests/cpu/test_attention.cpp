@@ -1,0 +1,251 @@
+// Attention and the merge of partial states on the CPU, against direct long-double evaluations of the definitions
+// in softmaxkit/attention.hpp (all scores at once, no blocks, no online rescaling).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "softmaxkit/attention.hpp"
+#include "softmaxkit/core/error.hpp"
+
+namespace {
+
+using smk::AttentionOptions;
+using smk::TensorView;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Expected {
+  std::vector<long double> o;
+  long double lse;
+};
+
+// One query row against keys [0, visible) of one KV head, directly from the definition.
+Expected direct(const double* q, const double* k, const double* v, std::int64_t visible, std::int64_t d,
+                std::int64_t kv_stride, long double scale, const double* sink) {
+  std::vector<long double> s(visible);
+  long double m = sink ? static_cast<long double>(*sink) : -INFINITY;
+  for (std::int64_t j = 0; j < visible; ++j) {
+    long double dot = 0;
+    for (std::int64_t x = 0; x < d; ++x) dot += static_cast<long double>(q[x]) * k[j * kv_stride + x];
+    s[j] = scale * dot;
+    m = std::max(m, s[j]);
+  }
+  Expected e{std::vector<long double>(d, 0), -INFINITY};
+  if (visible == 0 && !sink) return e;
+  long double l = sink ? std::exp(static_cast<long double>(*sink) - m) : 0;
+  for (std::int64_t j = 0; j < visible; ++j) l += std::exp(s[j] - m);
+  for (std::int64_t j = 0; j < visible; ++j)
+    for (std::int64_t x = 0; x < d; ++x) e.o[x] += std::exp(s[j] - m) / l * v[j * kv_stride + x];
+  e.lse = m + std::log(l);
+  return e;
+}
+
+std::vector<double> randn(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> dist(0, 1);
+  std::vector<double> x(n);
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+// The article's Step 4: one query, 8,192 keys, head size 128, blocks of 256 against full attention, and two halves
+// merged by their LSEs.
+TEST(CpuAttention, ArticleOneQueryExampleAndTwoHalvesMerged) {
+  const std::int64_t n = 8192, d = 128;
+  const auto q = randn(d, 1), k = randn(n * d, 2), v = randn(n * d, 3);
+  const Expected want = direct(q.data(), k.data(), v.data(), n, d, d, 1.0L / std::sqrt(128.0L), nullptr);
+  std::vector<double> o(d, kNaN), lse(1, kNaN);
+  smk::cpu::reference::attention_forward(TensorView::of(o.data(), {1, 1, 1, d}), TensorView::of(lse.data(), {1, 1, 1}),
+                                         TensorView::of(q.data(), {1, 1, 1, d}), TensorView::of(k.data(), {1, n, 1, d}),
+                                         TensorView::of(v.data(), {1, n, 1, d}));
+  for (std::int64_t x = 0; x < d; ++x) EXPECT_NEAR(o[x], static_cast<double>(want.o[x]), 1e-14);
+  EXPECT_NEAR(lse[0], static_cast<double>(want.lse), 1e-13);
+
+  // Two halves, as if on two SMs, then merged by their LSEs.
+  std::vector<double> o1(d), o2(d), l1(1), l2(1), om(d), lm(1);
+  const auto half = [&](std::int64_t start, std::vector<double>& oh, std::vector<double>& lh) {
+    smk::cpu::reference::attention_forward(TensorView::of(oh.data(), {1, 1, 1, d}), TensorView::of(lh.data(), {1, 1, 1}),
+                                           TensorView::of(q.data(), {1, 1, 1, d}),
+                                           TensorView::of(k.data() + start * d, {1, n / 2, 1, d}),
+                                           TensorView::of(v.data() + start * d, {1, n / 2, 1, d}));
+  };
+  half(0, o1, l1);
+  half(n / 2, o2, l2);
+  smk::cpu::reference::merge_attention_states(TensorView::of(om.data(), {1, d}), TensorView::of(lm.data(), {1}),
+                                              TensorView::of(o1.data(), {1, d}), TensorView::of(l1.data(), {1}),
+                                              TensorView::of(o2.data(), {1, d}), TensorView::of(l2.data(), {1}));
+  for (std::int64_t x = 0; x < d; ++x) EXPECT_NEAR(om[x], static_cast<double>(want.o[x]), 1e-14);
+  EXPECT_NEAR(lm[0], static_cast<double>(want.lse), 1e-13);
+
+  // The float path: the same recurrence in f32.
+  const std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end());
+  std::vector<float> of(d), lf(1);
+  smk::cpu::attention_forward(TensorView::of(of.data(), {1, 1, 1, d}), TensorView::of(lf.data(), {1, 1, 1}),
+                              TensorView::of(qf.data(), {1, 1, 1, d}), TensorView::of(kf.data(), {1, n, 1, d}),
+                              TensorView::of(vf.data(), {1, n, 1, d}));
+  const Expected wantf = direct(std::vector<double>(qf.begin(), qf.end()).data(),
+                                std::vector<double>(kf.begin(), kf.end()).data(),
+                                std::vector<double>(vf.begin(), vf.end()).data(), n, d, d, 1.0L / std::sqrt(128.0L), nullptr);
+  for (std::int64_t x = 0; x < d; ++x) EXPECT_NEAR(of[x], static_cast<double>(wantf.o[x]), 2e-5);
+  EXPECT_NEAR(lf[0], static_cast<double>(wantf.lse), 1e-5);
+}
+
+// GQA, causal with Sq ≠ Sk (bottom-right), sinks: every (b, h, i) against the direct evaluation.
+TEST(CpuAttention, GqaCausalSinksAgainstDefinition) {
+  const std::int64_t B = 2, hq = 4, hkv = 2, d = 8;
+  for (auto [sq, sk] : {std::pair<std::int64_t, std::int64_t>{3, 5}, {5, 3}, {7, 7}, {1, 129}}) {
+    for (bool causal : {false, true})
+      for (bool with_sinks : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "sq=" << sq << " sk=" << sk << " causal=" << causal << " sinks=" << with_sinks);
+        const auto q = randn(B * sq * hq * d, 4), k = randn(B * sk * hkv * d, 5), v = randn(B * sk * hkv * d, 6);
+        const std::vector<double> sinks = {0.5, -1.0, 2.0, -30.0};
+        AttentionOptions opt;
+        opt.causal = causal;
+        opt.scale = 0.3f;
+        if (with_sinks) opt.sinks = TensorView::of(sinks.data(), {hq});
+        std::vector<double> o(B * sq * hq * d, kNaN), lse(B * hq * sq, kNaN);
+        smk::cpu::reference::attention_forward(
+            TensorView::of(o.data(), {B, sq, hq, d}), TensorView::of(lse.data(), {B, hq, sq}),
+            TensorView::of(q.data(), {B, sq, hq, d}), TensorView::of(k.data(), {B, sk, hkv, d}),
+            TensorView::of(v.data(), {B, sk, hkv, d}), opt);
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t h = 0; h < hq; ++h)
+            for (std::int64_t i = 0; i < sq; ++i) {
+              const std::int64_t visible = causal ? std::max<std::int64_t>(0, std::min(sk, i + (sk - sq) + 1)) : sk;
+              const std::int64_t hk = h / (hq / hkv);
+              const Expected e = direct(&q[((b * sq + i) * hq + h) * d], &k[(b * sk * hkv + hk) * d],
+                                        &v[(b * sk * hkv + hk) * d], visible, d, hkv * d,
+                                        static_cast<long double>(0.3f), with_sinks ? &sinks[h] : nullptr);
+              for (std::int64_t x = 0; x < d; ++x)
+                EXPECT_NEAR(o[((b * sq + i) * hq + h) * d + x], static_cast<double>(e.o[x]), 1e-13);
+              const double got = lse[(b * hq + h) * sq + i];
+              if (std::isinf(static_cast<double>(e.lse))) EXPECT_EQ(got, -kInf);
+              else EXPECT_NEAR(got, static_cast<double>(e.lse), 1e-13);
+              if (visible == 0) {
+                for (std::int64_t x = 0; x < d; ++x) EXPECT_EQ(o[((b * sq + i) * hq + h) * d + x], 0.0);
+                EXPECT_EQ(got, with_sinks ? sinks[h] : -kInf);
+              }
+            }
+      }
+  }
+}
+
+// NaN in keys a row cannot see (the causal future, another sequence of a packed batch) never reaches the output;
+// and varlen equals running each sequence alone.
+TEST(CpuAttention, MaskedNaNNeverLeaksAndVarlenMatchesSeparateRuns) {
+  const std::int64_t h = 2, d = 4;
+  const std::vector<std::int32_t> cu_q = {0, 2, 5}, cu_k = {0, 3, 7};
+  auto q = randn(5 * h * d, 7), k = randn(7 * h * d, 8), v = randn(7 * h * d, 9);
+  AttentionOptions opt;
+  opt.causal = true;
+  opt.cu_seqlens_q = TensorView::of(cu_q.data(), {3});
+  opt.cu_seqlens_k = TensorView::of(cu_k.data(), {3});
+  std::vector<double> o(5 * h * d, kNaN), lse(h * 5, kNaN);
+  // Sequence 0: 2 queries, 3 keys; query 0 sees keys 0..1, so key 2 (its future) may hold NaN.
+  for (std::int64_t x = 0; x < h * d; ++x) {
+    k[2 * h * d + x] = kNaN;
+    v[2 * h * d + x] = kNaN;
+  }
+  smk::cpu::attention_forward(TensorView::of(o.data(), {5, h, d}), TensorView::of(lse.data(), {h, 5}),
+                              TensorView::of(q.data(), {5, h, d}), TensorView::of(k.data(), {7, h, d}),
+                              TensorView::of(v.data(), {7, h, d}), opt);
+  for (std::int64_t x = 0; x < h * d; ++x) EXPECT_TRUE(std::isfinite(o[x])) << x;  // query 0 of sequence 0
+  for (std::int64_t x = 2 * h * d; x < 5 * h * d; ++x) EXPECT_TRUE(std::isfinite(o[x])) << x;  // sequence 1
+  // Sequence 1 alone, unpacked.
+  AttentionOptions alone;
+  alone.causal = true;
+  std::vector<double> o1(3 * h * d), l1(h * 3);
+  smk::cpu::attention_forward(TensorView::of(o1.data(), {1, 3, h, d}), TensorView::of(l1.data(), {1, h, 3}),
+                              TensorView::of(q.data() + 2 * h * d, {1, 3, h, d}),
+                              TensorView::of(k.data() + 3 * h * d, {1, 4, h, d}),
+                              TensorView::of(v.data() + 3 * h * d, {1, 4, h, d}), alone);
+  for (std::int64_t x = 0; x < 3 * h * d; ++x) EXPECT_EQ(o[2 * h * d + x], o1[x]);
+  for (std::int64_t hh = 0; hh < h; ++hh)
+    for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(lse[hh * 5 + 2 + i], l1[hh * 3 + i]);
+}
+
+TEST(CpuAttention, MergeAlgebra) {
+  const std::int64_t d = 6;
+  const auto a = randn(d, 10), b = randn(d, 11), c = randn(d, 12);
+  const auto merge = [&](const std::vector<double>& oa, double la, const std::vector<double>& ob, double lb,
+                         std::vector<double>& o, double& l) {
+    o.assign(d, kNaN);
+    smk::cpu::reference::merge_attention_states(TensorView::of(o.data(), {d}), TensorView::of(&l, {}),
+                                                TensorView::of(oa.data(), {d}), TensorView::of(&la, {}),
+                                                TensorView::of(ob.data(), {d}), TensorView::of(&lb, {}));
+  };
+  std::vector<double> ab, ba, ab_c, bc, a_bc, with_empty, empties;
+  double lab, lba, labc, lbc, la_bc, le, lee;
+  merge(a, 1.5, b, -2.0, ab, lab);
+  merge(b, -2.0, a, 1.5, ba, lba);
+  EXPECT_EQ(ab, ba);
+  EXPECT_EQ(lab, lba);
+  merge(ab, lab, c, 0.25, ab_c, labc);
+  merge(b, -2.0, c, 0.25, bc, lbc);
+  merge(a, 1.5, bc, lbc, a_bc, la_bc);
+  for (std::int64_t x = 0; x < d; ++x) EXPECT_NEAR(ab_c[x], a_bc[x], 1e-15);
+  EXPECT_NEAR(labc, la_bc, 1e-15);
+  EXPECT_NEAR(labc, std::log(std::exp(1.5) + std::exp(-2.0) + std::exp(0.25)), 1e-15);
+  // An empty part (LSE −inf) is the identity, whatever its O holds; two empty parts give 0, −inf.
+  const std::vector<double> garbage(d, kNaN);
+  merge(a, 1.5, garbage, -kInf, with_empty, le);
+  EXPECT_EQ(with_empty, a);
+  EXPECT_EQ(le, 1.5);
+  merge(garbage, -kInf, garbage, -kInf, empties, lee);
+  EXPECT_EQ(empties, std::vector<double>(d, 0.0));
+  EXPECT_EQ(lee, -kInf);
+  // NaN is never dropped.
+  std::vector<double> poisoned;
+  double lp;
+  merge(a, kNaN, b, 0.0, poisoned, lp);
+  EXPECT_TRUE(std::isnan(lp));
+  for (double x : poisoned) EXPECT_TRUE(std::isnan(x));
+}
+
+TEST(CpuAttention, MergeInPlaceAccumulates) {
+  const std::int64_t rows = 3, d = 4;
+  auto acc = randn(rows * d, 13);
+  const auto part = randn(rows * d, 14);
+  std::vector<float> acc_f(acc.begin(), acc.end()), part_f(part.begin(), part.end());
+  std::vector<float> lacc = {0.0f, 1.0f, -INFINITY}, lpart = {2.0f, -INFINITY, 0.5f};
+  std::vector<float> o(rows * d), l(rows);
+  smk::merge_attention_states(TensorView::of(o.data(), {rows, d}), TensorView::of(l.data(), {rows}),
+                              TensorView::of(acc_f.data(), {rows, d}), TensorView::of(lacc.data(), {rows}),
+                              TensorView::of(part_f.data(), {rows, d}), TensorView::of(lpart.data(), {rows}));
+  smk::merge_attention_states(TensorView::of(acc_f.data(), {rows, d}), TensorView::of(lacc.data(), {rows}),
+                              TensorView::of(acc_f.data(), {rows, d}), TensorView::of(lacc.data(), {rows}),
+                              TensorView::of(part_f.data(), {rows, d}), TensorView::of(lpart.data(), {rows}));
+  EXPECT_EQ(acc_f, o);
+  EXPECT_EQ(lacc, l);
+}
+
+TEST(CpuAttention, MisuseIsRejected) {
+  std::vector<float> q(2 * 3 * 8), k(2 * 3 * 8), out(2 * 3 * 8);
+  const auto call = [&](TensorView qv, TensorView kv, AttentionOptions o = {}) {
+    smk::attention_forward(TensorView::of(out.data(), {1, 2, 3, 8}), {}, qv, kv, kv, o);
+  };
+  const auto expect_arg = [](auto fn, const char* arg) {
+    try {
+      fn();
+      ADD_FAILURE() << "accepted";
+    } catch (const smk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(arg), std::string::npos) << e.what();
+    }
+  };
+  expect_arg([&] { call(TensorView::of(q.data(), {1, 2, 3, 8}), TensorView::of(k.data(), {1, 2, 2, 8})); }, "'k'");
+  expect_arg([&] { call(TensorView::of(q.data(), {2, 3, 8}), TensorView::of(k.data(), {2, 3, 8})); }, "'q'");
+  AttentionOptions bad_scale;
+  bad_scale.scale = NAN;
+  expect_arg([&] { call(TensorView::of(q.data(), {1, 2, 3, 8}), TensorView::of(k.data(), {1, 2, 3, 8}), bad_scale); },
+             "'options.scale'");
+  const std::vector<std::int32_t> cu = {0, 2};
+  AttentionOptions half_varlen;
+  half_varlen.cu_seqlens_q = TensorView::of(cu.data(), {2});
+  expect_arg([&] { call(TensorView::of(q.data(), {2, 3, 8}), TensorView::of(k.data(), {2, 3, 8}), half_varlen); },
+             "'options.cu_seqlens_k'");
+}
+
+}  // namespace
