@@ -1,6 +1,7 @@
 // softmaxkit: everything public, in one include.
 #pragma once
 
+#include "softmaxkit/attention.hpp"
 #include "softmaxkit/build_config.hpp"
 #include "softmaxkit/core/compare.hpp"
 #include "softmaxkit/core/dtype.hpp"
