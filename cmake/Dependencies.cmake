@@ -46,3 +46,66 @@ if(SOFTMAXKIT_BUILD_APPS)
     target_include_directories(nlohmann_json::nlohmann_json INTERFACE "${SOFTMAXKIT_JSON_INCLUDE}")
   endif()
 endif()
+
+# cuDNN, optional, for `softmaxkit bench` only: cuDNN's softmax is an anchor timed beside our kernels, never a
+# dependency of the library. Looked for, in order: -DSOFTMAXKIT_CUDNN_ROOT=<dir with include/ and lib/>, the CUDA
+# toolkit, the nvidia-cudnn Python wheel (site-packages/nvidia/cudnn/{include,lib}, as the device machine's PyTorch
+# carries it), then the system. Defines the imported target softmaxkit_cudnn when found; the bench reports
+# "not built" otherwise. -DSOFTMAXKIT_BENCH_CUDNN=OFF leaves it out.
+if(SOFTMAXKIT_BUILD_APPS AND SOFTMAXKIT_HAS_CUDA)
+  option(SOFTMAXKIT_BENCH_CUDNN "Time cuDNN's softmax in softmaxkit bench when cuDNN is found" ON)
+  set(SOFTMAXKIT_CUDNN_ROOT "" CACHE PATH "A cuDNN installation (include/cudnn.h, lib/libcudnn.so*) for the bench")
+  if(SOFTMAXKIT_BENCH_CUDNN)
+    # Candidate (include dir, library dir) pairs; the first pair holding both cudnn.h and libcudnn wins, so the
+    # header and the library always come from the same installation.
+    set(_smk_cudnn_pairs "")
+    if(SOFTMAXKIT_CUDNN_ROOT)
+      list(APPEND _smk_cudnn_pairs "${SOFTMAXKIT_CUDNN_ROOT}/include|${SOFTMAXKIT_CUDNN_ROOT}/lib"
+                                   "${SOFTMAXKIT_CUDNN_ROOT}/include|${SOFTMAXKIT_CUDNN_ROOT}/lib64")
+    endif()
+    foreach(_inc IN LISTS CUDAToolkit_INCLUDE_DIRS)
+      list(APPEND _smk_cudnn_pairs "${_inc}|${CUDAToolkit_LIBRARY_DIR}")
+    endforeach()
+    find_program(SOFTMAXKIT_PYTHON3 NAMES python3)
+    if(SOFTMAXKIT_PYTHON3)
+      execute_process(
+        COMMAND "${SOFTMAXKIT_PYTHON3}" -c
+          "import site, sysconfig; p = sysconfig.get_paths(); print(';'.join([p['purelib'], p['platlib']] + site.getsitepackages()))"
+        OUTPUT_VARIABLE _smk_site_dirs OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      foreach(_site IN LISTS _smk_site_dirs)
+        list(APPEND _smk_cudnn_pairs "${_site}/nvidia/cudnn/include|${_site}/nvidia/cudnn/lib"
+                                     "${_site}/nvidia/cu13/include|${_site}/nvidia/cu13/lib")
+      endforeach()
+    endif()
+    list(APPEND _smk_cudnn_pairs "/usr/include|/usr/lib/x86_64-linux-gnu" "/usr/include|/usr/lib/aarch64-linux-gnu")
+    foreach(_pair IN LISTS _smk_cudnn_pairs)
+      string(REPLACE "|" ";" _pair "${_pair}")
+      list(GET _pair 0 _inc)
+      list(GET _pair 1 _libdir)
+      if(NOT EXISTS "${_inc}/cudnn.h" OR NOT EXISTS "${_inc}/cudnn_version.h")
+        continue()
+      endif()
+      file(GLOB _libs "${_libdir}/libcudnn.so" "${_libdir}/libcudnn.so.[0-9]*")
+      if(NOT _libs)
+        continue()
+      endif()
+      list(SORT _libs)
+      list(GET _libs 0 _lib)
+      file(STRINGS "${_inc}/cudnn_version.h" _major REGEX "^#define CUDNN_MAJOR [0-9]+")
+      string(REGEX REPLACE ".* ([0-9]+)$" "\\1" _major "${_major}")
+      if(_major LESS 8)
+        continue()
+      endif()
+      add_library(softmaxkit_cudnn UNKNOWN IMPORTED)
+      set_target_properties(softmaxkit_cudnn PROPERTIES IMPORTED_LOCATION "${_lib}"
+                                                        INTERFACE_INCLUDE_DIRECTORIES "${_inc}")
+      set(SOFTMAXKIT_CUDNN_LIBRARY "${_lib}" CACHE INTERNAL "cuDNN library the bench links (for LD_LIBRARY_PATH)")
+      message(STATUS "softmaxkit: cuDNN ${_major}.x anchor for the bench: ${_lib}")
+      break()
+    endforeach()
+    if(NOT TARGET softmaxkit_cudnn)
+      set(SOFTMAXKIT_CUDNN_LIBRARY "" CACHE INTERNAL "")
+      message(STATUS "softmaxkit: no cuDNN found; the bench's cuDNN anchor is not built")
+    endif()
+  endif()
+endif()
