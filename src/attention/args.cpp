@@ -119,6 +119,8 @@ std::int64_t check_merge_args(const char* op, const TensorView& out_o, const Ten
     check_view(op, name, *t);
   if (o_a.rank < 1) throw_invalid_argument(op, "o_a", "must have at least one dimension (the head dimension)");
   check_dtype_in(op, "o_a", o_a, {DType::f32, DType::f16, DType::bf16, DType::f64});
+  if (o_a.dtype == DType::f64 && !o_a.device.is_cpu())
+    throw_invalid_argument(op, "o_a", "dtype f64 is supported on the CPU only");
   check_same_shape(op, "o_b", o_b, "o_a", o_a);
   check_same_shape(op, "out_o", out_o, "o_a", o_a);
   check_dtype_in(op, "o_b", o_b, {o_a.dtype});

@@ -1,7 +1,11 @@
 // softmaxkit: public attention entry points. Validate once, then run on the tensors' device.
 #include "attention/args.hpp"
 #include "softmaxkit/attention.hpp"
+#include "softmaxkit/build_config.hpp"
 #include "softmaxkit/core/error.hpp"
+#if SOFTMAXKIT_HAS_CUDA
+#include "cuda/attention/attention_cuda.hpp"
+#endif
 
 namespace smk {
 
@@ -14,11 +18,17 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 }
 
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
-                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream) {
-  detail::check_merge_args("merge_attention_states", out_o, out_lse, o_a, lse_a, o_b, lse_b);
-  if (!o_a.device.is_cpu())
-    throw_unsupported("merge_attention_states", "has no CUDA kernel in this version; run it on the CPU");
-  cpu::merge_attention_states(out_o, out_lse, o_a, lse_a, o_b, lse_b);
+                            const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream stream) {
+  const std::int64_t rows = detail::check_merge_args("merge_attention_states", out_o, out_lse, o_a, lse_a, o_b, lse_b);
+  if (o_a.device.is_cpu()) return cpu::merge_attention_states(out_o, out_lse, o_a, lse_a, o_b, lse_b);
+#if SOFTMAXKIT_HAS_CUDA
+  cuda::merge_attention_states(rows, out_o, out_lse, o_a, lse_a, o_b, lse_b, stream);
+#else
+  (void)rows;
+  (void)stream;
+  throw_unsupported("merge_attention_states", "tensors are on " + o_a.device.str() +
+                                                  " but softmaxkit was built without CUDA");
+#endif
 }
 
 }  // namespace smk
