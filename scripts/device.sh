@@ -3,13 +3,13 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench (default: all)
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 steps=("$@")
-((${#steps[@]})) || steps=(build test sanitize demo bench)
+((${#steps[@]})) || steps=(build test sanitize demo bench compare)
 want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 export PATH=/usr/local/cuda/bin:$PATH
 jobs=$(nproc)
@@ -44,8 +44,18 @@ fi
 if want demo; then
   run_step demo build/default/apps/softmaxkit/softmaxkit demo
 fi
+# bench: every built-in shape, f32 and bf16, every kernel path and cuDNN (SMK_BENCH_ARGS replaces "--path all", e.g.
+# SMK_BENCH_ARGS="--shape issue --path auto"). compare: torch eager and torch.compile beside the bench's numbers
+# (scripts/compare_torch.py; SMK_COMPARE_ARGS replaces its default compile budget), then the bandwidth plot.
+# cuDNN, the bench's anchor, may come from a Python wheel whose folder the loader does not search by itself.
+cudnn_lib=$(sed -n 's/^SOFTMAXKIT_CUDNN_LIBRARY:INTERNAL=//p' build/default/CMakeCache.txt 2>/dev/null)
+[ -n "$cudnn_lib" ] && export LD_LIBRARY_PATH="$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if want bench && [ -x build/default/apps/softmaxkit/softmaxkit ] && build/default/apps/softmaxkit/softmaxkit bench --help >/dev/null 2>&1; then
-  run_step bench build/default/apps/softmaxkit/softmaxkit bench --format table --json "$OUT/bench.json"
+  # shellcheck disable=SC2086  # the extra flags are meant to split into words
+  run_step bench build/default/apps/softmaxkit/softmaxkit bench --format table --json "$OUT/bench.json" ${SMK_BENCH_ARGS:---path all}
+fi
+if want compare; then
+  run_step compare bash -c "PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py --bench-json '$OUT/bench.json' --out '$OUT' ${SMK_COMPARE_ARGS:---compile-budget-s 300} && python3 scripts/plot_bench.py '$OUT/bench.json' --out '$OUT/bench_bandwidth.png'"
 fi
 
 echo
@@ -54,3 +64,4 @@ printf '%s\n' "${summary[@]}"
 grep -h -E "^(100|[0-9]+)% tests passed" "$OUT/test.log" 2>/dev/null
 grep -h -E "ERROR SUMMARY" "$OUT"/san-*.log 2>/dev/null
 grep -h -E "checks passed" "$OUT/demo.log" 2>/dev/null
+grep -h "^headline" "$OUT/bench.log" "$OUT/compare.log" 2>/dev/null
