@@ -3,13 +3,15 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare (default: all)
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python (default: all)
+#   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
+#   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 steps=("$@")
-((${#steps[@]})) || steps=(build test sanitize demo bench compare)
+((${#steps[@]})) || steps=(build test sanitize demo bench compare python)
 want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 export PATH=/usr/local/cuda/bin:$PATH
 jobs=$(nproc)
@@ -57,6 +59,13 @@ fi
 if want compare; then
   run_step compare bash -c "PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py --bench-json '$OUT/bench.json' --out '$OUT' ${SMK_COMPARE_ARGS:---compile-budget-s 300} && python3 scripts/plot_bench.py '$OUT/bench.json' --out '$OUT/bench_bandwidth.png'"
 fi
+if want python; then
+  # No package registry here: build against the image's scikit-build-core and nanobind, without build isolation.
+  export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+  python3 -m pip list 2>/dev/null | grep -iE "^(torch|nanobind|scikit.build.core|cupy\S*|jax|numpy|scipy|ml.dtypes) "
+  run_step py-install python3 -m pip install -v --no-build-isolation --no-deps --no-index . &&
+    run_step py-test python3 -m pytest tests/python -q -rs -p no:cacheprovider
+fi
 
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
@@ -64,4 +73,5 @@ printf '%s\n' "${summary[@]}"
 grep -h -E "^(100|[0-9]+)% tests passed" "$OUT/test.log" 2>/dev/null
 grep -h -E "ERROR SUMMARY" "$OUT"/san-*.log 2>/dev/null
 grep -h -E "checks passed" "$OUT/demo.log" 2>/dev/null
+grep -h -E "(passed|failed|error).* in [0-9.]+s" "$OUT/py-test.log" 2>/dev/null
 grep -h "^headline" "$OUT/bench.log" "$OUT/compare.log" 2>/dev/null

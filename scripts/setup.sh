@@ -24,3 +24,15 @@ if ((${#missing[@]})); then
     echo "setup: could not install ${missing[*]} (no package registry?); continuing with what is present"
   fi
 fi
+
+# Python: what `pip install .` needs to build (scikit-build-core, nanobind) and what the CPU tests need (NumPy,
+# SciPy, pytest), from PyPI, into a virtual environment under build/python so that no system interpreter is
+# touched. It sees the interpreter's own packages, so whatever is installed already is not fetched again.
+py_venv=build/python/venv
+if [ ! -x "$py_venv/bin/python" ] && command -v python3 >/dev/null; then
+  python3 -m venv --system-site-packages "$py_venv" || echo "setup: could not create $py_venv (python3 -m venv)"
+fi
+if [ -x "$py_venv/bin/python" ]; then
+  "$py_venv/bin/python" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" scipy pytest ||
+    echo "setup: could not install the Python packages (no package registry?); continuing with what is present"
+fi
