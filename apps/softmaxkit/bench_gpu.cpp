@@ -125,7 +125,7 @@ class RowTimer {
   RowTimer(EventTimer& timer, const GpuPlan& plan) : timer_(timer), plan_(plan) {}
 
   // Warm-up call, then the estimate, then the timed repetitions. A call the library or cuDNN refuses as
-  // unsupported makes an "unsupported" row; any other smk::Error but a CUDA one makes an "error" row.
+  // unsupported makes an "unsupported" row; any other smk::Error makes an "error" row.
   void time(Result& r, const std::function<void()>& call) {
     try {
       call();
@@ -135,10 +135,19 @@ class RowTimer {
       r.micros = summarize(timer_.time(call, reps));
       r.status = "ok";
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::cuda_error) throw;
+      // A CUDA error that left the context usable (a refused launch configuration, say) fails this row only; a
+      // sticky one (an illegal address) poisons every later call, so the run stops.
+      if (e.code() == ErrorCode::cuda_error && !context_still_usable()) throw;
       r.status = e.code() == ErrorCode::unsupported ? "unsupported" : "error";
       r.reason = e.what();
     }
+  }
+
+  static bool context_still_usable() {
+    (void)cudaGetLastError();
+    const bool ok = cudaDeviceSynchronize() == cudaSuccess;
+    (void)cudaGetLastError();
+    return ok && cudaDeviceSynchronize() == cudaSuccess;
   }
 
  private:

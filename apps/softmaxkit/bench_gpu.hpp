@@ -31,7 +31,7 @@ struct GpuSink {
 
 // Fills `info` (device, ceilings, cuDNN, method) and returns every row, in the order measured. Rows that a path or
 // cuDNN cannot serve come back with status "unsupported"; a library error other than that comes back as "error".
-// CUDA errors throw smk::Error(cuda_error).
+// A CUDA error that leaves the context usable fails its row ("error"); a sticky one throws smk::Error(cuda_error).
 std::vector<Result> run_gpu_bench(const GpuPlan& plan, RunInfo& info, const GpuSink& sink);
 
 }  // namespace smk::app::bench
