@@ -6,7 +6,12 @@
 
 namespace smk::cuda {
 
-void softmax_family(const char* op, detail::SoftmaxKind kind, const detail::SoftmaxProblem& problem,
-                    const TensorView& out, const TensorView& in, const SoftmaxOptions& options, Stream stream);
+// softmax, log_softmax, logsumexp (`out` is the LSE) and state (`out` is m, `out_sum` is l; ignored otherwise).
+void softmax_forward(const char* op, detail::SoftmaxKind kind, const detail::SoftmaxProblem& problem,
+                     const TensorView& out, const TensorView& out_sum, const TensorView& in,
+                     const SoftmaxOptions& options, Stream stream);
+void softmax_backward(const char* op, detail::BackwardKind kind, const detail::SoftmaxProblem& problem,
+                      const TensorView& dx, const TensorView& y, const TensorView& dy, const SoftmaxOptions& options,
+                      Stream stream);
 
 }  // namespace smk::cuda
