@@ -69,7 +69,7 @@ PathList resolve_paths(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string utc_now() {
+[[maybe_unused]] std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -98,7 +98,7 @@ void print_list(const PathList& all_paths) {
   );
 }
 
-void write_json_file(const std::string& file, const RunInfo& info, const std::vector<Result>& results) {
+[[maybe_unused]] void write_json_file(const std::string& file, const RunInfo& info, const std::vector<Result>& results) {
   if (file.empty()) return;
   std::ofstream f(file);
   if (!f) throw_invalid_argument("bench", "--json", "cannot open '" + file + "' for writing");
