@@ -98,7 +98,8 @@ void print_list(const PathList& all_paths) {
   );
 }
 
-[[maybe_unused]] void write_json_file(const std::string& file, const RunInfo& info, const std::vector<Result>& results) {
+[[maybe_unused]] void write_json_file(const std::string& file, const RunInfo& info,
+                                     const std::vector<Result>& results) {
   if (file.empty()) return;
   std::ofstream f(file);
   if (!f) throw_invalid_argument("bench", "--json", "cannot open '" + file + "' for writing");

@@ -70,7 +70,8 @@ TEST(BenchShapes, AllIsEveryDistinctBuiltinOnceAndNamesAreUnique) {
   }
   EXPECT_EQ(all.size(), distinct.size());
   EXPECT_EQ(builtin_shapes().size(), distinct.size() + 2);
-  const auto it = std::find_if(all.begin(), all.end(), [](const Shape& s) { return s.rows == 16384 && s.cols == 4096; });
+  const auto it =
+      std::find_if(all.begin(), all.end(), [](const Shape& s) { return s.rows == 16384 && s.cols == 4096; });
   ASSERT_NE(it, all.end());
   EXPECT_EQ(it->grid, "issue");
 }
