@@ -102,12 +102,11 @@ class Framework:
 
     # --- results -------------------------------------------------------------------------------------------------
     def empty(self, op, shape, code):
-        """A new writable array for a result; returns (array, framework that owns it)."""
+        """A new writable array for a result; returns (array, the Framework of that array)."""
         kind, index = self.device()
         if kind == "cpu":
-            return NumpyFramework(None).empty_on(op, shape, code)
-        staging = _staging_framework(op, index)
-        return staging.empty_on(op, shape, code, index), staging
+            return NumpyFramework(None).empty(op, shape, code)
+        return _staging_framework(op).empty_on(op, shape, code, index)
 
     def deliver(self, result, owner, launch):
         """The result as an array of the caller's framework."""
@@ -132,17 +131,16 @@ class NumpyFramework(Framework):
             return arr.view(_np().uint16), True
         return arr, False
 
-    def empty_on(self, op, shape, code):
+    def empty(self, op, shape, code):
         np = _np()
         if code == "bf16":
             bf16 = _ml_dtypes_bfloat16()
             if bf16 is None:
                 raise UnsupportedError(f"{op}: a bfloat16 NumPy result needs the ml_dtypes package")
-            return np.empty(shape, dtype=bf16), self
-        return np.empty(shape, dtype=_NAMES[code]), self
-
-    def empty(self, op, shape, code):
-        return self.empty_on(op, shape, code)
+            a = np.empty(shape, dtype=bf16)
+        else:
+            a = np.empty(shape, dtype=_NAMES[code])
+        return a, NumpyFramework(a)
 
 
 class TorchFramework(Framework):
@@ -176,16 +174,16 @@ class TorchFramework(Framework):
         return torch.cuda.current_stream(t.device).cuda_stream
 
     def empty(self, op, shape, code):
+        return self.empty_on(op, shape, code, self.like.device)
+
+    def empty_on(self, op, shape, code, device):
         import torch
 
         dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
-        return torch.empty(shape, dtype=dtypes[code], device=self.like.device), self
-
-    def empty_on(self, op, shape, code, index):
-        import torch
-
-        dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
-        return torch.empty(shape, dtype=dtypes[code], device=torch.device("cuda", index)), self
+        if isinstance(device, int):
+            device = torch.device("cuda", device)
+        t = torch.empty(shape, dtype=dtypes[code], device=device)
+        return t, TorchFramework(t)
 
     def synchronize(self, launch):
         import torch
@@ -214,7 +212,8 @@ class CupyFramework(Framework):
         if code == "bf16":
             raise UnsupportedError(f"{op}: CuPy has no bfloat16 dtype for the result; pass out= or use torch")
         with cupy.cuda.Device(index):
-            return cupy.empty(shape, dtype=_NAMES[code]), self
+            a = cupy.empty(shape, dtype=_NAMES[code])
+        return a, CupyFramework(a)
 
     def empty(self, op, shape, code):
         return self.empty_on(op, shape, code, self.device()[1])
@@ -225,7 +224,7 @@ class CupyFramework(Framework):
         cupy.cuda.ExternalStream(launch).synchronize() if launch else cupy.cuda.Stream.null.synchronize()
 
 
-def _staging_framework(op, index):
+def _staging_framework(op):
     """CuPy or torch, to allocate CUDA results for frameworks whose arrays cannot be written (JAX)."""
     for name, cls in (("cupy", CupyFramework), ("torch", TorchFramework)):
         if name in sys.modules:

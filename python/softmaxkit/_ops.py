@@ -67,8 +67,8 @@ def _mask(op, mask, launch):
 
 
 def _no_autograd(op, *arrays):
-    """torch forbids out= (and we a foreign stream) on tensors autograd tracks; so do we, instead of dropping the
-    gradient silently."""
+    """A call with out= or stream= bypasses the registered torch ops, so autograd would not see it: refuse tensors
+    that require grad (as torch refuses out= for them) instead of dropping their gradient silently."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.is_grad_enabled():
         return
@@ -91,6 +91,8 @@ def _torch_route(x, out, stream):
 
 def _forward_impl(op, fn, x, dim, temperature, mask, empty_rows, out, stream, keepdim=None):
     """One forward call; `keepdim` is None for softmax/log_softmax and a bool for reductions."""
+    if out is not None or stream is not None:
+        _no_autograd(op, x, out)
     fw = framework_of(x)
     launch = launch_stream(op, fw, stream)
     vin = fw.view(x, op, "in", launch)
@@ -112,7 +114,6 @@ def _forward_impl(op, fn, x, dim, temperature, mask, empty_rows, out, stream, ke
         result, owner = fw.empty(op, tuple(shape), out_code)
         vout = owner.view(result, op, "out", launch, writable=True)
     else:
-        _no_autograd(op, x, out)
         result, owner = out, None
         vout = framework_of(out).view(out, op, "out", launch, writable=True)
     fn(vout, vin, dim, zeros, t, per_row, vmask, launch)
@@ -120,6 +121,8 @@ def _forward_impl(op, fn, x, dim, temperature, mask, empty_rows, out, stream, ke
 
 
 def _state_impl(op, x, dim, temperature, mask, keepdim, out, stream):
+    if out is not None or stream is not None:
+        _no_autograd(op, x, *(out if isinstance(out, (tuple, list)) else (out,)))
     fw = framework_of(x)
     launch = launch_stream(op, fw, stream)
     vin = fw.view(x, op, "in", launch)
@@ -135,12 +138,11 @@ def _state_impl(op, x, dim, temperature, mask, keepdim, out, stream):
             del shape[d]
         out_code = "f64" if code == "f64" else "f32"
         m, owner = fw.empty(op, tuple(shape), out_code)
-        l, _ = fw.empty(op, tuple(shape), out_code)
-        outs, views = (m, l), (owner.view(m, op, "out_max", launch, True), owner.view(l, op, "out_sum", launch, True))
+        l, owner_l = fw.empty(op, tuple(shape), out_code)
+        outs, views = (m, l), (owner.view(m, op, "out_max", launch, True), owner_l.view(l, op, "out_sum", launch, True))
     else:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise InvalidArgumentError(f"{op}: argument 'out': must be a pair (out_max, out_sum)")
-        _no_autograd(op, x, *out)
         owner, outs = None, tuple(out)
         views = tuple(framework_of(o).view(o, op, name, launch, True) for o, name in zip(out, ("out_max", "out_sum")))
     _C.softmax_state(views[0], views[1], vin, dim, t, per_row, vmask, launch)
@@ -150,6 +152,8 @@ def _state_impl(op, x, dim, temperature, mask, keepdim, out, stream):
 
 
 def _backward_impl(op, fn, y, dy, dim, temperature, out, stream):
+    if out is not None or stream is not None:
+        _no_autograd(op, y, dy, out)
     fw = framework_of(y)
     launch = launch_stream(op, fw, stream)
     vy = fw.view(y, op, "y", launch)
@@ -161,7 +165,6 @@ def _backward_impl(op, fn, y, dy, dim, temperature, out, stream):
         result, owner = fw.empty(op, tuple(vy.shape), code)
         vdx = owner.view(result, op, "dx", launch, writable=True)
     else:
-        _no_autograd(op, y, dy, out)
         result, owner = out, None
         vdx = framework_of(out).view(out, op, "dx", launch, writable=True)
     fn(vdx, vy, vdy, dim, t, per_row, launch)
@@ -245,6 +248,9 @@ def softmax_backward(y, dy, dim=-1, *, temperature=1.0, out=None, stream=None):
     work in place). temperature is the forward call's (scalar or per-row). Masks and empty_rows do not apply: a
     removed position has y = 0 and so gets dx = 0.
     """
+    route = _torch_route(y, out, stream)
+    if route is not None:
+        return route.softmax_backward(y, dy, dim, temperature=temperature)
     return _backward_impl("softmax_backward", _C.softmax_backward, y, dy, dim, temperature, out, stream)
 
 
@@ -254,6 +260,9 @@ def log_softmax_backward(y, dy, dim=-1, *, temperature=1.0, out=None, stream=Non
     y (the forward output) and dy share one shape; dx has y's shape and dtype (float32 also allowed through out=
     for 16-bit y). Other arguments as in softmax_backward.
     """
+    route = _torch_route(y, out, stream)
+    if route is not None:
+        return route.log_softmax_backward(y, dy, dim, temperature=temperature)
     return _backward_impl("log_softmax_backward", _C.log_softmax_backward, y, dy, dim, temperature, out, stream)
 
 

@@ -295,6 +295,10 @@ def test_argument_errors_with_torch():
     x = torch.randn(3, 4)
     with pytest.raises(smk.InvalidArgumentError, match="do not support automatic differentiation"):
         smk.softmax(x.requires_grad_(), out=torch.empty(3, 4))
+    with pytest.raises(smk.InvalidArgumentError, match="do not support automatic differentiation"):
+        smk.logsumexp(x, stream=0)
+    with torch.no_grad():
+        assert smk.softmax(x, out=torch.empty(3, 4)).shape == (3, 4)  # fine where no gradient is recorded
     with pytest.raises(smk.InvalidArgumentError, match="argument 'temperature'"):
         smkt.softmax(x, temperature="hot")
     with pytest.raises(smk.InvalidArgumentError, match=r"argument 'options.dim': dim 2 is out of range"):
