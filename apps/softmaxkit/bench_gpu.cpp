@@ -107,15 +107,10 @@ void call_library(Op op, Buffers& b, DType dtype, const GpuPlan& plan, const Sha
                             x, {}, stream);
     case Op::softmax_backward:
     case Op::log_softmax_backward: {
-#if SMK_BENCH_HAS_BACKWARD
       const TensorView y = view(b.y.data(), dtype, plan.device, shape.rows, shape.cols);
       const TensorView dy = view(b.dy.data(), dtype, plan.device, shape.rows, shape.cols);
       if (op == Op::softmax_backward) return smk::softmax_backward(out, y, dy, {}, stream);
       return smk::log_softmax_backward(out, y, dy, {}, stream);
-#else
-      throw_unsupported(op_name(op), "not implemented in this version of softmaxkit (the bench was built "
-                                     "without the backward passes)");
-#endif
     }
   }
 }
