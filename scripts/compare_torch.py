@@ -157,8 +157,11 @@ class TorchTimer:
         # A fresh compiler per case (reset) and limits high enough that nothing falls back to eager.
         for name, value in (("recompile_limit", 1 << 16), ("cache_size_limit", 1 << 16),
                             ("accumulated_recompile_limit", 1 << 20), ("accumulated_cache_size_limit", 1 << 20)):
-            if hasattr(dynamo.config, name):
-                setattr(dynamo.config, name, value)
+            try:
+                if hasattr(dynamo.config, name):
+                    setattr(dynamo.config, name, value)
+            except Exception as e:  # noqa: BLE001  (a renamed or read-only knob in this torch)
+                print(f"torch._dynamo.config.{name}: {e}", file=sys.stderr)
         self.dynamo = dynamo
 
     def median_us(self, fn) -> float:
