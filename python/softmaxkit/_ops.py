@@ -25,12 +25,14 @@ def _dim(op, dim, rank):
     try:
         dim = operator.index(dim)
     except TypeError:
-        raise InvalidArgumentError(f"{op}: argument 'options.dim': must be an int ({type(dim).__name__} given)") from None
+        raise InvalidArgumentError(
+            f"{op}: argument 'options.dim': must be an int ({type(dim).__name__} given)") from None
     if rank < 1:
         raise InvalidArgumentError(f"{op}: argument 'in': must have at least one dimension")
     d = dim + rank if dim < 0 else dim
     if d < 0 or d >= rank:
-        raise InvalidArgumentError(f"{op}: argument 'options.dim': dim {dim} is out of range for a tensor of rank {rank}")
+        raise InvalidArgumentError(
+            f"{op}: argument 'options.dim': dim {dim} is out of range for a tensor of rank {rank}")
     return dim, d
 
 

@@ -96,90 +96,99 @@ def _(x, dim, keepdim, temperature, temperature_per_row, mask):
     return x.new_empty(_reduced_shape(x, dim, keepdim), dtype=_stat_dtype(x))
 
 
-_HAS_FULL_API = hasattr(_C, "softmax_backward")
+@torch.library.custom_op("softmaxkit::softmax_state", mutates_args=())
+def _softmax_state_op(x: _Tensor, dim: int, keepdim: bool, temperature: float,
+                      temperature_per_row: Optional[_Tensor], mask: Optional[_Tensor]) -> Tuple[_Tensor, _Tensor]:
+    return _ops._state_impl("softmax_state", x, dim, _temperature_arg(temperature, temperature_per_row), mask,
+                            keepdim, None, None)
 
-if _HAS_FULL_API:
 
-    @torch.library.custom_op("softmaxkit::softmax_state", mutates_args=())
-    def _softmax_state_op(x: _Tensor, dim: int, keepdim: bool, temperature: float,
-                          temperature_per_row: Optional[_Tensor], mask: Optional[_Tensor]) -> Tuple[_Tensor, _Tensor]:
-        return _ops._state_impl("softmax_state", x, dim, _temperature_arg(temperature, temperature_per_row), mask,
-                                keepdim, None, None)
+@_softmax_state_op.register_fake
+def _(x, dim, keepdim, temperature, temperature_per_row, mask):
+    shape = _reduced_shape(x, dim, keepdim)
+    return x.new_empty(shape, dtype=_stat_dtype(x)), x.new_empty(shape, dtype=_stat_dtype(x))
 
-    @_softmax_state_op.register_fake
-    def _(x, dim, keepdim, temperature, temperature_per_row, mask):
-        shape = _reduced_shape(x, dim, keepdim)
-        return x.new_empty(shape, dtype=_stat_dtype(x)), x.new_empty(shape, dtype=_stat_dtype(x))
 
-    @torch.library.custom_op("softmaxkit::softmax_backward", mutates_args=())
-    def _softmax_backward_op(y: _Tensor, dy: _Tensor, dim: int, temperature: float,
+@torch.library.custom_op("softmaxkit::softmax_backward", mutates_args=())
+def _softmax_backward_op(y: _Tensor, dy: _Tensor, dim: int, temperature: float,
+                         temperature_per_row: Optional[_Tensor]) -> _Tensor:
+    return _ops._backward_impl("softmax_backward", _C.softmax_backward, y, dy, dim,
+                               _temperature_arg(temperature, temperature_per_row), None, None)
+
+
+@torch.library.custom_op("softmaxkit::log_softmax_backward", mutates_args=())
+def _log_softmax_backward_op(y: _Tensor, dy: _Tensor, dim: int, temperature: float,
                              temperature_per_row: Optional[_Tensor]) -> _Tensor:
-        return _ops._backward_impl("softmax_backward", _C.softmax_backward, y, dy, dim,
-                                   _temperature_arg(temperature, temperature_per_row), None, None)
+    return _ops._backward_impl("log_softmax_backward", _C.log_softmax_backward, y, dy, dim,
+                               _temperature_arg(temperature, temperature_per_row), None, None)
 
-    @torch.library.custom_op("softmaxkit::log_softmax_backward", mutates_args=())
-    def _log_softmax_backward_op(y: _Tensor, dy: _Tensor, dim: int, temperature: float,
-                                 temperature_per_row: Optional[_Tensor]) -> _Tensor:
-        return _ops._backward_impl("log_softmax_backward", _C.log_softmax_backward, y, dy, dim,
-                                   _temperature_arg(temperature, temperature_per_row), None, None)
 
-    @_softmax_backward_op.register_fake
-    def _(y, dy, dim, temperature, temperature_per_row):
-        return y.new_empty(y.shape)
+@_softmax_backward_op.register_fake
+def _(y, dy, dim, temperature, temperature_per_row):
+    return y.new_empty(y.shape)
 
-    @_log_softmax_backward_op.register_fake
-    def _(y, dy, dim, temperature, temperature_per_row):
-        return y.new_empty(y.shape)
 
-    # --- autograd ----------------------------------------------------------------------------------------------
-    def _save_forward(ctx, inputs, output):
-        x, dim, temperature, temperature_per_row, mask, zeros = inputs
-        ctx.save_for_backward(output, temperature_per_row)
-        ctx.dim, ctx.temperature = dim, temperature
+@_log_softmax_backward_op.register_fake
+def _(y, dy, dim, temperature, temperature_per_row):
+    return y.new_empty(y.shape)
 
-    def _make_backward(backward_op):
-        def backward(ctx, grad):
-            y, per_row = ctx.saved_tensors
-            # The upstream gradient of a reduction is often an expanded (stride-0) view; give the kernels rows.
-            dx = backward_op(y, grad.contiguous(), ctx.dim, ctx.temperature, per_row)
-            return dx, None, None, None, None, None
 
-        return backward
+# --- autograd ------------------------------------------------------------------------------------------------------
 
-    _softmax_op.register_autograd(_make_backward(_softmax_backward_op), setup_context=_save_forward)
-    _log_softmax_op.register_autograd(_make_backward(_log_softmax_backward_op), setup_context=_save_forward)
+def _save_forward(ctx, inputs, output):
+    x, dim, temperature, temperature_per_row, mask, zeros = inputs
+    ctx.save_for_backward(output, temperature_per_row)
+    ctx.dim, ctx.temperature = dim, temperature
 
-    def _no_setup(ctx, inputs, output):
-        pass
 
-    def _not_differentiable(name):
-        def backward(ctx, *grads):
-            raise NotImplementedError(f"softmaxkit.torch.{name} has no backward pass; differentiate logsumexp "
-                                      f"(or softmax) instead")
+def _make_backward(backward_op):
+    def backward(ctx, grad):
+        y, per_row = ctx.saved_tensors
+        # The upstream gradient of a reduction is often an expanded (stride-0) view; give the kernels rows.
+        dx = backward_op(y, grad.contiguous(), ctx.dim, ctx.temperature, per_row)
+        return dx, None, None, None, None, None
 
-        return backward
+    return backward
 
-    # d logsumexp(x / T + mask) / dx = softmax(x / T + mask) / T: the library's softmax, scaled by the upstream
-    # gradient of each row (a broadcast multiply; no softmax arithmetic here). An empty row's softmax is NaN, as is
-    # torch.logsumexp's gradient there.
-    def _save_lse(ctx, inputs, output):
-        x, dim, keepdim, temperature, temperature_per_row, mask = inputs
-        ctx.save_for_backward(x, temperature_per_row, mask)
-        ctx.dim, ctx.keepdim, ctx.temperature = dim, keepdim, temperature
 
-    def _logsumexp_backward(ctx, grad):
-        x, per_row, mask = ctx.saved_tensors
-        p = _softmax_op(x, ctx.dim, ctx.temperature, per_row, mask, False)
-        g = grad if ctx.keepdim else grad.unsqueeze(ctx.dim)
-        if per_row is not None:
-            g = g / (per_row if per_row.dim() == x.dim() else per_row.unsqueeze(ctx.dim))
-        else:
-            g = g / ctx.temperature
-        return (p * g).to(x.dtype), None, None, None, None, None
+_softmax_op.register_autograd(_make_backward(_softmax_backward_op), setup_context=_save_forward)
+_log_softmax_op.register_autograd(_make_backward(_log_softmax_backward_op), setup_context=_save_forward)
 
-    _logsumexp_op.register_autograd(_logsumexp_backward, setup_context=_save_lse)
-    _softmax_state_op.register_autograd(_not_differentiable("softmax_state"), setup_context=_no_setup)
 
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+def _not_differentiable(name):
+    def backward(ctx, *grads):
+        raise NotImplementedError(f"softmaxkit.torch.{name} has no backward pass; differentiate logsumexp "
+                                  f"(or softmax) instead")
+
+    return backward
+
+
+# d logsumexp(x / T + mask) / dx = softmax(x / T + mask) / T: the library's softmax, scaled by the upstream
+# gradient of each row (a broadcast multiply; no softmax arithmetic here). An empty row's softmax is NaN, as is
+# torch.logsumexp's gradient there.
+def _save_lse(ctx, inputs, output):
+    x, dim, keepdim, temperature, temperature_per_row, mask = inputs
+    ctx.save_for_backward(x, temperature_per_row, mask)
+    ctx.dim, ctx.keepdim, ctx.temperature = dim, keepdim, temperature
+
+
+def _logsumexp_backward(ctx, grad):
+    x, per_row, mask = ctx.saved_tensors
+    p = _softmax_op(x, ctx.dim, ctx.temperature, per_row, mask, False)
+    g = grad if ctx.keepdim else grad.unsqueeze(ctx.dim)
+    if per_row is not None:
+        g = g / (per_row if per_row.dim() == x.dim() else per_row.unsqueeze(ctx.dim))
+    else:
+        g = g / ctx.temperature
+    return (p * g).to(x.dtype), None, None, None, None, None
+
+
+_logsumexp_op.register_autograd(_logsumexp_backward, setup_context=_save_lse)
+_softmax_state_op.register_autograd(_not_differentiable("softmax_state"), setup_context=_no_setup)
 
 
 # --- the Python API ----------------------------------------------------------------------------------------------

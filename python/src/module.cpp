@@ -172,7 +172,6 @@ void backward(const View& dx, const View& y, const View& dy, int dim, float temp
   F(vdx, vy, vdy, o, stream_of(stream));
 }
 
-#ifndef SMK_PY_FORWARD_ONLY
 void state(const View& out_max, const View& out_sum, const View& in, int dim, float temperature,
            std::optional<const View*> per_row, std::optional<const View*> mask, std::uintptr_t stream) {
   const smk::SoftmaxOptions o = options(dim, false, temperature, per_row, mask);
@@ -180,7 +179,6 @@ void state(const View& out_max, const View& out_sum, const View& in, int dim, fl
   nb::gil_scoped_release release;
   smk::softmax_state(vm, vs, vi, o, stream_of(stream));
 }
-#endif
 
 }  // namespace
 
@@ -221,14 +219,12 @@ NB_MODULE(_C, m) {
         nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("mask").none(), nb::arg("stream"));
   m.def("logsumexp", &forward<&smk::logsumexp>, nb::arg("out"), nb::arg("in"), nb::arg("dim"), nb::arg("zeros"),
         nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("mask").none(), nb::arg("stream"));
-#ifndef SMK_PY_FORWARD_ONLY
   m.def("softmax_state", &state, nb::arg("out_max"), nb::arg("out_sum"), nb::arg("in"), nb::arg("dim"),
         nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("mask").none(), nb::arg("stream"));
   m.def("softmax_backward", &backward<&smk::softmax_backward>, nb::arg("dx"), nb::arg("y"), nb::arg("dy"),
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
   m.def("log_softmax_backward", &backward<&smk::log_softmax_backward>, nb::arg("dx"), nb::arg("y"), nb::arg("dy"),
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
-#endif
 
   m.def("cuda_built", &smk::cuda_built, "True when the extension was compiled with softmaxkit's CUDA backend.");
   m.def("cuda_device_count", &smk::cuda_device_count, "Usable CUDA devices (0 in a CPU-only build).");

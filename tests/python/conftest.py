@@ -34,14 +34,6 @@ def cuda_skip_reason():
 
 
 def pytest_collection_modifyitems(config, items):
-    import softmaxkit
-
-    # Transitional (python/CMakeLists.txt): a build from a tree whose library does not define them yet.
-    if not hasattr(softmaxkit._C, "softmax_backward"):
-        for item in items:
-            if "full_api" in item.keywords:
-                item.add_marker(pytest.mark.skip(reason="this build binds the forward ops only: the library does "
-                                                        "not define softmax_state and the backward passes yet"))
     reason = None
     checked = False
     for item in items:

@@ -128,16 +128,22 @@ def test_nan_anywhere_poisons_the_row(pos):
     assert np.isnan(smk.logsumexp(x)[0]) and np.isnan(smk.softmax(x)[0]).all()
 
 
+@pytest.mark.xfail(strict=True, raises=smk.InvalidArgumentError,
+                   reason="library: check_writable (src/core/validate.cpp) rejects an empty output whose strides are "
+                          "0, which is how NumPy lays out shape (3, 0); an empty view writes nothing")
+@pytest.mark.parametrize("shape", [(3, 0), (0, 5)], ids=["empty_rows", "zero_rows"])
+def test_empty_softmax_into_numpy_empty_array(shape):
+    x = np.zeros(shape, dtype=np.float32)
+    assert smk.softmax(x).shape == shape
+    assert smk.log_softmax(x).shape == shape
+
+
 def test_empty_rows_and_zero_rows():
     x = np.zeros((3, 0), dtype=np.float32)
-    assert smk.softmax(x).shape == (3, 0)
-    assert smk.log_softmax(x).shape == (3, 0)
     lse = smk.logsumexp(x)
     np.testing.assert_array_equal(lse, [-INF] * 3)
     np.testing.assert_array_equal(lse, sp.logsumexp(np.zeros((3, 0)), axis=-1))
-    z = np.zeros((0, 5), dtype=np.float32)
-    assert smk.softmax(z).shape == (0, 5)
-    assert smk.logsumexp(z).shape == (0,)
+    assert smk.logsumexp(np.zeros((0, 5), dtype=np.float32)).shape == (0,)
 
 
 @pytest.mark.parametrize("shift", [1e3, 1e7, -1e7])
@@ -222,7 +228,6 @@ def test_additive_mask():
 
 # --- the online state and the backward passes --------------------------------------------------------------------
 
-@pytest.mark.full_api
 def test_softmax_state_regimes_and_values():
     x = _random((5, 21), np.float32, seed=31)
     x[1] = -np.inf
@@ -246,7 +251,6 @@ def _jvp_softmax(p, dy, dim):
     return p * (dy - (dy * p).sum(axis=dim, keepdims=True))
 
 
-@pytest.mark.full_api
 @pytest.mark.parametrize("shape,dim", [((4, 19), -1), ((6, 5, 3), 1)])
 def test_softmax_backward_against_jacobian(shape, dim):
     x = _random(shape, np.float64, seed=41)
@@ -264,7 +268,6 @@ def test_softmax_backward_against_jacobian(shape, dim):
     np.testing.assert_allclose(dx_t, _jvp_softmax(p, dy, dim) / 4.0, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.full_api
 def test_log_softmax_backward_against_jacobian():
     x = _random((5, 23), np.float64, seed=43)
     dy = _random((5, 23), np.float64, seed=44, scale=1.0)
@@ -275,7 +278,6 @@ def test_log_softmax_backward_against_jacobian():
     np.testing.assert_allclose(smk.log_softmax_backward(y, dy, temperature=0.5), ref / 0.5, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.full_api
 def test_backward_matches_finite_differences_of_scipy():
     x = _random((2, 7), np.float64, seed=45, scale=2.0)
     dy = _random((2, 7), np.float64, seed=46, scale=1.0)
