@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(cmake ninja-build g++ googletest libgtest-dev libcli11-dev libfmt-dev nlohmann-json3-dev)
+debs=(cmake ninja-build g++ googletest libgtest-dev libcli11-dev libfmt-dev nlohmann-json3-dev
+      clang libclang-rt-14-dev)  # clang and its libFuzzer runtime: tests/fuzz/run.sh
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
