@@ -87,6 +87,7 @@ void check_dtype_in(const char* op, const char* arg, const TensorView& v, std::i
 }
 
 void check_writable(const char* op, const char* arg, const TensorView& v) {
+  if (v.numel() == 0) return;  // nothing is written; NumPy gives empty arrays zero strides
   std::array<int, TensorView::kMaxRank> order{};
   int n = 0;
   for (int d = 0; d < v.rank; ++d)
