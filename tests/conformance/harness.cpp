@@ -181,6 +181,25 @@ Problem make_problem(const Spec& s, Op op) {
   } else {
     p.out = {s.out_dtype, s.shape, s.out_strides.empty() ? contiguous_strides(s.shape) : s.out_strides, s.out_offset};
   }
+  if (!s.mask_shape.empty()) {
+    p.has_mask = true;
+    p.mask = {s.mask_dtype, s.mask_shape, contiguous_strides(s.mask_shape), 0};
+    const auto msize = static_cast<std::int64_t>(dtype_size(s.mask_dtype));
+    p.mask_bytes.assign(static_cast<std::size_t>(numel(s.mask_shape) * msize), 0);
+    for (std::int64_t i = 0; i < numel(s.mask_shape); ++i) {
+      if (s.mask_dtype == DType::b8) p.mask_bytes[i] = s.mask_values[i] != 0;
+      else store(s.mask_dtype, p.mask_bytes.data() + i * msize, s.mask_values[i]);
+    }
+  }
+  if (!s.temperatures.empty()) {
+    p.has_temperatures = true;
+    std::vector<std::int64_t> shape;
+    for (int d = 0; d < rank; ++d)
+      if (d != p.dim) shape.push_back(s.shape[d]);
+    p.temps = {DType::f32, shape, contiguous_strides(shape), 0};
+    p.temp_bytes.resize(s.temperatures.size() * 4);
+    std::memcpy(p.temp_bytes.data(), s.temperatures.data(), p.temp_bytes.size());
+  }
   if (!p.in_place)
     p.out_buffer_bytes = static_cast<std::size_t>((extent(p.out) + kTailPadding) * static_cast<std::int64_t>(dtype_size(p.out.dtype)));
   return p;
@@ -215,21 +234,28 @@ RunResult run(const Backend& b, const Problem& p, unsigned char poison) {
   RunResult r;
   r.in_bytes = p.in_bytes;
   r.out_bytes.assign(p.out_buffer_bytes, poison);
+  SoftmaxOptions options = p.options;
   if (!b.is_gpu()) {
+    std::vector<unsigned char> mask = p.mask_bytes, temps = p.temp_bytes;
+    if (p.has_mask) options.mask = make_view(p.mask, mask.data(), false, Device::cpu());
+    if (p.has_temperatures) options.temperature_per_row = make_view(p.temps, temps.data(), false, Device::cpu());
     const TensorView in = make_view(p.in, r.in_bytes.data(), p.null_data, Device::cpu());
     const TensorView out = p.in_place ? in : make_view(p.out, r.out_bytes.data(), p.null_data, Device::cpu());
-    call_op(b, p.op, out, in, p.options);
+    call_op(b, p.op, out, in, options);
     return r;
   }
 #if SOFTMAXKIT_HAS_CUDA
   using Buffer = cuda::DeviceBuffer<unsigned char>;
   Buffer din = Buffer::from_host(r.in_bytes);
   Buffer dout = Buffer::from_host(r.out_bytes);
+  Buffer dmask = Buffer::from_host(p.mask_bytes), dtemps = Buffer::from_host(p.temp_bytes);
+  if (p.has_mask) options.mask = make_view(p.mask, dmask.data(), false, Device::cuda(0));
+  if (p.has_temperatures) options.temperature_per_row = make_view(p.temps, dtemps.data(), false, Device::cuda(0));
   const TensorView in = make_view(p.in, din.data(), p.null_data, Device::cuda(0));
   const TensorView out = p.in_place ? in : make_view(p.out, dout.data(), p.null_data, Device::cuda(0));
   try {
     cuda::ScopedSoftmaxPath force(b.path);
-    call_op(b, p.op, out, in, p.options);
+    call_op(b, p.op, out, in, options);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::unsupported) throw;
     r.applicable = false;
@@ -259,6 +285,48 @@ std::vector<double> row_values(const Problem& p, std::int64_t row) {
   for (std::int64_t i = 0; i < n; ++i)
     x[i] = load(p.in.dtype, p.in_bytes.data() + offset_of(p.in, linear_index(p.in.shape, p.dim, row, i)) * size);
   return x;
+}
+
+std::vector<long double> row_scores(const Problem& p, std::int64_t row, int* roundings, bool f32_compute) {
+  const std::vector<double> x = row_values(p, row);
+  std::vector<long double> z(x.begin(), x.end());
+  int k = 0;
+  long double t = p.options.temperature;
+  if (p.has_temperatures) {
+    float tf;
+    std::memcpy(&tf, p.temp_bytes.data() + row * 4, 4);
+    t = tf;
+  }
+  if (t != 1 || p.has_temperatures) {
+    ++k;
+    for (auto& v : z) {
+      v /= t;
+      if (f32_compute && std::isfinite(v) && std::fabs(v) >= max_finite(DType::f32) + ulp_of(DType::f32, max_finite(DType::f32)) / 2)
+        v = std::copysign(INFINITY, v);  // fl32(x / T) overflows
+    }
+  }
+  if (p.has_mask) {
+    // The mask element of (row, i): the logical index with every broadcast (size-1) dimension at 0.
+    const std::int64_t n = p.in.shape[p.dim];
+    const auto msize = static_cast<std::int64_t>(dtype_size(p.mask.dtype));
+    if (p.mask.dtype != DType::b8) ++k;
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t linear = linear_index(p.in.shape, p.dim, row, i), moff = 0, mstride = 1;
+      for (int d = static_cast<int>(p.in.shape.size()) - 1; d >= 0; --d) {
+        const std::int64_t idx = linear % p.in.shape[d];
+        linear /= p.in.shape[d];
+        if (p.mask.shape[d] != 1) moff += idx * mstride;
+        mstride *= p.mask.shape[d];
+      }
+      if (p.mask.dtype == DType::b8) {
+        if (p.mask_bytes[moff] == 0) z[i] = -INFINITY;
+      } else {
+        z[i] += load(p.mask.dtype, p.mask_bytes.data() + moff * msize);
+      }
+    }
+  }
+  if (roundings) *roundings = k;
+  return z;
 }
 
 std::vector<double> row_output(const Problem& p, const RunResult& r, std::int64_t row) {
@@ -313,17 +381,27 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
   const std::int64_t rows = row_count(p);
   const bool wide = p.out.dtype == DType::f32 || p.out.dtype == DType::f64;
   for (std::int64_t row = 0; row < rows; ++row) {
-    const std::vector<double> x = row_values(p, row);
+    int roundings = 0;
+    const bool f32_compute = b.kind != BackendKind::cpu_reference && p.in.dtype != DType::f64;
+    const std::vector<long double> x = row_scores(p, row, &roundings, f32_compute);
     const ExactRow e = exact_row(x.data(), n);
     const std::vector<double> y = row_output(p, r, row);
+    // Rounding the scaled / masked scores moves each score by u·|z|: the gates grow by that (docs/semantics.md §6).
+    long double zmax = 0;
+    if (roundings > 0)
+      for (long double v : x)
+        if (std::isfinite(v)) zmax = std::max(zmax, std::fabs(v));
+    const double score_u = roundings * kU;
     const std::string where = "row " + std::to_string(row) + " (" + regime_name(e.regime) + ")";
 
     if (p.op == Op::logsumexp) {
       ++v.elements;
       const double got = y[0];
       if (e.regime == Regime::finite) {
-        const double gate = lse_gate(n, b.sum_model, e.lse);
-        const double err = static_cast<double>(std::fabs(got - e.lse));
+        const double gate = lse_gate(n, b.sum_model, e.lse) + score_u * static_cast<double>(zmax);
+        double err = static_cast<double>(std::fabs(got - e.lse));
+        // An exact result beyond the output type's range rounds to ±inf, and that is then the only right answer.
+        if (!std::isfinite(round_to(p.out.dtype, e.lse))) err = got == static_cast<double>(round_to(p.out.dtype, e.lse)) ? 0 : INFINITY;
         v.worst_gate_fraction = std::max(v.worst_gate_fraction, std::isfinite(err) ? err / gate : INFINITY);
         if (!(err <= gate))
           fail(where + ": logsumexp " + fmt(got) + ", exact " + fmt(e.lse) + ", error " + fmt(err) + " > gate " + fmt(gate));
@@ -350,7 +428,7 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
 
     long double sum = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::string at = where + " position " + std::to_string(i) + " (x = " + fmt(x[i]) + ")";
+      const std::string at = where + " position " + std::to_string(i) + " (score " + fmt(x[i]) + ")";
       if (x[i] == -INFINITY) {  // a removed position: exactly 0, or exactly −inf
         const double want = p.op == Op::softmax ? 0.0 : -INFINITY;
         if (y[i] != want) fail(at + ": got " + fmt(y[i]) + ", expected exactly " + fmt(want));
@@ -359,12 +437,15 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
       const long double exact = p.op == Op::softmax ? e.softmax(x[i]) : e.log_softmax(x[i]);
       double gate;  // the f32 computation's absolute error bound at this element
       if (p.op == Op::softmax) {
-        gate = softmax_gate(n, b.sum_model) * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
+        gate = (softmax_gate(n, b.sum_model) + 2 * score_u * static_cast<double>(zmax)) *
+               static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
         sum += y[i];
       } else {
-        gate = log_softmax_gate(n, b.sum_model, exact);
+        gate = log_softmax_gate(n, b.sum_model, exact) + score_u * static_cast<double>(std::fabs(x[i]) + zmax);
       }
-      const double err = static_cast<double>(std::fabs(y[i] - exact));
+      double err = static_cast<double>(std::fabs(y[i] - exact));
+      if (!std::isfinite(round_to(p.out.dtype, exact)))  // beyond the output type's range: ±inf exactly
+        err = y[i] == static_cast<double>(round_to(p.out.dtype, exact)) ? 0 : INFINITY;
       bool ok;
       if (wide) {
         ok = err <= gate;

@@ -39,7 +39,14 @@ struct Spec {
   std::int64_t out_offset = 0;
   bool in_place = false;          // softmax / log-softmax: out is the input view itself
   bool null_data = false;         // an empty tensor passed with null pointers
-  SoftmaxOptions options{};
+  SoftmaxOptions options{};       // dim comes from `dim`; mask and temperature_per_row from the fields below
+  // Optional mask: a shape that broadcasts to `shape` (each size equal or 1), row-major values, dtype f32 / in's
+  // (additive) or b8 (non-zero keeps a position).
+  std::vector<std::int64_t> mask_shape;
+  std::vector<double> mask_values;
+  DType mask_dtype = DType::f32;
+  // Optional per-row temperatures, one per row (rows in row-major order of every dimension but `dim`).
+  std::vector<float> temperatures;
 };
 // A Spec with out_dtype = dtype.
 Spec spec(std::string name, DType dtype, std::vector<std::int64_t> shape, std::vector<double> values);
@@ -60,7 +67,13 @@ struct Problem {
   std::size_t out_buffer_bytes = 0;     // the output buffer (unused when in place)
   bool in_place = false;
   bool null_data = false;
-  SoftmaxOptions options{};
+  SoftmaxOptions options{};  // options.mask / temperature_per_row are set from the layouts below by run()
+  bool has_mask = false;
+  ViewLayout mask;
+  std::vector<unsigned char> mask_bytes;
+  bool has_temperatures = false;
+  ViewLayout temps;
+  std::vector<unsigned char> temp_bytes;
 };
 Problem make_problem(const Spec& s, Op op);
 
@@ -107,6 +120,14 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
 // (or, in place, the input's bytes) and every output element is bitwise the first run's. Together with a full
 // check() of the first run, this proves every element was written, whatever the poison.
 Verdict check_same_outputs(const Problem& p, const RunResult& first, const RunResult& second, unsigned char poison);
+
+// The scores the contract applies to for row `row`: x / T (+ mask, or −inf where a b8 mask removes), exact in
+// long double (the stored inputs, the temperature and the mask are exact). `roundings` is how many times a path
+// rounds each score before the algorithm proper (the division by T, the mask addition): the gates grow by that.
+// With `f32_compute`, a scaled score beyond the f32 range becomes ±inf, as it does in every path that computes in
+// f32 (a tiny T: docs/semantics.md §3); the float64 reference keeps it finite.
+std::vector<long double> row_scores(const Problem& p, std::int64_t row, int* roundings = nullptr,
+                                    bool f32_compute = true);
 
 // The stored input values of row `row` (rows enumerate every index but `dim`, row-major), exact.
 std::int64_t row_count(const Problem& p);

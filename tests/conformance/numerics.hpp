@@ -140,11 +140,12 @@ struct ExactRow {
   long double sum = 0;          // Σ exp(x − max)
   long double lse = -INFINITY;  // max + log(sum); −inf, +inf or NaN in the other regimes
 
-  long double softmax(double x) const { return std::exp(static_cast<long double>(x) - max) / sum; }
-  long double log_softmax(double x) const { return (static_cast<long double>(x) - max) - std::log(sum); }
+  long double softmax(long double x) const { return std::exp(x - max) / sum; }
+  long double log_softmax(long double x) const { return (x - max) - std::log(sum); }
 };
 
-inline ExactRow exact_row(const double* x, std::int64_t n) {
+template <typename Real>
+ExactRow exact_row(const Real* x, std::int64_t n) {
   ExactRow r;
   bool any_nan = false, any_pos_inf = false;
   for (std::int64_t i = 0; i < n; ++i) {

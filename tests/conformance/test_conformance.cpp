@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "conformance/fixture.hpp"
 
@@ -409,6 +410,82 @@ TEST_P(Conformance, SixteenBitInputsFloatOutputs) {
     s.out_dtype = DType::f32;
     specs.push_back(s);
     expect_conforms(specs, {Op::softmax, Op::log_softmax});
+  }
+  finish();
+}
+
+// Temperature: the contract applies to the exact x / T, with the division's rounding in the gate; per-row
+// temperatures; and T → 0 (docs/semantics.md §3): the largest score's probability tends to 1 (ties share it)
+// while the scaled scores stay finite, and a score that overflows to +inf makes the row saturated (NaN).
+TEST_P(Conformance, Temperature) {
+  for (DType t : kTypes) {
+    std::vector<Spec> specs;
+    for (float temp : {0.5f, 3.0f, 0.001f, 100.0f}) {
+      Spec s = spec("temperature_" + std::to_string(temp), t, {4, 1000}, normal(4 * 1000, 3, 151));
+      s.options.temperature = temp;
+      specs.push_back(s);
+    }
+    Spec s = spec("temperature_per_row", t, {4, 257}, normal(4 * 257, 3, 152));
+    s.temperatures = {0.25f, 1.0f, 7.0f, 1e-3f};
+    specs.push_back(s);
+    // T → 0 with finite scaled scores: [1, 2, 3] / 1e-3 → one-hot; a tie shares; [10, 20] / 1e-37 stays finite
+    // (2e38); [50, 100] / 1e-37 overflows to +inf: saturated, a NaN row with LSE = +inf.
+    for (auto [name, row, temp] : {std::tuple{"tiny_T_one_hot", std::vector<double>{1, 2, 3}, 1e-3f},
+                                   std::tuple{"tiny_T_tie", std::vector<double>{3, 1, 3}, 1e-3f},
+                                   std::tuple{"tiny_T_near_overflow", std::vector<double>{10, 20}, 1e-37f},
+                                   std::tuple{"tiny_T_overflow", std::vector<double>{50, 100}, 1e-37f}}) {
+      Spec z = spec(name, t, {1, static_cast<std::int64_t>(row.size())}, row);
+      z.options.temperature = temp;
+      specs.push_back(z);
+    }
+    expect_conforms(specs);
+  }
+  finish();
+}
+
+// Masks: an additive f32 mask broadcast over rows, an additive mask of in's dtype, and a boolean mask that removes
+// positions (a removed NaN is gone), empties whole rows (then EmptyRowPolicy applies) and broadcasts over columns.
+TEST_P(Conformance, Masks) {
+  for (DType t : kTypes) {
+    std::vector<Spec> specs;
+    const std::int64_t rows = 6, n = 300;
+    std::vector<double> additive(n);
+    for (std::int64_t i = 0; i < n; ++i) additive[i] = i % 5 == 0 ? -kInf : (i % 7) * 0.5;
+    Spec s = spec("additive_f32_mask_broadcast_rows", t, {rows, n}, normal(rows * n, 3, 161));
+    s.mask_shape = {1, n};
+    s.mask_values = additive;
+    specs.push_back(s);
+    s.name = "additive_mask_in_dtype";
+    s.mask_dtype = t;
+    specs.push_back(s);
+
+    for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+      std::vector<double> keep(rows * n, 1);
+      for (std::int64_t i = 0; i < n; ++i) keep[1 * n + i] = 0;  // row 1 fully removed
+      for (std::int64_t i = 0; i < n; i += 3) keep[2 * n + i] = 0;
+      keep[3 * n + 17] = 0;
+      std::vector<double> x = normal(rows * n, 3, 162);
+      x[3 * n + 17] = kNaN;  // removed by the mask: row 3 stays finite
+      Spec b = spec(std::string("bool_mask_") + (policy == EmptyRowPolicy::nan ? "nan" : "zeros"), t, {rows, n}, x);
+      b.mask_shape = {rows, n};
+      b.mask_values = keep;
+      b.mask_dtype = DType::b8;
+      b.options.empty_rows = policy;
+      specs.push_back(b);
+    }
+    std::vector<double> column_keep(rows, 1);
+    column_keep[4] = 0;
+    Spec c = spec("bool_mask_broadcast_columns", t, {rows, n}, normal(rows * n, 3, 163));
+    c.mask_shape = {rows, 1};
+    c.mask_values = column_keep;
+    c.mask_dtype = DType::b8;
+    specs.push_back(c);
+    Spec w = spec("mask_with_temperature", t, {rows, n}, normal(rows * n, 3, 164));
+    w.mask_shape = {1, n};
+    w.mask_values = additive;
+    w.options.temperature = 0.7f;
+    specs.push_back(w);
+    expect_conforms(specs);
   }
   finish();
 }
