@@ -3,15 +3,17 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python (default: all)
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy (default: all)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
+#   accuracy: docs/accuracy.md's table on every GPU kernel path ($OUT/accuracy-gpu.md) and our error beside torch's on
+#   the same inputs ($OUT/vs-torch.md, tests/conformance/vs_torch.py); needs build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 steps=("$@")
-((${#steps[@]})) || steps=(build test sanitize demo bench compare python)
+((${#steps[@]})) || steps=(build test sanitize demo bench compare python accuracy)
 want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 export PATH=/usr/local/cuda/bin:$PATH
 jobs=$(nproc)
@@ -67,6 +69,15 @@ if want python; then
     run_step py-test python3 -m pytest tests/python -q -rs -p no:cacheprovider
 fi
 
+if want accuracy; then
+  # The accuracy report measures every GPU path against the long-double oracle (it exits 1 if any output exceeds its
+  # gate, docs/semantics.md) and dumps the inputs and the dispatcher's outputs for the comparison with torch.
+  acc_dump=$(mktemp -d)
+  run_step accuracy build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
+  run_step vs-torch python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
+  rm -rf "$acc_dump"
+fi
+
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
 printf '%s\n' "${summary[@]}"
@@ -74,4 +85,4 @@ grep -h -E "^(100|[0-9]+)% tests passed" "$OUT/test.log" 2>/dev/null
 grep -h -E "ERROR SUMMARY" "$OUT"/san-*.log 2>/dev/null
 grep -h -E "checks passed" "$OUT/demo.log" 2>/dev/null
 grep -h -E "(passed|failed|error).* in [0-9.]+s" "$OUT/py-test.log" 2>/dev/null
-grep -h "^headline" "$OUT/bench.log" "$OUT/compare.log" 2>/dev/null
+grep -h "^headline" "$OUT/bench.log" "$OUT/compare.log" "$OUT/vs-torch.log" 2>/dev/null
