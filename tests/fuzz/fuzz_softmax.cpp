@@ -1,5 +1,5 @@
 // libFuzzer target: drives the CPU softmax family through its public API (and the CPU float path) with random
-// shapes, strides, offsets, dtypes, options and values (±inf, NaN, huge, tiny), and holds every call to the contract
+// shapes, strides, offsets, dtypes, temperatures and values (±inf, NaN, huge, tiny), and holds every call to the contract
 // of docs/semantics.md:
 //   - a valid call returns normally and its output passes the conformance checker (regimes, accuracy gates, no
 //     write outside the output view, input untouched) — tests/conformance/harness.hpp;
@@ -59,10 +59,20 @@ double value(Reader& r) {
   }
 }
 
+std::string dims(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 [[noreturn]] void violation(const std::string& what, const Problem& p) {
-  std::fprintf(stderr, "CONTRACT VIOLATION: %s\n  op %s, in %s rank %zu, out %s, dim %d, n = %lld\n", what.c_str(),
-               op_name(p.op), dtype_name(p.in.dtype), p.in.shape.size(), dtype_name(p.out.dtype), p.dim,
-               static_cast<long long>(p.in.shape.empty() ? -1 : p.in.shape[p.dim]));
+  std::fprintf(stderr,
+               "CONTRACT VIOLATION: %s\n  op %s, dim %d, temperature %g\n  in %s shape %s strides %s offset %lld\n"
+               "  out %s shape %s strides %s offset %lld%s\n",
+               what.c_str(), op_name(p.op), p.dim, p.options.temperature, dtype_name(p.in.dtype), dims(p.in.shape).c_str(),
+               dims(p.in.strides).c_str(), static_cast<long long>(p.in.offset), dtype_name(p.out.dtype),
+               dims(p.out.shape).c_str(), dims(p.out.strides).c_str(), static_cast<long long>(p.out.offset),
+               p.in_place ? " (in place)" : "");
   std::abort();
 }
 
@@ -208,7 +218,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       arg = "'out'";
       break;
     case Defect::out_self_overlap:
-      if (p.in_place) break;
+      if (p.in_place || numel_of(p.out) == 0) break;  // an empty output writes nothing, so it cannot overlap itself
       for (std::size_t d = 0; d < p.out.shape.size(); ++d)
         if (p.out.shape[d] > 1) {
           p.out.strides[d] = 0;
@@ -255,6 +265,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       store(p.in.dtype, p.in_bytes.data() + off * in_size, value(r));
     }
+  }
+  // A valid temperature now and then (read last, so that older corpus inputs decode to the same cases as before).
+  if (defect != Defect::bad_temperature) {
+    const float temps[] = {1.0f, 0.5f, 3.0f, 1e-3f, 1e3f, 1e-30f};
+    const std::uint32_t k = r.below(16);
+    if (k < 6) p.options.temperature = temps[k];
   }
   p.out_buffer_bytes = alias_in_buffer ? 0 : static_cast<std::size_t>((extent(p.out) + 4) * static_cast<std::int64_t>(dtype_size(p.out.dtype)));
   const unsigned char poison = r.chance(2) ? 0xFF : 0x55;
