@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,8 @@ struct Backend {
   SumModel sum_model = SumModel::tree;                     // which summation-depth allowance its gate uses
   bool is_gpu() const { return kind == BackendKind::gpu; }
 };
+// GoogleTest prints a backend parameter by its name (found by argument-dependent lookup).
+inline void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 std::vector<Backend> cpu_backends();
 std::vector<Backend> gpu_backends();  // empty in a CPU-only build; one per smk::cuda::softmax_paths() entry
 // Empty when the backend can run here; otherwise why not (no GPU).
