@@ -437,8 +437,12 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
       const long double exact = p.op == Op::softmax ? e.softmax(x[i]) : e.log_softmax(x[i]);
       double gate;  // the f32 computation's absolute error bound at this element
       if (p.op == Op::softmax) {
-        gate = (softmax_gate(n, b.sum_model) + 2 * score_u * static_cast<double>(zmax)) *
-               static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
+        // Moving every score by at most Δ scales each probability by a factor in [e^−2Δ, e^2Δ] (exactly, not only
+        // to first order: for scores beyond ~1/u their differences are lost in f32 and no bound remains).
+        const double delta = score_u * static_cast<double>(zmax);
+        const double g = softmax_gate(n, b.sum_model);
+        const double rel = roundings > 0 ? g + (1 + g) * std::expm1(2 * delta) : g;
+        gate = rel * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
         sum += y[i];
       } else {
         gate = log_softmax_gate(n, b.sum_model, exact) + score_u * static_cast<double>(std::fabs(x[i]) + zmax);

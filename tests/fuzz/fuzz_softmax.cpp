@@ -1,5 +1,5 @@
 // libFuzzer target: drives the CPU softmax family through its public API (and the CPU float path) with random
-// shapes, strides, offsets, dtypes, temperatures and values (±inf, NaN, huge, tiny), and holds every call to the contract
+// shapes, strides, offsets, dtypes, temperatures, masks and values (±inf, NaN, huge, tiny), and holds every call to the contract
 // of docs/semantics.md:
 //   - a valid call returns normally and its output passes the conformance checker (regimes, accuracy gates, no
 //     write outside the output view, input untouched) — tests/conformance/harness.hpp;
@@ -272,6 +272,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint32_t k = r.below(16);
     if (k < 6) p.options.temperature = temps[k];
   }
+  // A valid mask now and then, broadcast over random dimensions: additive (f32, or in's dtype) or boolean.
+  if (r.chance(5) && defect != Defect::bad_in_dtype && in_dtype != DType::f64) {
+    p.has_mask = true;
+    std::vector<std::int64_t> mshape(rank), mstrides(rank);
+    for (int d = 0; d < rank; ++d) mshape[d] = r.chance(2) ? shape[d] : 1;
+    std::int64_t count = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      mstrides[d] = count;
+      count *= std::max<std::int64_t>(mshape[d], 1);
+    }
+    const DType mt = r.chance(3) ? DType::b8 : (sixteen && r.chance(2) ? in_dtype : DType::f32);
+    p.mask = {mt, mshape, mstrides, 0};
+    const auto msize = static_cast<std::int64_t>(dtype_size(mt));
+    p.mask_bytes.assign(static_cast<std::size_t>(count * msize), 0);
+    for (std::int64_t i = 0; i < count; ++i) {
+      if (mt == DType::b8) p.mask_bytes[i] = r.chance(4) ? 0 : 1;
+      else store(mt, p.mask_bytes.data() + i * msize, r.chance(3) ? -kInf : value(r));
+    }
+  }
   p.out_buffer_bytes = alias_in_buffer ? 0 : static_cast<std::size_t>((extent(p.out) + 4) * static_cast<std::int64_t>(dtype_size(p.out.dtype)));
   const unsigned char poison = r.chance(2) ? 0xFF : 0x55;
 
@@ -281,15 +300,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const TensorView in = view_of(p.in, res.in_bytes.data(), defect == Defect::null_in);
   const TensorView out = alias_in_buffer ? view_of(p.out, res.in_bytes.data(), false)
                                          : view_of(p.out, res.out_bytes.data(), false);
+  SoftmaxOptions options = p.options;
+  std::vector<unsigned char> mask = p.mask_bytes;
+  if (p.has_mask) options.mask = view_of(p.mask, mask.data(), false);
   try {
-    call(float_path, op, out, in, p.options);
+    call(float_path, op, out, in, options);
   } catch (const Error& e) {
     const std::string msg = e.what();
     if (defect == Defect::none) violation("a valid call threw: " + msg, p);
     if (e.code() != ErrorCode::invalid_argument) violation("wrong error code for an invalid call: " + msg, p);
     if (msg.find(arg) == std::string::npos) violation(std::string("the message does not name ") + arg + ": " + msg, p);
     if (msg.find(op_name(op)) == std::string::npos) violation("the message does not name the op: " + msg, p);
-    if (res.in_bytes != p.in_bytes) violation("a rejected call wrote into the input buffer: " + msg, p);
+    if (res.in_bytes != p.in_bytes || mask != p.mask_bytes) violation("a rejected call wrote into an input: " + msg, p);
     for (unsigned char b : res.out_bytes)
       if (b != poison) violation("a rejected call wrote its output: " + msg, p);
     ++stats.rejected;
@@ -298,6 +320,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     violation(std::string("a non-smk exception escaped: ") + e.what(), p);
   }
   if (defect != Defect::none) violation(std::string("an invalid call was accepted (expected an error naming ") + arg + ")", p);
+  if (mask != p.mask_bytes) violation("the mask was written", p);
 
   // A valid call: hold its output to the contract. The oracle needs the original input, which p.in_bytes keeps.
   Backend b;
