@@ -3,7 +3,8 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy (default: all)
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune
+#   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
 #   accuracy: docs/accuracy.md's table on every GPU kernel path ($OUT/accuracy-gpu.md) and our error beside torch's on
@@ -43,7 +44,15 @@ fi
 if want sanitize; then
   for tool in memcheck racecheck; do
     run_step "san-$tool" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda
+    # The softmax kernels' suite, every path, on rows of up to 4097 elements (SMK_GPU_TEST_SMALL) to bound the time.
+    run_step "san-$tool-softmax" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+      --error-exitcode 9 build/default/tests/test_cuda_softmax
   done
+fi
+# tune: the softmax kernels under explicit launch configurations (tests/cuda/softmax/tune_softmax.cpp), the
+# measurements behind the dispatcher's thresholds.
+if want tune && [ -x build/default/tests/tune_softmax ]; then
+  run_step tune build/default/tests/tune_softmax
 fi
 if want demo; then
   run_step demo build/default/apps/softmaxkit/softmaxkit demo

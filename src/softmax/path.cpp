@@ -26,7 +26,9 @@ const char* to_string(SoftmaxPath path) noexcept {
 std::vector<SoftmaxPath> softmax_paths() {
 #if SOFTMAXKIT_HAS_CUDA
   // Keep in step with the kernels src/cuda/softmax/ provides.
-  return {SoftmaxPath::automatic, SoftmaxPath::lesson_row_per_thread};
+  return {SoftmaxPath::automatic,    SoftmaxPath::lesson_row_per_thread, SoftmaxPath::warp_per_row,
+          SoftmaxPath::block_per_row, SoftmaxPath::cluster_row,           SoftmaxPath::split_row,
+          SoftmaxPath::strided_inner};
 #else
   return {SoftmaxPath::automatic};
 #endif

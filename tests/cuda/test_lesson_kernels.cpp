@@ -10,6 +10,7 @@
 #include "softmaxkit/cpu/softmax.hpp"
 #include "softmaxkit/cuda/lesson.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
+#include "softmaxkit/cuda/softmax_path.hpp"
 #include "softmaxkit/matmul.hpp"
 #include "softmaxkit/softmax.hpp"
 #include "support/gpu.hpp"
@@ -123,8 +124,9 @@ TEST(LessonKernels, PublicDispatchRunsOnTheGpu) {
   EXPECT_NEAR(l[0], std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), 8 * kU * 3.5);
   EXPECT_NEAR(l[1], std::log(3.0), 8 * kU);
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(lp[i], std::log(want[i]), 8 * kU * 3.5);
-  // Requests without a kernel yet are refused by name, not computed wrongly.
+  // Requests the lesson's kernels cannot serve are refused by name, not computed wrongly, when that path is forced.
   try {
+    smk::cuda::ScopedSoftmaxPath lesson(smk::cuda::SoftmaxPath::lesson_row_per_thread);
     smk::softmax(TensorView::strided(out.data(), smk::DType::f32, dev, {3, 2}, {1, 3}),
                  TensorView::of(in.data(), {3, 2}, dev));
     FAIL();

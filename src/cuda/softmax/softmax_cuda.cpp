@@ -1,49 +1,355 @@
 // softmaxkit CUDA backend, softmax family: kernel selection.
 //
-// Today the only kernels are the lesson's row-per-thread ones (src/cuda/lesson/lesson.cu): f32, contiguous rows,
-// reduction over the last dimension. Every other request is refused with a clear message rather than computed
-// wrongly. The bandwidth-limit kernels (warp-, block-, cluster- and split-row) are tracked in the issue "Softmax,
-// log-softmax, logsumexp and their backward passes on the GPU" and land here.
+// The dispatcher picks the path from the layout and the row length n alone — never from the number of rows — so a
+// row's result is bitwise the same alone or in a batch (each path's reduction tree is a function of n):
+//   the reduced dimension not unit-stride in the input   strided_inner
+//   n ≤ kWarpMaxN (1024)                                 warp_per_row
+//   n ≤ kBlockMaxN (12288)                               block_per_row
+//   n ≤ kClusterMaxN (196608)                            cluster_row
+//   longer                                               split_row
+// ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "cuda/device_guard.hpp"
-#include "softmaxkit/core/error.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "softmax/layout.hpp"
 #include "softmax/path.hpp"
+#include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cuda/lesson.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
 
 namespace smk::cuda {
 
-void softmax_forward(const char* op, detail::SoftmaxKind kind, const detail::SoftmaxProblem& p, const TensorView& out,
-                     const TensorView&, const TensorView& in, const SoftmaxOptions& options, Stream stream) {
+namespace kernels {
+
+int current_device() {
+  int dev = 0;
+  SMK_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+const DeviceFacts& device_facts() {
+  constexpr int kDevices = 64;
+  static std::array<DeviceFacts, kDevices> facts{};
+  static std::mutex mu;
+  const int dev = current_device();
+  if (dev >= kDevices) throw_unsupported("softmax", "CUDA device ordinals above 63 are not supported");
+  std::lock_guard<std::mutex> lock(mu);
+  DeviceFacts& f = facts[dev];
+  if (f.sm_count == 0) {
+    SMK_CUDA_CHECK(cudaDeviceGetAttribute(&f.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    SMK_CUDA_CHECK(cudaDeviceGetAttribute(&f.sm_count, cudaDevAttrMultiProcessorCount, dev));
+  }
+  return f;
+}
+
+int cached_blocks_per_sm(const void* kernel, int threads, std::size_t smem,
+                         int (*query)(const void*, int, std::size_t)) {
+  struct Key {
+    const void* kernel;
+    int device, threads;
+    std::size_t smem;
+    bool operator<(const Key& o) const {
+      return std::tie(kernel, device, threads, smem) < std::tie(o.kernel, o.device, o.threads, o.smem);
+    }
+  };
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{kernel, current_device(), threads, smem};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const int n = query(kernel, threads, smem);
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = n;
+  return n;
+}
+
+namespace {
+cudaMemPool_t workspace_pool() {
+  constexpr int kDevices = 64;
+  static std::array<cudaMemPool_t, kDevices> pools{};
+  static std::mutex mu;
+  const int dev = current_device();
+  if (dev >= kDevices) throw_unsupported("softmax", "CUDA device ordinals above 63 are not supported");
+  std::lock_guard<std::mutex> lock(mu);
+  if (pools[dev] == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    SMK_CUDA_CHECK(cudaMemPoolCreate(&pools[dev], &props));
+    // Keep what was freed (a few MB at most: one state per 12288 elements) instead of returning it to the driver at
+    // every synchronisation, so the next call's allocation is a pool hit.
+    std::uint64_t keep = std::uint64_t{64} << 20;
+    SMK_CUDA_CHECK(cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  return pools[dev];
+}
+}  // namespace
+
+void* workspace_alloc(std::size_t bytes, cudaStream_t s) {
+  void* p = nullptr;
+  SMK_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<std::size_t>(bytes, 256), workspace_pool(), s));
+  return p;
+}
+void workspace_free(void* p, cudaStream_t s) { SMK_CUDA_CHECK(cudaFreeAsync(p, s)); }
+
+}  // namespace kernels
+
+namespace {
+
+using detail::BackwardKind;
+using detail::SoftmaxKind;
+using detail::SoftmaxProblem;
+using kernels::RowProblem;
+
+// ---- thresholds between paths ------------------------------------------------------------------------------------
+// Capacities of the register-resident paths (a path's rows must fit in it). Which of two fitting paths wins was
+// measured on the H200 (docs/perf-notebook.md, "Kernels: thresholds"): the smallest path that holds the row.
+constexpr std::int64_t kWarpMaxN = 32 * 32;                                        // 32 lanes × 32 elements
+constexpr std::int64_t kBlockMaxThreads = 512;
+constexpr std::int64_t kBlockMaxN = kBlockMaxThreads * kernels::kBlockElems;       // 12288
+constexpr std::int64_t kMaxCluster = 16;                                            // non-portable, H100/H200
+constexpr std::int64_t kClusterMaxN = kMaxCluster * kBlockMaxN;                     // 196608
+constexpr std::int64_t kBackwardBlockMaxN = kBlockMaxThreads * kernels::kBackwardBlockElems;  // 8192
+constexpr std::int64_t kBackwardClusterMaxN = kMaxCluster * kBackwardBlockMaxN;               // 131072
+// A cluster row gives each block at least this many elements, so one 1×151936 row spreads over 16 SMs (each moves
+// 38 KB) and latency, not one SM's bandwidth, bounds it.
+constexpr std::int64_t kClusterMinPerBlock = 8192;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+int pow2_ceil(std::int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+int round_up32(std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(32, ceil_div(v, 32) * 32)); }
+
+kernels::WarpConfig warp_config(std::int64_t n) {
+  kernels::WarpConfig c;
+  c.elems = std::clamp(pow2_ceil(ceil_div(n, 32)), 4, 32);
+  c.lanes = std::clamp(pow2_ceil(ceil_div(n, c.elems)), 1, 32);
+  return c;
+}
+kernels::BlockConfig block_config(std::int64_t n, int elems) {
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
+}
+kernels::BlockConfig cluster_config(std::int64_t n, int elems) {
+  const auto cluster = static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kClusterMinPerBlock), 2, kMaxCluster));
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster};
+}
+kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
+  // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
+  kernels::StridedConfig c;
+  c.depth = 1;
+  while (c.depth < 16 && c.depth * 64 <= n) c.depth *= 2;
+  c.width = std::min(pow2_ceil(std::max<std::int64_t>(inner, 1)), 512 / c.depth);
+  c.width = std::min(c.width, 32 * 16 / c.depth);
+  const std::int64_t tile_bytes = static_cast<std::int64_t>(sizeof(float)) * n * c.width;
+  c.cache = cache_ok && tile_bytes <= kernels::device_facts().max_smem_optin - 4 * 512;
+  return c;
+}
+
+bool is_float_type(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+// The row map and per-tensor steps of a call. `views` holds each slot's view (unset ones are default views).
+RowProblem make_problem(const TensorView& in, int dim, int inner_dim,
+                        const std::array<const TensorView*, kernels::kSlots>& views) {
+  RowProblem p;
+  std::array<detail::DimStrides, kernels::kSlots> strides{};
+  for (int s = 0; s < kernels::kSlots; ++s)
+    if (views[s] != nullptr) strides[s] = detail::strides_over(*views[s], in, dim);
+  const auto rows = detail::row_dims<kernels::kSlots>(in, dim, inner_dim, strides);
+  p.map.rank = rows.rank;
+  for (int d = 0; d < rows.rank; ++d) {
+    p.map.size[d] = rows.size[d];
+    for (int s = 0; s < kernels::kSlots; ++s) p.map.stride[s][d] = rows.stride[s][d];
+  }
+  for (int s = 0; s < kernels::kSlots; ++s) {
+    p.step[s] = strides[s][dim];
+    p.inner_stride[s] = inner_dim >= 0 ? strides[s][inner_dim] : 0;
+  }
+  p.n = in.shape[dim];
+  p.inner = inner_dim >= 0 ? in.shape[inner_dim] : 1;
+  p.rows = 1;
+  for (int d = 0; d < in.rank; ++d)
+    if (d != dim && d != inner_dim) p.rows *= in.shape[d];
+  return p;
+}
+
+// The non-reduced dimension adjacent threads of strided_inner walk: the one with the smallest input stride.
+int pick_inner_dim(const TensorView& in, int dim) {
+  int best = -1;
+  for (int d = 0; d < in.rank; ++d) {
+    if (d == dim || in.shape[d] <= 1) continue;
+    if (best < 0 || in.strides[d] < in.strides[best]) best = d;
+  }
+  return best;
+}
+
+[[noreturn]] void refuse(const char* op, SoftmaxPath path, const std::string& why) {
+  throw_unsupported(op, std::string("kernel path '") + to_string(path) + "' cannot serve this call: " + why);
+}
+
+void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64_t capacity) {
+  if (n > capacity)
+    refuse(op, path, "rows of " + std::to_string(n) + " elements exceed its capacity of " + std::to_string(capacity));
+}
+
+// The path for a call: the forced one (checked) or the dispatcher's choice.
+SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int64_t n, bool backward) {
+  const bool unit_step = in.strides[dim] == 1 || n <= 1;
+  const std::int64_t block_max = backward ? kBackwardBlockMaxN : kBlockMaxN;
+  const std::int64_t cluster_max = backward ? kBackwardClusterMaxN : kClusterMaxN;
   const SoftmaxPath forced = forced_softmax_path();
-  if (forced != SoftmaxPath::automatic && forced != SoftmaxPath::lesson_row_per_thread)
-    throw_unsupported(op, std::string("kernel path '") + to_string(forced) + "' is not built in this version");
-  const bool last_dim = p.dim == in.rank - 1;
-  if (in.dtype != DType::f32 || out.dtype != DType::f32 || !last_dim || !in.is_contiguous() || !out.is_contiguous() ||
-      kind == detail::SoftmaxKind::state || options.temperature != 1.0f || detail::is_set(options.mask) ||
-      detail::is_set(options.temperature_per_row))
-    throw_unsupported(op, "the CUDA kernels in this version take contiguous f32 tensors reduced over the last "
-                          "dimension; run other layouts and dtypes on the CPU");
-  if (p.rows == 0) return;
-  DeviceGuard guard(in.device.index);
+  switch (forced) {
+    case SoftmaxPath::automatic:
+      if (!unit_step) return SoftmaxPath::strided_inner;
+      if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
+      if (n <= block_max) return SoftmaxPath::block_per_row;
+      if (n <= cluster_max) return SoftmaxPath::cluster_row;
+      return SoftmaxPath::split_row;
+    case SoftmaxPath::warp_per_row: check_capacity(op, forced, n, kWarpMaxN); return forced;
+    case SoftmaxPath::block_per_row: check_capacity(op, forced, n, block_max); return forced;
+    case SoftmaxPath::cluster_row: check_capacity(op, forced, n, cluster_max); return forced;
+    case SoftmaxPath::split_row:
+    case SoftmaxPath::strided_inner:
+    case SoftmaxPath::lesson_row_per_thread: return forced;
+  }
+  refuse(op, forced, "unknown path");
+}
+
+void run_lesson(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, const TensorView& out, const TensorView& in,
+                const SoftmaxOptions& options, cudaStream_t s) {
+  const bool plain = in.dtype == DType::f32 && out.dtype == DType::f32 && p.dim == in.rank - 1 &&
+                     in.is_contiguous() && out.is_contiguous() && options.temperature == 1.0f &&
+                     !detail::is_set(options.mask) && !detail::is_set(options.temperature_per_row);
+  if (!plain || kind == SoftmaxKind::state)
+    refuse(op, SoftmaxPath::lesson_row_per_thread,
+           "the lesson's kernels take contiguous f32 tensors reduced over the last dimension, with no temperature, "
+           "mask or state output");
   auto* y = static_cast<float*>(out.data);
   const auto* x = static_cast<const float*>(in.data);
-  const auto s = static_cast<cudaStream_t>(stream.handle);
   switch (kind) {
-    case detail::SoftmaxKind::softmax: return lesson::softmax_rows_shifted(y, x, p.rows, p.n, s, options.empty_rows);
-    case detail::SoftmaxKind::log_softmax: return lesson::log_softmax_rows(y, x, p.rows, p.n, s, options.empty_rows);
-    case detail::SoftmaxKind::logsumexp: return lesson::logsumexp_rows(y, x, p.rows, p.n, s);
-    case detail::SoftmaxKind::state: break;
+    case SoftmaxKind::softmax: return lesson::softmax_rows_shifted(y, x, p.rows, p.n, s, options.empty_rows);
+    case SoftmaxKind::log_softmax: return lesson::log_softmax_rows(y, x, p.rows, p.n, s, options.empty_rows);
+    case SoftmaxKind::logsumexp: return lesson::logsumexp_rows(y, x, p.rows, p.n, s);
+    case SoftmaxKind::state: break;
   }
 }
 
-void softmax_backward(const char* op, detail::BackwardKind, const detail::SoftmaxProblem&, const TensorView&,
-                      const TensorView&, const TensorView&, const SoftmaxOptions&, Stream) {
-  throw_unsupported(op, "the CUDA backward kernels are not built in this version; run it on the CPU");
+void set_temperature(RowProblem& rp, const SoftmaxOptions& options) {
+  rp.temperature = options.temperature;
+  rp.temp = detail::is_set(options.temperature_per_row) ? static_cast<const float*>(options.temperature_per_row.data)
+                                                        : nullptr;
+  rp.scale = rp.temp != nullptr || options.temperature != 1.0f;
+}
+
+}  // namespace
+
+void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, const TensorView& out,
+                     const TensorView& out_sum, const TensorView& in, const SoftmaxOptions& options, Stream stream) {
+  if (!is_float_type(in.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
+  const bool row_out = kind == SoftmaxKind::logsumexp || kind == SoftmaxKind::state;
+  const SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false);
+  if (p.rows == 0 || (p.n == 0 && !row_out)) return;
+  DeviceGuard guard(in.device.index);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (path == SoftmaxPath::lesson_row_per_thread) return run_lesson(op, kind, p, out, in, options, s);
+
+  const bool has_mask = detail::is_set(options.mask);
+  std::array<const TensorView*, kernels::kSlots> views{};
+  views[kernels::kX] = &in;
+  if (row_out) {
+    views[kernels::kStat0] = &out;
+    if (kind == SoftmaxKind::state) views[kernels::kStat1] = &out_sum;
+  } else {
+    views[kernels::kOut] = &out;
+  }
+  if (has_mask) views[kernels::kMask] = &options.mask;
+  if (detail::is_set(options.temperature_per_row)) views[kernels::kTemp] = &options.temperature_per_row;
+  const int inner_dim = path == SoftmaxPath::strided_inner ? pick_inner_dim(in, p.dim) : -1;
+  RowProblem rp = make_problem(in, p.dim, inner_dim, views);
+  switch (kind) {
+    case SoftmaxKind::softmax: rp.op = kernels::Op::softmax; break;
+    case SoftmaxKind::log_softmax: rp.op = kernels::Op::log_softmax; break;
+    case SoftmaxKind::logsumexp: rp.op = kernels::Op::logsumexp; break;
+    case SoftmaxKind::state: rp.op = kernels::Op::state; break;
+  }
+  rp.x = in.data;
+  if (row_out) {
+    rp.stat0 = static_cast<float*>(out.data);
+    rp.stat1 = kind == SoftmaxKind::state ? static_cast<float*>(out_sum.data) : nullptr;
+  } else {
+    rp.out = out.data;
+    rp.out_dtype = out.dtype;
+  }
+  rp.x_dtype = in.dtype;
+  rp.has_mask = has_mask;
+  rp.mask = has_mask ? options.mask.data : nullptr;
+  rp.mask_dtype = has_mask ? options.mask.dtype : DType::f32;
+  rp.empty_rows = options.empty_rows;
+  set_temperature(rp, options);
+
+  switch (path) {
+    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n), s);
+    case SoftmaxPath::block_per_row: return kernels::launch_block_rows(rp, block_config(p.n, kernels::kBlockElems), s);
+    case SoftmaxPath::cluster_row:
+      return kernels::launch_block_rows(rp, cluster_config(p.n, kernels::kBlockElems), s);
+    case SoftmaxPath::split_row: return kernels::launch_split_rows(rp, s);
+    case SoftmaxPath::strided_inner:
+      return kernels::launch_strided_inner(rp, strided_config(p.n, rp.inner, /*cache_ok=*/true), s);
+    default: refuse(op, path, "not a forward path");
+  }
+}
+
+void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p, const TensorView& dx,
+                      const TensorView& y, const TensorView& dy, const SoftmaxOptions& options, Stream stream) {
+  if (!is_float_type(y.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
+  const SoftmaxPath path = choose_path(op, y, p.dim, p.n, /*backward=*/true);
+  if (path == SoftmaxPath::lesson_row_per_thread)
+    refuse(op, path, "the lesson has no backward kernels");
+  if (p.rows == 0 || p.n == 0) return;
+  DeviceGuard guard(y.device.index);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  std::array<const TensorView*, kernels::kSlots> views{};
+  views[kernels::kX] = &y;
+  views[kernels::kDy] = &dy;
+  views[kernels::kOut] = &dx;
+  if (detail::is_set(options.temperature_per_row)) views[kernels::kTemp] = &options.temperature_per_row;
+  // strided_inner keeps the steps of all three tensors; the others need y unit-stride only for speed.
+  const int inner_dim = path == SoftmaxPath::strided_inner ? pick_inner_dim(y, p.dim) : -1;
+  RowProblem rp = make_problem(y, p.dim, inner_dim, views);
+  rp.op = kind == BackwardKind::softmax ? kernels::Op::softmax_backward : kernels::Op::log_softmax_backward;
+  rp.x = y.data;
+  rp.dy = dy.data;
+  rp.out = dx.data;
+  rp.x_dtype = y.dtype;
+  rp.out_dtype = dx.dtype;
+  set_temperature(rp, options);
+  switch (path) {
+    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n), s);
+    case SoftmaxPath::block_per_row:
+      return kernels::launch_backward_block_rows(rp, block_config(p.n, kernels::kBackwardBlockElems), s);
+    case SoftmaxPath::cluster_row:
+      return kernels::launch_backward_block_rows(rp, cluster_config(p.n, kernels::kBackwardBlockElems), s);
+    case SoftmaxPath::split_row: return kernels::launch_backward_split_rows(rp, s);
+    case SoftmaxPath::strided_inner:
+      return kernels::launch_backward_strided_inner(rp, strided_config(p.n, rp.inner, /*cache_ok=*/false), s);
+    default: refuse(op, path, "not a backward path");
+  }
 }
 
 }  // namespace smk::cuda

@@ -1,0 +1,320 @@
+// The backward passes on every path, sharing the forward kernels' structure and reduction trees:
+//   softmax:      dx = y ⊙ (dy − s) / T,        s = Σ dy ⊙ y
+//   log-softmax:  dx = (dy − exp(y) · s) / T,   s = Σ dy
+// warp_per_row (n ≤ 1024), block_per_row / cluster_row (y and dy in registers, 16 elements each per thread:
+// n ≤ 8192 per block, 131072 per cluster), split_row (chunk sums, merged per row in a fixed order, then an
+// elementwise pass over chunks of 8192) and strided_inner (a compensated sum, then the elementwise pass).
+//
+// Traffic per element: read y and dy, write dx: 12 B (f32), 6 B (bf16); split_row and strided_inner read y and dy
+// twice (20 B f32). Floor on the H200 at 4.27 TB/s: 4096×151936 f32 (7.47 GB) 1749 µs; 16384×4096 f32 189 µs.
+// Measured (H200, see docs/perf-notebook.md "Kernels: backward"): recorded there.
+#include <cooperative_groups.h>
+
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+namespace cg = cooperative_groups;
+constexpr int kWarpThreads = 256;
+constexpr int kBlockMaxThreads = 512;
+constexpr int kMergeThreads = 1024;
+
+// The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one.
+__device__ __forceinline__ float row_temperature(const RowProblem& p, const RowRef& o) {
+  if (p.temp == nullptr) return p.temperature;
+  const float v = p.temp[o.off(p, kTemp)];
+  return (v > 0.0f && v <= 3.402823466e38f) ? v : detail::nan_<float>();
+}
+
+__device__ __forceinline__ float grad(const RowProblem& p, float y, float dy, float s, float t) {
+  float d = p.op == Op::softmax_backward ? y * (dy - s) : dy - expf(y) * s;
+  if (p.scale) d = d / t;
+  return d;
+}
+
+template <int E>
+__device__ __forceinline__ float thread_terms(const RowProblem& p, const float (&y)[E], const float (&dy)[E]) {
+  float t[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) t[i] = p.op == Op::softmax_backward ? dy[i] * y[i] : dy[i];
+  return tree_sum<E>(t);
+}
+
+template <typename In, int E>
+__device__ __forceinline__ void write_grads(const RowProblem& p, const RowRef& o, float (&y)[E],
+                                            const float (&dy)[E], float s, int n, std::int64_t first, int g,
+                                            int G) {
+  using Tile = RowTile<In, E>;
+  if (p.op == Op::softmax_backward) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) y[i] = y[i] * (dy[i] - s);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) y[i] = dy[i] - expf(y[i]) * s;
+  }
+  if (p.scale) {
+    const float t = row_temperature(p, o);
+#pragma unroll
+    for (int i = 0; i < E; ++i) y[i] = y[i] / t;
+  }
+  with_out_type<In>(p, [&](auto* tag) {
+    using Out = std::remove_pointer_t<decltype(tag)>;
+    Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], y, n, p.step[kOut], g, G);
+  });
+}
+
+template <typename In, int E>
+__device__ __forceinline__ void load_pair(const RowProblem& p, const RowRef& o, float (&y)[E], float (&dy)[E],
+                                          int n, std::int64_t first, int g, int G) {
+  using Tile = RowTile<In, E>;
+  Tile::load(y, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], n, p.step[kX], g, G, 0.0f);
+  Tile::load(dy, at<In>(p.dy, o.off(p, kDy)) + first * p.step[kDy], n, p.step[kDy], g, G, 0.0f);
+}
+
+// ---- warp_per_row ---------------------------------------------------------------------------------------------------
+
+template <typename In, int E>
+__global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4)) backward_warp_kernel(const RowProblem p, int lanes) {
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int rows_per_warp = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
+    const std::int64_t row = base + group;
+    const bool active = row < p.rows;
+    float y[E], dy[E];
+    const RowRef o{row, 0};
+    if (active) {
+      load_pair<In, E>(p, o, y, dy, p.n, 0, g, lanes);
+    } else {
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = dy[i] = 0.0f;
+    }
+    const float s = group_sum(thread_terms(p, y, dy), lanes);
+    if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
+  }
+}
+
+// ---- block_per_row / cluster_row -------------------------------------------------------------------------------------
+
+template <typename In>
+__global__ void __launch_bounds__(kBlockMaxThreads, 2) backward_block_kernel(const RowProblem p, int cluster) {
+  constexpr int E = kBackwardBlockElems;
+  __shared__ float red[32];
+  __shared__ float part;
+  const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const int T = static_cast<int>(blockDim.x);
+  const int g = rank * T + static_cast<int>(threadIdx.x), G = cluster * T;
+  const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
+  for (std::int64_t row = first; row < p.rows; row += stride) {
+    const RowRef o{row, 0};
+    float y[E], dy[E];
+    load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
+    float s = block_sum(thread_terms(p, y, dy), red);
+    if (cluster > 1) {
+      if (threadIdx.x == 0) part = s;
+      cg::this_cluster().sync();
+      const int lane = threadIdx.x % 32;
+      s = group_sum(lane < cluster ? *cg::this_cluster().map_shared_rank(&part, lane) : 0.0f, 32);
+      cg::this_cluster().sync();  // every block has read `part` before any rewrites it
+    }
+    write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, G);
+    __syncthreads();  // red is rewritten by the next row
+  }
+}
+
+// ---- split_row -------------------------------------------------------------------------------------------------------
+
+template <typename In>
+__global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_kernel(const RowProblem p, std::int64_t chunks,
+                                                                            float* sums) {
+  constexpr int E = kBackwardBlockElems;
+  __shared__ float red[32];
+  const std::int64_t total = p.rows * chunks;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    const std::int64_t row = idx / chunks, c = idx - row * chunks;
+    const RowRef o{row, 0};
+    const std::int64_t first = c * kBackwardSplitChunk;
+    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    float y[E], dy[E];
+    load_pair<In, E>(p, o, y, dy, len, first, threadIdx.x, kSplitThreads);
+    const float s = block_sum(thread_terms(p, y, dy), red);
+    if (threadIdx.x == 0) sums[idx] = s;
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kMergeThreads) backward_merge_kernel(const RowProblem p, std::int64_t chunks,
+                                                                       const float* sums, float* row_sums) {
+  __shared__ float red[32];
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    float s = 0.0f, c = 0.0f;  // a thread's strided partial, compensated (Neumaier)
+    for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
+      const float x = sums[row * chunks + k], t = s + x;
+      c += fabsf(s) >= fabsf(x) ? (s - t) + x : (x - t) + s;
+      s = t;
+    }
+    const float total = block_sum(s + c, red);
+    if (threadIdx.x == 0) row_sums[row] = total;
+    __syncthreads();
+  }
+}
+
+template <typename In>
+__global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_kernel(const RowProblem p, std::int64_t chunks,
+                                                                             const float* row_sums) {
+  constexpr int E = kBackwardBlockElems;
+  const std::int64_t total = p.rows * chunks;
+  for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
+    const std::int64_t idx = total - 1 - k;  // reverse order: the chunks read last are likeliest still in L2
+    const std::int64_t row = idx / chunks, c = idx - row * chunks;
+    const RowRef o{row, 0};
+    const std::int64_t first = c * kBackwardSplitChunk;
+    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    float y[E], dy[E];
+    load_pair<In, E>(p, o, y, dy, len, first, threadIdx.x, kSplitThreads);
+    write_grads<In, E>(p, o, y, dy, row_sums[row], len, first, threadIdx.x, kSplitThreads);
+  }
+}
+
+// ---- strided_inner ---------------------------------------------------------------------------------------------------
+
+template <typename In>
+__global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem p) {
+  __shared__ float red[512];
+  const int width = blockDim.x, depth = blockDim.y;
+  const int x = threadIdx.x, yy = threadIdx.y;
+  const std::int64_t tiles = (p.inner + width - 1) / width;
+  const std::int64_t total = p.rows * tiles;
+  for (std::int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    const std::int64_t outer = t / tiles;
+    const std::int64_t col = (t - outer * tiles) * width + x;
+    const bool active = col < p.inner;
+    const RowRef o{outer, active ? col : 0};
+    const In* yrow = at<In>(p.x, o.off(p, kX));
+    const In* grow = at<In>(p.dy, o.off(p, kDy));
+    const std::int64_t sy = p.step[kX], sg = p.step[kDy];
+    float s = 0.0f, c = 0.0f;
+    if (active) {
+      for (std::int64_t j = yy; j < p.n; j += depth) {
+        const float g = to_f32(grow[j * sg]);
+        const float term = p.op == Op::softmax_backward ? g * to_f32(yrow[j * sy]) : g;
+        const float u = s + term;
+        c += fabsf(s) >= fabsf(term) ? (s - u) + term : (term - u) + s;
+        s = u;
+      }
+    }
+    red[yy * width + x] = s + c;
+    __syncthreads();
+    float a[32];
+    for (int k = 0; k < depth; ++k) a[k] = red[k * width + x];
+    for (int w = 1; w < depth; w *= 2)
+      for (int k = 0; k + w < depth; k += 2 * w) a[k] += a[k + w];
+    const float sum = a[0];
+    if (active) {
+      const float temp = row_temperature(p, o);
+      with_out_type<In>(p, [&](auto* tag) {
+        using Out = std::remove_pointer_t<decltype(tag)>;
+        Out* orow = at<Out>(p.out, o.off(p, kOut));
+        for (std::int64_t j = yy; j < p.n; j += depth)
+          orow[j * p.step[kOut]] = from_f32<Out>(grad(p, to_f32(yrow[j * sy]), to_f32(grow[j * sg]), sum, temp));
+      });
+    }
+    __syncthreads();
+  }
+}
+
+// ---- launchers -------------------------------------------------------------------------------------------------------
+
+template <typename In, int E>
+void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  const auto kernel = backward_warp_kernel<In, E>;
+  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
+  const unsigned grid = persistent_grid(kernel, kWarpThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
+  kernel<<<grid, kWarpThreads, 0, s>>>(p, c.lanes);
+  SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
+}
+
+template <typename In>
+void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  const auto kernel = backward_block_kernel<In>;
+  const unsigned grid = capped_grid(p.rows, c.cluster);
+  if (c.cluster == 1) {
+    kernel<<<grid, c.threads, 0, s>>>(p, 1);
+    SMK_CUDA_CHECK_LAUNCH("backward_block_kernel");
+    return;
+  }
+  static DeviceOnce non_portable;
+  non_portable.run([&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(c.threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(c.cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
+}
+
+template <typename In>
+void launch_split(const RowProblem& p, cudaStream_t s) {
+  const std::int64_t chunks = (p.n + kBackwardSplitChunk - 1) / kBackwardSplitChunk;
+  const std::int64_t total = p.rows * chunks;
+  if (total == 0) return;
+  auto* sums = static_cast<float*>(workspace_alloc(sizeof(float) * static_cast<std::size_t>(total + p.rows), s));
+  float* row_sums = sums + total;
+  backward_chunk_sums_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, sums);
+  SMK_CUDA_CHECK_LAUNCH("backward_chunk_sums_kernel");
+  backward_merge_kernel<<<capped_grid(p.rows), kMergeThreads, 0, s>>>(p, chunks, sums, row_sums);
+  SMK_CUDA_CHECK_LAUNCH("backward_merge_kernel");
+  backward_elementwise_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, row_sums);
+  SMK_CUDA_CHECK_LAUNCH("backward_elementwise_kernel");
+  workspace_free(sums, s);
+}
+
+template <typename In>
+void launch_strided(const RowProblem& p, StridedConfig c, cudaStream_t s) {
+  const auto kernel = backward_strided_kernel<In>;
+  const int threads = c.width * c.depth;
+  const std::int64_t tiles = p.rows * ((p.inner + c.width - 1) / c.width);
+  const unsigned grid = persistent_grid(kernel, threads, 0, tiles);
+  kernel<<<grid, dim3(c.width, c.depth), 0, s>>>(p);
+  SMK_CUDA_CHECK_LAUNCH("backward_strided_kernel");
+}
+
+}  // namespace
+
+void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  if (p.rows == 0 || p.n == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    switch (c.elems) {
+      case 4: return launch_warp<In, 4>(p, c, s);
+      case 8: return launch_warp<In, 8>(p, c, s);
+      case 16: return launch_warp<In, 16>(p, c, s);
+      default: return launch_warp<In, 32>(p, c, s);
+    }
+  });
+}
+void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  if (p.rows == 0 || p.n == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch_block<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+}
+void launch_backward_split_rows(const RowProblem& p, cudaStream_t s) {
+  if (p.rows == 0 || p.n == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch_split<std::remove_pointer_t<decltype(tag)>>(p, s); });
+}
+void launch_backward_strided_inner(const RowProblem& p, StridedConfig c, cudaStream_t s) {
+  if (p.rows == 0 || p.n == 0 || p.inner == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch_strided<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+}
+
+}  // namespace smk::cuda::kernels

@@ -1,0 +1,328 @@
+// softmaxkit (internal, device code): what every softmax-family kernel shares — element conversions, row offsets,
+// the score transform (x / T + mask), register-resident row loads and stores, and the deterministic reductions.
+//
+// Determinism: every sum below is a fixed tree whose shape depends only on the row length and the launch
+// configuration: a pairwise tree over a thread's registers, an xor butterfly across lanes (every lane computes the
+// same additions, so every lane holds the bitwise-same result), the same butterfly across a block's warps and
+// across a cluster's blocks. Maxima are exact in any order. Loads are vectorised only when the row is aligned, but
+// the element-to-thread assignment is the same either way, so alignment never changes a result.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/softmax/kernels.hpp"
+#include "softmaxkit/core/online_state.hpp"
+
+namespace smk::cuda::kernels {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Round-to-nearest-even stores, as the CPU's to_half / to_bfloat16.
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// The NaN-propagating max of online_state.hpp's nan_max as one instruction (max.NaN, sm_80+): NaN when either
+// input is NaN, else the larger. It may differ from nan_max only in the sign of a zero result, which no output
+// depends on except the sign of an exact zero log-probability.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// ---- row offsets -------------------------------------------------------------------------------------------------
+
+// One slot's element offset of a row's first element. Offsets are computed where they are used, not kept for the
+// whole row: seven 64-bit offsets held across a row's reductions cost registers the row's data needs.
+__device__ __forceinline__ std::int64_t row_offset(const RowMap& m, std::int64_t row, int slot) {
+  if (m.rank == 1) return row * m.stride[slot][0];
+  std::int64_t off = 0;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const std::int64_t size = m.size[d];
+    const std::int64_t q = row / size;
+    off += (row - q * size) * m.stride[slot][d];
+    row = q;
+  }
+  return off;
+}
+
+// A row of a problem: its index, and for strided_inner its position along the inner dimension.
+struct RowRef {
+  std::int64_t row;
+  std::int64_t col;
+  __device__ __forceinline__ std::int64_t off(const RowProblem& p, int slot) const {
+    return row_offset(p.map, row, slot) + col * p.inner_stride[slot];
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ const T* at(const void* base, std::int64_t off) {
+  return static_cast<const T*>(base) + off;
+}
+template <typename T>
+__device__ __forceinline__ T* at(void* base, std::int64_t off) {
+  return static_cast<T*>(base) + off;
+}
+
+// ---- the score transform: z = x / T + mask ------------------------------------------------------------------------
+
+// One row's view of the temperature and the mask.
+struct RowTransform {
+  bool scale;
+  float t;  // NaN for an invalid per-row temperature: the row's outputs become NaN (softmax.hpp documents it)
+  const void* mask;  // this row's first mask element, or null
+  std::int64_t mask_step;
+  DType mask_dtype;
+
+  __device__ __forceinline__ bool active() const { return scale || mask != nullptr; }
+  __device__ __forceinline__ float apply(float x, std::int64_t i) const {
+    if (scale) x = x / t;  // IEEE division, as on the CPU
+    if (mask != nullptr) {
+      const std::int64_t o = i * mask_step;
+      switch (mask_dtype) {
+        case DType::b8: x = *at<unsigned char>(mask, o) ? x : -detail::inf_<float>(); break;
+        case DType::f16: x = x + to_f32(*at<__half>(mask, o)); break;
+        case DType::bf16: x = x + to_f32(*at<__nv_bfloat16>(mask, o)); break;
+        default: x = x + *at<float>(mask, o); break;
+      }
+    }
+    return x;
+  }
+};
+
+__device__ __forceinline__ RowTransform row_transform(const RowProblem& p, const RowRef& o) {
+  RowTransform t;
+  t.scale = p.scale;
+  t.t = p.temperature;
+  if (p.temp != nullptr) {
+    const float v = p.temp[o.off(p, kTemp)];
+    t.t = (v > 0.0f && v <= 3.402823466e38f) ? v : detail::nan_<float>();
+  }
+  t.mask = nullptr;
+  t.mask_step = p.step[kMask];
+  t.mask_dtype = p.mask_dtype;
+  if (p.has_mask) {
+    const std::int64_t mo = o.off(p, kMask);
+    switch (p.mask_dtype) {
+      case DType::b8: t.mask = at<unsigned char>(p.mask, mo); break;
+      case DType::f16:
+      case DType::bf16: t.mask = at<__half>(p.mask, mo); break;
+      default: t.mask = at<float>(p.mask, mo); break;
+    }
+  }
+  return t;
+}
+
+// ---- register-resident rows ---------------------------------------------------------------------------------------
+
+// A thread holds E elements of a row in kSlotsPerThread vectors of V: element (k·G + g)·V + j of the row is its
+// v[k·V + j], where g is the thread's index among the G threads that share the row. Consecutive threads hold
+// consecutive vectors, so a warp's loads are coalesced.
+template <typename In, int E>
+struct RowTile {
+  // 16-byte vectors, or the largest power of two dividing E when that is shorter (E = 12: 4 elements).
+  static constexpr int kPow2 = E & -E;
+  static constexpr int V = (16 / int(sizeof(In))) < kPow2 ? 16 / int(sizeof(In)) : kPow2;
+  static constexpr int K = E / V;
+  static_assert(E % V == 0, "elements per thread must be a multiple of the vector width");
+  struct alignas(V * sizeof(In)) Vec {
+    In v[V];
+  };
+  template <typename Out>
+  struct alignas(V * sizeof(Out)) OutVec {
+    Out v[V];
+  };
+
+  // Tile positions are ints: a tile never holds more than 2^31 elements (a row of a register path, or a chunk of
+  // split_row); the row's base pointer carries the 64-bit part.
+  __device__ __forceinline__ static int index(int k, int g, int G) { return (k * G + g) * V; }
+
+  // Loads row[0, n) (stride `step`); positions past n read as `pad`: −inf (the default) adds nothing to a max or
+  // a sum of exponentials, 0 nothing to a plain sum.
+  __device__ __forceinline__ static void load(float (&v)[E], const In* row, int n, std::int64_t step, int g, int G,
+                                              float pad = -detail::inf_<float>()) {
+    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
+    if (vec && index(K - 1, g, G) + V <= n) {  // the common case: every slot a full aligned vector
+      const Vec* p = reinterpret_cast<const Vec*>(row) + g;
+      Vec w[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) w[k] = p[k * G];
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = index(k, g, G);
+      if (vec && i0 + V <= n) {
+        const Vec w = *reinterpret_cast<const Vec*>(row + i0);
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+      } else {
+        const In* q = row + static_cast<std::int64_t>(i0) * step;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          v[k * V + j] = i0 + j < n ? to_f32(*q) : pad;
+          q += step;
+        }
+      }
+    }
+  }
+
+  // z = x / T + mask over the loaded elements; `first` is the row position of element 0 (a chunk's offset).
+  __device__ __forceinline__ static void transform(float (&v)[E], const RowTransform& t, int n, int g, int G,
+                                                   std::int64_t first = 0) {
+    if (!t.active()) return;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = index(k, g, G);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (i0 + j < n) v[k * V + j] = t.apply(v[k * V + j], first + i0 + j);
+    }
+  }
+
+  // Stores v to row[0, n) (stride `step`) as Out.
+  template <typename Out>
+  __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n, std::int64_t step, int g,
+                                               int G) {
+    using W = OutVec<Out>;
+    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(W)) == 0;
+    if (vec && index(K - 1, g, G) + V <= n) {
+      W* p = reinterpret_cast<W*>(row) + g;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        W w;
+#pragma unroll
+        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
+        p[k * G] = w;
+      }
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = index(k, g, G);
+      if (vec && i0 + V <= n) {
+        W w;
+#pragma unroll
+        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
+        *reinterpret_cast<W*>(row + i0) = w;
+      } else {
+        Out* q = row + static_cast<std::int64_t>(i0) * step;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          if (i0 + j < n) *q = from_f32<Out>(v[k * V + j]);
+          q += step;
+        }
+      }
+    }
+  }
+};
+
+// ---- deterministic reductions ---------------------------------------------------------------------------------------
+
+template <int N>
+__device__ __forceinline__ float tree_sum(const float* a) {
+  if constexpr (N == 1) return a[0];
+  else return tree_sum<N / 2>(a) + tree_sum<N - N / 2>(a + N / 2);
+}
+template <int N>
+__device__ __forceinline__ float tree_max(const float* a) {
+  if constexpr (N == 1) return a[0];
+  else return max_nan(tree_max<N / 2>(a), tree_max<N - N / 2>(a + N / 2));
+}
+
+// Butterfly over aligned groups of `width` lanes (a power of two ≤ 32); every lane of a group ends with the result.
+__device__ __forceinline__ float group_sum(float v, int width) {
+  for (int o = width / 2; o > 0; o /= 2) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+__device__ __forceinline__ float group_max(float v, int width) {
+  for (int o = width / 2; o > 0; o /= 2) v = max_nan(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+__device__ __forceinline__ OnlineSoftmaxState<float> group_merge(OnlineSoftmaxState<float> s, int width) {
+  for (int o = width / 2; o > 0; o /= 2) {
+    const OnlineSoftmaxState<float> other{__shfl_xor_sync(kFullMask, s.m, o), __shfl_xor_sync(kFullMask, s.l, o)};
+    s.merge(other);  // merge is symmetric, so both lanes of a pair compute the same state
+  }
+  return s;
+}
+
+// Block-wide reductions of one float per thread, for blockDim.x a multiple of 32. `scratch` holds 32 floats and is
+// written before the barrier and read after it; the caller separates consecutive uses of one scratch array by
+// another barrier. Every thread returns the result.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = group_sum(v, 32);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  return group_sum(lane < warps ? scratch[lane] : 0.0f, 32);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = group_max(v, 32);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  return group_max(lane < warps ? scratch[lane] : -detail::inf_<float>(), 32);
+}
+
+// The row's final state → the outputs of the per-row ops (written by one thread).
+__device__ __forceinline__ void write_row_stats(const RowProblem& p, const RowRef& o,
+                                                const OnlineSoftmaxState<float>& s) {
+  if (p.op == Op::logsumexp) {
+    p.stat0[o.off(p, kStat0)] = s.lse();
+  } else {
+    p.stat0[o.off(p, kStat0)] = s.m;
+    p.stat1[o.off(p, kStat1)] = s.l;
+  }
+}
+
+// Softmax / log-softmax of a register-resident row, in place: v holds z on entry and the outputs on return.
+// `e` holds exp_diff(z, shift) for softmax (computed by the summing pass).
+template <int E>
+__device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<float>& norm, Op op) {
+  if (op == Op::softmax) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = norm.softmax_from_exp(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = norm.log_softmax(v[i]);
+  }
+}
+
+// Σ exp_diff(z, shift) over a thread's registers (pairwise); for softmax, v is replaced by the exponentials.
+template <int E>
+__device__ __forceinline__ float thread_exp_sum(float (&v)[E], float shift, bool keep_exp) {
+  float e[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+  if (keep_exp) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = e[i];
+  }
+  return tree_sum<E>(e);
+}
+
+template <typename In, typename F>
+__device__ __forceinline__ void with_out_type(const RowProblem& p, F&& f) {
+  if (p.out_dtype == DType::f32) f(static_cast<float*>(nullptr));
+  else f(static_cast<In*>(nullptr));
+}
+
+}  // namespace smk::cuda::kernels

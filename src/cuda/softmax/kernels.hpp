@@ -1,0 +1,124 @@
+// softmaxkit (internal): the softmax family's CUDA kernels as the host sees them — the problem description every
+// kernel takes, each path's launch configuration, and the launchers. Host-only header: no device code here, so
+// the dispatcher (softmax_cuda.cpp) and the timing harness (tests/cuda/softmax/) include it from plain C++.
+//
+// A problem is `rows` independent rows of `n` elements. Each tensor reaches a row's first element through the
+// row map (the non-reduced dimensions, collapsed where possible) and steps through the row with its own stride.
+// Kernels compute in f32 whatever the storage type, and choose their reduction trees from n and the launch
+// configuration alone, never from the number of rows or the data's alignment: that is what makes a row's result
+// bitwise identical alone or in a batch, and from run to run.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/core/online_state.hpp"
+
+namespace smk::cuda::kernels {
+
+constexpr int kMaxRowDims = 7;
+
+// The tensors of a call, as slots of the row map.
+enum Slot : int {
+  kX,      // the input (forward) or y (backward)
+  kDy,     // dy (backward)
+  kOut,    // softmax / log-softmax output, or dx
+  kStat0,  // logsumexp output, or the state's m
+  kStat1,  // the state's l
+  kMask,   // the mask (forward)
+  kTemp,   // per-row temperatures
+  kSlots,
+};
+
+struct RowMap {
+  int rank = 0;  // 0: one row
+  std::int64_t size[kMaxRowDims] = {};
+  std::int64_t stride[kSlots][kMaxRowDims] = {};  // in elements of each tensor
+};
+
+enum class Op : int { softmax, log_softmax, logsumexp, state, softmax_backward, log_softmax_backward };
+
+constexpr bool writes_rows(Op op) { return op != Op::logsumexp && op != Op::state; }
+
+struct RowProblem {
+  Op op = Op::softmax;
+  const void* x = nullptr;    // input, or y
+  const void* dy = nullptr;   // backward only
+  void* out = nullptr;        // softmax / log-softmax output, or dx
+  float* stat0 = nullptr;     // LSE, or m
+  float* stat1 = nullptr;     // l
+  const void* mask = nullptr;
+  const float* temp = nullptr;  // per-row temperatures, or null
+  DType x_dtype = DType::f32;   // also dy's
+  DType out_dtype = DType::f32;
+  DType mask_dtype = DType::f32;
+  bool has_mask = false;
+  bool scale = false;         // divide by a temperature (scalar or per row)
+  float temperature = 1.0f;   // the scalar one
+  EmptyRowPolicy empty_rows = EmptyRowPolicy::nan;
+  std::int64_t rows = 0, n = 0;
+  std::int64_t step[kSlots] = {};  // stride along the reduced dimension (0 for per-row tensors)
+  RowMap map;
+  // strided_inner only: the non-reduced dimension walked by adjacent threads (excluded from `map`).
+  std::int64_t inner = 1;
+  std::int64_t inner_stride[kSlots] = {};
+};
+
+// ---- paths and their configurations ---------------------------------------------------------------------------
+
+// warp_per_row: `lanes` lanes per row (1..32, a power of two; 32 / lanes rows per warp), `elems` elements per lane
+// held in registers (4, 8, 16 or 32). Capacity lanes · elems.
+struct WarpConfig {
+  int elems = 4;
+  int lanes = 1;
+};
+// block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
+// kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
+// fits, with the kernel's other state, in the 64 registers that let two 512-thread blocks share an SM (32 spilled
+// 8 registers; ptxas -v, CUDA 13.0, sm_90a).
+constexpr int kBlockElems = 24;
+constexpr int kBackwardBlockElems = 16;  // backward holds y and dy: 2 × 16
+struct BlockConfig {
+  int threads = 256;
+  int cluster = 1;
+};
+// split_row: a row is cut into chunks of kSplitThreads · kBlockElems elements (backward: kBackwardBlockElems); one block reduces one chunk to an
+// (m, l) state, one block per row merges the chunk states in chunk order, then a second pass writes the outputs.
+constexpr int kSplitThreads = 512;
+constexpr std::int64_t kSplitChunk = std::int64_t{kSplitThreads} * kBlockElems;                  // 12288
+constexpr std::int64_t kBackwardSplitChunk = std::int64_t{kSplitThreads} * kBackwardBlockElems;  // 8192
+// strided_inner: blocks of `width` adjacent rows (threads along the inner dimension) × `depth` threads along the
+// reduced one; `cache` keeps the tile (n × width f32) in shared memory between passes.
+struct StridedConfig {
+  int width = 32;
+  int depth = 8;
+  bool cache = false;
+};
+
+// Device facts the launchers need, read once per device.
+struct DeviceFacts {
+  int sm_count = 0;
+  int max_smem_optin = 0;  // bytes a block may opt into
+};
+const DeviceFacts& device_facts();  // of the current device
+
+// ---- launchers (forward and backward; `op` says which) ----------------------------------------------------------
+void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
+void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
+// Uses a stream-ordered workspace of rows · (chunks + 1) states.
+void launch_split_rows(const RowProblem& p, cudaStream_t s);
+void launch_strided_inner(const RowProblem& p, StridedConfig c, cudaStream_t s);
+
+void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
+void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
+void launch_backward_split_rows(const RowProblem& p, cudaStream_t s);
+void launch_backward_strided_inner(const RowProblem& p, StridedConfig c, cudaStream_t s);
+
+// Stream-ordered scratch memory from a library-owned pool on the current device (cudaMallocFromPoolAsync), so
+// concurrent calls on different streams never share it and graph capture works. Freed on the same stream.
+void* workspace_alloc(std::size_t bytes, cudaStream_t s);
+void workspace_free(void* p, cudaStream_t s);
+
+}  // namespace smk::cuda::kernels

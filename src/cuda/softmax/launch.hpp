@@ -1,0 +1,73 @@
+// softmaxkit (internal, CUDA host code in .cu files): helpers the softmax-family launchers share.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/softmax/kernels.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace smk::cuda::kernels {
+
+// Calls f(T*) with a null pointer of the device storage type of a floating dtype (f32, f16, bf16).
+template <typename F>
+void with_in_type(DType t, F&& f) {
+  switch (t) {
+    case DType::f16: return f(static_cast<__half*>(nullptr));
+    case DType::bf16: return f(static_cast<__nv_bfloat16*>(nullptr));
+    default: return f(static_cast<float*>(nullptr));
+  }
+}
+
+int current_device();
+
+// Runs a per-device setup step (a function attribute) once on each device.
+class DeviceOnce {
+ public:
+  template <typename F>
+  void run(F&& f) {
+    const int dev = current_device();
+    const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+    if (done_.load(std::memory_order_acquire) & bit) return;
+    f();
+    done_.fetch_or(bit, std::memory_order_acq_rel);
+  }
+
+ private:
+  std::atomic<std::uint64_t> done_{0};
+};
+
+// How many blocks of `kernel` fit on one SM, cached per kernel, device, block size and shared memory (the query
+// costs microseconds of host time, more than a small kernel runs).
+int cached_blocks_per_sm(const void* kernel, int threads, std::size_t smem,
+                         int (*query)(const void*, int, std::size_t));
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel, int threads, std::size_t smem) {
+  return cached_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem,
+                              [](const void* k, int t, std::size_t s) {
+                                int n = 0;
+                                SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, t, s));
+                                return std::max(n, 1);
+                              });
+}
+
+// A persistent grid: as many blocks as are resident at once, or fewer when the work needs fewer.
+template <typename Kernel>
+unsigned persistent_grid(Kernel kernel, int threads, std::size_t smem, std::int64_t blocks_needed) {
+  const std::int64_t resident =
+      static_cast<std::int64_t>(blocks_per_sm(kernel, threads, smem)) * device_facts().sm_count;
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(resident, blocks_needed)));
+}
+
+// A plain grid of one block per item, capped where CUDA caps grid.x (kernels loop over the rest).
+inline unsigned capped_grid(std::int64_t blocks, int multiple = 1) {
+  const std::int64_t cap = (std::int64_t{0x7fffffff} / multiple) * multiple;
+  return static_cast<unsigned>(std::max<std::int64_t>(multiple, std::min(blocks * multiple, cap)));
+}
+
+}  // namespace smk::cuda::kernels

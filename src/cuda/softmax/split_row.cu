@@ -1,0 +1,135 @@
+// split_row: rows longer than a cluster holds (more than 262144 elements, e.g. one row of 16M), or any row when
+// forced. Three kernels:
+//   1. chunk_states: the row is cut into chunks of kSplitChunk (12288) elements; one block reduces one chunk to its
+//      online state (m, l) — the block max, then the block sum of exp(z − m);
+//   2. merge_states: one block per row merges its chunk states with OnlineSoftmaxState::merge in a fixed order
+//      (strided per thread, then a butterfly), and writes the row state (or, for logsumexp / state, the outputs);
+//   3. normalize: re-reads each chunk and writes the outputs through the row's RowNormalizer. It walks the chunks
+//      in the reverse of kernel 1's order, so the chunks kernel 1 read last are read again while still in L2.
+// The chunking depends on n only, so a row's result is the same alone or in a batch.
+//
+// Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
+// the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
+// Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
+// Measured (H200, see docs/perf-notebook.md "Kernels: split_row"): recorded there.
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+using State = OnlineSoftmaxState<float>;
+constexpr int kMergeThreads = 1024;
+
+template <typename In>
+__global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
+                                                                     State* states) {
+  using Tile = RowTile<In, kBlockElems>;
+  __shared__ float red_max[32], red_sum[32];
+  const std::int64_t total = p.rows * chunks;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    const std::int64_t row = idx / chunks, c = idx - row * chunks;
+    const RowRef o{row, 0};
+    const std::int64_t first = c * kSplitChunk;
+    const int len = static_cast<int>(p.n - first < kSplitChunk ? p.n - first : kSplitChunk);
+    float v[kBlockElems];
+    Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
+    Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
+    const float m = block_max(tree_max<kBlockElems>(v), red_max);
+    const float l = block_sum(thread_exp_sum(v, State::shift_for(m), false), red_sum);
+    if (threadIdx.x == 0) states[idx] = State::from_max_and_sum(m, l);
+  }
+}
+
+__global__ void __launch_bounds__(kMergeThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
+                                                                     const State* states, State* row_states) {
+  __shared__ float red_m[32], red_l[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    State s = State::empty();
+    for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) s.merge(states[row * chunks + c]);
+    s = group_merge(s, 32);
+    if (lane == 0) {
+      red_m[warp] = s.m;
+      red_l[warp] = s.l;
+    }
+    __syncthreads();
+    State t = lane < warps ? State{red_m[lane], red_l[lane]} : State::empty();
+    t = group_merge(t, 32);
+    if (threadIdx.x == 0) {
+      if (writes_rows(p.op)) row_states[row] = t;
+      else write_row_stats(p, RowRef{row, 0}, t);
+    }
+    __syncthreads();  // red_m / red_l are rewritten for the next row
+  }
+}
+
+// The normalising pass is elementwise, so it need not hold a whole chunk: it walks the chunk in sub-tiles of
+// kSubElems per thread, which keeps it within 64 registers (two blocks per SM) with loads still 16 bytes wide.
+constexpr int kSubElems = 8;
+
+template <typename In>
+__global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowProblem p, std::int64_t chunks,
+                                                                     const State* row_states) {
+  using Tile = RowTile<In, kSubElems>;
+  constexpr int kSub = kSplitThreads * kSubElems;
+  const std::int64_t total = p.rows * chunks;
+  for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
+    const std::int64_t idx = total - 1 - k;
+    const std::int64_t row = idx / chunks, c = idx - row * chunks;
+    const RowRef o{row, 0};
+    const RowNormalizer<float> norm = row_states[row].normalizer(p.empty_rows);
+    const RowTransform tf = row_transform(p, o);
+    // zero_fill (an empty row under the zeros policy: every z is −inf) is decided once, not per element.
+    const float shift = norm.zero_fill ? 0.0f : norm.shift, scale = norm.zero_fill ? 0.0f : norm.inv_sum;
+    const In* x = at<In>(p.x, o.off(p, kX));
+    for (std::int64_t first = c * kSplitChunk; first < (c + 1) * kSplitChunk && first < p.n; first += kSub) {
+      const int len = static_cast<int>(p.n - first < kSub ? p.n - first : kSub);
+      float v[kSubElems];
+      Tile::load(v, x + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
+      Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
+      if (p.op == Op::softmax) {
+#pragma unroll
+        for (int i = 0; i < kSubElems; ++i) v[i] = exp_diff(v[i], shift) * scale;
+      } else {
+#pragma unroll
+        for (int i = 0; i < kSubElems; ++i) v[i] = norm.log_softmax(v[i]);
+      }
+      with_out_type<In>(p, [&](auto* tag) {
+        using Out = std::remove_pointer_t<decltype(tag)>;
+        Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
+                                  threadIdx.x, kSplitThreads);
+      });
+    }
+  }
+}
+
+template <typename In>
+void launch(const RowProblem& p, cudaStream_t s) {
+  const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
+  const std::int64_t total = p.rows * chunks;
+  const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
+  auto* states = static_cast<State*>(workspace_alloc(bytes, s));
+  State* row_states = states + total;
+  if (total > 0) {
+    chunk_states_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+    SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
+  }
+  merge_states_kernel<<<capped_grid(p.rows), kMergeThreads, 0, s>>>(p, chunks, states, row_states);
+  SMK_CUDA_CHECK_LAUNCH("merge_states_kernel");
+  if (writes_rows(p.op) && total > 0) {
+    normalize_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, row_states);
+    SMK_CUDA_CHECK_LAUNCH("normalize_kernel");
+  }
+  workspace_free(states, s);
+}
+
+}  // namespace
+
+void launch_split_rows(const RowProblem& p, cudaStream_t s) {
+  if (p.rows == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s); });
+}
+
+}  // namespace smk::cuda::kernels

@@ -1,0 +1,103 @@
+// warp_per_row: rows of up to 1024 elements, one row per group of 1–32 lanes (several rows per warp for tiny rows),
+// the row in registers (4–32 elements per lane), 16-byte vector loads when the row is aligned, a persistent grid.
+//
+// Traffic per element: softmax / log-softmax read n and write n: 8 B (f32), 4 B (bf16/f16 → same dtype);
+// logsumexp / state read n: 4 B (f32), 2 B (bf16). Floor on the H200 at the measured 4.27 TB/s copy bandwidth:
+// 32768×1024 f32 (268 MB moved) 62.9 µs; 262144×128 f32 62.9 µs; 1048576×32 f32 62.9 µs.
+// Measured (H200, see docs/perf-notebook.md "Kernels: warp_per_row"): recorded there per shape.
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;  // 8 warps: enough independent loads per block without hurting the persistent grid
+
+// Rows a lane group handles at once: short rows (E ≤ 8) are loaded R at a time, so that a warp keeps as many bytes
+// in flight as one with a long row (a warp moving 512 B per step cannot cover the memory latency).
+template <int E>
+constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
+
+template <typename In, int E>
+__global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
+  using Tile = RowTile<In, E>;
+  constexpr int R = kRowsAtOnce<E>;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int groups = 32 / lanes;  // rows per warp and step
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  const int n = static_cast<int>(p.n);
+  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
+    float v[R][E];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row < p.rows) {
+        Tile::load(v[r], at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX], g, lanes);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
+      }
+    }
+    if (p.scale || p.has_mask) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const std::int64_t row = base + r * groups + group;
+        if (row < p.rows) Tile::transform(v[r], row_transform(p, RowRef{row, 0}), n, g, lanes);
+      }
+    }
+    // Every lane takes part in the shuffles, idle groups included.
+    float m[R], l[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      l[r] = group_sum(thread_exp_sum(v[r], OnlineSoftmaxState<float>::shift_for(m[r]), p.op == Op::softmax), lanes);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row >= p.rows) continue;
+      const RowRef o{row, 0};
+      const auto state = OnlineSoftmaxState<float>::from_max_and_sum(m[r], l[r]);
+      if (!writes_rows(p.op)) {
+        if (g == 0) write_row_stats(p, o, state);
+        continue;
+      }
+      finish_rows(v[r], state.normalizer(p.empty_rows), p.op);
+      with_out_type<In>(p, [&](auto* tag) {
+        using Out = std::remove_pointer_t<decltype(tag)>;
+        Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
+      });
+    }
+  }
+}
+
+template <typename In, int E>
+void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  const auto kernel = warp_rows_kernel<In, E>;
+  const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
+  const unsigned grid = persistent_grid(kernel, kThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
+  kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
+  SMK_CUDA_CHECK_LAUNCH("warp_rows_kernel");
+}
+
+template <typename In>
+void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  switch (c.elems) {
+    case 4: return launch<In, 4>(p, c, s);
+    case 8: return launch<In, 8>(p, c, s);
+    case 16: return launch<In, 16>(p, c, s);
+    default: return launch<In, 32>(p, c, s);
+  }
+}
+
+}  // namespace
+
+void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  if (p.rows == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch_typed<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+}
+
+}  // namespace smk::cuda::kernels

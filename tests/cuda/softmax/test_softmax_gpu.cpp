@@ -1,0 +1,341 @@
+// The softmax family's CUDA kernels: every path forced one by one (and the dispatcher's choice) against the CPU
+// float64 reference, over the row lengths of issue 3, few and many rows, sliced / strided / unaligned / non-last-dim
+// layouts, temperatures and masks, non-finite rows, both backward passes; outputs poisoned first and checked for
+// unwritten and stray elements; run-to-run bitwise determinism and batch invariance. Gates: gpu_case.hpp.
+//
+// SMK_GPU_TEST_SMALL=1 (set by scripts/device.sh under compute-sanitizer) keeps rows ≤ 4097 elements and few rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+
+bool small_mode() {
+  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
+  return v != nullptr && v[0] == '1';
+}
+
+const std::vector<SoftmaxPath> kPaths = {SoftmaxPath::automatic,    SoftmaxPath::warp_per_row,
+                                         SoftmaxPath::block_per_row, SoftmaxPath::cluster_row,
+                                         SoftmaxPath::split_row,     SoftmaxPath::strided_inner};
+
+std::vector<std::int64_t> lengths() {
+  std::vector<std::int64_t> all = {1, 2, 3, 31, 32, 33, 255, 1023, 1024, 1025, 2047, 2049, 4097, 30001, 65537,
+                                   151936, 262147};
+  if (small_mode()) all.erase(std::remove_if(all.begin(), all.end(), [](auto n) { return n > 4097; }), all.end());
+  return all;
+}
+
+// A row-major rows × n case with contiguous input and output.
+Case plain_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
+                std::uint64_t seed) {
+  Case c;
+  c.name = name;
+  c.op = op;
+  c.in = contiguous(in, {rows, n});
+  c.out = contiguous(out, {rows, n});
+  // Scores spread wide enough that probabilities span many decades, shifted off zero.
+  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
+  if (is_backward(op)) {
+    // y: a softmax (or log-softmax) of the scores, as a forward pass would have produced it, in y's dtype.
+    std::vector<double> y(c.x.size());
+    const Layout f64 = contiguous(DType::f64, {rows, n});
+    if (op == Op::softmax_backward) cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+    else cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+    for (auto& v : y) v = round_to(in, v);
+    c.x = y;
+    c.dy = random_values(in, rows * n, 1.0, 0.0, seed + 1);
+  }
+  return c;
+}
+
+// Runs `c` on every path of `paths` against one reference; a refusal is allowed only for a capacity reason.
+void run_all_paths(const Case& c, const std::vector<SoftmaxPath>& paths = kPaths) {
+  const Reference ref = reference(c);
+  for (SoftmaxPath path : paths) {
+    SCOPED_TRACE(std::string("path ") + cuda::to_string(path) + ", case " + c.name + ", op " + op_name(c.op));
+    const Result r = run_gpu(c, path);
+    if (!r.ran) {
+      EXPECT_NE(r.reason.find(cuda::to_string(path)), std::string::npos) << r.reason;
+      EXPECT_NE(r.reason.find("capacity"), std::string::npos) << "refused for another reason: " << r.reason;
+      EXPECT_GT(c.in.shape[norm_dim(c)], 1024) << "every path serves rows of up to 1024: " << r.reason;
+      continue;
+    }
+    check(c, r, ref);
+  }
+}
+
+class GpuSoftmax : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+// Issue 3's row lengths, few rows and many, every forward op, f32 and 16-bit, on every path.
+TEST_F(GpuSoftmax, EveryPathEveryLength) {
+  std::uint64_t seed = 1;
+  for (std::int64_t n : lengths()) {
+    const std::int64_t many = std::clamp<std::int64_t>((small_mode() ? 1 << 14 : 1 << 18) / n, 8, small_mode() ? 64 : 2048);
+    for (std::int64_t rows : {std::int64_t{3}, many}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+        run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+      if (rows == 3 || n <= 4097) {
+        run_all_paths(plain_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+        run_all_paths(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+        run_all_paths(plain_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
+        run_all_paths(plain_case(tag + "_f16", Op::logsumexp, DType::f16, DType::f32, rows, n, ++seed));
+      }
+    }
+  }
+}
+
+// Sliced rows (a pitch longer than the row), unaligned base pointers, a strided last dimension, a non-last
+// dimension, in place, and 16-bit inputs with f32 outputs.
+TEST_F(GpuSoftmax, SlicedStridedUnalignedAndNonLastDims) {
+  std::vector<std::int64_t> ns = {33, 1025, 4097, 30001, 151936};
+  if (small_mode()) ns = {33, 1025, 4097};
+  std::uint64_t seed = 100;
+  for (std::int64_t n : ns) {
+    const std::int64_t rows = n > 5000 ? 3 : 40;
+    for (DType t : {DType::f32, DType::bf16}) {
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        Case c = plain_case("pitched_unaligned_" + std::to_string(n), op, t, t, rows, n, ++seed);
+        c.in.strides = {n + 13, 1};
+        c.in.offset = 1;  // 4 or 2 bytes past an aligned allocation
+        c.out.strides = {n + 3, 1};
+        c.out.offset = 2;
+        run_all_paths(c);
+        Case e = plain_case("last_dim_stride_2_" + std::to_string(n), op, t, DType::f32, rows, n, ++seed);
+        e.in.strides = {2 * n + 1, 2};
+        run_all_paths(e);
+      }
+      // Reduction over dim 1 of [3, n, 33] and over dim 0 of [n, 7]: strided_inner's home, every path.
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        if (n > 30001) continue;
+        Case c;
+        c.name = "dim1_of_3x" + std::to_string(n) + "x33";
+        c.op = op;
+        c.dim = 1;
+        c.in = contiguous(t, {3, n, 33});
+        c.out = contiguous(t, {3, n, 33}, 1);
+        c.x = random_values(t, 3 * n * 33, 5.0, -20.0, ++seed);
+        run_all_paths(c);
+        Case d;
+        d.name = "dim0_of_" + std::to_string(n) + "x7";
+        d.op = op;
+        d.dim = 0;
+        d.in = contiguous(t, {n, 7});
+        d.out = contiguous(DType::f32, {n, 7});
+        d.x = random_values(t, n * 7, 3.0, 0.0, ++seed);
+        run_all_paths(d);
+      }
+    }
+    // In place, forward and backward.
+    for (Op op : {Op::softmax, Op::log_softmax, Op::softmax_backward, Op::log_softmax_backward}) {
+      Case c = plain_case("in_place_" + std::to_string(n), op, DType::f32, DType::f32, 3, n, ++seed);
+      c.in_place = true;
+      run_all_paths(c);
+    }
+  }
+}
+
+// Temperatures (scalar, exact and not; per row, including invalid ones, which give NaN rows on the GPU) and masks
+// (additive f32 and in-dtype, boolean, broadcast over rows and over positions; a fully masked row under both
+// policies).
+TEST_F(GpuSoftmax, TemperatureAndMasks) {
+  std::vector<std::int64_t> ns = {5, 1000, 5000, 70000, 300000};
+  if (small_mode()) ns = {5, 1000, 4097};
+  std::uint64_t seed = 200;
+  for (std::int64_t n : ns) {
+    const std::int64_t rows = 4;
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      for (float T : {2.0f, 0.3f}) {
+        Case c = plain_case("temperature_" + std::to_string(T) + "_" + std::to_string(n), op, DType::f32, DType::f32,
+                            rows, n, ++seed);
+        c.options.temperature = T;
+        c.exact_scaling = T == 2.0f;
+        run_all_paths(c);
+      }
+      Case c = plain_case("row_temperatures_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, ++seed);
+      c.row_temperature = {0.5, 4.0, 0.0, kNaN};  // rows 2 and 3: invalid, NaN rows by contract
+      run_all_paths(c);
+    }
+    for (DType t : {DType::f32, DType::bf16}) {
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        for (auto policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+          // Additive [1, n] mask in f32 (or bf16 for bf16 input): −inf on every 5th position, small integers else;
+          // scores are multiples of 1/64 below 512 so that x + mask is exact in f32.
+          Case c = plain_case("additive_mask_" + std::to_string(n), op, t, t, rows, n, ++seed);
+          for (auto& v : c.x) v = round_to(t, std::round(v * 64) / 64);
+          c.mask = contiguous(t == DType::f32 ? DType::f32 : t, {1, n});
+          c.mask_values.resize(n);
+          for (std::int64_t i = 0; i < n; ++i) c.mask_values[i] = i % 5 == 0 ? -kInf : static_cast<double>(i % 3);
+          c.options.empty_rows = policy;
+          if (t == DType::f32) run_all_paths(c);
+          // Boolean [rows, n] mask: row 1 fully masked, row 2 keeps the even positions; given as a [rows, 1]
+          // broadcast of a per-row flag for row 3 through an additive mask on top is not possible: one mask per call.
+          Case b = plain_case("bool_mask_" + std::to_string(n), op, t, t, rows, n, ++seed);
+          b.mask = contiguous(DType::b8, {rows, n});
+          b.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+          for (std::int64_t i = 0; i < n; ++i) {
+            b.mask_values[1 * n + i] = 0;
+            b.mask_values[2 * n + i] = i % 2 == 0 ? 1 : 0;
+          }
+          b.options.empty_rows = policy;
+          run_all_paths(b);
+          if (t == DType::bf16) {  // an in-dtype additive mask broadcast over positions: [rows, 1]
+            Case r = plain_case("row_mask_" + std::to_string(n), op, t, t, rows, n, ++seed);
+            r.mask = contiguous(t, {rows, 1});
+            r.mask_values = {0.0, -kInf, 3.0, -2.0};  // row 1: fully masked
+            r.options.empty_rows = policy;
+            run_all_paths(r);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Empty rows (all −inf), +inf, NaN at lane, vector, block and chunk boundaries, and n = 0 for the per-row ops.
+TEST_F(GpuSoftmax, NonFiniteRows) {
+  std::vector<std::int64_t> ns = {7, 1000, 5000, 70000, 300000};
+  if (small_mode()) ns = {7, 1000, 4097};
+  std::uint64_t seed = 300;
+  for (std::int64_t n : ns) {
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      for (auto policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+        Case c = plain_case("non_finite_" + std::to_string(n), op, DType::f32, DType::f32, 6, n, ++seed);
+        for (std::int64_t i = 0; i < n; ++i) c.x[0 * n + i] = -kInf;  // empty row
+        c.x[1 * n + n / 2] = kInf;                                     // saturated
+        for (std::int64_t pos : {std::int64_t{0}, n - 1}) c.x[2 * n + pos] = kNaN;  // NaN at the ends
+        c.x[3 * n + std::min<std::int64_t>(n - 1, 12287)] = kNaN;     // NaN at a block/chunk boundary
+        for (std::int64_t i = 0; i < n; i += 2) c.x[4 * n + i] = -kInf;  // half masked
+        c.options.empty_rows = policy;
+        run_all_paths(c);
+      }
+    }
+  }
+  for (Op op : {Op::logsumexp, Op::state}) {
+    Case c = plain_case("zero_length_rows", op, DType::f32, DType::f32, 3, 0, 1);
+    run_all_paths(c);
+  }
+}
+
+// Both backward passes: lengths, few and many rows, f32 and bf16, temperatures, a non-last dimension.
+TEST_F(GpuSoftmax, BackwardEveryPath) {
+  std::uint64_t seed = 400;
+  for (std::int64_t n : lengths()) {
+    const std::int64_t many = std::clamp<std::int64_t>((small_mode() ? 1 << 13 : 1 << 19) / n, 8, 1024);
+    for (std::int64_t rows : {std::int64_t{2}, many}) {
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+        run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+        if (rows == 2) {
+          run_all_paths(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed));
+          Case t = plain_case(tag + "_temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+          t.row_temperature = {0.5, 3.0};
+          run_all_paths(t);
+        }
+      }
+    }
+  }
+  for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+    Case c = plain_case("dim1", op, DType::f32, DType::f32, 1, 1, 1);
+    const std::int64_t n = 257;
+    c.dim = 1;
+    c.in = contiguous(DType::f32, {2, n, 9});
+    c.out = contiguous(DType::f32, {2, n, 9});
+    c.x = random_values(DType::f32, 2 * n * 9, 0.01, 0.0, 5);  // y: anything; the formula is linear in dy
+    c.dy = random_values(DType::f32, 2 * n * 9, 1.0, 0.0, 6);
+    run_all_paths(c);
+  }
+}
+
+// The same call twice gives the same bits (no atomics, no order-dependent reductions).
+TEST_F(GpuSoftmax, BitwiseDeterministicAcrossRuns) {
+  std::vector<std::int64_t> ns = {1000, 30001, 151936, 300000};
+  if (small_mode()) ns = {1000, 4097};
+  for (std::int64_t n : ns)
+    for (Op op : {Op::softmax, Op::logsumexp, Op::softmax_backward})
+      for (SoftmaxPath path : kPaths) {
+        const Case c = plain_case("determinism_" + std::to_string(n), op, DType::f32, DType::f32, 5, n, 7);
+        const Result a = run_gpu(c, path, 0xFF), b = run_gpu(c, path, 0x00);
+        if (!a.ran) continue;
+        ASSERT_TRUE(b.ran);
+        EXPECT_EQ(a.out.size(), b.out.size());
+        for (std::size_t i = 0; i < a.out.size(); ++i) {
+          const bool same = (std::isnan(a.out[i]) && std::isnan(b.out[i])) || a.out[i] == b.out[i];
+          ASSERT_TRUE(same) << cuda::to_string(path) << " n=" << n << " element " << i << ": " << a.out[i] << " vs "
+                            << b.out[i];
+        }
+      }
+}
+
+// A row's result is bitwise the same computed alone (a fresh, aligned buffer) or inside a batch (rows at an odd
+// pitch, so most are unaligned), under the dispatcher's choice: the reduction trees depend on n alone.
+TEST_F(GpuSoftmax, BatchInvariance) {
+  std::vector<std::int64_t> ns = {33, 1000, 4097, 30001, 151936, 300000};
+  if (small_mode()) ns = {33, 1000, 4097};
+  for (std::int64_t n : ns) {
+    const std::int64_t rows = n > 100000 ? 3 : 37;
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state, Op::softmax_backward}) {
+      Case batch = plain_case("batch_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, 9);
+      batch.in.strides = {n + 1, 1};
+      batch.in.offset = 1;
+      const Result all = run_gpu(batch, SoftmaxPath::automatic);
+      ASSERT_TRUE(all.ran);
+      for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+        Case one = plain_case("alone", op, DType::f32, DType::f32, 1, n, 9);
+        one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
+        if (is_backward(op)) one.dy.assign(batch.dy.begin() + r * n, batch.dy.begin() + (r + 1) * n);
+        const Result alone = run_gpu(one, SoftmaxPath::automatic);
+        ASSERT_TRUE(alone.ran);
+        const std::int64_t width = is_row_op(op) ? 1 : n;
+        for (std::int64_t i = 0; i < width; ++i) {
+          const double a = alone.out[i], b = all.out[r * width + i];
+          ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || a == b)
+              << op_name(op) << " n=" << n << " row " << r << " element " << i << ": alone " << a << ", batch " << b;
+        }
+        if (op == Op::state) ASSERT_EQ(alone.out2[0], all.out2[r]);
+      }
+    }
+  }
+}
+
+// A forced path that cannot serve a call says so, naming itself; it never falls back silently.
+TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
+  auto refused = [](const Case& c, SoftmaxPath path, const char* words) {
+    const Result r = run_gpu(c, path);
+    EXPECT_FALSE(r.ran) << cuda::to_string(path) << " served " << c.name;
+    EXPECT_NE(r.reason.find(cuda::to_string(path)), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find(words), std::string::npos) << r.reason;
+  };
+  refused(plain_case("warp_1025", Op::softmax, DType::f32, DType::f32, 2, 1025, 1), SoftmaxPath::warp_per_row,
+          "capacity");
+  refused(plain_case("block_12289", Op::softmax, DType::f32, DType::f32, 2, 12289, 1), SoftmaxPath::block_per_row,
+          "capacity");
+  refused(plain_case("cluster_196609", Op::logsumexp, DType::f32, DType::f32, 1, 196609, 1),
+          SoftmaxPath::cluster_row, "capacity");
+  refused(plain_case("lesson_bf16", Op::softmax, DType::bf16, DType::bf16, 2, 10, 1),
+          SoftmaxPath::lesson_row_per_thread, "lesson");
+  refused(plain_case("lesson_state", Op::state, DType::f32, DType::f32, 2, 10, 1), SoftmaxPath::lesson_row_per_thread,
+          "lesson");
+  refused(plain_case("lesson_backward", Op::softmax_backward, DType::f32, DType::f32, 2, 10, 1),
+          SoftmaxPath::lesson_row_per_thread, "lesson");
+  // ...while the lesson path still serves what it can.
+  const Case ok = plain_case("lesson_ok", Op::softmax, DType::f32, DType::f32, 3, 100, 2);
+  const Result r = run_gpu(ok, SoftmaxPath::lesson_row_per_thread);
+  ASSERT_TRUE(r.ran) << r.reason;
+  const Reference ref = reference(ok);
+  for (std::size_t i = 0; i < r.out.size(); ++i) EXPECT_NEAR(r.out[i], ref.out[i], 1e-6 * ref.out[i] + 1e-30);
+}
+
+}  // namespace
+}  // namespace smk::gpu_test

@@ -1,0 +1,201 @@
+// tune_softmax: times the softmax family's kernels under explicit launch configurations, to choose the thresholds
+// and configurations in src/cuda/softmax/softmax_cuda.cpp (docs/perf-notebook.md records what it printed).
+// Not a test; scripts/device.sh's `tune` step runs it. Method (METHOD.md): CUDA events around each launch, a
+// warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
+// another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
+// write (softmax), read (logsumexp).
+//   usage: tune_softmax [--quick]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/kernels.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace {
+
+using namespace smk::cuda::kernels;
+using smk::DType;
+
+constexpr double kCopyTBs = 4.27;  // ANCHORS.md: device-to-device copy, 2 GiB f32
+
+struct Buffers {
+  std::vector<void*> in;
+  void* out = nullptr;
+  float* stats = nullptr;
+};
+
+std::uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+float next_uniform() {  // xorshift64*: fast enough to fill gigabytes
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return static_cast<float>((rng_state * 2685821657736338717ull) >> 40) / 16777216.0f;
+}
+
+Buffers make_buffers(std::int64_t rows, std::int64_t n, DType t) {
+  const std::size_t bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+  const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 1, 64));
+  std::vector<unsigned char> host(bytes);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rows * n); ++i) {
+    const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+    if (t == DType::f32) std::memcpy(host.data() + 4 * i, &v, 4);
+    else if (t == DType::bf16) { const auto b = smk::to_bfloat16(v); std::memcpy(host.data() + 2 * i, &b, 2); }
+    else { const auto h = smk::to_half(v); std::memcpy(host.data() + 2 * i, &h, 2); }
+  }
+  Buffers b;
+  for (int c = 0; c < copies; ++c) {
+    void* p = nullptr;
+    SMK_CUDA_CHECK(cudaMalloc(&p, bytes));
+    SMK_CUDA_CHECK(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+    b.in.push_back(p);
+  }
+  SMK_CUDA_CHECK(cudaMalloc(&b.out, bytes));
+  SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.stats), 2 * sizeof(float) * static_cast<std::size_t>(rows)));
+  return b;
+}
+void free_buffers(Buffers& b) {
+  for (void* p : b.in) cudaFree(p);
+  cudaFree(b.out);
+  cudaFree(b.stats);
+  b = {};
+}
+
+RowProblem problem(Op op, std::int64_t rows, std::int64_t n, DType t, const Buffers& b, int copy) {
+  RowProblem p;
+  p.op = op;
+  p.x = b.in[static_cast<std::size_t>(copy) % b.in.size()];
+  p.out = b.out;
+  p.stat0 = b.stats;
+  p.stat1 = b.stats + rows;
+  p.x_dtype = p.out_dtype = t;
+  p.rows = rows;
+  p.n = n;
+  p.map.rank = 1;
+  p.map.size[0] = rows;
+  p.map.stride[kX][0] = n;
+  p.map.stride[kOut][0] = n;
+  p.map.stride[kStat0][0] = 1;
+  p.map.stride[kStat1][0] = 1;
+  p.step[kX] = p.step[kOut] = 1;
+  return p;
+}
+
+template <typename Launch>
+double median_us(const Buffers& b, int reps, Launch&& launch) {
+  cudaEvent_t start, stop;
+  SMK_CUDA_CHECK(cudaEventCreate(&start));
+  SMK_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) launch(i);
+  SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    SMK_CUDA_CHECK(cudaEventRecord(start));
+    launch(i + 3);
+    SMK_CUDA_CHECK(cudaEventRecord(stop));
+    SMK_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    SMK_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  (void)b;
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return 1000.0 * ms[ms.size() / 2];
+}
+
+struct Variant {
+  std::string name;
+  char kind;  // 'w' warp, 'b' block/cluster, 's' split
+  WarpConfig warp{};
+  BlockConfig block{};
+};
+
+void report(const char* shape, DType t, Op op, const Variant& v, double us, double bytes) {
+  const double tbs = bytes / (us * 1e-6) / 1e12;
+  std::printf("%-14s %-5s %-11s %-26s %10.2f us %6.2f TB/s %5.1f%%\n", shape, smk::dtype_name(t),
+              op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : op == Op::log_softmax ? "log_softmax"
+              : op == Op::softmax_backward ? "softmax_bwd" : "other",
+              v.name.c_str(), us, tbs, 100.0 * tbs / kCopyTBs);
+  std::fflush(stdout);
+}
+
+void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& variants, const std::vector<DType>& types,
+               const std::vector<Op>& ops, int reps) {
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+  for (DType t : types) {
+    Buffers b = make_buffers(rows, n, t);
+    for (Op op : ops) {
+      const double elems = static_cast<double>(rows) * static_cast<double>(n);
+      const double bytes = elems * static_cast<double>(smk::dtype_size(t)) * (writes_rows(op) ? 2 : 1);
+      for (const Variant& v : variants) {
+        if (v.kind == 'b' && v.block.threads > 512) continue;  // more than the kernel's launch bound
+        const double us = median_us(b, reps, [&](int i) {
+          const RowProblem p = problem(op, rows, n, t, b, i);
+          if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
+          else if (v.kind == 'b') launch_block_rows(p, v.block, nullptr);
+          else launch_split_rows(p, nullptr);
+        });
+        report(shape, t, op, v, us, bytes);
+      }
+    }
+    free_buffers(b);
+  }
+}
+
+Variant warp(int elems, int lanes) {
+  return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes), 'w', {elems, lanes}, {}};
+}
+Variant block(int threads, int cluster) {
+  return {"block T" + std::to_string(threads) + " C" + std::to_string(cluster), 'b', {}, {threads, cluster}};
+}
+// The smallest block size (multiple of 32) that holds n with `cluster` blocks.
+Variant fit(std::int64_t n, int cluster) {
+  const std::int64_t per = (n + std::int64_t{cluster} * kBlockElems - 1) / (std::int64_t{cluster} * kBlockElems);
+  return block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster);
+}
+Variant split() { return {"split", 's', {}, {}}; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const int reps = quick ? 10 : 30;
+  {
+    // The copy ceiling on this device, for reference (2 GiB, read + write counted).
+    const std::size_t bytes = std::size_t{1} << 31;
+    void *a = nullptr, *c = nullptr;
+    SMK_CUDA_CHECK(cudaMalloc(&a, bytes));
+    SMK_CUDA_CHECK(cudaMalloc(&c, bytes));
+    SMK_CUDA_CHECK(cudaMemset(a, 1, bytes));
+    Buffers dummy;
+    const double us = median_us(dummy, 10, [&](int) { SMK_CUDA_CHECK(cudaMemcpyAsync(c, a, bytes, cudaMemcpyDeviceToDevice)); });
+    std::printf("copy 2 GiB: %.1f us, %.2f TB/s\n", us, 2.0 * bytes / (us * 1e-6) / 1e12);
+    cudaFree(a);
+    cudaFree(c);
+  }
+  const std::vector<DType> both = {DType::f32, DType::bf16};
+  const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  // Few long rows: the latency targets (≤ 8 µs) and how many SMs a row should spread over.
+  run_shape(1, 151936, {fit(151936, 8), fit(151936, 12), fit(151936, 16), split()}, both, fwd, reps);
+  run_shape(32, 128256, {fit(128256, 8), fit(128256, 11), fit(128256, 16), split()}, both, fwd, reps);
+  run_shape(4096, 151936, {fit(151936, 13), fit(151936, 16), split()}, both, {Op::softmax}, quick ? 3 : 10);
+  run_shape(8192, 32000, {fit(32000, 2), fit(32000, 3), fit(32000, 4), fit(32000, 8), split()}, both, {Op::softmax},
+            reps);
+  run_shape(4096, 16384, {fit(16384, 2), fit(16384, 4), split()}, both, {Op::softmax}, reps);
+  run_shape(16384, 4096, {fit(4096, 1), block(256, 1), block(512, 1), fit(4096, 2)}, both, {Op::softmax}, reps);
+  run_shape(32768, 1024, {warp(32, 32), fit(1024, 1), block(128, 1)}, both, {Op::softmax}, reps);
+  run_shape(65536, 2048, {fit(2048, 1), block(256, 1)}, both, {Op::softmax}, reps);
+  run_shape(262144, 128, {warp(4, 32), warp(8, 16), warp(16, 8), warp(32, 4)}, both, {Op::softmax}, reps);
+  run_shape(1048576, 32, {warp(4, 8), warp(8, 4), warp(16, 2), warp(32, 1)}, both, {Op::softmax}, reps);
+  run_shape(1, 16777216, {split()}, both, fwd, reps);
+  return 0;
+}
