@@ -4,7 +4,8 @@
 # against a long-double oracle. Fails if any output exceeds its gate from docs/semantics.md.
 #   usage: scripts/accuracy.sh [extra accuracy_report arguments, e.g. --backend cpu_reference]
 #   BUILD_DIR=build/mine scripts/accuracy.sh   builds there instead of the default preset's build/default
-# The GPU table comes from scripts/device.sh's `accuracy` step ($OUT/accuracy-gpu.md).
+# The GPU table comes from scripts/device.sh's `accuracy` step ($OUT/accuracy-gpu.md, and $OUT/vs-torch.md beside
+# torch); GPU_TABLE=that/accuracy-gpu.md [VS_TORCH=that/vs-torch.md] scripts/accuracy.sh appends them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >/dev/null
@@ -37,5 +38,23 @@ HEADER
   echo "Measured on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(uname -m), $(c++ --version | head -1), $(ldd --version 2>&1 | head -1 | sed 's/^ldd //')."
   echo
   cat "$table"
+  if [ -n "${GPU_TABLE:-}" ]; then
+    echo
+    echo "## GPU kernel paths"
+    echo
+    echo "From \`scripts/device.sh accuracy\` on the device machine (every path of smk::cuda::softmax_paths(), forced one by"
+    echo "one; n/a: the path does not serve that case)."
+    echo
+    cat "$GPU_TABLE"
+  fi
+  if [ -n "${VS_TORCH:-}" ]; then
+    echo
+    echo "## Beside torch"
+    echo
+    echo "The dispatcher's outputs (gpu_automatic) and torch's on the same inputs, each against the same long-double"
+    echo "reference (tests/conformance/vs_torch.py); torch's logsumexp taken in f32 for 16-bit inputs, as ours."
+    echo
+    cat "$VS_TORCH"
+  fi
 } > docs/accuracy.md
 echo "wrote docs/accuracy.md"
