@@ -206,7 +206,8 @@ def torch_fns(torch, op: str):
     raise ValueError(op)
 
 
-def time_torch(timer: TorchTimer, cases: list[dict], compile_budget_s: float | None, skip_compile: bool) -> None:
+def time_torch(timer: TorchTimer, cases: list[dict], compile_budget_s: float | None, skip_compile: bool,
+               after_each=None) -> None:
     torch = timer.torch
     gen = torch.Generator(device="cuda")
     compile_spent = 0.0
@@ -232,7 +233,8 @@ def time_torch(timer: TorchTimer, cases: list[dict], compile_budget_s: float | N
         try:
             case["eager"] = timer.median_us(lambda: fn(*args))
         except Exception as e:  # noqa: BLE001  (report, never abort the comparison)
-            case["eager"], case["eager_note"] = None, f"error: {e}"
+            case["eager"] = None
+            print(f"{label}: torch eager failed: {e}", file=sys.stderr)
         case["compile"], case["compile_s"] = None, None
         if skip_compile:
             case["compile_note"] = "not run"
@@ -253,6 +255,8 @@ def time_torch(timer: TorchTimer, cases: list[dict], compile_budget_s: float | N
                 print(f"{label}: torch.compile failed: {e}", file=sys.stderr)
         print(f"{label}: eager {fmt_us(case['eager'])} µs, compile {fmt_us(case['compile'])} µs"
               + (f" (compiled in {case['compile_s']:.1f} s)" if case["compile_s"] else ""), flush=True)
+        if after_each is not None:
+            after_each(i + 1)
 
 
 def run_bench_binary(binary: str, grid: str, ops: list[str], dtypes: list[str]) -> dict:
@@ -261,7 +265,9 @@ def run_bench_binary(binary: str, grid: str, ops: list[str], dtypes: list[str]) 
         cmd = [binary, "bench", "--shape", grid, "--op", ",".join(ops), "--dtype", ",".join(dtypes),
                "--format", "csv", "--json", path]
         print("running:", " ".join(cmd), flush=True)
-        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+        rc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL).returncode
+        if not os.path.exists(path):
+            raise SystemExit(f"softmaxkit bench wrote no JSON (exit {rc}); nothing to compare against")
         return load_bench(path)
 
 
@@ -309,36 +315,44 @@ def main(argv: list[str] | None = None) -> int:
     torch = timer.torch
     import triton  # noqa: F401
 
-    t0 = time.perf_counter()
-    time_torch(timer, cases, args.compile_budget_s, args.no_compile)
     for c in cases:
         c["ours"] = lookup(bench, c, "softmaxkit", "auto")
         c["cudnn"] = lookup(bench, c, "cudnn")
-
     run = bench.get("run", {})
     ceil = run.get("ceilings", {})
-    header = [
-        "# softmaxkit vs PyTorch eager, torch.compile and cuDNN",
-        "",
-        f"- GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}, "
-        f"cuDNN (bench) {run.get('cudnn', '?')}",
-        f"- commit {git_commit()}; bench run {run.get('date_utc', '?')}; torch timed "
-        f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} "
-        f"({time.perf_counter() - t0:.0f} s)",
-        f"- ceilings (bench, same run): copy {ceil.get('copy_gbps', 0) / 1000:.2f} TB/s, read "
-        f"{ceil.get('read_gbps', 0) / 1000:.2f} TB/s",
-        "- ours: `softmaxkit bench`, automatic path, CUDA events, L2 flushed, median; torch: "
-        f"triton.testing.do_bench (warm-up {args.warmup_ms:g} ms, {args.rep_ms:g} ms of repeats, median, L2 "
-        "cleared); torch.compile reset per case (dynamic=False). Ratios: their time / ours (> 1: we are faster).",
-        "- TB/s counts the minimum traffic: softmax/log_softmax 2n, logsumexp n, backward 3n elements.",
-        "",
-    ]
-    table, summary = build_table(cases, header)
-    text = table + "\n\n" + "\n".join(
-        f"- {s.removeprefix('headline ')}" if not s.startswith("  ") else f"  - {s.strip()}" for s in summary) + "\n"
+    t0 = time.perf_counter()
+    commit = git_commit()
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
-        f.write(text)
+
+    def render(done: int) -> tuple[str, list[str]]:
+        header = [
+            "# softmaxkit vs PyTorch eager, torch.compile and cuDNN",
+            "",
+            f"- GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}, "
+            f"cuDNN (bench) {run.get('cudnn', '?')}",
+            f"- commit {commit}; bench run {run.get('date_utc', '?')}; torch timed "
+            f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} "
+            f"({time.perf_counter() - t0:.0f} s)",
+            f"- ceilings (bench, same run): copy {ceil.get('copy_gbps', 0) / 1000:.2f} TB/s, read "
+            f"{ceil.get('read_gbps', 0) / 1000:.2f} TB/s",
+            "- ours: `softmaxkit bench`, automatic path, CUDA events, L2 flushed, median; torch: "
+            f"triton.testing.do_bench (warm-up {args.warmup_ms:g} ms, {args.rep_ms:g} ms of repeats, median, L2 "
+            "cleared); torch.compile reset per case (dynamic=False). Ratios: their time / ours (> 1: we are faster).",
+            "- TB/s counts the minimum traffic: softmax/log_softmax 2n, logsumexp n, backward 3n elements.",
+        ]
+        if done < len(cases):
+            header.append(f"- PARTIAL: torch timed on {done} of {len(cases)} cases so far")
+        header.append("")
+        table, summary = build_table(cases[:done], header)
+        text = table + "\n\n" + "\n".join(
+            f"- {s.removeprefix('headline ')}" if not s.startswith("  ") else f"  - {s.strip()}" for s in summary)
+        with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        return table, summary
+
+    # compare.md is rewritten after every case, so a run stopped at its time limit still leaves a table.
+    time_torch(timer, cases, args.compile_budget_s, args.no_compile, after_each=render)
+    table, summary = render(len(cases))
     print(table)
     print()
     for s in summary:

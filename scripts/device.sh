@@ -59,7 +59,7 @@ if want demo; then
 fi
 # bench: every built-in shape, f32 and bf16, every kernel path and cuDNN (SMK_BENCH_ARGS replaces "--path all", e.g.
 # SMK_BENCH_ARGS="--shape issue --path auto"). compare: torch eager and torch.compile beside the bench's numbers
-# (scripts/compare_torch.py; SMK_COMPARE_ARGS replaces its default compile budget), then the bandwidth plot.
+# (scripts/compare_torch.py; SMK_COMPARE_ARGS replaces its default compile budget) and the bandwidth plot.
 # cuDNN, the bench's anchor, may come from a Python wheel whose folder the loader does not search by itself.
 cudnn_lib=$(sed -n 's/^SOFTMAXKIT_CUDNN_LIBRARY:INTERNAL=//p' build/default/CMakeCache.txt 2>/dev/null)
 [ -n "$cudnn_lib" ] && export LD_LIBRARY_PATH="$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -68,7 +68,8 @@ if want bench && [ -x build/default/apps/softmaxkit/softmaxkit ] && build/defaul
   run_step bench build/default/apps/softmaxkit/softmaxkit bench --format table --json "$OUT/bench.json" ${SMK_BENCH_ARGS:---path all}
 fi
 if want compare; then
-  run_step compare bash -c "PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py --bench-json '$OUT/bench.json' --out '$OUT' ${SMK_COMPARE_ARGS:---compile-budget-s 300} && python3 scripts/plot_bench.py '$OUT/bench.json' --out '$OUT/bench_bandwidth.png'"
+  # The plot first: it takes seconds, the comparison minutes (compare.md is rewritten after every case).
+  run_step compare bash -c "python3 scripts/plot_bench.py '$OUT/bench.json' --out '$OUT/bench_bandwidth.png'; PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py --bench-json '$OUT/bench.json' --out '$OUT' ${SMK_COMPARE_ARGS:---compile-budget-s 300}"
 fi
 if want python; then
   # No package registry here: build against the image's scikit-build-core and nanobind, without build isolation.

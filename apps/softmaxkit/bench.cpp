@@ -30,9 +30,10 @@ namespace {
 
 using PathList = std::vector<std::pair<std::string, smk::cuda::SoftmaxPath>>;
 
-// "auto" is the dispatcher's choice. "all" is "auto" plus every kernel path this build has except the lesson's
-// row-per-thread kernels, which are teaching code (one thread per row: a single 16M-element row takes seconds);
-// name lesson_row_per_thread explicitly to time it.
+// "auto" is the dispatcher's choice. "all" is "auto" plus every kernel path this build has for the layout the bench
+// times (contiguous rows reduced over the last dimension), so not strided_inner, which exists for reductions over a
+// non-last dimension, and not the lesson's row-per-thread kernels, which are teaching code (one thread per row: a
+// single 16M-element row takes seconds). Name either explicitly to time it.
 PathList resolve_paths(const std::vector<std::string>& items) {
   using smk::cuda::SoftmaxPath;
   PathList out;
@@ -48,7 +49,8 @@ PathList resolve_paths(const std::vector<std::string>& items) {
     } else if (item == "all") {
       add("auto", SoftmaxPath::automatic);
       for (SoftmaxPath p : built)
-        if (p != SoftmaxPath::automatic && p != SoftmaxPath::lesson_row_per_thread) add(smk::cuda::to_string(p), p);
+        if (p != SoftmaxPath::automatic && p != SoftmaxPath::lesson_row_per_thread && p != SoftmaxPath::strided_inner)
+          add(smk::cuda::to_string(p), p);
     } else {
       bool found = false;
       for (SoftmaxPath p : built) {
@@ -141,7 +143,10 @@ int run_bench(const BenchOptions& o) {
     throw_invalid_argument("bench", "--min-reps", "need 1 <= --min-reps <= --max-reps");
   if (!(o.target_ms > 0)) throw_invalid_argument("bench", "--target-ms", "must be positive");
   if (o.list) {
-    print_list(resolve_paths({"auto", "all"}));
+    PathList every;
+    for (smk::cuda::SoftmaxPath p : smk::cuda::softmax_paths())
+      every.emplace_back(p == smk::cuda::SoftmaxPath::automatic ? "auto" : smk::cuda::to_string(p), p);
+    print_list(every);
     return 0;
   }
   if (!cuda_built()) {
