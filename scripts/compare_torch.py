@@ -272,6 +272,9 @@ def run_bench_binary(binary: str, grid: str, ops: list[str], dtypes: list[str]) 
 
 
 def git_commit() -> str:
+    # The device machine's copy of the tree has no .git: the caller names the commit in SMK_COMMIT there.
+    if os.environ.get("SMK_COMMIT"):
+        return os.environ["SMK_COMMIT"]
     try:
         return subprocess.run(["git", "log", "-1", "--format=%h %cd", "--date=short"], capture_output=True,
                               text=True, check=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()

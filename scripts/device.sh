@@ -59,7 +59,8 @@ if want demo; then
 fi
 # bench: every built-in shape, f32 and bf16, every kernel path and cuDNN (SMK_BENCH_ARGS replaces "--path all", e.g.
 # SMK_BENCH_ARGS="--shape issue --path auto"). compare: torch eager and torch.compile beside the bench's numbers
-# (scripts/compare_torch.py; SMK_COMPARE_ARGS replaces its default compile budget) and the bandwidth plot.
+# (scripts/compare_torch.py; SMK_COMPARE_ARGS replaces its default compile budget) and the bandwidth plot. The copy
+# of the tree here has no .git: set SMK_COMMIT=<hash> in the run's command to name the commit in their titles.
 # cuDNN, the bench's anchor, may come from a Python wheel whose folder the loader does not search by itself.
 cudnn_lib=$(sed -n 's/^SOFTMAXKIT_CUDNN_LIBRARY:INTERNAL=//p' build/default/CMakeCache.txt 2>/dev/null)
 [ -n "$cudnn_lib" ] && export LD_LIBRARY_PATH="$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

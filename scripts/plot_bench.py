@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bench_json")
     p.add_argument("--out", default="docs/bench/bandwidth_vs_row_length.png")
-    p.add_argument("--commit", default=None, help="commit to name in the title (default: git log -1)")
+    p.add_argument("--commit", default=os.environ.get("SMK_COMMIT"),
+                   help="commit to name in the title (default: $SMK_COMMIT, else git log -1)")
     args = p.parse_args(argv)
 
     import matplotlib
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001
             commit = "?"
 
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.8), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes) + 2.0, 4.8), sharey=True, squeeze=False)
     plotted = 0
     for ax, dtype in zip(axes[0], dtypes):
         for op in OPS:
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         top = max([copy_gbps, read_gbps] + [r["gbps"] for r in results if r["status"] == "ok"]) / 1000
         ax.set_ylim(0, 1.08 * top)
     axes[0][0].set_ylabel("TB/s of minimum traffic")
-    axes[0][-1].legend(fontsize=7, loc="lower center")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     dev = run.get("device", {}).get("name", "GPU")
     fig.suptitle(f"softmaxkit bandwidth vs row length — {dev}, {run.get('date_utc', '')[:10]}, commit {commit}",
                  fontsize=10)
