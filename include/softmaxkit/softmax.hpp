@@ -21,9 +21,14 @@ struct SoftmaxOptions {
   int dim = -1;                                     // the dimension reduced over; negative counts from the end
   EmptyRowPolicy empty_rows = EmptyRowPolicy::nan;  // what a row of only −inf produces (its LSE is −inf either way)
 
-  // Temperature: scores are divided by T before the shift, softmax(x / T). A scalar, or one value per row when
-  // `temperature_per_row.data` is set (shape: in's shape without `dim`, f32). T must be > 0 and finite. As T → 0
-  // softmax tends to the one-hot argmax (ties share it) and T·LSE(x/T) to max(x); see docs/semantics.md.
+  // Temperature: scores are divided by T before the shift, softmax(x / T) (a correctly rounded f32 division; the
+  // logsumexp and the state are those of x / T, not T·LSE). A scalar, or one value per row when
+  // `temperature_per_row.data` is set (shape: in's shape without `dim`, or with it of size 1; f32); not both.
+  // T must be > 0 and finite. The scalar is checked on every backend. Per-row values are checked on the CPU
+  // (smk::Error before anything is written); the GPU cannot check them without a round trip, so a row whose T is
+  // ≤ 0, NaN or infinite produces NaN in every output of that row (softmax, log-softmax, LSE, m and l), never a
+  // silently wrong number. As T → 0 softmax tends to the one-hot argmax (ties share it) and T·LSE(x/T) to max(x);
+  // see docs/semantics.md.
   float temperature = 1.0f;
   TensorView temperature_per_row{};
 
@@ -39,15 +44,17 @@ void log_softmax(const TensorView& out, const TensorView& in, const SoftmaxOptio
 void logsumexp(const TensorView& out, const TensorView& in, const SoftmaxOptions& options = {}, Stream stream = {});
 
 // The per-row online state (m, l) itself, for callers that merge partial rows (split vocabularies, several GPUs):
-// `out_max` and `out_sum` have logsumexp's output shape and dtype f32 (f64 for f64 input on the CPU).
+// `out_max` and `out_sum` have logsumexp's output shape and dtype f32 (f64 for f64 input on the CPU). m is the row
+// max of the (scaled, masked) scores bit for bit and l = Σ exp(z − m); an empty row gives (−inf, 0).
 void softmax_state(const TensorView& out_max, const TensorView& out_sum, const TensorView& in,
                    const SoftmaxOptions& options = {}, Stream stream = {});
 
 // Backward passes, given the forward output y and the upstream gradient dy (same shape), over options.dim:
 //   softmax:      dx = y ⊙ (dy − Σ dy ⊙ y)
 //   log_softmax:  dx = dy − exp(y) · Σ dy
-// `dx` has y's shape and dtype (or f32 for f16/bf16); it may alias dy exactly (in place). Temperature scales the
-// result by 1/T (the chain rule through x / T); mask and empty_rows do not apply.
+// `dx` has y's shape and dtype (or f32 for f16/bf16); it may alias dy (or y) exactly (in place). y and dy share a
+// dtype. Temperature scales the result by 1/T (the chain rule through x / T; per-row temperatures as in the
+// forward ops, invalid ones giving NaN rows on the GPU); mask and empty_rows do not apply and are ignored.
 void softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,
                       const SoftmaxOptions& options = {}, Stream stream = {});
 void log_softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,

@@ -7,7 +7,9 @@
 //
 // Traffic per element: read y and dy, write dx: 12 B (f32), 6 B (bf16); split_row and strided_inner read y and dy
 // twice (20 B f32). Floor on the H200 at 4.27 TB/s: 4096×151936 f32 (7.47 GB) 1749 µs; 16384×4096 f32 189 µs.
-// Measured (H200, see docs/perf-notebook.md "Kernels: backward"): recorded there.
+// Measured (H200, 2026-11-29, docs/perf-notebook.md "Issue 3 kernels"): softmax backward 16384×4096 f32 193 µs
+// (98% of copy), bf16 114 µs (82%); 32768×1024 f32 106 µs (89%); 262144×128 f32 107 µs (88%); 4096×151936 f32
+// (split_row) 2812 µs (62%), bf16 1669 µs (52%).
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"

@@ -1,11 +1,12 @@
 // softmaxkit CUDA backend, softmax family: kernel selection.
 //
-// The dispatcher picks the path from the layout and the row length n alone — never from the number of rows — so a
-// row's result is bitwise the same alone or in a batch (each path's reduction tree is a function of n):
+// The dispatcher picks the path from the layout, the dtype and the row length n alone — never from the number of
+// rows — so a row's result is bitwise the same alone or in a batch (each path's reduction tree is a function of n
+// and the dtype):
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288)                               block_per_row
-//   n ≤ kClusterMaxN (196608)                            cluster_row
+//   n ≤ kClusterAutoMaxN (65536)                         cluster_row
 //   longer                                               split_row
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
@@ -116,8 +117,7 @@ using detail::SoftmaxProblem;
 using kernels::RowProblem;
 
 // ---- thresholds between paths ------------------------------------------------------------------------------------
-// Capacities of the register-resident paths (a path's rows must fit in it). Which of two fitting paths wins was
-// measured on the H200 (docs/perf-notebook.md, "Kernels: thresholds"): the smallest path that holds the row.
+// Capacities of the register-resident paths (a forced path's rows must fit in it).
 constexpr std::int64_t kWarpMaxN = 32 * 32;                                        // 32 lanes × 32 elements
 constexpr std::int64_t kBlockMaxThreads = 512;
 constexpr std::int64_t kBlockMaxN = kBlockMaxThreads * kernels::kBlockElems;       // 12288
@@ -125,9 +125,18 @@ constexpr std::int64_t kMaxCluster = 16;                                        
 constexpr std::int64_t kClusterMaxN = kMaxCluster * kBlockMaxN;                     // 196608
 constexpr std::int64_t kBackwardBlockMaxN = kBlockMaxThreads * kernels::kBackwardBlockElems;  // 8192
 constexpr std::int64_t kBackwardClusterMaxN = kMaxCluster * kBackwardBlockMaxN;               // 131072
-// A cluster row gives each block at least this many elements, so one 1×151936 row spreads over 16 SMs (each moves
-// 38 KB) and latency, not one SM's bandwidth, bounds it.
-constexpr std::int64_t kClusterMinPerBlock = 8192;
+// Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
+// (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
+// split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
+// lies between; 65536 until a finer sweep places it.
+constexpr std::int64_t kClusterAutoMaxN = 65536;
+// Threads per block the cluster configuration aims at: blocks of 192 threads (five per SM at 64 registers) beat
+// blocks of 352–512 holding the same row (n = 16384: 2.53 vs 2.53 TB/s f32, 1.53 vs 1.41 bf16; n = 32000: 2.58 vs
+// 2.29 f32 at 8 vs 4 blocks per row). Longer rows take up to 16 blocks of up to 512 threads.
+constexpr std::int64_t kClusterTargetThreads = 192;
+// Bytes a warp_per_row lane aims to hold: 64 (16 f32 or 32 bf16 elements). Measured: 262144×128 f32 E16·L8 3.31
+// TB/s against E4·L32 1.94; bf16 E32·L4 2.66 against 0.85; 1048576×32 f32 E16·L2 3.39, bf16 E32·L1 2.73.
+constexpr int kWarpLaneBytes = 64;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 int pow2_ceil(std::int64_t v) {
@@ -137,17 +146,19 @@ int pow2_ceil(std::int64_t v) {
 }
 int round_up32(std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(32, ceil_div(v, 32) * 32)); }
 
-kernels::WarpConfig warp_config(std::int64_t n) {
+kernels::WarpConfig warp_config(std::int64_t n, DType t) {
   kernels::WarpConfig c;
-  c.elems = std::clamp(pow2_ceil(ceil_div(n, 32)), 4, 32);
-  c.lanes = std::clamp(pow2_ceil(ceil_div(n, c.elems)), 1, 32);
+  const std::int64_t target = kWarpLaneBytes / static_cast<std::int64_t>(dtype_size(t));
+  c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
+  c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
 }
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
   return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
 }
 kernels::BlockConfig cluster_config(std::int64_t n, int elems) {
-  const auto cluster = static_cast<int>(std::clamp<std::int64_t>(ceil_div(n, kClusterMinPerBlock), 2, kMaxCluster));
+  const auto cluster = static_cast<int>(
+      std::clamp<std::int64_t>(ceil_div(n, kClusterTargetThreads * elems), 2, kMaxCluster));
   return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster};
 }
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
@@ -213,13 +224,14 @@ SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int6
   const bool unit_step = in.strides[dim] == 1 || n <= 1;
   const std::int64_t block_max = backward ? kBackwardBlockMaxN : kBlockMaxN;
   const std::int64_t cluster_max = backward ? kBackwardClusterMaxN : kClusterMaxN;
+  const std::int64_t cluster_auto = std::min(cluster_max, kClusterAutoMaxN);
   const SoftmaxPath forced = forced_softmax_path();
   switch (forced) {
     case SoftmaxPath::automatic:
       if (!unit_step) return SoftmaxPath::strided_inner;
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
       if (n <= block_max) return SoftmaxPath::block_per_row;
-      if (n <= cluster_max) return SoftmaxPath::cluster_row;
+      if (n <= cluster_auto) return SoftmaxPath::cluster_row;
       return SoftmaxPath::split_row;
     case SoftmaxPath::warp_per_row: check_capacity(op, forced, n, kWarpMaxN); return forced;
     case SoftmaxPath::block_per_row: check_capacity(op, forced, n, block_max); return forced;
@@ -304,7 +316,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   set_temperature(rp, options);
 
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n), s);
+    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
     case SoftmaxPath::block_per_row: return kernels::launch_block_rows(rp, block_config(p.n, kernels::kBlockElems), s);
     case SoftmaxPath::cluster_row:
       return kernels::launch_block_rows(rp, cluster_config(p.n, kernels::kBlockElems), s);
@@ -340,7 +352,7 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   rp.out_dtype = dx.dtype;
   set_temperature(rp, options);
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n), s);
+    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
     case SoftmaxPath::block_per_row:
       return kernels::launch_backward_block_rows(rp, block_config(p.n, kernels::kBackwardBlockElems), s);
     case SoftmaxPath::cluster_row:

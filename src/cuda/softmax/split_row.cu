@@ -11,7 +11,9 @@
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
-// Measured (H200, see docs/perf-notebook.md "Kernels: split_row"): recorded there.
+// Measured (H200, 2026-11-29, docs/perf-notebook.md "Issue 3 kernels"): softmax 4096×151936 f32 2121 µs (55% of
+// copy; logsumexp 810 µs, 70% of read), bf16 2071 µs (28%); 1×16777216 f32 73.0 µs (1.84 TB/s), bf16 70.8 µs;
+// 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 
@@ -65,15 +67,18 @@ __global__ void __launch_bounds__(kMergeThreads) merge_states_kernel(const RowPr
   }
 }
 
-// The normalising pass is elementwise, so it need not hold a whole chunk: it walks the chunk in sub-tiles of
-// kSubElems per thread, which keeps it within 64 registers (two blocks per SM) with loads still 16 bytes wide.
-constexpr int kSubElems = 8;
+// The normalising pass is elementwise, so it need not hold a whole chunk: it walks the chunk in sub-tiles of 32
+// bytes per thread (8 f32 or 16 bf16 elements, two 16-byte vectors), which keeps it within 64 registers (two
+// blocks per SM).
+template <typename In>
+constexpr int kSubElems = 32 / static_cast<int>(sizeof(In));
 
 template <typename In>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* row_states) {
-  using Tile = RowTile<In, kSubElems>;
-  constexpr int kSub = kSplitThreads * kSubElems;
+  constexpr int E = kSubElems<In>;
+  using Tile = RowTile<In, E>;
+  constexpr int kSub = kSplitThreads * E;
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
     const std::int64_t idx = total - 1 - k;
@@ -84,17 +89,18 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
     // zero_fill (an empty row under the zeros policy: every z is −inf) is decided once, not per element.
     const float shift = norm.zero_fill ? 0.0f : norm.shift, scale = norm.zero_fill ? 0.0f : norm.inv_sum;
     const In* x = at<In>(p.x, o.off(p, kX));
-    for (std::int64_t first = c * kSplitChunk; first < (c + 1) * kSplitChunk && first < p.n; first += kSub) {
-      const int len = static_cast<int>(p.n - first < kSub ? p.n - first : kSub);
-      float v[kSubElems];
+    const std::int64_t end = (c + 1) * kSplitChunk < p.n ? (c + 1) * kSplitChunk : p.n;
+    for (std::int64_t first = c * kSplitChunk; first < end; first += kSub) {
+      const int len = static_cast<int>(end - first < kSub ? end - first : kSub);
+      float v[E];
       Tile::load(v, x + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
       Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
       if (p.op == Op::softmax) {
 #pragma unroll
-        for (int i = 0; i < kSubElems; ++i) v[i] = exp_diff(v[i], shift) * scale;
+        for (int i = 0; i < E; ++i) v[i] = exp_diff(v[i], shift) * scale;
       } else {
 #pragma unroll
-        for (int i = 0; i < kSubElems; ++i) v[i] = norm.log_softmax(v[i]);
+        for (int i = 0; i < E; ++i) v[i] = norm.log_softmax(v[i]);
       }
       with_out_type<In>(p, [&](auto* tag) {
         using Out = std::remove_pointer_t<decltype(tag)>;

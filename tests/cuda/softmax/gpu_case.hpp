@@ -370,7 +370,7 @@ struct Gate {
   double log_sum_u() const { return 5 + D() + 2 * std::log(static_cast<double>(std::max<std::int64_t>(n, 1))); }
   double f32_tol(double want, double slack, double backward_bound) const {
     switch (op) {
-      case Op::softmax: return want >= 1e-30 ? (16 + L() + 4 * slack) * kU * want : (16 + L()) * kU * 1e-30;
+      case Op::softmax: return (16 + L() + 4 * slack) * kU * std::max(want, 1e-30);
       case Op::log_softmax: return (2 * std::fabs(want) + log_sum_u() + slack) * kU;
       case Op::logsumexp:
       case Op::state: return (std::fabs(want) + log_sum_u() + slack) * kU;  // state: applied to m + log l
