@@ -19,11 +19,13 @@ want() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 export PATH=/usr/local/cuda/bin:$PATH
 jobs=$(nproc)
 summary=()
+failed=0
 run_step() {  # run_step NAME COMMAND...: logs to $OUT/NAME.log, shows its tail, records status and time
   local name=$1; shift
   local t0=$SECONDS
   "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
+  [ $rc -eq 0 ] || failed=$((failed + 1))
   tail -n 25 "$OUT/$name.log"
   summary+=("$(printf '%-12s %-8s %5ss' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAIL:$rc")" $((SECONDS - t0)))")
   return $rc
@@ -97,3 +99,6 @@ grep -h -E "ERROR SUMMARY" "$OUT"/san-*.log 2>/dev/null
 grep -h -E "checks passed" "$OUT/demo.log" 2>/dev/null
 grep -h -E "(passed|failed|error).* in [0-9.]+s" "$OUT/py-test.log" 2>/dev/null
 grep -h "^headline" "$OUT/bench.log" "$OUT/compare.log" "$OUT/vs-torch.log" 2>/dev/null
+# The exit status says whether every step passed (the greps above only report).
+echo "steps failed: $failed"
+[ "$failed" -eq 0 ]

@@ -54,7 +54,11 @@ void softmax_state(const TensorView& out_max, const TensorView& out_sum, const T
 //   log_softmax:  dx = dy − exp(y) · Σ dy
 // `dx` has y's shape and dtype (or f32 for f16/bf16); it may alias dy (or y) exactly (in place). y and dy share a
 // dtype. Temperature scales the result by 1/T (the chain rule through x / T; per-row temperatures as in the
-// forward ops, invalid ones giving NaN rows on the GPU); mask and empty_rows do not apply and are ignored.
+// forward ops, invalid ones giving NaN rows on the GPU); mask and empty_rows do not apply and are ignored. These are
+// the derivatives where y depends on x. For log-softmax it does not at a position the mask removed (y = −inf) or in a
+// row the zeros policy filled (y = 0): the true gradient there is 0, which the formula does not give, so a caller
+// that used a mask or EmptyRowPolicy::zeros zeroes those entries itself (softmaxkit.torch's autograd does). For
+// softmax the formula already gives 0 there.
 void softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,
                       const SoftmaxOptions& options = {}, Stream stream = {});
 void log_softmax_backward(const TensorView& dx, const TensorView& y, const TensorView& dy,

@@ -137,22 +137,33 @@ def _(y, dy, dim, temperature, temperature_per_row):
 
 def _save_forward(ctx, inputs, output):
     x, dim, temperature, temperature_per_row, mask, zeros = inputs
-    ctx.save_for_backward(output, temperature_per_row)
-    ctx.dim, ctx.temperature = dim, temperature
+    ctx.save_for_backward(output, temperature_per_row, mask)
+    ctx.dim, ctx.temperature, ctx.zeros = dim, temperature, zeros
 
 
-def _make_backward(backward_op):
+def _make_backward(backward_op, log):
     def backward(ctx, grad):
-        y, per_row = ctx.saved_tensors
+        y, per_row, mask = ctx.saved_tensors
         # The upstream gradient of a reduction is often an expanded (stride-0) view; give the kernels rows.
         dx = backward_op(y, grad.contiguous(), ctx.dim, ctx.temperature, per_row)
+        if log:
+            # The library's formula dx = dy − exp(y)·Σdy is the derivative where y depends on x. Log-softmax does
+            # not depend on x at a position the mask removes (y = −inf whatever x is), nor anywhere in a row the
+            # zeros policy filled (y = 0 whatever x is): the gradient there is 0. (Softmax's formula already gives 0
+            # in both cases, since y = 0 there.) A row of n > 1 exact zeros can only be such a filled row, because a
+            # real log-softmax row has Σ exp(y) = 1.
+            if mask is not None:
+                removed = ~mask if mask.dtype == torch.bool else torch.isneginf(mask)
+                dx = dx.masked_fill(removed, 0)
+            if ctx.zeros and y.shape[ctx.dim] > 1:
+                dx = dx.masked_fill((y == 0).all(dim=ctx.dim, keepdim=True), 0)
         return dx, None, None, None, None, None
 
     return backward
 
 
-_softmax_op.register_autograd(_make_backward(_softmax_backward_op), setup_context=_save_forward)
-_log_softmax_op.register_autograd(_make_backward(_log_softmax_backward_op), setup_context=_save_forward)
+_softmax_op.register_autograd(_make_backward(_softmax_backward_op, False), setup_context=_save_forward)
+_log_softmax_op.register_autograd(_make_backward(_log_softmax_backward_op, True), setup_context=_save_forward)
 
 
 def _no_setup(ctx, inputs, output):

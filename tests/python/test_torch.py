@@ -219,6 +219,24 @@ def test_autograd_matches_torch(device, op, options):
     torch.testing.assert_close(xa.grad.double(), xr.grad, rtol=0, atol=(n + 16) * U32 * scale * 4)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_gradient_is_zero_where_the_output_does_not_depend_on_x(device, op):
+    # A fully masked row under empty_rows="zeros" is constant 0, and a masked position of log_softmax is -inf
+    # whatever x is: their gradient is 0 even when the upstream gradient there is not.
+    x = rand((3, 6), torch.float32, device, seed=21).requires_grad_()
+    keep = torch.tensor([[True] * 6, [False] * 6, [True, False, True, True, False, True]], device=device)
+    y = supported(getattr(smk, op), x, -1, mask=keep, empty_rows="zeros")
+    dy = rand((3, 6), torch.float32, device, seed=22)
+    supported(y.backward, dy)
+    assert (x.grad[1] == 0).all(), "the fully masked row"
+    assert (x.grad[2][~keep[2]] == 0).all(), "the masked positions"
+    xr = x.detach().double().requires_grad_()
+    yr = getattr(torch, op)(xr[0], -1)
+    yr.backward(dy[0].double())
+    torch.testing.assert_close(x.grad[0].double(), xr.grad, rtol=0, atol=64 * U32)
+
+
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp"])
 def test_gradcheck_float64_cpu(op):
     x = rand((3, 7), torch.float64, "cpu", seed=15).requires_grad_()
