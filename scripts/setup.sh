@@ -28,12 +28,19 @@ fi
 
 # Python: what `pip install .` needs to build (scikit-build-core, nanobind) and what the CPU tests need (NumPy,
 # SciPy, pytest), from PyPI, into a virtual environment under build/python so that no system interpreter is
-# touched. It sees the interpreter's own packages, so whatever is installed already is not fetched again.
+# touched, unless python3 already has them all (scripts/python-env.sh).
+. scripts/python-env.sh
 py_venv=build/python/venv
-if [ ! -x "$py_venv/bin/python" ] && command -v python3 >/dev/null; then
-  python3 -m venv --system-site-packages "$py_venv" || echo "setup: could not create $py_venv (python3 -m venv)"
-fi
-if [ -x "$py_venv/bin/python" ]; then
-  "$py_venv/bin/python" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" scipy pytest ||
-    echo "setup: could not install the Python packages (no package registry?); continuing with what is present"
+if [ "$(smk_python)" = python3 ]; then
+  echo "setup: python3 already has $smk_python_packages"
+else
+  if [ ! -x "$py_venv/bin/python" ] && command -v python3 >/dev/null; then
+    python3 -m venv --system-site-packages "$py_venv" || echo "setup: could not create $py_venv (python3 -m venv)"
+  fi
+  if [ -x "$py_venv/bin/python" ]; then
+    # Few retries and a short timeout: without a registry pip would otherwise back off for minutes.
+    "$py_venv/bin/python" -m pip install -q --retries 1 --timeout 15 "scikit-build-core>=0.10" "nanobind>=2.0" \
+        "numpy>=1.22" scipy pytest ||
+      echo "setup: could not install the Python packages (no package registry?); continuing with what is present"
+  fi
 fi
