@@ -45,6 +45,41 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
                             const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream stream = {});
 
+// Decode attention (Flash-Decoding): a few new query tokens per sequence against a KV cache of per-sequence length.
+//
+// q [B, Sq_new, Hq, D] with 1 ≤ Sq_new ≤ 8 (longer queries are prefill: attention_forward); k_cache and v_cache
+// [B, S_max, Hkv, D]; seqlens int32 [B] on q's device, 0 ≤ seqlens[b] ≤ S_max: sequence b's keys are rows
+// [0, seqlens[b]) of its cache, and rows at or beyond seqlens[b] are never read (NaN or garbage there cannot reach
+// the output). out [B, Sq_new, Hq, D] in q's dtype, lse [B, Hq, Sq_new] f32 (f64 for f64 on the CPU), natural log,
+// optional (a null view skips it). Any strides on the CPU; the CUDA kernel needs k_cache and v_cache with a
+// contiguous head dimension and 16-byte aligned rows (every other stride a multiple of 8 elements).
+// Scale, causal masking among the new tokens and sinks as in attention_forward: with `causal`, new token i sees keys
+// j < seqlens[b] − Sq_new + i + 1 (the diagonal aligned bottom-right: the new tokens are the cache's last Sq_new
+// rows). A row with no visible key gets O = 0 and LSE = −inf (LSE = the sink when one is set).
+// dtypes: f16 and bf16 on the GPU, D = 64 or 128 there; f32, f16, bf16, f64 and any D on the CPU.
+// On the GPU a length outside [0, S_max] cannot be reported without a synchronisation: that sequence's O and LSE
+// become NaN (the CPU throws). The GPU result is bitwise reproducible and batch-invariant: each sequence is split
+// into chunks by a rule that depends only on its own length and the device (src/cuda/attention/decode.cu).
+struct AttentionDecodeOptions {
+  float scale = 0.0f;   // softmax scale; 0 means 1/√D
+  bool causal = false;  // causal among the Sq_new new tokens
+  TensorView sinks{};   // optional f32 [Hq] (f64 for f64 tensors on the CPU)
+};
+
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens,
+                      const AttentionDecodeOptions& options = {}, Stream stream = {});
+
+namespace cpu {
+// Decode on the CPU: the attention_forward recurrence (below) on each sequence's first seqlens[b] cache rows.
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options = {});
+namespace reference {
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options = {});
+}  // namespace reference
+}  // namespace cpu
+
 namespace cpu {
 // The float path (f32 arithmetic; f64 for f64 tensors) and the float64 reference, same arguments.
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,

@@ -112,6 +112,66 @@ AttentionProblem check_attention_args(const char* op, const TensorView& out, con
   return p;
 }
 
+DecodeProblem check_decode_args(const char* op, const TensorView& out, const TensorView& lse, const TensorView& q,
+                                const TensorView& k, const TensorView& v, const TensorView& seqlens,
+                                const AttentionDecodeOptions& o) {
+  check_view(op, "q", q);
+  check_view(op, "k_cache", k);
+  check_view(op, "v_cache", v);
+  check_view(op, "out", out);
+  check_view(op, "seqlens", seqlens);
+  if (q.rank != 4) throw_invalid_argument(op, "q", "must be [B, Sq_new, Hq, D], got shape " + q.shape_str());
+  if (k.rank != 4) throw_invalid_argument(op, "k_cache", "must be [B, S_max, Hkv, D], got shape " + k.shape_str());
+  check_same_shape(op, "v_cache", v, "k_cache", k);
+  check_dtype_in(op, "q", q, {DType::f32, DType::f16, DType::bf16, DType::f64});
+  check_dtype_in(op, "k_cache", k, {q.dtype});
+  check_dtype_in(op, "v_cache", v, {q.dtype});
+  check_same_device(op, "k_cache", k, "q", q);
+  check_same_device(op, "v_cache", v, "q", q);
+  check_same_device(op, "out", out, "q", q);
+  check_same_device(op, "seqlens", seqlens, "q", q);
+  DecodeProblem p{};
+  p.batch = q.shape[0];
+  p.sq = q.shape[1];
+  p.hq = q.shape[2];
+  p.d = q.shape[3];
+  p.s_max = k.shape[1];
+  p.hkv = k.shape[2];
+  if (p.sq < 1 || p.sq > kDecodeMaxNewTokens)
+    throw_invalid_argument(op, "q", "has " + std::to_string(p.sq) + " new tokens per sequence; decode takes 1 to " +
+                                        std::to_string(kDecodeMaxNewTokens) + " (use attention_forward for prefill)");
+  if (k.shape[0] != p.batch)
+    throw_invalid_argument(op, "k_cache", "batch " + std::to_string(k.shape[0]) + " differs from q's " +
+                                              std::to_string(p.batch));
+  if (k.shape[3] != p.d)
+    throw_invalid_argument(op, "k_cache", "head dimension " + std::to_string(k.shape[3]) + " differs from q's " +
+                                              std::to_string(p.d));
+  if (p.hkv == 0 || p.hq % p.hkv != 0)
+    throw_invalid_argument(op, "k_cache", std::to_string(p.hkv) + " KV heads do not divide " + std::to_string(p.hq) +
+                                              " query heads (grouped-query attention needs Hq % Hkv == 0)");
+  check_dtype_in(op, "seqlens", seqlens, {DType::i32});
+  expect_shape(op, "seqlens", seqlens, {p.batch});
+  check_same_shape(op, "out", out, "q", q);
+  check_dtype_in(op, "out", out, {q.dtype});
+  check_output(op, "out", out, {&q, &k, &v, &seqlens}, {"q", "k_cache", "v_cache", "seqlens"});
+  if (lse.data) {
+    check_view(op, "lse", lse);
+    expect_shape(op, "lse", lse, {p.batch, p.hq, p.sq});
+    check_dtype_in(op, "lse", lse, {stat_dtype(q)});
+    check_same_device(op, "lse", lse, "q", q);
+    check_output(op, "lse", lse, {&q, &k, &v, &seqlens, &out}, {"q", "k_cache", "v_cache", "seqlens", "out"});
+  }
+  if (o.sinks.data) {
+    check_view(op, "options.sinks", o.sinks);
+    expect_shape(op, "options.sinks", o.sinks, {p.hq});
+    check_dtype_in(op, "options.sinks", o.sinks, {stat_dtype(q)});
+    check_same_device(op, "options.sinks", o.sinks, "q", q);
+  }
+  if (!std::isfinite(o.scale)) throw_invalid_argument(op, "options.scale", "must be finite (0 means 1/sqrt(D))");
+  p.scale = o.scale != 0.0f ? static_cast<double>(o.scale) : 1.0 / std::sqrt(static_cast<double>(p.d));
+  return p;
+}
+
 std::int64_t check_merge_args(const char* op, const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
                               const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b) {
   for (auto [name, t] : {std::pair{"out_o", &out_o}, {"out_lse", &out_lse}, {"o_a", &o_a}, {"lse_a", &lse_a},

@@ -17,6 +17,20 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   cpu::attention_forward(out, lse, q, k, v, options);
 }
 
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
+                      Stream stream) {
+  const auto p = detail::check_decode_args("attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
+  if (q.device.is_cpu()) return cpu::attention_decode(out, lse, q, k_cache, v_cache, seqlens, options);
+#if SOFTMAXKIT_HAS_CUDA
+  cuda::attention_decode(out, lse, q, k_cache, v_cache, seqlens, options, p, stream);
+#else
+  (void)p;
+  (void)stream;
+  throw_unsupported("attention_decode", "tensors are on " + q.device.str() + " but softmaxkit was built without CUDA");
+#endif
+}
+
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
                             const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream stream) {
   const std::int64_t rows = detail::check_merge_args("merge_attention_states", out_o, out_lse, o_a, lse_a, o_b, lse_b);

@@ -167,7 +167,51 @@ void merge(const char* op, const TensorView& out_o, const TensorView& out_lse, c
   });
 }
 
+// Decode is attention_forward on each sequence's first seqlens[b] cache rows (the causal diagonal aligns
+// bottom-right against that length, as it does against Sk), so it runs the same recurrence on per-sequence views.
+template <typename Acc>
+void decode(const char* op, const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+            const TensorView& v, const TensorView& seqlens, const AttentionDecodeOptions& o) {
+  const auto p = smk::detail::check_decode_args(op, out, lse, q, k, v, seqlens, o);
+  if (!q.device.is_cpu()) throw_invalid_argument(op, "q", "is on " + q.device.str() + ", expected cpu");
+  const auto* lens = static_cast<const std::int32_t*>(seqlens.data);
+  for (std::int64_t b = 0; b < p.batch; ++b) {  // every length first: a rejected call writes nothing
+    const std::int64_t n = lens[b * seqlens.strides[0]];
+    if (n < 0 || n > p.s_max)
+      throw_invalid_argument(op, "seqlens", "entry " + std::to_string(b) + " is " + std::to_string(n) +
+                                                ", outside [0, S_max = " + std::to_string(p.s_max) + "]");
+  }
+  AttentionOptions fo;
+  fo.scale = o.scale;  // 0 stays 0: attention() resolves 1/√D in its own precision
+  fo.causal = o.causal;
+  fo.sinks = o.sinks;
+  // One sequence of a [B, ...] view: batch index b, and the first `len` rows of dimension 1.
+  const auto slice = [](TensorView t, std::int64_t b, std::int64_t len) {
+    t.data = static_cast<char*>(t.data) + b * t.strides[0] * static_cast<std::int64_t>(dtype_size(t.dtype));
+    t.shape[0] = 1;
+    t.shape[1] = len;
+    return t;
+  };
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t n = lens[b * seqlens.strides[0]];
+    attention<Acc>(op, slice(out, b, p.sq), lse.data ? slice(lse, b, p.hq) : lse, slice(q, b, p.sq),
+                   slice(k, b, n), slice(v, b, n), fo);
+  }
+}
+
 }  // namespace
+
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options) {
+  if (q.dtype == DType::f64) decode<double>("cpu::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
+  else decode<float>("cpu::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
+}
+namespace reference {
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options) {
+  decode<double>("cpu::reference::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
+}
+}  // namespace reference
 
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
                        const TensorView& v, const AttentionOptions& options) {

@@ -1,0 +1,462 @@
+// softmaxkit: attention_decode on the GPU — split-KV ("Flash-Decoding") attention of a few new tokens against a KV
+// cache, grouped-query heads, sinks.
+//
+// Traffic. Each K and V element of a sequence's first seqlens[b] cache rows is read once: 2 bytes per element, 4·D
+// bytes per key and KV head (K and V). q, O (2·Hq·Sq·D bytes per sequence) and the split partials (f32 O and LSE,
+// Hq/Hkv·Sq·(4·D + 4) bytes per split: 2 KB against a split's 512 KB of K and V at D = 128, under 0.5 %) are noise.
+// Floor on the H200: Σ_b seqlens[b]·Hkv·4·D bytes / 4.27 TB/s (the measured copy bandwidth, ANCHORS.md; 4.8 TB/s
+// nominal): 33 µs for (B, S) = (1, 32768) at Hkv = 8, D = 128. Not yet measured on the H200 (docs/perf-notebook.md).
+//
+// Why CUDA cores, not tensor cores: one block serves all R = (Hq/Hkv)·Sq_new query rows of one KV head, so each key
+// costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s that is 17 TFLOP/s of f32 FMA for
+// the issue's rows (R = 4) and 34 for Hq/Hkv = 8, against the H200's ~67 TFLOP/s f32: the kernel stays bound by
+// memory, and f32 arithmetic keeps the softmax exact to the library's rules. Past R ≈ 16 (Sq_new = 8 with 2+ query
+// heads per KV head at full width) it would turn compute-bound and want mma; rows beyond kRows are served by more
+// blocks that re-read the same K/V tile (mostly from L2, since they are adjacent in the grid).
+//
+// Layout of the work. Grid (splits · row chunks, Hkv, B); block = 128 threads. A key is read by D/8 lanes, 16 bytes
+// (8 elements) each; the block's 128/(D/8) lane groups take interleaved keys, kKeysPerGroup per tile, and a
+// kStages-deep cp.async ring stages the tiles in shared memory. Each thread reads back only the bytes its own
+// cp.async wrote, so the ring needs cp.async.wait_group and no barrier. Keys past the split's end are zero-filled
+// (never read from memory), and keys a row may not see (past the split, past seqlens, causal) get the score −inf and
+// no share of V, so NaN anywhere outside the visible window cannot reach O. Each lane group keeps one
+// OnlineSoftmaxState per row (merge_weights rescales its accumulator per tile, as the CPU does per block); the groups
+// then merge in a fixed order through shared memory (lse_fold.cuh). One split writes O and LSE itself (the sink joins
+// there); several write f32 partials (O normalised, LSE without the sink) that decode_merge_kernel folds in split
+// order, the sink last. Split sizes: decode_split.hpp — a function of the sequence's length and the device only.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/decode_split.hpp"
+#include "cuda/attention/lse_fold.cuh"
+#include "cuda/device_guard.hpp"
+#include "cuda/softmax/kernels.hpp"  // workspace_alloc / workspace_free: the library's stream-ordered scratch pool
+#include "softmaxkit/core/error.hpp"
+#include "softmaxkit/core/online_state.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace smk::cuda {
+
+namespace {
+
+using State = OnlineSoftmaxState<float>;
+
+constexpr int kThreads = 128;
+constexpr int kStages = 4;        // tiles in flight per block: 3 ahead of the one computed, 48 KB at 16 KB a tile
+constexpr int kKeysPerGroup = 4;  // keys per lane group per tile: a tile is 16 KB of K and V for every variant
+constexpr int kMergeWarps = 4;    // rows (b, h, token) per block of the merge kernel
+constexpr unsigned kFull = 0xffffffffu;
+
+struct DecodeArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  float* lse;  // null: not wanted
+  const std::int32_t* seqlens;
+  const float* sinks;  // null: none
+  std::int64_t qs[4], os[4], ls[3];  // strides (elements) of q, out, lse
+  std::int64_t ks[3], vs[3];         // strides of the caches' dims 0..2 (the head dimension is contiguous)
+  std::int64_t seqlen_stride, sink_stride;
+  std::int64_t s_max;
+  int sq, hq, group, rows, row_chunks;
+  int max_splits;   // the split rule's cap on this device (decode_split.hpp)
+  int grid_splits;  // the grid's extent: the partials' row pitch
+  float scale;
+  bool causal;
+  float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
+  float* part_lse;  // [B, Hq, Sq, grid_splits]
+};
+
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// 8 packed 16-bit values to f32 (bf16: a shift; f16: the hardware conversion).
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
+  const T* h = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = to_f32(h[i]);
+}
+
+// 16-byte asynchronous copy global → shared; `valid == false` zero-fills and reads nothing.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
+__device__ __forceinline__ std::int64_t visible_end(const DecodeArgs& a, std::int64_t len, int tok) {
+  if (!a.causal) return len;
+  const std::int64_t e = len - a.sq + tok + 1;
+  return e < 0 ? 0 : (e > len ? len : e);
+}
+
+template <typename T, int D, int kRows>
+__global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeArgs a) {
+  constexpr int TD = D / 8;             // lanes per key
+  constexpr int NG = kThreads / TD;     // lane groups (keys per tile slot)
+  constexpr int kTile = NG * kKeysPerGroup;
+  static_assert(kDecodeChunkAlign % kTile == 0, "tiles must divide chunks");
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint4* ring = reinterpret_cast<uint4*>(smem);  // [kStages][kKeysPerGroup][2 (K, V)][kThreads]
+
+  const int tid = threadIdx.x, g = tid / TD, t = tid % TD;
+  const int row_chunk = blockIdx.x % a.row_chunks;
+  const int split = blockIdx.x / a.row_chunks;
+  const int hk = blockIdx.y;
+  const std::int64_t b = blockIdx.z;
+  const std::int64_t len = a.seqlens[b * a.seqlen_stride];
+  const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
+  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits);
+  if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
+  const std::int64_t chunk = decode_chunk(bad ? 0 : len, a.max_splits);
+  const std::int64_t k0 = split * chunk;
+  const std::int64_t k1 = bad ? k0 : (len < k0 + chunk ? len : k0 + chunk);
+
+  // This thread's 8 dimensions of each row's query, in f32; rows past a.rows (the last chunk's padding) see nothing.
+  float qf[kRows][8];
+  std::int64_t vis[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int row = row_chunk * kRows + r;
+    vis[r] = 0;
+#pragma unroll
+    for (int x = 0; x < 8; ++x) qf[r][x] = 0.0f;
+    if (row < a.rows) {
+      const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+      const T* qp = static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2];
+#pragma unroll
+      for (int x = 0; x < 8; ++x) qf[r][x] = to_f32(qp[(8 * t + x) * a.qs[3]]);
+      vis[r] = bad ? 0 : visible_end(a, len, tok);
+    }
+  }
+
+  State st[kRows];
+  float acc[kRows][8];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    st[r] = State::empty();
+#pragma unroll
+    for (int x = 0; x < 8; ++x) acc[r][x] = 0.0f;
+  }
+
+  const T* kbase = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2] + 8 * t;
+  const T* vbase = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2] + 8 * t;
+  const int ntiles = static_cast<int>((k1 - k0 + kTile - 1) / kTile);
+  const auto issue = [&](int tile) {
+    uint4* st_ring = ring + (tile % kStages) * (kKeysPerGroup * 2 * kThreads);
+#pragma unroll
+    for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+      const std::int64_t j = k0 + static_cast<std::int64_t>(tile) * kTile + kk * NG + g;
+      const bool valid = j < k1;
+      const std::int64_t jj = valid ? j : 0;  // a mapped address even when nothing is read
+      cp_async16(st_ring + (kk * 2 + 0) * kThreads + tid, kbase + jj * a.ks[1], valid);
+      cp_async16(st_ring + (kk * 2 + 1) * kThreads + tid, vbase + jj * a.vs[1], valid);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ntiles) issue(s);
+    cp_async_commit();
+  }
+
+  for (int tile = 0; tile < ntiles; ++tile) {
+    if (tile + kStages - 1 < ntiles) issue(tile + kStages - 1);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this tile's group has landed (this thread's own copies: no barrier needed)
+    const uint4* st_ring = ring + (tile % kStages) * (kKeysPerGroup * 2 * kThreads);
+    const std::int64_t jbase = k0 + static_cast<std::int64_t>(tile) * kTile + g;
+
+    // Scores: 8-element partial dots, then a butterfly over the key's TD lanes (every lane ends with the same sum).
+    float s[kKeysPerGroup][kRows];
+#pragma unroll
+    for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+      float kf[8];
+      unpack8<T>(st_ring[(kk * 2 + 0) * kThreads + tid], kf);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float dot = qf[r][0] * kf[0];
+#pragma unroll
+        for (int x = 1; x < 8; ++x) dot = fmaf(qf[r][x], kf[x], dot);
+        s[kk][r] = dot;
+      }
+    }
+#pragma unroll
+    for (int off = TD / 2; off > 0; off /= 2)
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerGroup; ++kk)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) s[kk][r] += __shfl_xor_sync(kFull, s[kk][r], off);
+
+    // This tile's state per row, merged into the group's; the accumulator follows through merge_weights.
+    bool seen[kKeysPerGroup][kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float mx = -detail::inf_<float>();
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+        const std::int64_t j = jbase + kk * NG;
+        seen[kk][r] = j < k1 && j < vis[r];
+        s[kk][r] = seen[kk][r] ? a.scale * s[kk][r] : -detail::inf_<float>();
+        mx = nan_max(mx, s[kk][r]);
+      }
+      const float shift = State::shift_for(mx);
+      float sum = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+        s[kk][r] = exp_diff(s[kk][r], shift);
+        sum += s[kk][r];
+      }
+      const State blk = State::from_max_and_sum(mx, sum);
+      const auto w = st[r].merge_weights(blk);
+#pragma unroll
+      for (int x = 0; x < 8; ++x) acc[r][x] *= w.self;
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerGroup; ++kk) s[kk][r] *= w.other;
+      st[r].merge(blk);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+      float vf[8];
+      unpack8<T>(st_ring[(kk * 2 + 1) * kThreads + tid], vf);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        if (seen[kk][r]) {  // an unseen key adds nothing, not 0·V (V may be NaN there)
+#pragma unroll
+          for (int x = 0; x < 8; ++x) acc[r][x] = fmaf(s[kk][r], vf[x], acc[r][x]);
+        }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is reused below
+
+  // Merge the NG lane groups in group order. Shared memory: the groups' states and accumulators, then per row the
+  // coefficient of each group's accumulator (the fold's weights, times 1/l) and the row's LSE.
+  State* sst = reinterpret_cast<State*>(smem);                 // [NG][kRows]
+  float* sacc = reinterpret_cast<float*>(sst + NG * kRows);    // [NG][kRows][D]
+  float* coef = sacc + NG * kRows * D;                         // [kRows][NG]
+  float* slse = coef + kRows * NG;                             // [kRows]
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (t == 0) sst[g * kRows + r] = st[r];
+    float4* dst = reinterpret_cast<float4*>(sacc + (g * kRows + r) * D + 8 * t);
+    dst[0] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    dst[1] = make_float4(acc[r][4], acc[r][5], acc[r][6], acc[r][7]);
+  }
+  __syncthreads();
+  if (tid < kRows) {
+    const int r = tid, row = row_chunk * kRows + r;
+    PartFold fold;
+    float c[NG] = {};
+#pragma unroll
+    for (int i = 0; i < NG; ++i) {
+      const auto w = fold.add(sst[i * kRows + r]);
+#pragma unroll
+      for (int p = 0; p < i; ++p) c[p] = PartFold::carry(c[p], w);
+      c[i] = w.other;
+    }
+    if (nsplit == 1 && a.sinks != nullptr && row < a.rows) {  // the sink joins exactly once: here or in the merge
+      const int h = hk * a.group + row / a.sq;
+      const auto w = fold.add(State::from_lse(a.sinks[h * a.sink_stride]));
+#pragma unroll
+      for (int p = 0; p < NG; ++p) c[p] = PartFold::carry(c[p], w);
+    }
+    const float inv = fold.inv_sum();
+#pragma unroll
+    for (int i = 0; i < NG; ++i) coef[r * NG + i] = bad ? detail::nan_<float>() : c[i] * inv;
+    slse[r] = bad ? detail::nan_<float>() : fold.lse();
+  }
+  __syncthreads();
+  for (int e = tid; e < kRows * D; e += kThreads) {
+    const int r = e / D, x = e % D, row = row_chunk * kRows + r;
+    if (row >= a.rows) break;  // rows grow with e
+    float o = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NG; ++i) {
+      const float ci = coef[r * NG + i];
+      if (ci != 0.0f) o += ci * sacc[(i * kRows + r) * D + x];  // an empty group is skipped, NaN poisons
+    }
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    if (nsplit == 1) {
+      static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
+      if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = slse[r];
+    } else {
+      const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits + split;
+      a.part_o[prow * D + x] = o;
+      if (x == 0) a.part_lse[prow] = slse[r];
+    }
+  }
+}
+
+// One warp per output row (b, h, token) of a sequence with several splits: lane i holds split i's LSE; every lane
+// runs the same fold over the splits in order (the sink last) and keeps the final coefficient of its own split, then
+// the lanes stream the partial outputs, each lane D/32 dimensions.
+template <typename T, int D>
+__global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const DecodeArgs a, std::int64_t rows) {
+  constexpr int V = D / 32;
+  const int lane = threadIdx.x % 32;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int tok = static_cast<int>(row % a.sq);
+  const int h = static_cast<int>((row / a.sq) % a.hq);
+  const std::int64_t b = row / (static_cast<std::int64_t>(a.sq) * a.hq);
+  const std::int64_t len = a.seqlens[b * a.seqlen_stride];
+  if (len < 0 || len > a.s_max) return;  // written (NaN) by the split kernel
+  const int n = decode_splits(len, a.max_splits);
+  if (n <= 1) return;  // the split kernel wrote O and LSE itself
+  const std::int64_t prow = row * a.grid_splits;
+  const float my_lse = lane < n ? a.part_lse[prow + lane] : -detail::inf_<float>();
+  PartFold fold;
+  float c = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const auto w = fold.add(State::from_lse(__shfl_sync(kFull, my_lse, i)));
+    if (lane < i) c = PartFold::carry(c, w);
+    else if (lane == i) c = w.other;
+  }
+  if (a.sinks != nullptr) c = PartFold::carry(c, fold.add(State::from_lse(a.sinks[h * a.sink_stride])));
+  c *= fold.inv_sum();
+  float o[V];
+#pragma unroll
+  for (int x = 0; x < V; ++x) o[x] = 0.0f;
+#pragma unroll 4
+  for (int i = 0; i < n; ++i) {
+    const float ci = __shfl_sync(kFull, c, i);
+    if (ci != 0.0f) {  // an empty split (or one drowned by the others) is skipped, NaN poisons
+      const float* po = a.part_o + (prow + i) * D + lane * V;
+#pragma unroll
+      for (int x = 0; x < V; ++x) o[x] += ci * po[x];
+    }
+  }
+  T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
+#pragma unroll
+  for (int x = 0; x < V; ++x) out[(lane * V + x) * a.os[3]] = from_f32<T>(o[x]);
+  if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = fold.lse();
+}
+
+template <typename T, int D, int kRows>
+void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
+  constexpr int TD = D / 8, NG = kThreads / TD;
+  constexpr std::size_t ring = std::size_t{kStages} * kKeysPerGroup * 2 * kThreads * 16;
+  constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
+  constexpr std::size_t bytes = ring > merge ? ring : merge;
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  decode_split_kernel<T, D, kRows><<<grid, kThreads, bytes, s>>>(a);
+  SMK_CUDA_CHECK_LAUNCH("decode_split_kernel");
+}
+
+template <typename T, int D>
+void launch(const DecodeArgs& a, int rows_per_block, dim3 grid, std::int64_t out_rows, cudaStream_t s) {
+  if (rows_per_block == 4) launch_split<T, D, 4>(a, grid, s);
+  else launch_split<T, D, 8>(a, grid, s);
+  if (a.part_o == nullptr) return;
+  const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
+  decode_merge_kernel<T, D><<<static_cast<unsigned>(blocks), kMergeWarps * 32, 0, s>>>(a, out_rows);
+  SMK_CUDA_CHECK_LAUNCH("decode_merge_kernel");
+}
+
+void check_cache(const char* op, const char* arg, const TensorView& c) {
+  bool ok = c.strides[3] == 1 && reinterpret_cast<std::uintptr_t>(c.data) % 16 == 0;
+  for (int d = 0; d < 3; ++d) ok = ok && (c.strides[d] % 8 == 0 || c.shape[d] == 1);
+  if (!ok)
+    throw_unsupported(op, std::string("argument '") + arg + "': the CUDA kernel needs a contiguous head dimension, " +
+                              "a 16-byte aligned pointer and strides that are multiples of 8 elements (16-byte rows)");
+}
+
+}  // namespace
+
+void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
+                      const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
+                      const detail::DecodeProblem& p, Stream stream) {
+  const char* op = "attention_decode";
+  if (q.dtype != DType::f16 && q.dtype != DType::bf16)
+    throw_unsupported(op, std::string("the CUDA kernel takes f16 and bf16, not ") + dtype_name(q.dtype) +
+                              " (f32 runs on the CPU)");
+  if (p.d != 64 && p.d != 128)
+    throw_unsupported(op, "the CUDA kernel supports head dimensions 64 and 128, not " + std::to_string(p.d));
+  if (p.batch == 0 || p.hq == 0) return;
+  check_cache(op, "k_cache", k_cache);
+  check_cache(op, "v_cache", v_cache);
+  if (p.batch > 65535 || p.hkv > 65535)
+    throw_unsupported(op, "the CUDA kernel takes at most 65535 sequences and 65535 KV heads");
+
+  DeviceGuard guard(q.device.index);
+  int sms = 0, dev = 0;
+  SMK_CUDA_CHECK(cudaGetDevice(&dev));
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+
+  DecodeArgs a{};
+  a.q = q.data;
+  a.k = k_cache.data;
+  a.v = v_cache.data;
+  a.out = out.data;
+  a.lse = static_cast<float*>(lse.data);
+  a.seqlens = static_cast<const std::int32_t*>(seqlens.data);
+  a.sinks = static_cast<const float*>(options.sinks.data);
+  for (int d = 0; d < 4; ++d) {
+    a.qs[d] = q.strides[d];
+    a.os[d] = out.strides[d];
+  }
+  for (int d = 0; d < 3; ++d) {
+    a.ls[d] = lse.data ? lse.strides[d] : 0;
+    a.ks[d] = k_cache.strides[d];
+    a.vs[d] = v_cache.strides[d];
+  }
+  a.seqlen_stride = seqlens.strides[0];
+  a.sink_stride = options.sinks.data ? options.sinks.strides[0] : 0;
+  a.s_max = p.s_max;
+  a.sq = static_cast<int>(p.sq);
+  a.hq = static_cast<int>(p.hq);
+  a.group = static_cast<int>(p.hq / p.hkv);
+  a.rows = a.group * a.sq;
+  const int rows_per_block = a.rows <= 4 ? 4 : 8;
+  a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
+  a.max_splits = decode_max_splits(sms);
+  a.grid_splits = decode_grid_splits(p.s_max, a.max_splits);
+  a.scale = static_cast<float>(p.scale);
+  a.causal = options.causal;
+
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  const std::int64_t out_rows = p.batch * p.hq * p.sq;
+  void* workspace = nullptr;
+  if (a.grid_splits > 1) {
+    const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float), s);
+    a.part_o = static_cast<float*>(workspace);
+    a.part_lse = a.part_o + parts * p.d;
+  }
+  const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
+                  static_cast<unsigned>(p.batch));
+  try {
+    if (q.dtype == DType::f16) {
+      if (p.d == 64) launch<__half, 64>(a, rows_per_block, grid, out_rows, s);
+      else launch<__half, 128>(a, rows_per_block, grid, out_rows, s);
+    } else {
+      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, grid, out_rows, s);
+      else launch<__nv_bfloat16, 128>(a, rows_per_block, grid, out_rows, s);
+    }
+  } catch (...) {
+    if (workspace) kernels::workspace_free(workspace, s);
+    throw;
+  }
+  if (workspace) kernels::workspace_free(workspace, s);
+}
+
+}  // namespace smk::cuda

@@ -1,0 +1,49 @@
+// softmaxkit (internal): how attention_decode splits one sequence's KV cache across blocks (Flash-Decoding), on the
+// host and the device. Shared by the kernel (src/cuda/attention/decode.cu) and its tests.
+//
+// The rule depends only on the sequence's own length L and the device, never on the batch it arrives in, so a
+// sequence's result is bitwise the same alone or in any batch (batch invariance), and run to run:
+//   max_splits = min(kDecodeSplitCap, SMs / 4)          (32 on the H200's 132 SMs)
+//   chunk(L)   = max(kDecodeMinChunk, round_up(ceil(L / max_splits), kDecodeChunkAlign))
+//   splits(L)  = max(1, ceil(L / chunk(L)))
+// Short sequences get chunks of kDecodeMinChunk keys (a block streams 1024 keys · 512 bytes = 512 KB at D = 128,
+// enough to amortise its start and its partial result's 2 KB); long ones at most max_splits chunks, so a single
+// sequence of 32k keys and 8 KV heads fills the H200 with 256 blocks (two per SM fit), and the merge reads at most
+// 32 partial rows per output row.
+#pragma once
+
+#include <cstdint>
+
+#include "softmaxkit/core/config.hpp"
+
+namespace smk::cuda {
+
+inline constexpr std::int64_t kDecodeMinChunk = 1024;
+inline constexpr std::int64_t kDecodeChunkAlign = 128;  // a multiple of every kernel variant's tile of keys
+inline constexpr int kDecodeSplitCap = 32;              // the merge kernel holds one split's LSE per lane
+
+inline int decode_max_splits(int multiprocessors) {
+  const int n = multiprocessors / 4;
+  return n < 1 ? 1 : (n > kDecodeSplitCap ? kDecodeSplitCap : n);
+}
+
+SMK_HD inline std::int64_t decode_chunk(std::int64_t len, int max_splits) {
+  const std::int64_t even = (len + max_splits - 1) / max_splits;
+  const std::int64_t aligned = (even + kDecodeChunkAlign - 1) / kDecodeChunkAlign * kDecodeChunkAlign;
+  return aligned > kDecodeMinChunk ? aligned : kDecodeMinChunk;
+}
+
+SMK_HD inline int decode_splits(std::int64_t len, int max_splits) {
+  if (len <= 0) return 1;
+  const std::int64_t chunk = decode_chunk(len, max_splits);
+  return static_cast<int>((len + chunk - 1) / chunk);
+}
+
+// The most splits any length up to s_max gets: the grid's extent. Up to max_splits · kDecodeMinChunk keys every chunk
+// is kDecodeMinChunk long, so ceil(s_max / kDecodeMinChunk) bounds them; beyond, max_splits does.
+inline int decode_grid_splits(std::int64_t s_max, int max_splits) {
+  const std::int64_t n = (s_max + kDecodeMinChunk - 1) / kDecodeMinChunk;
+  return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
+}
+
+}  // namespace smk::cuda
