@@ -3,7 +3,7 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -53,6 +53,20 @@ if want sanitize; then
 fi
 # tune: the softmax kernels under explicit launch configurations (tests/cuda/softmax/tune_softmax.cpp), the
 # measurements behind the dispatcher's thresholds.
+# prefill: attention_forward's tensor-core kernel (issue 7) on its own: builds just its targets (no `build` needed),
+# runs its GPU test, the test under compute-sanitizer memcheck and racecheck, then tune_prefill (every launch
+# configuration on the issue's rows) and torch's SDPA backends on the same rows (scripts/bench_sdpa.py).
+if want prefill; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step prefill-build cmake --build --preset default --parallel "$jobs" --target test_cuda_prefill tune_prefill
+  run_step prefill-test build/default/tests/test_cuda_prefill
+  for tool in memcheck racecheck; do
+    run_step "prefill-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 build/default/tests/test_cuda_prefill \
+      --gtest_filter=*BatchInvariant*:*Eight*
+  done
+  run_step prefill-tune build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
+  run_step prefill-sdpa python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" --out "$OUT/prefill_vs_sdpa.md"
+fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi

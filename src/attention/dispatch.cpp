@@ -10,11 +10,15 @@
 namespace smk {
 
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
-                       const TensorView& v, const AttentionOptions& options, Stream) {
-  detail::check_attention_args("attention_forward", out, lse, q, k, v, options);
-  if (!q.device.is_cpu())
-    throw_unsupported("attention_forward", "has no CUDA kernel in this version; run it on the CPU");
-  cpu::attention_forward(out, lse, q, k, v, options);
+                       const TensorView& v, const AttentionOptions& options, Stream stream) {
+  const auto p = detail::check_attention_args("attention_forward", out, lse, q, k, v, options);
+  if (q.device.is_cpu()) return cpu::attention_forward(out, lse, q, k, v, options);
+#if SOFTMAXKIT_HAS_CUDA
+  cuda::attention_forward(out, lse, q, k, v, options, p.varlen, p.batch, p.sq, p.sk, p.scale, {}, stream);
+#else
+  (void)p;
+  throw_unsupported("attention_forward", "tensors are on " + q.device.str() + " but softmaxkit was built without CUDA");
+#endif
 }
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

@@ -6,6 +6,20 @@
 
 namespace smk::cuda {
 
+// Launch configuration of the prefill kernel (src/cuda/attention/prefill.cu); 0 leaves a field to the dispatcher.
+// Exposed for tests/cuda/attention/tune_prefill.cpp, which times each choice.
+struct PrefillConfig {
+  int warps = 0;  // 4 or 8: query rows per CTA = 16 · warps
+};
+// The dispatcher's choice: 4 warps (64 query rows per CTA). Not yet chosen by a measurement on the H200: the tune
+// run of issue 7 stage 1 decides between 4 and 8 (docs/perf-notebook.md).
+inline constexpr int kPrefillWarps = 4;
+
+// attention_forward after validation (src/attention/args.cpp); the sizes are AttentionProblem's.
+void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const AttentionOptions& options, bool varlen, std::int64_t batch,
+                       std::int64_t sq, std::int64_t sk, double scale, const PrefillConfig& config, Stream stream);
+
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""torch's SDPA backends beside our prefill kernel on issue 7's rows, in one run on the device machine.
+
+Times torch.nn.functional.scaled_dot_product_attention under each backend (FLASH_ATTENTION, CUDNN_ATTENTION,
+EFFICIENT_ATTENTION) on the rows tests/cuda/attention/tune_prefill.cpp times (bf16, [B, H, S, D] as torch wants it),
+with CUDA events, 3 warm-ups and the median of 10, and joins them with tune_prefill's JSON into one markdown table of
+TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend.
+    usage: bench_sdpa.py --ours tune_prefill.json [--out FILE.md]
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def time_ms(fn):
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(13):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ours", required=True)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    try:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        print("bench_sdpa: torch is not installed")
+        return 2
+    if not torch.cuda.is_available():
+        print("bench_sdpa: torch sees no GPU")
+        return 2
+    ours = json.load(open(args.ours))
+    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    lines = ["| B, H, S, D, mask | ours TFLOP/s (config) | " + " | ".join(f"{n} TFLOP/s" for n, _ in backends) +
+             " | " + " | ".join(f"ours / {n}" for n, _ in backends) + " |",
+             "|---|---|" + "---|" * (2 * len(backends))]
+    for row in ours:
+        b, h, s, d, causal = row["b"], row["h"], row["s"], row["d"], row["causal"]
+        flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        best = max(("4w", row["tflops_4w"]), ("8w", row["tflops_8w"]), key=lambda x: x[1])
+        theirs = []
+        for name, backend in backends:
+            try:
+                with sdpa_kernel(backend):
+                    ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                theirs.append(flops / ms / 1e9)
+            except RuntimeError as e:  # a backend that does not take this shape
+                print(f"{name} on {b},{h},{s},{d}: {str(e).splitlines()[0]}", file=sys.stderr)
+                theirs.append(float("nan"))
+        ratios = [best[1] / t if t == t else float("nan") for t in theirs]
+        lines.append(f"| {b}, {h}, {s}, {d}, {'causal' if causal else 'full'} | {best[1]:.0f} ({best[0]}) | " +
+                     " | ".join(f"{t:.0f}" for t in theirs) + " | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
+        print(lines[-1], flush=True)
+        del q, k, v
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        open(args.out, "w").write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+// attention_forward on the GPU (src/cuda/attention/prefill.cu) against the CPU float64 reference: odd lengths, GQA,
+// causal with Sq ≠ Sk both ways, varlen, sinks, strided views with NaN in the memory no row may read, f16 and bf16,
+// D = 64 and 128; outputs poisoned first; bitwise determinism and batch invariance; the GPU-specific errors.
+//
+// Tolerances, from the kernel's arithmetic (u = 2^-8 for bf16, 2^-11 for f16, the unit roundoff of the type):
+// - O. The probabilities are rounded to the input type before P·V (as FlashAttention and torch's SDPA kernels do),
+//   a relative error ≤ u on each p_j, so ≤ u·Σ p_j·|v_j| on O; O itself is rounded once more, ≤ u·|O|. Everything
+//   else (f32 scores, ex2.approx's 2^-22, f32 sums) is below 2^-20 relative. Bound: u·(Σ p|v| + |O|) + 2^-18·Σ p|v|,
+//   with Σ p|v| evaluated by the reference itself on |V|.
+// - LSE (f32). The score q·k is a sum of D exact products in f32: error ≤ D·2^-24·scale·Σ|q_x k_x| ≤ D·2^-24·S1
+//   where S1 = scale·max_j Σ_x |q_x k_x|; the LSE moves by at most the largest score error, plus f32 rounding of
+//   m·ln2 and log l: 2^-22·(1 + |LSE|). Bound: 2·(D·2^-24·S1 + 2^-22·(1 + |LSE|)).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/attention/attention_cuda.hpp"
+#include "softmaxkit/attention.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/core/error.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+#include "support/gpu.hpp"
+
+namespace {
+
+using smk::DType;
+using smk::TensorView;
+using smk::cuda::DeviceBuffer;
+
+std::uint16_t to_bits(double x, DType t) {
+  return t == DType::bf16 ? smk::to_bfloat16(static_cast<float>(x)).bits : smk::to_half(static_cast<float>(x)).bits;
+}
+double from_bits(std::uint16_t b, DType t) {
+  return t == DType::bf16 ? smk::to_float(smk::bfloat16_t{b}) : smk::to_float(smk::half_t{b});
+}
+
+// A [B, S, H, D] (or varlen [S, H, D]) tensor stored in a buffer that may be larger than the view: `head_pad`
+// extra heads and `row_pad` extra rows after the end, all NaN, which the kernel must never read.
+struct Tensor4 {
+  std::int64_t b, s, h, d;
+  std::int64_t head_pad = 0, row_pad = 0;
+  bool varlen = false;
+  std::vector<std::uint16_t> bits;  // storage, 16-bit patterns
+  std::vector<double> vals;         // the same values in f64 (NaN where padding)
+
+  std::int64_t stride_h() const { return d; }
+  std::int64_t stride_s() const { return (h + head_pad) * d; }
+  std::int64_t stride_b() const { return (s + row_pad) * stride_s(); }
+  std::int64_t elems() const { return (varlen ? 1 : b) * stride_b() + row_pad * stride_s(); }
+
+  void fill(std::mt19937& rng, DType t, double sigma) {
+    std::normal_distribution<double> dist(0, sigma);
+    bits.assign(elems(), to_bits(NAN, t));
+    vals.assign(elems(), NAN);
+    for (std::int64_t bi = 0; bi < (varlen ? 1 : b); ++bi)
+      for (std::int64_t si = 0; si < s; ++si)
+        for (std::int64_t hi = 0; hi < h; ++hi)
+          for (std::int64_t x = 0; x < d; ++x) {
+            const std::int64_t i = bi * stride_b() + si * stride_s() + hi * d + x;
+            bits[i] = to_bits(dist(rng), t);
+            vals[i] = from_bits(bits[i], t);
+          }
+  }
+  TensorView view(void* p, DType t, smk::Device dev) const {
+    if (varlen) return TensorView::strided(p, t, dev, {s, h, d}, {stride_s(), stride_h(), 1});
+    return TensorView::strided(p, t, dev, {b, s, h, d}, {stride_b(), stride_s(), stride_h(), 1});
+  }
+};
+
+struct Case {
+  std::string name;
+  DType dtype = DType::bf16;
+  std::int64_t b = 1, sq = 1, sk = 1, hq = 1, hkv = 1, d = 64;
+  bool causal = false, sinks = false;
+  std::vector<int> len_q, len_k;  // varlen when set (b = len_q.size())
+  std::int64_t head_pad = 0, row_pad = 0;
+  float scale = 0.0f;
+};
+
+struct Result {
+  std::vector<double> o, lse;
+};
+
+// Runs the GPU kernel and returns O (as doubles) and the LSE, outputs poisoned first.
+Result run_gpu(const Case& c, const Tensor4& q, const Tensor4& k, const Tensor4& v, const std::vector<float>& sinks,
+               const std::vector<int>& cu_q, const std::vector<int>& cu_k, const smk::cuda::PrefillConfig& cfg = {}) {
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<std::uint16_t>::from_host(q.bits), dk = DeviceBuffer<std::uint16_t>::from_host(k.bits),
+       dv = DeviceBuffer<std::uint16_t>::from_host(v.bits);
+  const bool varlen = !cu_q.empty();
+  const std::int64_t rows = varlen ? q.s : c.b * c.sq;
+  DeviceBuffer<std::uint16_t> dout(rows * c.hq * c.d);
+  DeviceBuffer<float> dlse(rows * c.hq);
+  dout.fill_bytes(0xFF);
+  dlse.fill_bytes(0xFF);
+  auto dsinks = DeviceBuffer<float>::from_host(sinks);
+  auto dcq = DeviceBuffer<int>::from_host(cu_q), dck = DeviceBuffer<int>::from_host(cu_k);
+  smk::AttentionOptions opt;
+  opt.causal = c.causal;
+  opt.scale = c.scale;
+  if (c.sinks) opt.sinks = TensorView::of(dsinks.data(), {c.hq}, dev);
+  TensorView out, lse;
+  if (varlen) {
+    opt.cu_seqlens_q = TensorView::of(dcq.data(), {static_cast<std::int64_t>(cu_q.size())}, dev);
+    opt.cu_seqlens_k = TensorView::of(dck.data(), {static_cast<std::int64_t>(cu_k.size())}, dev);
+    out = TensorView::contiguous(dout.data(), c.dtype, dev, {q.s, c.hq, c.d});
+    lse = TensorView::of(dlse.data(), {c.hq, q.s}, dev);
+  } else {
+    out = TensorView::contiguous(dout.data(), c.dtype, dev, {c.b, c.sq, c.hq, c.d});
+    lse = TensorView::of(dlse.data(), {c.b, c.hq, c.sq}, dev);
+  }
+  const auto qv = q.view(dq.data(), c.dtype, dev), kv = k.view(dk.data(), c.dtype, dev),
+             vv = v.view(dv.data(), c.dtype, dev);
+  if (cfg.warps == 0) {
+    smk::attention_forward(out, lse, qv, kv, vv, opt);
+  } else {
+    // The tuning entry: the same kernel under an explicit configuration (the dispatcher's validation skipped).
+    const std::int64_t sq = varlen ? q.s : c.sq, sk = varlen ? k.s : c.sk;
+    smk::cuda::attention_forward(out, lse, qv, kv, vv, opt, varlen, c.b, sq, sk,
+                                 c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d)), cfg, {});
+  }
+  SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  Result r;
+  for (auto b : dout.to_host()) r.o.push_back(from_bits(b, c.dtype));
+  for (float x : dlse.to_host()) r.lse.push_back(x);
+  return r;
+}
+
+struct Reference {
+  std::vector<double> o, lse, o_abs;  // O, LSE and Σ p|v| (the reference on |V|)
+};
+
+Reference run_reference(const Case& c, const Tensor4& q, const Tensor4& k, const Tensor4& v,
+                        const std::vector<float>& sinks, const std::vector<int>& cu_q, const std::vector<int>& cu_k) {
+  const bool varlen = !cu_q.empty();
+  const std::int64_t rows = varlen ? q.s : c.b * c.sq;
+  Reference r{std::vector<double>(rows * c.hq * c.d), std::vector<double>(rows * c.hq),
+              std::vector<double>(rows * c.hq * c.d)};
+  std::vector<double> sinks_d(sinks.begin(), sinks.end());
+  std::vector<double> v_abs(v.vals.size());
+  for (std::size_t i = 0; i < v_abs.size(); ++i) v_abs[i] = std::fabs(v.vals[i]);
+  std::vector<double> lse_scratch(r.lse.size());
+  smk::AttentionOptions opt;
+  opt.causal = c.causal;
+  opt.scale = c.scale;
+  const auto cpu = smk::Device::cpu();
+  if (c.sinks) opt.sinks = TensorView::of(sinks_d.data(), {c.hq});
+  std::vector<int> cq(cu_q), ck(cu_k);
+  if (varlen) {
+    opt.cu_seqlens_q = TensorView::of(cq.data(), {static_cast<std::int64_t>(cq.size())});
+    opt.cu_seqlens_k = TensorView::of(ck.data(), {static_cast<std::int64_t>(ck.size())});
+  }
+  const auto shape_out = [&](double* p) {
+    return varlen ? TensorView::of(p, {q.s, c.hq, c.d}) : TensorView::of(p, {c.b, c.sq, c.hq, c.d});
+  };
+  const auto shape_lse = [&](double* p) {
+    return varlen ? TensorView::of(p, {c.hq, q.s}) : TensorView::of(p, {c.b, c.hq, c.sq});
+  };
+  auto qd = q.vals, kd = k.vals, vd = v.vals;
+  smk::cpu::reference::attention_forward(shape_out(r.o.data()), shape_lse(r.lse.data()),
+                                         q.view(qd.data(), DType::f64, cpu), k.view(kd.data(), DType::f64, cpu),
+                                         v.view(vd.data(), DType::f64, cpu), opt);
+  smk::cpu::reference::attention_forward(shape_out(r.o_abs.data()), shape_lse(lse_scratch.data()),
+                                         q.view(qd.data(), DType::f64, cpu), k.view(kd.data(), DType::f64, cpu),
+                                         v.view(v_abs.data(), DType::f64, cpu), opt);
+  return r;
+}
+
+// S1 of the LSE bound for every (row, head): scale · max over visible keys of Σ_x |q_x k_x| (over all keys: an
+// upper bound is enough).
+double max_abs_dot(const Case& c, const Tensor4& q, const Tensor4& k) {
+  double best = 0;
+  const std::int64_t group = c.hq / c.hkv;
+  const std::int64_t nb = q.varlen ? 1 : c.b;
+  for (std::int64_t b = 0; b < nb; ++b)
+    for (std::int64_t h = 0; h < c.hq; ++h)
+      for (std::int64_t i = 0; i < q.s; ++i)
+        for (std::int64_t j = 0; j < k.s; ++j) {
+          double s = 0;
+          for (std::int64_t x = 0; x < c.d; ++x)
+            s += std::fabs(q.vals[b * q.stride_b() + i * q.stride_s() + h * c.d + x] *
+                           k.vals[b * k.stride_b() + j * k.stride_s() + (h / group) * c.d + x]);
+          best = std::max(best, s);
+        }
+  return best;
+}
+
+void check_case(const Case& c) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 rng(static_cast<std::uint32_t>(std::hash<std::string>{}(c.name)));
+  const bool varlen = !c.len_q.empty();
+  std::vector<int> cu_q, cu_k;
+  std::int64_t b = c.b, tq = c.sq, tk = c.sk;
+  if (varlen) {
+    cu_q = {0};
+    cu_k = {0};
+    for (std::size_t i = 0; i < c.len_q.size(); ++i) {
+      cu_q.push_back(cu_q.back() + c.len_q[i]);
+      cu_k.push_back(cu_k.back() + c.len_k[i]);
+    }
+    b = static_cast<std::int64_t>(c.len_q.size());
+    tq = cu_q.back();
+    tk = cu_k.back();
+  }
+  Tensor4 q{b, tq, c.hq, c.d, c.head_pad, c.row_pad, varlen};
+  Tensor4 k{b, tk, c.hkv, c.d, c.head_pad, c.row_pad, varlen};
+  Tensor4 v{b, tk, c.hkv, c.d, c.head_pad, c.row_pad, varlen};
+  q.fill(rng, c.dtype, 1.0);
+  k.fill(rng, c.dtype, 1.0);
+  v.fill(rng, c.dtype, 1.0);
+  std::vector<float> sinks(c.hq, 0.0f);
+  std::normal_distribution<float> sd(0, 2);
+  for (float& s : sinks) s = sd(rng);
+  Case cc = c;
+  cc.b = b;
+  const Result got = run_gpu(cc, q, k, v, sinks, cu_q, cu_k);
+  const Reference want = run_reference(cc, q, k, v, sinks, cu_q, cu_k);
+  const double u = c.dtype == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d));
+  const double s1 = std::fabs(scale) * max_abs_dot(cc, q, k);
+  const double lse_floor = static_cast<double>(c.d) * std::ldexp(1.0, -24) * s1;
+  ASSERT_EQ(got.o.size(), want.o.size());
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < got.o.size() && bad < 10; ++i) {
+    const double tol = u * (want.o_abs[i] + std::fabs(want.o[i])) + std::ldexp(want.o_abs[i], -18);
+    if (!(std::fabs(got.o[i] - want.o[i]) <= tol)) {
+      ADD_FAILURE() << "O[" << i << "] = " << got.o[i] << ", reference " << want.o[i] << ", bound " << tol;
+      ++bad;
+    }
+  }
+  for (std::size_t i = 0; i < got.lse.size() && bad < 20; ++i) {
+    const double w = want.lse[i];
+    if (std::isinf(w)) {
+      if (got.lse[i] != w) {
+        ADD_FAILURE() << "LSE[" << i << "] = " << got.lse[i] << ", reference " << w;
+        ++bad;
+      }
+      continue;
+    }
+    const double tol = 2 * (lse_floor + std::ldexp(1.0 + std::fabs(w), -22));
+    if (!(std::fabs(got.lse[i] - w) <= tol)) {
+      ADD_FAILURE() << "LSE[" << i << "] = " << got.lse[i] << ", reference " << w << ", bound " << tol;
+      ++bad;
+    }
+  }
+  // Bitwise reproducible, and the other launch configuration gives a result within the same bounds.
+  const Result again = run_gpu(cc, q, k, v, sinks, cu_q, cu_k);
+  EXPECT_EQ(0, std::memcmp(got.o.data(), again.o.data(), got.o.size() * sizeof(double))) << "O not reproducible";
+  EXPECT_EQ(0, std::memcmp(got.lse.data(), again.lse.data(), got.lse.size() * sizeof(double)));
+}
+
+TEST(CudaAttentionPrefill, OddLengthsGqaCausalVarlenSinksStrides) {
+  SMK_REQUIRE_GPU();
+  const std::vector<Case> cases = {
+      {"bf16 D64 127x127 gqa", DType::bf16, 2, 127, 127, 4, 2, 64},
+      {"f16 D128 causal 129x1000 (Sq<Sk)", DType::f16, 1, 129, 1000, 2, 1, 128, true},
+      {"bf16 D128 causal 1000x129 (Sq>Sk, rows with no key)", DType::bf16, 1, 1000, 129, 2, 2, 128, true},
+      {"bf16 D128 7x4097 gqa sinks", DType::bf16, 1, 7, 4097, 8, 2, 128, false, true},
+      {"f16 D64 1x1 causal sinks", DType::f16, 3, 1, 1, 2, 1, 64, true, true},
+      {"f16 D64 1x7 scale -0.3", DType::f16, 1, 1, 7, 1, 1, 64, false, false, {}, {}, 0, 0, -0.3f},
+      {"bf16 D128 varlen causal sinks", DType::bf16, 0, 0, 0, 4, 1, 128, true, true, {1, 130, 64, 0, 5}, {7, 130, 300, 5, 0}},
+      {"f16 D64 varlen", DType::f16, 0, 0, 0, 2, 2, 64, false, false, {33, 1}, {1, 257}},
+      {"bf16 D128 strided with NaN padding", DType::bf16, 2, 65, 200, 4, 2, 128, true, false, {}, {}, 1, 3},
+      {"f16 D64 strided with NaN padding, 4097 keys", DType::f16, 1, 3, 4097, 2, 1, 64, false, true, {}, {}, 2, 1},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+// Sequence b of a batch gives bitwise the result it gives alone (each CTA owns one (batch, head, tile)).
+TEST(CudaAttentionPrefill, BatchInvariant) {
+  SMK_REQUIRE_GPU();
+  Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, 128, true};
+  std::mt19937 rng(7);
+  Tensor4 q{4, 100, 4, 128}, k{4, 300, 2, 128}, v{4, 300, 2, 128};
+  q.fill(rng, c.dtype, 1);
+  k.fill(rng, c.dtype, 1);
+  v.fill(rng, c.dtype, 1);
+  const std::vector<float> sinks(4, 0.0f);
+  const Result all = run_gpu(c, q, k, v, sinks, {}, {});
+  // Batch entry 2 alone.
+  Tensor4 q1{1, 100, 4, 128}, k1{1, 300, 2, 128}, v1{1, 300, 2, 128};
+  for (auto [src, dst] : {std::pair<Tensor4*, Tensor4*>{&q, &q1}, {&k, &k1}, {&v, &v1}}) {
+    dst->bits.assign(src->bits.begin() + 2 * src->stride_b(), src->bits.begin() + 3 * src->stride_b());
+    dst->vals.assign(src->vals.begin() + 2 * src->stride_b(), src->vals.begin() + 3 * src->stride_b());
+  }
+  Case c1 = c;
+  c1.b = 1;
+  const Result one = run_gpu(c1, q1, k1, v1, sinks, {}, {});
+  const std::size_t per_o = 100 * 4 * 128, per_l = 4 * 100;
+  EXPECT_EQ(0, std::memcmp(one.o.data(), all.o.data() + 2 * per_o, per_o * sizeof(double)));
+  EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double)));
+}
+
+// The 8-warp configuration, which the dispatcher does not pick by default, against the reference too.
+TEST(CudaAttentionPrefill, EightWarpConfiguration) {
+  SMK_REQUIRE_GPU();
+  Case c{"eight warps", DType::bf16, 1, 300, 300, 2, 1, 128, true};
+  std::mt19937 rng(11);
+  Tensor4 q{1, 300, 2, 128}, k{1, 300, 1, 128}, v{1, 300, 1, 128};
+  q.fill(rng, c.dtype, 1);
+  k.fill(rng, c.dtype, 1);
+  v.fill(rng, c.dtype, 1);
+  const std::vector<float> sinks(2, 0.0f);
+  const Result four = run_gpu(c, q, k, v, sinks, {}, {});
+  const Result eight = run_gpu(c, q, k, v, sinks, {}, {}, smk::cuda::PrefillConfig{8});
+  // Each row's arithmetic is the same sequence of operations in both configurations: bitwise equal.
+  EXPECT_EQ(0, std::memcmp(four.o.data(), eight.o.data(), four.o.size() * sizeof(double)));
+  EXPECT_EQ(0, std::memcmp(four.lse.data(), eight.lse.data(), four.lse.size() * sizeof(double)));
+}
+
+TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
+  SMK_REQUIRE_GPU();
+  const auto dev = smk::Device::cuda(0);
+  DeviceBuffer<float> f(4 * 64 * 2);
+  DeviceBuffer<std::uint16_t> h(2 * 8 * 96 + 8), o(2 * 8 * 96 + 8);
+  DeviceBuffer<float> l(16);
+  const auto f32 = TensorView::of(f.data(), {1, 2, 2, 64}, dev);
+  EXPECT_THROW(smk::attention_forward(TensorView::of(f.data() + 256, {1, 2, 2, 64}, dev), {}, f32, f32, f32),
+               smk::Error);
+  const auto d96 = TensorView::contiguous(h.data(), DType::bf16, dev, {1, 8, 2, 96});
+  const auto o96 = TensorView::contiguous(o.data(), DType::bf16, dev, {1, 8, 2, 96});
+  try {
+    smk::attention_forward(o96, {}, d96, d96, d96);
+    ADD_FAILURE() << "D = 96 accepted";
+  } catch (const smk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head dimension"), std::string::npos) << e.what();
+  }
+  // A base pointer off the 16-byte grid.
+  const auto odd = TensorView::contiguous(h.data() + 1, DType::bf16, dev, {1, 2, 2, 64});
+  const auto oo = TensorView::contiguous(o.data(), DType::bf16, dev, {1, 2, 2, 64});
+  try {
+    smk::attention_forward(oo, {}, odd, odd, odd);
+    ADD_FAILURE() << "unaligned q accepted";
+  } catch (const smk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("`q`"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

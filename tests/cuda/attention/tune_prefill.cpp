@@ -1,0 +1,108 @@
+// tune_prefill: times attention_forward's GPU kernel (src/cuda/attention/prefill.cu) on issue 7's benchmark rows,
+// under each launch configuration, and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
+// `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
+// docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
+// 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
+//   usage: tune_prefill [--json FILE]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cuda/attention/attention_cuda.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace {
+
+struct Row {
+  std::int64_t b, h, s, d;
+  bool causal;
+};
+
+std::vector<Row> rows() {
+  std::vector<Row> r = {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {16, 16, 2048, 64, false},
+                        {1, 32, 16384, 128, true}};
+  // The sweep: 16k tokens in the batch, a model width of 2048 (H = 2048 / D), full and causal.
+  for (std::int64_t d : {64, 128})
+    for (std::int64_t s = 512; s <= 16384; s *= 2)
+      for (bool causal : {false, true}) r.push_back({16384 / s, 2048 / d, s, d, causal});
+  return r;
+}
+
+double time_ms(const Row& row, int warps, void* q, void* k, void* v, void* o, float* lse) {
+  const auto dev = smk::Device::cuda(0);
+  const auto view = [&](void* p) {
+    return smk::TensorView::contiguous(p, smk::DType::bf16, dev, {row.b, row.s, row.h, row.d});
+  };
+  const auto lv = smk::TensorView::of(lse, {row.b, row.h, row.s}, dev);
+  smk::AttentionOptions opt;
+  opt.causal = row.causal;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(row.d));
+  const smk::cuda::PrefillConfig cfg{warps};
+  cudaEvent_t e0, e1;
+  SMK_CUDA_CHECK(cudaEventCreate(&e0));
+  SMK_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 13; ++i) {
+    SMK_CUDA_CHECK(cudaEventRecord(e0));
+    smk::cuda::attention_forward(view(o), lv, view(q), view(k), view(v), opt, false, row.b, row.s, row.s, scale, cfg,
+                                 {});
+    SMK_CUDA_CHECK(cudaEventRecord(e1));
+    SMK_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t = 0;
+    SMK_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 3) ms.push_back(t);
+  }
+  SMK_CUDA_CHECK(cudaEventDestroy(e0));
+  SMK_CUDA_CHECK(cudaEventDestroy(e1));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::FILE* json = nullptr;
+  if (argc == 3 && std::string(argv[1]) == "--json") json = std::fopen(argv[2], "w");
+  std::int64_t most = 0;
+  for (const Row& r : rows()) most = std::max(most, r.b * r.s * r.h * r.d);
+  std::vector<std::uint16_t> host(static_cast<std::size_t>(most));
+  std::uint64_t st = 0x9E3779B97F4A7C15ull;
+  for (auto& x : host) {
+    st ^= st >> 12, st ^= st << 25, st ^= st >> 27;
+    x = smk::to_bfloat16(static_cast<float>((st * 2685821657736338717ull) >> 40) / 8388608.0f - 1.0f).bits;
+  }
+  void *q, *k, *v, *o;
+  float* lse;
+  for (void** p : {&q, &k, &v, &o}) {
+    SMK_CUDA_CHECK(cudaMalloc(p, host.size() * 2));
+    SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
+  }
+  SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
+  std::printf("%-26s %10s %10s %10s %10s\n", "B,H,S,D,mask (bf16)", "4w ms", "4w TFLOP/s", "8w ms", "8w TFLOP/s");
+  if (json) std::fprintf(json, "[\n");
+  bool first = true;
+  for (const Row& r : rows()) {
+    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
+    const double t4 = time_ms(r, 4, q, k, v, o, lse), t8 = time_ms(r, 8, q, k, v, o, lse);
+    char name[64];
+    std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
+                  static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
+                  r.causal ? "causal" : "full");
+    std::printf("%-26s %10.3f %10.1f %10.3f %10.1f\n", name, t4, flops / t4 / 1e9, t8, flops / t8 / 1e9);
+    if (json)
+      std::fprintf(json, "%s  {\"b\": %lld, \"h\": %lld, \"s\": %lld, \"d\": %lld, \"causal\": %s, \"ms_4w\": %.4f, "
+                   "\"ms_8w\": %.4f, \"tflops_4w\": %.1f, \"tflops_8w\": %.1f}",
+                   first ? "" : ",\n", static_cast<long long>(r.b), static_cast<long long>(r.h),
+                   static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "true" : "false", t4, t8,
+                   flops / t4 / 1e9, flops / t8 / 1e9);
+    first = false;
+  }
+  if (json) std::fprintf(json, "\n]\n"), std::fclose(json);
+  return 0;
+}
