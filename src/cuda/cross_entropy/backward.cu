@@ -1,0 +1,229 @@
+// Cross-entropy backward on the GPU: grad = (softmax − smoothed one-hot)·upstream + 2s·LSE·p (z-loss), times
+// 1 − tanh² under soft-capping; in place over the logits allowed (grad_logits == logits). Launches:
+//   1. scan (one block, forward.cu): weights checked and summed (W), targets checked, the mean's denominators;
+//   2. only when the forward's LSE is not passed: stats + lse (forward.cu), one extra read of the logits;
+//   3. grad (one block per (row, chunk) of 8192 logits): reads the chunk into registers, writes every gradient
+//      entry, and sums p_j over the chunk's non-target entries; the block holding the target keeps its raw logit;
+//   4. target (one thread per row): the target entry, whose hard part p_t − 1 is formed in f32 as −Σ_{j≠t} p_j
+//      (the chunk sums in chunk order) before rounding: as p_t → 1 that keeps its digits, where p_t − 1 cancels.
+//      It overwrites what kernel 3 wrote there, from the logit kernel 3 saved (in place, the logit is gone).
+//
+// Traffic per element with the forward's LSE: read the logits once and write the gradient once, 8 B (f32),
+// 4 B (bf16), 6 B (bf16 logits, f32 gradient); without it one more read. Floor on the H200 at the copy ceiling of
+// 4.27 TB/s (ANCHORS.md; 4.8 TB/s nominal): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32
+// (2.10 GB) 491 µs, bf16 246 µs. Forward + backward as two calls reads the logits twice (3 passes of the tensor
+// against the issue's bound of 2: see docs/perf-notebook.md, "Cross-entropy").
+// Measured: not yet on the H200 (docs/perf-notebook.md, "Cross-entropy" records the first run).
+#include <cuda_runtime_api.h>
+
+#include "cuda/cross_entropy/common.cuh"
+#include "cuda/cross_entropy/cross_entropy_cuda.hpp"
+#include "cuda/device_guard.hpp"
+#include "cuda/softmax/launch.hpp"
+#include "softmaxkit/core/error.hpp"
+
+namespace smk::cuda::ce {
+
+namespace {
+
+using kernels::block_sum;
+using kernels::RowTile;
+
+struct GradArgs {
+  void* grad = nullptr;
+  std::int64_t row_stride = 0, col_stride = 0;
+  const float* lse = nullptr;
+  std::int64_t lse_stride = 0;
+  const float* grad_loss = nullptr;
+  std::int64_t gl_stride = 0;
+  float* rest = nullptr;  // per (row, chunk): Σ p_j over the chunk's non-target entries
+  float* xt = nullptr;    // per row: the raw target logit, saved before it is overwritten
+};
+
+// The row's upstream scales of the cross-entropy and z-loss parts (the CPU's ce_scale / z_scale).
+struct Scales {
+  float ce, z;
+};
+__device__ __forceinline__ Scales scales_of(const Args& a, const GradArgs& b, const Totals* totals,
+                                            std::int64_t row) {
+  if (a.reduction == Reduction::none) {
+    const float g = b.grad_loss[row * b.gl_stride];
+    return {g, g};
+  }
+  const double g = b.grad_loss[0];
+  if (a.reduction == Reduction::sum) return {static_cast<float>(g), static_cast<float>(g)};
+  return {static_cast<float>(safe_div(g, totals->den_ce, a.nothing_is_zero)),
+          static_cast<float>(safe_div(g, totals->den_z, a.nothing_is_zero))};
+}
+
+// Everything of one row's gradient but the element.
+struct RowGrad {
+  RowNormalizer<float> norm;  // p = norm.softmax(z): exp(z − LSE), NaN for a row whose LSE is not finite
+  float g_ce, hard, soft, W, zc;
+
+  __device__ __forceinline__ static RowGrad make(const Args& a, const GradArgs& b, const Totals* totals,
+                                                 std::int64_t row, std::int64_t t) {
+    RowGrad r;
+    const float lse = b.lse[row * b.lse_stride];
+    r.norm = State::from_lse(lse).normalizer();
+    const Scales sc = scales_of(a, b, totals, row);
+    r.g_ce = sc.ce;
+    r.hard = (1 - a.eps) * weight_of(a, t);
+    r.soft = a.eps / static_cast<float>(a.classes);
+    r.W = static_cast<float>(totals->weight_total);
+    r.zc = a.s > 0 ? sc.z * 2 * a.s * lse : 0.0f;
+    return r;
+  }
+  // ∂loss/∂z_j for a non-target j (hard_term = p_j) or the target (hard_term = p_t − 1 = −Σ_{j≠t} p_j).
+  __device__ __forceinline__ float d(float p, float hard_term, float w) const {
+    float v = g_ce * (hard * hard_term + soft * (W * p - w));
+    if (zc != 0) v += zc * p;
+    return v;
+  }
+};
+
+template <typename In, typename Out>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) grad_kernel(const Args a, const GradArgs b, const Totals* totals) {
+  using Tile = RowTile<In, kElems>;
+  __shared__ float red_rest[32];
+  const int g = static_cast<int>(threadIdx.x);
+  const std::int64_t total = a.rows * a.chunks;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    const std::int64_t row = idx / a.chunks, c = idx - row * a.chunks;
+    const std::int64_t t = target_of(a, row);
+    const RowKind kind = row_kind(a, t);
+    const std::int64_t first = c * kChunk;
+    const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
+    Out* gr = static_cast<Out*>(b.grad) + row * b.row_stride + first * b.col_stride;
+    float v[kElems];
+    if (kind != RowKind::valid) {  // ignored: 0; a bad target: NaN (the host throws)
+      const float fill = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
+#pragma unroll
+      for (int i = 0; i < kElems; ++i) v[i] = fill;
+      Tile::template store<Out>(gr, v, len, b.col_stride, g, kThreads);
+      continue;
+    }
+    const RowGrad rg = RowGrad::make(a, b, totals, row, t);
+    Tile::load(v, row_ptr<In>(a, row) + first * a.col_stride, len, a.col_stride, g, kThreads);
+    const std::int64_t lt = t - first;
+    float rest = 0;
+#pragma unroll
+    for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+      for (int j = 0; j < Tile::V; ++j) {
+        const int i = Tile::index(k, g, kThreads) + j;
+        if (i >= len) continue;
+        float& x = v[k * Tile::V + j];
+        if (i == lt) b.xt[row] = x;  // the whole chunk is in registers before anything is stored
+        float th = 0;
+        const float z = a.cap > 0 ? softcap(x, a.cap, th) : x;
+        const float p = rg.norm.softmax(z);
+        if (i != lt) rest += p;
+        float dz = rg.d(p, p, weight_of(a, first + i));
+        if (a.cap > 0) dz *= 1 - th * th;
+        x = dz;
+      }
+    rest = block_sum(rest, red_rest);
+    if (g == 0) b.rest[idx] = rest;
+    __syncthreads();  // every warp has read red_rest before the next chunk's block_sum rewrites it
+    Tile::template store<Out>(gr, v, len, b.col_stride, g, kThreads);
+  }
+}
+
+template <typename Out>
+__global__ void __launch_bounds__(kRowThreads) target_kernel(const Args a, const GradArgs b, const Totals* totals) {
+  for (std::int64_t row = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; row < a.rows;
+       row += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t t = target_of(a, row);
+    if (row_kind(a, t) != RowKind::valid) continue;
+    const RowGrad rg = RowGrad::make(a, b, totals, row, t);
+    float rest = 0;
+    for (std::int64_t c = 0; c < a.chunks; ++c) rest += b.rest[row * a.chunks + c];
+    float th = 0;
+    const float x = b.xt[row];
+    const float z = a.cap > 0 ? softcap(x, a.cap, th) : x;
+    const float p = rg.norm.softmax(z);
+    float dz = rg.d(p, -rest, weight_of(a, t));
+    if (a.cap > 0) dz *= 1 - th * th;
+    static_cast<Out*>(b.grad)[row * b.row_stride + t * b.col_stride] = kernels::from_f32<Out>(dz);
+  }
+}
+
+template <typename In, typename Out>
+void launch_grad(const Args& a, const GradArgs& b, const Totals* totals, cudaStream_t s) {
+  const std::int64_t total = a.rows * a.chunks;
+  if (total == 0) return;
+  grad_kernel<In, Out><<<kernels::capped_grid(total), kThreads, 0, s>>>(a, b, totals);
+  SMK_CUDA_CHECK_LAUNCH("cross_entropy grad_kernel");
+  target_kernel<Out><<<kernels::capped_grid((a.rows + kRowThreads - 1) / kRowThreads), kRowThreads, 0, s>>>(a, b,
+                                                                                                          totals);
+  SMK_CUDA_CHECK_LAUNCH("cross_entropy target_kernel");
+}
+
+}  // namespace
+
+}  // namespace smk::cuda::ce
+
+namespace smk::cuda {
+
+void cross_entropy_backward(const char* op, const detail::CrossEntropyProblem& p, const TensorView& grad_logits,
+                            const TensorView& logits, const TensorView& targets, const TensorView& grad_loss,
+                            const CrossEntropyOptions& options, const TensorView& lse, Stream stream) {
+  using namespace ce;
+  DeviceGuard guard(logits.device.index);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  const Args a = make_args(logits, targets, options);
+  const std::int64_t parts = p.rows * a.chunks;
+  const bool have_lse = lse.data != nullptr;
+  WorkspaceLayout ws;
+  const std::size_t off_flags = ws.add(sizeof(Flags)), off_totals = ws.add(sizeof(Totals));
+  const std::size_t off_rest = ws.add(sizeof(float) * parts);
+  const std::size_t off_xt = ws.add(sizeof(float) * p.rows);
+  const std::size_t off_states = ws.add(have_lse ? 0 : sizeof(State) * parts);
+  const std::size_t off_lse = ws.add(have_lse ? 0 : sizeof(float) * p.rows);
+  auto* base = static_cast<unsigned char*>(kernels::workspace_alloc(ws.bytes, s));
+  auto* flags = reinterpret_cast<Flags*>(base + off_flags);
+  auto* totals = reinterpret_cast<Totals*>(base + off_totals);
+  GradArgs b;
+  b.grad = grad_logits.data;
+  b.row_stride = grad_logits.strides[0];
+  b.col_stride = grad_logits.strides[1];
+  b.grad_loss = static_cast<const float*>(grad_loss.data);
+  b.gl_stride = grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
+  b.rest = reinterpret_cast<float*>(base + off_rest);
+  b.xt = reinterpret_cast<float*>(base + off_xt);
+  if (have_lse) {
+    b.lse = static_cast<const float*>(lse.data);
+    b.lse_stride = lse.strides[0];
+  } else {
+    b.lse = reinterpret_cast<float*>(base + off_lse);
+    b.lse_stride = 1;
+  }
+  try {
+    SMK_CUDA_CHECK(cudaMemsetAsync(flags, 0xFF, sizeof(Flags), s));
+    launch_scan(a, totals, flags, s);
+    if (!have_lse) {
+      auto* states = reinterpret_cast<State*>(base + off_states);
+      launch_stats(a, logits.dtype, false, true, states, nullptr, s);
+      launch_lse(a, states, reinterpret_cast<float*>(base + off_lse), s);
+    }
+    const bool f32_out = grad_logits.dtype == DType::f32;
+    switch (logits.dtype) {
+      case DType::f16:
+        if (f32_out) launch_grad<__half, float>(a, b, totals, s);
+        else launch_grad<__half, __half>(a, b, totals, s);
+        break;
+      case DType::bf16:
+        if (f32_out) launch_grad<__nv_bfloat16, float>(a, b, totals, s);
+        else launch_grad<__nv_bfloat16, __nv_bfloat16>(a, b, totals, s);
+        break;
+      default: launch_grad<float, float>(a, b, totals, s); break;
+    }
+  } catch (...) {
+    kernels::workspace_free(base, s);
+    throw;
+  }
+  finish(op, a, base, s);
+}
+
+}  // namespace smk::cuda

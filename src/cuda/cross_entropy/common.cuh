@@ -1,0 +1,129 @@
+// softmaxkit (internal, device code): what the cross-entropy kernels share — the call's arguments as one struct
+// passed by value, target and weight loads, the error flags, and the chunking of a row.
+//
+// A row of C logits is cut into chunks of kChunk elements, one block per (row, chunk), kElems per thread held in
+// registers (RowTile of the softmax kernels, cuda/softmax/common.cuh). The chunking depends on C alone, and every
+// sum is a fixed tree (a thread's registers pairwise, then the block butterfly, then the chunks in order), so a
+// row's loss, LSE and gradient are bitwise the same alone or in any batch, run after run. Compute is f32 for every
+// storage type; the cross-row sums of the reductions are in double, in a fixed order (one block, no atomics).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/softmax/common.cuh"
+#include "softmaxkit/core/online_state.hpp"
+#include "softmaxkit/cross_entropy.hpp"
+
+namespace smk::cuda::ce {
+
+using State = OnlineSoftmaxState<float>;
+
+// 256 threads × 32 elements: a chunk of 8192 logits (32 KB of f32) in registers, four blocks per SM. Rows of the
+// issue's vocabularies take 4 (32000) or 19 (151936) chunks, so even a handful of rows spreads over the GPU.
+constexpr int kThreads = 256;
+constexpr int kElems = 32;
+constexpr std::int64_t kChunk = std::int64_t{kThreads} * kElems;  // 8192
+// Blocks per SM the chunk kernels are compiled for (≤ 64 registers a thread): enough loads in flight to cover
+// memory latency while other blocks reduce.
+constexpr int kMinBlocks = 4;
+// The single-block kernels (the target and weight scan, the reduction over rows).
+constexpr int kScanThreads = 1024;
+// The per-row kernels (merging a row's chunk results): one thread per row.
+constexpr int kRowThreads = 256;
+
+// The call, as the kernels see it. Strides are in elements.
+struct Args {
+  const void* x = nullptr;
+  std::int64_t rows = 0, classes = 0, row_stride = 0, col_stride = 0, chunks = 0;
+  const void* targets = nullptr;
+  bool targets_i64 = false;
+  std::int64_t t_stride = 0;
+  std::int64_t ignore = -100;
+  const float* weights = nullptr;  // null: every weight is 1
+  std::int64_t w_stride = 0;
+  float eps = 0, s = 0, cap = 0;
+  Reduction reduction = Reduction::mean;
+  bool nothing_is_zero = false;
+};
+
+// What the kernels found wrong: the smallest bad row / class, or ~0 (the memset's 0xFF bytes) when none.
+struct Flags {
+  unsigned long long bad_row;
+  unsigned long long bad_weight;
+};
+constexpr unsigned long long kNone = ~0ull;
+
+// Row-independent quantities from the scan of targets and weights.
+struct Totals {
+  double weight_total;  // Σ_c w_c (C without weights)
+  double den_ce;        // Σ w_t over the rows not ignored (the mean's cross-entropy denominator)
+  double den_z;         // the number of rows not ignored (the z-loss denominator)
+};
+
+__device__ __forceinline__ std::int64_t target_of(const Args& a, std::int64_t row) {
+  const std::int64_t o = row * a.t_stride;
+  return a.targets_i64 ? static_cast<const std::int64_t*>(a.targets)[o]
+                       : static_cast<const std::int32_t*>(a.targets)[o];
+}
+__device__ __forceinline__ float weight_of(const Args& a, std::int64_t c) {
+  return a.weights ? a.weights[c * a.w_stride] : 1.0f;
+}
+
+enum class RowKind { valid, ignored, bad };
+__device__ __forceinline__ RowKind row_kind(const Args& a, std::int64_t t) {
+  if (t == a.ignore) return RowKind::ignored;
+  return t >= 0 && t < a.classes ? RowKind::valid : RowKind::bad;
+}
+
+template <typename In>
+__device__ __forceinline__ const In* row_ptr(const Args& a, std::int64_t row) {
+  return static_cast<const In*>(a.x) + row * a.row_stride;
+}
+
+// Soft-capping, z = c·tanh(x / c), the same expression as the CPU; `th` receives tanh(x / c) for the gradient.
+__device__ __forceinline__ float softcap(float x, float cap, float& th) {
+  th = tanhf(x / cap);
+  return cap * th;
+}
+__device__ __forceinline__ float capped(const Args& a, float x) {
+  float th;
+  return a.cap > 0 ? softcap(x, a.cap, th) : x;
+}
+
+// The scaling of one row's gradient by the upstream gradient: per row (none) or the scalar over the mean's
+// denominators, as the CPU forms it (in double, then rounded).
+__device__ __forceinline__ double safe_div(double num, double den, bool nothing_is_zero) {
+  return den == 0 && nothing_is_zero ? 0.0 : num / den;
+}
+
+}  // namespace smk::cuda::ce
+
+// Host side of the launchers, shared by forward.cu and backward.cu.
+namespace smk::cuda::ce {
+
+// One stream-ordered workspace carved into aligned pieces; the Flags always come first (finish() reads them there).
+struct WorkspaceLayout {
+  std::size_t bytes = 0;
+  std::size_t add(std::size_t n) {
+    const std::size_t at = bytes;
+    bytes += (n + 255) / 256 * 256;
+    return at;
+  }
+};
+
+Args make_args(const TensorView& logits, const TensorView& targets, const CrossEntropyOptions& o);
+// One block: validates the class weights, sums them, and scans the targets (first bad row, the mean's
+// denominators). Writes `totals` and raises `flags`.
+void launch_scan(const Args& a, Totals* totals, Flags* flags, cudaStream_t s);
+// The per-(row, chunk) online states and, for the forward, the label-smoothing partial sums.
+void launch_stats(const Args& a, DType x_dtype, bool exclude_target, bool skip_ignored, State* states,
+                  float* smooth, cudaStream_t s);
+// Per-row LSE only (the backward pass when the forward's LSE is not given), into `lse` (contiguous).
+void launch_lse(const Args& a, const State* states, float* lse, cudaStream_t s);
+// Copies the flags (at the start of `workspace`) back, frees the workspace, waits for the stream, and throws
+// smk::Error naming `op` and the argument at fault.
+void finish(const char* op, const Args& a, void* workspace, cudaStream_t s);
+
+}  // namespace smk::cuda::ce

@@ -1,0 +1,724 @@
+// Cross-entropy's CUDA kernels (src/cuda/cross_entropy/) against the CPU float64 reference
+// (smk::cpu::reference, on the logits widened exactly to f64): f32 / f16 / bf16 logits, i32 / i64 targets, every
+// option (ignore_index, reductions, label smoothing, z-loss, class weights, soft-capping), the conformance cases of
+// issue 5, strided and in-place layouts, rows up to 151936, bad targets (error + NaN), bitwise determinism and
+// batch invariance, and 64-bit indexing. Every output is poisoned (0xFF: NaN) before the call.
+//
+// Gates, from an error analysis of the kernels' f32 arithmetic (u = 2^-24, L = ⌈log2 C⌉, Λ = L + 9 + 2 ln C as
+// in the softmax gates of docs/semantics.md; e_z = (|x|/2 + 3|z|)·u, the soft-cap's rounding, else 0):
+//   LSE       e_lse = (|LSE| + Λ)·u + max e_z
+//   nll       softplus(d), d = LSE_rest − z_t with |Δd| ≤ e_d = (2|LSE_rest| + |z_t| + Λ)·u + 2·max e_z;
+//             |Δnll| ≤ σ(d)·e_d + 2u·nll ≤ min(1, nll)·e_d + 2u·nll (σ(d) ≤ min(1, softplus(d)))
+//   smoothing ε/C·u·(W·(|LSE| + |LSE − r| + Λ + 3) + (L + 4)·Σ w_c|z_c − r|)  (W·(LSE − r) − Σ w_c (z_c − r))
+//   z-loss    2s·|LSE|·e_lse + 2u·zl;   each loss + u·|loss|; sum / mean: Σ of the rows' gates (/ the mean's
+//             denominator) + u·|result|
+//   gradient  p_j = exp(z_j − LSE) with relative error ρ_j = e_lse + e_z,j + (L + 6)·u; the target's hard part
+//             −Σ_{j≠t} p_j with relative error max ρ; |Δ| ≤ |g|·((1 − ε)w_t·|hard part|·ρ + ε/C·W·p_j·ρ_j)
+//             + |2s·g_z·LSE|·p_j·(ρ_j + e_lse/|LSE|) + 6u·|d| (+ the soft-cap factor's u·|d|·(|x/c|·|th|·(1 − th²)
+//             + 4th² + 1)) + 2 f32 subnormals; f16 / bf16 outputs add half an ulp of the output type.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "softmaxkit/core/error.hpp"
+#include "softmaxkit/cpu/cross_entropy.hpp"
+#include "softmaxkit/cross_entropy.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+bool small_mode() {
+  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
+  return v != nullptr && v[0] == '1';
+}
+// SMK_CE_TEST_ON_CPU=1: the case-based tests run the CPU float path through the same harness and gates (a check of
+// the harness itself on a machine without a GPU; the kernels are not involved).
+bool cpu_mode() {
+  const char* v = std::getenv("SMK_CE_TEST_ON_CPU");
+  return v != nullptr && v[0] == '1';
+}
+#define SMK_REQUIRE_GPU_OR_CPU_MODE() \
+  do {                                \
+    if (!cpu_mode()) SMK_REQUIRE_GPU(); \
+  } while (0)
+
+// Bytes on the device, or on the host in cpu_mode().
+class Buf {
+ public:
+  explicit Buf(std::vector<unsigned char> bytes) {
+    if (cpu_mode()) host_ = std::move(bytes);
+    else dev_ = smk::cuda::DeviceBuffer<unsigned char>::from_host(bytes);
+  }
+  Buf(std::size_t n, unsigned char fill) : Buf(std::vector<unsigned char>(n, fill)) {}
+  void* data() { return cpu_mode() ? static_cast<void*>(host_.data()) : static_cast<void*>(dev_.data()); }
+  std::vector<unsigned char> to_host() const { return cpu_mode() ? host_ : dev_.to_host(); }
+  template <typename T>
+  std::vector<T> as() const {
+    const auto b = to_host();
+    std::vector<T> v(b.size() / sizeof(T));
+    std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+    return v;
+  }
+
+ private:
+  std::vector<unsigned char> host_;
+  smk::cuda::DeviceBuffer<unsigned char> dev_;
+};
+template <typename T>
+std::vector<unsigned char> bytes_of(const std::vector<T>& v) {
+  std::vector<unsigned char> b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// ---- a case ----------------------------------------------------------------------------------------------------------
+
+struct CeCase {
+  std::string name;
+  DType dtype = DType::f32;
+  DType tdtype = DType::i64;
+  DType grad_dtype = DType::f32;  // the backward's output (logits' dtype, or f32)
+  std::int64_t rows = 0, classes = 0;
+  std::int64_t row_stride = 0, col_stride = 1, offset = 0;  // row_stride 0: classes·col_stride
+  std::vector<double> x;                                      // logical [rows, classes], representable in dtype
+  std::vector<std::int64_t> t;
+  std::vector<double> weights;  // empty: none
+  std::vector<double> grad_loss;  // [rows] for none, [1] otherwise
+  CrossEntropyOptions opt;
+  bool pass_lse = true;  // the backward gets the forward's LSE
+  bool in_place = false;
+};
+
+Layout logits_layout(const CeCase& c) {
+  Layout l;
+  l.dtype = c.dtype;
+  l.shape = {c.rows, c.classes};
+  l.strides = {c.row_stride ? c.row_stride : c.classes * c.col_stride, c.col_stride};
+  l.offset = c.offset;
+  return l;
+}
+
+struct GpuOut {
+  std::vector<double> loss, lse, z, grad;
+  std::string error;  // what() of an smk::Error, if one was thrown
+};
+
+template <typename T>
+smk::cuda::DeviceBuffer<T> upload(const std::vector<T>& v) {
+  return smk::cuda::DeviceBuffer<T>::from_host(std::span<const T>(v.data(), v.size()));
+}
+
+// Runs the forward (and, when `backward`, the backward) on the GPU with poisoned outputs.
+GpuOut run_gpu(const CeCase& c, bool backward) {
+  GpuOut r;
+  const Device dev = cpu_mode() ? Device::cpu() : Device::cuda(0);
+  const Layout xl = logits_layout(c);
+  Buf xbuf(pack(xl, c.x, 0x7F));
+  const TensorView x = xl.view(xbuf.data(), dev);
+  std::vector<unsigned char> tbytes;
+  if (c.tdtype == DType::i64) tbytes = bytes_of(c.t);
+  else tbytes = bytes_of(std::vector<std::int32_t>(c.t.begin(), c.t.end()));
+  Buf tbuf(tbytes);
+  const TensorView t = TensorView::contiguous(tbuf.data(), c.tdtype, dev, {c.rows});
+  Buf wbuf(bytes_of(std::vector<float>(c.weights.begin(), c.weights.end())));
+  CrossEntropyOptions opt = c.opt;
+  if (!c.weights.empty()) opt.class_weights = TensorView::contiguous(wbuf.data(), DType::f32, dev, {c.classes});
+  const bool per_row = opt.reduction == Reduction::none;
+  const std::size_t nloss = per_row ? static_cast<std::size_t>(c.rows) : 1;
+  Buf loss(nloss * 4, 0xFF), lse(static_cast<std::size_t>(c.rows) * 4, 0xFF), z(nloss * 4, 0xFF);
+  auto shape_of = [&](void* p) {
+    return per_row ? TensorView::contiguous(p, DType::f32, dev, {c.rows}) : TensorView::contiguous(p, DType::f32, dev, {});
+  };
+  try {
+    cross_entropy(shape_of(loss.data()), x, t, opt, TensorView::contiguous(lse.data(), DType::f32, dev, {c.rows}),
+                  shape_of(z.data()));
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  if (!cpu_mode()) SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  for (float v : loss.as<float>()) r.loss.push_back(v);
+  for (float v : lse.as<float>()) r.lse.push_back(v);
+  for (float v : z.as<float>()) r.z.push_back(v);
+  if (!backward || !r.error.empty()) return r;
+
+  Buf glbuf(bytes_of(std::vector<float>(c.grad_loss.begin(), c.grad_loss.end())));
+  const TensorView glv = shape_of(glbuf.data());
+  Layout gl_layout = xl;
+  gl_layout.dtype = c.in_place ? c.dtype : c.grad_dtype;
+  Buf gbuf(c.in_place ? 0 : static_cast<std::size_t>(gl_layout.extent()) * dtype_size(c.grad_dtype), 0xFF);
+  const TensorView g = c.in_place ? x : gl_layout.view(gbuf.data(), dev);
+  try {
+    cross_entropy_backward(g, x, t, glv, opt,
+                           c.pass_lse ? TensorView::contiguous(lse.data(), DType::f32, dev, {c.rows}) : TensorView{});
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  if (!cpu_mode()) SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  r.grad = unpack(gl_layout, c.in_place ? xbuf.to_host() : gbuf.to_host());
+  return r;
+}
+
+// ---- the reference and the gates ----------------------------------------------------------------------------------------
+
+struct Ref {
+  std::vector<double> loss, lse, z, grad;
+  std::vector<double> loss_tol, z_tol, grad_tol;
+};
+
+double capped(const CeCase& c, double x) { return c.opt.softcap > 0 ? c.opt.softcap * std::tanh(x / c.opt.softcap) : x; }
+
+Ref reference(const CeCase& c, bool backward) {
+  Ref ref;
+  const Device cpu = Device::cpu();
+  const std::int64_t n = c.rows, C = c.classes;
+  std::vector<double> x = c.x;
+  const TensorView xv = TensorView::contiguous(x.data(), DType::f64, cpu, {n, C});
+  std::vector<std::int64_t> t = c.t;
+  const TensorView tv = TensorView::contiguous(t.data(), DType::i64, cpu, {n});
+  std::vector<double> w = c.weights;
+  CrossEntropyOptions opt = c.opt;
+  if (!w.empty()) opt.class_weights = TensorView::contiguous(w.data(), DType::f64, cpu, {C});
+  const bool per_row = opt.reduction == Reduction::none;
+  ref.loss.assign(per_row ? n : 1, 0);
+  ref.z.assign(per_row ? n : 1, 0);
+  ref.lse.assign(n, 0);
+  auto shape_of = [&](double* p) {
+    return per_row ? TensorView::contiguous(p, DType::f64, cpu, {n}) : TensorView::contiguous(p, DType::f64, cpu, {});
+  };
+  cpu::reference::cross_entropy(shape_of(ref.loss.data()), xv, tv, opt,
+                                TensorView::contiguous(ref.lse.data(), DType::f64, cpu, {n}), shape_of(ref.z.data()));
+  std::vector<double> gl = c.grad_loss;
+  if (backward) {
+    ref.grad.assign(n * C, 0);
+    cpu::reference::cross_entropy_backward(TensorView::contiguous(ref.grad.data(), DType::f64, cpu, {n, C}), xv, tv,
+                                           shape_of(gl.data()), opt);
+  }
+
+  // The gates.
+  const double u = kU, eps = opt.label_smoothing, s = opt.z_loss;
+  const double L = std::ceil(std::log2(std::max<double>(C, 1))), Lam = L + 9 + 2 * std::log(std::max<double>(C, 1));
+  double W = 0, den_ce = 0, den_z = 0;
+  for (std::int64_t j = 0; j < C; ++j) W += w.empty() ? 1 : w[j];
+  std::vector<double> row_tol(n, 0), row_ztol(n, 0);
+  ref.grad_tol.assign(backward ? n * C : 0, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t ti = c.t[i];
+    const bool ignored = ti == opt.ignore_index;
+    if (ignored) continue;
+    const double wt = w.empty() ? 1 : w[ti];
+    den_ce += wt;
+    den_z += 1;
+    std::vector<double> zr(C), ez(C);
+    double ez_max = 0, rest_max = -kInf;
+    for (std::int64_t j = 0; j < C; ++j) {
+      const double xv_ = c.x[i * C + j];
+      zr[j] = capped(c, xv_);
+      ez[j] = opt.softcap > 0 ? (std::fabs(xv_) / 2 + 3 * std::fabs(zr[j])) * u : 0;
+      ez_max = std::max(ez_max, ez[j]);
+      if (j != ti) rest_max = std::max(rest_max, zr[j]);
+    }
+    double rest_sum = 0;
+    for (std::int64_t j = 0; j < C; ++j)
+      if (j != ti && std::isfinite(rest_max)) rest_sum += std::exp(zr[j] - rest_max);
+    const double lse_rest = std::isfinite(rest_max) ? rest_max + std::log(rest_sum) : -kInf;
+    const double lse = ref.lse[i];
+    if (!std::isfinite(lse)) continue;  // non-finite rows are checked for their NaN / inf pattern only
+    const double e_lse = (std::fabs(lse) + Lam) * u + ez_max;
+    const double zt = zr[ti];
+    // LSE − z_t = softplus(LSE_rest − z_t): the difference of the rounded doubles would lose a tiny nll.
+    const double dd = lse_rest - zt;
+    const double nll = std::isfinite(lse_rest) ? (dd > 0 ? dd + std::log1p(std::exp(-dd)) : std::log1p(std::exp(dd)))
+                                               : 0.0;
+    const double e_d = (2 * (std::isfinite(lse_rest) ? std::fabs(lse_rest) : 0) + std::fabs(zt) + Lam) * u + 2 * ez_max;
+    const double e_nll = std::min(1.0, nll) * e_d + 2 * u * nll;
+    double e_ce = (1 - eps) * wt * e_nll;
+    double r0 = capped(c, c.x[i * C]);
+    if (!std::isfinite(r0)) r0 = 0;
+    if (eps > 0) {
+      double swz = 0;
+      for (std::int64_t j = 0; j < C; ++j) swz += (w.empty() ? 1 : w[j]) * std::fabs(zr[j] - r0);
+      e_ce += eps / C * u * (W * (std::fabs(lse) + std::fabs(lse - r0) + Lam + 3) + (L + 4) * swz);
+    }
+    const double ce = (1 - eps) * wt * nll;  // for the rounding terms only
+    const double zl = s * lse * lse;
+    row_ztol[i] = 2 * s * std::fabs(lse) * e_lse + 2 * u * zl;
+    row_tol[i] = e_ce + 2 * u * std::fabs(ce) + row_ztol[i] + u * std::fabs(ce + zl + e_ce);
+  }
+  if (per_row) {
+    ref.loss_tol = row_tol;
+    ref.z_tol = row_ztol;
+  } else {
+    double tl = 0, tz = 0;
+    for (std::int64_t i = 0; i < n; ++i) tl += row_tol[i], tz += row_ztol[i];
+    if (opt.reduction == Reduction::mean) {
+      tl = (den_ce > 0 ? tl / den_ce : 0) + (den_z > 0 ? tz / den_z : 0);
+      tz = den_z > 0 ? tz / den_z : 0;
+    }
+    ref.loss_tol = {tl + u * std::fabs(ref.loss[0])};
+    ref.z_tol = {tz + u * std::fabs(ref.z[0])};
+  }
+  if (!backward) return ref;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t ti = c.t[i];
+    if (ti == opt.ignore_index || !std::isfinite(ref.lse[i])) continue;
+    double g_ce, g_z;
+    if (per_row) {
+      g_ce = g_z = c.grad_loss[i];
+    } else if (opt.reduction == Reduction::sum) {
+      g_ce = g_z = c.grad_loss[0];
+    } else {
+      g_ce = den_ce > 0 ? c.grad_loss[0] / den_ce : 0;
+      g_z = den_z > 0 ? c.grad_loss[0] / den_z : 0;
+    }
+    const double lse = ref.lse[i];
+    const double wt = w.empty() ? 1 : w[ti];
+    double ez_max = 0;
+    std::vector<double> p(C), ez(C);
+    for (std::int64_t j = 0; j < C; ++j) {
+      const double xv_ = c.x[i * C + j], z = capped(c, xv_);
+      ez[j] = opt.softcap > 0 ? (std::fabs(xv_) / 2 + 3 * std::fabs(z)) * u : 0;
+      ez_max = std::max(ez_max, ez[j]);
+      p[j] = std::exp(z - lse);
+    }
+    double rest = 0;
+    for (std::int64_t j = 0; j < C; ++j)
+      if (j != ti) rest += p[j];
+    const double e_lse = (std::fabs(lse) + Lam) * u + ez_max;
+    const double zc = std::fabs(2 * s * g_z * lse);
+    for (std::int64_t j = 0; j < C; ++j) {
+      const double rho = e_lse + ez[j] + (L + 6) * u;
+      const double hard_part = j == ti ? rest * (e_lse + ez_max + (L + 6) * u) : p[j] * rho;
+      const double d = ref.grad[i * C + j];
+      double tol = std::fabs(g_ce) * ((1 - eps) * wt * hard_part + eps / C * W * p[j] * rho) +
+                   zc * p[j] * (rho + (std::fabs(lse) > 0 ? e_lse / std::fabs(lse) : 0)) + 6 * u * std::fabs(d);
+      if (opt.softcap > 0) {
+        const double xv_ = c.x[i * C + j], th = std::tanh(xv_ / opt.softcap);
+        const double fac = 1 - th * th;
+        const double d_nocap = fac > 0 ? std::fabs(d) / fac : 0;
+        tol = tol * fac + u * d_nocap * (std::fabs(xv_ / opt.softcap) * std::fabs(th) * fac + 4 * th * th + 1);
+      }
+      ref.grad_tol[i * C + j] = tol + 2 * std::numeric_limits<float>::denorm_min();
+    }
+  }
+  return ref;
+}
+
+bool close(double got, double want, double tol, DType out, std::string* why) {
+  if (std::isnan(want)) {
+    if (std::isnan(got)) return true;
+    *why = "expected NaN";
+    return false;
+  }
+  if (std::isinf(want)) {
+    if (got == want) return true;
+    *why = "expected " + sci(want);
+    return false;
+  }
+  if (!std::isfinite(got)) {
+    *why = "non-finite result";
+    return false;
+  }
+  double slack = tol;
+  if (out != DType::f32) slack += 0.5 * ulp_of(out, std::max(std::fabs(got), std::fabs(want)));
+  if (std::fabs(got - want) <= slack) return true;
+  *why = "error " + sci(std::fabs(got - want)) + " > gate " + sci(slack);
+  return false;
+}
+
+// Checks one case's forward (and backward) against the reference; returns the number of failures.
+int check_case(const CeCase& c, bool backward = true) {
+  const GpuOut g = run_gpu(c, backward);
+  if (!g.error.empty()) {
+    ADD_FAILURE() << c.name << ": unexpected error: " << g.error;
+    return 1;
+  }
+  const Ref r = reference(c, backward);
+  int failures = 0;
+  auto expect = [&](const char* what, std::size_t i, double got, double want, double tol, DType out) {
+    std::string why;
+    if (close(got, want, tol, out, &why)) return;
+    if (++failures <= 6)
+      ADD_FAILURE() << c.name << ": " << what << "[" << i << "]: got " << got << ", want " << want << " (" << why << ")";
+  };
+  for (std::size_t i = 0; i < r.loss.size(); ++i) expect("loss", i, g.loss[i], r.loss[i], r.loss_tol[i], DType::f32);
+  for (std::size_t i = 0; i < r.z.size(); ++i) expect("z_loss", i, g.z[i], r.z[i], r.z_tol[i], DType::f32);
+  const double Lam = std::ceil(std::log2(std::max<double>(c.classes, 1))) + 9 + 2 * std::log(std::max<double>(c.classes, 1));
+  for (std::size_t i = 0; i < r.lse.size(); ++i) {
+    double ez = 0;
+    for (std::int64_t j = 0; j < c.classes && c.opt.softcap > 0; ++j) {
+      const double xv = c.x[i * c.classes + j];
+      ez = std::max(ez, (std::fabs(xv) / 2 + 3 * std::fabs(capped(c, xv))) * kU);
+    }
+    expect("lse", i, g.lse[i], r.lse[i], (std::fabs(r.lse[i]) + Lam) * kU + ez, DType::f32);
+  }
+  if (backward) {
+    const DType out = c.in_place ? c.dtype : c.grad_dtype;
+    for (std::size_t i = 0; i < r.grad.size(); ++i) expect("grad", i, g.grad[i], r.grad[i], r.grad_tol[i], out);
+  }
+  return failures;
+}
+
+// ---- case builders ----------------------------------------------------------------------------------------------------
+
+CeCase random_case(const std::string& name, DType dtype, std::int64_t rows, std::int64_t C, std::uint64_t seed,
+                   Reduction red = Reduction::none) {
+  CeCase c;
+  c.name = name;
+  c.dtype = dtype;
+  c.grad_dtype = dtype;
+  c.rows = rows;
+  c.classes = C;
+  c.x = random_values(dtype, rows * C, 2.0, 1.5, seed);
+  std::mt19937_64 rng(seed + 7);
+  std::uniform_int_distribution<std::int64_t> pick(0, std::max<std::int64_t>(C - 1, 0));
+  for (std::int64_t i = 0; i < rows; ++i) c.t.push_back(pick(rng));
+  c.opt.reduction = red;
+  std::uniform_real_distribution<double> gd(-2.0, 2.0);
+  if (red == Reduction::none)
+    for (std::int64_t i = 0; i < rows; ++i) c.grad_loss.push_back(static_cast<float>(gd(rng)));
+  else
+    c.grad_loss = {0.75};
+  return c;
+}
+
+std::vector<std::int64_t> lengths() {
+  std::vector<std::int64_t> all = {1, 2, 3, 31, 33, 1025, 8191, 8192, 8193, 30001, 65537, 151936};
+  if (small_mode()) all.erase(std::remove_if(all.begin(), all.end(), [](auto n) { return n > 8193; }), all.end());
+  return all;
+}
+
+// ---- tests ----------------------------------------------------------------------------------------------------------
+
+TEST(CrossEntropyGpu, EveryDtypeTargetTypeAndLength) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  std::uint64_t seed = 1;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (DType tt : {DType::i32, DType::i64})
+      for (std::int64_t C : lengths()) {
+        const std::int64_t rows = C > 30000 ? 3 : 5;
+        CeCase c = random_case(std::string(dtype_name(dt)) + "/" + dtype_name(tt) + "/C=" + std::to_string(C), dt,
+                               rows, C, ++seed);
+        c.tdtype = tt;
+        check_case(c);
+        if (dt != DType::f32) {  // an f32 gradient for 16-bit logits
+          c.grad_dtype = DType::f32;
+          c.name += "/grad f32";
+          check_case(c);
+        }
+      }
+}
+
+TEST(CrossEntropyGpu, EveryReductionAndUpstream) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (Reduction red : {Reduction::none, Reduction::sum, Reduction::mean})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      CeCase c = random_case("reduction " + std::to_string(static_cast<int>(red)), dt, 37, 1000, 11, red);
+      c.grad_loss = red == Reduction::none ? c.grad_loss : std::vector<double>{-1.75};
+      check_case(c);
+      c.pass_lse = false;  // the backward recomputes the LSE
+      c.name += "/no lse";
+      check_case(c);
+    }
+}
+
+TEST(CrossEntropyGpu, IgnoreIndex) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (std::int64_t ignore : {std::int64_t{-100}, std::int64_t{-7}, std::int64_t{2}})
+    for (Reduction red : {Reduction::none, Reduction::mean, Reduction::sum}) {
+      CeCase c = random_case("ignore " + std::to_string(ignore), DType::f32, 16, 300, 21, red);
+      c.opt.ignore_index = ignore;
+      for (std::int64_t i = 0; i < c.rows; i += 3) c.t[i] = ignore;
+      if (ignore == 2) c.t[1] = 2;  // a valid class id that is ignored
+      check_case(c);
+    }
+}
+
+TEST(CrossEntropyGpu, EveryRowIgnored) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (bool zero : {false, true}) {
+    CeCase c = random_case(zero ? "all ignored, 0" : "all ignored, NaN", DType::f32, 8, 50, 31, Reduction::mean);
+    std::fill(c.t.begin(), c.t.end(), -100);
+    c.opt.mean_of_nothing_is_zero = zero;
+    check_case(c);
+    const GpuOut g = run_gpu(c, true);
+    if (zero) EXPECT_EQ(g.loss[0], 0.0);
+    else EXPECT_TRUE(std::isnan(g.loss[0]));
+    for (double v : g.grad) ASSERT_EQ(v, 0.0);
+  }
+}
+
+TEST(CrossEntropyGpu, LabelSmoothing) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (float eps : {0.0f, 0.05f, 0.9f, 1.0f})
+    for (Reduction red : {Reduction::none, Reduction::mean}) {
+      CeCase c = random_case("smoothing " + std::to_string(eps), DType::f32, 9, 20000, 41, red);
+      c.opt.label_smoothing = eps;
+      check_case(c);
+      c.dtype = c.grad_dtype = DType::bf16;
+      c.x = random_values(DType::bf16, c.rows * c.classes, 3.0, 20.0, 42);  // offset logits: r must absorb it
+      c.name += "/bf16";
+      check_case(c);
+    }
+  CeCase bad = random_case("smoothing 1.5", DType::f32, 2, 10, 43);
+  bad.opt.label_smoothing = 1.5f;
+  const GpuOut g = run_gpu(bad, false);
+  EXPECT_NE(g.error.find("label_smoothing"), std::string::npos) << g.error;
+}
+
+TEST(CrossEntropyGpu, ClassWeightsZLossSoftcap) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (Reduction red : {Reduction::none, Reduction::sum, Reduction::mean}) {
+    CeCase c = random_case("weights", DType::f32, 12, 9000, 51, red);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> wd(0.0, 3.0);
+    for (std::int64_t j = 0; j < c.classes; ++j) c.weights.push_back(static_cast<float>(wd(rng)));
+    check_case(c);
+    c.opt.label_smoothing = 0.1f;
+    c.name = "weights+smoothing";
+    check_case(c);
+    c.opt.z_loss = 1e-4f;
+    c.name = "weights+smoothing+zloss";
+    check_case(c);
+    c.opt.softcap = 3.0f;
+    c.x = random_values(DType::f32, c.rows * c.classes, 4.0, 0.0, 52);
+    c.name = "weights+smoothing+zloss+softcap";
+    check_case(c);
+  }
+  for (float s : {0.0f, 1e-4f, 0.5f}) {
+    CeCase c = random_case("z-loss " + std::to_string(s), DType::bf16, 6, 4000, 53, Reduction::mean);
+    c.x = random_values(DType::bf16, c.rows * c.classes, 2.0, 30.0, 54);  // LSE far from 0
+    c.opt.z_loss = s;
+    check_case(c);
+  }
+  CeCase c = random_case("softcap 30, bf16", DType::bf16, 4, 70000, 55);
+  c.x = random_values(DType::bf16, c.rows * c.classes, 20.0, 0.0, 56);
+  c.opt.softcap = 30.0f;
+  check_case(c);
+}
+
+// The article's example: logits [0, −120], target 1: loss exactly 120 and gradient [1, −1].
+TEST(CrossEntropyGpu, ArticleExample) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    CeCase c;
+    c.name = "article";
+    c.dtype = c.grad_dtype = dt;
+    c.rows = 1;
+    c.classes = 2;
+    c.x = {0.0, -120.0};
+    c.t = {1};
+    c.opt.reduction = Reduction::none;
+    c.grad_loss = {1.0};
+    const GpuOut g = run_gpu(c, true);
+    ASSERT_TRUE(g.error.empty()) << g.error;
+    EXPECT_EQ(g.loss[0], 120.0);
+    EXPECT_EQ(g.grad[0], 1.0);
+    EXPECT_EQ(g.grad[1], -1.0);
+  }
+}
+
+// One dominant logit, p_t → 1 in bf16: the loss and the target's gradient keep their relative precision (a rounded
+// LSE minus z_t, or p_t − 1, would give 0).
+TEST(CrossEntropyGpu, DominantLogitBf16) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (DType out : {DType::bf16, DType::f32}) {
+    CeCase c;
+    c.name = std::string("dominant, grad ") + dtype_name(out);
+    c.dtype = DType::bf16;
+    c.grad_dtype = out;
+    c.rows = 4;
+    c.classes = 32000;
+    c.x.assign(c.rows * c.classes, 0.0);
+    for (std::int64_t i = 0; i < c.rows; ++i) {
+      for (std::int64_t j = 0; j < c.classes; ++j) c.x[i * c.classes + j] = round_to(DType::bf16, -30.0 - (j % 7));
+      c.t.push_back(17 * (i + 1));
+      c.x[i * c.classes + c.t[i]] = 8.0 * static_cast<double>(i);  // margins 30 to 54
+    }
+    c.opt.reduction = Reduction::none;
+    c.grad_loss.assign(c.rows, 1.0);
+    check_case(c);
+    const GpuOut g = run_gpu(c, true);
+    const Ref r = reference(c, true);
+    for (std::int64_t i = 0; i < c.rows; ++i) {
+      EXPECT_GT(g.loss[i], 0.0) << "row " << i;
+      EXPECT_NEAR(g.loss[i] / r.loss[i], 1.0, 1e-5) << "row " << i;
+      const double gt = g.grad[i * c.classes + c.t[i]], rt = r.grad[i * c.classes + c.t[i]];
+      EXPECT_LT(gt, 0.0) << "row " << i;
+      EXPECT_NEAR(gt / rt, 1.0, out == DType::f32 ? 1e-5 : 8e-3) << "row " << i;
+    }
+  }
+}
+
+TEST(CrossEntropyGpu, InPlaceStridedAndUnaligned) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    CeCase c = random_case("in place", dt, 7, 20001, 61, Reduction::mean);
+    c.in_place = true;
+    check_case(c);
+    c.in_place = false;
+    c.row_stride = 20001 + 13;
+    c.offset = 1;
+    c.name = "row stride, unaligned";
+    check_case(c);
+    c.in_place = true;
+    c.name = "row stride, unaligned, in place";
+    check_case(c);
+    c.col_stride = 3;
+    c.row_stride = 0;
+    c.offset = 0;
+    c.in_place = false;
+    c.name = "column stride 3";
+    check_case(c);
+    c.in_place = true;
+    c.name = "column stride 3, in place";
+    check_case(c);
+  }
+}
+
+TEST(CrossEntropyGpu, NonFiniteRows) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  CeCase c = random_case("non-finite", DType::f32, 4, 100, 71);
+  c.x[0 * 100 + 5] = kNaN;                               // a NaN logit: NaN row
+  for (int j = 0; j < 100; ++j) c.x[1 * 100 + j] = -kInf;  // every logit −inf: NaN loss and gradient
+  c.x[2 * 100 + c.t[2] + (c.t[2] == 0 ? 1 : -1)] = kInf;  // +inf on a non-target: LSE inf, loss inf
+  check_case(c);
+}
+
+TEST(CrossEntropyGpu, BadTargetsRaiseAndNaN) {
+  SMK_REQUIRE_GPU();
+  for (std::int64_t bad : {std::int64_t{300}, std::int64_t{-1}, std::int64_t{-101}})
+    for (DType tt : {DType::i32, DType::i64}) {
+      CeCase c = random_case("bad target", DType::f32, 6, 300, 81);
+      c.tdtype = tt;
+      c.t[4] = bad;
+      c.t[5] = bad;
+      const GpuOut f = run_gpu(c, false);
+      EXPECT_NE(f.error.find("cross_entropy"), std::string::npos) << f.error;
+      EXPECT_NE(f.error.find("'targets'"), std::string::npos) << f.error;
+      EXPECT_NE(f.error.find("targets[4] = " + std::to_string(bad)), std::string::npos) << f.error;
+      EXPECT_TRUE(std::isnan(f.loss[4]) && std::isnan(f.loss[5]));
+      for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isfinite(f.loss[i])) << i;
+      // The backward on its own (the forward's error was caught above): the same error, NaN gradient rows.
+      CeCase b = c;
+      b.pass_lse = false;
+      b.opt.reduction = Reduction::mean;
+      b.grad_loss = {1.0};
+      const Device dev = Device::cuda(0);
+      const Layout xl = logits_layout(b);
+      auto xbuf = upload(pack(xl, b.x, 0));
+      std::vector<std::int64_t> t64 = b.t;
+      std::vector<std::int32_t> t32(b.t.begin(), b.t.end());
+      smk::cuda::DeviceBuffer<unsigned char> tbuf = tt == DType::i64
+          ? upload(std::vector<unsigned char>(reinterpret_cast<unsigned char*>(t64.data()), reinterpret_cast<unsigned char*>(t64.data() + t64.size())))
+          : upload(std::vector<unsigned char>(reinterpret_cast<unsigned char*>(t32.data()), reinterpret_cast<unsigned char*>(t32.data() + t32.size())));
+      smk::cuda::DeviceBuffer<float> gl(1), grad(b.rows * b.classes);
+      const std::vector<float> one = {1.0f};
+      gl.copy_from_host(one);
+      grad.fill_bytes(0);
+      std::string what;
+      try {
+        cross_entropy_backward(TensorView::contiguous(grad.data(), DType::f32, dev, {b.rows, b.classes}),
+                               xl.view(xbuf.data(), dev), TensorView::contiguous(tbuf.data(), tt, dev, {b.rows}),
+                               TensorView::contiguous(gl.data(), DType::f32, dev, {}), b.opt);
+      } catch (const Error& e) {
+        what = e.what();
+      }
+      EXPECT_NE(what.find("cross_entropy_backward"), std::string::npos) << what;
+      EXPECT_NE(what.find("targets[4]"), std::string::npos) << what;
+      const auto gh = grad.to_host();
+      for (std::int64_t j = 0; j < b.classes; ++j) {
+        ASSERT_TRUE(std::isnan(gh[4 * b.classes + j]));
+        ASSERT_TRUE(std::isfinite(gh[0 * b.classes + j]));
+      }
+    }
+}
+
+TEST(CrossEntropyGpu, BadClassWeightsRaise) {
+  SMK_REQUIRE_GPU();
+  CeCase c = random_case("bad weight", DType::f32, 3, 40, 91, Reduction::mean);
+  c.weights.assign(40, 1.0);
+  c.weights[17] = -0.5;
+  const GpuOut g = run_gpu(c, false);
+  EXPECT_NE(g.error.find("class_weights"), std::string::npos) << g.error;
+  EXPECT_NE(g.error.find("weight[17]"), std::string::npos) << g.error;
+}
+
+// Bitwise: a repeat gives the same bytes, and a row's loss, LSE and gradient are the same alone or in a batch.
+TEST(CrossEntropyGpu, DeterministicAndBatchInvariant) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  for (std::int64_t C : {std::int64_t{1000}, std::int64_t{32000}, std::int64_t{151936}}) {
+    if (small_mode() && C > 8192) continue;
+    CeCase batch = random_case("batch", DType::bf16, 24, C, 101);
+    batch.opt.label_smoothing = 0.1f;
+    batch.opt.z_loss = 1e-4f;
+    const GpuOut a = run_gpu(batch, true), b = run_gpu(batch, true);
+    ASSERT_TRUE(a.error.empty()) << a.error;
+    EXPECT_EQ(std::memcmp(a.loss.data(), b.loss.data(), a.loss.size() * 8), 0);
+    EXPECT_EQ(std::memcmp(a.grad.data(), b.grad.data(), a.grad.size() * 8), 0);
+    for (std::int64_t r : {std::int64_t{0}, std::int64_t{13}, std::int64_t{23}}) {
+      CeCase one = batch;
+      one.rows = 1;
+      one.x.assign(batch.x.begin() + r * C, batch.x.begin() + (r + 1) * C);
+      one.t = {batch.t[r]};
+      one.grad_loss = {batch.grad_loss[r]};
+      const GpuOut o = run_gpu(one, true);
+      EXPECT_EQ(o.loss[0], a.loss[r]) << "C=" << C << " row " << r;
+      EXPECT_EQ(o.lse[0], a.lse[r]) << "C=" << C << " row " << r;
+      EXPECT_EQ(std::memcmp(o.grad.data(), a.grad.data() + r * C, C * 8), 0) << "C=" << C << " row " << r;
+    }
+  }
+}
+
+// More than 2^32 logits (bf16, 8.6 GB): zeros, so every row's loss is log C and the gradient 1/C, 1/C − 1.
+TEST(CrossEntropyGpu, SixtyFourBitIndexing) {
+  SMK_REQUIRE_GPU();
+  if (small_mode()) GTEST_SKIP() << "SMK_GPU_TEST_SMALL: skips the 8.6 GB case";
+  const std::int64_t C = 151936, rows = (std::int64_t{1} << 32) / C + 2;
+  const Device dev = Device::cuda(0);
+  std::size_t free_b = 0, total_b = 0;
+  SMK_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < static_cast<std::size_t>(rows * C * 2 + (1 << 30))) GTEST_SKIP() << "needs 9 GB of device memory";
+  smk::cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(rows * C * 2));
+  x.fill_bytes(0);
+  std::vector<std::int64_t> t(rows);
+  for (std::int64_t i = 0; i < rows; ++i) t[i] = (i * 7919) % C;
+  auto tbuf = upload(t);
+  smk::cuda::DeviceBuffer<float> loss(rows), lse(rows), gl(rows);
+  loss.fill_bytes(0xFF);
+  lse.fill_bytes(0xFF);
+  const std::vector<float> ones(rows, 1.0f);
+  gl.copy_from_host(ones);
+  const TensorView xv = TensorView::contiguous(x.data(), DType::bf16, dev, {rows, C});
+  const TensorView tv = TensorView::contiguous(tbuf.data(), DType::i64, dev, {rows});
+  CrossEntropyOptions opt;
+  opt.reduction = Reduction::none;
+  cross_entropy(TensorView::contiguous(loss.data(), DType::f32, dev, {rows}), xv, tv, opt,
+                TensorView::contiguous(lse.data(), DType::f32, dev, {rows}));
+  const auto lh = loss.to_host();
+  const double want = std::log(static_cast<double>(C));
+  for (std::int64_t i = 0; i < rows; ++i) ASSERT_NEAR(lh[i], want, 40 * kU * want) << "row " << i;
+  cross_entropy_backward(xv, xv, tv, TensorView::contiguous(gl.data(), DType::f32, dev, {rows}), opt,
+                         TensorView::contiguous(lse.data(), DType::f32, dev, {rows}));
+  const std::int64_t last = rows - 1;
+  std::vector<bfloat16_t> row(C);
+  SMK_CUDA_CHECK(cudaMemcpy(row.data(), x.data() + last * C * 2, C * 2, cudaMemcpyDeviceToHost));
+  const double p = 1.0 / static_cast<double>(C);
+  for (std::int64_t j = 0; j < C; ++j) {
+    const double want_g = j == t[last] ? p - 1 : p;
+    ASSERT_NEAR(to_float(row[j]), want_g, ulp_of(DType::bf16, want_g)) << "element " << j;
+  }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
