@@ -306,9 +306,9 @@ void article_examples(const Backend& be, Checks& checks) {
   OnlineSoftmaxState<float> state = OnlineSoftmaxState<float>::empty();
   for (float v : {1.0f, 3.0f, 2.0f}) {
     state.push(v);
-    fmt::print("{:>6} {:>8.4f} {:>10.4f} {:>10.4f}\n", v, state.m, state.l, state.lse());
+    fmt::print("{:>6} {:>8.4f} {:>10.4f} {:>10.4f}\n", v, state.m, state.l(), state.lse());
   }
-  checks.expect(state.m == 3.0f && std::fabs(state.l - 1.5032f) < 5e-5f && std::fabs(state.lse() - 3.4076f) < 5e-5f,
+  checks.expect(state.m == 3.0f && std::fabs(state.l() - 1.5032f) < 5e-5f && std::fabs(state.lse() - 3.4076f) < 5e-5f,
                 "ends at m = 3, l = 1.5032, LSE = 3.4076");
   OnlineSoftmaxState<float> left = OnlineSoftmaxState<float>::empty(), right = OnlineSoftmaxState<float>::empty();
   left.push(1.0f);
@@ -316,7 +316,7 @@ void article_examples(const Backend& be, Checks& checks) {
   right.push(2.0f);
   left.merge(right);
   fmt::print("\nMerging [1] with [3, 2]: m = {:.4f}, l = {:.4f}, LSE = {:.4f}  (merge is exact, any grouping)\n",
-             left.m, left.l, left.lse());
+             left.m, left.l(), left.lse());
   checks.expect(std::fabs(left.lse() - state.lse()) < 1e-6f, "the merged halves give the same LSE");
 }
 

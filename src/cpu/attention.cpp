@@ -104,7 +104,7 @@ void attention(const char* op, const TensorView& out, const TensorView& lse, con
             state.merge(sink_state);
           }
           // No visible key (and no sink): O = 0 by definition, never 0/0.
-          const Acc inv = state.is_empty() ? Acc(0) : Acc(1) / state.l;
+          const Acc inv = state.is_empty() ? Acc(0) : Acc(1) / state.l();
           auto* oi = od + ob + (q0 + i) * out.strides[r] + h * out.strides[r + 1];
           for (std::int64_t x = 0; x < p.d; ++x) detail::store(oi + x * out.strides[r + 2], acc[x] * inv);
           if (lse.data) {
@@ -149,7 +149,7 @@ void merge(const char* op, const TensorView& out_o, const TensorView& out_lse, c
         merged.merge(b);
         // Each part is already normalised (its l is 1): O = (w_a·O_a + w_b·O_b) / (w_a + w_b). Two empty parts give
         // O = 0 whatever their O held.
-        const Acc inv = Acc(1) / merged.l;
+        const Acc inv = Acc(1) / merged.l();
         const std::int64_t oa = row_offset(o_a, row, 1), ob = row_offset(o_b, row, 1), oo = row_offset(out_o, row, 1);
         for (std::int64_t x = 0; x < d; ++x) {
           const Acc va = detail::load<Acc>(pa + oa + x * o_a.strides[last]);

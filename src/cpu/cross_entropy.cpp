@@ -78,11 +78,12 @@ struct Row {
     const Acc shift = OnlineSoftmaxState<Acc>::shift_for(max);
     for (std::int64_t j = 0; j < c; ++j) e[j] = exp_diff(z[j], shift);
     state = OnlineSoftmaxState<Acc>::from_max_and_sum(max, detail::pairwise_sum(e.data(), c));
-    if (finite()) {
+    if (finite()) {  // the state's excess d = l − 1, summed without the max's exact 1 (online_state.hpp)
       std::int64_t k = 0;
       while (z[k] != max) ++k;
       e[k] = 0;
-      log_l = std::log1p(detail::pairwise_sum(e.data(), c));
+      state = OnlineSoftmaxState<Acc>::from_max_and_excess(max, detail::pairwise_sum(e.data(), c));
+      log_l = state.normalizer().log_sum;  // log1p(d)
       e[k] = 1;  // exp_diff(max, max) is exactly 1
     }
   }

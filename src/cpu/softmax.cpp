@@ -71,14 +71,26 @@ void gather_scores(std::vector<Acc>& z, const In* row, std::int64_t n, std::int6
   });
 }
 
+// The row's state, and e[i] = exp_diff(z[i], shift). The scores equal to the max are counted and their exact 1s
+// left out of the pairwise sum, so the excess d = l − 1 keeps the small terms' relative precision
+// (OnlineSoftmaxState::from_max_ties_and_rest); e keeps the 1s for softmax.
 template <typename Acc>
 OnlineSoftmaxState<Acc> row_state(const std::vector<Acc>& z, std::int64_t n, std::vector<Acc>& e) {
   e.resize(static_cast<std::size_t>(n));
   Acc max = -kInf<Acc>;
   for (std::int64_t i = 0; i < n; ++i) max = nan_max(max, z[i]);
   const Acc shift = OnlineSoftmaxState<Acc>::shift_for(max);
-  for (std::int64_t i = 0; i < n; ++i) e[i] = exp_diff(z[i], shift);
-  return OnlineSoftmaxState<Acc>::from_max_and_sum(max, detail::pairwise_sum(e.data(), n));
+  std::int64_t ties = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool tie = z[i] == shift;
+    ties += tie;
+    e[i] = tie ? Acc(0) : exp_diff(z[i], shift);
+  }
+  const Acc rest = detail::pairwise_sum(e.data(), n);
+  if (ties > 0)
+    for (std::int64_t i = 0; i < n; ++i)
+      if (z[i] == shift) e[i] = Acc(1);  // exp_diff(max, max) is exactly 1
+  return OnlineSoftmaxState<Acc>::from_max_ties_and_rest(max, ties, rest);
 }
 
 // out: softmax / log-softmax output (in's shape) or, for logsumexp and state, the per-row output (m for state);
@@ -121,7 +133,7 @@ void forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, const Te
             detail::store(dst, s.lse());
           } else {
             detail::store(dst, s.m);
-            detail::with_type(out2.dtype, out2.data, [&](auto* p2) { detail::store(p2 + off[kOut2], s.l); });
+            detail::with_type(out2.dtype, out2.data, [&](auto* p2) { detail::store(p2 + off[kOut2], s.l()); });
           }
           return;
         }

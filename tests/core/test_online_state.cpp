@@ -34,14 +34,14 @@ TEST(OnlineState, ArticleTraceOneThreeTwo) {
   State s = State::empty();
   s.push(1);
   EXPECT_EQ(s.m, 1);
-  EXPECT_EQ(s.l, 1);
+  EXPECT_EQ(s.l(), 1);
   s.push(3);
   EXPECT_EQ(s.m, 3);
-  EXPECT_NEAR(s.l, std::exp(-2.0) + 1, 1e-15);
+  EXPECT_NEAR(s.l(), std::exp(-2.0) + 1, 1e-15);
   s.push(2);
   EXPECT_EQ(s.m, 3);
-  EXPECT_NEAR(s.l, 1.5032, 5e-5);
-  EXPECT_NEAR(s.l, std::exp(-2.0) + 1 + std::exp(-1.0), 1e-15);
+  EXPECT_NEAR(s.l(), 1.5032, 5e-5);
+  EXPECT_NEAR(s.l(), std::exp(-2.0) + 1 + std::exp(-1.0), 1e-15);
   EXPECT_NEAR(s.lse(), 3.4076, 5e-5);
   EXPECT_NEAR(s.lse(), std::log(std::exp(1.0) + std::exp(3.0) + std::exp(2.0)), 1e-14);
 }
@@ -57,18 +57,18 @@ TEST(OnlineState, EmptyIsTheIdentityOfMerge) {
     right.merge(e);
     EXPECT_EQ(left.m, s.m);
     EXPECT_EQ(right.m, s.m);
-    if (!std::isnan(s.l)) {
-      EXPECT_EQ(left.l, s.l);
-      EXPECT_EQ(right.l, s.l);
+    if (!std::isnan(s.l())) {
+      EXPECT_EQ(left.l(), s.l());
+      EXPECT_EQ(right.l(), s.l());
     }
   }
   State both = e;
   both.merge(e);  // (−inf) − (−inf) would make this NaN
   EXPECT_TRUE(both.is_empty());
-  EXPECT_EQ(both.l, 0.0);
+  EXPECT_EQ(both.l(), 0.0);
   State only_neg_inf = of({-kInf, -kInf});
   EXPECT_TRUE(only_neg_inf.is_empty());
-  EXPECT_FALSE(std::isnan(only_neg_inf.l));
+  EXPECT_FALSE(std::isnan(only_neg_inf.l()));
 }
 
 TEST(OnlineState, MergeIsCommutativeAndAssociative) {
@@ -88,13 +88,13 @@ TEST(OnlineState, MergeIsCommutativeAndAssociative) {
     ab.merge(parts[1]);
     ba.merge(parts[0]);
     EXPECT_EQ(ab.m, ba.m);
-    EXPECT_EQ(ab.l, ba.l);  // IEEE addition commutes: bitwise equal
+    EXPECT_EQ(ab.d, ba.d);  // IEEE addition commutes: bitwise equal
     State ab_c = ab, bc = parts[1], a_bc = parts[0];
     ab_c.merge(parts[2]);
     bc.merge(parts[2]);
     a_bc.merge(bc);
     EXPECT_EQ(ab_c.m, a_bc.m);
-    EXPECT_NEAR(ab_c.l, a_bc.l, 8 * std::numeric_limits<double>::epsilon() * ab_c.l);
+    EXPECT_NEAR(ab_c.l(), a_bc.l(), 8 * std::numeric_limits<double>::epsilon() * ab_c.l());
     std::vector<double> all;
     for (auto& v : xs) all.insert(all.end(), v.begin(), v.end());
     EXPECT_NEAR(ab_c.lse(), exact_lse(all), 1e-13 * (1 + std::fabs(ab_c.lse())));
@@ -106,7 +106,47 @@ TEST(OnlineState, PushEqualsMergeOfSingletons) {
   State merged = State::empty();
   for (double x : {0.5, -3.0, 7.25, 7.25}) merged.merge(State::from_max_and_sum(x, 1.0));
   EXPECT_EQ(pushed.m, merged.m);
-  EXPECT_NEAR(pushed.l, merged.l, 1e-15);
+  EXPECT_NEAR(pushed.l(), merged.l(), 1e-15);
+}
+
+// The excess d = l − 1 keeps the mass of the non-max scores at full relative precision, so the LSE and the max's
+// log-probability −log l stay accurate when they are tiny. The oracle is analytic: for [0, −t, −t, ...] with k
+// scores at −t, l − 1 = k·e^−t exactly, and log l = log1p(k·e^−t), evaluated in long double.
+TEST(OnlineState, ExcessKeepsTinyLogSumsRelativelyExact) {
+  for (float t : {5.0f, 12.0f, 20.0f, 40.0f, 80.0f}) {
+    for (int k : {1, 2, 6, 31}) {
+      StateF pushed = StateF::empty();
+      pushed.push(0.0f);
+      for (int i = 0; i < k; ++i) pushed.push(-t);
+      StateF merged = StateF::empty();  // the same scores through merges of singletons, max last
+      for (int i = 0; i < k; ++i) merged.merge(StateF::from_lse(-t));
+      merged.merge(StateF::from_lse(0.0f));
+      // A kernel's way: the max counted, the rest summed without it.
+      float rest = 0;
+      for (int i = 0; i < k; ++i) rest += smk::exp_diff(-t, 0.0f);
+      const StateF kernel = StateF::from_max_ties_and_rest(0.0f, 1, rest);
+      const long double excess = k * std::exp(-static_cast<long double>(t));
+      const long double lse = std::log1p(excess);
+      for (const StateF& s : {pushed, merged, kernel}) {
+        EXPECT_EQ(s.m, 0.0f);
+        // k roundings of the running sum and one of exp: ≤ (k + 2)·u relative.
+        EXPECT_LE(std::fabs(s.d - excess) / excess, (k + 2) * std::ldexp(1.0, -24)) << t << " " << k;
+        EXPECT_LE(std::fabs(s.lse() - lse) / lse, (k + 4) * std::ldexp(1.0, -24)) << t << " " << k;
+        EXPECT_LE(std::fabs(s.normalizer().log_softmax(0.0f) + lse) / lse, (k + 4) * std::ldexp(1.0, -24));
+      }
+    }
+  }
+  // Ties: d counts every extra copy of the max exactly.
+  const StateF ties = StateF::from_max_ties_and_rest(2.0f, 3, 0.25f);
+  EXPECT_EQ(ties.d, 2.25f);
+  EXPECT_EQ(ties.l(), 3.25f);
+  StateF a = StateF::from_lse(1.0f), b = StateF::from_lse(1.0f);
+  a.merge(b);
+  EXPECT_EQ(a.d, 1.0f);
+  EXPECT_EQ(a.lse(), 1.0f + std::log(2.0f));
+  EXPECT_EQ(StateF::from_max_ties_and_rest(-INFINITY, 7, 0.0f).lse(), -INFINITY);
+  EXPECT_TRUE(StateF::from_max_ties_and_rest(NAN, 0, 0.0f).is_nan());
+  EXPECT_EQ(StateF::from_max_ties_and_rest(INFINITY, 2, 0.0f).lse(), INFINITY);
 }
 
 TEST(OnlineState, NaNIsStickyAndNeverDropped) {
@@ -165,7 +205,7 @@ TEST(OnlineState, MergeWeightsCarryPartialOutputs) {
   double acc_b = std::exp(x[2] - b.m) * 2 + std::exp(x[3] - b.m) * 3;
   const auto w = a.merge_weights(b);
   a.merge(b);
-  const double o = (acc_a * w.self + acc_b * w.other) / a.l;
+  const double o = (acc_a * w.self + acc_b * w.other) / a.l();
   double num = 0, den = 0;
   for (int i = 0; i < 4; ++i) {
     num += std::exp(x[i]) * i;

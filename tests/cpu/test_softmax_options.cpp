@@ -359,7 +359,7 @@ TEST_P(CpuSoftmaxOptions, StateIsMaxAndShiftedSum) {
     for (int i = 0; i < N; ++i) sum += std::exp(static_cast<long double>(x[r * N + i]) - mx);
     EXPECT_EQ(m[r], static_cast<float>(mx));
     EXPECT_NEAR(l[r], sum, (std::log2(N) + 3) * kU * sum);
-    merged.merge({m[r], l[r]});
+    merged.merge(smk::OnlineSoftmaxState<double>::from_max_and_sum(m[r], l[r]));
   }
   std::vector<long double> all(x.begin(), x.begin() + 2 * N);
   EXPECT_NEAR(merged.lse(), exact_lse(all), (std::fabs(merged.lse()) + 16) * kU);

@@ -70,7 +70,7 @@ __global__ void merge_kernel(MergeArgs a) {
     const auto w = sa.merge_weights(sb);
     auto merged = sa;
     merged.merge(sb);
-    const float inv = 1.0f / merged.l;
+    const float inv = 1.0f / merged.l();
     const T* oa = static_cast<const T*>(a.o_a) + off_o[1];
     const T* ob = static_cast<const T*>(a.o_b) + off_o[2];
     T* oo = static_cast<T*>(a.out_o) + off_o[0];

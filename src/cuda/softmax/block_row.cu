@@ -35,11 +35,19 @@ __device__ __forceinline__ float cluster_sum(float* slot, int cluster) {
   return group_sum(v, 32);
 }
 
+__device__ __forceinline__ int cluster_count(int* slot, int cluster) {
+  const int lane = threadIdx.x % 32;
+  const int v = lane < cluster ? *cg::this_cluster().map_shared_rank(slot, lane) : 0;
+  return group_count(v, 32);
+}
+
 template <typename In>
 __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowProblem p, int cluster) {
   using Tile = RowTile<In, kBlockElems>;
   __shared__ float red_max[32], red_sum[32];
+  __shared__ int red_ties[32];
   __shared__ float part_max, part_sum;  // this block's partials, read by the whole cluster
+  __shared__ int part_ties;
   const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const int T = static_cast<int>(blockDim.x);
   const int g = rank * T + static_cast<int>(threadIdx.x), G = cluster * T;
@@ -57,15 +65,22 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
       m = cluster_max(&part_max, cluster);
     }
     const float shift = OnlineSoftmaxState<float>::shift_for(m);
-    float l = block_sum(thread_exp_sum(v, shift, p.op == Op::softmax), red_sum);
+    int ties = 0;
+    float rest = thread_exp_rest(v, shift, p.op == Op::softmax, ties);
+    rest = block_sum(rest, red_sum);
+    ties = block_count(ties, red_ties);  // its barrier is the one block_sum's scratch needed before reuse anyway
     if (cluster > 1) {
-      if (threadIdx.x == 0) part_sum = l;
+      if (threadIdx.x == 0) {
+        part_sum = rest;
+        part_ties = ties;
+      }
       cg::this_cluster().sync();
-      l = cluster_sum(&part_sum, cluster);
+      rest = cluster_sum(&part_sum, cluster);
+      ties = cluster_count(&part_ties, cluster);
     }
-    // Shared memory reuse: red_max is rewritten next row only after this row's block_sum barrier, red_sum after
-    // the next row's block_max barrier; part_max / part_sum only after the next cluster barrier.
-    const auto state = OnlineSoftmaxState<float>::from_max_and_sum(m, l);
+    // Shared memory reuse: red_max is rewritten next row only after this row's block_sum barrier, red_sum and
+    // red_ties after the next row's block_max barrier; part_* only after the next cluster barrier.
+    const auto state = OnlineSoftmaxState<float>::from_max_ties_and_rest(m, ties, rest);
     if (!writes_rows(p.op)) {
       if (g == 0) write_row_stats(p, o, state);
       continue;

@@ -258,10 +258,19 @@ __device__ __forceinline__ float group_max(float v, int width) {
 }
 __device__ __forceinline__ OnlineSoftmaxState<float> group_merge(OnlineSoftmaxState<float> s, int width) {
   for (int o = width / 2; o > 0; o /= 2) {
-    const OnlineSoftmaxState<float> other{__shfl_xor_sync(kFullMask, s.m, o), __shfl_xor_sync(kFullMask, s.l, o)};
+    const auto other = OnlineSoftmaxState<float>::from_fields(__shfl_xor_sync(kFullMask, s.m, o),
+                                                              __shfl_xor_sync(kFullMask, s.d, o));
     s.merge(other);  // merge is symmetric, so both lanes of a pair compute the same state
   }
   return s;
+}
+
+// The number of a row's scores equal to its max, summed like group_sum (integers: any order gives the same count).
+// A full warp uses the one-instruction redux.sync (sm_80+).
+__device__ __forceinline__ int group_count(int v, int width) {
+  if (width == 32) return static_cast<int>(__reduce_add_sync(kFullMask, static_cast<unsigned>(v)));
+  for (int o = width / 2; o > 0; o /= 2) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
 }
 
 // Block-wide reductions of one float per thread, for blockDim.x a multiple of 32. `scratch` holds 32 floats and is
@@ -273,6 +282,13 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   return group_sum(lane < warps ? scratch[lane] : 0.0f, 32);
+}
+__device__ __forceinline__ int block_count(int v, int* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = group_count(v, 32);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  return group_count(lane < warps ? scratch[lane] : 0, 32);
 }
 __device__ __forceinline__ float block_max(float v, float* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -289,7 +305,7 @@ __device__ __forceinline__ void write_row_stats(const RowProblem& p, const RowRe
     p.stat0[o.off(p, kStat0)] = s.lse();
   } else {
     p.stat0[o.off(p, kStat0)] = s.m;
-    p.stat1[o.off(p, kStat1)] = s.l;
+    p.stat1[o.off(p, kStat1)] = s.l();
   }
 }
 
@@ -306,17 +322,27 @@ __device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<f
   }
 }
 
-// Σ exp_diff(z, shift) over a thread's registers (pairwise); for softmax, v is replaced by the exponentials.
+// A thread's share of a row's excess d = l − 1 (online_state.hpp): Σ exp_diff(z, shift) over its scores below
+// the max (pairwise), and `ties`, its count of scores equal to the max. The max's own term is exactly 1: adding it
+// to the small terms would keep them only to the absolute precision of a number near 1, so it is counted instead
+// (OnlineSoftmaxState::from_max_ties_and_rest). For softmax, v is replaced by the exponentials, ties included (1).
+// Cost: a compare, a select and a predicated integer add per element beside exp_diff's ~15 instructions, and one
+// more integer reduction per row (docs/perf-notebook.md, "The excess state").
 template <int E>
-__device__ __forceinline__ float thread_exp_sum(float (&v)[E], float shift, bool keep_exp) {
-  float e[E];
+__device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, bool keep_exp, int& ties) {
+  float e[E], r[E];
 #pragma unroll
-  for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+  for (int i = 0; i < E; ++i) {
+    e[i] = exp_diff(v[i], shift);
+    const bool tie = v[i] == shift;
+    r[i] = tie ? 0.0f : e[i];
+    ties += tie ? 1 : 0;
+  }
   if (keep_exp) {
 #pragma unroll
     for (int i = 0; i < E; ++i) v[i] = e[i];
   }
-  return tree_sum<E>(e);
+  return tree_sum<E>(r);
 }
 
 template <typename In, typename F>

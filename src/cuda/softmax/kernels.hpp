@@ -96,6 +96,9 @@ struct StridedConfig {
   int depth = 8;
   bool cache = false;
 };
+// strided_inner's static shared memory: a float partial sum and a 64-bit tie count per thread of a block of at
+// most 512. The cached tile (dynamic shared memory) gets what the opt-in limit leaves.
+constexpr int kStridedStaticSmem = (4 + 8) * 512;
 
 // Device facts the launchers need, read once per device.
 struct DeviceFacts {

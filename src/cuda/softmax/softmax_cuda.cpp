@@ -169,7 +169,7 @@ kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool c
   c.width = std::min(pow2_ceil(std::max<std::int64_t>(inner, 1)), 512 / c.depth);
   c.width = std::min(c.width, 32 * 16 / c.depth);
   const std::int64_t tile_bytes = static_cast<std::int64_t>(sizeof(float)) * n * c.width;
-  c.cache = cache_ok && tile_bytes <= kernels::device_facts().max_smem_optin - 4 * 512;
+  c.cache = cache_ok && tile_bytes <= kernels::device_facts().max_smem_optin - kernels::kStridedStaticSmem;
   return c;
 }
 

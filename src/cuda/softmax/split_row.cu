@@ -1,7 +1,8 @@
 // split_row: rows longer than a cluster holds (more than 262144 elements, e.g. one row of 16M), or any row when
 // forced. Three kernels:
 //   1. chunk_states: the row is cut into chunks of kSplitChunk (12288) elements; one block reduces one chunk to its
-//      online state (m, l) — the block max, then the block sum of exp(z − m);
+//      online state (m, d) — the block max, then the count of scores equal to it and the block sum of the others'
+//      exp(z − m);
 //   2. merge_states: one block per row merges its chunk states with OnlineSoftmaxState::merge in a fixed order
 //      (strided per thread, then a butterfly), and writes the row state (or, for logsumexp / state, the outputs);
 //   3. normalize: re-reads each chunk and writes the outputs through the row's RowNormalizer. It walks the chunks
@@ -29,6 +30,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
                                                                      State* states) {
   using Tile = RowTile<In, kBlockElems>;
   __shared__ float red_max[32], red_sum[32];
+  __shared__ int red_ties[32];
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
@@ -39,14 +41,16 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
     Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     const float m = block_max(tree_max<kBlockElems>(v), red_max);
-    const float l = block_sum(thread_exp_sum(v, State::shift_for(m), false), red_sum);
-    if (threadIdx.x == 0) states[idx] = State::from_max_and_sum(m, l);
+    int ties = 0;
+    const float rest = block_sum(thread_exp_rest(v, State::shift_for(m), false, ties), red_sum);
+    ties = block_count(ties, red_ties);
+    if (threadIdx.x == 0) states[idx] = State::from_max_ties_and_rest(m, ties, rest);
   }
 }
 
 __global__ void __launch_bounds__(kMergeThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* states, State* row_states) {
-  __shared__ float red_m[32], red_l[32];
+  __shared__ float red_m[32], red_d[32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     State s = State::empty();
@@ -54,16 +58,16 @@ __global__ void __launch_bounds__(kMergeThreads) merge_states_kernel(const RowPr
     s = group_merge(s, 32);
     if (lane == 0) {
       red_m[warp] = s.m;
-      red_l[warp] = s.l;
+      red_d[warp] = s.d;
     }
     __syncthreads();
-    State t = lane < warps ? State{red_m[lane], red_l[lane]} : State::empty();
+    State t = lane < warps ? State::from_fields(red_m[lane], red_d[lane]) : State::empty();
     t = group_merge(t, 32);
     if (threadIdx.x == 0) {
       if (writes_rows(p.op)) row_states[row] = t;
       else write_row_stats(p, RowRef{row, 0}, t);
     }
-    __syncthreads();  // red_m / red_l are rewritten for the next row
+    __syncthreads();  // red_m / red_d are rewritten for the next row
   }
 }
 

@@ -19,6 +19,8 @@ namespace {
 
 constexpr int kMaxThreads = 512;
 constexpr int kMaxDepth = 32;
+static_assert(kStridedStaticSmem == static_cast<int>(sizeof(float) + sizeof(long long)) * kMaxThreads,
+              "the host's cache decision must leave room for the kernel's static shared memory");
 
 // Neumaier's compensated summation: s + c carries the sum of every term to within an ulp or two of s.
 struct CompensatedSum {
@@ -44,6 +46,7 @@ template <typename In>
 __global__ void __launch_bounds__(kMaxThreads) strided_inner_kernel(const RowProblem p, bool cache) {
   extern __shared__ float tile[];  // cache ? n × width : nothing
   __shared__ float red[kMaxThreads];
+  __shared__ long long red_ties[kMaxThreads];
   const int width = blockDim.x, depth = blockDim.y;
   const int x = threadIdx.x, y = threadIdx.y;
   const std::int64_t n = p.n;
@@ -74,18 +77,26 @@ __global__ void __launch_bounds__(kMaxThreads) strided_inner_kernel(const RowPro
     const float shift = OnlineSoftmaxState<float>::shift_for(m);
     __syncthreads();  // red is rewritten below
 
+    // The excess d = l − 1 (online_state.hpp): the scores equal to the max are counted, the others' exponentials
+    // summed, so the sum never holds the max's 1 and keeps its relative precision.
     CompensatedSum sum;
+    long long ties = 0;
     if (active) {
       for (std::int64_t j = y; j < n; j += depth) {
-        const float e = exp_diff(cache ? tile[j * width + x] : score(j), shift);
+        const float z = cache ? tile[j * width + x] : score(j);
+        const float e = exp_diff(z, shift);
         if (cache && keep_exp) tile[j * width + x] = e;
-        sum.add(e);
+        if (z == shift) ++ties;
+        else sum.add(e);
       }
     }
     red[y * width + x] = sum.value();
+    red_ties[y * width + x] = ties;
     __syncthreads();
-    const float l = column_sum(red, width, depth, x);
-    const auto state = OnlineSoftmaxState<float>::from_max_and_sum(m, l);
+    const float rest = column_sum(red, width, depth, x);
+    ties = 0;
+    for (int k = 0; k < depth; ++k) ties += red_ties[k * width + x];
+    const auto state = OnlineSoftmaxState<float>::from_max_ties_and_rest(m, ties, rest);
 
     if (active) {
       if (!writes_rows(p.op)) {
@@ -117,7 +128,7 @@ void launch(const RowProblem& p, StridedConfig c, cudaStream_t s) {
     static DeviceOnce optin;  // opt into the whole of Hopper's shared memory, once per device
     optin.run([&] {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          device_facts().max_smem_optin - static_cast<int>(sizeof(float)) * kMaxThreads));
+                                          device_facts().max_smem_optin - kStridedStaticSmem));
     });
   }
   const int threads = c.width * c.depth;

@@ -52,18 +52,23 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
       }
     }
     // Every lane takes part in the shuffles, idle groups included.
-    float m[R], l[R];
+    float m[R], rest[R];
+    int ties[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
 #pragma unroll
-    for (int r = 0; r < R; ++r)
-      l[r] = group_sum(thread_exp_sum(v[r], OnlineSoftmaxState<float>::shift_for(m[r]), p.op == Op::softmax), lanes);
+    for (int r = 0; r < R; ++r) {
+      ties[r] = 0;
+      rest[r] = group_sum(
+          thread_exp_rest(v[r], OnlineSoftmaxState<float>::shift_for(m[r]), p.op == Op::softmax, ties[r]), lanes);
+      ties[r] = group_count(ties[r], lanes);
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
       if (row >= p.rows) continue;
       const RowRef o{row, 0};
-      const auto state = OnlineSoftmaxState<float>::from_max_and_sum(m[r], l[r]);
+      const auto state = OnlineSoftmaxState<float>::from_max_ties_and_rest(m[r], ties[r], rest[r]);
       if (!writes_rows(p.op)) {
         if (g == 0) write_row_stats(p, o, state);
         continue;
