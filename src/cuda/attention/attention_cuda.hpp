@@ -11,9 +11,11 @@ namespace smk::cuda {
 struct PrefillConfig {
   int warps = 0;  // 4 or 8: query rows per CTA = 16 · warps
 };
-// The dispatcher's choice: 4 warps (64 query rows per CTA). Not yet chosen by a measurement on the H200: the tune
-// run of issue 7 stage 1 decides between 4 and 8 (docs/perf-notebook.md).
-inline constexpr int kPrefillWarps = 4;
+// The dispatcher's choice by head dimension. Measured on the H200 (tune_prefill, commit 8bb200f, bf16, 2026-11-29;
+// docs/perf-notebook.md): at D = 128, 8 warps (128 rows per CTA) beat 4 on every row from S = 1024 up (241 against
+// 216 TFLOP/s at B=4, H=32, S=4096, full); at D = 64, 4 warps beat 8 on every row (203 against 172 at S = 4096).
+inline constexpr int kPrefillWarpsD64 = 4;
+inline constexpr int kPrefillWarpsD128 = 8;
 
 // attention_forward after validation (src/attention/args.cpp); the sizes are AttentionProblem's.
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,

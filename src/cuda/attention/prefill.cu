@@ -344,7 +344,7 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   }
   DeviceGuard guard(q.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  const int warps = config.warps == 0 ? kPrefillWarps : config.warps;
+  const int warps = config.warps != 0 ? config.warps : (d == 64 ? kPrefillWarpsD64 : kPrefillWarpsD128);
   if (warps != 4 && warps != 8) throw_invalid_argument(op, "config.warps", "must be 4 or 8");
   const std::int64_t rows = 16 * warps;
   const std::int64_t tiles = (max_sq + rows - 1) / rows;
