@@ -198,17 +198,26 @@ inline double summation_depth(std::int64_t n, SumModel model) {
   return model == SumModel::sequential ? static_cast<double>(n - 1) : ceil_log2(n) + 4.0;
 }
 
+// The excess state (include/softmaxkit/core/online_state.hpp) sums the scores below the max without the max's exact
+// 1 and adds it afterwards: up to two more roundings on the sum's path, (ties − 1) + rest when the max is tied and
+// l = 1 + d where the reciprocal needs l. log l = log1p(d) takes only the first.
+inline constexpr double kStateRoundingsU = 2;
+
 // f32 softmax, relative error per element (absolute error ≤ gate · 1e-30 below a reference of 1e-30):
 //   2·(exp_diff) for the numerator's and the average denominator term's exp errors, D for the sum,
 //   one rounding for the reciprocal and one for the product.
-inline double softmax_gate(std::int64_t n, SumModel m) { return (2 * kExpDiffErrorU + summation_depth(n, m) + 2) * kU; }
+inline double softmax_gate(std::int64_t n, SumModel m) {
+  return (2 * kExpDiffErrorU + summation_depth(n, m) + kStateRoundingsU + 2) * kU;
+}
 inline constexpr double kSoftmaxRelativeFloor = 1e-30;
 // |Σ p − 1|: the exp errors cancel (each term is divided by the sum of the same terms), leaving the sum's
 // roundings, the reciprocal and the product.
-inline double sum_gate(std::int64_t n, SumModel m) { return (summation_depth(n, m) + 2) * kU; }
-// log(l) is off by the relative error of l (exp_diff + sum) plus log's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
+inline double sum_gate(std::int64_t n, SumModel m) { return (summation_depth(n, m) + kStateRoundingsU + 2) * kU; }
+// log l = log1p(d) is off by the relative error of d (exp_diff + sum + a tie's rounding) weighted by d/l ≤ 1, plus
+// log1p's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
 inline double log_sum_error(std::int64_t n, SumModel m) {
-  return (kExpDiffErrorU + summation_depth(n, m) + 2 * std::log(static_cast<double>(std::max<std::int64_t>(n, 1)))) * kU;
+  return (kExpDiffErrorU + summation_depth(n, m) + 1 + 2 * std::log(static_cast<double>(std::max<std::int64_t>(n, 1)))) *
+         kU;
 }
 // f32 logsumexp, absolute: the final m + log l rounds once (u·|LSE|).
 inline double lse_gate(std::int64_t n, SumModel m, long double lse) {
