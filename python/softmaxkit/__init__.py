@@ -28,6 +28,8 @@ from ._ops import (  # noqa: E402
     softmax_state,
 )
 
+from ._attention import attention, merge_attention_states  # noqa: E402
+
 __version__ = _C.__version__
 
 
@@ -58,6 +60,8 @@ __all__ = [
     "softmax_state",
     "softmax_backward",
     "log_softmax_backward",
+    "attention",
+    "merge_attention_states",
     "cuda_built",
     "cuda_device_count",
     "cuda_unavailable_reason",

@@ -180,6 +180,30 @@ void state(const View& out_max, const View& out_sum, const View& in, int dim, fl
   smk::softmax_state(vm, vs, vi, o, stream_of(stream));
 }
 
+// Attention (include/softmaxkit/attention.hpp): a scale of 0 means 1/sqrt(D); absent optional views are null.
+smk::TensorView view_or_null(const std::optional<const View*>& v) { return v && *v ? (*v)->view : smk::TensorView{}; }
+
+void attention(const View& out, const View& lse, const View& q, const View& k, const View& v, float scale,
+               bool causal, std::optional<const View*> sinks, std::optional<const View*> cu_seqlens_q,
+               std::optional<const View*> cu_seqlens_k, std::uintptr_t stream) {
+  smk::AttentionOptions o;
+  o.scale = scale;
+  o.causal = causal;
+  o.sinks = view_or_null(sinks);
+  o.cu_seqlens_q = view_or_null(cu_seqlens_q);
+  o.cu_seqlens_k = view_or_null(cu_seqlens_k);
+  const smk::TensorView vo = out.view, vl = lse.view, vq = q.view, vk = k.view, vv = v.view;
+  nb::gil_scoped_release release;
+  smk::attention_forward(vo, vl, vq, vk, vv, o, stream_of(stream));
+}
+
+void merge_states(const View& out_o, const View& out_lse, const View& o_a, const View& lse_a, const View& o_b,
+                  const View& lse_b, std::uintptr_t stream) {
+  const smk::TensorView v[6] = {out_o.view, out_lse.view, o_a.view, lse_a.view, o_b.view, lse_b.view};
+  nb::gil_scoped_release release;
+  smk::merge_attention_states(v[0], v[1], v[2], v[3], v[4], v[5], stream_of(stream));
+}
+
 }  // namespace
 
 NB_MODULE(_C, m) {
@@ -225,6 +249,12 @@ NB_MODULE(_C, m) {
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
   m.def("log_softmax_backward", &backward<&smk::log_softmax_backward>, nb::arg("dx"), nb::arg("y"), nb::arg("dy"),
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
+
+  m.def("attention_forward", &attention, nb::arg("out"), nb::arg("lse"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
+        nb::arg("scale"), nb::arg("causal"), nb::arg("sinks").none(), nb::arg("cu_seqlens_q").none(),
+        nb::arg("cu_seqlens_k").none(), nb::arg("stream"));
+  m.def("merge_attention_states", &merge_states, nb::arg("out_o"), nb::arg("out_lse"), nb::arg("o_a"),
+        nb::arg("lse_a"), nb::arg("o_b"), nb::arg("lse_b"), nb::arg("stream"));
 
   m.def("cuda_built", &smk::cuda_built, "True when the extension was compiled with softmaxkit's CUDA backend.");
   m.def("cuda_device_count", &smk::cuda_device_count, "Usable CUDA devices (0 in a CPU-only build).");

@@ -1,0 +1,112 @@
+"""Attention (the FlashAttention recurrence) and the merge of partial results: argument plumbing around
+softmaxkit._C, no arithmetic here. The semantics are include/softmaxkit/attention.hpp's."""
+
+import sys
+
+from . import _C
+from ._arrays import framework_of, launch_stream
+from ._errors import InvalidArgumentError
+
+
+def _refuse_grad(op, *arrays):
+    """attention has no backward yet: a tensor that requires grad would silently lose its gradient, so refuse it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return
+    for a in arrays:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            raise InvalidArgumentError(
+                f"{op}: an argument requires grad, but softmaxkit's attention has no backward pass in this version; "
+                f"call it under torch.no_grad() or detach the inputs")
+
+
+def _optional_view(op, arg, arr, launch):
+    return None if arr is None else framework_of(arr).view(arr, op, arg, launch)
+
+
+def _outputs(op, fw, launch, pairs):
+    """For each (given array or None, shape, dtype code, C++ name): the array to return, its View, its owner."""
+    made = []
+    for given, shape, code, name in pairs:
+        if given is None:
+            arr, owner = fw.empty(op, shape, code)
+            made.append((arr, owner.view(arr, op, name, launch, writable=True), owner))
+        else:
+            made.append((given, framework_of(given).view(given, op, name, launch, writable=True), None))
+    return made
+
+
+def attention(q, k, v, *, scale=None, causal=False, sinks=None, cu_seqlens_q=None, cu_seqlens_k=None, out=None,
+              lse=None, stream=None):
+    """Scaled dot-product attention with the per-row log-sum-exp: returns (O, LSE).
+
+    For each batch b, query head h (KV head h // (Hq // Hkv): grouped-query attention) and query row i:
+    s_j = scale * q_i . k_j over the keys j visible to i, O_i = sum_j softmax(s)_j v_j, LSE_i = log sum_j exp(s_j).
+
+    Args:
+        q: [B, Sq, Hq, D] (FlashAttention's layout), or [total_q, Hq, D] packed when cu_seqlens_* are given.
+        k, v: [B, Sk, Hkv, D] (or [total_k, Hkv, D]); Hq must be a multiple of Hkv. float32 or float64 on the
+            CPU; float16 or bfloat16 anywhere (on a GPU: the tensor-core kernel, head dimension 64 or 128, the
+            head dimension contiguous and 16-byte-aligned rows).
+        scale: the softmax scale; None means 1/sqrt(D).
+        causal: key j is visible to query i when j <= i + Sk - Sq (the diagonal aligned bottom-right).
+        sinks: optional float32 [Hq]: one logit per query head joining the softmax's denominator only.
+        cu_seqlens_q, cu_seqlens_k: int32 [B + 1] cumulative offsets of packed variable-length sequences.
+        out, lse: optional result arrays (O in q's dtype and shape; LSE float32 [B, Hq, Sq], or [Hq, total_q]).
+        stream: CUDA stream for CUDA arrays (as in softmaxkit.softmax).
+
+    A query row that sees no key gets O = 0 and LSE = -inf (LSE = its sink when sinks are set). There is no
+    backward pass yet: inputs that require grad are refused.
+    """
+    op = "attention_forward"
+    _refuse_grad(op, q, k, v, out, lse)
+    fw = framework_of(q)
+    launch = launch_stream(op, fw, stream)
+    vq = fw.view(q, op, "q", launch)
+    vk = framework_of(k).view(k, op, "k", launch)
+    vv = framework_of(v).view(v, op, "v", launch)
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    shape = tuple(vq.shape)
+    if varlen and len(shape) == 3:
+        lse_shape = (shape[1], shape[0])
+    elif not varlen and len(shape) == 4:
+        lse_shape = (shape[0], shape[2], shape[1])
+    else:
+        want = "[total_q, Hq, D] (varlen)" if varlen else "[B, Sq, Hq, D]"
+        raise InvalidArgumentError(f"{op}: argument 'q': must be {want}, got shape {list(shape)}")
+    stat = "f64" if vq.dtype == "f64" else "f32"
+    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+        op, fw, launch, [(out, shape, vq.dtype, "out"), (lse, lse_shape, stat, "lse")])
+    _C.attention_forward(vo, vl, vq, vk, vv, 0.0 if scale is None else float(scale), bool(causal),
+                         _optional_view(op, "options.sinks", sinks, launch),
+                         _optional_view(op, "options.cu_seqlens_q", cu_seqlens_q, launch),
+                         _optional_view(op, "options.cu_seqlens_k", cu_seqlens_k, launch), launch)
+    return tuple(a if owner is None else fw.deliver(a, owner, launch)
+                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
+
+
+def merge_attention_states(o_a, lse_a, o_b, lse_b, *, out=None, stream=None):
+    """Merges two partial attention results over disjoint key sets by their LSEs: returns (O, LSE) with
+    LSE = log(exp(LSE_a) + exp(LSE_b)) and O = exp(LSE_a - LSE) O_a + exp(LSE_b - LSE) O_b.
+
+    o_a, o_b: [..., D], any rank >= 1, the same shape; lse_a, lse_b: o's shape without D, float32 (float64 on the
+    CPU for float64 O). An empty part (LSE -inf) is the identity; NaN in either LSE gives NaN. out: optional pair
+    (out_o, out_lse), which may be (o_a, lse_a) to accumulate in place.
+    """
+    op = "merge_attention_states"
+    _refuse_grad(op, o_a, lse_a, o_b, lse_b)
+    fw = framework_of(o_a)
+    launch = launch_stream(op, fw, stream)
+    va = fw.view(o_a, op, "o_a", launch)
+    vla = framework_of(lse_a).view(lse_a, op, "lse_a", launch)
+    vb = framework_of(o_b).view(o_b, op, "o_b", launch)
+    vlb = framework_of(lse_b).view(lse_b, op, "lse_b", launch)
+    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
+        raise InvalidArgumentError(f"{op}: argument 'out': must be a pair (out_o, out_lse)")
+    given = (None, None) if out is None else tuple(out)
+    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+        op, fw, launch, [(given[0], tuple(va.shape), va.dtype, "out_o"),
+                         (given[1], tuple(vla.shape), vla.dtype, "out_lse")])
+    _C.merge_attention_states(vo, vl, va, vla, vb, vlb, launch)
+    return tuple(a if owner is None else fw.deliver(a, owner, launch)
+                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
