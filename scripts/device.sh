@@ -3,7 +3,7 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -66,6 +66,19 @@ if want prefill; then
   done
   run_step prefill-tune build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
   run_step prefill-sdpa python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" --out "$OUT/prefill_vs_sdpa.md"
+fi
+# ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the test
+# under compute-sanitizer memcheck (SMK_GPU_TEST_SMALL: rows of up to 8193, no 8.6 GB case), the bench's
+# cross-entropy rows at the issue's shapes, and torch's F.cross_entropy beside them (scripts/compare_torch_ce.py).
+if want ce; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step ce-build cmake --build --preset default --parallel "$jobs" --target test_cuda_cross_entropy softmaxkit_cli
+  run_step ce-test build/default/tests/test_cuda_cross_entropy
+  run_step ce-memcheck env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 build/default/tests/test_cuda_cross_entropy
+  run_step ce-bench build/default/apps/softmaxkit/softmaxkit bench --op ce --shape qwen-vocab-4096,llama2-vocab-8192 \
+    --dtype f32,bf16 --no-cudnn --format table --json "$OUT/bench_ce.json"
+  run_step ce-torch python3 scripts/compare_torch_ce.py --bench-json "$OUT/bench_ce.json" --out "$OUT"
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

@@ -12,7 +12,7 @@
 
 namespace smk::app::bench {
 
-bool CudnnAnchor::serves(Op op) noexcept { return op != Op::logsumexp; }
+bool CudnnAnchor::serves(Op op) noexcept { return op != Op::logsumexp && !is_cross_entropy(op); }
 
 const char* CudnnAnchor::algorithm(Op op) noexcept {
   return op == Op::log_softmax || op == Op::log_softmax_backward ? "log" : "accurate";

@@ -15,6 +15,7 @@
 #include "bench_cudnn.hpp"
 #include "bench_timer.hpp"
 #include "softmaxkit/core/error.hpp"
+#include "softmaxkit/cross_entropy.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 #include "softmaxkit/device.hpp"
 #include "softmaxkit/softmax.hpp"
@@ -82,12 +83,26 @@ void fill_from_tile(void* dst, std::int64_t n, DType dtype, const std::vector<un
 // output of the op timed, lse the per-row output of logsumexp (f32 for f16/bf16, as the API specifies).
 struct Buffers {
   smk::cuda::DeviceBuffer<unsigned char> x, dy, y, out, lse;
+  // Cross-entropy: targets (i64, uniform over the classes), the mean loss and its upstream gradient (1).
+  smk::cuda::DeviceBuffer<std::int64_t> targets;
+  smk::cuda::DeviceBuffer<float> loss, grad_loss;
   Buffers(std::int64_t rows, std::int64_t cols, DType dtype)
       : x(bytes(rows * cols, dtype)),
         dy(bytes(rows * cols, dtype)),
         y(bytes(rows * cols, dtype)),
         out(bytes(rows * cols, dtype)),
-        lse(bytes(rows, DType::f32)) {}
+        lse(bytes(rows, DType::f32)),
+        targets(static_cast<std::size_t>(rows)),
+        loss(1),
+        grad_loss(1) {
+    std::mt19937_64 rng(kSeedInput + 5);
+    std::uniform_int_distribution<std::int64_t> pick(0, cols - 1);
+    std::vector<std::int64_t> t(static_cast<std::size_t>(rows));
+    for (auto& v : t) v = pick(rng);
+    targets.copy_from_host(t);
+    const std::vector<float> one = {1.0f};
+    grad_loss.copy_from_host(one);
+  }
   static std::size_t bytes(std::int64_t n, DType d) { return static_cast<std::size_t>(n) * dtype_size(d); }
 };
 
@@ -111,6 +126,19 @@ void call_library(Op op, Buffers& b, DType dtype, const GpuPlan& plan, const Sha
       const TensorView dy = view(b.dy.data(), dtype, plan.device, shape.rows, shape.cols);
       if (op == Op::softmax_backward) return smk::softmax_backward(out, y, dy, {}, stream);
       return smk::log_softmax_backward(out, y, dy, {}, stream);
+    }
+    case Op::cross_entropy:
+    case Op::cross_entropy_fwd_bwd: {
+      const Device dev = Device::cuda(plan.device);
+      const TensorView t = TensorView::contiguous(b.targets.data(), DType::i64, dev, {shape.rows});
+      const TensorView loss = TensorView::contiguous(b.loss.data(), DType::f32, dev, {});
+      const TensorView lse = TensorView::contiguous(b.lse.data(), DType::f32, dev, {shape.rows});
+      smk::cross_entropy(loss, x, t, {}, lse, {}, stream);
+      if (op == Op::cross_entropy) return;
+      // In place: each repetition's logits are the previous one's gradient (finite; the kernels' work does not
+      // depend on the values). The inputs are refilled after the row.
+      return smk::cross_entropy_backward(x, x, t, TensorView::contiguous(b.grad_loss.data(), DType::f32, dev, {}), {},
+                                         lse, stream);
     }
   }
 }
@@ -224,6 +252,8 @@ std::vector<Result> run_gpu_bench(const GpuPlan& plan, RunInfo& info, const GpuS
           }
         }
         for (const auto& [label, path] : plan.paths) {
+          // Cross-entropy has one dispatcher and no forced paths: timed once, under the first label ("auto").
+          if (is_cross_entropy(op) && label != plan.paths.front().first) continue;
           Result r = base();
           r.path = label;
           if (!no_y.empty()) {
@@ -236,6 +266,10 @@ std::vector<Result> run_gpu_bench(const GpuPlan& plan, RunInfo& info, const GpuS
             });
           }
           emit(std::move(r));
+        }
+        if (op == Op::cross_entropy_fwd_bwd) {  // it wrote gradients over the logits
+          fill_from_tile(b.x.data(), n, dtype, tiles.get(dtype, kSeedInput), s);
+          sync_and_check(s, "refilling the logits");
         }
         if (cudnn && CudnnAnchor::serves(op)) {
           Result r = base();

@@ -19,9 +19,13 @@ const char* op_name(Op op) noexcept {
     case Op::logsumexp: return "logsumexp";
     case Op::softmax_backward: return "softmax_backward";
     case Op::log_softmax_backward: return "log_softmax_backward";
+    case Op::cross_entropy: return "cross_entropy";
+    case Op::cross_entropy_fwd_bwd: return "cross_entropy_fwd_bwd";
   }
   return "?";
 }
+
+bool is_cross_entropy(Op op) noexcept { return op == Op::cross_entropy || op == Op::cross_entropy_fwd_bwd; }
 
 bool is_backward(Op op) noexcept { return op == Op::softmax_backward || op == Op::log_softmax_backward; }
 
@@ -33,6 +37,8 @@ std::int64_t min_traffic_elements(Op op, std::int64_t rows, std::int64_t cols) n
     case Op::logsumexp: return n;
     case Op::softmax_backward:
     case Op::log_softmax_backward: return 3 * n;
+    case Op::cross_entropy: return n;
+    case Op::cross_entropy_fwd_bwd: return 2 * n;
   }
   return 0;
 }
@@ -188,11 +194,21 @@ std::vector<Op> resolve_ops(const std::vector<std::string>& items) {
       for (Op o : kAllOps) add(o);
       continue;
     }
+    if (item == "ce") {
+      for (Op o : kCrossEntropyOps) add(o);
+      continue;
+    }
+    auto ce = std::find_if(std::begin(kCrossEntropyOps), std::end(kCrossEntropyOps),
+                           [&](Op o) { return item == op_name(o); });
+    if (ce != std::end(kCrossEntropyOps)) {
+      add(*ce);
+      continue;
+    }
     auto it = std::find_if(std::begin(kAllOps), std::end(kAllOps), [&](Op o) { return item == op_name(o); });
     if (it == std::end(kAllOps))
       throw_invalid_argument("bench", "--op",
                              "'" + raw + "' is not one of softmax, log_softmax, logsumexp, softmax_backward, "
-                             "log_softmax_backward, all");
+                             "log_softmax_backward, all, cross_entropy, cross_entropy_fwd_bwd, ce");
     add(*it);
   }
   return out;

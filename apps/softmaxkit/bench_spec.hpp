@@ -12,18 +12,34 @@
 
 namespace smk::app::bench {
 
-enum class Op { softmax, log_softmax, logsumexp, softmax_backward, log_softmax_backward };
+enum class Op {
+  softmax,
+  log_softmax,
+  logsumexp,
+  softmax_backward,
+  log_softmax_backward,
+  // Cross-entropy (issue 5): the forward with mean reduction and the per-row LSE, and the forward followed by the
+  // backward in place over the logits (the gradient of a training step), targets uniform over the classes.
+  cross_entropy,
+  cross_entropy_fwd_bwd,
+};
 
 inline constexpr Op kAllOps[] = {Op::softmax, Op::log_softmax, Op::logsumexp, Op::softmax_backward,
                                  Op::log_softmax_backward};
+// Not in "all" (the softmax family); `--op ce` selects both, or name each.
+inline constexpr Op kCrossEntropyOps[] = {Op::cross_entropy, Op::cross_entropy_fwd_bwd};
 
 const char* op_name(Op op) noexcept;
 bool is_backward(Op op) noexcept;
+bool is_cross_entropy(Op op) noexcept;
 
 // Minimum bytes an op must move through device memory for a rows × cols tensor of `dtype` (../shared/ANCHORS.md):
 //   softmax, log_softmax: read x, write y            -> 2n elements
 //   logsumexp:            read x (the per-row output is negligible and not counted) -> n
 //   the backward passes:  read y and dy, write dx    -> 3n
+//   cross_entropy:        read the logits            -> n
+//   cross_entropy_fwd_bwd: read the logits once, write the gradient over them -> 2n (the issue's bound; two calls
+//                         read the logits twice, 3n, so this row shows what a fused step would gain)
 std::int64_t min_traffic_elements(Op op, std::int64_t rows, std::int64_t cols) noexcept;
 std::int64_t min_traffic_bytes(Op op, DType dtype, std::int64_t rows, std::int64_t cols) noexcept;
 

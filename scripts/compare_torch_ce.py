@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""softmaxkit's cross-entropy beside PyTorch's F.cross_entropy, on the same GPU in one run (issue 5).
+
+Our numbers come from `softmaxkit bench --op ce --json` (rows cross_entropy: forward, mean reduction, per-row LSE;
+cross_entropy_fwd_bwd: that forward, then the backward in place over the logits). PyTorch is timed here on the same
+shapes and dtypes with the same method as scripts/compare_torch.py (triton.testing.do_bench, L2 cleared before
+each call, median): F.cross_entropy(x, t) forward, and forward + torch.autograd.grad (the gradient of x, as a
+training step needs it). GB/s counts the minimum traffic: forward reads the logits (n), forward+backward reads them
+once and writes the gradient once (2n); % is of the copy ceiling the bench measured in the same run (forward: of
+the read ceiling). Writes compare_ce.md and prints it.
+
+  python3 scripts/compare_torch_ce.py --bench-json out/bench_ce.json --out out
+
+Ratios are (torch's time) / (our time): above 1 we are faster. The issue's targets: forward+backward ≥ 3× torch
+and ≥ 85 % of the copy bound; forward ≥ 90 % of the read bound.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_torch import TORCH_DTYPES, TorchTimer, git_commit, load_bench  # noqa: E402
+
+OPS = ["cross_entropy", "cross_entropy_fwd_bwd"]
+ELEMS = {"cross_entropy": 1, "cross_entropy_fwd_bwd": 2}
+SIZE = {"f32": 4, "bf16": 2, "f16": 2}
+
+
+def our_rows(bench: dict) -> list[dict]:
+    rows = []
+    for r in bench["results"]:
+        if r["impl"] == "softmaxkit" and r["op"] in OPS and r["status"] == "ok" and r["path"] == "auto":
+            rows.append({"op": r["op"], "dtype": r["dtype"], "rows": r["rows"], "cols": r["cols"],
+                         "ours": r["median_us"]})
+    return rows
+
+
+def time_torch(timer: TorchTimer, cases: list[dict]) -> None:
+    torch = timer.torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator(device="cuda")
+    current, x, t = None, None, None
+    for case in cases:
+        key = (case["dtype"], case["rows"], case["cols"])
+        if key != current:
+            x = t = None
+            torch.cuda.empty_cache()
+            gen.manual_seed(20261129)
+            dtype = getattr(torch, TORCH_DTYPES[case["dtype"]])
+            x = (torch.randn(case["rows"], case["cols"], device="cuda", generator=gen) * 2.0).to(dtype)
+            t = torch.randint(0, case["cols"], (case["rows"],), device="cuda", generator=gen)
+            current = key
+        if case["op"] == "cross_entropy":
+            def fn():
+                return F.cross_entropy(x, t)
+        else:
+            xg = x.detach().requires_grad_(True)
+
+            def fn():
+                (g,) = torch.autograd.grad(F.cross_entropy(xg, t), xg)
+                return g
+        try:
+            case["torch"] = timer.median_us(fn)
+        except Exception as e:  # noqa: BLE001  (report, never abort)
+            case["torch"] = None
+            print(f"{case}: torch failed: {e}", file=sys.stderr)
+        print(f"{case['dtype']} {case['op']} {case['rows']}x{case['cols']}: ours {case['ours']:.1f} µs, "
+              f"torch {case['torch'] or float('nan'):.1f} µs", flush=True)
+
+
+def table(bench: dict, cases: list[dict]) -> str:
+    ceil = bench["run"]["ceilings"]
+    copy, read = ceil.get("copy_gbps", 0), ceil.get("read_gbps", 0)
+    out = [f"# Cross-entropy: softmaxkit vs torch F.cross_entropy ({git_commit()})", "",
+           f"Device: {bench['run'].get('device', {}).get('name', '?')}; ceilings in this run: copy {copy:.0f} GB/s, "
+           f"read {read:.0f} GB/s.", "",
+           "| dtype | rows × cols | op | ours µs | GB/s | % of bound | torch µs | torch GB/s | speedup |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for c in cases:
+        nbytes = ELEMS[c["op"]] * c["rows"] * c["cols"] * SIZE[c["dtype"]]
+        gbps = nbytes / (c["ours"] * 1e-6) / 1e9
+        bound = read if c["op"] == "cross_entropy" else copy
+        pct = 100 * gbps / bound if bound else float("nan")
+        tt = c.get("torch")
+        tg = nbytes / (tt * 1e-6) / 1e9 if tt else float("nan")
+        sp = tt / c["ours"] if tt else float("nan")
+        out.append(f"| {c['dtype']} | {c['rows']} × {c['cols']} | {c['op']} | {c['ours']:.1f} | {gbps:.0f} | "
+                   f"{pct:.1f} % of {'read' if c['op'] == 'cross_entropy' else 'copy'} | "
+                   f"{tt if tt else float('nan'):.1f} | {tg:.0f} | {sp:.2f}× |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bench-json", required=True, help="softmaxkit bench --op ce --json output of this run")
+    p.add_argument("--out", default="out")
+    p.add_argument("--warmup-ms", type=float, default=25.0)
+    p.add_argument("--rep-ms", type=float, default=200.0)
+    args = p.parse_args(argv)
+    bench = load_bench(args.bench_json)
+    cases = our_rows(bench)
+    if not cases:
+        raise SystemExit(f"{args.bench_json}: no cross-entropy rows")
+    time_torch(TorchTimer(args.warmup_ms, args.rep_ms), cases)
+    md = table(bench, cases)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "compare_ce.md"), "w", encoding="utf-8") as f:
+        f.write(md)
+    print(md)
+    for c in cases:
+        if c.get("torch"):
+            print(f"headline ce {c['dtype']} {c['op']} {c['rows']}x{c['cols']}: {c['torch'] / c['ours']:.2f}x torch")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
