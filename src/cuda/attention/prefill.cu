@@ -8,7 +8,7 @@
 // mma.sync reaches about two thirds of the wgmma peak (FlashAttention-2 on Hopper: ≈ 350 TFLOP/s; our anchor,
 // ../shared/ANCHORS.md: SDPA FLASH 346, cuDNN 597 at B=4, H=32, S=4096, D=128).
 //
-// Structure (one CTA = Br = 16·kWarps query rows of one (batch, head); each warp owns 16 rows):
+// Structure (one CTA = Br = 16·kWarps·kMT query rows of one (batch, head); each warp owns 16·kMT rows):
 //   Q tile → shared (cp.async) → registers as A fragments, once.
 //   for each key tile of Bc = 64 rows (K and V double-buffered in shared memory, the next tile's cp.async in flight
 //   while this one is used):
@@ -90,12 +90,16 @@ __device__ __forceinline__ void load_tile(T* s, const T* g, std::int64_t stride,
   }
 }
 
-template <typename T, int D, int kWarps>
+// kMT: 16-row m-tiles per warp. With 2, every K and V fragment read from shared memory feeds two products (half
+// the shared traffic per flop, FlashAttention-2's arrangement); Q then stays in registers only at D = 64 (at D = 128
+// it is re-read from shared memory per k-step, to stay under 255 registers).
+template <typename T, int D, int kWarps, int kMT>
 __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs a) {
   constexpr int kThreads = kWarps * 32;
-  constexpr int kBlockM = 16 * kWarps;
+  constexpr int kBlockM = 16 * kWarps * kMT;
   constexpr int kNT = kBlockN / 8;  // n-tiles of S
   constexpr int kDT = D / 8;        // n-tiles of O
+  constexpr bool kQInRegs = kMT == 1 || D == 64;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
   // Buffers by arithmetic, not by a pointer array a run-time index would move to local memory.
@@ -138,14 +142,21 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
   }
   ptx::cp_async_commit();
 
-  // This thread's two rows (within the sequence) and their running state.
-  const std::int64_t row0 = m0 + warp * 16 + g, row1 = row0 + 8;
-  float m_run[2] = {-INFINITY, -INFINITY};
-  float l_run[2] = {0.0f, 0.0f};  // this thread's partial sums; the quad's are added at the end
-  float acc[kDT][4];
+  // This thread's rows: m-tile mt, half r → warp·16·kMT + mt·16 + g + 8r (within the CTA), and their state.
+  const int wrow = warp * 16 * kMT;
+  float m_run[kMT][2], l_run[kMT][2];  // l_run: this thread's partial sums; the quad's are added at the end
+  float acc[kMT][kDT][4];
 #pragma unroll
-  for (int t = 0; t < kDT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  std::uint32_t qf[D / 16][4];
+  for (int mt = 0; mt < kMT; ++mt) {
+    m_run[mt][0] = m_run[mt][1] = -INFINITY;
+    l_run[mt][0] = l_run[mt][1] = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kDT; ++t) acc[mt][t][0] = acc[mt][t][1] = acc[mt][t][2] = acc[mt][t][3] = 0.0f;
+  }
+  std::uint32_t qf[kQInRegs ? kMT : 1][kQInRegs ? D / 16 : 1][4];
+  const auto q_frag = [&](std::uint32_t(&f)[4], int mt, int kk) {
+    ptx::ldmatrix_x4(f, ptx::smem_addr(sQ + swz<D>(wrow + mt * 16 + lane % 16, kk * 16 + (lane / 16) * 8)));
+  };
 
   for (int j = 0; j < n_tiles; ++j) {
     const int buf = j & 1;
@@ -158,90 +169,120 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
     ptx::cp_async_commit();
     ptx::cp_async_wait<1>();  // everything but the tile just requested has landed
     __syncthreads();
-    if (j == 0) {
+    if constexpr (kQInRegs) {
+      if (j == 0) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        ptx::ldmatrix_x4(qf[kk], ptx::smem_addr(sQ + swz<D>(warp * 16 + lane % 16, kk * 16 + (lane / 16) * 8)));
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk) q_frag(qf[mt][kk], mt, kk);
+      }
     }
 
-    // S = Q·Kᵀ for this warp's 16 rows and the tile's 64 keys.
-    float s[kNT][4];
+    // S = Q·Kᵀ for this warp's rows and the tile's 64 keys.
+    float s[kMT][kNT][4];
 #pragma unroll
-    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t qk[kQInRegs ? 1 : kMT][4];
+      if constexpr (!kQInRegs) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) q_frag(qk[mt], mt, kk);
+      }
 #pragma unroll
       for (int np = 0; np < kNT / 2; ++np) {
         std::uint32_t bf[4];
         const int mi = lane / 8;
         ptx::ldmatrix_x4(bf, ptx::smem_addr(sK0 + buf * kTile + swz<D>(np * 16 + (mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
-        ptx::mma_16816<T>(s[2 * np], qf[kk], bf[0], bf[1]);
-        ptx::mma_16816<T>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-      }
-    }
-
-    // Scores in base-2 units, s·scale·log2(e), before the max: a negative scale flips which key is largest.
 #pragma unroll
-    for (int t = 0; t < kNT; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[t][e] *= a.scale_log2;
-
-    // Mask the keys past the end and, under causal, past each row's diagonal.
-    const std::int64_t n0 = static_cast<std::int64_t>(j) * kBlockN;
-    const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
-    if (edge) {
-      const std::int64_t lim0 = a.causal ? row0 + sk - sq : sk - 1, lim1 = a.causal ? row1 + sk - sq : sk - 1;
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const std::int64_t key = n0 + t * 8 + 2 * c + e;
-          if (key >= sk || key > lim0) s[t][e] = -INFINITY;
-          if (key >= sk || key > lim1) s[t][2 + e] = -INFINITY;
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (kQInRegs) {
+            ptx::mma_16816<T>(s[mt][2 * np], qf[mt][kk], bf[0], bf[1]);
+            ptx::mma_16816<T>(s[mt][2 * np + 1], qf[mt][kk], bf[2], bf[3]);
+          } else {
+            ptx::mma_16816<T>(s[mt][2 * np], qk[mt], bf[0], bf[1]);
+            ptx::mma_16816<T>(s[mt][2 * np + 1], qk[mt], bf[2], bf[3]);
+          }
         }
       }
     }
 
-    // Online softmax: new row maxima (over the quad), rescale, exponentiate.
+    const std::int64_t n0 = static_cast<std::int64_t>(j) * kBlockN;
+    const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = m_run[r];
+    for (int mt = 0; mt < kMT; ++mt) {
+      // Scores in base-2 units, s·scale·log2(e), before the max: a negative scale flips which key is largest.
 #pragma unroll
-      for (int t = 0; t < kNT; ++t) mx = fmaxf(mx, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row that has seen only −inf keeps max −inf; shift by 0 then, so that exp(−inf − 0) = 0, never NaN.
-      const float shift = mx == -INFINITY ? 0.0f : mx;
-      const float alpha = ptx::exp2_approx(m_run[r] - shift);  // m_run = −inf: 0
-      m_run[r] = mx;
-      float sum = 0.0f;
+      for (int t = 0; t < kNT; ++t)
 #pragma unroll
-      for (int t = 0; t < kNT; ++t) {
-        s[t][2 * r] = ptx::exp2_approx(s[t][2 * r] - shift);
-        s[t][2 * r + 1] = ptx::exp2_approx(s[t][2 * r + 1] - shift);
-        sum += s[t][2 * r] + s[t][2 * r + 1];
+        for (int e = 0; e < 4; ++e) s[mt][t][e] *= a.scale_log2;
+
+      // Mask the keys past the end and, under causal, past each row's diagonal.
+      if (edge) {
+        const std::int64_t row0 = m0 + wrow + mt * 16 + g;
+        const std::int64_t lim0 = a.causal ? row0 + sk - sq : sk - 1, lim1 = a.causal ? row0 + 8 + sk - sq : sk - 1;
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const std::int64_t key = n0 + t * 8 + 2 * c + e;
+            if (key >= sk || key > lim0) s[mt][t][e] = -INFINITY;
+            if (key >= sk || key > lim1) s[mt][t][2 + e] = -INFINITY;
+          }
+        }
       }
-      l_run[r] = l_run[r] * alpha + sum;
+
+      // Online softmax: new row maxima (over the quad), rescale, exponentiate.
 #pragma unroll
-      for (int t = 0; t < kDT; ++t) {
-        acc[t][2 * r] *= alpha;
-        acc[t][2 * r + 1] *= alpha;
+      for (int r = 0; r < 2; ++r) {
+        float mx = m_run[mt][r];
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) mx = fmaxf(mx, fmaxf(s[mt][t][2 * r], s[mt][t][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // A row that has seen only −inf keeps max −inf; shift by 0 then, so that exp(−inf − 0) = 0, never NaN.
+        const float shift = mx == -INFINITY ? 0.0f : mx;
+        const float alpha = ptx::exp2_approx(m_run[mt][r] - shift);  // m_run = −inf: 0
+        m_run[mt][r] = mx;
+        float sum = 0.0f;
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) {
+          s[mt][t][2 * r] = ptx::exp2_approx(s[mt][t][2 * r] - shift);
+          s[mt][t][2 * r + 1] = ptx::exp2_approx(s[mt][t][2 * r + 1] - shift);
+          sum += s[mt][t][2 * r] + s[mt][t][2 * r + 1];
+        }
+        l_run[mt][r] = l_run[mt][r] * alpha + sum;
+#pragma unroll
+        for (int t = 0; t < kDT; ++t) {
+          acc[mt][t][2 * r] *= alpha;
+          acc[mt][t][2 * r + 1] *= alpha;
+        }
       }
     }
 
-    // O += P·V: P from the S registers, V through ldmatrix.trans.
+    // O += P·V: P from the S registers, V through ldmatrix.trans (each V fragment feeds every m-tile).
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const std::uint32_t pa[4] = {ptx::pack2<T>(s[2 * kk][0], s[2 * kk][1]), ptx::pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                   ptx::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                   ptx::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t pa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = ptx::pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = ptx::pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
         std::uint32_t bf[4];
         const int mi = lane / 8;
         ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(sV0 + buf * kTile + swz<D>(kk * 16 + (mi % 2) * 8 + lane % 8, dp * 16 + (mi / 2) * 8)));
-        ptx::mma_16816<T>(acc[2 * dp], pa, bf[0], bf[1]);
-        ptx::mma_16816<T>(acc[2 * dp + 1], pa, bf[2], bf[3]);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          ptx::mma_16816<T>(acc[mt][2 * dp], pa[mt], bf[0], bf[1]);
+          ptx::mma_16816<T>(acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this buffer before the next iteration's copy overwrites it
@@ -249,38 +290,51 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
 
   // Finish: quad sums, the state (with the sink), O normalised once, the LSE.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    auto st = OnlineSoftmaxState<float>::from_max_and_sum(m_run[r] * kLn2, l);
-    float w = 1.0f;
-    if (a.sinks) {
-      const auto sink = OnlineSoftmaxState<float>::from_lse(a.sinks[h * a.sinks_stride]);
-      w = st.merge_weights(sink).self;
-      st.merge(sink);
-    }
-    const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
-    const std::int64_t row = r == 0 ? row0 : row1;
-    if (row >= sq) continue;
-    T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;
+  for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-    for (int t = 0; t < kDT; ++t)
-      *reinterpret_cast<std::uint32_t*>(og + t * 8 + 2 * c) =
-          ptx::pack2<T>(acc[t][2 * r] * factor, acc[t][2 * r + 1] * factor);
-    if (a.lse && c == 0) a.lse[b * a.lse_b + h * a.lse_h + (q0 + row) * a.lse_s] = st.lse();
+    for (int r = 0; r < 2; ++r) {
+      float l = l_run[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      auto st = OnlineSoftmaxState<float>::from_max_and_sum(m_run[mt][r] * kLn2, l);
+      float w = 1.0f;
+      if (a.sinks) {
+        const auto sink = OnlineSoftmaxState<float>::from_lse(a.sinks[h * a.sinks_stride]);
+        w = st.merge_weights(sink).self;
+        st.merge(sink);
+      }
+      const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
+      const std::int64_t row = m0 + wrow + mt * 16 + g + 8 * r;
+      if (row >= sq) continue;
+      T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;
+#pragma unroll
+      for (int t = 0; t < kDT; ++t)
+        *reinterpret_cast<std::uint32_t*>(og + t * 8 + 2 * c) =
+            ptx::pack2<T>(acc[mt][t][2 * r] * factor, acc[mt][t][2 * r + 1] * factor);
+      if (a.lse && c == 0) a.lse[b * a.lse_b + h * a.lse_h + (q0 + row) * a.lse_s] = st.lse();
+    }
   }
 }
 
-template <typename T, int D, int kWarps>
+template <typename T, int D, int kWarps, int kMT>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t q_tiles, cudaStream_t stream) {
-  constexpr int kBlockM = 16 * kWarps;
+  constexpr int kBlockM = 16 * kWarps * kMT;
   constexpr int smem = (kBlockM + 4 * kBlockN) * D * static_cast<int>(sizeof(T));
-  auto* kernel = prefill_kernel<T, D, kWarps>;
+  auto* kernel = prefill_kernel<T, D, kWarps, kMT>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
   kernel<<<grid, kWarps * 32, smem, stream>>>(a);
   SMK_CUDA_CHECK_LAUNCH("prefill_kernel");
+}
+
+template <typename T, int D>
+void launch_config(int warps, int m_tiles, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
+                   std::int64_t q_tiles, cudaStream_t stream) {
+  if (warps == 4) {
+    m_tiles == 1 ? launch<T, D, 4, 1>(a, batch, hq, q_tiles, stream) : launch<T, D, 4, 2>(a, batch, hq, q_tiles, stream);
+  } else {
+    m_tiles == 1 ? launch<T, D, 8, 1>(a, batch, hq, q_tiles, stream) : launch<T, D, 8, 2>(a, batch, hq, q_tiles, stream);
+  }
 }
 
 bool aligned16(const TensorView& t) {
@@ -344,21 +398,23 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   }
   DeviceGuard guard(q.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  const int warps = config.warps != 0 ? config.warps : (d == 64 ? kPrefillWarpsD64 : kPrefillWarpsD128);
+  const bool d64 = d == 64;
+  const int warps = config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128);
+  const int m_tiles = config.m_tiles != 0 ? config.m_tiles : (d64 ? kPrefillMTilesD64 : kPrefillMTilesD128);
   if (warps != 4 && warps != 8) throw_invalid_argument(op, "config.warps", "must be 4 or 8");
-  const std::int64_t rows = 16 * warps;
+  if (m_tiles != 1 && m_tiles != 2) throw_invalid_argument(op, "config.m_tiles", "must be 1 or 2");
+  const std::int64_t rows = 16 * warps * m_tiles;
   const std::int64_t tiles = (max_sq + rows - 1) / rows;
   if (tiles > 0x7fffffff || batch > 65535 || hq > 65535)
     throw_invalid_argument(op, "q", "grid too large: " + std::to_string(tiles) + " query tiles, batch " +
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
-#define SMK_PREFILL_CASE(TYPE, DIM)                                       \
-  (warps == 4 ? launch<TYPE, DIM, 4>(a, batch, hq, tiles, s) : launch<TYPE, DIM, 8>(a, batch, hq, tiles, s))
   if (q.dtype == DType::bf16) {
-    if (d == 64) SMK_PREFILL_CASE(__nv_bfloat16, 64); else SMK_PREFILL_CASE(__nv_bfloat16, 128);
+    d64 ? launch_config<__nv_bfloat16, 64>(warps, m_tiles, a, batch, hq, tiles, s)
+        : launch_config<__nv_bfloat16, 128>(warps, m_tiles, a, batch, hq, tiles, s);
   } else {
-    if (d == 64) SMK_PREFILL_CASE(__half, 64); else SMK_PREFILL_CASE(__half, 128);
+    d64 ? launch_config<__half, 64>(warps, m_tiles, a, batch, hq, tiles, s)
+        : launch_config<__half, 128>(warps, m_tiles, a, batch, hq, tiles, s);
   }
-#undef SMK_PREFILL_CASE
 }
 
 }  // namespace smk::cuda

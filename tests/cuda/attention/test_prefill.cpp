@@ -296,21 +296,28 @@ TEST(CudaAttentionPrefill, BatchInvariant) {
   EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double)));
 }
 
-// The two launch configurations (the dispatcher picks one by head dimension) give the same bits.
-TEST(CudaAttentionPrefill, EightWarpConfiguration) {
+// Every launch configuration (the dispatcher picks one by head dimension) gives the same bits: each row's
+// arithmetic is the same sequence of operations whatever the rows per warp and per CTA.
+TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
   SMK_REQUIRE_GPU();
-  Case c{"eight warps", DType::bf16, 1, 300, 300, 2, 1, 128, true};
-  std::mt19937 rng(11);
-  Tensor4 q{1, 300, 2, 128}, k{1, 300, 1, 128}, v{1, 300, 1, 128};
-  q.fill(rng, c.dtype, 1);
-  k.fill(rng, c.dtype, 1);
-  v.fill(rng, c.dtype, 1);
-  const std::vector<float> sinks(2, 0.0f);
-  const Result four = run_gpu(c, q, k, v, sinks, {}, {}, smk::cuda::PrefillConfig{4});
-  const Result eight = run_gpu(c, q, k, v, sinks, {}, {}, smk::cuda::PrefillConfig{8});
-  // Each row's arithmetic is the same sequence of operations in both configurations: bitwise equal.
-  EXPECT_EQ(0, std::memcmp(four.o.data(), eight.o.data(), four.o.size() * sizeof(double)));
-  EXPECT_EQ(0, std::memcmp(four.lse.data(), eight.lse.data(), four.lse.size() * sizeof(double)));
+  for (std::int64_t d : {64, 128}) {
+    Case c{"configurations", DType::bf16, 1, 300, 300, 2, 1, d, true};
+    std::mt19937 rng(11);
+    Tensor4 q{1, 300, 2, d}, k{1, 300, 1, d}, v{1, 300, 1, d};
+    q.fill(rng, c.dtype, 1);
+    k.fill(rng, c.dtype, 1);
+    v.fill(rng, c.dtype, 1);
+    const std::vector<float> sinks(2, 0.0f);
+    const Result base = run_gpu(c, q, k, v, sinks, {}, {});
+    for (int warps : {4, 8})
+      for (int m_tiles : {1, 2}) {
+        const Result r = run_gpu(c, q, k, v, sinks, {}, {}, smk::cuda::PrefillConfig{warps, m_tiles});
+        EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), base.o.size() * sizeof(double)))
+            << "D " << d << ", " << warps << " warps x " << m_tiles;
+        EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), base.lse.size() * sizeof(double)))
+            << "D " << d << ", " << warps << " warps x " << m_tiles;
+      }
+  }
 }
 
 TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {

@@ -34,7 +34,12 @@ std::vector<Row> rows() {
   return r;
 }
 
-double time_ms(const Row& row, int warps, void* q, void* k, void* v, void* o, float* lse) {
+struct Config {
+  int warps, m_tiles;
+};
+constexpr Config kConfigs[] = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};
+
+double time_ms(const Row& row, Config config, void* q, void* k, void* v, void* o, float* lse) {
   const auto dev = smk::Device::cuda(0);
   const auto view = [&](void* p) {
     return smk::TensorView::contiguous(p, smk::DType::bf16, dev, {row.b, row.s, row.h, row.d});
@@ -43,7 +48,7 @@ double time_ms(const Row& row, int warps, void* q, void* k, void* v, void* o, fl
   smk::AttentionOptions opt;
   opt.causal = row.causal;
   const double scale = 1.0 / std::sqrt(static_cast<double>(row.d));
-  const smk::cuda::PrefillConfig cfg{warps};
+  const smk::cuda::PrefillConfig cfg{config.warps, config.m_tiles};
   cudaEvent_t e0, e1;
   SMK_CUDA_CHECK(cudaEventCreate(&e0));
   SMK_CUDA_CHECK(cudaEventCreate(&e1));
@@ -84,23 +89,32 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
-  std::printf("%-26s %10s %10s %10s %10s\n", "B,H,S,D,mask (bf16)", "4w ms", "4w TFLOP/s", "8w ms", "8w TFLOP/s");
+  std::printf("%-26s", "B,H,S,D,mask (bf16)");
+  for (const Config& c : kConfigs) std::printf("  %dw x%d: ms  TFLOP/s", c.warps, c.m_tiles);
+  std::printf("\n");
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   for (const Row& r : rows()) {
     const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
-    const double t4 = time_ms(r, 4, q, k, v, o, lse), t8 = time_ms(r, 8, q, k, v, o, lse);
     char name[64];
     std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
                   static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
                   r.causal ? "causal" : "full");
-    std::printf("%-26s %10.3f %10.1f %10.3f %10.1f\n", name, t4, flops / t4 / 1e9, t8, flops / t8 / 1e9);
+    std::printf("%-26s", name);
     if (json)
-      std::fprintf(json, "%s  {\"b\": %lld, \"h\": %lld, \"s\": %lld, \"d\": %lld, \"causal\": %s, \"ms_4w\": %.4f, "
-                   "\"ms_8w\": %.4f, \"tflops_4w\": %.1f, \"tflops_8w\": %.1f}",
+      std::fprintf(json, "%s  {\"b\": %lld, \"h\": %lld, \"s\": %lld, \"d\": %lld, \"causal\": %s, \"tflops\": {",
                    first ? "" : ",\n", static_cast<long long>(r.b), static_cast<long long>(r.h),
-                   static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "true" : "false", t4, t8,
-                   flops / t4 / 1e9, flops / t8 / 1e9);
+                   static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "true" : "false");
+    bool first_c = true;
+    for (const Config& c : kConfigs) {
+      const double t = time_ms(r, c, q, k, v, o, lse);
+      std::printf("  %8.3f %8.1f", t, flops / t / 1e9);
+      if (json) std::fprintf(json, "%s\"%dw x%d\": %.1f", first_c ? "" : ", ", c.warps, c.m_tiles, flops / t / 1e9);
+      first_c = false;
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    if (json) std::fprintf(json, "}}");
     first = false;
   }
   if (json) std::fprintf(json, "\n]\n"), std::fclose(json);
