@@ -4,6 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce
+#   excess
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -79,6 +80,25 @@ if want ce; then
   run_step ce-bench build/default/apps/softmaxkit/softmaxkit bench --op ce --shape qwen-vocab-4096,llama2-vocab-8192 \
     --dtype f32,bf16 --no-cudnn --format table --json "$OUT/bench_ce.json"
   run_step ce-torch python3 scripts/compare_torch_ce.py --bench-json "$OUT/bench_ce.json" --out "$OUT"
+fi
+# excess: the excess state of issue 4 (online_state.hpp) on its own, in under five minutes: builds just its targets
+# (no `build` needed), then what `accuracy` does, the gpu-large cases of strided_inner, a short forward bench on the
+# instruction-bound shapes, the GPU conformance suite, the softmax kernels' suite, and memcheck over it on short rows.
+if want excess; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step excess-build cmake --build --preset default --parallel "$jobs" --target test_cuda_softmax \
+    test_conformance_gpu test_conformance_large accuracy_report softmaxkit_cli || { printf '%s\n' "${summary[@]}"; exit 1; }
+  acc_dump=$(mktemp -d)
+  run_step accuracy build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
+  run_step vs-torch python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
+  rm -rf "$acc_dump"
+  run_step large-strided build/default/tests/conformance/test_conformance_large --gtest_filter='*strided_inner*'
+  run_step excess-bench build/default/apps/softmaxkit/softmaxkit bench --op softmax logsumexp --dtype f32 bf16 \
+    --shape 32768x1024 262144x128 1048576x32 16384x4096 8192x32000 --path auto --no-cudnn --target-ms 20 --format table
+  run_step conformance-gpu build/default/tests/conformance/test_conformance_gpu
+  run_step softmax-gpu build/default/tests/test_cuda_softmax
+  run_step excess-memcheck env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 build/default/tests/test_cuda_softmax
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

@@ -8,8 +8,19 @@ logsumexp on the same inputs on the GPU, and measures both against one reference
 docs/accuracy.md. For 16-bit inputs our logsumexp writes f32, so torch's is taken in f32 too
 (torch.logsumexp(x.float())); otherwise torch keeps the input dtype, as a user calls it.
 
-Writes a markdown table; exits 1 when our max error exceeds torch's for some op, dtype and length (the verdict
-column says where), 0 otherwise, 2 when torch or a GPU is missing.
+The verdict ("never less accurate than torch", kept strict): ours is WORSE when, after removing from each of our
+elements only the part of its error that no comparison can resolve, our worst element still exceeds torch's worst.
+For f32 outputs nothing is removed: the output is the computed value itself, so any difference is real. A 16-bit
+output is the f32 result rounded once; an f32 result within δ·|y| of the exact y, δ = (6 + log2 n)·2^-24 (the
+issue's design target, below our provable gates, so the strict side), can land on either neighbour of a 16-bit
+rounding boundary: its output is then 0.5 + r ulp off where a correctly rounded one is 0.5 − r off, with
+r ≤ δ·|y|/ulp16(y) ≤ δ·2^p (p the significand bits: 2.7e-4 ulp for bf16, 2.2e-3 for f16 at n = 1000). Differences
+within r are rounding-boundary coincidences between two outputs that are both correct to their budget, not
+accuracy (docs/accuracy.md, "Beside torch", has the derivation). So element i of a 16-bit output counts as
+max(0, err_i − r_i) in the verdict; the table shows both the raw maxima and max r_i.
+
+Writes a markdown table; exits 1 when the verdict is WORSE for some op, dtype and length (the verdict column says
+where), 0 otherwise, 2 when torch or a GPU is missing.
     usage: vs_torch.py DUMP_DIR [--out FILE]
 """
 import argparse
@@ -44,6 +55,16 @@ def ulp_errors(got, ref, dtype):
     return np.where(same_inf, 0, err).astype(np.float64)
 
 
+def resolution(ref, dtype, n):
+    """Per element, the part of a 16-bit output's error (in its ulps) that a comparison cannot resolve: the f32
+    result's own error budget δ·|y| = (6 + log2 n)·2^-24·|y|, in ulps of the output. 0 for f32 outputs."""
+    if dtype == "f32":
+        return np.zeros(ref.shape)
+    delta = (6 + np.log2(max(n, 1))) * 2.0 ** -24
+    r = delta * np.abs(ref) / ulp(ref, dtype)
+    return np.where(np.isfinite(r), r, 0).astype(np.float64)
+
+
 def reference(x):
     x = x.astype(np.longdouble)
     m = x.max(axis=1, keepdims=True)
@@ -66,8 +87,9 @@ def main():
         print("vs_torch: torch sees no GPU; nothing compared")
         return 2
     torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-    rows_md = ["| op | dtype | n | ours max ulp | torch max ulp | ours median | torch median | verdict |",
-               "|---|---|---|---|---|---|---|---|"]
+    rows_md = ["| op | dtype | n | ours max ulp | torch max ulp | ours median | torch median | unresolvable r | "
+               "verdict |",
+               "|---|---|---|---|---|---|---|---|---|"]
     worse = 0
     inputs = sorted(pathlib.Path(args.dump).glob("*_in.npy"),
                     key=lambda p: (p.name.split("_")[0], int(p.name.split("_")[1])))
@@ -95,10 +117,17 @@ def main():
             ours = load(ours_path, out_dtype).reshape(ref[op].shape)
             t = theirs[op].float().cpu().numpy().reshape(ref[op].shape)
             e_ours, e_torch = ulp_errors(ours, ref[op], out_dtype), ulp_errors(t, ref[op], out_dtype)
-            verdict = "ok" if e_ours.max() <= e_torch.max() else "WORSE than torch"
-            worse += verdict != "ok"
+            r = resolution(ref[op], out_dtype, int(n))
+            resolved = np.maximum(e_ours - r, 0)
+            if e_ours.max() <= e_torch.max():
+                verdict = "ok"
+            elif resolved.max() <= e_torch.max():
+                verdict = "ok (within r)"
+            else:
+                verdict = "WORSE than torch"
+            worse += verdict.startswith("WORSE")
             rows_md.append(f"| {op} | {dtype} | {n} | {e_ours.max():.2f} | {e_torch.max():.2f} | "
-                           f"{np.median(e_ours):.3f} | {np.median(e_torch):.3f} | {verdict} |")
+                           f"{np.median(e_ours):.3f} | {np.median(e_torch):.3f} | {r.max():.1e} | {verdict} |")
     text = "\n".join(rows_md) + "\n"
     if args.out:
         pathlib.Path(args.out).write_text(text)
