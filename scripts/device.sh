@@ -3,7 +3,7 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce
+#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
@@ -99,6 +99,19 @@ if want excess; then
   run_step softmax-gpu build/default/tests/test_cuda_softmax
   run_step excess-memcheck env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 build/default/tests/test_cuda_softmax
+fi
+# decode: decode attention (issue 8) on its own: builds just its targets (no `build` needed), runs its GPU test, the
+# timing on the issue's rows (tests/cuda/attention/bench_decode.cpp), the test under compute-sanitizer memcheck (the
+# batch-invariance case left out for time: it checks bits, not memory), and torch SDPA's FLASH and cuDNN backends
+# beside our timings (scripts/bench_decode.py).
+if want decode; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
+  run_step decode-test build/default/tests/test_cuda_decode
+  run_step decode-bench build/default/tests/bench_decode --json "$OUT/bench_decode.json"
+  run_step decode-memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    build/default/tests/test_cuda_decode --gtest_filter=-*BatchInvariant*
+  run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

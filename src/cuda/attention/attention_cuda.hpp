@@ -29,7 +29,9 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
-                      const detail::DecodeProblem& problem, Stream stream);
+                      const detail::DecodeProblem& problem, Stream stream, void* merge_start_event = nullptr);
+// merge_start_event (a cudaEvent_t, for the benchmark tests/cuda/attention/bench_decode.cpp): recorded on the stream
+// after the split kernel, before the merge kernel, so the merge's share of the time can be measured.
 
 void merge_attention_states(std::int64_t rows, const TensorView& out_o, const TensorView& out_lse,
                             const TensorView& o_a, const TensorView& lse_a, const TensorView& o_b,

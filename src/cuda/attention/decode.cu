@@ -14,9 +14,9 @@
 // heads per KV head at full width) it would turn compute-bound and want mma; rows beyond kRows are served by more
 // blocks that re-read the same K/V tile (mostly from L2, since they are adjacent in the grid).
 //
-// Layout of the work. Grid (splits · row chunks, Hkv, B); block = 128 threads. A key is read by D/8 lanes, 16 bytes
-// (8 elements) each; the block's 128/(D/8) lane groups take interleaved keys, kKeysPerGroup per tile, and a
-// kStages-deep cp.async ring stages the tiles in shared memory. Each thread reads back only the bytes its own
+// Layout of the work. Grid (splits · row chunks, Hkv, B); block = 128 threads, serving kRows = 4 or 8 rows. A key
+// is read by D/E lanes, E = 16 or 8 elements (two or one 16-byte vectors, kVecs) each; the block's lane groups take
+// interleaved keys, kKeysPerGroup per tile, and a 3- or 4-stage cp.async ring stages the tiles in shared memory. Each thread reads back only the bytes its own
 // cp.async wrote, so the ring needs cp.async.wait_group and no barrier. Keys past the split's end are zero-filled
 // (never read from memory), and keys a row may not see (past the split, past seqlens, causal) get the score −inf and
 // no share of V, so NaN anywhere outside the visible window cannot reach O. Each lane group keeps one
@@ -46,8 +46,17 @@ namespace {
 using State = OnlineSoftmaxState<float>;
 
 constexpr int kThreads = 128;
-constexpr int kStages = 4;        // tiles in flight per block: 3 ahead of the one computed, 48 KB at 16 KB a tile
-constexpr int kKeysPerGroup = 4;  // keys per lane group per tile: a tile is 16 KB of K and V for every variant
+constexpr int kKeysPerGroup = 4;  // keys per lane group per tile
+
+// 16-byte vectors per thread per key: 2 (16 dimensions) when a block serves ≤ 4 rows, 1 for 8 rows, whose q and
+// accumulator registers (2·8·rows·vectors) would not fit twice. Two vectors halve the lanes per key, and with them
+// the lanes that redo each score's softmax step and the butterfly's depth (the kernel's largest costs after the loads).
+template <int kRows>
+inline constexpr int kVecs = kRows <= 4 ? 2 : 1;
+// Ring depth: tiles are 16 KB (one vector) or 32 KB (two); 4 or 3 stages keep 48 or 64 KB in flight per block while
+// the ring (64 or 96 KB) still lets two blocks share an SM.
+template <int kRows>
+inline constexpr int kStages = kVecs<kRows> == 2 ? 3 : 4;
 constexpr int kMergeWarps = 4;    // rows (b, h, token) per block of the merge kernel
 constexpr unsigned kFull = 0xffffffffu;
 
@@ -102,99 +111,114 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
-__device__ __forceinline__ std::int64_t visible_end(const DecodeArgs& a, std::int64_t len, int tok) {
+__device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok) {
   if (!a.causal) return len;
-  const std::int64_t e = len - a.sq + tok + 1;
+  const int e = len - a.sq + tok + 1;
   return e < 0 ? 0 : (e > len ? len : e);
 }
 
 template <typename T, int D, int kRows>
 __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeArgs a) {
-  constexpr int TD = D / 8;             // lanes per key
-  constexpr int NG = kThreads / TD;     // lane groups (keys per tile slot)
+  constexpr int C = kVecs<kRows>, E = 8 * C;  // 16-byte vectors and elements per thread per key
+  constexpr int S = kStages<kRows>;
+  constexpr int TD = D / E;                   // lanes per key; lane t holds dimensions 8·(c·TD + t) + [0, 8)
+  constexpr int NG = kThreads / TD;           // lane groups (keys per tile slot)
   constexpr int kTile = NG * kKeysPerGroup;
+  constexpr int kStage = kKeysPerGroup * 2 * C * kThreads;  // uint4 per stage
   static_assert(kDecodeChunkAlign % kTile == 0, "tiles must divide chunks");
   extern __shared__ __align__(16) unsigned char smem[];
-  uint4* ring = reinterpret_cast<uint4*>(smem);  // [kStages][kKeysPerGroup][2 (K, V)][kThreads]
+  uint4* ring = reinterpret_cast<uint4*>(smem);  // [S][kKeysPerGroup][2 (K, V)][C][kThreads]
 
   const int tid = threadIdx.x, g = tid / TD, t = tid % TD;
   const int row_chunk = blockIdx.x % a.row_chunks;
   const int split = blockIdx.x / a.row_chunks;
   const int hk = blockIdx.y;
   const std::int64_t b = blockIdx.z;
-  const std::int64_t len = a.seqlens[b * a.seqlen_stride];
+  // Key positions are ints: a length is an int32, and every position compared below is at most that length.
+  const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits);
   if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
-  const std::int64_t chunk = decode_chunk(bad ? 0 : len, a.max_splits);
-  const std::int64_t k0 = split * chunk;
-  const std::int64_t k1 = bad ? k0 : (len < k0 + chunk ? len : k0 + chunk);
+  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits));
+  const int k0 = split * chunk;
+  const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
 
-  // This thread's 8 dimensions of each row's query, in f32; rows past a.rows (the last chunk's padding) see nothing.
-  float qf[kRows][8];
-  std::int64_t vis[kRows];
+  // This thread's E dimensions of each row's query, in f32; rows past a.rows (the last chunk's padding) see nothing.
+  float qf[kRows][E];
+  int vis[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const int row = row_chunk * kRows + r;
     vis[r] = 0;
 #pragma unroll
-    for (int x = 0; x < 8; ++x) qf[r][x] = 0.0f;
+    for (int x = 0; x < E; ++x) qf[r][x] = 0.0f;
     if (row < a.rows) {
       const int tok = row % a.sq, h = hk * a.group + row / a.sq;
       const T* qp = static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2];
 #pragma unroll
-      for (int x = 0; x < 8; ++x) qf[r][x] = to_f32(qp[(8 * t + x) * a.qs[3]]);
+      for (int c = 0; c < C; ++c)
+#pragma unroll
+        for (int x = 0; x < 8; ++x) qf[r][8 * c + x] = to_f32(qp[(8 * (c * TD + t) + x) * a.qs[3]]);
       vis[r] = bad ? 0 : visible_end(a, len, tok);
     }
   }
 
   State st[kRows];
-  float acc[kRows][8];
+  float acc[kRows][E];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     st[r] = State::empty();
 #pragma unroll
-    for (int x = 0; x < 8; ++x) acc[r][x] = 0.0f;
+    for (int x = 0; x < E; ++x) acc[r][x] = 0.0f;
   }
 
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2] + 8 * t;
   const T* vbase = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2] + 8 * t;
-  const int ntiles = static_cast<int>((k1 - k0 + kTile - 1) / kTile);
+  const int ntiles = (k1 - k0 + kTile - 1) / kTile;
   const auto issue = [&](int tile) {
-    uint4* st_ring = ring + (tile % kStages) * (kKeysPerGroup * 2 * kThreads);
+    uint4* st_ring = ring + (tile % S) * kStage;
 #pragma unroll
     for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-      const std::int64_t j = k0 + static_cast<std::int64_t>(tile) * kTile + kk * NG + g;
+      const int j = k0 + tile * kTile + kk * NG + g;
       const bool valid = j < k1;
       const std::int64_t jj = valid ? j : 0;  // a mapped address even when nothing is read
-      cp_async16(st_ring + (kk * 2 + 0) * kThreads + tid, kbase + jj * a.ks[1], valid);
-      cp_async16(st_ring + (kk * 2 + 1) * kThreads + tid, vbase + jj * a.vs[1], valid);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        cp_async16(st_ring + ((kk * 2 + 0) * C + c) * kThreads + tid, kbase + jj * a.ks[1] + 8 * c * TD, valid);
+        cp_async16(st_ring + ((kk * 2 + 1) * C + c) * kThreads + tid, vbase + jj * a.vs[1] + 8 * c * TD, valid);
+      }
     }
   };
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < S - 1; ++s) {
     if (s < ntiles) issue(s);
     cp_async_commit();
   }
 
   for (int tile = 0; tile < ntiles; ++tile) {
-    if (tile + kStages - 1 < ntiles) issue(tile + kStages - 1);
+    if (tile + S - 1 < ntiles) issue(tile + S - 1);
     cp_async_commit();
-    cp_async_wait<kStages - 1>();  // this tile's group has landed (this thread's own copies: no barrier needed)
-    const uint4* st_ring = ring + (tile % kStages) * (kKeysPerGroup * 2 * kThreads);
-    const std::int64_t jbase = k0 + static_cast<std::int64_t>(tile) * kTile + g;
+    cp_async_wait<S - 1>();  // this tile's group has landed (this thread's own copies: no barrier needed)
+    const uint4* st_ring = ring + (tile % S) * kStage;
+    const int jbase = k0 + tile * kTile + g;
 
-    // Scores: 8-element partial dots, then a butterfly over the key's TD lanes (every lane ends with the same sum).
+    // Scores: E-element partial dots, then a butterfly over the key's TD lanes (every lane ends with the same sum).
     float s[kKeysPerGroup][kRows];
 #pragma unroll
     for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-      float kf[8];
-      unpack8<T>(st_ring[(kk * 2 + 0) * kThreads + tid], kf);
+      float kf[E];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float part[8];
+        unpack8<T>(st_ring[((kk * 2 + 0) * C + c) * kThreads + tid], part);
+#pragma unroll
+        for (int x = 0; x < 8; ++x) kf[8 * c + x] = part[x];
+      }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         float dot = qf[r][0] * kf[0];
 #pragma unroll
-        for (int x = 1; x < 8; ++x) dot = fmaf(qf[r][x], kf[x], dot);
+        for (int x = 1; x < E; ++x) dot = fmaf(qf[r][x], kf[x], dot);
         s[kk][r] = dot;
       }
     }
@@ -212,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
       float mx = -detail::inf_<float>();
 #pragma unroll
       for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-        const std::int64_t j = jbase + kk * NG;
+        const int j = jbase + kk * NG;
         seen[kk][r] = j < k1 && j < vis[r];
         s[kk][r] = seen[kk][r] ? a.scale * s[kk][r] : -detail::inf_<float>();
         mx = nan_max(mx, s[kk][r]);
@@ -227,20 +251,26 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
       const State blk = State::from_max_and_sum(mx, sum);
       const auto w = st[r].merge_weights(blk);
 #pragma unroll
-      for (int x = 0; x < 8; ++x) acc[r][x] *= w.self;
+      for (int x = 0; x < E; ++x) acc[r][x] *= w.self;
 #pragma unroll
       for (int kk = 0; kk < kKeysPerGroup; ++kk) s[kk][r] *= w.other;
       st[r].merge(blk);
     }
 #pragma unroll
     for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-      float vf[8];
-      unpack8<T>(st_ring[(kk * 2 + 1) * kThreads + tid], vf);
+      float vf[E];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float part[8];
+        unpack8<T>(st_ring[((kk * 2 + 1) * C + c) * kThreads + tid], part);
+#pragma unroll
+        for (int x = 0; x < 8; ++x) vf[8 * c + x] = part[x];
+      }
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
         if (seen[kk][r]) {  // an unseen key adds nothing, not 0·V (V may be NaN there)
 #pragma unroll
-          for (int x = 0; x < 8; ++x) acc[r][x] = fmaf(s[kk][r], vf[x], acc[r][x]);
+          for (int x = 0; x < E; ++x) acc[r][x] = fmaf(s[kk][r], vf[x], acc[r][x]);
         }
     }
   }
@@ -256,9 +286,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     if (t == 0) sst[g * kRows + r] = st[r];
-    float4* dst = reinterpret_cast<float4*>(sacc + (g * kRows + r) * D + 8 * t);
-    dst[0] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-    dst[1] = make_float4(acc[r][4], acc[r][5], acc[r][6], acc[r][7]);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      float4* dst = reinterpret_cast<float4*>(sacc + (g * kRows + r) * D + 8 * (c * TD + t));
+      dst[0] = make_float4(acc[r][8 * c + 0], acc[r][8 * c + 1], acc[r][8 * c + 2], acc[r][8 * c + 3]);
+      dst[1] = make_float4(acc[r][8 * c + 4], acc[r][8 * c + 5], acc[r][8 * c + 6], acc[r][8 * c + 7]);
+    }
   }
   __syncthreads();
   if (tid < kRows) {
@@ -352,8 +385,8 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
 
 template <typename T, int D, int kRows>
 void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
-  constexpr int TD = D / 8, NG = kThreads / TD;
-  constexpr std::size_t ring = std::size_t{kStages} * kKeysPerGroup * 2 * kThreads * 16;
+  constexpr int TD = D / (8 * kVecs<kRows>), NG = kThreads / TD;
+  constexpr std::size_t ring = std::size_t{kStages<kRows>} * kKeysPerGroup * 2 * kVecs<kRows> * kThreads * 16;
   constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
   constexpr std::size_t bytes = ring > merge ? ring : merge;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -363,9 +396,10 @@ void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
 }
 
 template <typename T, int D>
-void launch(const DecodeArgs& a, int rows_per_block, dim3 grid, std::int64_t out_rows, cudaStream_t s) {
+void launch(const DecodeArgs& a, int rows_per_block, dim3 grid, std::int64_t out_rows, cudaStream_t s, void* event) {
   if (rows_per_block == 4) launch_split<T, D, 4>(a, grid, s);
   else launch_split<T, D, 8>(a, grid, s);
+  if (event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
   if (a.part_o == nullptr) return;
   const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
   decode_merge_kernel<T, D><<<static_cast<unsigned>(blocks), kMergeWarps * 32, 0, s>>>(a, out_rows);
@@ -384,7 +418,7 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
-                      const detail::DecodeProblem& p, Stream stream) {
+                      const detail::DecodeProblem& p, Stream stream, void* merge_start_event) {
   const char* op = "attention_decode";
   if (q.dtype != DType::f16 && q.dtype != DType::bf16)
     throw_unsupported(op, std::string("the CUDA kernel takes f16 and bf16, not ") + dtype_name(q.dtype) +
@@ -446,11 +480,11 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                   static_cast<unsigned>(p.batch));
   try {
     if (q.dtype == DType::f16) {
-      if (p.d == 64) launch<__half, 64>(a, rows_per_block, grid, out_rows, s);
-      else launch<__half, 128>(a, rows_per_block, grid, out_rows, s);
+      if (p.d == 64) launch<__half, 64>(a, rows_per_block, grid, out_rows, s, merge_start_event);
+      else launch<__half, 128>(a, rows_per_block, grid, out_rows, s, merge_start_event);
     } else {
-      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, grid, out_rows, s);
-      else launch<__nv_bfloat16, 128>(a, rows_per_block, grid, out_rows, s);
+      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, grid, out_rows, s, merge_start_event);
+      else launch<__nv_bfloat16, 128>(a, rows_per_block, grid, out_rows, s, merge_start_event);
     }
   } catch (...) {
     if (workspace) kernels::workspace_free(workspace, s);

@@ -1,0 +1,140 @@
+// Benchmark of attention_decode on issue 8's rows (not a test): bf16, one new token, D = 128, 32 query and 8 KV
+// heads, (B, S) = (1, 32768), (1, 131072), (16, 8192), (64, 4096), (128, 1024), and rows with 64 query heads.
+// Each call is timed with CUDA events after an untimed write of 256 MB that evicts L2 (the H200 has 60 MB), the way
+// triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
+// kReps calls after kWarmup. An event recorded between the split kernel and the merge kernel gives the merge's share.
+// Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md).
+//   usage: bench_decode [--json FILE]
+// Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
+// the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/args.hpp"
+#include "cuda/attention/attention_cuda.hpp"
+#include "softmaxkit/attention.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+#include "softmaxkit/device.hpp"
+
+namespace {
+
+constexpr int kWarmup = 5;
+constexpr int kReps = 50;
+constexpr double kCopyTBs = 4.27;  // ANCHORS.md: device-to-device copy on the H200
+constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
+
+struct Row {
+  std::int64_t B, S, hq, hkv, d;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using smk::TensorView;
+  using smk::cuda::DeviceBuffer;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+  if (smk::cuda_device_count() == 0) {
+    std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
+    return 2;
+  }
+  const std::vector<Row> rows = {{1, 32768, 32, 8, 128},  {1, 131072, 32, 8, 128}, {16, 8192, 32, 8, 128},
+                                 {64, 4096, 32, 8, 128},  {128, 1024, 32, 8, 128}, {1, 32768, 64, 8, 128},
+                                 {16, 8192, 64, 8, 128}};
+  // Random bf16 values (never time on zeros), copied into every buffer.
+  std::vector<smk::bfloat16_t> pool(std::size_t{1} << 24);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0, 1);
+  for (auto& x : pool) x = smk::to_bfloat16(dist(rng));
+  const auto fill = [&](smk::bfloat16_t* dst, std::size_t n) {
+    for (std::size_t off = 0; off < n; off += pool.size())
+      SMK_CUDA_CHECK(cudaMemcpy(dst + off, pool.data(), std::min(pool.size(), n - off) * 2, cudaMemcpyHostToDevice));
+  };
+  cudaStream_t s;
+  SMK_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* flush = nullptr;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, kFlushBytes));
+  std::vector<cudaEvent_t> ev(3 * kReps);
+  for (auto& e : ev) SMK_CUDA_CHECK(cudaEventCreate(&e));
+  const auto dev = smk::Device::cuda(0);
+
+  std::string json = "[";
+  std::printf("%-26s %10s %10s %9s %8s %9s\n", "B, S, Hq, Hkv, D", "us", "floor us", "TB/s", "% copy", "merge %");
+  for (const Row& r : rows) {
+    const std::size_t nq = r.B * r.hq * r.d, nkv = r.B * r.S * r.hkv * r.d;
+    DeviceBuffer<smk::bfloat16_t> q(nq), k(nkv), v(nkv), o(nq);
+    DeviceBuffer<float> lse(r.B * r.hq);
+    fill(q.data(), nq);
+    fill(k.data(), nkv);
+    fill(v.data(), nkv);
+    const std::vector<std::int32_t> lens_host(r.B, static_cast<std::int32_t>(r.S));
+    auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
+    const auto O = TensorView::of(o.data(), {r.B, 1, r.hq, r.d}, dev);
+    const auto L = TensorView::of(lse.data(), {r.B, r.hq, 1}, dev);
+    const auto Q = TensorView::of(q.data(), {r.B, 1, r.hq, r.d}, dev);
+    const auto K = TensorView::of(k.data(), {r.B, r.S, r.hkv, r.d}, dev);
+    const auto V = TensorView::of(v.data(), {r.B, r.S, r.hkv, r.d}, dev);
+    const auto N = TensorView::of(lens.data(), {r.B}, dev);
+    const smk::AttentionDecodeOptions opt;
+    const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+    const auto call = [&](void* between) {
+      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between);
+    };
+    for (int i = 0; i < kWarmup; ++i) call(nullptr);
+    for (int i = 0; i < kReps; ++i) {
+      SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+      SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
+      call(ev[3 * i + 1]);
+      SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
+    }
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> total, merge;
+    for (int i = 0; i < kReps; ++i) {
+      float a = 0, b = 0;
+      SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[3 * i], ev[3 * i + 2]));
+      SMK_CUDA_CHECK(cudaEventElapsedTime(&b, ev[3 * i + 1], ev[3 * i + 2]));
+      total.push_back(1e3 * a);
+      merge.push_back(1e3 * b);
+    }
+    const double us = median(total), merge_us = median(merge);
+    const double bytes = 2.0 * static_cast<double>(nkv) * 2;
+    const double tbs = bytes / (us * 1e-6) / 1e12, floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
+    char label[64];
+    std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S, (long long)r.hq,
+                  (long long)r.hkv, (long long)r.d);
+    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%\n", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
+                100 * merge_us / us);
+    char item[256];
+    std::snprintf(item, sizeof item,
+                  "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
+                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f}",
+                  json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
+                  (long long)r.d, us, merge_us, bytes, tbs);
+    json += item;
+  }
+  json += "]\n";
+  for (auto& e : ev) cudaEventDestroy(e);
+  cudaFree(flush);
+  cudaStreamDestroy(s);
+  if (!json_path.empty()) {
+    if (FILE* f = std::fopen(json_path.c_str(), "w")) {
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,315 @@
+// attention_decode on the GPU against the CPU float64 reference (itself checked against a long-double evaluation of
+// the definition in tests/cpu/test_attention_decode.cpp): the issue's cache lengths with GQA and sinks, lengths mixed
+// in one batch (so most of the grid's splits are entirely padding for the short ones), NaN planted past every
+// length, causal multi-token rows, bitwise determinism and batch invariance, bad input. Outputs are poisoned (NaN)
+// before every run, so an element the kernel does not write fails.
+//
+// Tolerance, derived (not observed): the inputs are exact in bf16/f16 and the reference evaluates them in double.
+// The kernel computes in f32 and rounds O once: at most half an ulp of the 16-bit type, 2^-9·|O| for bf16 (2^-12 for
+// f16), doubled for margin; plus the f32 error of the accumulation, at most ~n_seq·u of Σ_j p_j·|v_j| where n_seq ≤
+// 4096/8 = 512 is the longest sequential sum a lane group does (3e-5), plus the score error (≤ ~12 roundings of
+// Σ|q_x·k_x|·scale, ~1e-5 relative in each weight). 1e-4·Σ p_j|v_j| bounds both with margin; Σ p_j|v_j| is itself
+// the reference run on |V|. LSE: 1e-4 + 2u·|LSE|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/attention/decode_split.hpp"
+#include "softmaxkit/attention.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/core/error.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+#include "support/gpu.hpp"
+
+namespace {
+
+using smk::AttentionDecodeOptions;
+using smk::TensorView;
+using smk::cuda::DeviceBuffer;
+
+template <typename T>
+T from_float(float x) {
+  if constexpr (std::is_same_v<T, smk::bfloat16_t>) return smk::to_bfloat16(x);
+  else return smk::to_half(x);
+}
+template <typename T>
+double rel_rounding() {  // one ulp of the 16-bit type, relative
+  return std::is_same_v<T, smk::bfloat16_t> ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+}
+template <typename T>
+T nan_value() {
+  return T{0xFFFF};
+}
+
+// A decode problem on the host: q, caches (NaN at and past every sequence's length), sinks; and its GPU copies.
+template <typename T>
+struct Case {
+  std::int64_t B, sq, hq, hkv, d, smax;
+  std::vector<std::int32_t> lens;
+  bool causal = false, with_sinks = true;
+  std::vector<T> q, k, v, v_abs;
+  std::vector<float> sinks;
+
+  Case(std::int64_t B_, std::int64_t sq_, std::int64_t hq_, std::int64_t hkv_, std::int64_t d_, std::int64_t smax_,
+       std::vector<std::int32_t> lens_, std::uint32_t seed)
+      : B(B_), sq(sq_), hq(hq_), hkv(hkv_), d(d_), smax(smax_), lens(std::move(lens_)) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0, 1);
+    q.resize(B * sq * hq * d);
+    k.resize(B * smax * hkv * d);
+    v.resize(k.size());
+    v_abs.resize(k.size());
+    for (auto& x : q) x = from_float<T>(dist(rng));
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t j = 0; j < smax; ++j)
+        for (std::int64_t i = 0; i < hkv * d; ++i) {
+          const std::int64_t at = (b * smax + j) * hkv * d + i;
+          const bool live = j < lens[b];
+          k[at] = live ? from_float<T>(dist(rng)) : nan_value<T>();
+          v[at] = live ? from_float<T>(dist(rng)) : nan_value<T>();
+          v_abs[at] = live ? T{static_cast<std::uint16_t>(v[at].bits & 0x7FFF)} : nan_value<T>();
+        }
+    for (std::int64_t h = 0; h < hq; ++h) sinks.push_back(2.0f - 0.9f * static_cast<float>(h));
+  }
+  AttentionDecodeOptions options(const float* sink_data, smk::Device dev) const {
+    AttentionDecodeOptions o;
+    o.causal = causal;
+    if (with_sinks) o.sinks = TensorView::of(sink_data, {hq}, dev);
+    return o;
+  }
+};
+
+struct Result {
+  std::vector<float> o, lse;  // O converted to float
+};
+
+template <typename T>
+Result run_gpu(const Case<T>& c) {
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  DeviceBuffer<T> dout(c.q.size());
+  DeviceBuffer<float> dlse(c.B * c.hq * c.sq);
+  dout.fill_bytes(0xFF);
+  dlse.fill_bytes(0xFF);
+  smk::attention_decode(TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev),
+                        TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev),
+                        TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev),
+                        TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev),
+                        TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev),
+                        TensorView::of(dl.data(), {c.B}, dev), c.options(ds.data(), dev));
+  const auto o = dout.to_host();
+  Result r;
+  for (const T& x : o) r.o.push_back(smk::to_float(x));
+  r.lse = dlse.to_host();
+  return r;
+}
+
+// The float64 reference on V (o, lse) and on |V| (the error scale Σ_j p_j·|v_j|).
+template <typename T>
+void reference(const Case<T>& c, std::vector<double>& o, std::vector<double>& lse, std::vector<double>& scale) {
+  o.assign(c.q.size(), 0);
+  scale.assign(c.q.size(), 0);
+  lse.assign(c.B * c.hq * c.sq, 0);
+  std::vector<double> unused(lse.size());
+  std::vector<double> sinks(c.sinks.begin(), c.sinks.end());
+  AttentionDecodeOptions opt;
+  opt.causal = c.causal;
+  if (c.with_sinks) opt.sinks = TensorView::of(sinks.data(), {c.hq});
+  const auto Q = TensorView::of(c.q.data(), {c.B, c.sq, c.hq, c.d});
+  const auto K = TensorView::of(c.k.data(), {c.B, c.smax, c.hkv, c.d});
+  const auto N = TensorView::of(c.lens.data(), {c.B});
+  smk::cpu::reference::attention_decode(TensorView::of(o.data(), {c.B, c.sq, c.hq, c.d}),
+                                        TensorView::of(lse.data(), {c.B, c.hq, c.sq}), Q, K,
+                                        TensorView::of(c.v.data(), {c.B, c.smax, c.hkv, c.d}), N, opt);
+  smk::cpu::reference::attention_decode(TensorView::of(scale.data(), {c.B, c.sq, c.hq, c.d}),
+                                        TensorView::of(unused.data(), {c.B, c.hq, c.sq}), Q, K,
+                                        TensorView::of(c.v_abs.data(), {c.B, c.smax, c.hkv, c.d}), N, opt);
+}
+
+template <typename T>
+void expect_matches_reference(const Case<T>& c, const Result& got) {
+  std::vector<double> o, lse, scale;
+  reference(c, o, lse, scale);
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const double tol = rel_rounding<T>() * std::fabs(o[i]) + 1e-4 * scale[i];
+    ASSERT_NEAR(got.o[i], o[i], tol) << "element " << i << " (b " << i / (c.sq * c.hq * c.d) << ")";
+  }
+  for (std::size_t i = 0; i < lse.size(); ++i) {
+    if (std::isinf(lse[i])) ASSERT_EQ(got.lse[i], lse[i]) << "lse " << i;
+    else ASSERT_NEAR(got.lse[i], lse[i], 1e-4 + 1.2e-7 * std::fabs(lse[i])) << "lse " << i;
+  }
+}
+
+template <typename T>
+void issue_lengths(std::int64_t d) {
+  // Mixed lengths in one batch, the empty sequence included: against S_max = 4097 the grid has 5 splits per
+  // sequence, so the short sequences' other splits are entirely padding (and must not write).
+  {
+    Case<T> c(8, 1, 8, 2, d, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 21);
+    SCOPED_TRACE("batch of mixed lengths");
+    expect_matches_reference(c, run_gpu(c));
+    c.with_sinks = false;
+    SCOPED_TRACE("no sinks");
+    expect_matches_reference(c, run_gpu(c));
+  }
+  {
+    Case<T> c(1, 1, 4, 1, d, 100003, {100003}, 22);  // the most splits, the last one partial
+    SCOPED_TRACE("100003 keys");
+    expect_matches_reference(c, run_gpu(c));
+  }
+}
+
+TEST(CudaAttentionDecode, IssueLengthsBf16D128) {
+  SMK_REQUIRE_GPU();
+  issue_lengths<smk::bfloat16_t>(128);
+}
+TEST(CudaAttentionDecode, IssueLengthsF16D64) {
+  SMK_REQUIRE_GPU();
+  issue_lengths<smk::half_t>(64);
+}
+
+// Several new tokens, causal (bottom-right), among them lengths shorter than Sq_new (rows with no visible key: O = 0,
+// LSE = the sink or −inf); 4 and 8 query heads per KV head, so rows span one or several row chunks of a block.
+TEST(CudaAttentionDecode, CausalMultiToken) {
+  SMK_REQUIRE_GPU();
+  for (std::int64_t sq : {2, 5, 8})
+    for (std::int64_t group : {1, 4})
+      for (bool sinks : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "sq=" << sq << " group=" << group << " sinks=" << sinks);
+        Case<smk::bfloat16_t> c(5, sq, 2 * group, 2, 128, 2060, {3, 8, 1500, 2055, 1}, 30 + static_cast<unsigned>(sq));
+        c.causal = true;
+        c.with_sinks = sinks;
+        expect_matches_reference(c, run_gpu(c));
+      }
+  Case<smk::half_t> c(3, 4, 8, 1, 64, 3000, {4, 2999, 1025}, 40);  // 8 heads × 4 tokens: 32 rows, 4 row chunks
+  c.causal = true;
+  expect_matches_reference(c, run_gpu(c));
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The same call twice gives the same bits; each sequence run alone (in a batch of one, with a cache of its own length)
+// gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
+TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
+  Case<T> batch(5, 2, 8, 2, 128, 70000, lens, 50);
+  batch.causal = true;
+  const Result first = run_gpu(batch), second = run_gpu(batch);
+  EXPECT_TRUE(bitwise_equal(first.o, second.o));
+  EXPECT_TRUE(bitwise_equal(first.lse, second.lse));
+  const std::int64_t per_q = batch.sq * batch.hq * batch.d, per_kv = batch.smax * batch.hkv * batch.d;
+  for (std::int64_t b = 0; b < batch.B; ++b) {
+    SCOPED_TRACE(testing::Message() << "sequence " << b << " of length " << lens[b]);
+    Case<T> one = batch;
+    one.B = 1;
+    one.smax = lens[b];
+    one.lens = {lens[b]};
+    one.q.assign(batch.q.begin() + b * per_q, batch.q.begin() + (b + 1) * per_q);
+    one.k.assign(batch.k.begin() + b * per_kv, batch.k.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
+    one.v.assign(batch.v.begin() + b * per_kv, batch.v.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
+    const Result alone = run_gpu(one);
+    const std::vector<float> in_batch_o(first.o.begin() + b * per_q, first.o.begin() + (b + 1) * per_q);
+    const std::int64_t per_l = batch.hq * batch.sq;
+    const std::vector<float> in_batch_l(first.lse.begin() + b * per_l, first.lse.begin() + (b + 1) * per_l);
+    EXPECT_TRUE(bitwise_equal(alone.o, in_batch_o));
+    EXPECT_TRUE(bitwise_equal(alone.lse, in_batch_l));
+  }
+  expect_matches_reference(batch, first);
+}
+
+// The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
+TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
+  for (int sms : {1, 8, 132, 200}) {
+    const int cap = smk::cuda::decode_max_splits(sms);
+    EXPECT_GE(cap, 1);
+    EXPECT_LE(cap, smk::cuda::kDecodeSplitCap);
+    for (std::int64_t len : {0, 1, 1023, 1024, 1025, 4097, 32768, 100003, 131072, 1 << 22}) {
+      const std::int64_t chunk = smk::cuda::decode_chunk(len, cap);
+      const int n = smk::cuda::decode_splits(len, cap);
+      EXPECT_LE(n, cap) << len;
+      EXPECT_GE(n, 1) << len;
+      EXPECT_LE(n, smk::cuda::decode_grid_splits(std::max<std::int64_t>(len, 1), cap)) << len;
+      if (len > 0) {
+        EXPECT_LT((n - 1) * chunk, len) << len;  // the last split holds at least one key
+        EXPECT_GE(n * chunk, len) << len;        // and the splits reach the end
+      }
+    }
+  }
+}
+
+TEST(CudaAttentionDecode, BadInputs) {
+  SMK_REQUIRE_GPU();
+  const auto dev = smk::Device::cuda(0);
+  const std::int64_t B = 2, hq = 4, hkv = 2, d = 128, smax = 64;
+  DeviceBuffer<smk::bfloat16_t> q(B * hq * d), k(B * smax * hkv * d + 8), v(k.size()), o(q.size());
+  DeviceBuffer<float> lse(B * hq), qf(q.size()), kf(k.size()), vf(k.size()), of(q.size());
+  std::vector<std::int32_t> lens_host = {64, 10};
+  auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
+  const auto Q = TensorView::of(q.data(), {B, 1, hq, d}, dev);
+  const auto O = TensorView::of(o.data(), {B, 1, hq, d}, dev);
+  const auto L = TensorView::of(lse.data(), {B, hq, 1}, dev);
+  const auto K = TensorView::of(k.data(), {B, smax, hkv, d}, dev);
+  const auto V = TensorView::of(v.data(), {B, smax, hkv, d}, dev);
+  const auto N = TensorView::of(lens.data(), {B}, dev);
+  const auto expect = [](smk::ErrorCode code, const std::string& needle, auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected " << needle;
+    } catch (const smk::Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find("attention_decode"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  // f32 runs on the CPU only.
+  expect(smk::ErrorCode::unsupported, "f32", [&] {
+    smk::attention_decode(TensorView::of(of.data(), {B, 1, hq, d}, dev), L, TensorView::of(qf.data(), {B, 1, hq, d}, dev),
+                          TensorView::of(kf.data(), {B, smax, hkv, d}, dev),
+                          TensorView::of(vf.data(), {B, smax, hkv, d}, dev), N);
+  });
+  // D = 96.
+  expect(smk::ErrorCode::unsupported, "head dimensions", [&] {
+    smk::attention_decode(TensorView::of(o.data(), {B, 1, 4, 96}, dev), L, TensorView::of(q.data(), {B, 1, 4, 96}, dev),
+                          TensorView::of(k.data(), {B, smax, 2, 96}, dev), TensorView::of(v.data(), {B, smax, 2, 96}, dev),
+                          N);
+  });
+  // A cache that is not 16-byte aligned (offset by one element).
+  expect(smk::ErrorCode::unsupported, "k_cache", [&] {
+    smk::attention_decode(O, L, Q, TensorView::of(k.data() + 1, {B, smax, hkv, d}, dev), V, N);
+  });
+  // Lengths on the host for device tensors.
+  expect(smk::ErrorCode::invalid_argument, "'seqlens'", [&] {
+    smk::attention_decode(O, L, Q, K, V, TensorView::of(lens_host.data(), {B}));
+  });
+  // A length past S_max on the GPU: that sequence's O and LSE are NaN, the other's are written normally.
+  std::vector<smk::bfloat16_t> ones(k.size(), smk::to_bfloat16(1.0f));
+  k.copy_from_host(ones);
+  q.copy_from_host(std::vector<smk::bfloat16_t>(q.size(), smk::to_bfloat16(0.01f)));
+  v.copy_from_host(ones);
+  lens.copy_from_host(std::vector<std::int32_t>{65, 10});
+  o.fill_bytes(0xFF);
+  lse.fill_bytes(0xFF);
+  smk::attention_decode(O, L, Q, K, V, N);
+  const auto oh = o.to_host();
+  const auto lh = lse.to_host();
+  for (std::int64_t i = 0; i < hq * d; ++i) {
+    EXPECT_TRUE(std::isnan(smk::to_float(oh[i]))) << i;
+    EXPECT_EQ(smk::to_float(oh[hq * d + i]), 1.0f) << i;  // V = 1 everywhere: O = 1 whatever the weights
+  }
+  for (std::int64_t h = 0; h < hq; ++h) {
+    EXPECT_TRUE(std::isnan(lh[h]));
+    EXPECT_FALSE(std::isnan(lh[hq + h]));
+  }
+}
+
+}  // namespace
