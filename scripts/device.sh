@@ -109,7 +109,7 @@ if want decode; then
   run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
   run_step decode-test build/default/tests/test_cuda_decode
   run_step decode-bench build/default/tests/bench_decode --json "$OUT/bench_decode.json"
-  run_step decode-memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+  run_step decode-memcheck timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter=-*BatchInvariant*
   run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
 fi
