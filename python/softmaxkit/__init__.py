@@ -27,6 +27,7 @@ from ._ops import (  # noqa: E402
     softmax_backward,
     softmax_state,
 )
+from ._cross_entropy import cross_entropy, cross_entropy_backward  # noqa: E402
 
 from ._attention import attention, merge_attention_states  # noqa: E402
 
@@ -60,6 +61,8 @@ __all__ = [
     "softmax_state",
     "softmax_backward",
     "log_softmax_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
     "attention",
     "merge_attention_states",
     "cuda_built",

@@ -253,3 +253,87 @@ def log_softmax_backward(y, dy, dim=-1, *, temperature=1.0):
     """softmaxkit.log_softmax_backward as the registered op ``torch.ops.softmaxkit.log_softmax_backward``."""
     t, per_row = _split_temperature("log_softmax_backward", temperature)
     return _log_softmax_backward_op(y, dy, dim, t, per_row)
+
+
+# --- cross-entropy (issue 5) ---------------------------------------------------------------------------------------
+# The forward returns the loss with the per-row LSE and the z-loss part; the backward reuses the LSE (one read of
+# the logits on a GPU). The LSE and z-loss outputs are treated as constants by autograd (the z-loss is already part
+# of the loss), as are the targets and class weights.
+
+from . import _cross_entropy as _ce  # noqa: E402
+
+_REDUCTION_NAMES = {v: k for k, v in _ce._REDUCTIONS.items()}
+
+
+@torch.library.custom_op("softmaxkit::cross_entropy", mutates_args=())
+def _cross_entropy_op(logits: _Tensor, targets: _Tensor, weight: Optional[_Tensor], ignore_index: int,
+                      reduction: int, mean_of_nothing_is_zero: bool, label_smoothing: float, z_loss: float,
+                      softcap: float) -> Tuple[_Tensor, _Tensor, _Tensor]:
+    return _ce._forward_impl(logits, targets, weight, ignore_index, _REDUCTION_NAMES[reduction], label_smoothing,
+                             z_loss, softcap, mean_of_nothing_is_zero, True, True, None)
+
+
+@_cross_entropy_op.register_fake
+def _(logits, targets, weight, ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing, z_loss, softcap):
+    shape = [logits.shape[0]] if reduction == 0 else []
+    dt = _stat_dtype(logits)
+    return (logits.new_empty(shape, dtype=dt), logits.new_empty([logits.shape[0]], dtype=dt),
+            logits.new_empty(shape, dtype=dt))
+
+
+@torch.library.custom_op("softmaxkit::cross_entropy_backward", mutates_args=())
+def _cross_entropy_backward_op(grad_loss: _Tensor, logits: _Tensor, targets: _Tensor, lse: _Tensor,
+                               weight: Optional[_Tensor], ignore_index: int, reduction: int,
+                               mean_of_nothing_is_zero: bool, label_smoothing: float, z_loss: float,
+                               softcap: float) -> _Tensor:
+    return _ce.cross_entropy_backward(logits, targets, grad_loss, lse=lse, weight=weight, ignore_index=ignore_index,
+                                      reduction=_REDUCTION_NAMES[reduction], label_smoothing=label_smoothing,
+                                      z_loss=z_loss, softcap=softcap, mean_of_nothing_is_zero=mean_of_nothing_is_zero)
+
+
+@_cross_entropy_backward_op.register_fake
+def _(grad_loss, logits, targets, lse, weight, ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing,
+      z_loss, softcap):
+    return logits.new_empty(logits.shape)
+
+
+def _save_cross_entropy(ctx, inputs, output):
+    logits, targets, weight = inputs[:3]
+    ctx.save_for_backward(logits, targets, weight, output[1])
+    ctx.scalars = inputs[3:]
+
+
+def _cross_entropy_backward(ctx, grad_loss, grad_lse, grad_z):
+    logits, targets, weight, lse = ctx.saved_tensors
+    if grad_loss is None:
+        return (None,) * 9
+    grad_loss = grad_loss.to(_stat_dtype(logits))
+    dx = _cross_entropy_backward_op(grad_loss, logits, targets, lse, weight, *ctx.scalars)
+    return (dx,) + (None,) * 8
+
+
+_cross_entropy_op.register_autograd(_cross_entropy_backward, setup_context=_save_cross_entropy)
+
+
+def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0,
+                  z_loss=0.0, softcap=0.0, mean_of_nothing_is_zero=False, return_lse=False, return_z_loss=False):
+    """softmaxkit.cross_entropy as the registered op ``torch.ops.softmaxkit.cross_entropy``: differentiable in the
+    logits (the backward is softmaxkit's cross_entropy_backward, fed the forward's LSE) and traceable by
+    torch.compile. Arguments and results as softmaxkit.cross_entropy."""
+    op = "cross_entropy"
+    scalars = _ce._scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    loss, lse, zl = _cross_entropy_op(logits, targets, weight, *scalars)
+    parts = (loss,) + ((lse,) if return_lse else ()) + ((zl,) if return_z_loss else ())
+    return parts[0] if len(parts) == 1 else parts
+
+
+def cross_entropy_backward(logits, targets, grad_loss, lse, *, weight=None, ignore_index=-100, reduction="mean",
+                           label_smoothing=0.0, z_loss=0.0, softcap=0.0, mean_of_nothing_is_zero=False):
+    """softmaxkit.cross_entropy_backward as the registered op ``torch.ops.softmaxkit.cross_entropy_backward``
+    (grad_loss a tensor of the loss's shape; lse the forward's)."""
+    op = "cross_entropy_backward"
+    scalars = _ce._scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    return _cross_entropy_backward_op(grad_loss, logits, targets, lse, weight, *scalars)
+
+
+__all__ += ["cross_entropy", "cross_entropy_backward"]

@@ -180,6 +180,48 @@ void state(const View& out_max, const View& out_sum, const View& in, int dim, fl
   smk::softmax_state(vm, vs, vi, o, stream_of(stream));
 }
 
+smk::CrossEntropyOptions ce_options(std::int64_t ignore_index, int reduction, bool mean_of_nothing_is_zero,
+                                    float label_smoothing, float z_loss, float softcap,
+                                    const std::optional<const View*>& weights) {
+  smk::CrossEntropyOptions o;
+  o.ignore_index = ignore_index;
+  o.reduction = static_cast<smk::Reduction>(reduction);  // an unknown value is rejected by the library
+  o.mean_of_nothing_is_zero = mean_of_nothing_is_zero;
+  o.label_smoothing = label_smoothing;
+  o.z_loss = z_loss;
+  o.softcap = softcap;
+  if (weights && *weights) o.class_weights = (*weights)->view;
+  return o;
+}
+
+smk::TensorView optional_view(const std::optional<const View*>& v) {
+  return v && *v ? (*v)->view : smk::TensorView{};
+}
+
+void cross_entropy(const View& loss, const View& logits, const View& targets, std::int64_t ignore_index,
+                   int reduction, bool mean_of_nothing_is_zero, float label_smoothing, float z_loss, float softcap,
+                   std::optional<const View*> weights, std::optional<const View*> lse,
+                   std::optional<const View*> z, std::uintptr_t stream) {
+  const smk::CrossEntropyOptions o =
+      ce_options(ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing, z_loss, softcap, weights);
+  const smk::TensorView vl = loss.view, vx = logits.view, vt = targets.view, vlse = optional_view(lse),
+                        vz = optional_view(z);
+  nb::gil_scoped_release release;
+  smk::cross_entropy(vl, vx, vt, o, vlse, vz, stream_of(stream));
+}
+
+void cross_entropy_backward(const View& grad_logits, const View& logits, const View& targets, const View& grad_loss,
+                            std::int64_t ignore_index, int reduction, bool mean_of_nothing_is_zero,
+                            float label_smoothing, float z_loss, float softcap, std::optional<const View*> weights,
+                            std::optional<const View*> lse, std::uintptr_t stream) {
+  const smk::CrossEntropyOptions o =
+      ce_options(ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing, z_loss, softcap, weights);
+  const smk::TensorView vg = grad_logits.view, vx = logits.view, vt = targets.view, vgl = grad_loss.view,
+                        vlse = optional_view(lse);
+  nb::gil_scoped_release release;
+  smk::cross_entropy_backward(vg, vx, vt, vgl, o, vlse, stream_of(stream));
+}
+
 // Attention (include/softmaxkit/attention.hpp): a scale of 0 means 1/sqrt(D); absent optional views are null.
 smk::TensorView view_or_null(const std::optional<const View*>& v) { return v && *v ? (*v)->view : smk::TensorView{}; }
 
@@ -249,6 +291,15 @@ NB_MODULE(_C, m) {
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
   m.def("log_softmax_backward", &backward<&smk::log_softmax_backward>, nb::arg("dx"), nb::arg("y"), nb::arg("dy"),
         nb::arg("dim"), nb::arg("temperature"), nb::arg("temperature_per_row").none(), nb::arg("stream"));
+
+  m.def("cross_entropy", &cross_entropy, nb::arg("loss"), nb::arg("logits"), nb::arg("targets"),
+        nb::arg("ignore_index"), nb::arg("reduction"), nb::arg("mean_of_nothing_is_zero"), nb::arg("label_smoothing"),
+        nb::arg("z_loss"), nb::arg("softcap"), nb::arg("class_weights").none(), nb::arg("lse").none(),
+        nb::arg("z_loss_out").none(), nb::arg("stream"));
+  m.def("cross_entropy_backward", &cross_entropy_backward, nb::arg("grad_logits"), nb::arg("logits"),
+        nb::arg("targets"), nb::arg("grad_loss"), nb::arg("ignore_index"), nb::arg("reduction"),
+        nb::arg("mean_of_nothing_is_zero"), nb::arg("label_smoothing"), nb::arg("z_loss"), nb::arg("softcap"),
+        nb::arg("class_weights").none(), nb::arg("lse").none(), nb::arg("stream"));
 
   m.def("attention_forward", &attention, nb::arg("out"), nb::arg("lse"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
         nb::arg("scale"), nb::arg("causal"), nb::arg("sinks").none(), nb::arg("cu_seqlens_q").none(),

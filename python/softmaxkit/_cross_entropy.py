@@ -1,0 +1,168 @@
+"""Cross-entropy from logits on any DLPack array: argument plumbing around softmaxkit._C (no arithmetic here).
+
+The semantics are the C++ library's (include/softmaxkit/cross_entropy.hpp), which follow PyTorch's
+F.cross_entropy: ignore_index, reductions none / sum / mean (a weighted mean with class weights), label smoothing,
+plus PaLM's z-loss and logit soft-capping.
+"""
+
+import numbers
+import sys
+
+from . import _C
+from ._arrays import framework_of, launch_stream
+from ._errors import InvalidArgumentError
+from ._ops import _float_code, _no_autograd
+
+_REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}
+
+
+def _reduction(op, reduction):
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
+        raise InvalidArgumentError(
+            f"{op}: argument 'options.reduction': must be 'none', 'sum' or 'mean' ({reduction!r} given)")
+    return _REDUCTIONS[reduction]
+
+
+def _real(op, arg, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{op}: argument '{arg}': must be a real number ({value!r} given)")
+    return float(value)
+
+
+def _int(op, arg, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(f"{op}: argument '{arg}': must be an int ({value!r} given)")
+    return int(value)
+
+
+def _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero):
+    return (_int(op, "options.ignore_index", ignore_index), _reduction(op, reduction),
+            bool(mean_of_nothing_is_zero), _real(op, "options.label_smoothing", label_smoothing),
+            _real(op, "options.z_loss", z_loss), _real(op, "options.softcap", softcap))
+
+
+def _rows(vx):
+    return vx.shape[0] if len(vx.shape) >= 1 else 0
+
+
+def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0,
+                  z_loss=0.0, softcap=0.0, mean_of_nothing_is_zero=False, return_lse=False, return_z_loss=False,
+                  stream=None):
+    """Cross-entropy of [N, C] logits against [N] integer targets, in one pass over the logits.
+
+    Per row: loss = (1 - eps) * w[t] * (LSE - z[t]) + eps / C * sum_c w[c] * (LSE - z[c]) + z_loss * LSE^2, with
+    z = softcap * tanh(x / softcap) when softcap > 0. Rows whose target is ignore_index contribute 0 and are not
+    counted.
+
+    Args:
+        logits: [N, C], float32, float16, bfloat16 (f32 arithmetic) or float64 (CPU only); any row stride.
+        targets: [N], int32 or int64; each a class in [0, C) or ignore_index. Any other value raises
+            InvalidArgumentError naming the row (on a GPU after the kernels ran: that row's loss is NaN).
+        weight: optional [C] class weights, float32 (float64 for float64 logits), each >= 0.
+        reduction: "none" ([N] losses), "sum" or "mean" (a scalar). The mean divides the cross-entropy by the
+            sum of w[t] over the counted rows (PyTorch's weighted mean) and the z-loss by their number; with every
+            row ignored it is NaN, or 0 with mean_of_nothing_is_zero=True.
+        label_smoothing: eps in [0, 1]. z_loss: s >= 0 (1e-4 is usual). softcap: c >= 0 (0 disables).
+        return_lse: also return the per-row log-sum-exp [N] (float32; float64 for float64 logits), which
+            cross_entropy_backward can reuse to skip a pass.
+        return_z_loss: also return the z-loss part (the loss's shape).
+        stream: CUDA stream for CUDA arrays (see softmaxkit.softmax); ignored on the CPU.
+
+    Returns:
+        loss, or a tuple (loss, lse?, z_loss?) in that order with the parts asked for.
+    """
+    op = "cross_entropy"
+    torch = sys.modules.get("torch")
+    if stream is None and torch is not None and isinstance(logits, torch.Tensor):
+        from . import torch as smk_torch
+
+        return smk_torch.cross_entropy(logits, targets, weight=weight, ignore_index=ignore_index,
+                                       reduction=reduction, label_smoothing=label_smoothing, z_loss=z_loss,
+                                       softcap=softcap, mean_of_nothing_is_zero=mean_of_nothing_is_zero,
+                                       return_lse=return_lse, return_z_loss=return_z_loss)
+    if stream is not None:
+        _no_autograd(op, logits)
+    return _forward_impl(logits, targets, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
+                         mean_of_nothing_is_zero, return_lse, return_z_loss, stream)
+
+
+def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
+                  mean_of_nothing_is_zero, return_lse, return_z_loss, stream):
+    op = "cross_entropy"
+    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    fw = framework_of(logits)
+    launch = launch_stream(op, fw, stream)
+    vx = fw.view(logits, op, "logits", launch)
+    vt = framework_of(targets).view(targets, op, "targets", launch)
+    code = _float_code(op, "logits", vx)
+    stat = "f64" if code == "f64" else "f32"
+    n = _rows(vx)
+    loss_shape = (n,) if scalars[1] == 0 else ()
+    results = []
+
+    def new(shape, arg):
+        arr, owner = fw.empty(op, shape, stat)
+        results.append((arr, owner))
+        return owner.view(arr, op, arg, launch, writable=True)
+
+    vloss = new(loss_shape, "loss")
+    vlse = new((n,), "lse") if return_lse else None
+    vz = new(loss_shape, "z_loss") if return_z_loss else None
+    vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
+    _C.cross_entropy(vloss, vx, vt, *scalars, vw, vlse, vz, launch)
+    out = tuple(fw.deliver(arr, owner, launch) for arr, owner in results)
+    return out[0] if len(out) == 1 else out
+
+
+def cross_entropy_backward(logits, targets, grad_loss=1.0, *, lse=None, weight=None, ignore_index=-100,
+                           reduction="mean", label_smoothing=0.0, z_loss=0.0, softcap=0.0,
+                           mean_of_nothing_is_zero=False, out=None, inplace=False, stream=None):
+    """The gradient of cross_entropy with respect to the logits, times grad_loss.
+
+    grad = ((1 - eps) * w[t] * (p - onehot(t)) + eps / C * (sum(w) * p - w) + 2 * z_loss * LSE * p) * grad_loss,
+    times 1 - tanh(x / softcap)^2 under soft-capping; 0 on ignored rows. The target's entry p - 1 is formed in
+    float32 as -(sum of the other p) before rounding, so it keeps its digits as p -> 1 in bfloat16.
+
+    Args:
+        grad_loss: the upstream gradient, of the loss's shape ([N] for reduction "none", a scalar otherwise):
+            an array (float32; float64 for float64 logits) or a Python number.
+        lse: optional per-row LSE from cross_entropy(..., return_lse=True): on a GPU the backward then reads the
+            logits once instead of twice.
+        out: optional [N, C] result (the logits' dtype, or float32 for 16-bit logits).
+        inplace: write the gradient over `logits` (out=logits): the logits are read once and overwritten once.
+        Other arguments: as in cross_entropy (they must be the forward call's).
+
+    Returns:
+        The gradient, of the logits' shape and dtype (or `out`, or `logits` itself with inplace=True).
+    """
+    op = "cross_entropy_backward"
+    if inplace:
+        if out is not None:
+            raise InvalidArgumentError(f"{op}: argument 'out': inplace=True writes into logits; pass one or the other")
+        out = logits
+    if out is not None or stream is not None:
+        _no_autograd(op, logits, out)
+    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    fw = framework_of(logits)
+    launch = launch_stream(op, fw, stream)
+    vx = fw.view(logits, op, "logits", launch)
+    vt = framework_of(targets).view(targets, op, "targets", launch)
+    code = _float_code(op, "logits", vx)
+    stat = "f64" if code == "f64" else "f32"
+    if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
+        shape = (_rows(vx),) if scalars[1] == 0 else ()
+        gl, gl_owner = fw.empty(op, shape, stat)
+        gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
+        vgl = gl_owner.view(gl, op, "grad_loss", launch)
+    else:
+        vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+    vlse = framework_of(lse).view(lse, op, "lse", launch) if lse is not None else None
+    vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
+    if out is None:
+        result, owner = fw.empty(op, tuple(vx.shape), code)
+        vg = owner.view(result, op, "grad_logits", launch, writable=True)
+    else:
+        result, owner = out, None
+        vg = framework_of(out).view(out, op, "grad_logits", launch, writable=True)
+    _C.cross_entropy_backward(vg, vx, vt, vgl, *scalars, vw, vlse, launch)
+    return result if owner is None else fw.deliver(result, owner, launch)
