@@ -106,23 +106,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) grad_kernel(const Args a
     const RowGrad rg = RowGrad::make(a, b, totals, row, t);
     Tile::load(v, row_ptr<In>(a, row) + first * a.col_stride, len, a.col_stride, g, kThreads);
     const std::int64_t lt = t - first;
+    // Σ p_j over the chunk's non-target entries: pairwise within a vector, then vector by vector (a depth of
+    // log2 V + K additions, then the block's 8 and the chunks' in order).
     float rest = 0;
 #pragma unroll
-    for (int k = 0; k < Tile::K; ++k)
+    for (int k = 0; k < Tile::K; ++k) {
+      float others[Tile::V];
 #pragma unroll
       for (int j = 0; j < Tile::V; ++j) {
         const int i = Tile::index(k, g, kThreads) + j;
+        others[j] = 0.0f;
         if (i >= len) continue;
         float& x = v[k * Tile::V + j];
         if (i == lt) b.xt[row] = x;  // the whole chunk is in registers before anything is stored
         float th = 0;
         const float z = a.cap > 0 ? softcap(x, a.cap, th) : x;
         const float p = rg.norm.softmax(z);
-        if (i != lt) rest += p;
+        if (i != lt) others[j] = p;
         float dz = rg.d(p, p, weight_of(a, first + i));
         if (a.cap > 0) dz *= 1 - th * th;
         x = dz;
       }
+      rest += kernels::tree_sum<Tile::V>(others);
+    }
     rest = block_sum(rest, red_rest);
     if (g == 0) b.rest[idx] = rest;
     __syncthreads();  // every warp has read red_rest before the next chunk's block_sum rewrites it

@@ -92,16 +92,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
     // Label smoothing's Σ_c w_c (z_c − r), the target included, ignored rows excluded (their loss is 0).
     const bool smoothing = a.eps > 0 && smooth != nullptr && kind != RowKind::ignored;
     float part = 0;
-    if (smoothing) {
+    if (smoothing) {  // pairwise within a vector, then vector by vector (a depth of log2 V + K additions)
       float r = capped(a, kernels::to_f32(xr[0]));
       r = isfinite(r) ? r : 0.0f;
 #pragma unroll
-      for (int k = 0; k < Tile::K; ++k)
+      for (int k = 0; k < Tile::K; ++k) {
+        float terms[Tile::V];
 #pragma unroll
         for (int j = 0; j < Tile::V; ++j) {
           const int i = Tile::index(k, g, kThreads) + j;
-          if (i < len) part += weight_of(a, first + i) * (v[k * Tile::V + j] - r);
+          terms[j] = i < len ? weight_of(a, first + i) * (v[k * Tile::V + j] - r) : 0.0f;
         }
+        part += kernels::tree_sum<Tile::V>(terms);
+      }
     }
     // The target's logit is left out of the state; the row kernel adds it last (see the file comment).
     if (exclude_target && kind == RowKind::valid) {
@@ -116,10 +119,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
     }
     const float m = block_max(kernels::tree_max<kElems>(v), red_max);
     const float shift = State::shift_for(m);
-    float e[kElems];
 #pragma unroll
-    for (int i = 0; i < kElems; ++i) e[i] = exp_diff(v[i], shift);
-    const float l = block_sum(kernels::tree_sum<kElems>(e), red_sum);
+    for (int i = 0; i < kElems; ++i) v[i] = exp_diff(v[i], shift);  // in place: the logits are not needed again
+    const float l = block_sum(kernels::tree_sum<kElems>(v), red_sum);
     if (smoothing) part = block_sum(part, red_smooth);
     if (g == 0) {
       states[idx] = State::from_max_and_sum(m, l);

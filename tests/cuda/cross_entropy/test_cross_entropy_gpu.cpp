@@ -4,8 +4,9 @@
 // issue 5, strided and in-place layouts, rows up to 151936, bad targets (error + NaN), bitwise determinism and
 // batch invariance, and 64-bit indexing. Every output is poisoned (0xFF: NaN) before the call.
 //
-// Gates, from an error analysis of the kernels' f32 arithmetic (u = 2^-24, L = ⌈log2 C⌉, Λ = L + 9 + 2 ln C as
-// in the softmax gates of docs/semantics.md; e_z = (|x|/2 + 3|z|)·u, the soft-cap's rounding, else 0):
+// Gates, from an error analysis of the kernels' f32 arithmetic (u = 2^-24, L = the depth of the row sums,
+// max(⌈log2 C⌉, 16 + 2·chunks): see sum_depth(); Λ = L + 9 + 2 ln C as in the softmax gates of docs/semantics.md;
+// e_z = (|x|/2 + 3|z|)·u, the soft-cap's rounding, else 0):
 //   LSE       e_lse = (|LSE| + Λ)·u + max e_z
 //   nll       softplus(d), d = LSE_rest − z_t with |Δd| ≤ e_d = (2|LSE_rest| + |z_t| + Λ)·u + 2·max e_z;
 //             |Δnll| ≤ σ(d)·e_d + 2u·nll ≤ min(1, nll)·e_d + 2u·nll (σ(d) ≤ min(1, softplus(d)))
@@ -176,6 +177,15 @@ struct Ref {
   std::vector<double> loss_tol, z_tol, grad_tol;
 };
 
+// The depth of the kernels' sums over a row, in roundings: ⌈log2 C⌉ as for any pairwise sum, but at least the
+// kernels' own tree (a vector pairwise, then up to 8 vectors in order, then the block's 8 levels: 13 + 3) plus two
+// roundings per chunk state merged in order (chunks of 8192).
+double sum_depth(std::int64_t C) {
+  const double L = std::ceil(std::log2(std::max<double>(static_cast<double>(C), 1)));
+  const double chunks = std::ceil(static_cast<double>(C) / 8192.0);
+  return std::max(L, 16 + 2 * chunks);
+}
+
 double capped(const CeCase& c, double x) { return c.opt.softcap > 0 ? c.opt.softcap * std::tanh(x / c.opt.softcap) : x; }
 
 Ref reference(const CeCase& c, bool backward) {
@@ -207,7 +217,7 @@ Ref reference(const CeCase& c, bool backward) {
 
   // The gates.
   const double u = kU, eps = opt.label_smoothing, s = opt.z_loss;
-  const double L = std::ceil(std::log2(std::max<double>(C, 1))), Lam = L + 9 + 2 * std::log(std::max<double>(C, 1));
+  const double L = sum_depth(C), Lam = L + 9 + 2 * std::log(std::max<double>(C, 1));
   double W = 0, den_ce = 0, den_z = 0;
   for (std::int64_t j = 0; j < C; ++j) W += w.empty() ? 1 : w[j];
   std::vector<double> row_tol(n, 0), row_ztol(n, 0);
@@ -353,7 +363,7 @@ int check_case(const CeCase& c, bool backward = true) {
   };
   for (std::size_t i = 0; i < r.loss.size(); ++i) expect("loss", i, g.loss[i], r.loss[i], r.loss_tol[i], DType::f32);
   for (std::size_t i = 0; i < r.z.size(); ++i) expect("z_loss", i, g.z[i], r.z[i], r.z_tol[i], DType::f32);
-  const double Lam = std::ceil(std::log2(std::max<double>(c.classes, 1))) + 9 + 2 * std::log(std::max<double>(c.classes, 1));
+  const double Lam = sum_depth(c.classes) + 9 + 2 * std::log(std::max<double>(c.classes, 1));
   for (std::size_t i = 0; i < r.lse.size(); ++i) {
     double ez = 0;
     for (std::int64_t j = 0; j < c.classes && c.opt.softcap > 0; ++j) {
