@@ -68,18 +68,18 @@ if want prefill; then
   run_step prefill-tune build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
   run_step prefill-sdpa python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" --out "$OUT/prefill_vs_sdpa.md"
 fi
-# ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the test
-# under compute-sanitizer memcheck (SMK_GPU_TEST_SMALL: rows of up to 8193, no 8.6 GB case), the bench's
-# cross-entropy rows at the issue's shapes, and torch's F.cross_entropy beside them (scripts/compare_torch_ce.py).
+# ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the bench's
+# cross-entropy rows at the issue's shapes, torch's F.cross_entropy beside them (scripts/compare_torch_ce.py), then
+# the test under compute-sanitizer memcheck (SMK_GPU_TEST_SMALL: rows of up to 8193, no 8.6 GB case; 150 s at most).
 if want ce; then
   [ -f build/default/build.ninja ] || run_step configure cmake --preset default
   run_step ce-build cmake --build --preset default --parallel "$jobs" --target test_cuda_cross_entropy softmaxkit_cli
   run_step ce-test build/default/tests/test_cuda_cross_entropy
-  run_step ce-memcheck env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 build/default/tests/test_cuda_cross_entropy
   run_step ce-bench build/default/apps/softmaxkit/softmaxkit bench --op ce --shape qwen-vocab-4096,llama2-vocab-8192 \
     --dtype f32,bf16 --no-cudnn --format table --json "$OUT/bench_ce.json"
   run_step ce-torch python3 scripts/compare_torch_ce.py --bench-json "$OUT/bench_ce.json" --out "$OUT"
+  run_step ce-memcheck timeout 150 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 build/default/tests/test_cuda_cross_entropy
 fi
 # excess: the excess state of issue 4 (online_state.hpp) on its own, in under five minutes: builds just its targets
 # (no `build` needed), then what `accuracy` does, the gpu-large cases of strided_inner, a short forward bench on the
