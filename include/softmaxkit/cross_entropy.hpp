@@ -16,6 +16,21 @@
 // Outputs are f32 (f64 for f64 logits): loss [N] for none and [] for sum/mean; lse [N] and z_loss (shape of loss)
 // are optional (a view with null data is "not wanted"). A target outside [0, C) that is not ignore_index is an
 // error naming the row; on the GPU, where only the kernel sees it, the row's loss is NaN and an error flag is raised.
+//
+// On the GPU (src/cuda/cross_entropy/): f32 arithmetic for every storage type; per-row results are bitwise the
+// same from run to run and alone or in any batch, and sum / mean add the rows in double in a fixed order (no
+// atomics). Each call checks the device's error flag (bad targets, bad class weights) after its kernels: it copies
+// the flag back and waits for `stream` (cudaStreamSynchronize), so a call returns with its work finished and cannot
+// be captured into a CUDA graph. The error is thrown after the outputs were written: the bad rows' loss and
+// gradient are NaN (a sum or mean over them too); class weights are checked on the device too (the CPU checks them
+// before writing anything).
+//
+// Forward + backward in one call: there is none. A training step calls cross_entropy (with `lse`), then
+// cross_entropy_backward in place with that `lse`: the logits are read twice and the gradient written once, 3
+// passes of the tensor against the 2 a fused step would need. A fused entry only pays if a whole row stays on chip
+// between its LSE and its gradient (a cluster of SMs holding 151936 logits in shared memory), which the current
+// chunked kernels do not do; the upstream gradient would also have to be known before the forward. Left for a
+// later kernel (docs/perf-notebook.md, "Cross-entropy").
 #pragma once
 
 #include <cstdint>
@@ -47,7 +62,8 @@ void cross_entropy(const TensorView& loss, const TensorView& logits, const Tenso
 //   soft-capping. The target entry p_it − 1 is formed in f32 as −(Σ_{j≠t} e_ij) / l_i, so it keeps its digits as
 //   p → 1 (p − 1, or expm1 of z − LSE with a rounded LSE, cancels to 0 there).
 // `lse` may pass the forward's per-row LSE so a GPU kernel can skip a pass (null data: recompute); the CPU always
-// recomputes it. `grad_logits` has the
+// recomputes it. The GPU forms p = exp(z − LSE) from it, so it must be the forward's for the same logits and options
+// (an LSE from other logits gives a gradient of those). `grad_logits` has the
 // logits' shape and dtype (or f32); it may be `logits` itself (in place: the logits are read once, the gradient
 // written once).
 void cross_entropy_backward(const TensorView& grad_logits, const TensorView& logits, const TensorView& targets,
