@@ -12,14 +12,15 @@ struct PrefillConfig {
   int warps = 0;    // 4 or 8
   int m_tiles = 0;  // 16-row tiles per warp, 1 or 2: query rows per CTA = 16 · warps · m_tiles
 };
-// The dispatcher's choice by head dimension. Measured on the H200 (tune_prefill, commit 8bb200f, bf16, 2026-11-29;
-// docs/perf-notebook.md): at D = 128, 8 warps (128 rows per CTA) beat 4 on every row from S = 1024 up (241 against
-// 216 TFLOP/s at B=4, H=32, S=4096, full); at D = 64, 4 warps beat 8 on every row (203 against 172 at S = 4096).
+// The dispatcher's choice by head dimension. Measured on the H200 (tune_prefill, commit f2afff6, bf16, 2026-11-29;
+// docs/perf-notebook.md, docs/bench/prefill-stage1-2026-11-29.md): 4 warps of two 16-row m-tiles each (128 query
+// rows per CTA) win on 27 of the 28 rows at both head dimensions — 286 against 243 (8 warps × 1) and 215 (4 × 1)
+// TFLOP/s at B=4, H=32, S=4096, D=128, full; 247 against 211 at D=64 — because each K/V fragment read from shared
+// memory feeds two products. (The exception, S=512 causal at D=64, loses 4 %.)
 inline constexpr int kPrefillWarpsD64 = 4;
-inline constexpr int kPrefillWarpsD128 = 8;
-// Two m-tiles per warp (FlashAttention-2's 32 rows per warp) are not yet measured: one per warp until they are.
-inline constexpr int kPrefillMTilesD64 = 1;
-inline constexpr int kPrefillMTilesD128 = 1;
+inline constexpr int kPrefillWarpsD128 = 4;
+inline constexpr int kPrefillMTilesD64 = 2;
+inline constexpr int kPrefillMTilesD128 = 2;
 
 // attention_forward after validation (src/attention/args.cpp); the sizes are AttentionProblem's.
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
