@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/lse_fold.cuh"
 #include "cuda/device_guard.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
@@ -64,24 +65,22 @@ __global__ void merge_kernel(MergeArgs a) {
         off_l[t] += i * a.sl[t][dim];
       }
     }
-    // Read both LSEs before any write: out may alias an input exactly.
-    const auto sa = OnlineSoftmaxState<float>::from_lse(a.lse_a[off_l[1]]);
-    const auto sb = OnlineSoftmaxState<float>::from_lse(a.lse_b[off_l[2]]);
-    const auto w = sa.merge_weights(sb);
-    auto merged = sa;
-    merged.merge(sb);
-    const float inv = 1.0f / merged.l();
+    // Read both LSEs before any write: out may alias an input exactly. The parts fold in the order a, b through
+    // lse_fold.cuh, the fold attention_decode runs over its splits.
+    PartFold fold;
+    const auto wa = fold.add(OnlineSoftmaxState<float>::from_lse(a.lse_a[off_l[1]]));
+    const auto wb = fold.add(OnlineSoftmaxState<float>::from_lse(a.lse_b[off_l[2]]));
+    const float inv = fold.inv_sum();  // 1/l; 0 when both parts are empty (O = 0); NaN for a NaN or +inf part
     const T* oa = static_cast<const T*>(a.o_a) + off_o[1];
     const T* ob = static_cast<const T*>(a.o_b) + off_o[2];
     T* oo = static_cast<T*>(a.out_o) + off_o[0];
     for (std::int64_t x = lane; x < a.d; x += 32) {
-      float sum = 0.0f;  // an empty side (weight exactly 0) is skipped, so whatever its O holds cannot make NaN
-      if (w.self != 0.0f) sum += w.self * to_f32(oa[x * a.so_last[1]]);
-      if (w.other != 0.0f) sum += w.other * to_f32(ob[x * a.so_last[2]]);
-      oo[x * a.so_last[0]] = from_f32<T>(merged.is_empty() ? 0.0f : sum * inv);
+      // An empty side (weight exactly 0) is skipped, so whatever its O holds cannot make NaN.
+      const float acc = PartFold::combine(0.0f, to_f32(oa[x * a.so_last[1]]), wa);
+      oo[x * a.so_last[0]] = from_f32<T>(PartFold::combine(acc, to_f32(ob[x * a.so_last[2]]), wb) * inv);
     }
     __syncwarp();  // every lane has read this row's LSEs before lane 0 may overwrite an aliased one
-    if (lane == 0) a.out_lse[off_l[0]] = merged.lse();
+    if (lane == 0) a.out_lse[off_l[0]] = fold.lse();
   }
 }
 
