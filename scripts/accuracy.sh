@@ -55,8 +55,12 @@ HEADER
     echo "reference (tests/conformance/vs_torch.py); torch's logsumexp taken in f32 for 16-bit inputs, as ours."
     echo
     cat <<'RESOLUTION'
-**What a comparison can resolve.** An f32 output is the computed value itself: any difference in error is real,
-and the verdict compares the raw maxima. A 16-bit output is an f32 result ŷ rounded once. If ŷ is within δ·|y| of
+**What a comparison can resolve.** An f32 softmax or log-softmax output is the computed value itself: any
+difference in error is real, and the verdict compares the raw maxima. f32 logsumexp near 0 is ill-conditioned in
+a way that no f32 algorithm of the form m + log l (torch's and ours) escapes: log l is rounded to f32 first, and
+where a negative m cancels most of it, half an ulp of log l is many ulps of the tiny LSE (LSE = 1e-3 with
+m = −0.5: 256 ulps). Which neighbour log l lands on is chance, so that half ulp, in ulps of the output, is the
+element's r (it is at most 0.5 wherever m ≥ 0). A 16-bit output is an f32 result ŷ rounded once. If ŷ is within δ·|y| of
 the exact y, with δ = (6 + log2 n)·2^-24 (the issue's design target for the f32 result, tighter than our provable
 gates, so the strict choice), then wherever y lies within δ·|y| of a rounding boundary between two 16-bit values,
 ŷ may fall on either side: the output is then 0.5 + r ulp from y instead of the correctly rounded 0.5 − r, with
