@@ -110,26 +110,39 @@ Result run_gpu(const Case<T>& c) {
   return r;
 }
 
-// The float64 reference on V (o, lse) and on |V| (the error scale Σ_j p_j·|v_j|).
+// The float64 reference on V (o, lse) and on |V| (the error scale Σ_j p_j·|v_j|), one sequence at a time on f64
+// copies of the 16-bit inputs (exact; the reference's outputs take its inputs' dtype) of its live cache rows only.
 template <typename T>
 void reference(const Case<T>& c, std::vector<double>& o, std::vector<double>& lse, std::vector<double>& scale) {
   o.assign(c.q.size(), 0);
   scale.assign(c.q.size(), 0);
   lse.assign(c.B * c.hq * c.sq, 0);
-  std::vector<double> unused(lse.size());
+  std::vector<double> unused(c.hq * c.sq);
   std::vector<double> sinks(c.sinks.begin(), c.sinks.end());
   AttentionDecodeOptions opt;
   opt.causal = c.causal;
   if (c.with_sinks) opt.sinks = TensorView::of(sinks.data(), {c.hq});
-  const auto Q = TensorView::of(c.q.data(), {c.B, c.sq, c.hq, c.d});
-  const auto K = TensorView::of(c.k.data(), {c.B, c.smax, c.hkv, c.d});
-  const auto N = TensorView::of(c.lens.data(), {c.B});
-  smk::cpu::reference::attention_decode(TensorView::of(o.data(), {c.B, c.sq, c.hq, c.d}),
-                                        TensorView::of(lse.data(), {c.B, c.hq, c.sq}), Q, K,
-                                        TensorView::of(c.v.data(), {c.B, c.smax, c.hkv, c.d}), N, opt);
-  smk::cpu::reference::attention_decode(TensorView::of(scale.data(), {c.B, c.sq, c.hq, c.d}),
-                                        TensorView::of(unused.data(), {c.B, c.hq, c.sq}), Q, K,
-                                        TensorView::of(c.v_abs.data(), {c.B, c.smax, c.hkv, c.d}), N, opt);
+  const auto widen = [](const std::vector<T>& x, std::int64_t begin, std::int64_t n) {
+    std::vector<double> y(n);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = smk::to_float(x[begin + i]);
+    return y;
+  };
+  const std::int64_t per_q = c.sq * c.hq * c.d, row = c.hkv * c.d;
+  for (std::int64_t b = 0; b < c.B; ++b) {
+    const std::int64_t n = c.lens[b];
+    const auto q = widen(c.q, b * per_q, per_q), k = widen(c.k, b * c.smax * row, n * row),
+               v = widen(c.v, b * c.smax * row, n * row), va = widen(c.v_abs, b * c.smax * row, n * row);
+    const std::int32_t len = c.lens[b];
+    const auto Q = TensorView::of(q.data(), {1, c.sq, c.hq, c.d});
+    const auto K = TensorView::of(k.data(), {1, n, c.hkv, c.d});
+    const auto N = TensorView::of(&len, {1});
+    smk::cpu::reference::attention_decode(TensorView::of(o.data() + b * per_q, {1, c.sq, c.hq, c.d}),
+                                          TensorView::of(lse.data() + b * c.hq * c.sq, {1, c.hq, c.sq}), Q, K,
+                                          TensorView::of(v.data(), {1, n, c.hkv, c.d}), N, opt);
+    smk::cpu::reference::attention_decode(TensorView::of(scale.data() + b * per_q, {1, c.sq, c.hq, c.d}),
+                                          TensorView::of(unused.data(), {1, c.hq, c.sq}), Q, K,
+                                          TensorView::of(va.data(), {1, n, c.hkv, c.d}), N, opt);
+  }
 }
 
 template <typename T>
