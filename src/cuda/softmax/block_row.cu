@@ -65,10 +65,11 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
       m = cluster_max(&part_max, cluster);
     }
     const float shift = OnlineSoftmaxState<float>::shift_for(m);
+    const bool count_ties = p.op != Op::softmax;  // uniform over the grid: every thread takes the same branches
     int ties = 0;
-    float rest = thread_exp_rest(v, shift, p.op == Op::softmax, ties);
+    float rest = thread_exp_rest(v, shift, !count_ties, count_ties, ties);
     rest = block_sum(rest, red_sum);
-    ties = block_count(ties, red_ties);  // its barrier is the one block_sum's scratch needed before reuse anyway
+    if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
     if (cluster > 1) {
       if (threadIdx.x == 0) {
         part_sum = rest;
@@ -76,11 +77,11 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
       }
       cg::this_cluster().sync();
       rest = cluster_sum(&part_sum, cluster);
-      ties = cluster_count(&part_ties, cluster);
+      if (count_ties) ties = cluster_count(&part_ties, cluster);
     }
     // Shared memory reuse: red_max is rewritten next row only after this row's block_sum barrier, red_sum and
     // red_ties after the next row's block_max barrier; part_* only after the next cluster barrier.
-    const auto state = OnlineSoftmaxState<float>::from_max_ties_and_rest(m, ties, rest);
+    const auto state = state_from(m, ties, rest, count_ties);
     if (!writes_rows(p.op)) {
       if (g == 0) write_row_stats(p, o, state);
       continue;

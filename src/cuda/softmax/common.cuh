@@ -326,23 +326,42 @@ __device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<f
 // the max (pairwise), and `ties`, its count of scores equal to the max. The max's own term is exactly 1: adding it
 // to the small terms would keep them only to the absolute precision of a number near 1, so it is counted instead
 // (OnlineSoftmaxState::from_max_ties_and_rest). For softmax, v is replaced by the exponentials, ties included (1).
-// Cost: a compare, a select and a predicated integer add per element beside exp_diff's ~15 instructions, and one
-// more integer reduction per row (docs/perf-notebook.md, "The excess state").
+//
+// Only log l needs that: log-softmax, logsumexp and the state. Softmax divides by l, and a plain sum of every term
+// (the 1s included) already has l's full relative precision, so with count_ties false the sum is the plain one
+// (ties stay 0, and the caller builds the state with from_max_and_sum: d = l − 1 is exact, so on the register
+// paths softmax's arithmetic is the plain sum's, bit for bit). Counting costs a compare, a select and a predicated integer
+// add per element beside exp_diff's ~15 instructions, and one more integer reduction per row; the forward kernels
+// are instruction-bound, so only the ops that gain from it pay it (docs/perf-notebook.md, "The excess state").
 template <int E>
-__device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, bool keep_exp, int& ties) {
-  float e[E], r[E];
+__device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, bool keep_exp, bool count_ties,
+                                                 int& ties) {
+  float e[E];
 #pragma unroll
-  for (int i = 0; i < E; ++i) {
-    e[i] = exp_diff(v[i], shift);
-    const bool tie = v[i] == shift;
-    r[i] = tie ? 0.0f : e[i];
-    ties += tie ? 1 : 0;
+  for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+  float r[E];
+  if (count_ties) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const bool tie = v[i] == shift;
+      r[i] = tie ? 0.0f : e[i];
+      ties += tie ? 1 : 0;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) r[i] = e[i];
   }
   if (keep_exp) {
 #pragma unroll
     for (int i = 0; i < E; ++i) v[i] = e[i];
   }
   return tree_sum<E>(r);
+}
+
+// The row's (or chunk's) state from the reductions of thread_exp_rest.
+__device__ __forceinline__ OnlineSoftmaxState<float> state_from(float max, int ties, float sum, bool count_ties) {
+  return count_ties ? OnlineSoftmaxState<float>::from_max_ties_and_rest(max, ties, sum)
+                    : OnlineSoftmaxState<float>::from_max_and_sum(max, sum);
 }
 
 template <typename In, typename F>

@@ -41,10 +41,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
     Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     const float m = block_max(tree_max<kBlockElems>(v), red_max);
+    const bool count_ties = p.op != Op::softmax;  // uniform over the grid
     int ties = 0;
-    const float rest = block_sum(thread_exp_rest(v, State::shift_for(m), false, ties), red_sum);
-    ties = block_count(ties, red_ties);
-    if (threadIdx.x == 0) states[idx] = State::from_max_ties_and_rest(m, ties, rest);
+    const float rest = block_sum(thread_exp_rest(v, State::shift_for(m), false, count_ties, ties), red_sum);
+    if (count_ties) ties = block_count(ties, red_ties);
+    if (threadIdx.x == 0) states[idx] = state_from(m, ties, rest, count_ties);
   }
 }
 

@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
       }
     }
     // Every lane takes part in the shuffles, idle groups included.
+    const bool softmax = p.op == Op::softmax, count_ties = !softmax;
     float m[R], rest[R];
     int ties[R];
 #pragma unroll
@@ -60,15 +61,15 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
     for (int r = 0; r < R; ++r) {
       ties[r] = 0;
       rest[r] = group_sum(
-          thread_exp_rest(v[r], OnlineSoftmaxState<float>::shift_for(m[r]), p.op == Op::softmax, ties[r]), lanes);
-      ties[r] = group_count(ties[r], lanes);
+          thread_exp_rest(v[r], OnlineSoftmaxState<float>::shift_for(m[r]), softmax, count_ties, ties[r]), lanes);
+      if (count_ties) ties[r] = group_count(ties[r], lanes);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
       if (row >= p.rows) continue;
       const RowRef o{row, 0};
-      const auto state = OnlineSoftmaxState<float>::from_max_ties_and_rest(m[r], ties[r], rest[r]);
+      const auto state = state_from(m[r], ties[r], rest[r], count_ties);
       if (!writes_rows(p.op)) {
         if (g == 0) write_row_stats(p, o, state);
         continue;
