@@ -30,9 +30,10 @@ is correctly rounded; "max error / gate" is the worst element's error over its g
 passes; for 16-bit outputs it is the smaller of the distance in ulps to the correctly rounded result and the error
 over the f32 bound plus half an ulp).
 
-Log-softmax's max ulp is large where its exact value is near 0 (the dominant score of a row): there the output is
-tiny, so its ulp is tiny, while the absolute error is that of log(l) (a few u). The contract bounds log-softmax in
-absolute terms for that reason (docs/semantics.md); the last column is the meaningful one.
+Log-softmax near 0 (the dominant score of a row, y = −log l) used to be thousands of ulps off, because log l
+carried an absolute error of a few u however small it was. The state now keeps the excess d = l − 1 and forms
+log l = log1p(d) (docs/semantics.md §2), so y keeps its relative precision there too: a few ulps at every n.
+The contract still bounds log-softmax in absolute terms (docs/semantics.md §6); the last column is the gate.
 
 HEADER
   echo "Measured on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(uname -m), $(c++ --version | head -1), $(ldd --version 2>&1 | head -1 | sed 's/^ldd //')."
@@ -43,7 +44,7 @@ HEADER
     echo "## GPU kernel paths"
     echo
     echo "From \`scripts/device.sh accuracy\` on the device machine (every path of smk::cuda::softmax_paths(), forced one by"
-    echo "one; n/a: the path does not serve that case)."
+    echo "one; n/a: the path does not serve that case).${GPU_RUN:+ $GPU_RUN}"
     echo
     cat "$GPU_TABLE"
   fi
@@ -77,6 +78,7 @@ differences of about 1e-3 ulp between two outputs both within half an ulp of the
 
 RESOLUTION
     cat "$VS_TORCH"
+    [ -z "${VS_TORCH_NOTE:-}" ] || { echo; echo "$VS_TORCH_NOTE"; }
   fi
 } > docs/accuracy.md
 echo "wrote docs/accuracy.md"
