@@ -7,7 +7,9 @@
 // Measured (H200, 2026-11-29, softmaxkit bench, L2 flushed, median; docs/perf-notebook.md "Issue 3 kernels"):
 // softmax 32768×1024 f32 74.7 µs (84% of copy), bf16 50.4 µs (62%); 262144×128 f32 75.4 µs (83%), bf16 48.3 µs
 // (65%); 1048576×32 f32 78.7 µs (80%), bf16 47.9 µs (66%). The forward is bound by instructions (exp_diff) before
-// bytes: logsumexp, half the traffic, reaches only 61–64% of the read ceiling on the same shapes.
+// bytes: logsumexp, half the traffic, reaches only 61–64% of the read ceiling on the same shapes, and 54–58% since it
+// counts the max's ties for the excess state (32768×1024 f32 54.2 µs, bf16 53.3; docs/perf-notebook.md, "The
+// excess state"; softmax does not count).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 
