@@ -92,6 +92,14 @@ __device__ __forceinline__ float capped(const Args& a, float x) {
   return a.cap > 0 ? softcap(x, a.cap, th) : x;
 }
 
+// exp(x − shift) for the forward's sums of exponentials: exp2f of (x − shift)·log2 e, three instructions where
+// exp_diff (TwoSum + expf) takes about fifteen, which made the forward compute-bound (bf16 ran no faster than f32 on
+// the H200, 2026-11-29). Each term is off by at most (|x − shift| + 3)·u relatively (the two roundings, exp2f's
+// 2 ulp); in a sum l = Σ e^(−d_j) that averages to u·Σ d_j e^(−d_j) / l + 3u ≤ (1 + ln C)·u + 3u, inside the LSE's
+// (|LSE| + L + 9 + 2 ln C)·u gate. The gradient, whose every element is an output, keeps exp_diff.
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float exp_shifted(float x, float shift) { return exp2f((x - shift) * kLog2e); }
+
 // The scaling of one row's gradient by the upstream gradient: per row (none) or the scalar over the mean's
 // denominators, as the CPU forms it (in double, then rounded).
 __device__ __forceinline__ double safe_div(double num, double den, bool nothing_is_zero) {
