@@ -27,10 +27,20 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                        const TensorView& v, const AttentionOptions& options, bool varlen, std::int64_t batch,
                        std::int64_t sq, std::int64_t sk, double scale, const PrefillConfig& config, Stream stream);
 
+// Launch configuration of the decode split kernel (src/cuda/attention/decode.cu); 0 leaves a field to the
+// dispatcher. Exposed for tests/cuda/attention/{test,bench}_decode.cpp, which check and time each choice.
+struct DecodeConfig {
+  int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
+};
+// The dispatcher's choice: 2, the variant the first H200 run measured (2026-11-29, commit e4be1ff: 1.26-1.79 TB/s
+// on the rows, docs/perf-notebook.md); 1 (three blocks per SM instead of two) is not yet measured.
+inline constexpr int kDecodeVecsSmallRows = 2;
+
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
-                      const detail::DecodeProblem& problem, Stream stream, void* merge_start_event = nullptr);
+                      const detail::DecodeProblem& problem, Stream stream, void* merge_start_event = nullptr,
+                      const DecodeConfig& config = {});
 // merge_start_event (a cudaEvent_t, for the benchmark tests/cuda/attention/bench_decode.cpp): recorded on the stream
 // after the split kernel, before the merge kernel, so the merge's share of the time can be measured.
 

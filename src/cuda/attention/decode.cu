@@ -5,19 +5,25 @@
 // bytes per key and KV head (K and V). q, O (2·Hq·Sq·D bytes per sequence) and the split partials (f32 O and LSE,
 // Hq/Hkv·Sq·(4·D + 4) bytes per split: 2 KB against a split's 512 KB of K and V at D = 128, under 0.5 %) are noise.
 // Floor on the H200: Σ_b seqlens[b]·Hkv·4·D bytes / 4.27 TB/s (the measured copy bandwidth, ANCHORS.md; 4.8 TB/s
-// nominal): 33 µs for (B, S) = (1, 32768) at Hkv = 8, D = 128. Not yet measured on the H200 (docs/perf-notebook.md).
+// nominal): 31 µs for (B, S) = (1, 32768) at Hkv = 8, D = 128.
+// Measured (H200, 2026-11-29, commit e4be1ff, bench_decode): 1.26-1.79 TB/s on the issue's 32/8 rows (30-42 % of
+// copy; 106 µs at (1, 32768), of which the merge kernel then took 21 %), 0.66-0.76 TB/s at 64/8: compute-bound, see
+// below. cuDNN in the same run: 2.7-4.2 TB/s. docs/perf-notebook.md has the table.
 //
-// Why CUDA cores, not tensor cores: one block serves all R = (Hq/Hkv)·Sq_new query rows of one KV head, so each key
-// costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s that is 17 TFLOP/s of f32 FMA for
-// the issue's rows (R = 4) and 34 for Hq/Hkv = 8, against the H200's ~67 TFLOP/s f32: the kernel stays bound by
-// memory, and f32 arithmetic keeps the softmax exact to the library's rules. Past R ≈ 16 (Sq_new = 8 with 2+ query
-// heads per KV head at full width) it would turn compute-bound and want mma; rows beyond kRows are served by more
+// CUDA cores, not tensor cores — the count, and where it went wrong: one block serves all R = (Hq/Hkv)·Sq_new query
+// rows of one KV head, so each key costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s
+// that is 17 TFLOP/s of f32 FMA for the issue's rows (R = 4) and 34 for Hq/Hkv = 8, against the H200's ~67 TFLOP/s
+// f32, so the FMAs alone fit. What the count left out is the softmax step per (key, row): exp_diff, the tile's
+// state merge and the butterfly, ~40 instructions, redone by each of the D/E lanes that share a key — as many
+// instructions as the FMAs again, at 8 warps per SM (2 blocks of 254 or 238 registers). The measured time scales with
+// R, so the next version must stop the redundancy: one lane per key for q·k (q from shared memory, no butterfly, one
+// softmax step per (key, row)), or mma with the R rows as the M dimension. Rows beyond kRows are served by more
 // blocks that re-read the same K/V tile (mostly from L2, since they are adjacent in the grid).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B); block = 128 threads, serving kRows = 4 or 8 rows. A key
-// is read by D/E lanes, E = 16 or 8 elements (two or one 16-byte vectors, kVecs) each; the block's lane groups take
-// interleaved keys, kKeysPerGroup per tile, and a 3- or 4-stage cp.async ring stages the tiles in shared memory. Each thread reads back only the bytes its own
-// cp.async wrote, so the ring needs cp.async.wait_group and no barrier. Keys past the split's end are zero-filled
+// is read by D/E lanes, E = 16 or 8 elements (two or one 16-byte vectors, C) each; the block's lane groups take
+// interleaved keys, kKeysPerGroup per tile, and a 3- or 4-stage cp.async ring stages the tiles in shared memory.
+// Each thread reads back only the bytes its own cp.async wrote, so the ring needs cp.async.wait_group and no barrier. Keys past the split's end are zero-filled
 // (never read from memory), and keys a row may not see (past the split, past seqlens, causal) get the score −inf and
 // no share of V, so NaN anywhere outside the visible window cannot reach O. Each lane group keeps one
 // OnlineSoftmaxState per row (merge_weights rescales its accumulator per tile, as the CPU does per block); the groups
@@ -48,15 +54,14 @@ using State = OnlineSoftmaxState<float>;
 constexpr int kThreads = 128;
 constexpr int kKeysPerGroup = 4;  // keys per lane group per tile
 
-// 16-byte vectors per thread per key: 2 (16 dimensions) when a block serves ≤ 4 rows, 1 for 8 rows, whose q and
-// accumulator registers (2·8·rows·vectors) would not fit twice. Two vectors halve the lanes per key, and with them
-// the lanes that redo each score's softmax step and the butterfly's depth (the kernel's largest costs after the loads).
-template <int kRows>
-inline constexpr int kVecs = kRows <= 4 ? 2 : 1;
+// 16-byte vectors per thread per key (C): 1 or 2 (16 dimensions) when a block serves ≤ 4 rows (kDecodeVecsSmallRows
+// chooses), 1 for 8 rows, whose q and accumulator registers (2·8·rows·C) would not fit twice. Two vectors halve the
+// lanes per key, and with them the lanes that redo each score's softmax step and the butterfly's depth, at 254
+// registers (two blocks of 4 warps per SM) against 165 (three).
 // Ring depth: tiles are 16 KB (one vector) or 32 KB (two); 4 or 3 stages keep 48 or 64 KB in flight per block while
 // the ring (64 or 96 KB) still lets two blocks share an SM.
-template <int kRows>
-inline constexpr int kStages = kVecs<kRows> == 2 ? 3 : 4;
+template <int C>
+inline constexpr int kStages = C == 2 ? 3 : 4;
 constexpr int kMergeWarps = 4;    // rows (b, h, token) per block of the merge kernel
 constexpr unsigned kFull = 0xffffffffu;
 
@@ -117,10 +122,10 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
   return e < 0 ? 0 : (e > len ? len : e);
 }
 
-template <typename T, int D, int kRows>
+template <typename T, int D, int kRows, int C>
 __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeArgs a) {
-  constexpr int C = kVecs<kRows>, E = 8 * C;  // 16-byte vectors and elements per thread per key
-  constexpr int S = kStages<kRows>;
+  constexpr int E = 8 * C;  // elements per thread per key
+  constexpr int S = kStages<C>;
   constexpr int TD = D / E;                   // lanes per key; lane t holds dimensions 8·(c·TD + t) + [0, 8)
   constexpr int NG = kThreads / TD;           // lane groups (keys per tile slot)
   constexpr int kTile = NG * kKeysPerGroup;
@@ -356,6 +361,16 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   if (n <= 1) return;  // the split kernel wrote O and LSE itself
   const std::int64_t prow = row * a.grid_splits;
   const float my_lse = lane < n ? a.part_lse[prow + lane] : -detail::inf_<float>();
+  // The loads carry no condition, so all of them can be in flight together (the first H200 run, with each load
+  // behind a `ci != 0` test, spent 21 % of the (1, 32768) row here): split i < n wrote its partial, and i ≥ n re-reads
+  // split n − 1 (an L1 hit) with coefficient 0, since lanes ≥ n hold no split.
+  float pv[kDecodeSplitCap][V];
+#pragma unroll
+  for (int i = 0; i < kDecodeSplitCap; ++i) {
+    const float* po = a.part_o + (prow + (i < n ? i : n - 1)) * D + lane * V;
+#pragma unroll
+    for (int x = 0; x < V; ++x) pv[i][x] = po[x];
+  }
   PartFold fold;
   float c = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -368,14 +383,12 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   float o[V];
 #pragma unroll
   for (int x = 0; x < V; ++x) o[x] = 0.0f;
-#pragma unroll 4
-  for (int i = 0; i < n; ++i) {
-    const float ci = __shfl_sync(kFull, c, i);
-    if (ci != 0.0f) {  // an empty split (or one drowned by the others) is skipped, NaN poisons
-      const float* po = a.part_o + (prow + i) * D + lane * V;
 #pragma unroll
-      for (int x = 0; x < V; ++x) o[x] += ci * po[x];
-    }
+  for (int i = 0; i < kDecodeSplitCap; ++i) {
+    const float ci = __shfl_sync(kFull, c, i);
+#pragma unroll
+    for (int x = 0; x < V; ++x)  // an empty split (or one drowned by the others) is skipped, NaN poisons
+      o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];
   }
   T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
 #pragma unroll
@@ -383,22 +396,24 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = fold.lse();
 }
 
-template <typename T, int D, int kRows>
+template <typename T, int D, int kRows, int C>
 void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
-  constexpr int TD = D / (8 * kVecs<kRows>), NG = kThreads / TD;
-  constexpr std::size_t ring = std::size_t{kStages<kRows>} * kKeysPerGroup * 2 * kVecs<kRows> * kThreads * 16;
+  constexpr int TD = D / (8 * C), NG = kThreads / TD;
+  constexpr std::size_t ring = std::size_t{kStages<C>} * kKeysPerGroup * 2 * C * kThreads * 16;
   constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
   constexpr std::size_t bytes = ring > merge ? ring : merge;
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(bytes)));
-  decode_split_kernel<T, D, kRows><<<grid, kThreads, bytes, s>>>(a);
+  decode_split_kernel<T, D, kRows, C><<<grid, kThreads, bytes, s>>>(a);
   SMK_CUDA_CHECK_LAUNCH("decode_split_kernel");
 }
 
 template <typename T, int D>
-void launch(const DecodeArgs& a, int rows_per_block, dim3 grid, std::int64_t out_rows, cudaStream_t s, void* event) {
-  if (rows_per_block == 4) launch_split<T, D, 4>(a, grid, s);
-  else launch_split<T, D, 8>(a, grid, s);
+void launch(const DecodeArgs& a, int rows_per_block, int vecs, dim3 grid, std::int64_t out_rows, cudaStream_t s,
+            void* event) {
+  if (rows_per_block == 8) launch_split<T, D, 8, 1>(a, grid, s);
+  else if (vecs == 1) launch_split<T, D, 4, 1>(a, grid, s);
+  else launch_split<T, D, 4, 2>(a, grid, s);
   if (event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
   if (a.part_o == nullptr) return;
   const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
@@ -418,7 +433,8 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
-                      const detail::DecodeProblem& p, Stream stream, void* merge_start_event) {
+                      const detail::DecodeProblem& p, Stream stream, void* merge_start_event,
+                      const DecodeConfig& config) {
   const char* op = "attention_decode";
   if (q.dtype != DType::f16 && q.dtype != DType::bf16)
     throw_unsupported(op, std::string("the CUDA kernel takes f16 and bf16, not ") + dtype_name(q.dtype) +
@@ -461,6 +477,8 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   a.group = static_cast<int>(p.hq / p.hkv);
   a.rows = a.group * a.sq;
   const int rows_per_block = a.rows <= 4 ? 4 : 8;
+  const int vecs = config.vecs != 0 ? config.vecs : kDecodeVecsSmallRows;
+  if (vecs != 1 && vecs != 2) throw_unsupported(op, "DecodeConfig::vecs must be 0, 1 or 2");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
   a.max_splits = decode_max_splits(sms);
   a.grid_splits = decode_grid_splits(p.s_max, a.max_splits);
@@ -480,11 +498,11 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                   static_cast<unsigned>(p.batch));
   try {
     if (q.dtype == DType::f16) {
-      if (p.d == 64) launch<__half, 64>(a, rows_per_block, grid, out_rows, s, merge_start_event);
-      else launch<__half, 128>(a, rows_per_block, grid, out_rows, s, merge_start_event);
+      if (p.d == 64) launch<__half, 64>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
+      else launch<__half, 128>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
     } else {
-      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, grid, out_rows, s, merge_start_event);
-      else launch<__nv_bfloat16, 128>(a, rows_per_block, grid, out_rows, s, merge_start_event);
+      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
+      else launch<__nv_bfloat16, 128>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
     }
   } catch (...) {
     if (workspace) kernels::workspace_free(workspace, s);

@@ -91,39 +91,50 @@ int main(int argc, char** argv) {
     const auto N = TensorView::of(lens.data(), {r.B}, dev);
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    const auto call = [&](void* between) {
-      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between);
+    // Median µs of the whole call and of the merge, under a kernel configuration (vecs 0: the dispatcher's).
+    const auto measure = [&](int vecs, double& merge_us) {
+      const auto call = [&](void* between) {
+        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between, smk::cuda::DecodeConfig{vecs});
+      };
+      for (int i = 0; i < kWarmup; ++i) call(nullptr);
+      for (int i = 0; i < kReps; ++i) {
+        SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+        SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
+        call(ev[3 * i + 1]);
+        SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
+      }
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<double> total, merge;
+      for (int i = 0; i < kReps; ++i) {
+        float a = 0, b = 0;
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[3 * i], ev[3 * i + 2]));
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&b, ev[3 * i + 1], ev[3 * i + 2]));
+        total.push_back(1e3 * a);
+        merge.push_back(1e3 * b);
+      }
+      merge_us = median(merge);
+      return median(total);
     };
-    for (int i = 0; i < kWarmup; ++i) call(nullptr);
-    for (int i = 0; i < kReps; ++i) {
-      SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
-      SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
-      call(ev[3 * i + 1]);
-      SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
-    }
-    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-    std::vector<double> total, merge;
-    for (int i = 0; i < kReps; ++i) {
-      float a = 0, b = 0;
-      SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[3 * i], ev[3 * i + 2]));
-      SMK_CUDA_CHECK(cudaEventElapsedTime(&b, ev[3 * i + 1], ev[3 * i + 2]));
-      total.push_back(1e3 * a);
-      merge.push_back(1e3 * b);
-    }
-    const double us = median(total), merge_us = median(merge);
+    double merge_us = 0, merge_other = 0;
+    const double us = measure(0, merge_us);
+    // The other variant for blocks of ≤ 4 rows (one token, Hq/Hkv ≤ 4), for the dispatcher's choice.
+    const int other = smk::cuda::kDecodeVecsSmallRows == 2 ? 1 : 2;
+    const double us_other = r.hq / r.hkv <= 4 ? measure(other, merge_other) : 0;
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const double tbs = bytes / (us * 1e-6) / 1e12, floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
     char label[64];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S, (long long)r.hq,
                   (long long)r.hkv, (long long)r.d);
-    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%\n", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
+    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 100 * merge_us / us);
-    char item[256];
+    if (us_other > 0) std::printf("   vecs=%d: %.1f us, %.2f TB/s", other, us_other, bytes / (us_other * 1e-6) / 1e12);
+    std::printf("\n");
+    char item[512];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
-                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f}",
+                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"vecs\": %d, \"other_vecs\": %d, \"us_other\": %.3f}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, merge_us, bytes, tbs);
+                  (long long)r.d, us, merge_us, bytes, tbs, smk::cuda::kDecodeVecsSmallRows, other, us_other);
     json += item;
   }
   json += "]\n";

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "attention/args.hpp"
+#include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/decode_split.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/dtype.hpp"
@@ -87,8 +89,10 @@ struct Result {
   std::vector<float> o, lse;  // O converted to float
 };
 
+// vecs = 0: the public entry point (the dispatcher's configuration); 1 or 2: the kernel variant for blocks of ≤ 4 rows
+// (smk::cuda::DecodeConfig), through the internal entry point.
 template <typename T>
-Result run_gpu(const Case<T>& c) {
+Result run_gpu(const Case<T>& c, int vecs = 0) {
   const auto dev = smk::Device::cuda(0);
   auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
   auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
@@ -97,12 +101,19 @@ Result run_gpu(const Case<T>& c) {
   DeviceBuffer<float> dlse(c.B * c.hq * c.sq);
   dout.fill_bytes(0xFF);
   dlse.fill_bytes(0xFF);
-  smk::attention_decode(TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev),
-                        TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev),
-                        TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev),
-                        TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev),
-                        TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev),
-                        TensorView::of(dl.data(), {c.B}, dev), c.options(ds.data(), dev));
+  const auto O = TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto L = TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev);
+  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto N = TensorView::of(dl.data(), {c.B}, dev);
+  const auto opt = c.options(ds.data(), dev);
+  if (vecs == 0) {
+    smk::attention_decode(O, L, Q, K, V, N, opt);
+  } else {
+    const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+    smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, {}, nullptr, smk::cuda::DecodeConfig{vecs});
+  }
   const auto o = dout.to_host();
   Result r;
   for (const T& x : o) r.o.push_back(smk::to_float(x));
@@ -163,18 +174,21 @@ template <typename T>
 void issue_lengths(std::int64_t d) {
   // Mixed lengths in one batch, the empty sequence included: against S_max = 4097 the grid has 5 splits per
   // sequence, so the short sequences' other splits are entirely padding (and must not write).
-  {
-    Case<T> c(8, 1, 8, 2, d, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 21);
-    SCOPED_TRACE("batch of mixed lengths");
-    expect_matches_reference(c, run_gpu(c));
-    c.with_sinks = false;
-    SCOPED_TRACE("no sinks");
-    expect_matches_reference(c, run_gpu(c));
-  }
-  {
-    Case<T> c(1, 1, 4, 1, d, 100003, {100003}, 22);  // the most splits, the last one partial
-    SCOPED_TRACE("100003 keys");
-    expect_matches_reference(c, run_gpu(c));
+  for (int vecs : {1, 2}) {  // both variants for blocks of ≤ 4 rows (here 4 query heads per KV head, one token)
+    SCOPED_TRACE(testing::Message() << "vecs=" << vecs);
+    {
+      Case<T> c(8, 1, 8, 2, d, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 21);
+      SCOPED_TRACE("batch of mixed lengths");
+      expect_matches_reference(c, run_gpu(c, vecs));
+      c.with_sinks = false;
+      SCOPED_TRACE("no sinks");
+      expect_matches_reference(c, run_gpu(c, vecs));
+    }
+    {
+      Case<T> c(1, 1, 4, 1, d, 100003, {100003}, 22);  // the most splits, the last one partial
+      SCOPED_TRACE("100003 keys");
+      expect_matches_reference(c, run_gpu(c, vecs));
+    }
   }
 }
 
@@ -199,6 +213,7 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
         c.causal = true;
         c.with_sinks = sinks;
         expect_matches_reference(c, run_gpu(c));
+        if (c.hq / c.hkv * sq <= 4) expect_matches_reference(c, run_gpu(c, 1));  // the other ≤ 4-row variant
       }
   Case<smk::half_t> c(3, 4, 8, 1, 64, 3000, {4, 2999, 1025}, 40);  // 8 heads × 4 tokens: 32 rows, 4 row chunks
   c.causal = true;
