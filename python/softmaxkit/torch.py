@@ -301,6 +301,7 @@ def _save_cross_entropy(ctx, inputs, output):
     logits, targets, weight = inputs[:3]
     ctx.save_for_backward(logits, targets, weight, output[1])
     ctx.scalars = inputs[3:]
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
 def _cross_entropy_backward(ctx, grad_loss, grad_lse, grad_z):
