@@ -344,6 +344,35 @@ TEST_P(CpuSoftmaxOptions, BadMasksAreRejected) {
 }
 
 // The state (m, l): m the max, l = Σ exp(z − m), in the four regimes; states of two halves merge into the whole's.
+// A dominant score: its log-probability −log l and the LSE of a row with max 0 are tiny, and the excess state keeps
+// them to a few ulps of themselves (not to an absolute u). Closed form: 0 at one position, −t elsewhere, so
+// log l = log1p((n − 1)·e^−t) in long double; bound (L + 12)·u relative (docs/semantics.md §6). Ties of the max:
+// [0, 0, −t, ...] gives log l = log(2 + (n − 2)·e^−t), and l must count both.
+TEST_P(CpuSoftmaxOptions, DominantScoreKeepsItsRelativePrecision) {
+  for (int n : {7, 1000, 33000}) {
+    int L = 0;
+    while ((1 << L) < n) ++L;
+    for (float t : {12.0f, 25.0f, 40.0f}) {
+      for (int at : {0, n / 2, n - 1}) {
+        std::vector<float> x(n, -t), ly(n), lse(1);
+        x[at] = 0.0f;
+        GetParam().log_softmax(TensorView::of(ly.data(), {n}), TensorView::of(x.data(), {n}), {});
+        GetParam().logsumexp(TensorView::of(lse.data(), {}), TensorView::of(x.data(), {n}), {});
+        const long double exact = std::log1p(static_cast<long double>(n - 1) * std::exp(-static_cast<long double>(t)));
+        const double bound = (L + 12) * kU;
+        EXPECT_LE(std::fabs(-ly[at] - exact) / exact, bound) << n << " " << t << " " << at;
+        EXPECT_LE(std::fabs(lse[0] - exact) / exact, bound) << n << " " << t << " " << at;
+      }
+      std::vector<float> x(n, -t), m(1), l(1);
+      x[0] = x[n - 1] = 0.0f;
+      GetParam().state(TensorView::of(m.data(), {1}), TensorView::of(l.data(), {1}), TensorView::of(x.data(), {1, n}), {});
+      const long double exact_l = 2 + static_cast<long double>(n - 2) * std::exp(-static_cast<long double>(t));
+      EXPECT_EQ(m[0], 0.0f);
+      EXPECT_LE(std::fabs(l[0] - exact_l) / exact_l, (L + 11) * kU) << n << " " << t;
+    }
+  }
+}
+
 TEST_P(CpuSoftmaxOptions, StateIsMaxAndShiftedSum) {
   std::mt19937 rng(10);
   const int N = 1000;

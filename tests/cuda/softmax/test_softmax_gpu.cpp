@@ -228,6 +228,41 @@ TEST_F(GpuSoftmax, NonFiniteRows) {
   }
 }
 
+// A row dominated by one score: its log-probability −log l and the row's LSE (max 0) are tiny, and the excess state
+// (online_state.hpp) keeps them to a few ulps of themselves, where a sum that held the max's 1 would leave an
+// absolute error of ~u (thousands of their ulps). Closed form: the max 0 at one position, every other score −t,
+// so log l = log1p((n − 1)·e^−t), in long double. Relative bound: d's (α + D + 1)·u (exp_diff, the sum, a tie's
+// rounding), log1p's 2u and the one exact subtraction: (L + 12)·u (docs/semantics.md §6).
+TEST_F(GpuSoftmax, DominantScoreKeepsItsRelativePrecision) {
+  std::vector<std::int64_t> ns = {7, 1000, 5000, 70000, 300000};
+  if (small_mode()) ns = {7, 1000, 4097};
+  for (std::int64_t n : ns) {
+    const std::vector<double> ts = {12, 18, 25, 40};
+    const std::int64_t rows = static_cast<std::int64_t>(ts.size());
+    const Gate gate{Op::log_softmax, DType::f32, n};
+    const double bound = (gate.L() + 12) * kU;
+    for (Op op : {Op::log_softmax, Op::logsumexp}) {
+      Case c = plain_case("dominant_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, 1);
+      std::vector<std::int64_t> at(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        at[r] = (r * (n / 3 + 12289)) % n;  // the max at the start, inside, across block and chunk boundaries
+        for (std::int64_t i = 0; i < n; ++i) c.x[r * n + i] = i == at[r] ? 0.0 : -ts[r];
+      }
+      for (SoftmaxPath path : kPaths) {
+        SCOPED_TRACE(std::string("path ") + cuda::to_string(path) + ", n " + std::to_string(n) + ", " + op_name(op));
+        const Result res = run_gpu(c, path);
+        if (!res.ran) continue;  // a capacity refusal; run_all_paths' tests hold the paths to that
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const long double exact = std::log1p(static_cast<long double>(n - 1) * std::exp(-static_cast<long double>(ts[r])));
+          const double got = op == Op::logsumexp ? res.out[r] : -res.out[r * n + at[r]];
+          EXPECT_LE(std::fabs(static_cast<long double>(got) - exact) / exact, bound)
+              << "row " << r << " (t = " << ts[r] << "): got " << got << ", exact " << static_cast<double>(exact);
+        }
+      }
+    }
+  }
+}
+
 // Both backward passes: lengths, few and many rows, f32 and bf16, temperatures, a non-last dimension.
 TEST_F(GpuSoftmax, BackwardEveryPath) {
   std::uint64_t seed = 400;
