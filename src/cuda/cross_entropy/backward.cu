@@ -113,8 +113,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) grad_kernel(const Args a
       Tile::template store<Out>(gr, v, len, b.col_stride, g, kThreads);
       continue;
     }
-    const RowGrad rg = RowGrad::make(a, b, totals, row, t);
+    // The chunk's loads first: RowGrad::make waits on its own small loads (a double division needs them), and the
+    // chunk should be in flight meanwhile.
     Tile::load(v, row_ptr<In>(a, row) + first * a.col_stride, len, a.col_stride, g, kThreads);
+    const RowGrad rg = RowGrad::make(a, b, totals, row, t);
     const std::int64_t lt = t - first;
     // Σ p_j over the chunk's non-target entries: pairwise within a vector, then vector by vector (a depth of
     // log2 V + K additions, then the block's 8 and the chunks' in order).

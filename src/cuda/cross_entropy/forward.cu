@@ -78,13 +78,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / a.chunks, c = idx - row * a.chunks;
     const std::int64_t t = target_of(a, row);
-    const RowKind kind = row_kind(a, t);
-    if (kind == RowKind::ignored && skip_ignored) continue;  // uniform across the block
+    // Uniform across the block. Tested on skip_ignored first, so that when the forward reports every row's LSE the
+    // chunk's loads below are issued without waiting for the target's.
+    if (skip_ignored && t == a.ignore) continue;
     const std::int64_t first = c * kChunk;
     const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
     const In* xr = row_ptr<In>(a, row);
     float v[kElems];
     Tile::load(v, xr + first * a.col_stride, len, a.col_stride, g, kThreads);
+    const RowKind kind = row_kind(a, t);
     if (a.cap > 0) {
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k)
