@@ -22,12 +22,13 @@ enum class Op {
   // backward in place over the logits (the gradient of a training step), targets uniform over the classes.
   cross_entropy,
   cross_entropy_fwd_bwd,
+  cross_entropy_backward,  // the backward alone, in place, with the forward's LSE (what fwd_bwd adds to the forward)
 };
 
 inline constexpr Op kAllOps[] = {Op::softmax, Op::log_softmax, Op::logsumexp, Op::softmax_backward,
                                  Op::log_softmax_backward};
 // Not in "all" (the softmax family); `--op ce` selects both, or name each.
-inline constexpr Op kCrossEntropyOps[] = {Op::cross_entropy, Op::cross_entropy_fwd_bwd};
+inline constexpr Op kCrossEntropyOps[] = {Op::cross_entropy, Op::cross_entropy_fwd_bwd, Op::cross_entropy_backward};
 
 const char* op_name(Op op) noexcept;
 bool is_backward(Op op) noexcept;
@@ -40,6 +41,7 @@ bool is_cross_entropy(Op op) noexcept;
 //   cross_entropy:        read the logits            -> n
 //   cross_entropy_fwd_bwd: read the logits once, write the gradient over them -> 2n (the bound; two calls
 //                         read the logits twice, 3n, so this row shows what a fused step would gain)
+//   cross_entropy_backward: read the logits, write the gradient over them -> 2n
 std::int64_t min_traffic_elements(Op op, std::int64_t rows, std::int64_t cols) noexcept;
 std::int64_t min_traffic_bytes(Op op, DType dtype, std::int64_t rows, std::int64_t cols) noexcept;
 
