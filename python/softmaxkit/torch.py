@@ -324,7 +324,10 @@ def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction=
     op = "cross_entropy"
     scalars = _ce._scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
     loss, lse, zl = _cross_entropy_op(logits, targets, weight, *scalars)
-    parts = (loss,) + ((lse,) if return_lse else ()) + ((zl,) if return_z_loss else ())
+    # The LSE and the z-loss are reported statistics (the z-loss is already inside `loss`): detached, since
+    # mark_non_differentiable in setup_context does not reach a torch.library op's outputs on every torch version
+    # (torch 2.11 on the H200 returned an LSE that required grad).
+    parts = (loss,) + ((lse.detach(),) if return_lse else ()) + ((zl.detach(),) if return_z_loss else ())
     return parts[0] if len(parts) == 1 else parts
 
 
