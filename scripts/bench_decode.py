@@ -40,10 +40,10 @@ def main():
     ours = json.load(open(args.ours))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
-    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | merge % | other variant µs | " +
+    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | merge % | other vecs µs | other scores µs | " +
              " | ".join(f"{n} µs | {n} TB/s" for n, _ in backends) + " | " +
              " | ".join(f"ours / {n}" for n, _ in backends) + " |",
-             "|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
+             "|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
     for row in ours:
         B, S, hq, hkv, d = row["B"], row["S"], row["Hq"], row["Hkv"], row["D"]
         gen = torch.Generator(device="cuda").manual_seed(1)
@@ -72,8 +72,9 @@ def main():
                 cells.append(f"{us:.1f}{mark} | {row['kv_bytes'] / us / 1e6:.2f}")
                 ratios.append(f"{us / row['us']:.2f}")
         other = f"{row['us_other']:.1f} (vecs={row['other_vecs']})" if row.get("us_other", 0) > 0 else "n/a"
+        scores = f"{row['us_other_scores']:.1f} ({row['other_scores']})" if "us_other_scores" in row else "n/a"
         lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {row['tbs']:.2f} | "
-                     f"{100 * row['merge_us'] / row['us']:.1f} | {other} | " + " | ".join(cells) + " | " +
+                     f"{100 * row['merge_us'] / row['us']:.1f} | {other} | {scores} | " + " | ".join(cells) + " | " +
                      " | ".join(ratios) + " |")
         print(lines[-1], flush=True)
         del q, k, v

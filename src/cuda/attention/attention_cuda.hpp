@@ -29,12 +29,19 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 
 // Launch configuration of the decode split kernel (src/cuda/attention/decode.cu); 0 leaves a field to the
 // dispatcher. Exposed for tests/cuda/attention/{test,bench}_decode.cpp, which check and time each choice.
+// How a lane group turns a tile's partial dots into weights: every lane reduces, exponentiates and merges every
+// (key, row) pair itself (all_lanes, what the first H200 run measured), or the dots are reduce-scattered so each
+// pair's softmax step runs on one lane and the weights are gathered back (scatter; not yet measured).
+enum class DecodeScores { dispatcher, all_lanes, scatter };
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
+  DecodeScores scores = DecodeScores::dispatcher;
 };
 // The dispatcher's choice: 2, the variant the first H200 run measured (2026-11-29, commit e4be1ff: 1.26-1.79 TB/s
 // on the rows, docs/perf-notebook.md); 1 (three blocks per SM instead of two) is not yet measured.
 inline constexpr int kDecodeVecsSmallRows = 2;
+// all_lanes until a run measures scatter (bench_decode times both; test_decode checks both).
+inline constexpr bool kDecodeScatter = false;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

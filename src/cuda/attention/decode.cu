@@ -23,11 +23,12 @@
 // Layout of the work. Grid (splits · row chunks, Hkv, B); block = 128 threads, serving kRows = 4 or 8 rows. A key
 // is read by D/E lanes, E = 16 or 8 elements (two or one 16-byte vectors, C) each; the block's lane groups take
 // interleaved keys, kKeysPerGroup per tile, and a 3- or 4-stage cp.async ring stages the tiles in shared memory.
-// Each thread reads back only the bytes its own cp.async wrote, so the ring needs cp.async.wait_group and no barrier. Keys past the split's end are zero-filled
-// (never read from memory), and keys a row may not see (past the split, past seqlens, causal) get the score −inf and
-// no share of V, so NaN anywhere outside the visible window cannot reach O. Each lane group keeps one
-// OnlineSoftmaxState per row (merge_weights rescales its accumulator per tile, as the CPU does per block); the groups
-// then merge in a fixed order through shared memory (lse_fold.cuh). One split writes O and LSE itself (the sink joins
+// Each thread reads back only the bytes its own cp.async wrote, so the ring needs cp.async.wait_group and no barrier.
+// Keys past the split's end are zero-filled (never read from memory), and keys a row may not see (past the split,
+// past seqlens, causal) get the score −inf and no share of V, so NaN anywhere outside the visible window cannot reach
+// O. Each lane group keeps one OnlineSoftmaxState per row (merge_weights rescales its accumulator per tile, as the
+// CPU does per block; with DecodeScores::scatter one lane per (key, row) pair runs that step, see the kernel); the
+// groups then merge in a fixed order through shared memory (lse_fold.cuh). One split writes O and LSE itself (the sink joins
 // there); several write f32 partials (O normalised, LSE without the sink) that decode_merge_kernel folds in split
 // order, the sink last. Split sizes: decode_split.hpp — a function of the sequence's length and the device only.
 #include <cuda_bf16.h>
@@ -115,6 +116,31 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// p ? a : b on values held in registers. A plain conditional here lets the compiler select between the two array
+// elements' addresses, which moves the whole (register) array to local memory.
+__device__ __forceinline__ float select(bool p, float a, float b) {
+  float r;
+  asm("{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n selp.f32 %0, %1, %2, q;\n}" : "=f"(r) : "f"(a), "f"(b), "r"(int(p)));
+  return r;
+}
+
+// One lane group's recursive halving over N values: at offset O the lane keeps the half of its list selected by its
+// bit O and adds the partner's copy of that half; after log2(lanes) steps v[x] is the group's full sum of value
+// t·(N / lanes) + x. Compile-time offsets and halves keep the array in registers.
+template <int O, int Half, int N>
+__device__ __forceinline__ void reduce_scatter(float (&v)[N], int t) {
+  if constexpr (O > 0) {
+    const bool upper = (t & O) != 0;
+#pragma unroll
+    for (int i = 0; i < Half; ++i) {
+      const float send = select(upper, v[i], v[i + Half]);
+      const float keep = select(upper, v[i + Half], v[i]);
+      v[i] = keep + __shfl_xor_sync(kFull, send, O);
+    }
+    reduce_scatter<O / 2, Half / 2>(v, t);
+  }
+}
+
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
 __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok) {
   if (!a.causal) return len;
@@ -122,13 +148,22 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
   return e < 0 ? 0 : (e > len ? len : e);
 }
 
-template <typename T, int D, int kRows, int C>
+template <typename T, int D, int kRows, int C, bool kScatter>
 __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeArgs a) {
   constexpr int E = 8 * C;  // elements per thread per key
   constexpr int S = kStages<C>;
   constexpr int TD = D / E;                   // lanes per key; lane t holds dimensions 8·(c·TD + t) + [0, 8)
   constexpr int NG = kThreads / TD;           // lane groups (keys per tile slot)
   constexpr int kTile = NG * kKeysPerGroup;
+  // kScatter: the N = kRows·kKeysPerGroup partial dots of a tile are reduce-scattered over the group's TD lanes, so
+  // lane t ends with the P full scores of pairs idx = t·P + x (idx = r·kKeysPerGroup + kk): all in one row, r_mine.
+  // It runs the softmax step for that row only (the KPG/P lanes of a row share it bitwise), then the group gathers
+  // every pair's weight and every row's rescale factor by shuffles. Without it every lane reduces, exponentiates
+  // and merges all N pairs itself.
+  constexpr int N = kRows * kKeysPerGroup;
+  constexpr int P = kScatter ? N / TD : N;
+  constexpr int kLanesPerRow = kKeysPerGroup / P;
+  static_assert(!kScatter || (N % TD == 0 && kKeysPerGroup % P == 0), "a lane's pairs must lie in one row");
   constexpr int kStage = kKeysPerGroup * 2 * C * kThreads;  // uint4 per stage
   static_assert(kDecodeChunkAlign % kTile == 0, "tiles must divide chunks");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -176,6 +211,13 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
 #pragma unroll
     for (int x = 0; x < E; ++x) acc[r][x] = 0.0f;
   }
+  // kScatter: this lane's row, its visible end, and its state (st[] is then unused).
+  const int r_mine = kScatter ? t * P / kKeysPerGroup : 0;
+  int vis_mine = 0;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (r == r_mine) vis_mine = vis[r];
+  State st_mine = State::empty();
 
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2] + 8 * t;
   const T* vbase = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2] + 8 * t;
@@ -227,39 +269,85 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
         s[kk][r] = dot;
       }
     }
-#pragma unroll
-    for (int off = TD / 2; off > 0; off /= 2)
+    bool seen[kKeysPerGroup][kRows];
+    if constexpr (kScatter) {
+      float v[N];
 #pragma unroll
       for (int kk = 0; kk < kKeysPerGroup; ++kk)
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) s[kk][r] += __shfl_xor_sync(kFull, s[kk][r], off);
-
-    // This tile's state per row, merged into the group's; the accumulator follows through merge_weights.
-    bool seen[kKeysPerGroup][kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
+        for (int r = 0; r < kRows; ++r) v[r * kKeysPerGroup + kk] = s[kk][r];
+      reduce_scatter<TD / 2, N / 2>(v, t);  // v[x]: the full dot of pair t·P + x
       float mx = -detail::inf_<float>();
 #pragma unroll
-      for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-        const int j = jbase + kk * NG;
-        seen[kk][r] = j < k1 && j < vis[r];
-        s[kk][r] = seen[kk][r] ? a.scale * s[kk][r] : -detail::inf_<float>();
-        mx = nan_max(mx, s[kk][r]);
+      for (int x = 0; x < P; ++x) {
+        const int j = jbase + ((t * P + x) % kKeysPerGroup) * NG;
+        v[x] = (j < k1 && j < vis_mine) ? a.scale * v[x] : -detail::inf_<float>();
+        mx = nan_max(mx, v[x]);
       }
+#pragma unroll
+      for (int o = 1; o < kLanesPerRow; o *= 2) mx = nan_max(mx, __shfl_xor_sync(kFull, mx, o));
       const float shift = State::shift_for(mx);
       float sum = 0.0f;
 #pragma unroll
-      for (int kk = 0; kk < kKeysPerGroup; ++kk) {
-        s[kk][r] = exp_diff(s[kk][r], shift);
-        sum += s[kk][r];
+      for (int x = 0; x < P; ++x) {
+        v[x] = exp_diff(v[x], shift);
+        sum += v[x];
       }
+#pragma unroll
+      for (int o = 1; o < kLanesPerRow; o *= 2) sum += __shfl_xor_sync(kFull, sum, o);  // same bits on each lane
       const State blk = State::from_max_and_sum(mx, sum);
-      const auto w = st[r].merge_weights(blk);
+      const auto w = st_mine.merge_weights(blk);
+      st_mine.merge(blk);
 #pragma unroll
-      for (int x = 0; x < E; ++x) acc[r][x] *= w.self;
+      for (int x = 0; x < P; ++x) v[x] *= w.other;
 #pragma unroll
-      for (int kk = 0; kk < kKeysPerGroup; ++kk) s[kk][r] *= w.other;
-      st[r].merge(blk);
+      for (int r = 0; r < kRows; ++r) {  // row r's rescale factor, from the first lane of row r
+        const float ws = __shfl_sync(kFull, w.self, r * kLanesPerRow, TD);
+#pragma unroll
+        for (int x = 0; x < E; ++x) acc[r][x] *= ws;
+      }
+#pragma unroll
+      for (int kk = 0; kk < kKeysPerGroup; ++kk)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const int idx = r * kKeysPerGroup + kk, j = jbase + kk * NG;
+          s[kk][r] = __shfl_sync(kFull, v[idx % P], idx / P, TD);
+          seen[kk][r] = j < k1 && j < vis[r];
+        }
+    } else {
+#pragma unroll
+      for (int off = TD / 2; off > 0; off /= 2)
+#pragma unroll
+        for (int kk = 0; kk < kKeysPerGroup; ++kk)
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) s[kk][r] += __shfl_xor_sync(kFull, s[kk][r], off);
+
+      // This tile's state per row, merged into the group's; the accumulator follows through merge_weights.
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float mx = -detail::inf_<float>();
+#pragma unroll
+        for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+          const int j = jbase + kk * NG;
+          seen[kk][r] = j < k1 && j < vis[r];
+          s[kk][r] = seen[kk][r] ? a.scale * s[kk][r] : -detail::inf_<float>();
+          mx = nan_max(mx, s[kk][r]);
+        }
+        const float shift = State::shift_for(mx);
+        float sum = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < kKeysPerGroup; ++kk) {
+          s[kk][r] = exp_diff(s[kk][r], shift);
+          sum += s[kk][r];
+        }
+        const State blk = State::from_max_and_sum(mx, sum);
+        const auto w = st[r].merge_weights(blk);
+#pragma unroll
+        for (int x = 0; x < E; ++x) acc[r][x] *= w.self;
+#pragma unroll
+        for (int kk = 0; kk < kKeysPerGroup; ++kk) s[kk][r] *= w.other;
+        st[r].merge(blk);
+      }
     }
 #pragma unroll
     for (int kk = 0; kk < kKeysPerGroup; ++kk) {
@@ -290,7 +378,11 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
   float* slse = coef + kRows * NG;                             // [kRows]
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    if (t == 0) sst[g * kRows + r] = st[r];
+    if constexpr (kScatter) {
+      if (r == r_mine && t % kLanesPerRow == 0) sst[g * kRows + r] = st_mine;
+    } else {
+      if (t == 0) sst[g * kRows + r] = st[r];
+    }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       float4* dst = reinterpret_cast<float4*>(sacc + (g * kRows + r) * D + 8 * (c * TD + t));
@@ -396,24 +488,33 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = fold.lse();
 }
 
-template <typename T, int D, int kRows, int C>
+template <typename T, int D, int kRows, int C, bool kScatter>
 void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   constexpr int TD = D / (8 * C), NG = kThreads / TD;
   constexpr std::size_t ring = std::size_t{kStages<C>} * kKeysPerGroup * 2 * C * kThreads * 16;
   constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
   constexpr std::size_t bytes = ring > merge ? ring : merge;
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows, C, kScatter>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(bytes)));
-  decode_split_kernel<T, D, kRows, C><<<grid, kThreads, bytes, s>>>(a);
+  decode_split_kernel<T, D, kRows, C, kScatter><<<grid, kThreads, bytes, s>>>(a);
   SMK_CUDA_CHECK_LAUNCH("decode_split_kernel");
 }
 
 template <typename T, int D>
-void launch(const DecodeArgs& a, int rows_per_block, int vecs, dim3 grid, std::int64_t out_rows, cudaStream_t s,
-            void* event) {
-  if (rows_per_block == 8) launch_split<T, D, 8, 1>(a, grid, s);
-  else if (vecs == 1) launch_split<T, D, 4, 1>(a, grid, s);
-  else launch_split<T, D, 4, 2>(a, grid, s);
+void launch(const DecodeArgs& a, int rows_per_block, int vecs, bool scatter, dim3 grid, std::int64_t out_rows,
+            cudaStream_t s, void* event) {
+  // The variants built: 8 rows with one vector per lane, 4 rows with one or two; reduce-scattered scores for the
+  // one-vector 8-row and the two-vector 4-row blocks (the dispatcher's shapes), to keep the instantiations few.
+  if (rows_per_block == 8) {
+    if (scatter) launch_split<T, D, 8, 1, true>(a, grid, s);
+    else launch_split<T, D, 8, 1, false>(a, grid, s);
+  } else if (vecs == 1) {
+    launch_split<T, D, 4, 1, false>(a, grid, s);
+  } else {
+    if (scatter) launch_split<T, D, 4, 2, true>(a, grid, s);
+    else launch_split<T, D, 4, 2, false>(a, grid, s);
+  }
   if (event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
   if (a.part_o == nullptr) return;
   const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
@@ -479,6 +580,10 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const int rows_per_block = a.rows <= 4 ? 4 : 8;
   const int vecs = config.vecs != 0 ? config.vecs : kDecodeVecsSmallRows;
   if (vecs != 1 && vecs != 2) throw_unsupported(op, "DecodeConfig::vecs must be 0, 1 or 2");
+  const bool scatter =
+      config.scores == DecodeScores::dispatcher ? kDecodeScatter : config.scores == DecodeScores::scatter;
+  if (scatter && rows_per_block == 4 && vecs == 1)
+    throw_unsupported(op, "DecodeConfig: reduce-scattered scores are built for vecs = 2 only at <= 4 rows");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
   a.max_splits = decode_max_splits(sms);
   a.grid_splits = decode_grid_splits(p.s_max, a.max_splits);
@@ -498,11 +603,11 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                   static_cast<unsigned>(p.batch));
   try {
     if (q.dtype == DType::f16) {
-      if (p.d == 64) launch<__half, 64>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
-      else launch<__half, 128>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
+      if (p.d == 64) launch<__half, 64>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
+      else launch<__half, 128>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
     } else {
-      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
-      else launch<__nv_bfloat16, 128>(a, rows_per_block, vecs, grid, out_rows, s, merge_start_event);
+      if (p.d == 64) launch<__nv_bfloat16, 64>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
+      else launch<__nv_bfloat16, 128>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
     }
   } catch (...) {
     if (workspace) kernels::workspace_free(workspace, s);

@@ -91,10 +91,10 @@ int main(int argc, char** argv) {
     const auto N = TensorView::of(lens.data(), {r.B}, dev);
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    // Median µs of the whole call and of the merge, under a kernel configuration (vecs 0: the dispatcher's).
-    const auto measure = [&](int vecs, double& merge_us) {
+    // Median µs of the whole call and of the merge, under a kernel configuration ({}: the dispatcher's).
+    const auto measure = [&](smk::cuda::DecodeConfig config, double& merge_us) {
       const auto call = [&](void* between) {
-        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between, smk::cuda::DecodeConfig{vecs});
+        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between, config);
       };
       for (int i = 0; i < kWarmup; ++i) call(nullptr);
       for (int i = 0; i < kReps; ++i) {
@@ -115,11 +115,16 @@ int main(int argc, char** argv) {
       merge_us = median(merge);
       return median(total);
     };
-    double merge_us = 0, merge_other = 0;
-    const double us = measure(0, merge_us);
-    // The other variant for blocks of ≤ 4 rows (one token, Hq/Hkv ≤ 4), for the dispatcher's choice.
+    double merge_us = 0, merge_other = 0, merge_scatter = 0;
+    const double us = measure({}, merge_us);
+    // The variants the dispatcher could choose instead: the other vector count for blocks of ≤ 4 rows (one token,
+    // Hq/Hkv ≤ 4), and the other score scheme.
+    using smk::cuda::DecodeScores;
     const int other = smk::cuda::kDecodeVecsSmallRows == 2 ? 1 : 2;
-    const double us_other = r.hq / r.hkv <= 4 ? measure(other, merge_other) : 0;
+    const double us_other =
+        r.hq / r.hkv <= 4 ? measure({other, DecodeScores::all_lanes}, merge_other) : 0;
+    const DecodeScores other_scores = smk::cuda::kDecodeScatter ? DecodeScores::all_lanes : DecodeScores::scatter;
+    const double us_scores = measure({0, other_scores}, merge_scatter);
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const double tbs = bytes / (us * 1e-6) / 1e12, floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
     char label[64];
@@ -128,13 +133,17 @@ int main(int argc, char** argv) {
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 100 * merge_us / us);
     if (us_other > 0) std::printf("   vecs=%d: %.1f us, %.2f TB/s", other, us_other, bytes / (us_other * 1e-6) / 1e12);
+    std::printf("   %s: %.1f us, %.2f TB/s", smk::cuda::kDecodeScatter ? "all_lanes" : "scatter", us_scores,
+                bytes / (us_scores * 1e-6) / 1e12);
     std::printf("\n");
     char item[512];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
-                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"vecs\": %d, \"other_vecs\": %d, \"us_other\": %.3f}",
+                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"vecs\": %d, \"other_vecs\": %d, \"us_other\": %.3f, "
+                  "\"other_scores\": \"%s\", \"us_other_scores\": %.3f}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, merge_us, bytes, tbs, smk::cuda::kDecodeVecsSmallRows, other, us_other);
+                  (long long)r.d, us, merge_us, bytes, tbs, smk::cuda::kDecodeVecsSmallRows, other, us_other,
+                  smk::cuda::kDecodeScatter ? "all_lanes" : "scatter", us_scores);
     json += item;
   }
   json += "]\n";

@@ -89,10 +89,16 @@ struct Result {
   std::vector<float> o, lse;  // O converted to float
 };
 
-// vecs = 0: the public entry point (the dispatcher's configuration); 1 or 2: the kernel variant for blocks of ≤ 4 rows
-// (smk::cuda::DecodeConfig), through the internal entry point.
+// The kernel variants (smk::cuda::DecodeConfig) the tests run besides the public entry point's: one vector per lane
+// for blocks of ≤ 4 rows, and reduce-scattered scores.
+using smk::cuda::DecodeConfig;
+using smk::cuda::DecodeScores;
+const DecodeConfig kOneVector{1, DecodeScores::all_lanes};
+const DecodeConfig kScattered{0, DecodeScores::scatter};
+
+// No config: the public entry point (the dispatcher's choice); else that variant through the internal entry point.
 template <typename T>
-Result run_gpu(const Case<T>& c, int vecs = 0) {
+Result run_gpu(const Case<T>& c, const DecodeConfig* config = nullptr) {
   const auto dev = smk::Device::cuda(0);
   auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
   auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
@@ -108,11 +114,11 @@ Result run_gpu(const Case<T>& c, int vecs = 0) {
   const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
   const auto N = TensorView::of(dl.data(), {c.B}, dev);
   const auto opt = c.options(ds.data(), dev);
-  if (vecs == 0) {
+  if (config == nullptr) {
     smk::attention_decode(O, L, Q, K, V, N, opt);
   } else {
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, {}, nullptr, smk::cuda::DecodeConfig{vecs});
+    smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, {}, nullptr, *config);
   }
   const auto o = dout.to_host();
   Result r;
@@ -174,20 +180,22 @@ template <typename T>
 void issue_lengths(std::int64_t d) {
   // Mixed lengths in one batch, the empty sequence included: against S_max = 4097 the grid has 5 splits per
   // sequence, so the short sequences' other splits are entirely padding (and must not write).
-  for (int vecs : {1, 2}) {  // both variants for blocks of ≤ 4 rows (here 4 query heads per KV head, one token)
-    SCOPED_TRACE(testing::Message() << "vecs=" << vecs);
+  // Blocks of 4 rows here (4 query heads per KV head, one token): the dispatcher's variant and the two others.
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered}) {
+    SCOPED_TRACE(testing::Message() << "variant " << (config ? (config == &kOneVector ? "one vector" : "scatter")
+                                                            : "dispatcher"));
     {
       Case<T> c(8, 1, 8, 2, d, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 21);
       SCOPED_TRACE("batch of mixed lengths");
-      expect_matches_reference(c, run_gpu(c, vecs));
+      expect_matches_reference(c, run_gpu(c, config));
       c.with_sinks = false;
       SCOPED_TRACE("no sinks");
-      expect_matches_reference(c, run_gpu(c, vecs));
+      expect_matches_reference(c, run_gpu(c, config));
     }
     {
       Case<T> c(1, 1, 4, 1, d, 100003, {100003}, 22);  // the most splits, the last one partial
       SCOPED_TRACE("100003 keys");
-      expect_matches_reference(c, run_gpu(c, vecs));
+      expect_matches_reference(c, run_gpu(c, config));
     }
   }
 }
@@ -213,11 +221,13 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
         c.causal = true;
         c.with_sinks = sinks;
         expect_matches_reference(c, run_gpu(c));
-        if (c.hq / c.hkv * sq <= 4) expect_matches_reference(c, run_gpu(c, 1));  // the other ≤ 4-row variant
+        expect_matches_reference(c, run_gpu(c, &kScattered));
+        if (c.hq / c.hkv * sq <= 4) expect_matches_reference(c, run_gpu(c, &kOneVector));
       }
   Case<smk::half_t> c(3, 4, 8, 1, 64, 3000, {4, 2999, 1025}, 40);  // 8 heads × 4 tokens: 32 rows, 4 row chunks
   c.causal = true;
   expect_matches_reference(c, run_gpu(c));
+  expect_matches_reference(c, run_gpu(c, &kScattered));
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -253,6 +263,11 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     EXPECT_TRUE(bitwise_equal(alone.lse, in_batch_l));
   }
   expect_matches_reference(batch, first);
+  // The reduce-scattered variant: deterministic too, and right.
+  const Result s1 = run_gpu(batch, &kScattered), s2 = run_gpu(batch, &kScattered);
+  EXPECT_TRUE(bitwise_equal(s1.o, s2.o));
+  EXPECT_TRUE(bitwise_equal(s1.lse, s2.lse));
+  expect_matches_reference(batch, s1);
 }
 
 // The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
