@@ -270,6 +270,62 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   expect_matches_reference(batch, s1);
 }
 
+// Non-contiguous views: caches stored [B, Hkv, S_max, D] and q, out stored [B, Hq, Sq, D], seen through
+// [B, S, H, D] strides; lse stored [B, Sq, Hq]. Then the same call without lse gives the same O, bit for bit.
+TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  Case<T> c(3, 2, 8, 2, 128, 3000, {2999, 1, 1500}, 60);
+  c.causal = true;
+  const std::int64_t B = c.B, sq = c.sq, hq = c.hq, hkv = c.hkv, d = c.d, smax = c.smax;
+  std::vector<T> kp(c.k.size()), vp(c.v.size()), qp(c.q.size());
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < smax; ++j)
+      for (std::int64_t h = 0; h < hkv; ++h)
+        for (std::int64_t x = 0; x < d; ++x) {
+          kp[((b * hkv + h) * smax + j) * d + x] = c.k[((b * smax + j) * hkv + h) * d + x];
+          vp[((b * hkv + h) * smax + j) * d + x] = c.v[((b * smax + j) * hkv + h) * d + x];
+        }
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < sq; ++i)
+      for (std::int64_t h = 0; h < hq; ++h)
+        for (std::int64_t x = 0; x < d; ++x) qp[((b * hq + h) * sq + i) * d + x] = c.q[((b * sq + i) * hq + h) * d + x];
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<T>::from_host(qp), dk = DeviceBuffer<T>::from_host(kp), dv = DeviceBuffer<T>::from_host(vp);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  DeviceBuffer<T> dout(c.q.size());
+  DeviceBuffer<float> dlse(B * hq * sq);
+  const auto bshd = [&](T* p, std::int64_t s, std::int64_t h) {  // [B, S, H, D] over storage [B, H, S, D]
+    return TensorView::strided(p, smk::DType::bf16, dev, {B, s, h, d}, {h * s * d, d, s * d, 1});
+  };
+  const auto O = bshd(dout.data(), sq, hq);
+  const auto L = TensorView::strided(dlse.data(), smk::DType::f32, dev, {B, hq, sq}, {sq * hq, 1, hq});
+  const auto N = TensorView::of(dl.data(), {B}, dev);
+  const auto opt = c.options(ds.data(), dev);
+  dout.fill_bytes(0xFF);
+  dlse.fill_bytes(0xFF);
+  smk::attention_decode(O, L, bshd(dq.data(), sq, hq), bshd(dk.data(), smax, hkv), bshd(dv.data(), smax, hkv), N, opt);
+  const auto o_storage = dout.to_host();
+  const auto l_storage = dlse.to_host();
+  Result got;
+  got.o.resize(c.q.size());
+  got.lse.resize(B * hq * sq);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < sq; ++i)
+      for (std::int64_t h = 0; h < hq; ++h) {
+        for (std::int64_t x = 0; x < d; ++x)
+          got.o[((b * sq + i) * hq + h) * d + x] = smk::to_float(o_storage[((b * hq + h) * sq + i) * d + x]);
+        got.lse[(b * hq + h) * sq + i] = l_storage[(b * sq + i) * hq + h];
+      }
+  expect_matches_reference(c, got);
+  dout.fill_bytes(0xFF);
+  smk::attention_decode(O, TensorView{}, bshd(dq.data(), sq, hq), bshd(dk.data(), smax, hkv), bshd(dv.data(), smax, hkv),
+                        N, opt);
+  const auto again = dout.to_host();
+  EXPECT_EQ(std::memcmp(again.data(), o_storage.data(), again.size() * sizeof(T)), 0);
+}
+
 // The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
 TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
   for (int sms : {1, 8, 132, 200}) {
