@@ -326,6 +326,58 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
   EXPECT_EQ(std::memcmp(again.data(), o_storage.data(), again.size() * sizeof(T)), 0);
 }
 
+// merge_attention_states on the GPU (f32, the decode merge's algebra through lse_fold.cuh): the empty part is the
+// identity exactly, the merge commutes bit for bit, and it is associative up to rounding (tests/cpu/
+// test_attention_decode_merge.cpp derives the bound: 1e-6·max|O| and 1e-6 + 4u·|LSE|).
+TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
+  SMK_REQUIRE_GPU();
+  const std::int64_t rows = 257, d = 64;
+  const auto dev = smk::Device::cuda(0);
+  struct Part {
+    DeviceBuffer<float> o, lse;
+  };
+  const auto make = [&](std::uint32_t seed, bool empty) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0, 1);
+    std::vector<float> o(rows * d), lse(rows);
+    for (float& x : o) x = empty ? NAN : dist(rng);  // an empty part's O is garbage that must not leak
+    for (float& x : lse) x = empty ? -INFINITY : 4 * dist(rng);
+    return Part{DeviceBuffer<float>::from_host(o), DeviceBuffer<float>::from_host(lse)};
+  };
+  const auto merge = [&](Part& x, Part& y) {
+    Part out{DeviceBuffer<float>(rows * d), DeviceBuffer<float>(rows)};
+    out.o.fill_bytes(0xFF);
+    out.lse.fill_bytes(0xFF);
+    smk::merge_attention_states(TensorView::of(out.o.data(), {rows, d}, dev), TensorView::of(out.lse.data(), {rows}, dev),
+                                TensorView::of(x.o.data(), {rows, d}, dev), TensorView::of(x.lse.data(), {rows}, dev),
+                                TensorView::of(y.o.data(), {rows, d}, dev), TensorView::of(y.lse.data(), {rows}, dev));
+    return out;
+  };
+  Part a = make(1, false), b = make(2, false), c = make(3, false), e = make(4, true);
+  const auto ah = a.o.to_host(), al = a.lse.to_host();
+  for (int order = 0; order < 2; ++order) {
+    const Part m = order == 0 ? merge(a, e) : merge(e, a);
+    const auto o = m.o.to_host(), l = m.lse.to_host();
+    for (std::int64_t i = 0; i < rows * d; ++i) ASSERT_EQ(o[i], ah[i]) << order << ", " << i;
+    for (std::int64_t r = 0; r < rows; ++r) ASSERT_EQ(l[r], al[r]) << order << ", " << r;
+  }
+  Part ab = merge(a, b), ba = merge(b, a);
+  const auto abo = ab.o.to_host(), bao = ba.o.to_host(), abl = ab.lse.to_host(), bal = ba.lse.to_host();
+  for (std::int64_t i = 0; i < rows * d; ++i) ASSERT_EQ(abo[i], bao[i]) << i;
+  for (std::int64_t r = 0; r < rows; ++r) ASSERT_EQ(abl[r], bal[r]) << r;
+  Part bc = merge(b, c);
+  const Part left = merge(ab, c), right = merge(a, bc);
+  const auto lo = left.o.to_host(), ro = right.o.to_host(), ll = left.lse.to_host(), rl = right.lse.to_host();
+  const auto bh = b.o.to_host(), ch = c.o.to_host();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float scale = 0;
+    for (const auto* p : {&ah, &bh, &ch})
+      for (std::int64_t x = 0; x < d; ++x) scale = std::max(scale, std::fabs((*p)[r * d + x]));
+    for (std::int64_t x = 0; x < d; ++x) ASSERT_NEAR(lo[r * d + x], ro[r * d + x], 1e-6 * scale) << r;
+    ASSERT_NEAR(ll[r], rl[r], 1e-6 + 4.8e-7 * std::fabs(ll[r])) << r;
+  }
+}
+
 // The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
 TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
   for (int sms : {1, 8, 132, 200}) {
