@@ -328,7 +328,7 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
 
 // merge_attention_states on the GPU (f32, the decode merge's algebra through lse_fold.cuh): the empty part is the
 // identity exactly, the merge commutes bit for bit, and it is associative up to rounding (tests/cpu/
-// test_attention_decode_merge.cpp derives the bound: 1e-6·max|O| and 1e-6 + 4u·|LSE|).
+// test_attention_decode_merge.cpp derives the bound: 8e-6·max|O| and 4e-6 + 4u·|LSE|).
 TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
   SMK_REQUIRE_GPU();
   const std::int64_t rows = 257, d = 64;
@@ -373,8 +373,8 @@ TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
     float scale = 0;
     for (const auto* p : {&ah, &bh, &ch})
       for (std::int64_t x = 0; x < d; ++x) scale = std::max(scale, std::fabs((*p)[r * d + x]));
-    for (std::int64_t x = 0; x < d; ++x) ASSERT_NEAR(lo[r * d + x], ro[r * d + x], 1e-6 * scale) << r;
-    ASSERT_NEAR(ll[r], rl[r], 1e-6 + 4.8e-7 * std::fabs(ll[r])) << r;
+    for (std::int64_t x = 0; x < d; ++x) ASSERT_NEAR(lo[r * d + x], ro[r * d + x], 8e-6 * scale) << r;
+    ASSERT_NEAR(ll[r], rl[r], 4e-6 + 4.8e-7 * std::fabs(ll[r])) << r;
   }
 }
 
