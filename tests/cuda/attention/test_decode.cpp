@@ -6,10 +6,11 @@
 //
 // Tolerance, derived (not observed): the inputs are exact in bf16/f16 and the reference evaluates them in double.
 // The kernel computes in f32 and rounds O once: at most half an ulp of the 16-bit type, 2^-9·|O| for bf16 (2^-12 for
-// f16), doubled for margin; plus the f32 error of the accumulation, at most ~n_seq·u of Σ_j p_j·|v_j| where n_seq ≤
-// 4096/8 = 512 is the longest sequential sum a lane group does (3e-5), plus the score error (≤ ~12 roundings of
-// Σ|q_x·k_x|·scale, ~1e-5 relative in each weight). 1e-4·Σ p_j|v_j| bounds both with margin; Σ p_j|v_j| is itself
-// the reference run on |V|. LSE: 1e-4 + 2u·|LSE|.
+// f16), doubled for margin; plus the f32 error of O relative to Σ_j p_j·|v_j| (itself the reference run on |V|):
+// ≤ 512u for the longest sequential sum a lane group does (4096/8 keys), 6u per rescaling of its accumulator (the
+// running max moves O(log n) times on exchangeable scores: ≤ 20 assumed, 120u), 13u per merge of the fold over the
+// ≤ 16 lane groups and ≤ 32 splits (624u), and the score error (≤ ~12 roundings of Σ|q_x·k_x|·scale, ~1e-5 relative
+// in each weight): ≈ 1.5e-4 in all, checked at 2e-4. LSE: the same terms on log l, 1e-4 + 2u·|LSE|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -167,7 +168,7 @@ void expect_matches_reference(const Case<T>& c, const Result& got) {
   std::vector<double> o, lse, scale;
   reference(c, o, lse, scale);
   for (std::size_t i = 0; i < o.size(); ++i) {
-    const double tol = rel_rounding<T>() * std::fabs(o[i]) + 1e-4 * scale[i];
+    const double tol = rel_rounding<T>() * std::fabs(o[i]) + 2e-4 * scale[i];
     ASSERT_NEAR(got.o[i], o[i], tol) << "element " << i << " (b " << i / (c.sq * c.hq * c.d) << ")";
   }
   for (std::size_t i = 0; i < lse.size(); ++i) {
