@@ -23,10 +23,13 @@ struct PartFold {
   }
   // acc·w.self + part·w.other. A side whose weight is exactly 0 (an empty part, or an empty fold so far) is skipped,
   // so whatever its accumulator holds cannot make NaN; NaN weights (a NaN or +inf part) are not 0 and poison.
+  // Both products are rounded before the sum (__fmul_rn/__fadd_rn forbid the FMA contraction the compiler would
+  // otherwise make of one of them): a fused a·x + fl(b·y) is not fl(b·y + a·x) bitwise, and the merge of two parts
+  // must not depend on their order (the H200 run of f32fb18 saw merge(a, b) and merge(b, a) differ in the last bit).
   __device__ __forceinline__ static float combine(float acc, float part, const Weights& w) {
     float r = 0.0f;
-    if (w.self != 0.0f) r = acc * w.self;
-    if (w.other != 0.0f) r += w.other * part;
+    if (w.self != 0.0f) r = __fmul_rn(acc, w.self);
+    if (w.other != 0.0f) r = __fadd_rn(r, __fmul_rn(w.other, part));
     return r;
   }
   // The same for a coefficient: how much an earlier part's accumulator weighs after this step.
