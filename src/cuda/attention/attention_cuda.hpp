@@ -31,17 +31,18 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 // dispatcher. Exposed for tests/cuda/attention/{test,bench}_decode.cpp, which check and time each choice.
 // How a lane group turns a tile's partial dots into weights: every lane reduces, exponentiates and merges every
 // (key, row) pair itself (all_lanes, what the first H200 run measured), or the dots are reduce-scattered so each
-// pair's softmax step runs on one lane and the weights are gathered back (scatter; not yet measured).
+// pair's softmax step runs on one lane and the weights are gathered back (scatter, the default since it measured faster).
 enum class DecodeScores { dispatcher, all_lanes, scatter };
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
 };
-// The dispatcher's choice: 2, the variant the first H200 run measured (2026-11-29, commit e4be1ff: 1.26-1.79 TB/s
-// on the rows, docs/perf-notebook.md); 1 (three blocks per SM instead of two) is not yet measured.
+// The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
+// 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
+// scores beat all_lanes on every row, 1.4-2.5x (198 against 292 µs there: 2.72 TB/s; 282 against 703 µs at 16×8192
+// with 64/8 heads), as the instruction count predicted. test_decode checks every variant against the reference.
 inline constexpr int kDecodeVecsSmallRows = 2;
-// all_lanes until a run measures scatter (bench_decode times both; test_decode checks both).
-inline constexpr bool kDecodeScatter = false;
+inline constexpr bool kDecodeScatter = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
