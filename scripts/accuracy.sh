@@ -60,8 +60,14 @@ HEADER
 difference in error is real, and the verdict compares the raw maxima. f32 logsumexp near 0 is ill-conditioned in
 a way that no f32 algorithm of the form m + log l (torch's and ours) escapes: log l is rounded to f32 first, and
 where a negative m cancels most of it, half an ulp of log l is many ulps of the tiny LSE (LSE = 1e-3 with
-m = −0.5: 256 ulps). Which neighbour log l lands on is chance, so that half ulp, in ulps of the output, is the
-element's r (it is at most 0.5 wherever m ≥ 0). A 16-bit output is an f32 result ŷ rounded once. If ŷ is within δ·|y| of
+m = −0.5: 256 ulps). Which neighbour log l lands on is chance, and so is where each partial sum of l lands: any
+f32 summation rounds them at ⌈log2 n⌉ levels at least, each by up to half an ulp of l (relative), which moves log l
+by as much absolutely. The element's r is half an ulp of log l plus √⌈log2 n⌉ half-ulps of l (the typical spread
+of those roundings; ⌈log2 n⌉ of them would be the worst case, the lenient choice), in ulps of the output: about
+0.5–1 wherever m ≥ 0, large only where the LSE cancels. (The H200 run of f32fb18 still flagged f16 logsumexp
+n = 7 under the log-l-only r: 27.1 ulp against torch's 4.9 with r = 16, one row where m ≈ −log l; a simulation of
+200000 such rows in numpy float32 gives the same error tail, ~32 ulp at the 99.99th percentile and thousands at
+the worst, for sequential, two-lane and tree summation orders alike: which order wins on a given row is chance.) A 16-bit output is an f32 result ŷ rounded once. If ŷ is within δ·|y| of
 the exact y, with δ = (6 + log2 n)·2^-24 (the issue's design target for the f32 result, tighter than our provable
 gates, so the strict choice), then wherever y lies within δ·|y| of a rounding boundary between two 16-bit values,
 ŷ may fall on either side: the output is then 0.5 + r ulp from y instead of the correctly rounded 0.5 − r, with

@@ -12,8 +12,9 @@ The verdict ("never less accurate than torch", kept strict): ours is WORSE when,
 elements only the part of its error that no comparison can resolve, our worst element still exceeds torch's worst.
 For f32 softmax and log-softmax nothing is removed: the output is the computed value itself, so any difference is
 real. f32 logsumexp near 0 is ill-conditioned in a way no f32 algorithm of the form m + log l escapes: log l is
-rounded to f32 first, and where m < 0 cancels most of it, half an ulp of log l is many ulps of the tiny LSE; that
-half ulp, in ulps of the output, is its r (≤ 0.5 wherever m ≥ 0). A 16-bit
+rounded to f32 first, and where m < 0 cancels most of it, half an ulp of log l is many ulps of the tiny LSE; so is
+the rounding of l's partial sums (sqrt(ceil(log2 n)) half-ulps of l, their typical spread); both, in ulps of the
+output, are its r (about 0.5-1 wherever m ≥ 0). A 16-bit
 output is the f32 result rounded once; an f32 result within δ·|y| of the exact y, δ = (6 + log2 n)·2^-24 (the
 issue's design target, below our provable gates, so the strict side), can land on either neighbour of a 16-bit
 rounding boundary: its output is then 0.5 + r ulp off where a correctly rounded one is 0.5 − r off, with
@@ -63,12 +64,17 @@ def resolution(ref, dtype, n, op, row_max):
     16-bit outputs: the f32 result's own error budget δ·|y| = (6 + log2 n)·2^-24·|y|, in ulps of the output.
     f32 logsumexp: LSE = m + log l is formed, by torch as by us, from log l rounded to f32; where m < 0 cancels
     most of log l, half an f32 ulp of log l — the rounding no f32 algorithm of this form avoids — is many ulps of
-    the tiny LSE, and which neighbour log l lands on is chance. Otherwise 0 (the output is the computed value)."""
+    the tiny LSE, and which neighbour log l lands on is chance. So is l itself: any f32 summation of the row's
+    terms rounds its partial sums at ceil(log2 n) levels at least, each by up to half an ulp, landing on either
+    neighbour by chance; their typical spread, sqrt(ceil(log2 n)) half-ulps of l (relative), moves log l by that
+    much absolutely. r is both, in ulps of the output. Otherwise 0 (the output is the computed value)."""
     if dtype == "f32":
         if op != "logsumexp":
             return np.zeros(ref.shape)
         log_l = np.abs(ref - row_max)
-        r = 0.5 * ulp(log_l, "f32") / ulp(ref, "f32")
+        levels = np.ceil(np.log2(max(n, 2)))
+        l = np.exp(log_l)
+        r = (0.5 * ulp(log_l, "f32") + np.sqrt(levels) * 0.5 * ulp(l, "f32") / l) / ulp(ref, "f32")
     else:
         delta = (6 + np.log2(max(n, 1))) * 2.0 ** -24
         r = delta * np.abs(ref) / ulp(ref, dtype)
