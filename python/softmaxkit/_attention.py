@@ -1,23 +1,16 @@
 """Attention (the FlashAttention recurrence) and the merge of partial results: argument plumbing around
 softmaxkit._C, no arithmetic here. The semantics are include/softmaxkit/attention.hpp's."""
 
-import sys
-
 from . import _C
 from ._arrays import framework_of, launch_stream
 from ._errors import InvalidArgumentError
+from ._ops import _refuse_requires_grad
 
 
 def _refuse_grad(op, *arrays):
     """attention has no backward yet: a tensor that requires grad would silently lose its gradient, so refuse it."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.is_grad_enabled():
-        return
-    for a in arrays:
-        if isinstance(a, torch.Tensor) and a.requires_grad:
-            raise InvalidArgumentError(
-                f"{op}: an argument requires grad, but softmaxkit's attention has no backward pass in this version; "
-                f"call it under torch.no_grad() or detach the inputs")
+    _refuse_requires_grad(op, arrays, "an argument requires grad, but softmaxkit's attention has no backward pass in "
+                                      "this version; call it under torch.no_grad() or detach the inputs")
 
 
 def _optional_view(op, arg, arr, launch):

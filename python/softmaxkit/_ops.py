@@ -68,17 +68,23 @@ def _mask(op, mask, launch):
     return framework_of(mask).view(mask, op, "options.mask", launch)
 
 
-def _no_autograd(op, *arrays):
-    """A call with out= or stream= bypasses the registered torch ops, so autograd would not see it: refuse tensors
-    that require grad (as torch refuses out= for them) instead of dropping their gradient silently."""
+def _refuse_requires_grad(op, arrays, why):
+    """Raises `op: why` when grad mode is on and a torch tensor among `arrays` requires grad: a call autograd cannot
+    see must refuse such a tensor instead of dropping its gradient silently."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.is_grad_enabled():
         return
     for a in arrays:
         if isinstance(a, torch.Tensor) and a.requires_grad:
-            raise InvalidArgumentError(
-                f"{op}: out= and stream= do not support automatic differentiation, but an argument requires grad; "
-                f"call without them (softmaxkit.torch registers the op with autograd) or under torch.no_grad()")
+            raise InvalidArgumentError(f"{op}: {why}")
+
+
+def _no_autograd(op, *arrays):
+    """A call with out= or stream= bypasses the registered torch ops, so autograd would not see it: refuse tensors
+    that require grad (as torch refuses out= for them)."""
+    _refuse_requires_grad(op, arrays, "out= and stream= do not support automatic differentiation, but an argument "
+                                      "requires grad; call without them (softmaxkit.torch registers the op with "
+                                      "autograd) or under torch.no_grad()")
 
 
 def _torch_route(x, out, stream):
