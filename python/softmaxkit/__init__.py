@@ -29,7 +29,7 @@ from ._ops import (  # noqa: E402
 )
 from ._cross_entropy import cross_entropy, cross_entropy_backward  # noqa: E402
 
-from ._attention import attention, merge_attention_states  # noqa: E402
+from ._attention import attention, attention_decode, merge_attention_states  # noqa: E402
 
 __version__ = _C.__version__
 
@@ -64,6 +64,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "attention",
+    "attention_decode",
     "merge_attention_states",
     "cuda_built",
     "cuda_device_count",

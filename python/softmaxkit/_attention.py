@@ -78,6 +78,47 @@ def attention(q, k, v, *, scale=None, causal=False, sinks=None, cu_seqlens_q=Non
                  for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
 
 
+def attention_decode(q, k_cache, v_cache, seqlens, *, scale=None, causal=False, sinks=None, out=None, lse=None,
+                     stream=None):
+    """Decode attention against a KV cache with per-sequence lengths (split-KV on the GPU): returns (O, LSE).
+
+    Args:
+        q: [B, Sq_new, Hq, D], Sq_new <= 8 new tokens per sequence.
+        k_cache, v_cache: [B, S_max, Hkv, D]; Hq must be a multiple of Hkv. Rows at or past seqlens[b] are never
+            read (NaN there cannot reach the output).
+        seqlens: int32 [B], each in [0, S_max], on q's device: sequence b attends to its first seqlens[b] rows.
+        scale: the softmax scale; None means 1/sqrt(D).
+        causal: among the new tokens, token i sees keys j < seqlens[b] - Sq_new + i + 1 (they are the cache's last
+            Sq_new rows).
+        sinks: optional float32 [Hq] logits joining each softmax's denominator only.
+        out, lse: optional results (O in q's dtype and shape; LSE float32 [B, Hq, Sq_new]).
+        stream: CUDA stream for CUDA arrays (as in softmaxkit.softmax).
+
+    dtypes: float16/bfloat16 with D = 64 or 128 on a GPU; float32, float16, bfloat16, float64 and any D on the CPU.
+    On a GPU a length outside [0, S_max] gives that sequence NaN (checking it would need a synchronisation); the
+    CPU raises. The GPU result is bitwise reproducible and batch-invariant. No backward pass: inputs that require
+    grad are refused.
+    """
+    op = "attention_decode"
+    _refuse_grad(op, q, k_cache, v_cache, out, lse)
+    fw = framework_of(q)
+    launch = launch_stream(op, fw, stream)
+    vq = fw.view(q, op, "q", launch)
+    vk = framework_of(k_cache).view(k_cache, op, "k_cache", launch)
+    vv = framework_of(v_cache).view(v_cache, op, "v_cache", launch)
+    vs = framework_of(seqlens).view(seqlens, op, "seqlens", launch)
+    shape = tuple(vq.shape)
+    if len(shape) != 4:
+        raise InvalidArgumentError(f"{op}: argument 'q': must be [B, Sq_new, Hq, D], got shape {list(shape)}")
+    stat = "f64" if vq.dtype == "f64" else "f32"
+    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+        op, fw, launch, [(out, shape, vq.dtype, "out"), (lse, (shape[0], shape[2], shape[1]), stat, "lse")])
+    _C.attention_decode(vo, vl, vq, vk, vv, vs, 0.0 if scale is None else float(scale), bool(causal),
+                        _optional_view(op, "options.sinks", sinks, launch), launch)
+    return tuple(a if owner is None else fw.deliver(a, owner, launch)
+                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
+
+
 def merge_attention_states(o_a, lse_a, o_b, lse_b, *, out=None, stream=None):
     """Merges two partial attention results over disjoint key sets by their LSEs: returns (O, LSE) with
     LSE = log(exp(LSE_a) + exp(LSE_b)) and O = exp(LSE_a - LSE) O_a + exp(LSE_b - LSE) O_b.

@@ -239,6 +239,19 @@ void attention(const View& out, const View& lse, const View& q, const View& k, c
   smk::attention_forward(vo, vl, vq, vk, vv, o, stream_of(stream));
 }
 
+void attention_decode(const View& out, const View& lse, const View& q, const View& k_cache, const View& v_cache,
+                      const View& seqlens, float scale, bool causal, std::optional<const View*> sinks,
+                      std::uintptr_t stream) {
+  smk::AttentionDecodeOptions o;
+  o.scale = scale;
+  o.causal = causal;
+  o.sinks = view_or_null(sinks);
+  const smk::TensorView vo = out.view, vl = lse.view, vq = q.view, vk = k_cache.view, vv = v_cache.view,
+                        vs = seqlens.view;
+  nb::gil_scoped_release release;
+  smk::attention_decode(vo, vl, vq, vk, vv, vs, o, stream_of(stream));
+}
+
 void merge_states(const View& out_o, const View& out_lse, const View& o_a, const View& lse_a, const View& o_b,
                   const View& lse_b, std::uintptr_t stream) {
   const smk::TensorView v[6] = {out_o.view, out_lse.view, o_a.view, lse_a.view, o_b.view, lse_b.view};
@@ -304,6 +317,9 @@ NB_MODULE(_C, m) {
   m.def("attention_forward", &attention, nb::arg("out"), nb::arg("lse"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
         nb::arg("scale"), nb::arg("causal"), nb::arg("sinks").none(), nb::arg("cu_seqlens_q").none(),
         nb::arg("cu_seqlens_k").none(), nb::arg("stream"));
+  m.def("attention_decode", &attention_decode, nb::arg("out"), nb::arg("lse"), nb::arg("q"), nb::arg("k_cache"),
+        nb::arg("v_cache"), nb::arg("seqlens"), nb::arg("scale"), nb::arg("causal"), nb::arg("sinks").none(),
+        nb::arg("stream"));
   m.def("merge_attention_states", &merge_states, nb::arg("out_o"), nb::arg("out_lse"), nb::arg("o_a"),
         nb::arg("lse_a"), nb::arg("o_b"), nb::arg("lse_b"), nb::arg("stream"));
 
