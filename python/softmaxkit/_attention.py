@@ -29,6 +29,11 @@ def _outputs(op, fw, launch, pairs):
     return made
 
 
+def _deliver(fw, launch, made):
+    """The results of _outputs as the caller gets them: given arrays as they are, new ones in q's framework."""
+    return tuple(arr if owner is None else fw.deliver(arr, owner, launch) for arr, _, owner in made)
+
+
 def attention(q, k, v, *, scale=None, causal=False, sinks=None, cu_seqlens_q=None, cu_seqlens_k=None, out=None,
               lse=None, stream=None):
     """Scaled dot-product attention with the per-row log-sum-exp: returns (O, LSE).
@@ -68,14 +73,14 @@ def attention(q, k, v, *, scale=None, causal=False, sinks=None, cu_seqlens_q=Non
         want = "[total_q, Hq, D] (varlen)" if varlen else "[B, Sq, Hq, D]"
         raise InvalidArgumentError(f"{op}: argument 'q': must be {want}, got shape {list(shape)}")
     stat = "f64" if vq.dtype == "f64" else "f32"
-    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+    made = _outputs(
         op, fw, launch, [(out, shape, vq.dtype, "out"), (lse, lse_shape, stat, "lse")])
+    (_, vo, _), (_, vl, _) = made
     _C.attention_forward(vo, vl, vq, vk, vv, 0.0 if scale is None else float(scale), bool(causal),
                          _optional_view(op, "options.sinks", sinks, launch),
                          _optional_view(op, "options.cu_seqlens_q", cu_seqlens_q, launch),
                          _optional_view(op, "options.cu_seqlens_k", cu_seqlens_k, launch), launch)
-    return tuple(a if owner is None else fw.deliver(a, owner, launch)
-                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
+    return _deliver(fw, launch, made)
 
 
 def attention_decode(q, k_cache, v_cache, seqlens, *, scale=None, causal=False, sinks=None, out=None, lse=None,
@@ -111,12 +116,12 @@ def attention_decode(q, k_cache, v_cache, seqlens, *, scale=None, causal=False, 
     if len(shape) != 4:
         raise InvalidArgumentError(f"{op}: argument 'q': must be [B, Sq_new, Hq, D], got shape {list(shape)}")
     stat = "f64" if vq.dtype == "f64" else "f32"
-    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+    made = _outputs(
         op, fw, launch, [(out, shape, vq.dtype, "out"), (lse, (shape[0], shape[2], shape[1]), stat, "lse")])
+    (_, vo, _), (_, vl, _) = made
     _C.attention_decode(vo, vl, vq, vk, vv, vs, 0.0 if scale is None else float(scale), bool(causal),
                         _optional_view(op, "options.sinks", sinks, launch), launch)
-    return tuple(a if owner is None else fw.deliver(a, owner, launch)
-                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
+    return _deliver(fw, launch, made)
 
 
 def merge_attention_states(o_a, lse_a, o_b, lse_b, *, out=None, stream=None):
@@ -138,9 +143,9 @@ def merge_attention_states(o_a, lse_a, o_b, lse_b, *, out=None, stream=None):
     if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
         raise InvalidArgumentError(f"{op}: argument 'out': must be a pair (out_o, out_lse)")
     given = (None, None) if out is None else tuple(out)
-    (o_arr, vo, o_owner), (l_arr, vl, l_owner) = _outputs(
+    made = _outputs(
         op, fw, launch, [(given[0], tuple(va.shape), va.dtype, "out_o"),
                          (given[1], tuple(vla.shape), vla.dtype, "out_lse")])
+    (_, vo, _), (_, vl, _) = made
     _C.merge_attention_states(vo, vl, va, vla, vb, vlb, launch)
-    return tuple(a if owner is None else fw.deliver(a, owner, launch)
-                 for a, owner in ((o_arr, o_owner), (l_arr, l_owner)))
+    return _deliver(fw, launch, made)

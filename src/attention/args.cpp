@@ -32,6 +32,20 @@ void check_output(const char* op, const char* arg, const TensorView& v, std::ini
   for (const TensorView* in : inputs) check_no_overlap(op, arg, v, *name++, *in, false);
 }
 
+// The options prefill and decode share: sinks (f32 [Hq], f64 for f64 tensors, on q's device) and the scale,
+// resolved (0 means 1/√D).
+double check_sinks_and_scale(const char* op, const TensorView& sinks, float scale, const TensorView& q,
+                             std::int64_t hq, std::int64_t d) {
+  if (sinks.data) {
+    check_view(op, "options.sinks", sinks);
+    expect_shape(op, "options.sinks", sinks, {hq});
+    check_dtype_in(op, "options.sinks", sinks, {stat_dtype(q)});
+    check_same_device(op, "options.sinks", sinks, "q", q);
+  }
+  if (!std::isfinite(scale)) throw_invalid_argument(op, "options.scale", "must be finite (0 means 1/sqrt(D))");
+  return scale != 0.0f ? static_cast<double>(scale) : 1.0 / std::sqrt(static_cast<double>(d));
+}
+
 }  // namespace
 
 AttentionProblem check_attention_args(const char* op, const TensorView& out, const TensorView& lse, const TensorView& q,
@@ -101,14 +115,7 @@ AttentionProblem check_attention_args(const char* op, const TensorView& out, con
     check_same_device(op, "lse", lse, "q", q);
     check_output(op, "lse", lse, {&q, &k, &v, &out}, {"q", "k", "v", "out"});
   }
-  if (o.sinks.data) {
-    check_view(op, "options.sinks", o.sinks);
-    expect_shape(op, "options.sinks", o.sinks, {p.hq});
-    check_dtype_in(op, "options.sinks", o.sinks, {stat_dtype(q)});
-    check_same_device(op, "options.sinks", o.sinks, "q", q);
-  }
-  if (!std::isfinite(o.scale)) throw_invalid_argument(op, "options.scale", "must be finite (0 means 1/sqrt(D))");
-  p.scale = o.scale != 0.0f ? static_cast<double>(o.scale) : 1.0 / std::sqrt(static_cast<double>(p.d));
+  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d);
   return p;
 }
 
@@ -161,14 +168,7 @@ DecodeProblem check_decode_args(const char* op, const TensorView& out, const Ten
     check_same_device(op, "lse", lse, "q", q);
     check_output(op, "lse", lse, {&q, &k, &v, &seqlens, &out}, {"q", "k_cache", "v_cache", "seqlens", "out"});
   }
-  if (o.sinks.data) {
-    check_view(op, "options.sinks", o.sinks);
-    expect_shape(op, "options.sinks", o.sinks, {p.hq});
-    check_dtype_in(op, "options.sinks", o.sinks, {stat_dtype(q)});
-    check_same_device(op, "options.sinks", o.sinks, "q", q);
-  }
-  if (!std::isfinite(o.scale)) throw_invalid_argument(op, "options.scale", "must be finite (0 means 1/sqrt(D))");
-  p.scale = o.scale != 0.0f ? static_cast<double>(o.scale) : 1.0 / std::sqrt(static_cast<double>(p.d));
+  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d);
   return p;
 }
 
