@@ -213,11 +213,19 @@ inline constexpr double kSoftmaxRelativeFloor = 1e-30;
 // |Σ p − 1|: the exp errors cancel (each term is divided by the sum of the same terms), leaving the sum's
 // roundings, the reciprocal and the product.
 inline double sum_gate(std::int64_t n, SumModel m) { return (summation_depth(n, m) + kStateRoundingsU + 2) * kU; }
-// log l = log1p(d) is off by the relative error of d (exp_diff + sum + a tie's rounding) weighted by d/l ≤ 1, plus
-// log1p's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
+// The sums whose log alone is used (log-softmax, logsumexp, the state) may form their terms without exp_diff's
+// recovery of the subtraction's rounding (the GPU's log_term_exp, src/cuda/softmax/common.cuh): a term is then off
+// by u·|x_j − m| more, and l's relative error by Σ p_j·|x_j − m|·u = (H(p) − log l)·u ≤ u·ln n. The factor of ln n.
+inline constexpr double kLogTermSubtractionU = 1;
+inline double ln_n(std::int64_t n) { return std::log(static_cast<double>(std::max<std::int64_t>(n, 1))); }
+// log l = log1p(d) is off by the relative error of d (the terms' exp, their subtraction's rounding averaged, the sum,
+// a tie's rounding) weighted by d/l ≤ 1, plus log1p's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
 inline double log_sum_error(std::int64_t n, SumModel m) {
-  return (kExpDiffErrorU + summation_depth(n, m) + 1 + 2 * std::log(static_cast<double>(std::max<std::int64_t>(n, 1)))) *
-         kU;
+  return (kExpDiffErrorU + kLogTermSubtractionU * ln_n(n) + summation_depth(n, m) + 1 + 2 * ln_n(n)) * kU;
+}
+// The state's l = 1 + d, relative: the same terms and sum, and both of the state's roundings.
+inline double state_sum_error(std::int64_t n, SumModel m) {
+  return (kExpDiffErrorU + kLogTermSubtractionU * ln_n(n) + summation_depth(n, m) + kStateRoundingsU) * kU;
 }
 // f32 logsumexp, absolute: the final m + log l rounds once (u·|LSE|).
 inline double lse_gate(std::int64_t n, SumModel m, long double lse) {

@@ -322,6 +322,26 @@ __device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<f
   }
 }
 
+// exp(x − shift) for a term of a sum that is used only through its logarithm: log-softmax's and logsumexp's log l,
+// and the state's l. exp2 of (x − shift)·log2 e, with the product's rounding carried as t_lo and folded back in, as
+// exp_diff folds back the subtraction's: about eight instructions where exp_diff takes about fifteen, and the forward
+// kernels of those ops are instruction-bound (docs/perf-notebook.md, "log l's terms"). What it leaves out is the
+// subtraction's rounding, u·|x − shift| relative per term, the same error a plain expf(x − m) has (torch's). In
+// l = Σ e_j it is weighted by p_j: Σ p_j·|x_j − m| = H(p) − log l ≤ ln n, so log l gains at most u·ln n
+// (docs/semantics.md §6, tests/conformance/numerics.hpp `kLogTermSubtractionU`). exp2f is within 2 ulp, as expf.
+// max.NaN clamps −inf to −200 (exp2 of −288.5 is 0, and t_lo stays finite) and keeps a NaN; a +inf term can come
+// only from a row whose max is +inf, whose state the max decides alone.
+constexpr float kLog2eHi = 1.44269502162933349609375f;  // log2 e rounded to f32
+constexpr float kLog2eLo = 1.925963033500011e-08f;      // log2 e − kLog2eHi
+constexpr float kLn2 = 0.693147180559945309f;
+__device__ __forceinline__ float log_term_exp(float x, float shift) {
+  const float d = max_nan(x - shift, -200.0f);
+  const float t = d * kLog2eHi;
+  const float t_lo = fmaf(d, kLog2eLo, fmaf(d, kLog2eHi, -t));  // t + t_lo = d·log2 e to within u²
+  const float e = exp2f(t);
+  return fmaf(e, t_lo * kLn2, e);
+}
+
 // A thread's share of a row's excess d = l − 1 (online_state.hpp): Σ exp_diff(z, shift) over its scores below
 // the max (pairwise), and `ties`, its count of scores equal to the max. The max's own term is exactly 1: adding it
 // to the small terms would keep them only to the absolute precision of a number near 1, so it is counted instead
@@ -333,12 +353,21 @@ __device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<f
 // paths softmax's arithmetic is the plain sum's, bit for bit). Counting costs a compare, a select and a predicated integer
 // add per element beside exp_diff's ~15 instructions, and one more integer reduction per row; the forward kernels
 // are instruction-bound, so only the ops that gain from it pay it (docs/perf-notebook.md, "The excess state").
+//
+// The ops that count ties take only log l, never a term by itself, so their terms come from log_term_exp (below),
+// not exp_diff: the sum averages each term's error with the weights p_j, which is where the cheaper exponential's
+// extra error goes.
 template <int E>
 __device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, bool keep_exp, bool count_ties,
                                                  int& ties) {
   float e[E];
+  if (count_ties) {
 #pragma unroll
-  for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+    for (int i = 0; i < E; ++i) e[i] = log_term_exp(v[i], shift);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+  }
   float r[E];
   if (count_ties) {
 #pragma unroll

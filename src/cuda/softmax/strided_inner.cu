@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kMaxThreads) strided_inner_kernel(const RowPro
     if (active) {
       for (std::int64_t j = y; j < n; j += depth) {
         const float z = cache ? tile[j * width + x] : score(j);
-        const float e = exp_diff(z, shift);
+        const float e = keep_exp ? exp_diff(z, shift) : log_term_exp(z, shift);  // common.cuh: why two
         if (cache && keep_exp) tile[j * width + x] = e;
         if (z == shift) ++ties;
         else sum.add(e);
