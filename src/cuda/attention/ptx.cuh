@@ -94,4 +94,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+// Element offset of (row, col) in a shared [rows][D] tile of 16-bit values whose 16-byte chunks are XOR-swizzled by
+// row (chunk ^ row % 8): the 8 row addresses of each ldmatrix phase then fall in 8 different bank groups. D is a
+// multiple of 64 (8 chunks). Added for the decode kernel (decode_mma.cu); prefill.cu has its own copy, swz().
+template <int D>
+__device__ __forceinline__ int swizzled(int row, int col) {
+  static_assert(D % 64 == 0, "rows of at least 8 chunks");
+  return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7);
+}
+
+// A 32-bit register holding two 16-bit values, each with its sign flipped: exact negation of a pair of f16/bf16.
+__device__ __forceinline__ std::uint32_t neg2(std::uint32_t pair) { return pair ^ 0x80008000u; }
+
 }  // namespace smk::cuda::ptx
