@@ -6,21 +6,48 @@
 
 namespace smk::cuda {
 
-// Launch configuration of the prefill kernel (src/cuda/attention/prefill.cu); 0 leaves a field to the dispatcher.
-// Exposed for tests/cuda/attention/tune_prefill.cpp, which times each choice.
+// Launch configuration of the prefill kernel (src/cuda/attention/prefill.cu); 0 (or `dispatcher`) leaves a field to
+// the dispatcher. Exposed for tests/cuda/attention/{test,tune}_prefill.cpp, which check and time each choice.
+enum class PrefillToggle { dispatcher, off, on };
 struct PrefillConfig {
-  int warps = 0;    // 4 or 8
+  int warps = 0;    // warps per CTA (4)
   int m_tiles = 0;  // 16-row tiles per warp, 1 or 2: query rows per CTA = 16 · warps · m_tiles
+  int block_n = 0;  // keys per K/V tile: 32 or 64 at D = 128, 64 or 128 at D = 64
+  int stages = 0;   // K/V tiles in flight in shared memory (cp.async ring), 2 or 3
+  // The softmax scale folded into one FFMA per score before ex2 (max taken on the raw scores); only for a positive
+  // scale, a negative one takes the multiply-first path whatever this says.
+  PrefillToggle fold_scale = PrefillToggle::dispatcher;
+  // O staged through shared memory and written with 16-byte coalesced stores (instead of 4-byte fragment stores).
+  PrefillToggle o_smem = PrefillToggle::dispatcher;
+  // The accumulator's rescale skipped for a 16-row tile whose row maxima all stayed put (a warp vote).
+  PrefillToggle skip_rescale = PrefillToggle::dispatcher;
 };
-// The dispatcher's choice by head dimension. Measured on the H200 (tune_prefill, commit f2afff6, bf16, 2026-11-29;
-// docs/perf-notebook.md, docs/bench/prefill-stage1-2026-11-29.md): 4 warps of two 16-row m-tiles each (128 query
-// rows per CTA) win on 27 of the 28 rows at both head dimensions — 286 against 243 (8 warps × 1) and 215 (4 × 1)
-// TFLOP/s at B=4, H=32, S=4096, D=128, full; 247 against 211 at D=64 — because each K/V fragment read from shared
-// memory feeds two products. (The exception, S=512 causal at D=64, loses 4 %.)
+
+// The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
+// refused with smk::Error. tune_prefill times each, test_prefill checks each against the reference.
+struct PrefillVariant {
+  int d, warps, m_tiles, block_n, stages;
+};
+inline constexpr PrefillVariant kPrefillVariants[] = {
+    {128, 4, 1, 64, 2}, {128, 4, 2, 64, 2}, {128, 4, 2, 64, 3}, {128, 4, 2, 32, 2}, {128, 4, 2, 32, 3},
+    {64, 4, 1, 64, 2},  {64, 4, 2, 64, 2},  {64, 4, 2, 64, 3},  {64, 4, 2, 128, 2}, {64, 4, 2, 128, 3},
+};
+
+// The dispatcher's choice by head dimension. History: tune_prefill on the H200, commit f2afff6, bf16, 2026-11-29
+// (docs/perf-notebook.md, docs/bench/prefill-stage1-2026-11-29.md): 4 warps of two 16-row m-tiles (128 query rows
+// per CTA) won on 27 of 28 rows — 286 against 243 (8 warps × 1) and 215 (4 × 1) TFLOP/s at B=4, H=32, S=4096, D=128,
+// full; 247 against 211 at D=64 — because each K/V fragment read from shared memory feeds two products.
 inline constexpr int kPrefillWarpsD64 = 4;
 inline constexpr int kPrefillWarpsD128 = 4;
 inline constexpr int kPrefillMTilesD64 = 2;
 inline constexpr int kPrefillMTilesD128 = 2;
+inline constexpr int kPrefillBlockND64 = 64;
+inline constexpr int kPrefillBlockND128 = 64;
+inline constexpr int kPrefillStagesD64 = 2;
+inline constexpr int kPrefillStagesD128 = 2;
+inline constexpr bool kPrefillFoldScale = true;
+inline constexpr bool kPrefillOSmem = true;
+inline constexpr bool kPrefillSkipRescale = true;
 
 // attention_forward after validation (src/attention/args.cpp); the sizes are AttentionProblem's.
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
@@ -33,9 +60,15 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 // (key, row) pair itself (all_lanes, what the first H200 run measured), or the dots are reduce-scattered so each
 // pair's softmax step runs on one lane and the weights are gathered back (scatter, the default since it measured faster).
 enum class DecodeScores { dispatcher, all_lanes, scatter };
+// Which split kernel: the CUDA-core one (decode.cu, where vecs and scores apply) or the tensor-core one
+// (decode_mma.cu, where mma_stages applies). dispatcher: kDecodeKernel, unless vecs or scores is set, which asks
+// for the CUDA-core kernel.
+enum class DecodeKernel { dispatcher, cuda_cores, mma };
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
+  DecodeKernel kernel = DecodeKernel::dispatcher;
+  int mma_stages = 0;  // tensor-core kernel: ring stages per warp, 2 or 3 (0: kDecodeMmaStages)
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -43,6 +76,9 @@ struct DecodeConfig {
 // with 64/8 heads), as the instruction count predicted. test_decode checks every variant against the reference.
 inline constexpr int kDecodeVecsSmallRows = 2;
 inline constexpr bool kDecodeScatter = true;
+// The tensor-core kernel (issue 8's second kernel): not yet measured, so not yet the default.
+inline constexpr DecodeKernel kDecodeKernel = DecodeKernel::cuda_cores;
+inline constexpr int kDecodeMmaStages = 3;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

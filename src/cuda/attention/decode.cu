@@ -34,10 +34,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/decode_split.hpp"
 #include "cuda/attention/lse_fold.cuh"
 #include "cuda/device_guard.hpp"
@@ -66,26 +68,7 @@ inline constexpr int kStages = C == 2 ? 3 : 4;
 constexpr int kMergeWarps = 4;    // rows (b, h, token) per block of the merge kernel
 constexpr unsigned kFull = 0xffffffffu;
 
-struct DecodeArgs {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* out;
-  float* lse;  // null: not wanted
-  const std::int32_t* seqlens;
-  const float* sinks;  // null: none
-  std::int64_t qs[4], os[4], ls[3];  // strides (elements) of q, out, lse
-  std::int64_t ks[3], vs[3];         // strides of the caches' dims 0..2 (the head dimension is contiguous)
-  std::int64_t seqlen_stride, sink_stride;
-  std::int64_t s_max;
-  int sq, hq, group, rows, row_chunks;
-  int max_splits;   // the split rule's cap on this device (decode_split.hpp)
-  int grid_splits;  // the grid's extent: the partials' row pitch
-  float scale;
-  bool causal;
-  float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
-  float* part_lse;  // [B, Hq, Sq, grid_splits]
-};
+// DecodeArgs: decode_common.cuh (shared with the tensor-core kernel, decode_mma.cu).
 
 __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -141,12 +124,7 @@ __device__ __forceinline__ void reduce_scatter(float (&v)[N], int t) {
   }
 }
 
-// Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
-__device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok) {
-  if (!a.causal) return len;
-  const int e = len - a.sq + tok + 1;
-  return e < 0 ? 0 : (e > len ? len : e);
-}
+// visible_end: decode_common.cuh.
 
 template <typename T, int D, int kRows, int C, bool kScatter>
 __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeArgs a) {
@@ -501,6 +479,15 @@ void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   SMK_CUDA_CHECK_LAUNCH("decode_split_kernel");
 }
 
+// The merge kernel after either split kernel, when some sequence has several splits.
+template <typename T, int D>
+void merge_splits(const DecodeArgs& a, std::int64_t out_rows, cudaStream_t s) {
+  if (a.part_o == nullptr) return;
+  const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
+  decode_merge_kernel<T, D><<<static_cast<unsigned>(blocks), kMergeWarps * 32, 0, s>>>(a, out_rows);
+  SMK_CUDA_CHECK_LAUNCH("decode_merge_kernel");
+}
+
 template <typename T, int D>
 void launch(const DecodeArgs& a, int rows_per_block, int vecs, bool scatter, dim3 grid, std::int64_t out_rows,
             cudaStream_t s, void* event) {
@@ -516,10 +503,7 @@ void launch(const DecodeArgs& a, int rows_per_block, int vecs, bool scatter, dim
     else launch_split<T, D, 4, 2, false>(a, grid, s);
   }
   if (event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
-  if (a.part_o == nullptr) return;
-  const std::int64_t blocks = (out_rows + kMergeWarps - 1) / kMergeWarps;
-  decode_merge_kernel<T, D><<<static_cast<unsigned>(blocks), kMergeWarps * 32, 0, s>>>(a, out_rows);
-  SMK_CUDA_CHECK_LAUNCH("decode_merge_kernel");
+  merge_splits<T, D>(a, out_rows, s);
 }
 
 void check_cache(const char* op, const char* arg, const TensorView& c) {
@@ -577,12 +561,23 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   a.hq = static_cast<int>(p.hq);
   a.group = static_cast<int>(p.hq / p.hkv);
   a.rows = a.group * a.sq;
-  const int rows_per_block = a.rows <= 4 ? 4 : 8;
+  const bool wants_cuda_cores = config.vecs != 0 || config.scores != DecodeScores::dispatcher;
+  const DecodeKernel kernel = config.kernel != DecodeKernel::dispatcher
+                                  ? config.kernel
+                                  : (wants_cuda_cores ? DecodeKernel::cuda_cores : kDecodeKernel);
+  // The tensor-core kernel folds |scale|·log2(e) into one FFMA per score: a scale whose product with log2(e)
+  // overflows f32 (|scale| > 2.3e38) goes to the CUDA-core kernel, which multiplies by the scale itself.
+  const double scale_log2 = std::fabs(p.scale) * 1.4426950408889634;
+  const bool mma = kernel == DecodeKernel::mma && scale_log2 < 3.0e38;
+  a.scale_log2 = static_cast<float>(scale_log2);
+  const int mma_stages = config.mma_stages != 0 ? config.mma_stages : kDecodeMmaStages;
+  if (mma_stages != 2 && mma_stages != 3) throw_unsupported(op, "DecodeConfig::mma_stages must be 0, 2 or 3");
+  const int rows_per_block = mma ? kDecodeMmaRows : a.rows <= 4 ? 4 : 8;
   const int vecs = config.vecs != 0 ? config.vecs : kDecodeVecsSmallRows;
   if (vecs != 1 && vecs != 2) throw_unsupported(op, "DecodeConfig::vecs must be 0, 1 or 2");
   const bool scatter =
       config.scores == DecodeScores::dispatcher ? kDecodeScatter : config.scores == DecodeScores::scatter;
-  if (scatter && rows_per_block == 4 && vecs == 1)
+  if (!mma && scatter && rows_per_block == 4 && vecs == 1)
     throw_unsupported(op, "DecodeConfig: reduce-scattered scores are built for vecs = 2 only at <= 4 rows");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
   a.max_splits = decode_max_splits(sms);
@@ -602,7 +597,13 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
                   static_cast<unsigned>(p.batch));
   try {
-    if (q.dtype == DType::f16) {
+    if (mma) {
+      launch_decode_mma(a, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages, grid, s);
+      if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
+      const bool f16 = q.dtype == DType::f16;
+      if (p.d == 64) f16 ? merge_splits<__half, 64>(a, out_rows, s) : merge_splits<__nv_bfloat16, 64>(a, out_rows, s);
+      else f16 ? merge_splits<__half, 128>(a, out_rows, s) : merge_splits<__nv_bfloat16, 128>(a, out_rows, s);
+    } else if (q.dtype == DType::f16) {
       if (p.d == 64) launch<__half, 64>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
       else launch<__half, 128>(a, rows_per_block, vecs, scatter, grid, out_rows, s, merge_start_event);
     } else {

@@ -1,0 +1,50 @@
+// softmaxkit (internal, device code): what the two decode split kernels share — the CUDA-core kernel of decode.cu
+// and the tensor-core kernel of decode_mma.cu: their argument block, the causal window of a row, and the launcher
+// of the tensor-core kernel (decode.cu's host code chooses between them and runs the one merge kernel after either).
+// Both write the same partials ([B, Hq, Sq, grid_splits] rows of normalised f32 O and LSE without the sink), so the
+// merge kernel and the split rule (decode_split.hpp) serve both.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace smk::cuda {
+
+struct DecodeArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  float* lse;  // null: not wanted
+  const std::int32_t* seqlens;
+  const float* sinks;  // null: none
+  std::int64_t qs[4], os[4], ls[3];  // strides (elements) of q, out, lse
+  std::int64_t ks[3], vs[3];         // strides of the caches' dims 0..2 (the head dimension is contiguous)
+  std::int64_t seqlen_stride, sink_stride;
+  std::int64_t s_max;
+  int sq, hq, group, rows, row_chunks;
+  int max_splits;   // the split rule's cap on this device (decode_split.hpp)
+  int grid_splits;  // the grid's extent: the partials' row pitch
+  float scale;
+  float scale_log2;  // |scale|·log2(e), rounded once from double (the tensor-core kernel; q is negated for scale < 0)
+  bool causal;
+  float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
+  float* part_lse;  // [B, Hq, Sq, grid_splits]
+};
+
+// Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
+__device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok) {
+  if (!a.causal) return len;
+  const int e = len - a.sq + tok + 1;
+  return e < 0 ? 0 : (e > len ? len : e);
+}
+
+// Query rows per block of the tensor-core kernel: the N = 8 of the m16n8k16 product O^T = V^T·P^T.
+inline constexpr int kDecodeMmaRows = 8;
+
+// decode_mma.cu: the tensor-core split kernel for 16-bit T (bf16 when `bf16`), head dimension d (64 or 128),
+// `stages` ring stages per warp (2 or 3). Grid as decode.cu's: (grid_splits · row_chunks, Hkv, B).
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, cudaStream_t s);
+
+}  // namespace smk::cuda

@@ -1,0 +1,356 @@
+// softmaxkit: attention_decode on the tensor cores — the split-KV kernel with S = Q·Kᵀ and O = P·V on mma.sync
+// m16n8k16 (f16/bf16 in, f32 accumulators), the online softmax on the score fragments in f32 (base 2, ex2).
+//
+// Traffic: as decode.cu's kernel, each K and V element of a sequence's first seqlens[b] rows is read once, 4·D bytes
+// per key and KV head; q, O and the split partials are noise (< 0.5 %). Floor on the H200: Σ_b seqlens[b]·Hkv·4·D
+// bytes / 4.27 TB/s (measured copy, ANCHORS.md): 31 µs at (B, S) = (1, 32768), Hkv = 8, D = 128.
+// Arithmetic: 2·16·D flops per key for Q·Kᵀ (M padded to 16 rows) and 2·16·D... for Vᵀ·Pᵀ (N = 8 rows): 12·D flops
+// per 4·D bytes, 3 flops per byte: 13 TFLOP/s of tensor-core work at copy speed, ~2 % of the H200's mma.sync rate.
+// The softmax runs once per (key, row) pair — 8 rows per key, one exponential each, padding rows included — instead
+// of once per lane sharing the key (decode.cu's problem): the kernel is meant to be limited by bytes in flight only.
+// Measured: see docs/perf-notebook.md ("decode attention on the tensor cores").
+//
+// Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
+// kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
+// the split's 16-key tiles in turn (warp w: tiles w, w + W, ...), each with a ring of kStages tiles of K and V in
+// shared memory filled by its own lanes' cp.async (so a warp waits only on its own copies: cp.async.wait_group and
+// __syncwarp, no block barrier in the loop). Per tile:
+//   S = Q·Kᵀ   A = Q (rows 0..7 real, 8..15 zero: a1 = a3 = 0), B = K rows via ldmatrix, as prefill.cu does;
+//   softmax    row g (lane / 4) owns columns 2c, 2c+1 (c = lane % 4) of both 8-key n-tiles; masked keys → −inf,
+//              then max over the quad, p = 2^(s·scale·log2e − m) as one FFMA and one ex2 (q negated when scale < 0,
+//              exact, so the factor is positive and the max of s picks the max score), running (m, l) per row;
+//   Oᵀ += Vᵀ·Pᵀ  A = Vᵀ through ldmatrix.trans (16 dimensions × 16 keys), B = P straight from the score registers:
+//              the C layout (row g, keys 2c..2c+1) of the two n-tiles is the B layout (keys 2c.., column g) — P is
+//              rounded to the input dtype here (FlashAttention's precision choice, docs/semantics.md "Decode").
+// The warps' (m, l, Oᵀ) then fold in warp order through lse_fold.cuh and OnlineSoftmaxState (m·ln 2 turns the
+// base-2 max into the state's natural units); one split writes O and LSE (with the sink), several write the f32
+// partials that decode.cu's merge kernel folds (the sink last).
+//
+// NaN and masking. Keys past the split, past seqlens or that no row of the block sees are never read: cp.async
+// zero-fills them, their scores are −inf before the max. The causal band — keys some rows of the block see and
+// others do not, at most Sq_new − 1 of them at the end of a sequence — is the one place where 0·V could meet a
+// non-finite V inside the product: those V rows are zero-filled too, and their contribution is added on the CUDA
+// cores afterwards, only to the rows that see them (with the unrounded f32 p). So, as in decode.cu, NaN anywhere
+// outside a row's visible window cannot reach its output.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "cuda/attention/decode_common.cuh"
+#include "cuda/attention/decode_split.hpp"
+#include "cuda/attention/lse_fold.cuh"
+#include "cuda/attention/ptx.cuh"
+#include "softmaxkit/core/error.hpp"
+#include "softmaxkit/core/online_state.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace smk::cuda {
+
+namespace {
+
+using State = OnlineSoftmaxState<float>;
+
+constexpr int kWarps = 4;           // warps per block; each takes every kWarps-th tile of the split
+constexpr int kKeys = 16;           // keys per warp tile: two n-tiles of S, one k-step of P·V
+constexpr int kRows = kDecodeMmaRows;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr unsigned kFull = 0xffffffffu;
+
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T, int D, int kStages>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
+  constexpr int kTile = kKeys * D;                     // elements of one K or V tile
+  constexpr int kChunks = D / 8;                       // 16-byte chunks per row
+  constexpr int kCopies = 2 * kKeys * kChunks / 32;    // cp.async per lane per tile (K and V)
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
+
+  const int row_chunk = blockIdx.x % a.row_chunks;
+  const int split = blockIdx.x / a.row_chunks;
+  const int hk = blockIdx.y;
+  const std::int64_t b = blockIdx.z;
+  const int len = a.seqlens[b * a.seqlen_stride];
+  const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
+  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits);
+  if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
+  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits));
+  const int k0 = split * chunk;
+  const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
+
+  // Each row's visible end within this split (0 for padding rows and bad sequences); the block's smallest and
+  // largest over its real rows bound the keys every row sees ([k0, v_end): V through the product) and the keys some
+  // row sees ([k0, kv_end)); [v_end, kv_end) is the causal band.
+  const auto lim_of = [&](int r) {
+    const int row = row_chunk * kRows + r;
+    if (row >= a.rows || bad) return 0;
+    const int e = visible_end(a, len, row % a.sq);
+    return e < k1 ? e : k1;
+  };
+  int v_end = INT_MAX, kv_end = 0;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (row_chunk * kRows + r >= a.rows) continue;
+    const int e = lim_of(r);
+    v_end = e < v_end ? e : v_end;
+    kv_end = e > kv_end ? e : kv_end;
+  }
+  const int lim_g = lim_of(g), lim_r0 = lim_of(2 * c), lim_r1 = lim_of(2 * c + 1);
+
+  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
+  // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
+  std::uint32_t qa[kSteps][2];
+  {
+    const int row = row_chunk * kRows + g;
+    const bool real = row < a.rows;
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
+                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d0 = 16 * kk + 8 * half + 2 * c;
+        std::uint32_t pair = 0;
+        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
+      }
+  }
+  const float sl2 = a.scale_log2;
+
+  const T* kg = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
+  const T* vg = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
+  const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
+  const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
+  const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
+  const auto issue = [&](int i) {  // this warp's i-th tile into ring slot i % kStages
+    T* st = ring + (i % kStages) * 2 * kTile;
+    const int j0 = first_key(i);
+#pragma unroll
+    for (int x = 0; x < kCopies; ++x) {
+      const int id = x * 32 + lane;
+      const int which = id / (kKeys * kChunks);  // 0: K, 1: V (compile-time per x)
+      const int rem = id % (kKeys * kChunks);
+      const int row = rem / kChunks, col = (rem % kChunks) * 8;
+      const int j = j0 + row;
+      const bool ok = j < (which ? v_end : kv_end);
+      const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
+      ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < my_tiles) issue(s);
+    ptx::cp_async_commit();
+  }
+
+  float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
+  bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
+  float acc[kSteps][4];  // Oᵀ: (dimension 16mt + g (+8), rows 2c, 2c+1)
+#pragma unroll
+  for (int mt = 0; mt < kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
+
+  for (int i = 0; i < my_tiles; ++i) {
+    if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
+    __syncwarp();                       // and every other lane's
+    const T* sk = ring + (i % kStages) * 2 * kTile;
+    const T* sv = sk + kTile;
+    const int j0 = first_key(i);
+    const int mi = lane / 8;
+
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      std::uint32_t bf[4];
+      ptx::ldmatrix_x4(bf, ptx::smem_addr(sk + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
+      const std::uint32_t qf[4] = {qa[kk][0], 0u, qa[kk][1], 0u};
+      ptx::mma_16816<T>(s[0], qf, bf[0], bf[1]);
+      ptx::mma_16816<T>(s[1], qf, bf[2], bf[3]);
+    }
+
+    // Row g's scores of this tile: keys j0 + 8nt + 2c + e. fmaxf drops a NaN score from the max, but its p is then
+    // NaN and poisons l and O all the same.
+    float p[2][2];
+    float mx = -detail::inf_<float>();
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int j = j0 + 8 * nt + 2 * c + e;
+        p[nt][e] = j < lim_g ? s[nt][e] : -detail::inf_<float>();
+        nan_seen |= p[nt][e] != p[nt][e];
+        mx = fmaxf(mx, p[nt][e]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
+    const float m_new = fmaxf(m_run, mx * sl2);
+    const float shift = m_new == -detail::inf_<float>() ? 0.0f : m_new;  // all masked so far: 2^(−inf − 0) = 0
+    const float alpha = ptx::exp2_approx(m_run - shift);
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        p[nt][e] = ptx::exp2_approx(fmaf(p[nt][e], sl2, -shift));
+        sum += p[nt][e];
+      }
+    l_run = l_run * alpha + sum;
+    m_run = m_new;
+    // This lane's accumulator rows are 2c and 2c + 1; their factors live on quads 2c and 2c + 1.
+    const float a0 = __shfl_sync(kFull, alpha, 8 * c), a1 = __shfl_sync(kFull, alpha, 8 * c + 4);
+#pragma unroll
+    for (int mt = 0; mt < kSteps; ++mt) {
+      acc[mt][0] *= a0;
+      acc[mt][2] *= a0;
+      acc[mt][1] *= a1;
+      acc[mt][3] *= a1;
+    }
+
+    const std::uint32_t pb0 = ptx::pack2<T>(p[0][0], p[0][1]), pb1 = ptx::pack2<T>(p[1][0], p[1][1]);
+#pragma unroll
+    for (int mt = 0; mt < kSteps; ++mt) {
+      std::uint32_t va[4];
+      ptx::ldmatrix_x4_trans(va, ptx::smem_addr(sv + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, mt * 16 + (mi % 2) * 8)));
+      ptx::mma_16816<T>(acc[mt], va, pb0, pb1);
+    }
+
+    // The causal band's keys in this tile (warp-uniform): their V rows are zeros in shared memory; add p·v here for
+    // the rows that see them, reading V from global memory (< 8 keys per sequence).
+    if (j0 + kKeys > v_end && j0 < kv_end) {
+#pragma unroll
+      for (int kk = 0; kk < kKeys; ++kk) {
+        const int j = j0 + kk;
+        if (j < v_end || j >= kv_end) continue;
+        const float mine = p[kk / 8][kk % 2];
+        const float p0 = __shfl_sync(kFull, mine, 8 * c + (kk % 8) / 2);
+        const float p1 = __shfl_sync(kFull, mine, 8 * c + 4 + (kk % 8) / 2);
+        const T* vrow = vg + j * a.vs[1];
+#pragma unroll
+        for (int mt = 0; mt < kSteps; ++mt) {
+          const float lo = to_f32(vrow[16 * mt + g]), hi = to_f32(vrow[16 * mt + g + 8]);
+          if (j < lim_r0) {
+            acc[mt][0] = fmaf(p0, lo, acc[mt][0]);
+            acc[mt][2] = fmaf(p0, hi, acc[mt][2]);
+          }
+          if (j < lim_r1) {
+            acc[mt][1] = fmaf(p1, lo, acc[mt][1]);
+            acc[mt][3] = fmaf(p1, hi, acc[mt][3]);
+          }
+        }
+      }
+    }
+    __syncwarp();  // every lane has read this slot before the next iteration refills it
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // the ring is reused below
+
+  l_run += __shfl_xor_sync(kFull, l_run, 1);
+  l_run += __shfl_xor_sync(kFull, l_run, 2);
+  int nan_q = nan_seen ? 1 : 0;  // over the quad, which shares row g
+  nan_q |= __shfl_xor_sync(kFull, nan_q, 1);
+  nan_q |= __shfl_xor_sync(kFull, nan_q, 2);
+
+  // Fold the warps in warp order (shared memory: states [W][8], accumulators [W][8][D], then per row the coefficient
+  // of each warp's accumulator and the row's LSE), exactly as decode.cu folds its lane groups.
+  State* sst = reinterpret_cast<State*>(smem);
+  float* sacc = reinterpret_cast<float*>(sst + kWarps * kRows);
+  float* coef = sacc + kWarps * kRows * D;
+  float* slse = coef + kRows * kWarps;
+  if (c == 0) {
+    // A visible NaN score makes the NaN state (fmaxf kept it out of m_run); a +inf score leaves m_run = +inf and l
+    // NaN (inf − inf), which from_max_and_sum reads as the saturated state, as the online state's rules say.
+    const float m = nan_q ? detail::nan_<float>() : m_run * kLn2;
+    sst[warp * kRows + g] = State::from_max_and_sum(m, l_run);
+  }
+#pragma unroll
+  for (int mt = 0; mt < kSteps; ++mt) {
+    float* w = sacc + warp * kRows * D + 16 * mt + g;
+    w[(2 * c) * D] = acc[mt][0];
+    w[(2 * c + 1) * D] = acc[mt][1];
+    w[(2 * c) * D + 8] = acc[mt][2];
+    w[(2 * c + 1) * D + 8] = acc[mt][3];
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows) {
+    const int r = threadIdx.x, row = row_chunk * kRows + r;
+    PartFold fold;
+    float cf[kWarps] = {};
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) {
+      const auto w = fold.add(sst[i * kRows + r]);
+#pragma unroll
+      for (int q = 0; q < i; ++q) cf[q] = PartFold::carry(cf[q], w);
+      cf[i] = w.other;
+    }
+    if (nsplit == 1 && a.sinks != nullptr && row < a.rows) {  // the sink joins exactly once: here or in the merge
+      const int h = hk * a.group + row / a.sq;
+      const auto w = fold.add(State::from_lse(a.sinks[h * a.sink_stride]));
+#pragma unroll
+      for (int q = 0; q < kWarps; ++q) cf[q] = PartFold::carry(cf[q], w);
+    }
+    const float inv = fold.inv_sum();
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) coef[r * kWarps + i] = bad ? detail::nan_<float>() : cf[i] * inv;
+    slse[r] = bad ? detail::nan_<float>() : fold.lse();
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kRows * D; e += kThreads) {
+    const int r = e / D, x = e % D, row = row_chunk * kRows + r;
+    if (row >= a.rows) break;  // rows grow with e
+    float o = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) {
+      const float ci = coef[r * kWarps + i];
+      if (ci != 0.0f) o += ci * sacc[(i * kRows + r) * D + x];  // an empty warp is skipped, NaN poisons
+    }
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    if (nsplit == 1) {
+      static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
+      if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = slse[r];
+    } else {
+      const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits + split;
+      a.part_o[prow * D + x] = o;
+      if (x == 0) a.part_lse[prow] = slse[r];
+    }
+  }
+}
+
+template <typename T, int D, int kStages>
+void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
+  constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
+  constexpr std::size_t fold = kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
+  constexpr std::size_t bytes = ring > fold ? ring : fold;
+  auto* kernel = decode_mma_kernel<T, D, kStages>;
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  kernel<<<grid, kWarps * 32, bytes, s>>>(a);
+  SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
+}
+
+template <typename T>
+void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, cudaStream_t s) {
+  if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, s) : launch<T, 64, 3>(a, grid, s);
+  else stages == 2 ? launch<T, 128, 2>(a, grid, s) : launch<T, 128, 3>(a, grid, s);
+}
+
+}  // namespace
+
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, cudaStream_t s) {
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, s);
+  else launch_d<__half>(a, d, stages, grid, s);
+}
+
+}  // namespace smk::cuda
