@@ -11,8 +11,17 @@
 // running max moves O(log n) times on exchangeable scores: ≤ 20 assumed, 120u), 13u per merge of the fold over the
 // ≤ 16 lane groups and ≤ 32 splits (624u), and the score error (≤ ~12 roundings of Σ|q_x·k_x|·scale, ~1e-5 relative
 // in each weight): ≈ 1.5e-4 in all, checked at 2e-4. LSE: the same terms on log l, 2e-4 + 2u·|LSE|.
+// The tensor-core kernel (decode_mma.cu) rounds each probability p to the input dtype before P·V (docs/semantics.md,
+// "Decode"): |fl(p) − p| ≤ u_p·p + η, u_p the dtype's unit roundoff (2^-8 bf16, 2^-11 f16) and η the absolute error
+// below its normal range (f16 subnormals: 2^-25; bf16: ex2.approx flushes below 2^-126). In O = Σ_j p_j·v_j / L
+// (p relative to the running max, never above the row's max score M) that adds u_p·Σ_j p_j·|v_j| / L — u_p times the
+// same error scale — plus η·e^(M − LSE)·Σ_j |v_j| over the row's visible keys, which the test computes per element.
+// Its other f32 steps (scores from the tensor cores' f32 accumulation, ~24 roundings relative to Σ|q_x·k_x|·scale;
+// the accumulator's ≤ 50 products of 16 keys per warp in series; the warp and split folds; ex2.approx's 2^-22 and the
+// FFMA argument's ln2·|x|·2^-24) stay inside the 2e-4 above. LSE: l sums the unrounded p, so the same 2e-4 + 2u·|LSE|.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -54,6 +63,7 @@ struct Case {
   std::int64_t B, sq, hq, hkv, d, smax;
   std::vector<std::int32_t> lens;
   bool causal = false, with_sinks = true;
+  float scale = 0;  // options.scale (0: 1/√D)
   std::vector<T> q, k, v, v_abs;
   std::vector<float> sinks;
 
@@ -81,6 +91,7 @@ struct Case {
   AttentionDecodeOptions options(const float* sink_data, smk::Device dev) const {
     AttentionDecodeOptions o;
     o.causal = causal;
+    o.scale = scale;
     if (with_sinks) o.sinks = TensorView::of(sink_data, {hq}, dev);
     return o;
   }
@@ -93,9 +104,29 @@ struct Result {
 // The kernel variants (smk::cuda::DecodeConfig) the tests run besides the public entry point's: one vector per lane
 // for blocks of ≤ 4 rows, and reduce-scattered scores.
 using smk::cuda::DecodeConfig;
+using smk::cuda::DecodeKernel;
 using smk::cuda::DecodeScores;
 const DecodeConfig kOneVector{1, DecodeScores::all_lanes};
 const DecodeConfig kScattered{0, DecodeScores::scatter};
+// The tensor-core kernel (decode_mma.cu) with its default ring and with the other depth; and the CUDA-core kernel
+// with the dispatcher's own choices.
+const DecodeConfig kMma{0, DecodeScores::dispatcher, DecodeKernel::mma};
+const DecodeConfig kMma2{0, DecodeScores::dispatcher, DecodeKernel::mma, 2};
+const DecodeConfig kCudaCores{0, DecodeScores::dispatcher, DecodeKernel::cuda_cores};
+bool is_mma(const DecodeConfig* config) {
+  const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
+  if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
+    return smk::cuda::kDecodeKernel == DecodeKernel::mma;
+  return kernel == DecodeKernel::mma;
+}
+const char* name_of(const DecodeConfig* config) {
+  if (config == nullptr) return "dispatcher";
+  if (config == &kOneVector) return "cuda cores, one vector";
+  if (config == &kScattered) return "cuda cores, scatter";
+  if (config == &kMma) return "tensor cores";
+  if (config == &kMma2) return "tensor cores, 2 stages";
+  return "cuda cores";
+}
 
 // No config: the public entry point (the dispatcher's choice); else that variant through the internal entry point.
 template <typename T>
@@ -139,6 +170,7 @@ void reference(const Case<T>& c, std::vector<double>& o, std::vector<double>& ls
   std::vector<double> sinks(c.sinks.begin(), c.sinks.end());
   AttentionDecodeOptions opt;
   opt.causal = c.causal;
+  opt.scale = c.scale;
   if (c.with_sinks) opt.sinks = TensorView::of(sinks.data(), {c.hq});
   const auto widen = [](const std::vector<T>& x, std::int64_t begin, std::int64_t n) {
     std::vector<double> y(n);
@@ -163,16 +195,59 @@ void reference(const Case<T>& c, std::vector<double>& o, std::vector<double>& ls
   }
 }
 
+// Per output element, e^(M − LSE)·Σ_j |v_j[x]| over the row's visible keys (M: the row's largest scaled score, LSE
+// the reference's, sink included): the factor of η in the tensor-core kernel's bound (above). 0 for a row with no key.
 template <typename T>
-void expect_matches_reference(const Case<T>& c, const Result& got) {
+std::vector<double> subnormal_scale(const Case<T>& c, const std::vector<double>& lse) {
+  std::vector<double> out(c.q.size(), 0.0);
+  const double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d));
+  const std::int64_t group = c.hq / c.hkv;
+  std::vector<double> sum(c.d);
+  for (std::int64_t b = 0; b < c.B; ++b)
+    for (std::int64_t t = 0; t < c.sq; ++t)
+      for (std::int64_t h = 0; h < c.hq; ++h) {
+        const std::int64_t len = c.lens[b];
+        std::int64_t vis = len;
+        if (c.causal) vis = std::clamp<std::int64_t>(len - c.sq + t + 1, 0, len);
+        if (vis == 0) continue;
+        const std::int64_t hk = h / group, qoff = ((b * c.sq + t) * c.hq + h) * c.d;
+        double mx = -INFINITY;
+        std::fill(sum.begin(), sum.end(), 0.0);
+        for (std::int64_t j = 0; j < vis; ++j) {
+          const std::int64_t koff = ((b * c.smax + j) * c.hkv + hk) * c.d;
+          double dot = 0;
+          for (std::int64_t x = 0; x < c.d; ++x) {
+            dot += static_cast<double>(smk::to_float(c.q[qoff + x])) * smk::to_float(c.k[koff + x]);
+            sum[x] += std::fabs(smk::to_float(c.v[koff + x]));
+          }
+          mx = std::max(mx, scale * dot);
+        }
+        const double f = std::exp(mx - lse[(b * c.hq + h) * c.sq + t]);
+        for (std::int64_t x = 0; x < c.d; ++x) out[qoff + x] = f * sum[x];
+      }
+  return out;
+}
+
+// mma: the tensor-core kernel's bound (P rounded to T before P·V), else the CUDA-core kernel's. A reference NaN
+// (a non-finite V the row sees) must come back NaN.
+template <typename T>
+void expect_matches_reference(const Case<T>& c, const Result& got, bool mma = false) {
   std::vector<double> o, lse, scale;
   reference(c, o, lse, scale);
+  const double u_p = mma ? rel_rounding<T>() : 0.0;  // 2^-8 (bf16), 2^-11 (f16): the unit roundoff
+  const double eta = std::is_same_v<T, smk::bfloat16_t> ? std::ldexp(1.0, -126) : std::ldexp(1.0, -25);
+  const std::vector<double> tiny = mma ? subnormal_scale(c, lse) : std::vector<double>(o.size(), 0.0);
   for (std::size_t i = 0; i < o.size(); ++i) {
-    const double tol = rel_rounding<T>() * std::fabs(o[i]) + 2e-4 * scale[i];
+    if (std::isnan(o[i])) {
+      ASSERT_TRUE(std::isnan(got.o[i])) << "element " << i << ": the reference is NaN";
+      continue;
+    }
+    const double tol = rel_rounding<T>() * std::fabs(o[i]) + (2e-4 + u_p) * scale[i] + eta * tiny[i];
     ASSERT_NEAR(got.o[i], o[i], tol) << "element " << i << " (b " << i / (c.sq * c.hq * c.d) << ")";
   }
   for (std::size_t i = 0; i < lse.size(); ++i) {
-    if (std::isinf(lse[i])) ASSERT_EQ(got.lse[i], lse[i]) << "lse " << i;
+    if (std::isnan(lse[i])) ASSERT_TRUE(std::isnan(got.lse[i])) << "lse " << i;
+    else if (std::isinf(lse[i])) ASSERT_EQ(got.lse[i], lse[i]) << "lse " << i;
     else ASSERT_NEAR(got.lse[i], lse[i], 2e-4 + 2.4e-7 * std::fabs(lse[i])) << "lse " << i;
   }
 }
@@ -182,21 +257,26 @@ void issue_lengths(std::int64_t d) {
   // Mixed lengths in one batch, the empty sequence included: against S_max = 4097 the grid has 5 splits per
   // sequence, so the short sequences' other splits are entirely padding (and must not write).
   // Blocks of 4 rows here (4 query heads per KV head, one token): the dispatcher's variant and the two others.
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered}) {
-    SCOPED_TRACE(testing::Message() << "variant " << (config ? (config == &kOneVector ? "one vector" : "scatter")
-                                                            : "dispatcher"));
+  // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
+  for (const DecodeConfig* config :
+       {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma2}) {
+    SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
+    const bool mma = is_mma(config);
     {
       Case<T> c(8, 1, 8, 2, d, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 21);
       SCOPED_TRACE("batch of mixed lengths");
-      expect_matches_reference(c, run_gpu(c, config));
+      expect_matches_reference(c, run_gpu(c, config), mma);
       c.with_sinks = false;
       SCOPED_TRACE("no sinks");
-      expect_matches_reference(c, run_gpu(c, config));
+      expect_matches_reference(c, run_gpu(c, config), mma);
+      c.scale = -0.3f;
+      SCOPED_TRACE("scale -0.3");
+      expect_matches_reference(c, run_gpu(c, config), mma);
     }
     {
       Case<T> c(1, 1, 4, 1, d, 100003, {100003}, 22);  // the most splits, the last one partial
       SCOPED_TRACE("100003 keys");
-      expect_matches_reference(c, run_gpu(c, config));
+      expect_matches_reference(c, run_gpu(c, config), mma);
     }
   }
 }
@@ -221,14 +301,38 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
         Case<smk::bfloat16_t> c(5, sq, 2 * group, 2, 128, 2060, {3, 8, 1500, 2055, 1}, 30 + static_cast<unsigned>(sq));
         c.causal = true;
         c.with_sinks = sinks;
-        expect_matches_reference(c, run_gpu(c));
+        expect_matches_reference(c, run_gpu(c), is_mma(nullptr));
         expect_matches_reference(c, run_gpu(c, &kScattered));
+        expect_matches_reference(c, run_gpu(c, &kMma), true);
+        expect_matches_reference(c, run_gpu(c, &kMma2), true);
         if (c.hq / c.hkv * sq <= 4) expect_matches_reference(c, run_gpu(c, &kOneVector));
       }
   Case<smk::half_t> c(3, 4, 8, 1, 64, 3000, {4, 2999, 1025}, 40);  // 8 heads × 4 tokens: 32 rows, 4 row chunks
   c.causal = true;
-  expect_matches_reference(c, run_gpu(c));
+  expect_matches_reference(c, run_gpu(c), is_mma(nullptr));
   expect_matches_reference(c, run_gpu(c, &kScattered));
+  expect_matches_reference(c, run_gpu(c, &kMma), true);
+}
+
+// Under causal, the last Sq_new − 1 keys of a sequence (the new tokens' own) are seen by some rows and not others:
+// a NaN planted in V there must reach exactly the rows that see it (the reference says which) and no other. The
+// tensor-core kernel keeps those V rows out of its product (0·NaN) and adds them on the CUDA cores.
+TEST(CudaAttentionDecode, CausalBandNaNReachesOnlyTheRowsThatSeeIt) {
+  SMK_REQUIRE_GPU();
+  for (const DecodeConfig* config : {&kScattered, &kMma, &kMma2}) {
+    SCOPED_TRACE(name_of(config));
+    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 70);
+    c.causal = true;
+    for (std::int64_t b = 0; b < c.B; ++b) {  // V of the sequence's last key, dimension 5 of KV head 1: NaN
+      const std::int64_t at = ((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5;
+      c.v[at] = nan_value<smk::bfloat16_t>();
+    }
+    const Result got = run_gpu(c, config);
+    std::size_t nans = 0;
+    for (float x : got.o) nans += std::isnan(x) ? 1 : 0;
+    EXPECT_EQ(nans, 3u * 4u) << "one dimension of 4 query heads, at the one token that sees the key, per sequence";
+    expect_matches_reference(c, got, is_mma(config));
+  }
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -239,11 +343,13 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
 TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   SMK_REQUIRE_GPU();
+  for (const DecodeConfig* config : {&kCudaCores, &kMma}) {
+  SCOPED_TRACE(name_of(config));
   using T = smk::bfloat16_t;
   const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
   Case<T> batch(5, 2, 8, 2, 128, 70000, lens, 50);
   batch.causal = true;
-  const Result first = run_gpu(batch), second = run_gpu(batch);
+  const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
   EXPECT_TRUE(bitwise_equal(first.o, second.o));
   EXPECT_TRUE(bitwise_equal(first.lse, second.lse));
   const std::int64_t per_q = batch.sq * batch.hq * batch.d, per_kv = batch.smax * batch.hkv * batch.d;
@@ -256,19 +362,21 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     one.q.assign(batch.q.begin() + b * per_q, batch.q.begin() + (b + 1) * per_q);
     one.k.assign(batch.k.begin() + b * per_kv, batch.k.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
     one.v.assign(batch.v.begin() + b * per_kv, batch.v.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
-    const Result alone = run_gpu(one);
+    const Result alone = run_gpu(one, config);
     const std::vector<float> in_batch_o(first.o.begin() + b * per_q, first.o.begin() + (b + 1) * per_q);
     const std::int64_t per_l = batch.hq * batch.sq;
     const std::vector<float> in_batch_l(first.lse.begin() + b * per_l, first.lse.begin() + (b + 1) * per_l);
     EXPECT_TRUE(bitwise_equal(alone.o, in_batch_o));
     EXPECT_TRUE(bitwise_equal(alone.lse, in_batch_l));
   }
-  expect_matches_reference(batch, first);
+  expect_matches_reference(batch, first, is_mma(config));
+  if (config == &kMma) continue;
   // The reduce-scattered variant: deterministic too, and right.
   const Result s1 = run_gpu(batch, &kScattered), s2 = run_gpu(batch, &kScattered);
   EXPECT_TRUE(bitwise_equal(s1.o, s2.o));
   EXPECT_TRUE(bitwise_equal(s1.lse, s2.lse));
   expect_matches_reference(batch, s1);
+  }
 }
 
 // Non-contiguous views: caches stored [B, Hkv, S_max, D] and q, out stored [B, Hq, Sq, D], seen through
@@ -304,9 +412,21 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
   const auto L = TensorView::strided(dlse.data(), smk::DType::f32, dev, {B, hq, sq}, {sq * hq, 1, hq});
   const auto N = TensorView::of(dl.data(), {B}, dev);
   const auto opt = c.options(ds.data(), dev);
+  // The public entry point, then each kernel through the internal one.
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma}) {
+  SCOPED_TRACE(name_of(config));
+  const auto call = [&](const TensorView& lse_view) {
+    const auto Qv = bshd(dq.data(), sq, hq), Kv = bshd(dk.data(), smax, hkv), Vv = bshd(dv.data(), smax, hkv);
+    if (config == nullptr) {
+      smk::attention_decode(O, lse_view, Qv, Kv, Vv, N, opt);
+    } else {
+      const auto p = smk::detail::check_decode_args("attention_decode", O, lse_view, Qv, Kv, Vv, N, opt);
+      smk::cuda::attention_decode(O, lse_view, Qv, Kv, Vv, N, opt, p, {}, nullptr, *config);
+    }
+  };
   dout.fill_bytes(0xFF);
   dlse.fill_bytes(0xFF);
-  smk::attention_decode(O, L, bshd(dq.data(), sq, hq), bshd(dk.data(), smax, hkv), bshd(dv.data(), smax, hkv), N, opt);
+  call(L);
   const auto o_storage = dout.to_host();
   const auto l_storage = dlse.to_host();
   Result got;
@@ -319,12 +439,12 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
           got.o[((b * sq + i) * hq + h) * d + x] = smk::to_float(o_storage[((b * hq + h) * sq + i) * d + x]);
         got.lse[(b * hq + h) * sq + i] = l_storage[(b * sq + i) * hq + h];
       }
-  expect_matches_reference(c, got);
+  expect_matches_reference(c, got, is_mma(config));
   dout.fill_bytes(0xFF);
-  smk::attention_decode(O, TensorView{}, bshd(dq.data(), sq, hq), bshd(dk.data(), smax, hkv), bshd(dv.data(), smax, hkv),
-                        N, opt);
+  call(TensorView{});
   const auto again = dout.to_host();
   EXPECT_EQ(std::memcmp(again.data(), o_storage.data(), again.size() * sizeof(T)), 0);
+  }
 }
 
 // merge_attention_states on the GPU (f32, the decode merge's algebra through lse_fold.cuh): the empty part is the
@@ -449,18 +569,26 @@ TEST(CudaAttentionDecode, BadInputs) {
   q.copy_from_host(std::vector<smk::bfloat16_t>(q.size(), smk::to_bfloat16(0.01f)));
   v.copy_from_host(ones);
   lens.copy_from_host(std::vector<std::int32_t>{65, 10});
-  o.fill_bytes(0xFF);
-  lse.fill_bytes(0xFF);
-  smk::attention_decode(O, L, Q, K, V, N);
-  const auto oh = o.to_host();
-  const auto lh = lse.to_host();
-  for (std::int64_t i = 0; i < hq * d; ++i) {
-    EXPECT_TRUE(std::isnan(smk::to_float(oh[i]))) << i;
-    EXPECT_EQ(smk::to_float(oh[hq * d + i]), 1.0f) << i;  // V = 1 everywhere: O = 1 whatever the weights
-  }
-  for (std::int64_t h = 0; h < hq; ++h) {
-    EXPECT_TRUE(std::isnan(lh[h]));
-    EXPECT_FALSE(std::isnan(lh[hq + h]));
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma}) {
+    SCOPED_TRACE(name_of(config));
+    o.fill_bytes(0xFF);
+    lse.fill_bytes(0xFF);
+    if (config == nullptr) {
+      smk::attention_decode(O, L, Q, K, V, N);
+    } else {
+      const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, {});
+      smk::cuda::attention_decode(O, L, Q, K, V, N, {}, p, {}, nullptr, *config);
+    }
+    const auto oh = o.to_host();
+    const auto lh = lse.to_host();
+    for (std::int64_t i = 0; i < hq * d; ++i) {
+      EXPECT_TRUE(std::isnan(smk::to_float(oh[i]))) << i;
+      EXPECT_EQ(smk::to_float(oh[hq * d + i]), 1.0f) << i;  // V = 1 everywhere: O = 1 whatever the weights
+    }
+    for (std::int64_t h = 0; h < hq; ++h) {
+      EXPECT_TRUE(std::isnan(lh[h]));
+      EXPECT_FALSE(std::isnan(lh[hq + h]));
+    }
   }
 }
 
