@@ -6,7 +6,8 @@ Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q
 CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 50 after 5 warm-ups. If
 a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x" in the table: it then reads Hq/Hkv times
 the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into one markdown table:
-µs and TB/s of K and V read, our merge's share, and our speed over each backend's.
+µs and TB/s of K and V read for our tensor-core kernel (with its merge's share, and with 2 ring stages) and our
+CUDA-core kernel, which of them the dispatcher runs, and the tensor-core kernel's speed over each backend's.
     usage: bench_decode.py --ours bench_decode.json [--out FILE.md]
 """
 import argparse
@@ -40,10 +41,12 @@ def main():
     ours = json.load(open(args.ours))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
-    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | merge % | other vecs µs | other scores µs | " +
+    # Ours: the tensor-core kernel (3 ring stages; 2 beside it), the CUDA-core kernel, and which the dispatcher runs.
+    lines = ["| B, S, Hq/Hkv, D | new (mma) µs | new TB/s | new merge % | mma 2 stages µs | old (CUDA cores) µs | "
+             "old TB/s | default | " +
              " | ".join(f"{n} µs | {n} TB/s" for n, _ in backends) + " | " +
-             " | ".join(f"ours / {n}" for n, _ in backends) + " |",
-             "|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
+             " | ".join(f"new / {n}" for n, _ in backends) + " |",
+             "|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
     for row in ours:
         B, S, hq, hkv, d = row["B"], row["S"], row["Hq"], row["Hkv"], row["D"]
         gen = torch.Generator(device="cuda").manual_seed(1)
@@ -70,12 +73,12 @@ def main():
                 ratios.append("n/a")
             else:
                 cells.append(f"{us:.1f}{mark} | {row['kv_bytes'] / us / 1e6:.2f}")
-                ratios.append(f"{us / row['us']:.2f}")
-        other = f"{row['us_other']:.1f} (vecs={row['other_vecs']})" if row.get("us_other", 0) > 0 else "n/a"
-        scores = f"{row['us_other_scores']:.1f} ({row['other_scores']})" if "us_other_scores" in row else "n/a"
-        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {row['tbs']:.2f} | "
-                     f"{100 * row['merge_us'] / row['us']:.1f} | {other} | {scores} | " + " | ".join(cells) + " | " +
-                     " | ".join(ratios) + " |")
+                ratios.append(f"{us / row['us_mma']:.2f}")
+        tb = lambda us: row["kv_bytes"] / us / 1e6
+        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us_mma']:.1f} | {tb(row['us_mma']):.2f} | "
+                     f"{100 * row['merge_us_mma'] / row['us_mma']:.1f} | {row['us_mma2']:.1f} | "
+                     f"{row['us_cuda_cores']:.1f} | {tb(row['us_cuda_cores']):.2f} | {row['default_kernel']} | " +
+                     " | ".join(cells) + " | " + " | ".join(ratios) + " |")
         print(lines[-1], flush=True)
         del q, k, v
         torch.cuda.empty_cache()

@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess
+#   excess decode-mma
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -112,6 +112,18 @@ if want decode; then
   run_step decode-memcheck timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter=-*BatchInvariant*
   run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
+fi
+# decode-mma: the decode step for the tensor-core kernel (decode_mma.cu), ordered to fit a 200 s call: build just
+# its targets, the GPU test (every kernel), the timings (bench_decode: dispatcher, CUDA-core kernel, tensor-core
+# kernel at 3 and 2 stages), torch SDPA beside them, then memcheck last on the cases with the fewest keys (60 s cap).
+if want decode-mma; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
+  run_step decode-test timeout 90 build/default/tests/test_cuda_decode
+  run_step decode-bench build/default/tests/bench_decode --json "$OUT/bench_decode.json"
+  run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
+  run_step decode-memcheck timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    build/default/tests/test_cuda_decode --gtest_filter='*CausalBand*:*BadInputs*:*Strided*:*CausalMultiToken*'
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

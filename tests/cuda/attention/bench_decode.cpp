@@ -3,7 +3,9 @@
 // Each call is timed with CUDA events after an untimed write of 256 MB that evicts L2 (the H200 has 60 MB), the way
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup. An event recorded between the split kernel and the merge kernel gives the merge's share.
-// Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md).
+// Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
+// for the dispatcher's choice and, beside it, each split kernel: the CUDA-core one (decode.cu, its default variant)
+// and the tensor-core one (decode_mma.cu) with 3 and 2 ring stages per warp.
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -74,6 +76,9 @@ int main(int argc, char** argv) {
 
   std::string json = "[";
   std::printf("%-26s %10s %10s %9s %8s %9s\n", "B, S, Hq, Hkv, D", "us", "floor us", "TB/s", "% copy", "merge %");
+  using smk::cuda::DecodeConfig;
+  using smk::cuda::DecodeKernel;
+  using smk::cuda::DecodeScores;
   for (const Row& r : rows) {
     const std::size_t nq = r.B * r.hq * r.d, nkv = r.B * r.S * r.hkv * r.d;
     DeviceBuffer<smk::bfloat16_t> q(nq), k(nkv), v(nkv), o(nq);
@@ -115,35 +120,30 @@ int main(int argc, char** argv) {
       merge_us = median(merge);
       return median(total);
     };
-    double merge_us = 0, merge_other = 0, merge_scatter = 0;
+    double merge_us = 0, merge_cc = 0, merge_mma = 0, merge_mma2 = 0;
     const double us = measure({}, merge_us);
-    // The variants the dispatcher could choose instead: the other vector count for blocks of ≤ 4 rows (one token,
-    // Hq/Hkv ≤ 4), and the other score scheme.
-    using smk::cuda::DecodeScores;
-    const int other = smk::cuda::kDecodeVecsSmallRows == 2 ? 1 : 2;
-    const double us_other =
-        r.hq / r.hkv <= 4 ? measure({other, DecodeScores::all_lanes}, merge_other) : 0;
-    const DecodeScores other_scores = smk::cuda::kDecodeScatter ? DecodeScores::all_lanes : DecodeScores::scatter;
-    const double us_scores = measure({0, other_scores}, merge_scatter);
+    const double us_cc = measure({0, DecodeScores::dispatcher, DecodeKernel::cuda_cores}, merge_cc);
+    const double us_mma = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 3}, merge_mma);
+    const double us_mma2 = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 2}, merge_mma2);
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
-    const double tbs = bytes / (us * 1e-6) / 1e12, floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
+    const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
+    const double tbs = tb(us), floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
     char label[64];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S, (long long)r.hq,
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 100 * merge_us / us);
-    if (us_other > 0) std::printf("   vecs=%d: %.1f us, %.2f TB/s", other, us_other, bytes / (us_other * 1e-6) / 1e12);
-    std::printf("   %s: %.1f us, %.2f TB/s", smk::cuda::kDecodeScatter ? "all_lanes" : "scatter", us_scores,
-                bytes / (us_scores * 1e-6) / 1e12);
-    std::printf("\n");
-    char item[512];
+    std::printf("   cuda cores %.1f us %.2f TB/s | mma(3) %.1f us %.2f TB/s merge %.1f%% | mma(2) %.1f us %.2f TB/s\n",
+                us_cc, tb(us_cc), us_mma, tb(us_mma), 100 * merge_mma / us_mma, us_mma2, tb(us_mma2));
+    char item[640];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
-                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"vecs\": %d, \"other_vecs\": %d, \"us_other\": %.3f, "
-                  "\"other_scores\": \"%s\", \"us_other_scores\": %.3f}",
+                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_cuda_cores\": %.3f, \"merge_us_cuda_cores\": %.3f, "
+                  "\"us_mma\": %.3f, \"merge_us_mma\": %.3f, \"us_mma2\": %.3f, \"merge_us_mma2\": %.3f, "
+                  "\"default_kernel\": \"%s\"}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, merge_us, bytes, tbs, smk::cuda::kDecodeVecsSmallRows, other, us_other,
-                  smk::cuda::kDecodeScatter ? "all_lanes" : "scatter", us_scores);
+                  (long long)r.d, us, merge_us, bytes, tbs, us_cc, merge_cc, us_mma, merge_mma, us_mma2, merge_mma2,
+                  smk::cuda::kDecodeKernel == DecodeKernel::mma ? "mma" : "cuda_cores");
     json += item;
   }
   json += "]\n";
