@@ -71,3 +71,6 @@ void cross_entropy_backward(const TensorView& grad_logits, const TensorView& log
                             const TensorView& lse = {}, Stream stream = {});
 
 }  // namespace smk
+
+// Linear cross-entropy (the classifier's product and this loss, without the logits): its own header.
+#include "softmaxkit/linear_cross_entropy.hpp"

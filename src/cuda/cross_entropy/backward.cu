@@ -21,6 +21,7 @@
 
 #include "cuda/cross_entropy/common.cuh"
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
+#include "cuda/cross_entropy/linear_launch.cuh"
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/launch.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -179,6 +180,28 @@ void launch_grad(const Args& a, const GradArgs& b, const Totals* totals, cudaStr
 }
 
 }  // namespace
+
+// Linear cross-entropy's chunks (linear_launch.cuh): f32 logits from the chunk's product, the gradient in the
+// products' input dtype (two more instantiations of the grad kernel: float → half, float → bfloat16).
+void launch_grad_f32_logits(const Args& a, DType out_dtype, void* grad, std::int64_t grad_row_stride,
+                            const float* lse, std::int64_t lse_stride, const float* grad_loss, std::int64_t gl_stride,
+                            float* rest, float* xt, const Totals* totals, cudaStream_t s) {
+  GradArgs b;
+  b.grad = grad;
+  b.row_stride = grad_row_stride;
+  b.col_stride = 1;
+  b.lse = lse;
+  b.lse_stride = lse_stride;
+  b.grad_loss = grad_loss;
+  b.gl_stride = gl_stride;
+  b.rest = rest;
+  b.xt = xt;
+  switch (out_dtype) {
+    case DType::f16: launch_grad<float, __half>(a, b, totals, s); break;
+    case DType::bf16: launch_grad<float, __nv_bfloat16>(a, b, totals, s); break;
+    default: launch_grad<float, float>(a, b, totals, s); break;
+  }
+}
 
 }  // namespace smk::cuda::ce
 

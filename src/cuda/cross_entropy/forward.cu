@@ -23,6 +23,7 @@
 
 #include "cuda/cross_entropy/common.cuh"
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
+#include "cuda/cross_entropy/linear_launch.cuh"
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/launch.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -271,6 +272,30 @@ void launch_lse(const Args& a, const State* states, float* lse, cudaStream_t s) 
   if (a.rows == 0) return;
   lse_kernel<<<row_grid(a.rows), kRowThreads, 0, s>>>(a, states, lse);
   SMK_CUDA_CHECK_LAUNCH("cross_entropy lse_kernel");
+}
+
+// Linear cross-entropy's chunks (linear_launch.cuh): the same kernels as cross_entropy_forward below.
+void launch_rows(const Args& a, DType x_dtype, const State* states, const float* smooth, const Totals* totals,
+                 float* loss, std::int64_t loss_stride, float* lse, std::int64_t lse_stride, float* ce_rows,
+                 float* zl_rows, cudaStream_t s) {
+  if (a.rows == 0) return;
+  RowOut o;
+  o.loss = loss;
+  o.loss_stride = loss_stride;
+  o.lse = lse;
+  o.lse_stride = lse_stride;
+  o.ce_rows = ce_rows;
+  o.zl_rows = zl_rows;
+  kernels::with_in_type(x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    rows_kernel<In><<<row_grid(a.rows), kRowThreads, 0, s>>>(a, states, smooth, totals, o);
+  });
+  SMK_CUDA_CHECK_LAUNCH("cross_entropy rows_kernel");
+}
+void launch_reduce(const Args& a, const float* ce_rows, const float* zl_rows, const Totals* totals, float* loss,
+                   float* z, cudaStream_t s) {
+  reduce_kernel<<<1, kScanThreads, 0, s>>>(a, ce_rows, zl_rows, totals, loss, z);
+  SMK_CUDA_CHECK_LAUNCH("cross_entropy reduce_kernel");
 }
 
 void finish(const char* op, const Args& a, void* workspace, cudaStream_t s) {

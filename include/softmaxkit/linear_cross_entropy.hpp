@@ -1,0 +1,62 @@
+// softmaxkit: linear cross-entropy — the loss of a classifier layer and its gradients, without the N×V logits.
+//
+// For hidden states H [N, d], the classifier W [V, d] and an optional bias b [V], the logits are X = H·Wᵀ + b and
+// the loss is cross_entropy(X, targets) with every cross-entropy option (cross_entropy.hpp: ignore_index,
+// reductions, label smoothing, z-loss, class weights, soft-capping). One call returns the loss, the per-row LSE and
+// the gradients of `grad_loss · loss`:
+//   G  = ∂loss/∂X · grad_loss           (cross_entropy_backward's formula)
+//   dH = G·W,   dW = Gᵀ·H,   db = Σ_rows G
+// The forward and backward are one call because G needs only X and the LSE, and X is never kept: the upstream
+// gradient must be known up front (pass null `grad_loss` for 1, the usual case of a scalar loss; an autograd
+// wrapper scales dH, dW, db by its own upstream gradient afterwards).
+//
+// How (docs/perf-notebook.md, "linear cross-entropy"): the rows are taken in chunks of `chunk_rows`. For each chunk
+// c: X_c = H_c·Wᵀ (+ b) as an f32 matrix (f32 accumulation, one rounding to f32, so the loss and gradient come from
+// logits more accurate than a 16-bit logits tensor), the cross-entropy forward on X_c, G_c formed in f32 and
+// rounded once to the inputs' dtype, dH_c = G_c·W written once, and dW += G_cᵀ·H_c (f32 accumulation inside each
+// product; the running dW is held in dW's dtype, so it is rounded once per chunk: N / chunk_rows roundings),
+// db += column sums of G_c (in f32, rounded once at the end). The mean's denominators are counted from the targets
+// before the first chunk. Extra memory on the GPU: chunk_rows · V · (4 + sizeof(dtype)) bytes plus O(N + V).
+// The GPU products go through cuBLAS (one handle per device and host thread, cached), f32 compute, never TF32.
+//
+// Shapes and dtypes: hidden [N, d] and weight [V, d] of one dtype (f32, f16, bf16; f64 on the CPU), each row's
+// elements contiguous (stride 1 along d; rows may be padded); targets [N] (i32 or i64); bias [V] of that dtype or
+// none; grad_hidden [N, d] and grad_weight [V, d] of that dtype (rows contiguous as above); grad_bias [V] of that
+// dtype, required exactly when a bias is given. loss: [N] for reduction none, [] otherwise; lse [N] (optional:
+// null data = not wanted); grad_loss of the loss's shape (optional: null data = 1); all f32 (f64 for f64 inputs).
+// Bad input throws smk::Error naming the argument before anything is written; on the GPU the targets and class
+// weights are checked by a kernel, then the call waits for that check (one small copy back) before any product.
+// The call is otherwise asynchronous on `stream` (it does not wait for the products).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "softmaxkit/core/stream.hpp"
+#include "softmaxkit/core/tensor.hpp"
+#include "softmaxkit/cross_entropy.hpp"
+
+namespace smk {
+
+struct LinearCrossEntropyOptions {
+  CrossEntropyOptions ce{};      // every cross-entropy option; class_weights are [V]
+  TensorView bias{};             // optional [V], the inputs' dtype
+  std::optional<std::int64_t> chunk_rows{};  // rows per chunk, > 0; none: linear_cross_entropy_default_chunk_rows
+};
+
+// The extra memory a chunk may take when chunk_rows is not given: 512 MiB of logits (f32) and gradient (the dtype), so
+// the N = 8192, V = 151936 in bf16 takes chunks of 512 rows (467 MB), under 10 % of the ~7.5 GB that
+// torch's matmul + F.cross_entropy holds at once.
+constexpr std::size_t kLinearCrossEntropyChunkBytes = std::size_t{512} << 20;
+
+// The default chunk: the most rows whose f32 logits and dtype gradient fit kLinearCrossEntropyChunkBytes, a
+// multiple of 128 (cuBLAS's tile heights) when that is at least 128, at least 1 and at most `rows` (≥ 1).
+std::int64_t linear_cross_entropy_default_chunk_rows(std::int64_t rows, std::int64_t vocab, DType dtype);
+
+void linear_cross_entropy(const TensorView& loss, const TensorView& lse, const TensorView& grad_hidden,
+                          const TensorView& grad_weight, const TensorView& grad_bias, const TensorView& hidden,
+                          const TensorView& weight, const TensorView& targets, const TensorView& grad_loss = {},
+                          const LinearCrossEntropyOptions& options = {}, Stream stream = {});
+
+}  // namespace smk
