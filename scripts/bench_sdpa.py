@@ -4,8 +4,11 @@
 Times torch.nn.functional.scaled_dot_product_attention under each backend (FLASH_ATTENTION, CUDNN_ATTENTION,
 EFFICIENT_ATTENTION) on the rows tests/cuda/attention/tune_prefill.cpp times (bf16, [B, H, S, D] as torch wants it),
 with CUDA events, 3 warm-ups and the median of 10, and joins them with tune_prefill's JSON into one markdown table of
-TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend.
-    usage: bench_sdpa.py --ours tune_prefill.json [--out FILE.md]
+TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend. "ours" is the best column of tune_prefill
+for the row, or with --pick the named column per head dimension (the dispatcher's default, say).
+--save-sdpa keeps torch's numbers as JSON; --sdpa-json rebuilds the table from them without torch or a GPU.
+    usage: bench_sdpa.py --ours tune_prefill.json [--out FILE.md] [--save-sdpa FILE.json | --sdpa-json FILE.json]
+                         [--pick "64=4w x2 n64 s2;128=4w x2 n64 s2"]
 """
 import argparse
 import json
@@ -31,41 +34,61 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ours", required=True)
     ap.add_argument("--out")
+    ap.add_argument("--save-sdpa")
+    ap.add_argument("--sdpa-json")
+    ap.add_argument("--pick")
     args = ap.parse_args()
-    try:
-        import torch
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError:
-        print("bench_sdpa: torch is not installed")
-        return 2
-    if not torch.cuda.is_available():
-        print("bench_sdpa: torch sees no GPU")
-        return 2
+    names = ["flash", "cudnn", "efficient"]
+    saved = json.load(open(args.sdpa_json)) if args.sdpa_json else None
+    if saved is None:
+        try:
+            import torch
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+        except ImportError:
+            print("bench_sdpa: torch is not installed")
+            return 2
+        if not torch.cuda.is_available():
+            print("bench_sdpa: torch sees no GPU")
+            return 2
+    pick = dict(kv.split("=", 1) for kv in args.pick.split(";")) if args.pick else {}
     ours = json.load(open(args.ours))
-    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    backends = [(n, None) for n in names] if saved is not None else \
+        [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+         ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    record = []
     lines = ["| B, H, S, D, mask | ours TFLOP/s (config) | " + " | ".join(f"{n} TFLOP/s" for n, _ in backends) +
              " | " + " | ".join(f"ours / {n}" for n, _ in backends) + " |",
              "|---|---|" + "---|" * (2 * len(backends))]
     for row in ours:
         b, h, s, d, causal = row["b"], row["h"], row["s"], row["d"], row["causal"]
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
-        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        best = max(row["tflops"].items(), key=lambda x: x[1])
-        theirs = []
-        for name, backend in backends:
-            try:
-                with sdpa_kernel(backend):
-                    ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
-                theirs.append(flops / ms / 1e9)
-            except RuntimeError as e:  # a backend that does not take this shape
-                print(f"{name} on {b},{h},{s},{d}: {str(e).splitlines()[0]}", file=sys.stderr)
-                theirs.append(float("nan"))
+        if str(d) in pick:
+            best = (pick[str(d)], row["tflops"][pick[str(d)]])
+        else:
+            best = max(row["tflops"].items(), key=lambda x: x[1])
+        if saved is not None:
+            match = [r for r in saved if (r["b"], r["h"], r["s"], r["d"], r["causal"]) == (b, h, s, d, causal)]
+            theirs = [match[0]["tflops"][n] if match else float("nan") for n in names]
+        else:
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            theirs = []
+            for name, backend in backends:
+                try:
+                    with sdpa_kernel(backend):
+                        ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                                              is_causal=causal))
+                    theirs.append(flops / ms / 1e9)
+                except RuntimeError as e:  # a backend that does not take this shape
+                    print(f"{name} on {b},{h},{s},{d}: {str(e).splitlines()[0]}", file=sys.stderr)
+                    theirs.append(float("nan"))
+            del q, k, v
+        record.append({"b": b, "h": h, "s": s, "d": d, "causal": causal, "tflops": dict(zip(names, theirs))})
         ratios = [best[1] / t if t == t else float("nan") for t in theirs]
         lines.append(f"| {b}, {h}, {s}, {d}, {'causal' if causal else 'full'} | {best[1]:.0f} ({best[0]}) | " +
                      " | ".join(f"{t:.0f}" for t in theirs) + " | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
         print(lines[-1], flush=True)
-        del q, k, v
+    if args.save_sdpa:
+        json.dump(record, open(args.save_sdpa, "w"), indent=1)
     text = "\n".join(lines) + "\n"
     if args.out:
         open(args.out, "w").write(text)

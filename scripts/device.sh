@@ -55,18 +55,22 @@ fi
 # tune: the softmax kernels under explicit launch configurations (tests/cuda/softmax/tune_softmax.cpp), the
 # measurements behind the dispatcher's thresholds.
 # prefill: attention_forward's tensor-core kernel (issue 7) on its own: builds just its targets (no `build` needed),
-# runs its GPU test, the test under compute-sanitizer memcheck and racecheck, then tune_prefill (every launch
-# configuration on the issue's rows) and torch's SDPA backends on the same rows (scripts/bench_sdpa.py).
+# runs its GPU test, tune_prefill (every built variant and the levers' ablation on the issue's rows) and torch's SDPA
+# backends on the same rows (scripts/bench_sdpa.py, their numbers kept in sdpa.json), then the test under
+# compute-sanitizer memcheck and racecheck.
 if want prefill; then
   [ -f build/default/build.ninja ] || run_step configure cmake --preset default
   run_step prefill-build cmake --build --preset default --parallel "$jobs" --target test_cuda_prefill tune_prefill
   run_step prefill-test build/default/tests/test_cuda_prefill
-  for tool in memcheck racecheck; do
-    run_step "prefill-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 build/default/tests/test_cuda_prefill \
-      --gtest_filter=*BatchInvariant*:*Configuration*
-  done
   run_step prefill-tune build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
-  run_step prefill-sdpa python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" --out "$OUT/prefill_vs_sdpa.md"
+  run_step prefill-sdpa python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" --out "$OUT/prefill_vs_sdpa.md" \
+    --save-sdpa "$OUT/sdpa.json"
+  # After the timings: memcheck over the whole test (every variant, varlen, rows with no key); racecheck, slower,
+  # over the cases that run every variant through several key tiles; each bounded in time.
+  run_step prefill-memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build/default/tests/test_cuda_prefill
+  run_step prefill-racecheck timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    build/default/tests/test_cuda_prefill --gtest_filter=*BatchInvariant*:*Configuration*
 fi
 # ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the bench's
 # cross-entropy rows at the issue's shapes, torch's F.cross_entropy beside them (scripts/compare_torch_ce.py), then

@@ -9,18 +9,24 @@
 // ../shared/ANCHORS.md: SDPA FLASH 346, cuDNN 597 at B=4, H=32, S=4096, D=128).
 //
 // Structure (one CTA = Br = 16·kWarps·kMT query rows of one (batch, head); each warp owns 16·kMT rows):
-//   Q tile → shared (cp.async) → registers as A fragments, once.
-//   for each key tile of Bc = 64 rows (K and V double-buffered in shared memory, the next tile's cp.async in flight
-//   while this one is used):
+//   Q tile → shared (cp.async) → registers as A fragments once, or re-read per k-step where registers are short.
+//   for each key tile of Bc = kBlockN rows (K and V in a ring of kStages shared-memory stages, the copies of the
+//   next kStages − 1 tiles in flight while this one is used; one __syncthreads per tile):
 //     S = Q·Kᵀ (K rows are the B operand as stored: ldmatrix without .trans);
 //     mask (key ≥ Sk, or causal key > row + Sk − Sq) → −inf, only on tiles that need it;
-//     the online softmax per row (running max m, running sum l, accumulator O rescaled by e^{m_old − m_new}), in
-//     base 2: scores are scaled by scale·log2(e) first (before the max, so a negative scale is handled), then
-//     p = 2^(s − m) on the special-function unit;
+//     the online softmax per row (running max m, running sum l, accumulator O rescaled by 2^{m_old − m_new} unless
+//     no max of the 16-row tile moved), in base 2: for a positive scale p = 2^(s·scale·log2(e) − m) is one FFMA and
+//     one ex2 (the max taken on the raw scores); a negative scale multiplies first (before the max, which it
+//     reverses);
 //     O += P·V with P straight from the S registers (the C layout of two 8-column tiles is the A layout of one
 //     16-column tile) and V through ldmatrix.trans.
 //   The final (m, l) becomes an OnlineSoftmaxState, which merges the sink (if any), gives the LSE, and the factor
-//   that normalises O — the same state algebra as every other op.
+//   that normalises O — the same state algebra as every other op. O goes out through the warp's own rows of the Q
+//   tile as 16-byte stores.
+//   Counts per warp and key tile at D = 128, kMT = 2, Bc = 64: 256 mma.sync (1 MFLOP), 80 ldmatrix.x4 (16 KB of K,
+//   16 KB of V and 8 KB of Q from shared memory: 26 flops per shared byte, a shared-memory ceiling near 870
+//   TFLOP/s), 64 ex2 on the special-function unit, and roughly 700 other instructions (a static count of the
+//   loop's fast path in the SASS).
 // Shared tiles are [rows][D] with 16-byte chunks XOR-swizzled by row (chunk ^ row % 8), so the 8 row addresses of
 // every ldmatrix phase hit 8 different bank groups.
 //
@@ -49,7 +55,6 @@ namespace smk::cuda {
 
 namespace {
 
-constexpr int kBlockN = 64;  // keys per tile: 8 n-tiles of the S product, 4 k-steps of P·V
 constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
 
 struct PrefillArgs {
@@ -70,6 +75,9 @@ struct PrefillArgs {
   int group;             // Hq / Hkv
   int causal;
   float scale_log2;      // softmax scale · log2(e)
+  int fold;              // 1: p = 2^(s·scale_log2 − m) as one FFMA, the max on raw scores (needs scale_log2 > 0)
+  int o_smem;            // 1: O through shared memory, 16-byte stores
+  int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
 };
 
 // Shared-memory element offset of (row, col) in a [rows][D] tile with XOR-swizzled 16-byte chunks.
@@ -78,34 +86,53 @@ __device__ __forceinline__ int swz(int row, int col) {
   return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
 }
 
-// Copies `valid` rows (≤ rows) of a [rows][D] tile from global (row stride `stride` elements) into shared memory,
-// zero-filling the rest without reading them.
+// Copies `valid` rows (≤ kRows) of a [kRows][D] tile from global (row stride `stride` elements) into the shared
+// tile at byte address `s`, zero-filling the rest without reading them. Thread t copies chunk column t % (D/8) of
+// rows t / (D/8) + i·kRowStep: kRowStep is a multiple of 8, so the swizzled column is the same in every pass and
+// the passes differ by constant offsets (a 64-bit add per pass, no per-chunk index arithmetic).
 template <typename T, int D, int kRows, int kThreads>
-__device__ __forceinline__ void load_tile(T* s, const T* g, std::int64_t stride, int valid) {
+__device__ __forceinline__ void copy_tile(std::uint32_t s, const T* g, std::int64_t stride, int valid) {
   constexpr int kChunks = D / 8;
-  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
-    const int r = i / kChunks, c = (i % kChunks) * 8;
-    const bool ok = r < valid;
-    ptx::cp_async_16(ptx::smem_addr(s + swz<D>(r, c)), ok ? g + r * stride + c : g, ok ? 16 : 0);
+  constexpr int kRowStep = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && kRowStep % 8 == 0 && kRows % kRowStep == 0, "tile copy geometry");
+  const int row = static_cast<int>(threadIdx.x) / kChunks, col = (static_cast<int>(threadIdx.x) % kChunks) * 8;
+  const std::uint32_t dst = s + static_cast<std::uint32_t>(swz<D>(row, col) * sizeof(T));
+  const T* p = g + row * stride + col;
+  const std::int64_t step = kRowStep * stride;
+  if (valid >= kRows) {
+#pragma unroll
+    for (int i = 0; i < kRows / kRowStep; ++i, p += step)
+      ptx::cp_async_16(dst + i * kRowStep * D * sizeof(T), p, 16);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRows / kRowStep; ++i, p += step) {
+      const bool ok = row + i * kRowStep < valid;
+      ptx::cp_async_16(dst + i * kRowStep * D * sizeof(T), ok ? p : g, ok ? 16 : 0);
+    }
   }
 }
 
-// kMT: 16-row m-tiles per warp. With 2, every K and V fragment read from shared memory feeds two products (half
-// the shared traffic per flop, FlashAttention-2's arrangement); Q then stays in registers only at D = 64 (at D = 128
-// it is re-read from shared memory per k-step, to stay under 255 registers).
-template <typename T, int D, int kWarps, int kMT>
+// One CTA: kBlockM = 16·kWarps·kMT query rows of one (batch, head); each warp owns 16·kMT rows (kMT m-tiles: with
+// 2, every K and V fragment read from shared memory feeds two products, FlashAttention-2's arrangement). K and V
+// tiles of kBlockN keys go through a ring of kStages shared-memory stages (cp.async), one __syncthreads per tile:
+// at the top of tile j every thread waits for its own copies of tile j, the barrier makes all of them visible and
+// proves every warp has finished tile j − 1, whose stage the copy of tile j + kStages − 1 then overwrites.
+// Q stays in registers where they allow it (one m-tile, or D = 64 with 64-key tiles); otherwise its fragments are
+// re-read from shared memory per k-step.
+template <typename T, int D, int kWarps, int kMT, int kBlockN, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kBlockM = 16 * kWarps * kMT;
   constexpr int kNT = kBlockN / 8;  // n-tiles of S
   constexpr int kDT = D / 8;        // n-tiles of O
-  constexpr bool kQInRegs = kMT == 1 || D == 64;
+  constexpr bool kQInRegs = kMT == 1 || (D == 64 && kBlockN <= 64);
+  constexpr std::uint32_t kTileBytes = kBlockN * D * sizeof(T);  // one K (or V) tile; a stage is K then V
+  constexpr std::uint32_t kStageBytes = 2 * kTileBytes;
+  static_assert(kStages >= 2, "a ring of at least two stages");
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  T* sQ = reinterpret_cast<T*>(smem_raw);
-  // Buffers by arithmetic, not by a pointer array a run-time index would move to local memory.
-  T* const sK0 = sQ + kBlockM * D;  // K tile of buffer i at sK0 + i·kTile, V's at sV0 + i·kTile
-  T* const sV0 = sK0 + 2 * kBlockN * D;
-  constexpr int kTile = kBlockN * D;
+  T* const sQ = reinterpret_cast<T*>(smem_raw);
+  const std::uint32_t q_addr = ptx::smem_addr(sQ);
+  const std::uint32_t kv_addr = q_addr + kBlockM * D * sizeof(T);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
@@ -126,21 +153,30 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
   const T* vg = static_cast<const T*>(a.v) + b * a.v_b + k0 * a.v_s + hk * a.v_h;
   const int q_rows = static_cast<int>(sq - m0 < kBlockM ? sq - m0 : kBlockM);
 
-  // Keys visible to some row of this CTA: [0, kend). Causal: row i sees keys j ≤ i + Sk − Sq.
+  // Keys visible to some row of this CTA: [0, kend). Causal: row i sees keys j ≤ i + Sk − Sq. Tiles past kend are
+  // never loaded; only tiles that reach past Sk or past some row's diagonal take the mask below.
   std::int64_t kend = sk;
   if (a.causal) {
     const std::int64_t last = m0 + q_rows - 1 + sk - sq + 1;
     kend = last < 0 ? 0 : (last < sk ? last : sk);
   }
   const int n_tiles = static_cast<int>((kend + kBlockN - 1) / kBlockN);
+  const auto load_kv = [&](int tile, int stage) {
+    const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
+    const int valid = static_cast<int>(kend - n1 < kBlockN ? kend - n1 : kBlockN);
+    const std::uint32_t dst = kv_addr + stage * kStageBytes;
+    copy_tile<T, D, kBlockN, kThreads>(dst, kg + n1 * a.k_s, a.k_s, valid);
+    copy_tile<T, D, kBlockN, kThreads>(dst + kTileBytes, vg + n1 * a.v_s, a.v_s, valid);
+  };
 
-  load_tile<T, D, kBlockM, kThreads>(sQ, qg, a.q_s, q_rows);
-  if (n_tiles > 0) {
-    const int valid = static_cast<int>(kend < kBlockN ? kend : kBlockN);
-    load_tile<T, D, kBlockN, kThreads>(sK0, kg, a.k_s, valid);
-    load_tile<T, D, kBlockN, kThreads>(sV0, vg, a.v_s, valid);
+  // Prologue: Q with tile 0 in the first group, then tiles 1 .. kStages − 2, one group each (empty past the end, so
+  // that the group count, and with it the wait below, is the same for every CTA).
+  copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < n_tiles) load_kv(i, i);
+    ptx::cp_async_commit();
   }
-  ptx::cp_async_commit();
 
   // This thread's rows: m-tile mt, half r → warp·16·kMT + mt·16 + g + 8r (within the CTA), and their state.
   const int wrow = warp * 16 * kMT;
@@ -153,22 +189,32 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
 #pragma unroll
     for (int t = 0; t < kDT; ++t) acc[mt][t][0] = acc[mt][t][1] = acc[mt][t][2] = acc[mt][t][3] = 0.0f;
   }
+  // ldmatrix addresses without per-fragment index arithmetic. A lane's row r has r % 8 = lane % 8 in every
+  // fragment, and the 16-byte chunk it reads at k-step kk (16 columns) is (2kk + b) ^ (lane % 8) = 2kk ^ (b ^ lane % 8)
+  // for its half b; a row's chunks stay below its start (D·2 bytes, a power of two), so the byte offset is
+  // (row bytes | (b ^ lane % 8) << 4) ^ kk << 5: one XOR per k-step, and the other fragments at constant offsets.
+  constexpr std::uint32_t kRowBytes = D * sizeof(T);
+  const int l8 = lane % 8, mi = lane / 8;
+  const std::uint32_t q_lane = ((lane % 16) * kRowBytes) | ((((lane / 16) ^ l8)) << 4);       // A: rows, column half
+  const std::uint32_t k_lane = (((mi >> 1) * 8 + l8) * kRowBytes) | ((((mi & 1) ^ l8)) << 4);  // B: key rows
+  const std::uint32_t v_lane = (((mi & 1) * 8 + l8) * kRowBytes) | ((((mi >> 1) ^ l8)) << 4);  // B (.trans): keys
+  const std::uint32_t q_warp = q_addr + wrow * kRowBytes;
   std::uint32_t qf[kQInRegs ? kMT : 1][kQInRegs ? D / 16 : 1][4];
   const auto q_frag = [&](std::uint32_t(&f)[4], int mt, int kk) {
-    ptx::ldmatrix_x4(f, ptx::smem_addr(sQ + swz<D>(wrow + mt * 16 + lane % 16, kk * 16 + (lane / 16) * 8)));
+    ptx::ldmatrix_x4(f, q_warp + (q_lane ^ (kk << 5)) + mt * 16 * kRowBytes);
   };
+  const float c2 = a.scale_log2;
+  const bool fold = a.fold != 0;  // the host sets it only for a positive scale
 
+  int rd = 0, wr = kStages - 1;  // the stage of tile j, and the stage tile j + kStages − 1 goes to
   for (int j = 0; j < n_tiles; ++j) {
-    const int buf = j & 1;
-    if (j + 1 < n_tiles) {
-      const std::int64_t n1 = static_cast<std::int64_t>(j + 1) * kBlockN;
-      const int valid = static_cast<int>(kend - n1 < kBlockN ? kend - n1 : kBlockN);
-      load_tile<T, D, kBlockN, kThreads>(sK0 + (buf ^ 1) * kTile, kg + n1 * a.k_s, a.k_s, valid);
-      load_tile<T, D, kBlockN, kThreads>(sV0 + (buf ^ 1) * kTile, vg + n1 * a.v_s, a.v_s, valid);
-    }
+    ptx::cp_async_wait<kStages - 2>();  // this thread's copies of tile j (and Q) have landed
+    __syncthreads();                    // everyone's have; everyone is done with tile j − 1 (stage wr)
+    if (j + kStages - 1 < n_tiles) load_kv(j + kStages - 1, wr);
     ptx::cp_async_commit();
-    ptx::cp_async_wait<1>();  // everything but the tile just requested has landed
-    __syncthreads();
+    wr = wr + 1 == kStages ? 0 : wr + 1;
+    const std::uint32_t k_addr = kv_addr + rd * kStageBytes, v_addr = k_addr + kTileBytes;
+    rd = rd + 1 == kStages ? 0 : rd + 1;
     if constexpr (kQInRegs) {
       if (j == 0) {
 #pragma unroll
@@ -178,7 +224,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
       }
     }
 
-    // S = Q·Kᵀ for this warp's rows and the tile's 64 keys.
+    // S = Q·Kᵀ for this warp's rows and the tile's keys (K rows are the B operand as stored: ldmatrix, no .trans).
     float s[kMT][kNT][4];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -191,11 +237,11 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) q_frag(qk[mt], mt, kk);
       }
+      const std::uint32_t k_kk = k_addr + (k_lane ^ (kk << 5));
 #pragma unroll
       for (int np = 0; np < kNT / 2; ++np) {
         std::uint32_t bf[4];
-        const int mi = lane / 8;
-        ptx::ldmatrix_x4(bf, ptx::smem_addr(sK0 + buf * kTile + swz<D>(np * 16 + (mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
+        ptx::ldmatrix_x4(bf, k_kk + np * 16 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           if constexpr (kQInRegs) {
@@ -213,82 +259,122 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
     const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      // Scores in base-2 units, s·scale·log2(e), before the max: a negative scale flips which key is largest.
+      // Base-2 units. Folded: the max is taken on the raw scores (scale_log2 > 0 keeps their order) and each
+      // probability is 2^(s·scale_log2 − m), one FFMA. Otherwise the scores are scaled first, before the max (a
+      // negative scale flips which key is largest).
+      if (!fold) {
 #pragma unroll
-      for (int t = 0; t < kNT; ++t)
+        for (int t = 0; t < kNT; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][t][e] *= a.scale_log2;
-
-      // Mask the keys past the end and, under causal, past each row's diagonal.
+          for (int e = 0; e < 4; ++e) s[mt][t][e] *= c2;
+      }
+      // Mask the keys past the end and, under causal, past each row's diagonal (−inf stays −inf after either scaling).
       if (edge) {
-        const std::int64_t row0 = m0 + wrow + mt * 16 + g;
-        const std::int64_t lim0 = a.causal ? row0 + sk - sq : sk - 1, lim1 = a.causal ? row0 + 8 + sk - sq : sk - 1;
+        // Key n0 + x is visible to a row when x ≤ its limit (the last key, or the diagonal): limits relative to
+        // this thread's first column 2c, clamped into [−1, kBlockN], so that each score takes one 32-bit compare
+        // against a constant.
+        const std::int64_t row0 = m0 + wrow + mt * 16 + g, last = sk - 1 - n0 - 2 * c;
+        const auto rel = [&](std::int64_t row) {
+          std::int64_t x = a.causal ? row + sk - sq - n0 - 2 * c : last;
+          x = x < last ? x : last;
+          return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
+        };
+        const int lim0 = rel(row0), lim1 = rel(row0 + 8);
 #pragma unroll
         for (int t = 0; t < kNT; ++t) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const std::int64_t key = n0 + t * 8 + 2 * c + e;
-            if (key >= sk || key > lim0) s[mt][t][e] = -INFINITY;
-            if (key >= sk || key > lim1) s[mt][t][2 + e] = -INFINITY;
+            if (t * 8 + e > lim0) s[mt][t][e] = -INFINITY;
+            if (t * 8 + e > lim1) s[mt][t][2 + e] = -INFINITY;
           }
         }
       }
 
-      // Online softmax: new row maxima (over the quad), rescale, exponentiate.
+      // Online softmax: new row maxima (over the quad), the rescale factor, the probabilities and their sum.
+      float alpha[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = m_run[mt][r];
+        float mx = -INFINITY;
 #pragma unroll
         for (int t = 0; t < kNT; ++t) mx = fmaxf(mx, fmaxf(s[mt][t][2 * r], s[mt][t][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // A row that has seen only −inf keeps max −inf; shift by 0 then, so that exp(−inf − 0) = 0, never NaN.
+        if (fold) mx *= c2;  // the max of the scaled scores: rounding is monotone
+        mx = fmaxf(mx, m_run[mt][r]);
+        // A row that has seen only −inf keeps max −inf; shift by 0 then, so that 2^(−inf − 0) = 0, never NaN.
         const float shift = mx == -INFINITY ? 0.0f : mx;
-        const float alpha = ptx::exp2_approx(m_run[mt][r] - shift);  // m_run = −inf: 0
+        alpha[r] = ptx::exp2_approx(m_run[mt][r] - shift);  // m_run = −inf: 0
         m_run[mt][r] = mx;
         float sum = 0.0f;
+        if (fold) {
 #pragma unroll
-        for (int t = 0; t < kNT; ++t) {
-          s[mt][t][2 * r] = ptx::exp2_approx(s[mt][t][2 * r] - shift);
-          s[mt][t][2 * r + 1] = ptx::exp2_approx(s[mt][t][2 * r + 1] - shift);
-          sum += s[mt][t][2 * r] + s[mt][t][2 * r + 1];
+          for (int t = 0; t < kNT; ++t) {
+            s[mt][t][2 * r] = ptx::exp2_approx(fmaf(s[mt][t][2 * r], c2, -shift));
+            s[mt][t][2 * r + 1] = ptx::exp2_approx(fmaf(s[mt][t][2 * r + 1], c2, -shift));
+            sum += s[mt][t][2 * r] + s[mt][t][2 * r + 1];
+          }
+        } else {
+#pragma unroll
+          for (int t = 0; t < kNT; ++t) {
+            s[mt][t][2 * r] = ptx::exp2_approx(s[mt][t][2 * r] - shift);
+            s[mt][t][2 * r + 1] = ptx::exp2_approx(s[mt][t][2 * r + 1] - shift);
+            sum += s[mt][t][2 * r] + s[mt][t][2 * r + 1];
+          }
         }
-        l_run[mt][r] = l_run[mt][r] * alpha + sum;
+        l_run[mt][r] = l_run[mt][r] * alpha[r] + sum;
+      }
+      // alpha = 2^0 = 1 exactly where the max did not move: skipping the multiply then changes no bit.
+      if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
         for (int t = 0; t < kDT; ++t) {
-          acc[mt][t][2 * r] *= alpha;
-          acc[mt][t][2 * r + 1] *= alpha;
+          acc[mt][t][0] *= alpha[0];
+          acc[mt][t][1] *= alpha[0];
+          acc[mt][t][2] *= alpha[1];
+          acc[mt][t][3] *= alpha[1];
         }
       }
     }
 
-    // O += P·V: P from the S registers, V through ldmatrix.trans (each V fragment feeds every m-tile).
+    // O += P·V: P from the S registers (the C layout of two 8-column tiles is the A layout of one 16-column tile),
+    // packed all at once (half the registers of the f32 scores), then V through ldmatrix.trans, one XOR per
+    // 16-column slice of O and the key steps at constant offsets; each V fragment feeds every m-tile. Every
+    // accumulator still adds its key steps in order 0, 1, ...: the same bits as any other loop order.
+    std::uint32_t pa[kBlockN / 16][kMT][4];
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      std::uint32_t pa[kMT][4];
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = ptx::pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = ptx::pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        pa[kk][mt][0] = ptx::pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[kk][mt][1] = ptx::pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[kk][mt][2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[kk][mt][3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
 #pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
+    for (int dp = 0; dp < kDT / 2; ++dp) {
+      const std::uint32_t v_dp = v_addr + (v_lane ^ (dp << 5));
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
         std::uint32_t bf[4];
-        const int mi = lane / 8;
-        ptx::ldmatrix_x4_trans(bf, ptx::smem_addr(sV0 + buf * kTile + swz<D>(kk * 16 + (mi % 2) * 8 + lane % 8, dp * 16 + (mi / 2) * 8)));
+        ptx::ldmatrix_x4_trans(bf, v_dp + kk * 16 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          ptx::mma_16816<T>(acc[mt][2 * dp], pa[mt], bf[0], bf[1]);
-          ptx::mma_16816<T>(acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
+          ptx::mma_16816<T>(acc[mt][2 * dp], pa[kk][mt], bf[0], bf[1]);
+          ptx::mma_16816<T>(acc[mt][2 * dp + 1], pa[kk][mt], bf[2], bf[3]);
         }
       }
     }
-    __syncthreads();  // every warp is done with this buffer before the next iteration's copy overwrites it
+  }
+
+  // No tile (causal rows before any key): Q's copies may still be landing in the rows O is staged through.
+  if (n_tiles == 0) {
+    ptx::cp_async_wait<0>();
+    __syncthreads();
   }
 
   // Finish: quad sums, the state (with the sink), O normalised once, the LSE.
+  const bool o_smem = a.o_smem != 0;
+  T* const sO = sQ + wrow * D;  // this warp's own rows of the Q tile, which no other warp reads
+  if (o_smem) __syncwarp();     // every lane's last reads of them (Q fragments) are done
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -304,37 +390,76 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
         st.merge(sink);
       }
       const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
-      const std::int64_t row = m0 + wrow + mt * 16 + g + 8 * r;
-      if (row >= sq) continue;
-      T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;
+      const int lrow = mt * 16 + g + 8 * r;  // within the warp's rows
+      const std::int64_t row = m0 + wrow + lrow;
+      if (o_smem) {
 #pragma unroll
-      for (int t = 0; t < kDT; ++t)
-        *reinterpret_cast<std::uint32_t*>(og + t * 8 + 2 * c) =
-            ptx::pack2<T>(acc[mt][t][2 * r] * factor, acc[mt][t][2 * r + 1] * factor);
+        for (int t = 0; t < kDT; ++t)
+          *reinterpret_cast<std::uint32_t*>(sO + swz<D>(lrow, t * 8 + 2 * c)) =
+              ptx::pack2<T>(acc[mt][t][2 * r] * factor, acc[mt][t][2 * r + 1] * factor);
+      }
+      if (row >= sq) continue;
+      if (!o_smem) {
+        T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;
+#pragma unroll
+        for (int t = 0; t < kDT; ++t)
+          *reinterpret_cast<std::uint32_t*>(og + t * 8 + 2 * c) =
+              ptx::pack2<T>(acc[mt][t][2 * r] * factor, acc[mt][t][2 * r + 1] * factor);
+      }
       if (a.lse && c == 0) a.lse[b * a.lse_b + h * a.lse_h + (q0 + row) * a.lse_s] = st.lse();
+    }
+  }
+  if (o_smem) {
+    // The warp's 16·kMT rows of D/8 16-byte chunks: a quarter warp (8 lanes) reads 8 chunks the swizzle puts in 8
+    // different bank groups, and D/8 consecutive lanes store one whole row.
+    __syncwarp();
+    constexpr int kChunks = D / 8;
+#pragma unroll
+    for (int i = lane; i < 16 * kMT * kChunks; i += 32) {
+      const int lrow = i / kChunks, col = (i % kChunks) * 8;
+      const std::int64_t row = m0 + wrow + lrow;
+      if (row < sq)
+        *reinterpret_cast<uint4*>(static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h + col) =
+            *reinterpret_cast<const uint4*>(sO + swz<D>(lrow, col));
     }
   }
 }
 
-template <typename T, int D, int kWarps, int kMT>
-void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t q_tiles, cudaStream_t stream) {
+template <typename T, int D, int kWarps, int kMT, int kBlockN, int kStages>
+void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 16 * kWarps * kMT;
-  constexpr int smem = (kBlockM + 4 * kBlockN) * D * static_cast<int>(sizeof(T));
-  auto* kernel = prefill_kernel<T, D, kWarps, kMT>;
+  constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T));
+  auto* kernel = prefill_kernel<T, D, kWarps, kMT, kBlockN, kStages>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
   kernel<<<grid, kWarps * 32, smem, stream>>>(a);
   SMK_CUDA_CHECK_LAUNCH("prefill_kernel");
 }
 
-template <typename T, int D>
-void launch_config(int warps, int m_tiles, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
-                   std::int64_t q_tiles, cudaStream_t stream) {
-  if (warps == 4) {
-    m_tiles == 1 ? launch<T, D, 4, 1>(a, batch, hq, q_tiles, stream) : launch<T, D, 4, 2>(a, batch, hq, q_tiles, stream);
-  } else {
-    m_tiles == 1 ? launch<T, D, 8, 1>(a, batch, hq, q_tiles, stream) : launch<T, D, 8, 2>(a, batch, hq, q_tiles, stream);
-  }
+// The instantiated variants (kPrefillVariants in attention_cuda.hpp); false for any other combination.
+template <typename T, int D, int kWarps, int kMT, int kBlockN, int kStages>
+bool try_launch(const PrefillVariant& v, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
+                std::int64_t max_sq, cudaStream_t stream) {
+  if (v.warps != kWarps || v.m_tiles != kMT || v.block_n != kBlockN || v.stages != kStages) return false;
+  launch<T, D, kWarps, kMT, kBlockN, kStages>(a, batch, hq, max_sq, stream);
+  return true;
+}
+
+template <typename T>
+bool launch_variant(const PrefillVariant& v, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
+                    std::int64_t max_sq, cudaStream_t s) {
+  if (v.d == 128)
+    return try_launch<T, 128, 4, 1, 64, 2>(v, a, batch, hq, max_sq, s) ||
+           try_launch<T, 128, 4, 2, 64, 2>(v, a, batch, hq, max_sq, s) ||
+           try_launch<T, 128, 4, 2, 64, 3>(v, a, batch, hq, max_sq, s) ||
+           try_launch<T, 128, 4, 2, 32, 2>(v, a, batch, hq, max_sq, s) ||
+           try_launch<T, 128, 4, 2, 32, 3>(v, a, batch, hq, max_sq, s);
+  return try_launch<T, 64, 4, 1, 64, 2>(v, a, batch, hq, max_sq, s) ||
+         try_launch<T, 64, 4, 2, 64, 2>(v, a, batch, hq, max_sq, s) ||
+         try_launch<T, 64, 4, 2, 64, 3>(v, a, batch, hq, max_sq, s) ||
+         try_launch<T, 64, 4, 2, 128, 2>(v, a, batch, hq, max_sq, s) ||
+         try_launch<T, 64, 4, 2, 128, 3>(v, a, batch, hq, max_sq, s);
 }
 
 bool aligned16(const TensorView& t) {
@@ -342,6 +467,10 @@ bool aligned16(const TensorView& t) {
   for (int d = 0; d + 1 < t.rank; ++d)
     if (t.strides[d] % 8 != 0 && t.shape[d] > 1) return false;
   return t.strides[t.rank - 1] == 1 || t.shape[t.rank - 1] == 1;
+}
+
+bool toggle(PrefillToggle t, bool dispatcher_default) {
+  return t == PrefillToggle::dispatcher ? dispatcher_default : t == PrefillToggle::on;
 }
 
 }  // namespace
@@ -362,6 +491,22 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
       throw_unsupported(op, std::string("the GPU kernel needs `") + name +
                                 "` with a contiguous head dimension, a 16-byte-aligned base and strides that are "
                                 "multiples of 8 elements; pass a contiguous copy");
+  const bool d64 = d == 64;
+  const PrefillVariant variant{
+      static_cast<int>(d), config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128),
+      config.m_tiles != 0 ? config.m_tiles : (d64 ? kPrefillMTilesD64 : kPrefillMTilesD128),
+      config.block_n != 0 ? config.block_n : (d64 ? kPrefillBlockND64 : kPrefillBlockND128),
+      config.stages != 0 ? config.stages : (d64 ? kPrefillStagesD64 : kPrefillStagesD128)};
+  bool built = false;
+  for (const PrefillVariant& x : kPrefillVariants)
+    built = built || (x.d == variant.d && x.warps == variant.warps && x.m_tiles == variant.m_tiles &&
+                      x.block_n == variant.block_n && x.stages == variant.stages);
+  if (!built)
+    throw_invalid_argument(op, "config", "no prefill kernel is built for D " + std::to_string(d) + ", " +
+                                             std::to_string(variant.warps) + " warps x " +
+                                             std::to_string(variant.m_tiles) + " m-tiles, " +
+                                             std::to_string(variant.block_n) + "-key tiles, " +
+                                             std::to_string(variant.stages) + " stages (see kPrefillVariants)");
   if (batch == 0 || hq == 0 || sq == 0) return;
   PrefillArgs a{};
   a.q = q.data;
@@ -374,7 +519,10 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   a.group = static_cast<int>(hq / hkv);
   a.causal = o.causal ? 1 : 0;
   a.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
-  std::int64_t max_sq = sq;
+  // The fold takes the max on raw scores, which orders them as the scaled ones only for a positive scale.
+  a.fold = toggle(config.fold_scale, kPrefillFoldScale) && a.scale_log2 > 0.0f ? 1 : 0;
+  a.o_smem = toggle(config.o_smem, kPrefillOSmem) ? 1 : 0;
+  a.skip_rescale = toggle(config.skip_rescale, kPrefillSkipRescale) ? 1 : 0;
   if (varlen) {
     a.cu_q = static_cast<const int*>(o.cu_seqlens_q.data);
     a.cu_k = static_cast<const int*>(o.cu_seqlens_k.data);
@@ -384,9 +532,8 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     a.v_s = v.strides[0], a.v_h = v.strides[1];
     a.o_s = out.strides[0], a.o_h = out.strides[1];
     if (lse.data) a.lse_h = lse.strides[0], a.lse_s = lse.strides[1];
-    // Without max_seqlen the grid covers the whole packed batch per sequence; CTAs past their sequence's end
-    // return at once (a few microseconds for thousands of them).
-    max_sq = sq;
+    // Without max_seqlen the grid covers the whole packed batch per sequence (sq is the total); CTAs past their
+    // sequence's end return at once (a few microseconds for thousands of them).
   } else {
     a.q_b = q.strides[0], a.q_s = q.strides[1], a.q_h = q.strides[2];
     a.k_b = k.strides[0], a.k_s = k.strides[1], a.k_h = k.strides[2];
@@ -396,25 +543,17 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     a.sq = sq;
     a.sk = sk;
   }
-  DeviceGuard guard(q.device.index);
-  const auto s = static_cast<cudaStream_t>(stream.handle);
-  const bool d64 = d == 64;
-  const int warps = config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128);
-  const int m_tiles = config.m_tiles != 0 ? config.m_tiles : (d64 ? kPrefillMTilesD64 : kPrefillMTilesD128);
-  if (warps != 4 && warps != 8) throw_invalid_argument(op, "config.warps", "must be 4 or 8");
-  if (m_tiles != 1 && m_tiles != 2) throw_invalid_argument(op, "config.m_tiles", "must be 1 or 2");
-  const std::int64_t rows = 16 * warps * m_tiles;
-  const std::int64_t tiles = (max_sq + rows - 1) / rows;
+  const std::int64_t rows = 16 * variant.warps * variant.m_tiles;
+  const std::int64_t tiles = (sq + rows - 1) / rows;
   if (tiles > 0x7fffffff || batch > 65535 || hq > 65535)
     throw_invalid_argument(op, "q", "grid too large: " + std::to_string(tiles) + " query tiles, batch " +
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
-  if (q.dtype == DType::bf16) {
-    d64 ? launch_config<__nv_bfloat16, 64>(warps, m_tiles, a, batch, hq, tiles, s)
-        : launch_config<__nv_bfloat16, 128>(warps, m_tiles, a, batch, hq, tiles, s);
-  } else {
-    d64 ? launch_config<__half, 64>(warps, m_tiles, a, batch, hq, tiles, s)
-        : launch_config<__half, 128>(warps, m_tiles, a, batch, hq, tiles, s);
-  }
+  DeviceGuard guard(q.device.index);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (q.dtype == DType::bf16)
+    launch_variant<__nv_bfloat16>(variant, a, batch, hq, sq, s);
+  else
+    launch_variant<__half>(variant, a, batch, hq, sq, s);
 }
 
 }  // namespace smk::cuda

@@ -190,7 +190,7 @@ double max_abs_dot(const Case& c, const Tensor4& q, const Tensor4& k) {
   return best;
 }
 
-void check_case(const Case& c) {
+void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}) {
   SCOPED_TRACE(c.name);
   std::mt19937 rng(static_cast<std::uint32_t>(std::hash<std::string>{}(c.name)));
   const bool varlen = !c.len_q.empty();
@@ -218,7 +218,7 @@ void check_case(const Case& c) {
   for (float& s : sinks) s = sd(rng);
   Case cc = c;
   cc.b = b;
-  const Result got = run_gpu(cc, q, k, v, sinks, cu_q, cu_k);
+  const Result got = run_gpu(cc, q, k, v, sinks, cu_q, cu_k, cfg);
   const Reference want = run_reference(cc, q, k, v, sinks, cu_q, cu_k);
   const double u = c.dtype == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   const double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d));
@@ -248,8 +248,8 @@ void check_case(const Case& c) {
       ++bad;
     }
   }
-  // Bitwise reproducible, and the other launch configuration gives a result within the same bounds.
-  const Result again = run_gpu(cc, q, k, v, sinks, cu_q, cu_k);
+  // Bitwise reproducible.
+  const Result again = run_gpu(cc, q, k, v, sinks, cu_q, cu_k, cfg);
   EXPECT_EQ(0, std::memcmp(got.o.data(), again.o.data(), got.o.size() * sizeof(double))) << "O not reproducible";
   EXPECT_EQ(0, std::memcmp(got.lse.data(), again.lse.data(), got.lse.size() * sizeof(double)));
 }
@@ -296,10 +296,46 @@ TEST(CudaAttentionPrefill, BatchInvariant) {
   EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double)));
 }
 
-// Every launch configuration (the dispatcher picks one by head dimension) gives the same bits: each row's
-// arithmetic is the same sequence of operations whatever the rows per warp and per CTA.
+smk::cuda::PrefillConfig config_of(const smk::cuda::PrefillVariant& x, smk::cuda::PrefillToggle toggles) {
+  return {x.warps, x.m_tiles, x.block_n, x.stages, toggles, toggles, toggles};
+}
+std::string name_of(const smk::cuda::PrefillVariant& x) {
+  return "D" + std::to_string(x.d) + " " + std::to_string(x.warps) + "w x" + std::to_string(x.m_tiles) + " n" +
+         std::to_string(x.block_n) + " s" + std::to_string(x.stages);
+}
+
+// Every built variant (kPrefillVariants: the dispatcher's default is one of them, and tune_prefill times all of
+// them) against the float64 reference, f16 and bf16: odd lengths, GQA, sinks, causal with Sq ≠ Sk both ways,
+// rows with no key, a negative scale (which takes the multiply-first path), varlen. The first variant of each head
+// dimension also runs with the fold, the shared-memory O and the skipped rescale all off.
+TEST(CudaAttentionPrefill, EveryVariantMatchesTheReference) {
+  SMK_REQUIRE_GPU();
+  using smk::cuda::PrefillToggle;
+  int first_d = 0;
+  for (const auto& x : smk::cuda::kPrefillVariants) {
+    std::vector<PrefillToggle> toggles = {PrefillToggle::on};
+    if (x.d != first_d) toggles.push_back(PrefillToggle::off), first_d = x.d;
+    for (PrefillToggle t : toggles)
+      for (DType dt : {DType::bf16, DType::f16}) {
+        const std::string tag = name_of(x) + (t == PrefillToggle::off ? " toggles off " : " ") +
+                                (dt == DType::bf16 ? "bf16" : "f16");
+        const std::vector<Case> cases = {
+            {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
+            {tag + " causal 200x77 (Sq>Sk, rows with no key)", dt, 1, 200, 77, 2, 1, x.d, true},
+            {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
+            {tag + " varlen causal", dt, 0, 0, 0, 2, 1, x.d, true, false, {3, 140, 0}, {9, 140, 20}},
+        };
+        for (const Case& c : cases) check_case(c, config_of(x, t));
+      }
+  }
+}
+
+// Variants with the same key-tile size give the same bits: each row's arithmetic is the same sequence of
+// operations whatever the rows per warp and per CTA, the stages, the way O is stored or whether a rescale by
+// exactly 1 is skipped. (The key-tile size changes where the running max is rescaled, so it changes the rounding.)
 TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
   SMK_REQUIRE_GPU();
+  using smk::cuda::PrefillToggle;
   for (std::int64_t d : {64, 128}) {
     Case c{"configurations", DType::bf16, 1, 300, 300, 2, 1, d, true};
     std::mt19937 rng(11);
@@ -308,15 +344,25 @@ TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
     k.fill(rng, c.dtype, 1);
     v.fill(rng, c.dtype, 1);
     const std::vector<float> sinks(2, 0.0f);
-    const Result base = run_gpu(c, q, k, v, sinks, {}, {});
-    for (int warps : {4, 8})
-      for (int m_tiles : {1, 2}) {
-        const Result r = run_gpu(c, q, k, v, sinks, {}, {}, smk::cuda::PrefillConfig{warps, m_tiles});
-        EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), base.o.size() * sizeof(double)))
-            << "D " << d << ", " << warps << " warps x " << m_tiles;
-        EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), base.lse.size() * sizeof(double)))
-            << "D " << d << ", " << warps << " warps x " << m_tiles;
+    std::vector<std::pair<int, Result>> base;  // (block_n, first result)
+    for (const auto& x : smk::cuda::kPrefillVariants) {
+      if (x.d != d) continue;
+      auto cfg = config_of(x, PrefillToggle::on);
+      const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+      cfg.o_smem = cfg.skip_rescale = PrefillToggle::off;
+      const Result plain = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+      EXPECT_EQ(0, std::memcmp(plain.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(plain.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+      const Result* same = nullptr;
+      for (const auto& [n, res] : base)
+        if (n == x.block_n) same = &res;
+      if (!same) {
+        base.emplace_back(x.block_n, r);
+        continue;
       }
+      EXPECT_EQ(0, std::memcmp(same->o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(same->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+    }
   }
 }
 
@@ -336,6 +382,15 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
     ADD_FAILURE() << "D = 96 accepted";
   } catch (const smk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("head dimension"), std::string::npos) << e.what();
+  }
+  // A launch configuration no kernel is built for (the tuning entry; the public call never asks for one).
+  const auto q64 = TensorView::contiguous(h.data(), DType::bf16, dev, {1, 8, 2, 64});
+  const auto o64 = TensorView::contiguous(o.data(), DType::bf16, dev, {1, 8, 2, 64});
+  try {
+    smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, smk::cuda::PrefillConfig{8, 1}, {});
+    ADD_FAILURE() << "8 warps x 1 accepted";
+  } catch (const smk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("config"), std::string::npos) << e.what();
   }
   // A base pointer off the 16-byte grid.
   const auto odd = TensorView::contiguous(h.data() + 1, DType::bf16, dev, {1, 2, 2, 64});

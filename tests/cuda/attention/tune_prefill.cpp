@@ -1,5 +1,7 @@
 // tune_prefill: times attention_forward's GPU kernel (src/cuda/attention/prefill.cu) on issue 7's benchmark rows,
-// under each launch configuration, and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
+// under every built variant (kPrefillVariants: warps × m-tiles, key-tile size, stages) and, on the 4w x2 n64 s2
+// variant, with each of the fold, the shared-memory O and the skipped rescale turned off alone and all together
+// (the levers' ablation), and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
 // `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
 // docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
@@ -35,11 +37,29 @@ std::vector<Row> rows() {
 }
 
 struct Config {
-  int warps, m_tiles;
+  std::string name;
+  smk::cuda::PrefillConfig cfg;
 };
-constexpr Config kConfigs[] = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};
 
-double time_ms(const Row& row, Config config, void* q, void* k, void* v, void* o, float* lse) {
+// The columns for head dimension d: every variant with the levers on, then the ablation.
+std::vector<Config> configs(std::int64_t d) {
+  using smk::cuda::PrefillToggle;
+  constexpr auto on = PrefillToggle::on, off = PrefillToggle::off;
+  std::vector<Config> r;
+  for (const auto& x : smk::cuda::kPrefillVariants) {
+    if (x.d != d) continue;
+    r.push_back({std::to_string(x.warps) + "w x" + std::to_string(x.m_tiles) + " n" + std::to_string(x.block_n) +
+                     " s" + std::to_string(x.stages),
+                 {x.warps, x.m_tiles, x.block_n, x.stages, on, on, on}});
+  }
+  r.push_back({"n64 s2 -fold", {4, 2, 64, 2, off, on, on}});
+  r.push_back({"n64 s2 -smemO", {4, 2, 64, 2, on, off, on}});
+  r.push_back({"n64 s2 -skip", {4, 2, 64, 2, on, on, off}});
+  r.push_back({"n64 s2 -all", {4, 2, 64, 2, off, off, off}});
+  return r;
+}
+
+double time_ms(const Row& row, const smk::cuda::PrefillConfig& cfg, void* q, void* k, void* v, void* o, float* lse) {
   const auto dev = smk::Device::cuda(0);
   const auto view = [&](void* p) {
     return smk::TensorView::contiguous(p, smk::DType::bf16, dev, {row.b, row.s, row.h, row.d});
@@ -48,7 +68,6 @@ double time_ms(const Row& row, Config config, void* q, void* k, void* v, void* o
   smk::AttentionOptions opt;
   opt.causal = row.causal;
   const double scale = 1.0 / std::sqrt(static_cast<double>(row.d));
-  const smk::cuda::PrefillConfig cfg{config.warps, config.m_tiles};
   cudaEvent_t e0, e1;
   SMK_CUDA_CHECK(cudaEventCreate(&e0));
   SMK_CUDA_CHECK(cudaEventCreate(&e1));
@@ -89,30 +108,37 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
-  std::printf("%-26s", "B,H,S,D,mask (bf16)");
-  for (const Config& c : kConfigs) std::printf("  %dw x%d: ms  TFLOP/s", c.warps, c.m_tiles);
-  std::printf("\n");
   if (json) std::fprintf(json, "[\n");
   bool first = true;
+  std::int64_t header_d = 0;
   for (const Row& r : rows()) {
+    const auto cols = configs(r.d);
+    if (r.d != header_d) {  // one header per head dimension: the columns differ
+      header_d = r.d;
+      std::printf("\n%-24s", "B,H,S,D,mask (bf16)");
+      for (const Config& c : cols) std::printf(" %14s", c.name.c_str());
+      std::printf("   (TFLOP/s; ms of the first column)\n");
+    }
     const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
     char name[64];
     std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
                   static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
                   r.causal ? "causal" : "full");
-    std::printf("%-26s", name);
+    std::printf("%-24s", name);
     if (json)
       std::fprintf(json, "%s  {\"b\": %lld, \"h\": %lld, \"s\": %lld, \"d\": %lld, \"causal\": %s, \"tflops\": {",
                    first ? "" : ",\n", static_cast<long long>(r.b), static_cast<long long>(r.h),
                    static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "true" : "false");
     bool first_c = true;
-    for (const Config& c : kConfigs) {
-      const double t = time_ms(r, c, q, k, v, o, lse);
-      std::printf("  %8.3f %8.1f", t, flops / t / 1e9);
-      if (json) std::fprintf(json, "%s\"%dw x%d\": %.1f", first_c ? "" : ", ", c.warps, c.m_tiles, flops / t / 1e9);
+    double first_ms = 0;
+    for (const Config& c : cols) {
+      const double t = time_ms(r, c.cfg, q, k, v, o, lse);
+      if (first_c) first_ms = t;
+      std::printf(" %14.1f", flops / t / 1e9);
+      if (json) std::fprintf(json, "%s\"%s\": %.1f", first_c ? "" : ", ", c.name.c_str(), flops / t / 1e9);
       first_c = false;
     }
-    std::printf("\n");
+    std::printf("   %.3f\n", first_ms);
     std::fflush(stdout);
     if (json) std::fprintf(json, "}}");
     first = false;
