@@ -67,9 +67,9 @@ if want prefill; then
     --save-sdpa "$OUT/sdpa.json"
   # After the timings: memcheck over the whole test (every variant, varlen, rows with no key); racecheck, slower,
   # over the cases that run every variant through several key tiles; each bounded in time.
-  run_step prefill-memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  run_step prefill-memcheck timeout 70 compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/default/tests/test_cuda_prefill
-  run_step prefill-racecheck timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  run_step prefill-racecheck timeout 45 compute-sanitizer --tool racecheck --error-exitcode 9 \
     build/default/tests/test_cuda_prefill --gtest_filter=*BatchInvariant*:*Configuration*
 fi
 # ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the bench's
