@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma
+#   excess decode-mma lce
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -128,6 +128,20 @@ if want decode-mma; then
   run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
   run_step decode-memcheck timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter='*CausalBand*:*BadInputs*:*Strided*:*CausalMultiToken*'
+fi
+# lce: linear cross-entropy (issue 5) on its own, ordered to fit a 270 s call: build just its targets (the GPU test
+# and the C entry point scripts/compare_torch_lce.py loads with ctypes), the GPU test, the comparison with torch's
+# matmul + F.cross_entropy at the issue's row and a smaller one (time, peak memory, errors against float64), then
+# memcheck last on the GPU test (60 s cap).
+if want lce; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step lce-build cmake --build --preset default --parallel "$jobs" --target test_cuda_linear_cross_entropy \
+    smk_lce_capi || { printf '%s\n' "${summary[@]}"; exit 1; }
+  run_step lce-test timeout 60 build/default/tests/test_cuda_linear_cross_entropy
+  run_step lce-torch timeout 120 python3 scripts/compare_torch_lce.py --lib build/default/tests/libsmk_lce_capi.so \
+    --out "$OUT"
+  run_step lce-memcheck timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    build/default/tests/test_cuda_linear_cross_entropy
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
