@@ -12,8 +12,8 @@ enum class PrefillToggle { dispatcher, off, on };
 struct PrefillConfig {
   int warps = 0;    // warps per CTA (4)
   int m_tiles = 0;  // 16-row tiles per warp, 1 or 2: query rows per CTA = 16 · warps · m_tiles
-  int block_n = 0;  // keys per K/V tile: 32 or 64 at D = 128, 64 or 128 at D = 64
-  int stages = 0;   // K/V tiles in flight in shared memory (cp.async ring), 2 or 3
+  int block_n = 0;  // keys per K/V tile (64; 128 at D = 64 too)
+  int stages = 0;   // K/V tiles in shared memory (a cp.async ring; the kernel takes 2 or more, 2 is built)
   // The softmax scale folded into one FFMA per score before ex2 (max taken on the raw scores); only for a positive
   // scale, a negative one takes the multiply-first path whatever this says.
   PrefillToggle fold_scale = PrefillToggle::dispatcher;
@@ -24,27 +24,40 @@ struct PrefillConfig {
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
-// refused with smk::Error. tune_prefill times each, test_prefill checks each against the reference.
+// refused with smk::Error. tune_prefill times each, test_prefill checks each against the reference. Timed and
+// dropped in the H200 run of 3b45758 (2026-11-30, docs/perf-notebook.md): 3 stages (D = 128: 128 KB of shared
+// memory, one CTA per SM, 226 against 328 TFLOP/s at B=4, H=32, S=4096; D = 64: within 1 % of 2 stages), 32-key
+// tiles at D = 128 (285, more barriers and loop overhead per flop).
 struct PrefillVariant {
   int d, warps, m_tiles, block_n, stages;
 };
 inline constexpr PrefillVariant kPrefillVariants[] = {
-    {128, 4, 1, 64, 2}, {128, 4, 2, 64, 2}, {128, 4, 2, 64, 3}, {128, 4, 2, 32, 2}, {128, 4, 2, 32, 3},
-    {64, 4, 1, 64, 2},  {64, 4, 2, 64, 2},  {64, 4, 2, 64, 3},  {64, 4, 2, 128, 2}, {64, 4, 2, 128, 3},
+    {128, 4, 1, 64, 2}, {128, 4, 2, 64, 2}, {64, 4, 1, 64, 2}, {64, 4, 2, 64, 2}, {64, 4, 2, 128, 2},
 };
 
-// The dispatcher's choice by head dimension. History: tune_prefill on the H200, commit f2afff6, bf16, 2026-11-29
-// (docs/perf-notebook.md, docs/bench/prefill-stage1-2026-11-29.md): 4 warps of two 16-row m-tiles (128 query rows
-// per CTA) won on 27 of 28 rows — 286 against 243 (8 warps × 1) and 215 (4 × 1) TFLOP/s at B=4, H=32, S=4096, D=128,
-// full; 247 against 211 at D=64 — because each K/V fragment read from shared memory feeds two products.
+// The dispatcher's choice by head dimension, from tune_prefill on the H200, tree of commit 3b45758, bf16,
+// 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-stage1-2026-11-30.md), every lever below on:
+// - D = 128: 4 warps of two 16-row m-tiles (128 query rows per CTA, two CTAs per SM at 255 registers): 328 TFLOP/s at
+//   B=4, H=32, S=4096, full, against 292 for 4 × 1 and 285 for 32-key tiles; best or within 1 % on every D = 128 row
+//   but S = 512 causal, where 4 × 1 (more, shorter CTAs) leads by 4 % (180 against 173).
+// - D = 64: 4 warps of one m-tile (64 rows per CTA): at 127 registers four CTAs fit per SM (16 warps) against two
+//   for 4 × 2 (239 registers), and that wins on every D = 64 row: 292 against 261 (4 × 2) and 271 (4 × 2, 128-key
+//   tiles) at B=16, H=16, S=2048; 183 against 139 at S = 512 causal. Should its register count pass 128 it drops to
+//   three CTAs per SM (the previous kernel's 4 × 1, at 134 registers and with the other differences, measured 207
+//   there): check ptxas -v after any change to the kernel.
 inline constexpr int kPrefillWarpsD64 = 4;
 inline constexpr int kPrefillWarpsD128 = 4;
-inline constexpr int kPrefillMTilesD64 = 2;
+inline constexpr int kPrefillMTilesD64 = 1;
 inline constexpr int kPrefillMTilesD128 = 2;
 inline constexpr int kPrefillBlockND64 = 64;
 inline constexpr int kPrefillBlockND128 = 64;
 inline constexpr int kPrefillStagesD64 = 2;
 inline constexpr int kPrefillStagesD128 = 2;
+// The levers, ablated on 4 × 2 with 64-key tiles in the same run (each off alone): the fold +0.3 % at D = 128
+// (327.0 → 328.1 at B=4, H=32, S=4096) and +1-2 % at D = 64; the skipped rescale +0-2 % at D = 128 (321.4 → 328.1),
+// −0.5-3 % at D = 64; O through shared memory within ±1 % at D = 128 and −1-3 % at D = 64 (the spread between two
+// near-identical kernels in that run is 1-2 %). The defaults are the configuration measured best, all on; the D = 64
+// ablation on 4 × 1 is for the next run.
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;
 inline constexpr bool kPrefillSkipRescale = true;

@@ -35,7 +35,11 @@
 // later query row may see is multiplied by P = 0 for an earlier row that may not, and 0·NaN = NaN. Keys that no row
 // of the CTA can see are never loaded. (The CPU path never reads a masked key at all.)
 //
-// Measured on the H200: see docs/perf-notebook.md ("attention prefill, stage 1").
+// Measured on the H200 (tune_prefill, tree of commit 3b45758, bf16, 2026-11-30; docs/perf-notebook.md, "attention
+// prefill, stage 1", and docs/bench/prefill-stage1-2026-11-30.md): the dispatcher's default reaches 328 TFLOP/s at
+// B=4, H=32, S=4096, D=128, full (0.93× SDPA FLASH's 352 in the same run, 0.50× cuDNN's 661; 286 before this
+// version) and 292 at B=16, H=16, S=2048, D=64 (1.01× FLASH); ≥ FLASH on every D = 64 row of the sweep but
+// S = 16384 full (0.98×), 0.91-0.96× FLASH at D = 128.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -451,15 +455,10 @@ bool launch_variant(const PrefillVariant& v, const PrefillArgs& a, std::int64_t 
                     std::int64_t max_sq, cudaStream_t s) {
   if (v.d == 128)
     return try_launch<T, 128, 4, 1, 64, 2>(v, a, batch, hq, max_sq, s) ||
-           try_launch<T, 128, 4, 2, 64, 2>(v, a, batch, hq, max_sq, s) ||
-           try_launch<T, 128, 4, 2, 64, 3>(v, a, batch, hq, max_sq, s) ||
-           try_launch<T, 128, 4, 2, 32, 2>(v, a, batch, hq, max_sq, s) ||
-           try_launch<T, 128, 4, 2, 32, 3>(v, a, batch, hq, max_sq, s);
+           try_launch<T, 128, 4, 2, 64, 2>(v, a, batch, hq, max_sq, s);
   return try_launch<T, 64, 4, 1, 64, 2>(v, a, batch, hq, max_sq, s) ||
          try_launch<T, 64, 4, 2, 64, 2>(v, a, batch, hq, max_sq, s) ||
-         try_launch<T, 64, 4, 2, 64, 3>(v, a, batch, hq, max_sq, s) ||
-         try_launch<T, 64, 4, 2, 128, 2>(v, a, batch, hq, max_sq, s) ||
-         try_launch<T, 64, 4, 2, 128, 3>(v, a, batch, hq, max_sq, s);
+         try_launch<T, 64, 4, 2, 128, 2>(v, a, batch, hq, max_sq, s);
 }
 
 bool aligned16(const TensorView& t) {

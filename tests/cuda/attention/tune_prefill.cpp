@@ -1,7 +1,7 @@
 // tune_prefill: times attention_forward's GPU kernel (src/cuda/attention/prefill.cu) on issue 7's benchmark rows,
-// under every built variant (kPrefillVariants: warps × m-tiles, key-tile size, stages) and, on the 4w x2 n64 s2
-// variant, with each of the fold, the shared-memory O and the skipped rescale turned off alone and all together
-// (the levers' ablation), and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
+// under every built variant (kPrefillVariants: warps × m-tiles, key-tile size, stages) and, on the dispatcher's
+// default variant for the head dimension, with each of the fold, the shared-memory O and the skipped rescale turned
+// off alone and all together (the levers' ablation), and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
 // `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
 // docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
@@ -52,10 +52,14 @@ std::vector<Config> configs(std::int64_t d) {
                      " s" + std::to_string(x.stages),
                  {x.warps, x.m_tiles, x.block_n, x.stages, on, on, on}});
   }
-  r.push_back({"n64 s2 -fold", {4, 2, 64, 2, off, on, on}});
-  r.push_back({"n64 s2 -smemO", {4, 2, 64, 2, on, off, on}});
-  r.push_back({"n64 s2 -skip", {4, 2, 64, 2, on, on, off}});
-  r.push_back({"n64 s2 -all", {4, 2, 64, 2, off, off, off}});
+  using namespace smk::cuda;
+  const bool d64 = d == 64;
+  const int w = d64 ? kPrefillWarpsD64 : kPrefillWarpsD128, m = d64 ? kPrefillMTilesD64 : kPrefillMTilesD128,
+            n = d64 ? kPrefillBlockND64 : kPrefillBlockND128, st = d64 ? kPrefillStagesD64 : kPrefillStagesD128;
+  r.push_back({"default -fold", {w, m, n, st, off, on, on}});
+  r.push_back({"default -smemO", {w, m, n, st, on, off, on}});
+  r.push_back({"default -skip", {w, m, n, st, on, on, off}});
+  r.push_back({"default -all", {w, m, n, st, off, off, off}});
   return r;
 }
 
