@@ -6,8 +6,9 @@ Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q
 CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 50 after 5 warm-ups. If
 a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x" in the table: it then reads Hq/Hkv times
 the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into one markdown table:
-µs and TB/s of K and V read for our tensor-core kernel (with its merge's share, and with 2 ring stages) and our
-CUDA-core kernel, which of them the dispatcher runs, and the tensor-core kernel's speed over each backend's.
+µs and TB/s of K and V read for the dispatcher's choice (the tensor-core kernel, merge fused), the same with the merge
+kernel after it (and that merge's share) and with the other ring depth, our CUDA-core kernel, and the dispatcher's
+speed over each backend's.
     usage: bench_decode.py --ours bench_decode.json [--out FILE.md]
 """
 import argparse
@@ -41,12 +42,13 @@ def main():
     ours = json.load(open(args.ours))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
-    # Ours: the tensor-core kernel (3 ring stages; 2 beside it), the CUDA-core kernel, and which the dispatcher runs.
-    lines = ["| B, S, Hq/Hkv, D | new (mma) µs | new TB/s | new merge % | mma 2 stages µs | old (CUDA cores) µs | "
-             "old TB/s | default | " +
+    # Ours: the dispatcher's choice (the tensor-core kernel with the fused merge), then the same kernel with the merge
+    # kernel after it (and that merge's share), with the other ring depth, and the CUDA-core kernel.
+    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | with merge kernel µs | its merge % | other stages µs | "
+             "chunks ≥ 512 µs | chunks ≥ 256 µs | CUDA cores µs | CUDA cores TB/s | " +
              " | ".join(f"{n} µs | {n} TB/s" for n, _ in backends) + " | " +
-             " | ".join(f"new / {n}" for n, _ in backends) + " |",
-             "|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
+             " | ".join(f"ours / {n}" for n, _ in backends) + " |",
+             "|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
     for row in ours:
         B, S, hq, hkv, d = row["B"], row["S"], row["Hq"], row["Hkv"], row["D"]
         gen = torch.Generator(device="cuda").manual_seed(1)
@@ -73,11 +75,13 @@ def main():
                 ratios.append("n/a")
             else:
                 cells.append(f"{us:.1f}{mark} | {row['kv_bytes'] / us / 1e6:.2f}")
-                ratios.append(f"{us / row['us_mma']:.2f}")
+                ratios.append(f"{us / row['us']:.2f}")
         tb = lambda us: row["kv_bytes"] / us / 1e6
-        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us_mma']:.1f} | {tb(row['us_mma']):.2f} | "
-                     f"{100 * row['merge_us_mma'] / row['us_mma']:.1f} | {row['us_mma2']:.1f} | "
-                     f"{row['us_cuda_cores']:.1f} | {tb(row['us_cuda_cores']):.2f} | {row['default_kernel']} | " +
+        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {tb(row['us']):.2f} | "
+                     f"{row['us_merge_kernel']:.1f} | {100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f} | "
+                     f"{row['us_other_stages']:.1f} ({row['other_stages']}) | "
+                     f"{row['us_chunk512']:.1f} | {row['us_chunk256']:.1f} | "
+                     f"{row['us_cuda_cores']:.1f} | {tb(row['us_cuda_cores']):.2f} | " +
                      " | ".join(cells) + " | " + " | ".join(ratios) + " |")
         print(lines[-1], flush=True)
         del q, k, v

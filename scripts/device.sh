@@ -119,14 +119,14 @@ if want decode; then
 fi
 # decode-mma: the decode step for the tensor-core kernel (decode_mma.cu), ordered to fit a 200 s call: build just
 # its targets, the GPU test (every kernel), the timings (bench_decode: dispatcher, CUDA-core kernel, tensor-core
-# kernel at 3 and 2 stages), torch SDPA beside them, then memcheck last on the cases with the fewest keys (60 s cap).
+# kernel at 3 and 2 stages), torch SDPA beside them, then memcheck last on the cases with the fewest keys (40 s cap).
 if want decode-mma; then
   [ -f build/default/build.ninja ] || run_step configure cmake --preset default
   run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
-  run_step decode-test timeout 90 build/default/tests/test_cuda_decode
+  run_step decode-test timeout 110 build/default/tests/test_cuda_decode
   run_step decode-bench build/default/tests/bench_decode --json "$OUT/bench_decode.json"
   run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
-  run_step decode-memcheck timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+  run_step decode-memcheck timeout 40 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter='*CausalBand*:*BadInputs*:*Strided*:*CausalMultiToken*'
 fi
 # lce: linear cross-entropy (issue 5) on its own, ordered to fit a 270 s call: build just its targets (the GPU test

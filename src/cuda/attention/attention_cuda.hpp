@@ -77,11 +77,16 @@ enum class DecodeScores { dispatcher, all_lanes, scatter };
 // (decode_mma.cu, where mma_stages applies). dispatcher: kDecodeKernel, unless vecs or scores is set, which asks
 // for the CUDA-core kernel.
 enum class DecodeKernel { dispatcher, cuda_cores, mma };
+// How the tensor-core kernel's splits are merged: by the merge kernel after it (as the CUDA-core kernel's always
+// are), or inside it, by the last split block of each (sequence, KV head, row chunk) to finish.
+enum class DecodeMerge { dispatcher, kernel, fused };
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
   DecodeKernel kernel = DecodeKernel::dispatcher;
   int mma_stages = 0;  // tensor-core kernel: ring stages per warp, 2 or 3 (0: kDecodeMmaStages)
+  DecodeMerge merge = DecodeMerge::dispatcher;
+  int min_chunk = 0;  // the split rule's shortest chunk (decode_split.hpp), for measuring it (0: kDecodeMinChunk)
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -89,9 +94,17 @@ struct DecodeConfig {
 // with 64/8 heads), as the instruction count predicted. test_decode checks every variant against the reference.
 inline constexpr int kDecodeVecsSmallRows = 2;
 inline constexpr bool kDecodeScatter = true;
-// The tensor-core kernel (issue 8's second kernel): not yet measured, so not yet the default.
-inline constexpr DecodeKernel kDecodeKernel = DecodeKernel::cuda_cores;
-inline constexpr int kDecodeMmaStages = 3;
+// The tensor-core kernel (decode_mma.cu) beat the CUDA-core one on every row of the H200 run of c09ff0d
+// (2026-11-30, docs/perf-notebook.md): 1.2-1.8x (63.8 against 76.2 µs at B=1, S=32768, 32/8 heads; 151 against
+// 220 µs at 16×8192; 157 against 283 µs at 16×8192 with 64/8 heads), every test passing for both.
+inline constexpr DecodeKernel kDecodeKernel = DecodeKernel::mma;
+// Ring stages per warp: 2 (three blocks of 64 KB per SM) beat 3 (two of 96 KB) by 2.4-2.5 % on the rows with
+// 1024-2048 blocks (151.2 against 154.9 µs at 16×8192, 272.8 against 279.3 at 64×4096, 141.3 against 144.9 at
+// 128×1024) and tied within 0.8 % on the single-sequence rows (256 blocks), same run.
+inline constexpr int kDecodeMmaStages = 2;
+// The merge kernel after the split kernel cost a near-constant 10-16 µs in that run (25 % of the (1, 32768) row),
+// which is what the fused merge removes; fused pending its first measurement (bench_decode times both).
+inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::fused;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

@@ -155,9 +155,9 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
   // Key positions are ints: a length is an int32, and every position compared below is at most that length.
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
-  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits);
+  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
   if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
-  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits));
+  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits, a.min_chunk));
   const int k0 = split * chunk;
   const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
 
@@ -427,7 +427,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   const std::int64_t b = row / (static_cast<std::int64_t>(a.sq) * a.hq);
   const std::int64_t len = a.seqlens[b * a.seqlen_stride];
   if (len < 0 || len > a.s_max) return;  // written (NaN) by the split kernel
-  const int n = decode_splits(len, a.max_splits);
+  const int n = decode_splits(len, a.max_splits, a.min_chunk);
   if (n <= 1) return;  // the split kernel wrote O and LSE itself
   const std::int64_t prow = row * a.grid_splits;
   const float my_lse = lane < n ? a.part_lse[prow + lane] : -detail::inf_<float>();
@@ -581,18 +581,33 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     throw_unsupported(op, "DecodeConfig: reduce-scattered scores are built for vecs = 2 only at <= 4 rows");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
   a.max_splits = decode_max_splits(sms);
-  a.grid_splits = decode_grid_splits(p.s_max, a.max_splits);
+  a.min_chunk = config.min_chunk != 0 ? config.min_chunk : static_cast<int>(kDecodeMinChunk);
+  if (a.min_chunk < kDecodeChunkAlign || a.min_chunk % kDecodeChunkAlign != 0)
+    throw_unsupported(op, "DecodeConfig::min_chunk must be 0 or a positive multiple of " +
+                              std::to_string(kDecodeChunkAlign));
+  a.grid_splits = decode_grid_splits(p.s_max, a.max_splits, a.min_chunk);
   a.scale = static_cast<float>(p.scale);
   a.causal = options.causal;
 
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
+  const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
+  const bool fused = mma && merge == DecodeMerge::fused;
   void* workspace = nullptr;
   if (a.grid_splits > 1) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
-    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float), s);
+    const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + counters * sizeof(int), s);
     a.part_o = static_cast<float*>(workspace);
     a.part_lse = a.part_o + parts * p.d;
+    if (fused) {
+      a.counters = reinterpret_cast<int*>(a.part_lse + parts);
+      const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
+      if (err != cudaSuccess) {
+        kernels::workspace_free(workspace, s);
+        SMK_CUDA_CHECK(err);
+      }
+    }
   }
   const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
                   static_cast<unsigned>(p.batch));
@@ -600,6 +615,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     if (mma) {
       launch_decode_mma(a, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages, grid, s);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
+      if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;
       if (p.d == 64) f16 ? merge_splits<__half, 64>(a, out_rows, s) : merge_splits<__nv_bfloat16, 64>(a, out_rows, s);
       else f16 ? merge_splits<__half, 128>(a, out_rows, s) : merge_splits<__nv_bfloat16, 128>(a, out_rows, s);

@@ -25,12 +25,16 @@ struct DecodeArgs {
   std::int64_t s_max;
   int sq, hq, group, rows, row_chunks;
   int max_splits;   // the split rule's cap on this device (decode_split.hpp)
+  int min_chunk;    // the split rule's shortest chunk: kDecodeMinChunk unless DecodeConfig::min_chunk says otherwise
   int grid_splits;  // the grid's extent: the partials' row pitch
   float scale;
   float scale_log2;  // |scale|·log2(e), rounded once from double (the tensor-core kernel; q is negated for scale < 0)
   bool causal;
   float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
   float* part_lse;  // [B, Hq, Sq, grid_splits]
+  // The tensor-core kernel's fused merge: [B, Hkv, row_chunks] arrival counts, zeroed before the launch; the last
+  // split block of each (sequence, KV head, row chunk) to arrive folds the splits. Null: the merge kernel does.
+  int* counters;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

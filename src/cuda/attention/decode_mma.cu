@@ -67,6 +67,70 @@ __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2hal
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
+// The fused merge: called by every block of a sequence with several splits after it wrote its partials. The last
+// block of (b, KV head, row chunk) to arrive folds the nsplit partials of its rows (one warp per row): lane i holds
+// split i's LSE as a state, a butterfly of OnlineSoftmaxState::merge (commutative bit for bit, so every lane ends
+// with the same total) gives the rows' state, the sink joins it, and each split's coefficient is the total's
+// normalizer applied to its LSE — exp(LSE_i − m)/l: the splits' LSEs are the scores of one more softmax. The order of
+// the merges depends on the split count alone, so the result is deterministic and batch-invariant; an empty split
+// (LSE −inf) gets coefficient 0 and is skipped, a NaN poisons the total.
+template <typename T, int D>
+__device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit) {
+  constexpr int V = D / 32;  // dimensions per lane
+  constexpr int kBatch = 16;  // partial rows loaded at once (kDecodeSplitCap = 32: two batches)
+  static_assert(kDecodeSplitCap <= 32, "one split per lane");
+  __shared__ int last;
+  __threadfence();  // this block's partials are visible device-wide before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
+    last = atomicAdd(ctr, 1) == nsplit - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // and the other blocks' partials are read after their arrivals (loads below bypass L1: __ldcg)
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = warp; r < kRows; r += kWarps) {
+    const int row = row_chunk * kRows + r;
+    if (row >= a.rows) break;
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits;
+    const float mine = lane < nsplit ? __ldcg(a.part_lse + prow + lane) : -detail::inf_<float>();
+    State st = State::from_lse(mine);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o), __shfl_xor_sync(kFull, st.d, o)));
+    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
+    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+    float o[V];
+#pragma unroll
+    for (int x = 0; x < V; ++x) o[x] = 0.0f;
+#pragma unroll
+    for (int i0 = 0; i0 < kDecodeSplitCap; i0 += kBatch) {
+      if (i0 >= nsplit) break;
+      float pv[kBatch][V];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {  // unconditional loads (all in flight): past nsplit, re-read the last split
+        const int at = i0 + i < nsplit ? i0 + i : nsplit - 1;
+        const float* po = a.part_o + (prow + at) * D + lane * V;
+#pragma unroll
+        for (int x = 0; x < V; ++x) pv[i][x] = __ldcg(po + x);
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const float ci = __shfl_sync(kFull, coef, i0 + i);
+#pragma unroll
+        for (int x = 0; x < V; ++x) o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];  // empty: skipped
+      }
+    }
+    T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
+#pragma unroll
+    for (int x = 0; x < V; ++x) out[(lane * V + x) * a.os[3]] = from_f32<T>(o[x]);
+    if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
+  }
+}
+
 template <typename T, int D, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
@@ -84,9 +148,9 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const std::int64_t b = blockIdx.z;
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
-  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits);
+  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
   if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
-  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits));
+  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits, a.min_chunk));
   const int k0 = split * chunk;
   const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
 
@@ -327,6 +391,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
       if (x == 0) a.part_lse[prow] = slse[r];
     }
   }
+  if (nsplit > 1 && a.counters != nullptr) merge_if_last<T, D>(a, b, hk, row_chunk, nsplit);
 }
 
 template <typename T, int D, int kStages>

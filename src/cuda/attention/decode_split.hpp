@@ -27,22 +27,24 @@ inline int decode_max_splits(int multiprocessors) {
   return n < 1 ? 1 : (n > kDecodeSplitCap ? kDecodeSplitCap : n);
 }
 
-SMK_HD inline std::int64_t decode_chunk(std::int64_t len, int max_splits) {
+// min_chunk: kDecodeMinChunk, except where a benchmark or test asks for another multiple of kDecodeChunkAlign
+// (DecodeConfig::min_chunk), to measure the rule's constant.
+SMK_HD inline std::int64_t decode_chunk(std::int64_t len, int max_splits, std::int64_t min_chunk = kDecodeMinChunk) {
   const std::int64_t even = (len + max_splits - 1) / max_splits;
   const std::int64_t aligned = (even + kDecodeChunkAlign - 1) / kDecodeChunkAlign * kDecodeChunkAlign;
-  return aligned > kDecodeMinChunk ? aligned : kDecodeMinChunk;
+  return aligned > min_chunk ? aligned : min_chunk;
 }
 
-SMK_HD inline int decode_splits(std::int64_t len, int max_splits) {
+SMK_HD inline int decode_splits(std::int64_t len, int max_splits, std::int64_t min_chunk = kDecodeMinChunk) {
   if (len <= 0) return 1;
-  const std::int64_t chunk = decode_chunk(len, max_splits);
+  const std::int64_t chunk = decode_chunk(len, max_splits, min_chunk);
   return static_cast<int>((len + chunk - 1) / chunk);
 }
 
 // The most splits any length up to s_max gets: the grid's extent. Up to max_splits · kDecodeMinChunk keys every chunk
 // is kDecodeMinChunk long, so ceil(s_max / kDecodeMinChunk) bounds them; beyond, max_splits does.
-inline int decode_grid_splits(std::int64_t s_max, int max_splits) {
-  const std::int64_t n = (s_max + kDecodeMinChunk - 1) / kDecodeMinChunk;
+inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t min_chunk = kDecodeMinChunk) {
+  const std::int64_t n = (s_max + min_chunk - 1) / min_chunk;
   return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
 }
 

@@ -4,8 +4,9 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice and, beside it, each split kernel: the CUDA-core one (decode.cu, its default variant)
-// and the tensor-core one (decode_mma.cu) with 3 and 2 ring stages per warp.
+// for the dispatcher's choice and, beside it: the CUDA-core kernel (decode.cu, its default variant) and the
+// tensor-core kernel (decode_mma.cu) with the other ring depth and with the merge kernel instead of the fused merge
+// (whose share the event between the two kernels measures).
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -120,11 +121,20 @@ int main(int argc, char** argv) {
       merge_us = median(merge);
       return median(total);
     };
-    double merge_us = 0, merge_cc = 0, merge_mma = 0, merge_mma2 = 0;
+    using smk::cuda::DecodeMerge;
+    const int other_stages = smk::cuda::kDecodeMmaStages == 2 ? 3 : 2;
+    double merge_us = 0, merge_cc = 0, merge_other = 0, merge_mk = 0;
     const double us = measure({}, merge_us);
     const double us_cc = measure({0, DecodeScores::dispatcher, DecodeKernel::cuda_cores}, merge_cc);
-    const double us_mma = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 3}, merge_mma);
-    const double us_mma2 = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 2}, merge_mma2);
+    const double us_other =
+        measure({0, DecodeScores::dispatcher, DecodeKernel::mma, other_stages, DecodeMerge::dispatcher}, merge_other);
+    const double us_mk = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 0, DecodeMerge::kernel}, merge_mk);
+    // The split rule's shortest chunk (kDecodeMinChunk = 1024) at 512 and 256 keys: more, shorter blocks.
+    double merge_unused = 0;
+    const double us_c512 =
+        measure({0, DecodeScores::dispatcher, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 512}, merge_unused);
+    const double us_c256 =
+        measure({0, DecodeScores::dispatcher, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 256}, merge_unused);
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
     const double tbs = tb(us), floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
@@ -133,17 +143,20 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 100 * merge_us / us);
-    std::printf("   cuda cores %.1f us %.2f TB/s | mma(3) %.1f us %.2f TB/s merge %.1f%% | mma(2) %.1f us %.2f TB/s\n",
-                us_cc, tb(us_cc), us_mma, tb(us_mma), 100 * merge_mma / us_mma, us_mma2, tb(us_mma2));
-    char item[640];
+    std::printf("   cuda cores %.1f us %.2f TB/s | mma %d stages %.1f us | mma + merge kernel %.1f us (merge %.1f%%) | "
+                "chunks 512+ %.1f us, 256+ %.1f us\n",
+                us_cc, tb(us_cc), other_stages, us_other, us_mk, 100 * merge_mk / us_mk, us_c512, us_c256);
+    char item[768];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
                   "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_cuda_cores\": %.3f, \"merge_us_cuda_cores\": %.3f, "
-                  "\"us_mma\": %.3f, \"merge_us_mma\": %.3f, \"us_mma2\": %.3f, \"merge_us_mma2\": %.3f, "
-                  "\"default_kernel\": \"%s\"}",
+                  "\"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, \"merge_us_merge_kernel\": %.3f, "
+                  "\"us_chunk512\": %.3f, \"us_chunk256\": %.3f, "
+                  "\"default_kernel\": \"%s\", \"default_stages\": %d, \"default_merge\": \"%s\"}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, merge_us, bytes, tbs, us_cc, merge_cc, us_mma, merge_mma, us_mma2, merge_mma2,
-                  smk::cuda::kDecodeKernel == DecodeKernel::mma ? "mma" : "cuda_cores");
+                  (long long)r.d, us, merge_us, bytes, tbs, us_cc, merge_cc, other_stages, us_other, us_mk, merge_mk,
+                  us_c512, us_c256, smk::cuda::kDecodeKernel == DecodeKernel::mma ? "mma" : "cuda_cores", smk::cuda::kDecodeMmaStages,
+                  smk::cuda::kDecodeMerge == DecodeMerge::fused ? "fused" : "kernel");
     json += item;
   }
   json += "]\n";

@@ -110,9 +110,14 @@ const DecodeConfig kOneVector{1, DecodeScores::all_lanes};
 const DecodeConfig kScattered{0, DecodeScores::scatter};
 // The tensor-core kernel (decode_mma.cu) with its default ring and with the other depth; and the CUDA-core kernel
 // with the dispatcher's own choices.
-const DecodeConfig kMma{0, DecodeScores::dispatcher, DecodeKernel::mma};
-const DecodeConfig kMma2{0, DecodeScores::dispatcher, DecodeKernel::mma, 2};
+// kMma and kMma3 merge the splits inside the split kernel (the fused merge), kMmaMergeKernel with the merge kernel.
+const DecodeConfig kMma{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused};
+const DecodeConfig kMma3{0, DecodeScores::dispatcher, DecodeKernel::mma, 3, smk::cuda::DecodeMerge::fused};
+const DecodeConfig kMmaMergeKernel{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::kernel};
 const DecodeConfig kCudaCores{0, DecodeScores::dispatcher, DecodeKernel::cuda_cores};
+// The split rule with chunks of at least 256 keys instead of kDecodeMinChunk (bench_decode measures the constant).
+const DecodeConfig kMmaChunk256{0, DecodeScores::dispatcher, DecodeKernel::mma, 0, smk::cuda::DecodeMerge::dispatcher,
+                                256};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -124,7 +129,9 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kOneVector) return "cuda cores, one vector";
   if (config == &kScattered) return "cuda cores, scatter";
   if (config == &kMma) return "tensor cores";
-  if (config == &kMma2) return "tensor cores, 2 stages";
+  if (config == &kMma3) return "tensor cores, 3 stages";
+  if (config == &kMmaMergeKernel) return "tensor cores, merge kernel";
+  if (config == &kMmaChunk256) return "tensor cores, chunks of 256+";
   return "cuda cores";
 }
 
@@ -259,7 +266,8 @@ void issue_lengths(std::int64_t d) {
   // Blocks of 4 rows here (4 query heads per KV head, one token): the dispatcher's variant and the two others.
   // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
   for (const DecodeConfig* config :
-       {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma2}) {
+       {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
+        &kMmaChunk256}) {
     SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
     const bool mma = is_mma(config);
     {
@@ -304,7 +312,9 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
         expect_matches_reference(c, run_gpu(c), is_mma(nullptr));
         expect_matches_reference(c, run_gpu(c, &kScattered));
         expect_matches_reference(c, run_gpu(c, &kMma), true);
-        expect_matches_reference(c, run_gpu(c, &kMma2), true);
+        expect_matches_reference(c, run_gpu(c, &kMma3), true);
+        expect_matches_reference(c, run_gpu(c, &kMmaMergeKernel), true);
+        expect_matches_reference(c, run_gpu(c, &kMmaChunk256), true);
         if (c.hq / c.hkv * sq <= 4) expect_matches_reference(c, run_gpu(c, &kOneVector));
       }
   Case<smk::half_t> c(3, 4, 8, 1, 64, 3000, {4, 2999, 1025}, 40);  // 8 heads × 4 tokens: 32 rows, 4 row chunks
@@ -319,7 +329,7 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
 // tensor-core kernel keeps those V rows out of its product (0·NaN) and adds them on the CUDA cores.
 TEST(CudaAttentionDecode, CausalBandNaNReachesOnlyTheRowsThatSeeIt) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {&kScattered, &kMma, &kMma2}) {
+  for (const DecodeConfig* config : {&kScattered, &kMma, &kMma3}) {
     SCOPED_TRACE(name_of(config));
     Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 70);
     c.causal = true;
@@ -343,7 +353,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
 TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {&kCudaCores, &kMma}) {
+  for (const DecodeConfig* config : {&kCudaCores, &kMma, &kMmaMergeKernel, &kMmaChunk256}) {
   SCOPED_TRACE(name_of(config));
   using T = smk::bfloat16_t;
   const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
@@ -370,7 +380,7 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     EXPECT_TRUE(bitwise_equal(alone.lse, in_batch_l));
   }
   expect_matches_reference(batch, first, is_mma(config));
-  if (config == &kMma) continue;
+  if (config != &kCudaCores) continue;
   // The reduce-scattered variant: deterministic too, and right.
   const Result s1 = run_gpu(batch, &kScattered), s2 = run_gpu(batch, &kScattered);
   EXPECT_TRUE(bitwise_equal(s1.o, s2.o));
@@ -413,7 +423,7 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
   const auto N = TensorView::of(dl.data(), {B}, dev);
   const auto opt = c.options(ds.data(), dev);
   // The public entry point, then each kernel through the internal one.
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma}) {
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel}) {
   SCOPED_TRACE(name_of(config));
   const auto call = [&](const TensorView& lse_view) {
     const auto Qv = bshd(dq.data(), sq, hq), Kv = bshd(dk.data(), smax, hkv), Vv = bshd(dv.data(), smax, hkv);
