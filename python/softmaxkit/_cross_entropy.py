@@ -11,7 +11,7 @@ import sys
 from . import _C
 from ._arrays import framework_of, launch_stream
 from ._errors import InvalidArgumentError
-from ._ops import _float_code, _no_autograd
+from ._ops import _float_code, _no_autograd, _refuse_requires_grad
 
 _REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}
 
@@ -166,3 +166,69 @@ def cross_entropy_backward(logits, targets, grad_loss=1.0, *, lse=None, weight=N
         vg = framework_of(out).view(out, op, "grad_logits", launch, writable=True)
     _C.cross_entropy_backward(vg, vx, vt, vgl, *scalars, vw, vlse, launch)
     return result if owner is None else fw.deliver(result, owner, launch)
+
+
+def linear_cross_entropy(h, w, targets, bias=None, *, weight=None, ignore_index=-100, reduction="mean",
+                         label_smoothing=0.0, z_loss=0.0, softcap=0.0, mean_of_nothing_is_zero=False, grad_loss=None,
+                         chunk_rows=None, stream=None):
+    """Cross-entropy of the logits h @ w.T (+ bias) and its gradients, without the [N, V] logits.
+
+    One call returns the loss and the gradients of grad_loss * loss with respect to h, w and the bias: the logits are
+    formed chunk_rows rows at a time (float32, from the inputs' products) and never kept, so the upstream gradient
+    must be known up front (None: 1). Semantics and options: cross_entropy's (include/softmaxkit/
+    linear_cross_entropy.hpp has the algorithm and its precision).
+
+    Args:
+        h: [N, d] hidden states; w: [V, d] classifier; bias: optional [V]. One dtype for all three: float32,
+            float16, bfloat16 (float64 on the CPU). Each row's elements contiguous.
+        targets: [N], int32 or int64. weight: optional [V] class weights, float32 (float64 for float64 inputs).
+        grad_loss: the upstream gradient of the loss's shape (an array, float32 / float64, or a number); None is 1.
+        chunk_rows: rows per chunk (> 0); None takes the library's default (512 MiB of one chunk's logits and
+            gradient).
+        Other arguments: as in cross_entropy.
+
+    Returns:
+        (loss, dh, dw, lse), or (loss, dh, dw, dbias, lse) when a bias is given; lse is the per-row log-sum-exp
+        (float32; float64 for float64 inputs). These are plain arrays: autograd does not see the call (torch
+        tensors that require grad are refused while grad mode is on).
+    """
+    op = "linear_cross_entropy"
+    _refuse_requires_grad(op, (h, w, bias), "the call returns its gradients itself and autograd does not see it, but "
+                                            "an argument requires grad; pass detached tensors (or call under "
+                                            "torch.no_grad())")
+    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    if chunk_rows is not None:
+        chunk_rows = _int(op, "options.chunk_rows", chunk_rows)
+    fw = framework_of(h)
+    launch = launch_stream(op, fw, stream)
+    vh = fw.view(h, op, "hidden", launch)
+    vw = framework_of(w).view(w, op, "weight", launch)
+    vt = framework_of(targets).view(targets, op, "targets", launch)
+    vb = framework_of(bias).view(bias, op, "options.bias", launch) if bias is not None else None
+    vcw = framework_of(weight).view(weight, op, "options.ce.class_weights", launch) if weight is not None else None
+    code = _float_code(op, "hidden", vh)
+    stat = "f64" if code == "f64" else "f32"
+    n = _rows(vh)
+    loss_shape = (n,) if scalars[1] == 0 else ()
+    results = []
+
+    def new(shape, arg, dtype):
+        arr, owner = fw.empty(op, shape, dtype)
+        results.append((arr, owner))
+        return owner.view(arr, op, arg, launch, writable=True)
+
+    vloss = new(loss_shape, "loss", stat)
+    vdh = new(tuple(vh.shape), "grad_hidden", code)
+    vdw = new(tuple(vw.shape), "grad_weight", code)
+    vdb = new(tuple(vb.shape), "grad_bias", code) if bias is not None else None
+    vlse = new((n,), "lse", stat)
+    vgl = None
+    if grad_loss is not None:
+        if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
+            gl, gl_owner = fw.empty(op, loss_shape, stat)
+            gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
+            vgl = gl_owner.view(gl, op, "grad_loss", launch)
+        else:
+            vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+    _C.linear_cross_entropy(vloss, vlse, vdh, vdw, vdb, vh, vw, vt, vgl, vb, chunk_rows, *scalars, vcw, launch)
+    return tuple(fw.deliver(arr, owner, launch) for arr, owner in results)
