@@ -94,16 +94,20 @@ struct DecodeConfig {
 // with 64/8 heads), as the instruction count predicted. test_decode checks every variant against the reference.
 inline constexpr int kDecodeVecsSmallRows = 2;
 inline constexpr bool kDecodeScatter = true;
-// The tensor-core kernel (decode_mma.cu) beat the CUDA-core one on every row of the H200 run of c09ff0d
-// (2026-11-30, docs/perf-notebook.md): 1.2-1.8x (63.8 against 76.2 µs at B=1, S=32768, 32/8 heads; 151 against
-// 220 µs at 16×8192; 157 against 283 µs at 16×8192 with 64/8 heads), every test passing for both.
+// The tensor-core kernel (decode_mma.cu) beat the CUDA-core one on every row of the H200 runs of c09ff0d and
+// 98f32d4 (2026-11-30, docs/perf-notebook.md): 1.2-1.8x with the merge kernel (63.8 against 76.2 µs at B=1,
+// S=32768, 32/8 heads; 151 against 220 µs at 16×8192), 1.34-1.75x with the fused merge (56.1 against 76.4 µs;
+// 154.9 against 220.7), every test passing for both.
 inline constexpr DecodeKernel kDecodeKernel = DecodeKernel::mma;
 // Ring stages per warp: 2 (three blocks of 64 KB per SM) beat 3 (two of 96 KB) by 2.4-2.5 % on the rows with
 // 1024-2048 blocks (151.2 against 154.9 µs at 16×8192, 272.8 against 279.3 at 64×4096, 141.3 against 144.9 at
-// 128×1024) and tied within 0.8 % on the single-sequence rows (256 blocks), same run.
+// 128×1024) and tied within 0.8 % on the single-sequence rows (256 blocks), same run (c09ff0d); with the fused merge
+// (98f32d4) 2 stages won by 0.5-4 % on three of the four batch rows and lost 1 % at 128×1024.
 inline constexpr int kDecodeMmaStages = 2;
-// The merge kernel after the split kernel cost a near-constant 10-16 µs in that run (25 % of the (1, 32768) row),
-// which is what the fused merge removes; fused pending its first measurement (bench_decode times both).
+// The merge kernel after the split kernel cost a near-constant 10-16 µs in the run of c09ff0d (25 % of the
+// (1, 32768) row); the fused merge (the split kernel's last block per sequence, KV head and row chunk folds) beat it
+// on every row with splits in the run of 98f32d4: 56.1 against 64.6 µs at (1, 32768), 148.5 against 156.7 at
+// (1, 131072), 154.9 against 158.6 at 16×8192 (and tied, 148.7 against 148.5, at 128×1024, where nothing splits).
 inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::fused;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.

@@ -1,5 +1,8 @@
 // softmaxkit: attention_decode on the GPU — split-KV ("Flash-Decoding") attention of a few new tokens against a KV
 // cache, grouped-query heads, sinks.
+// Since 98f32d4 the dispatcher runs the tensor-core kernel (decode_mma.cu, 1.34-1.75x faster on the issue's rows);
+// this CUDA-core kernel stays selectable (DecodeConfig::kernel = cuda_cores), and its merge kernel below also serves
+// the tensor-core kernel when DecodeConfig::merge asks for it. The host entry point at the end chooses.
 //
 // Traffic. Each K and V element of a sequence's first seqlens[b] cache rows is read once: 2 bytes per element, 4·D
 // bytes per key and KV head (K and V). q, O (2·Hq·Sq·D bytes per sequence) and the split partials (f32 O and LSE,

@@ -4,11 +4,14 @@
 // Traffic: as decode.cu's kernel, each K and V element of a sequence's first seqlens[b] rows is read once, 4·D bytes
 // per key and KV head; q, O and the split partials are noise (< 0.5 %). Floor on the H200: Σ_b seqlens[b]·Hkv·4·D
 // bytes / 4.27 TB/s (measured copy, ANCHORS.md): 31 µs at (B, S) = (1, 32768), Hkv = 8, D = 128.
-// Arithmetic: 2·16·D flops per key for Q·Kᵀ (M padded to 16 rows) and 2·16·D... for Vᵀ·Pᵀ (N = 8 rows): 12·D flops
-// per 4·D bytes, 3 flops per byte: 13 TFLOP/s of tensor-core work at copy speed, ~2 % of the H200's mma.sync rate.
+// Arithmetic: 2·16·D flops per key for Q·Kᵀ (M padded to 16 rows) and 2·8·D for Vᵀ·Pᵀ (N = 8 rows): 48·D flops per
+// 4·D bytes, 12 per byte, 51 TFLOP/s of tensor-core work at copy speed (< 10 % of the H200's mma.sync rate).
 // The softmax runs once per (key, row) pair — 8 rows per key, one exponential each, padding rows included — instead
 // of once per lane sharing the key (decode.cu's problem): the kernel is meant to be limited by bytes in flight only.
-// Measured: see docs/perf-notebook.md ("decode attention on the tensor cores").
+// Measured (H200, 2026-11-30, commit 98f32d4, bench_decode, fused merge, 2 stages): 3.32-3.88 TB/s on the issue's
+// batch rows and 3.62 at (1, 131072), but 2.39 at (1, 32768) (56 µs against a 31 µs floor: ~25 µs of fixed cost per
+// call, ~5 µs more than cuDNN's); 0.83-0.94x cuDNN, 1.34-1.75x decode.cu's kernel. docs/perf-notebook.md ("decode
+// attention (issue 8) on the tensor cores") has the table and where the rest of the time is.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -24,7 +27,7 @@
 //              rounded to the input dtype here (FlashAttention's precision choice, docs/semantics.md "Decode").
 // The warps' (m, l, Oᵀ) then fold in warp order through lse_fold.cuh and OnlineSoftmaxState (m·ln 2 turns the
 // base-2 max into the state's natural units); one split writes O and LSE (with the sink), several write the f32
-// partials that decode.cu's merge kernel folds (the sink last).
+// partials, which the last of those blocks to finish folds (merge_if_last, the default) or decode.cu's merge kernel.
 //
 // NaN and masking. Keys past the split, past seqlens or that no row of the block sees are never read: cp.async
 // zero-fills them, their scores are −inf before the max. The causal band — keys some rows of the block see and
