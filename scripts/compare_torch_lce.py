@@ -48,7 +48,8 @@ def main() -> int:
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", default="out")
     ap.add_argument("--shapes", default="8192x4096x151936,4096x2048x32000")
-    ap.add_argument("--chunks", default="0,256,1024", help="chunk_rows to time (0: the default)")
+    ap.add_argument("--chunks", default="0,256,1024,1024/256",
+                    help="chunk_rows to time, each optionally /logit_rows (0: the default)")
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
 
@@ -58,8 +59,8 @@ def main() -> int:
     lib = ctypes.CDLL(args.lib)  # CDLL releases the GIL during the call
     lib.smk_lce.restype = ctypes.c_int
     lib.smk_lce.argtypes = [ctypes.c_void_p] * 9 + [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                                                    ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                                                    ctypes.c_int]
+                                                    ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p,
+                                                    ctypes.c_char_p, ctypes.c_int]
     lib.smk_lce_default_chunk_rows.restype = ctypes.c_int64
     lib.smk_lce_default_chunk_rows.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
     dev = torch.device("cuda")
@@ -145,8 +146,11 @@ def main() -> int:
         stream = torch.cuda.current_stream().cuda_stream
         default_chunk = lib.smk_lce_default_chunk_rows(n, v, 2)
 
-        for chunk in (int(c) for c in args.chunks.split(",")):
+        for spec in args.chunks.split(","):
+            chunk, _, xrows = spec.partition("/")
+            chunk, xrows = int(chunk), int(xrows or 0)
             used_chunk = default_chunk if chunk <= 0 else min(chunk, n)
+            used_x = used_chunk if xrows <= 0 else min(xrows, used_chunk)
 
             def poison():  # every output NaN (all bits set) before the call whose results are checked
                 for out in (loss, lse, dh, dw):
@@ -154,7 +158,8 @@ def main() -> int:
 
             def ours_step():
                 rc = lib.smk_lce(loss.data_ptr(), lse.data_ptr(), dh.data_ptr(), dw.data_ptr(), None, h.data_ptr(),
-                                 w.data_ptr(), None, t.data_ptr(), 2, n, d, v, chunk, 2, stream, err, len(err))
+                                 w.data_ptr(), None, t.data_ptr(), 2, n, d, v, chunk, xrows, 2, stream, err,
+                                 len(err))
                 if rc != 0:
                     raise RuntimeError(err.value.decode())
 
@@ -180,11 +185,12 @@ def main() -> int:
                 time.sleep(0.0005)
             torch.cuda.synchronize()
             ours_peak = peak - (total - free0)
-            planned = used_chunk * v * (4 + 2)
+            planned = used_chunk * v * 2 + used_x * v * 4
             acc = {"loss": abs(loss.double().item() - loss64) / abs(loss64), "dH": rel_errors(dh, dh64),
                    "dW": rel_errors(dw, dw64), "lse_max_abs": (lse.double() - lse64).abs().max().item()}
             ours_ms, ours_all = elapsed_ms(ours_step, args.reps)
             row = {"n": n, "d": d, "v": v, "dtype": "bf16", "chunk_rows": used_chunk, "chunk_arg": chunk,
+                   "logit_rows": used_x,
                    "ours_ms": ours_ms, "ours_all_ms": ours_all, "torch_ms": torch_ms, "torch_all_ms": torch_all,
                    "ours_peak_bytes": ours_peak, "ours_planned_chunk_bytes": planned, "ours_peak_samples": samples,
                    "torch_peak_bytes": torch_peak, "ours_acc": acc, "torch_acc": torch_acc}
@@ -200,14 +206,16 @@ def main() -> int:
         json.dump({"meta": meta, "results": results}, f, indent=1)
     lines = [f"# Linear cross-entropy beside torch (matmul + F.cross_entropy, bf16) — {meta['gpu']}, torch "
              f"{meta['torch']}, commit {meta['commit']}, {meta['date']}", "",
-             "| N × d × V | chunk | ours ms | torch ms | time ratio | ours peak MB (planned) | torch peak MB | memory "
+             "| N × d × V | chunk (/ logit rows) | ours ms | torch ms | time ratio | ours peak MB (planned) | torch peak MB | memory "
              "ratio | loss rel err ours / torch | dH norm err ours / torch | dH max err ours / torch | dW norm err "
              "ours / torch | dW max err ours / torch |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         o, tr = r["ours_acc"], r["torch_acc"]
         lines.append(
-            f"| {r['n']} × {r['d']} × {r['v']} | {r['chunk_rows']} | {r['ours_ms']:.2f} | {r['torch_ms']:.2f} | "
+            f"| {r['n']} × {r['d']} × {r['v']} | {r['chunk_rows']}"
+            f"{'' if r.get('logit_rows', r['chunk_rows']) == r['chunk_rows'] else ' / ' + str(r['logit_rows'])} | "
+            f"{r['ours_ms']:.2f} | {r['torch_ms']:.2f} | "
             f"{r['ours_ms'] / r['torch_ms']:.3f} | {r['ours_peak_bytes'] / 1e6:.0f} "
             f"({r['ours_planned_chunk_bytes'] / 1e6:.0f}) | {r['torch_peak_bytes'] / 1e6:.0f} | "
             f"{r['ours_peak_bytes'] / r['torch_peak_bytes']:.3f} | {o['loss']:.2e} / {tr['loss']:.2e} | "
@@ -218,7 +226,7 @@ def main() -> int:
         f.write(text)
     print(text)
     for r in results:
-        if r["chunk_arg"] == 0:
+        if r["chunk_arg"] == 0 and r["logit_rows"] == r["chunk_rows"]:
             o, tr = r["ours_acc"], r["torch_acc"]
             worse = [k for k in ("dH", "dW") for m in ("norm", "max") if o[k][m] > tr[k][m]]
             if o["loss"] > tr["loss"]:

@@ -46,6 +46,11 @@ struct LinearCrossEntropyOptions {
   CrossEntropyOptions ce{};      // every cross-entropy option; class_weights are [V]
   TensorView bias{};             // optional [V], the inputs' dtype
   std::optional<std::int64_t> chunk_rows{};  // rows per chunk, > 0; none: linear_cross_entropy_default_chunk_rows
+  // GPU: rows of f32 logits formed at once inside a chunk (> 0; values above the chunk are the chunk; none: the
+  // chunk). Smaller than chunk_rows, it keeps the dH and dW products at chunk_rows rows (fewer roundings of dW,
+  // wider products) for less logits memory: chunk_rows·V·sizeof(dtype) + logit_rows·V·4 bytes. The CPU path, and
+  // every result in exact arithmetic, do not depend on it.
+  std::optional<std::int64_t> logit_rows{};
 };
 
 // The extra memory a chunk may take when chunk_rows is not given: 512 MiB of logits (f32) and gradient (the dtype), so

@@ -102,6 +102,9 @@ LinearCrossEntropyProblem check_linear_cross_entropy_args(const char* op, const 
   if (options.chunk_rows && *options.chunk_rows <= 0)
     throw_invalid_argument(op, "options.chunk_rows",
                            "must be > 0 (or not given, for the default), got " + std::to_string(*options.chunk_rows));
+  if (options.logit_rows && *options.logit_rows <= 0)
+    throw_invalid_argument(op, "options.logit_rows",
+                           "must be > 0 (or not given, for the chunk), got " + std::to_string(*options.logit_rows));
   const bool has_bias = options.bias.data != nullptr;
   if (has_bias) {
     check_view(op, "options.bias", options.bias);
@@ -171,7 +174,8 @@ LinearCrossEntropyProblem check_linear_cross_entropy_args(const char* op, const 
   }
   const std::int64_t chunk = options.chunk_rows ? std::min<std::int64_t>(*options.chunk_rows, std::max<std::int64_t>(n, 1))
                                                 : linear_cross_entropy_default_chunk_rows(n, v, dt);
-  return {n, d, v, chunk};
+  const std::int64_t logit_rows = options.logit_rows ? std::min(*options.logit_rows, chunk) : chunk;
+  return {n, d, v, chunk, logit_rows};
 }
 
 }  // namespace smk::detail

@@ -13,6 +13,7 @@ struct LinearCrossEntropyProblem {
   std::int64_t dim;         // d
   std::int64_t vocab;       // V
   std::int64_t chunk_rows;  // the chunk actually used (options.chunk_rows, or the default), in [1, max(N, 1)]
+  std::int64_t logit_rows;  // rows of logits formed at once (options.logit_rows, or the chunk), in [1, chunk_rows]
 };
 
 // Throws smk::Error naming the argument; touches no data.

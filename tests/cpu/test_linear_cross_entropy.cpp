@@ -358,6 +358,11 @@ TEST(LinearCrossEntropyCpu, RejectsBadArguments) {
     a.opt.chunk_rows = c;
     expect_error(a, "'options.chunk_rows'");
   }
+  for (std::int64_t c : {0, -1}) {
+    Args a;
+    a.opt.logit_rows = c;
+    expect_error(a, "'options.logit_rows'");
+  }
   {
     Args a;  // weight f64 against hidden f32
     std::vector<double> w64(15, 0.25);

@@ -7,6 +7,8 @@
 //   3. G_c = ∂loss/∂X_c · grad_loss formed in f32 by backward.cu's kernels and written once in the dtype;
 //   4. dH_c = G_c·W (written once); 5. dW += G_cᵀ·H_c (beta = 1 after the first chunk, dW's dtype between chunks);
 //   6. db += G_cᵀ·1 into an f32 vector (a product with a column of ones), rounded to the dtype at the end.
+// Steps 1–3 run on pieces of at most `logit_rows` rows of the chunk (options.logit_rows; one piece by default), so
+// the f32 logits buffer can be smaller than the chunk while steps 4–6 keep the chunk's width.
 //
 // Traffic and floor, the issue's row (N = 8192, d = 4096, V = 151936, bf16, c = 512: 16 chunks) on the H200:
 //   flops: 3 products of 2·N·d·V = 10.2 TFLOP, 30.6 TFLOP: 38.7 ms at ~790 TFLOP/s (ANCHORS.md) — the floor;
@@ -153,14 +155,15 @@ void linear_cross_entropy(const char* op, const detail::LinearCrossEntropyProble
                           const LinearCrossEntropyOptions& options, Stream stream) {
   DeviceGuard guard(hidden.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  const std::int64_t n = p.rows, d = p.dim, V = p.vocab, c = p.chunk_rows;
+  // c: rows of G per chunk (the products' width); cx ≤ c: rows of f32 logits formed at once within it.
+  const std::int64_t n = p.rows, d = p.dim, V = p.vocab, c = p.chunk_rows, cx = p.logit_rows;
   const CrossEntropyOptions& o = options.ce;
   const DType dt = hidden.dtype;
   const std::size_t es = dtype_size(dt);
   const bool per_row = o.reduction == Reduction::none;
   const bool has_bias = options.bias.data != nullptr;
   const Args full = ce::make_args(matrix_view(nullptr, n, V, hidden.device), targets, o);
-  const std::int64_t parts = c * full.chunks;
+  const std::int64_t parts = cx * full.chunks;
 
   // 1. The targets and class weights, checked on the device before anything is written (finish() throws).
   auto* flags = static_cast<Flags*>(kernels::workspace_alloc(sizeof(Flags), s));
@@ -169,14 +172,14 @@ void linear_cross_entropy(const char* op, const detail::LinearCrossEntropyProble
   const std::size_t off_ones = ws.add(sizeof(float) * static_cast<std::size_t>(per_row ? std::max<std::int64_t>(n, 1) : 1));
   const std::size_t off_ce = ws.add(per_row ? 0 : sizeof(float) * n);
   const std::size_t off_zl = ws.add(per_row ? 0 : sizeof(float) * n);
-  const std::size_t off_lse = ws.add(lse.data ? 0 : sizeof(float) * c);
+  const std::size_t off_lse = ws.add(lse.data ? 0 : sizeof(float) * cx);
   const std::size_t off_states = ws.add(sizeof(State) * parts);
   const std::size_t off_smooth = ws.add(o.label_smoothing > 0 ? sizeof(float) * parts : 0);
   const std::size_t off_rest = ws.add(sizeof(float) * parts);
-  const std::size_t off_xt = ws.add(sizeof(float) * c);
+  const std::size_t off_xt = ws.add(sizeof(float) * cx);
   const std::size_t off_db = ws.add(has_bias ? sizeof(float) * V : 0);
   const std::size_t off_ones_in = ws.add(has_bias ? es * c : 0);
-  const std::size_t off_x = ws.add(sizeof(float) * c * V);
+  const std::size_t off_x = ws.add(sizeof(float) * cx * V);
   const std::size_t off_g = ws.add(es * c * V);
   unsigned char* base = nullptr;
   try {
@@ -236,32 +239,39 @@ void linear_cross_entropy(const char* op, const detail::LinearCrossEntropyProble
     for (std::int64_t r0 = 0; r0 < n; r0 += c) {
       const std::int64_t rows = std::min(c, n - r0);
       const void* Hc = H + r0 * ldh * static_cast<std::int64_t>(es);
-      // 1. X_c (row-major [rows, V]) = H_c·Wᵀ + b; column-major: X_cᵀ (V × rows) = W (d × V as stored)ᵀ · H_cᵀ.
-      float beta = 0.0f;
-      if (has_bias) {
-        kernels::with_in_type(dt, [&](auto* tag) {
-          using T = std::remove_pointer_t<decltype(tag)>;
-          bias_rows_kernel<T><<<fill_grid(rows * V), kFillThreads, 0, s>>>(
-              x, rows, V, static_cast<const T*>(options.bias.data), options.bias.strides[0]);
-        });
-        SMK_CUDA_CHECK_LAUNCH("linear_cross_entropy bias_rows_kernel");
-        beta = 1.0f;
+      // Steps 1–3 for the chunk's rows q0.. in pieces of at most cx rows (one piece unless logit_rows < chunk_rows).
+      for (std::int64_t q0 = r0; q0 < r0 + rows; q0 += cx) {
+        const std::int64_t xr = std::min(cx, r0 + rows - q0);
+        const void* Hq = H + q0 * ldh * static_cast<std::int64_t>(es);
+        // 1. X (row-major [xr, V]) = H_q·Wᵀ + b; column-major: Xᵀ (V × xr) = W (d × V as stored)ᵀ · H_qᵀ.
+        float beta = 0.0f;
+        if (has_bias) {
+          kernels::with_in_type(dt, [&](auto* tag) {
+            using T = std::remove_pointer_t<decltype(tag)>;
+            bias_rows_kernel<T><<<fill_grid(xr * V), kFillThreads, 0, s>>>(
+                x, xr, V, static_cast<const T*>(options.bias.data), options.bias.strides[0]);
+          });
+          SMK_CUDA_CHECK_LAUNCH("linear_cross_entropy bias_rows_kernel");
+          beta = 1.0f;
+        }
+        gemm(op, h, CUBLAS_OP_T, CUBLAS_OP_N, V, xr, d, weight.data, ct, ldw, Hq, ct, ldh, beta, x, CUDA_R_32F, V);
+
+        // 2. The forward on those rows: per-row loss (none) or the rows' parts of the sum / mean, and the LSE.
+        const Args a = ce::make_args(matrix_view(x, xr, V, hidden.device), rows_of(targets, q0, xr), o);
+        float* lse_q =
+            lse.data ? static_cast<float*>(lse.data) + q0 * lse.strides[0] : reinterpret_cast<float*>(base + off_lse);
+        const std::int64_t lse_stride = lse.data ? lse.strides[0] : 1;
+        ce::launch_stats(a, DType::f32, true, false, states, smooth, s);
+        ce::launch_rows(a, DType::f32, states, smooth, totals,
+                        per_row ? static_cast<float*>(loss.data) + q0 * loss.strides[0] : nullptr,
+                        per_row ? loss.strides[0] : 0, lse_q, lse_stride, per_row ? nullptr : ce_rows + q0,
+                        per_row ? nullptr : zl_rows + q0, s);
+
+        // 3. Their rows of G_c in the dtype ([rows, V], contiguous), from f32 logits and the LSE.
+        ce::launch_grad_f32_logits(a, dt, static_cast<unsigned char*>(g) + (q0 - r0) * V * static_cast<std::int64_t>(es),
+                                   V, lse_q, lse_stride, per_row ? gl + q0 * gl_stride : gl, gl_stride, rest, xt,
+                                   totals, s);
       }
-      gemm(op, h, CUBLAS_OP_T, CUBLAS_OP_N, V, rows, d, weight.data, ct, ldw, Hc, ct, ldh, beta, x, CUDA_R_32F, V);
-
-      // 2. The forward on the chunk: per-row loss (none) or the rows' parts of the sum / mean, and the LSE.
-      const Args a = ce::make_args(matrix_view(x, rows, V, hidden.device), rows_of(targets, r0, rows), o);
-      float* lse_c = lse.data ? static_cast<float*>(lse.data) + r0 * lse.strides[0] : reinterpret_cast<float*>(base + off_lse);
-      const std::int64_t lse_stride = lse.data ? lse.strides[0] : 1;
-      ce::launch_stats(a, DType::f32, true, false, states, smooth, s);
-      ce::launch_rows(a, DType::f32, states, smooth, totals,
-                      per_row ? static_cast<float*>(loss.data) + r0 * loss.strides[0] : nullptr,
-                      per_row ? loss.strides[0] : 0, lse_c, lse_stride, per_row ? nullptr : ce_rows + r0,
-                      per_row ? nullptr : zl_rows + r0, s);
-
-      // 3. G_c in the dtype ([rows, V], contiguous), from f32 logits and the LSE.
-      ce::launch_grad_f32_logits(a, dt, g, V, lse_c, lse_stride, per_row ? gl + r0 * gl_stride : gl, gl_stride, rest,
-                                 xt, totals, s);
 
       // 4. dH_c = G_c·W; column-major: dH_cᵀ (d × rows) = W (d × V) · G_cᵀ (V × rows).
       gemm(op, h, CUBLAS_OP_N, CUBLAS_OP_N, d, rows, V, weight.data, ct, ldw, g, ct, V, 0.0f,

@@ -2,7 +2,7 @@
 // with ctypes and calls it on torch's own CUDA tensors and stream: one process, the same inputs for ours, torch's
 // bf16 pipeline and the float64 reference, without building the Python package on the device (not a test; not
 // installed). Tensors are contiguous; targets are int64; dtype: 0 f32, 1 f16, 2 bf16; reduction: 0 none, 1 sum,
-// 2 mean; chunk_rows ≤ 0: the default. Returns 0, or 1 with smk::Error's message in `err`.
+// 2 mean; chunk_rows, logit_rows ≤ 0: the defaults. Returns 0, or 1 with smk::Error's message in `err`.
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -15,7 +15,7 @@ smk::DType dtype_of(int code) { return code == 1 ? smk::DType::f16 : code == 2 ?
 
 extern "C" int smk_lce(void* loss, void* lse, void* grad_hidden, void* grad_weight, void* grad_bias,
                        const void* hidden, const void* weight, const void* bias, const void* targets, int dtype,
-                       std::int64_t n, std::int64_t d, std::int64_t v, std::int64_t chunk_rows, int reduction,
+                       std::int64_t n, std::int64_t d, std::int64_t v, std::int64_t chunk_rows, std::int64_t logit_rows, int reduction,
                        void* stream, char* err, int err_len) {
   try {
     const smk::Device dev = smk::Device::cuda(0);
@@ -23,6 +23,7 @@ extern "C" int smk_lce(void* loss, void* lse, void* grad_hidden, void* grad_weig
     smk::LinearCrossEntropyOptions o;
     o.ce.reduction = static_cast<smk::Reduction>(reduction);
     if (chunk_rows > 0) o.chunk_rows = chunk_rows;
+    if (logit_rows > 0) o.logit_rows = logit_rows;
     if (bias) o.bias = smk::TensorView::contiguous(const_cast<void*>(bias), dt, dev, {v});
     const bool per_row = o.ce.reduction == smk::Reduction::none;
     smk::linear_cross_entropy(

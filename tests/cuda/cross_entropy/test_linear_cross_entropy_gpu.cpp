@@ -1,7 +1,7 @@
 // Linear cross-entropy on the GPU (src/cuda/cross_entropy/linear.cu) against the CPU float64 reference
 // (smk::cpu::reference::linear_cross_entropy on the inputs widened exactly to f64): bf16, f16 and f32 inputs,
-// chunks that do not divide N, ignore_index rows, bias, every cross-entropy option and reduction, padded rows, every
-// row ignored, a bad target (an error, nothing written), and run-to-run determinism. Outputs are poisoned (0xFF:
+// chunks that do not divide N, logits formed in pieces smaller than the chunk (logit_rows), ignore_index rows, bias,
+// every cross-entropy option and reduction, padded rows, every row ignored, a bad target (an error, nothing written), and run-to-run determinism. Outputs are poisoned (0xFF:
 // NaN) before every call. SMK_LCE_TEST_ON_CPU=1 runs the same cases and gates on the CPU float path (CI checks the
 // harness and the gates there; the kernels are not involved).
 //
@@ -160,6 +160,7 @@ struct Case {
   std::vector<double> grad_loss;  // [n] for none, [1] otherwise
   int ignore_every = 6;           // every k-th row (from row 1) is ignored; 0: none
   unsigned seed = 1;
+  std::optional<std::int64_t> logit_rows;
 };
 
 struct Inputs {  // values already representable in the dtype
@@ -214,6 +215,7 @@ Outputs run_device(const Case& c, const Inputs& in) {
   LinearCrossEntropyOptions o;
   o.ce = c.ce;
   o.chunk_rows = c.chunk;
+  o.logit_rows = c.logit_rows;
   if (c.weights) o.ce.class_weights = TensorView::contiguous(cw.data(), DType::f32, dev, {v});
   if (c.bias) o.bias = TensorView::contiguous(b.data(), c.dtype, dev, {v});
   const TensorView vh = TensorView::strided(h.data(), c.dtype, dev, {n, d}, {ldh, 1});
@@ -458,6 +460,21 @@ TEST(LinearCrossEntropyGpu, Bf16WithoutLseOrUpstreamGradient) {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   Case c{.name = "bf16 defaults", .dtype = DType::bf16, .n = 50, .d = 8, .v = 129, .chunk = 7, .want_lse = false,
          .pass_grad_loss = false};  // grad_loss null: 1
+  check_case(c);
+}
+
+TEST(LinearCrossEntropyGpu, Bf16LogitRowsSmallerThanTheChunk) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  // Chunks of 12 rows of G formed from logits 5 rows at a time (5, 5, 2 per chunk; 37 rows: the last chunk has 1).
+  Case c{.name = "bf16 logit_rows", .dtype = DType::bf16, .n = 37, .d = 24, .v = 300, .pad = 4, .chunk = 12,
+         .bias = true, .weights = true};
+  c.ce.label_smoothing = 0.05f;
+  c.ce.z_loss = 1e-3f;
+  c.logit_rows = 5;
+  check_case(c);
+  c.name = "bf16 logit_rows, none";
+  c.ce.reduction = Reduction::none;
+  for (int i = 0; i < 37; ++i) c.grad_loss.push_back(0.1 * (i % 5) - 0.2);
   check_case(c);
 }
 
