@@ -223,17 +223,19 @@ void cross_entropy_backward(const View& grad_logits, const View& logits, const V
 }
 
 // Linear cross-entropy (include/softmaxkit/linear_cross_entropy.hpp): absent optional views are null (grad_loss:
-// 1); chunk_rows None: the library's default.
+// 1); chunk_rows, logit_rows None: the library's defaults.
 void linear_cross_entropy(const View& loss, std::optional<const View*> lse, const View& grad_hidden,
                           const View& grad_weight, std::optional<const View*> grad_bias, const View& hidden,
                           const View& weight, const View& targets, std::optional<const View*> grad_loss,
                           std::optional<const View*> bias, std::optional<std::int64_t> chunk_rows,
+                          std::optional<std::int64_t> logit_rows,
                           std::int64_t ignore_index, int reduction, bool mean_of_nothing_is_zero, float label_smoothing,
                           float z_loss, float softcap, std::optional<const View*> weights, std::uintptr_t stream) {
   smk::LinearCrossEntropyOptions o;
   o.ce = ce_options(ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing, z_loss, softcap, weights);
   o.bias = optional_view(bias);
   o.chunk_rows = chunk_rows;
+  o.logit_rows = logit_rows;
   const smk::TensorView vl = loss.view, vlse = optional_view(lse), vdh = grad_hidden.view, vdw = grad_weight.view,
                         vdb = optional_view(grad_bias), vh = hidden.view, vw = weight.view, vt = targets.view,
                         vgl = optional_view(grad_loss);
@@ -336,7 +338,7 @@ NB_MODULE(_C, m) {
   m.def("linear_cross_entropy", &linear_cross_entropy, nb::arg("loss"), nb::arg("lse").none(),
         nb::arg("grad_hidden"), nb::arg("grad_weight"), nb::arg("grad_bias").none(), nb::arg("hidden"),
         nb::arg("weight"), nb::arg("targets"), nb::arg("grad_loss").none(), nb::arg("bias").none(),
-        nb::arg("chunk_rows").none(), nb::arg("ignore_index"), nb::arg("reduction"),
+        nb::arg("chunk_rows").none(), nb::arg("logit_rows").none(), nb::arg("ignore_index"), nb::arg("reduction"),
         nb::arg("mean_of_nothing_is_zero"), nb::arg("label_smoothing"), nb::arg("z_loss"), nb::arg("softcap"),
         nb::arg("class_weights").none(), nb::arg("stream"));
 

@@ -53,7 +53,7 @@ def test_float64_matches_reference(chunk_rows):
 
 def test_float32_within_float_tolerance_and_upstream_gradient():
     h, w, b, t = problem(17, 8, 40, 2, np.float32)
-    loss, dh, dw, db, lse = smk.linear_cross_entropy(h, w, t, b, chunk_rows=5, grad_loss=0.5)
+    loss, dh, dw, db, lse = smk.linear_cross_entropy(h, w, t, b, chunk_rows=5, logit_rows=2, grad_loss=0.5)
     assert dh.dtype == np.float32 and loss.dtype == np.float32
     rl, rdh, rdw, rdb, _ = reference(h, w, t, b, g=0.5)
     # f32 products of d = 8 or N = 17 terms and the f32 cross-entropy: a few hundred u of each output's largest
@@ -76,6 +76,8 @@ def test_bad_arguments_name_the_argument():
     h, w, b, t = problem(6, 4, 9, 4)
     with pytest.raises(smk.InvalidArgumentError, match="options.chunk_rows"):
         smk.linear_cross_entropy(h, w, t, b, chunk_rows=0)
+    with pytest.raises(smk.InvalidArgumentError, match="options.logit_rows"):
+        smk.linear_cross_entropy(h, w, t, b, logit_rows=-2)
     with pytest.raises(smk.InvalidArgumentError, match="'weight'"):
         smk.linear_cross_entropy(h, w[:, :3].copy(), t, b)
     with pytest.raises(smk.InvalidArgumentError, match="'weight'"):
