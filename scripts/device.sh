@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce
+#   excess decode-mma lce logterm
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -142,6 +142,12 @@ if want lce; then
     --out "$OUT"
   run_step lce-memcheck timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_linear_cross_entropy
+fi
+# logterm: the forward ops whose sums use log_term_exp (log-softmax, logsumexp; common.cuh) on the issue's grid,
+# beside softmax (exp_diff) in the same run; needs build.
+if want logterm; then
+  run_step logterm-bench build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
+    --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 20 --format table --json "$OUT/bench_logterm.json"
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
