@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm
+#   excess decode-mma lce logterm decode-r2
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -128,6 +128,26 @@ if want decode-mma; then
   run_step decode-sdpa python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" --out "$OUT/decode_vs_sdpa.md"
   run_step decode-memcheck timeout 40 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter='*CausalBand*:*BadInputs*:*Strided*:*CausalMultiToken*'
+fi
+# decode-r2: decode round 2 (the fused merge's levers), ordered to fit a 200 s call with the timings first: build
+# just its targets (or take them prebuilt from $SMK_DEC_BIN, built here for sm_90a and carried), bench_decode (the
+# dispatcher beside round 1's default and each lever off alone, the other ring depth, the merge kernel, longer
+# chunks), torch SDPA beside it, the GPU test (every kernel and variant, 75 s cap), then memcheck last on the cases
+# with the fewest keys and the levers' own test (25 s cap).
+if want decode-r2; then
+  if [ -n "${SMK_DEC_BIN:-}" ]; then
+    decbin=$SMK_DEC_BIN
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
+    decbin=build/default/tests
+  fi
+  run_step decode-bench timeout 60 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
+  run_step decode-sdpa timeout 40 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
+    --out "$OUT/decode_vs_sdpa.md"
+  run_step decode-test timeout 75 "$decbin/test_cuda_decode"
+  run_step decode-memcheck timeout 25 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$decbin/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*FusedMergeLevers*:*Strided*'
 fi
 # lce: linear cross-entropy (issue 5) on its own, ordered to fit a 270 s call: build just its targets (the GPU test
 # and the C entry point scripts/compare_torch_lce.py loads with ctypes), the GPU test, the comparison with torch's

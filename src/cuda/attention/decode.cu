@@ -37,9 +37,15 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 
 #include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/decode_common.cuh"
@@ -517,6 +523,52 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
                               "a 16-byte aligned pointer and strides that are multiples of 8 elements (16-byte rows)");
 }
 
+// The fused merge's arrival counters kept per (device, stream) between calls (DecodeConfig::self_reset_counters):
+// the last block of each count sets it back to zero, so when the split kernel ends the buffer is all zeros again, and
+// the next call on the same stream (which starts after it, in stream order) needs no cudaMemsetAsync — a GPU
+// operation of its own, a launch before the split kernel. Two streams never share a buffer, so calls running at once
+// on two streams cannot mix their counts: the key is the stream's unique id (cudaStreamGetId; a new stream that
+// reuses a destroyed one's handle gets a new id), and for the default streams (handle 0, cudaStreamPerThread) also
+// the calling thread. A new or larger buffer comes from the workspace pool, zeroed by one memset on the stream (the
+// smaller one freed in stream order after the calls that used it); buffers are never returned (4 bytes per sequence,
+// KV head and row chunk: 4 KB at 128 sequences × 8 KV heads). A kernel that faults mid-way could leave counts behind,
+// but such a fault leaves the CUDA context unusable anyway. Null when the stream is capturing a graph (the caller
+// then zeroes workspace counters with a memset node, as before): a graph's replays may run on any stream, at the same
+// time as calls on this one.
+int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: take the memset path
+    return nullptr;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  unsigned long long id = 0;
+  SMK_CUDA_CHECK(cudaStreamGetId(s, &id));
+  const std::size_t thread = s == nullptr || s == cudaStreamPerThread
+                                 ? std::hash<std::thread::id>{}(std::this_thread::get_id())
+                                 : 0;
+  struct Buffer {
+    int* p = nullptr;
+    std::size_t n = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::tuple<int, unsigned long long, std::size_t>, Buffer> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  Buffer& buf = buffers[{device, id, thread}];
+  if (buf.n < n) {
+    const std::size_t want = std::max(n, 2 * buf.n);
+    int* p = static_cast<int*>(kernels::workspace_alloc(want * sizeof(int), s));
+    const cudaError_t err = cudaMemsetAsync(p, 0, want * sizeof(int), s);
+    if (err != cudaSuccess) {
+      kernels::workspace_free(p, s);
+      SMK_CUDA_CHECK(err);
+    }
+    if (buf.p != nullptr) kernels::workspace_free(buf.p, s);
+    buf = {p, want};
+  }
+  return buf.p;
+}
+
 }  // namespace
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
@@ -596,14 +648,23 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
   const bool fused = mma && merge == DecodeMerge::fused;
+  const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
+  a.tiles_before_q = on(config.tiles_before_q, kDecodeTilesBeforeQ);
+  a.merge_loads_first = on(config.merge_loads_first, kDecodeMergeLoadsFirst);
+  if (mma && !a.merge_loads_first && mma_stages != 2)
+    throw_unsupported(op, "DecodeConfig: merge_loads_first = off is built for 2 ring stages only");
   void* workspace = nullptr;
   if (a.grid_splits > 1) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
     const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
-    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + counters * sizeof(int), s);
+    int* kept = fused && on(config.self_reset_counters, kDecodeSelfResetCounters) ? counter_buffer(dev, s, counters)
+                                                                                   : nullptr;
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + (kept ? 0 : counters * sizeof(int)), s);
     a.part_o = static_cast<float*>(workspace);
     a.part_lse = a.part_o + parts * p.d;
-    if (fused) {
+    if (kept != nullptr) {
+      a.counters = kept;  // zero since the last call on this stream ended (or since counter_buffer's memset)
+    } else if (fused) {
       a.counters = reinterpret_cast<int*>(a.part_lse + parts);
       const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
       if (err != cudaSuccess) {

@@ -32,9 +32,13 @@ struct DecodeArgs {
   bool causal;
   float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
   float* part_lse;  // [B, Hq, Sq, grid_splits]
-  // The tensor-core kernel's fused merge: [B, Hkv, row_chunks] arrival counts, zeroed before the launch; the last
-  // split block of each (sequence, KV head, row chunk) to arrive folds the splits. Null: the merge kernel does.
+  // The tensor-core kernel's fused merge: [B, Hkv, row_chunks] arrival counts, zero at the launch; the last split
+  // block of each (sequence, KV head, row chunk) to arrive folds the splits and sets its count back to zero, so a
+  // buffer kept for the next call on the same stream needs no memset (decode.cu: counter_buffer). Null: the merge
+  // kernel does.
   int* counters;
+  bool tiles_before_q;     // DecodeConfig::tiles_before_q, resolved
+  bool merge_loads_first;  // DecodeConfig::merge_loads_first, resolved
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

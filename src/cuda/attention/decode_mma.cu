@@ -77,9 +77,19 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { retu
 // normalizer applied to its LSE — exp(LSE_i − m)/l: the splits' LSEs are the scores of one more softmax. The order of
 // the merges depends on the split count alone, so the result is deterministic and batch-invariant; an empty split
 // (LSE −inf) gets coefficient 0 and is skipped, a NaN poisons the total.
-template <typename T, int D>
-__device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit) {
+// The last block also sets the count back to zero (every block of this launch that counts has counted), so the
+// counters are all zero again when the kernel ends: decode.cu keeps them per stream for the next call.
+// kLoadsFirst (DecodeConfig::merge_loads_first): each warp first puts its row's nsplit partial rows in flight into
+// shared memory (cp.async through L2, D/4 16-byte copies per split, 16 KB per warp at D = 128: the ring's 64 KB,
+// free by now) beside the LSE load, then runs the butterfly, then reads the partials back — one memory latency per
+// row. Otherwise (what the run of 98f32d4 measured) the LSEs come first, then two batches of 16 partial rows through
+// registers after the butterfly: three latencies in series. Holding all 32 rows in registers instead took the kernel
+// from 124 to 166 registers (ptxas, D = 128). The arithmetic and its order are the same: the same bits either way.
+template <typename T, int D, bool kLoadsFirst>
+__device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
+                                              float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
+  static_assert(V == 2 || V == 4, "D = 64 or 128");
   constexpr int kBatch = 16;  // partial rows loaded at once (kDecodeSplitCap = 32: two batches)
   static_assert(kDecodeSplitCap <= 32, "one split per lane");
   __shared__ int last;
@@ -87,7 +97,9 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   __syncthreads();
   if (threadIdx.x == 0) {
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
-    last = atomicAdd(ctr, 1) == nsplit - 1;
+    const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
+    if (mine_last) atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+    last = mine_last;
   }
   __syncthreads();
   if (!last) return;
@@ -99,42 +111,82 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits;
     const float mine = lane < nsplit ? __ldcg(a.part_lse + prow + lane) : -detail::inf_<float>();
-    State st = State::from_lse(mine);
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2)
-      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o), __shfl_xor_sync(kFull, st.d, o)));
-    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
-    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
-#pragma unroll
-    for (int i0 = 0; i0 < kDecodeSplitCap; i0 += kBatch) {
-      if (i0 >= nsplit) break;
-      float pv[kBatch][V];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {  // unconditional loads (all in flight): past nsplit, re-read the last split
-        const int at = i0 + i < nsplit ? i0 + i : nsplit - 1;
-        const float* po = a.part_o + (prow + at) * D + lane * V;
-#pragma unroll
-        for (int x = 0; x < V; ++x) pv[i][x] = __ldcg(po + x);
+    if constexpr (kLoadsFirst) {
+      float* mine_stage = stage + warp * kDecodeSplitCap * D;  // [split][D] f32, this warp's
+      constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
+      for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
+        const int i = id / kVecs, x = (id % kVecs) * 4;
+        ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
       }
+      ptx::cp_async_commit();
+      State st = State::from_lse(mine);
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const float ci = __shfl_sync(kFull, coef, i0 + i);
+      for (int o2 = 16; o2 > 0; o2 /= 2)
+        st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
+      if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
+      const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+      const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+      ptx::cp_async_wait<0>();
+      __syncwarp();  // every lane's copies have landed
 #pragma unroll
-        for (int x = 0; x < V; ++x) o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];  // empty: skipped
+      for (int i = 0; i < kDecodeSplitCap; ++i) {
+        const float ci = __shfl_sync(kFull, coef, i);
+        if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
+        float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
+        if constexpr (V == 4) {
+          const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
+          pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
+        } else {
+          const float2 t = *reinterpret_cast<const float2*>(mine_stage + i * D + lane * V);
+          pv[0] = t.x, pv[1] = t.y;
+        }
+#pragma unroll
+        for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
       }
+      __syncwarp();  // the stage is read before this warp's next row overwrites it
+      if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
+    } else {
+      State st = State::from_lse(mine);
+#pragma unroll
+      for (int o2 = 16; o2 > 0; o2 /= 2)
+        st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
+      if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
+      const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+      const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+#pragma unroll
+      for (int i0 = 0; i0 < kDecodeSplitCap; i0 += kBatch) {
+        if (i0 >= nsplit) break;
+        float pv[kBatch][V];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {  // unconditional loads (all in flight): past nsplit, re-read the last split
+          const int at = i0 + i < nsplit ? i0 + i : nsplit - 1;
+          const float* po = a.part_o + (prow + at) * D + lane * V;
+#pragma unroll
+          for (int x = 0; x < V; ++x) pv[i][x] = __ldcg(po + x);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const float ci = __shfl_sync(kFull, coef, i0 + i);
+#pragma unroll
+          for (int x = 0; x < V; ++x) o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];  // empty: skipped
+        }
+      }
+      if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
     }
     T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
 #pragma unroll
     for (int x = 0; x < V; ++x) out[(lane * V + x) * a.os[3]] = from_f32<T>(o[x]);
-    if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
   }
 }
 
-template <typename T, int D, int kStages>
+// kMergeLoadsFirst: merge_if_last's kLoadsFirst, a template parameter rather than a branch, because the other merge
+// holds 16 partial rows in registers and, compiled into the same kernel, took it from 120 to 127 registers at D = 128
+// and from 72 to 128 at D = 64 (ptxas; four blocks per SM instead of seven at D = 64). The old merge is built for 2
+// ring stages only, for bench_decode to time it.
+template <typename T, int D, int kStages, bool kMergeLoadsFirst>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -176,27 +228,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   }
   const int lim_g = lim_of(g), lim_r0 = lim_of(2 * c), lim_r1 = lim_of(2 * c + 1);
 
-  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
-  // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
-  std::uint32_t qa[kSteps][2];
-  {
-    const int row = row_chunk * kRows + g;
-    const bool real = row < a.rows;
-    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
-                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int d0 = 16 * kk + 8 * half + 2 * c;
-        std::uint32_t pair = 0;
-        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
-        qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
-      }
-  }
   const float sl2 = a.scale_log2;
-
   const T* kg = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
   const T* vg = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
   const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
@@ -217,12 +249,43 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
       ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
     }
   };
+  const auto prologue = [&] {  // the first kStages − 1 tiles in flight
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < my_tiles) issue(s);
-    ptx::cp_async_commit();
-  }
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < my_tiles) issue(s);
+      ptx::cp_async_commit();
+    }
+  };
 
+  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
+  // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
+  std::uint32_t qa[kSteps][2];
+  const auto load_q = [&] {
+    const int row = row_chunk * kRows + g;
+    const bool real = row < a.rows;
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
+                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d0 = 16 * kk + 8 * half + 2 * c;
+        std::uint32_t pair = 0;
+        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
+      }
+  };
+  // The K/V stream starts before q's loads (DecodeConfig::tiles_before_q): q's fragments are built from its loaded
+  // values (the sign flip), and in the other order the warp waits one memory latency for them before its first
+  // cp.async, with nothing of K or V in flight.
+  if (a.tiles_before_q) {
+    prologue();
+    load_q();
+  } else {
+    load_q();
+    prologue();
+  }
   float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
   bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
   float acc[kSteps][4];  // Oᵀ: (dimension 16mt + g (+8), rows 2c, 2c+1)
@@ -394,15 +457,20 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
       if (x == 0) a.part_lse[prow] = slse[r];
     }
   }
-  if (nsplit > 1 && a.counters != nullptr) merge_if_last<T, D>(a, b, hk, row_chunk, nsplit);
+  if (nsplit > 1 && a.counters != nullptr) {
+    float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
+    merge_if_last<T, D, kMergeLoadsFirst>(a, b, hk, row_chunk, nsplit, stage);
+  }
 }
 
-template <typename T, int D, int kStages>
+template <typename T, int D, int kStages, bool kMergeLoadsFirst = true>
 void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
   constexpr std::size_t fold = kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
+  constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitCap * D * sizeof(float);  // the fused merge's
+  static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
   constexpr std::size_t bytes = ring > fold ? ring : fold;
-  auto* kernel = decode_mma_kernel<T, D, kStages>;
+  auto* kernel = decode_mma_kernel<T, D, kStages, kMergeLoadsFirst>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   kernel<<<grid, kWarps * 32, bytes, s>>>(a);
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
@@ -410,6 +478,11 @@ void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
 
 template <typename T>
 void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, cudaStream_t s) {
+  if (!a.merge_loads_first) {  // decode.cu refuses 3 stages with it
+    if (d == 64) launch<T, 64, 2, false>(a, grid, s);
+    else launch<T, 128, 2, false>(a, grid, s);
+    return;
+  }
   if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, s) : launch<T, 64, 3>(a, grid, s);
   else stages == 2 ? launch<T, 128, 2>(a, grid, s) : launch<T, 128, 3>(a, grid, s);
 }

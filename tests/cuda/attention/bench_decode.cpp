@@ -4,9 +4,10 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice and, beside it: the CUDA-core kernel (decode.cu, its default variant) and the
-// tensor-core kernel (decode_mma.cu) with the other ring depth and with the merge kernel instead of the fused merge
-// (whose share the event between the two kernels measures).
+// for the dispatcher's choice and, beside it, the tensor-core kernel as the run of 98f32d4 measured it (round 1),
+// each of round 2's levers off alone (DecodeConfig's toggles), the other ring depth, the merge kernel instead of the
+// fused merge (whose share the event between the two kernels measures), and the split rule's shortest chunk at 2048
+// and 4096 keys.
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -22,6 +23,7 @@
 
 #include "attention/args.hpp"
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/decode_split.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
   const auto dev = smk::Device::cuda(0);
 
   std::string json = "[";
-  std::printf("%-26s %10s %10s %9s %8s %9s\n", "B, S, Hq, Hkv, D", "us", "floor us", "TB/s", "% copy", "merge %");
+  std::printf("%-26s %10s %10s %9s %8s\n", "B, S, Hq, Hkv, D", "us", "floor us", "TB/s", "% copy");
   using smk::cuda::DecodeConfig;
   using smk::cuda::DecodeKernel;
   using smk::cuda::DecodeScores;
@@ -122,41 +124,50 @@ int main(int argc, char** argv) {
       return median(total);
     };
     using smk::cuda::DecodeMerge;
+    using smk::cuda::DecodeToggle;
+    constexpr auto kMma = DecodeKernel::mma;
+    constexpr auto kDisp = DecodeScores::dispatcher;
+    constexpr auto kFused = DecodeMerge::fused;
     const int other_stages = smk::cuda::kDecodeMmaStages == 2 ? 3 : 2;
-    double merge_us = 0, merge_cc = 0, merge_other = 0, merge_mk = 0;
+    double merge_us = 0, merge_mk = 0, unused = 0;
     const double us = measure({}, merge_us);
-    const double us_cc = measure({0, DecodeScores::dispatcher, DecodeKernel::cuda_cores}, merge_cc);
-    const double us_other =
-        measure({0, DecodeScores::dispatcher, DecodeKernel::mma, other_stages, DecodeMerge::dispatcher}, merge_other);
-    const double us_mk = measure({0, DecodeScores::dispatcher, DecodeKernel::mma, 0, DecodeMerge::kernel}, merge_mk);
-    // The split rule's shortest chunk (kDecodeMinChunk = 1024) at 512 and 256 keys: more, shorter blocks.
-    double merge_unused = 0;
-    const double us_c512 =
-        measure({0, DecodeScores::dispatcher, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 512}, merge_unused);
-    const double us_c256 =
-        measure({0, DecodeScores::dispatcher, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 256}, merge_unused);
+    // Round 1's default (commit 98f32d4: memset counters, q before the first tiles, the merge's partials loaded
+    // after its butterfly), then each of round 2's levers off alone.
+    const double us_round1 =
+        measure({0, kDisp, kMma, 2, kFused, 0, DecodeToggle::off, DecodeToggle::off, DecodeToggle::off}, unused);
+    const double us_memset = measure({0, kDisp, kMma, 0, kFused, 0, DecodeToggle::off}, unused);
+    const double us_q_first =
+        measure({0, kDisp, kMma, 0, kFused, 0, DecodeToggle::dispatcher, DecodeToggle::off}, unused);
+    const double us_merge_after = measure(
+        {0, kDisp, kMma, 2, kFused, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::off}, unused);
+    const double us_other = measure({0, kDisp, kMma, other_stages, kFused}, unused);
+    const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk);
+    // The split rule's shortest chunk (kDecodeMinChunk = 1024) at 2048 and 4096 keys: fewer, longer blocks (512 and
+    // 256 lost in the run of 98f32d4).
+    const double us_c2048 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 2048}, unused);
+    const double us_c4096 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 4096}, unused);
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
     const double tbs = tb(us), floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
     char label[64];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S, (long long)r.hq,
                   (long long)r.hkv, (long long)r.d);
-    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%% %8.1f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
-                100 * merge_us / us);
-    std::printf("   cuda cores %.1f us %.2f TB/s | mma %d stages %.1f us | mma + merge kernel %.1f us (merge %.1f%%) | "
-                "chunks 512+ %.1f us, 256+ %.1f us\n",
-                us_cc, tb(us_cc), other_stages, us_other, us_mk, 100 * merge_mk / us_mk, us_c512, us_c256);
-    char item[768];
+    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs);
+    std::printf("   round 1 %.1f | memset %.1f | q first %.1f | merge after %.1f | %d stages %.1f | merge kernel %.1f "
+                "(merge %.1f%%) | chunks 2048+ %.1f, 4096+ %.1f us\n",
+                us_round1, us_memset, us_q_first, us_merge_after, other_stages, us_other, us_mk,
+                100 * merge_mk / us_mk, us_c2048, us_c4096);
+    char item[1024];
     std::snprintf(item, sizeof item,
-                  "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"merge_us\": "
-                  "%.3f, \"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_cuda_cores\": %.3f, \"merge_us_cuda_cores\": %.3f, "
-                  "\"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, \"merge_us_merge_kernel\": %.3f, "
-                  "\"us_chunk512\": %.3f, \"us_chunk256\": %.3f, "
-                  "\"default_kernel\": \"%s\", \"default_stages\": %d, \"default_merge\": \"%s\"}",
+                  "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, "
+                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_round1\": %.3f, \"us_memset\": %.3f, \"us_q_first\": %.3f, "
+                  "\"us_merge_after\": %.3f, \"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
+                  "\"merge_us_merge_kernel\": %.3f, \"us_chunk2048\": %.3f, \"us_chunk4096\": %.3f, "
+                  "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, merge_us, bytes, tbs, us_cc, merge_cc, other_stages, us_other, us_mk, merge_mk,
-                  us_c512, us_c256, smk::cuda::kDecodeKernel == DecodeKernel::mma ? "mma" : "cuda_cores", smk::cuda::kDecodeMmaStages,
-                  smk::cuda::kDecodeMerge == DecodeMerge::fused ? "fused" : "kernel");
+                  (long long)r.d, us, bytes, tbs, us_round1, us_memset, us_q_first, us_merge_after, other_stages,
+                  us_other, us_mk, merge_mk, us_c2048, us_c4096, smk::cuda::kDecodeMmaStages,
+                  (long long)smk::cuda::kDecodeMinChunk);
     json += item;
   }
   json += "]\n";

@@ -118,6 +118,14 @@ const DecodeConfig kCudaCores{0, DecodeScores::dispatcher, DecodeKernel::cuda_co
 // The split rule with chunks of at least 256 keys instead of kDecodeMinChunk (bench_decode measures the constant).
 const DecodeConfig kMmaChunk256{0, DecodeScores::dispatcher, DecodeKernel::mma, 0, smk::cuda::DecodeMerge::dispatcher,
                                 256};
+// The tensor-core kernel as the run of 98f32d4 measured it (round 2's three levers off: counters zeroed by a memset
+// before each call, q loaded before the first tiles, the fused merge's partials loaded after its butterfly), and with
+// only the self-resetting counters off.
+using smk::cuda::DecodeToggle;
+const DecodeConfig kMmaRound1{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0,
+                              DecodeToggle::off, DecodeToggle::off, DecodeToggle::off};
+const DecodeConfig kMmaMemset{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0,
+                              DecodeToggle::off};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -132,6 +140,8 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kMma3) return "tensor cores, 3 stages";
   if (config == &kMmaMergeKernel) return "tensor cores, merge kernel";
   if (config == &kMmaChunk256) return "tensor cores, chunks of 256+";
+  if (config == &kMmaRound1) return "tensor cores, round 1 (memset, q first, merge loads after)";
+  if (config == &kMmaMemset) return "tensor cores, counters zeroed by a memset";
   return "cuda cores";
 }
 
@@ -267,7 +277,7 @@ void issue_lengths(std::int64_t d) {
   // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
   for (const DecodeConfig* config :
        {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
-        &kMmaChunk256}) {
+        &kMmaChunk256, &kMmaRound1}) {
     SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
     const bool mma = is_mma(config);
     {
@@ -353,7 +363,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
 TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {&kCudaCores, &kMma, &kMmaMergeKernel, &kMmaChunk256}) {
+  for (const DecodeConfig* config : {&kCudaCores, &kMma, &kMmaMergeKernel, &kMmaChunk256, &kMmaRound1}) {
   SCOPED_TRACE(name_of(config));
   using T = smk::bfloat16_t;
   const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
@@ -386,6 +396,83 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   EXPECT_TRUE(bitwise_equal(s1.o, s2.o));
   EXPECT_TRUE(bitwise_equal(s1.lse, s2.lse));
   expect_matches_reference(batch, s1);
+  }
+}
+
+// Round 2's levers change when things happen, not what is computed: the default gives the bits of the round-1
+// configuration (memset counters, q first, partials loaded after the butterfly). The self-resetting counters are
+// kept per stream between calls: calls on one stream (a smaller batch first, so the buffer then grows) and on two
+// streams at once, without synchronising in between, all give those bits — a count left behind by one call, or two
+// calls counting in one buffer, would skip or double a merge and leave NaN (the poison) or wrong values.
+TEST(CudaAttentionDecode, FusedMergeLeversKeepTheBitsAcrossCallsAndStreams) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  Case<T> c(3, 1, 8, 2, 128, 33000, {33000, 4097, 20000}, 61);
+  const Result ref = run_gpu(c, &kMmaRound1);
+  expect_matches_reference(c, ref, true);
+  for (const DecodeConfig* config : {&kMma, &kMmaMemset, &kMma}) {
+    SCOPED_TRACE(name_of(config));
+    const Result got = run_gpu(c, config);
+    EXPECT_TRUE(bitwise_equal(got.o, ref.o));
+    EXPECT_TRUE(bitwise_equal(got.lse, ref.lse));
+  }
+  Case<T> small(1, 1, 8, 2, 128, 20000, {20000}, 62);
+  const Result small_ref = run_gpu(small, &kMmaRound1);
+
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  auto sq = DeviceBuffer<T>::from_host(small.q), sk = DeviceBuffer<T>::from_host(small.k),
+       sv = DeviceBuffer<T>::from_host(small.v);
+  auto sl = DeviceBuffer<std::int32_t>::from_host(small.lens);
+  const auto opt = c.options(ds.data(), dev);
+  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto N = TensorView::of(dl.data(), {c.B}, dev);
+  cudaStream_t streams[2];
+  for (auto& st : streams) ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  constexpr int kRounds = 3;
+  std::vector<DeviceBuffer<T>> outs;
+  std::vector<DeviceBuffer<float>> lses;
+  for (int i = 0; i < 2 * kRounds; ++i) {
+    outs.emplace_back(c.q.size());
+    lses.emplace_back(c.B * c.hq * c.sq);
+  }
+  DeviceBuffer<T> small_out(small.q.size());
+  DeviceBuffer<float> small_lse(small.hq);
+  small_out.fill_bytes(0xFF);
+  small_lse.fill_bytes(0xFF);
+  {  // stream 0 sees a smaller problem first: its counter buffer grows at the next call
+    const auto so = TensorView::of(small_out.data(), {1, 1, small.hq, small.d}, dev);
+    const auto sL = TensorView::of(small_lse.data(), {1, small.hq, 1}, dev);
+    smk::attention_decode(so, sL, TensorView::of(sq.data(), {1, 1, small.hq, small.d}, dev),
+                          TensorView::of(sk.data(), {1, small.smax, small.hkv, small.d}, dev),
+                          TensorView::of(sv.data(), {1, small.smax, small.hkv, small.d}, dev),
+                          TensorView::of(sl.data(), {1}, dev), small.options(ds.data(), dev), smk::Stream{streams[0]});
+  }
+  for (int i = 0; i < 2 * kRounds; ++i) {  // alternating streams, no synchronisation until the end
+    cudaStream_t st = streams[i % 2];
+    ASSERT_EQ(cudaMemsetAsync(outs[i].data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(lses[i].data(), 0xFF, c.B * c.hq * c.sq * sizeof(float), st), cudaSuccess);
+    smk::attention_decode(TensorView::of(outs[i].data(), {c.B, c.sq, c.hq, c.d}, dev),
+                          TensorView::of(lses[i].data(), {c.B, c.hq, c.sq}, dev), Q, K, V, N, opt, smk::Stream{st});
+  }
+  for (auto& st : streams) {
+    ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    cudaStreamDestroy(st);
+  }
+  std::vector<float> small_o;
+  for (const T& x : small_out.to_host()) small_o.push_back(smk::to_float(x));
+  EXPECT_TRUE(bitwise_equal(small_o, small_ref.o));
+  EXPECT_TRUE(bitwise_equal(small_lse.to_host(), small_ref.lse));
+  for (int i = 0; i < 2 * kRounds; ++i) {
+    SCOPED_TRACE(testing::Message() << "call " << i << " on stream " << i % 2);
+    std::vector<float> o;
+    for (const T& x : outs[i].to_host()) o.push_back(smk::to_float(x));
+    EXPECT_TRUE(bitwise_equal(o, ref.o));
+    EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref.lse));
   }
 }
 
