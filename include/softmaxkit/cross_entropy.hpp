@@ -25,12 +25,9 @@
 // gradient are NaN (a sum or mean over them too); class weights are checked on the device too (the CPU checks them
 // before writing anything).
 //
-// Forward + backward in one call: there is none. A training step calls cross_entropy (with `lse`), then
-// cross_entropy_backward in place with that `lse`: the logits are read twice and the gradient written once, 3
-// passes of the tensor against the 2 a fused step would need. A fused entry only pays if a whole row stays on chip
-// between its LSE and its gradient (a cluster of SMs holding 151936 logits in shared memory), which the current
-// chunked kernels do not do; the upstream gradient would also have to be known before the forward. Left for a
-// later kernel (docs/perf-notebook.md, "Cross-entropy").
+// Forward + backward in one call: cross_entropy_forward_backward (below). On the GPU a row that fits on chip
+// (up to 196608 classes, a thread-block cluster of up to 16 blocks) is read once and its gradient written once,
+// optionally over the logits; soft-capped or wider rows take the two calls (the logits read twice).
 #pragma once
 
 #include <cstdint>
@@ -69,6 +66,18 @@ void cross_entropy(const TensorView& loss, const TensorView& logits, const Tenso
 void cross_entropy_backward(const TensorView& grad_logits, const TensorView& logits, const TensorView& targets,
                             const TensorView& grad_loss, const CrossEntropyOptions& options = {},
                             const TensorView& lse = {}, Stream stream = {});
+
+// Forward and backward in one call: the forward's outputs (loss; lse and z_loss optional, null data: not wanted) and
+// grad_logits = ∂(reduced loss)/∂logits · grad_loss, with grad_loss of the loss's shape or null data for 1. For sum
+// and mean the gradient is linear in the scalar grad_loss, so an autograd wrapper may pass null and scale later only
+// when the upstream gradient is not 1. `grad_logits` may be `logits` itself (in place: the logits are destroyed).
+// Values as cross_entropy and cross_entropy_backward give (not bitwise: the fused kernel forms p = e^(z − m) / l
+// from the row's own max and sum, within the same gates). Errors as both: a bad target raises after every output
+// was written (its rows NaN).
+void cross_entropy_forward_backward(const TensorView& loss, const TensorView& grad_logits, const TensorView& logits,
+                                    const TensorView& targets, const CrossEntropyOptions& options = {},
+                                    const TensorView& grad_loss = {}, const TensorView& lse = {},
+                                    const TensorView& z_loss = {}, Stream stream = {});
 
 }  // namespace smk
 

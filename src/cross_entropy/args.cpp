@@ -87,16 +87,59 @@ CrossEntropyProblem check_cross_entropy_args(const char* op, const TensorView& l
   return p;
 }
 
-CrossEntropyProblem check_cross_entropy_backward_args(const char* op, const TensorView& grad_logits,
-                                                      const TensorView& logits, const TensorView& targets,
-                                                      const TensorView& grad_loss, const CrossEntropyOptions& options,
-                                                      const TensorView& lse) {
-  const CrossEntropyProblem p = check_inputs(op, logits, targets, options);
+namespace {
+
+void check_grad_loss(const char* op, const TensorView& grad_loss, const TensorView& logits,
+                     const CrossEntropyOptions& options, const CrossEntropyProblem& p) {
   check_view(op, "grad_loss", grad_loss);
   if (options.reduction == Reduction::none) check_shape(op, "grad_loss", grad_loss, {p.rows});
   else check_shape(op, "grad_loss", grad_loss, {});
   check_dtype_in(op, "grad_loss", grad_loss, {stat_dtype(logits)});
   check_same_device(op, "grad_loss", grad_loss, "logits", logits);
+}
+
+void check_grad_logits(const char* op, const TensorView& grad_logits, const TensorView& logits,
+                       const TensorView& targets, const CrossEntropyProblem& p) {
+  check_view(op, "grad_logits", grad_logits);
+  check_shape(op, "grad_logits", grad_logits, {p.rows, p.classes});
+  if (logits.dtype == DType::f64 || logits.dtype == DType::f32) check_dtype_in(op, "grad_logits", grad_logits, {logits.dtype});
+  else check_dtype_in(op, "grad_logits", grad_logits, {logits.dtype, DType::f32});
+  check_same_device(op, "grad_logits", grad_logits, "logits", logits);
+  check_writable(op, "grad_logits", grad_logits);
+  // In place over the logits is the point of the fused backward: each row is read whole before it is written.
+  check_no_overlap(op, "grad_logits", grad_logits, "logits", logits, true);
+  check_no_overlap(op, "grad_logits", grad_logits, "targets", targets, false);
+}
+
+}  // namespace
+
+CrossEntropyProblem check_cross_entropy_forward_backward_args(const char* op, const TensorView& loss,
+                                                              const TensorView& grad_logits, const TensorView& logits,
+                                                              const TensorView& targets,
+                                                              const CrossEntropyOptions& options,
+                                                              const TensorView& grad_loss, const TensorView& lse,
+                                                              const TensorView& z_loss) {
+  const CrossEntropyProblem p = check_cross_entropy_args(op, loss, logits, targets, options, lse, z_loss);
+  if (grad_loss.data) check_grad_loss(op, grad_loss, logits, options, p);
+  check_grad_logits(op, grad_logits, logits, targets, p);
+  check_no_overlap(op, "grad_logits", grad_logits, "loss", loss, false);
+  if (grad_loss.data) {
+    check_no_overlap(op, "grad_logits", grad_logits, "grad_loss", grad_loss, false);
+    check_no_overlap(op, "loss", loss, "grad_loss", grad_loss, false);
+    if (lse.data) check_no_overlap(op, "lse", lse, "grad_loss", grad_loss, false);
+    if (z_loss.data) check_no_overlap(op, "z_loss", z_loss, "grad_loss", grad_loss, false);
+  }
+  if (lse.data) check_no_overlap(op, "grad_logits", grad_logits, "lse", lse, false);
+  if (z_loss.data) check_no_overlap(op, "grad_logits", grad_logits, "z_loss", z_loss, false);
+  return p;
+}
+
+CrossEntropyProblem check_cross_entropy_backward_args(const char* op, const TensorView& grad_logits,
+                                                      const TensorView& logits, const TensorView& targets,
+                                                      const TensorView& grad_loss, const CrossEntropyOptions& options,
+                                                      const TensorView& lse) {
+  const CrossEntropyProblem p = check_inputs(op, logits, targets, options);
+  check_grad_loss(op, grad_loss, logits, options, p);
   if (lse.data) {
     check_view(op, "lse", lse);
     check_shape(op, "lse", lse, {p.rows});

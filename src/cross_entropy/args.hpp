@@ -22,4 +22,13 @@ CrossEntropyProblem check_cross_entropy_backward_args(const char* op, const Tens
                                                       const TensorView& grad_loss, const CrossEntropyOptions& options,
                                                       const TensorView& lse);
 
+// Forward + backward in one call: the forward's outputs and the backward's; grad_loss optional (null data: 1);
+// grad_logits may be logits itself but must not overlap the other outputs.
+CrossEntropyProblem check_cross_entropy_forward_backward_args(const char* op, const TensorView& loss,
+                                                              const TensorView& grad_logits, const TensorView& logits,
+                                                              const TensorView& targets,
+                                                              const CrossEntropyOptions& options,
+                                                              const TensorView& grad_loss, const TensorView& lse,
+                                                              const TensorView& z_loss);
+
 }  // namespace smk::detail

@@ -11,6 +11,7 @@
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/cross_entropy.hpp"
+#include "softmaxkit/cross_entropy.hpp"
 
 namespace {
 
@@ -326,3 +327,83 @@ TEST(CpuCrossEntropy, InPlaceGradientEqualsOutOfPlace) {
 }
 
 }  // namespace
+
+// smk::cross_entropy_forward_backward on the CPU (the composition the GPU's fused kernel is judged by): f64 logits,
+// in place, the upstream gradient left out (1) or given; the loss against the long-double formula, the gradient
+// against central differences of it, and the new call's argument errors.
+TEST(CpuCrossEntropy, ForwardBackwardInOneCall) {
+  const std::int64_t n = 3, c = 6;
+  std::mt19937 rng(31);
+  std::normal_distribution<double> dist(0, 2);
+  std::vector<double> x0(n * c);
+  for (auto& v : x0) v = dist(rng);
+  const std::vector<std::int64_t> t = {2, -100, 5};
+  for (Reduction red : {Reduction::mean, Reduction::sum, Reduction::none})
+    for (bool given : {false, true}) {
+      CrossEntropyOptions o;
+      o.reduction = red;
+      o.label_smoothing = 0.1f;
+      o.z_loss = 1e-2f;
+      SCOPED_TRACE(testing::Message() << "reduction=" << int(red) << " grad_loss given=" << given);
+      const std::vector<double> g_rows = {0.5, -2.0, 1.25};
+      const double g_scalar = given ? -1.5 : 1.0;
+      std::vector<double> x = x0, loss(red == Reduction::none ? n : 1, kNaN), lse(n, kNaN);
+      const TensorView lv = red == Reduction::none ? TensorView::of(loss.data(), {n}) : TensorView::of(loss.data(), {});
+      const TensorView glv = !given ? TensorView{}
+                             : red == Reduction::none ? TensorView::of(g_rows.data(), {n})
+                                                      : TensorView::of(&g_scalar, {});
+      const TensorView xv = TensorView::of(x.data(), {n, c});
+      smk::cross_entropy_forward_backward(lv, xv, xv, TensorView::of(t.data(), {n}), o, glv,
+                                          TensorView::of(lse.data(), {n}));
+      std::vector<long double> rows;
+      const long double want = expected_loss(x0, n, c, t, o, {}, &rows);
+      if (red == Reduction::none) {
+        for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(loss[i], static_cast<double>(rows[i]), 1e-12) << i;
+      } else {
+        EXPECT_NEAR(loss[0], static_cast<double>(want), 1e-12);
+      }
+      const auto scalar_loss = [&](const std::vector<double>& xs) {
+        std::vector<long double> r;
+        const long double total = expected_loss(xs, n, c, t, o, {}, &r);
+        if (red != Reduction::none) return static_cast<double>(g_scalar * total);
+        long double s = 0;
+        for (std::int64_t i = 0; i < n; ++i) s += (given ? g_rows[i] : 1.0) * r[i];
+        return static_cast<double>(s);
+      };
+      for (std::int64_t k = 0; k < n * c; ++k) {
+        const double h = 1e-5;
+        auto xp = x0, xm = x0;
+        xp[k] += h;
+        xm[k] -= h;
+        const double fd = (scalar_loss(xp) - scalar_loss(xm)) / (2 * h);
+        EXPECT_NEAR(x[k], fd, 1e-7 * (1 + std::fabs(fd))) << "element " << k;
+      }
+    }
+  // Argument errors name the new op and the argument.
+  std::vector<float> xf(n * c, 0.0f), grad(n * c), loss1(1), gl_bad(2);
+  const std::vector<std::int64_t> tt = {0, 1, 2};
+  auto message = [&](auto&& call) {
+    try {
+      call();
+    } catch (const smk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string bad_gl = message([&] {
+    smk::cross_entropy_forward_backward(TensorView::of(loss1.data(), {}), TensorView::of(grad.data(), {n, c}),
+                                        TensorView::of(xf.data(), {n, c}), TensorView::of(tt.data(), {n}), {},
+                                        TensorView::of(gl_bad.data(), {2}));
+  });
+  EXPECT_NE(bad_gl.find("cross_entropy_forward_backward: argument 'grad_loss'"), std::string::npos) << bad_gl;
+  const std::string bad_grad = message([&] {
+    smk::cross_entropy_forward_backward(TensorView::of(loss1.data(), {}), TensorView::of(grad.data(), {c, n}),
+                                        TensorView::of(xf.data(), {n, c}), TensorView::of(tt.data(), {n}));
+  });
+  EXPECT_NE(bad_grad.find("argument 'grad_logits'"), std::string::npos) << bad_grad;
+  const std::string overlap = message([&] {
+    smk::cross_entropy_forward_backward(TensorView::of(grad.data(), {}), TensorView::of(grad.data(), {n, c}),
+                                        TensorView::of(xf.data(), {n, c}), TensorView::of(tt.data(), {n}));
+  });
+  EXPECT_NE(overlap.find("'grad_logits'"), std::string::npos) << overlap;
+}

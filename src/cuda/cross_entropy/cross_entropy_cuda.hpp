@@ -19,5 +19,25 @@ void cross_entropy_forward(const char* op, const detail::CrossEntropyProblem& p,
 void cross_entropy_backward(const char* op, const detail::CrossEntropyProblem& p, const TensorView& grad_logits,
                             const TensorView& logits, const TensorView& targets, const TensorView& grad_loss,
                             const CrossEntropyOptions& options, const TensorView& lse, Stream stream);
+// Forward + backward in one call (fused.cu): one read of the logits where a row fits on chip (a block or a cluster
+// of blocks, no soft-capping), else fused_two_read. grad_loss null: 1.
+void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyProblem& p, const TensorView& loss,
+                                    const TensorView& grad_logits, const TensorView& logits,
+                                    const TensorView& targets, const CrossEntropyOptions& options,
+                                    const TensorView& grad_loss, const TensorView& lse, const TensorView& z_loss,
+                                    Stream stream);
+// The same by the two existing calls (forward with the LSE, then the backward from it): the logits read twice.
+void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const TensorView& loss,
+                    const TensorView& grad_logits, const TensorView& logits, const TensorView& targets,
+                    const CrossEntropyOptions& options, const TensorView& grad_loss, const TensorView& lse,
+                    const TensorView& z_loss, Stream stream);
 
 }  // namespace smk::cuda
+
+namespace smk::cuda::ce {
+// Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp): the fused kernel's cluster size, when at least
+// what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row).
+void set_fused_cluster_override(int cluster);
+// Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.
+bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options);
+}  // namespace smk::cuda::ce

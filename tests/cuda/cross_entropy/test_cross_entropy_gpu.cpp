@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cross_entropy/cross_entropy_cuda.hpp"
 #include "cuda/softmax/gpu_case.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/cross_entropy.hpp"
@@ -53,6 +54,16 @@ bool cpu_mode() {
   do {                                \
     if (!cpu_mode()) SMK_REQUIRE_GPU(); \
   } while (0)
+
+// Fused mode: run_gpu's forward + backward become one cross_entropy_forward_backward call (set by the
+// CrossEntropyGpuFused tests, which rerun the cases of CrossEntropyGpu through it).
+bool g_fused = false;
+struct FusedMode {
+  FusedMode() { g_fused = true; }
+  ~FusedMode() { g_fused = false; }
+  FusedMode(const FusedMode&) = delete;
+  FusedMode& operator=(const FusedMode&) = delete;
+};
 
 // Bytes on the device, or on the host in cpu_mode().
 class Buf {
@@ -141,6 +152,28 @@ GpuOut run_gpu(const CeCase& c, bool backward) {
   auto shape_of = [&](void* p) {
     return per_row ? TensorView::contiguous(p, DType::f32, dev, {c.rows}) : TensorView::contiguous(p, DType::f32, dev, {});
   };
+  if (g_fused && backward) {
+    // One call: the forward's outputs and the gradient (poisoned before, in place when the case asks).
+    Buf glbuf(bytes_of(std::vector<float>(c.grad_loss.begin(), c.grad_loss.end())));
+    Layout gl_layout = xl;
+    gl_layout.dtype = c.in_place ? c.dtype : c.grad_dtype;
+    Buf gbuf(c.in_place ? 0 : static_cast<std::size_t>(gl_layout.extent()) * dtype_size(c.grad_dtype), 0xFF);
+    const TensorView g = c.in_place ? x : gl_layout.view(gbuf.data(), dev);
+    // An upstream gradient of exactly 1 for sum / mean goes as "none given" (the default), the rest as a tensor.
+    const bool default_gl = !per_row && c.grad_loss.size() == 1 && c.grad_loss[0] == 1.0;
+    try {
+      cross_entropy_forward_backward(shape_of(loss.data()), g, x, t, opt, default_gl ? TensorView{} : shape_of(glbuf.data()),
+                                     TensorView::contiguous(lse.data(), DType::f32, dev, {c.rows}), shape_of(z.data()));
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+    if (!cpu_mode()) SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    for (float v : loss.as<float>()) r.loss.push_back(v);
+    for (float v : lse.as<float>()) r.lse.push_back(v);
+    for (float v : z.as<float>()) r.z.push_back(v);
+    r.grad = unpack(gl_layout, c.in_place ? xbuf.to_host() : gbuf.to_host());  // also after an error: NaN rows
+    return r;
+  }
   try {
     cross_entropy(shape_of(loss.data()), x, t, opt, TensorView::contiguous(lse.data(), DType::f32, dev, {c.rows}),
                   shape_of(z.data()));
@@ -410,7 +443,13 @@ std::vector<std::int64_t> lengths() {
 
 // ---- tests ----------------------------------------------------------------------------------------------------------
 
-TEST(CrossEntropyGpu, EveryDtypeTargetTypeAndLength) {
+void EveryDtypeTargetTypeAndLength_body();
+TEST(CrossEntropyGpu, EveryDtypeTargetTypeAndLength) { EveryDtypeTargetTypeAndLength_body(); }
+TEST(CrossEntropyGpuFused, EveryDtypeTargetTypeAndLength) {
+  FusedMode fused;
+  EveryDtypeTargetTypeAndLength_body();
+}
+void EveryDtypeTargetTypeAndLength_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   std::uint64_t seed = 1;
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
@@ -429,7 +468,13 @@ TEST(CrossEntropyGpu, EveryDtypeTargetTypeAndLength) {
       }
 }
 
-TEST(CrossEntropyGpu, EveryReductionAndUpstream) {
+void EveryReductionAndUpstream_body();
+TEST(CrossEntropyGpu, EveryReductionAndUpstream) { EveryReductionAndUpstream_body(); }
+TEST(CrossEntropyGpuFused, EveryReductionAndUpstream) {
+  FusedMode fused;
+  EveryReductionAndUpstream_body();
+}
+void EveryReductionAndUpstream_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (Reduction red : {Reduction::none, Reduction::sum, Reduction::mean})
     for (DType dt : {DType::f32, DType::bf16}) {
@@ -442,7 +487,13 @@ TEST(CrossEntropyGpu, EveryReductionAndUpstream) {
     }
 }
 
-TEST(CrossEntropyGpu, IgnoreIndex) {
+void IgnoreIndex_body();
+TEST(CrossEntropyGpu, IgnoreIndex) { IgnoreIndex_body(); }
+TEST(CrossEntropyGpuFused, IgnoreIndex) {
+  FusedMode fused;
+  IgnoreIndex_body();
+}
+void IgnoreIndex_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (std::int64_t ignore : {std::int64_t{-100}, std::int64_t{-7}, std::int64_t{2}})
     for (Reduction red : {Reduction::none, Reduction::mean, Reduction::sum}) {
@@ -454,7 +505,13 @@ TEST(CrossEntropyGpu, IgnoreIndex) {
     }
 }
 
-TEST(CrossEntropyGpu, EveryRowIgnored) {
+void EveryRowIgnored_body();
+TEST(CrossEntropyGpu, EveryRowIgnored) { EveryRowIgnored_body(); }
+TEST(CrossEntropyGpuFused, EveryRowIgnored) {
+  FusedMode fused;
+  EveryRowIgnored_body();
+}
+void EveryRowIgnored_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (bool zero : {false, true}) {
     CeCase c = random_case(zero ? "all ignored, 0" : "all ignored, NaN", DType::f32, 8, 50, 31, Reduction::mean);
@@ -468,7 +525,13 @@ TEST(CrossEntropyGpu, EveryRowIgnored) {
   }
 }
 
-TEST(CrossEntropyGpu, LabelSmoothing) {
+void LabelSmoothing_body();
+TEST(CrossEntropyGpu, LabelSmoothing) { LabelSmoothing_body(); }
+TEST(CrossEntropyGpuFused, LabelSmoothing) {
+  FusedMode fused;
+  LabelSmoothing_body();
+}
+void LabelSmoothing_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (float eps : {0.0f, 0.05f, 0.9f, 1.0f})
     for (Reduction red : {Reduction::none, Reduction::mean}) {
@@ -486,7 +549,13 @@ TEST(CrossEntropyGpu, LabelSmoothing) {
   EXPECT_NE(g.error.find("label_smoothing"), std::string::npos) << g.error;
 }
 
-TEST(CrossEntropyGpu, ClassWeightsZLossSoftcap) {
+void ClassWeightsZLossSoftcap_body();
+TEST(CrossEntropyGpu, ClassWeightsZLossSoftcap) { ClassWeightsZLossSoftcap_body(); }
+TEST(CrossEntropyGpuFused, ClassWeightsZLossSoftcap) {
+  FusedMode fused;
+  ClassWeightsZLossSoftcap_body();
+}
+void ClassWeightsZLossSoftcap_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (Reduction red : {Reduction::none, Reduction::sum, Reduction::mean}) {
     CeCase c = random_case("weights", DType::f32, 12, 9000, 51, red);
@@ -518,7 +587,13 @@ TEST(CrossEntropyGpu, ClassWeightsZLossSoftcap) {
 }
 
 // The article's example: logits [0, −120], target 1: loss exactly 120 and gradient [1, −1].
-TEST(CrossEntropyGpu, ArticleExample) {
+void ArticleExample_body();
+TEST(CrossEntropyGpu, ArticleExample) { ArticleExample_body(); }
+TEST(CrossEntropyGpuFused, ArticleExample) {
+  FusedMode fused;
+  ArticleExample_body();
+}
+void ArticleExample_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     CeCase c;
@@ -540,7 +615,13 @@ TEST(CrossEntropyGpu, ArticleExample) {
 
 // One dominant logit, p_t → 1 in bf16: the loss and the target's gradient keep their relative precision (a rounded
 // LSE minus z_t, or p_t − 1, would give 0).
-TEST(CrossEntropyGpu, DominantLogitBf16) {
+void DominantLogitBf16_body();
+TEST(CrossEntropyGpu, DominantLogitBf16) { DominantLogitBf16_body(); }
+TEST(CrossEntropyGpuFused, DominantLogitBf16) {
+  FusedMode fused;
+  DominantLogitBf16_body();
+}
+void DominantLogitBf16_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (DType out : {DType::bf16, DType::f32}) {
     CeCase c;
@@ -570,7 +651,13 @@ TEST(CrossEntropyGpu, DominantLogitBf16) {
   }
 }
 
-TEST(CrossEntropyGpu, InPlaceStridedAndUnaligned) {
+void InPlaceStridedAndUnaligned_body();
+TEST(CrossEntropyGpu, InPlaceStridedAndUnaligned) { InPlaceStridedAndUnaligned_body(); }
+TEST(CrossEntropyGpuFused, InPlaceStridedAndUnaligned) {
+  FusedMode fused;
+  InPlaceStridedAndUnaligned_body();
+}
+void InPlaceStridedAndUnaligned_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (DType dt : {DType::f32, DType::bf16}) {
     CeCase c = random_case("in place", dt, 7, 20001, 61, Reduction::mean);
@@ -596,7 +683,13 @@ TEST(CrossEntropyGpu, InPlaceStridedAndUnaligned) {
   }
 }
 
-TEST(CrossEntropyGpu, NonFiniteRows) {
+void NonFiniteRows_body();
+TEST(CrossEntropyGpu, NonFiniteRows) { NonFiniteRows_body(); }
+TEST(CrossEntropyGpuFused, NonFiniteRows) {
+  FusedMode fused;
+  NonFiniteRows_body();
+}
+void NonFiniteRows_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   CeCase c = random_case("non-finite", DType::f32, 4, 100, 71);
   c.x[0 * 100 + 5] = kNaN;                               // a NaN logit: NaN row
@@ -665,7 +758,13 @@ TEST(CrossEntropyGpu, BadClassWeightsRaise) {
 }
 
 // Bitwise: a repeat gives the same bytes, and a row's loss, LSE and gradient are the same alone or in a batch.
-TEST(CrossEntropyGpu, DeterministicAndBatchInvariant) {
+void DeterministicAndBatchInvariant_body();
+TEST(CrossEntropyGpu, DeterministicAndBatchInvariant) { DeterministicAndBatchInvariant_body(); }
+TEST(CrossEntropyGpuFused, DeterministicAndBatchInvariant) {
+  FusedMode fused;
+  DeterministicAndBatchInvariant_body();
+}
+void DeterministicAndBatchInvariant_body() {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   for (std::int64_t C : {std::int64_t{1000}, std::int64_t{32000}, std::int64_t{151936}}) {
     if (small_mode() && C > 8192) continue;
@@ -686,6 +785,56 @@ TEST(CrossEntropyGpu, DeterministicAndBatchInvariant) {
       EXPECT_EQ(o.loss[0], a.loss[r]) << "C=" << C << " row " << r;
       EXPECT_EQ(o.lse[0], a.lse[r]) << "C=" << C << " row " << r;
       EXPECT_EQ(std::memcmp(o.grad.data(), a.grad.data() + r * C, C * 8), 0) << "C=" << C << " row " << r;
+    }
+  }
+}
+
+// The fused call's own cases: the upstream gradient left out (1) for every reduction, rows wider than a cluster
+// holds (the two-read path), every cluster size a 32000-wide row can take, bad targets (error after every output
+// was written, NaN rows).
+TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  FusedMode fused;
+  for (Reduction red : {Reduction::none, Reduction::sum, Reduction::mean}) {
+    CeCase c = random_case("default upstream", DType::bf16, 9, 5000, 111, red);
+    c.grad_loss.assign(red == Reduction::none ? c.rows : 1, 1.0);
+    c.opt.z_loss = 1e-4f;
+    check_case(c);
+  }
+  if (!small_mode()) {
+    CeCase wide = random_case("200003 wide: two reads", DType::bf16, 3, 200003, 113, Reduction::mean);
+    wide.in_place = true;
+    check_case(wide);
+  }
+  if (!cpu_mode()) {
+    for (int cl : {2, 3, 5, 8, 16}) {
+      smk::cuda::ce::set_fused_cluster_override(cl);
+      CeCase c = random_case("cluster " + std::to_string(cl), DType::f32, 11, small_mode() ? 8193 : 32000, 115 + cl,
+                             Reduction::mean);
+      c.opt.label_smoothing = 0.05f;
+      c.in_place = cl == 5;
+      check_case(c);
+    }
+    smk::cuda::ce::set_fused_cluster_override(0);
+  }
+}
+
+TEST(CrossEntropyGpuFused, BadTargetsRaiseAndNaN) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  for (bool softcap : {false, true}) {  // the one-read kernel and the two-read path
+    CeCase c = random_case("bad target", DType::f32, 6, 300, 81);
+    c.opt.softcap = softcap ? 20.0f : 0.0f;
+    c.t[4] = 300;
+    const GpuOut g = run_gpu(c, true);
+    EXPECT_NE(g.error.find("cross_entropy_forward_backward"), std::string::npos) << g.error;
+    EXPECT_NE(g.error.find("targets[4] = 300"), std::string::npos) << g.error;
+    EXPECT_TRUE(std::isnan(g.loss[4]));
+    for (int i : {0, 1, 2, 3, 5}) EXPECT_TRUE(std::isfinite(g.loss[i])) << i;
+    ASSERT_EQ(g.grad.size(), static_cast<std::size_t>(6 * 300));
+    for (int j = 0; j < 300; ++j) {
+      ASSERT_TRUE(std::isnan(g.grad[4 * 300 + j])) << j;
+      ASSERT_TRUE(std::isfinite(g.grad[0 * 300 + j])) << j;
     }
   }
 }

@@ -1,0 +1,173 @@
+// Cross-entropy forward + backward on the shapes, every way we have, side by side in one run (not a test):
+//   two_calls   cross_entropy (with the LSE) then cross_entropy_backward in place: the logits read twice
+//   backward    cross_entropy_backward alone, in place, from the forward's LSE (its fast path, backward.cu)
+//   fused       cross_entropy_forward_backward in place, the dispatcher's launch shape (fused.cu)
+//   fused/cN    the same with a cluster of N blocks (set_fused_cluster_override): the measurements behind
+//               fused.cu's launch shape
+// CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
+// repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
+// also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
+// once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
+//   tune_cross_entropy [--reps N] [--json FILE]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cross_entropy/cross_entropy_cuda.hpp"
+#include "softmaxkit/core/dtype.hpp"
+#include "softmaxkit/cross_entropy.hpp"
+#include "softmaxkit/device.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace {
+
+constexpr double kCopyGBps = 4270;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Normal(0, 2) logits rounded to the dtype, generated on the host once per shape.
+std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<unsigned char> b(static_cast<std::size_t>(n) * smk::dtype_size(dt));
+  if (dt == smk::DType::f32) {
+    auto* p = reinterpret_cast<float*>(b.data());
+    for (std::int64_t i = 0; i < n; ++i) p[i] = d(rng);
+  } else {  // bf16: the top half of the f32, rounded to nearest even
+    auto* p = reinterpret_cast<std::uint16_t*>(b.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float f = d(rng);
+      std::uint32_t u;
+      std::memcpy(&u, &f, 4);
+      u += 0x7FFF + ((u >> 16) & 1);
+      p[i] = static_cast<std::uint16_t>(u >> 16);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 15;
+  const char* json = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+  }
+  if (smk::cuda_device_count() == 0) {
+    std::printf("no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
+    return 0;
+  }
+  struct Shape {
+    std::int64_t rows, cols;
+  };
+  const Shape shapes[] = {{4096, 151936}, {8192, 32000}};
+  std::string out = "[\n";
+  std::printf("%-6s %-14s %-12s %10s %9s %7s\n", "dtype", "shape", "variant", "median_us", "GB/s", "% copy");
+  for (smk::DType dt : {smk::DType::bf16, smk::DType::f32})
+    for (const Shape& sh : shapes) {
+      const std::int64_t n = sh.rows * sh.cols;
+      const std::size_t bytes = static_cast<std::size_t>(n) * smk::dtype_size(dt);
+      void *x = nullptr, *pristine = nullptr, *t = nullptr, *loss = nullptr, *lse = nullptr, *gl = nullptr;
+      check(cudaMalloc(&x, bytes), "cudaMalloc x");
+      check(cudaMalloc(&pristine, bytes), "cudaMalloc pristine");
+      check(cudaMalloc(&t, sh.rows * 8), "cudaMalloc t");
+      check(cudaMalloc(&loss, 4), "cudaMalloc loss");
+      check(cudaMalloc(&lse, sh.rows * 4), "cudaMalloc lse");
+      check(cudaMalloc(&gl, 4), "cudaMalloc gl");
+      {
+        const auto hx = logits_bytes(dt, n, 20261130);
+        check(cudaMemcpy(pristine, hx.data(), bytes, cudaMemcpyHostToDevice), "upload x");
+        std::vector<std::int64_t> ht(sh.rows);
+        std::mt19937_64 rng(7);
+        for (auto& v : ht) v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(sh.cols));
+        check(cudaMemcpy(t, ht.data(), sh.rows * 8, cudaMemcpyHostToDevice), "upload t");
+        const float one = 1.0f;
+        check(cudaMemcpy(gl, &one, 4, cudaMemcpyHostToDevice), "upload gl");
+      }
+      const smk::Device dev = smk::Device::cuda(0);
+      const smk::TensorView xv = smk::TensorView::contiguous(x, dt, dev, {sh.rows, sh.cols});
+      const smk::TensorView tv = smk::TensorView::contiguous(t, smk::DType::i64, dev, {sh.rows});
+      const smk::TensorView lv = smk::TensorView::contiguous(loss, smk::DType::f32, dev, {});
+      const smk::TensorView lsev = smk::TensorView::contiguous(lse, smk::DType::f32, dev, {sh.rows});
+      const smk::TensorView glv = smk::TensorView::contiguous(gl, smk::DType::f32, dev, {});
+      struct Variant {
+        std::string name;
+        std::function<void()> run;
+        bool needs_lse;
+      };
+      std::vector<Variant> variants = {
+          {"two_calls", [&] { smk::cross_entropy(lv, xv, tv, {}, lsev); smk::cross_entropy_backward(xv, xv, tv, glv, {}, lsev); }, false},
+          {"backward", [&] { smk::cross_entropy_backward(xv, xv, tv, glv, {}, lsev); }, true},
+          {"fused", [&] { smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev); }, false},
+      };
+      const int min_cluster = static_cast<int>((sh.cols + 12287) / 12288);
+      for (int c : {min_cluster + 1, min_cluster + 3, 16})
+        if (c > min_cluster && c <= 16)
+          variants.push_back({"fused/c" + std::to_string(c), [&, c] {
+                                smk::cuda::ce::set_fused_cluster_override(c);
+                                smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
+                                smk::cuda::ce::set_fused_cluster_override(0);
+                              }, false});
+      cudaEvent_t e0, e1;
+      check(cudaEventCreate(&e0), "event");
+      check(cudaEventCreate(&e1), "event");
+      for (const Variant& v : variants) {
+        std::vector<float> ms;
+        for (int r = 0; r < reps + 2; ++r) {
+          check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
+          if (v.needs_lse) smk::cross_entropy(lv, xv, tv, {}, lsev);  // the forward's LSE, untimed
+          check(cudaDeviceSynchronize(), "sync");
+          check(cudaEventRecord(e0), "record");
+          try {
+            v.run();
+          } catch (const std::exception& e) {
+            std::printf("%s: %s\n", v.name.c_str(), e.what());
+            break;
+          }
+          check(cudaEventRecord(e1), "record");
+          check(cudaEventSynchronize(e1), "sync");
+          float m = 0;
+          check(cudaEventElapsedTime(&m, e0, e1), "elapsed");
+          if (r >= 2) ms.push_back(m);  // two warm-up runs
+        }
+        if (ms.empty()) continue;
+        std::sort(ms.begin(), ms.end());
+        const double us = 1000.0 * ms[ms.size() / 2];
+        const double gbps = 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+        const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+        std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%\n", smk::dtype_name(dt), shape.c_str(), v.name.c_str(), us,
+                    gbps, 100.0 * gbps / kCopyGBps);
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f},\n",
+                      smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
+                      v.name.c_str(), us);
+        out += line;
+      }
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
+      for (void* p : {x, pristine, t, loss, lse, gl}) cudaFree(p);
+    }
+  if (out.size() > 2) out.erase(out.size() - 2, 1);
+  out += "]\n";
+  if (json) {
+    if (FILE* f = std::fopen(json, "w")) {
+      std::fputs(out.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  return 0;
+}
