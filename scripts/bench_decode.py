@@ -3,7 +3,7 @@
 
 Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q [B, Hq, 1, D] against k, v
 [B, Hkv, S, D] with enable_gqa=True) under each backend, the way tests/cuda/attention/bench_decode.cpp times ours:
-CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 50 after 5 warm-ups. If
+CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 200 after 5 warm-ups. If
 a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x" in the table: it then reads Hq/Hkv times
 the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into one markdown table:
 µs and TB/s of K and V read for the dispatcher's choice; the tensor-core kernel as the run of 98f32d4 measured it
@@ -20,8 +20,8 @@ import statistics
 def time_us(fn, torch, flush):
     for _ in range(5):
         fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(50)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(50)]
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(200)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(200)]
     for s, e in zip(starts, ends):
         flush.zero_()
         s.record()
@@ -43,11 +43,11 @@ def main():
     ours = json.load(open(args.ours))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
-    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | round 1 µs | memset µs | q first µs | merge after µs | "
+    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | ours again µs | round 1 µs | memset µs | q first µs | merge after µs | "
              "other stages µs | with merge kernel µs | its merge % | chunks ≥ 2048 µs | chunks ≥ 4096 µs | " +
              " | ".join(f"{n} µs | {n} TB/s" for n, _ in backends) + " | " +
              " | ".join(f"ours / {n}" for n, _ in backends) + " | round 1 / cudnn |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) +
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) +
              "---|" * len(backends) + "---|"]
     for row in ours:
         B, S, hq, hkv, d = row["B"], row["S"], row["Hq"], row["Hkv"], row["D"]
@@ -79,7 +79,7 @@ def main():
         tb = lambda us: row["kv_bytes"] / us / 1e6
         cudnn_us = cells[-1].split(" ")[0]
         r1 = f"{float(cudnn_us) / row['us_round1']:.2f}" if cudnn_us != "n/a" else "n/a"
-        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {tb(row['us']):.2f} | "
+        lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {tb(row['us']):.2f} | {row['us_again']:.1f} | "
                      f"{row['us_round1']:.1f} | {row['us_memset']:.1f} | {row['us_q_first']:.1f} | "
                      f"{row['us_merge_after']:.1f} | {row['us_other_stages']:.1f} ({row['other_stages']}) | "
                      f"{row['us_merge_kernel']:.1f} | {100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f} | "

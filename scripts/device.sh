@@ -132,8 +132,8 @@ fi
 # decode-r2: decode round 2 (the fused merge's levers), ordered to fit a 200 s call with the timings first: build
 # just its targets (or take them prebuilt from $SMK_DEC_BIN, built here for sm_90a and carried), bench_decode (the
 # dispatcher beside round 1's default and each lever off alone, the other ring depth, the merge kernel, longer
-# chunks), torch SDPA beside it, the GPU test (every kernel and variant, 75 s cap), then memcheck last on the cases
-# with the fewest keys and the levers' own test (25 s cap).
+# chunks), torch SDPA beside it, the GPU test (every kernel and variant, 65 s cap), then memcheck last on the cases
+# with the fewest keys and the levers' own test (30 s cap).
 if want decode-r2; then
   if [ -n "${SMK_DEC_BIN:-}" ]; then
     decbin=$SMK_DEC_BIN
@@ -142,11 +142,11 @@ if want decode-r2; then
     run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
     decbin=build/default/tests
   fi
-  run_step decode-bench timeout 60 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
+  run_step decode-bench timeout 45 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
   run_step decode-sdpa timeout 40 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
     --out "$OUT/decode_vs_sdpa.md"
-  run_step decode-test timeout 75 "$decbin/test_cuda_decode"
-  run_step decode-memcheck timeout 25 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+  run_step decode-test timeout 65 "$decbin/test_cuda_decode"
+  run_step decode-memcheck timeout 30 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$decbin/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*FusedMergeLevers*:*Strided*'
 fi
 # lce: linear cross-entropy (issue 5) on its own, ordered to fit a 270 s call: build just its targets (the GPU test

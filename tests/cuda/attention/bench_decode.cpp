@@ -2,7 +2,7 @@
 // heads, (B, S) = (1, 32768), (1, 131072), (16, 8192), (64, 4096), (128, 1024), and rows with 64 query heads.
 // Each call is timed with CUDA events after an untimed write of 256 MB that evicts L2 (the H200 has 60 MB), the way
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
-// kReps calls after kWarmup. An event recorded between the split kernel and the merge kernel gives the merge's share.
+// kReps calls after kWarmup; the dispatcher's choice timed first and again last, for the spread. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
 // for the dispatcher's choice and, beside it, the tensor-core kernel as the run of 98f32d4 measured it (round 1),
 // each of round 2's levers off alone (DecodeConfig's toggles), the other ring depth, the merge kernel instead of the
@@ -32,7 +32,7 @@
 namespace {
 
 constexpr int kWarmup = 5;
-constexpr int kReps = 50;
+constexpr int kReps = 200;  // 50 in the runs of c09ff0d and 98f32d4; more, as round 2's levers are worth 1-3 µs each
 constexpr double kCopyTBs = 4.27;  // ANCHORS.md: device-to-device copy on the H200
 constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
 
@@ -146,26 +146,28 @@ int main(int argc, char** argv) {
     // 256 lost in the run of 98f32d4).
     const double us_c2048 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 2048}, unused);
     const double us_c4096 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 4096}, unused);
+    const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
     const double tbs = tb(us), floor_us = bytes / (kCopyTBs * 1e12) * 1e6;
     char label[64];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S, (long long)r.hq,
                   (long long)r.hkv, (long long)r.d);
-    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%", label, us, floor_us, tbs, 100 * tbs / kCopyTBs);
+    std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
+                us_again);
     std::printf("   round 1 %.1f | memset %.1f | q first %.1f | merge after %.1f | %d stages %.1f | merge kernel %.1f "
                 "(merge %.1f%%) | chunks 2048+ %.1f, 4096+ %.1f us\n",
                 us_round1, us_memset, us_q_first, us_merge_after, other_stages, us_other, us_mk,
                 100 * merge_mk / us_mk, us_c2048, us_c4096);
     char item[1024];
     std::snprintf(item, sizeof item,
-                  "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, "
+                  "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
                   "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_round1\": %.3f, \"us_memset\": %.3f, \"us_q_first\": %.3f, "
                   "\"us_merge_after\": %.3f, \"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
                   "\"merge_us_merge_kernel\": %.3f, \"us_chunk2048\": %.3f, \"us_chunk4096\": %.3f, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, bytes, tbs, us_round1, us_memset, us_q_first, us_merge_after, other_stages,
+                  (long long)r.d, us, us_again, bytes, tbs, us_round1, us_memset, us_q_first, us_merge_after, other_stages,
                   us_other, us_mk, merge_mk, us_c2048, us_c4096, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk);
     json += item;
