@@ -2,7 +2,8 @@
 """softmaxkit's cross-entropy beside PyTorch's F.cross_entropy, on the same GPU in one run (issue 5).
 
 Our numbers come from `softmaxkit bench --op ce --json` (rows cross_entropy: forward, mean reduction, per-row LSE;
-cross_entropy_fwd_bwd: that forward, then the backward in place over the logits). PyTorch is timed here on the same
+cross_entropy_fwd_bwd: that forward, then the backward in place over the logits; cross_entropy_fused: the one call
+cross_entropy_forward_backward in place, which reads the logits once where a row fits on chip). PyTorch is timed here on the same
 shapes and dtypes with the same method as scripts/compare_torch.py (triton.testing.do_bench, L2 cleared before
 each call, median): F.cross_entropy(x, t) forward, and forward + torch.autograd.grad (the gradient of x, as a
 training step needs it); our backward alone (in place, with the forward's LSE) is listed without a torch time. GB/s
@@ -11,6 +12,11 @@ and write the gradient once (2n); % is of the copy ceiling the bench measured in
 the read ceiling). Writes compare_ce.md and prints it.
 
   python3 scripts/compare_torch_ce.py --bench-json out/bench_ce.json --out out
+  python3 scripts/compare_torch_ce.py --tune-json out/tune_ce.json --out out   # tune_cross_entropy's rows instead
+
+With --tune-json our times are tune_cross_entropy's (two_calls → cross_entropy_fwd_bwd, fused →
+cross_entropy_fused, backward → cross_entropy_backward, fused/cN listed as such, without a torch time), and the
+ceilings are ANCHORS.md's H200 figures (copy 4270 GB/s, read 4300 GB/s), not measured in the run.
 
 Ratios are (torch's time) / (our time): above 1 we are faster. The issue's targets: forward+backward ≥ 3× torch
 and ≥ 85 % of the copy bound; forward ≥ 90 % of the read bound.
@@ -24,20 +30,38 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_torch import TORCH_DTYPES, TorchTimer, git_commit, load_bench  # noqa: E402
 
-OPS = ["cross_entropy", "cross_entropy_fwd_bwd", "cross_entropy_backward"]
-ELEMS = {"cross_entropy": 1, "cross_entropy_fwd_bwd": 2, "cross_entropy_backward": 2}
-# Ops torch is timed on; the backward alone has no public torch counterpart (it is listed with ours only).
-TORCH_OPS = ("cross_entropy", "cross_entropy_fwd_bwd")
+OPS = ["cross_entropy", "cross_entropy_fwd_bwd", "cross_entropy_fused", "cross_entropy_backward"]
+ELEMS = {"cross_entropy": 1, "cross_entropy_fwd_bwd": 2, "cross_entropy_fused": 2, "cross_entropy_backward": 2}
+# Ops torch is timed on; the backward alone has no public torch counterpart (it is listed with ours only). Our
+# fused call (cross_entropy_forward_backward) and our two calls are both set beside torch's forward + backward.
+TORCH_OPS = ("cross_entropy", "cross_entropy_fwd_bwd", "cross_entropy_fused")
 SIZE = {"f32": 4, "bf16": 2, "f16": 2}
 
 
 def our_rows(bench: dict) -> list[dict]:
     rows = []
     for r in bench["results"]:
-        if r["impl"] == "softmaxkit" and r["op"] in OPS and r["status"] == "ok" and r["path"] == "auto":
+        if (r["impl"] == "softmaxkit" and (r["op"] in OPS or r["op"].startswith("fused/")) and r["status"] == "ok"
+                and r["path"] == "auto"):
             rows.append({"op": r["op"], "dtype": r["dtype"], "rows": r["rows"], "cols": r["cols"],
                          "ours": r["median_us"]})
     return rows
+
+
+TUNE_OPS = {"two_calls": "cross_entropy_fwd_bwd", "fused": "cross_entropy_fused", "backward": "cross_entropy_backward"}
+
+
+def tune_bench(path: str) -> dict:
+    """tune_cross_entropy's JSON as a bench-like dict (rows and the ANCHORS.md ceilings)."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f)
+    results = [{"impl": "softmaxkit", "op": TUNE_OPS.get(r["variant"], r["variant"]), "dtype": r["dtype"],
+                "rows": r["rows"], "cols": r["cols"], "median_us": r["median_us"], "status": "ok", "path": "auto"}
+               for r in rows]
+    return {"results": results, "run": {"ceilings": {"copy_gbps": 4270.0, "read_gbps": 4300.0},
+                                        "device": {"name": "H200 (ceilings: ANCHORS.md)"}}}
 
 
 def time_torch(timer: TorchTimer, cases: list[dict]) -> None:
@@ -59,6 +83,14 @@ def time_torch(timer: TorchTimer, cases: list[dict]) -> None:
         if case["op"] not in TORCH_OPS:
             case["torch"] = None
             continue
+        if case["op"] == "cross_entropy_fused":  # the same torch call as cross_entropy_fwd_bwd: timed once
+            same = [c for c in cases if c["op"] == "cross_entropy_fwd_bwd" and c.get("torch")
+                    and (c["dtype"], c["rows"], c["cols"]) == key]
+            if same:
+                case["torch"] = same[0]["torch"]
+                print(f"{case['dtype']} {case['op']} {case['rows']}x{case['cols']}: ours {case['ours']:.1f} µs, "
+                      f"torch {case['torch']:.1f} µs (fwd+bwd, as timed above)", flush=True)
+                continue
         if case["op"] == "cross_entropy":
             def fn():
                 return F.cross_entropy(x, t)
@@ -86,7 +118,7 @@ def table(bench: dict, cases: list[dict]) -> str:
            "| dtype | rows × cols | op | ours µs | GB/s | % of bound | torch µs | torch GB/s | speedup |",
            "|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
-        nbytes = ELEMS[c["op"]] * c["rows"] * c["cols"] * SIZE[c["dtype"]]
+        nbytes = ELEMS.get(c["op"], 2) * c["rows"] * c["cols"] * SIZE[c["dtype"]]
         gbps = nbytes / (c["ours"] * 1e-6) / 1e9
         bound = read if c["op"] == "cross_entropy" else copy
         pct = 100 * gbps / bound if bound else float("nan")
@@ -99,15 +131,17 @@ def table(bench: dict, cases: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bench-json", required=True, help="softmaxkit bench --op ce --json output of this run")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--bench-json", help="softmaxkit bench --op ce --json output of this run")
+    src.add_argument("--tune-json", help="tune_cross_entropy --json output of this run")
     p.add_argument("--out", default="out")
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=200.0)
     args = p.parse_args(argv)
-    bench = load_bench(args.bench_json)
+    bench = load_bench(args.bench_json) if args.bench_json else tune_bench(args.tune_json)
     cases = our_rows(bench)
     if not cases:
-        raise SystemExit(f"{args.bench_json}: no cross-entropy rows")
+        raise SystemExit(f"{args.bench_json or args.tune_json}: no cross-entropy rows")
     time_torch(TorchTimer(args.warmup_ms, args.rep_ms), cases)
     md = table(bench, cases)
     os.makedirs(args.out, exist_ok=True)

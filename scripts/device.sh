@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm decode-r2
+#   excess decode-mma lce logterm cefused decode-r2
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -84,6 +84,34 @@ if want ce; then
   run_step ce-torch python3 scripts/compare_torch_ce.py --bench-json "$OUT/bench_ce.json" --out "$OUT"
   run_step ce-memcheck timeout 150 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 build/default/tests/test_cuda_cross_entropy
+fi
+# cefused: cross-entropy forward + backward in one call (issue 5, fused.cu), ordered to fit a 200 s call: the GPU
+# test, tune_cross_entropy (two calls, backward alone, fused, fused per cluster size: the decision, beside torch's
+# F.cross_entropy forward + backward through compare_torch_ce.py --tune-json), the bench's cross-entropy rows when
+# the CLI was built, memcheck last on SMK_GPU_TEST_SMALL (30 s cap). Binaries: built here (just these targets), or
+# taken prebuilt from $SMK_CE_BIN (built for sm_90a on the workstation and carried: a cold machine spends minutes
+# compiling the whole library).
+if want cefused; then
+  if [ -n "${SMK_CE_BIN:-}" ]; then
+    cebin=$SMK_CE_BIN
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step cef-build cmake --build --preset default --parallel "$jobs" --target test_cuda_cross_entropy \
+      softmaxkit_cli tune_cross_entropy || { printf '%s\n' "${summary[@]}"; exit 1; }
+    cebin=build/default/cef-bin
+    mkdir -p "$cebin" && cp build/default/tests/test_cuda_cross_entropy build/default/tests/tune_cross_entropy \
+      build/default/apps/softmaxkit/softmaxkit "$cebin/"
+  fi
+  run_step cef-test timeout 75 "$cebin/test_cuda_cross_entropy"
+  run_step cef-tune timeout 45 "$cebin/tune_cross_entropy" --reps 9 --json "$OUT/tune_ce.json"
+  run_step cef-torch timeout 40 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_ce.json" --out "$OUT" \
+    --rep-ms 60
+  if [ -x "$cebin/softmaxkit" ]; then
+    run_step cef-bench timeout 40 "$cebin/softmaxkit" bench --op ce --shape qwen-vocab-4096,llama2-vocab-8192 \
+      --dtype f32,bf16 --no-cudnn --target-ms 10 --format table --json "$OUT/bench_ce.json"
+  fi
+  run_step cef-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$cebin/test_cuda_cross_entropy" --gtest_filter='*Fused*:*EveryReduction*'
 fi
 # excess: the excess state of issue 4 (online_state.hpp) on its own, in under five minutes: builds just its targets
 # (no `build` needed), then what `accuracy` does, the gpu-large cases of strided_inner, a short forward bench on the

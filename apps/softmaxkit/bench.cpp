@@ -115,7 +115,7 @@ CLI::App* add_bench_subcommand(CLI::App& app, BenchOptions& o) {
       "bench", "Time the softmax family on the GPU over a grid of shapes, beside the device's copy and read "
                "ceilings and cuDNN's softmax");
   b->add_option("--op", o.ops, "softmax, log_softmax, logsumexp, softmax_backward, log_softmax_backward or all (the softmax family); "
-                "cross_entropy, cross_entropy_fwd_bwd, cross_entropy_backward or ce (the three)")
+                "cross_entropy, cross_entropy_fwd_bwd, cross_entropy_backward, cross_entropy_fused or ce (the four)")
       ->delimiter(',');
   b->add_option("--dtype", o.dtypes, "f32, bf16, f16 or all (default: f32,bf16)")->delimiter(',');
   b->add_option("--shape", o.shapes, "grids (all, issue, decode, odd, sweep), shape names (see --list) or ROWSxCOLS")

@@ -129,11 +129,14 @@ void call_library(Op op, Buffers& b, DType dtype, const GpuPlan& plan, const Sha
     }
     case Op::cross_entropy:
     case Op::cross_entropy_fwd_bwd:
-    case Op::cross_entropy_backward: {
+    case Op::cross_entropy_backward:
+    case Op::cross_entropy_fused: {
       const Device dev = Device::cuda(plan.device);
       const TensorView t = TensorView::contiguous(b.targets.data(), DType::i64, dev, {shape.rows});
       const TensorView loss = TensorView::contiguous(b.loss.data(), DType::f32, dev, {});
       const TensorView lse = TensorView::contiguous(b.lse.data(), DType::f32, dev, {shape.rows});
+      // One call, in place (the upstream gradient left out: 1).
+      if (op == Op::cross_entropy_fused) return smk::cross_entropy_forward_backward(loss, x, x, t, {}, {}, lse, {}, stream);
       // The backward alone reads the LSE of an untimed forward (run_gpu_bench).
       if (op != Op::cross_entropy_backward) smk::cross_entropy(loss, x, t, {}, lse, {}, stream);
       if (op == Op::cross_entropy) return;
@@ -277,7 +280,8 @@ std::vector<Result> run_gpu_bench(const GpuPlan& plan, RunInfo& info, const GpuS
           }
           emit(std::move(r));
         }
-        if (op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward) {  // gradients over the logits
+        if (op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward ||
+            op == Op::cross_entropy_fused) {  // gradients over the logits
           fill_from_tile(b.x.data(), n, dtype, tiles.get(dtype, kSeedInput), s);
           sync_and_check(s, "refilling the logits");
         }

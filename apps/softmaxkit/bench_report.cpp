@@ -69,7 +69,7 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Result>& results) 
                   {"max_reps", info.max_reps},
                   {"statistic", "median; p10 and p90 beside it"},
                   {"traffic", "minimum bytes: softmax/log_softmax 2n, logsumexp n, backward 3n, cross_entropy n, "
-                              "cross_entropy_fwd_bwd 2n, cross_entropy_backward 2n elements"}}},
+                              "cross_entropy_fwd_bwd 2n, cross_entropy_backward 2n, cross_entropy_fused 2n elements"}}},
   };
   json rows = json::array();
   for (const Result& r : results) {
@@ -122,7 +122,8 @@ std::vector<std::string> headline_lines(const RunInfo& info, const std::vector<R
     const bool lse = op == Op::logsumexp || op == Op::cross_entropy;  // read-only: against the read ceiling
     const double ceiling = lse ? c.read_gbps : c.copy_gbps;
     const double target = lse ? kTargetLogsumexpPctRead
-                              : is_backward(op) || op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward
+                              : is_backward(op) || op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward ||
+                                        op == Op::cross_entropy_fused
                                   ? kTargetBackwardPctCopy
                                                                                     : kTargetForwardPctCopy;
     const Result* worst = nullptr;

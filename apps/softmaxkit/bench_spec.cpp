@@ -22,12 +22,14 @@ const char* op_name(Op op) noexcept {
     case Op::cross_entropy: return "cross_entropy";
     case Op::cross_entropy_fwd_bwd: return "cross_entropy_fwd_bwd";
     case Op::cross_entropy_backward: return "cross_entropy_backward";
+    case Op::cross_entropy_fused: return "cross_entropy_fused";
   }
   return "?";
 }
 
 bool is_cross_entropy(Op op) noexcept {
-  return op == Op::cross_entropy || op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward;
+  return op == Op::cross_entropy || op == Op::cross_entropy_fwd_bwd || op == Op::cross_entropy_backward ||
+         op == Op::cross_entropy_fused;
 }
 
 bool is_backward(Op op) noexcept { return op == Op::softmax_backward || op == Op::log_softmax_backward; }
@@ -42,7 +44,8 @@ std::int64_t min_traffic_elements(Op op, std::int64_t rows, std::int64_t cols) n
     case Op::log_softmax_backward: return 3 * n;
     case Op::cross_entropy: return n;
     case Op::cross_entropy_fwd_bwd:
-    case Op::cross_entropy_backward: return 2 * n;
+    case Op::cross_entropy_backward:
+    case Op::cross_entropy_fused: return 2 * n;
   }
   return 0;
 }
@@ -213,7 +216,7 @@ std::vector<Op> resolve_ops(const std::vector<std::string>& items) {
       throw_invalid_argument("bench", "--op",
                              "'" + raw + "' is not one of softmax, log_softmax, logsumexp, softmax_backward, "
                              "log_softmax_backward, all, cross_entropy, cross_entropy_fwd_bwd, "
-                             "cross_entropy_backward, ce");
+                             "cross_entropy_backward, cross_entropy_fused, ce");
     add(*it);
   }
   return out;

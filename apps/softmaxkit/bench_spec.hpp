@@ -23,12 +23,14 @@ enum class Op {
   cross_entropy,
   cross_entropy_fwd_bwd,
   cross_entropy_backward,  // the backward alone, in place, with the forward's LSE (what fwd_bwd adds to the forward)
+  cross_entropy_fused,     // cross_entropy_forward_backward in place: one call, the logits read once
 };
 
 inline constexpr Op kAllOps[] = {Op::softmax, Op::log_softmax, Op::logsumexp, Op::softmax_backward,
                                  Op::log_softmax_backward};
 // Not in "all" (the softmax family); `--op ce` selects both, or name each.
-inline constexpr Op kCrossEntropyOps[] = {Op::cross_entropy, Op::cross_entropy_fwd_bwd, Op::cross_entropy_backward};
+inline constexpr Op kCrossEntropyOps[] = {Op::cross_entropy, Op::cross_entropy_fwd_bwd, Op::cross_entropy_backward,
+                                          Op::cross_entropy_fused};
 
 const char* op_name(Op op) noexcept;
 bool is_backward(Op op) noexcept;
@@ -42,6 +44,7 @@ bool is_cross_entropy(Op op) noexcept;
 //   cross_entropy_fwd_bwd: read the logits once, write the gradient over them -> 2n (the bound; two calls
 //                         read the logits twice, 3n, so this row shows what a fused step would gain)
 //   cross_entropy_backward: read the logits, write the gradient over them -> 2n
+//   cross_entropy_fused:  read the logits once, write the gradient over them -> 2n (one call)
 std::int64_t min_traffic_elements(Op op, std::int64_t rows, std::int64_t cols) noexcept;
 std::int64_t min_traffic_bytes(Op op, DType dtype, std::int64_t rows, std::int64_t cols) noexcept;
 

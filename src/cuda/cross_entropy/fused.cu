@@ -118,8 +118,10 @@ __device__ __forceinline__ void unstage_row(float (&v)[E], const typename Tile::
   }
 }
 
-template <typename In, typename Out>
-__global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, const FusedArgs f, const Totals* totals,
+// MinBlocks 2: ≤ 64 registers, two blocks an SM (the default); 1: up to 128 registers, one block (a tuning variant,
+// f32 only, where 64 registers spill 208 bytes a thread: ptxas -v, CUDA 13.0, sm_90a).
+template <typename In, typename Out, int MinBlocks = 2>
+__global__ void __launch_bounds__(kFusedThreads, MinBlocks) fused_kernel(const Args a, const FusedArgs f, const Totals* totals,
                                                                  int cluster) {
   using Tile = RowTile<In, kFusedElems>;
   constexpr int E = kFusedElems, V = Tile::V;
@@ -324,14 +326,14 @@ FusedShape fused_shape(std::int64_t classes, int cluster_override) {
   return s;
 }
 
-int g_cluster_override = 0;
+FusedTuning g_tuning;
 
-template <typename In, typename Out>
+template <typename In, typename Out, int MinBlocks = 2>
 bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
-  const FusedShape shape = fused_shape(a.classes, g_cluster_override);
+  const FusedShape shape = fused_shape(a.classes, g_tuning.cluster);
   if (shape.cluster == 0) return false;
   if (a.rows == 0) return true;
-  const auto kernel = fused_kernel<In, Out>;
+  const auto kernel = fused_kernel<In, Out, MinBlocks>;
   using Vec = typename RowTile<In, kFusedElems>::Vec;
   const std::size_t smem = f.prefetch ? sizeof(Vec) * RowTile<In, kFusedElems>::K * shape.threads : 0;
   static kernels::DeviceOnce attrs;
@@ -378,7 +380,7 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 
 }  // namespace
 
-void set_fused_cluster_override(int cluster) { g_cluster_override = cluster; }
+void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
   return options.softcap == 0 && logits.shape[1] <= kFusedMaxCols && logits.shape[1] > 0;
@@ -427,7 +429,7 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   f.lse = static_cast<float*>(lse.data);
   f.lse_stride = lse.data ? lse.strides[0] : 0;
   const std::size_t esize = dtype_size(logits.dtype);
-  f.prefetch = logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
+  f.prefetch = g_tuning.prefetch && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
   bool launched = false;
   try {
@@ -442,7 +444,10 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
         launched = f32_out ? launch_fused<__nv_bfloat16, float>(a, f, totals, s)
                            : launch_fused<__nv_bfloat16, __nv_bfloat16>(a, f, totals, s);
         break;
-      default: launched = launch_fused<float, float>(a, f, totals, s); break;
+      default:
+        launched = g_tuning.one_block_per_sm ? launch_fused<float, float, 1>(a, f, totals, s)
+                                             : launch_fused<float, float>(a, f, totals, s);
+        break;
     }
     if (launched) {
       SMK_CUDA_CHECK_LAUNCH("cross_entropy fused_kernel");

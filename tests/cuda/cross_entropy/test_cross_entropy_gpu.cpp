@@ -807,15 +807,20 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     check_case(wide);
   }
   if (!cpu_mode()) {
+    // Every cluster size, the unstaged loads, and f32's one-block-an-SM variant (tune_cross_entropy's variants).
     for (int cl : {2, 3, 5, 8, 16}) {
-      smk::cuda::ce::set_fused_cluster_override(cl);
+      smk::cuda::ce::FusedTuning tuning;
+      tuning.cluster = cl;
+      tuning.prefetch = cl != 3;
+      tuning.one_block_per_sm = cl == 8;
+      smk::cuda::ce::set_fused_tuning(tuning);
       CeCase c = random_case("cluster " + std::to_string(cl), DType::f32, 11, small_mode() ? 8193 : 32000, 115 + cl,
                              Reduction::mean);
       c.opt.label_smoothing = 0.05f;
       c.in_place = cl == 5;
       check_case(c);
     }
-    smk::cuda::ce::set_fused_cluster_override(0);
+    smk::cuda::ce::set_fused_tuning({});
   }
 }
 

@@ -2,8 +2,10 @@
 //   two_calls   cross_entropy (with the LSE) then cross_entropy_backward in place: the logits read twice
 //   backward    cross_entropy_backward alone, in place, from the forward's LSE (its fast path, backward.cu)
 //   fused       cross_entropy_forward_backward in place, the dispatcher's launch shape (fused.cu)
-//   fused/cN    the same with a cluster of N blocks (set_fused_cluster_override): the measurements behind
-//               fused.cu's launch shape
+//   fused/cN    the same with a cluster of N blocks instead of the fewest that hold a row
+//   fused/nostage  without staging the next row in shared memory (cp.async)
+//   fused/1blk  f32: one 512-thread block an SM with up to 128 registers (no spills) instead of two with 64
+// (set_fused_tuning): the measurements behind fused.cu's launch shape.
 // CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
 // repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
@@ -36,24 +38,27 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Normal(0, 2) logits rounded to the dtype, generated on the host once per shape.
+// Normal(0, 2) logits rounded to the dtype: a tile of 2^20 + 7 random values (odd, so rows do not line up with
+// it) repeated over the tensor, which costs seconds less than drawing 622 M values and times the same.
 std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint64_t seed) {
+  const std::size_t es = smk::dtype_size(dt), tile = (std::size_t{1} << 20) + 7;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> d(0.0f, 2.0f);
-  std::vector<unsigned char> b(static_cast<std::size_t>(n) * smk::dtype_size(dt));
-  if (dt == smk::DType::f32) {
-    auto* p = reinterpret_cast<float*>(b.data());
-    for (std::int64_t i = 0; i < n; ++i) p[i] = d(rng);
-  } else {  // bf16: the top half of the f32, rounded to nearest even
-    auto* p = reinterpret_cast<std::uint16_t*>(b.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float f = d(rng);
+  std::vector<unsigned char> t(tile * es);
+  for (std::size_t i = 0; i < tile; ++i) {
+    const float f = d(rng);
+    if (dt == smk::DType::f32) {
+      std::memcpy(t.data() + i * 4, &f, 4);
+    } else {  // bf16: the top half of the f32, rounded to nearest even
       std::uint32_t u;
       std::memcpy(&u, &f, 4);
       u += 0x7FFF + ((u >> 16) & 1);
-      p[i] = static_cast<std::uint16_t>(u >> 16);
+      const auto h = static_cast<std::uint16_t>(u >> 16);
+      std::memcpy(t.data() + i * 2, &h, 2);
     }
   }
+  std::vector<unsigned char> b(static_cast<std::size_t>(n) * es);
+  for (std::size_t at = 0; at < b.size(); at += t.size()) std::memcpy(b.data() + at, t.data(), std::min(t.size(), b.size() - at));
   return b;
 }
 
@@ -113,14 +118,20 @@ int main(int argc, char** argv) {
           {"backward", [&] { smk::cross_entropy_backward(xv, xv, tv, glv, {}, lsev); }, true},
           {"fused", [&] { smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev); }, false},
       };
+      auto tuned = [&](const std::string& name, smk::cuda::ce::FusedTuning tuning) {
+        variants.push_back({name, [&, tuning] {
+                              smk::cuda::ce::set_fused_tuning(tuning);
+                              smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
+                              smk::cuda::ce::set_fused_tuning({});
+                            }, false});
+      };
       const int min_cluster = static_cast<int>((sh.cols + 12287) / 12288);
+      std::vector<int> sizes;
       for (int c : {min_cluster + 1, min_cluster + 3, 16})
-        if (c > min_cluster && c <= 16)
-          variants.push_back({"fused/c" + std::to_string(c), [&, c] {
-                                smk::cuda::ce::set_fused_cluster_override(c);
-                                smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
-                                smk::cuda::ce::set_fused_cluster_override(0);
-                              }, false});
+        if (c > min_cluster && c <= 16 && std::find(sizes.begin(), sizes.end(), c) == sizes.end()) sizes.push_back(c);
+      for (int c : sizes) tuned("fused/c" + std::to_string(c), {c, true, false});
+      tuned("fused/nostage", {0, false, false});
+      if (dt == smk::DType::f32) tuned("fused/1blk", {0, true, true});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
