@@ -37,12 +37,12 @@ void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const 
 namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether rows are
-// staged through shared memory (cp.async) when aligned; for f32 logits, one 512-thread block an SM with up to 128
-// registers instead of two with 64.
+// staged through shared memory (cp.async) when aligned; whether every row the kernel can hold (up to 196608
+// classes) takes it, not only those the dispatcher sends there (up to 49152: fused.cu, kFusedAutoMaxCluster).
 struct FusedTuning {
   int cluster = 0;
   bool prefetch = true;
-  bool one_block_per_sm = false;
+  bool any_width = false;
 };
 void set_fused_tuning(const FusedTuning& t);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.

@@ -6,7 +6,8 @@
 // src/cuda/softmax/block_row.cu). Each block stages its next row in shared memory with cp.async while it reduces
 // and writes the current one, so loads stay in flight through the reductions and the cluster barriers (cluster_row,
 // without that, moved only 44-64 % of copy). Rows wider than a cluster holds, soft-capped rows, and launches the
-// GPU cannot schedule take the two-read path (cross_entropy then cross_entropy_backward; fused_dispatch below).
+// GPU cannot schedule take the two-read path (cross_entropy then cross_entropy_backward: fused_two_read below); so
+// do rows of more than kFusedAutoMaxCluster blocks, where the kernel measured slower than the two calls.
 //
 // Per row, three reductions: (A) the max m (and label smoothing's Σ w_c (z_c − r)); (B) R = Σ_{j≠t} e_j with
 // e_j = exp_diff(z_j, m), the target's term left out so that p_t − 1 = −R / l keeps its digits as p_t → 1, l = R + e_t;
@@ -19,7 +20,11 @@
 // Traffic per element: read the logits once and write the gradient once, 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit
 // logits, f32 gradient); per-row values and targets < 0.1 %. Floor on the H200 at the copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32 (2.10 GB) 491 µs, bf16 246 µs.
-// Measured: not yet (docs/perf-notebook.md, "Cross-entropy forward + backward fused").
+// Measured (H200, 2026-11-30, commit ce1a473, tune_cross_entropy, in place, docs/perf-notebook.md "Cross-entropy
+// forward + backward in one call"): 8192×32000 bf16 767 µs (1.37 TB/s of the 2n bound, 32 % of copy; two calls
+// 1051 µs), f32 933 µs (2.25 TB/s, 53 %; two calls 1150). 4096×151936, 13-block clusters: bf16 2454 µs (24 %),
+// f32 2887 µs (40 %), slower than the two calls (1585, 2124): latency-bound (see kFusedAutoMaxCluster), so not
+// the default there. Staging the next row (cp.async) gained 4-5 % at 32000 (bf16 767 against 808 µs unstaged).
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
@@ -51,6 +56,14 @@ constexpr int kFusedElems = 24;
 constexpr int kFusedMaxCluster = 16;
 constexpr std::int64_t kFusedBlockCols = std::int64_t{kFusedThreads} * kFusedElems;
 constexpr std::int64_t kFusedMaxCols = kFusedBlockCols * kFusedMaxCluster;  // 196608
+// The dispatcher takes the one-read kernel for rows of up to kFusedAutoMaxCluster blocks (49152 classes), the two
+// calls above. Measured (H200, 2026-11-30, ce1a473, tune_cross_entropy, in place, mean): at 8192×32000 (3 blocks)
+// the kernel beat the two calls, bf16 767 against 1051 µs, f32 933 against 1150, and with 4 blocks still 847 and
+// 1042; at 4096×151936 (13 blocks) it lost, bf16 2454 against 1585 µs, f32 2887 against 2124. Each row is a serial
+// chain of a max, a sum and two cluster barriers, and only ~16 such rows fit on the chip at 13 blocks a row, so the
+// kernel is latency-bound there (≈ 9.6 µs a row a cluster); the chunked kernels have thousands of blocks in flight.
+// Between 49152 and 151936 it was not measured.
+constexpr int kFusedAutoMaxCluster = 4;
 
 struct FusedArgs {
   void* grad = nullptr;
@@ -118,10 +131,11 @@ __device__ __forceinline__ void unstage_row(float (&v)[E], const typename Tile::
   }
 }
 
-// MinBlocks 2: ≤ 64 registers, two blocks an SM (the default); 1: up to 128 registers, one block (a tuning variant,
-// f32 only, where 64 registers spill 208 bytes a thread: ptxas -v, CUDA 13.0, sm_90a).
-template <typename In, typename Out, int MinBlocks = 2>
-__global__ void __launch_bounds__(kFusedThreads, MinBlocks) fused_kernel(const Args a, const FusedArgs f, const Totals* totals,
+// ≤ 64 registers, two blocks an SM. ptxas -v (CUDA 13.0, sm_90a): bf16 spills 40 bytes a thread, f32 208; one
+// block an SM with up to 128 registers (no spills) measured slower, f32 3841 against 2887 µs at 4096×151936 and
+// 1336 against 933 at 8192×32000 (H200, 2026-11-30, ce1a473).
+template <typename In, typename Out>
+__global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, const FusedArgs f, const Totals* totals,
                                                                  int cluster) {
   using Tile = RowTile<In, kFusedElems>;
   constexpr int E = kFusedElems, V = Tile::V;
@@ -328,12 +342,12 @@ FusedShape fused_shape(std::int64_t classes, int cluster_override) {
 
 FusedTuning g_tuning;
 
-template <typename In, typename Out, int MinBlocks = 2>
+template <typename In, typename Out>
 bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
   const FusedShape shape = fused_shape(a.classes, g_tuning.cluster);
   if (shape.cluster == 0) return false;
   if (a.rows == 0) return true;
-  const auto kernel = fused_kernel<In, Out, MinBlocks>;
+  const auto kernel = fused_kernel<In, Out>;
   using Vec = typename RowTile<In, kFusedElems>::Vec;
   const std::size_t smem = f.prefetch ? sizeof(Vec) * RowTile<In, kFusedElems>::K * shape.threads : 0;
   static kernels::DeviceOnce attrs;
@@ -383,7 +397,8 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
-  return options.softcap == 0 && logits.shape[1] <= kFusedMaxCols && logits.shape[1] > 0;
+  const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedBlockCols * kFusedAutoMaxCluster;
+  return options.softcap == 0 && logits.shape[1] <= limit && logits.shape[1] > 0;
 }
 
 }  // namespace smk::cuda::ce
@@ -444,10 +459,7 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
         launched = f32_out ? launch_fused<__nv_bfloat16, float>(a, f, totals, s)
                            : launch_fused<__nv_bfloat16, __nv_bfloat16>(a, f, totals, s);
         break;
-      default:
-        launched = g_tuning.one_block_per_sm ? launch_fused<float, float, 1>(a, f, totals, s)
-                                             : launch_fused<float, float>(a, f, totals, s);
-        break;
+      default: launched = launch_fused<float, float>(a, f, totals, s); break;
     }
     if (launched) {
       SMK_CUDA_CHECK_LAUNCH("cross_entropy fused_kernel");

@@ -807,12 +807,11 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     check_case(wide);
   }
   if (!cpu_mode()) {
-    // Every cluster size, the unstaged loads, and f32's one-block-an-SM variant (tune_cross_entropy's variants).
+    // Every cluster size and the unstaged loads (tune_cross_entropy's variants).
     for (int cl : {2, 3, 5, 8, 16}) {
       smk::cuda::ce::FusedTuning tuning;
       tuning.cluster = cl;
       tuning.prefetch = cl != 3;
-      tuning.one_block_per_sm = cl == 8;
       smk::cuda::ce::set_fused_tuning(tuning);
       CeCase c = random_case("cluster " + std::to_string(cl), DType::f32, 11, small_mode() ? 8193 : 32000, 115 + cl,
                              Reduction::mean);
@@ -821,6 +820,19 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
       check_case(c);
     }
     smk::cuda::ce::set_fused_tuning({});
+    // Rows the dispatcher sends to the two calls, through the one-read kernel (the 151936-wide row: 13 blocks).
+    if (!small_mode()) {
+      smk::cuda::ce::FusedTuning wide;
+      wide.any_width = true;
+      smk::cuda::ce::set_fused_tuning(wide);
+      for (DType dt : {DType::f32, DType::bf16}) {
+        CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt), dt, 3, 151936, 131, Reduction::sum);
+        c.opt.z_loss = 1e-4f;
+        c.in_place = dt == DType::bf16;
+        check_case(c);
+      }
+      smk::cuda::ce::set_fused_tuning({});
+    }
   }
 }
 

@@ -1,11 +1,13 @@
 // Cross-entropy forward + backward on the shapes, every way we have, side by side in one run (not a test):
 //   two_calls   cross_entropy (with the LSE) then cross_entropy_backward in place: the logits read twice
 //   backward    cross_entropy_backward alone, in place, from the forward's LSE (its fast path, backward.cu)
-//   fused       cross_entropy_forward_backward in place, the dispatcher's launch shape (fused.cu)
-//   fused/cN    the same with a cluster of N blocks instead of the fewest that hold a row
-//   fused/nostage  without staging the next row in shared memory (cp.async)
-//   fused/1blk  f32: one 512-thread block an SM with up to 128 registers (no spills) instead of two with 64
-// (set_fused_tuning): the measurements behind fused.cu's launch shape.
+//   fused       cross_entropy_forward_backward in place, the dispatcher's choice (fused.cu: the one-read kernel
+//               up to 49152 classes, the two calls above)
+//   fused/kernel   the one-read kernel at any width, the fewest blocks that hold a row
+//   fused/cN    the kernel with a cluster of N blocks instead
+//   fused/nostage  the kernel without staging the next row in shared memory (cp.async)
+// (set_fused_tuning): the measurements behind fused.cu's launch shape and kFusedAutoMaxCluster. The run of
+// ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers): slower, removed.
 // CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
 // repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
@@ -129,9 +131,10 @@ int main(int argc, char** argv) {
       std::vector<int> sizes;
       for (int c : {min_cluster + 1, min_cluster + 3, 16})
         if (c > min_cluster && c <= 16 && std::find(sizes.begin(), sizes.end(), c) == sizes.end()) sizes.push_back(c);
-      for (int c : sizes) tuned("fused/c" + std::to_string(c), {c, true, false});
-      tuned("fused/nostage", {0, false, false});
-      if (dt == smk::DType::f32) tuned("fused/1blk", {0, true, true});
+      // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes).
+      tuned("fused/kernel", {0, true, true});
+      for (int c : sizes) tuned("fused/c" + std::to_string(c), {c, true, true});
+      tuned("fused/nostage", {0, false, true});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
