@@ -6,10 +6,9 @@ Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q
 CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 200 after 5 warm-ups. If
 a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x" in the table: it then reads Hq/Hkv times
 the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into one markdown table:
-µs and TB/s of K and V read for the dispatcher's choice; the tensor-core kernel as the run of 98f32d4 measured it
-("round 1"); round 2's levers each off alone (counters zeroed by a memset, q loaded before the first tiles, the fused
-merge's partials loaded after its butterfly); the other ring depth; the merge kernel instead of the fused merge (and
-that merge's share); the split rule's shortest chunk at 2048 and 4096 keys; each backend; ours and round 1 over cuDNN.
+µs and TB/s of K and V read for the dispatcher's choice (timed twice: the spread); the fused merge's counters zeroed
+by a memset (round 1's way); the other ring depth; the merge kernel instead of the fused merge (and that merge's
+share); the split rule's shortest chunk at 2048 and 4096 keys; each backend; ours over each backend.
     usage: bench_decode.py --ours bench_decode.json [--out FILE.md]
 """
 import argparse
@@ -43,12 +42,11 @@ def main():
     ours = json.load(open(args.ours))
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
-    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | ours again µs | round 1 µs | memset µs | q first µs | merge after µs | "
+    lines = ["| B, S, Hq/Hkv, D | ours µs | ours TB/s | ours again µs | memset µs | "
              "other stages µs | with merge kernel µs | its merge % | chunks ≥ 2048 µs | chunks ≥ 4096 µs | " +
              " | ".join(f"{n} µs | {n} TB/s" for n, _ in backends) + " | " +
-             " | ".join(f"ours / {n}" for n, _ in backends) + " | round 1 / cudnn |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) +
-             "---|" * len(backends) + "---|"]
+             " | ".join(f"ours / {n}" for n, _ in backends) + " |",
+             "|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(backends) + "---|" * len(backends)]
     for row in ours:
         B, S, hq, hkv, d = row["B"], row["S"], row["Hq"], row["Hkv"], row["D"]
         gen = torch.Generator(device="cuda").manual_seed(1)
@@ -77,14 +75,11 @@ def main():
                 cells.append(f"{us:.1f}{mark} | {row['kv_bytes'] / us / 1e6:.2f}")
                 ratios.append(f"{us / row['us']:.2f}")
         tb = lambda us: row["kv_bytes"] / us / 1e6
-        cudnn_us = cells[-1].split(" ")[0]
-        r1 = f"{float(cudnn_us) / row['us_round1']:.2f}" if cudnn_us != "n/a" else "n/a"
         lines.append(f"| {B}, {S}, {hq}/{hkv}, {d} | {row['us']:.1f} | {tb(row['us']):.2f} | {row['us_again']:.1f} | "
-                     f"{row['us_round1']:.1f} | {row['us_memset']:.1f} | {row['us_q_first']:.1f} | "
-                     f"{row['us_merge_after']:.1f} | {row['us_other_stages']:.1f} ({row['other_stages']}) | "
+                     f"{row['us_memset']:.1f} | {row['us_other_stages']:.1f} ({row['other_stages']}) | "
                      f"{row['us_merge_kernel']:.1f} | {100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f} | "
                      f"{row['us_chunk2048']:.1f} | {row['us_chunk4096']:.1f} | " +
-                     " | ".join(cells) + " | " + " | ".join(ratios) + f" | {r1} |")
+                     " | ".join(cells) + " | " + " | ".join(ratios) + " |")
         print(lines[-1], flush=True)
         del q, k, v
         torch.cuda.empty_cache()

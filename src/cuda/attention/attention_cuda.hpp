@@ -80,9 +80,7 @@ enum class DecodeKernel { dispatcher, cuda_cores, mma };
 // How the tensor-core kernel's splits are merged: by the merge kernel after it (as the CUDA-core kernel's always
 // are), or inside it, by the last split block of each (sequence, KV head, row chunk) to finish.
 enum class DecodeMerge { dispatcher, kernel, fused };
-// The fused merge's levers of round 2 (each on by default; off = what the run of 98f32d4 measured), for
-// bench_decode to time each alone and test_decode to check each way.
-enum class DecodeToggle { dispatcher, off, on };
+enum class DecodeToggle { dispatcher, off, on };  // a lever left to the dispatcher, or forced off or on
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
@@ -91,14 +89,9 @@ struct DecodeConfig {
   DecodeMerge merge = DecodeMerge::dispatcher;
   int min_chunk = 0;  // the split rule's shortest chunk (decode_split.hpp), for measuring it (0: kDecodeMinChunk)
   // Fused merge: arrival counters that the last block of each (sequence, KV head, row chunk) sets back to zero, kept
-  // per (device, stream) between calls (on), instead of a workspace zeroed by cudaMemsetAsync before each call (off).
+  // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
+  // a stream capturing a graph always gets, decode.cu's counter_buffer says why; kept selectable for the tests).
   DecodeToggle self_reset_counters = DecodeToggle::dispatcher;
-  // Tensor-core kernel: the first tiles' cp.async issued before q is loaded (on) or after (off).
-  DecodeToggle tiles_before_q = DecodeToggle::dispatcher;
-  // Fused merge: every split's partial O put in flight into shared memory (cp.async) beside the LSE loads, before
-  // the butterfly (on), or the LSEs first, then the partials in two batches of 16 through registers after it (off;
-  // built for 2 ring stages only).
-  DecodeToggle merge_loads_first = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -121,15 +114,12 @@ inline constexpr int kDecodeMmaStages = 2;
 // on every row with splits in the run of 98f32d4: 56.1 against 64.6 µs at (1, 32768), 148.5 against 156.7 at
 // (1, 131072), 154.9 against 158.6 at 16×8192 (and tied, 148.7 against 148.5, at 128×1024, where nothing splits).
 inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::fused;
-// Round 2 (not yet measured: chosen by the count in docs/perf-notebook.md, "decode attention (issue 8), round 2";
-// the next H200 run times each off alone and all three off, the previous default).
-// - The counter memset is a GPU operation of its own before the split kernel (a launch, ~2-3 µs of the call).
-// - q's 16-bit loads feed the q fragments before the first cp.async in program order, so each block waited one
-//   memory latency (~1 µs after the L2 flush) before its K/V stream started.
-// - The fused merge's last block waited three memory latencies in series (LSEs, then two batches of partials).
+// The counter memset before the split kernel was a GPU operation of its own; without it (the H200 run of bb13db2,
+// 2026-11-30, bench_decode, same kernel): 53.8 against 54.7 µs at (B, S) = (1, 32768) with 32/8 heads, 144.4
+// against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits
+// (147.9 against 147.4: noise, the dispatcher's two timings in that run differed by up to 0.3 µs). Round 2's other
+// two levers, measured in the same run and now unconditional, are described where they are (decode_mma.cu).
 inline constexpr bool kDecodeSelfResetCounters = true;
-inline constexpr bool kDecodeTilesBeforeQ = true;
-inline constexpr bool kDecodeMergeLoadsFirst = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

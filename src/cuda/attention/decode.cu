@@ -649,10 +649,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
   const bool fused = mma && merge == DecodeMerge::fused;
   const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
-  a.tiles_before_q = on(config.tiles_before_q, kDecodeTilesBeforeQ);
-  a.merge_loads_first = on(config.merge_loads_first, kDecodeMergeLoadsFirst);
-  if (mma && !a.merge_loads_first && mma_stages != 2)
-    throw_unsupported(op, "DecodeConfig: merge_loads_first = off is built for 2 ring stages only");
   void* workspace = nullptr;
   if (a.grid_splits > 1) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;

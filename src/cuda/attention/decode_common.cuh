@@ -37,8 +37,6 @@ struct DecodeArgs {
   // buffer kept for the next call on the same stream needs no memset (decode.cu: counter_buffer). Null: the merge
   // kernel does.
   int* counters;
-  bool tiles_before_q;     // DecodeConfig::tiles_before_q, resolved
-  bool merge_loads_first;  // DecodeConfig::merge_loads_first, resolved
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

@@ -8,10 +8,11 @@
 // 4·D bytes, 12 per byte, 51 TFLOP/s of tensor-core work at copy speed (< 10 % of the H200's mma.sync rate).
 // The softmax runs once per (key, row) pair — 8 rows per key, one exponential each, padding rows included — instead
 // of once per lane sharing the key (decode.cu's problem): the kernel is meant to be limited by bytes in flight only.
-// Measured (H200, 2026-11-30, commit 98f32d4, bench_decode, fused merge, 2 stages): 3.32-3.88 TB/s on the issue's
-// batch rows and 3.62 at (1, 131072), but 2.39 at (1, 32768) (56 µs against a 31 µs floor: ~25 µs of fixed cost per
-// call, ~5 µs more than cuDNN's); 0.83-0.94x cuDNN, 1.34-1.75x decode.cu's kernel. docs/perf-notebook.md ("decode
-// attention (issue 8) on the tensor cores") has the table and where the rest of the time is.
+// Measured (H200, 2026-11-30, commit bb13db2, bench_decode, fused merge, 2 stages, round 2's levers): 3.39-3.92 TB/s
+// on the issue's batch rows and 3.72 at (1, 131072), but 2.49 at (1, 32768) (53.8 µs against a 31 µs floor: a fixed
+// cost of ~24 µs per call, ~3.4 µs more than cuDNN's); 0.85-0.96x cuDNN (round 1, commit 98f32d4: 0.83-0.94x,
+// 2.39 TB/s at (1, 32768)). docs/perf-notebook.md ("decode attention (issue 8), round 2") has the table and where
+// the rest of the time is.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -79,18 +80,19 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { retu
 // (LSE −inf) gets coefficient 0 and is skipped, a NaN poisons the total.
 // The last block also sets the count back to zero (every block of this launch that counts has counted), so the
 // counters are all zero again when the kernel ends: decode.cu keeps them per stream for the next call.
-// kLoadsFirst (DecodeConfig::merge_loads_first): each warp first puts its row's nsplit partial rows in flight into
-// shared memory (cp.async through L2, D/4 16-byte copies per split, 16 KB per warp at D = 128: the ring's 64 KB,
-// free by now) beside the LSE load, then runs the butterfly, then reads the partials back — one memory latency per
-// row. Otherwise (what the run of 98f32d4 measured) the LSEs come first, then two batches of 16 partial rows through
-// registers after the butterfly: three latencies in series. Holding all 32 rows in registers instead took the kernel
-// from 124 to 166 registers (ptxas, D = 128). The arithmetic and its order are the same: the same bits either way.
-template <typename T, int D, bool kLoadsFirst>
+// The partials go through shared memory: each warp first puts its row's nsplit partial rows in flight there
+// (cp.async through L2, D/4 16-byte copies per split, 16 KB per warp at D = 128: the ring's 64 KB, free by now)
+// beside the LSE load, runs the butterfly, then reads them back — one memory latency per row, where round 1 (commit
+// 98f32d4) loaded the LSEs, then two batches of 16 partial rows through registers after the butterfly, three
+// latencies in series. Measured in the H200 run of bb13db2 (2026-11-30), the same kernel otherwise: 53.8 against
+// 55.3 µs at (B, S) = (1, 32768) with 32/8 heads, 57.2 against 60.0 with 64/8, 1.2-2.8 µs less on every row with
+// splits (the dispatcher's two timings in that run differed by at most 0.3 µs). Holding all 32 partial rows in registers instead took the kernel from 124 to 166 registers (ptxas,
+// D = 128); this way it has 120 (72 at D = 64). The arithmetic and its order are round 1's: the same bits.
+template <typename T, int D>
 __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
                                               float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
   static_assert(V == 2 || V == 4, "D = 64 or 128");
-  constexpr int kBatch = 16;  // partial rows loaded at once (kDecodeSplitCap = 32: two batches)
   static_assert(kDecodeSplitCap <= 32, "one split per lane");
   __shared__ int last;
   __threadfence();  // this block's partials are visible device-wide before its arrival is counted
@@ -103,7 +105,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   }
   __syncthreads();
   if (!last) return;
-  __threadfence();  // and the other blocks' partials are read after their arrivals (loads below bypass L1: __ldcg)
+  __threadfence();  // and the other blocks' partials are read after their arrivals (through L2: __ldcg, cp.async.cg)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int r = warp; r < kRows; r += kWarps) {
     const int row = row_chunk * kRows + r;
@@ -114,79 +116,46 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
-    if constexpr (kLoadsFirst) {
-      float* mine_stage = stage + warp * kDecodeSplitCap * D;  // [split][D] f32, this warp's
-      constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
-      for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
-        const int i = id / kVecs, x = (id % kVecs) * 4;
-        ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
-      }
-      ptx::cp_async_commit();
-      State st = State::from_lse(mine);
-#pragma unroll
-      for (int o2 = 16; o2 > 0; o2 /= 2)
-        st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
-      if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
-      const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-      const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
-      ptx::cp_async_wait<0>();
-      __syncwarp();  // every lane's copies have landed
-#pragma unroll
-      for (int i = 0; i < kDecodeSplitCap; ++i) {
-        const float ci = __shfl_sync(kFull, coef, i);
-        if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
-        float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
-        if constexpr (V == 4) {
-          const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
-          pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
-        } else {
-          const float2 t = *reinterpret_cast<const float2*>(mine_stage + i * D + lane * V);
-          pv[0] = t.x, pv[1] = t.y;
-        }
-#pragma unroll
-        for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
-      }
-      __syncwarp();  // the stage is read before this warp's next row overwrites it
-      if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
-    } else {
-      State st = State::from_lse(mine);
-#pragma unroll
-      for (int o2 = 16; o2 > 0; o2 /= 2)
-        st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
-      if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
-      const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-      const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
-#pragma unroll
-      for (int i0 = 0; i0 < kDecodeSplitCap; i0 += kBatch) {
-        if (i0 >= nsplit) break;
-        float pv[kBatch][V];
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) {  // unconditional loads (all in flight): past nsplit, re-read the last split
-          const int at = i0 + i < nsplit ? i0 + i : nsplit - 1;
-          const float* po = a.part_o + (prow + at) * D + lane * V;
-#pragma unroll
-          for (int x = 0; x < V; ++x) pv[i][x] = __ldcg(po + x);
-        }
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) {
-          const float ci = __shfl_sync(kFull, coef, i0 + i);
-#pragma unroll
-          for (int x = 0; x < V; ++x) o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];  // empty: skipped
-        }
-      }
-      if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
+    float* mine_stage = stage + warp * kDecodeSplitCap * D;  // [split][D] f32, this warp's
+    constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
+    for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
+      const int i = id / kVecs, x = (id % kVecs) * 4;
+      ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
     }
+    ptx::cp_async_commit();
+    State st = State::from_lse(mine);
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 /= 2)
+      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
+    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
+    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+    ptx::cp_async_wait<0>();
+    __syncwarp();  // every lane's copies have landed
+#pragma unroll
+    for (int i = 0; i < kDecodeSplitCap; ++i) {
+      const float ci = __shfl_sync(kFull, coef, i);
+      if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
+      float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
+      if constexpr (V == 4) {
+        const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
+        pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
+      } else {
+        const float2 t = *reinterpret_cast<const float2*>(mine_stage + i * D + lane * V);
+        pv[0] = t.x, pv[1] = t.y;
+      }
+#pragma unroll
+      for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
+    }
+    __syncwarp();  // the stage is read before this warp's next row overwrites it
+    if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
     T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
 #pragma unroll
     for (int x = 0; x < V; ++x) out[(lane * V + x) * a.os[3]] = from_f32<T>(o[x]);
   }
 }
 
-// kMergeLoadsFirst: merge_if_last's kLoadsFirst, a template parameter rather than a branch, because the other merge
-// holds 16 partial rows in registers and, compiled into the same kernel, took it from 120 to 127 registers at D = 128
-// and from 72 to 128 at D = 64 (ptxas; four blocks per SM instead of seven at D = 64). The old merge is built for 2
-// ring stages only, for bench_decode to time it.
-template <typename T, int D, int kStages, bool kMergeLoadsFirst>
+template <typename T, int D, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -276,16 +245,12 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
         qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
       }
   };
-  // The K/V stream starts before q's loads (DecodeConfig::tiles_before_q): q's fragments are built from its loaded
-  // values (the sign flip), and in the other order the warp waits one memory latency for them before its first
-  // cp.async, with nothing of K or V in flight.
-  if (a.tiles_before_q) {
-    prologue();
-    load_q();
-  } else {
-    load_q();
-    prologue();
-  }
+  // The K/V stream starts before q's loads: q's fragments are built from its loaded values (the sign flip), and in
+  // the other order (round 1) the warp waited one memory latency for them before its first cp.async, with nothing of
+  // K or V in flight. Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge
+  // of that run's spread (0.3 µs), but never the other way.
+  prologue();
+  load_q();
   float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
   bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
   float acc[kSteps][4];  // Oᵀ: (dimension 16mt + g (+8), rows 2c, 2c+1)
@@ -459,18 +424,18 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   }
   if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
-    merge_if_last<T, D, kMergeLoadsFirst>(a, b, hk, row_chunk, nsplit, stage);
+    merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
-template <typename T, int D, int kStages, bool kMergeLoadsFirst = true>
+template <typename T, int D, int kStages>
 void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
   constexpr std::size_t fold = kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
   constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitCap * D * sizeof(float);  // the fused merge's
   static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
   constexpr std::size_t bytes = ring > fold ? ring : fold;
-  auto* kernel = decode_mma_kernel<T, D, kStages, kMergeLoadsFirst>;
+  auto* kernel = decode_mma_kernel<T, D, kStages>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   kernel<<<grid, kWarps * 32, bytes, s>>>(a);
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
@@ -478,11 +443,6 @@ void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
 
 template <typename T>
 void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, cudaStream_t s) {
-  if (!a.merge_loads_first) {  // decode.cu refuses 3 stages with it
-    if (d == 64) launch<T, 64, 2, false>(a, grid, s);
-    else launch<T, 128, 2, false>(a, grid, s);
-    return;
-  }
   if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, s) : launch<T, 64, 3>(a, grid, s);
   else stages == 2 ? launch<T, 128, 2>(a, grid, s) : launch<T, 128, 3>(a, grid, s);
 }

@@ -4,10 +4,9 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup; the dispatcher's choice timed first and again last, for the spread. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice and, beside it, the tensor-core kernel as the run of 98f32d4 measured it (round 1),
-// each of round 2's levers off alone (DecodeConfig's toggles), the other ring depth, the merge kernel instead of the
-// fused merge (whose share the event between the two kernels measures), and the split rule's shortest chunk at 2048
-// and 4096 keys.
+// for the dispatcher's choice and, beside it, the fused merge's counters zeroed by a memset (round 1's way), the
+// other ring depth, the merge kernel instead of the fused merge (whose share the event between the two kernels
+// measures), and the split rule's shortest chunk at 2048 and 4096 keys.
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -131,15 +130,10 @@ int main(int argc, char** argv) {
     const int other_stages = smk::cuda::kDecodeMmaStages == 2 ? 3 : 2;
     double merge_us = 0, merge_mk = 0, unused = 0;
     const double us = measure({}, merge_us);
-    // Round 1's default (commit 98f32d4: memset counters, q before the first tiles, the merge's partials loaded
-    // after its butterfly), then each of round 2's levers off alone.
-    const double us_round1 =
-        measure({0, kDisp, kMma, 2, kFused, 0, DecodeToggle::off, DecodeToggle::off, DecodeToggle::off}, unused);
+    // The fused merge's counters zeroed by a memset before each call (round 1's way, and a capturing stream's).
+    // (Round 2's other levers, q after the first tiles and the merge's partials staged before its butterfly, were
+    // timed off in the run of bb13db2 and are now unconditional.)
     const double us_memset = measure({0, kDisp, kMma, 0, kFused, 0, DecodeToggle::off}, unused);
-    const double us_q_first =
-        measure({0, kDisp, kMma, 0, kFused, 0, DecodeToggle::dispatcher, DecodeToggle::off}, unused);
-    const double us_merge_after = measure(
-        {0, kDisp, kMma, 2, kFused, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::off}, unused);
     const double us_other = measure({0, kDisp, kMma, other_stages, kFused}, unused);
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk);
     // The split rule's shortest chunk (kDecodeMinChunk = 1024) at 2048 and 4096 keys: fewer, longer blocks (512 and
@@ -155,19 +149,17 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
-    std::printf("   round 1 %.1f | memset %.1f | q first %.1f | merge after %.1f | %d stages %.1f | merge kernel %.1f "
-                "(merge %.1f%%) | chunks 2048+ %.1f, 4096+ %.1f us\n",
-                us_round1, us_memset, us_q_first, us_merge_after, other_stages, us_other, us_mk,
-                100 * merge_mk / us_mk, us_c2048, us_c4096);
+    std::printf("   memset %.1f | %d stages %.1f | merge kernel %.1f (merge %.1f%%) | chunks 2048+ %.1f, 4096+ %.1f us\n",
+                us_memset, other_stages, us_other, us_mk, 100 * merge_mk / us_mk, us_c2048, us_c4096);
     char item[1024];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
-                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_round1\": %.3f, \"us_memset\": %.3f, \"us_q_first\": %.3f, "
-                  "\"us_merge_after\": %.3f, \"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
+                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_memset\": %.3f, "
+                  "\"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
                   "\"merge_us_merge_kernel\": %.3f, \"us_chunk2048\": %.3f, \"us_chunk4096\": %.3f, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, us_again, bytes, tbs, us_round1, us_memset, us_q_first, us_merge_after, other_stages,
+                  (long long)r.d, us, us_again, bytes, tbs, us_memset, other_stages,
                   us_other, us_mk, merge_mk, us_c2048, us_c4096, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk);
     json += item;
