@@ -27,7 +27,12 @@ from ._ops import (  # noqa: E402
     softmax_backward,
     softmax_state,
 )
-from ._cross_entropy import cross_entropy, cross_entropy_backward, linear_cross_entropy  # noqa: E402
+from ._cross_entropy import (  # noqa: E402
+    cross_entropy,
+    cross_entropy_backward,
+    cross_entropy_forward_backward,
+    linear_cross_entropy,
+)
 
 from ._attention import attention, attention_decode, merge_attention_states  # noqa: E402
 
@@ -63,6 +68,7 @@ __all__ = [
     "log_softmax_backward",
     "cross_entropy",
     "cross_entropy_backward",
+    "cross_entropy_forward_backward",
     "linear_cross_entropy",
     "attention",
     "attention_decode",

@@ -47,7 +47,7 @@ def _rows(vx):
 
 def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0,
                   z_loss=0.0, softcap=0.0, mean_of_nothing_is_zero=False, return_lse=False, return_z_loss=False,
-                  stream=None):
+                  stream=None, inplace_backward=False):
     """Cross-entropy of [N, C] logits against [N] integer targets, in one pass over the logits.
 
     Per row: loss = (1 - eps) * w[t] * (LSE - z[t]) + eps / C * sum_c w[c] * (LSE - z[c]) + z_loss * LSE^2, with
@@ -67,12 +67,27 @@ def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction=
             cross_entropy_backward can reuse to skip a pass.
         return_z_loss: also return the z-loss part (the loss's shape).
         stream: CUDA stream for CUDA arrays (see softmaxkit.softmax); ignored on the CPU.
+        inplace_backward: for torch logits that require grad with reduction "sum" or "mean": write the gradient
+            over the logits during the forward (their values are destroyed; the gradient then shares their
+            storage). Without it the gradient goes to a fresh buffer.
+
+    For torch logits that require grad (grad mode on, reduction "sum" or "mean"), the forward computes the
+    gradient too, in one call (cross_entropy_forward_backward: on a GPU the logits are read once), and the
+    backward only scales it by the upstream gradient when that is not exactly 1. Otherwise (reduction "none", or
+    no gradient wanted) this is the registered op softmaxkit.torch.cross_entropy, whose backward reads the logits
+    again.
 
     Returns:
         loss, or a tuple (loss, lse?, z_loss?) in that order with the parts asked for.
     """
     op = "cross_entropy"
     torch = sys.modules.get("torch")
+    if (stream is None and torch is not None and isinstance(logits, torch.Tensor) and logits.requires_grad
+            and torch.is_grad_enabled() and reduction in ("sum", "mean")):
+        scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+        loss, lse, zl = _fused_function().apply(logits, targets, weight, scalars, bool(inplace_backward))
+        parts = (loss,) + ((lse,) if return_lse else ()) + ((zl,) if return_z_loss else ())
+        return parts[0] if len(parts) == 1 else parts
     if stream is None and torch is not None and isinstance(logits, torch.Tensor):
         from . import torch as smk_torch
 
@@ -112,6 +127,109 @@ def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smooth
     _C.cross_entropy(vloss, vx, vt, *scalars, vw, vlse, vz, launch)
     out = tuple(fw.deliver(arr, owner, launch) for arr, owner in results)
     return out[0] if len(out) == 1 else out
+
+
+def _forward_backward_impl(logits, targets, grad_loss, weight, scalars, inplace, stream):
+    """(loss, grad, lse, z_loss) of one cross_entropy_forward_backward call; grad is `logits` itself when inplace."""
+    op = "cross_entropy_forward_backward"
+    fw = framework_of(logits)
+    launch = launch_stream(op, fw, stream)
+    vx = fw.view(logits, op, "logits", launch)
+    vt = framework_of(targets).view(targets, op, "targets", launch)
+    code = _float_code(op, "logits", vx)
+    stat = "f64" if code == "f64" else "f32"
+    n = _rows(vx)
+    loss_shape = (n,) if scalars[1] == 0 else ()
+    results = []
+
+    def new(shape, arg, dtype):
+        arr, owner = fw.empty(op, shape, dtype)
+        results.append((arr, owner))
+        return owner.view(arr, op, arg, launch, writable=True)
+
+    vloss = new(loss_shape, "loss", stat)
+    vlse = new((n,), "lse", stat)
+    vz = new(loss_shape, "z_loss", stat)
+    if inplace:
+        vg = fw.view(logits, op, "grad_logits", launch, writable=True)
+    else:
+        vg = new(tuple(vx.shape), "grad_logits", code)
+    vgl = None
+    if grad_loss is not None:
+        if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
+            gl, gl_owner = fw.empty(op, loss_shape, stat)
+            gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
+            vgl = gl_owner.view(gl, op, "grad_loss", launch)
+        else:
+            vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+    vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
+    _C.cross_entropy_forward_backward(vloss, vg, vx, vt, vgl, *scalars, vw, vlse, vz, launch)
+    out = [fw.deliver(arr, owner, launch) for arr, owner in results]
+    grad = logits if inplace else out[3]
+    return out[0], grad, out[1], out[2]
+
+
+def cross_entropy_forward_backward(logits, targets, grad_loss=None, *, weight=None, ignore_index=-100,
+                                   reduction="mean", label_smoothing=0.0, z_loss=0.0, softcap=0.0,
+                                   mean_of_nothing_is_zero=False, inplace=False, return_lse=False,
+                                   return_z_loss=False, stream=None):
+    """cross_entropy and cross_entropy_backward in one call: the loss and its gradient in the logits.
+
+    On a GPU a row of up to 196608 classes is read once and its gradient written once (no soft-capping); otherwise
+    the two calls run. Plain arrays: autograd does not see the call (torch tensors that require grad are refused
+    while grad mode is on; softmaxkit.cross_entropy on such tensors uses this call itself).
+
+    Args:
+        grad_loss: the upstream gradient of the loss's shape (an array, float32 / float64, or a number); None is 1.
+        inplace: write the gradient over `logits` (their values are destroyed).
+        Other arguments: as in cross_entropy.
+
+    Returns:
+        (loss, grad_logits), then lse and z_loss when asked for. grad_logits has the logits' shape and dtype
+        (`logits` itself with inplace=True).
+    """
+    op = "cross_entropy_forward_backward"
+    _refuse_requires_grad(op, (logits,), "the call returns the gradient itself and autograd does not see it, but "
+                                         "the logits require grad; pass detached tensors (or call under "
+                                         "torch.no_grad()), or use softmaxkit.cross_entropy")
+    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    loss, grad, lse, zl = _forward_backward_impl(logits, targets, grad_loss, weight, scalars, inplace, stream)
+    return (loss, grad) + ((lse,) if return_lse else ()) + ((zl,) if return_z_loss else ())
+
+
+_FUSED = None
+
+
+def _fused_function():
+    """The torch.autograd.Function behind softmaxkit.cross_entropy for logits that require grad (built on first use,
+    so that importing softmaxkit never imports torch)."""
+    global _FUSED
+    if _FUSED is not None:
+        return _FUSED
+    import torch
+
+    class FusedCrossEntropy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, targets, weight, scalars, inplace):
+            # The gradient for an upstream gradient of 1: sum and mean are linear in that scalar.
+            loss, grad, lse, zl = _forward_backward_impl(logits.detach(), targets, None, weight, scalars, inplace,
+                                                         None)
+            ctx.save_for_backward(grad)
+            ctx.mark_non_differentiable(lse, zl)
+            return loss, lse, zl
+
+        @staticmethod
+        def backward(ctx, grad_loss, grad_lse, grad_z):
+            (grad,) = ctx.saved_tensors
+            if grad_loss is None:
+                return None, None, None, None, None
+            # One scalar read back (a sync) spares a pass over the gradient when the upstream gradient is 1.
+            if not bool(torch.equal(grad_loss, torch.ones_like(grad_loss))):
+                grad = grad * grad_loss.to(grad.dtype)
+            return grad, None, None, None, None
+
+    _FUSED = FusedCrossEntropy
+    return _FUSED
 
 
 def cross_entropy_backward(logits, targets, grad_loss=1.0, *, lse=None, weight=None, ignore_index=-100,

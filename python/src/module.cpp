@@ -222,6 +222,21 @@ void cross_entropy_backward(const View& grad_logits, const View& logits, const V
   smk::cross_entropy_backward(vg, vx, vt, vgl, o, vlse, stream_of(stream));
 }
 
+// Forward + backward in one call (include/softmaxkit/cross_entropy.hpp): grad_loss None is 1.
+void cross_entropy_forward_backward(const View& loss, const View& grad_logits, const View& logits,
+                                    const View& targets, std::optional<const View*> grad_loss,
+                                    std::int64_t ignore_index, int reduction, bool mean_of_nothing_is_zero,
+                                    float label_smoothing, float z_loss, float softcap,
+                                    std::optional<const View*> weights, std::optional<const View*> lse,
+                                    std::optional<const View*> z, std::uintptr_t stream) {
+  const smk::CrossEntropyOptions o =
+      ce_options(ignore_index, reduction, mean_of_nothing_is_zero, label_smoothing, z_loss, softcap, weights);
+  const smk::TensorView vl = loss.view, vg = grad_logits.view, vx = logits.view, vt = targets.view,
+                        vgl = optional_view(grad_loss), vlse = optional_view(lse), vz = optional_view(z);
+  nb::gil_scoped_release release;
+  smk::cross_entropy_forward_backward(vl, vg, vx, vt, o, vgl, vlse, vz, stream_of(stream));
+}
+
 // Linear cross-entropy (include/softmaxkit/linear_cross_entropy.hpp): absent optional views are null (grad_loss:
 // 1); chunk_rows, logit_rows None: the library's defaults.
 void linear_cross_entropy(const View& loss, std::optional<const View*> lse, const View& grad_hidden,
@@ -334,6 +349,12 @@ NB_MODULE(_C, m) {
         nb::arg("targets"), nb::arg("grad_loss"), nb::arg("ignore_index"), nb::arg("reduction"),
         nb::arg("mean_of_nothing_is_zero"), nb::arg("label_smoothing"), nb::arg("z_loss"), nb::arg("softcap"),
         nb::arg("class_weights").none(), nb::arg("lse").none(), nb::arg("stream"));
+
+  m.def("cross_entropy_forward_backward", &cross_entropy_forward_backward, nb::arg("loss"), nb::arg("grad_logits"),
+        nb::arg("logits"), nb::arg("targets"), nb::arg("grad_loss").none(), nb::arg("ignore_index"),
+        nb::arg("reduction"), nb::arg("mean_of_nothing_is_zero"), nb::arg("label_smoothing"), nb::arg("z_loss"),
+        nb::arg("softcap"), nb::arg("class_weights").none(), nb::arg("lse").none(), nb::arg("z_loss_out").none(),
+        nb::arg("stream"));
 
   m.def("linear_cross_entropy", &linear_cross_entropy, nb::arg("loss"), nb::arg("lse").none(),
         nb::arg("grad_hidden"), nb::arg("grad_weight"), nb::arg("grad_bias").none(), nb::arg("hidden"),

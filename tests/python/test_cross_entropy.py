@@ -215,6 +215,70 @@ def test_beside_torch_on_the_cpu():
     np.testing.assert_allclose(xs.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_forward_backward_in_one_call(reduction):
+    """cross_entropy_forward_backward: the loss and the gradient against the float64 definitions; grad_loss None is
+    1; in place over the logits."""
+    x, t = case(9, 131, 21)
+    t[2] = -100
+    w = np.random.default_rng(22).uniform(0.2, 2, 131).astype(np.float32)
+    kw = dict(weight=w, reduction=reduction, label_smoothing=0.05, z_loss=1e-4)
+    ref_loss, _, ref_lse = reference(x, t, w, reduction=reduction, eps=0.05, s=1e-4)
+    g = np.random.default_rng(23).uniform(-2, 2, 9).astype(np.float32) if reduction == "none" else -1.25
+    for grad_loss in (None, g):
+        loss, grad, lse = smk.cross_entropy_forward_backward(x, t, grad_loss, return_lse=True, **kw)
+        ref = reference_grad(x, t, 1.0 if grad_loss is None and reduction != "none" else
+                             (np.ones(9) if grad_loss is None else grad_loss), w, reduction=reduction, eps=0.05, s=1e-4)
+        gate = loss_gate(x.astype(np.float64), t, w, 0.05, 1e-4, ref_lse)
+        tol = gate if reduction == "none" else gate.sum() / (1.0 if reduction == "sum" else min(1.0, w[t[t != -100]].sum()))
+        assert np.all(np.abs(loss - ref_loss) <= tol + U32 * np.abs(ref_loss))
+        assert np.all(np.abs(lse - ref_lse) <= U32 * (np.abs(ref_lse) + 21))
+        scale = 2 * (2 * w.max() + 1) * (2.0 if grad_loss is not None else 1.0)
+        bound = U32 * (np.abs(ref_lse).max() + math.log2(131) + 16) * scale * (np.abs(ref) + 1e-3 * np.abs(ref).max())
+        assert grad.shape == x.shape and grad.dtype == np.float32
+        assert np.all(np.abs(grad - ref) <= bound + 1e-30)
+        assert np.all(grad[2] == 0.0)
+    xi = x.copy()
+    loss_i, grad_i = smk.cross_entropy_forward_backward(xi, t, g, inplace=True, **kw)
+    assert grad_i is xi
+    np.testing.assert_array_equal(loss_i, loss)
+    np.testing.assert_array_equal(xi, grad)
+    with pytest.raises(smk.InvalidArgumentError, match="cross_entropy_forward_backward: argument 'grad_loss'"):
+        smk.cross_entropy_forward_backward(x, t, np.ones(3, np.float32), reduction="mean")
+
+
+def test_autograd_uses_the_fused_call_on_the_cpu():
+    """softmaxkit.cross_entropy on torch logits that require grad (sum / mean): the gradient formed in the forward,
+    scaled by the upstream gradient only when that is not 1; against torch in float64; inplace_backward opt-in."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    x, t = case(10, 64, 25)
+    t[4] = -100
+    for reduction in ("sum", "mean"):
+        for upstream in (1.0, -0.5):
+            xs = torch.tensor(x, requires_grad=True)
+            loss = smk.cross_entropy(xs, torch.tensor(t), reduction=reduction, label_smoothing=0.1, z_loss=1e-3)
+            (loss * upstream).backward()
+            xr = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+            lr = F.cross_entropy(xr, torch.tensor(t), reduction=reduction, label_smoothing=0.1)
+            lse = torch.logsumexp(xr, 1)
+            zl = (1e-3 * lse**2)[torch.tensor(t) != -100]
+            lr = lr + (zl.sum() if reduction == "sum" else zl.mean())
+            (lr * upstream).backward()
+            assert abs(loss.item() - lr.item()) <= 1e-5 * abs(lr.item()) + 1e-6
+            np.testing.assert_allclose(xs.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-7)
+    # In place: the gradient takes the logits' storage.
+    xs = torch.tensor(x, requires_grad=True)
+    before = xs.detach().clone()
+    loss = smk.cross_entropy(xs, torch.tensor(t), inplace_backward=True)
+    loss.backward()
+    xr = before.double().requires_grad_(True)
+    F.cross_entropy(xr, torch.tensor(t)).backward()
+    np.testing.assert_allclose(xs.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert not torch.equal(xs.detach(), before)  # the logits were overwritten, as documented
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_cuda_matches_torch_and_autograd(dtype):
