@@ -473,6 +473,62 @@ TEST(CudaAttentionDecode, FusedMergeLeversKeepTheBitsAcrossCallsAndStreams) {
   }
 }
 
+// A call captured into a CUDA graph (the fused merge's counters then come from the call's workspace, zeroed by a
+// memset node, not from the stream's kept buffer): each replay gives the direct call's bits, and a direct call on
+// the capturing stream between replays too (it uses the stream's own counters, which the graph never touches).
+TEST(CudaAttentionDecode, GraphCaptureReplaysGiveTheDirectCallsBits) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  Case<T> c(2, 1, 8, 2, 128, 20000, {20000, 3000}, 71);
+  const Result ref = run_gpu(c);
+  expect_matches_reference(c, ref, is_mma(nullptr));
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  DeviceBuffer<T> dout(c.q.size());
+  DeviceBuffer<float> dlse(c.B * c.hq * c.sq);
+  const auto O = TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto L = TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev);
+  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto N = TensorView::of(dl.data(), {c.B}, dev);
+  const auto opt = c.options(ds.data(), dev);
+  cudaStream_t st;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  smk::attention_decode(O, L, Q, K, V, N, opt, smk::Stream{st});
+  ASSERT_EQ(cudaStreamEndCapture(st, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const auto check = [&](const char* what) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    std::vector<float> o;
+    for (const T& x : dout.to_host()) o.push_back(smk::to_float(x));
+    EXPECT_TRUE(bitwise_equal(o, ref.o));
+    EXPECT_TRUE(bitwise_equal(dlse.to_host(), ref.lse));
+  };
+  const auto poison = [&] {
+    ASSERT_EQ(cudaMemsetAsync(dout.data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(dlse.data(), 0xFF, c.B * c.hq * c.sq * sizeof(float), st), cudaSuccess);
+  };
+  poison();
+  ASSERT_EQ(cudaGraphLaunch(exec, st), cudaSuccess);
+  check("first replay");
+  poison();
+  smk::attention_decode(O, L, Q, K, V, N, opt, smk::Stream{st});
+  check("direct call on the capturing stream");
+  poison();
+  ASSERT_EQ(cudaGraphLaunch(exec, st), cudaSuccess);
+  check("second replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(st);
+}
+
 // Non-contiguous views: caches stored [B, Hkv, S_max, D] and q, out stored [B, Hq, Sq, D], seen through
 // [B, S, H, D] strides; lse stored [B, Sq, Hq]. Then the same call without lse gives the same O, bit for bit.
 TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
