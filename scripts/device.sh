@@ -159,9 +159,9 @@ if want decode-mma; then
 fi
 # decode-r2: decode round 2 (the fused merge's levers), ordered to fit a 200 s call with the timings first: build
 # just its targets (or take them prebuilt from $SMK_DEC_BIN, built here for sm_90a and carried), bench_decode (the
-# dispatcher beside round 1's default and each lever off alone, the other ring depth, the merge kernel, longer
-# chunks), torch SDPA beside it, the GPU test (every kernel and variant, 65 s cap), then memcheck last on the cases
-# with the fewest keys and the levers' own test (30 s cap).
+# dispatcher, timed twice, beside the memset counters, the other ring depth, the merge kernel, longer chunks; the run
+# of bb13db2 also timed round 1's default and each lever off), torch SDPA beside it, the GPU test (every kernel and
+# variant, 65 s cap), then memcheck last on the cases with the fewest keys and the levers' own test (30 s cap).
 if want decode-r2; then
   if [ -n "${SMK_DEC_BIN:-}" ]; then
     decbin=$SMK_DEC_BIN
