@@ -20,7 +20,11 @@ namespace smk::cuda {
 
 // Measured against 512 and 256 on the H200 (bench_decode, commit 98f32d4, tensor-core kernel): shorter chunks were
 // never faster and up to 7 % (512) and 12 % (256) slower on the batch rows (158.8 and 166.4 against 148.7 µs at
-// B=128, S=1024); the single-sequence rows do not reach the minimum.
+// B=128, S=1024); the single-sequence rows do not reach the minimum. Against 2048 and 4096 (commit bb13db2): 4096
+// won where it left exactly one resident wave (144.0 against 152.8 µs at B=16, S=8192: 256 blocks) and lost where it
+// left a partial one or too few blocks (288.8 against 273.9 at B=64, S=4096; 66.5 against 53.8 at B=1, S=32768);
+// 2048 tied or won by 1.4 % on the single-sequence rows and lost 1.4-5.3 % on the batch rows that split. Which
+// length leaves whole waves depends on the batch, which the rule may not look at: 1024 stays.
 inline constexpr std::int64_t kDecodeMinChunk = 1024;
 inline constexpr std::int64_t kDecodeChunkAlign = 128;  // a multiple of every kernel variant's tile of keys
 inline constexpr int kDecodeSplitCap = 32;              // the merge kernel holds one split's LSE per lane
