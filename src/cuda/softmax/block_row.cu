@@ -43,7 +43,9 @@ __device__ __forceinline__ int cluster_count(int* slot, int cluster) {
   return group_count(v, 32);
 }
 
-template <typename In>
+// kLog: log-softmax, logsumexp or the state (log l) rather than softmax (1/l); a template parameter for the reason
+// warp_row.cu gives.
+template <typename In, bool kLog>
 __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowProblem p, int cluster) {
   using Tile = RowTile<In, kBlockElems>;
   __shared__ float red_max[32], red_sum[32];
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
       m = cluster_max(&part_max, cluster);
     }
     const float shift = OnlineSoftmaxState<float>::shift_for(m);
-    const bool count_ties = p.op != Op::softmax;  // uniform over the grid: every thread takes the same branches
+    constexpr bool count_ties = kLog;
     int ties = 0;
     float rest = thread_exp_rest(v, shift, !count_ties, count_ties, ties);
     rest = block_sum(rest, red_sum);
@@ -88,7 +90,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
       if (g == 0) write_row_stats(p, o, state);
       continue;
     }
-    finish_rows(v, state.normalizer(p.empty_rows), p.op);
+    finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
     with_out_type<In>(p, [&](auto* tag) {
       using Out = std::remove_pointer_t<decltype(tag)>;
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], g, G);
@@ -100,7 +102,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
 
 template <typename In>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = block_rows_kernel<In>;
+  const auto kernel = p.op == Op::softmax ? block_rows_kernel<In, false> : block_rows_kernel<In, true>;
   const unsigned grid = capped_grid(p.rows, c.cluster);
   if (c.cluster == 1) {
     kernel<<<grid, c.threads, 0, s>>>(p, 1);
@@ -108,7 +110,10 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
     return;
   }
   static DeviceOnce non_portable;  // clusters of more than 8 blocks are an H100/H200 extension
-  non_portable.run([&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+  non_portable.run([] {  // both instantiations at once: one DeviceOnce per In serves either op
+    for (const auto k : {block_rows_kernel<In, false>, block_rows_kernel<In, true>})
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  });
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(c.threads);

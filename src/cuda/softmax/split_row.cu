@@ -25,7 +25,7 @@ namespace {
 using State = OnlineSoftmaxState<float>;
 constexpr int kMergeThreads = 1024;
 
-template <typename In>
+template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      State* states) {
   using Tile = RowTile<In, kBlockElems>;
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
     Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     const float m = block_max(tree_max<kBlockElems>(v), red_max);
-    const bool count_ties = p.op != Op::softmax;  // uniform over the grid
+    constexpr bool count_ties = kLog;
     int ties = 0;
     const float rest = block_sum(thread_exp_rest(v, State::shift_for(m), false, count_ties, ties), red_sum);
     if (count_ties) ties = block_count(ties, red_ties);
@@ -124,7 +124,8 @@ void launch(const RowProblem& p, cudaStream_t s) {
   auto* states = static_cast<State*>(workspace_alloc(bytes, s));
   State* row_states = states + total;
   if (total > 0) {
-    chunk_states_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+    const auto kernel = p.op == Op::softmax ? chunk_states_kernel<In, false> : chunk_states_kernel<In, true>;
+    kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
   merge_states_kernel<<<capped_grid(p.rows), kMergeThreads, 0, s>>>(p, chunks, states, row_states);

@@ -24,7 +24,10 @@ constexpr int kThreads = 256;  // 8 warps: enough independent loads per block wi
 template <int E>
 constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 
-template <typename In, int E>
+// kLog: the op takes log l (log-softmax, logsumexp, the state), not 1/l (softmax). A template parameter, not a
+// branch on p.op: the two arithmetics (common.cuh's thread_exp_rest) then compile apart, and neither pays the
+// other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
+template <typename In, int E, bool kLog>
 __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
   constexpr int R = kRowsAtOnce<E>;
@@ -54,7 +57,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
       }
     }
     // Every lane takes part in the shuffles, idle groups included.
-    const bool softmax = p.op == Op::softmax, count_ties = !softmax;
+    constexpr bool softmax = !kLog, count_ties = kLog;
     float m[R], rest[R];
     int ties[R];
 #pragma unroll
@@ -76,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
         if (g == 0) write_row_stats(p, o, state);
         continue;
       }
-      finish_rows(v[r], state.normalizer(p.empty_rows), p.op);
+      finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
       with_out_type<In>(p, [&](auto* tag) {
         using Out = std::remove_pointer_t<decltype(tag)>;
         Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
@@ -87,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
 
 template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel = warp_rows_kernel<In, E>;
+  const auto kernel = p.op == Op::softmax ? warp_rows_kernel<In, E, false> : warp_rows_kernel<In, E, true>;
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const unsigned grid = persistent_grid(kernel, kThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
   kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
