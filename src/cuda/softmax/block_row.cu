@@ -10,8 +10,10 @@
 // 138 µs (91% of copy), bf16 128 µs (49%); cluster_row 8192×32000 f32 764 µs (64%), bf16 622 µs (40%);
 // 4096×16384 f32 209 µs (60%). At 4096×151936 cluster_row moved only 1.89 TB/s (44%) against split_row's 2.36,
 // so the dispatcher sends rows above 65536 to split_row; one 1×151936 row took 13.2 µs here (split_row: 16.6).
-// Log-softmax / logsumexp count the max's ties for the excess state: logsumexp 16384×4096 f32 98.5 → 120 µs,
-// 8192×32000 513 → 626 µs (docs/perf-notebook.md, "The excess state"); softmax does not count.
+// Log-softmax / logsumexp count the max's ties for the excess state and form log l's terms with log_term_exp
+// (common.cuh); the op class is a template parameter. Measured (H200, 2026-11-30, commit 050be25, docs/perf-notebook.md
+// "log l's terms"): 16384×4096 f32 softmax 141 µs (89 % of copy), log-softmax 143 (88 %), logsumexp 103 (61 % of
+// read); bf16 128 / 133 / 106; 8192×32000 f32 849 / 795 / 573, bf16 626 / 648 / 548.
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"

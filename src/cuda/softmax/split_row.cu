@@ -14,7 +14,8 @@
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
 // Measured (H200, 2026-11-29, docs/perf-notebook.md "Issue 3 kernels"): softmax 4096×151936 f32 2121 µs (55% of
 // copy; logsumexp 810 µs, 70% of read), bf16 2071 µs (28%); 1×16777216 f32 73.0 µs (1.84 TB/s), bf16 70.8 µs;
-// 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound).
+// 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound). 2026-11-30 (commit 050be25, log l's
+// terms from log_term_exp): 4096×151936 f32 log-softmax 2078 µs, logsumexp 825 µs (71 % of read), bf16 1762 / 846.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 

@@ -7,9 +7,10 @@
 // Measured (H200, 2026-11-29, softmaxkit bench, L2 flushed, median; docs/perf-notebook.md "Issue 3 kernels"):
 // softmax 32768×1024 f32 74.7 µs (84% of copy), bf16 50.4 µs (62%); 262144×128 f32 75.4 µs (83%), bf16 48.3 µs
 // (65%); 1048576×32 f32 78.7 µs (80%), bf16 47.9 µs (66%). The forward is bound by instructions (exp_diff) before
-// bytes: logsumexp, half the traffic, reaches only 61–64% of the read ceiling on the same shapes, and 54–58% since it
-// counts the max's ties for the excess state (32768×1024 f32 54.2 µs, bf16 53.3; docs/perf-notebook.md, "The
-// excess state"; softmax does not count).
+// bytes. Since 2026-11-30 (commit 050be25, docs/perf-notebook.md "log l's terms") log-softmax, logsumexp and the
+// state form their terms with log_term_exp and the op class is a template parameter: 32768×1024 f32 softmax 73.8 µs
+// (85 %), log-softmax 75.1 (84 %), logsumexp 47.0 (67 % of read); bf16 48.5 / 51.2 / 44.2; 262144×128 bf16
+// 46.3 / 49.8 / 42.7; 1048576×32 bf16 47.5 / 48.5 / 40.0. A branch on p.op inside the kernel had cost 1.2–2.1×.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 
