@@ -72,6 +72,17 @@ void check_same_shape(const char* op, const char* arg, const TensorView& v, cons
                                         ref.shape_str());
 }
 
+void check_shape(const char* op, const char* arg, const TensorView& v, std::initializer_list<std::int64_t> shape) {
+  bool ok = v.rank == static_cast<int>(shape.size());
+  int d = 0;
+  for (std::int64_t s : shape) ok = ok && v.shape[d++] == s;
+  if (!ok) {
+    std::string want = "[";
+    for (std::int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
+    throw_invalid_argument(op, arg, "shape " + v.shape_str() + " should be " + want + "]");
+  }
+}
+
 void check_same_device(const char* op, const char* arg, const TensorView& v, const char* ref_arg,
                        const TensorView& ref) {
   if (!(v.device == ref.device))

@@ -16,6 +16,8 @@ void check_view(const char* op, const char* arg, const TensorView& v);
 int normalize_dim(const char* op, const char* arg, int dim, int rank);
 
 void check_same_shape(const char* op, const char* arg, const TensorView& v, const char* ref_arg, const TensorView& ref);
+// `v` has exactly this shape (rank and sizes).
+void check_shape(const char* op, const char* arg, const TensorView& v, std::initializer_list<std::int64_t> shape);
 void check_same_device(const char* op, const char* arg, const TensorView& v, const char* ref_arg, const TensorView& ref);
 void check_dtype_in(const char* op, const char* arg, const TensorView& v, std::initializer_list<DType> allowed);
 

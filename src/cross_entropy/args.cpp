@@ -12,17 +12,6 @@ namespace {
 
 DType stat_dtype(const TensorView& logits) { return logits.dtype == DType::f64 ? DType::f64 : DType::f32; }
 
-void check_shape(const char* op, const char* arg, const TensorView& v, std::initializer_list<std::int64_t> shape) {
-  bool ok = v.rank == static_cast<int>(shape.size());
-  int d = 0;
-  for (std::int64_t s : shape) ok = ok && v.shape[d++] == s;
-  if (!ok) {
-    std::string want = "[";
-    for (std::int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
-    throw_invalid_argument(op, arg, "shape " + v.shape_str() + " should be " + want + "]");
-  }
-}
-
 // Logits, targets and options: everything but the outputs.
 CrossEntropyProblem check_inputs(const char* op, const TensorView& logits, const TensorView& targets,
                                  const CrossEntropyOptions& o) {

@@ -11,17 +11,6 @@ namespace smk::detail {
 
 namespace {
 
-void check_shape(const char* op, const char* arg, const TensorView& v, std::initializer_list<std::int64_t> shape) {
-  bool ok = v.rank == static_cast<int>(shape.size());
-  int d = 0;
-  for (std::int64_t s : shape) ok = ok && v.shape[d++] == s;
-  if (!ok) {
-    std::string want = "[";
-    for (std::int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
-    throw_invalid_argument(op, arg, "shape " + v.shape_str() + " should be " + want + "]");
-  }
-}
-
 // A matrix operand of the products: rank 2, `dtype`, each row's elements contiguous (cuBLAS's leading dimension is
 // the row stride, so rows may be padded but not strided within).
 void check_matrix(const char* op, const char* arg, const TensorView& v, DType dtype, const TensorView& ref) {
