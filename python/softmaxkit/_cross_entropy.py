@@ -101,6 +101,32 @@ def cross_entropy(logits, targets, *, weight=None, ignore_index=-100, reduction=
                          mean_of_nothing_is_zero, return_lse, return_z_loss, stream)
 
 
+class _Outputs:
+    """The arrays a call allocates for its outputs, in order, and their delivery once the call has run."""
+
+    def __init__(self, fw, op, launch):
+        self.fw, self.op, self.launch, self.results = fw, op, launch, []
+
+    def new(self, shape, arg, dtype):
+        arr, owner = self.fw.empty(self.op, shape, dtype)
+        self.results.append((arr, owner))
+        return owner.view(arr, self.op, arg, self.launch, writable=True)
+
+    def deliver(self):
+        return tuple(self.fw.deliver(arr, owner, self.launch) for arr, owner in self.results)
+
+
+def _grad_loss_view(fw, op, grad_loss, loss_shape, stat, launch):
+    """The upstream gradient as a view: None (1), an array of the loss's shape, or a number filled into one."""
+    if grad_loss is None:
+        return None
+    if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
+        gl, gl_owner = fw.empty(op, loss_shape, stat)
+        gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
+        return gl_owner.view(gl, op, "grad_loss", launch)
+    return framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+
+
 def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
                   mean_of_nothing_is_zero, return_lse, return_z_loss, stream):
     op = "cross_entropy"
@@ -113,19 +139,13 @@ def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smooth
     stat = "f64" if code == "f64" else "f32"
     n = _rows(vx)
     loss_shape = (n,) if scalars[1] == 0 else ()
-    results = []
-
-    def new(shape, arg):
-        arr, owner = fw.empty(op, shape, stat)
-        results.append((arr, owner))
-        return owner.view(arr, op, arg, launch, writable=True)
-
-    vloss = new(loss_shape, "loss")
-    vlse = new((n,), "lse") if return_lse else None
-    vz = new(loss_shape, "z_loss") if return_z_loss else None
+    outs = _Outputs(fw, op, launch)
+    vloss = outs.new(loss_shape, "loss", stat)
+    vlse = outs.new((n,), "lse", stat) if return_lse else None
+    vz = outs.new(loss_shape, "z_loss", stat) if return_z_loss else None
     vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
     _C.cross_entropy(vloss, vx, vt, *scalars, vw, vlse, vz, launch)
-    out = tuple(fw.deliver(arr, owner, launch) for arr, owner in results)
+    out = outs.deliver()
     return out[0] if len(out) == 1 else out
 
 
@@ -140,31 +160,18 @@ def _forward_backward_impl(logits, targets, grad_loss, weight, scalars, inplace,
     stat = "f64" if code == "f64" else "f32"
     n = _rows(vx)
     loss_shape = (n,) if scalars[1] == 0 else ()
-    results = []
-
-    def new(shape, arg, dtype):
-        arr, owner = fw.empty(op, shape, dtype)
-        results.append((arr, owner))
-        return owner.view(arr, op, arg, launch, writable=True)
-
-    vloss = new(loss_shape, "loss", stat)
-    vlse = new((n,), "lse", stat)
-    vz = new(loss_shape, "z_loss", stat)
+    outs = _Outputs(fw, op, launch)
+    vloss = outs.new(loss_shape, "loss", stat)
+    vlse = outs.new((n,), "lse", stat)
+    vz = outs.new(loss_shape, "z_loss", stat)
     if inplace:
         vg = fw.view(logits, op, "grad_logits", launch, writable=True)
     else:
-        vg = new(tuple(vx.shape), "grad_logits", code)
-    vgl = None
-    if grad_loss is not None:
-        if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
-            gl, gl_owner = fw.empty(op, loss_shape, stat)
-            gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
-            vgl = gl_owner.view(gl, op, "grad_loss", launch)
-        else:
-            vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+        vg = outs.new(tuple(vx.shape), "grad_logits", code)
+    vgl = _grad_loss_view(fw, op, grad_loss, loss_shape, stat, launch)
     vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
     _C.cross_entropy_forward_backward(vloss, vg, vx, vt, vgl, *scalars, vw, vlse, vz, launch)
-    out = [fw.deliver(arr, owner, launch) for arr, owner in results]
+    out = outs.deliver()
     grad = logits if inplace else out[3]
     return out[0], grad, out[1], out[2]
 
@@ -175,8 +182,8 @@ def cross_entropy_forward_backward(logits, targets, grad_loss=None, *, weight=No
                                    return_z_loss=False, stream=None):
     """cross_entropy and cross_entropy_backward in one call: the loss and its gradient in the logits.
 
-    On a GPU a row of up to 196608 classes is read once and its gradient written once (no soft-capping); otherwise
-    the two calls run. Plain arrays: autograd does not see the call (torch tensors that require grad are refused
+    On a GPU a row of up to 49152 classes is read once and its gradient written once (no soft-capping); otherwise
+    the two calls run (they measured faster on wider rows). Plain arrays: autograd does not see the call (torch tensors that require grad are refused
     while grad mode is on; softmaxkit.cross_entropy on such tensors uses this call itself).
 
     Args:
@@ -331,26 +338,13 @@ def linear_cross_entropy(h, w, targets, bias=None, *, weight=None, ignore_index=
     stat = "f64" if code == "f64" else "f32"
     n = _rows(vh)
     loss_shape = (n,) if scalars[1] == 0 else ()
-    results = []
-
-    def new(shape, arg, dtype):
-        arr, owner = fw.empty(op, shape, dtype)
-        results.append((arr, owner))
-        return owner.view(arr, op, arg, launch, writable=True)
-
-    vloss = new(loss_shape, "loss", stat)
-    vdh = new(tuple(vh.shape), "grad_hidden", code)
-    vdw = new(tuple(vw.shape), "grad_weight", code)
-    vdb = new(tuple(vb.shape), "grad_bias", code) if bias is not None else None
-    vlse = new((n,), "lse", stat)
-    vgl = None
-    if grad_loss is not None:
-        if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
-            gl, gl_owner = fw.empty(op, loss_shape, stat)
-            gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
-            vgl = gl_owner.view(gl, op, "grad_loss", launch)
-        else:
-            vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+    outs = _Outputs(fw, op, launch)
+    vloss = outs.new(loss_shape, "loss", stat)
+    vdh = outs.new(tuple(vh.shape), "grad_hidden", code)
+    vdw = outs.new(tuple(vw.shape), "grad_weight", code)
+    vdb = outs.new(tuple(vb.shape), "grad_bias", code) if bias is not None else None
+    vlse = outs.new((n,), "lse", stat)
+    vgl = _grad_loss_view(fw, op, grad_loss, loss_shape, stat, launch)
     _C.linear_cross_entropy(vloss, vlse, vdh, vdw, vdb, vh, vw, vt, vgl, vb, chunk_rows, logit_rows, *scalars, vcw,
                             launch)
-    return tuple(fw.deliver(arr, owner, launch) for arr, owner in results)
+    return outs.deliver()

@@ -135,15 +135,7 @@ CrossEntropyProblem check_cross_entropy_backward_args(const char* op, const Tens
     check_dtype_in(op, "lse", lse, {stat_dtype(logits)});
     check_same_device(op, "lse", lse, "logits", logits);
   }
-  check_view(op, "grad_logits", grad_logits);
-  check_shape(op, "grad_logits", grad_logits, {p.rows, p.classes});
-  if (logits.dtype == DType::f64 || logits.dtype == DType::f32) check_dtype_in(op, "grad_logits", grad_logits, {logits.dtype});
-  else check_dtype_in(op, "grad_logits", grad_logits, {logits.dtype, DType::f32});
-  check_same_device(op, "grad_logits", grad_logits, "logits", logits);
-  check_writable(op, "grad_logits", grad_logits);
-  // In place over the logits is the point of the fused backward: each row is read whole before it is written.
-  check_no_overlap(op, "grad_logits", grad_logits, "logits", logits, true);
-  check_no_overlap(op, "grad_logits", grad_logits, "targets", targets, false);
+  check_grad_logits(op, grad_logits, logits, targets, p);
   check_no_overlap(op, "grad_logits", grad_logits, "grad_loss", grad_loss, false);
   if (lse.data) check_no_overlap(op, "grad_logits", grad_logits, "lse", lse, false);
   return p;

@@ -380,25 +380,10 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
   __syncthreads();
   if (tid < kRows) {
     const int r = tid, row = row_chunk * kRows + r;
-    PartFold fold;
-    float c[NG] = {};
-#pragma unroll
-    for (int i = 0; i < NG; ++i) {
-      const auto w = fold.add(sst[i * kRows + r]);
-#pragma unroll
-      for (int p = 0; p < i; ++p) c[p] = PartFold::carry(c[p], w);
-      c[i] = w.other;
-    }
-    if (nsplit == 1 && a.sinks != nullptr && row < a.rows) {  // the sink joins exactly once: here or in the merge
-      const int h = hk * a.group + row / a.sq;
-      const auto w = fold.add(State::from_lse(a.sinks[h * a.sink_stride]));
-#pragma unroll
-      for (int p = 0; p < NG; ++p) c[p] = PartFold::carry(c[p], w);
-    }
-    const float inv = fold.inv_sum();
-#pragma unroll
-    for (int i = 0; i < NG; ++i) coef[r * NG + i] = bad ? detail::nan_<float>() : c[i] * inv;
-    slse[r] = bad ? detail::nan_<float>() : fold.lse();
+    // The sink joins exactly once: here or in the merge.
+    const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
+    const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
+    fold_groups<NG>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * NG, slse[r]);
   }
   __syncthreads();
   for (int e = tid; e < kRows * D; e += kThreads) {

@@ -382,25 +382,10 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = threadIdx.x, row = row_chunk * kRows + r;
-    PartFold fold;
-    float cf[kWarps] = {};
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) {
-      const auto w = fold.add(sst[i * kRows + r]);
-#pragma unroll
-      for (int q = 0; q < i; ++q) cf[q] = PartFold::carry(cf[q], w);
-      cf[i] = w.other;
-    }
-    if (nsplit == 1 && a.sinks != nullptr && row < a.rows) {  // the sink joins exactly once: here or in the merge
-      const int h = hk * a.group + row / a.sq;
-      const auto w = fold.add(State::from_lse(a.sinks[h * a.sink_stride]));
-#pragma unroll
-      for (int q = 0; q < kWarps; ++q) cf[q] = PartFold::carry(cf[q], w);
-    }
-    const float inv = fold.inv_sum();
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) coef[r * kWarps + i] = bad ? detail::nan_<float>() : cf[i] * inv;
-    slse[r] = bad ? detail::nan_<float>() : fold.lse();
+    // The sink joins exactly once: here or in the merge.
+    const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
+    const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
+    fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r]);
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kRows * D; e += kThreads) {

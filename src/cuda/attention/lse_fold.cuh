@@ -42,4 +42,30 @@ struct PartFold {
   __device__ __forceinline__ float lse() const { return state.lse(); }
 };
 
+// One row's N groups of a block (group i's state at states[i · stride]), folded in group order, then the sink once
+// if `has_sink` (its LSE `sink_lse`): writes coef[i], the weight of group i's accumulator in the row's output (its
+// share of the total times 1/l), and `lse`. `bad` (a sequence whose length was out of range) makes both NaN.
+template <int N>
+__device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* states, int stride, bool has_sink,
+                                            float sink_lse, bool bad, float* coef, float& lse) {
+  PartFold fold;
+  float c[N] = {};
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const auto w = fold.add(states[i * stride]);
+#pragma unroll
+    for (int p = 0; p < i; ++p) c[p] = PartFold::carry(c[p], w);
+    c[i] = w.other;
+  }
+  if (has_sink) {
+    const auto w = fold.add(OnlineSoftmaxState<float>::from_lse(sink_lse));
+#pragma unroll
+    for (int p = 0; p < N; ++p) c[p] = PartFold::carry(c[p], w);
+  }
+  const float inv = fold.inv_sum();
+#pragma unroll
+  for (int i = 0; i < N; ++i) coef[i] = bad ? detail::nan_<float>() : c[i] * inv;
+  lse = bad ? detail::nan_<float>() : fold.lse();
+}
+
 }  // namespace smk::cuda
