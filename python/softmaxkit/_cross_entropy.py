@@ -127,10 +127,9 @@ def _grad_loss_view(fw, op, grad_loss, loss_shape, stat, launch):
     return framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
 
 
-def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
-                  mean_of_nothing_is_zero, return_lse, return_z_loss, stream):
-    op = "cross_entropy"
-    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+def _logits_call(op, logits, targets, scalars, stream):
+    """What every call on logits and targets starts with: the framework, the launch stream, the two views, the
+    logits' dtype code and the statistics' (f64 for f64 logits, else f32), the rows and the loss's shape."""
     fw = framework_of(logits)
     launch = launch_stream(op, fw, stream)
     vx = fw.view(logits, op, "logits", launch)
@@ -138,7 +137,14 @@ def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smooth
     code = _float_code(op, "logits", vx)
     stat = "f64" if code == "f64" else "f32"
     n = _rows(vx)
-    loss_shape = (n,) if scalars[1] == 0 else ()
+    return fw, launch, vx, vt, code, stat, n, ((n,) if scalars[1] == 0 else ())
+
+
+def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
+                  mean_of_nothing_is_zero, return_lse, return_z_loss, stream):
+    op = "cross_entropy"
+    scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
+    fw, launch, vx, vt, code, stat, n, loss_shape = _logits_call(op, logits, targets, scalars, stream)
     outs = _Outputs(fw, op, launch)
     vloss = outs.new(loss_shape, "loss", stat)
     vlse = outs.new((n,), "lse", stat) if return_lse else None
@@ -152,14 +158,7 @@ def _forward_impl(logits, targets, weight, ignore_index, reduction, label_smooth
 def _forward_backward_impl(logits, targets, grad_loss, weight, scalars, inplace, stream):
     """(loss, grad, lse, z_loss) of one cross_entropy_forward_backward call; grad is `logits` itself when inplace."""
     op = "cross_entropy_forward_backward"
-    fw = framework_of(logits)
-    launch = launch_stream(op, fw, stream)
-    vx = fw.view(logits, op, "logits", launch)
-    vt = framework_of(targets).view(targets, op, "targets", launch)
-    code = _float_code(op, "logits", vx)
-    stat = "f64" if code == "f64" else "f32"
-    n = _rows(vx)
-    loss_shape = (n,) if scalars[1] == 0 else ()
+    fw, launch, vx, vt, code, stat, n, loss_shape = _logits_call(op, logits, targets, scalars, stream)
     outs = _Outputs(fw, op, launch)
     vloss = outs.new(loss_shape, "loss", stat)
     vlse = outs.new((n,), "lse", stat)
@@ -268,19 +267,10 @@ def cross_entropy_backward(logits, targets, grad_loss=1.0, *, lse=None, weight=N
     if out is not None or stream is not None:
         _no_autograd(op, logits, out)
     scalars = _scalars(op, ignore_index, reduction, label_smoothing, z_loss, softcap, mean_of_nothing_is_zero)
-    fw = framework_of(logits)
-    launch = launch_stream(op, fw, stream)
-    vx = fw.view(logits, op, "logits", launch)
-    vt = framework_of(targets).view(targets, op, "targets", launch)
-    code = _float_code(op, "logits", vx)
-    stat = "f64" if code == "f64" else "f32"
-    if isinstance(grad_loss, numbers.Real) and not isinstance(grad_loss, bool):
-        shape = (_rows(vx),) if scalars[1] == 0 else ()
-        gl, gl_owner = fw.empty(op, shape, stat)
-        gl[...] = float(grad_loss)  # a fill on the framework's own (current) stream, which the launch follows
-        vgl = gl_owner.view(gl, op, "grad_loss", launch)
-    else:
-        vgl = framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch)
+    fw, launch, vx, vt, code, stat, _, loss_shape = _logits_call(op, logits, targets, scalars, stream)
+    # Required here: None goes to the view, which refuses it naming the argument, as before.
+    vgl = (_grad_loss_view(fw, op, grad_loss, loss_shape, stat, launch) if grad_loss is not None
+           else framework_of(grad_loss).view(grad_loss, op, "grad_loss", launch))
     vlse = framework_of(lse).view(lse, op, "lse", launch) if lse is not None else None
     vw = framework_of(weight).view(weight, op, "options.class_weights", launch) if weight is not None else None
     if out is None:
