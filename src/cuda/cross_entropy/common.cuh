@@ -100,6 +100,29 @@ __device__ __forceinline__ float capped(const Args& a, float x) {
 constexpr float kLog2e = 1.4426950408889634f;
 __device__ __forceinline__ float exp_shifted(float x, float shift) { return exp2f((x - shift) * kLog2e); }
 
+// The forward's per-row outputs, written by the two-call forward (forward.cu) and the one-read kernel (fused.cu).
+// Null pointers are outputs not asked for.
+struct RowOut {
+  float* loss = nullptr;  // per row (none) or null
+  std::int64_t loss_stride = 0;
+  float* z = nullptr;
+  std::int64_t z_stride = 0;
+  float* lse = nullptr;
+  std::int64_t lse_stride = 0;
+  float* ce_rows = nullptr;  // sum / mean: each row's cross-entropy and z-loss, for the reduction
+  float* zl_rows = nullptr;
+
+  __device__ __forceinline__ void write(std::int64_t row, float row_lse, float ce, float zl) const {
+    if (lse) lse[row * lse_stride] = row_lse;
+    if (loss) loss[row * loss_stride] = ce + zl;
+    if (z) z[row * z_stride] = zl;
+    if (ce_rows) {
+      ce_rows[row] = ce;
+      zl_rows[row] = zl;
+    }
+  }
+};
+
 // The scaling of one row's gradient by the upstream gradient: per row (none) or the scalar over the mean's
 // denominators, as the CPU forms it (in double, then rounded).
 __device__ __forceinline__ double safe_div(double num, double den, bool nothing_is_zero) {
@@ -122,6 +145,24 @@ struct WorkspaceLayout {
 };
 
 Args make_args(const TensorView& logits, const TensorView& targets, const CrossEntropyOptions& o);
+// The forward's outputs: the caller's per-row loss and z-loss (reduction none) or the reduction's per-row staging
+// (`ce_rows`, `zl_rows` in the workspace), and the LSE when asked for.
+inline RowOut make_row_out(Reduction reduction, const TensorView& loss, const TensorView& z_loss,
+                           const TensorView& lse, float* ce_rows, float* zl_rows) {
+  RowOut o;
+  if (reduction == Reduction::none) {
+    o.loss = static_cast<float*>(loss.data);
+    o.loss_stride = loss.strides[0];
+    o.z = static_cast<float*>(z_loss.data);
+    o.z_stride = z_loss.data ? z_loss.strides[0] : 0;
+  } else {
+    o.ce_rows = ce_rows;
+    o.zl_rows = zl_rows;
+  }
+  o.lse = static_cast<float*>(lse.data);
+  o.lse_stride = lse.data ? lse.strides[0] : 0;
+  return o;
+}
 // One block: validates the class weights, sums them, and scans the targets (first bad row, the mean's
 // denominators). Writes `totals` and raises `flags`.
 void launch_scan(const Args& a, Totals* totals, Flags* flags, cudaStream_t s);

@@ -136,18 +136,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
   }
 }
 
-// The per-row outputs of the forward.
-struct RowOut {
-  float* loss = nullptr;  // per row (none) or null
-  std::int64_t loss_stride = 0;
-  float* z = nullptr;
-  std::int64_t z_stride = 0;
-  float* lse = nullptr;
-  std::int64_t lse_stride = 0;
-  float* ce_rows = nullptr;  // sum / mean: each row's cross-entropy and z-loss, for the reduction
-  float* zl_rows = nullptr;
-};
-
 template <typename In>
 __global__ void __launch_bounds__(kRowThreads) rows_kernel(const Args a, const State* states, const float* smooth,
                                                            const Totals* totals, RowOut o) {
@@ -193,13 +181,7 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(const Args a, const S
         if (a.s > 0) zl = a.s * lse * lse;
       }
     }
-    if (o.lse) o.lse[row * o.lse_stride] = lse;
-    if (o.loss) o.loss[row * o.loss_stride] = ce + zl;
-    if (o.z) o.z[row * o.z_stride] = zl;
-    if (o.ce_rows) {
-      o.ce_rows[row] = ce;
-      o.zl_rows[row] = zl;
-    }
+    o.write(row, lse, ce, zl);
   }
 }
 
@@ -379,18 +361,8 @@ void cross_entropy_forward(const char* op, const detail::CrossEntropyProblem& p,
   auto* totals = reinterpret_cast<Totals*>(base + off_totals);
   auto* states = reinterpret_cast<State*>(base + off_states);
   float* smooth = smoothing ? reinterpret_cast<float*>(base + off_smooth) : nullptr;
-  RowOut o;
-  if (per_row) {
-    o.loss = static_cast<float*>(loss.data);
-    o.loss_stride = loss.strides[0];
-    o.z = static_cast<float*>(z_loss.data);
-    o.z_stride = z_loss.data ? z_loss.strides[0] : 0;
-  } else {
-    o.ce_rows = reinterpret_cast<float*>(base + off_ce);
-    o.zl_rows = reinterpret_cast<float*>(base + off_zl);
-  }
-  o.lse = static_cast<float*>(lse.data);
-  o.lse_stride = lse.data ? lse.strides[0] : 0;
+  const RowOut o = make_row_out(options.reduction, loss, z_loss, lse, reinterpret_cast<float*>(base + off_ce),
+                                reinterpret_cast<float*>(base + off_zl));
   try {
     SMK_CUDA_CHECK(cudaMemsetAsync(flags, 0xFF, sizeof(Flags), s));
     launch_scan(a, totals, flags, s);

@@ -70,14 +70,7 @@ struct FusedArgs {
   std::int64_t g_row_stride = 0, g_col_stride = 0;
   const float* grad_loss = nullptr;  // null: 1
   std::int64_t gl_stride = 0;
-  float* loss = nullptr;  // per row (none)
-  std::int64_t loss_stride = 0;
-  float* z = nullptr;
-  std::int64_t z_stride = 0;
-  float* lse = nullptr;
-  std::int64_t lse_stride = 0;
-  float* ce_rows = nullptr;  // sum / mean
-  float* zl_rows = nullptr;
+  RowOut out;  // the forward's per-row outputs
   bool prefetch = false;  // every row 16-byte aligned with contiguous columns: stage the next row with cp.async
 };
 
@@ -261,13 +254,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
         }
         if (a.s > 0) zl = a.s * lse * lse;
       }
-      if (f.lse) f.lse[row * f.lse_stride] = lse;
-      if (f.loss) f.loss[row * f.loss_stride] = ce + zl;
-      if (f.z) f.z[row * f.z_stride] = zl;
-      if (f.ce_rows) {
-        f.ce_rows[row] = ce;
-        f.zl_rows[row] = zl;
-      }
+      f.out.write(row, lse, ce, zl);
     }
 
     // The gradient.
@@ -432,17 +419,8 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   f.g_col_stride = grad_logits.strides[1];
   f.grad_loss = static_cast<const float*>(grad_loss.data);
   f.gl_stride = grad_loss.data && grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
-  if (per_row) {
-    f.loss = static_cast<float*>(loss.data);
-    f.loss_stride = loss.strides[0];
-    f.z = static_cast<float*>(z_loss.data);
-    f.z_stride = z_loss.data ? z_loss.strides[0] : 0;
-  } else {
-    f.ce_rows = reinterpret_cast<float*>(base + off_ce);
-    f.zl_rows = reinterpret_cast<float*>(base + off_zl);
-  }
-  f.lse = static_cast<float*>(lse.data);
-  f.lse_stride = lse.data ? lse.strides[0] : 0;
+  f.out = make_row_out(options.reduction, loss, z_loss, lse, reinterpret_cast<float*>(base + off_ce),
+                       reinterpret_cast<float*>(base + off_zl));
   const std::size_t esize = dtype_size(logits.dtype);
   f.prefetch = g_tuning.prefetch && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
@@ -464,7 +442,7 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
     if (launched) {
       SMK_CUDA_CHECK_LAUNCH("cross_entropy fused_kernel");
       if (!per_row)
-        launch_reduce(a, f.ce_rows, f.zl_rows, totals, static_cast<float*>(loss.data),
+        launch_reduce(a, f.out.ce_rows, f.out.zl_rows, totals, static_cast<float*>(loss.data),
                       static_cast<float*>(z_loss.data), s);
     }
   } catch (...) {
