@@ -247,37 +247,33 @@ void cross_entropy_backward(const char* op, const detail::CrossEntropyProblem& p
   const Args a = make_args(logits, targets, options);
   const std::int64_t parts = p.rows * a.chunks;
   const bool have_lse = lse.data != nullptr;
-  WorkspaceLayout ws;
-  const std::size_t off_flags = ws.add(sizeof(Flags)), off_totals = ws.add(sizeof(Totals));
+  CallWorkspace ws;
   const std::size_t off_rest = ws.add(sizeof(float) * parts);
   const std::size_t off_xt = ws.add(sizeof(float) * p.rows);
   const std::size_t off_states = ws.add(have_lse ? 0 : sizeof(State) * parts);
   const std::size_t off_lse = ws.add(have_lse ? 0 : sizeof(float) * p.rows);
-  auto* base = static_cast<unsigned char*>(kernels::workspace_alloc(ws.bytes, s));
-  auto* flags = reinterpret_cast<Flags*>(base + off_flags);
-  auto* totals = reinterpret_cast<Totals*>(base + off_totals);
+  ws.alloc(s);
+  const Totals* totals = ws.totals();
   GradArgs b;
   b.grad = grad_logits.data;
   b.row_stride = grad_logits.strides[0];
   b.col_stride = grad_logits.strides[1];
   b.grad_loss = static_cast<const float*>(grad_loss.data);
   b.gl_stride = grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
-  b.rest = reinterpret_cast<float*>(base + off_rest);
-  b.xt = reinterpret_cast<float*>(base + off_xt);
+  b.rest = ws.at<float>(off_rest);
+  b.xt = ws.at<float>(off_xt);
   if (have_lse) {
     b.lse = static_cast<const float*>(lse.data);
     b.lse_stride = lse.strides[0];
   } else {
-    b.lse = reinterpret_cast<float*>(base + off_lse);
+    b.lse = ws.at<float>(off_lse);
     b.lse_stride = 1;
   }
-  try {
-    SMK_CUDA_CHECK(cudaMemsetAsync(flags, 0xFF, sizeof(Flags), s));
-    launch_scan(a, totals, flags, s);
+  ws.run(op, a, s, [&] {
     if (!have_lse) {
-      auto* states = reinterpret_cast<State*>(base + off_states);
+      auto* states = ws.at<State>(off_states);
       launch_stats(a, logits.dtype, false, true, states, nullptr, s);
-      launch_lse(a, states, reinterpret_cast<float*>(base + off_lse), s);
+      launch_lse(a, states, ws.at<float>(off_lse), s);
     }
     const bool f32_out = grad_logits.dtype == DType::f32;
     switch (logits.dtype) {
@@ -291,11 +287,8 @@ void cross_entropy_backward(const char* op, const detail::CrossEntropyProblem& p
         break;
       default: launch_grad<float, float>(a, b, totals, s); break;
     }
-  } catch (...) {
-    kernels::workspace_free(base, s);
-    throw;
-  }
-  finish(op, a, base, s);
+    return true;
+  });
 }
 
 }  // namespace smk::cuda

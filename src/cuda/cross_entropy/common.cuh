@@ -13,8 +13,10 @@
 #include <cstdint>
 
 #include "cuda/softmax/common.cuh"
+#include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cross_entropy.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
 
 namespace smk::cuda::ce {
 
@@ -134,7 +136,7 @@ __device__ __forceinline__ double safe_div(double num, double den, bool nothing_
 // Host side of the launchers, shared by forward.cu and backward.cu.
 namespace smk::cuda::ce {
 
-// One stream-ordered workspace carved into aligned pieces; the Flags always come first (finish() reads them there).
+// One stream-ordered workspace carved into aligned pieces, 256 bytes apart.
 struct WorkspaceLayout {
   std::size_t bytes = 0;
   std::size_t add(std::size_t n) {
@@ -171,8 +173,50 @@ void launch_stats(const Args& a, DType x_dtype, bool exclude_target, bool skip_i
                   float* smooth, cudaStream_t s);
 // Per-row LSE only (the backward pass when the forward's LSE is not given), into `lse` (contiguous).
 void launch_lse(const Args& a, const State* states, float* lse, cudaStream_t s);
-// Copies the flags (at the start of `workspace`) back, frees the workspace, waits for the stream, and throws
-// smk::Error naming `op` and the argument at fault.
+
+// The call's error report: copies the flags (at the start of `workspace`) back, frees the workspace, waits for the
+// stream, and throws smk::Error naming `op` and the argument at fault.
 void finish(const char* op, const Args& a, void* workspace, cudaStream_t s);
+
+// One cross-entropy call's workspace: the Flags first (finish() reads them there), the Totals next, then the pieces
+// the call adds with add() before alloc(). run() clears the flags, scans targets and weights, runs the call's
+// kernels (`body`), and reports through finish(); the workspace is freed on every path. A body that returns false
+// launched nothing that needs reporting (the caller takes another route): run() then frees and returns false.
+class CallWorkspace {
+ public:
+  CallWorkspace() : flags_at_(layout_.add(sizeof(Flags))), totals_at_(layout_.add(sizeof(Totals))) {}
+  std::size_t add(std::size_t n) { return layout_.add(n); }
+  void alloc(cudaStream_t s) { base_ = static_cast<unsigned char*>(kernels::workspace_alloc(layout_.bytes, s)); }
+  template <typename T>
+  T* at(std::size_t off) const {
+    return reinterpret_cast<T*>(base_ + off);
+  }
+  Flags* flags() const { return at<Flags>(flags_at_); }
+  Totals* totals() const { return at<Totals>(totals_at_); }
+
+  template <typename Body>
+  bool run(const char* op, const Args& a, cudaStream_t s, Body&& body) {
+    bool launched = false;
+    try {
+      SMK_CUDA_CHECK(cudaMemsetAsync(flags(), 0xFF, sizeof(Flags), s));
+      launch_scan(a, totals(), flags(), s);
+      launched = body();
+    } catch (...) {
+      kernels::workspace_free(base_, s);
+      throw;
+    }
+    if (!launched) {
+      kernels::workspace_free(base_, s);
+      return false;
+    }
+    finish(op, a, base_, s);
+    return true;
+  }
+
+ private:
+  WorkspaceLayout layout_;
+  std::size_t flags_at_, totals_at_;
+  unsigned char* base_ = nullptr;
+};
 
 }  // namespace smk::cuda::ce

@@ -350,22 +350,17 @@ void cross_entropy_forward(const char* op, const detail::CrossEntropyProblem& p,
   const bool smoothing = options.label_smoothing > 0;
   const std::int64_t parts = p.rows * a.chunks;
   // Workspace: flags, totals, the chunk states and smoothing partials, and (sum / mean) two floats per row.
-  WorkspaceLayout ws;
-  const std::size_t off_flags = ws.add(sizeof(Flags)), off_totals = ws.add(sizeof(Totals));
+  CallWorkspace ws;
   const std::size_t off_states = ws.add(sizeof(State) * parts);
   const std::size_t off_smooth = ws.add(smoothing ? sizeof(float) * parts : 0);
   const std::size_t off_ce = ws.add(per_row ? 0 : sizeof(float) * p.rows);
   const std::size_t off_zl = ws.add(per_row ? 0 : sizeof(float) * p.rows);
-  auto* base = static_cast<unsigned char*>(kernels::workspace_alloc(ws.bytes, s));
-  auto* flags = reinterpret_cast<Flags*>(base + off_flags);
-  auto* totals = reinterpret_cast<Totals*>(base + off_totals);
-  auto* states = reinterpret_cast<State*>(base + off_states);
-  float* smooth = smoothing ? reinterpret_cast<float*>(base + off_smooth) : nullptr;
-  const RowOut o = make_row_out(options.reduction, loss, z_loss, lse, reinterpret_cast<float*>(base + off_ce),
-                                reinterpret_cast<float*>(base + off_zl));
-  try {
-    SMK_CUDA_CHECK(cudaMemsetAsync(flags, 0xFF, sizeof(Flags), s));
-    launch_scan(a, totals, flags, s);
+  ws.alloc(s);
+  auto* states = ws.at<State>(off_states);
+  float* smooth = smoothing ? ws.at<float>(off_smooth) : nullptr;
+  const Totals* totals = ws.totals();
+  const RowOut o = make_row_out(options.reduction, loss, z_loss, lse, ws.at<float>(off_ce), ws.at<float>(off_zl));
+  ws.run(op, a, s, [&] {
     launch_stats(a, logits.dtype, true, o.lse == nullptr, states, smooth, s);
     if (p.rows > 0) {
       kernels::with_in_type(logits.dtype, [&](auto* tag) {
@@ -379,11 +374,8 @@ void cross_entropy_forward(const char* op, const detail::CrossEntropyProblem& p,
                                                static_cast<float*>(z_loss.data));
       SMK_CUDA_CHECK_LAUNCH("cross_entropy reduce_kernel");
     }
-  } catch (...) {
-    kernels::workspace_free(base, s);
-    throw;
-  }
-  finish(op, a, base, s);
+    return true;
+  });
 }
 
 }  // namespace smk::cuda

@@ -406,55 +406,45 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
     return;
   }
   const Args a = make_args(logits, targets, options);
-  WorkspaceLayout ws;
-  const std::size_t off_flags = ws.add(sizeof(Flags)), off_totals = ws.add(sizeof(Totals));
+  CallWorkspace ws;
   const std::size_t off_ce = ws.add(per_row ? 0 : sizeof(float) * p.rows);
   const std::size_t off_zl = ws.add(per_row ? 0 : sizeof(float) * p.rows);
-  auto* base = static_cast<unsigned char*>(kernels::workspace_alloc(ws.bytes, s));
-  auto* flags = reinterpret_cast<Flags*>(base + off_flags);
-  auto* totals = reinterpret_cast<Totals*>(base + off_totals);
+  ws.alloc(s);
+  const Totals* totals = ws.totals();
   FusedArgs f;
   f.grad = grad_logits.data;
   f.g_row_stride = grad_logits.strides[0];
   f.g_col_stride = grad_logits.strides[1];
   f.grad_loss = static_cast<const float*>(grad_loss.data);
   f.gl_stride = grad_loss.data && grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
-  f.out = make_row_out(options.reduction, loss, z_loss, lse, reinterpret_cast<float*>(base + off_ce),
-                       reinterpret_cast<float*>(base + off_zl));
+  f.out = make_row_out(options.reduction, loss, z_loss, lse, ws.at<float>(off_ce), ws.at<float>(off_zl));
   const std::size_t esize = dtype_size(logits.dtype);
   f.prefetch = g_tuning.prefetch && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
-  bool launched = false;
-  try {
-    SMK_CUDA_CHECK(cudaMemsetAsync(flags, 0xFF, sizeof(Flags), s));
-    launch_scan(a, totals, flags, s);
+  const bool launched = ws.run(op, a, s, [&] {
+    bool ok = false;
     const bool f32_out = grad_logits.dtype == DType::f32;
     switch (logits.dtype) {
       case DType::f16:
-        launched = f32_out ? launch_fused<__half, float>(a, f, totals, s) : launch_fused<__half, __half>(a, f, totals, s);
+        ok = f32_out ? launch_fused<__half, float>(a, f, totals, s) : launch_fused<__half, __half>(a, f, totals, s);
         break;
       case DType::bf16:
-        launched = f32_out ? launch_fused<__nv_bfloat16, float>(a, f, totals, s)
-                           : launch_fused<__nv_bfloat16, __nv_bfloat16>(a, f, totals, s);
+        ok = f32_out ? launch_fused<__nv_bfloat16, float>(a, f, totals, s)
+                     : launch_fused<__nv_bfloat16, __nv_bfloat16>(a, f, totals, s);
         break;
-      default: launched = launch_fused<float, float>(a, f, totals, s); break;
+      default: ok = launch_fused<float, float>(a, f, totals, s); break;
     }
-    if (launched) {
+    if (ok) {
       SMK_CUDA_CHECK_LAUNCH("cross_entropy fused_kernel");
       if (!per_row)
         launch_reduce(a, f.out.ce_rows, f.out.zl_rows, totals, static_cast<float*>(loss.data),
                       static_cast<float*>(z_loss.data), s);
     }
-  } catch (...) {
-    kernels::workspace_free(base, s);
-    throw;
-  }
-  if (!launched) {  // nothing was written but the flags and totals
-    kernels::workspace_free(base, s);
-    fused_two_read(op, p, loss, grad_logits, logits, targets, options, grad_loss, lse, z_loss, stream);
-    return;
-  }
-  finish(op, a, base, s);
+    return ok;
+  });
+  // Not launched (no cluster shape for these rows, or none schedulable here): nothing was written but the flags and
+  // totals.
+  if (!launched) fused_two_read(op, p, loss, grad_logits, logits, targets, options, grad_loss, lse, z_loss, stream);
 }
 
 // The two-read path: the forward (with the LSE), then the backward from it, in place when asked. A missing upstream
