@@ -16,8 +16,14 @@
 // read); bf16 128 / 133 / 106; 8192×32000 f32 849 / 795 / 573, bf16 626 / 648 / 548.
 #include <cooperative_groups.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/row_stage.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -45,49 +51,125 @@ __device__ __forceinline__ int cluster_count(int* slot, int cluster) {
   return group_count(v, 32);
 }
 
+// The merged row state of a cluster's block states (`parts`, one per block, in each block's shared memory): lane r
+// of warp 0 reads block r's, the warp merges them by an xor butterfly (merge is symmetric and bitwise commutative,
+// so the tree depends on the cluster size alone), and lane 0 hands the result to the block through `out`. Called by
+// every thread; returns after a block barrier.
+__device__ __forceinline__ OnlineSoftmaxState<float> cluster_state(float2* parts, float2* out, int cluster) {
+  if (threadIdx.x < 32) {
+    const int lane = static_cast<int>(threadIdx.x);
+    auto s = OnlineSoftmaxState<float>::empty();
+    if (lane < cluster) {
+      const float2 f = *cg::this_cluster().map_shared_rank(parts, lane);
+      s = OnlineSoftmaxState<float>::from_fields(f.x, f.y);
+    }
+    s = group_merge(s, 32);
+    if (lane == 0) *out = make_float2(s.m, s.d);
+  }
+  __syncthreads();
+  const float2 f = *out;
+  return OnlineSoftmaxState<float>::from_fields(f.x, f.y);
+}
+
 // kLog: log-softmax, logsumexp or the state (log l) rather than softmax (1/l); a template parameter for the reason
-// warp_row.cu gives.
-template <typename In, bool kLog>
+// warp_row.cu gives. kStaged: the row pipeline (BlockConfig::staged) — the grid is persistent, and each block bulk-
+// copies its share of its next row into shared memory (row_stage.cuh) right after the current row's first block
+// barrier, so that load is in flight while the current row is reduced, exchanged and written; the log ops of a
+// cluster exchange one state per block (max, ties and the rest's sum folded into (m, d), merged in a fixed tree)
+// through one cluster barrier instead of the max and then the sum through two. Softmax keeps the two exchanges: its
+// terms must be exp_diff against the row's max, which a block knows only after the first.
+template <typename In, bool kLog, bool kStaged>
 __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowProblem p, int cluster) {
   using Tile = RowTile<In, kBlockElems>;
+  using Stage = RowStage<In, kBlockElems>;
   __shared__ float red_max[32], red_sum[32];
   __shared__ int red_ties[32];
   __shared__ float part_max, part_sum;  // this block's partials, read by the whole cluster
   __shared__ int part_ties;
+  __shared__ float2 part_state[2];      // kStaged log ops: this block's state, double-buffered by row parity
+  __shared__ float2 row_state;          // ... and the merged one, from warp 0 to the block
+  __shared__ alignas(8) std::uint64_t stage_bar;
+  extern __shared__ __align__(16) unsigned char block_stage[];  // kStaged: Stage::bytes(blockDim.x)
+  In* const stage = reinterpret_cast<In*>(block_stage);
   const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
-  const int T = static_cast<int>(blockDim.x);
-  const int g = rank * T + static_cast<int>(threadIdx.x), G = cluster * T;
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int g = rank * T + t, G = cluster * T;
   const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
-  for (std::int64_t row = first; row < p.rows; row += stride) {
+  std::uint32_t parity = 0;  // kStaged: the stage barrier's phase the next staged row completes
+  if constexpr (kStaged) {
+    if (t == 0) Stage::init(&stage_bar);
+    __syncthreads();
+    if (t == 0 && first < p.rows) {
+      const In* row = at<In>(p.x, RowRef{first, 0}.off(p, kX));
+      if (Stage::stageable(row, p.step[kX])) Stage::issue(stage, &stage_bar, row, static_cast<int>(p.n), rank * T, T, G);
+    }
+  }
+  int iter = 0;
+  for (std::int64_t row = first; row < p.rows; row += stride, ++iter) {
     const RowRef o{row, 0};
     float v[kBlockElems];
-    Tile::load(v, at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], g, G);
+    const In* x = at<In>(p.x, o.off(p, kX));
+    if constexpr (kStaged) {
+      if (Stage::stageable(x, p.step[kX])) {
+        Stage::wait(&stage_bar, parity);
+        parity ^= 1u;
+        Stage::load(v, stage, x, static_cast<int>(p.n), g, G, t, T);
+      } else {
+        Tile::load(v, x, p.n, p.step[kX], g, G);
+      }
+    } else {
+      Tile::load(v, x, p.n, p.step[kX], g, G);
+    }
     Tile::transform(v, row_transform(p, o), p.n, g, G);
 
     float m = block_max(tree_max<kBlockElems>(v), red_max);
-    if (cluster > 1) {
-      if (threadIdx.x == 0) part_max = m;
-      cg::this_cluster().sync();
-      m = cluster_max(&part_max, cluster);
-    }
-    const float shift = OnlineSoftmaxState<float>::shift_for(m);
-    constexpr bool count_ties = kLog;
-    int ties = 0;
-    float rest = thread_exp_rest(v, shift, !count_ties, count_ties, ties);
-    rest = block_sum(rest, red_sum);
-    if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
-    if (cluster > 1) {
-      if (threadIdx.x == 0) {
-        part_sum = rest;
-        part_ties = ties;
+    if constexpr (kStaged) {
+      // Every thread has read the stage (block_max's barrier): thread 0 refills it with the next row.
+      const std::int64_t next = row + stride;
+      if (t == 0 && next < p.rows) {
+        const In* nx = at<In>(p.x, RowRef{next, 0}.off(p, kX));
+        if (Stage::stageable(nx, p.step[kX])) Stage::issue(stage, &stage_bar, nx, static_cast<int>(p.n), rank * T, T, G);
       }
-      cg::this_cluster().sync();
-      rest = cluster_sum(&part_sum, cluster);
-      if (count_ties) ties = cluster_count(&part_ties, cluster);
     }
-    // Shared memory reuse: red_max is rewritten next row only after this row's block_sum barrier, red_sum and
-    // red_ties after the next row's block_max barrier; part_* only after the next cluster barrier.
-    const auto state = state_from(m, ties, rest, count_ties);
+    constexpr bool count_ties = kLog;
+    OnlineSoftmaxState<float> state;
+    if (kStaged && kLog && cluster > 1) {
+      // One exchange: this block's own state (its max, ties and rest), merged across the cluster.
+      int ties = 0;
+      float rest = thread_exp_rest(v, OnlineSoftmaxState<float>::shift_for(m), false, true, ties);
+      rest = block_sum(rest, red_sum);
+      ties = block_count(ties, red_ties);
+      const auto mine = state_from(m, ties, rest, true);
+      float2* slot = &part_state[iter & 1];
+      if (t == 0) *slot = make_float2(mine.m, mine.d);
+      cg::this_cluster().sync();
+      // A block rewrites this slot two rows later, after the next row's cluster barrier, which every block reaches
+      // only after reading it here.
+      state = cluster_state(slot, &row_state, cluster);
+    } else {
+      if (cluster > 1) {
+        if (threadIdx.x == 0) part_max = m;
+        cg::this_cluster().sync();
+        m = cluster_max(&part_max, cluster);
+      }
+      const float shift = OnlineSoftmaxState<float>::shift_for(m);
+      int ties = 0;
+      float rest = thread_exp_rest(v, shift, !count_ties, count_ties, ties);
+      rest = block_sum(rest, red_sum);
+      if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
+      if (cluster > 1) {
+        if (threadIdx.x == 0) {
+          part_sum = rest;
+          part_ties = ties;
+        }
+        cg::this_cluster().sync();
+        rest = cluster_sum(&part_sum, cluster);
+        if (count_ties) ties = cluster_count(&part_ties, cluster);
+      }
+      // Shared memory reuse: red_max is rewritten next row only after this row's block_sum barrier, red_sum and
+      // red_ties after the next row's block_max barrier; part_* only after the next cluster barrier.
+      state = state_from(m, ties, rest, count_ties);
+    }
     if (!writes_rows(p.op)) {
       if (g == 0) write_row_stats(p, o, state);
       continue;
@@ -102,31 +184,72 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
   if (cluster > 1) cg::this_cluster().sync();
 }
 
-template <typename In>
-void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = p.op == Op::softmax ? block_rows_kernel<In, false> : block_rows_kernel<In, true>;
-  const unsigned grid = capped_grid(p.rows, c.cluster);
-  if (c.cluster == 1) {
-    kernel<<<grid, c.threads, 0, s>>>(p, 1);
-    SMK_CUDA_CHECK_LAUNCH("block_rows_kernel");
-    return;
+// Clusters (or blocks, for a cluster of 1) of a staged kernel resident at once, cached per kernel, device, block size
+// and cluster size: the persistent grid's size. The occupancy query costs microseconds of host time.
+int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base, int cluster) {
+  struct Key {
+    const void* kernel;
+    int device, threads, cluster;
+    bool operator<(const Key& o) const {
+      return std::tie(kernel, device, threads, cluster) < std::tie(o.kernel, o.device, o.threads, o.cluster);
+    }
+  };
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x), cluster};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
   }
-  static DeviceOnce non_portable;  // clusters of more than 8 blocks are an H100/H200 extension
-  non_portable.run([] {  // both instantiations at once: one DeviceOnce per In serves either op
-    for (const auto k : {block_rows_kernel<In, false>, block_rows_kernel<In, true>})
+  int n = 0;
+  if (cluster == 1) {
+    SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, static_cast<int>(base.blockDim.x),
+                                                                 base.dynamicSmemBytes));
+    n *= device_facts().sm_count;
+  } else {
+    cudaLaunchConfig_t cfg = base;
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+    SMK_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+  }
+  n = std::max(n, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = n;
+  return n;
+}
+
+template <typename In, bool kStaged>
+void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  const auto kernel = p.op == Op::softmax ? block_rows_kernel<In, false, kStaged> : block_rows_kernel<In, true, kStaged>;
+  const std::size_t smem = kStaged ? RowStage<In, kBlockElems>::bytes(c.threads) : 0;
+  static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
+  attributes.run([] {  // both instantiations at once: one DeviceOnce serves either op
+    for (const auto k : {block_rows_kernel<In, false, kStaged>, block_rows_kernel<In, true, kStaged>}) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      if (kStaged)
+        SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(RowStage<In, kBlockElems>::bytes(kMaxThreads))));
+    }
   });
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(c.threads);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = static_cast<unsigned>(c.cluster);
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  if (c.cluster > 1) {
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  // Staged: a persistent grid, each cluster walking rows first, first + clusters, ... so that it always has a next
+  // row to stage. Direct: one cluster per row.
+  const std::int64_t clusters =
+      kStaged ? std::min<std::int64_t>(p.rows, resident_clusters(reinterpret_cast<const void*>(kernel), cfg, c.cluster))
+              : p.rows;
+  cfg.gridDim = dim3(capped_grid(clusters, c.cluster));
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
@@ -134,7 +257,11 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
 
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
-  with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    if (c.staged) launch<In, true>(p, c, s);
+    else launch<In, false>(p, c, s);
+  });
 }
 
 }  // namespace smk::cuda::kernels

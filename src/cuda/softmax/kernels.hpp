@@ -83,6 +83,10 @@ constexpr int kBackwardBlockElems = 16;  // backward holds y and dy: 2 × 16
 struct BlockConfig {
   int threads = 256;
   int cluster = 1;
+  // The row pipeline (block_row.cu, row_stage.cuh): a persistent grid whose blocks stage their next row in shared
+  // memory by bulk copy while they reduce and write the current one; log ops exchange one state per block across a
+  // cluster instead of a max and then a sum. False: one cluster per row, loaded directly (the earlier kernel).
+  bool staged = false;
 };
 // split_row: a row is cut into chunks of kSplitThreads · kBlockElems elements (backward: kBackwardBlockElems); one block reduces one chunk to an
 // (m, l) state, one block per row merges the chunk states in chunk order, then a second pass writes the outputs.

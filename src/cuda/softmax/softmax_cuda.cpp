@@ -153,13 +153,17 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t) {
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
 }
+// The forward block and cluster kernels run the row pipeline (BlockConfig::staged; docs/perf-notebook.md "row
+// pipeline"); the backward ones ignore the flag.
+constexpr bool kBlockRowsStaged = true;
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
-  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1, kBlockRowsStaged};
 }
 kernels::BlockConfig cluster_config(std::int64_t n, int elems) {
   const auto cluster = static_cast<int>(
       std::clamp<std::int64_t>(ceil_div(n, kClusterTargetThreads * elems), 2, kMaxCluster));
-  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster};
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster,
+          kBlockRowsStaged};
 }
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.

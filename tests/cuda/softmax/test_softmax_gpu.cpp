@@ -344,6 +344,53 @@ TEST_F(GpuSoftmax, BatchInvariance) {
   }
 }
 
+// The row pipeline of block_per_row and cluster_row (block_row.cu, row_stage.cuh): a persistent grid whose blocks
+// each walk several rows, staging the next one in shared memory while they work on the current one. Enough rows
+// that every block takes two or more (the H200 holds about 660 blocks of 192 threads, 94 clusters of 7), at lengths
+// whose rows are 16-byte aligned only now and then (staged) and otherwise not (loaded directly) within one launch,
+// against the float64 reference; then the same rows alone, bitwise.
+TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
+  struct Shape {
+    std::int64_t rows, n;
+    SoftmaxPath path;
+  };
+  std::vector<Shape> shapes = {{1400, 4097, SoftmaxPath::block_per_row}, {1400, 4097, SoftmaxPath::cluster_row},
+                               {300, 30001, SoftmaxPath::cluster_row}, {256, 32000, SoftmaxPath::cluster_row},
+                               {120, 65537, SoftmaxPath::cluster_row}};
+  if (small_mode()) shapes = {{1400, 1025, SoftmaxPath::block_per_row}, {1400, 4097, SoftmaxPath::cluster_row}};
+  std::uint64_t seed = 900;
+  for (const Shape& sh : shapes) {
+    const std::string tag = std::to_string(sh.rows) + "x" + std::to_string(sh.n);
+    std::vector<Case> cases;
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+      cases.push_back(plain_case(tag + "_f32", op, DType::f32, DType::f32, sh.rows, sh.n, ++seed));
+    cases.push_back(plain_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
+    cases.push_back(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
+    cases.push_back(plain_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, sh.rows, sh.n, ++seed));
+    for (const Case& c : cases) {
+      run_all_paths(c, {sh.path});
+      if (c.in.dtype != DType::f32) continue;
+      // Bits: rows of the batch (staged or not by their alignment, several per block) against the row alone.
+      const Result all = run_gpu(c, sh.path);
+      ASSERT_TRUE(all.ran) << all.reason;
+      for (std::int64_t r : {std::int64_t{1}, sh.rows / 2, sh.rows - 1}) {
+        Case one = plain_case("alone", c.op, DType::f32, DType::f32, 1, sh.n, 1);
+        one.x.assign(c.x.begin() + r * sh.n, c.x.begin() + (r + 1) * sh.n);
+        const Result alone = run_gpu(one, sh.path);
+        ASSERT_TRUE(alone.ran) << alone.reason;
+        const std::int64_t width = is_row_op(c.op) ? 1 : sh.n;
+        for (std::int64_t i = 0; i < width; ++i) {
+          const double a = alone.out[i], b = all.out[r * width + i];
+          ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || a == b)
+              << c.name << " " << op_name(c.op) << " row " << r << " element " << i << ": alone " << a << ", batch "
+              << b;
+        }
+        if (c.op == Op::state) ASSERT_EQ(alone.out2[0], all.out2[r]);
+      }
+    }
+  }
+}
+
 // A forced path that cannot serve a call says so, naming itself; it never falls back silently.
 TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   auto refused = [](const Case& c, SoftmaxPath path, const char* words) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/softmax/kernels.hpp"
@@ -154,13 +155,18 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
 Variant warp(int elems, int lanes) {
   return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes), 'w', {elems, lanes}, {}};
 }
-Variant block(int threads, int cluster) {
-  return {"block T" + std::to_string(threads) + " C" + std::to_string(cluster), 'b', {}, {threads, cluster}};
+Variant block(int threads, int cluster, bool staged = false) {
+  return {"block T" + std::to_string(threads) + " C" + std::to_string(cluster) + (staged ? " staged" : ""), 'b', {},
+          {threads, cluster, staged}};
 }
 // The smallest block size (multiple of 32) that holds n with `cluster` blocks.
-Variant fit(std::int64_t n, int cluster) {
+Variant fit(std::int64_t n, int cluster, bool staged = false) {
   const std::int64_t per = (n + std::int64_t{cluster} * kBlockElems - 1) / (std::int64_t{cluster} * kBlockElems);
-  return block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster);
+  return block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster, staged);
+}
+// The dispatcher's cluster size for n (softmax_cuda.cpp cluster_config: blocks of ~kClusterTargetThreads = 192).
+int dispatch_cluster(std::int64_t n) {
+  return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
 
@@ -168,6 +174,7 @@ Variant split() { return {"split", 's', {}, {}}; }
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool rowpipe = argc > 1 && std::strcmp(argv[1], "--rowpipe") == 0;
   const int reps = quick ? 10 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
@@ -184,6 +191,17 @@ int main(int argc, char** argv) {
   }
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  if (rowpipe) {
+    // The row pipeline (block_row.cu's staged kernels) beside the direct kernel it replaces, same configuration, on
+    // the many-row shapes of issue 3 (docs/perf-notebook.md "row pipeline"); split_row where it is the dispatcher's.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    run_shape(16384, 4096, {fit(4096, 1), fit(4096, 1, true)}, both, ops, reps);
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{4096, 16384}, {8192, 32000}})
+      run_shape(rows, n, {fit(n, dispatch_cluster(n)), fit(n, dispatch_cluster(n), true)}, both, ops, reps);
+    run_shape(2048, 65536, {fit(65536, 15), fit(65536, 15, true), fit(65536, 8, true), split()}, both, ops, reps);
+    run_shape(4096, 151936, {fit(151936, 16), fit(151936, 16, true), split()}, both, ops, 10);
+    return 0;
+  }
   // Few long rows: the latency targets (≤ 8 µs) and how many SMs a row should spread over.
   run_shape(1, 151936, {fit(151936, 8), fit(151936, 12), fit(151936, 16), split()}, both, fwd, reps);
   run_shape(32, 128256, {fit(128256, 8), fit(128256, 11), fit(128256, 16), split()}, both, fwd, reps);
