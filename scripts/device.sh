@@ -197,6 +197,47 @@ if want logterm; then
   run_step logterm-bench build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
     --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 20 --format table --json "$OUT/bench_logterm.json"
 fi
+# rowpipe: the row pipeline of block_per_row / cluster_row (issue 3; block_row.cu, row_stage.cuh), the direct
+# kernel beside the staged one in one call, ordered to fit the call: binaries built on the workstation for sm_90a and
+# carried ($SMK_RP_BIN: test_cuda_softmax, tune_softmax, softmaxkit), else built here; the pipeline's GPU tests
+# ($SMK_RP_TEST_FILTER), tune_softmax --rowpipe (both kernels, same configurations, softmax / log-softmax / logsumexp
+# on the many-row shapes), Nsight Compute on one launch of each at 8192x32000 (SMK_RP_NCU=0 skips it), softmaxkit
+# bench --path auto on those shapes (every op, backward included), memcheck and racecheck on the pipeline's small
+# cases. Logs in /tmp/o; $OUT gets the key logs and a tarball of all of them (at most 8 files return).
+if want rowpipe; then
+  rp_outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  if [ -n "${SMK_RP_BIN:-}" ]; then
+    rpbin=$SMK_RP_BIN
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step rp-build cmake --build --preset default --parallel "$jobs" --target test_cuda_softmax tune_softmax \
+      softmaxkit_cli || { printf '%s\n' "${summary[@]}"; exit 1; }
+    rpbin=build/default/rp-bin
+    mkdir -p "$rpbin" && cp build/default/tests/test_cuda_softmax build/default/tests/tune_softmax \
+      build/default/apps/softmaxkit/softmaxkit "$rpbin/"
+  fi
+  run_step rp-test timeout "${SMK_RP_TEST_S:-60}" "$rpbin/test_cuda_softmax" \
+    --gtest_filter="${SMK_RP_TEST_FILTER:-*RowPipeline*:*BatchInvariance*}"
+  run_step rp-tune timeout 60 "$rpbin/tune_softmax" --rowpipe
+  if [ "${SMK_RP_NCU:-1}" != 0 ]; then
+    run_step rp-ncu timeout 45 ncu --clock-control none --kernel-name-base demangled -k regex:block_rows_kernel -c 6 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis "$rpbin/tune_softmax" --rowpipe-ncu
+  fi
+  run_step rp-bench timeout 75 "$rpbin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
+    log_softmax_backward --dtype f32 bf16 --shape 8192x32000 4096x16384 16384x4096 2048x65536 4096x151936 \
+    --path auto --no-cudnn --target-ms 10 --format table --json "$OUT/bench_rowpipe.json"
+  run_step rp-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
+  run_step rp-racecheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --report-api-errors no \
+    --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
+  for f in machine.txt rp-test.log rp-tune.log rp-ncu.log rp-bench.log bench_rowpipe.json; do
+    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$rp_outer/"
+  done
+  tar -czf "$rp_outer/rowpipe-logs.tgz" -C "$OUT" .
+  OUT=$rp_outer
+fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi

@@ -175,6 +175,19 @@ Variant split() { return {"split", 's', {}, {}}; }
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool rowpipe = argc > 1 && std::strcmp(argv[1], "--rowpipe") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "--rowpipe-ncu") == 0) {
+    // One launch of each kernel for Nsight Compute (scripts/device.sh rowpipe): 8192×32000, the direct kernel then
+    // the staged one, softmax in f32 and bf16, then logsumexp in bf16.
+    const Variant old_v = fit(32000, dispatch_cluster(32000)), new_v = fit(32000, dispatch_cluster(32000), true);
+    for (const auto& [t, op] : {std::pair{DType::f32, Op::softmax}, {DType::bf16, Op::softmax},
+                                {DType::bf16, Op::logsumexp}}) {
+      Buffers b = make_buffers(8192, 32000, t);
+      for (const Variant& v : {old_v, new_v}) launch_block_rows(problem(op, 8192, 32000, t, b, 0), v.block, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
   const int reps = quick ? 10 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
