@@ -393,6 +393,65 @@ __device__ __forceinline__ OnlineSoftmaxState<float> state_from(float max, int t
                     : OnlineSoftmaxState<float>::from_max_and_sum(max, sum);
 }
 
+// ---- the log ops' terms at fewer instructions (warp_per_row since 2026-11-30; docs/perf-notebook.md "warpdiet") ------
+
+// 2^t on the SFU: ex2.approx.ftz. exp2f is this same instruction plus a rescaling (a compare and two multiplies) that
+// only subnormal results need, and CUDA documents exp2f within 2 ulp, so where the result is normal this is within
+// 2 ulp too (the gates' E = 4u). A result below 2^-126 flushes to +0: a term of a log op's sum then loses at most
+// 2^-126 absolutely, n·2^-126 in d, which no gate can see (they are absolute, ≥ 10u, on log l; l ≥ 1 for the state).
+__device__ __forceinline__ float ex2_ftz(float t) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+  return r;
+}
+
+// log_term_exp's arithmetic, bit for bit except that a term below 2^-126 is 0: the same d, t, t_lo and fold, with
+// 2^t from ex2_ftz, and the product's error r = d·log2e_hi − t formed by one FFMA on −t (written in PTX: the
+// compiler otherwise forms −t with a second FMUL). Eight instructions where log_term_exp compiles to twelve
+// (SASS, CUDA 13.0, sm_90a): FADD, FMNMX, FMUL, FFMA, FFMA, FMUL, MUFU.EX2, FFMA.
+__device__ __forceinline__ float log_term_exp_ftz(float x, float shift) {
+  const float d = max_nan(x - shift, -200.0f);
+  float t, r;
+  asm("{\n\t.reg .f32 nt;\n\tmul.rn.f32 %0, %2, %3;\n\tneg.f32 nt, %0;\n\tfma.rn.f32 %1, %2, %3, nt;\n\t}"
+      : "=f"(t), "=f"(r)
+      : "f"(d), "f"(kLog2eHi));
+  const float c = fmaf(d, kLog2eLo, r) * kLn2;
+  const float e = ex2_ftz(t);
+  return fmaf(e, c, e);
+}
+
+// thread_exp_rest for the log ops (count_ties true) with log_term_exp_ftz: the same ties and the same rest but for
+// log_term_exp_ftz's flush. (A mask from set.eq, an AND and IADD3 for the count compiled to FSETP, SEL, LOP3 and
+// half an IADD3, more than the compare, select and predicated add here.)
+template <int E>
+__device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shift, int& ties) {
+  float r[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const bool tie = v[i] == shift;
+    r[i] = tie ? 0.0f : log_term_exp_ftz(v[i], shift);
+    ties += tie ? 1 : 0;
+  }
+  return tree_sum<E>(r);
+}
+
+// 16-bit pairs to f32 without a conversion instruction where none is needed: a bf16 is the high half of an f32, so
+// the pair's low element is the word shifted left by 16 and its high element the word with its low half cleared (one
+// integer instruction each; the compiler's PRMT-then-shift took two for the high element). f16 converts (HADD2.F32).
+__device__ __forceinline__ void unpack2(std::uint32_t w, const float*, float& lo, float& hi) {
+  lo = __uint_as_float(w);
+  hi = lo;  // unused: f32 words hold one element
+}
+__device__ __forceinline__ void unpack2(std::uint32_t w, const __nv_bfloat16*, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack2(std::uint32_t w, const __half*, float& lo, float& hi) {
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
+  lo = f.x;
+  hi = f.y;
+}
+
 template <typename In, typename F>
 __device__ __forceinline__ void with_out_type(const RowProblem& p, F&& f) {
   if (p.out_dtype == DType::f32) f(static_cast<float*>(nullptr));

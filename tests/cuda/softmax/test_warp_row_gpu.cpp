@@ -1,0 +1,69 @@
+// warp_per_row's dense case (src/cuda/softmax/warp_row.cu): rows of exactly lanes · E contiguous, aligned elements,
+// where each warp loads its next step's rows while it reduces the current ones. Enough rows that every warp of the
+// persistent grid takes two steps or more, the last one partial; for f32, bf16 and f16 and the row lengths that
+// are dense under the dispatcher's configuration (4 ... 1024). Each batch is checked against the CPU float64
+// reference (gpu_case.hpp's gates), and against the same rows stored at an odd pitch (unaligned: the general load
+// path), which must give the same bits: the dense path changes how a row arrives, never what is computed.
+//
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps a few hundred thousand elements a case.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+
+bool small_mode() {
+  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
+  return v != nullptr && v[0] == '1';
+}
+
+class GpuWarpRow : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+TEST_F(GpuWarpRow, DenseRowsManyStepsMatchReferenceAndUnalignedBits) {
+  // An H200 step holds at most 132 SMs × 4 blocks × 256 threads × 32 elements ≈ 4.3M elements; 12M takes three.
+  const std::int64_t elements = small_mode() ? (1 << 18) : 12'000'000;
+  std::uint64_t seed = 100;
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    for (std::int64_t n : {4, 8, 16, 32, 128, 1024}) {
+      const std::int64_t rows = elements / n + 7;  // + 7: the last step partial
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n);
+        SCOPED_TRACE(tag + " " + op_name(op));
+        Case dense;
+        dense.name = "dense " + tag;
+        dense.op = op;
+        dense.in = contiguous(t, {rows, n});
+        dense.out = contiguous(t, {rows, n});
+        dense.x = random_values(t, rows * n, n % 3 ? 6.0 : 20.0, -3.0, ++seed);
+        const Result a = run_gpu(dense, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(a.ran) << a.reason;
+        check(dense, a, reference(dense));
+
+        Case odd = dense;
+        odd.name = "odd pitch " + tag;
+        odd.in.strides = {n + 1, 1};
+        odd.in.offset = 1;
+        const Result b = run_gpu(odd, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(b.ran) << b.reason;
+        ASSERT_EQ(a.out.size(), b.out.size());
+        for (std::size_t i = 0; i < a.out.size(); ++i)
+          ASSERT_TRUE((std::isnan(a.out[i]) && std::isnan(b.out[i])) || a.out[i] == b.out[i])
+              << "element " << i << ": dense " << a.out[i] << ", odd pitch " << b.out[i];
+        ASSERT_EQ(a.out2.size(), b.out2.size());
+        for (std::size_t i = 0; i < a.out2.size(); ++i) ASSERT_EQ(a.out2[i], b.out2[i]) << "l of row " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
