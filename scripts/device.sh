@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet
+#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -71,6 +71,31 @@ if want prefill; then
     build/default/tests/test_cuda_prefill
   run_step prefill-racecheck timeout 45 compute-sanitizer --tool racecheck --error-exitcode 9 \
     build/default/tests/test_cuda_prefill --gtest_filter=*BatchInvariant*:*Configuration*
+fi
+# wgmma: the prefill kernel on wgmma (issue 7 stage 2, src/cuda/attention/prefill_wgmma.cu) beside stage 1 and SDPA:
+# builds just its targets, prints the kernel's registers and counts its HGMMA (a wgmma kernel compiled to HMMA is on
+# the wrong path), runs the wgmma tests then the whole prefill test, times (tune_prefill: every variant of both
+# kernels; SMK_TUNE_ROWS=issue for the issue's four rows only), torch's SDPA backends on the same rows, then memcheck
+# and racecheck over the wgmma tests. SMK_WGMMA_QUICK=1 stops after the first timing (a layout and speed check).
+if want wgmma; then
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step wgmma-build cmake --build --preset default --parallel "$jobs" --target test_cuda_prefill tune_prefill
+  obj=build/default/CMakeFiles/softmaxkit.dir/src/cuda/attention/prefill_wgmma.cu.o
+  { cuobjdump -res-usage "$obj" | grep -A1 prefill_wgmma_kernel | grep -o "Function [^:]*\|REG:[0-9]*\|STACK:[0-9]*";
+    echo "HGMMA: $(cuobjdump -sass "$obj" | grep -c HGMMA)  HMMA: $(cuobjdump -sass "$obj" | grep -c ' HMMA')"; } \
+    >"$OUT/wgmma-sass.txt" 2>&1
+  cat "$OUT/wgmma-sass.txt"
+  run_step wgmma-test timeout 150 build/default/tests/test_cuda_prefill --gtest_filter='*Wgmma*:*ClearErrors*'
+  run_step wgmma-tune timeout 200 build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
+  if [ -z "${SMK_WGMMA_QUICK:-}" ]; then
+    run_step wgmma-alltests timeout 150 build/default/tests/test_cuda_prefill
+    run_step wgmma-sdpa timeout 120 python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" \
+      --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/sdpa.json"
+    run_step wgmma-memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
+    run_step wgmma-racecheck timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*'
+  fi
 fi
 # ce: cross-entropy (issue 5) on its own: builds just its targets (no `build` needed), runs its GPU test, the bench's
 # cross-entropy rows at the issue's shapes, torch's F.cross_entropy beside them (scripts/compare_torch_ce.py), then

@@ -9,6 +9,9 @@ namespace smk::cuda {
 // Launch configuration of the prefill kernel (src/cuda/attention/prefill.cu); 0 (or `dispatcher`) leaves a field to
 // the dispatcher. Exposed for tests/cuda/attention/{test,tune}_prefill.cpp, which check and time each choice.
 enum class PrefillToggle { dispatcher, off, on };
+// Which kernel: prefill.cu (mma.sync, stage 1) or prefill_wgmma.cu (wgmma, sm_90a, stage 2). dispatcher: the
+// kPrefillKernelD64 / kPrefillKernelD128 below. A wgmma request on a device or build without sm_90a is refused.
+enum class PrefillKernel { dispatcher, mma_sync, wgmma };
 struct PrefillConfig {
   int warps = 0;    // warps per CTA (4)
   int m_tiles = 0;  // 16-row tiles per warp, 1 or 2: query rows per CTA = 16 · warps · m_tiles
@@ -21,6 +24,9 @@ struct PrefillConfig {
   PrefillToggle o_smem = PrefillToggle::dispatcher;
   // The accumulator's rescale skipped for a 16-row tile whose row maxima all stayed put (a warp vote).
   PrefillToggle skip_rescale = PrefillToggle::dispatcher;
+  // With kernel = wgmma, `warps` is 4 or 8 (one or two warpgroups of 64 query rows), block_n 64, stages 3, m_tiles
+  // 1 (kPrefillWgmmaVariants); fold_scale and skip_rescale apply, o_smem does not.
+  PrefillKernel kernel = PrefillKernel::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -58,6 +64,16 @@ inline constexpr int kPrefillStagesD128 = 2;
 // −0.5-3 % at D = 64; O through shared memory within ±1 % at D = 128 and −1-3 % at D = 64 (the spread between two
 // near-identical kernels in that run is 1-2 %). The defaults are the configuration measured best, all on; the D = 64
 // ablation on 4 × 1 is for the next run.
+// The wgmma kernel's built variants (prefill_wgmma.cu), in the same fields: 1 or 2 consumer warpgroups per CTA,
+// 64-key tiles in a 3-stage cp.async ring. Checked by test_prefill, timed by tune_prefill.
+inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
+    {128, 4, 1, 64, 3}, {128, 8, 1, 64, 3}, {64, 4, 1, 64, 3}, {64, 8, 1, 64, 3}};
+// The dispatcher's kernel per head dimension: mma.sync until an H200 run shows the wgmma kernel faster on a shape
+// (docs/perf-notebook.md, 2026-11-30, the wgmma section), and the wgmma kernel's warpgroups when it is chosen.
+inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::mma_sync;
+inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::mma_sync;
+inline constexpr int kPrefillWgmmaWarpsD64 = 8;
+inline constexpr int kPrefillWgmmaWarpsD128 = 8;
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;
 inline constexpr bool kPrefillSkipRescale = true;

@@ -49,6 +49,7 @@
 #include <string>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/ptx.cuh"
 #include "cuda/device_guard.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -60,29 +61,6 @@ namespace smk::cuda {
 namespace {
 
 constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
-
-struct PrefillArgs {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;            // null: not wanted
-  const float* sinks;    // null: none
-  std::int64_t sinks_stride;
-  const int* cu_q;       // varlen cumulative offsets (device), or null
-  const int* cu_k;
-  // Element strides of (batch, sequence, head); the head dimension is contiguous. Varlen: batch strides are 0 and
-  // rows are addressed from the sequence's cumulative offset.
-  std::int64_t q_b, q_s, q_h, k_b, k_s, k_h, v_b, v_s, v_h, o_b, o_s, o_h;
-  std::int64_t lse_b, lse_h, lse_s;
-  std::int64_t sq, sk;   // per-sequence lengths (not varlen)
-  int group;             // Hq / Hkv
-  int causal;
-  float scale_log2;      // softmax scale · log2(e)
-  int fold;              // 1: p = 2^(s·scale_log2 − m) as one FFMA, the max on raw scores (needs scale_log2 > 0)
-  int o_smem;            // 1: O through shared memory, 16-byte stores
-  int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
-};
 
 // Shared-memory element offset of (row, col) in a [rows][D] tile with XOR-swizzled 16-byte chunks.
 template <int D>
@@ -491,21 +469,52 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                                 "` with a contiguous head dimension, a 16-byte-aligned base and strides that are "
                                 "multiples of 8 elements; pass a contiguous copy");
   const bool d64 = d == 64;
-  const PrefillVariant variant{
-      static_cast<int>(d), config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128),
-      config.m_tiles != 0 ? config.m_tiles : (d64 ? kPrefillMTilesD64 : kPrefillMTilesD128),
-      config.block_n != 0 ? config.block_n : (d64 ? kPrefillBlockND64 : kPrefillBlockND128),
-      config.stages != 0 ? config.stages : (d64 ? kPrefillStagesD64 : kPrefillStagesD128)};
+  // The kernel: asked for, or the dispatcher's per head dimension (wgmma only where this build and device have it).
+  DeviceGuard guard(q.device.index);
+  const bool wgmma_ok = prefill_wgmma_available(q.device.index);
+  PrefillKernel kernel = config.kernel;
+  if (kernel == PrefillKernel::dispatcher) {
+    kernel = d64 ? kPrefillKernelD64 : kPrefillKernelD128;
+    if (kernel == PrefillKernel::wgmma && !wgmma_ok) kernel = PrefillKernel::mma_sync;
+  }
+  if (kernel == PrefillKernel::wgmma && !wgmma_ok)
+    throw_unsupported(op, "the wgmma prefill kernel needs an sm_90a build (CMAKE_CUDA_ARCHITECTURES with 90a) and a "
+                          "compute-capability 9.0 device");
+  const bool wg = kernel == PrefillKernel::wgmma;
+  const PrefillVariant variant =
+      wg ? PrefillVariant{static_cast<int>(d),
+                          config.warps != 0 ? config.warps : (d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128),
+                          config.m_tiles != 0 ? config.m_tiles : 1, config.block_n != 0 ? config.block_n : 64,
+                          config.stages != 0 ? config.stages : 3}
+         : PrefillVariant{
+               static_cast<int>(d), config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128),
+               config.m_tiles != 0 ? config.m_tiles : (d64 ? kPrefillMTilesD64 : kPrefillMTilesD128),
+               config.block_n != 0 ? config.block_n : (d64 ? kPrefillBlockND64 : kPrefillBlockND128),
+               config.stages != 0 ? config.stages : (d64 ? kPrefillStagesD64 : kPrefillStagesD128)};
   bool built = false;
-  for (const PrefillVariant& x : kPrefillVariants)
-    built = built || (x.d == variant.d && x.warps == variant.warps && x.m_tiles == variant.m_tiles &&
-                      x.block_n == variant.block_n && x.stages == variant.stages);
+  const auto same = [&](const PrefillVariant& x) {
+    return x.d == variant.d && x.warps == variant.warps && x.m_tiles == variant.m_tiles &&
+           x.block_n == variant.block_n && x.stages == variant.stages;
+  };
+  if (wg) {
+    for (const PrefillVariant& x : kPrefillWgmmaVariants) built = built || same(x);
+  } else {
+    for (const PrefillVariant& x : kPrefillVariants) built = built || same(x);
+  }
   if (!built)
-    throw_invalid_argument(op, "config", "no prefill kernel is built for D " + std::to_string(d) + ", " +
+    throw_invalid_argument(op, "config", std::string("no ") + (wg ? "wgmma" : "mma.sync") +
+                                             " prefill kernel is built for D " + std::to_string(d) + ", " +
                                              std::to_string(variant.warps) + " warps x " +
                                              std::to_string(variant.m_tiles) + " m-tiles, " +
                                              std::to_string(variant.block_n) + "-key tiles, " +
-                                             std::to_string(variant.stages) + " stages (see kPrefillVariants)");
+                                             std::to_string(variant.stages) + " stages (see kPrefillVariants, "
+                                             "kPrefillWgmmaVariants)");
+  // The kernels work in base 2 with scale·log2(e) in f32: past FLT_MAX / log2(e) ≈ 2.36e38 that product is inf and
+  // every score would be ±inf or NaN. Refused (the CPU path, in double, takes such a scale).
+  const double scale_log2 = scale * 1.4426950408889634;
+  if (!(std::fabs(scale_log2) <= 3.4028234663852886e38))
+    throw_unsupported(op, "the GPU kernels need |options.scale| * log2(e) to be finite in f32 (|scale| <= 2.35e38), "
+                          "got scale " + std::to_string(scale) + "; run it on the CPU");
   if (batch == 0 || hq == 0 || sq == 0) return;
   PrefillArgs a{};
   a.q = q.data;
@@ -517,7 +526,7 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   a.sinks_stride = o.sinks.data ? o.sinks.strides[0] : 0;
   a.group = static_cast<int>(hq / hkv);
   a.causal = o.causal ? 1 : 0;
-  a.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  a.scale_log2 = static_cast<float>(scale_log2);
   // The fold takes the max on raw scores, which orders them as the scaled ones only for a positive scale.
   a.fold = toggle(config.fold_scale, kPrefillFoldScale) && a.scale_log2 > 0.0f ? 1 : 0;
   a.o_smem = toggle(config.o_smem, kPrefillOSmem) ? 1 : 0;
@@ -542,13 +551,16 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     a.sq = sq;
     a.sk = sk;
   }
-  const std::int64_t rows = 16 * variant.warps * variant.m_tiles;
+  const std::int64_t rows = 16 * variant.warps * variant.m_tiles;  // 64 per warpgroup for wgmma, the same
   const std::int64_t tiles = (sq + rows - 1) / rows;
   if (tiles > 0x7fffffff || batch > 65535 || hq > 65535)
     throw_invalid_argument(op, "q", "grid too large: " + std::to_string(tiles) + " query tiles, batch " +
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
-  DeviceGuard guard(q.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (wg) {
+    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps / 4, a, batch, hq, sq, s);
+    return;
+  }
   if (q.dtype == DType::bf16)
     launch_variant<__nv_bfloat16>(variant, a, batch, hq, sq, s);
   else

@@ -1,6 +1,7 @@
-// attention_forward on the GPU (src/cuda/attention/prefill.cu) against the CPU float64 reference: odd lengths, GQA,
-// causal with Sq ≠ Sk both ways, varlen, sinks, strided views with NaN in the memory no row may read, f16 and bf16,
-// D = 64 and 128; outputs poisoned first; bitwise determinism and batch invariance; the GPU-specific errors.
+// attention_forward on the GPU (src/cuda/attention/prefill.cu, mma.sync, and prefill_wgmma.cu, wgmma) against the
+// CPU float64 reference: odd lengths, GQA, causal with Sq ≠ Sk both ways, varlen, sinks, strided views with NaN in
+// the memory no row may read, f16 and bf16, D = 64 and 128; outputs poisoned first; bitwise determinism and batch
+// invariance; the GPU-specific errors. Both kernels round P to the input type before P·V, so one bound serves.
 //
 // Tolerances, from the kernel's arithmetic (u = 2^-8 for bf16, 2^-11 for f16, the unit roundoff of the type):
 // - O. The probabilities are rounded to the input type before P·V (as FlashAttention and torch's SDPA kernels do),
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/prefill_args.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -116,7 +118,7 @@ Result run_gpu(const Case& c, const Tensor4& q, const Tensor4& k, const Tensor4&
   }
   const auto qv = q.view(dq.data(), c.dtype, dev), kv = k.view(dk.data(), c.dtype, dev),
              vv = v.view(dv.data(), c.dtype, dev);
-  if (cfg.warps == 0) {
+  if (cfg.warps == 0 && cfg.kernel == smk::cuda::PrefillKernel::dispatcher) {
     smk::attention_forward(out, lse, qv, kv, vv, opt);
   } else {
     // The tuning entry: the same kernel under an explicit configuration (the dispatcher's validation skipped).
@@ -366,6 +368,117 @@ TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
   }
 }
 
+// The wgmma kernel (prefill_wgmma.cu, sm_90a), every built variant, f16 and bf16, against the float64 reference:
+// the whole case list of the first test (odd lengths, GQA, causal Sq ≠ Sk both ways, rows with no key, varlen,
+// sinks, strided views with NaN padding, 4097 keys, a negative scale) on each variant of that head dimension, and
+// the variant cases of EveryVariantMatchesTheReference, with the fold and the skipped rescale on and off.
+bool wgmma_here() { return smk::cuda::prefill_wgmma_available(0); }
+smk::cuda::PrefillConfig wgmma_config(const smk::cuda::PrefillVariant& x, smk::cuda::PrefillToggle toggles) {
+  auto cfg = config_of(x, toggles);
+  cfg.kernel = smk::cuda::PrefillKernel::wgmma;
+  return cfg;
+}
+
+TEST(CudaAttentionPrefill, WgmmaKernelMatchesTheReference) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  const std::vector<Case> odd = {
+      {"bf16 D64 127x127 gqa", DType::bf16, 2, 127, 127, 4, 2, 64},
+      {"f16 D128 causal 129x1000 (Sq<Sk)", DType::f16, 1, 129, 1000, 2, 1, 128, true},
+      {"bf16 D128 causal 1000x129 (Sq>Sk, rows with no key)", DType::bf16, 1, 1000, 129, 2, 2, 128, true},
+      {"bf16 D128 7x4097 gqa sinks", DType::bf16, 1, 7, 4097, 8, 2, 128, false, true},
+      {"f16 D64 1x1 causal sinks", DType::f16, 3, 1, 1, 2, 1, 64, true, true},
+      {"f16 D64 1x7 scale -0.3", DType::f16, 1, 1, 7, 1, 1, 64, false, false, {}, {}, 0, 0, -0.3f},
+      {"bf16 D128 varlen causal sinks", DType::bf16, 0, 0, 0, 4, 1, 128, true, true, {1, 130, 64, 0, 5}, {7, 130, 300, 5, 0}},
+      {"f16 D64 varlen", DType::f16, 0, 0, 0, 2, 2, 64, false, false, {33, 1}, {1, 257}},
+      {"bf16 D128 strided with NaN padding", DType::bf16, 2, 65, 200, 4, 2, 128, true, false, {}, {}, 1, 3},
+      {"f16 D64 strided with NaN padding, 4097 keys", DType::f16, 1, 3, 4097, 2, 1, 64, false, true, {}, {}, 2, 1},
+  };
+  int first_d = 0;
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+    for (const Case& c : odd)
+      if (c.d == x.d) {
+        Case cw = c;
+        cw.name = "wgmma " + name_of(x) + " " + c.name;
+        check_case(cw, wgmma_config(x, PrefillToggle::on));
+      }
+    std::vector<PrefillToggle> toggles = {PrefillToggle::on};
+    if (x.d != first_d) toggles.push_back(PrefillToggle::off), first_d = x.d;
+    for (PrefillToggle t : toggles)
+      for (DType dt : {DType::bf16, DType::f16}) {
+        const std::string tag = "wgmma " + name_of(x) + (t == PrefillToggle::off ? " toggles off " : " ") +
+                                (dt == DType::bf16 ? "bf16" : "f16");
+        const std::vector<Case> cases = {
+            {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
+            {tag + " causal 200x77 (Sq>Sk, rows with no key)", dt, 1, 200, 77, 2, 1, x.d, true},
+            {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
+            {tag + " varlen causal", dt, 0, 0, 0, 2, 1, x.d, true, false, {3, 140, 0}, {9, 140, 20}},
+        };
+        for (const Case& c : cases) check_case(c, wgmma_config(x, t));
+      }
+  }
+}
+
+// The wgmma kernel's variants of one head dimension give the same bits (one or two warpgroups per CTA: each row's
+// operations are the same), also with the skipped rescale off; and batch entry 2 gives alone what it gives in
+// the batch.
+TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  for (std::int64_t d : {64, 128}) {
+    Case c{"wgmma configurations", DType::bf16, 1, 300, 300, 2, 1, d, true};
+    std::mt19937 rng(13);
+    Tensor4 q{1, 300, 2, d}, k{1, 300, 1, d}, v{1, 300, 1, d};
+    q.fill(rng, c.dtype, 1);
+    k.fill(rng, c.dtype, 1);
+    v.fill(rng, c.dtype, 1);
+    const std::vector<float> sinks(2, 0.0f);
+    const Result* base = nullptr;
+    std::vector<Result> keep;
+    keep.reserve(8);
+    for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+      if (x.d != d) continue;
+      auto cfg = wgmma_config(x, PrefillToggle::on);
+      keep.push_back(run_gpu(c, q, k, v, sinks, {}, {}, cfg));
+      cfg.skip_rescale = PrefillToggle::off;
+      const Result plain = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+      const Result& r = keep.back();
+      EXPECT_EQ(0, std::memcmp(plain.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(plain.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+      if (!base) {
+        base = &keep.front();
+        continue;
+      }
+      EXPECT_EQ(0, std::memcmp(base->o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(base->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+    }
+  }
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+    const auto cfg = wgmma_config(x, PrefillToggle::on);
+    Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, x.d, true};
+    std::mt19937 rng(7);
+    Tensor4 q{4, 100, 4, x.d}, k{4, 300, 2, x.d}, v{4, 300, 2, x.d};
+    q.fill(rng, c.dtype, 1);
+    k.fill(rng, c.dtype, 1);
+    v.fill(rng, c.dtype, 1);
+    const std::vector<float> sinks(4, 0.0f);
+    const Result all = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+    Tensor4 q1{1, 100, 4, x.d}, k1{1, 300, 2, x.d}, v1{1, 300, 2, x.d};
+    for (auto [src, dst] : {std::pair<Tensor4*, Tensor4*>{&q, &q1}, {&k, &k1}, {&v, &v1}}) {
+      dst->bits.assign(src->bits.begin() + 2 * src->stride_b(), src->bits.begin() + 3 * src->stride_b());
+      dst->vals.assign(src->vals.begin() + 2 * src->stride_b(), src->vals.begin() + 3 * src->stride_b());
+    }
+    Case c1 = c;
+    c1.b = 1;
+    const Result one = run_gpu(c1, q1, k1, v1, sinks, {}, {}, cfg);
+    const std::size_t per_o = 100 * 4 * x.d, per_l = 4 * 100;
+    EXPECT_EQ(0, std::memcmp(one.o.data(), all.o.data() + 2 * per_o, per_o * sizeof(double))) << name_of(x);
+    EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double))) << name_of(x);
+  }
+}
+
 TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
   SMK_REQUIRE_GPU();
   const auto dev = smk::Device::cuda(0);
@@ -391,6 +504,28 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
     ADD_FAILURE() << "8 warps x 1 accepted";
   } catch (const smk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("config"), std::string::npos) << e.what();
+  }
+  // A scale whose product with log2(e) overflows f32 (the kernels' base-2 arithmetic): refused, naming it.
+  {
+    smk::AttentionOptions big;
+    big.scale = 3.0e38f;
+    try {
+      smk::attention_forward(o64, {}, q64, q64, q64, big);
+      ADD_FAILURE() << "scale 3e38 accepted";
+    } catch (const smk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("scale"), std::string::npos) << e.what();
+    }
+  }
+  // A wgmma configuration that is not built (3 warps).
+  if (wgmma_here()) {
+    smk::cuda::PrefillConfig bad{12, 1, 64, 3};
+    bad.kernel = smk::cuda::PrefillKernel::wgmma;
+    try {
+      smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, bad, {});
+      ADD_FAILURE() << "wgmma with 12 warps accepted";
+    } catch (const smk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("config"), std::string::npos) << e.what();
+    }
   }
   // A base pointer off the 16-byte grid.
   const auto odd = TensorView::contiguous(h.data() + 1, DType::bf16, dev, {1, 2, 2, 64});

@@ -1,5 +1,6 @@
 // tune_prefill: times attention_forward's GPU kernel (src/cuda/attention/prefill.cu) on issue 7's benchmark rows,
-// under every built variant (kPrefillVariants: warps × m-tiles, key-tile size, stages) and, on the dispatcher's
+// under every built variant (kPrefillVariants: warps × m-tiles, key-tile size, stages; then the wgmma kernel's,
+// kPrefillWgmmaVariants, on an sm_90a build and device) and, on the dispatcher's
 // default variant for the head dimension, with each of the fold, the shared-memory O and the skipped rescale turned
 // off alone and all together (the levers' ablation), and prints TFLOP/s (4·B·H·S²·D, halved for causal). Not a test: scripts/device.sh's
 // `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
@@ -12,10 +13,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/prefill_args.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -29,6 +32,8 @@ struct Row {
 std::vector<Row> rows() {
   std::vector<Row> r = {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {16, 16, 2048, 64, false},
                         {1, 32, 16384, 128, true}};
+  // SMK_TUNE_ROWS=issue: the four rows above only (a short run).
+  if (const char* e = std::getenv("SMK_TUNE_ROWS"); e && std::string(e) == "issue") return r;
   // The sweep: 16k tokens in the batch, a model width of 2048 (H = 2048 / D), full and causal.
   for (std::int64_t d : {64, 128})
     for (std::int64_t s = 512; s <= 16384; s *= 2)
@@ -60,6 +65,14 @@ std::vector<Config> configs(std::int64_t d) {
   r.push_back({"default -smemO", {w, m, n, st, on, off, on}});
   r.push_back({"default -skip", {w, m, n, st, on, on, off}});
   r.push_back({"default -all", {w, m, n, st, off, off, off}});
+  // The wgmma kernel (prefill_wgmma.cu), where this build and device have it: each built variant, levers on.
+  if (smk::cuda::prefill_wgmma_available(0))
+    for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+      if (x.d != d) continue;
+      PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
+      cfg.kernel = PrefillKernel::wgmma;
+      r.push_back({"wgmma " + std::to_string(x.warps / 4) + "wg", cfg});
+    }
   return r;
 }
 

@@ -1,0 +1,350 @@
+// softmaxkit: attention_forward on the GPU, issue 7 stage 2, first version: the FlashAttention recurrence on
+// Hopper's warpgroup tensor-core product (wgmma, sm_90a), f16/bf16 in, f32 accumulation, O in the input dtype and
+// the f32 LSE. Same semantics as the mma.sync kernel (prefill.cu), which stays the dispatcher's default until a run
+// shows this one faster; selected by PrefillConfig::kernel = PrefillKernel::wgmma.
+//
+// Work and traffic (as prefill.cu): per (batch, head) 4·S²·D flops (halved under a causal mask) against
+// (2 + 2·S/Br)·S·D·2 bytes (Q read and O written once, K and V once per block of Br query rows, mostly from L2):
+// about 1000 flops per DRAM byte at S = 4096, D = 128, far past the H200's ridge (≈ 790 TFLOP/s dense bf16 /
+// 4.8 TB/s ≈ 165), so the floor is the tensor cores': 4·B·H·S²·D / 790e12 s, 0.89 ms at (4, 32, 4096, 128) full.
+// Shared memory feeds wgmma at 64 query rows per warpgroup: per 64-key tile at D = 128 one warpgroup reads Q
+// (16 KB), K (16 KB) and V (16 KB) for 2 MFLOP, 43 flops per shared byte.
+//
+// Structure (one CTA = Br = 64·kWG query rows of one (batch, head); warpgroup w owns rows 64w..64w+63):
+//   Q, K and V tiles are copied by every thread with cp.async (16 bytes each, rows past the visible keys
+//   zero-filled and never read, exactly as prefill.cu) into 128-byte-swizzled panels of 64 columns (ptx.cuh says
+//   the layout); K and V go through a ring of 3 stages of 64 keys, the copy of tile j + 1 issued while tile j is
+//   used (3 stages because P·V of tile j − 1 still reads its V while Q·Kᵀ of tile j runs).
+//   Per key tile j, each warpgroup:
+//     issues S_j = Q·K_jᵀ (wgmma m64n64k16, A and B from shared memory, D/16 steps) and O += P_{j−1}·V_{j−1}
+//     (wgmma m64nDk16, A = P from registers, B = V MN-major: 4 steps), two commit groups;
+//     waits for S_j only, and runs the online softmax of tile j (mask, row max over the quad, ex2, row sums, P_j
+//     rounded to 16 bits into the A layout) while P·V of tile j − 1 is still on the tensor cores;
+//     waits for P·V, then rescales O by 2^(m_old − m_new) (skipped by warp vote when no row max of the warp moved).
+//   The final (m, l) becomes an OnlineSoftmaxState, which merges the sink (if any), gives the LSE and the factor
+//   that normalises O: the same state algebra as every other op. O is stored from the accumulator fragments.
+// Rounding: the same operations as prefill.cu per row (f32 scores, the fold, ex2.approx, P rounded to 16 bits, f32
+// sums), but the tensor cores sum a row's products in another order, so the bits differ from prefill.cu's; two
+// configurations of this kernel (1 or 2 warpgroups) give the same bits (the tests check both).
+// NaN and padding: as prefill.cu (keys past the sequence zero-filled, masked scores −inf whatever K holds; the one
+// leak, a non-finite V row inside the diagonal tile, is the same).
+//
+// Not in this version (issue 7's stage 2 list): TMA copies on mbarriers, a producer warp, setmaxnreg, two
+// warpgroups ping-ponging their softmax. Measured on the H200: not yet (see docs/perf-notebook.md, the wgmma
+// section of 2026-11-30, for the run of this file).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention/prefill_args.hpp"
+#include "cuda/attention/ptx.cuh"
+#include "softmaxkit/core/online_state.hpp"
+#include "softmaxkit/cuda/runtime.hpp"
+
+namespace smk::cuda {
+
+namespace {
+
+constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
+constexpr int kBlockN = 64;                  // keys per tile: S of one warpgroup is 32 f32 registers a thread
+constexpr int kStages = 3;                   // see the opening comment
+
+// Byte offset of the 16-byte chunk `ch` (of D/8) of row `row` in a [kRows][D] tile stored as 128-byte-swizzled
+// panels of 64 columns (kRows·128 bytes each).
+template <int kRows>
+__device__ __forceinline__ std::uint32_t sw128_offset(int row, int ch) {
+  return static_cast<std::uint32_t>((ch >> 3) * (kRows * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
+}
+
+// Copies `valid` rows (≤ kRows) of a [kRows][D] tile from global (row stride `stride` elements) into the swizzled
+// shared tile at byte address `s`, zero-filling the rest without reading them. Thread t copies chunk t % (D/8) of
+// rows t / (D/8) + i·kRowStep; kRowStep is a multiple of 8, so the swizzle is the same in every pass.
+template <typename T, int D, int kRows, int kThreads>
+__device__ __forceinline__ void copy_tile(std::uint32_t s, const T* g, std::int64_t stride, int valid) {
+  constexpr int kChunks = D / 8;
+  constexpr int kRowStep = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && kRowStep % 8 == 0 && kRows % kRowStep == 0, "tile copy geometry");
+  const int row = static_cast<int>(threadIdx.x) / kChunks, ch = static_cast<int>(threadIdx.x) % kChunks;
+  const std::uint32_t dst = s + sw128_offset<kRows>(row, ch);
+  const T* p = g + row * stride + ch * 8;
+  const std::int64_t step = kRowStep * stride;
+#pragma unroll
+  for (int i = 0; i < kRows / kRowStep; ++i, p += step) {
+    const bool ok = row + i * kRowStep < valid;
+    ptx::cp_async_16(dst + i * kRowStep * 128, ok ? p : g, ok ? 16 : 0);
+  }
+}
+
+template <typename T, int D, int kWG>
+__global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kThreads = kWG * 128;
+  constexpr int kBlockM = 64 * kWG;
+  constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S
+  constexpr int kDT = D / 8;        // n-tiles of O
+  constexpr std::uint32_t kQBytes = kBlockM * D * sizeof(T);
+  constexpr std::uint32_t kKVPanel = kBlockN * 128;            // one 64-column panel of a K or V tile
+  constexpr std::uint32_t kTile = kBlockN * D * sizeof(T);     // a K (or V) tile; a stage is K then V
+  constexpr std::uint32_t kStage = 2 * kTile;
+  static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // Swizzle atoms must start on 1024-byte boundaries: the host adds 1 KB so the base can be rounded up.
+  const std::uint32_t q_addr = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t kv_addr = q_addr + kQBytes;
+
+  const int wg = static_cast<int>(threadIdx.x) / 128, warp = (static_cast<int>(threadIdx.x) % 128) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
+  const int b = blockIdx.z, h = blockIdx.y;
+  // Heavy (causal) tiles first: the last query tiles see the most keys.
+  const std::int64_t m0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * kBlockM;
+  std::int64_t q0 = 0, k0 = 0, sq = a.sq, sk = a.sk;
+  if (a.cu_q) {
+    q0 = a.cu_q[b];
+    sq = a.cu_q[b + 1] - q0;
+    k0 = a.cu_k[b];
+    sk = a.cu_k[b + 1] - k0;
+  }
+  if (m0 >= sq) return;
+  const int hk = h / a.group;
+  const T* qg = static_cast<const T*>(a.q) + b * a.q_b + (q0 + m0) * a.q_s + h * a.q_h;
+  const T* kg = static_cast<const T*>(a.k) + b * a.k_b + k0 * a.k_s + hk * a.k_h;
+  const T* vg = static_cast<const T*>(a.v) + b * a.v_b + k0 * a.v_s + hk * a.v_h;
+  const int q_rows = static_cast<int>(sq - m0 < kBlockM ? sq - m0 : kBlockM);
+
+  // Keys visible to some row of this CTA: [0, kend) (causal: row i sees keys j ≤ i + Sk − Sq). Tiles past kend are
+  // never loaded.
+  std::int64_t kend = sk;
+  if (a.causal) {
+    const std::int64_t last = m0 + q_rows - 1 + sk - sq + 1;
+    kend = last < 0 ? 0 : (last < sk ? last : sk);
+  }
+  const int n_tiles = static_cast<int>((kend + kBlockN - 1) / kBlockN);
+  const auto load_kv = [&](int tile, int stage) {
+    const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
+    const int valid = static_cast<int>(kend - n1 < kBlockN ? kend - n1 : kBlockN);
+    const std::uint32_t dst = kv_addr + stage * kStage;
+    copy_tile<T, D, kBlockN, kThreads>(dst, kg + n1 * a.k_s, a.k_s, valid);
+    copy_tile<T, D, kBlockN, kThreads>(dst + kTile, vg + n1 * a.v_s, a.v_s, valid);
+  };
+
+  // Descriptors (ptx.cuh): Q of this warpgroup (its 64 rows start 64·128 bytes into each Q panel), K and V of
+  // stage 0; the k-steps and stages are constant offsets on them.
+  const std::uint64_t q_desc = ptx::sw128_desc(q_addr + wg * 64 * 128, 16, 1024);
+  const std::uint64_t k_desc = ptx::sw128_desc(kv_addr, 16, 1024);
+  const std::uint64_t v_desc = ptx::sw128_desc(kv_addr + kTile, kKVPanel, 1024);
+  const auto qk = [&](float(&s)[kBlockN / 2], int stage) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const std::uint32_t in_panel = (kk & 3) * 32;  // k16 steps are 32 bytes apart inside a 128-byte row
+      ptx::wgmma_ss<T, kBlockN>(s, ptx::desc_add(q_desc, (kk >> 2) * (kBlockM * 128) + in_panel),
+                                ptx::desc_add(k_desc, stage * kStage + (kk >> 2) * kKVPanel + in_panel), kk > 0);
+    }
+  };
+  const auto pv = [&](float(&o)[D / 2], const std::uint32_t(&p)[kBlockN / 16][4], int stage) {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      ptx::wgmma_rs<T, D>(o, p[kk], ptx::desc_add(v_desc, stage * kStage + kk * 16 * 128), 1);
+  };
+
+  // This thread's rows (within the CTA): 64·wg + 16·warp + g + 8r, r = 0, 1.
+  const int wrow = wg * 64 + warp * 16;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // l_run: this thread's partial sums
+  float o[D / 2], s[kBlockN / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kBlockN / 2; ++i) s[i] = 0.0f;
+  std::uint32_t p[kBlockN / 16][4];
+  const float c2 = a.scale_log2;
+  const bool fold = a.fold != 0;  // the host sets it only for a positive scale
+
+  // The online softmax of tile j on s: mask, new maxima, P (16-bit, A layout) into pn, and the sums; returns the
+  // rescale factors of the two rows through alpha.
+  const auto softmax = [&](int j, float(&alpha)[2], std::uint32_t(&pn)[kBlockN / 16][4]) {
+    if (!fold) {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i) s[i] *= c2;
+    }
+    const std::int64_t n0 = static_cast<std::int64_t>(j) * kBlockN;
+    const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
+    if (edge) {
+      // Key n0 + x is visible to a row when x ≤ its limit, relative to this thread's first column 2c, clamped
+      // into [−1, kBlockN] (prefill.cu's mask).
+      const std::int64_t row0 = m0 + wrow + g, last = sk - 1 - n0 - 2 * c;
+      const auto rel = [&](std::int64_t row) {
+        std::int64_t x = a.causal ? row + sk - sq - n0 - 2 * c : last;
+        x = x < last ? x : last;
+        return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
+      };
+      const int lim0 = rel(row0), lim1 = rel(row0 + 8);
+#pragma unroll
+      for (int t = 0; t < kNT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (t * 8 + e > lim0) s[4 * t + e] = -INFINITY;
+          if (t * 8 + e > lim1) s[4 * t + 2 + e] = -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) mx = fmaxf(mx, fmaxf(s[4 * t + 2 * r], s[4 * t + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      if (fold) mx *= c2;  // the max of the scaled scores: rounding is monotone
+      mx = fmaxf(mx, m_run[r]);
+      // A row that has seen only −inf keeps max −inf; shift by 0 then, so that 2^(−inf − 0) = 0, never NaN.
+      const float shift = mx == -INFINITY ? 0.0f : mx;
+      alpha[r] = ptx::exp2_approx(m_run[r] - shift);  // m_run = −inf: 0
+      m_run[r] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[4 * t + 2 * r + e];
+          x = ptx::exp2_approx(fold ? fmaf(x, c2, -shift) : x - shift);
+          sum += x;
+        }
+      }
+      l_run[r] = l_run[r] * alpha[r] + sum;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      pn[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+      pn[kk][1] = ptx::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+      pn[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+      pn[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+  };
+
+  // Prologue: Q and tile 0 in one group.
+  copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
+  if (n_tiles > 0) load_kv(0, 0);
+  ptx::cp_async_commit();
+
+  for (int j = 0; j < n_tiles; ++j) {
+    // Tile j (and Q) landed for this thread, visible to the async proxy, then for everyone; the barrier also proves
+    // every warpgroup waited for its P·V of tile j − 2, whose stage the copy of tile j + 1 now overwrites.
+    ptx::cp_async_wait<0>();
+    ptx::fence_proxy_async_shared();
+    __syncthreads();
+    if (j + 1 < n_tiles) load_kv(j + 1, (j + 1) % kStages);
+    ptx::cp_async_commit();
+    const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
+    ptx::wgmma_fence();
+    qk(s, cur);
+    ptx::wgmma_commit();
+    if (j > 0) pv(o, p, prev);  // P of tile j − 1 (registers), V of tile j − 1
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // S_j is in registers; P·V may still run
+    ptx::fence_regs(s);
+    float alpha[2];
+    // P of tile j − 1 is still being read by the tensor cores: the new probabilities go to other registers, and
+    // the old ones are kept live (an empty asm reading them) until the wait, so no register is reused under it.
+    std::uint32_t pn[kBlockN / 16][4];
+    softmax(j, alpha, pn);
+    ptx::wgmma_wait<0>();
+    ptx::fence_regs(o);
+    ptx::fence_regs(p);
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];
+    // alpha = 2^0 = 1 exactly where the max did not move: skipping the multiply then changes no bit.
+    if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+      for (int t = 0; t < kDT; ++t) {
+        o[4 * t + 0] *= alpha[0];
+        o[4 * t + 1] *= alpha[0];
+        o[4 * t + 2] *= alpha[1];
+        o[4 * t + 3] *= alpha[1];
+      }
+    }
+  }
+  if (n_tiles > 0) {
+    ptx::wgmma_fence();
+    pv(o, p, (n_tiles - 1) % kStages);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    ptx::fence_regs(o);
+  } else {
+    ptx::cp_async_wait<0>();  // no tile: Q's copies may still be landing; let none outlive the CTA
+  }
+
+  // Finish: quad sums, the state (with the sink), O normalised once, the LSE.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    auto st = OnlineSoftmaxState<float>::from_max_and_sum(m_run[r] * kLn2, l);
+    float w = 1.0f;
+    if (a.sinks) {
+      const auto sink = OnlineSoftmaxState<float>::from_lse(a.sinks[h * a.sinks_stride]);
+      w = st.merge_weights(sink).self;
+      st.merge(sink);
+    }
+    const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
+    const std::int64_t row = m0 + wrow + g + 8 * r;
+    if (row >= sq) continue;
+    T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;
+#pragma unroll
+    for (int t = 0; t < kDT; ++t)
+      *reinterpret_cast<std::uint32_t*>(og + t * 8 + 2 * c) =
+          ptx::pack2<T>(o[4 * t + 2 * r] * factor, o[4 * t + 2 * r + 1] * factor);
+    if (a.lse && c == 0) a.lse[b * a.lse_b + h * a.lse_h + (q0 + row) * a.lse_s] = st.lse();
+  }
+#else
+  // Built without sm_90a: never launched (prefill_wgmma_available says so to the host).
+  (void)a;
+  __trap();
+#endif
+}
+
+template <typename T, int D, int kWG>
+void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
+  constexpr int kBlockM = 64 * kWG;
+  constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG>;
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
+  const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
+  kernel<<<grid, kWG * 128, smem, stream>>>(a);
+  SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
+}
+
+template <typename T>
+bool launch_t(int d, int warpgroups, const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq,
+              cudaStream_t s) {
+  if (d == 128 && warpgroups == 1) return launch<T, 128, 1>(a, batch, hq, max_sq, s), true;
+  if (d == 128 && warpgroups == 2) return launch<T, 128, 2>(a, batch, hq, max_sq, s), true;
+  if (d == 64 && warpgroups == 1) return launch<T, 64, 1>(a, batch, hq, max_sq, s), true;
+  if (d == 64 && warpgroups == 2) return launch<T, 64, 2>(a, batch, hq, max_sq, s), true;
+  return false;
+}
+
+}  // namespace
+
+bool prefill_wgmma_launch(bool bf16, int d, int warpgroups, const PrefillArgs& a, std::int64_t batch,
+                          std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
+  return bf16 ? launch_t<__nv_bfloat16>(d, warpgroups, a, batch, hq, max_sq, stream)
+              : launch_t<__half>(d, warpgroups, a, batch, hq, max_sq, stream);
+}
+
+bool prefill_wgmma_available(int device) {
+#if defined(SMK_CUDA_BUILT_SM90A)
+  int major = 0, minor = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+}  // namespace smk::cuda
