@@ -16,11 +16,6 @@
 // read); bf16 128 / 133 / 106; 8192×32000 f32 849 / 795 / 573, bf16 626 / 648 / 548.
 #include <cooperative_groups.h>
 
-#include <algorithm>
-#include <map>
-#include <mutex>
-#include <tuple>
-
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
@@ -89,19 +84,35 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
   __shared__ float2 part_state[2];      // kStaged log ops: this block's state, double-buffered by row parity
   __shared__ float2 row_state;          // ... and the merged one, from warp 0 to the block
   __shared__ alignas(8) std::uint64_t stage_bar;
+  __shared__ typename Stage::Plan stage_plan;
   extern __shared__ __align__(16) unsigned char block_stage[];  // kStaged: Stage::bytes(blockDim.x)
   In* const stage = reinterpret_cast<In*>(block_stage);
   const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
   const int g = rank * T + t, G = cluster * T;
   const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
+  // Thread 0 finds the next row where registers are free (before the row's loads) and leaves it in shared memory for
+  // the copy it issues after the block barrier, where the row's elements are live: null when there is none or it
+  // cannot be staged.
+  __shared__ const In* next_src;
+  auto find_next = [&](std::int64_t row) {
+    const In* x = row < p.rows ? at<In>(p.x, RowRef{row, 0}.off(p, kX)) : nullptr;
+    next_src = x != nullptr && Stage::stageable(x, p.step[kX]) ? x : nullptr;
+  };
+  auto issue_next = [&] {
+    const In* x = *static_cast<const In* const volatile*>(&next_src);
+    if (x != nullptr) Stage::template issue<1>({stage}, &stage_bar, {x}, &stage_plan, T);
+  };
   std::uint32_t parity = 0;  // kStaged: the stage barrier's phase the next staged row completes
   if constexpr (kStaged) {
-    if (t == 0) Stage::init(&stage_bar);
+    if (t == 0) {
+      Stage::init(&stage_bar);
+      Stage::plan(&stage_plan, static_cast<int>(p.n), rank * T, T, G);
+    }
     __syncthreads();
-    if (t == 0 && first < p.rows) {
-      const In* row = at<In>(p.x, RowRef{first, 0}.off(p, kX));
-      if (Stage::stageable(row, p.step[kX])) Stage::issue(stage, &stage_bar, row, static_cast<int>(p.n), rank * T, T, G);
+    if (t == 0) {
+      find_next(first);
+      issue_next();
     }
   }
   int iter = 0;
@@ -110,6 +121,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
     float v[kBlockElems];
     const In* x = at<In>(p.x, o.off(p, kX));
     if constexpr (kStaged) {
+      if (t == 0) find_next(row + stride);
       if (Stage::stageable(x, p.step[kX])) {
         Stage::wait(&stage_bar, parity);
         parity ^= 1u;
@@ -125,11 +137,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
     float m = block_max(tree_max<kBlockElems>(v), red_max);
     if constexpr (kStaged) {
       // Every thread has read the stage (block_max's barrier): thread 0 refills it with the next row.
-      const std::int64_t next = row + stride;
-      if (t == 0 && next < p.rows) {
-        const In* nx = at<In>(p.x, RowRef{next, 0}.off(p, kX));
-        if (Stage::stageable(nx, p.step[kX])) Stage::issue(stage, &stage_bar, nx, static_cast<int>(p.n), rank * T, T, G);
-      }
+      if (t == 0) issue_next();
     }
     constexpr bool count_ties = kLog;
     OnlineSoftmaxState<float> state;
@@ -182,40 +190,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
   }
   // A block's shared memory must outlive every remote read of it.
   if (cluster > 1) cg::this_cluster().sync();
-}
-
-// Clusters (or blocks, for a cluster of 1) of a staged kernel resident at once, cached per kernel, device, block size
-// and cluster size: the persistent grid's size. The occupancy query costs microseconds of host time.
-int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base, int cluster) {
-  struct Key {
-    const void* kernel;
-    int device, threads, cluster;
-    bool operator<(const Key& o) const {
-      return std::tie(kernel, device, threads, cluster) < std::tie(o.kernel, o.device, o.threads, o.cluster);
-    }
-  };
-  static std::mutex mu;
-  static std::map<Key, int> cache;
-  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x), cluster};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  int n = 0;
-  if (cluster == 1) {
-    SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, static_cast<int>(base.blockDim.x),
-                                                                 base.dynamicSmemBytes));
-    n *= device_facts().sm_count;
-  } else {
-    cudaLaunchConfig_t cfg = base;
-    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
-    SMK_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
-  }
-  n = std::max(n, 1);
-  std::lock_guard<std::mutex> lock(mu);
-  cache[key] = n;
-  return n;
 }
 
 template <typename In, bool kStaged>

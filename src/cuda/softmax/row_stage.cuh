@@ -15,7 +15,11 @@
 
 #include <cuda/ptx>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "cuda/softmax/common.cuh"
 
@@ -51,29 +55,51 @@ struct RowStage {
 #endif
   }
 
-  // Issued by one thread: copies the block's K segments of row[0, n) into `stage`, completing on `bar`. The caller
-  // guarantees that no thread still reads `stage` (a block barrier since the last reads).
-  __device__ __forceinline__ static void issue(In* stage, std::uint64_t* bar, const In* row, int n, int g0, int T,
-                                               int G) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-    int len[K];
+  // What one block copies of every row: the segments' offsets in the row and their lengths, which depend on n and
+  // the launch configuration alone. Kept in shared memory, written once, and read through a volatile pointer when a
+  // copy is issued, so the compiler cannot hoist them into registers held across the loop over rows (at 64 registers
+  // a thread that spills the row's elements).
+  struct Plan {
+    int first[K];              // element offset of segment k in the row
+    std::uint32_t bytes[K];    // bytes of segment k: its whole vectors below n
+    std::uint32_t total;       // all of them (one tensor)
+  };
+  __device__ __forceinline__ static void plan(Plan* pl, int n, int g0, int T, int G) {
     std::uint32_t total = 0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int first = (k * G + g0) * V;
       const int full = n > first ? (n - first) / V : 0;  // whole vectors of this segment below n
-      len[k] = (full < T ? full : T) * V;
-      total += static_cast<std::uint32_t>(len[k] * sizeof(In));
+      pl->first[k] = first;
+      pl->bytes[k] = static_cast<std::uint32_t>((full < T ? full : T) * V * sizeof(In));
+      total += pl->bytes[k];
     }
-    (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared, bar,
-                                         total);
+    pl->total = total;
+  }
+
+  // Issued by one thread: copies the block's K segments of `count` tensors' rows (row[c], into stage[c], each of
+  // T·E elements) completing on `bar`. The caller guarantees that no thread still reads the stages (a block barrier
+  // since the last reads).
+  template <int kCount>
+  __device__ __forceinline__ static void issue(In* const (&stage)[kCount], std::uint64_t* bar,
+                                               const In* const (&row)[kCount], const Plan* plan_, int T) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    const volatile Plan* pl = plan_;
+    (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                                 ::cuda::ptx::space_shared, bar, kCount * pl->total);
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (len[k] > 0)
-        ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage + k * T * V,
-                                 row + (k * G + g0) * V, static_cast<std::uint32_t>(len[k] * sizeof(In)), bar);
+    for (int k = 0; k < K; ++k) {
+      const std::uint32_t bytes = pl->bytes[k];
+      const int first = pl->first[k];
+      if (bytes > 0) {
+#pragma unroll
+        for (int c = 0; c < kCount; ++c)
+          ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage[c] + k * T * V,
+                                     row[c] + first, bytes, bar);
+      }
+    }
 #else
-    (void)stage, (void)bar, (void)row, (void)n, (void)g0, (void)T, (void)G;
+    (void)stage, (void)bar, (void)row, (void)plan_, (void)T;
 #endif
   }
 
@@ -107,5 +133,39 @@ struct RowStage {
     }
   }
 };
+
+// Clusters (or blocks, for a cluster of 1) of a staged kernel resident at once, cached per kernel, device, block size
+// and cluster size: the persistent grid's size. The occupancy query costs microseconds of host time.
+inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base, int cluster) {
+  struct Key {
+    const void* kernel;
+    int device, threads, cluster;
+    bool operator<(const Key& o) const {
+      return std::tie(kernel, device, threads, cluster) < std::tie(o.kernel, o.device, o.threads, o.cluster);
+    }
+  };
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x), cluster};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  int n = 0;
+  if (cluster == 1) {
+    SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, static_cast<int>(base.blockDim.x),
+                                                                 base.dynamicSmemBytes));
+    n *= device_facts().sm_count;
+  } else {
+    cudaLaunchConfig_t cfg = base;
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+    SMK_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+  }
+  n = std::max(n, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = n;
+  return n;
+}
 
 }  // namespace smk::cuda::kernels

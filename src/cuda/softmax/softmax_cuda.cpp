@@ -153,8 +153,8 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t) {
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
 }
-// The forward block and cluster kernels run the row pipeline (BlockConfig::staged; docs/perf-notebook.md "row
-// pipeline"); the backward ones ignore the flag.
+// The block and cluster kernels, forward and backward, run the row pipeline (BlockConfig::staged;
+// docs/perf-notebook.md "row pipeline").
 constexpr bool kBlockRowsStaged = true;
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
   return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1, kBlockRowsStaged};
