@@ -348,7 +348,7 @@ TEST_F(GpuSoftmax, BatchInvariance) {
 // each walk several rows, staging the next one in shared memory while they work on the current one. Enough rows
 // that every block takes two or more (the H200 holds about 660 blocks of 192 threads, 94 clusters of 7), at lengths
 // whose rows are 16-byte aligned only now and then (staged) and otherwise not (loaded directly) within one launch,
-// against the float64 reference; then the same rows alone, bitwise.
+// against the float64 reference; then the same rows alone, bitwise. Forward and backward kernels.
 TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
   struct Shape {
     std::int64_t rows, n;
@@ -367,6 +367,9 @@ TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
     cases.push_back(plain_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
     cases.push_back(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
     cases.push_back(plain_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, sh.rows, sh.n, ++seed));
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
+      cases.push_back(plain_case(tag + "_f32", op, DType::f32, DType::f32, sh.rows, sh.n, ++seed));
+    cases.push_back(plain_case(tag + "_bf16", Op::softmax_backward, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
     for (const Case& c : cases) {
       run_all_paths(c, {sh.path});
       if (c.in.dtype != DType::f32) continue;
@@ -376,6 +379,7 @@ TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
       for (std::int64_t r : {std::int64_t{1}, sh.rows / 2, sh.rows - 1}) {
         Case one = plain_case("alone", c.op, DType::f32, DType::f32, 1, sh.n, 1);
         one.x.assign(c.x.begin() + r * sh.n, c.x.begin() + (r + 1) * sh.n);
+        if (is_backward(c.op)) one.dy.assign(c.dy.begin() + r * sh.n, c.dy.begin() + (r + 1) * sh.n);
         const Result alone = run_gpu(one, sh.path);
         ASSERT_TRUE(alone.ran) << alone.reason;
         const std::int64_t width = is_row_op(c.op) ? 1 : sh.n;
