@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma
+#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -201,6 +201,40 @@ if want decode-r2; then
   run_step decode-test timeout 65 "$decbin/test_cuda_decode"
   run_step decode-memcheck timeout 30 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$decbin/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*FusedMergeLevers*:*Strided*'
+fi
+# decode-r3: decode round 3 (the cluster merge), old beside new in one call, ordered with the timings first: binaries
+# built on the workstation for sm_90a and carried ($SMK_DEC_BIN: the new test_cuda_decode and bench_decode;
+# $SMK_DEC_OLD_BIN: an older build's bench_decode, timed in the same run), else built here; bench_decode (new, then
+# old), torch SDPA FLASH and cuDNN beside them (scripts/bench_decode.py --old), the GPU test ($SMK_DEC_TEST_FILTER
+# narrows it), memcheck last on the cases with the fewest keys and the cluster merge's own test (35 s cap). Logs go
+# to /tmp/o; $OUT gets the table, the JSONs, the test's summary and a tarball of the logs (at most 8 files return).
+if want decode-r3; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  if [ -n "${SMK_DEC_BIN:-}" ]; then
+    decbin=$SMK_DEC_BIN
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
+    decbin=build/default/tests
+  fi
+  run_step decode-bench timeout 40 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
+  oldjson=()
+  if [ -n "${SMK_DEC_OLD_BIN:-}" ]; then
+    run_step decode-bench-old timeout 40 "$SMK_DEC_OLD_BIN/bench_decode" --json "$OUT/bench_decode_old.json" &&
+      oldjson=(--old "$OUT/bench_decode_old.json")
+  fi
+  run_step decode-sdpa timeout 50 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
+    --out "$OUT/decode_vs_sdpa.md"
+  run_step decode-test timeout "${SMK_DEC_TEST_S:-70}" "$decbin/test_cuda_decode" \
+    --gtest_filter="${SMK_DEC_TEST_FILTER:-*}"
+  run_step decode-memcheck timeout 35 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$decbin/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*ClusterMerge*:*Strided*'
+  grep -h -E "^\[  (PASSED|FAILED) |tests ran|ERROR SUMMARY" "$OUT"/decode-test.log "$OUT"/decode-memcheck.log \
+    >"$OUT/decode-summary.txt" 2>/dev/null
+  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$outer/" 2>/dev/null
+  tar -czf "$outer/decode-r3-logs.tgz" -C "$OUT" . 2>/dev/null
+  OUT=$outer
 fi
 # lce: linear cross-entropy (issue 5) on its own, ordered to fit a 270 s call: build just its targets (the GPU test
 # and the C entry point scripts/compare_torch_lce.py loads with ctypes), the GPU test, the comparison with torch's

@@ -94,9 +94,11 @@ enum class DecodeScores { dispatcher, all_lanes, scatter };
 // for the CUDA-core kernel.
 enum class DecodeKernel { dispatcher, cuda_cores, mma };
 // How the tensor-core kernel's splits are merged: by the merge kernel after it (as the CUDA-core kernel's always
-// are), or inside it, by the last split block of each (sequence, KV head, row chunk) to finish.
-enum class DecodeMerge { dispatcher, kernel, fused };
-enum class DecodeToggle { dispatcher, off, on };  // a lever left to the dispatcher, or forced off or on
+// are); inside it, by the last split block of each (sequence, KV head, row chunk) to finish, counted by an atomic
+// (fused); or inside it, by the blocks of one thread-block cluster through distributed shared memory (cluster: the
+// splits of one (sequence, KV head, row chunk) are one cluster; where the device cannot run that cluster size, or
+// more than kDecodeClusterMax splits were asked for, the fused merge serves, with the same bits).
+enum class DecodeMerge { dispatcher, kernel, fused, cluster };
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
@@ -104,10 +106,9 @@ struct DecodeConfig {
   int mma_stages = 0;  // tensor-core kernel: ring stages per warp, 2 or 3 (0: kDecodeMmaStages)
   DecodeMerge merge = DecodeMerge::dispatcher;
   int min_chunk = 0;  // the split rule's shortest chunk (decode_split.hpp), for measuring it (0: kDecodeMinChunk)
-  // Fused merge: arrival counters that the last block of each (sequence, KV head, row chunk) sets back to zero, kept
-  // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
-  // a stream capturing a graph always gets, decode.cu's counter_buffer says why; kept selectable for the tests).
-  DecodeToggle self_reset_counters = DecodeToggle::dispatcher;
+  // The split rule's cap on splits per sequence (decode_split.hpp), for measuring it: 0 is kDecodeSplitCap (16),
+  // at most kDecodeSplitLimit (32, round 2's cap); above kDecodeClusterMax the cluster merge gives way to the fused.
+  int max_splits = 0;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -129,13 +130,10 @@ inline constexpr int kDecodeMmaStages = 2;
 // (1, 32768) row); the fused merge (the split kernel's last block per sequence, KV head and row chunk folds) beat it
 // on every row with splits in the run of 98f32d4: 56.1 against 64.6 µs at (1, 32768), 148.5 against 156.7 at
 // (1, 131072), 154.9 against 158.6 at 16×8192 (and tied, 148.7 against 148.5, at 128×1024, where nothing splits).
-inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::fused;
-// The counter memset before the split kernel was a GPU operation of its own; without it (the H200 run of bb13db2,
-// 2026-11-30, bench_decode, same kernel): 53.8 against 54.7 µs at (B, S) = (1, 32768) with 32/8 heads, 144.4
-// against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits
-// (147.9 against 147.4: noise, the dispatcher's two timings in that run differed by up to 0.3 µs). Round 2's other
-// two levers, measured in the same run and now unconditional, are described where they are (decode_mma.cu).
-inline constexpr bool kDecodeSelfResetCounters = true;
+// Round 3 (not yet measured): the cluster merge, which needs no counters at all. Round 2's counters that reset
+// themselves, kept per (device, stream) and never freed, are gone; the fused merge (now only the cluster's fallback
+// and a measured alternative) zeroes its counters in the call's workspace by a memset, as a captured graph did.
+inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::cluster;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

@@ -40,12 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <tuple>
 
 #include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/decode_common.cuh"
@@ -428,9 +423,9 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   // The loads carry no condition, so all of them can be in flight together (the first H200 run, with each load
   // behind a `ci != 0` test, spent 21 % of the (1, 32768) row here): split i < n wrote its partial, and i ≥ n re-reads
   // split n − 1 (an L1 hit) with coefficient 0, since lanes ≥ n hold no split.
-  float pv[kDecodeSplitCap][V];
+  float pv[kDecodeSplitLimit][V];
 #pragma unroll
-  for (int i = 0; i < kDecodeSplitCap; ++i) {
+  for (int i = 0; i < kDecodeSplitLimit; ++i) {
     const float* po = a.part_o + (prow + (i < n ? i : n - 1)) * D + lane * V;
 #pragma unroll
     for (int x = 0; x < V; ++x) pv[i][x] = po[x];
@@ -448,7 +443,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
 #pragma unroll
   for (int x = 0; x < V; ++x) o[x] = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kDecodeSplitCap; ++i) {
+  for (int i = 0; i < kDecodeSplitLimit; ++i) {
     const float ci = __shfl_sync(kFull, c, i);
 #pragma unroll
     for (int x = 0; x < V; ++x)  // an empty split (or one drowned by the others) is skipped, NaN poisons
@@ -506,52 +501,6 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
   if (!ok)
     throw_unsupported(op, std::string("argument '") + arg + "': the CUDA kernel needs a contiguous head dimension, " +
                               "a 16-byte aligned pointer and strides that are multiples of 8 elements (16-byte rows)");
-}
-
-// The fused merge's arrival counters kept per (device, stream) between calls (DecodeConfig::self_reset_counters):
-// the last block of each count sets it back to zero, so when the split kernel ends the buffer is all zeros again, and
-// the next call on the same stream (which starts after it, in stream order) needs no cudaMemsetAsync — a GPU
-// operation of its own, a launch before the split kernel. Two streams never share a buffer, so calls running at once
-// on two streams cannot mix their counts: the key is the stream's unique id (cudaStreamGetId; a new stream that
-// reuses a destroyed one's handle gets a new id), and for the default streams (handle 0, cudaStreamPerThread) also
-// the calling thread. A new or larger buffer comes from the workspace pool, zeroed by one memset on the stream (the
-// smaller one freed in stream order after the calls that used it); buffers are never returned (4 bytes per sequence,
-// KV head and row chunk: 4 KB at 128 sequences × 8 KV heads). A kernel that faults mid-way could leave counts behind,
-// but such a fault leaves the CUDA context unusable anyway. Null when the stream is capturing a graph (the caller
-// then zeroes workspace counters with a memset node, as before): a graph's replays may run on any stream, at the same
-// time as calls on this one.
-int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
-    (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: take the memset path
-    return nullptr;
-  }
-  if (capture != cudaStreamCaptureStatusNone) return nullptr;
-  unsigned long long id = 0;
-  SMK_CUDA_CHECK(cudaStreamGetId(s, &id));
-  const std::size_t thread = s == nullptr || s == cudaStreamPerThread
-                                 ? std::hash<std::thread::id>{}(std::this_thread::get_id())
-                                 : 0;
-  struct Buffer {
-    int* p = nullptr;
-    std::size_t n = 0;
-  };
-  static std::mutex mu;
-  static std::map<std::tuple<int, unsigned long long, std::size_t>, Buffer> buffers;
-  std::lock_guard<std::mutex> lock(mu);
-  Buffer& buf = buffers[{device, id, thread}];
-  if (buf.n < n) {
-    const std::size_t want = std::max(n, 2 * buf.n);
-    int* p = static_cast<int*>(kernels::workspace_alloc(want * sizeof(int), s));
-    const cudaError_t err = cudaMemsetAsync(p, 0, want * sizeof(int), s);
-    if (err != cudaSuccess) {
-      kernels::workspace_free(p, s);
-      SMK_CUDA_CHECK(err);
-    }
-    if (buf.p != nullptr) kernels::workspace_free(buf.p, s);
-    buf = {p, want};
-  }
-  return buf.p;
 }
 
 }  // namespace
@@ -620,7 +569,9 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   if (!mma && scatter && rows_per_block == 4 && vecs == 1)
     throw_unsupported(op, "DecodeConfig: reduce-scattered scores are built for vecs = 2 only at <= 4 rows");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
-  a.max_splits = decode_max_splits(sms);
+  if (config.max_splits < 0 || config.max_splits > kDecodeSplitLimit)
+    throw_unsupported(op, "DecodeConfig::max_splits must be 0 to " + std::to_string(kDecodeSplitLimit));
+  a.max_splits = decode_max_splits(sms, config.max_splits != 0 ? config.max_splits : kDecodeSplitCap);
   a.min_chunk = config.min_chunk != 0 ? config.min_chunk : static_cast<int>(kDecodeMinChunk);
   if (a.min_chunk < kDecodeChunkAlign || a.min_chunk % kDecodeChunkAlign != 0)
     throw_unsupported(op, "DecodeConfig::min_chunk must be 0 or a positive multiple of " +
@@ -632,20 +583,22 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
-  const bool fused = mma && merge == DecodeMerge::fused;
-  const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
+  // The cluster merge where a cluster of grid_splits blocks runs on this device; else (more splits than a cluster
+  // holds, an older GPU) the fused merge, which gives the same bits.
+  const int cluster = mma && merge == DecodeMerge::cluster && a.grid_splits > 1 &&
+                              decode_mma_cluster_fits(dev, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages,
+                                                      a.grid_splits)
+                          ? a.grid_splits
+                          : 0;
+  const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
   void* workspace = nullptr;
-  if (a.grid_splits > 1) {
+  if (a.grid_splits > 1 && cluster == 0) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
     const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
-    int* kept = fused && on(config.self_reset_counters, kDecodeSelfResetCounters) ? counter_buffer(dev, s, counters)
-                                                                                   : nullptr;
-    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + (kept ? 0 : counters * sizeof(int)), s);
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + counters * sizeof(int), s);
     a.part_o = static_cast<float*>(workspace);
     a.part_lse = a.part_o + parts * p.d;
-    if (kept != nullptr) {
-      a.counters = kept;  // zero since the last call on this stream ended (or since counter_buffer's memset)
-    } else if (fused) {
+    if (fused) {  // zeroed on the stream before each call (a captured graph gets a memset node): nothing kept
       a.counters = reinterpret_cast<int*>(a.part_lse + parts);
       const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
       if (err != cudaSuccess) {
@@ -658,7 +611,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                   static_cast<unsigned>(p.batch));
   try {
     if (mma) {
-      launch_decode_mma(a, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages, grid, s);
+      launch_decode_mma(a, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages, grid, cluster, s);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

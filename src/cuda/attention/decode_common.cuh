@@ -32,10 +32,10 @@ struct DecodeArgs {
   bool causal;
   float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
   float* part_lse;  // [B, Hq, Sq, grid_splits]
-  // The tensor-core kernel's fused merge: [B, Hkv, row_chunks] arrival counts, zero at the launch; the last split
-  // block of each (sequence, KV head, row chunk) to arrive folds the splits and sets its count back to zero, so a
-  // buffer kept for the next call on the same stream needs no memset (decode.cu: counter_buffer). Null: the merge
-  // kernel does.
+  // The tensor-core kernel's atomic merge (DecodeMerge::fused): [B, Hkv, row_chunks] arrival counts in the call's
+  // workspace, zeroed by a memset before the launch; the last split block of each (sequence, KV head, row chunk) to
+  // arrive folds the splits. Null: the merge kernel does, or the cluster merge (which needs no partials in global
+  // memory and no counter: part_o is null too).
   int* counters;
 };
 
@@ -50,7 +50,10 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
 inline constexpr int kDecodeMmaRows = 8;
 
 // decode_mma.cu: the tensor-core split kernel for 16-bit T (bf16 when `bf16`), head dimension d (64 or 128),
-// `stages` ring stages per warp (2 or 3). Grid as decode.cu's: (grid_splits · row_chunks, Hkv, B).
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, cudaStream_t s);
+// `stages` ring stages per warp (2 or 3). Grid as decode.cu's: (grid_splits · row_chunks, Hkv, B). cluster > 0: the
+// splits of each (sequence, KV head, row chunk) run as one thread-block cluster of `cluster` = grid_splits blocks and
+// merge through distributed shared memory (only where decode_mma_cluster_fits says the device runs that size).
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, cudaStream_t s);
+bool decode_mma_cluster_fits(int device, bool bf16, int d, int stages, int cluster);
 
 }  // namespace smk::cuda

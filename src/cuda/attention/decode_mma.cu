@@ -36,9 +36,11 @@
 // non-finite V inside the product: those V rows are zero-filled too, and their contribution is added on the CUDA
 // cores afterwards, only to the rows that see them (with the unrounded f32 p). So, as in decode.cu, NaN anywhere
 // outside a row's visible window cannot reach its output.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -93,7 +95,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
                                               float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
   static_assert(V == 2 || V == 4, "D = 64 or 128");
-  static_assert(kDecodeSplitCap <= 32, "one split per lane");
+  static_assert(kDecodeSplitLimit <= 32, "one split per lane");
   __shared__ int last;
   __threadfence();  // this block's partials are visible device-wide before its arrival is counted
   __syncthreads();
@@ -116,7 +118,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
-    float* mine_stage = stage + warp * kDecodeSplitCap * D;  // [split][D] f32, this warp's
+    float* mine_stage = stage + warp * kDecodeSplitLimit * D;  // [split][D] f32, this warp's
     constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
     for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
       const int i = id / kVecs, x = (id % kVecs) * 4;
@@ -133,7 +135,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     ptx::cp_async_wait<0>();
     __syncwarp();  // every lane's copies have landed
 #pragma unroll
-    for (int i = 0; i < kDecodeSplitCap; ++i) {
+    for (int i = 0; i < kDecodeSplitLimit; ++i) {
       const float ci = __shfl_sync(kFull, coef, i);
       if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
       float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
@@ -155,7 +157,83 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   }
 }
 
-template <typename T, int D, int kStages>
+// Shared memory of the fold after the ring (states [W][8], accumulators [W][8][D], coefficients, LSEs), and where the
+// cluster merge's partial rows [8][D] and their LSEs [8] go after it (f32; the fold's accumulators are read while
+// they are written, so the two must not overlap).
+template <int D>
+inline constexpr std::size_t kFoldBytes =
+    kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
+template <int D>
+inline constexpr std::size_t kPartOffset = (kFoldBytes<D> + 127) / 128 * 128;
+template <int D>
+inline constexpr std::size_t kPartEnd = kPartOffset<D> + (kRows * D + kRows) * sizeof(float);
+
+// A barrier over the thread-block cluster with release/acquire semantics on shared memory (barrier.cluster.arrive
+// .release + wait.acquire): sm_90 and later only; the host launches clusters only where the device has them.
+__device__ __forceinline__ void cluster_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#elif defined(__CUDA_ARCH__)
+  __trap();
+#endif
+}
+
+// The cluster merge (DecodeMerge::cluster, the default since round 3): the splits of one (sequence, KV head, row
+// chunk) are the blocks of one thread-block cluster (blockIdx.x = row chunk · grid_splits + split, cluster
+// (grid_splits, 1, 1)), each split's normalised partial rows and LSEs stay in its own shared memory, and after one
+// cluster barrier every block folds a share of the outputs by reading the others' shared memory (distributed shared
+// memory): a unit is one row's 32-dimension slice, one dimension per lane, the units dealt to the nsplit · kWarps
+// warps in turn. No partial goes to global memory, no counter, no fence, and the fold's critical path is one barrier
+// and one round of remote loads instead of the last block's loads from L2 after every block's atomic.
+// The arithmetic is merge_if_last's, element for element: lane i holds split i's LSE as a state, the same butterfly
+// of OnlineSoftmaxState::merge (every lane ends with the same total), the sink, each split's coefficient from the
+// total's normalizer, then o = fmaf(c_i, partial_i, o) in split order skipping c_i = 0 — so for the same split rule the
+// two merges give the same bits (test_decode checks it), and the result depends on the sequence's length alone.
+// A second barrier keeps every block (and its shared memory) alive until the reads of it are done. Blocks past a
+// shorter sequence's nsplit only join the two barriers.
+template <typename T, int D>
+__device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int split,
+                                                 int nsplit, float* part) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every split's partial rows and LSEs are in its shared memory
+  constexpr int kSlices = D / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int u = split * kWarps + warp; u < kRows * kSlices; u += nsplit * kWarps) {
+    const int r = u / kSlices, x = (u % kSlices) * 32 + lane;
+    const int row = row_chunk * kRows + r;
+    if (row >= a.rows) break;  // rows grow with u
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    // All the remote loads first (none depends on another): one latency for the unit.
+    const float mine = lane < nsplit ? cluster.map_shared_rank(part, lane)[kRows * D + r] : -detail::inf_<float>();
+    float pv[kDecodeClusterMax];
+#pragma unroll
+    for (int i = 0; i < kDecodeClusterMax; ++i) pv[i] = i < nsplit ? cluster.map_shared_rank(part, i)[r * D + x] : 0.0f;
+    State st = State::from_lse(mine);
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 /= 2)
+      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
+    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
+    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+    float o = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kDecodeClusterMax; ++i) {
+      const float ci = __shfl_sync(kFull, coef, i);
+      if (ci != 0.0f) o = fmaf(ci, pv[i], o);  // empty (or past nsplit): skipped; NaN is not 0 and poisons
+    }
+    static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
+    if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
+  }
+  cluster.sync();  // no block leaves, and takes its shared memory with it, before the reads of it are done
+#else
+  (void)a, (void)b, (void)hk, (void)row_chunk, (void)split, (void)nsplit, (void)part;
+  cluster_barrier();
+#endif
+}
+
+template <typename T, int D, int kStages, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -166,14 +244,24 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
 
-  const int row_chunk = blockIdx.x % a.row_chunks;
-  const int split = blockIdx.x / a.row_chunks;
+  // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
+  // split are (round 2's order).
+  const int row_chunk = kCluster ? blockIdx.x / a.grid_splits : blockIdx.x % a.row_chunks;
+  const int split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
   const int hk = blockIdx.y;
   const std::int64_t b = blockIdx.z;
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
-  if (split >= nsplit) return;  // the grid is sized for S_max; this sequence is shorter
+  if (split >= nsplit) {  // the grid is sized for S_max; this sequence is shorter
+    if constexpr (kCluster) {
+      if (nsplit > 1) {  // its cluster merges: join the merge's two barriers (nsplit is the same across the cluster)
+        cluster_barrier();
+        cluster_barrier();
+      }
+    }
+    return;
+  }
   const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits, a.min_chunk));
   const int k0 = split * chunk;
   const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
@@ -401,42 +489,114 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     if (nsplit == 1) {
       static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
       if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = slse[r];
+    } else if constexpr (kCluster) {
+      float* part = reinterpret_cast<float*>(smem + kPartOffset<D>);
+      part[r * D + x] = o;
+      if (x == 0) part[kRows * D + r] = slse[r];
     } else {
       const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits + split;
       a.part_o[prow * D + x] = o;
       if (x == 0) a.part_lse[prow] = slse[r];
     }
   }
-  if (nsplit > 1 && a.counters != nullptr) {
+  if constexpr (kCluster) {
+    if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
+  } else if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
     merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
 template <typename T, int D, int kStages>
-void launch(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
+constexpr std::size_t smem_bytes() {
   constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
-  constexpr std::size_t fold = kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
-  constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitCap * D * sizeof(float);  // the fused merge's
+  constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitLimit * D * sizeof(float);  // the fused merge's
   static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
-  constexpr std::size_t bytes = ring > fold ? ring : fold;
-  auto* kernel = decode_mma_kernel<T, D, kStages>;
+  static_assert(kPartEnd<D> <= ring, "the cluster merge's partials fit in the ring: no more shared memory per block");
+  return ring > kPartEnd<D> ? ring : kPartEnd<D>;
+}
+
+// cluster: 0 for a plain launch, else the cluster's extent in x (grid_splits, at most kDecodeClusterMax; above the
+// portable 8 the kernel must allow a non-portable size).
+template <typename T, int D, int kStages, bool kCluster>
+cudaLaunchConfig_t prepare(dim3 grid, int cluster, cudaStream_t s, cudaLaunchAttribute* attr) {
+  constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
+  auto* kernel = decode_mma_kernel<T, D, kStages, kCluster>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  kernel<<<grid, kWarps * 32, bytes, s>>>(a);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.dynamicSmemBytes = bytes;
+  cfg.stream = s;
+  if (kCluster) {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cfg;
+}
+
+template <typename T, int D, int kStages>
+void launch(const DecodeArgs& a, dim3 grid, int cluster, cudaStream_t s) {
+  cudaLaunchAttribute attr{};
+  if (cluster > 0) {
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(grid, cluster, s, &attr);
+    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
+  } else {
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(grid, 0, s, &attr);
+    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false>, a));
+  }
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
 }
 
+// Whether the device can run clusters of `cluster` blocks of this kernel (at least one active at a time): asked once
+// per device (the first 16 ordinals) and size, the answer kept for the process.
+template <typename T, int D, int kStages>
+bool cluster_fits(int device, int cluster) {
+  static std::atomic<int> known[16][kDecodeClusterMax + 1];  // 0: not asked yet; 1: fits; 2: does not
+  std::atomic<int>* slot = device >= 0 && device < 16 ? &known[device][cluster] : nullptr;
+  if (slot != nullptr && slot->load(std::memory_order_relaxed) != 0) return slot->load(std::memory_order_relaxed) == 1;
+  int major = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  int active = 0;
+  if (major >= 9) {
+    cudaLaunchAttribute attr{};
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(dim3(cluster), cluster, nullptr, &attr);
+    if (cudaOccupancyMaxActiveClusters(&active, decode_mma_kernel<T, D, kStages, true>, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();  // not a sticky error: this size is refused, the atomic merge serves
+      active = 0;
+    }
+  }
+  if (slot != nullptr) slot->store(active > 0 ? 1 : 2, std::memory_order_relaxed);
+  return active > 0;
+}
+
 template <typename T>
-void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, cudaStream_t s) {
-  if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, s) : launch<T, 64, 3>(a, grid, s);
-  else stages == 2 ? launch<T, 128, 2>(a, grid, s) : launch<T, 128, 3>(a, grid, s);
+void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, cudaStream_t s) {
+  if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, cluster, s) : launch<T, 64, 3>(a, grid, cluster, s);
+  else stages == 2 ? launch<T, 128, 2>(a, grid, cluster, s) : launch<T, 128, 3>(a, grid, cluster, s);
+}
+
+template <typename T>
+bool fits_d(int device, int d, int stages, int cluster) {
+  if (d == 64) return stages == 2 ? cluster_fits<T, 64, 2>(device, cluster) : cluster_fits<T, 64, 3>(device, cluster);
+  return stages == 2 ? cluster_fits<T, 128, 2>(device, cluster) : cluster_fits<T, 128, 3>(device, cluster);
 }
 
 }  // namespace
 
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, cudaStream_t s) {
-  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, s);
-  else launch_d<__half>(a, d, stages, grid, s);
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, cudaStream_t s) {
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, s);
+  else launch_d<__half>(a, d, stages, grid, cluster, s);
+}
+
+bool decode_mma_cluster_fits(int device, bool bf16, int d, int stages, int cluster) {
+  if (cluster < 2 || cluster > kDecodeClusterMax) return false;
+  return bf16 ? fits_d<__nv_bfloat16>(device, d, stages, cluster) : fits_d<__half>(device, d, stages, cluster);
 }
 
 }  // namespace smk::cuda

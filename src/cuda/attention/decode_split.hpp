@@ -3,13 +3,14 @@
 //
 // The rule depends only on the sequence's own length L and the device, never on the batch it arrives in, so a
 // sequence's result is bitwise the same alone or in any batch (batch invariance), and run to run:
-//   max_splits = min(kDecodeSplitCap, SMs / 4)          (32 on the H200's 132 SMs)
+//   max_splits = min(kDecodeSplitCap, SMs / 4)          (16 on the H200's 132 SMs; 32 until round 3)
 //   chunk(L)   = max(kDecodeMinChunk, round_up(ceil(L / max_splits), kDecodeChunkAlign))
 //   splits(L)  = max(1, ceil(L / chunk(L)))
 // Short sequences get chunks of kDecodeMinChunk keys (a block streams 1024 keys · 512 bytes = 512 KB at D = 128,
 // enough to amortise its start and its partial result's 2 KB); long ones at most max_splits chunks, so a single
-// sequence of 32k keys and 8 KV heads fills the H200 with 256 blocks (two per SM fit), and the merge reads at most
-// 32 partial rows per output row.
+// sequence of 32k keys and 8 KV heads gets 128 blocks of 2048 keys on the H200, and all the splits of one (sequence,
+// KV head) fit one thread-block cluster (at most 16 blocks), which merges them through distributed shared memory
+// (decode_mma.cu).
 #pragma once
 
 #include <cstdint>
@@ -27,11 +28,19 @@ namespace smk::cuda {
 // length leaves whole waves depends on the batch, which the rule may not look at: 1024 stays.
 inline constexpr std::int64_t kDecodeMinChunk = 1024;
 inline constexpr std::int64_t kDecodeChunkAlign = 128;  // a multiple of every kernel variant's tile of keys
-inline constexpr int kDecodeSplitCap = 32;              // the merge kernel holds one split's LSE per lane
+// The rule's cap: 16, the largest thread-block cluster the H200 runs (non-portable size; 8 is the portable one), so
+// the splits of one (sequence, KV head) are one cluster and merge in distributed shared memory. Round 2 (commit
+// bb13db2) capped at 32 with the atomic-counter merge; 16 splits (chunks of >= 2048 keys at (1, 32768)) tied it
+// there with that merge (53.8 against 53.8 us).
+inline constexpr int kDecodeSplitCap = 16;
+// The most splits any merge handles (one split's LSE per lane of a warp): DecodeConfig::max_splits may ask for up to
+// this many, to measure the rule's cap; the cluster merge then gives way to the atomic one above kDecodeClusterMax.
+inline constexpr int kDecodeSplitLimit = 32;
+inline constexpr int kDecodeClusterMax = 16;
 
-inline int decode_max_splits(int multiprocessors) {
+inline int decode_max_splits(int multiprocessors, int cap = kDecodeSplitCap) {
   const int n = multiprocessors / 4;
-  return n < 1 ? 1 : (n > kDecodeSplitCap ? kDecodeSplitCap : n);
+  return n < 1 ? 1 : (n > cap ? cap : n);
 }
 
 // min_chunk: kDecodeMinChunk, except where a benchmark or test asks for another multiple of kDecodeChunkAlign

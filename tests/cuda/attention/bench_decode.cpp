@@ -4,9 +4,12 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup; the dispatcher's choice timed first and again last, for the spread. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice and, beside it, the fused merge's counters zeroed by a memset (round 1's way), the
-// other ring depth, the merge kernel instead of the fused merge (whose share the event between the two kernels
-// measures), and the split rule's shortest chunk at 2048 and 4096 keys.
+// for the dispatcher's choice (round 3: the cluster merge, at most 16 splits) and, beside it: the fused (atomic)
+// merge under the same rule (the same bits: the merge's cost alone), round 2's rule (up to 32 splits) with the fused
+// merge, the merge kernel instead (whose share the event between the two kernels measures: the split kernel alone is
+// the rest), the other ring depth; and two probes of the fixed cost: the dispatcher after a flush that leaves L2
+// clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line is written back during the
+// timed call), and a call whose sequences are all empty (the same grid; the launch and the blocks' start and end).
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -24,6 +27,7 @@
 #include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/decode_split.hpp"
 #include "softmaxkit/attention.hpp"
+#include "softmaxkit/softmax.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 #include "softmaxkit/device.hpp"
@@ -72,6 +76,13 @@ int main(int argc, char** argv) {
   SMK_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   void* flush = nullptr;
   SMK_CUDA_CHECK(cudaMalloc(&flush, kFlushBytes));
+  // The clean flush's read: logsumexp over 256 MB of f32 rows (zeros: its time is not measured, only what it leaves
+  // in L2).
+  constexpr std::int64_t kReadRows = 65536, kReadCols = 1024;
+  DeviceBuffer<float> read_in(kReadRows * kReadCols), read_out(kReadRows);
+  read_in.fill_bytes(0);
+  const auto read_in_v = TensorView::of(read_in.data(), {kReadRows, kReadCols}, smk::Device::cuda(0));
+  const auto read_out_v = TensorView::of(read_out.data(), {kReadRows}, smk::Device::cuda(0));
   std::vector<cudaEvent_t> ev(3 * kReps);
   for (auto& e : ev) SMK_CUDA_CHECK(cudaEventCreate(&e));
   const auto dev = smk::Device::cuda(0);
@@ -99,13 +110,16 @@ int main(int argc, char** argv) {
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
     // Median µs of the whole call and of the merge, under a kernel configuration ({}: the dispatcher's).
-    const auto measure = [&](smk::cuda::DecodeConfig config, double& merge_us) {
+    // clean: the flush then a 256 MB read, so L2 holds no dirty line; lens: the sequence lengths (N, or all zero).
+    const auto measure = [&](smk::cuda::DecodeConfig config, double& merge_us, bool clean = false,
+                             const TensorView* lens_v = nullptr) {
       const auto call = [&](void* between) {
-        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, between, config);
+        smk::cuda::attention_decode(O, L, Q, K, V, lens_v ? *lens_v : N, opt, p, smk::Stream{s}, between, config);
       };
       for (int i = 0; i < kWarmup; ++i) call(nullptr);
       for (int i = 0; i < kReps; ++i) {
         SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+        if (clean) smk::logsumexp(read_out_v, read_in_v, {}, smk::Stream{s});
         SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
         call(ev[3 * i + 1]);
         SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
@@ -123,23 +137,24 @@ int main(int argc, char** argv) {
       return median(total);
     };
     using smk::cuda::DecodeMerge;
-    using smk::cuda::DecodeToggle;
     constexpr auto kMma = DecodeKernel::mma;
     constexpr auto kDisp = DecodeScores::dispatcher;
-    constexpr auto kFused = DecodeMerge::fused;
     const int other_stages = smk::cuda::kDecodeMmaStages == 2 ? 3 : 2;
     double merge_us = 0, merge_mk = 0, unused = 0;
     const double us = measure({}, merge_us);
-    // The fused merge's counters zeroed by a memset before each call (round 1's way, and a capturing stream's).
-    // (Round 2's other levers, q after the first tiles and the merge's partials staged before its butterfly, were
-    // timed off in the run of bb13db2 and are now unconditional.)
-    const double us_memset = measure({0, kDisp, kMma, 0, kFused, 0, DecodeToggle::off}, unused);
-    const double us_other = measure({0, kDisp, kMma, other_stages, kFused}, unused);
+    // The fused (atomic) merge under the same rule: the same bits, so the difference is the merge's alone.
+    const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
+    // Round 2's rule (up to 32 splits) with the fused merge (its counters now zeroed by a memset before each call;
+    // round 2's kept counters measured 0.8-1.3 µs less, run of bb13db2).
+    const double us_r2 = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 32}, unused);
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk);
-    // The split rule's shortest chunk (kDecodeMinChunk = 1024) at 2048 and 4096 keys: fewer, longer blocks (512 and
-    // 256 lost in the run of 98f32d4).
-    const double us_c2048 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 2048}, unused);
-    const double us_c4096 = measure({0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 4096}, unused);
+    const double us_other = measure({0, kDisp, kMma, other_stages}, unused);
+    const double us_clean = measure({}, unused, true);
+    const std::vector<std::int32_t> zeros_host(r.B, 0);
+    auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
+    const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
+    const double us_empty = measure({}, unused, false, &Z);
+    const double us_empty_r2 = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 32}, unused, false, &Z);
     const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
@@ -149,18 +164,20 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
-    std::printf("   memset %.1f | %d stages %.1f | merge kernel %.1f (merge %.1f%%) | chunks 2048+ %.1f, 4096+ %.1f us\n",
-                us_memset, other_stages, us_other, us_mk, 100 * merge_mk / us_mk, us_c2048, us_c4096);
+    std::printf("   fused %.1f | round 2 rule %.1f | merge kernel %.1f (merge %.1f%%) | %d stages %.1f | clean L2 %.1f | "
+                "empty %.1f (round 2 rule %.1f) us\n",
+                us_fused, us_r2, us_mk, 100 * merge_mk / us_mk, other_stages, us_other, us_clean, us_empty,
+                us_empty_r2);
     char item[1024];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
-                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_memset\": %.3f, "
+                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_fused\": %.3f, \"us_r2_rule\": %.3f, "
                   "\"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
-                  "\"merge_us_merge_kernel\": %.3f, \"us_chunk2048\": %.3f, \"us_chunk4096\": %.3f, "
-                  "\"default_stages\": %d, \"default_min_chunk\": %lld}",
+                  "\"merge_us_merge_kernel\": %.3f, \"us_clean_l2\": %.3f, \"us_empty\": %.3f, "
+                  "\"us_empty_r2_rule\": %.3f, \"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, us_again, bytes, tbs, us_memset, other_stages,
-                  us_other, us_mk, merge_mk, us_c2048, us_c4096, smk::cuda::kDecodeMmaStages,
+                  (long long)r.d, us, us_again, bytes, tbs, us_fused, us_r2, other_stages, us_other, us_mk, merge_mk,
+                  us_clean, us_empty, us_empty_r2, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk);
     json += item;
   }

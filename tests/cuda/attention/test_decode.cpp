@@ -110,19 +110,23 @@ const DecodeConfig kOneVector{1, DecodeScores::all_lanes};
 const DecodeConfig kScattered{0, DecodeScores::scatter};
 // The tensor-core kernel (decode_mma.cu) with its default ring and with the other depth; and the CUDA-core kernel
 // with the dispatcher's own choices.
-// kMma and kMma3 merge the splits inside the split kernel (the fused merge), kMmaMergeKernel with the merge kernel.
+// kMma merges the splits inside the split kernel through an atomic count (the fused merge), kMma3 (and the
+// dispatcher) inside it through distributed shared memory (the cluster merge), kMmaMergeKernel with the merge kernel.
 const DecodeConfig kMma{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused};
-const DecodeConfig kMma3{0, DecodeScores::dispatcher, DecodeKernel::mma, 3, smk::cuda::DecodeMerge::fused};
+const DecodeConfig kMma3{0, DecodeScores::dispatcher, DecodeKernel::mma, 3, smk::cuda::DecodeMerge::cluster};
 const DecodeConfig kMmaMergeKernel{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::kernel};
 const DecodeConfig kCudaCores{0, DecodeScores::dispatcher, DecodeKernel::cuda_cores};
 // The split rule with chunks of at least 256 keys instead of kDecodeMinChunk (bench_decode measures the constant).
 const DecodeConfig kMmaChunk256{0, DecodeScores::dispatcher, DecodeKernel::mma, 0, smk::cuda::DecodeMerge::dispatcher,
                                 256};
-// The tensor-core kernel with the fused merge's counters zeroed by a memset before each call (what a stream that
-// captures a graph gets) instead of the per-stream counters that reset themselves.
-using smk::cuda::DecodeToggle;
-const DecodeConfig kMmaMemset{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0,
-                              DecodeToggle::off};
+// Round 2's split rule (up to 32 splits, more than a cluster holds) with the fused merge: one split per lane of its
+// merging warp, 100003 keys in 32 chunks.
+const DecodeConfig kMmaCap32{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0, 32};
+// The cluster merge at a cap of 8 splits (clusters of at most 8, the portable size; a mixed batch's short sequences
+// leave blocks that only join the barriers).
+const DecodeConfig kMmaCluster8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
+                                0, 8};
+const DecodeConfig kMmaFused8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0, 8};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -133,11 +137,13 @@ const char* name_of(const DecodeConfig* config) {
   if (config == nullptr) return "dispatcher";
   if (config == &kOneVector) return "cuda cores, one vector";
   if (config == &kScattered) return "cuda cores, scatter";
-  if (config == &kMma) return "tensor cores";
-  if (config == &kMma3) return "tensor cores, 3 stages";
+  if (config == &kMma) return "tensor cores, fused (atomic) merge";
+  if (config == &kMma3) return "tensor cores, 3 stages, cluster merge";
   if (config == &kMmaMergeKernel) return "tensor cores, merge kernel";
   if (config == &kMmaChunk256) return "tensor cores, chunks of 256+";
-  if (config == &kMmaMemset) return "tensor cores, counters zeroed by a memset";
+  if (config == &kMmaCap32) return "tensor cores, fused merge, up to 32 splits";
+  if (config == &kMmaCluster8) return "tensor cores, cluster merge, up to 8 splits";
+  if (config == &kMmaFused8) return "tensor cores, fused merge, up to 8 splits";
   return "cuda cores";
 }
 
@@ -273,7 +279,7 @@ void issue_lengths(std::int64_t d) {
   // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
   for (const DecodeConfig* config :
        {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
-        &kMmaChunk256, &kMmaMemset}) {
+        &kMmaChunk256, &kMmaCap32}) {
     SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
     const bool mma = is_mma(config);
     {
@@ -359,7 +365,8 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
 TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {&kCudaCores, &kMma, &kMmaMergeKernel, &kMmaChunk256, &kMmaMemset}) {
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
+                                     &kMmaChunk256, &kMmaCluster8}) {
   SCOPED_TRACE(name_of(config));
   using T = smk::bfloat16_t;
   const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
@@ -395,26 +402,44 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   }
 }
 
-// The counters that reset themselves change when things happen, not what is computed: the default gives the bits
-// of counters zeroed by a memset before the call (the bits of round 1, whose other two levers changed no arithmetic
-// either: the H200 run of bb13db2 checked that against round 1's configuration). They are kept per stream between
-// calls: calls on one stream (a smaller batch first, so the buffer then grows) and on two streams at once, without
-// synchronising in between, all give those bits — a count left behind by one call, or two calls counting in one
-// buffer, would skip or double a merge and leave NaN (the poison) or wrong values.
-TEST(CudaAttentionDecode, FusedMergeLeversKeepTheBitsAcrossCallsAndStreams) {
+// The two in-kernel merges compute the same thing in the same order: for the same split rule the cluster merge
+// (through distributed shared memory, the default) gives the fused merge's bits (atomic count, partials through
+// global memory), with several row chunks per KV head (4 causal tokens × 4 query heads: 16 rows, two chunks of 8) and
+// sequences of different split counts in one batch, at the rule's cap and at 8 splits. Neither keeps anything between
+// calls: calls on two streams at once, without synchronising in between (a smaller problem first on one of them),
+// all give those bits.
+TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStreams) {
   SMK_REQUIRE_GPU();
   using T = smk::bfloat16_t;
-  Case<T> c(3, 1, 8, 2, 128, 33000, {33000, 4097, 20000}, 61);
-  const Result ref = run_gpu(c, &kMmaMemset);
+  Case<T> c(3, 4, 8, 2, 128, 33000, {33000, 4097, 20000}, 61);
+  c.causal = true;
+  const Result ref = run_gpu(c, &kMma);
   expect_matches_reference(c, ref, true);
-  for (const DecodeConfig* config : {&kMma, &kMmaMemset, &kMma}) {
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMma}) {
     SCOPED_TRACE(name_of(config));
     const Result got = run_gpu(c, config);
     EXPECT_TRUE(bitwise_equal(got.o, ref.o));
     EXPECT_TRUE(bitwise_equal(got.lse, ref.lse));
   }
+  {
+    SCOPED_TRACE("at most 8 splits");
+    const Result f8 = run_gpu(c, &kMmaFused8), c8 = run_gpu(c, &kMmaCluster8);
+    EXPECT_TRUE(bitwise_equal(c8.o, f8.o));
+    EXPECT_TRUE(bitwise_equal(c8.lse, f8.lse));
+  }
+  c.causal = false;
+  c.sq = 1;
+  c.q.resize(c.B * c.hq * c.d);
+  const Result ref1 = run_gpu(c, &kMma);
+  expect_matches_reference(c, ref1, true);
+  {
+    SCOPED_TRACE("one token: 4 rows per KV head");
+    const Result got = run_gpu(c);
+    EXPECT_TRUE(bitwise_equal(got.o, ref1.o));
+    EXPECT_TRUE(bitwise_equal(got.lse, ref1.lse));
+  }
   Case<T> small(1, 1, 8, 2, 128, 20000, {20000}, 62);
-  const Result small_ref = run_gpu(small, &kMmaMemset);
+  const Result small_ref = run_gpu(small, &kMma);
 
   const auto dev = smk::Device::cuda(0);
   auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
@@ -441,7 +466,7 @@ TEST(CudaAttentionDecode, FusedMergeLeversKeepTheBitsAcrossCallsAndStreams) {
   DeviceBuffer<float> small_lse(small.hq);
   small_out.fill_bytes(0xFF);
   small_lse.fill_bytes(0xFF);
-  {  // stream 0 sees a smaller problem first: its counter buffer grows at the next call
+  {  // stream 0 sees a smaller problem first
     const auto so = TensorView::of(small_out.data(), {1, 1, small.hq, small.d}, dev);
     const auto sL = TensorView::of(small_lse.data(), {1, small.hq, 1}, dev);
     smk::attention_decode(so, sL, TensorView::of(sq.data(), {1, 1, small.hq, small.d}, dev),
@@ -468,14 +493,13 @@ TEST(CudaAttentionDecode, FusedMergeLeversKeepTheBitsAcrossCallsAndStreams) {
     SCOPED_TRACE(testing::Message() << "call " << i << " on stream " << i % 2);
     std::vector<float> o;
     for (const T& x : outs[i].to_host()) o.push_back(smk::to_float(x));
-    EXPECT_TRUE(bitwise_equal(o, ref.o));
-    EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref.lse));
+    EXPECT_TRUE(bitwise_equal(o, ref1.o));
+    EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref1.lse));
   }
 }
 
-// A call captured into a CUDA graph (the fused merge's counters then come from the call's workspace, zeroed by a
-// memset node, not from the stream's kept buffer): each replay gives the direct call's bits, and a direct call on
-// the capturing stream between replays too (it uses the stream's own counters, which the graph never touches).
+// A call captured into a CUDA graph (the cluster launch a kernel node with its cluster size): each replay gives the
+// direct call's bits, and a direct call on the capturing stream between replays too.
 TEST(CudaAttentionDecode, GraphCaptureReplaysGiveTheDirectCallsBits) {
   SMK_REQUIRE_GPU();
   using T = smk::bfloat16_t;
@@ -655,6 +679,7 @@ TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
     const int cap = smk::cuda::decode_max_splits(sms);
     EXPECT_GE(cap, 1);
     EXPECT_LE(cap, smk::cuda::kDecodeSplitCap);
+    EXPECT_LE(cap, smk::cuda::kDecodeClusterMax);  // the splits of one (sequence, KV head) fit one cluster
     for (std::int64_t len : {0, 1, 1023, 1024, 1025, 4097, 32768, 100003, 131072, 1 << 22}) {
       const std::int64_t chunk = smk::cuda::decode_chunk(len, cap);
       const int n = smk::cuda::decode_splits(len, cap);
