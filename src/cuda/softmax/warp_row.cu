@@ -137,6 +137,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<In, E>) warp_rows_kernel(
       }
     }
     // Every lane takes part in the shuffles, idle groups included.
+    const bool transformed = p.scale || p.has_mask;
+    constexpr bool kExact = !kLog && sizeof(In) == 2;  // softmax of 16-bit scores: exp_diff's TwoSum skipped when exact
     float m[R], rest[R];
     int ties[R];
 #pragma unroll
@@ -148,6 +150,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<In, E>) warp_rows_kernel(
       if constexpr (kLog) {
         rest[r] = group_sum(thread_log_rest(v[r], shift, ties[r]), lanes);
         ties[r] = group_count(ties[r], lanes);
+      } else if (kExact) {
+        // A uniform branch for a row's lanes: the test's reductions make every lane of the group agree.
+        const bool exact = !transformed && exact_differences<In>(group_min(tree_min_abs<E>(v[r]), lanes),
+                                                                 group_max(tree_max_abs<E>(v[r]), lanes));
+        rest[r] = group_sum(exact ? thread_exp_exact(v[r], shift) : thread_exp_rest(v[r], shift, true, false, ties[r]),
+                            lanes);
       } else {
         rest[r] = group_sum(thread_exp_rest(v[r], shift, true, false, ties[r]), lanes);
       }
