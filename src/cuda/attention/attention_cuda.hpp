@@ -24,9 +24,11 @@ struct PrefillConfig {
   PrefillToggle o_smem = PrefillToggle::dispatcher;
   // The accumulator's rescale skipped for a 16-row tile whose row maxima all stayed put (a warp vote).
   PrefillToggle skip_rescale = PrefillToggle::dispatcher;
-  // With kernel = wgmma, `warps` is 4 or 8 (one or two warpgroups of 64 query rows), block_n 64, stages 3, m_tiles
-  // 1 (kPrefillWgmmaVariants); fold_scale and skip_rescale apply, o_smem does not.
+  // With kernel = wgmma, `warps` is 4 or 8 (one or two warpgroups of 64 query rows), block_n 64 or 128, stages 3,
+  // m_tiles 1 (kPrefillWgmmaVariants); fold_scale and skip_rescale apply, o_smem does not.
   PrefillKernel kernel = PrefillKernel::dispatcher;
+  // wgmma kernel: Q, K and V by TMA on mbarriers (on) or by every thread's cp.async (off); varlen always cp.async.
+  PrefillToggle tma = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -64,16 +66,21 @@ inline constexpr int kPrefillStagesD128 = 2;
 // −0.5-3 % at D = 64; O through shared memory within ±1 % at D = 128 and −1-3 % at D = 64 (the spread between two
 // near-identical kernels in that run is 1-2 %). The defaults are the configuration measured best, all on; the D = 64
 // ablation on 4 × 1 is for the next run.
-// The wgmma kernel's built variants (prefill_wgmma.cu), in the same fields: 1 or 2 consumer warpgroups per CTA,
-// 64-key tiles in a 3-stage cp.async ring. Checked by test_prefill, timed by tune_prefill.
+// The wgmma kernel's built variants (prefill_wgmma.cu), in the same fields: 1 or 2 consumer warpgroups per CTA
+// (warps 4 or 8), 64- or 128-key tiles in a 3-stage cp.async ring (at D = 128, 128-key tiles fit only with two
+// warpgroups: 225 KB of shared memory). Checked by test_prefill, timed by tune_prefill.
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
-    {128, 4, 1, 64, 3}, {128, 8, 1, 64, 3}, {64, 4, 1, 64, 3}, {64, 8, 1, 64, 3}};
+    {128, 4, 1, 64, 3}, {128, 8, 1, 64, 3}, {128, 8, 1, 128, 3}, {64, 4, 1, 64, 3},
+    {64, 8, 1, 64, 3},  {64, 4, 1, 128, 3}, {64, 8, 1, 128, 3}};
 // The dispatcher's kernel per head dimension: mma.sync until an H200 run shows the wgmma kernel faster on a shape
 // (docs/perf-notebook.md, 2026-11-30, the wgmma section), and the wgmma kernel's warpgroups when it is chosen.
 inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::mma_sync;
 inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::mma_sync;
 inline constexpr int kPrefillWgmmaWarpsD64 = 8;
-inline constexpr int kPrefillWgmmaWarpsD128 = 8;
+inline constexpr int kPrefillWgmmaWarpsD128 = 4;
+inline constexpr int kPrefillWgmmaBlockND64 = 64;
+inline constexpr int kPrefillWgmmaBlockND128 = 64;
+inline constexpr bool kPrefillWgmmaTma = false;
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;
 inline constexpr bool kPrefillSkipRescale = true;

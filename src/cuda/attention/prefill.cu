@@ -481,10 +481,11 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     throw_unsupported(op, "the wgmma prefill kernel needs an sm_90a build (CMAKE_CUDA_ARCHITECTURES with 90a) and a "
                           "compute-capability 9.0 device");
   const bool wg = kernel == PrefillKernel::wgmma;
+  const int wg_warps = d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128;
+  const int wg_block_n = d64 ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND128;
   const PrefillVariant variant =
-      wg ? PrefillVariant{static_cast<int>(d),
-                          config.warps != 0 ? config.warps : (d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128),
-                          config.m_tiles != 0 ? config.m_tiles : 1, config.block_n != 0 ? config.block_n : 64,
+      wg ? PrefillVariant{static_cast<int>(d), config.warps != 0 ? config.warps : wg_warps,
+                          config.m_tiles != 0 ? config.m_tiles : 1, config.block_n != 0 ? config.block_n : wg_block_n,
                           config.stages != 0 ? config.stages : 3}
          : PrefillVariant{
                static_cast<int>(d), config.warps != 0 ? config.warps : (d64 ? kPrefillWarpsD64 : kPrefillWarpsD128),
@@ -558,7 +559,11 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (wg) {
-    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps / 4, a, batch, hq, sq, s);
+    // TMA boxes cannot stop at a varlen sequence's end (the next sequence's rows would be read): cp.async there.
+    // (A tensor map needs every extent ≥ 1: no keys at all takes cp.async too.)
+    const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0;
+    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps / 4, variant.block_n, tma, a, batch, hq, sq,
+                         s);
     return;
   }
   if (q.dtype == DType::bf16)

@@ -35,11 +35,16 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cudaTypedefs.h>  // CUtensorMap and the encoder's type (header only: no libcuda link)
+
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 #include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/ptx.cuh"
+#include "softmaxkit/core/error.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -48,7 +53,6 @@ namespace smk::cuda {
 namespace {
 
 constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
-constexpr int kBlockN = 64;                  // keys per tile: S of one warpgroup is 32 f32 registers a thread
 constexpr int kStages = 3;                   // see the opening comment
 
 // Byte offset of the 16-byte chunk `ch` (of D/8) of row `row` in a [kRows][D] tile stored as 128-byte-swizzled
@@ -77,8 +81,18 @@ __device__ __forceinline__ void copy_tile(std::uint32_t s, const T* g, std::int6
   }
 }
 
-template <typename T, int D, int kWG>
-__global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillArgs a) {
+// The TMA path's tensor maps (host-encoded per call, passed by value): Q with boxes of the CTA's rows, K and V with
+// boxes of one key tile, each box 64 columns × 1 head × rows × 1 batch entry, 128-byte swizzle.
+struct PrefillMaps {
+  CUtensorMap q, k, v;
+};
+
+// kBlockN keys per tile, 64 or 128: S of one warpgroup is kBlockN / 2 f32 registers a thread. kTma: Q, K and V
+// arrive by TMA on mbarriers (one thread issues them), else by every thread's cp.async (varlen always: a box would
+// read the next sequence's rows past this one's end, where cp.async zero-fills).
+template <typename T, int D, int kWG, int kBlockN, bool kTma>
+__global__ void __launch_bounds__(kWG * 128)
+    prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kThreads = kWG * 128;
   constexpr int kBlockM = 64 * kWG;
@@ -90,9 +104,15 @@ __global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillA
   constexpr std::uint32_t kStage = 2 * kTile;
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // Swizzle atoms must start on 1024-byte boundaries: the host adds 1 KB so the base can be rounded up.
-  const std::uint32_t q_addr = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
+  // Swizzle atoms must start on 1024-byte boundaries: the host adds 1 KB, the tiles start at the first boundary
+  // past the (kStages + 1) 8-byte mbarriers of the TMA path (one per stage: its tile's K and V landed; then Q's).
+  // Not one byte more: at D = 128 two CTAs of one warpgroup fill an SM's 228 KB exactly.
+  const std::uint32_t bar_addr = ptx::smem_addr(smem_raw);
+  const std::uint32_t q_addr = (bar_addr + 8u * (kStages + 1) + 1023u) & ~1023u;
   const std::uint32_t kv_addr = q_addr + kQBytes;
+  if (q_addr - bar_addr > 1024u) __trap();  // a base 8-31 bytes short of a boundary: never seen (it is 1024-aligned)
+  const auto full_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(stage); };
+  const std::uint32_t q_bar = full_bar(kStages);
 
   const int wg = static_cast<int>(threadIdx.x) / 128, warp = (static_cast<int>(threadIdx.x) % 128) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
@@ -127,6 +147,19 @@ __global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillA
     const std::uint32_t dst = kv_addr + stage * kStage;
     copy_tile<T, D, kBlockN, kThreads>(dst, kg + n1 * a.k_s, a.k_s, valid);
     copy_tile<T, D, kBlockN, kThreads>(dst + kTile, vg + n1 * a.v_s, a.v_s, valid);
+  };
+
+  // TMA: thread 0 issues a tile's K and V boxes (D / 64 panels each) on its stage's barrier. Coordinates are
+  // (column, head, row, batch entry); rows past the sequence's end come back as zeros.
+  const auto tma_kv = [&](int tile, int stage) {
+    const std::uint32_t dst = kv_addr + stage * kStage, bar = full_bar(stage);
+    ptx::mbar_arrive_expect_tx(bar, 2 * kTile);
+    const int n1 = tile * kBlockN;
+#pragma unroll
+    for (int pnl = 0; pnl < D / 64; ++pnl) {
+      ptx::tma_load_4d(dst + pnl * kKVPanel, &maps.k, 64 * pnl, hk, n1, b, bar);
+      ptx::tma_load_4d(dst + kTile + pnl * kKVPanel, &maps.v, 64 * pnl, hk, n1, b, bar);
+    }
   };
 
   // Descriptors (ptx.cuh): Q of this warpgroup (its 64 rows start 64·128 bytes into each Q panel), K and V of
@@ -221,19 +254,45 @@ __global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillA
     }
   };
 
-  // Prologue: Q and tile 0 in one group.
-  copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
-  if (n_tiles > 0) load_kv(0, 0);
-  ptx::cp_async_commit();
+  // Prologue: Q and tile 0 (one cp.async group, or two TMA barriers). A CTA with no visible key loads nothing.
+  if constexpr (kTma) {
+    if (threadIdx.x == 0) {
+      for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
+      ptx::fence_mbar_init();
+    }
+    __syncthreads();  // every thread waits on the barriers only once they are initialised
+    if (threadIdx.x == 0) {
+      if (n_tiles > 0) {
+        ptx::mbar_arrive_expect_tx(q_bar, kQBytes);
+#pragma unroll
+        for (int pnl = 0; pnl < D / 64; ++pnl)
+          ptx::tma_load_4d(q_addr + pnl * (kBlockM * 128), &maps.q, 64 * pnl, h, static_cast<int>(m0), b, q_bar);
+        tma_kv(0, 0);
+      }
+    }
+  } else {
+    copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
+    if (n_tiles > 0) load_kv(0, 0);
+    ptx::cp_async_commit();
+  }
 
   for (int j = 0; j < n_tiles; ++j) {
-    // Tile j (and Q) landed for this thread, visible to the async proxy, then for everyone; the barrier also proves
-    // every warpgroup waited for its P·V of tile j − 2, whose stage the copy of tile j + 1 now overwrites.
-    ptx::cp_async_wait<0>();
-    ptx::fence_proxy_async_shared();
+    // Tile j (and Q) landed for this thread (and, cp.async, made visible to the async proxy), then the barrier: it
+    // proves every warpgroup waited for its P·V of tile j − 2, whose stage tile j + 1 now overwrites.
+    if constexpr (kTma) {
+      if (j == 0) ptx::mbar_wait(q_bar, 0);
+      ptx::mbar_wait(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
+    } else {
+      ptx::cp_async_wait<0>();
+      ptx::fence_proxy_async_shared();
+    }
     __syncthreads();
-    if (j + 1 < n_tiles) load_kv(j + 1, (j + 1) % kStages);
-    ptx::cp_async_commit();
+    if constexpr (kTma) {
+      if (j + 1 < n_tiles && threadIdx.x == 0) tma_kv(j + 1, (j + 1) % kStages);
+    } else {
+      if (j + 1 < n_tiles) load_kv(j + 1, (j + 1) % kStages);
+      ptx::cp_async_commit();
+    }
     const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
     ptx::wgmma_fence();
     qk(s, cur);
@@ -271,7 +330,7 @@ __global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillA
     ptx::wgmma_commit();
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
-  } else {
+  } else if constexpr (!kTma) {
     ptx::cp_async_wait<0>();  // no tile: Q's copies may still be landing; let none outlive the CTA
   }
 
@@ -305,34 +364,91 @@ __global__ void __launch_bounds__(kWG * 128) prefill_wgmma_kernel(const PrefillA
 #endif
 }
 
-template <typename T, int D, int kWG>
-void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
-  constexpr int kBlockM = 64 * kWG;
-  constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG>;
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
-  const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
-  kernel<<<grid, kWG * 128, smem, stream>>>(a);
-  SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
+// Encodes one tensor map over a [B, S, H, D] view (strides in elements, D contiguous) with boxes of 64 columns ×
+// 1 head × `rows` rows × 1 batch entry, 128-byte swizzle, zeros outside the view. The driver's encoder is reached
+// through the runtime (cudaGetDriverEntryPointByVersion), so nothing links libcuda.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    SMK_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status));
+    if (status != cudaDriverEntryPointSuccess || !f)
+      throw_unsupported("attention_forward", "the driver has no cuTensorMapEncodeTiled (TMA path)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
 }
 
 template <typename T>
-bool launch_t(int d, int warpgroups, const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq,
-              cudaStream_t s) {
-  if (d == 128 && warpgroups == 1) return launch<T, 128, 1>(a, batch, hq, max_sq, s), true;
-  if (d == 128 && warpgroups == 2) return launch<T, 128, 2>(a, batch, hq, max_sq, s), true;
-  if (d == 64 && warpgroups == 1) return launch<T, 64, 1>(a, batch, hq, max_sq, s), true;
-  if (d == 64 && warpgroups == 2) return launch<T, 64, 2>(a, batch, hq, max_sq, s), true;
+void encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int64_t seq, std::int64_t heads, int d,
+                std::int64_t stride_b, std::int64_t stride_s, std::int64_t stride_h, int rows) {
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(heads),
+                              static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(batch)};
+  // Byte strides of dims 1..3; an extent-1 dimension may have any stride in the view, which TMA would refuse
+  // unless it is a multiple of 16: its stride is never used, so the packed one stands in.
+  const std::int64_t es = static_cast<std::int64_t>(sizeof(T));
+  std::int64_t sh = heads > 1 ? stride_h * es : d * es;
+  std::int64_t ss = seq > 1 ? stride_s * es : sh * heads;
+  std::int64_t sb = batch > 1 ? stride_b * es : ss * seq;
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(sh), static_cast<cuuint64_t>(ss),
+                                 static_cast<cuuint64_t>(sb)};
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(rows), 1};
+  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  const CUresult r = tensor_map_encoder()(
+      map, sizeof(T) == 2 && std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+      4, const_cast<void*>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw_unsupported("attention_forward", "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
+                                               ") for the TMA path; PrefillConfig::tma = off runs the cp.async path");
+}
+
+template <typename T, int D, int kWG, int kBlockN, bool kTma>
+void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
+  constexpr int kBlockM = 64 * kWG;
+  constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
+  static_assert(smem <= 227 * 1024, "shared memory of one CTA");
+  PrefillMaps maps{};
+  if constexpr (kTma) {
+    const std::int64_t hkv = hq / a.group;
+    encode_map<T>(&maps.q, a.q, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM);
+    encode_map<T>(&maps.k, a.k, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN);
+    encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN);
+  }
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma>;
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
+  const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
+  kernel<<<grid, kWG * 128, smem, stream>>>(a, maps);
+  SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
+}
+
+// The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
+// cp.async and the TMA path.
+template <typename T, bool kTma>
+bool launch_t(int d, int warpgroups, int block_n, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
+              std::int64_t max_sq, cudaStream_t s) {
+  const auto is = [&](int dd, int wg, int bn) { return d == dd && warpgroups == wg && block_n == bn; };
+  if (is(128, 1, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 2, 64)) return launch<T, 128, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 2, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 1, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 2, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 1, 128)) return launch<T, 64, 1, 128, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 2, 128)) return launch<T, 64, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
 
 }  // namespace
 
-bool prefill_wgmma_launch(bool bf16, int d, int warpgroups, const PrefillArgs& a, std::int64_t batch,
-                          std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
-  return bf16 ? launch_t<__nv_bfloat16>(d, warpgroups, a, batch, hq, max_sq, stream)
-              : launch_t<__half>(d, warpgroups, a, batch, hq, max_sq, stream);
+bool prefill_wgmma_launch(bool bf16, int d, int warpgroups, int block_n, bool tma, const PrefillArgs& a,
+                          std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
+  if (tma && a.cu_q) return false;  // varlen: cp.async only (the kernel's comment says why)
+  if (tma)
+    return bf16 ? launch_t<__nv_bfloat16, true>(d, warpgroups, block_n, a, batch, hq, max_sq, stream)
+                : launch_t<__half, true>(d, warpgroups, block_n, a, batch, hq, max_sq, stream);
+  return bf16 ? launch_t<__nv_bfloat16, false>(d, warpgroups, block_n, a, batch, hq, max_sq, stream)
+              : launch_t<__half, false>(d, warpgroups, block_n, a, batch, hq, max_sq, stream);
 }
 
 bool prefill_wgmma_available(int device) {

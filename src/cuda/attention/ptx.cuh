@@ -170,6 +170,46 @@ __device__ __forceinline__ void fence_regs(std::uint32_t (&r)[K][4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(r[i][e])::"memory");
 }
+// ---- Hopper (sm_90): the tensor memory accelerator (TMA) and transaction-counting mbarriers. A CTA-scope mbarrier
+// in shared memory (8 bytes) completes a phase when its pending arrivals reach zero and the bytes it was told to
+// expect (expect_tx) have landed; the waiters test the phase's parity (phase k of a barrier has parity k % 2).
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (the TMA unit) before any copy signals them.
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival that also tells the barrier to expect `bytes` more bytes in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits for the phase of parity `parity` to complete. try_wait suspends the thread for a while in hardware; a phase
+// that never completes (a bug) ends in a trap after about 2^22 tries instead of a hang.
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  for (std::uint32_t i = 0;; ++i) {
+    std::uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (i > (1u << 22)) __trap();
+  }
+}
+// A 4-D box from global memory (the tensor map `map`, a __grid_constant__ kernel parameter, says its shape, strides,
+// box and swizzle) into shared memory at `dst`, coordinates innermost first; completes `bytes` on the barrier `bar`
+// (the whole box, zero-filled parts included). Issued by one thread.
+__device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const void* map, int c0, int c1, int c2, int c3,
+                                            std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
 // d (64 × N, f32) = A·B (+ d when `accumulate`), A (64 × 16) and B (16 × N) both K-major in shared memory (trans
 // bits 0). T = __half or __nv_bfloat16; N = 64 or 128 (d has N / 2 registers).
 template <typename T, int N>

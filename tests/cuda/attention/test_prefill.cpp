@@ -298,8 +298,9 @@ TEST(CudaAttentionPrefill, BatchInvariant) {
   EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double)));
 }
 
+// A configuration of the mma.sync kernel (prefill.cu), whatever the dispatcher's kernel.
 smk::cuda::PrefillConfig config_of(const smk::cuda::PrefillVariant& x, smk::cuda::PrefillToggle toggles) {
-  return {x.warps, x.m_tiles, x.block_n, x.stages, toggles, toggles, toggles};
+  return {x.warps, x.m_tiles, x.block_n, x.stages, toggles, toggles, toggles, smk::cuda::PrefillKernel::mma_sync};
 }
 std::string name_of(const smk::cuda::PrefillVariant& x) {
   return "D" + std::to_string(x.d) + " " + std::to_string(x.warps) + "w x" + std::to_string(x.m_tiles) + " n" +
@@ -368,16 +369,21 @@ TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
   }
 }
 
-// The wgmma kernel (prefill_wgmma.cu, sm_90a), every built variant, f16 and bf16, against the float64 reference:
+// The wgmma kernel (prefill_wgmma.cu, sm_90a), every built variant with its TMA and its cp.async copies (varlen
+// takes cp.async whatever is asked), f16 and bf16, against the float64 reference:
 // the whole case list of the first test (odd lengths, GQA, causal Sq ≠ Sk both ways, rows with no key, varlen,
 // sinks, strided views with NaN padding, 4097 keys, a negative scale) on each variant of that head dimension, and
 // the variant cases of EveryVariantMatchesTheReference, with the fold and the skipped rescale on and off.
 bool wgmma_here() { return smk::cuda::prefill_wgmma_available(0); }
-smk::cuda::PrefillConfig wgmma_config(const smk::cuda::PrefillVariant& x, smk::cuda::PrefillToggle toggles) {
+smk::cuda::PrefillConfig wgmma_config(const smk::cuda::PrefillVariant& x, smk::cuda::PrefillToggle toggles,
+                                      smk::cuda::PrefillToggle tma) {
   auto cfg = config_of(x, toggles);
   cfg.kernel = smk::cuda::PrefillKernel::wgmma;
+  cfg.tma = tma;
   return cfg;
 }
+const smk::cuda::PrefillToggle kTmaBoth[] = {smk::cuda::PrefillToggle::off, smk::cuda::PrefillToggle::on};
+std::string tma_name(smk::cuda::PrefillToggle t) { return t == smk::cuda::PrefillToggle::on ? " tma" : " cp.async"; }
 
 TEST(CudaAttentionPrefill, WgmmaKernelMatchesTheReference) {
   SMK_REQUIRE_GPU();
@@ -397,17 +403,19 @@ TEST(CudaAttentionPrefill, WgmmaKernelMatchesTheReference) {
   };
   int first_d = 0;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-    for (const Case& c : odd)
-      if (c.d == x.d) {
-        Case cw = c;
-        cw.name = "wgmma " + name_of(x) + " " + c.name;
-        check_case(cw, wgmma_config(x, PrefillToggle::on));
-      }
+    for (PrefillToggle tma : kTmaBoth)
+      for (const Case& c : odd)
+        if (c.d == x.d) {
+          Case cw = c;
+          cw.name = "wgmma " + name_of(x) + tma_name(tma) + " " + c.name;
+          check_case(cw, wgmma_config(x, PrefillToggle::on, tma));
+        }
     std::vector<PrefillToggle> toggles = {PrefillToggle::on};
     if (x.d != first_d) toggles.push_back(PrefillToggle::off), first_d = x.d;
     for (PrefillToggle t : toggles)
+      for (PrefillToggle tma : kTmaBoth)
       for (DType dt : {DType::bf16, DType::f16}) {
-        const std::string tag = "wgmma " + name_of(x) + (t == PrefillToggle::off ? " toggles off " : " ") +
+        const std::string tag = "wgmma " + name_of(x) + tma_name(tma) + (t == PrefillToggle::off ? " toggles off " : " ") +
                                 (dt == DType::bf16 ? "bf16" : "f16");
         const std::vector<Case> cases = {
             {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
@@ -415,14 +423,14 @@ TEST(CudaAttentionPrefill, WgmmaKernelMatchesTheReference) {
             {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
             {tag + " varlen causal", dt, 0, 0, 0, 2, 1, x.d, true, false, {3, 140, 0}, {9, 140, 20}},
         };
-        for (const Case& c : cases) check_case(c, wgmma_config(x, t));
+        for (const Case& c : cases) check_case(c, wgmma_config(x, t, tma));
       }
   }
 }
 
-// The wgmma kernel's variants of one head dimension give the same bits (one or two warpgroups per CTA: each row's
-// operations are the same), also with the skipped rescale off; and batch entry 2 gives alone what it gives in
-// the batch.
+// The wgmma kernel's variants of one head dimension and key-tile size give the same bits (one or two warpgroups per
+// CTA, TMA or cp.async: each row's operations are the same), also with the skipped rescale off; and batch entry 2
+// gives alone what it gives in the batch (TMA path).
 TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
@@ -435,28 +443,29 @@ TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
     k.fill(rng, c.dtype, 1);
     v.fill(rng, c.dtype, 1);
     const std::vector<float> sinks(2, 0.0f);
-    const Result* base = nullptr;
-    std::vector<Result> keep;
-    keep.reserve(8);
+    std::vector<std::pair<int, Result>> base;  // (block_n, first result): the key-tile size changes the rounding
     for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
       if (x.d != d) continue;
-      auto cfg = wgmma_config(x, PrefillToggle::on);
-      keep.push_back(run_gpu(c, q, k, v, sinks, {}, {}, cfg));
+      auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+      const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
       cfg.skip_rescale = PrefillToggle::off;
+      cfg.tma = PrefillToggle::off;  // the copy path changes no bit either
       const Result plain = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-      const Result& r = keep.back();
       EXPECT_EQ(0, std::memcmp(plain.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
       EXPECT_EQ(0, std::memcmp(plain.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
-      if (!base) {
-        base = &keep.front();
+      const Result* same = nullptr;
+      for (const auto& [n, res] : base)
+        if (n == x.block_n) same = &res;
+      if (!same) {
+        base.emplace_back(x.block_n, r);
         continue;
       }
-      EXPECT_EQ(0, std::memcmp(base->o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
-      EXPECT_EQ(0, std::memcmp(base->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(same->o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(same->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
     }
   }
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-    const auto cfg = wgmma_config(x, PrefillToggle::on);
+    const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
     Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, x.d, true};
     std::mt19937 rng(7);
     Tensor4 q{4, 100, 4, x.d}, k{4, 300, 2, x.d}, v{4, 300, 2, x.d};
@@ -500,7 +509,9 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
   const auto q64 = TensorView::contiguous(h.data(), DType::bf16, dev, {1, 8, 2, 64});
   const auto o64 = TensorView::contiguous(o.data(), DType::bf16, dev, {1, 8, 2, 64});
   try {
-    smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, smk::cuda::PrefillConfig{8, 1}, {});
+    smk::cuda::PrefillConfig bad{8, 1};
+    bad.kernel = smk::cuda::PrefillKernel::mma_sync;
+    smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, bad, {});
     ADD_FAILURE() << "8 warps x 1 accepted";
   } catch (const smk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("config"), std::string::npos) << e.what();

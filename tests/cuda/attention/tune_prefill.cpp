@@ -48,6 +48,7 @@ struct Config {
 
 // The columns for head dimension d: every variant with the levers on, then the ablation.
 std::vector<Config> configs(std::int64_t d) {
+  using smk::cuda::PrefillKernel;
   using smk::cuda::PrefillToggle;
   constexpr auto on = PrefillToggle::on, off = PrefillToggle::off;
   std::vector<Config> r;
@@ -55,24 +56,29 @@ std::vector<Config> configs(std::int64_t d) {
     if (x.d != d) continue;
     r.push_back({std::to_string(x.warps) + "w x" + std::to_string(x.m_tiles) + " n" + std::to_string(x.block_n) +
                      " s" + std::to_string(x.stages),
-                 {x.warps, x.m_tiles, x.block_n, x.stages, on, on, on}});
+                 {x.warps, x.m_tiles, x.block_n, x.stages, on, on, on, PrefillKernel::mma_sync}});
   }
   using namespace smk::cuda;
   const bool d64 = d == 64;
   const int w = d64 ? kPrefillWarpsD64 : kPrefillWarpsD128, m = d64 ? kPrefillMTilesD64 : kPrefillMTilesD128,
             n = d64 ? kPrefillBlockND64 : kPrefillBlockND128, st = d64 ? kPrefillStagesD64 : kPrefillStagesD128;
-  r.push_back({"default -fold", {w, m, n, st, off, on, on}});
-  r.push_back({"default -smemO", {w, m, n, st, on, off, on}});
-  r.push_back({"default -skip", {w, m, n, st, on, on, off}});
-  r.push_back({"default -all", {w, m, n, st, off, off, off}});
+  r.push_back({"default -fold", {w, m, n, st, off, on, on, PrefillKernel::mma_sync}});
+  r.push_back({"default -smemO", {w, m, n, st, on, off, on, PrefillKernel::mma_sync}});
+  r.push_back({"default -skip", {w, m, n, st, on, on, off, PrefillKernel::mma_sync}});
+  r.push_back({"default -all", {w, m, n, st, off, off, off, PrefillKernel::mma_sync}});
   // The wgmma kernel (prefill_wgmma.cu), where this build and device have it: each built variant, levers on.
   if (smk::cuda::prefill_wgmma_available(0))
     for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
       if (x.d != d) continue;
-      PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
-      cfg.kernel = PrefillKernel::wgmma;
-      r.push_back({"wgmma " + std::to_string(x.warps / 4) + "wg", cfg});
+      for (const auto tma : {off, on}) {
+        PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
+        cfg.kernel = PrefillKernel::wgmma;
+        cfg.tma = tma;
+        r.push_back({"wg" + std::to_string(x.warps / 4) + " n" + std::to_string(x.block_n) + (tma == on ? " tma" : " cpa"),
+                     cfg});
+      }
     }
+  r.push_back({"dispatcher", {}});  // what attention_forward runs by default
   return r;
 }
 
