@@ -256,16 +256,14 @@ if want logterm; then
   run_step logterm-bench build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
     --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 20 --format table --json "$OUT/bench_logterm.json"
 fi
-# rowpipe: the row pipeline of block_per_row / cluster_row (issue 3; block_row.cu, row_stage.cuh), the direct
-# kernel beside the staged one in one call, ordered to fit the call: binaries built on the workstation for sm_90a and
-# carried ($SMK_RP_BIN: test_cuda_softmax, tune_softmax, softmaxkit), else built here; the pipeline's GPU tests
-# ($SMK_RP_TEST_FILTER), tune_softmax --rowpipe (both kernels, same configurations, softmax / log-softmax / logsumexp
-# on the many-row shapes), Nsight Compute on one launch of each at 8192x32000 (SMK_RP_NCU=0 skips it), softmaxkit
-# bench --path auto on those shapes (every op, backward included), memcheck and racecheck on the pipeline's small
-# cases. Logs in /tmp/o; $OUT gets the key logs and a tarball of all of them (at most 8 files return).
+# rowpipe: the row pipeline of block_per_row / cluster_row (issue 3; block_row.cu, backward.cu, row_stage.cuh), the
+# direct kernels beside the staged ones in one call, ordered to fit a 175 s call with the A/B first: binaries built on
+# the workstation for sm_90a and carried ($SMK_RP_BIN: test_cuda_softmax, tune_softmax, softmaxkit), else built
+# here; tune_softmax --rowpipe (both kernels in the same configurations: forward ops and the softmax backward on the
+# many-row shapes), the pipeline's GPU tests ($SMK_RP_TEST_FILTER), softmaxkit bench --path auto on those shapes
+# (every op), Nsight Compute on one launch of each forward kernel at 8192x32000 (SMK_RP_NCU=0 skips it), memcheck and
+# racecheck on the pipeline's small cases. Eight files return: machine.txt and the seven logs/JSON below.
 if want rowpipe; then
-  rp_outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
   if [ -n "${SMK_RP_BIN:-}" ]; then
     rpbin=$SMK_RP_BIN
   else
@@ -276,62 +274,21 @@ if want rowpipe; then
     mkdir -p "$rpbin" && cp build/default/tests/test_cuda_softmax build/default/tests/tune_softmax \
       build/default/apps/softmaxkit/softmaxkit "$rpbin/"
   fi
-  run_step rp-test timeout "${SMK_RP_TEST_S:-60}" "$rpbin/test_cuda_softmax" \
+  run_step rp-tune timeout 45 "$rpbin/tune_softmax" --rowpipe
+  run_step rp-test timeout "${SMK_RP_TEST_S:-45}" "$rpbin/test_cuda_softmax" \
     --gtest_filter="${SMK_RP_TEST_FILTER:-*RowPipeline*:*BatchInvariance*}"
-  run_step rp-tune timeout 60 "$rpbin/tune_softmax" --rowpipe
+  run_step rp-bench timeout 40 "$rpbin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
+    log_softmax_backward --dtype f32 bf16 --shape 8192x32000 4096x16384 16384x4096 2048x65536 4096x151936 \
+    --path auto --no-cudnn --target-ms 10 --format table --json "$OUT/bench_rowpipe.json"
   if [ "${SMK_RP_NCU:-1}" != 0 ]; then
-    run_step rp-ncu timeout 45 ncu --clock-control none --kernel-name-base demangled -k regex:block_rows_kernel -c 6 \
+    run_step rp-ncu timeout 35 ncu --clock-control none --kernel-name-base demangled -k regex:block_rows_kernel -c 6 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis "$rpbin/tune_softmax" --rowpipe-ncu
   fi
-  run_step rp-bench timeout 75 "$rpbin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
-    log_softmax_backward --dtype f32 bf16 --shape 8192x32000 4096x16384 16384x4096 2048x65536 4096x151936 \
-    --path auto --no-cudnn --target-ms 10 --format table --json "$OUT/bench_rowpipe.json"
-  run_step rp-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+  run_step rp-memcheck timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
-  run_step rp-racecheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --report-api-errors no \
+  run_step rp-racecheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --report-api-errors no \
     --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
-  for f in machine.txt rp-test.log rp-tune.log rp-ncu.log rp-bench.log bench_rowpipe.json; do
-    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$rp_outer/"
-  done
-  tar -czf "$rp_outer/rowpipe-logs.tgz" -C "$OUT" .
-  OUT=$rp_outer
-fi
-# warpdiet: warp_per_row at fewer instructions (issue 3; docs/perf-notebook.md "warpdiet"). Builds its targets (no
-# `build` needed) and benches the new build; if ab_warpdiet/warp_row.cu holds the old kernel (an untracked copy, never
-# committed), builds the CLI with it and benches it: old beside new in one run. Then the GPU tests built before the
-# swap (the new kernel): test_cuda_warp_row (the dense prefetching case over many steps), the GPU conformance suite,
-# the accuracy report and our error beside torch's, memcheck over test_cuda_warp_row and test_cuda_softmax
-# (SMK_GPU_TEST_SMALL). In that order and each bounded in time: the session's device allowance was 180 s.
-if want warpdiet; then
-  export OUT
-  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
-  run_step wd-build cmake --build --preset default --parallel "$jobs" --target softmaxkit_cli test_cuda_softmax \
-    test_cuda_warp_row test_conformance_gpu accuracy_report || { printf '%s\n' "${summary[@]}"; exit 1; }
-  wd_bench() {  # wd_bench CLI NAME
-    "$1" bench --op softmax log_softmax logsumexp --dtype f32 bf16 f16 \
-      --shape 262144x128 1048576x32 32768x1024 65536x512 16384x2048 --path auto --no-cudnn --target-ms 10 \
-      --format table --json "$OUT/$2.json"
-  }
-  run_step wd-bench-new timeout 40 bash -c "$(declare -f wd_bench); wd_bench build/default/apps/softmaxkit/softmaxkit bench_new"
-  if [ -f ab_warpdiet/warp_row.cu ]; then
-    cp src/cuda/softmax/warp_row.cu /tmp/wd_new_warp_row.cu
-    cp ab_warpdiet/warp_row.cu src/cuda/softmax/warp_row.cu
-    run_step wd-build-old cmake --build --preset default --parallel "$jobs" --target softmaxkit_cli &&
-      run_step wd-bench-old timeout 40 bash -c "$(declare -f wd_bench); wd_bench build/default/apps/softmaxkit/softmaxkit bench_old"
-    cp /tmp/wd_new_warp_row.cu src/cuda/softmax/warp_row.cu
-  fi
-  run_step wd-warp-test timeout 30 build/default/tests/test_cuda_warp_row
-  run_step wd-conformance timeout 30 build/default/tests/conformance/test_conformance_gpu
-  acc_dump=$(mktemp -d)
-  run_step accuracy timeout 30 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" \
-    --dump "$acc_dump"
-  run_step vs-torch timeout 30 python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
-  rm -rf "$acc_dump"
-  for t in test_cuda_warp_row test_cuda_softmax; do
-    run_step "wd-memcheck-$t" timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "build/default/tests/$t"
-  done
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
