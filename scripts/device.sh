@@ -290,6 +290,42 @@ if want rowpipe; then
   run_step rp-racecheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --report-api-errors no \
     --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
 fi
+# warpdiet: warp_per_row at fewer instructions (issue 3; docs/perf-notebook.md "warpdiet"). Builds its targets (no
+# `build` needed) and benches the new build; if ab_warpdiet/warp_row.cu holds the old kernel (an untracked copy, never
+# committed), builds the CLI with it and benches it: old beside new in one run. Then the GPU tests built before the
+# swap (the new kernel): test_cuda_warp_row (the dense prefetching case over many steps), the GPU conformance suite,
+# the accuracy report and our error beside torch's, memcheck over test_cuda_warp_row and test_cuda_softmax
+# (SMK_GPU_TEST_SMALL). In that order and each bounded in time: the session's device allowance was 180 s.
+if want warpdiet; then
+  export OUT
+  [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+  run_step wd-build cmake --build --preset default --parallel "$jobs" --target softmaxkit_cli test_cuda_softmax \
+    test_cuda_warp_row test_conformance_gpu accuracy_report || { printf '%s\n' "${summary[@]}"; exit 1; }
+  wd_bench() {  # wd_bench CLI NAME
+    "$1" bench --op softmax log_softmax logsumexp --dtype f32 bf16 f16 \
+      --shape 262144x128 1048576x32 32768x1024 65536x512 16384x2048 --path auto --no-cudnn --target-ms 10 \
+      --format table --json "$OUT/$2.json"
+  }
+  run_step wd-bench-new timeout 40 bash -c "$(declare -f wd_bench); wd_bench build/default/apps/softmaxkit/softmaxkit bench_new"
+  if [ -f ab_warpdiet/warp_row.cu ]; then
+    cp src/cuda/softmax/warp_row.cu /tmp/wd_new_warp_row.cu
+    cp ab_warpdiet/warp_row.cu src/cuda/softmax/warp_row.cu
+    run_step wd-build-old cmake --build --preset default --parallel "$jobs" --target softmaxkit_cli &&
+      run_step wd-bench-old timeout 40 bash -c "$(declare -f wd_bench); wd_bench build/default/apps/softmaxkit/softmaxkit bench_old"
+    cp /tmp/wd_new_warp_row.cu src/cuda/softmax/warp_row.cu
+  fi
+  run_step wd-warp-test timeout 30 build/default/tests/test_cuda_warp_row
+  run_step wd-conformance timeout 30 build/default/tests/conformance/test_conformance_gpu
+  acc_dump=$(mktemp -d)
+  run_step accuracy timeout 30 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" \
+    --dump "$acc_dump"
+  run_step vs-torch timeout 30 python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
+  rm -rf "$acc_dump"
+  for t in test_cuda_warp_row test_cuda_softmax; do
+    run_step "wd-memcheck-$t" timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "build/default/tests/$t"
+  done
+fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi
