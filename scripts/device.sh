@@ -74,9 +74,10 @@ if want prefill; then
 fi
 # wgmma: the prefill kernel on wgmma (issue 7 stage 2, src/cuda/attention/prefill_wgmma.cu) beside stage 1 and SDPA:
 # builds just its targets, prints the kernel's registers and counts its HGMMA (a wgmma kernel compiled to HMMA is on
-# the wrong path), runs the wgmma tests then the whole prefill test, times (tune_prefill: every variant of both
-# kernels; SMK_TUNE_ROWS=issue for the issue's four rows only), torch's SDPA backends on the same rows, then memcheck
-# and racecheck over the wgmma tests. SMK_WGMMA_QUICK=1 stops after the first timing (a layout and speed check).
+# the wrong path); times every variant of both kernels but the TMA path (tune_prefill; SMK_TUNE_ROWS=issue for the
+# issue's four rows only) and torch's SDPA backends on the same rows; runs the whole prefill test; then times the TMA
+# path alone (a fault there, which ends a process's CUDA context, costs only its own columns); then memcheck and
+# racecheck over the wgmma tests. SMK_WGMMA_QUICK=1 stops after the wgmma tests and the first timing.
 if want wgmma; then
   [ -f build/default/build.ninja ] || run_step configure cmake --preset default
   run_step wgmma-build cmake --build --preset default --parallel "$jobs" --target test_cuda_prefill tune_prefill
@@ -84,16 +85,20 @@ if want wgmma; then
   { cuobjdump -res-usage "$obj" | grep -A1 prefill_wgmma_kernel | grep -o "Function [^:]*\|REG:[0-9]*\|STACK:[0-9]*";
     echo "HGMMA: $(cuobjdump -sass "$obj" | grep -c HGMMA)  HMMA: $(cuobjdump -sass "$obj" | grep -c ' HMMA')"; } \
     >"$OUT/wgmma-sass.txt" 2>&1
-  cat "$OUT/wgmma-sass.txt"
-  run_step wgmma-test timeout 150 build/default/tests/test_cuda_prefill --gtest_filter='*Wgmma*:*ClearErrors*'
-  run_step wgmma-tune timeout 200 build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
-  if [ -z "${SMK_WGMMA_QUICK:-}" ]; then
-    run_step wgmma-alltests timeout 150 build/default/tests/test_cuda_prefill
+  tail -n 3 "$OUT/wgmma-sass.txt"
+  if [ -n "${SMK_WGMMA_QUICK:-}" ]; then
+    run_step wgmma-test timeout 150 build/default/tests/test_cuda_prefill --gtest_filter='*Wgmma*:*ClearErrors*'
+    run_step wgmma-tune timeout 200 build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
+  else
+    run_step wgmma-tune env SMK_TUNE_TMA=0 timeout 120 build/default/tests/tune_prefill --json "$OUT/tune_prefill.json"
     run_step wgmma-sdpa timeout 120 python3 scripts/bench_sdpa.py --ours "$OUT/tune_prefill.json" \
       --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/sdpa.json"
-    run_step wgmma-memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    run_step wgmma-test timeout 150 build/default/tests/test_cuda_prefill
+    run_step wgmma-tune-tma env SMK_TUNE_TMA=only timeout 60 build/default/tests/tune_prefill \
+      --json "$OUT/tune_prefill_tma.json"
+    run_step wgmma-memcheck timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
       build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
-    run_step wgmma-racecheck timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    run_step wgmma-racecheck timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 \
       build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*'
   fi
 fi

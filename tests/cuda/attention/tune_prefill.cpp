@@ -47,11 +47,30 @@ struct Config {
 };
 
 // The columns for head dimension d: every variant with the levers on, then the ablation.
+// SMK_TUNE_TMA=0: no TMA columns; =only: the wgmma kernel's TMA columns alone (a run can time the rest first, so
+// that a fault on the TMA path, which ends the process's CUDA context, costs only its own columns).
+std::string tma_mode() {
+  const char* e = std::getenv("SMK_TUNE_TMA");
+  return e ? e : "";
+}
+
 std::vector<Config> configs(std::int64_t d) {
   using smk::cuda::PrefillKernel;
   using smk::cuda::PrefillToggle;
   constexpr auto on = PrefillToggle::on, off = PrefillToggle::off;
+  const std::string mode = tma_mode();
   std::vector<Config> r;
+  if (mode == "only") {
+    if (smk::cuda::prefill_wgmma_available(0))
+      for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+        if (x.d != d) continue;
+        smk::cuda::PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
+        cfg.kernel = PrefillKernel::wgmma;
+        cfg.tma = on;
+        r.push_back({"wg" + std::to_string(x.warps / 4) + " n" + std::to_string(x.block_n) + " tma", cfg});
+      }
+    return r;
+  }
   for (const auto& x : smk::cuda::kPrefillVariants) {
     if (x.d != d) continue;
     r.push_back({std::to_string(x.warps) + "w x" + std::to_string(x.m_tiles) + " n" + std::to_string(x.block_n) +
@@ -71,6 +90,7 @@ std::vector<Config> configs(std::int64_t d) {
     for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
       if (x.d != d) continue;
       for (const auto tma : {off, on}) {
+        if (tma == on && mode == "0") continue;
         PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = tma;
