@@ -96,9 +96,9 @@ if want wgmma; then
     run_step wgmma-test timeout 150 build/default/tests/test_cuda_prefill
     run_step wgmma-tune-tma env SMK_TUNE_TMA=only timeout 60 build/default/tests/tune_prefill \
       --json "$OUT/tune_prefill_tma.json"
-    run_step wgmma-memcheck timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    run_step wgmma-memcheck timeout 35 compute-sanitizer --tool memcheck --error-exitcode 9 \
       build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
-    run_step wgmma-racecheck timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    run_step wgmma-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
       build/default/tests/test_cuda_prefill --gtest_filter='*WgmmaSameBits*'
   fi
 fi
