@@ -19,6 +19,7 @@ const char* to_string(SoftmaxPath path) noexcept {
     case SoftmaxPath::cluster_row: return "cluster_row";
     case SoftmaxPath::split_row: return "split_row";
     case SoftmaxPath::strided_inner: return "strided_inner";
+    case SoftmaxPath::grid_row: return "grid_row";
   }
   return "unknown";
 }
@@ -28,7 +29,7 @@ std::vector<SoftmaxPath> softmax_paths() {
   // Keep in step with the kernels src/cuda/softmax/ provides.
   return {SoftmaxPath::automatic,    SoftmaxPath::lesson_row_per_thread, SoftmaxPath::warp_per_row,
           SoftmaxPath::block_per_row, SoftmaxPath::cluster_row,           SoftmaxPath::split_row,
-          SoftmaxPath::strided_inner};
+          SoftmaxPath::strided_inner, SoftmaxPath::grid_row};
 #else
   return {SoftmaxPath::automatic};
 #endif

@@ -14,6 +14,7 @@ enum class SoftmaxPath {
   cluster_row,            // a thread-block cluster per row in distributed shared memory: vocabulary-size rows
   split_row,              // a row split across blocks, (m, l) states merged: few or enormous rows
   strided_inner,          // reduction over a non-last dimension (outer × dim × inner) without a transpose
+  grid_row,               // split_row's chunks in one grid-resident launch, staged on chip: few long rows (forward)
 };
 
 const char* to_string(SoftmaxPath path) noexcept;

@@ -116,6 +116,17 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);
+// grid_row: split_row's chunks and merge (bitwise its results) in one cooperative, grid-resident launch, chunks
+// staged in shared memory across the grid barrier (grid_row.cu). Forward only. Workspace: rows · chunks states.
+void launch_grid_rows(const RowProblem& p, cudaStream_t s);
+// grid_row's levers, for tests and timing only (tests/cuda/softmax/test_grid_row_gpu.cpp); the defaults are the
+// library's choice. Process-wide and not thread-safe.
+struct GridRowTuning {
+  int max_slots = -1;        // cap on the chunks a block stages in shared memory (-1: as many as fit; 0: none)
+  bool evict_first = true;   // the staged chunks' reads marked L2 evict-first, keeping the others for their re-read
+  bool cooperative = true;   // false: a plain launch, its barrier an atomic counter zeroed by a memset per call
+};
+GridRowTuning& grid_row_tuning();
 void launch_strided_inner(const RowProblem& p, StridedConfig c, cudaStream_t s);
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);

@@ -7,6 +7,7 @@
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288)                               block_per_row
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row
+//   longer, the whole input ≤ kGridRowMaxBytes           grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
@@ -137,6 +138,11 @@ constexpr std::int64_t kClusterTargetThreads = 192;
 // Bytes a warp_per_row lane aims to hold: 64 (16 f32 or 32 bf16 elements). Measured: 262144×128 f32 E16·L8 3.31
 // TB/s against E4·L32 1.94; bf16 E32·L4 2.66 against 0.85; 1048576×32 f32 E16·L2 3.39, bf16 E32·L1 2.73.
 constexpr int kWarpLaneBytes = 64;
+// Above kClusterAutoMaxN, inputs of at most this many bytes (all rows together) take grid_row, one grid-resident
+// launch that stages its chunks in shared memory, instead of split_row's three launches. The two compute bitwise the
+// same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking batch invariance.
+// Not yet measured: 64 MB (1×16777216 f32) until the H200 run sets it (docs/perf-notebook.md "Issue 3: few rows").
+constexpr std::int64_t kGridRowMaxBytes = std::int64_t{64} << 20;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 int pow2_ceil(std::int64_t v) {
@@ -236,10 +242,15 @@ SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int6
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
       if (n <= block_max) return SoftmaxPath::block_per_row;
       if (n <= cluster_auto) return SoftmaxPath::cluster_row;
+      if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) <= kGridRowMaxBytes)
+        return SoftmaxPath::grid_row;
       return SoftmaxPath::split_row;
     case SoftmaxPath::warp_per_row: check_capacity(op, forced, n, kWarpMaxN); return forced;
     case SoftmaxPath::block_per_row: check_capacity(op, forced, n, block_max); return forced;
     case SoftmaxPath::cluster_row: check_capacity(op, forced, n, cluster_max); return forced;
+    case SoftmaxPath::grid_row:
+      if (backward) refuse(op, forced, "it has forward kernels only (the backward passes take split_row)");
+      return forced;
     case SoftmaxPath::split_row:
     case SoftmaxPath::strided_inner:
     case SoftmaxPath::lesson_row_per_thread: return forced;
@@ -325,6 +336,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     case SoftmaxPath::cluster_row:
       return kernels::launch_block_rows(rp, cluster_config(p.n, kernels::kBlockElems), s);
     case SoftmaxPath::split_row: return kernels::launch_split_rows(rp, s);
+    case SoftmaxPath::grid_row: return kernels::launch_grid_rows(rp, s);
     case SoftmaxPath::strided_inner:
       return kernels::launch_strided_inner(rp, strided_config(p.n, rp.inner, /*cache_ok=*/true), s);
     default: refuse(op, path, "not a forward path");

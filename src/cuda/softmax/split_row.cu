@@ -1,10 +1,12 @@
-// split_row: rows longer than a cluster holds (more than 262144 elements, e.g. one row of 16M), or any row when
-// forced. Three kernels:
+// split_row: rows longer than kClusterAutoMaxN (softmax_cuda.cpp) in inputs too large for grid_row (grid_row.cu,
+// which runs these same chunks and merge in one launch and gives bitwise the same outputs), or any row when forced.
+// The chunk reduction, the merge and the normalisation are chunk_states.cuh's, shared with grid_row. Three kernels:
 //   1. chunk_states: the row is cut into chunks of kSplitChunk (12288) elements; one block reduces one chunk to its
 //      online state (m, d) — the block max, then the count of scores equal to it and the block sum of the others'
 //      exp(z − m);
-//   2. merge_states: one block per row merges its chunk states with OnlineSoftmaxState::merge in a fixed order
-//      (strided per thread, then a butterfly), and writes the row state (or, for logsumexp / state, the outputs);
+//   2. merge_states: one block of 512 threads per row merges its chunk states with OnlineSoftmaxState::merge in a
+//      fixed order (strided per thread, then a butterfly; 1024 threads before 2026-11-30), and writes the row state
+//      (or, for logsumexp / state, the outputs);
 //   3. normalize: re-reads each chunk and writes the outputs through the row's RowNormalizer. It walks the chunks
 //      in the reverse of kernel 1's order, so the chunks kernel 1 read last are read again while still in L2.
 // The chunking depends on n only, so a row's result is the same alone or in a batch.
@@ -16,104 +18,57 @@
 // copy; logsumexp 810 µs, 70% of read), bf16 2071 µs (28%); 1×16777216 f32 73.0 µs (1.84 TB/s), bf16 70.8 µs;
 // 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound). 2026-11-30 (commit 050be25, log l's
 // terms from log_term_exp): 4096×151936 f32 log-softmax 2078 µs, logsumexp 825 µs (71 % of read), bf16 1762 / 846.
-#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
 
 namespace smk::cuda::kernels {
 
 namespace {
 
-using State = OnlineSoftmaxState<float>;
-constexpr int kMergeThreads = 1024;
+using State = ChunkState;
 
 template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      State* states) {
   using Tile = RowTile<In, kBlockElems>;
-  __shared__ float red_max[32], red_sum[32];
-  __shared__ int red_ties[32];
+  __shared__ ChunkScratch scratch;
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
     const RowRef o{row, 0};
-    const std::int64_t first = c * kSplitChunk;
-    const int len = static_cast<int>(p.n - first < kSplitChunk ? p.n - first : kSplitChunk);
+    const std::int64_t first = chunk_first(c);
+    const int len = chunk_len(p.n, c);
     float v[kBlockElems];
     Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
-    const float m = block_max(tree_max<kBlockElems>(v), red_max);
-    constexpr bool count_ties = kLog;
-    int ties = 0;
-    const float rest = block_sum(thread_exp_rest(v, State::shift_for(m), false, count_ties, ties), red_sum);
-    if (count_ties) ties = block_count(ties, red_ties);
-    if (threadIdx.x == 0) states[idx] = state_from(m, ties, rest, count_ties);
+    const State st = chunk_state<kLog>(v, scratch);  // chunk_states.cuh: the same arithmetic as grid_row's
+    if (threadIdx.x == 0) states[idx] = st;
   }
 }
 
-__global__ void __launch_bounds__(kMergeThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
+__global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* states, State* row_states) {
   __shared__ float red_m[32], red_d[32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    State s = State::empty();
-    for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) s.merge(states[row * chunks + c]);
-    s = group_merge(s, 32);
-    if (lane == 0) {
-      red_m[warp] = s.m;
-      red_d[warp] = s.d;
-    }
-    __syncthreads();
-    State t = lane < warps ? State::from_fields(red_m[lane], red_d[lane]) : State::empty();
-    t = group_merge(t, 32);
+    const State t = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);  // grid_row merges alike
     if (threadIdx.x == 0) {
       if (writes_rows(p.op)) row_states[row] = t;
       else write_row_stats(p, RowRef{row, 0}, t);
     }
-    __syncthreads();  // red_m / red_d are rewritten for the next row
   }
 }
-
-// The normalising pass is elementwise, so it need not hold a whole chunk: it walks the chunk in sub-tiles of 32
-// bytes per thread (8 f32 or 16 bf16 elements, two 16-byte vectors), which keeps it within 64 registers (two
-// blocks per SM).
-template <typename In>
-constexpr int kSubElems = 32 / static_cast<int>(sizeof(In));
 
 template <typename In>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* row_states) {
-  constexpr int E = kSubElems<In>;
-  using Tile = RowTile<In, E>;
-  constexpr int kSub = kSplitThreads * E;
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
     const std::int64_t idx = total - 1 - k;
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
     const RowRef o{row, 0};
-    const RowNormalizer<float> norm = row_states[row].normalizer(p.empty_rows);
-    const RowTransform tf = row_transform(p, o);
-    // zero_fill (an empty row under the zeros policy: every z is −inf) is decided once, not per element.
-    const float shift = norm.zero_fill ? 0.0f : norm.shift, scale = norm.zero_fill ? 0.0f : norm.inv_sum;
-    const In* x = at<In>(p.x, o.off(p, kX));
-    const std::int64_t end = (c + 1) * kSplitChunk < p.n ? (c + 1) * kSplitChunk : p.n;
-    for (std::int64_t first = c * kSplitChunk; first < end; first += kSub) {
-      const int len = static_cast<int>(end - first < kSub ? end - first : kSub);
-      float v[E];
-      Tile::load(v, x + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
-      Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
-      if (p.op == Op::softmax) {
-#pragma unroll
-        for (int i = 0; i < E; ++i) v[i] = exp_diff(v[i], shift) * scale;
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i) v[i] = norm.log_softmax(v[i]);
-      }
-      with_out_type<In>(p, [&](auto* tag) {
-        using Out = std::remove_pointer_t<decltype(tag)>;
-        Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
-                                  threadIdx.x, kSplitThreads);
-      });
-    }
+    const std::int64_t first = chunk_first(c);
+    normalize_chunk<In>(p, o, row_states[row].normalizer(p.empty_rows), row_transform(p, o),
+                        at<In>(p.x, o.off(p, kX)) + first * p.step[kX], p.step[kX], first, chunk_len(p.n, c));
   }
 }
 
@@ -129,7 +84,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
     kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
-  merge_states_kernel<<<capped_grid(p.rows), kMergeThreads, 0, s>>>(p, chunks, states, row_states);
+  merge_states_kernel<<<capped_grid(p.rows), kSplitThreads, 0, s>>>(p, chunks, states, row_states);
   SMK_CUDA_CHECK_LAUNCH("merge_states_kernel");
   if (writes_rows(p.op) && total > 0) {
     normalize_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, row_states);
