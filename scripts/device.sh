@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3
+#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 fewrows
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -330,6 +330,48 @@ if want warpdiet; then
     run_step "wd-memcheck-$t" timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "build/default/tests/$t"
   done
+fi
+# fewrows: issue 3's few long rows in one launch (grid_row.cu) on its own, ordered to fit a ~100 s call, timings
+# first: binaries built on the workstation for sm_90a and carried ($SMK_FR_BIN: softmaxkit, test_cuda_grid_row,
+# test_cuda_softmax), else built here (just those targets); the bench on the issue's few-row shapes, split_row (the
+# old path), grid_row and the dispatcher's choice side by side in the same run ($SMK_FR_SHAPES replaces the shapes),
+# grid_row's levers timed in one process (test_cuda_grid_row LeversTiming), grid_row's GPU test, split_row's cases
+# of the softmax suite, then compute-sanitizer memcheck, racecheck and synccheck (the grid barrier) on
+# SMK_GPU_TEST_SMALL. Logs go to /tmp/o; $OUT gets the bench table and JSON, the levers' table, the tests' summary
+# and a tarball of the logs (at most 8 files return).
+if want fewrows; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  if [ -n "${SMK_FR_BIN:-}" ]; then
+    frbin=$SMK_FR_BIN
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step fr-build cmake --build --preset default --parallel "$jobs" --target softmaxkit_cli test_cuda_grid_row \
+      test_cuda_softmax || { printf '%s\n' "${summary[@]}"; exit 1; }
+    frbin=build/default/fr-bin
+    mkdir -p "$frbin" && cp build/default/apps/softmaxkit/softmaxkit build/default/tests/test_cuda_grid_row \
+      build/default/tests/test_cuda_softmax "$frbin/"
+  fi
+  run_step fr-bench timeout 100 "$frbin/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype f32,bf16 \
+    --shape "${SMK_FR_SHAPES:-1x151936,32x128256,1x16777216,4x1000000,64x65537}" --path split_row,grid_row,auto \
+    --no-cudnn --target-ms "${SMK_FR_TARGET_MS:-15}" --format table --json "$OUT/bench_fewrows.json"
+  cp "$OUT/fr-bench.log" "$OUT/bench_fewrows.txt"
+  # grid_row's levers (staging, the evict-first hint, cooperative or plain launch) beside split_row, in one process.
+  run_step fr-levers timeout 60 env SMK_GRID_ROW_TIMING=1 "$frbin/test_cuda_grid_row" --gtest_filter='*LeversTiming*'
+  run_step fr-test timeout 120 "$frbin/test_cuda_grid_row"
+  run_step fr-split timeout 90 "$frbin/test_cuda_softmax" \
+    --gtest_filter='*BatchInvariance*:*NonFiniteRows*:*DominantScore*:*BitwiseDeterministic*'
+  for tool in memcheck racecheck synccheck; do
+    run_step "fr-$tool" timeout 60 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+      --error-exitcode 9 "$frbin/test_cuda_grid_row" --gtest_filter="${SMK_FR_SAN_FILTER:-*}"
+  done
+  grep -h -E "^\[  (PASSED|FAILED) |tests ran|ERROR SUMMARY|Failure|error" "$OUT"/fr-test.log "$OUT"/fr-split.log \
+    "$OUT"/fr-memcheck.log "$OUT"/fr-racecheck.log "$OUT"/fr-synccheck.log 2>/dev/null | head -n 200 \
+    >"$OUT/fewrows-summary.txt"
+  cp "$OUT/bench_fewrows.json" "$OUT/bench_fewrows.txt" "$OUT/fr-levers.log" "$OUT/fewrows-summary.txt" "$outer/" \
+    2>/dev/null
+  tar -czf "$outer/fewrows-logs.tgz" -C "$OUT" . 2>/dev/null
+  OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
