@@ -331,17 +331,23 @@ if want warpdiet; then
       --report-api-errors no --error-exitcode 9 "build/default/tests/$t"
   done
 fi
-# fewrows: issue 3's few long rows in one launch (grid_row.cu) on its own, ordered to fit a ~100 s call, timings
+# fewrows: issue 3's few long rows in one launch (grid_row.cu) on its own, ordered to fit a ~150 s call, timings
 # first: binaries built on the workstation for sm_90a and carried ($SMK_FR_BIN: softmaxkit, test_cuda_grid_row,
 # test_cuda_softmax), else built here (just those targets); the bench on the issue's few-row shapes, split_row (the
 # old path), grid_row and the dispatcher's choice side by side in the same run ($SMK_FR_SHAPES replaces the shapes),
 # grid_row's levers timed in one process (test_cuda_grid_row LeversTiming), grid_row's GPU test, split_row's cases
 # of the softmax suite, then compute-sanitizer memcheck, racecheck and synccheck (the grid barrier) on
-# SMK_GPU_TEST_SMALL. Logs go to /tmp/o; $OUT gets the bench table and JSON, the levers' table, the tests' summary
-# and a tarball of the logs (at most 8 files return).
+# SMK_GPU_TEST_SMALL, each capped. Logs go to /tmp/o; $OUT gets, as each step ends (so a call stopped at its limit
+# still returns them), the bench table and JSON, the levers' table, the tests' summary; a tarball of every log last.
 if want fewrows; then
   outer=$OUT
   OUT=/tmp/o && mkdir -p "$OUT"
+  fr_summary() {
+    grep -h -E "^\[  (PASSED|FAILED) |tests ran|ERROR SUMMARY|Failure|rror:|^\[  SKIPPED" "$OUT"/fr-test.log \
+      "$OUT"/fr-split.log "$OUT"/fr-memcheck.log "$OUT"/fr-racecheck.log "$OUT"/fr-synccheck.log 2>/dev/null |
+      head -n 300 >"$outer/fewrows-summary.txt"
+    printf '%s\n' "${summary[@]}" >>"$outer/fewrows-summary.txt"
+  }
   if [ -n "${SMK_FR_BIN:-}" ]; then
     frbin=$SMK_FR_BIN
   else
@@ -352,24 +358,23 @@ if want fewrows; then
     mkdir -p "$frbin" && cp build/default/apps/softmaxkit/softmaxkit build/default/tests/test_cuda_grid_row \
       build/default/tests/test_cuda_softmax "$frbin/"
   fi
-  run_step fr-bench timeout 100 "$frbin/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype f32,bf16 \
+  run_step fr-bench timeout 60 "$frbin/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype f32,bf16 \
     --shape "${SMK_FR_SHAPES:-1x151936,32x128256,1x16777216,4x1000000,64x65537}" --path split_row,grid_row,auto \
     --no-cudnn --target-ms "${SMK_FR_TARGET_MS:-15}" --format table --json "$OUT/bench_fewrows.json"
-  cp "$OUT/fr-bench.log" "$OUT/bench_fewrows.txt"
+  cp "$OUT/fr-bench.log" "$outer/bench_fewrows.txt"; cp "$OUT/bench_fewrows.json" "$outer/" 2>/dev/null
   # grid_row's levers (staging, the evict-first hint, cooperative or plain launch) beside split_row, in one process.
-  run_step fr-levers timeout 60 env SMK_GRID_ROW_TIMING=1 "$frbin/test_cuda_grid_row" --gtest_filter='*LeversTiming*'
-  run_step fr-test timeout 120 "$frbin/test_cuda_grid_row"
-  run_step fr-split timeout 90 "$frbin/test_cuda_softmax" \
+  run_step fr-levers timeout 40 env SMK_GRID_ROW_TIMING=1 "$frbin/test_cuda_grid_row" --gtest_filter='*LeversTiming*'
+  cp "$OUT/fr-levers.log" "$outer/"
+  run_step fr-test timeout 90 "$frbin/test_cuda_grid_row"
+  fr_summary
+  run_step fr-split timeout 60 "$frbin/test_cuda_softmax" \
     --gtest_filter='*BatchInvariance*:*NonFiniteRows*:*DominantScore*:*BitwiseDeterministic*'
+  fr_summary
   for tool in memcheck racecheck synccheck; do
-    run_step "fr-$tool" timeout 60 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+    run_step "fr-$tool" timeout 45 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
       --error-exitcode 9 "$frbin/test_cuda_grid_row" --gtest_filter="${SMK_FR_SAN_FILTER:-*}"
+    fr_summary
   done
-  grep -h -E "^\[  (PASSED|FAILED) |tests ran|ERROR SUMMARY|Failure|error" "$OUT"/fr-test.log "$OUT"/fr-split.log \
-    "$OUT"/fr-memcheck.log "$OUT"/fr-racecheck.log "$OUT"/fr-synccheck.log 2>/dev/null | head -n 200 \
-    >"$OUT/fewrows-summary.txt"
-  cp "$OUT/bench_fewrows.json" "$OUT/bench_fewrows.txt" "$OUT/fr-levers.log" "$OUT/fewrows-summary.txt" "$outer/" \
-    2>/dev/null
   tar -czf "$outer/fewrows-logs.tgz" -C "$OUT" . 2>/dev/null
   OUT=$outer
 fi
