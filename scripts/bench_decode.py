@@ -4,14 +4,14 @@
 Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q [B, Hq, 1, D] against k, v
 [B, Hkv, S, D] with enable_gqa=True) under each backend, the way tests/cuda/attention/bench_decode.cpp times ours:
 CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 200 after 5 warm-ups; and
-cuDNN once more after a flush that leaves L2 clean (the write, then an untimed read of the 256 MB), as bench_decode's
+with --clean, cuDNN once more after a flush that leaves L2 clean (the write, then an untimed read of the 256 MB), as bench_decode's
 "clean L2" probe times ours. If a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x": it then
 reads Hq/Hkv times the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into
-one markdown table: µs and TB/s of K and V read for the dispatcher's choice (timed twice: the spread), the fused
-(atomic) merge under the same split rule, round 2's rule (up to 32 splits, fused merge), the merge kernel instead (and
-its share), the other ring depth, the clean-L2 and empty-sequence probes; with --old, the dispatcher of an older
+one markdown table: µs and TB/s of K and V read for the dispatcher's choice (timed twice: the spread), under the same
+split rule the cluster merge forced and the fused (atomic) merge with kept and with memset counters, round 2's rule
+(up to 32 splits, fused merge), the merge kernel instead (and its share), the clean-L2 and empty-sequence probes; with --old, the dispatcher of an older
 build's bench_decode JSON timed in the same run (old-beside-new); each backend; ours over each backend.
-    usage: bench_decode.py --ours bench_decode.json [--old old.json] [--out FILE.md]
+    usage: bench_decode.py --ours bench_decode.json [--old old.json] [--clean] [--out FILE.md]
 """
 import argparse
 import json
@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--ours", required=True)
     ap.add_argument("--old")
     ap.add_argument("--out")
+    ap.add_argument("--clean", action="store_true", help="also time cuDNN after a flush that leaves L2 clean")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -47,16 +48,17 @@ def main():
     ours = json.load(open(args.ours))
     old = {(r["B"], r["S"], r["Hq"]): r for r in json.load(open(args.old))} if args.old else {}
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    backends = [("flash", SDPBackend.FLASH_ATTENTION, False), ("cudnn", SDPBackend.CUDNN_ATTENTION, False),
-                ("cudnn clean L2", SDPBackend.CUDNN_ATTENTION, True)]
+    backends = [("flash", SDPBackend.FLASH_ATTENTION, False), ("cudnn", SDPBackend.CUDNN_ATTENTION, False)]
+    if args.clean:
+        backends.append(("cudnn clean L2", SDPBackend.CUDNN_ATTENTION, True))
     head = ["B, S, Hq/Hkv, D", "ours µs", "ours TB/s", "ours again µs"]
     if old:
         head += ["old µs", "old / ours"]
-    head += ["fused merge µs", "round 2 rule µs", "with merge kernel µs", "its merge %", "other stages µs",
-             "clean L2 µs", "empty µs", "empty, round 2 rule µs"]
+    head += ["cluster merge µs", "fused merge µs", "fused, memset µs", "round 2 rule µs", "with merge kernel µs",
+             "its merge %", "clean L2 µs", "empty µs"]
     for n, _, _ in backends:
         head += [f"{n} µs", f"{n} TB/s"]
-    head += ["ours / flash", "ours / cudnn", "ours clean / cudnn clean"]
+    head += ["ours / flash", "ours / cudnn"] + (["ours clean / cudnn clean"] if args.clean else [])
     if old:
         head += ["old / cudnn"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -87,16 +89,17 @@ def main():
         o = old.get((B, S, hq))
         if old:
             cells += [f"{o['us']:.1f}" if o else "n/a", f"{o['us'] / row['us']:.3f}" if o else "n/a"]
-        cells += [f"{row['us_fused']:.1f}", f"{row['us_r2_rule']:.1f}", f"{row['us_merge_kernel']:.1f}",
-                  f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}",
-                  f"{row['us_other_stages']:.1f} ({row['other_stages']})", f"{row['us_clean_l2']:.1f}",
-                  f"{row['us_empty']:.1f}", f"{row['us_empty_r2_rule']:.1f}"]
+        cells += [f"{row['us_cluster']:.1f}", f"{row['us_fused']:.1f}", f"{row['us_memset']:.1f}",
+                  f"{row['us_r2_rule']:.1f}", f"{row['us_merge_kernel']:.1f}",
+                  f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}", f"{row['us_clean_l2']:.1f}",
+                  f"{row['us_empty']:.1f}"]
         for name, _, _ in backends:
             us, mark = got[name]
             cells += ["n/a", "n/a"] if us is None else [f"{us:.1f}{mark}", f"{tb(us):.2f}"]
         ratio = lambda theirs, mine: "n/a" if theirs is None else f"{theirs / mine:.3f}"
-        cells += [ratio(got["flash"][0], row["us"]), ratio(got["cudnn"][0], row["us"]),
-                  ratio(got["cudnn clean L2"][0], row["us_clean_l2"])]
+        cells += [ratio(got["flash"][0], row["us"]), ratio(got["cudnn"][0], row["us"])]
+        if args.clean:
+            cells += [ratio(got["cudnn clean L2"][0], row["us_clean_l2"])]
         if old:
             cells += [ratio(got["cudnn"][0], o["us"]) if o else "n/a"]
         lines.append("| " + " | ".join(cells) + " |")

@@ -106,6 +106,7 @@ enum class DecodeKernel { dispatcher, cuda_cores, mma };
 // splits of one (sequence, KV head, row chunk) are one cluster; where the device cannot run that cluster size, or
 // more than kDecodeClusterMax splits were asked for, the fused merge serves, with the same bits).
 enum class DecodeMerge { dispatcher, kernel, fused, cluster };
+enum class DecodeToggle { dispatcher, off, on };  // a lever left to the dispatcher, or forced off or on
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
   DecodeScores scores = DecodeScores::dispatcher;
@@ -116,6 +117,10 @@ struct DecodeConfig {
   // The split rule's cap on splits per sequence (decode_split.hpp), for measuring it: 0 is kDecodeSplitCap (16),
   // at most kDecodeSplitLimit (32, round 2's cap); above kDecodeClusterMax the cluster merge gives way to the fused.
   int max_splits = 0;
+  // Fused merge: arrival counters that the last block of each (sequence, KV head, row chunk) sets back to zero, kept
+  // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
+  // a stream capturing a graph always gets, decode.cu's counter_buffer says why and how long they live).
+  DecodeToggle self_reset_counters = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -137,10 +142,20 @@ inline constexpr int kDecodeMmaStages = 2;
 // (1, 32768) row); the fused merge (the split kernel's last block per sequence, KV head and row chunk folds) beat it
 // on every row with splits in the run of 98f32d4: 56.1 against 64.6 µs at (1, 32768), 148.5 against 156.7 at
 // (1, 131072), 154.9 against 158.6 at 16×8192 (and tied, 148.7 against 148.5, at 128×1024, where nothing splits).
-// Round 3 (not yet measured): the cluster merge, which needs no counters at all. Round 2's counters that reset
-// themselves, kept per (device, stream) and never freed, are gone; the fused merge (now only the cluster's fallback
-// and a measured alternative) zeroes its counters in the call's workspace by a memset, as a captured graph did.
+// Round 3 (the H200 run of 75d273c, 2026-11-30, bench_decode, both merges under the same rule, which give the same
+// bits): the cluster merge won where a sequence has at most 8 splits (155.8 against 159.6 µs at B=16, S=8192, 64/8
+// heads; equal on the 32/8 batch rows: 153.5 against 153.7, 275.0 against 274.7) and lost badly with clusters of 16
+// (169.1 against 144.0 µs at (1, 131072); 56.3 against 54.5 at (1, 32768); with 3 ring stages, 96 KB blocks, 192.9):
+// 16-block clusters of 64 KB blocks do not all fit the GPCs at once. So the dispatcher merges in clusters of at most
+// kDecodeClusterDispatch blocks (the portable size) and through the fused merge above; since both give the same bits,
+// the choice may depend on the batch (the split rule may not). DecodeMerge::cluster forces clusters up to 16.
 inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::cluster;
+inline constexpr int kDecodeClusterDispatch = 8;
+// The counter memset before the split kernel is a GPU operation of its own; without it (the H200 run of bb13db2,
+// 2026-11-30, bench_decode, same kernel): 53.8 against 54.7 µs at (B, S) = (1, 32768) with 32/8 heads, 144.4
+// against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits;
+// again in the run of 75d273c (round 2's build): 53.4 against 54.4, 144.5 against 145.4.
+inline constexpr bool kDecodeSelfResetCounters = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

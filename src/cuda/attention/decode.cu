@@ -40,7 +40,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <list>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 
 #include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/decode_common.cuh"
@@ -503,6 +508,77 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
                               "a 16-byte aligned pointer and strides that are multiples of 8 elements (16-byte rows)");
 }
 
+// The fused merge's arrival counters kept per (device, stream) between calls (DecodeConfig::self_reset_counters):
+// the last block of each count sets it back to zero, so when the split kernel ends the buffer is all zeros again, and
+// the next call on the same stream (which starts after it, in stream order) needs no cudaMemsetAsync — a GPU
+// operation of its own before the split kernel (~1 µs a call, measured: attention_cuda.hpp). Two streams never share
+// a buffer, so calls running at once on two streams cannot mix their counts: the key is the stream's unique id
+// (cudaStreamGetId; a new stream that reuses a destroyed one's handle gets a new id), and for the default streams
+// (handle 0, cudaStreamPerThread) also the calling thread. Null when the stream is capturing a graph (the caller then
+// zeroes workspace counters with a memset node): a graph's replays may run on any stream, at the same time as calls
+// on this one.
+// Lifetime (round 2 never freed them): a buffer (cudaMalloc, 4 bytes per sequence, KV head and row chunk; zeroed once
+// by a memset on its stream) lives while its stream keeps calling. At most kKeptCounterBuffers are kept, the least
+// recently used freed when a new stream needs one — after cudaDeviceSynchronize, since its stream may still be
+// running (or have been destroyed, so stream order cannot be used); that stream's next call makes a new one. A buffer
+// that must grow is freed after its own stream synchronises. Whatever is kept at exit goes with the CUDA context.
+// So an application that makes streams without end holds at most kKeptCounterBuffers small buffers and pays one
+// device synchronisation per new stream past that many. A kernel that faults mid-way could leave counts behind, but
+// such a fault leaves the CUDA context unusable anyway.
+constexpr std::size_t kKeptCounterBuffers = 64;
+
+int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: take the memset path
+    return nullptr;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  unsigned long long id = 0;
+  SMK_CUDA_CHECK(cudaStreamGetId(s, &id));
+  const std::size_t thread = s == nullptr || s == cudaStreamPerThread
+                                 ? std::hash<std::thread::id>{}(std::this_thread::get_id())
+                                 : 0;
+  using Key = std::tuple<int, unsigned long long, std::size_t>;
+  struct Buffer {
+    Key key;
+    int* p = nullptr;
+    std::size_t n = 0;
+  };
+  static std::mutex mu;
+  static std::list<Buffer> kept;  // most recently used first; a short list: a linear search is cheap
+  std::lock_guard<std::mutex> lock(mu);
+  const Key key{device, id, thread};
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const Buffer& b) { return b.key == key; });
+  if (it == kept.end()) {
+    if (kept.size() >= kKeptCounterBuffers) {
+      {
+        DeviceGuard owner(std::get<0>(kept.back().key));  // the least recently used buffer's device
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());            // every call that may count in it has ended
+        SMK_CUDA_CHECK(cudaFree(kept.back().p));
+      }
+      kept.pop_back();
+    }
+    kept.push_front(Buffer{key, nullptr, 0});
+  } else if (it != kept.begin()) {
+    kept.splice(kept.begin(), kept, it);
+  }
+  Buffer& buf = kept.front();
+  if (buf.n < n) {
+    const std::size_t want = std::max(n, 2 * buf.n);
+    if (buf.p != nullptr) {  // its stream's earlier calls may still be counting in it
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      SMK_CUDA_CHECK(cudaFree(buf.p));
+      buf.p = nullptr;
+      buf.n = 0;
+    }
+    SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.p), want * sizeof(int)));
+    SMK_CUDA_CHECK(cudaMemsetAsync(buf.p, 0, want * sizeof(int), s));
+    buf.n = want;
+  }
+  return buf.p;
+}
+
 }  // namespace
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
@@ -583,22 +659,28 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
-  // The cluster merge where a cluster of grid_splits blocks runs on this device; else (more splits than a cluster
-  // holds, an older GPU) the fused merge, which gives the same bits.
-  const int cluster = mma && merge == DecodeMerge::cluster && a.grid_splits > 1 &&
+  // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: only up to
+  // kDecodeClusterDispatch blocks, attention_cuda.hpp says why); else the fused merge, which gives the same bits.
+  const int cluster_cap = config.merge == DecodeMerge::cluster ? kDecodeClusterMax : kDecodeClusterDispatch;
+  const int cluster = mma && merge == DecodeMerge::cluster && a.grid_splits > 1 && a.grid_splits <= cluster_cap &&
                               decode_mma_cluster_fits(dev, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages,
                                                       a.grid_splits)
                           ? a.grid_splits
                           : 0;
   const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
+  const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
   void* workspace = nullptr;
   if (a.grid_splits > 1 && cluster == 0) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
     const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
-    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + counters * sizeof(int), s);
+    int* kept = fused && on(config.self_reset_counters, kDecodeSelfResetCounters) ? counter_buffer(dev, s, counters)
+                                                                                   : nullptr;
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + (kept ? 0 : counters * sizeof(int)), s);
     a.part_o = static_cast<float*>(workspace);
     a.part_lse = a.part_o + parts * p.d;
-    if (fused) {  // zeroed on the stream before each call (a captured graph gets a memset node): nothing kept
+    if (kept != nullptr) {
+      a.counters = kept;  // zero since the last call on this stream ended (or since counter_buffer's memset)
+    } else if (fused) {  // zeroed on the stream before the call (a captured graph gets a memset node)
       a.counters = reinterpret_cast<int*>(a.part_lse + parts);
       const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
       if (err != cudaSuccess) {

@@ -27,8 +27,10 @@
 //              the C layout (row g, keys 2c..2c+1) of the two n-tiles is the B layout (keys 2c.., column g) — P is
 //              rounded to the input dtype here (FlashAttention's precision choice, docs/semantics.md "Decode").
 // The warps' (m, l, Oᵀ) then fold in warp order through lse_fold.cuh and OnlineSoftmaxState (m·ln 2 turns the
-// base-2 max into the state's natural units); one split writes O and LSE (with the sink), several write the f32
-// partials, which the last of those blocks to finish folds (merge_if_last, the default) or decode.cu's merge kernel.
+// base-2 max into the state's natural units); one split writes O and LSE (with the sink). Several either keep their
+// partials in shared memory and fold them across their thread-block cluster (merge_in_cluster: the dispatcher's
+// choice up to 8 splits), or write f32 partials that the last of those blocks to finish folds (merge_if_last: the
+// dispatcher's above 8) or decode.cu's merge kernel; the two in-kernel merges give the same bits.
 //
 // NaN and masking. Keys past the split, past seqlens or that no row of the block sees are never read: cp.async
 // zero-fills them, their scores are −inf before the max. The causal band — keys some rows of the block see and

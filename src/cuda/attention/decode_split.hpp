@@ -9,8 +9,8 @@
 // Short sequences get chunks of kDecodeMinChunk keys (a block streams 1024 keys · 512 bytes = 512 KB at D = 128,
 // enough to amortise its start and its partial result's 2 KB); long ones at most max_splits chunks, so a single
 // sequence of 32k keys and 8 KV heads gets 128 blocks of 2048 keys on the H200, and all the splits of one (sequence,
-// KV head) fit one thread-block cluster (at most 16 blocks), which merges them through distributed shared memory
-// (decode_mma.cu).
+// KV head) fit one thread-block cluster (at most 16 blocks), which can merge them through distributed shared memory
+// (decode_mma.cu; the dispatcher does so up to 8 splits, attention_cuda.hpp).
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,10 @@ namespace smk::cuda {
 inline constexpr std::int64_t kDecodeMinChunk = 1024;
 inline constexpr std::int64_t kDecodeChunkAlign = 128;  // a multiple of every kernel variant's tile of keys
 // The rule's cap: 16, the largest thread-block cluster the H200 runs (non-portable size; 8 is the portable one), so
-// the splits of one (sequence, KV head) are one cluster and merge in distributed shared memory. Round 2 (commit
-// bb13db2) capped at 32 with the atomic-counter merge; 16 splits (chunks of >= 2048 keys at (1, 32768)) tied it
-// there with that merge (53.8 against 53.8 us).
+// the splits of one (sequence, KV head) can be one cluster. Round 2 (commit bb13db2) capped at 32. Measured in the
+// H200 run of 75d273c (2026-11-30, bench_decode, both with the fused merge and memset counters): 54.5 against 54.6 us
+// at (1, 32768) and 144.0 against 145.5 at (1, 131072) with 32/8 heads, 57.6 against 57.8 at (1, 32768) with 64/8;
+// the batch rows have at most 8 splits either way.
 inline constexpr int kDecodeSplitCap = 16;
 // The most splits any merge handles (one split's LSE per lane of a warp): DecodeConfig::max_splits may ask for up to
 // this many, to measure the rule's cap; the cluster merge then gives way to the atomic one above kDecodeClusterMax.

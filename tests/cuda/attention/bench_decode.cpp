@@ -4,12 +4,14 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup; the dispatcher's choice timed first and again last, for the spread. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice (round 3: the cluster merge, at most 16 splits) and, beside it: the fused (atomic)
-// merge under the same rule (the same bits: the merge's cost alone), round 2's rule (up to 32 splits) with the fused
-// merge, the merge kernel instead (whose share the event between the two kernels measures: the split kernel alone is
-// the rest), the other ring depth; and two probes of the fixed cost: the dispatcher after a flush that leaves L2
-// clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line is written back during the
-// timed call), and a call whose sequences are all empty (the same grid; the launch and the blocks' start and end).
+// for the dispatcher's choice (round 3: at most 16 splits, merged in a cluster up to 8, else by the fused merge) and,
+// beside it: the cluster merge forced (clusters of up to 16), the fused (atomic) merge with counters kept per stream
+// and with counters zeroed by a memset, all under the same rule (the same bits: the merge's cost alone), round 2's
+// rule (up to 32 splits) with the fused merge, the merge kernel instead (whose share the event between the two
+// kernels measures: the split kernel alone is the rest); and two probes of the fixed cost: the dispatcher after a
+// flush that leaves L2 clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line is
+// written back during the timed call), and a call whose sequences are all empty (the same grid; the launch and the
+// blocks' start and end).
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -137,24 +139,23 @@ int main(int argc, char** argv) {
       return median(total);
     };
     using smk::cuda::DecodeMerge;
+    using smk::cuda::DecodeToggle;
     constexpr auto kMma = DecodeKernel::mma;
     constexpr auto kDisp = DecodeScores::dispatcher;
-    const int other_stages = smk::cuda::kDecodeMmaStages == 2 ? 3 : 2;
     double merge_us = 0, merge_mk = 0, unused = 0;
     const double us = measure({}, merge_us);
-    // The fused (atomic) merge under the same rule: the same bits, so the difference is the merge's alone.
+    // The merges under the same rule give the same bits, so the differences are the merges' alone.
+    const double us_cluster = measure({0, kDisp, kMma, 0, DecodeMerge::cluster}, unused);
     const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
-    // Round 2's rule (up to 32 splits) with the fused merge (its counters now zeroed by a memset before each call;
-    // round 2's kept counters measured 0.8-1.3 µs less, run of bb13db2).
+    const double us_memset = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused);
+    // Round 2's rule (up to 32 splits) with the fused merge and kept counters: round 2's default.
     const double us_r2 = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 32}, unused);
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk);
-    const double us_other = measure({0, kDisp, kMma, other_stages}, unused);
     const double us_clean = measure({}, unused, true);
     const std::vector<std::int32_t> zeros_host(r.B, 0);
     auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
     const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
     const double us_empty = measure({}, unused, false, &Z);
-    const double us_empty_r2 = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 32}, unused, false, &Z);
     const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
@@ -164,21 +165,19 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
-    std::printf("   fused %.1f | round 2 rule %.1f | merge kernel %.1f (merge %.1f%%) | %d stages %.1f | clean L2 %.1f | "
-                "empty %.1f (round 2 rule %.1f) us\n",
-                us_fused, us_r2, us_mk, 100 * merge_mk / us_mk, other_stages, us_other, us_clean, us_empty,
-                us_empty_r2);
+    std::printf("   cluster %.1f | fused %.1f | memset %.1f | round 2 rule %.1f | merge kernel %.1f (merge %.1f%%) | "
+                "clean L2 %.1f | empty %.1f us\n",
+                us_cluster, us_fused, us_memset, us_r2, us_mk, 100 * merge_mk / us_mk, us_clean, us_empty);
     char item[1024];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
-                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_fused\": %.3f, \"us_r2_rule\": %.3f, "
-                  "\"other_stages\": %d, \"us_other_stages\": %.3f, \"us_merge_kernel\": %.3f, "
+                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_cluster\": %.3f, \"us_fused\": %.3f, "
+                  "\"us_memset\": %.3f, \"us_r2_rule\": %.3f, \"us_merge_kernel\": %.3f, "
                   "\"merge_us_merge_kernel\": %.3f, \"us_clean_l2\": %.3f, \"us_empty\": %.3f, "
-                  "\"us_empty_r2_rule\": %.3f, \"default_stages\": %d, \"default_min_chunk\": %lld}",
+                  "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, us_again, bytes, tbs, us_fused, us_r2, other_stages, us_other, us_mk, merge_mk,
-                  us_clean, us_empty, us_empty_r2, smk::cuda::kDecodeMmaStages,
-                  (long long)smk::cuda::kDecodeMinChunk);
+                  (long long)r.d, us, us_again, bytes, tbs, us_cluster, us_fused, us_memset, us_r2, us_mk, merge_mk,
+                  us_clean, us_empty, smk::cuda::kDecodeMmaStages, (long long)smk::cuda::kDecodeMinChunk);
     json += item;
   }
   json += "]\n";

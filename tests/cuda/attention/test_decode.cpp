@@ -127,6 +127,11 @@ const DecodeConfig kMmaCap32{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, 
 const DecodeConfig kMmaCluster8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
                                 0, 8};
 const DecodeConfig kMmaFused8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0, 8};
+// The fused merge with its counters zeroed by a memset before each call (what a stream that captures a graph gets)
+// instead of the per-stream counters that reset themselves.
+using smk::cuda::DecodeToggle;
+const DecodeConfig kMmaMemset{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0, 0,
+                              DecodeToggle::off};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -144,6 +149,7 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kMmaCap32) return "tensor cores, fused merge, up to 32 splits";
   if (config == &kMmaCluster8) return "tensor cores, cluster merge, up to 8 splits";
   if (config == &kMmaFused8) return "tensor cores, fused merge, up to 8 splits";
+  if (config == &kMmaMemset) return "tensor cores, fused merge, counters zeroed by a memset";
   return "cuda cores";
 }
 
@@ -249,13 +255,26 @@ std::vector<double> subnormal_scale(const Case<T>& c, const std::vector<double>&
 
 // mma: the tensor-core kernel's bound (P rounded to T before P·V), else the CUDA-core kernel's. A reference NaN
 // (a non-finite V the row sees) must come back NaN.
+// The reference's values for a case, computed once where several variants are checked against it.
+struct Expected {
+  std::vector<double> o, lse, scale, tiny;  // tiny: subnormal_scale (the tensor-core kernel's η term)
+};
 template <typename T>
-void expect_matches_reference(const Case<T>& c, const Result& got, bool mma = false) {
-  std::vector<double> o, lse, scale;
-  reference(c, o, lse, scale);
+Expected expected_of(const Case<T>& c) {
+  Expected e;
+  reference(c, e.o, e.lse, e.scale);
+  e.tiny = subnormal_scale(c, e.lse);
+  return e;
+}
+
+template <typename T>
+void expect_matches(const Case<T>& c, const Expected& e, const Result& got, bool mma) {
+  const std::vector<double>& o = e.o;
+  const std::vector<double>& lse = e.lse;
+  const std::vector<double>& scale = e.scale;
   const double u_p = mma ? rel_rounding<T>() : 0.0;  // 2^-8 (bf16), 2^-11 (f16): the unit roundoff
   const double eta = std::is_same_v<T, smk::bfloat16_t> ? std::ldexp(1.0, -126) : std::ldexp(1.0, -25);
-  const std::vector<double> tiny = mma ? subnormal_scale(c, lse) : std::vector<double>(o.size(), 0.0);
+  const std::vector<double> tiny = mma ? e.tiny : std::vector<double>(o.size(), 0.0);
   for (std::size_t i = 0; i < o.size(); ++i) {
     if (std::isnan(o[i])) {
       ASSERT_TRUE(std::isnan(got.o[i])) << "element " << i << ": the reference is NaN";
@@ -269,6 +288,11 @@ void expect_matches_reference(const Case<T>& c, const Result& got, bool mma = fa
     else if (std::isinf(lse[i])) ASSERT_EQ(got.lse[i], lse[i]) << "lse " << i;
     else ASSERT_NEAR(got.lse[i], lse[i], 2e-4 + 2.4e-7 * std::fabs(lse[i])) << "lse " << i;
   }
+}
+
+template <typename T>
+void expect_matches_reference(const Case<T>& c, const Result& got, bool mma = false) {
+  expect_matches(c, expected_of(c), got, mma);
 }
 
 template <typename T>
@@ -365,40 +389,46 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // gives the same bits as inside the batch: the split rule looks at nothing but the sequence's length and the device.
 TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
-                                     &kMmaChunk256, &kMmaCluster8}) {
-  SCOPED_TRACE(name_of(config));
   using T = smk::bfloat16_t;
   const std::vector<std::int32_t> lens = {5000, 300, 70000, 1, 33000};
   Case<T> batch(5, 2, 8, 2, 128, 70000, lens, 50);
   batch.causal = true;
-  const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
-  EXPECT_TRUE(bitwise_equal(first.o, second.o));
-  EXPECT_TRUE(bitwise_equal(first.lse, second.lse));
+  const Expected expected = expected_of(batch);  // the inputs and the reference once, for every variant
   const std::int64_t per_q = batch.sq * batch.hq * batch.d, per_kv = batch.smax * batch.hkv * batch.d;
+  std::vector<Case<T>> alone_cases;
   for (std::int64_t b = 0; b < batch.B; ++b) {
-    SCOPED_TRACE(testing::Message() << "sequence " << b << " of length " << lens[b]);
-    Case<T> one = batch;
-    one.B = 1;
+    Case<T> one(1, batch.sq, batch.hq, batch.hkv, batch.d, 1, {0}, 0);  // then made the batch's sequence b alone
+    one.causal = true;
     one.smax = lens[b];
     one.lens = {lens[b]};
     one.q.assign(batch.q.begin() + b * per_q, batch.q.begin() + (b + 1) * per_q);
     one.k.assign(batch.k.begin() + b * per_kv, batch.k.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
     one.v.assign(batch.v.begin() + b * per_kv, batch.v.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
-    const Result alone = run_gpu(one, config);
+    one.sinks = batch.sinks;
+    alone_cases.push_back(std::move(one));
+  }
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
+                                     &kMmaChunk256, &kMmaCluster8}) {
+  SCOPED_TRACE(name_of(config));
+  const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
+  EXPECT_TRUE(bitwise_equal(first.o, second.o));
+  EXPECT_TRUE(bitwise_equal(first.lse, second.lse));
+  for (std::int64_t b = 0; b < batch.B; ++b) {
+    SCOPED_TRACE(testing::Message() << "sequence " << b << " of length " << lens[b]);
+    const Result alone = run_gpu(alone_cases[b], config);
     const std::vector<float> in_batch_o(first.o.begin() + b * per_q, first.o.begin() + (b + 1) * per_q);
     const std::int64_t per_l = batch.hq * batch.sq;
     const std::vector<float> in_batch_l(first.lse.begin() + b * per_l, first.lse.begin() + (b + 1) * per_l);
     EXPECT_TRUE(bitwise_equal(alone.o, in_batch_o));
     EXPECT_TRUE(bitwise_equal(alone.lse, in_batch_l));
   }
-  expect_matches_reference(batch, first, is_mma(config));
+  expect_matches(batch, expected, first, is_mma(config));
   if (config != &kCudaCores) continue;
   // The reduce-scattered variant: deterministic too, and right.
   const Result s1 = run_gpu(batch, &kScattered), s2 = run_gpu(batch, &kScattered);
   EXPECT_TRUE(bitwise_equal(s1.o, s2.o));
   EXPECT_TRUE(bitwise_equal(s1.lse, s2.lse));
-  expect_matches_reference(batch, s1);
+  expect_matches(batch, expected, s1, false);
   }
 }
 
@@ -415,7 +445,7 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   c.causal = true;
   const Result ref = run_gpu(c, &kMma);
   expect_matches_reference(c, ref, true);
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMma}) {
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMmaMemset, &kMma}) {
     SCOPED_TRACE(name_of(config));
     const Result got = run_gpu(c, config);
     EXPECT_TRUE(bitwise_equal(got.o, ref.o));
@@ -495,6 +525,62 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
     for (const T& x : outs[i].to_host()) o.push_back(smk::to_float(x));
     EXPECT_TRUE(bitwise_equal(o, ref1.o));
     EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref1.lse));
+  }
+}
+
+// The fused merge's counters kept per stream are bounded (decode.cu, counter_buffer): 70 streams, each made, called
+// once and destroyed without waiting, push the first ones' buffers out (at most 64 kept; the least recently used is
+// freed after the device synchronises), and a stream whose buffer was freed gets a new one at its next call. Every
+// call gives the bits of counters zeroed by a memset; a freed buffer still in use, or a count left behind, would not.
+TEST(CudaAttentionDecode, KeptCountersStayBoundedOverManyStreams) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  Case<T> c(1, 1, 8, 2, 128, 20000, {20000}, 81);
+  const Result ref = run_gpu(c, &kMmaMemset);
+  expect_matches_reference(c, ref, true);
+  const auto dev = smk::Device::cuda(0);
+  auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  const auto opt = c.options(ds.data(), dev);
+  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto N = TensorView::of(dl.data(), {c.B}, dev);
+  constexpr int kStreams = 70;
+  std::vector<DeviceBuffer<T>> outs;
+  std::vector<DeviceBuffer<float>> lses;
+  for (int i = 0; i <= kStreams; ++i) {
+    outs.emplace_back(c.q.size());
+    lses.emplace_back(c.hq);
+    outs.back().fill_bytes(0xFF);
+    lses.back().fill_bytes(0xFF);
+  }
+  const auto call = [&](int i, cudaStream_t st) {
+    const auto O = TensorView::of(outs[i].data(), {c.B, c.sq, c.hq, c.d}, dev);
+    const auto L = TensorView::of(lses[i].data(), {c.B, c.hq, c.sq}, dev);
+    const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+    smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{st}, nullptr, kMma);
+  };
+  cudaStream_t first;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking), cudaSuccess);
+  call(0, first);
+  for (int i = 1; i < kStreams; ++i) {
+    cudaStream_t st;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    call(i, st);
+    ASSERT_EQ(cudaStreamDestroy(st), cudaSuccess);  // its work still runs; its buffer stays until pushed out
+  }
+  call(kStreams, first);  // its buffer was pushed out by the others: a new one
+  ASSERT_EQ(cudaStreamSynchronize(first), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStreamDestroy(first);
+  for (int i = 0; i <= kStreams; ++i) {
+    SCOPED_TRACE(testing::Message() << "call " << i);
+    std::vector<float> o;
+    for (const T& x : outs[i].to_host()) o.push_back(smk::to_float(x));
+    EXPECT_TRUE(bitwise_equal(o, ref.o));
+    EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref.lse));
   }
 }
 
