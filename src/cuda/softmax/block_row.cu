@@ -14,6 +14,17 @@
 // (common.cuh); the op class is a template parameter. Measured (H200, 2026-11-30, commit 050be25, docs/perf-notebook.md
 // "log l's terms"): 16384×4096 f32 softmax 141 µs (89 % of copy), log-softmax 143 (88 %), logsumexp 103 (61 % of
 // read); bf16 128 / 133 / 106; 8192×32000 f32 849 / 795 / 573, bf16 626 / 648 / 548.
+// The row pipeline (kStaged, BlockConfig::staged): a persistent grid, each block bulk-copying its share of the next row
+// into shared memory (row_stage.cuh; smem = threads × 24 × sizeof(In), 18 KB at 192 f32 threads) during the current
+// row, and for the log ops one cluster exchange of block states a row. Measured beside the direct kernel (H200,
+// 2026-11-30, tree of ff93dbb, tune_softmax --rowpipe, same configurations, µs direct → staged; docs/perf-notebook.md
+// "row pipeline"): log-softmax 2048×65536 f32 516 → 442 (57 % of copy), bf16 477 → 338; 8192×32000 bf16 654 → 575, f32
+// 804 → 811; logsumexp 2048×65536 f32 457 → 310, bf16 442 → 282, 8192×32000 f32 573 → 540 (43 % of read), bf16 549 →
+// 485; softmax slower staged (8192×32000 f32 855 → 930, bf16 632 → 659; 16384×4096 f32 144 → 168). So the dispatcher
+// stages only the log ops on clusters (softmax_cuda.cpp row_pipeline_pays). Nsight Compute at 8192×32000 (C7 × 192): 84
+// clusters resident (4.5 blocks an SM, register-bound), DRAM 51 % busy (f32 softmax) and 34 % (bf16), an issue slot
+// used 36 % (f32) to 50 % (bf16) of cycles: latency-bound, not bandwidth- or issue-bound; the staged softmax loses 6.6
+// of its 18.7 cycles between issues to memory-barrier stalls.
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"
@@ -194,7 +205,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
 
 template <typename In, bool kStaged>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = p.op == Op::softmax ? block_rows_kernel<In, false, kStaged> : block_rows_kernel<In, true, kStaged>;
+  const auto kernel =
+      p.op == Op::softmax ? block_rows_kernel<In, false, kStaged> : block_rows_kernel<In, true, kStaged>;
   const std::size_t smem = kStaged ? RowStage<In, kBlockElems>::bytes(c.threads) : 0;
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([] {  // both instantiations at once: one DeviceOnce serves either op

@@ -159,17 +159,27 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t) {
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
 }
-// The block and cluster kernels, forward and backward, run the row pipeline (BlockConfig::staged;
-// docs/perf-notebook.md "row pipeline").
-constexpr bool kBlockRowsStaged = true;
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
-  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1, kBlockRowsStaged};
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
 }
 kernels::BlockConfig cluster_config(std::int64_t n, int elems) {
   const auto cluster = static_cast<int>(
       std::clamp<std::int64_t>(ceil_div(n, kClusterTargetThreads * elems), 2, kMaxCluster));
-  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster,
-          kBlockRowsStaged};
+  return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, std::int64_t{cluster} * elems))), cluster};
+}
+// The row pipeline (BlockConfig::staged: the next row bulk-copied into shared memory during the current one, and
+// for log-softmax, logsumexp and the state one cluster exchange of block states instead of the max and then the
+// sum) runs where it measured faster: the log ops on cluster_row. H200, 2026-11-30, tune_softmax --rowpipe, direct →
+// staged µs (docs/perf-notebook.md "row pipeline"): log-softmax 8192×32000 bf16 654 → 575, 2048×65536 f32 516 → 442,
+// bf16 477 → 338; logsumexp 8192×32000 f32 573 → 540, bf16 549 → 485, 2048×65536 f32 457 → 310, bf16 442 → 282;
+// 4096×16384 1.03-1.12× (f32 log-softmax 8192×32000 811 against 804: even). Softmax keeps its two exchanges and
+// measured slower staged in f32 (8192×32000 855 → 930, 16384×4096 144 → 168) and even in bf16 on clusters; the log ops
+// on block_per_row too (16384×4096 logsumexp f32 103 → 115). The state runs logsumexp's kernel (not timed). Nsight
+// Compute (same run) puts the staged f32 softmax's loss in memory-barrier stalls (6.6 of 18.7 cycles between
+// issues), most likely the release semantics of the cluster barrier's arrive, which waits for the previous row's
+// stores; the direct kernel gives each cluster one row and never waits so.
+bool row_pipeline_pays(kernels::Op op, const kernels::BlockConfig& c) {
+  return c.cluster > 1 && op != kernels::Op::softmax;
 }
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
@@ -333,8 +343,11 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
     case SoftmaxPath::block_per_row: return kernels::launch_block_rows(rp, block_config(p.n, kernels::kBlockElems), s);
-    case SoftmaxPath::cluster_row:
-      return kernels::launch_block_rows(rp, cluster_config(p.n, kernels::kBlockElems), s);
+    case SoftmaxPath::cluster_row: {
+      kernels::BlockConfig c = cluster_config(p.n, kernels::kBlockElems);
+      c.staged = row_pipeline_pays(rp.op, c);
+      return kernels::launch_block_rows(rp, c, s);
+    }
     case SoftmaxPath::split_row: return kernels::launch_split_rows(rp, s);
     case SoftmaxPath::grid_row: return kernels::launch_grid_rows(rp, s);
     case SoftmaxPath::strided_inner:
