@@ -10,15 +10,18 @@
 // Measured (H200, 2026-11-29, docs/perf-notebook.md "Issue 3 kernels"): softmax backward 16384×4096 f32 193 µs
 // (98% of copy), bf16 114 µs (82%); 32768×1024 f32 106 µs (89%); 262144×128 f32 107 µs (88%); 4096×151936 f32
 // (split_row) 2812 µs (62%), bf16 1669 µs (52%).
-// A row pipeline for block_per_row / cluster_row (the next row's y and dy bulk-copied into shared memory during the
-// current one, one cluster barrier a row; commit 71f2c27) measured slower in f32 and no faster in bf16 (H200,
-// 2026-11-30, tree of ff93dbb, tune_softmax --rowpipe, softmax backward, direct → staged µs: 16384×4096 f32 192 → 246,
-// bf16 117 → 107; 4096×16384 f32 221 → 312, bf16 181 → 187; 8192×32000 f32 788 → 1106, bf16 664 → 665; 2048×65536
-// f32 420 → 585, bf16 395 → 412; docs/perf-notebook.md "row pipeline"), so it was removed; these kernels load directly.
+// The row pipeline (kStaged, BlockConfig::staged: a persistent grid, the next row's y and dy bulk-copied into shared
+// memory during the current one, one cluster barrier a row) measured beside the direct kernel (H200, 2026-11-30, tree
+// of ff93dbb, tune_softmax --rowpipe, softmax backward, µs direct → staged; docs/perf-notebook.md "row pipeline"):
+// 16384×4096 bf16 117 → 107 (81 → 88 % of copy; the bench 106.5 µs, 89 %), f32 192 → 246; clusters no faster in bf16
+// (4096×16384 181 → 187, 8192×32000 664 → 665, 2048×65536 395 → 412) and slower in f32 (1.3-1.4×). The dispatcher
+// stages only 16-bit rows on block_per_row (softmax_cuda.cpp); why f32 loses there was not established (the f32 rows
+// store twice the bytes that a release arrive may wait for).
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/row_stage.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -108,21 +111,96 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 
 // ---- block_per_row / cluster_row -------------------------------------------------------------------------------------
 
-template <typename In>
+// kStaged: the row pipeline (BlockConfig::staged, as block_row.cu's forward): a persistent grid whose blocks bulk-copy
+// their share of the next row's y and dy into shared memory (row_stage.cuh) right after the current row's block
+// barrier, and a cluster's blocks exchange their partial sums through one cluster barrier a row (the slot double-
+// buffered by row parity) instead of two.
+template <typename In, bool kStaged>
 __global__ void __launch_bounds__(kBlockMaxThreads, 2) backward_block_kernel(const RowProblem p, int cluster) {
   constexpr int E = kBackwardBlockElems;
+  using Stage = RowStage<In, E>;
   __shared__ float red[32];
   __shared__ float part;
+  __shared__ float parts[2];  // kStaged: this block's partial sum, by row parity
+  __shared__ alignas(8) std::uint64_t stage_bar;
+  __shared__ typename Stage::Plan stage_plan;
+  extern __shared__ __align__(16) unsigned char backward_stage[];  // kStaged: y's share, then dy's
+  In* const stage_y = reinterpret_cast<In*>(backward_stage);
+  In* const stage_dy = stage_y + static_cast<std::size_t>(blockDim.x) * E;
   const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
-  const int T = static_cast<int>(blockDim.x);
-  const int g = rank * T + static_cast<int>(threadIdx.x), G = cluster * T;
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int g = rank * T + t, G = cluster * T;
   const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
-  for (std::int64_t row = first; row < p.rows; row += stride) {
+  const int n = static_cast<int>(p.n);
+  // Both tensors of a row staged, or neither: one barrier phase per staged row.
+  auto stageable = [&](const In* y, const In* dy) {
+    return Stage::stageable(y, p.step[kX]) && Stage::stageable(dy, p.step[kDy]);
+  };
+  // Thread 0 finds the next row's y and dy where registers are free (before the row's loads) and leaves them in
+  // shared memory for the copy it issues after the block barrier, where the row's 32 elements are live.
+  __shared__ const In* next_src[2];
+  auto find_next = [&](std::int64_t row) {
+    const In *y = nullptr, *dy = nullptr;
+    if (row < p.rows) {
+      const RowRef o{row, 0};
+      y = at<In>(p.x, o.off(p, kX));
+      dy = at<In>(p.dy, o.off(p, kDy));
+      if (!stageable(y, dy)) y = dy = nullptr;
+    }
+    next_src[0] = y;
+    next_src[1] = dy;
+  };
+  auto issue_next = [&] {
+    const In* const volatile* src = next_src;
+    const In* y = src[0];
+    const In* dy = src[1];
+    if (y != nullptr) Stage::template issue<2>({stage_y, stage_dy}, &stage_bar, {y, dy}, &stage_plan, T);
+  };
+  std::uint32_t parity = 0;
+  if constexpr (kStaged) {
+    if (t == 0) {
+      Stage::init(&stage_bar);
+      Stage::plan(&stage_plan, n, rank * T, T, G);
+    }
+    __syncthreads();
+    if (t == 0) {
+      find_next(first);
+      issue_next();
+    }
+  }
+  int iter = 0;
+  for (std::int64_t row = first; row < p.rows; row += stride, ++iter) {
     const RowRef o{row, 0};
     float y[E], dy[E];
-    load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
+    if constexpr (kStaged) {
+      if (t == 0) find_next(row + stride);
+      const In* yr = at<In>(p.x, o.off(p, kX));
+      const In* dyr = at<In>(p.dy, o.off(p, kDy));
+      if (stageable(yr, dyr)) {
+        Stage::wait(&stage_bar, parity);
+        parity ^= 1u;
+        Stage::load(y, stage_y, yr, n, g, G, t, T, 0.0f);
+        Stage::load(dy, stage_dy, dyr, n, g, G, t, T, 0.0f);
+      } else {
+        load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
+      }
+    } else {
+      load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
+    }
     float s = block_sum(thread_terms(p, y, dy), red);
-    if (cluster > 1) {
+    if constexpr (kStaged) {
+      // Every thread has read the stage (block_sum's barrier): thread 0 refills it with the next row.
+      if (t == 0) issue_next();
+      if (cluster > 1) {
+        float* slot = &parts[iter & 1];
+        if (t == 0) *slot = s;
+        cg::this_cluster().sync();
+        // A block rewrites this slot two rows later, after the next row's cluster barrier, which every block
+        // reaches only after reading it here.
+        const int lane = t % 32;
+        s = group_sum(lane < cluster ? *cg::this_cluster().map_shared_rank(slot, lane) : 0.0f, 32);
+      }
+    } else if (cluster > 1) {
       if (threadIdx.x == 0) part = s;
       cg::this_cluster().sync();
       const int lane = threadIdx.x % 32;
@@ -132,6 +210,7 @@ __global__ void __launch_bounds__(kBlockMaxThreads, 2) backward_block_kernel(con
     write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, G);
     __syncthreads();  // red is rewritten by the next row
   }
+  if (kStaged && cluster > 1) cg::this_cluster().sync();  // a block's shared memory outlives every remote read of it
 }
 
 // ---- split_row -------------------------------------------------------------------------------------------------------
@@ -246,28 +325,35 @@ void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
 }
 
-template <typename In>
+template <typename In, bool kStaged>
 void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = backward_block_kernel<In>;
-  const unsigned grid = capped_grid(p.rows, c.cluster);
-  if (c.cluster == 1) {
-    kernel<<<grid, c.threads, 0, s>>>(p, 1);
-    SMK_CUDA_CHECK_LAUNCH("backward_block_kernel");
-    return;
-  }
-  static DeviceOnce non_portable;
-  non_portable.run([&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+  const auto kernel = backward_block_kernel<In, kStaged>;
+  using Stage = RowStage<In, kBackwardBlockElems>;
+  const std::size_t smem = kStaged ? 2 * Stage::bytes(c.threads) : 0;  // y's share and dy's
+  static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
+  attributes.run([&] {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    if (kStaged)
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(2 * Stage::bytes(kBlockMaxThreads))));
+  });
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(c.threads);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = static_cast<unsigned>(c.cluster);
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  if (c.cluster > 1) {
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  const std::int64_t clusters =
+      kStaged ? std::min<std::int64_t>(p.rows, resident_clusters(reinterpret_cast<const void*>(kernel), cfg, c.cluster))
+              : p.rows;
+  cfg.gridDim = dim3(capped_grid(clusters, c.cluster));
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
@@ -313,7 +399,11 @@ void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;
-  with_in_type(p.x_dtype, [&](auto* tag) { launch_block<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    if (c.staged) launch_block<In, true>(p, c, s);
+    else launch_block<In, false>(p, c, s);
+  });
 }
 void launch_backward_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;

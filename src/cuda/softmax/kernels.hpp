@@ -86,7 +86,7 @@ struct BlockConfig {
   // The row pipeline (block_row.cu, row_stage.cuh): a persistent grid whose blocks stage their next row in shared
   // memory by bulk copy while they reduce and write the current one; log ops exchange one state per block across a
   // cluster instead of a max and then a sum. False: one cluster per row, loaded directly (the earlier kernel).
-  // Forward kernels only (launch_block_rows); the backward ones load directly (a staged backward measured slower).
+  // The backward kernels stage y and dy the same way (one cluster barrier a row; no state exchange).
   bool staged = false;
 };
 // split_row: a row is cut into chunks of kSplitThreads · kBlockElems elements (backward: kBackwardBlockElems); one block reduces one chunk to an

@@ -344,45 +344,59 @@ TEST_F(GpuSoftmax, BatchInvariance) {
   }
 }
 
-// The row pipeline (block_row.cu, row_stage.cuh), which the dispatcher runs for log-softmax, logsumexp and the state
-// on cluster_row: a persistent grid whose clusters each walk several rows, staging the next one in shared memory
-// while they work on the current one, and one exchange of block states a row. Enough rows that every cluster takes
-// two or more (the H200 holds 84 clusters of 7 blocks of 192 threads, about 44 of 15), at lengths whose rows are
-// 16-byte aligned only now and then (staged) and otherwise not (loaded directly) within one launch, against the
-// float64 reference; then rows of the batch against the same rows alone, bitwise.
+// The row pipeline (block_row.cu, backward.cu, row_stage.cuh), which the dispatcher runs for log-softmax, logsumexp
+// and the state on cluster_row, and for the 16-bit backward passes on block_per_row: a persistent grid whose blocks
+// each walk several rows, staging the next one in shared memory while they work on the current one (forward clusters:
+// one exchange of block states a row). Enough rows that every block or cluster takes two or more (the H200 holds 84
+// clusters of 7 blocks of 192 threads, about 44 of 15, 396 backward blocks of 288), at lengths whose rows are 16-byte
+// aligned only now and then (staged) and otherwise not (loaded directly) within one launch, against the float64
+// reference; then rows of the batch against the same rows alone, bitwise.
 TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
   struct Shape {
     std::int64_t rows, n;
     SoftmaxPath path;
   };
-  std::vector<Shape> shapes = {{1400, 4097, SoftmaxPath::cluster_row}, {200, 30001, SoftmaxPath::cluster_row},
-                               {200, 32000, SoftmaxPath::cluster_row}, {100, 65537, SoftmaxPath::cluster_row}};
-  if (small_mode()) shapes = {{1400, 4097, SoftmaxPath::cluster_row}};
+  std::vector<Shape> shapes = {{1400, 4097, SoftmaxPath::block_per_row}, {1400, 4097, SoftmaxPath::cluster_row},
+                               {200, 30001, SoftmaxPath::cluster_row}, {200, 32000, SoftmaxPath::cluster_row},
+                               {100, 65537, SoftmaxPath::cluster_row}};
+  if (small_mode()) shapes = {{1400, 4097, SoftmaxPath::block_per_row}, {1400, 4097, SoftmaxPath::cluster_row}};
   std::uint64_t seed = 900;
   for (const Shape& sh : shapes) {
     const std::string tag = std::to_string(sh.rows) + "x" + std::to_string(sh.n);
     std::vector<Case> cases;
-    for (Op op : {Op::log_softmax, Op::logsumexp, Op::state})
-      cases.push_back(plain_case(tag + "_f32", op, DType::f32, DType::f32, sh.rows, sh.n, ++seed));
-    cases.push_back(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
-    cases.push_back(plain_case(tag + "_f16_to_f32", Op::log_softmax, DType::f16, DType::f32, sh.rows, sh.n, ++seed));
-    // A masked tail (the last blocks' states empty) and per-row temperatures through the merged states.
-    Case masked = plain_case(tag + "_masked", Op::log_softmax, DType::f32, DType::f32, sh.rows, sh.n, ++seed);
-    masked.mask = contiguous(DType::b8, {1, sh.n});
-    masked.mask_values.assign(static_cast<std::size_t>(sh.n), 1.0);
-    for (std::int64_t i = sh.n / 3; i < sh.n; ++i) masked.mask_values[static_cast<std::size_t>(i)] = 0.0;
-    masked.row_temperature.resize(static_cast<std::size_t>(sh.rows));
-    for (std::int64_t r = 0; r < sh.rows; ++r) masked.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 2.0;
-    cases.push_back(masked);
+    if (sh.path == SoftmaxPath::block_per_row) {
+      // The backward passes' staged kernel (16-bit rows).
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
+        cases.push_back(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
+      Case t = plain_case(tag + "_f16_temperature", Op::softmax_backward, DType::f16, DType::f16, sh.rows, sh.n,
+                          ++seed);
+      t.row_temperature.resize(static_cast<std::size_t>(sh.rows));
+      for (std::int64_t r = 0; r < sh.rows; ++r) t.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 2.0;
+      cases.push_back(t);
+    } else {
+      // The forward log ops' staged kernel with its one exchange of block states.
+      for (Op op : {Op::log_softmax, Op::logsumexp, Op::state})
+        cases.push_back(plain_case(tag + "_f32", op, DType::f32, DType::f32, sh.rows, sh.n, ++seed));
+      cases.push_back(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, sh.rows, sh.n, ++seed));
+      cases.push_back(plain_case(tag + "_f16_to_f32", Op::log_softmax, DType::f16, DType::f32, sh.rows, sh.n, ++seed));
+      // A masked tail (the last blocks' states empty) and per-row temperatures through the merged states.
+      Case m = plain_case(tag + "_masked", Op::log_softmax, DType::f32, DType::f32, sh.rows, sh.n, ++seed);
+      m.mask = contiguous(DType::b8, {1, sh.n});
+      m.mask_values.assign(static_cast<std::size_t>(sh.n), 1.0);
+      for (std::int64_t i = sh.n / 3; i < sh.n; ++i) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
+      m.row_temperature.resize(static_cast<std::size_t>(sh.rows));
+      for (std::int64_t r = 0; r < sh.rows; ++r) m.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 2.0;
+      cases.push_back(m);
+    }
     for (const Case& c : cases) {
       run_all_paths(c, {sh.path});
-      if (c.in.dtype != DType::f32) continue;
       // Bits: rows of the batch (staged or not by their alignment, several per block) against the row alone.
       const Result all = run_gpu(c, sh.path);
       ASSERT_TRUE(all.ran) << all.reason;
       for (std::int64_t r : {std::int64_t{1}, sh.rows / 2, sh.rows - 1}) {
-        Case one = plain_case("alone", c.op, DType::f32, DType::f32, 1, sh.n, 1);
+        Case one = plain_case("alone", c.op, c.in.dtype, c.out.dtype, 1, sh.n, 1);
         one.x.assign(c.x.begin() + r * sh.n, c.x.begin() + (r + 1) * sh.n);
+        if (is_backward(c.op)) one.dy.assign(c.dy.begin() + r * sh.n, c.dy.begin() + (r + 1) * sh.n);
         one.mask = c.mask;
         one.mask_values = c.mask_values;
         if (!c.row_temperature.empty()) one.row_temperature = {c.row_temperature[static_cast<std::size_t>(r)]};

@@ -88,6 +88,15 @@ RowProblem problem(Op op, std::int64_t rows, std::int64_t n, DType t, const Buff
   return p;
 }
 
+// A backward problem: y from one input copy, dy from the next (any values: the timing does not depend on them).
+RowProblem backward_problem(Op op, std::int64_t rows, std::int64_t n, DType t, const Buffers& b, int copy) {
+  RowProblem p = problem(op, rows, n, t, b, copy);
+  p.dy = b.in[static_cast<std::size_t>(copy + 1) % b.in.size()];
+  p.map.stride[kDy][0] = n;
+  p.step[kDy] = 1;
+  return p;
+}
+
 template <typename Launch>
 double median_us(const Buffers& b, int reps, Launch&& launch) {
   cudaEvent_t start, stop;
@@ -136,10 +145,17 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
     Buffers b = make_buffers(rows, n, t);
     for (Op op : ops) {
       const double elems = static_cast<double>(rows) * static_cast<double>(n);
-      const double bytes = elems * static_cast<double>(smk::dtype_size(t)) * (writes_rows(op) ? 2 : 1);
+      const bool bwd = op == Op::softmax_backward || op == Op::log_softmax_backward;
+      const double bytes = elems * static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
       for (const Variant& v : variants) {
         if (v.kind == 'b' && v.block.threads > 512) continue;  // more than the kernel's launch bound
         const double us = median_us(b, reps, [&](int i) {
+          if (bwd) {
+            const RowProblem p = backward_problem(op, rows, n, t, b, i);
+            if (v.kind == 'b') launch_backward_block_rows(p, v.block, nullptr);
+            else launch_backward_split_rows(p, nullptr);
+            return;
+          }
           const RowProblem p = problem(op, rows, n, t, b, i);
           if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
           else if (v.kind == 'b') launch_block_rows(p, v.block, nullptr);
@@ -213,6 +229,19 @@ int main(int argc, char** argv) {
       run_shape(rows, n, {fit(n, dispatch_cluster(n)), fit(n, dispatch_cluster(n), true)}, both, ops, reps);
     run_shape(2048, 65536, {fit(65536, 15), fit(65536, 15, true), fit(65536, 8, true), split()}, both, ops, reps);
     run_shape(4096, 151936, {fit(151936, 16), fit(151936, 16, true), split()}, both, ops, 10);
+    // The backward passes (16 elements of y and of dy a thread; the dispatcher's cluster is the fewest blocks of
+    // ≤ 512 threads that hold a row, see softmax_cuda.cpp).
+    auto bfit = [](std::int64_t n, int cluster, bool staged) {
+      const std::int64_t per = (n + std::int64_t{cluster} * kBackwardBlockElems - 1) / (std::int64_t{cluster} * kBackwardBlockElems);
+      return block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster, staged);
+    };
+    auto bcluster = [](std::int64_t n) {
+      return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBackwardBlockElems - 1) / (192 * kBackwardBlockElems), 2, 16));
+    };
+    const std::vector<Op> bwd = {Op::softmax_backward};
+    run_shape(16384, 4096, {bfit(4096, 1, false), bfit(4096, 1, true)}, both, bwd, reps);
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{4096, 16384}, {8192, 32000}, {2048, 65536}})
+      run_shape(rows, n, {bfit(n, bcluster(n), false), bfit(n, bcluster(n), true)}, both, bwd, reps);
     return 0;
   }
   // Few long rows: the latency targets (≤ 8 µs) and how many SMs a row should spread over.
