@@ -67,20 +67,37 @@ inline constexpr int kPrefillStagesD128 = 2;
 // near-identical kernels in that run is 1-2 %). The defaults are the configuration measured best, all on; the D = 64
 // ablation on 4 × 1 is for the next run.
 // The wgmma kernel's built variants (prefill_wgmma.cu), in the same fields: 1 or 2 consumer warpgroups per CTA
-// (warps 4 or 8), 64- or 128-key tiles in a 3-stage cp.async ring (at D = 128, 128-key tiles fit only with two
-// warpgroups: 225 KB of shared memory). Checked by test_prefill, timed by tune_prefill.
+// (warps 4 or 8), 64- or 128-key tiles in a 3-stage ring (at D = 128, 128-key tiles fit only with two warpgroups:
+// 225 KB of shared memory), each with its TMA and its cp.async copies. Checked by test_prefill, timed by
+// tune_prefill. Timed and dropped in the H200 run of 27b9277 (2026-11-30, docs/perf-notebook.md): D = 128 with two
+// warpgroups and 64-key tiles (slower than both kept variants on every row: 448.8 against 482.9 and 495.8 TFLOP/s
+// at B=4, H=32, S=4096, TMA), and 128-key tiles at D = 64 (318.7 / 303.3 against 382.0 at B=16, H=16, S=2048, TMA;
+// behind on every row but one tie).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
-    {128, 4, 1, 64, 3}, {128, 8, 1, 64, 3}, {128, 8, 1, 128, 3}, {64, 4, 1, 64, 3},
-    {64, 8, 1, 64, 3},  {64, 4, 1, 128, 3}, {64, 8, 1, 128, 3}};
-// The dispatcher's kernel per head dimension: mma.sync until an H200 run shows the wgmma kernel faster on a shape
-// (docs/perf-notebook.md, 2026-11-30, the wgmma section), and the wgmma kernel's warpgroups when it is chosen.
-inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::mma_sync;
-inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::mma_sync;
+    {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {64, 4, 1, 64, 3}, {64, 8, 1, 64, 3}};
+// The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
+// 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
+// mma.sync kernel's default on every row of the table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at
+// B=4, H=32, S=4096, D=128, full; 382.0 against 291.7 at B=16, H=16, S=2048, D=64); it runs where this build has
+// sm_90a and the device is compute capability 9.0, else the mma.sync kernel does.
+// - D = 128: two warpgroups, 128-key tiles (495.8; 511.7 at B=1, H=32, S=16384 causal) but for short causal rows.
+// - D = 64: two warpgroups, 64-key tiles (382.0; 405.6 at B=1, H=32, S=16384 full) but for short causal rows.
+// - Causal with at most kPrefillWgmmaShortCausal query rows: one warpgroup, 64-key tiles (more, shorter CTAs for
+//   the triangle): 226.4 against 204.4 (D = 128) and 197.2 against 187.2 (D = 64) at S = 512, 307.0 against 294.0
+//   and 267.6 against 265.7 at S = 1024; at S = 2048 the two tie (360.1 / 362.2 at D = 128).
+// - TMA against every thread's cp.async, same variants: +2-23 % (495.8 against 433.4 at D = 128, wg2 n128, S = 4096
+//   full; 382.0 against 332.4 at D = 64). Varlen (and Sk = 0) always takes cp.async; those variants measured
+//   1.07-1.41x the mma.sync kernel's default on the same (non-varlen) rows.
+inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::wgmma;
+inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::wgmma;
 inline constexpr int kPrefillWgmmaWarpsD64 = 8;
-inline constexpr int kPrefillWgmmaWarpsD128 = 4;
+inline constexpr int kPrefillWgmmaWarpsD128 = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 64;
-inline constexpr int kPrefillWgmmaBlockND128 = 64;
-inline constexpr bool kPrefillWgmmaTma = false;
+inline constexpr int kPrefillWgmmaBlockND128 = 128;
+inline constexpr std::int64_t kPrefillWgmmaShortCausal = 1024;
+inline constexpr int kPrefillWgmmaWarpsShortCausal = 4;
+inline constexpr int kPrefillWgmmaBlockNShortCausal = 64;
+inline constexpr bool kPrefillWgmmaTma = true;
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;
 inline constexpr bool kPrefillSkipRescale = true;

@@ -1,5 +1,8 @@
 // softmaxkit: attention_forward on the GPU, issue 7 stage 1: the FlashAttention-2 recurrence on the tensor cores
 // (mma.sync m16n8k16, ldmatrix, cp.async), f16/bf16 in, f32 accumulation, O in the input dtype and the f32 LSE.
+// Since the H200 run of 27b9277 (2026-11-30) the dispatcher runs stage 2's wgmma kernel (prefill_wgmma.cu) where the
+// build has sm_90a and the device is compute capability 9.0; this kernel serves every other build and device, and
+// attention_forward below (validation, arguments, the choice of kernel) serves both.
 //
 // Work and traffic. Per (batch, head) with S query and S key rows of D elements: 4·S²·D flops (S = Q·Kᵀ and O = P·V,
 // halved under a causal mask) against (2 + 2·S/Br)·S·D·2 bytes (Q read and O written once, K and V read once per
@@ -39,7 +42,8 @@
 // prefill, stage 1", and docs/bench/prefill-stage1-2026-11-30.md): the dispatcher's default reaches 328 TFLOP/s at
 // B=4, H=32, S=4096, D=128, full (0.93× SDPA FLASH's 352 in the same run, 0.50× cuDNN's 661; 286 before this
 // version) and 292 at B=16, H=16, S=2048, D=64 (1.01× FLASH); ≥ FLASH on every D = 64 row of the sweep but
-// S = 16384 full (0.98×), 0.91-0.96× FLASH at D = 128 (1.04× at S = 512 causal).
+// S = 16384 full (0.98×), 0.91-0.96× FLASH at D = 128 (1.04× at S = 512 causal). Same default in the run of 27b9277
+// (2026-11-30): 331.5 and 291.7 TFLOP/s on those two rows.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -481,8 +485,12 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     throw_unsupported(op, "the wgmma prefill kernel needs an sm_90a build (CMAKE_CUDA_ARCHITECTURES with 90a) and a "
                           "compute-capability 9.0 device");
   const bool wg = kernel == PrefillKernel::wgmma;
-  const int wg_warps = d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128;
-  const int wg_block_n = d64 ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND128;
+  // Short causal rows: one warpgroup and 64-key tiles (attention_cuda.hpp has the measurements).
+  const bool short_causal = o.causal && sq <= kPrefillWgmmaShortCausal;
+  const int wg_warps =
+      short_causal ? kPrefillWgmmaWarpsShortCausal : (d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128);
+  const int wg_block_n =
+      short_causal ? kPrefillWgmmaBlockNShortCausal : (d64 ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND128);
   const PrefillVariant variant =
       wg ? PrefillVariant{static_cast<int>(d), config.warps != 0 ? config.warps : wg_warps,
                           config.m_tiles != 0 ? config.m_tiles : 1, config.block_n != 0 ? config.block_n : wg_block_n,

@@ -1,37 +1,47 @@
-// softmaxkit: attention_forward on the GPU, issue 7 stage 2, first version: the FlashAttention recurrence on
-// Hopper's warpgroup tensor-core product (wgmma, sm_90a), f16/bf16 in, f32 accumulation, O in the input dtype and
-// the f32 LSE. Same semantics as the mma.sync kernel (prefill.cu), which stays the dispatcher's default until a run
-// shows this one faster; selected by PrefillConfig::kernel = PrefillKernel::wgmma.
+// softmaxkit: attention_forward on the GPU, issue 7 stage 2: the FlashAttention recurrence on Hopper's warpgroup
+// tensor-core product (wgmma, sm_90a) with TMA copies, f16/bf16 in, f32 accumulation, O in the input dtype and the
+// f32 LSE. Same semantics as the mma.sync kernel (prefill.cu), which serves builds without sm_90a and other devices.
+// The dispatcher's default on the H200 (attention_cuda.hpp, kPrefillKernelD64/D128); PrefillConfig selects variants.
 //
 // Work and traffic (as prefill.cu): per (batch, head) 4·S²·D flops (halved under a causal mask) against
 // (2 + 2·S/Br)·S·D·2 bytes (Q read and O written once, K and V once per block of Br query rows, mostly from L2):
 // about 1000 flops per DRAM byte at S = 4096, D = 128, far past the H200's ridge (≈ 790 TFLOP/s dense bf16 /
-// 4.8 TB/s ≈ 165), so the floor is the tensor cores': 4·B·H·S²·D / 790e12 s, 0.89 ms at (4, 32, 4096, 128) full.
-// Shared memory feeds wgmma at 64 query rows per warpgroup: per 64-key tile at D = 128 one warpgroup reads Q
-// (16 KB), K (16 KB) and V (16 KB) for 2 MFLOP, 43 flops per shared byte.
+// 4.8 TB/s ≈ 165), so the floor is the tensor cores': 4·B·H·S²·D / 790e12 s, 1.39 ms at (4, 32, 4096, 128) full.
+// Shared memory feeds wgmma: per key tile a warpgroup reads its Q rows and the K tile for Q·Kᵀ (A and B from shared
+// memory) and the V tile for P·V (A from registers): at D = 128, 128-key tiles, 80 KB for 4.2 MFLOP, 52 flops per
+// shared byte (44 with 64-key tiles), against about 24 that 128 bytes a clock need at the tensor peak.
 //
 // Structure (one CTA = Br = 64·kWG query rows of one (batch, head); warpgroup w owns rows 64w..64w+63):
-//   Q, K and V tiles are copied by every thread with cp.async (16 bytes each, rows past the visible keys
-//   zero-filled and never read, exactly as prefill.cu) into 128-byte-swizzled panels of 64 columns (ptx.cuh says
-//   the layout); K and V go through a ring of 3 stages of 64 keys, the copy of tile j + 1 issued while tile j is
-//   used (3 stages because P·V of tile j − 1 still reads its V while Q·Kᵀ of tile j runs).
+//   Q, K and V tiles land in 128-byte-swizzled panels of 64 columns (ptx.cuh says the layout, which is both what
+//   the TMA unit writes with CU_TENSOR_MAP_SWIZZLE_128B and what wgmma's descriptors read). K and V go through a
+//   ring of 3 stages of kBlockN keys, tile j + 1 requested while tile j is used (3 stages because P·V of tile j − 1
+//   still reads its V while Q·Kᵀ of tile j runs). Copies: TMA (kTma: one thread issues 4-D boxes, column × head ×
+//   row × batch entry, on one mbarrier per stage; rows past Sk come back as zeros) or, for varlen, every thread's
+//   cp.async (a box cannot stop at a packed sequence's end; cp.async zero-fills rows past it without reading them).
 //   Per key tile j, each warpgroup:
-//     issues S_j = Q·K_jᵀ (wgmma m64n64k16, A and B from shared memory, D/16 steps) and O += P_{j−1}·V_{j−1}
-//     (wgmma m64nDk16, A = P from registers, B = V MN-major: 4 steps), two commit groups;
+//     issues S_j = Q·K_jᵀ (wgmma m64nBk16, B = kBlockN, D/16 steps) and O += P_{j−1}·V_{j−1} (wgmma m64nDk16, A = P
+//     from registers, B = V MN-major: kBlockN/16 steps), two commit groups;
 //     waits for S_j only, and runs the online softmax of tile j (mask, row max over the quad, ex2, row sums, P_j
 //     rounded to 16 bits into the A layout) while P·V of tile j − 1 is still on the tensor cores;
 //     waits for P·V, then rescales O by 2^(m_old − m_new) (skipped by warp vote when no row max of the warp moved).
+//   One __syncthreads per tile frees the stage tile j + 1 overwrites (every warpgroup has waited for P·V of j − 2).
 //   The final (m, l) becomes an OnlineSoftmaxState, which merges the sink (if any), gives the LSE and the factor
 //   that normalises O: the same state algebra as every other op. O is stored from the accumulator fragments.
 // Rounding: the same operations as prefill.cu per row (f32 scores, the fold, ex2.approx, P rounded to 16 bits, f32
-// sums), but the tensor cores sum a row's products in another order, so the bits differ from prefill.cu's; two
-// configurations of this kernel (1 or 2 warpgroups) give the same bits (the tests check both).
-// NaN and padding: as prefill.cu (keys past the sequence zero-filled, masked scores −inf whatever K holds; the one
-// leak, a non-finite V row inside the diagonal tile, is the same).
+// sums), but the tensor cores sum a row's products in another order, so the bits differ from prefill.cu's; the
+// variants with the same key-tile size give the same bits, TMA or cp.async (the tests check it).
+// NaN and padding: keys past the sequence are zeros (TMA's out-of-bounds fill, cp.async's zero-fill) and a masked
+// score is −inf whatever K holds. One case leaks, as in prefill.cu: in the key tile that crosses the causal diagonal
+// (on the TMA path, also its rows past the last key any row of the CTA sees, which it loads), a non-finite V row is
+// multiplied by P = 0 for a row that may not see it, and 0·NaN = NaN.
 //
-// Not in this version (issue 7's stage 2 list): TMA copies on mbarriers, a producer warp, setmaxnreg, two
-// warpgroups ping-ponging their softmax. Measured on the H200: not yet (see docs/perf-notebook.md, the wgmma
-// section of 2026-11-30, for the run of this file).
+// Measured on the H200 (tune_prefill, tree of commit 27b9277, bf16, 2026-11-30; docs/perf-notebook.md, "attention
+// prefill, stage 2", and docs/bench/prefill-wgmma-2026-11-30.md): the dispatcher's default (TMA, two warpgroups,
+// 128-key tiles at D = 128, 64-key at D = 64) reaches 495.8 TFLOP/s at B=4, H=32, S=4096, D=128, full (0.63 of the
+// 790 peak; 1.41x SDPA FLASH's 352 in the same run, 0.75x cuDNN's 664; the mma.sync kernel 331.5) and 382.0 at
+// B=16, H=16, S=2048, D=64 (1.30x FLASH, 0.85x cuDNN's 450). Registers: 138-196 a thread, no spill.
+// Not in this version (issue 7's stage 2 list): a producer warp with setmaxnreg, the two warpgroups' softmax
+// ping-ponged against each other's products, and a ring deeper than one tile ahead.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -430,12 +440,9 @@ bool launch_t(int d, int warpgroups, int block_n, const PrefillArgs& a, std::int
               std::int64_t max_sq, cudaStream_t s) {
   const auto is = [&](int dd, int wg, int bn) { return d == dd && warpgroups == wg && block_n == bn; };
   if (is(128, 1, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(128, 2, 64)) return launch<T, 128, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 2, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 1, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 2, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 1, 128)) return launch<T, 64, 1, 128, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 2, 128)) return launch<T, 64, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
 
