@@ -1,7 +1,7 @@
 // softmaxkit (internal, device code): a block's share of a register-resident row (RowTile), staged in shared memory
 // by the Hopper bulk copy (cp.async.bulk, completed on an mbarrier), so the next row's load is in flight while the
-// block reduces and writes the current one. Used by block_row.cu's staged kernels (docs/perf-notebook.md, "row
-// pipeline").
+// block reduces and writes the current one. Used by the staged kernels of block_row.cu and backward.cu
+// (docs/perf-notebook.md, "row pipeline": where they pay and where they do not).
 //
 // Layout: RowTile gives thread g of the G threads sharing a row the vectors (k·G + g)·V … + V − 1, k < K. The T
 // threads of one block (g = g0 … g0 + T − 1) therefore hold K contiguous segments of T·V elements each; segment k
