@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows
+#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -380,6 +380,16 @@ if want fewrows; then
   done
   tar -czf "$outer/fewrows-logs.tgz" -C "$OUT" . 2>/dev/null
   OUT=$outer
+fi
+# fewrows-flush: grid_row's levers timing (test_cuda_grid_row LeversTiming, beside split_row) under three L2 flushes
+# before each call: the bench's memset (write: dirty lines written back during the timed call), a 256 MB read (clean
+# lines), none (inputs in L2); a 1×32 row gives each flush's floor. Binary from $SMK_FR_BIN (carried) or a build.
+if want fewrows-flush; then
+  frbin=${SMK_FR_BIN:-build/default/tests}
+  for m in write read none; do
+    run_step "fr-flush-$m" timeout 40 env SMK_GRID_ROW_TIMING=1 SMK_GRID_ROW_FLUSH=$m "$frbin/test_cuda_grid_row" \
+      --gtest_filter='*LeversTiming*'
+  done
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

@@ -204,13 +204,23 @@ TEST_F(GpuGridRow, RefusesBackwardServesZeroLengthRows) {
 // `fewrows`): the median of `reps` calls through the public API, CUDA events around each call, L2 flushed before it
 // (a 256 MB memset, as `softmaxkit bench` does). Variants: split_row; grid_row as the library runs it; its staging
 // off (every chunk re-read, the second time from L2); the staged reads without the evict-first hint; a plain launch
-// whose barrier is an atomic counter zeroed by a memset (what the cooperative launch costs).
+// whose barrier is an atomic counter zeroed by a memset (what the cooperative launch costs). SMK_GRID_ROW_FLUSH
+// chooses the flush: `write` (the bench's memset, which leaves up to the L2's size of dirty lines to be written back
+// while the timed call runs), `read` (a logsumexp over the 256 MB, which leaves clean lines) or `none` (the inputs
+// stay in L2: launch and on-chip work alone). A 1×32 row gives each flush's floor.
 TEST_F(GpuGridRow, LeversTiming) {
   const char* on = std::getenv("SMK_GRID_ROW_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "timing: set SMK_GRID_ROW_TIMING=1";
+  const char* flush_env = std::getenv("SMK_GRID_ROW_FLUSH");
+  const std::string flush_mode = flush_env != nullptr ? flush_env : "write";
   using cuda::kernels::GridRowTuning;
   const std::size_t flush_bytes = std::size_t{256} << 20;
   cuda::DeviceBuffer<unsigned char> flush(flush_bytes);
+  cuda::DeviceBuffer<float> flush_sums(256);
+  const auto flush_cols = static_cast<std::int64_t>(flush_bytes / 1024);  // [256, 262144] f32
+  const TensorView flush_in = TensorView::contiguous(flush.data(), DType::f32, Device::cuda(0), {256, flush_cols});
+  const TensorView flush_out = TensorView::contiguous(flush_sums.data(), DType::f32, Device::cuda(0), {256});
+  SMK_CUDA_CHECK(cudaMemset(flush.data(), 0x3c, flush_bytes));  // finite f32 scores (about 0.0115)
   cudaEvent_t a, b;
   SMK_CUDA_CHECK(cudaEventCreate(&a));
   SMK_CUDA_CHECK(cudaEventCreate(&b));
@@ -226,11 +236,12 @@ TEST_F(GpuGridRow, LeversTiming) {
       {"grid_no_evict_hint", SoftmaxPath::grid_row, {-1, false, true}},
       {"grid_plain_launch", SoftmaxPath::grid_row, {-1, true, false}},
   };
+  std::printf("L2 flush before each call: %s\n", flush_mode.c_str());
   std::printf("%-10s %-5s %-14s", "op", "dtype", "shape");
   for (const auto& v : variants) std::printf(" %18s", v.name);
   std::printf("   (median us)\n");
   for (const auto& [rows, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-           {1, 151936}, {32, 128256}, {1, 16777216}, {4, 1000000}, {64, 65537}}) {
+           {1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}, {4, 1000000}, {64, 65537}}) {
     for (DType t : {DType::f32, DType::bf16}) {
       cuda::DeviceBuffer<unsigned char> din(static_cast<std::size_t>(rows * n) * dtype_size(t));
       cuda::DeviceBuffer<unsigned char> dout(static_cast<std::size_t>(rows * n) * dtype_size(t));
@@ -247,8 +258,8 @@ TEST_F(GpuGridRow, LeversTiming) {
                     (std::to_string(rows) + "x" + std::to_string(n)).c_str());
         for (const auto& v : variants) {
           cuda::kernels::grid_row_tuning() = v.tune;
-          cuda::ScopedSoftmaxPath force(v.path);
           auto call = [&] {
+            cuda::ScopedSoftmaxPath force(v.path);
             if (op == Op::softmax) softmax(out, in);
             else if (op == Op::log_softmax) log_softmax(out, in);
             else logsumexp(lse, in);
@@ -257,7 +268,8 @@ TEST_F(GpuGridRow, LeversTiming) {
           SMK_CUDA_CHECK(cudaDeviceSynchronize());
           std::vector<float> ms;
           for (int r = 0; r < 40; ++r) {
-            SMK_CUDA_CHECK(cudaMemsetAsync(flush.data(), r & 0xff, flush_bytes));
+            if (flush_mode == "write") SMK_CUDA_CHECK(cudaMemsetAsync(flush.data(), r & 0xff, flush_bytes));
+            else if (flush_mode == "read") logsumexp(flush_out, flush_in);
             SMK_CUDA_CHECK(cudaEventRecord(a));
             call();
             SMK_CUDA_CHECK(cudaEventRecord(b));
