@@ -7,7 +7,7 @@
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288)                               block_per_row
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row
-//   longer, the whole input ≤ kGridRowMaxBytes           grid_row (bitwise split_row's results, one launch)
+//   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
@@ -138,11 +138,13 @@ constexpr std::int64_t kClusterTargetThreads = 192;
 // Bytes a warp_per_row lane aims to hold: 64 (16 f32 or 32 bf16 elements). Measured: 262144×128 f32 E16·L8 3.31
 // TB/s against E4·L32 1.94; bf16 E32·L4 2.66 against 0.85; 1048576×32 f32 E16·L2 3.39, bf16 E32·L1 2.73.
 constexpr int kWarpLaneBytes = 64;
-// Above kClusterAutoMaxN, inputs of at most this many bytes (all rows together) take grid_row, one grid-resident
-// launch that stages its chunks in shared memory, instead of split_row's three launches. The two compute bitwise the
-// same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking batch invariance.
-// Not yet measured: 64 MB (1×16777216 f32) until the H200 run sets it (docs/perf-notebook.md "Issue 3: few rows").
-constexpr std::int64_t kGridRowMaxBytes = std::int64_t{64} << 20;
+// Above kClusterAutoMaxN, inputs of fewer than this many bytes (all rows together) would take grid_row, one
+// grid-resident launch that stages its chunks in shared memory, instead of split_row's three launches. The two
+// compute bitwise the same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking
+// batch invariance. 0: off. Measured (H200, 2026-11-30, commit 219cea4, docs/perf-notebook.md "Issue 3: few long
+// rows in one launch"): grid_row was slower than split_row on all 30 rows timed, e.g. softmax f32 1×151936 18.4 vs
+// 17.3 µs, 32×128256 34.5 vs 30.4, 1×16777216 90.9 vs 72.4; bf16 alike; so split_row keeps every long row.
+constexpr std::int64_t kGridRowMaxBytes = 0;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 int pow2_ceil(std::int64_t v) {
@@ -255,7 +257,7 @@ SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int6
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
       if (n <= block_max) return SoftmaxPath::block_per_row;
       if (n <= cluster_auto) return SoftmaxPath::cluster_row;
-      if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) <= kGridRowMaxBytes)
+      if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) < kGridRowMaxBytes)
         return SoftmaxPath::grid_row;
       return SoftmaxPath::split_row;
     case SoftmaxPath::warp_per_row: check_capacity(op, forced, n, kWarpMaxN); return forced;

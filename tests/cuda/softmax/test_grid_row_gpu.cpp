@@ -3,7 +3,8 @@
 // whose outputs grid_row must reproduce bit for bit: the dispatcher picks between the two by the size of the whole
 // input, so that equality is what keeps a row's result the same alone or in a batch. Issue 3's few-row lengths,
 // rows spanning blocks and blocks spanning rows, inputs past the on-chip stash (re-read), sliced / strided /
-// unaligned / in place, temperatures, masks and non-finite rows, and the dispatcher across its threshold.
+// unaligned / in place, temperatures, masks and non-finite rows, a row alone on grid_row against the same row in a
+// batch on split_row. H200, 2026-11-30 (commit 219cea4): all pass; memcheck, racecheck and synccheck clean.
 //
 // SMK_GPU_TEST_SMALL=1 (scripts/device.sh under compute-sanitizer) keeps the cases that exercise each code path of
 // the kernel (staged and unstaged chunks, a ragged last chunk, a strided copy, the row outputs) at small sizes.
@@ -164,11 +165,12 @@ TEST_F(GpuGridRow, TemperatureMasksNonFinite) {
   }
 }
 
-// The dispatcher sends a few rows to grid_row and a batch of the same rows past kGridRowMaxBytes to split_row; a
-// row's result is bitwise the same either way, and run to run.
-TEST_F(GpuGridRow, DispatcherAcrossTheThresholdIsBatchInvariant) {
+// A row alone through grid_row (forced) and through the dispatcher, and the same row inside a batch the
+// dispatcher sends to split_row (78.6 MB of f32: past any kGridRowMaxBytes worth having): bitwise the same, and run
+// to run. This is what lets the dispatcher's rule look at the number of rows (softmax_cuda.cpp).
+TEST_F(GpuGridRow, AloneOnGridRowEqualsBatchOnSplitRow) {
   if (small_mode()) GTEST_SKIP() << "an 80 MB batch: not under the sanitizer";
-  const std::int64_t n = 65537, rows = 300;  // 78.6 MB of f32: above the 64 MB rule
+  const std::int64_t n = 65537, rows = 300;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
     const Case batch = make_case("batch", op, DType::f32, DType::f32, rows, n, 31);
     const Result all = run_gpu(batch, SoftmaxPath::automatic);
@@ -176,14 +178,16 @@ TEST_F(GpuGridRow, DispatcherAcrossTheThresholdIsBatchInvariant) {
     for (std::int64_t r : {std::int64_t{0}, std::int64_t{151}, rows - 1}) {
       Case one = make_case("alone", op, DType::f32, DType::f32, 1, n, 31);
       one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
-      const Result a = run_gpu(one, SoftmaxPath::automatic), b = run_gpu(one, SoftmaxPath::automatic, 0x00);
-      ASSERT_TRUE(a.ran && b.ran);
+      const Result a = run_gpu(one, SoftmaxPath::grid_row), b = run_gpu(one, SoftmaxPath::grid_row, 0x00);
+      const Result d = run_gpu(one, SoftmaxPath::automatic);
+      ASSERT_TRUE(a.ran && b.ran && d.ran);
       const std::int64_t width = is_row_op(op) ? 1 : n;
       for (std::int64_t i = 0; i < width; ++i) {
         ASSERT_TRUE(same_bits(a.out[i], all.out[r * width + i]))
             << op_name(op) << " row " << r << " element " << i << ": alone " << a.out[i] << ", batch "
             << all.out[r * width + i];
         ASSERT_TRUE(same_bits(a.out[i], b.out[i])) << "run to run, element " << i;
+        ASSERT_TRUE(same_bits(a.out[i], d.out[i])) << "the dispatcher's choice, element " << i;
       }
       if (op == Op::state) ASSERT_EQ(a.out2[0], all.out2[r]);
     }
