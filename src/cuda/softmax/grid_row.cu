@@ -25,13 +25,13 @@
 // Floor on the H200 at 4.27 TB/s (copy) / ~4.5 (read): 1×151936 f32 1.2 MB moved, 0.28 µs (latency-bound:
 // a launch, one DRAM round trip, a grid barrier, the stores); 32×128256 f32 32.8 MB, 7.7 µs; 1×16777216 f32
 // 134 MB, 31.4 µs (bf16 15.7 µs).
-// Measured (H200, 2026-11-30, commit 219cea4, `softmaxkit bench`, L2 flushed; docs/perf-notebook.md "Issue 3: few
-// long rows in one launch"): slower than split_row on all 30 rows timed — softmax f32 1×151936 18.4 µs (split_row
-// 17.3), 32×128256 34.5 (30.4), 1×16777216 90.9 = 1.48 TB/s (72.4 = 1.85 TB/s); bf16 21.4 (18.5), 35.4 (30.4),
-// 84.2 (69.3); logsumexp within 0.1–3 µs of split_row's. Staging off, the evict-first hint off and a plain launch
-// with a counter barrier instead of the cooperative one all timed within ±2 µs of it (test_grid_row LeversTiming),
-// and a 1×32 row takes 17.5 µs against split_row's 13.5: a fixed cost of the launch that no lever here moved. So the
-// dispatcher does not choose it (kGridRowMaxBytes = 0); it stays a forced path, tested, for the next attempt.
+// Measured (H200, 2026-11-30, commit 219cea4, `softmaxkit bench`, L2 flushed; docs/bench/fewrows-2026-11-30.md):
+// slower than split_row on 29 of 30 rows, equal on one — softmax f32 1×151936 18.4 µs (split_row 17.2), 32×128256
+// 34.5 (30.4), 1×16777216 92.1 = 1.46 TB/s (73.4 = 1.83 TB/s); bf16 21.4 (18.5), 35.4 (30.4), 86.0 (69.8);
+// logsumexp within 0–2 µs of split_row's. Staging off, the evict-first hint off, and a plain launch with a counter
+// barrier instead of the cooperative one moved it by −4.3 to +4.6 µs, never to split_row's times (test_grid_row
+// LeversTiming), and a 1×32 row takes 17.5 µs against split_row's 13.5: a fixed cost that no lever here moved. So
+// the dispatcher does not choose it (kGridRowMaxBytes = 0); it stays a forced path, tested, for the next attempt.
 #include <cooperative_groups.h>
 
 #include <algorithm>

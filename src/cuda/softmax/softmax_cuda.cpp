@@ -142,8 +142,9 @@ constexpr int kWarpLaneBytes = 64;
 // grid-resident launch that stages its chunks in shared memory, instead of split_row's three launches. The two
 // compute bitwise the same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking
 // batch invariance. 0: off. Measured (H200, 2026-11-30, commit 219cea4, docs/perf-notebook.md "Issue 3: few long
-// rows in one launch"): grid_row was slower than split_row on all 30 rows timed, e.g. softmax f32 1×151936 18.4 vs
-// 17.3 µs, 32×128256 34.5 vs 30.4, 1×16777216 90.9 vs 72.4; bf16 alike; so split_row keeps every long row.
+// rows in one launch"): grid_row was slower than split_row on 29 of 30 rows timed (equal on one), e.g. softmax f32
+// 1×151936 18.4 vs 17.2 µs, 32×128256 34.5 vs 30.4, 1×16777216 92.1 vs 73.4; bf16 alike; so split_row keeps every
+// long row.
 constexpr std::int64_t kGridRowMaxBytes = 0;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
