@@ -163,11 +163,17 @@ inline constexpr int kDecodeMmaStages = 2;
 // bits): the cluster merge won where a sequence has at most 8 splits (155.8 against 159.6 µs at B=16, S=8192, 64/8
 // heads; equal on the 32/8 batch rows: 153.5 against 153.7, 275.0 against 274.7) and lost badly with clusters of 16
 // (169.1 against 144.0 µs at (1, 131072); 56.3 against 54.5 at (1, 32768); with 3 ring stages, 96 KB blocks, 192.9):
-// 16-block clusters of 64 KB blocks do not all fit the GPCs at once. So the dispatcher merges in clusters of at most
-// kDecodeClusterDispatch blocks (the portable size) and through the fused merge above; since both give the same bits,
-// the choice may depend on the batch (the split rule may not). DecodeMerge::cluster forces clusters up to 16.
+// 16-block clusters of 64 KB blocks do not all fit the GPCs at once. The second run (f53820c, the fused merge with
+// its kept counters beside the cluster merge, same run) narrowed it: with 8 real rows a block (64/8 heads) the cluster
+// won (156.4 against 158.5 µs at B=16, S=8192), with 4 (32/8) the fused merge did (152.8 against 153.7 at 16 × 8192,
+// 274.1 against 275.7 at 64 × 4096): the fused merge's last block folds its rows with one warp each, so 8 rows take
+// two rounds on its 4 warps, while the cluster spreads them over all its blocks' warps. So the dispatcher merges in a
+// cluster when a sequence has at most kDecodeClusterDispatch splits (the portable size) and a block more than
+// kDecodeClusterMinRows − 1 = 4 real rows (measured at 8 only), else by the fused merge. Both give the same bits, so
+// the choice may depend on anything (the split rule may not). DecodeMerge::cluster forces clusters up to 16.
 inline constexpr DecodeMerge kDecodeMerge = DecodeMerge::cluster;
 inline constexpr int kDecodeClusterDispatch = 8;
+inline constexpr int kDecodeClusterMinRows = 5;
 // The counter memset before the split kernel is a GPU operation of its own; without it (the H200 run of bb13db2,
 // 2026-11-30, bench_decode, same kernel): 53.8 against 54.7 µs at (B, S) = (1, 32768) with 32/8 heads, 144.4
 // against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits;

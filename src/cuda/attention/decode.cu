@@ -660,9 +660,13 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
   // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: only up to
-  // kDecodeClusterDispatch blocks, attention_cuda.hpp says why); else the fused merge, which gives the same bits.
-  const int cluster_cap = config.merge == DecodeMerge::cluster ? kDecodeClusterMax : kDecodeClusterDispatch;
-  const int cluster = mma && merge == DecodeMerge::cluster && a.grid_splits > 1 && a.grid_splits <= cluster_cap &&
+  // kDecodeClusterDispatch blocks and for blocks of more than 4 real rows, attention_cuda.hpp says why); else the
+  // fused merge, which gives the same bits.
+  const bool forced = config.merge == DecodeMerge::cluster;
+  const bool cluster_pays = forced || (a.grid_splits <= kDecodeClusterDispatch && a.rows >= kDecodeClusterMinRows);
+  const int cluster_cap = forced ? kDecodeClusterMax : kDecodeClusterDispatch;
+  const int cluster = mma && merge == DecodeMerge::cluster && cluster_pays && a.grid_splits > 1 &&
+                              a.grid_splits <= cluster_cap &&
                               decode_mma_cluster_fits(dev, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages,
                                                       a.grid_splits)
                           ? a.grid_splits

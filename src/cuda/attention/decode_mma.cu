@@ -8,11 +8,11 @@
 // 4·D bytes, 12 per byte, 51 TFLOP/s of tensor-core work at copy speed (< 10 % of the H200's mma.sync rate).
 // The softmax runs once per (key, row) pair — 8 rows per key, one exponential each, padding rows included — instead
 // of once per lane sharing the key (decode.cu's problem): the kernel is meant to be limited by bytes in flight only.
-// Measured (H200, 2026-11-30, commit bb13db2, bench_decode, fused merge, 2 stages, round 2's levers): 3.39-3.92 TB/s
-// on the issue's batch rows and 3.72 at (1, 131072), but 2.49 at (1, 32768) (53.8 µs against a 31 µs floor: a fixed
-// cost of ~24 µs per call, ~3.4 µs more than cuDNN's); 0.85-0.96x cuDNN (round 1, commit 98f32d4: 0.83-0.94x,
-// 2.39 TB/s at (1, 32768)). docs/perf-notebook.md ("decode attention (issue 8), round 2") has the table and where
-// the rest of the time is.
+// Measured (H200, 2026-11-30, commit f53820c, bench_decode, 2 stages, at most 16 splits, round 3's merges): 3.43-3.92
+// TB/s on the issue's batch rows, 3.75 at (1, 131072), 2.49 at (1, 32768) (53.8 µs against a 31 µs floor); 0.86-0.97x
+// cuDNN (round 2, bb13db2: 0.85-0.96x). After a flush that leaves L2 clean the streaming rate is cuDNN's (4.60 against
+// 4.55 TB/s, T = T0 + bytes/BW over the single-sequence rows) and the fixed cost T0 ~9 µs more (21.6 against 12.5),
+// ~5 of it the merge. docs/perf-notebook.md ("decode attention (issue 8), round 3") has the tables and what is left.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -180,7 +180,9 @@ __device__ __forceinline__ void cluster_barrier() {
 #endif
 }
 
-// The cluster merge (DecodeMerge::cluster, the default since round 3): the splits of one (sequence, KV head, row
+// The cluster merge (DecodeMerge::cluster; the dispatcher's for at most 8 splits and blocks of more than 4 rows,
+// attention_cuda.hpp has the measurements: clusters of 16 lost, 169.1 against 144.0 µs at (1, 131072); clusters of 8
+// with 8 rows a block won, 156.4 against 158.5 at 16 × 8192 with 64/8). The splits of one (sequence, KV head, row
 // chunk) are the blocks of one thread-block cluster (blockIdx.x = row chunk · grid_splits + split, cluster
 // (grid_splits, 1, 1)), each split's normalised partial rows and LSEs stay in its own shared memory, and after one
 // cluster barrier every block folds a share of the outputs by reading the others' shared memory (distributed shared

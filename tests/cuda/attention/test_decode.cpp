@@ -457,6 +457,15 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
     EXPECT_TRUE(bitwise_equal(c8.o, f8.o));
     EXPECT_TRUE(bitwise_equal(c8.lse, f8.lse));
   }
+  {
+    SCOPED_TRACE("the dispatcher's own cluster: 8 splits, 8 rows a block");
+    Case<T> d(2, 2, 8, 2, 128, 8000, {8000, 3000}, 63);
+    d.causal = true;
+    const Result fused = run_gpu(d, &kMma), disp = run_gpu(d);
+    expect_matches_reference(d, disp, true);
+    EXPECT_TRUE(bitwise_equal(disp.o, fused.o));
+    EXPECT_TRUE(bitwise_equal(disp.lse, fused.lse));
+  }
   c.causal = false;
   c.sq = 1;
   c.q.resize(c.B * c.hq * c.d);
