@@ -32,10 +32,11 @@ struct DecodeArgs {
   bool causal;
   float* part_o;    // [B, Hq, Sq, grid_splits, D] f32, normalised; null when no sequence can have two splits
   float* part_lse;  // [B, Hq, Sq, grid_splits]
-  // The tensor-core kernel's atomic merge (DecodeMerge::fused): [B, Hkv, row_chunks] arrival counts in the call's
-  // workspace, zeroed by a memset before the launch; the last split block of each (sequence, KV head, row chunk) to
-  // arrive folds the splits. Null: the merge kernel does, or the cluster merge (which needs no partials in global
-  // memory and no counter: part_o is null too).
+  // The tensor-core kernel's atomic merge (DecodeMerge::fused): [B, Hkv, row_chunks] arrival counts, zero at the
+  // launch; the last split block of each (sequence, KV head, row chunk) to arrive folds the splits and sets its count
+  // back to zero, so a buffer kept for the next call on the same stream needs no memset (decode.cu: counter_buffer;
+  // else they are in the call's workspace, zeroed by a memset). Null: the merge kernel does, or the cluster merge
+  // (which needs no partials in global memory and no counter: part_o is null too).
   int* counters;
 };
 
