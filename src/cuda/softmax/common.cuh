@@ -12,7 +12,6 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/core/online_state.hpp"
@@ -434,65 +433,6 @@ __device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shif
     ties += tie ? 1 : 0;
   }
   return tree_sum<E>(r);
-}
-
-// Softmax of 16-bit scores without exp_diff's TwoSum, where it would add exactly nothing. For bf16 scores x and m
-// (8-bit significands) both are multiples of G > min(|x|, |m|)·2^-8, and |x − m| ≤ 2·max(|x|, |m|), so x − m is an
-// integer multiple of G below 2^9·(max/min)·G: exact in f32's 24 bits when max/min ≤ 2^15 (f16, 11 bits: 2^12).
-// A row whose smallest |x| is at least 2^-15 (2^-12) of its largest therefore has every x − m exact, TwoSum's error
-// exactly 0, and exp_diff(x, m) = e + e·0 = expf(x − m) bit for bit; where a score is not finite exp_diff returns
-// expf(x − m) too. So such a row may take expf(x − m) alone, about seven instructions an element fewer (five FADDs,
-// the NaN test and the FFMA), for two FMNMX an element to find out. Only for untransformed 16-bit scores: x / T and
-// x + mask are not 16-bit values. Zeros make the smallest |x| 0: such rows keep exp_diff (correct, not faster).
-template <typename In>
-constexpr float kExactDifferenceRatio = sizeof(In) == 2 ? (std::is_same_v<In, __half> ? 4096.0f : 32768.0f) : 0.0f;
-
-template <int N>
-__device__ __forceinline__ float tree_min_abs(const float* a) {
-  if constexpr (N == 1) return fabsf(a[0]);
-  else return fminf(tree_min_abs<N / 2>(a), tree_min_abs<N - N / 2>(a + N / 2));
-}
-template <int N>
-__device__ __forceinline__ float tree_max_abs(const float* a) {
-  if constexpr (N == 1) return fabsf(a[0]);
-  else return max_nan(tree_max_abs<N / 2>(a), tree_max_abs<N - N / 2>(a + N / 2));
-}
-__device__ __forceinline__ float group_min(float v, int width) {
-  for (int o = width / 2; o > 0; o /= 2) v = fminf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-
-// True when every x − m of the row is exact (above): `amin` and `amax` are the row's smallest and largest |x|.
-// A NaN anywhere makes it false (exp_diff then), which changes nothing: such a row's outputs are NaN either way.
-template <typename In>
-__device__ __forceinline__ bool exact_differences(float amin, float amax) {
-  return amin * kExactDifferenceRatio<In> >= amax;
-}
-
-// thread_exp_rest for softmax when exact_differences holds: v[i] = expf(v[i] − shift), bit for bit exp_diff's result
-// there; returns the thread's plain sum of them.
-template <int E>
-__device__ __forceinline__ float thread_exp_exact(float (&v)[E], float shift) {
-#pragma unroll
-  for (int i = 0; i < E; ++i) v[i] = detail::exp_(v[i] - shift);
-  return tree_sum<E>(v);
-}
-
-// 16-bit pairs to f32 without a conversion instruction where none is needed: a bf16 is the high half of an f32, so
-// the pair's low element is the word shifted left by 16 and its high element the word with its low half cleared (one
-// integer instruction each; the compiler's PRMT-then-shift took two for the high element). f16 converts (HADD2.F32).
-__device__ __forceinline__ void unpack2(std::uint32_t w, const float*, float& lo, float& hi) {
-  lo = __uint_as_float(w);
-  hi = lo;  // unused: f32 words hold one element
-}
-__device__ __forceinline__ void unpack2(std::uint32_t w, const __nv_bfloat16*, float& lo, float& hi) {
-  lo = __uint_as_float(w << 16);
-  hi = __uint_as_float(w & 0xffff0000u);
-}
-__device__ __forceinline__ void unpack2(std::uint32_t w, const __half*, float& lo, float& hi) {
-  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
-  lo = f.x;
-  hi = f.y;
 }
 
 template <typename In, typename F>
