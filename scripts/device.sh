@@ -299,11 +299,12 @@ if want rowpipe; then
     --report-api-errors no --error-exitcode 9 "$rpbin/test_cuda_softmax" --gtest_filter='*RowPipeline*'
 fi
 # warpdiet: warp_per_row at fewer instructions (issue 3; docs/perf-notebook.md "warpdiet"). Builds its targets (no
-# `build` needed) and benches the new build; if ab_warpdiet/warp_row.cu holds the old kernel (an untracked copy, never
-# committed), builds the CLI with it and benches it: old beside new in one run. Then the GPU tests built before the
-# swap (the new kernel): test_cuda_warp_row (the dense prefetching case over many steps), the GPU conformance suite,
-# the accuracy report and our error beside torch's, memcheck over test_cuda_warp_row and test_cuda_softmax
-# (SMK_GPU_TEST_SMALL). In that order and each bounded in time: the session's device allowance was 180 s.
+# `build` needed) and benches the new build; if ab_warpdiet/warp_row.cu holds an older kernel (an untracked copy,
+# never committed), builds the CLI with it and benches it: old beside new in one run. Then the GPU tests built before
+# the swap (the new kernel): test_cuda_warp_row (many grid steps, aligned against unaligned rows), the GPU conformance
+# suite, the accuracy report and our error beside torch's, memcheck over test_cuda_warp_row and test_cuda_softmax
+# (SMK_GPU_TEST_SMALL). In that order, each bounded in time. The build alone takes ~50 s on the device; the run of
+# 2026-11-30 used binaries built off the device instead (the notebook says why).
 if want warpdiet; then
   export OUT
   [ -f build/default/build.ninja ] || run_step configure cmake --preset default
