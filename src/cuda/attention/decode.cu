@@ -523,8 +523,9 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
 // running (or have been destroyed, so stream order cannot be used); that stream's next call makes a new one. A buffer
 // that must grow is freed after its own stream synchronises. Whatever is kept at exit goes with the CUDA context.
 // So an application that makes streams without end holds at most kKeptCounterBuffers small buffers and pays one
-// device synchronisation per new stream past that many. A kernel that faults mid-way could leave counts behind, but
-// such a fault leaves the CUDA context unusable anyway.
+// device synchronisation per new stream past that many. If a synchronisation or allocation it needs is refused, the
+// call zeroes counters in its workspace instead (as a capturing stream's does). A kernel that faults mid-way could
+// leave counts behind, but such a fault leaves the CUDA context unusable anyway.
 constexpr std::size_t kKeptCounterBuffers = 64;
 
 int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
@@ -550,13 +551,18 @@ int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
   std::lock_guard<std::mutex> lock(mu);
   const Key key{device, id, thread};
   auto it = std::find_if(kept.begin(), kept.end(), [&](const Buffer& b) { return b.key == key; });
+  // Where a synchronisation or an allocation is refused (say, another thread capturing a graph in global mode), the
+  // call takes the memset path instead (null), and the error is cleared: it concerned only this optimisation.
+  const auto refused = [](cudaError_t e) {
+    if (e == cudaSuccess) return false;
+    (void)cudaGetLastError();
+    return true;
+  };
   if (it == kept.end()) {
     if (kept.size() >= kKeptCounterBuffers) {
-      {
-        DeviceGuard owner(std::get<0>(kept.back().key));  // the least recently used buffer's device
-        SMK_CUDA_CHECK(cudaDeviceSynchronize());            // every call that may count in it has ended
-        SMK_CUDA_CHECK(cudaFree(kept.back().p));
-      }
+      DeviceGuard owner(std::get<0>(kept.back().key));  // the least recently used buffer's device
+      if (refused(cudaDeviceSynchronize())) return nullptr;  // every call that may count in it has ended
+      (void)refused(cudaFree(kept.back().p));
       kept.pop_back();
     }
     kept.push_front(Buffer{key, nullptr, 0});
@@ -567,13 +573,16 @@ int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
   if (buf.n < n) {
     const std::size_t want = std::max(n, 2 * buf.n);
     if (buf.p != nullptr) {  // its stream's earlier calls may still be counting in it
-      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      SMK_CUDA_CHECK(cudaFree(buf.p));
+      if (refused(cudaStreamSynchronize(s))) return nullptr;
+      (void)refused(cudaFree(buf.p));
       buf.p = nullptr;
       buf.n = 0;
     }
-    SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.p), want * sizeof(int)));
-    SMK_CUDA_CHECK(cudaMemsetAsync(buf.p, 0, want * sizeof(int), s));
+    if (refused(cudaMalloc(reinterpret_cast<void**>(&buf.p), want * sizeof(int)))) {
+      buf.p = nullptr;
+      return nullptr;
+    }
+    if (refused(cudaMemsetAsync(buf.p, 0, want * sizeof(int), s))) return nullptr;  // n stays 0: freed next time
     buf.n = want;
   }
   return buf.p;
