@@ -568,8 +568,10 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (wg) {
     // TMA boxes cannot stop at a varlen sequence's end (the next sequence's rows would be read): cp.async there.
-    // (A tensor map needs every extent ≥ 1: no keys at all takes cp.async too.)
-    const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0;
+    // (A tensor map needs every extent ≥ 1, and TMA coordinates are 32-bit: no keys at all, or sequences past
+    // 2^31 rows, take cp.async too; so does a view the driver will not describe, prefill_wgmma.cu says.)
+    const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0 && sq <= INT32_MAX &&
+                     sk <= INT32_MAX;
     prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps / 4, variant.block_n, tma, a, batch, hq, sq,
                          s);
     return;

@@ -54,7 +54,6 @@
 
 #include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/ptx.cuh"
-#include "softmaxkit/core/error.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -381,16 +380,22 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* f = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    SMK_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status));
-    if (status != cudaDriverEntryPointSuccess || !f)
-      throw_unsupported("attention_forward", "the driver has no cuTensorMapEncodeTiled (TMA path)");
+    // A driver without it (older than CUDA 12.0): null, and every call takes the cp.async path.
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status) !=
+            cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      f = nullptr;
+      (void)cudaGetLastError();  // not left for the next launch check to report
+    }
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
   }();
   return fn;
 }
 
+// False where the driver refuses the view (a stride of 0, say, which attention_forward's checks let through):
+// the caller then takes the cp.async path, which reads any such view.
 template <typename T>
-void encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int64_t seq, std::int64_t heads, int d,
+bool encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int64_t seq, std::int64_t heads, int d,
                 std::int64_t stride_b, std::int64_t stride_s, std::int64_t stride_h, int rows) {
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(heads),
                               static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(batch)};
@@ -404,13 +409,13 @@ void encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int
                                  static_cast<cuuint64_t>(sb)};
   const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(rows), 1};
   const cuuint32_t elem[4] = {1, 1, 1, 1};
-  const CUresult r = tensor_map_encoder()(
-      map, sizeof(T) == 2 && std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-      4, const_cast<void*>(base), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw_unsupported("attention_forward", "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(r) +
-                                               ") for the TMA path; PrefillConfig::tma = off runs the cp.async path");
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (!tensor_map_encoder()) return false;
+  const CUresult r = tensor_map_encoder()(map, type, 4, const_cast<void*>(base), dims, strides, box, elem,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
 }
 
 template <typename T, int D, int kWG, int kBlockN, bool kTma>
@@ -421,9 +426,10 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   PrefillMaps maps{};
   if constexpr (kTma) {
     const std::int64_t hkv = hq / a.group;
-    encode_map<T>(&maps.q, a.q, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM);
-    encode_map<T>(&maps.k, a.k, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN);
-    encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN);
+    if (!encode_map<T>(&maps.q, a.q, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM) ||
+        !encode_map<T>(&maps.k, a.k, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN) ||
+        !encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
+      return launch<T, D, kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
   auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
