@@ -7,8 +7,10 @@ with CUDA events, 3 warm-ups and the median of 10, and joins them with tune_pref
 TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend. "ours" is the best column of tune_prefill
 for the row, or with --pick the named column per head dimension (the dispatcher's default, say).
 --save-sdpa keeps torch's numbers as JSON; --sdpa-json rebuilds the table from them without torch or a GPU.
-    usage: bench_sdpa.py --ours tune_prefill.json [--out FILE.md] [--save-sdpa FILE.json | --sdpa-json FILE.json]
-                         [--pick "64=4w x2 n64 s2;128=4w x2 n64 s2"]
+--ours takes several JSON files of the same rows (tune_prefill run twice, say: SMK_TUNE_TMA=0 then =only): their
+columns are joined per row.
+    usage: bench_sdpa.py --ours tune_prefill.json [more.json ...] [--out FILE.md]
+                         [--save-sdpa FILE.json | --sdpa-json FILE.json] [--pick "64=4w x2 n64 s2;128=4w x2 n64 s2"]
 """
 import argparse
 import json
@@ -32,7 +34,7 @@ def time_ms(fn):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ours", required=True)
+    ap.add_argument("--ours", required=True, nargs="+")
     ap.add_argument("--out")
     ap.add_argument("--save-sdpa")
     ap.add_argument("--sdpa-json")
@@ -51,7 +53,11 @@ def main():
             print("bench_sdpa: torch sees no GPU")
             return 2
     pick = dict(kv.split("=", 1) for kv in args.pick.split(";")) if args.pick else {}
-    ours = json.load(open(args.ours))
+    ours = json.load(open(args.ours[0]))
+    for extra in args.ours[1:]:  # more columns for the same rows
+        more = {(r["b"], r["h"], r["s"], r["d"], r["causal"]): r["tflops"] for r in json.load(open(extra))}
+        for row in ours:
+            row["tflops"].update(more.get((row["b"], row["h"], row["s"], row["d"], row["causal"]), {}))
     backends = [(n, None) for n in names] if saved is not None else \
         [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
          ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
