@@ -6,8 +6,10 @@
 
 namespace smk::cuda {
 
-// Launch configuration of the prefill kernel (src/cuda/attention/prefill.cu); 0 (or `dispatcher`) leaves a field to
-// the dispatcher. Exposed for tests/cuda/attention/{test,tune}_prefill.cpp, which check and time each choice.
+// Launch configuration of the prefill kernels (src/cuda/attention/prefill.cu, prefill_wgmma.cu); 0 (or `dispatcher`)
+// leaves a field to the dispatcher. Exposed for tests/cuda/attention/{test,tune}_prefill.cpp, which check and time
+// each choice. The other fields are read for the kernel `kernel` names (with `dispatcher`: the dispatcher's kernel,
+// the wgmma one on the H200), so a configuration of prefill.cu's variants names mma_sync.
 enum class PrefillToggle { dispatcher, off, on };
 // Which kernel: prefill.cu (mma.sync, stage 1) or prefill_wgmma.cu (wgmma, sm_90a, stage 2). dispatcher: the
 // kPrefillKernelD64 / kPrefillKernelD128 below. A wgmma request on a device or build without sm_90a is refused.
@@ -27,7 +29,8 @@ struct PrefillConfig {
   // With kernel = wgmma, `warps` is 4 or 8 (one or two warpgroups of 64 query rows), block_n 64 or 128, stages 3,
   // m_tiles 1 (kPrefillWgmmaVariants); fold_scale and skip_rescale apply, o_smem does not.
   PrefillKernel kernel = PrefillKernel::dispatcher;
-  // wgmma kernel: Q, K and V by TMA on mbarriers (on) or by every thread's cp.async (off); varlen always cp.async.
+  // wgmma kernel: Q, K and V by TMA on mbarriers (on) or by every thread's cp.async (off). Varlen, Sk = 0, sequences
+  // past 2^31 rows and views the driver will not describe as a tensor map always take cp.async.
   PrefillToggle tma = PrefillToggle::dispatcher;
 };
 
