@@ -4,7 +4,7 @@
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush
+#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -428,6 +428,27 @@ if want accuracy; then
   run_step accuracy build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
   run_step vs-torch python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
   rm -rf "$acc_dump"
+fi
+
+# final: the lead's integrated run on one lease (2026-11-30, ~9 minutes of device time): the build, every GPU test but
+# the large ones, the accuracy report beside torch, memcheck over the softmax suite (small rows) and cross-entropy,
+# and the issue grid's bench on the automatic path. Each step is capped so that one slow step cannot take the rest.
+if want final; then
+  run_step configure cmake --preset default
+  run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
+  run_step test timeout 250 ctest --preset default -L gpu -LE gpu-large --parallel 4 --timeout 230
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/test.log" | tail -n 20
+  acc_dump=$(mktemp -d)
+  run_step accuracy timeout 80 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
+  run_step vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
+  rm -rf "$acc_dump"
+  run_step san-memcheck-softmax env SMK_GPU_TEST_SMALL=1 timeout 60 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_softmax
+  run_step san-memcheck-ce timeout 45 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    build/default/tests/test_cuda_cross_entropy
+  run_step bench timeout 90 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
+    softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 8 \
+    --format table --json "$OUT/bench.json"
 fi
 
 echo
