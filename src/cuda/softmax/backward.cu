@@ -115,9 +115,11 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 // their share of the next row's y and dy into shared memory (row_stage.cuh) right after the current row's block
 // barrier, and a cluster's blocks exchange their partial sums through one cluster barrier a row (the slot double-
 // buffered by row parity) instead of two.
-template <typename In, bool kStaged>
-__global__ void __launch_bounds__(kBlockMaxThreads, 2) backward_block_kernel(const RowProblem p, int cluster) {
-  constexpr int E = kBackwardBlockElems;
+// E, kThreads, kMinBlocks: elements of y and of dy a thread holds and the launch bounds — kBackwardBlockElems at up to
+// 512 threads, two blocks an SM, or the wide block (kBackwardWideBlockElems at up to 1024 threads, one block an SM;
+// never staged nor clustered). Both get 64 registers a thread.
+template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(const RowProblem p, int cluster) {
   using Stage = RowStage<In, E>;
   __shared__ float red[32];
   __shared__ float part;
@@ -325,17 +327,17 @@ void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
 }
 
-template <typename In, bool kStaged>
+template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
 void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = backward_block_kernel<In, kStaged>;
-  using Stage = RowStage<In, kBackwardBlockElems>;
+  const auto kernel = backward_block_kernel<In, kStaged, E, kThreads, kMinBlocks>;
+  using Stage = RowStage<In, E>;
   const std::size_t smem = kStaged ? 2 * Stage::bytes(c.threads) : 0;  // y's share and dy's
   static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     if (kStaged)
       SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(2 * Stage::bytes(kBlockMaxThreads))));
+                                          static_cast<int>(2 * Stage::bytes(kThreads))));
   });
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(c.threads);
@@ -401,7 +403,8 @@ void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t
   if (p.rows == 0 || p.n == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (c.staged) launch_block<In, true>(p, c, s);
+    if (c.wide) launch_block<In, false, kBackwardWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    else if (c.staged) launch_block<In, true>(p, c, s);
     else launch_block<In, false>(p, c, s);
   });
 }

@@ -84,9 +84,14 @@ __device__ __forceinline__ OnlineSoftmaxState<float> cluster_state(float2* parts
 // cluster exchange one state per block (max, ties and the rest's sum folded into (m, d), merged in a fixed tree)
 // through one cluster barrier instead of the max and then the sum through two. Softmax keeps the two exchanges: its
 // terms must be exp_diff against the row's max, which a block knows only after the first.
-template <typename In, bool kLog, bool kStaged>
-__global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowProblem p, int cluster) {
-  using Tile = RowTile<In, kBlockElems>;
+// kElems, kThreads, kMinBlocks: elements a thread holds and the launch bounds — kBlockElems at up to 512 threads, two
+// blocks an SM (block_per_row up to 12288, cluster_row), or the wide block's kWideBlockElems at up to 1024 threads,
+// one block an SM (block_per_row up to 32768; never staged nor clustered). Both get 64 registers a thread.
+template <typename In, bool kLog, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads,
+          int kMinBlocks = 2>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const RowProblem p, int cluster) {
+  static_assert(!kStaged || kElems == kBlockElems, "the row pipeline stages kBlockElems a thread");
+  using Tile = RowTile<In, kElems>;
   using Stage = RowStage<In, kBlockElems>;
   __shared__ float red_max[32], red_sum[32];
   __shared__ int red_ties[32];
@@ -129,7 +134,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
   int iter = 0;
   for (std::int64_t row = first; row < p.rows; row += stride, ++iter) {
     const RowRef o{row, 0};
-    float v[kBlockElems];
+    float v[kElems];
     const In* x = at<In>(p.x, o.off(p, kX));
     if constexpr (kStaged) {
       if (t == 0) find_next(row + stride);
@@ -145,7 +150,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
     }
     Tile::transform(v, row_transform(p, o), p.n, g, G);
 
-    float m = block_max(tree_max<kBlockElems>(v), red_max);
+    float m = block_max(tree_max<kElems>(v), red_max);
     if constexpr (kStaged) {
       // Every thread has read the stage (block_max's barrier): thread 0 refills it with the next row.
       if (t == 0) issue_next();
@@ -203,14 +208,15 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_kernel(const RowPro
   if (cluster > 1) cg::this_cluster().sync();
 }
 
-template <typename In, bool kStaged>
+template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads, int kMinBlocks = 2>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel =
-      p.op == Op::softmax ? block_rows_kernel<In, false, kStaged> : block_rows_kernel<In, true, kStaged>;
+  constexpr auto softmax_kernel = block_rows_kernel<In, false, kStaged, kElems, kThreads, kMinBlocks>;
+  constexpr auto log_kernel = block_rows_kernel<In, true, kStaged, kElems, kThreads, kMinBlocks>;
+  const auto kernel = p.op == Op::softmax ? softmax_kernel : log_kernel;
   const std::size_t smem = kStaged ? RowStage<In, kBlockElems>::bytes(c.threads) : 0;
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
-  attributes.run([] {  // both instantiations at once: one DeviceOnce serves either op
-    for (const auto k : {block_rows_kernel<In, false, kStaged>, block_rows_kernel<In, true, kStaged>}) {
+  attributes.run([&] {  // both instantiations at once: one DeviceOnce serves either op
+    for (const auto k : {softmax_kernel, log_kernel}) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       if (kStaged)
         SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -245,7 +251,8 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (c.staged) launch<In, true>(p, c, s);
+    if (c.wide) launch<In, false, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    else if (c.staged) launch<In, true>(p, c, s);
     else launch<In, false>(p, c, s);
   });
 }

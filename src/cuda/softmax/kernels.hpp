@@ -88,7 +88,16 @@ struct BlockConfig {
   // cluster instead of a max and then a sum. False: one cluster per row, loaded directly (the earlier kernel).
   // The backward kernels stage y and dy the same way (one cluster barrier a row; no state exchange).
   bool staged = false;
+  // The wide block (block_per_row only, cluster 1, never staged): up to kWideBlockThreads threads × kWideBlockElems
+  // elements (backward: kBackwardWideBlockElems each of y and dy), compiled for one block an SM, so that a row of up to
+  // 32768 elements (backward 16384) stays in one block's registers with no cluster barrier (block_row.cu).
+  bool wide = false;
 };
+// The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
+// the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.
+constexpr int kWideBlockThreads = 1024;
+constexpr int kWideBlockElems = 32;          // 32768 elements a row
+constexpr int kBackwardWideBlockElems = 16;  // 16384: y and dy, 2 × 16 (2 × 32 would not fit 64 registers)
 // split_row: a row is cut into chunks of kSplitThreads · kBlockElems elements (backward: kBackwardBlockElems); one block reduces one chunk to an
 // (m, l) state, one block per row merges the chunk states in chunk order, then a second pass writes the outputs.
 constexpr int kSplitThreads = 512;

@@ -5,7 +5,8 @@
 // and the dtype):
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
-//   n ≤ kBlockMaxN (12288)                               block_per_row
+//   n ≤ kBlockMaxN (12288)                               block_per_row (512 threads × 24 elements at most)
+//   n ≤ block_auto_max_n(op) (32768; backward 16384)     block_per_row, the wide block (1024 × 32; backward 1024 × 16)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row
@@ -126,11 +127,24 @@ constexpr std::int64_t kMaxCluster = 16;                                        
 constexpr std::int64_t kClusterMaxN = kMaxCluster * kBlockMaxN;                     // 196608
 constexpr std::int64_t kBackwardBlockMaxN = kBlockMaxThreads * kernels::kBackwardBlockElems;  // 8192
 constexpr std::int64_t kBackwardClusterMaxN = kMaxCluster * kBackwardBlockMaxN;               // 131072
+// The wide block (BlockConfig::wide): block_per_row's rows above kBlockMaxN (backward kBackwardBlockMaxN), one block
+// of up to 1024 threads an SM, no cluster barrier.
+constexpr std::int64_t kWideBlockMaxN = std::int64_t{kernels::kWideBlockThreads} * kernels::kWideBlockElems;  // 32768
+constexpr std::int64_t kBackwardWideBlockMaxN =
+    std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideBlockElems;  // 16384
+// Up to these row lengths the dispatcher takes the wide block rather than cluster_row. PROVISIONAL (the capacities)
+// until the H200 run beside the cluster dispatcher sets them.
+constexpr std::int64_t kWideAutoMaxN = kWideBlockMaxN;                  // softmax, log-softmax
+constexpr std::int64_t kWideAutoMaxNReadOnly = kWideBlockMaxN;          // logsumexp, state
+constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both backward passes
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
 // lies between; 65536 until a finer sweep places it.
 constexpr std::int64_t kClusterAutoMaxN = 65536;
+// logsumexp and the state (no row written) take cluster_row only up to this row length, split_row above it.
+// PROVISIONAL (kClusterAutoMaxN) until the H200 run sets it.
+constexpr std::int64_t kClusterAutoMaxNReadOnly = kClusterAutoMaxN;
 // Threads per block the cluster configuration aims at: blocks of 192 threads (five per SM at 64 registers) beat
 // blocks of 352–512 holding the same row (n = 16384: 2.53 vs 2.53 TB/s f32, 1.53 vs 1.41 bf16; n = 32000: 2.58 vs
 // 2.29 f32 at 8 vs 4 blocks per row). Longer rows take up to 16 blocks of up to 512 threads.
@@ -164,6 +178,14 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t) {
 }
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
   return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
+}
+// block_per_row's configuration: the 512-thread block where the row fits it (`narrow_max`), else the wide block.
+kernels::BlockConfig block_row_config(std::int64_t n, int elems, std::int64_t narrow_max, int wide_elems) {
+  if (n <= narrow_max) return block_config(n, elems);
+  kernels::BlockConfig c;
+  c.threads = std::min<int>(kernels::kWideBlockThreads, round_up32(ceil_div(n, wide_elems)));
+  c.wide = true;
+  return c;
 }
 kernels::BlockConfig cluster_config(std::int64_t n, int elems) {
   const auto cluster = static_cast<int>(
@@ -246,17 +268,23 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 }
 
 // The path for a call: the forced one (checked) or the dispatcher's choice.
-SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int64_t n, bool backward) {
+// `read_only`: logsumexp or the state (no row written), which may route differently (batch invariance holds: the
+// rule looks at the op, n, the dtype and the layout, never the number of rows).
+SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int64_t n, bool backward,
+                        bool read_only = false) {
   const bool unit_step = in.strides[dim] == 1 || n <= 1;
-  const std::int64_t block_max = backward ? kBackwardBlockMaxN : kBlockMaxN;
+  const std::int64_t block_max = backward ? kBackwardWideBlockMaxN : kWideBlockMaxN;
+  const std::int64_t block_auto =
+      backward ? kBackwardWideAutoMaxN : (read_only ? kWideAutoMaxNReadOnly : kWideAutoMaxN);
   const std::int64_t cluster_max = backward ? kBackwardClusterMaxN : kClusterMaxN;
-  const std::int64_t cluster_auto = std::min(cluster_max, kClusterAutoMaxN);
+  const std::int64_t cluster_auto =
+      std::min(cluster_max, !backward && read_only ? kClusterAutoMaxNReadOnly : kClusterAutoMaxN);
   const SoftmaxPath forced = forced_softmax_path();
   switch (forced) {
     case SoftmaxPath::automatic:
       if (!unit_step) return SoftmaxPath::strided_inner;
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
-      if (n <= block_max) return SoftmaxPath::block_per_row;
+      if (n <= std::max(block_auto, backward ? kBackwardBlockMaxN : kBlockMaxN)) return SoftmaxPath::block_per_row;
       if (n <= cluster_auto) return SoftmaxPath::cluster_row;
       if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) < kGridRowMaxBytes)
         return SoftmaxPath::grid_row;
@@ -306,7 +334,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
                      const TensorView& out_sum, const TensorView& in, const SoftmaxOptions& options, Stream stream) {
   if (!is_float_type(in.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
   const bool row_out = kind == SoftmaxKind::logsumexp || kind == SoftmaxKind::state;
-  const SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false);
+  const SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false, row_out);
   if (p.rows == 0 || (p.n == 0 && !row_out)) return;
   DeviceGuard guard(in.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
@@ -348,7 +376,9 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
 
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
-    case SoftmaxPath::block_per_row: return kernels::launch_block_rows(rp, block_config(p.n, kernels::kBlockElems), s);
+    case SoftmaxPath::block_per_row:
+      return kernels::launch_block_rows(
+          rp, block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems), s);
     case SoftmaxPath::cluster_row: {
       kernels::BlockConfig c = cluster_config(p.n, kernels::kBlockElems);
       c.staged = row_pipeline_pays(rp.op, c);
@@ -389,8 +419,9 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
     case SoftmaxPath::block_per_row: {
-      kernels::BlockConfig c = block_config(p.n, kernels::kBackwardBlockElems);
-      c.staged = backward_row_pipeline_pays(y.dtype, c);
+      kernels::BlockConfig c =
+          block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);
+      c.staged = !c.wide && backward_row_pipeline_pays(y.dtype, c);
       return kernels::launch_backward_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row:
