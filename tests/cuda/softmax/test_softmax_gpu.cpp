@@ -415,6 +415,123 @@ TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
   }
 }
 
+// block_per_row's wide block (block_row.cu, backward.cu: up to 1024 threads × 32 elements, backward 1024 × 16 of y
+// and dy), which takes rows above 12288 (backward 8192) that the 512-thread block cannot hold: lengths at and past its
+// edges (a partial last vector, a full block, the capacity), forced and under the dispatcher, few and many rows, f32
+// and 16-bit, against the float64 reference with outputs poisoned; temperatures, masks, non-finite rows and ties of
+// the max (the log ops count them); the rows of a batch bitwise equal to the rows alone.
+TEST_F(GpuSoftmax, WideBlockRows) {
+  if (small_mode()) GTEST_SKIP() << "rows above 4097 elements";
+  const std::vector<SoftmaxPath> paths = {SoftmaxPath::automatic, SoftmaxPath::block_per_row};
+  std::uint64_t seed = 1200;
+  for (std::int64_t n : {12289, 16384, 24577, 32000, 32767, 32768}) {
+    for (std::int64_t rows : {std::int64_t{3}, std::int64_t{20}}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+        run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed), paths);
+    }
+  }
+  for (std::int64_t n : {8193, 12289, 16383, 16384}) {
+    for (std::int64_t rows : {std::int64_t{2}, std::int64_t{20}}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed), paths);
+        run_all_paths(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed), paths);
+        Case t = plain_case(tag + "_temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+        t.row_temperature.resize(static_cast<std::size_t>(rows));
+        for (std::int64_t r = 0; r < rows; ++r) t.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 3.0;
+        run_all_paths(t, paths);
+      }
+    }
+  }
+  for (std::int64_t n : {16384, 30001, 32768}) {
+    const std::int64_t rows = 4;
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      // Scalar and per-row temperatures (rows 2 and 3 invalid: NaN rows by contract).
+      Case c = plain_case("wide_temperature_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, ++seed);
+      c.options.temperature = 0.3f;
+      c.exact_scaling = false;
+      run_all_paths(c, paths);
+      Case t = plain_case("wide_row_temperatures_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, ++seed);
+      t.row_temperature = {0.5, 4.0, 0.0, kNaN};
+      run_all_paths(t, paths);
+      for (auto policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+        // Boolean [rows, n] mask: row 1 fully masked, row 2 the even positions, row 3 all but the last 100.
+        Case b = plain_case("wide_bool_mask_" + std::to_string(n), op, DType::bf16, DType::bf16, rows, n, ++seed);
+        b.mask = contiguous(DType::b8, {rows, n});
+        b.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+        for (std::int64_t i = 0; i < n; ++i) {
+          b.mask_values[static_cast<std::size_t>(1 * n + i)] = 0;
+          b.mask_values[static_cast<std::size_t>(2 * n + i)] = i % 2 == 0 ? 1 : 0;
+          if (i >= n - 100) b.mask_values[static_cast<std::size_t>(3 * n + i)] = 0;
+        }
+        b.options.empty_rows = policy;
+        run_all_paths(b, paths);
+        // Non-finite rows: empty, +inf, NaN at the ends and at the last thread's slot, half masked; then the max
+        // tied at positions in different threads and warps (and every element of row 5 equal).
+        Case f = plain_case("wide_non_finite_ties_" + std::to_string(n), op, DType::f32, DType::f32, 6, n, ++seed);
+        for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(i)] = -kInf;
+        f.x[static_cast<std::size_t>(1 * n + n / 2)] = kInf;
+        for (std::int64_t pos : {std::int64_t{0}, n - 1, std::int64_t{1023}})
+          f.x[static_cast<std::size_t>(2 * n + pos)] = kNaN;
+        for (std::int64_t i = 0; i < n; i += 2) f.x[static_cast<std::size_t>(3 * n + i)] = -kInf;
+        for (std::int64_t pos : {std::int64_t{0}, std::int64_t{5}, std::int64_t{4096}, n / 2 + 1, n - 1})
+          f.x[static_cast<std::size_t>(4 * n + pos)] = 200.0;  // far above every score (mean 37, σ ≤ 12): a max tied 5×
+        for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(5 * n + i)] = 1.5;
+        f.options.empty_rows = policy;
+        run_all_paths(f, paths);
+      }
+    }
+  }
+  // Rows of a batch (odd pitch: unaligned) bitwise equal to the same rows alone, under the dispatcher.
+  for (std::int64_t n : {16384, 24577, 32768}) {
+    const std::int64_t rows = 9;
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state, Op::softmax_backward}) {
+      if (is_backward(op) && n > 16384) continue;
+      Case batch = plain_case("wide_batch_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, 11);
+      batch.in.strides = {n + 1, 1};
+      batch.in.offset = 1;
+      const Result all = run_gpu(batch, SoftmaxPath::automatic);
+      ASSERT_TRUE(all.ran) << all.reason;
+      for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+        Case one = plain_case("alone", op, DType::f32, DType::f32, 1, n, 11);
+        one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
+        if (is_backward(op)) one.dy.assign(batch.dy.begin() + r * n, batch.dy.begin() + (r + 1) * n);
+        const Result alone = run_gpu(one, SoftmaxPath::automatic);
+        ASSERT_TRUE(alone.ran) << alone.reason;
+        const std::int64_t width = is_row_op(op) ? 1 : n;
+        for (std::int64_t i = 0; i < width; ++i) {
+          const double a = alone.out[i], b = all.out[r * width + i];
+          ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || a == b)
+              << op_name(op) << " n=" << n << " row " << r << " element " << i << ": alone " << a << ", batch " << b;
+        }
+        if (op == Op::state) ASSERT_EQ(alone.out2[0], all.out2[r]);
+      }
+    }
+  }
+}
+
+// The wide block at its edges on two rows, in small mode too (compute-sanitizer runs this one: scripts/device.sh
+// wideblock): the first length past the 512-thread block and the capacity, forward and backward, f32 and bf16.
+TEST_F(GpuSoftmax, WideBlockEdges) {
+  std::uint64_t seed = 1500;
+  for (std::int64_t n : {12289, 32768})
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+      for (DType t : {DType::f32, DType::bf16})
+        run_all_paths(plain_case("wide_edge_" + std::to_string(n), op, t, t == DType::f32 ? t : DType::f32, 2, n,
+                                 ++seed),
+                      {SoftmaxPath::block_per_row});
+  for (std::int64_t n : {8193, 16384})
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
+      for (DType t : {DType::f32, DType::bf16})
+        run_all_paths(plain_case("wide_edge_backward_" + std::to_string(n), op, t, t, 2, n, ++seed),
+                      {SoftmaxPath::block_per_row});
+}
+
 // A forced path that cannot serve a call says so, naming itself; it never falls back silently.
 TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   auto refused = [](const Case& c, SoftmaxPath path, const char* words) {
@@ -425,8 +542,11 @@ TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   };
   refused(plain_case("warp_1025", Op::softmax, DType::f32, DType::f32, 2, 1025, 1), SoftmaxPath::warp_per_row,
           "capacity");
-  refused(plain_case("block_12289", Op::softmax, DType::f32, DType::f32, 2, 12289, 1), SoftmaxPath::block_per_row,
+  // block_per_row's wide block holds 1024 × 32 elements (backward 1024 × 16 of y and dy).
+  refused(plain_case("block_32769", Op::softmax, DType::f32, DType::f32, 2, 32769, 1), SoftmaxPath::block_per_row,
           "capacity");
+  refused(plain_case("block_backward_16385", Op::softmax_backward, DType::f32, DType::f32, 2, 16385, 1),
+          SoftmaxPath::block_per_row, "capacity");
   refused(plain_case("cluster_196609", Op::logsumexp, DType::f32, DType::f32, 1, 196609, 1),
           SoftmaxPath::cluster_row, "capacity");
   refused(plain_case("lesson_bf16", Op::softmax, DType::bf16, DType::bf16, 2, 10, 1),
