@@ -5,6 +5,7 @@
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
+#   wideblock
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -391,6 +392,45 @@ if want fewrows-flush; then
     run_step "fr-flush-$m" timeout 40 env SMK_GRID_ROW_TIMING=1 SMK_GRID_ROW_FLUSH=$m "$frbin/test_cuda_grid_row" \
       --gtest_filter='*LeversTiming*'
   done
+fi
+# wideblock: issue 3's wide block_per_row (1024 threads × 32 elements, backward × 16) in one ~150 s call, no build:
+# binaries built on the workstation for sm_90a and carried compressed in build/wideblock-bin/bins.tar.xz (old/softmaxkit:
+# the tree before the change; new/softmaxkit and new/test_cuda_softmax: with it). Timings first: the old and the new
+# dispatcher (--path auto) on the mid rows and the control, old then new; then logsumexp forced on cluster_row and split_row
+# (routing by op); the wide block's GPU tests; memcheck on its edge cases. Each step capped; logs straight into $OUT.
+if want wideblock; then
+  outer=$OUT
+  OUT=/tmp/wbo && mkdir -p "$OUT"
+  wb_keep() {  # after each step: the tables, a summary and every log back in $outer (at most 8 files come back)
+    for f in wb-old wb-new wb-lse; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
+    { cat "$OUT/wb-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/wb-test.log \
+        "$OUT"/wb-memcheck.log 2>/dev/null | head -n 200; } >"$outer/wb-summary.txt"
+    tar -czf "$outer/wb-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  wb=/tmp/wb && mkdir -p "$wb" && tar -xJf build/wideblock-bin/bins.tar.xz -C "$wb"
+  # The bench links cuDNN and fmt: the image's own first, then cuDNN's wheel and the carried fmt.
+  wb_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${wb_cudnn:+$wb_cudnn:}$wb/lib"
+  ldd "$wb/old/softmaxkit" "$wb/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/wb-ldd.txt"
+  wb_bench() {  # wb_bench CLI NAME [extra bench flags]
+    local cli=$1 name=$2; shift 2
+    "$cli" bench --dtype f32,bf16 --no-cudnn --target-ms 5 --format table --json "$OUT/$name.json" "$@"
+  }
+  wb_grid="--op softmax,log_softmax,logsumexp,softmax_backward --shape 4096x16384,8192x32000,2048x24576,16384x4096"
+  run_step wb-old timeout 30 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/old/softmaxkit bench_old $wb_grid --path auto"
+  wb_keep
+  run_step wb-new timeout 30 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/new/softmaxkit bench_new $wb_grid --path auto"
+  wb_keep
+  run_step wb-lse timeout 25 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/new/softmaxkit bench_lse \
+    --op logsumexp --shape 4096x16384,8192x32000,2048x65536,4096x40000 --path auto,cluster_row,split_row"
+  wb_keep
+  run_step wb-test timeout 35 "$wb/new/test_cuda_softmax" --gtest_filter='*WideBlock*:*ForcedPathsRefuse*'
+  wb_keep
+  run_step wb-memcheck timeout 25 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$wb/new/test_cuda_softmax" --gtest_filter='*WideBlockEdges*'
+  wb_keep
+  OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
