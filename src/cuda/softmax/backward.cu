@@ -2,8 +2,9 @@
 //   softmax:      dx = y ⊙ (dy − s) / T,        s = Σ dy ⊙ y
 //   log-softmax:  dx = (dy − exp(y) · s) / T,   s = Σ dy
 // warp_per_row (n ≤ 1024), block_per_row / cluster_row (y and dy in registers, 16 elements each per thread:
-// n ≤ 8192 per block, 131072 per cluster), split_row (chunk sums, merged per row in a fixed order, then an
-// elementwise pass over chunks of 8192) and strided_inner (a compensated sum, then the elementwise pass).
+// n ≤ 8192 per block of 512 threads, 16384 per wide block of 1024, 131072 per cluster), split_row (chunk sums, merged
+// per row in a fixed order, then an elementwise pass over chunks of 8192) and strided_inner (a compensated sum, then
+// the elementwise pass).
 //
 // Traffic per element: read y and dy, write dx: 12 B (f32), 6 B (bf16); split_row and strided_inner read y and dy
 // twice (20 B f32). Floor on the H200 at 4.27 TB/s: 4096×151936 f32 (7.47 GB) 1749 µs; 16384×4096 f32 189 µs.
@@ -17,6 +18,11 @@
 // (4096×16384 181 → 187, 8192×32000 664 → 665, 2048×65536 395 → 412) and slower in f32 (1.3-1.4×). The dispatcher
 // stages only 16-bit rows on block_per_row (softmax_cuda.cpp); why f32 loses there was not established (the f32 rows
 // store twice the bytes that a release arrive may wait for).
+// The wide block (BlockConfig::wide: the same kernel at __launch_bounds__(1024, 1), 16 + 16 registers of row, 64 in
+// all, 8 B spilled in f32 as the 512-thread kernel, none in 16-bit; 2 × 32 would not fit) takes 8193..16384 instead of
+// cluster_row. H200, 2026-11-30, commit 2feaa39 (docs/bench/wideblock-2026-11-30.md): softmax backward 4096×16384 f32
+// 221 → 193 µs (98 % of copy), bf16 181 → 137 (69 %). Rows above 16384 stay on cluster_row (8192×32000 f32 894 µs,
+// 82 %; bf16 747, 49 %).
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"

@@ -1,6 +1,6 @@
 // block_per_row and cluster_row: a row held in registers across one block (up to 512 threads × 24 elements =
-// 12288) or across a thread-block cluster of up to 16 blocks on 16 SMs (196608 elements), so it is read once and
-// written once. The blocks of a cluster exchange their partial max, then their partial sums, through distributed
+// 12288; the wide block, up to 1024 threads × 32 = 32768) or across a thread-block cluster of up to 16 blocks on 16 SMs
+// (196608 elements), so it is read once and written once. The blocks of a cluster exchange their partial max, then their partial sums, through distributed
 // shared memory; every block combines the partials in the same fixed order, so all hold the same row state.
 //
 // Traffic per element: softmax / log-softmax 8 B (f32), 4 B (bf16); logsumexp / state 4 B / 2 B.
@@ -10,6 +10,13 @@
 // 138 µs (91% of copy), bf16 128 µs (49%); cluster_row 8192×32000 f32 764 µs (64%), bf16 622 µs (40%);
 // 4096×16384 f32 209 µs (60%). At 4096×151936 cluster_row moved only 1.89 TB/s (44%) against split_row's 2.36,
 // so the dispatcher sends rows above 65536 to split_row; one 1×151936 row took 13.2 µs here (split_row: 16.6).
+// The wide block (BlockConfig::wide; the same kernel for kWideBlockElems = 32 at __launch_bounds__(1024, 1): 64
+// registers, spilling 20-32 B a thread in f32 and bf16, 88-136 B in f16, against 0-28 B for the 512-thread kernel;
+// ptxas -v, CUDA 13.0, sm_90a) holds 12289..32768 in one block with no cluster barrier, as Triton does. Measured
+// beside cluster_row (H200, 2026-11-30, commit 2feaa39, docs/bench/wideblock-2026-11-30.md), µs and % of copy (of read
+// for logsumexp): 4096×16384 f32 softmax 142 (88 %; cluster_row 229), log-softmax 145 (87 %), logsumexp 88 (69 %),
+// bf16 100 (63 %) / 103 / 82; 8192×32000 f32 583 (84 %; cluster_row 848) / 622 / 360 (66 %), bf16 555 (44 %) / 563 /
+// 419 (28 %); 2048×24576 f32 125 (75 %) / 132 / 88, bf16 99 / 106 / 82. Floors: 2048×24576 f32 softmax 94 µs.
 // Log-softmax / logsumexp count the max's ties for the excess state and form log l's terms with log_term_exp
 // (common.cuh); the op class is a template parameter. Measured (H200, 2026-11-30, commit 050be25, docs/perf-notebook.md
 // "log l's terms"): 16384×4096 f32 softmax 141 µs (89 % of copy), log-softmax 143 (88 %), logsumexp 103 (61 % of

@@ -5,9 +5,9 @@
 // and the dtype):
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
-//   n ≤ kBlockMaxN (12288)                               block_per_row (512 threads × 24 elements at most)
-//   n ≤ block_auto_max_n(op) (32768; backward 16384)     block_per_row, the wide block (1024 × 32; backward 1024 × 16)
-//   n ≤ kClusterAutoMaxN (65536)                         cluster_row
+//   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16)
+//   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16)
+//   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
@@ -132,8 +132,15 @@ constexpr std::int64_t kBackwardClusterMaxN = kMaxCluster * kBackwardBlockMaxN; 
 constexpr std::int64_t kWideBlockMaxN = std::int64_t{kernels::kWideBlockThreads} * kernels::kWideBlockElems;  // 32768
 constexpr std::int64_t kBackwardWideBlockMaxN =
     std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideBlockElems;  // 16384
-// Up to these row lengths the dispatcher takes the wide block rather than cluster_row. PROVISIONAL (the capacities)
-// until the H200 run beside the cluster dispatcher sets them.
+// Up to these row lengths the dispatcher takes the wide block rather than cluster_row: its whole capacity, since it
+// was faster at every length measured. H200, 2026-11-30, commit 2feaa39, softmaxkit bench --path auto, the cluster
+// dispatcher (old) → the wide block, µs (docs/bench/wideblock-2026-11-30.md):
+//   softmax      f32  4096×16384 229 → 142, 2048×24576 177 → 125, 8192×32000 848 → 583; bf16 172 → 100, 135 → 99,
+//                626 → 555
+//   log-softmax  f32  210 → 145, 164 → 132, 807 → 622; bf16 170 → 103, 136 → 106, 591 → 563
+//   logsumexp    f32  154 → 88, 123 → 88, 540 → 360; bf16 141 → 82, 113 → 82, 511 → 419 (split_row 412 f32, 426 bf16)
+//   backward     softmax_backward 4096×16384 f32 221 → 193, bf16 181 → 137 (rows above 16384 stay on cluster_row)
+// The state runs logsumexp's kernel (not timed apart); log-softmax backward runs softmax backward's (not timed).
 constexpr std::int64_t kWideAutoMaxN = kWideBlockMaxN;                  // softmax, log-softmax
 constexpr std::int64_t kWideAutoMaxNReadOnly = kWideBlockMaxN;          // logsumexp, state
 constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both backward passes
@@ -142,9 +149,13 @@ constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both 
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
 // lies between; 65536 until a finer sweep places it.
 constexpr std::int64_t kClusterAutoMaxN = 65536;
-// logsumexp and the state (no row written) take cluster_row only up to this row length, split_row above it.
-// PROVISIONAL (kClusterAutoMaxN) until the H200 run sets it.
-constexpr std::int64_t kClusterAutoMaxNReadOnly = kClusterAutoMaxN;
+// logsumexp and the state (no row written) take cluster_row only up to this row length, split_row above it: never,
+// since the wide block holds them up to 32768 and split_row beat cluster_row on every longer row timed. H200,
+// 2026-11-30, commit 2feaa39, logsumexp µs cluster_row → split_row: 2048×65536 f32 315 → 203, bf16 302 → 206;
+// 4096×40000 f32 393 → 273, bf16 371 → 278; also below 32768, 8192×32000 f32 540 → 412, bf16 510 → 426 (there the
+// wide block: 360, 419). These ops read the row once on either path; most likely the cluster's per-row barriers cost
+// more than split_row's merge launch (not profiled).
+constexpr std::int64_t kClusterAutoMaxNReadOnly = kWideAutoMaxNReadOnly;
 // Threads per block the cluster configuration aims at: blocks of 192 threads (five per SM at 64 registers) beat
 // blocks of 352–512 holding the same row (n = 16384: 2.53 vs 2.53 TB/s f32, 1.53 vs 1.41 bf16; n = 32000: 2.58 vs
 // 2.29 f32 at 8 vs 4 blocks per row). Longer rows take up to 16 blocks of up to 512 threads.
