@@ -419,7 +419,8 @@ TEST_F(GpuSoftmax, RowPipelineManyRowsPerBlock) {
 // and dy), which takes rows above 12288 (backward 8192) that the 512-thread block cannot hold: lengths at and past its
 // edges (a partial last vector, a full block, the capacity), forced and under the dispatcher, few and many rows, f32
 // and 16-bit, against the float64 reference with outputs poisoned; temperatures, masks, non-finite rows and ties of
-// the max (the log ops count them); the rows of a batch bitwise equal to the rows alone.
+// the max (the log ops count them); the rows of a batch bitwise equal to the rows alone. Also logsumexp and the state
+// at 40000, past the wide block, where the dispatcher takes split_row for them (cluster_row for the others).
 TEST_F(GpuSoftmax, WideBlockRows) {
   if (small_mode()) GTEST_SKIP() << "rows above 4097 elements";
   const std::vector<SoftmaxPath> paths = {SoftmaxPath::automatic, SoftmaxPath::block_per_row};
@@ -487,11 +488,16 @@ TEST_F(GpuSoftmax, WideBlockRows) {
       }
     }
   }
+  // logsumexp and the state past the wide block: split_row under the dispatcher (kClusterAutoMaxNReadOnly).
+  for (Op op : {Op::logsumexp, Op::state})
+    for (DType t : {DType::f32, DType::bf16})
+      run_all_paths(plain_case("read_only_3x40000", op, t, DType::f32, 3, 40000, ++seed), {SoftmaxPath::automatic});
   // Rows of a batch (odd pitch: unaligned) bitwise equal to the same rows alone, under the dispatcher.
-  for (std::int64_t n : {16384, 24577, 32768}) {
+  for (std::int64_t n : {16384, 24577, 32768, 40000}) {
     const std::int64_t rows = 9;
     for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state, Op::softmax_backward}) {
       if (is_backward(op) && n > 16384) continue;
+      if (n > 32768 && !is_row_op(op)) continue;  // 40000: the read-only ops' route only
       Case batch = plain_case("wide_batch_" + std::to_string(n), op, DType::f32, DType::f32, rows, n, 11);
       batch.in.strides = {n + 1, 1};
       batch.in.offset = 1;
