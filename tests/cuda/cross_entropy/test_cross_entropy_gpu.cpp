@@ -40,10 +40,6 @@
 namespace smk::gpu_test {
 namespace {
 
-bool small_mode() {
-  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
-  return v != nullptr && v[0] == '1';
-}
 // SMK_CE_TEST_ON_CPU=1: the case-based tests run the CPU float path through the same harness and gates (a check of
 // the harness itself on a machine without a GPU; the kernels are not involved).
 bool cpu_mode() {

@@ -25,10 +25,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-bool small_mode() {
-  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
-  return v != nullptr && v[0] == '1';
-}
 
 Case make_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
                std::uint64_t seed) {

@@ -17,10 +17,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-bool small_mode() {
-  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
-  return v != nullptr && v[0] == '1';
-}
 
 const std::vector<SoftmaxPath> kPaths = {SoftmaxPath::automatic,    SoftmaxPath::warp_per_row,
                                          SoftmaxPath::block_per_row, SoftmaxPath::cluster_row,

@@ -18,10 +18,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-bool small_mode() {
-  const char* v = std::getenv("SMK_GPU_TEST_SMALL");
-  return v != nullptr && v[0] == '1';
-}
 
 class GpuWarpRow : public ::testing::Test {
  protected:
