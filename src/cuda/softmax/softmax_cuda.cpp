@@ -1,8 +1,8 @@
 // softmaxkit CUDA backend, softmax family: kernel selection.
 //
-// The dispatcher picks the path from the layout, the dtype and the row length n alone — never from the number of
-// rows — so a row's result is bitwise the same alone or in a batch (each path's reduction tree is a function of n
-// and the dtype):
+// The dispatcher picks the path from the layout, the op, the dtype and the row length n alone — never from the
+// number of rows — so a row's result is bitwise the same alone or in a batch (each path's reduction tree is a
+// function of n and the dtype):
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16)
