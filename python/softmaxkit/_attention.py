@@ -13,6 +13,16 @@ def _refuse_grad(op, *arrays):
                                       "this version; call it under torch.no_grad() or detach the inputs")
 
 
+def _inputs(op, stream, named, also_refuse=()):
+    """Every call's preamble: refuses arrays that require grad (the inputs and `also_refuse`), takes the launch stream
+    from the first input's framework, and views each input. `named`: (array, C++ argument name) pairs, the leading
+    one first. Returns the framework, the launch stream and the views, in order."""
+    _refuse_grad(op, *(arr for arr, _ in named), *also_refuse)
+    fw = framework_of(named[0][0])
+    launch = launch_stream(op, fw, stream)
+    return fw, launch, [framework_of(arr).view(arr, op, name, launch) for arr, name in named]
+
+
 def _optional_view(op, arg, arr, launch):
     return None if arr is None else framework_of(arr).view(arr, op, arg, launch)
 
@@ -57,12 +67,7 @@ def attention(q, k, v, *, scale=None, causal=False, sinks=None, cu_seqlens_q=Non
     backward pass yet: inputs that require grad are refused.
     """
     op = "attention_forward"
-    _refuse_grad(op, q, k, v, out, lse)
-    fw = framework_of(q)
-    launch = launch_stream(op, fw, stream)
-    vq = fw.view(q, op, "q", launch)
-    vk = framework_of(k).view(k, op, "k", launch)
-    vv = framework_of(v).view(v, op, "v", launch)
+    fw, launch, (vq, vk, vv) = _inputs(op, stream, [(q, "q"), (k, "k"), (v, "v")], also_refuse=(out, lse))
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     shape = tuple(vq.shape)
     if varlen and len(shape) == 3:
@@ -105,13 +110,9 @@ def attention_decode(q, k_cache, v_cache, seqlens, *, scale=None, causal=False, 
     grad are refused.
     """
     op = "attention_decode"
-    _refuse_grad(op, q, k_cache, v_cache, out, lse)
-    fw = framework_of(q)
-    launch = launch_stream(op, fw, stream)
-    vq = fw.view(q, op, "q", launch)
-    vk = framework_of(k_cache).view(k_cache, op, "k_cache", launch)
-    vv = framework_of(v_cache).view(v_cache, op, "v_cache", launch)
-    vs = framework_of(seqlens).view(seqlens, op, "seqlens", launch)
+    fw, launch, (vq, vk, vv, vs) = _inputs(
+        op, stream, [(q, "q"), (k_cache, "k_cache"), (v_cache, "v_cache"), (seqlens, "seqlens")],
+        also_refuse=(out, lse))
     shape = tuple(vq.shape)
     if len(shape) != 4:
         raise InvalidArgumentError(f"{op}: argument 'q': must be [B, Sq_new, Hq, D], got shape {list(shape)}")
@@ -133,13 +134,8 @@ def merge_attention_states(o_a, lse_a, o_b, lse_b, *, out=None, stream=None):
     (out_o, out_lse), which may be (o_a, lse_a) to accumulate in place.
     """
     op = "merge_attention_states"
-    _refuse_grad(op, o_a, lse_a, o_b, lse_b)
-    fw = framework_of(o_a)
-    launch = launch_stream(op, fw, stream)
-    va = fw.view(o_a, op, "o_a", launch)
-    vla = framework_of(lse_a).view(lse_a, op, "lse_a", launch)
-    vb = framework_of(o_b).view(o_b, op, "o_b", launch)
-    vlb = framework_of(lse_b).view(lse_b, op, "lse_b", launch)
+    fw, launch, (va, vla, vb, vlb) = _inputs(op, stream, [(o_a, "o_a"), (lse_a, "lse_a"), (o_b, "o_b"),
+                                                          (lse_b, "lse_b")])
     if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
         raise InvalidArgumentError(f"{op}: argument 'out': must be a pair (out_o, out_lse)")
     given = (None, None) if out is None else tuple(out)
