@@ -188,12 +188,9 @@ if want decode-mma; then
   run_step decode-memcheck timeout 40 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     build/default/tests/test_cuda_decode --gtest_filter='*CausalBand*:*BadInputs*:*Strided*:*CausalMultiToken*'
 fi
-# decode-r2: decode round 2 (the fused merge's levers), ordered to fit a 200 s call with the timings first: build
-# just its targets (or take them prebuilt from $SMK_DEC_BIN, built here for sm_90a and carried), bench_decode (the
-# dispatcher, timed twice, beside the memset counters, the other ring depth, the merge kernel, longer chunks; the run
-# of bb13db2 also timed round 1's default and each lever off), torch SDPA beside it, the GPU test (every kernel and
-# variant, 65 s cap), then memcheck last on the cases with the fewest keys and the levers' own test (30 s cap).
-if want decode-r2; then
+# The decode steps' binaries: prebuilt ones from $SMK_DEC_BIN (built on the workstation for sm_90a and carried), else
+# just test_cuda_decode and bench_decode built here. Sets decbin to their folder.
+decode_bins() {
   if [ -n "${SMK_DEC_BIN:-}" ]; then
     decbin=$SMK_DEC_BIN
   else
@@ -201,6 +198,14 @@ if want decode-r2; then
     run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
     decbin=build/default/tests
   fi
+}
+# decode-r2: decode round 2 (the fused merge's levers), ordered to fit a 200 s call with the timings first: build
+# just its targets (or take them prebuilt from $SMK_DEC_BIN, built here for sm_90a and carried), bench_decode (the
+# dispatcher, timed twice, beside the memset counters, the other ring depth, the merge kernel, longer chunks; the run
+# of bb13db2 also timed round 1's default and each lever off), torch SDPA beside it, the GPU test (every kernel and
+# variant, 65 s cap), then memcheck last on the cases with the fewest keys and the levers' own test (30 s cap).
+if want decode-r2; then
+  decode_bins
   run_step decode-bench timeout 45 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
   run_step decode-sdpa timeout 40 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
     --out "$OUT/decode_vs_sdpa.md"
@@ -217,13 +222,7 @@ fi
 if want decode-r3; then
   outer=$OUT
   OUT=/tmp/o && mkdir -p "$OUT"
-  if [ -n "${SMK_DEC_BIN:-}" ]; then
-    decbin=$SMK_DEC_BIN
-  else
-    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
-    run_step decode-build cmake --build --preset default --parallel "$jobs" --target test_cuda_decode bench_decode
-    decbin=build/default/tests
-  fi
+  decode_bins
   run_step decode-bench timeout 40 "$decbin/bench_decode" --json "$OUT/bench_decode.json"
   oldjson=()
   if [ -n "${SMK_DEC_OLD_BIN:-}" ]; then
