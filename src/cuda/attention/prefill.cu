@@ -34,9 +34,10 @@
 // every ldmatrix phase hit 8 different bank groups.
 //
 // NaN and padding: keys at or past the sequence's end are never read (cp.async zero-fills them) and a masked score
-// is set to −inf whatever K held. One case leaks: within the tile on the causal diagonal, a non-finite V row that a
-// later query row may see is multiplied by P = 0 for an earlier row that may not, and 0·NaN = NaN. Keys that no row
-// of the CTA can see are never loaded. (The CPU path never reads a masked key at all.)
+// is set to −inf whatever K held. Keys that no row of the CTA can see are never loaded. Within the tile on the
+// causal diagonal, a non-finite V row that a later query row may see would reach an earlier row that may not as
+// P = 0 times NaN or inf: the CTA scans those V rows, and where it finds one it takes that tile's P·V by
+// prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see. (The CPU path never reads a masked key.)
 //
 // Measured on the H200 (tune_prefill, tree of commit 3b45758, bf16, 2026-11-30; docs/perf-notebook.md, "attention
 // prefill, stage 1", and docs/bench/prefill-stage1-2026-11-30.md): the dispatcher's default reaches 328 TFLOP/s at
@@ -54,6 +55,7 @@
 
 #include "cuda/attention/attention_cuda.hpp"
 #include "cuda/attention/prefill_args.hpp"
+#include "cuda/attention/prefill_exact_pv.cuh"
 #include "cuda/attention/ptx.cuh"
 #include "cuda/device_guard.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -201,6 +203,18 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
     wr = wr + 1 == kStages ? 0 : wr + 1;
     const std::uint32_t k_addr = kv_addr + rd * kStageBytes, v_addr = k_addr + kTileBytes;
     rd = rd + 1 == kStages ? 0 : rd + 1;
+    // Non-finite V on the causal diagonal (prefill_exact_pv.cuh): on a tile some row of the CTA may not wholly see
+    // (CTA-uniform), the V rows its first row may not see are scanned, and a find anywhere in the CTA (a second
+    // barrier, on such tiles only) sends this tile's P·V to the exact path below.
+    const std::int64_t nj = static_cast<std::int64_t>(j) * kBlockN;
+    bool exact = false;
+    if (a.causal && nj + kBlockN - 1 > m0 + sk - sq) {
+      const std::int64_t lo = m0 + sk - sq - nj + 1;
+      const int x_lo = lo < 0 ? 0 : (lo > kBlockN ? kBlockN : static_cast<int>(lo));
+      exact = __syncthreads_or(prefill_exact::rows_nonfinite<T, D, kBlockN, kThreads>(
+                  [&](int x, int ch) { return v_addr + x * kRowBytes + ch * 16; }, x_lo,
+                  static_cast<int>(threadIdx.x))) != 0;
+    }
     if constexpr (kQInRegs) {
       if (j == 0) {
 #pragma unroll
@@ -335,17 +349,35 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
         pa[kk][mt][2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
         pa[kk][mt][3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
+    if (exact) {
+      // The last key of this tile (tile-relative, clamped into [−1, kBlockN]) that row `row` sees.
+      const auto vis = [&](std::int64_t row) {
+        const std::int64_t last = sk - 1 - nj;
+        std::int64_t x = row + sk - sq - nj;
+        x = x < last ? x : last;
+        return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
+      };
 #pragma unroll
-    for (int dp = 0; dp < kDT / 2; ++dp) {
-      const std::uint32_t v_dp = v_addr + (v_lane ^ (dp << 5));
+      for (int mt = 0; mt < kMT; ++mt) {
+        const std::int64_t row0 = m0 + wrow + mt * 16 + g;
+        prefill_exact::exact_pv<T, kBlockN, kDT>(
+            [&](int kk, int e) { return pa[kk][mt][e]; },
+            [&](int x, int col) { return v_addr + static_cast<std::uint32_t>(swz<D>(x, col) * sizeof(T)); },
+            [&](int t, int i) -> float& { return acc[mt][t][i]; }, vis(row0), vis(row0 + 8));
+      }
+    } else {
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        std::uint32_t bf[4];
-        ptx::ldmatrix_x4_trans(bf, v_dp + kk * 16 * kRowBytes);
+      for (int dp = 0; dp < kDT / 2; ++dp) {
+        const std::uint32_t v_dp = v_addr + (v_lane ^ (dp << 5));
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          ptx::mma_16816<T>(acc[mt][2 * dp], pa[kk][mt], bf[0], bf[1]);
-          ptx::mma_16816<T>(acc[mt][2 * dp + 1], pa[kk][mt], bf[2], bf[3]);
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+          std::uint32_t bf[4];
+          ptx::ldmatrix_x4_trans(bf, v_dp + kk * 16 * kRowBytes);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_16816<T>(acc[mt][2 * dp], pa[kk][mt], bf[0], bf[1]);
+            ptx::mma_16816<T>(acc[mt][2 * dp + 1], pa[kk][mt], bf[2], bf[3]);
+          }
         }
       }
     }
@@ -560,7 +592,8 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     a.sq = sq;
     a.sk = sk;
   }
-  const std::int64_t rows = 16 * variant.warps * variant.m_tiles;  // 64 per warpgroup for wgmma, the same
+  // 64 per warpgroup for wgmma (warps 9: two warpgroups and the producer warp)
+  const std::int64_t rows = wg ? 64 * (variant.warps / 4) : 16 * variant.warps * variant.m_tiles;
   const std::int64_t tiles = (sq + rows - 1) / rows;
   if (tiles > 0x7fffffff || batch > 65535 || hq > 65535)
     throw_invalid_argument(op, "q", "grid too large: " + std::to_string(tiles) + " query tiles, batch " +
@@ -572,8 +605,7 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     // 2^31 rows, take cp.async too; so does a view the driver will not describe, prefill_wgmma.cu says.)
     const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0 && sq <= INT32_MAX &&
                      sk <= INT32_MAX;
-    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps / 4, variant.block_n, tma, a, batch, hq, sq,
-                         s);
+    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps, variant.block_n, tma, a, batch, hq, sq, s);
     return;
   }
   if (q.dtype == DType::bf16)

@@ -31,11 +31,12 @@ struct PrefillArgs {
   int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
 };
 
-// The wgmma kernel (prefill_wgmma.cu) for head dimension d (64 or 128), `warpgroups` consumer warpgroups of 64
-// query rows (1 or 2) and key tiles of block_n (64 or 128), f16 (bf16 = false) or bf16; false if that combination
-// is not built. Needs an sm_90a build and a compute-capability 9.0 device (prefill_wgmma_available).
+// The wgmma kernel (prefill_wgmma.cu) for head dimension d (64 or 128), `warps` 4 or 8 (one or two consumer
+// warpgroups of 64 query rows) or 9 (two, and a producer warp: TMA only) and key tiles of block_n (64 or 128), f16
+// (bf16 = false) or bf16; false if that combination is not built. Needs an sm_90a build and a compute-capability
+// 9.0 device (prefill_wgmma_available).
 // tma: Q, K and V by the tensor memory accelerator (not for varlen: false then) instead of every thread's cp.async.
-bool prefill_wgmma_launch(bool bf16, int d, int warpgroups, int block_n, bool tma, const PrefillArgs& a,
+bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, const PrefillArgs& a,
                           std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream);
 // True when this build holds the sm_90a code of the wgmma kernel and `device` is compute capability 9.0.
 bool prefill_wgmma_available(int device);

@@ -31,9 +31,10 @@
 // sums), but the tensor cores sum a row's products in another order, so the bits differ from prefill.cu's; the
 // variants with the same key-tile size give the same bits, TMA or cp.async (the tests check it).
 // NaN and padding: keys past the sequence are zeros (TMA's out-of-bounds fill, cp.async's zero-fill) and a masked
-// score is −inf whatever K holds. One case leaks, as in prefill.cu: in the key tile that crosses the causal diagonal
-// (on the TMA path, also its rows past the last key any row of the CTA sees, which it loads), a non-finite V row is
-// multiplied by P = 0 for a row that may not see it, and 0·NaN = NaN.
+// score is −inf whatever K holds. In the key tile that crosses a warpgroup's causal diagonal (on the TMA path with
+// its rows past the CTA's last visible key, which the box loads) a non-finite V row would reach a row that may not
+// see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run, and where it finds one
+// it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
 //
 // Measured on the H200 (tune_prefill, tree of commit 27b9277, bf16, 2026-11-30; docs/perf-notebook.md, "attention
 // prefill, stage 2", and docs/bench/prefill-wgmma-2026-11-30.md): the dispatcher's default (TMA, two warpgroups,
@@ -53,6 +54,7 @@
 #include <type_traits>
 
 #include "cuda/attention/prefill_args.hpp"
+#include "cuda/attention/prefill_exact_pv.cuh"
 #include "cuda/attention/ptx.cuh"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
@@ -99,11 +101,20 @@ struct PrefillMaps {
 // kBlockN keys per tile, 64 or 128: S of one warpgroup is kBlockN / 2 f32 registers a thread. kTma: Q, K and V
 // arrive by TMA on mbarriers (one thread issues them), else by every thread's cp.async (varlen always: a box would
 // read the next sequence's rows past this one's end, where cp.async zero-fills).
-template <typename T, int D, int kWG, int kBlockN, bool kTma>
-__global__ void __launch_bounds__(kWG * 128)
+// kWS (with kTma, two warpgroups): warp specialisation. A third warpgroup is the producer (one lane issues every TMA
+// copy, waiting on per-stage "empty" mbarriers that the consumer warps arrive on once their products have read a
+// stage), and the two consumer warpgroups no longer meet at a per-tile __syncthreads: they take turns issuing their
+// tensor-core products (named barriers 1 and 2, FlashAttention-3's ping-pong), so that one's softmax runs under the
+// other's products. Registers: 384 threads at one CTA an SM compile to 168 a thread (with spills); setmaxnreg moves
+// them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 65536).
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
+__global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kThreads = kWG * 128;
+  static_assert(!kWS || (kTma && kWG == 2), "the producer warp feeds two warpgroups by TMA");
+  constexpr int kThreads = kWG * 128;  // the consumers (and, without kWS, the copiers)
   constexpr int kBlockM = 64 * kWG;
   constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S
   constexpr int kDT = D / 8;        // n-tiles of O
@@ -117,13 +128,18 @@ __global__ void __launch_bounds__(kWG * 128)
   // past the (kStages + 1) 8-byte mbarriers of the TMA path (one per stage: its tile's K and V landed; then Q's).
   // Not one byte more: at D = 128 two CTAs of one warpgroup fill an SM's 228 KB exactly.
   const std::uint32_t bar_addr = ptx::smem_addr(smem_raw);
-  const std::uint32_t q_addr = (bar_addr + 8u * (kStages + 1) + 1023u) & ~1023u;
+  const std::uint32_t q_addr = (bar_addr + 8u * (2 * kStages + 1) + 1023u) & ~1023u;
   const std::uint32_t kv_addr = q_addr + kQBytes;
   if (q_addr - bar_addr > 1024u) __trap();  // a base 8-31 bytes short of a boundary: never seen (it is 1024-aligned)
   const auto full_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(stage); };
   const std::uint32_t q_bar = full_bar(kStages);
+  // kWS: stage st is free again once every consumer warp arrived (after its P·V of the stage's tile completed).
+  const auto empty_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(kStages + 1 + stage); };
 
-  const int wg = static_cast<int>(threadIdx.x) / 128, warp = (static_cast<int>(threadIdx.x) % 128) / 32;
+  // The warpgroup, broadcast from lane 0 so that ptxas knows it is warp-uniform (else every wgmma after a branch
+  // on it counts as divergent and is serialised, C7520).
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
   const int b = blockIdx.z, h = blockIdx.y;
   // Heavy (causal) tiles first: the last query tiles see the most keys.
@@ -200,6 +216,40 @@ __global__ void __launch_bounds__(kWG * 128)
   for (int i = 0; i < kBlockN / 2; ++i) s[i] = 0.0f;
   std::uint32_t p[kBlockN / 16][4];
   const float c2 = a.scale_log2;
+
+  // Non-finite V on the causal diagonal (prefill_exact_pv.cuh): a tile some row of this warpgroup may not wholly
+  // see (warpgroup-uniform) has the V rows its first row may not see scanned by the warpgroup; when a thread finds a
+  // non-finite value there, the warpgroup's P·V of that tile runs exact_pv (keys a row may not see skipped) instead
+  // of the tensor cores.
+  const std::int64_t wg_diag = m0 + 64 * wg + sk - sq;  // the last key the warpgroup's first row sees
+  const auto crosses = [&](int tile) {
+    return a.causal && static_cast<std::int64_t>(tile) * kBlockN + kBlockN - 1 > wg_diag;
+  };
+  const auto scan = [&](int tile, int stage) {
+    const std::uint32_t vb = kv_addr + stage * kStage + kTile;
+    const std::int64_t lo = wg_diag - static_cast<std::int64_t>(tile) * kBlockN + 1;
+    const int x_lo = lo < 0 ? 0 : (lo > kBlockN ? kBlockN : static_cast<int>(lo));
+    return prefill_exact::rows_nonfinite<T, D, kBlockN, 128>(
+        [&](int x, int ch) { return vb + (ch >> 3) * kKVPanel + x * 128 + ((ch & 7) << 4); }, x_lo,
+        static_cast<int>(threadIdx.x) % 128);
+  };
+  // The last key of tile `tile` (tile-relative, clamped into [−1, kBlockN]) that this thread's row r sees.
+  const auto vis = [&](int tile, int r) {
+    const std::int64_t n0 = static_cast<std::int64_t>(tile) * kBlockN, last = sk - 1 - n0;
+    std::int64_t x = a.causal ? m0 + wrow + g + 8 * r + sk - sq - n0 : last;
+    x = x < last ? x : last;
+    return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
+  };
+  const auto exact_pv = [&](int tile, int stage) {
+    const std::uint32_t vb = kv_addr + stage * kStage + kTile;
+    prefill_exact::exact_pv<T, kBlockN, kDT>(
+        [&](int kk, int e) { return p[kk][e]; },
+        [&](int x, int col) {
+          return vb + (col >> 6) * kKVPanel + x * 128 + ((((col & 63) >> 3) ^ (x & 7)) << 4) + (col & 7) * 2;
+        },
+        [&](int t, int i) -> float& { return o[4 * t + i]; }, vis(tile, 0), vis(tile, 1));
+  };
+  bool nf = false;  // the warpgroup's scan of the last tile found a non-finite V that a row may not see
   const bool fold = a.fold != 0;  // the host sets it only for a positive scale
 
   // The online softmax of tile j on s: mask, new maxima, P (16-bit, A layout) into pn, and the sums; returns the
@@ -264,7 +314,31 @@ __global__ void __launch_bounds__(kWG * 128)
   };
 
   // Prologue: Q and tile 0 (one cp.async group, or two TMA barriers). A CTA with no visible key loads nothing.
-  if constexpr (kTma) {
+  if constexpr (kWS) {
+    if (threadIdx.x == 0) {
+      for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
+      for (int st = 0; st < kStages; ++st) ptx::mbar_init(empty_bar(st), 4 * kWG);
+      ptx::fence_mbar_init();
+    }
+    __syncthreads();  // the last CTA-wide barrier: from here the producer and the two consumers run apart
+    if (wg == kWG) {  // the producer warpgroup: one lane issues Q, then every tile as its stage frees
+      ptx::setmaxnreg_dec<kProducerRegs>();
+      if (threadIdx.x == kThreads && n_tiles > 0) {
+        ptx::mbar_arrive_expect_tx(q_bar, kQBytes);
+#pragma unroll
+        for (int pnl = 0; pnl < D / 64; ++pnl)
+          ptx::tma_load_4d(q_addr + pnl * (kBlockM * 128), &maps.q, 64 * pnl, h, static_cast<int>(m0), b, q_bar);
+        for (int t = 0; t < n_tiles; ++t) {
+          if (t >= kStages) ptx::mbar_wait(empty_bar(t % kStages), static_cast<std::uint32_t>(t / kStages - 1) & 1u);
+          tma_kv(t, t % kStages);
+        }
+      }
+      return;
+    }
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    // Ping-pong: warpgroup 0 issues first (warpgroup 1's arrival stands for a previous turn).
+    if (wg == 1 && n_tiles > 0) ptx::bar_arrive(1, 2 * 128);
+  } else if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
       ptx::fence_mbar_init();
@@ -295,19 +369,29 @@ __global__ void __launch_bounds__(kWG * 128)
       ptx::cp_async_wait<0>();
       ptx::fence_proxy_async_shared();
     }
-    __syncthreads();
-    if constexpr (kTma) {
-      if (j + 1 < n_tiles && threadIdx.x == 0) tma_kv(j + 1, (j + 1) % kStages);
+    if constexpr (kWS) {
+      ptx::bar_sync(1 + wg, 2 * 128);  // this warpgroup's turn to issue
     } else {
-      if (j + 1 < n_tiles) load_kv(j + 1, (j + 1) % kStages);
-      ptx::cp_async_commit();
+      __syncthreads();
+      if constexpr (kTma) {
+        if (j + 1 < n_tiles && threadIdx.x == 0) tma_kv(j + 1, (j + 1) % kStages);
+      } else {
+        if (j + 1 < n_tiles) load_kv(j + 1, (j + 1) % kStages);
+        ptx::cp_async_commit();
+      }
     }
+    // Tile j − 1's P·V takes exact_pv. (nf is the same in every thread of the warpgroup; the vote says so to ptxas,
+    // which otherwise serialises the products around a branch it takes for divergent, C7520.)
+    const bool exact_prev = __any_sync(0xffffffffu, nf);
     const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
     ptx::wgmma_fence();
     qk(s, cur);
     ptx::wgmma_commit();
-    if (j > 0) pv(o, p, prev);  // P of tile j − 1 (registers), V of tile j − 1
+    if (j > 0 && !exact_prev) pv(o, p, prev);  // P of tile j − 1 (registers), V of tile j − 1
     ptx::wgmma_commit();
+    if constexpr (kWS) {
+      if (wg == 0 || j + 1 < n_tiles) ptx::bar_arrive(2 - wg, 2 * 128);  // the other's turn (none left after)
+    }
     ptx::wgmma_wait<1>();  // S_j is in registers; P·V may still run
     ptx::fence_regs(s);
     float alpha[2];
@@ -315,9 +399,16 @@ __global__ void __launch_bounds__(kWG * 128)
     // the old ones are kept live (an empty asm reading them) until the wait, so no register is reused under it.
     std::uint32_t pn[kBlockN / 16][4];
     softmax(j, alpha, pn);
+    // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
+    // gathered by a named barrier (3, 4).
+    nf = crosses(j) && ptx::bar_or(3 + wg, 128, scan(j, cur));
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(p);
+    if (exact_prev) exact_pv(j - 1, prev);
+    if constexpr (kWS) {
+      if (j > 0 && lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
+    }
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
@@ -334,11 +425,15 @@ __global__ void __launch_bounds__(kWG * 128)
     }
   }
   if (n_tiles > 0) {
-    ptx::wgmma_fence();
-    pv(o, p, (n_tiles - 1) % kStages);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
-    ptx::fence_regs(o);
+    if (__any_sync(0xffffffffu, nf)) {
+      exact_pv(n_tiles - 1, (n_tiles - 1) % kStages);
+    } else {
+      ptx::wgmma_fence();
+      pv(o, p, (n_tiles - 1) % kStages);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      ptx::fence_regs(o);
+    }
   } else if constexpr (!kTma) {
     ptx::cp_async_wait<0>();  // no tile: Q's copies may still be landing; let none outlive the CTA
   }
@@ -418,7 +513,7 @@ bool encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int
   return r == CUDA_SUCCESS;
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -431,37 +526,41 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
         !encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       return launch<T, D, kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
-  kernel<<<grid, kWG * 128, smem, stream>>>(a, maps);
+  kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(a, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
-// cp.async and the TMA path.
+// cp.async and the TMA path; warps = 9: two warpgroups and the producer warp (kWS), TMA only (asked for cp.async,
+// or falling back to it, it runs the 8-warp kernel: the same rows, the same bits).
 template <typename T, bool kTma>
-bool launch_t(int d, int warpgroups, int block_n, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
+bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
               std::int64_t max_sq, cudaStream_t s) {
-  const auto is = [&](int dd, int wg, int bn) { return d == dd && warpgroups == wg && block_n == bn; };
-  if (is(128, 1, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(128, 2, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 1, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 2, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
+  const auto is = [&](int dd, int w, int bn) { return d == dd && warps == w && block_n == bn; };
+  if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 9, 128)) return launch<T, 128, 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 9, 64)) return launch<T, 128, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 4, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 8, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 9, 64)) return launch<T, 64, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
 
 }  // namespace
 
-bool prefill_wgmma_launch(bool bf16, int d, int warpgroups, int block_n, bool tma, const PrefillArgs& a,
+bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, const PrefillArgs& a,
                           std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   if (tma && a.cu_q) return false;  // varlen: cp.async only (the kernel's comment says why)
   if (tma)
-    return bf16 ? launch_t<__nv_bfloat16, true>(d, warpgroups, block_n, a, batch, hq, max_sq, stream)
-                : launch_t<__half, true>(d, warpgroups, block_n, a, batch, hq, max_sq, stream);
-  return bf16 ? launch_t<__nv_bfloat16, false>(d, warpgroups, block_n, a, batch, hq, max_sq, stream)
-              : launch_t<__half, false>(d, warpgroups, block_n, a, batch, hq, max_sq, stream);
+    return bf16 ? launch_t<__nv_bfloat16, true>(d, warps, block_n, a, batch, hq, max_sq, stream)
+                : launch_t<__half, true>(d, warps, block_n, a, batch, hq, max_sq, stream);
+  return bf16 ? launch_t<__nv_bfloat16, false>(d, warps, block_n, a, batch, hq, max_sq, stream)
+              : launch_t<__half, false>(d, warps, block_n, a, batch, hq, max_sq, stream);
 }
 
 bool prefill_wgmma_available(int device) {

@@ -107,6 +107,22 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 // A 32-bit register holding two 16-bit values, each with its sign flipped: exact negation of a pair of f16/bf16.
 __device__ __forceinline__ std::uint32_t neg2(std::uint32_t pair) { return pair ^ 0x80008000u; }
 
+// Plain shared-memory loads at a byte address (what __cvta_generic_to_shared gives): 4 and 16 bytes. Used by the
+// prefill kernels' rare exact P·V and their scan of a V tile for non-finite values (prefill_exact_pv.cuh).
+__device__ __forceinline__ std::uint32_t lds32(std::uint32_t addr) {
+  std::uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 
 // ---- Hopper (sm_90a): wgmma, the asynchronous warpgroup matrix product (PTX ISA, "Asynchronous Warpgroup Level
 // Matrix Multiply-Accumulate"). Used by prefill_wgmma.cu. The four warps of a warpgroup (128 threads, starting at a
@@ -183,6 +199,38 @@ __device__ __forceinline__ void fence_mbar_init() {
 // One arrival that also tells the barrier to expect `bytes` more bytes in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Register reallocation between warpgroups (sm_90a): every thread of a warpgroup executes it; dec releases
+// registers down to N a thread, inc waits until N are free for it. N: a multiple of 8 in [24, 256].
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// A plain arrival (no bytes): how a consumer warp tells the producer it is done with a stage (prefill_wgmma.cu).
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Named barriers (bar.sync / bar.arrive / bar.red on barrier `id`, 1..15, with `threads` threads, a multiple of
+// 32; barrier 0 is __syncthreads'): a subset of the CTA's warps synchronises without the others.
+__device__ __forceinline__ void bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// bar.sync that also returns whether `v` was true in any of the `threads` threads.
+__device__ __forceinline__ bool bar_or(int id, int threads, bool v) {
+  std::uint32_t r;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(r)
+      : "r"(static_cast<std::uint32_t>(v)), "r"(id), "r"(threads)
+      : "memory");
+  return r != 0;
 }
 // Waits for the phase of parity `parity` to complete. try_wait suspends the thread for a while in hardware; a phase
 // that never completes (a bug) ends in a trap after about 2^22 tries instead of a hang.

@@ -13,10 +13,13 @@
 //   m·ln2 and log l: 2^-22·(1 + |LSE|). Bound: 2·(D·2^-24·S1 + 2^-22·(1 + |LSE|)).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -192,7 +195,11 @@ double max_abs_dot(const Case& c, const Tensor4& q, const Tensor4& k) {
   return best;
 }
 
-void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}) {
+// Changes V after it is drawn (the non-finite tests plant ±inf and NaN in it); given the cumulative key offsets of
+// a varlen case (empty otherwise).
+using Plant = std::function<void(Tensor4& v, const std::vector<int>& cu_k)>;
+
+void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}, const Plant& plant = {}) {
   SCOPED_TRACE(c.name);
   std::mt19937 rng(static_cast<std::uint32_t>(std::hash<std::string>{}(c.name)));
   const bool varlen = !c.len_q.empty();
@@ -215,6 +222,7 @@ void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}) {
   q.fill(rng, c.dtype, 1.0);
   k.fill(rng, c.dtype, 1.0);
   v.fill(rng, c.dtype, 1.0);
+  if (plant) plant(v, cu_k);
   std::vector<float> sinks(c.hq, 0.0f);
   std::normal_distribution<float> sd(0, 2);
   for (float& s : sinks) s = sd(rng);
@@ -229,6 +237,15 @@ void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}) {
   ASSERT_EQ(got.o.size(), want.o.size());
   std::int64_t bad = 0;
   for (std::size_t i = 0; i < got.o.size() && bad < 10; ++i) {
+    // Non-finite in the reference only where a row sees a non-finite V value: the kernel must be non-finite
+    // there too, and finite (within the bound) everywhere else.
+    if (!std::isfinite(want.o[i])) {
+      if (std::isfinite(got.o[i])) {
+        ADD_FAILURE() << "O[" << i << "] = " << got.o[i] << ", reference " << want.o[i];
+        ++bad;
+      }
+      continue;
+    }
     const double tol = u * (want.o_abs[i] + std::fabs(want.o[i])) + std::ldexp(want.o_abs[i], -18);
     if (!(std::fabs(got.o[i] - want.o[i]) <= tol)) {
       ADD_FAILURE() << "O[" << i << "] = " << got.o[i] << ", reference " << want.o[i] << ", bound " << tol;
@@ -400,6 +417,7 @@ void check_wgmma_variants(smk::cuda::PrefillToggle tma) {
   };
   int first_d = 0;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
+    if (x.warps == 9 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer warp is TMA's)
     for (const Case& c : odd)
       if (c.d == x.d) {
         Case cw = c;
@@ -490,6 +508,85 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
   }
 }
 
+// Non-finite V rows on and just past the causal diagonal, as several query rows see them: key i + Sk − Sq (row i
+// sees it, row i − 1 does not) and i + Sk − Sq + 1 (row i does not, row i + 1 does), for rows i at the edges of the
+// kernels' 16-, 64- and 128-row blocks, so that the tile crossing the diagonal holds non-finite V a row may not see
+// (and, on the TMA path, keys past the block's last visible one). Each planted row holds a NaN row, or +inf and
+// −inf in two columns, or one NaN. The float64 reference reads no masked key, so it is non-finite exactly where a
+// row sees a planted value; check_case asks the kernel for the same, and the usual bound everywhere else.
+Plant diagonal_plant(const Case& c) {
+  return [c](Tensor4& v, const std::vector<int>& cu_k) {
+    const std::vector<std::int64_t> rows = {0, 1, 15, 16, 62, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 299};
+    const auto set = [&](std::int64_t flat_key, std::int64_t x, double val) {
+      for (std::int64_t hk = 0; hk < v.h; ++hk) {
+        const std::int64_t i = flat_key * v.stride_s() + hk * v.d + x;
+        v.bits[i] = to_bits(val, c.dtype);
+        v.vals[i] = from_bits(v.bits[i], c.dtype);
+      }
+    };
+    // (its Sq, its Sk, the flat index of its key 0 in units of stride_s), per batch entry or sequence
+    std::vector<std::array<std::int64_t, 3>> seqs;
+    if (cu_k.empty()) {
+      for (std::int64_t b = 0; b < v.b; ++b) seqs.push_back({c.sq, c.sk, b * (v.s + v.row_pad)});
+    } else {
+      for (std::size_t b = 0; b < c.len_q.size(); ++b) seqs.push_back({c.len_q[b], c.len_k[b], cu_k[b]});
+    }
+    for (const auto& [sq, sk, base] : seqs) {
+      std::set<std::int64_t> keys;
+      for (std::int64_t i : rows)
+        if (i < sq)
+          for (std::int64_t key : {i + sk - sq, i + sk - sq + 1})
+            if (key >= 0 && key < sk) keys.insert(key);
+      // Each planted key in a column of its own (a visible non-finite value poisons its column for every later
+      // row, so shared columns would leave little to check); the last one a whole row of NaN.
+      std::int64_t n = 0;
+      for (std::int64_t key : keys) {
+        const double val = n % 3 == 0 ? NAN : (n % 3 == 1 ? INFINITY : -INFINITY);
+        set(base + key, n % v.d, val);
+        ++n;
+      }
+      if (!keys.empty())
+        for (std::int64_t x = 0; x < v.d; ++x) set(base + *keys.rbegin(), x, NAN);
+    }
+  };
+}
+
+std::vector<Case> diagonal_cases(std::int64_t d) {
+  return {
+      {"causal 300x300", DType::bf16, 2, 300, 300, 4, 2, d, true},
+      {"causal 129x300 (Sq<Sk) sinks", DType::f16, 1, 129, 300, 2, 1, d, true, true},
+      {"causal 300x129 (Sq>Sk, rows with no key)", DType::bf16, 1, 300, 129, 2, 2, d, true},
+      {"varlen causal", DType::bf16, 0, 0, 0, 2, 1, d, true, false, {3, 140, 70, 200}, {9, 140, 200, 130}},
+  };
+}
+
+// Both kernels: the dispatcher's, every mma.sync variant and every wgmma variant with cp.async copies (the TMA
+// path: the last test of the file).
+TEST(CudaAttentionPrefill, NonFiniteVNeverLeaksPastTheMask) {
+  SMK_REQUIRE_GPU();
+  using smk::cuda::PrefillToggle;
+  for (std::int64_t d : {64, 128})
+    for (const Case& c : diagonal_cases(d)) {
+      Case cd = c;
+      cd.name = "dispatcher D" + std::to_string(d) + " " + c.name;
+      check_case(cd, {}, diagonal_plant(c));
+    }
+  for (const auto& x : smk::cuda::kPrefillVariants)
+    for (const Case& c : diagonal_cases(x.d)) {
+      Case cd = c;
+      cd.name = "mma.sync " + name_of(x) + " " + c.name;
+      check_case(cd, config_of(x, PrefillToggle::on), diagonal_plant(c));
+    }
+  if (!wgmma_here()) return;
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+    for (const Case& c : diagonal_cases(x.d)) {
+      if (x.warps == 9) continue;  // the 8-warp kernel (the producer warp is TMA's)
+      Case cd = c;
+      cd.name = "wgmma " + name_of(x) + " cp.async " + c.name;
+      check_case(cd, wgmma_config(x, PrefillToggle::on, PrefillToggle::off), diagonal_plant(c));
+    }
+}
+
 // The wgmma tests that take the TMA path come last in this file: a fault there ends the process's CUDA context and
 // would fail every test after it.
 // The wgmma kernel's variants of one head dimension and key-tile size give the same bits (one or two warpgroups per
@@ -556,6 +653,18 @@ TEST(CudaAttentionPrefill, WgmmaTmaMatchesTheReference) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   check_wgmma_variants(smk::cuda::PrefillToggle::on);
+}
+
+TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+    for (const Case& c : diagonal_cases(x.d)) {
+      Case cd = c;
+      cd.name = "wgmma " + name_of(x) + " tma " + c.name;
+      check_case(cd, wgmma_config(x, smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::on),
+                 diagonal_plant(c));
+    }
 }
 
 }  // namespace

@@ -54,6 +54,11 @@ std::string tma_mode() {
   return e ? e : "";
 }
 
+// "wgK" for K consumer warpgroups; "ws2": two and the producer warp (warps = 9).
+std::string wg_name(const smk::cuda::PrefillVariant& x) {
+  return x.warps == 9 ? std::string("ws2") : "wg" + std::to_string(x.warps / 4);
+}
+
 std::vector<Config> configs(std::int64_t d) {
   using smk::cuda::PrefillKernel;
   using smk::cuda::PrefillToggle;
@@ -67,7 +72,7 @@ std::vector<Config> configs(std::int64_t d) {
         smk::cuda::PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = on;
-        r.push_back({"wg" + std::to_string(x.warps / 4) + " n" + std::to_string(x.block_n) + " tma", cfg});
+        r.push_back({wg_name(x) + " n" + std::to_string(x.block_n) + " tma", cfg});
       }
     return r;
   }
@@ -91,10 +96,11 @@ std::vector<Config> configs(std::int64_t d) {
       if (x.d != d) continue;
       for (const auto tma : {off, on}) {
         if (tma == on && mode == "0") continue;
+        if (tma == off && x.warps == 9) continue;  // the producer warp is TMA's: cp.async runs the 8-warp kernel
         PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = tma;
-        r.push_back({"wg" + std::to_string(x.warps / 4) + " n" + std::to_string(x.block_n) + (tma == on ? " tma" : " cpa"),
+        r.push_back({wg_name(x) + " n" + std::to_string(x.block_n) + (tma == on ? " tma" : " cpa"),
                      cfg});
       }
     }
