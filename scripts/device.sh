@@ -461,12 +461,16 @@ json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.js
   run_step pfx-sdpa timeout 60 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "$OUT/tune_old.json" \
     --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
   pfx_keep
-  run_step pfx-test timeout "${SMK_PFX_TEST_S:-120}" "$pb/new/test_cuda_prefill" --gtest_filter="${SMK_PFX_FILTER:-*}"
+  run_step pfx-test-nf timeout 40 "$pb/new/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
   pfx_keep
-  run_step pfx-test-old timeout 30 "$pb/old/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
-  run_step pfx-memcheck timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  run_step pfx-test timeout "${SMK_PFX_TEST_S:-80}" "$pb/new/test_cuda_prefill" \
+    --gtest_filter="${SMK_PFX_FILTER:--*NonFiniteV*}"
+  pfx_keep
+  run_step pfx-memcheck timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
-  run_step pfx-racecheck timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  pfx_keep
+  run_step pfx-test-old timeout 20 "$pb/old/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
+  run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
   pfx_keep
   OUT=$outer
