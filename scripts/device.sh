@@ -5,7 +5,7 @@
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
-#   wideblock
+#   wideblock fixcost
 #   pfx
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
@@ -473,6 +473,51 @@ json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.js
   run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
   pfx_keep
+  OUT=$outer
+fi
+# fixcost: issue 3's fixed cost of a call and the few long rows (docs/perf-notebook.md "fixcost"). No build: binaries
+# built on the workstation for sm_90a, carried in build/fixcost-bin/bins.tar.xz (old/softmaxkit: the dispatcher before
+# the change, tree of 2feaa39; new/{softmaxkit,test_cuda_few_rows,test_cuda_grid_row,test_cuda_softmax}; lib/libfmt).
+# In order, each capped: the bench old then new on the few-row shapes (the new one with the host / loop / graph
+# columns) and 4096x151936 (the many-row check of the same row length), the fixed-cost timing (test_cuda_few_rows
+# FixedCostTiming: PDL on / off, the wide cluster, the parts of a call's host time), the GPU tests, memcheck on the
+# small cases. Logs in /tmp/fco; after each step the tables, a summary and a tarball of every log go to $OUT.
+if want fixcost; then
+  outer=$OUT
+  OUT=/tmp/fco && mkdir -p "$OUT"
+  fc_keep() {
+    for f in fc-old fc-new fc-timing; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
+    { cat "$OUT/fc-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|host parts" "$OUT"/fc-test*.log \
+        "$OUT"/fc-memcheck.log "$OUT"/fc-timing.log 2>/dev/null | head -n 200; } >"$outer/fc-summary.txt"
+    tar -czf "$outer/fc-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  fc=/tmp/fc && mkdir -p "$fc" && tar -xJf build/fixcost-bin/bins.tar.xz -C "$fc"
+  # The bench links cuDNN and fmt: the image's own first, then cuDNN's wheel and the carried fmt.
+  fc_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${fc_cudnn:+$fc_cudnn:}$fc/lib"
+  ldd "$fc/old/softmaxkit" "$fc/new/softmaxkit" "$fc/new/test_cuda_few_rows" | grep -E "not found|cudnn|fmt" \
+    >"$OUT/fc-ldd.txt"
+  fc_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
+  fc_few="1x32,1x151936,32x128256,1x16777216"
+  run_step fc-old timeout 30 "$fc/old/softmaxkit" bench $fc_ops --shape "$fc_few" --path auto,cluster_row \
+    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
+  fc_keep
+  run_step fc-new timeout 45 "$fc/new/softmaxkit" bench $fc_ops --shape "$fc_few,4096x151936" \
+    --path auto,split_row,cluster_row --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new.json"
+  fc_keep
+  run_step fc-timing timeout 25 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
+  fc_keep
+  run_step fc-test timeout 40 "$fc/new/test_cuda_few_rows"
+  fc_keep
+  run_step fc-test-grid timeout 20 "$fc/new/test_cuda_grid_row" \
+    --gtest_filter='*IssueLengthsFewRows*:*TemperatureMasksNonFinite*:*RefusesBackward*'
+  fc_keep
+  run_step fc-test-softmax timeout 20 "$fc/new/test_cuda_softmax" --gtest_filter='*ForcedPathsRefuse*:*BatchInvariance*'
+  fc_keep
+  run_step fc-memcheck timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*WideClusterRows*:*SplitRowDependent*:*Graph*'
+  fc_keep
   OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then

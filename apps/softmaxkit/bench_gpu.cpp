@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -36,6 +37,12 @@ constexpr std::int64_t kCeilingBytes = std::int64_t{2} << 30;
 constexpr int kCeilingReps = 10;
 // Timed calls that estimate a row's call time before its repetition count is chosen.
 constexpr int kEstimateReps = 3;
+// The fixed cost of a call (Result::host_us, loop_us, graph_us): batches of K back-to-back calls, K chosen so a
+// batch runs about kFixedCostBatchUs of GPU time, within [kFixedCostMinCalls, kFixedCostMaxCalls] (the upper bound
+// keeps the stream's queue of launches from filling, which would make the host wait for the GPU); the median of
+// kFixedCostBatches batches.
+constexpr double kFixedCostBatchUs = 2000.0;
+constexpr int kFixedCostMinCalls = 5, kFixedCostMaxCalls = 100, kFixedCostBatches = 5;
 
 class Tiles {
  public:
@@ -162,6 +169,7 @@ class RowTimer {
       const int reps = choose_reps(estimate_us / 1000.0, plan_.target_ms, plan_.min_reps, plan_.max_reps);
       r.micros = summarize(timer_.time(call, reps));
       r.status = "ok";
+      fixed_cost(r, call, estimate_us);
     } catch (const Error& e) {
       // A CUDA error that left the context usable (a refused launch configuration, say) fails this row only; a
       // sticky one (an illegal address) poisons every later call, so the run stops.
@@ -169,6 +177,69 @@ class RowTimer {
       r.status = e.code() == ErrorCode::unsupported ? "unsupported" : "error";
       r.reason = e.what();
     }
+  }
+
+  // Host time per call (enqueue only), per call in a loop with one synchronisation, and per call replayed from a
+  // CUDA graph (the GPU alone), all without the flush. A call that cannot be captured (cuDNN may refuse) leaves
+  // graph_us unset; the capture is always ended, so the stream stays usable.
+  void fixed_cost(Result& r, const std::function<void()>& call, double estimate_us) {
+    using clock = std::chrono::steady_clock;
+    const auto s = static_cast<cudaStream_t>(timer_.stream());
+    const int k = static_cast<int>(std::clamp(kFixedCostBatchUs / std::max(estimate_us, 1.0),
+                                              double{kFixedCostMinCalls}, double{kFixedCostMaxCalls}));
+    std::vector<double> host, loop;
+    for (int b = 0; b < kFixedCostBatches; ++b) {
+      sync_and_check(timer_.stream(), "before the fixed-cost batch");
+      const auto t0 = clock::now();
+      for (int i = 0; i < k; ++i) call();
+      const auto t1 = clock::now();
+      sync_and_check(timer_.stream(), "fixed-cost batch");
+      const auto t2 = clock::now();
+      host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / k);
+      loop.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count() / k);
+    }
+    r.host_us = summarize(host).median;
+    r.loop_us = summarize(loop).median;
+
+    cudaGraph_t graph = nullptr;
+    SMK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    bool captured = true;
+    try {
+      for (int i = 0; i < k; ++i) call();
+    } catch (const Error&) {
+      captured = false;
+    }
+    const cudaError_t end = cudaStreamEndCapture(s, &graph);
+    (void)cudaGetLastError();
+    if (!captured || end != cudaSuccess || graph == nullptr) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    cudaEvent_t a = nullptr, b = nullptr;
+    SMK_CUDA_CHECK(cudaEventCreate(&a));
+    SMK_CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<double> per_call;
+    SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));  // warm-up: the first replay uploads the graph
+    for (int rep = 0; rep < kFixedCostBatches; ++rep) {
+      SMK_CUDA_CHECK(cudaEventRecord(a, s));
+      SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));
+      SMK_CUDA_CHECK(cudaEventRecord(b, s));
+      sync_and_check(timer_.stream(), "graph replay");
+      float ms = 0;
+      SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      per_call.push_back(1000.0 * ms / k);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaGraphExecDestroy(exec);
+    r.graph_us = summarize(per_call).median;
   }
 
   static bool context_still_usable() {

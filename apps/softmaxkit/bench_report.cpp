@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <utility>
@@ -22,27 +23,37 @@ double pct_read(const Result& r, const Ceilings& c) {
 
 }  // namespace
 
+// A fixed-cost figure, or `none` where it was not measured.
+std::string fixed_cost(double us, const char* fmt_spec, const char* none) {
+  return std::isnan(us) ? std::string(none) : fmt::format(fmt::runtime(fmt_spec), us);
+}
+
 std::string table_header() {
-  return fmt::format("{:<21} {:<5} {:<18} {:>16} {:<26} {:>10} {:>10} {:>10} {:>9} {:>6} {:>5}", "op", "dtype",
-                     "shape", "rows x cols", "impl/path", "median us", "p10 us", "p90 us", "GB/s", "%copy", "reps");
+  return fmt::format("{:<21} {:<5} {:<18} {:>16} {:<26} {:>10} {:>10} {:>10} {:>9} {:>6} {:>5} {:>8} {:>8} {:>8}",
+                     "op", "dtype", "shape", "rows x cols", "impl/path", "median us", "p10 us", "p90 us", "GB/s",
+                     "%copy", "reps", "host us", "loop us", "graph us");
 }
 
 std::string table_row(const Result& r, const Ceilings& c) {
-  return fmt::format("{:<21} {:<5} {:<18} {:>16} {:<26} {:>10.2f} {:>10.2f} {:>10.2f} {:>9.1f} {:>5.1f}% {:>5}",
-                     op_name(r.op), dtype_name(r.dtype), r.shape.name,
-                     fmt::format("{}x{}", r.shape.rows, r.shape.cols), impl_path(r), r.micros.median, r.micros.p10,
-                     r.micros.p90, r.gbps(), percent_of(r.gbps(), c.copy_gbps), r.micros.count);
+  return fmt::format(
+      "{:<21} {:<5} {:<18} {:>16} {:<26} {:>10.2f} {:>10.2f} {:>10.2f} {:>9.1f} {:>5.1f}% {:>5} {:>8} {:>8} {:>8}",
+      op_name(r.op), dtype_name(r.dtype), r.shape.name, fmt::format("{}x{}", r.shape.rows, r.shape.cols),
+      impl_path(r), r.micros.median, r.micros.p10, r.micros.p90, r.gbps(), percent_of(r.gbps(), c.copy_gbps),
+      r.micros.count, fixed_cost(r.host_us, "{:.2f}", "-"), fixed_cost(r.loop_us, "{:.2f}", "-"),
+      fixed_cost(r.graph_us, "{:.2f}", "-"));
 }
 
 std::string csv_header() {
-  return "op,dtype,shape,rows,cols,impl,path,median_us,p10_us,p90_us,reps,bytes,gbps,pct_copy,pct_read";
+  return "op,dtype,shape,rows,cols,impl,path,median_us,p10_us,p90_us,reps,bytes,gbps,pct_copy,pct_read,host_us,"
+         "loop_us,graph_us";
 }
 
 std::string csv_row(const Result& r, const Ceilings& c) {
-  return fmt::format("{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{},{},{:.2f},{:.2f},{:.2f}", op_name(r.op),
+  return fmt::format("{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{},{},{:.2f},{:.2f},{:.2f},{},{},{}", op_name(r.op),
                      dtype_name(r.dtype), r.shape.name, r.shape.rows, r.shape.cols, r.impl, r.path, r.micros.median,
                      r.micros.p10, r.micros.p90, r.micros.count, r.bytes, r.gbps(), percent_of(r.gbps(), c.copy_gbps),
-                     pct_read(r, c));
+                     pct_read(r, c), fixed_cost(r.host_us, "{:.3f}", ""), fixed_cost(r.loop_us, "{:.3f}", ""),
+                     fixed_cost(r.graph_us, "{:.3f}", ""));
 }
 
 nlohmann::json to_json(const RunInfo& info, const std::vector<Result>& results) {
@@ -68,6 +79,9 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Result>& results) 
                   {"min_reps", info.min_reps},
                   {"max_reps", info.max_reps},
                   {"statistic", "median; p10 and p90 beside it"},
+                  {"fixed_cost", "no flush: host_us = steady_clock time to enqueue K back-to-back calls / K; "
+                                 "loop_us = the K calls and one synchronisation / K; graph_us = the K calls captured "
+                                 "in one CUDA graph, replayed, event time / K; medians of a few batches"},
                   {"traffic", "minimum bytes: softmax/log_softmax 2n, logsumexp n, backward 3n, cross_entropy n, "
                               "cross_entropy_fwd_bwd 2n, cross_entropy_backward 2n, cross_entropy_fused 2n elements"}}},
   };
@@ -86,6 +100,9 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Result>& results) 
       row["gbps"] = r.gbps();
       row["pct_copy"] = percent_of(r.gbps(), info.ceilings.copy_gbps);
       row["pct_read"] = pct_read(r, info.ceilings);
+      for (const auto& [key, us] : {std::pair<const char*, double>{"host_us", r.host_us}, {"loop_us", r.loop_us},
+                                    {"graph_us", r.graph_us}})
+        if (!std::isnan(us)) row[key] = us;
     } else {
       row["reason"] = r.reason;
     }

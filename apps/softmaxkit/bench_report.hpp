@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ struct Result {
   std::string reason;               // for a row that was not timed
   Summary micros;                   // per call, microseconds
   std::int64_t bytes = 0;           // minimum traffic (min_traffic_bytes)
+  // The fixed cost of a call, without the L2 flush (NaN where not measured): `host_us` the host's time to enqueue
+  // one call (K calls back to back, no synchronisation, steady_clock, divided by K); `loop_us` the same K calls
+  // and one synchronisation, divided by K (what a caller in a loop sees: the larger of host and GPU time);
+  // `graph_us` the K calls captured in one CUDA graph and replayed, event time divided by K (the GPU alone, the
+  // launches' host cost gone). Medians of a few batches.
+  double host_us = std::numeric_limits<double>::quiet_NaN();
+  double loop_us = std::numeric_limits<double>::quiet_NaN();
+  double graph_us = std::numeric_limits<double>::quiet_NaN();
 
   bool ok() const { return status == "ok"; }
   double gbps() const { return gb_per_s(bytes, micros.median); }
@@ -52,7 +61,7 @@ struct Result {
 std::string table_header();
 std::string table_row(const Result& r, const Ceilings& c);
 // CSV with a header line; fields: op,dtype,shape,rows,cols,impl,path,median_us,p10_us,p90_us,reps,bytes,gbps,
-// pct_copy,pct_read.
+// pct_copy,pct_read,host_us,loop_us,graph_us (the last three empty where not measured).
 std::string csv_header();
 std::string csv_row(const Result& r, const Ceilings& c);
 // The whole run: {"schema":1, "tool", "run":{device, ceilings, method}, "results":[...]}; untimed rows carry their

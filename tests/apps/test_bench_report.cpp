@@ -2,7 +2,6 @@
 // out by hand (bytes / µs / 1000 = GB/s).
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,11 +20,13 @@ Result make(Op op, DType dtype, std::int64_t rows, std::int64_t cols, double med
   return r;
 }
 
+// Every field, empty ones included (a CSV row may end in empty fields: the fixed-cost columns when not measured).
 std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string field;
-  while (std::getline(ss, field, sep)) out.push_back(field);
+  std::vector<std::string> out(1);
+  for (char ch : line) {
+    if (ch == sep) out.emplace_back();
+    else out.back() += ch;
+  }
   return out;
 }
 
@@ -45,7 +46,7 @@ TEST(BenchReport, CsvRowCarriesTheDerivedBandwidth) {
   c.read_gbps = 5000.0;
   const std::vector<std::string> header = split(csv_header(), ',');
   const std::vector<std::string> row = split(csv_row(r, c), ',');
-  ASSERT_EQ(header.size(), 15u);
+  ASSERT_EQ(header.size(), 18u);
   ASSERT_EQ(row.size(), header.size());
   auto field = [&](const char* name) {
     for (std::size_t i = 0; i < header.size(); ++i)
@@ -65,6 +66,36 @@ TEST(BenchReport, CsvRowCarriesTheDerivedBandwidth) {
   const std::string t = table_row(r, c);
   EXPECT_NE(t.find("4000.0"), std::string::npos) << t;
   EXPECT_NE(t.find("100.0%"), std::string::npos) << t;
+}
+
+TEST(BenchReport, FixedCostColumnsShowWhatWasMeasured) {
+  Result r = make(Op::softmax, DType::f32, 1, 151936, 10.0, "one-row-151936");
+  Ceilings c;
+  c.copy_gbps = 4000.0;
+  c.read_gbps = 5000.0;
+  const std::vector<std::string> header = split(csv_header(), ',');
+  auto field = [&](const Result& x, const char* name) {
+    const std::vector<std::string> row = split(csv_row(x, c), ',');
+    for (std::size_t i = 0; i < header.size() && i < row.size(); ++i)
+      if (header[i] == name) return row[i];
+    return std::string("<missing>");
+  };
+  // Not measured: empty CSV fields, absent JSON keys.
+  EXPECT_EQ(field(r, "host_us"), "");
+  EXPECT_EQ(field(r, "graph_us"), "");
+  EXPECT_FALSE(to_json(info_with(4000.0, 5000.0), {r}).at("results")[0].contains("host_us"));
+  r.host_us = 3.25;
+  r.loop_us = 7.5;
+  r.graph_us = 2.125;
+  EXPECT_EQ(field(r, "host_us"), "3.250");
+  EXPECT_EQ(field(r, "loop_us"), "7.500");
+  EXPECT_EQ(field(r, "graph_us"), "2.125");
+  const auto j = to_json(info_with(4000.0, 5000.0), {r}).at("results")[0];
+  EXPECT_DOUBLE_EQ(j.at("host_us").get<double>(), 3.25);
+  EXPECT_DOUBLE_EQ(j.at("graph_us").get<double>(), 2.125);
+  const std::string t = table_row(r, c);
+  EXPECT_NE(t.find("3.25"), std::string::npos) << t;
+  EXPECT_NE(t.find("7.50"), std::string::npos) << t;
 }
 
 TEST(BenchReport, JsonKeepsUntimedRowsWithTheirReason) {

@@ -126,6 +126,18 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);
+// split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the
+// library's choice) or by plain launches (false). For tests and timing only; process-wide, not thread-safe.
+bool& split_row_pdl();
+// cluster_row's configuration above 65536 (softmax_cuda.cpp wide_cluster_config): at most `max_cluster` wide blocks
+// of 1024 threads a row, aiming at `target_elems` elements a thread. wide_cluster_tuning() starts from the library's
+// choice (softmax_cuda.cpp's kWideClusterMax, kWideClusterTargetElems); changing it is for tests and timing only (a
+// cluster above 8 is an H100/H200 extension). Process-wide, not thread-safe.
+struct WideClusterTuning {
+  int max_cluster = 8;
+  int target_elems = 20;
+};
+WideClusterTuning& wide_cluster_tuning();
 // grid_row: split_row's chunks and merge (bitwise its results) in one cooperative, grid-resident launch, chunks
 // staged in shared memory across the grid barrier (grid_row.cu). Forward only. Workspace: rows · chunks states.
 void launch_grid_rows(const RowProblem& p, cudaStream_t s);

@@ -18,8 +18,11 @@
 // copy; logsumexp 810 µs, 70% of read), bf16 2071 µs (28%); 1×16777216 f32 73.0 µs (1.84 TB/s), bf16 70.8 µs;
 // 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound). 2026-11-30 (commit 050be25, log l's
 // terms from log_term_exp): 4096×151936 f32 log-softmax 2078 µs, logsumexp 825 µs (71 % of read), bf16 1762 / 846.
+#include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
+
+#include <utility>
 
 namespace smk::cuda::kernels {
 
@@ -27,11 +30,30 @@ namespace {
 
 using State = ChunkState;
 
+// Programmatic dependent launch (Hopper, PTX griddepcontrol; nothing below sm_90, where the host never asks for it):
+// pdl_wait blocks until the grid this one depends on has completed and its memory is visible (at once when the
+// launch was plain); pdl_launch_dependents lets the next, dependent grid be scheduled once every block of this one
+// has called it or exited.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      State* states) {
   using Tile = RowTile<In, kBlockElems>;
   __shared__ ChunkScratch scratch;
+  // The merge kernel may be scheduled as soon as every block of this one has started: its blocks then wait in
+  // pdl_wait for this grid's completion (and its memory), so the launch's latency overlaps
+  // this kernel instead of following it.
+  pdl_launch_dependents();
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
@@ -49,6 +71,10 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
 __global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* states, State* row_states) {
   __shared__ float red_m[32], red_d[32];
+  // Launched dependent on chunk_states_kernel (programmatic dependent launch): wait for its states, then let the
+  // normalising kernel be scheduled. A no-op when launched plainly.
+  pdl_wait();
+  pdl_launch_dependents();
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const State t = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);  // grid_row merges alike
     if (threadIdx.x == 0) {
@@ -61,6 +87,7 @@ __global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowPr
 template <typename In>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* row_states) {
+  pdl_wait();  // the row states of merge_states_kernel (programmatic dependent launch)
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
     const std::int64_t idx = total - 1 - k;
@@ -70,6 +97,26 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
     normalize_chunk<In>(p, o, row_states[row].normalizer(p.empty_rows), row_transform(p, o),
                         at<In>(p.x, o.off(p, kX)) + first * p.step[kX], p.step[kX], first, chunk_len(p.n, c));
   }
+}
+
+// Launches `kernel` on `grid` blocks of kSplitThreads as a programmatic dependent of the kernel before it on the
+// stream (cudaLaunchAttributeProgrammaticStreamSerialization): it may start once every block of that kernel has
+// called pdl_launch_dependents, and reads that kernel's results only after pdl_wait. Under stream capture the
+// runtime records a programmatic edge. The launch checks its own configuration (no cudaGetLastError after it).
+// `dependent` false: a plain launch (merge_states_kernel when there is no chunk kernel before it: rows of length 0).
+template <typename... Params, typename... Args>
+void launch_dependent(bool dependent, void (*kernel)(Params...), unsigned grid, cudaStream_t s, Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kSplitThreads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed =
+      dependent && split_row_pdl() && current_device_attrs().cc_major >= 9 ? 1 : 0;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 template <typename In>
@@ -84,16 +131,19 @@ void launch(const RowProblem& p, cudaStream_t s) {
     kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
-  merge_states_kernel<<<capped_grid(p.rows), kSplitThreads, 0, s>>>(p, chunks, states, row_states);
-  SMK_CUDA_CHECK_LAUNCH("merge_states_kernel");
-  if (writes_rows(p.op) && total > 0) {
-    normalize_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, row_states);
-    SMK_CUDA_CHECK_LAUNCH("normalize_kernel");
-  }
+  launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), s, p, chunks, static_cast<const State*>(states),
+                   row_states);
+  if (writes_rows(p.op) && total > 0)
+    launch_dependent(true, normalize_kernel<In>, capped_grid(total), s, p, chunks, static_cast<const State*>(row_states));
   workspace_free(states, s);
 }
 
 }  // namespace
+
+bool& split_row_pdl() {
+  static bool on = true;
+  return on;
+}
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

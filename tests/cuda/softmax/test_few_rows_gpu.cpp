@@ -1,0 +1,396 @@
+// Few long rows (issue 3's decode shapes) and the fixed cost of a call: the wide cluster (cluster_row above 65536:
+// clusters of the 1024-thread wide block, one launch, no workspace; softmax_cuda.cpp wide_cluster_config) and
+// split_row's programmatic dependent launches (split_row.cu). Every case runs against the float64 CPU reference with
+// outputs poisoned first (gpu_case.hpp's gates); the wide cluster's rows of a batch are bitwise the rows alone;
+// split_row gives bitwise the same outputs with and without the dependent launches, and a call captured in a CUDA
+// graph and replayed gives bitwise what the direct call gives.
+//
+// SMK_FEW_ROWS_TIMING=1: FixedCostTiming prints, per op, dtype, shape and path, the host time to enqueue a call, the
+// time per call in a loop with one synchronisation, the GPU time per call replayed from a CUDA graph, and the event
+// time under the bench's L2 flush; and the parts of a call's host time (validation alone, a call of zero rows, the
+// workspace's allocation and free). SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "softmax/args.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+
+Case make_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
+               std::uint64_t seed) {
+  Case c;
+  c.name = name;
+  c.op = op;
+  c.in = contiguous(in, {rows, n});
+  c.out = contiguous(out, {rows, n});
+  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
+  return c;
+}
+
+bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+void expect_same(const Result& a, const Result& b, const char* what) {
+  ASSERT_EQ(a.out.size(), b.out.size());
+  for (std::size_t i = 0; i < a.out.size(); ++i)
+    ASSERT_TRUE(same_bits(a.out[i], b.out[i])) << what << ": element " << i << ": " << a.out[i] << " vs " << b.out[i];
+  for (std::size_t i = 0; i < a.out2.size(); ++i)
+    ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << what << ": l of row " << i;
+}
+
+Result run_checked(const Case& c, SoftmaxPath path) {
+  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op) + ", path " + cuda::to_string(path));
+  const Result r = run_gpu(c, path);
+  EXPECT_TRUE(r.ran) << r.reason;
+  if (r.ran) {
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    EXPECT_FALSE(r.stray_write);
+  }
+  return r;
+}
+
+class GpuFewRows : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+// The wide cluster, forced and under the dispatcher, at lengths from its first (65537) to its capacity (196608),
+// few and many rows, every forward op, f32 and 16-bit; the rows of a batch bitwise the same rows alone.
+TEST_F(GpuFewRows, WideClusterRows) {
+  std::vector<std::int64_t> lengths = {65537, 100003, 128256, 151936, 196608};
+  if (small_mode()) lengths = {65537, 151936};
+  std::uint64_t seed = 500;
+  for (std::int64_t n : lengths) {
+    for (std::int64_t rows : {std::int64_t{1}, std::int64_t{5}}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        const Case c = make_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed);
+        const Result forced = run_checked(c, SoftmaxPath::cluster_row);
+        const Result automatic = run_checked(c, SoftmaxPath::automatic);
+        if (rows == 1 || !forced.ran) continue;
+        // The last row alone, on the same path: bitwise the batch's last row.
+        Case one = c;
+        one.in = contiguous(DType::f32, {1, n});
+        one.out = contiguous(DType::f32, {1, n});
+        one.x.assign(c.x.end() - n, c.x.end());
+        const Result alone = run_gpu(one, SoftmaxPath::cluster_row);
+        ASSERT_TRUE(alone.ran);
+        const std::size_t per_row = is_row_op(op) ? 1 : static_cast<std::size_t>(n);
+        for (std::size_t i = 0; i < per_row; ++i)
+          ASSERT_TRUE(same_bits(alone.out[i], forced.out[forced.out.size() - per_row + i]))
+              << tag << " " << op_name(op) << " element " << i << " alone vs in the batch";
+      }
+      run_checked(make_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed),
+                  SoftmaxPath::cluster_row);
+      run_checked(make_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed),
+                  SoftmaxPath::automatic);
+      run_checked(make_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed),
+                  SoftmaxPath::cluster_row);
+      run_checked(make_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed),
+                  SoftmaxPath::cluster_row);
+    }
+  }
+}
+
+// Options and layouts on the wide cluster: a temperature, per-row temperatures, a boolean mask over a whole row
+// (the NaN and zeros policies), non-finite rows, a strided unaligned input.
+TEST_F(GpuFewRows, WideClusterOptionsAndLayouts) {
+  const std::int64_t n = small_mode() ? 70001 : 151936, rows = 3;
+  std::uint64_t seed = 900;
+  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+    Case t = make_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+    t.options.temperature = 0.5f;
+    run_checked(t, SoftmaxPath::cluster_row);
+    Case r = make_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
+    r.row_temperature = {0.25, 1.0, 3.0};
+    r.exact_scaling = false;
+    run_checked(r, SoftmaxPath::cluster_row);
+    for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+      Case m = make_case("bool_mask_row1_empty", op, DType::bf16, op == Op::logsumexp ? DType::f32 : DType::bf16,
+                         rows, n, ++seed);
+      m.mask = contiguous(DType::b8, {rows, n});
+      m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+      for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
+      for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
+      m.options.empty_rows = policy;
+      run_checked(m, SoftmaxPath::cluster_row);
+    }
+    Case f = make_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
+    f.x[17] = kInf;                                    // row 0: +inf
+    f.x[static_cast<std::size_t>(n + 5)] = kNaN;       // row 1: NaN
+    for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
+    run_checked(f, SoftmaxPath::cluster_row);
+    Case s = make_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
+    s.in.strides = {n + 7, 1};
+    s.in.offset = 1;
+    run_checked(s, SoftmaxPath::cluster_row);
+  }
+}
+
+// split_row with and without the programmatic dependent launches: the same bits, and the reference's gates.
+TEST_F(GpuFewRows, SplitRowDependentLaunchesSameBits) {
+  std::vector<std::int64_t> lengths = {1, 32, 12289, 151936, 262147};
+  if (small_mode()) lengths = {32, 12289, 30001};
+  std::uint64_t seed = 1300;
+  for (std::int64_t n : lengths) {
+    for (std::int64_t rows : {std::int64_t{1}, std::int64_t{4}}) {
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        const Case c = make_case(std::to_string(rows) + "x" + std::to_string(n), op, DType::f32, DType::f32, rows, n,
+                                 ++seed);
+        cuda::kernels::split_row_pdl() = true;
+        const Result pdl = run_checked(c, SoftmaxPath::split_row);
+        cuda::kernels::split_row_pdl() = false;
+        const Result plain = run_gpu(c, SoftmaxPath::split_row, 0x00);
+        cuda::kernels::split_row_pdl() = true;
+        ASSERT_TRUE(plain.ran);
+        expect_same(pdl, plain, "split_row with / without dependent launches");
+      }
+    }
+  }
+  // Rows of length 0: the merge kernel alone (launched plainly) writes the outputs.
+  const Case empty = make_case("3x0", Op::logsumexp, DType::f32, DType::f32, 3, 0, 1);
+  run_checked(empty, SoftmaxPath::split_row);
+}
+
+// A call captured in a CUDA graph (stream capture: split_row's workspace becomes the graph's allocation, its
+// dependent launches programmatic edges) and replayed twice gives bitwise the direct call's outputs.
+TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
+  const std::int64_t n = small_mode() ? 30001 : 151936;
+  const std::int64_t rows = 2;
+  using Buf = cuda::DeviceBuffer<unsigned char>;
+  const std::vector<double> x = random_values(DType::f32, rows * n, 8.0, 0.0, 77);
+  const Layout l = contiguous(DType::f32, {rows, n});
+  Buf din = Buf::from_host(pack(l, x, 0));
+  Buf direct(static_cast<std::size_t>(rows * n * 4)), replay(static_cast<std::size_t>(rows * n * 4));
+  const Device dev = Device::cuda(0);
+  cuda::StreamOwner owner;
+  const Stream stream{owner.get()};
+  for (SoftmaxPath path : {SoftmaxPath::split_row, SoftmaxPath::cluster_row, SoftmaxPath::automatic}) {
+    SCOPED_TRACE(cuda::to_string(path));
+    cuda::ScopedSoftmaxPath force(path);
+    direct.fill_bytes(0xFF);
+    replay.fill_bytes(0x00);
+    softmax(l.view(direct.data(), dev), l.view(din.data(), dev), {}, stream);
+    SMK_CUDA_CHECK(cudaStreamSynchronize(owner.get()));
+    cudaGraph_t graph = nullptr;
+    SMK_CUDA_CHECK(cudaStreamBeginCapture(owner.get(), cudaStreamCaptureModeThreadLocal));
+    softmax(l.view(replay.data(), dev), l.view(din.data(), dev), {}, stream);
+    SMK_CUDA_CHECK(cudaStreamEndCapture(owner.get(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int rep = 0; rep < 2; ++rep) {
+      replay.fill_bytes(static_cast<unsigned char>(rep == 0 ? 0x00 : 0xFF));
+      SMK_CUDA_CHECK(cudaGraphLaunch(exec, owner.get()));
+      SMK_CUDA_CHECK(cudaStreamSynchronize(owner.get()));
+      const std::vector<unsigned char> a = direct.to_host(), b = replay.to_host();
+      ASSERT_EQ(a, b) << "replay " << rep;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  // The direct call is right, too.
+  Case c = make_case("graph", Op::softmax, DType::f32, DType::f32, rows, n, 77);
+  c.x = x;
+  run_checked(c, SoftmaxPath::automatic);
+}
+
+// ---- timing (SMK_FEW_ROWS_TIMING=1) ----------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? std::nan("") : v[v.size() / 2];
+}
+
+struct Times {
+  double host = 0, loop = 0, graph = 0, flushed = 0;
+};
+
+// `call` enqueues one call on `s`. K back-to-back calls: host enqueue time / K, the same plus one synchronisation / K,
+// a graph of K calls replayed (event time / K), and events around single calls after a 240 MB memset (the bench's
+// flush), median of each.
+Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush, std::size_t flush_bytes, int k) {
+  using clock = std::chrono::steady_clock;
+  Times t;
+  call();
+  SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> host, loop, graph, flushed;
+  for (int b = 0; b < 7; ++b) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < k; ++i) call();
+    const auto t1 = clock::now();
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto t2 = clock::now();
+    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / k);
+    loop.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count() / k);
+  }
+  cudaGraph_t g = nullptr;
+  SMK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < k; ++i) call();
+  SMK_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t exec = nullptr;
+  SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  cudaEvent_t a, b;
+  SMK_CUDA_CHECK(cudaEventCreate(&a));
+  SMK_CUDA_CHECK(cudaEventCreate(&b));
+  SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  for (int r = 0; r < 7; ++r) {
+    SMK_CUDA_CHECK(cudaEventRecord(a, s));
+    SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    SMK_CUDA_CHECK(cudaEventRecord(b, s));
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    float ms = 0;
+    SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    graph.push_back(1000.0 * ms / k);
+  }
+  for (int r = 0; r < 21; ++r) {
+    SMK_CUDA_CHECK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
+    SMK_CUDA_CHECK(cudaEventRecord(a, s));
+    call();
+    SMK_CUDA_CHECK(cudaEventRecord(b, s));
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    float ms = 0;
+    SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    flushed.push_back(1000.0 * ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(g);
+  t.host = median(host);
+  t.loop = median(loop);
+  t.graph = median(graph);
+  t.flushed = median(flushed);
+  return t;
+}
+
+TEST_F(GpuFewRows, FixedCostTiming) {
+  const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
+  cuda::StreamOwner owner;
+  const cudaStream_t s = owner.get();
+  const Stream stream{s};
+  const Device dev = Device::cuda(0);
+  const std::size_t flush_bytes = std::size_t{240} << 20;
+  cuda::DeviceBuffer<unsigned char> flush(flush_bytes);
+  const std::int64_t max_elems = std::int64_t{1} << 24;
+  cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(max_elems * 4)), y(static_cast<std::size_t>(max_elems * 4)),
+      dy(static_cast<std::size_t>(max_elems * 4)), lse(4096 * 4);
+  x.fill_bytes(0x3c);  // f32 0.0115 / bf16 0.0115 everywhere: finite values; the kernels' work does not depend on them
+  dy.fill_bytes(0x3c);
+  y.fill_bytes(0x3c);
+
+  // The parts of a call's host time.
+  {
+    using clock = std::chrono::steady_clock;
+    const TensorView in = TensorView::contiguous(x.data(), DType::f32, dev, {1, 151936});
+    const TensorView out = TensorView::contiguous(y.data(), DType::f32, dev, {1, 151936});
+    const int k = 20000;
+    auto per_call = [&](const std::function<void()>& f) {
+      std::vector<double> v;
+      for (int b = 0; b < 5; ++b) {
+        const auto t0 = clock::now();
+        for (int i = 0; i < k; ++i) f();
+        v.push_back(std::chrono::duration<double, std::nano>(clock::now() - t0).count() / k);
+      }
+      return median(v);
+    };
+    const double validate = per_call([&] {
+      (void)detail::check_softmax_args("softmax", detail::SoftmaxKind::softmax, out, in, SoftmaxOptions{});
+    });
+    const TensorView none_in = TensorView::contiguous(x.data(), DType::f32, dev, {0, 151936});
+    const TensorView none_out = TensorView::contiguous(y.data(), DType::f32, dev, {0, 151936});
+    const double zero_rows = per_call([&] { softmax(none_out, none_in, {}, stream); });
+    int d = 0;
+    const double get_device = per_call([&] { SMK_CUDA_CHECK(cudaGetDevice(&d)); });
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    const double workspace = per_call([&] {
+      void* p = cuda::kernels::workspace_alloc(1024, s);
+      cuda::kernels::workspace_free(p, s);
+    });
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::printf("host parts (ns per call): validation %.0f, a call of zero rows (validation, dispatch, no launch) %.0f, "
+                "cudaGetDevice %.0f, workspace alloc + free %.0f\n",
+                validate, zero_rows, get_device, workspace);
+  }
+
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  const std::vector<Shape> shapes = {{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}};
+  std::printf("%-16s %-5s %-12s %-20s %9s %9s %9s %9s\n", "op", "dtype", "shape", "path", "host_us", "loop_us",
+              "graph_us", "flush_us");
+  for (const Shape& sh : shapes) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      const TensorView in = TensorView::contiguous(x.data(), t, dev, {sh.rows, sh.n});
+      const TensorView out = TensorView::contiguous(y.data(), t, dev, {sh.rows, sh.n});
+      const TensorView dyv = TensorView::contiguous(dy.data(), t, dev, {sh.rows, sh.n});
+      const TensorView row = TensorView::contiguous(lse.data(), DType::f32, dev, {sh.rows});
+      const int k = sh.n >= (std::int64_t{1} << 24) ? 20 : 100;
+      for (Op op : {Op::softmax, Op::logsumexp, Op::softmax_backward}) {
+        struct Variant {
+          const char* name;
+          SoftmaxPath path;
+          bool pdl;
+          int max_cluster, target_elems;  // the wide cluster's levers (cluster_row above 65536)
+        };
+        const cuda::kernels::WideClusterTuning lib = cuda::kernels::wide_cluster_tuning();
+        const std::vector<Variant> variants = {
+            {"auto", SoftmaxPath::automatic, true, lib.max_cluster, lib.target_elems},
+            {"split_row", SoftmaxPath::split_row, true, lib.max_cluster, lib.target_elems},
+            {"split_row_no_pdl", SoftmaxPath::split_row, false, lib.max_cluster, lib.target_elems},
+            {"cluster_row", SoftmaxPath::cluster_row, true, lib.max_cluster, lib.target_elems},
+            {"cluster_row_16x10", SoftmaxPath::cluster_row, true, 16, 10},
+            {"cluster_row_8x32", SoftmaxPath::cluster_row, true, 8, 32}};
+        for (const Variant& v : variants) {
+          if (op == Op::softmax_backward && v.path == SoftmaxPath::cluster_row) continue;
+          if (v.path == SoftmaxPath::cluster_row && v.max_cluster != lib.max_cluster && sh.n <= 65536) continue;
+          cuda::kernels::split_row_pdl() = v.pdl;
+          cuda::kernels::wide_cluster_tuning() = {v.max_cluster, v.target_elems};
+          cuda::ScopedSoftmaxPath force(v.path);
+          auto call = [&] {
+            switch (op) {
+              case Op::softmax: return softmax(out, in, {}, stream);
+              case Op::logsumexp: return logsumexp(row, in, {}, stream);
+              default: return softmax_backward(out, in, dyv, {}, stream);
+            }
+          };
+          Times tm;
+          try {
+            tm = time_calls(call, s, flush.data(), flush_bytes, k);
+          } catch (const Error& e) {
+            cuda::kernels::wide_cluster_tuning() = lib;
+            if (e.code() == ErrorCode::unsupported) continue;  // a forced path that cannot serve the shape
+            // A launch the device refuses (a cluster of 16 blocks of 1024 threads may not fit a GPC): say so, go on.
+            std::printf("%-16s %-5s %-12s %-20s refused: %s\n", op_name(op), dtype_name(t),
+                        (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, e.what());
+            (void)cudaGetLastError();
+            (void)cudaStreamSynchronize(s);
+            continue;
+          }
+          cuda::kernels::wide_cluster_tuning() = lib;
+          std::printf("%-16s %-5s %-12s %-20s %9.2f %9.2f %9.2f %9.2f\n", op_name(op), dtype_name(t),
+                      (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.host, tm.loop,
+                      tm.graph, tm.flushed);
+          std::fflush(stdout);
+        }
+        cuda::kernels::split_row_pdl() = true;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
