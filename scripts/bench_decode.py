@@ -6,11 +6,15 @@ Times torch.nn.functional.scaled_dot_product_attention (bf16, one query token, q
 CUDA events around each call, an untimed 256 MB write before it to evict L2, the median of 200 after 5 warm-ups; and
 with --clean, cuDNN once more after a flush that leaves L2 clean (the write, then an untimed read of the 256 MB), as bench_decode's
 "clean L2" probe times ours. If a backend refuses enable_gqa it gets K and V expanded to Hq heads (marked "x": it then
-reads Hq/Hkv times the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON into
-one markdown table: µs and TB/s of K and V read for the dispatcher's choice (timed twice: the spread), under the same
-split rule the cluster merge forced and the fused (atomic) merge with kept and with memset counters, round 2's rule
-(up to 32 splits, fused merge), the merge kernel instead (and its share), the clean-L2 and empty-sequence probes; with --old, the dispatcher of an older
-build's bench_decode JSON timed in the same run (old-beside-new); each backend; ours over each backend.
+reads Hq/Hkv times the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON
+(round 4's fields) into one markdown table: µs and TB/s of K and V read for the dispatcher's choice (timed twice: the
+spread; and once with an event recorded inside the call, round 3's method), under the same split rule the cluster
+merge forced (packed, and spread one block an SM), the fused (atomic) merge with kept and with memset counters, the
+merge kernel instead (and its share), the clean-L2 probes (ours, the fused merge), the empty-sequence call, the
+timing method's floor (a 4-byte memset), the call's graph replay and its node counts (kernels / memsets / other), host
+µs per call (internal entry point / public API) and how many clusters of 16 the device runs at once; with --old, the
+dispatcher of an older build's bench_decode JSON timed in the same run (old-beside-new); each backend; ours over each
+backend.
     usage: bench_decode.py --ours bench_decode.json [--old old.json] [--clean] [--out FILE.md]
 """
 import argparse
@@ -54,8 +58,9 @@ def main():
     head = ["B, S, Hq/Hkv, D", "ours µs", "ours TB/s", "ours again µs"]
     if old:
         head += ["old µs", "old / ours"]
-    head += ["cluster merge µs", "fused merge µs", "fused, memset µs", "round 2 rule µs", "with merge kernel µs",
-             "its merge %", "clean L2 µs", "empty µs"]
+    head += ["ours, event between µs", "cluster packed µs", "cluster spread µs", "fused merge µs", "fused, memset µs",
+             "with merge kernel µs", "its merge %", "clean L2 µs", "fused clean L2 µs", "empty µs", "floor µs",
+             "graph replay µs", "graph nodes k/m/o", "host µs (internal / public)", "16-clusters at once (spread / packed)"]
     for n, _, _ in backends:
         head += [f"{n} µs", f"{n} TB/s"]
     head += ["ours / flash", "ours / cudnn"] + (["ours clean / cudnn clean"] if args.clean else [])
@@ -89,10 +94,13 @@ def main():
         o = old.get((B, S, hq))
         if old:
             cells += [f"{o['us']:.1f}" if o else "n/a", f"{o['us'] / row['us']:.3f}" if o else "n/a"]
-        cells += [f"{row['us_cluster']:.1f}", f"{row['us_fused']:.1f}", f"{row['us_memset']:.1f}",
-                  f"{row['us_r2_rule']:.1f}", f"{row['us_merge_kernel']:.1f}",
-                  f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}", f"{row['us_clean_l2']:.1f}",
-                  f"{row['us_empty']:.1f}"]
+        f = lambda key: f"{row[key]:.1f}" if key in row else "n/a"
+        cells += [f("us_event"), f("us_cluster_packed"), f("us_cluster_spread"), f("us_fused"), f("us_memset"),
+                  f("us_merge_kernel"), f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}",
+                  f("us_clean_l2"), f("us_fused_clean_l2"), f("us_empty"), f("us_floor"), f("us_graph"),
+                  f"{row.get('graph_kernels')}/{row.get('graph_memsets')}/{row.get('graph_other')}",
+                  f"{row.get('host_us', 0):.2f} / {row.get('host_us_public', 0):.2f}",
+                  f"{row.get('active16_spread')} / {row.get('active16_packed')}"]
         for name, _, _ in backends:
             us, mark = got[name]
             cells += ["n/a", "n/a"] if us is None else [f"{us:.1f}{mark}", f"{tb(us):.2f}"]

@@ -7,6 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock fixcost
 #   pfx
+#   decode-r4
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -577,6 +578,31 @@ if want final; then
   run_step bench timeout 90 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
     softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 8 \
     --format table --json "$OUT/bench.json"
+fi
+
+# decode-r4: decode round 4 (the counters' lease, the spread cluster merge at 16 splits, the fixed cost counted), old
+# beside new in one call: binaries built on the workstation for sm_90a and carried in build/dec4-bin.tar.xz (new/:
+# bench_decode, test_cuda_decode; old/: round 3's bench_decode, from the tree of a002de0); bench_decode new then old,
+# torch SDPA FLASH and cuDNN (clean L2 too) beside them, the GPU test, then memcheck last on the cases with the fewest
+# keys and the merges' bitwise test. Logs in /tmp/o; $OUT gets the table, the JSONs, the summary and a tarball.
+if want decode-r4; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  d4=/tmp/d4 && mkdir -p "$d4" && tar -xJf build/dec4-bin.tar.xz -C "$d4"
+  run_step decode-bench timeout 45 "$d4/new/bench_decode" --json "$OUT/bench_decode.json"
+  run_step decode-bench-old timeout 35 "$d4/old/bench_decode" --json "$OUT/bench_decode_old.json"
+  run_step decode-sdpa timeout 50 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
+    --old "$OUT/bench_decode_old.json" --clean --out "$OUT/decode_vs_sdpa.md"
+  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
+  run_step decode-test timeout "${SMK_DEC_TEST_S:-60}" "$d4/new/test_cuda_decode" \
+    --gtest_filter="${SMK_DEC_TEST_FILTER:-*}"
+  run_step decode-memcheck timeout 35 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$d4/new/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*ClusterMerge*:*KeptCounters*:*Strided*'
+  grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
+    "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
+  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$outer/" 2>/dev/null
+  tar -czf "$outer/decode-r4-logs.tgz" -C "$OUT" . 2>/dev/null
+  OUT=$outer
 fi
 
 echo

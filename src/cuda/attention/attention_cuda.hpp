@@ -144,6 +144,10 @@ struct DecodeConfig {
   // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
   // a stream capturing a graph always gets, decode.cu's counter_buffer says why and how long they live).
   DecodeToggle self_reset_counters = DecodeToggle::dispatcher;
+  // Cluster merge above kDecodeClusterDispatch splits with one block an SM (on), so a cluster of 16 spreads over 16
+  // SMs instead of packing three blocks an SM (decode_common.cuh: kDecodeSpreadSmem). With DecodeMerge::cluster forced
+  // it applies above kDecodeClusterDispatch too; off: round 3's packed launch.
+  DecodeToggle spread_cluster = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -185,6 +189,11 @@ inline constexpr int kDecodeClusterMinRows = 5;
 // against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits;
 // again in the run of 75d273c (round 2's build): 53.4 against 54.4, 144.5 against 145.4.
 inline constexpr bool kDecodeSelfResetCounters = true;
+// Round 4: where a sequence has more than kDecodeClusterDispatch splits (the single-sequence rows: 16), the dispatcher
+// merges in clusters spread one block an SM, if the device runs every cluster of the call at once
+// (decode_mma_active_clusters), else by the fused merge. Provisional until the H200 run of round 4 measures it beside
+// the fused merge.
+inline constexpr bool kDecodeSpreadCluster = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
@@ -193,6 +202,10 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                       const DecodeConfig& config = {});
 // merge_start_event (a cudaEvent_t, for the benchmark tests/cuda/attention/bench_decode.cpp): recorded on the stream
 // after the split kernel, before the merge kernel, so the merge's share of the time can be measured.
+// How many thread-block clusters of `cluster` blocks of the tensor-core decode kernel (16-bit, bf16 or f16, head
+// dimension d, `stages` ring stages) the device runs at once, packed or spread one block an SM (decode_mma.cu; the
+// dispatcher reads it, bench_decode prints it).
+int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);
 
 void merge_attention_states(std::int64_t rows, const TensorView& out_o, const TensorView& out_lse,
                             const TensorView& o_a, const TensorView& lse_a, const TensorView& o_b,

@@ -41,13 +41,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <list>
-#include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/decode_counters.hpp"
 #include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/decode_split.hpp"
 #include "cuda/attention/lse_fold.cuh"
@@ -508,84 +506,60 @@ void check_cache(const char* op, const char* arg, const TensorView& c) {
                               "a 16-byte aligned pointer and strides that are multiples of 8 elements (16-byte rows)");
 }
 
-// The fused merge's arrival counters kept per (device, stream) between calls (DecodeConfig::self_reset_counters):
-// the last block of each count sets it back to zero, so when the split kernel ends the buffer is all zeros again, and
-// the next call on the same stream (which starts after it, in stream order) needs no cudaMemsetAsync — a GPU
-// operation of its own before the split kernel (~1 µs a call, measured: attention_cuda.hpp). Two streams never share
-// a buffer, so calls running at once on two streams cannot mix their counts: the key is the stream's unique id
-// (cudaStreamGetId; a new stream that reuses a destroyed one's handle gets a new id), and for the default streams
-// (handle 0, cudaStreamPerThread) also the calling thread. Null when the stream is capturing a graph (the caller then
-// zeroes workspace counters with a memset node): a graph's replays may run on any stream, at the same time as calls
-// on this one.
-// Lifetime (round 2 never freed them): a buffer (cudaMalloc, 4 bytes per sequence, KV head and row chunk; zeroed once
-// by a memset on its stream) lives while its stream keeps calling. At most kKeptCounterBuffers are kept, the least
-// recently used freed when a new stream needs one — after cudaDeviceSynchronize, since its stream may still be
-// running (or have been destroyed, so stream order cannot be used); that stream's next call makes a new one. A buffer
-// that must grow is freed after its own stream synchronises. Whatever is kept at exit goes with the CUDA context.
-// So an application that makes streams without end holds at most kKeptCounterBuffers small buffers and pays one
-// device synchronisation per new stream past that many. If a synchronisation or allocation it needs is refused, the
-// call zeroes counters in its workspace instead (as a capturing stream's does). A kernel that faults mid-way could
-// leave counts behind, but such a fault leaves the CUDA context unusable anyway.
+// The fused merge's arrival counters kept per (device, stream) between calls: the policy (leases, eviction, growth)
+// is decode_counters.hpp's; here are its CUDA calls and the key of a call.
+struct CudaCounterOps {
+  static bool ok(cudaError_t e) {
+    if (e == cudaSuccess) return true;
+    (void)cudaGetLastError();  // it concerned only this optimisation: the caller takes the memset path
+    return false;
+  }
+  bool sync_device(int device) {
+    int previous = 0;
+    if (!ok(cudaGetDevice(&previous))) return false;
+    if (previous != device && !ok(cudaSetDevice(device))) return false;
+    const bool done = ok(cudaDeviceSynchronize());
+    if (previous != device) (void)ok(cudaSetDevice(previous));
+    return done;
+  }
+  bool sync_stream(void* s) { return ok(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); }
+  int* alloc_zeroed(std::size_t n, void* s) {
+    int* p = nullptr;
+    if (!ok(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(int)))) return nullptr;
+    if (!ok(cudaMemsetAsync(p, 0, n * sizeof(int), static_cast<cudaStream_t>(s)))) {
+      (void)ok(cudaFree(p));  // nothing was launched on it
+      return nullptr;
+    }
+    return p;
+  }
+  void release(int device, int* p) {
+    int previous = 0;
+    if (!ok(cudaGetDevice(&previous))) return;
+    if (previous != device && !ok(cudaSetDevice(device))) return;
+    (void)ok(cudaFree(p));
+    if (previous != device) (void)ok(cudaSetDevice(previous));
+  }
+};
 constexpr std::size_t kKeptCounterBuffers = 64;
+using KeptCounters = CounterCache<CudaCounterOps>;
 
-int* counter_buffer(int device, cudaStream_t s, std::size_t n) {
+// A lease on this stream's kept counters (at least n, zero), held until the kernel is launched; empty where the
+// stream is capturing a graph (its replays may run on any stream, at the same time as calls on this one: the caller
+// zeroes workspace counters with a memset node) or none can be had.
+KeptCounters::Lease counter_buffer(int device, cudaStream_t s, std::size_t n) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
     (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: take the memset path
-    return nullptr;
+    return {};
   }
-  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  if (capture != cudaStreamCaptureStatusNone) return {};
   unsigned long long id = 0;
   SMK_CUDA_CHECK(cudaStreamGetId(s, &id));
   const std::size_t thread = s == nullptr || s == cudaStreamPerThread
                                  ? std::hash<std::thread::id>{}(std::this_thread::get_id())
                                  : 0;
-  using Key = std::tuple<int, unsigned long long, std::size_t>;
-  struct Buffer {
-    Key key;
-    int* p = nullptr;
-    std::size_t n = 0;
-  };
-  static std::mutex mu;
-  static std::list<Buffer> kept;  // most recently used first; a short list: a linear search is cheap
-  std::lock_guard<std::mutex> lock(mu);
-  const Key key{device, id, thread};
-  auto it = std::find_if(kept.begin(), kept.end(), [&](const Buffer& b) { return b.key == key; });
-  // Where a synchronisation or an allocation is refused (say, another thread capturing a graph in global mode), the
-  // call takes the memset path instead (null), and the error is cleared: it concerned only this optimisation.
-  const auto refused = [](cudaError_t e) {
-    if (e == cudaSuccess) return false;
-    (void)cudaGetLastError();
-    return true;
-  };
-  if (it == kept.end()) {
-    if (kept.size() >= kKeptCounterBuffers) {
-      DeviceGuard owner(std::get<0>(kept.back().key));  // the least recently used buffer's device
-      if (refused(cudaDeviceSynchronize())) return nullptr;  // every call that may count in it has ended
-      (void)refused(cudaFree(kept.back().p));
-      kept.pop_back();
-    }
-    kept.push_front(Buffer{key, nullptr, 0});
-  } else if (it != kept.begin()) {
-    kept.splice(kept.begin(), kept, it);
-  }
-  Buffer& buf = kept.front();
-  if (buf.n < n) {
-    const std::size_t want = std::max(n, 2 * buf.n);
-    if (buf.p != nullptr) {  // its stream's earlier calls may still be counting in it
-      if (refused(cudaStreamSynchronize(s))) return nullptr;
-      (void)refused(cudaFree(buf.p));
-      buf.p = nullptr;
-      buf.n = 0;
-    }
-    if (refused(cudaMalloc(reinterpret_cast<void**>(&buf.p), want * sizeof(int)))) {
-      buf.p = nullptr;
-      return nullptr;
-    }
-    if (refused(cudaMemsetAsync(buf.p, 0, want * sizeof(int), s))) return nullptr;  // n stays 0: freed next time
-    buf.n = want;
-  }
-  return buf.p;
+  static KeptCounters cache(kKeptCounterBuffers);
+  return cache.acquire(CounterKey{device, id, thread}, n, s);
 }
 
 }  // namespace
@@ -668,26 +642,31 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
-  // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: only up to
-  // kDecodeClusterDispatch blocks and for blocks of more than 4 real rows, attention_cuda.hpp says why); else the
-  // fused merge, which gives the same bits.
-  const bool forced = config.merge == DecodeMerge::cluster;
-  const bool cluster_pays = forced || (a.grid_splits <= kDecodeClusterDispatch && a.rows >= kDecodeClusterMinRows);
-  const int cluster_cap = forced ? kDecodeClusterMax : kDecodeClusterDispatch;
-  const int cluster = mma && merge == DecodeMerge::cluster && cluster_pays && a.grid_splits > 1 &&
-                              a.grid_splits <= cluster_cap &&
-                              decode_mma_cluster_fits(dev, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages,
-                                                      a.grid_splits)
-                          ? a.grid_splits
-                          : 0;
-  const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
   const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
+  // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: up to
+  // kDecodeClusterDispatch blocks for blocks of more than 4 real rows; above, spread one block an SM, where every
+  // cluster of the call runs at once; attention_cuda.hpp says why); else the fused merge, which gives the same bits.
+  const bool forced = config.merge == DecodeMerge::cluster;
+  const bool spread = a.grid_splits > kDecodeClusterDispatch && on(config.spread_cluster, kDecodeSpreadCluster);
+  const bool bf16 = q.dtype == DType::bf16;
+  const int d = static_cast<int>(p.d);
+  int cluster = 0;
+  if (mma && merge == DecodeMerge::cluster && a.grid_splits > 1 && a.grid_splits <= kDecodeClusterMax) {
+    const int active = decode_mma_active_clusters(dev, bf16, d, mma_stages, a.grid_splits, spread);
+    const std::int64_t clusters = p.batch * p.hkv * a.row_chunks;
+    const bool pays = forced || (a.grid_splits <= kDecodeClusterDispatch ? a.rows >= kDecodeClusterMinRows
+                                                                          : spread && clusters <= active);
+    if (pays && active > 0) cluster = a.grid_splits;
+  }
+  const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
   void* workspace = nullptr;
+  KeptCounters::Lease lease;
   if (a.grid_splits > 1 && cluster == 0) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
     const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
-    int* kept = fused && on(config.self_reset_counters, kDecodeSelfResetCounters) ? counter_buffer(dev, s, counters)
-                                                                                   : nullptr;
+    // Held until the launch below (the destructor at the end of this function gives it back): never freed before.
+    if (fused && on(config.self_reset_counters, kDecodeSelfResetCounters)) lease = counter_buffer(dev, s, counters);
+    int* const kept = lease.get();
     workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + (kept ? 0 : counters * sizeof(int)), s);
     a.part_o = static_cast<float*>(workspace);
     a.part_lse = a.part_o + parts * p.d;
@@ -706,7 +685,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                   static_cast<unsigned>(p.batch));
   try {
     if (mma) {
-      launch_decode_mma(a, q.dtype == DType::bf16, static_cast<int>(p.d), mma_stages, grid, cluster, s);
+      launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, s);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace smk::cuda {
@@ -50,11 +51,23 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
 // Query rows per block of the tensor-core kernel: the N = 8 of the m16n8k16 product O^T = V^T·P^T.
 inline constexpr int kDecodeMmaRows = 8;
 
+// Shared memory a spread launch asks for, used or not: more than half a multiprocessor's (228 KB on the H200, less 1 KB
+// reserved per block), so one block holds an SM. Why: a cluster's blocks are placed within one GPC, as densely as
+// their resources allow; the kernel's own 64 KB let three share an SM, so 8 clusters of 16 (the single-sequence rows
+// at 8 KV heads) sat on ~45 of 132 SMs — round 3 measured clusters of 16 at 169.1 against 144.0 µs for the fused merge
+// at (1, 131072). One block an SM spreads each cluster over 16 SMs of its GPC (where the device runs that many at once:
+// decode_mma_active_clusters).
+inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
+
 // decode_mma.cu: the tensor-core split kernel for 16-bit T (bf16 when `bf16`), head dimension d (64 or 128),
 // `stages` ring stages per warp (2 or 3). Grid as decode.cu's: (grid_splits · row_chunks, Hkv, B). cluster > 0: the
 // splits of each (sequence, KV head, row chunk) run as one thread-block cluster of `cluster` = grid_splits blocks and
-// merge through distributed shared memory (only where decode_mma_cluster_fits says the device runs that size).
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, cudaStream_t s);
-bool decode_mma_cluster_fits(int device, bool bf16, int d, int stages, int cluster);
+// merge through distributed shared memory (only where decode_mma_active_clusters says the device runs that size).
+// spread: one block an SM (kDecodeSpreadSmem). device: the current device (the kernel's attributes are set once per
+// device).
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
+                       int device, cudaStream_t s);
+// How many clusters of that size (and spread) the device runs at once: 0 where it runs none (or has no clusters).
+int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);
 
 }  // namespace smk::cuda

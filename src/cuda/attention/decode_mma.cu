@@ -520,20 +520,39 @@ constexpr std::size_t smem_bytes() {
   return ring > kPartEnd<D> ? ring : kPartEnd<D>;
 }
 
-// cluster: 0 for a plain launch, else the cluster's extent in x (grid_splits, at most kDecodeClusterMax; above the
-// portable 8 the kernel must allow a non-portable size).
+// Per-device state of one kernel instantiation, set once: the attributes below (cudaFuncSetAttribute costs host time
+// on every call otherwise), and the answers of cudaOccupancyMaxActiveClusters per cluster size and spread.
+constexpr int kDevicesKept = 16;  // devices past this many ask every call
 template <typename T, int D, int kStages, bool kCluster>
-cudaLaunchConfig_t prepare(dim3 grid, int cluster, cudaStream_t s, cudaLaunchAttribute* attr) {
-  constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
+bool attributes_set(int device) {
+  static std::atomic<bool> done[kDevicesKept];
+  const bool kept = device >= 0 && device < kDevicesKept;
+  if (kept && done[device].load(std::memory_order_acquire)) return true;
   auto* kernel = decode_mma_kernel<T, D, kStages, kCluster>;
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  // The larger of the kernel's own bytes and the spread launch's (one block an SM): the launch's dynamicSmemBytes,
+  // not this limit, is what occupancy sees.
+  constexpr std::size_t own = smem_bytes<T, D, kStages>();
+  const int limit = static_cast<int>(own > kDecodeSpreadSmem ? own : kDecodeSpreadSmem);
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+  if (kCluster) SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if (kept) done[device].store(true, std::memory_order_release);
+  return true;
+}
+
+// cluster: 0 for a plain launch, else the cluster's extent in x (grid_splits, at most kDecodeClusterMax; above the
+// portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
+// that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why).
+template <typename T, int D, int kStages, bool kCluster>
+cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, cudaStream_t s,
+                           cudaLaunchAttribute* attr) {
+  constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
+  attributes_set<T, D, kStages, kCluster>(device);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
-  cfg.dynamicSmemBytes = bytes;
+  cfg.dynamicSmemBytes = spread && bytes < kDecodeSpreadSmem ? kDecodeSpreadSmem : bytes;
   cfg.stream = s;
   if (kCluster) {
-    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     attr->id = cudaLaunchAttributeClusterDimension;
     attr->val.clusterDim.x = static_cast<unsigned>(cluster);
     attr->val.clusterDim.y = 1;
@@ -545,62 +564,76 @@ cudaLaunchConfig_t prepare(dim3 grid, int cluster, cudaStream_t s, cudaLaunchAtt
 }
 
 template <typename T, int D, int kStages>
-void launch(const DecodeArgs& a, dim3 grid, int cluster, cudaStream_t s) {
+void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, cudaStream_t s) {
   cudaLaunchAttribute attr{};
   if (cluster > 0) {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(grid, cluster, s, &attr);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, s, &attr);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
   } else {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(grid, 0, s, &attr);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, s, &attr);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false>, a));
   }
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
 }
 
-// Whether the device can run clusters of `cluster` blocks of this kernel (at least one active at a time): asked once
-// per device (the first 16 ordinals) and size, the answer kept for the process.
+// How many clusters of `cluster` blocks of this kernel the device runs at once (0: none, or no clusters): asked once
+// per device (the first kDevicesKept ordinals), size and spread, the answer kept for the process.
 template <typename T, int D, int kStages>
-bool cluster_fits(int device, int cluster) {
-  static std::atomic<int> known[16][kDecodeClusterMax + 1];  // 0: not asked yet; 1: fits; 2: does not
-  std::atomic<int>* slot = device >= 0 && device < 16 ? &known[device][cluster] : nullptr;
-  if (slot != nullptr && slot->load(std::memory_order_relaxed) != 0) return slot->load(std::memory_order_relaxed) == 1;
+int active_clusters(int device, int cluster, bool spread) {
+  static std::atomic<int> known[kDevicesKept][kDecodeClusterMax + 1][2];  // the answer + 1; 0: not asked yet
+  std::atomic<int>* slot = device >= 0 && device < kDevicesKept ? &known[device][cluster][spread ? 1 : 0] : nullptr;
+  if (slot != nullptr) {
+    const int k = slot->load(std::memory_order_relaxed);
+    if (k != 0) return k - 1;
+  }
   int major = 0;
   SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   int active = 0;
   if (major >= 9) {
     cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(dim3(cluster), cluster, nullptr, &attr);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, dim3(cluster), cluster, spread, nullptr, &attr);
     if (cudaOccupancyMaxActiveClusters(&active, decode_mma_kernel<T, D, kStages, true>, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();  // not a sticky error: this size is refused, the atomic merge serves
       active = 0;
     }
   }
-  if (slot != nullptr) slot->store(active > 0 ? 1 : 2, std::memory_order_relaxed);
-  return active > 0;
+  if (slot != nullptr) slot->store(active + 1, std::memory_order_relaxed);
+  return active;
 }
 
 template <typename T>
-void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, cudaStream_t s) {
-  if (d == 64) stages == 2 ? launch<T, 64, 2>(a, grid, cluster, s) : launch<T, 64, 3>(a, grid, cluster, s);
-  else stages == 2 ? launch<T, 128, 2>(a, grid, cluster, s) : launch<T, 128, 3>(a, grid, cluster, s);
+void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device,
+              cudaStream_t s) {
+  if (d == 64) {
+    stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, s)
+                : launch<T, 64, 3>(a, grid, cluster, spread, device, s);
+  } else {
+    stages == 2 ? launch<T, 128, 2>(a, grid, cluster, spread, device, s)
+                : launch<T, 128, 3>(a, grid, cluster, spread, device, s);
+  }
 }
 
 template <typename T>
-bool fits_d(int device, int d, int stages, int cluster) {
-  if (d == 64) return stages == 2 ? cluster_fits<T, 64, 2>(device, cluster) : cluster_fits<T, 64, 3>(device, cluster);
-  return stages == 2 ? cluster_fits<T, 128, 2>(device, cluster) : cluster_fits<T, 128, 3>(device, cluster);
+int active_d(int device, int d, int stages, int cluster, bool spread) {
+  if (d == 64)
+    return stages == 2 ? active_clusters<T, 64, 2>(device, cluster, spread)
+                       : active_clusters<T, 64, 3>(device, cluster, spread);
+  return stages == 2 ? active_clusters<T, 128, 2>(device, cluster, spread)
+                     : active_clusters<T, 128, 3>(device, cluster, spread);
 }
 
 }  // namespace
 
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, cudaStream_t s) {
-  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, s);
-  else launch_d<__half>(a, d, stages, grid, cluster, s);
+void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
+                       int device, cudaStream_t s) {
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, s);
+  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, s);
 }
 
-bool decode_mma_cluster_fits(int device, bool bf16, int d, int stages, int cluster) {
-  if (cluster < 2 || cluster > kDecodeClusterMax) return false;
-  return bf16 ? fits_d<__nv_bfloat16>(device, d, stages, cluster) : fits_d<__half>(device, d, stages, cluster);
+int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
+  if (cluster < 2 || cluster > kDecodeClusterMax) return 0;
+  return bf16 ? active_d<__nv_bfloat16>(device, d, stages, cluster, spread)
+              : active_d<__half>(device, d, stages, cluster, spread);
 }
 
 }  // namespace smk::cuda

@@ -4,20 +4,24 @@
 // triton.testing.do_bench times, so scripts/bench_decode.py can put torch SDPA's backends beside it; the median of
 // kReps calls after kWarmup; the dispatcher's choice timed first and again last, for the spread. An event recorded between the split kernel and the merge kernel gives the merge's share.
 // Reports µs and TB/s of K and V read (B·S·Hkv·D·2 bytes each), against the 4.27 TB/s copy ceiling (ANCHORS.md),
-// for the dispatcher's choice (round 3: at most 16 splits, merged in a cluster up to 8, else by the fused merge) and,
-// beside it: the cluster merge forced (clusters of up to 16), the fused (atomic) merge with counters kept per stream
-// and with counters zeroed by a memset, all under the same rule (the same bits: the merge's cost alone), round 2's
-// rule (up to 32 splits) with the fused merge, the merge kernel instead (whose share the event between the two
-// kernels measures: the split kernel alone is the rest); and two probes of the fixed cost: the dispatcher after a
-// flush that leaves L2 clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line is
-// written back during the timed call), and a call whose sequences are all empty (the same grid; the launch and the
-// blocks' start and end).
+// for the dispatcher's choice (round 4: at most 16 splits, merged in a cluster up to 8 splits for blocks of more than
+// 4 rows, in clusters spread one block an SM above 8 where they all run at once, else by the fused merge) and, beside
+// it, under the same rule (the same bits: the merge's cost alone): the cluster merge forced, packed (round 3's launch)
+// and spread; the fused (atomic) merge with counters kept per stream and with counters zeroed by a memset; the merge
+// kernel instead (an event between the two kernels measures its share: the split kernel alone is the rest). And the
+// fixed cost, counted: the dispatcher with an event recorded inside the call (round 3's method for every variant),
+// after a flush that leaves L2 clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line
+// is written back during the timed call; the fused merge too), with every sequence empty (the same grid), the timing
+// method's floor (a 4-byte memset between the events), the call captured into a graph (its nodes counted by kind, its
+// replay timed: the GPU alone), the host µs per call (back to back, no sync; internal entry point and public API), and
+// how many clusters of 16 the device runs at once, packed and spread.
 //   usage: bench_decode [--json FILE]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -112,11 +116,14 @@ int main(int argc, char** argv) {
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
     // Median µs of the whole call and of the merge, under a kernel configuration ({}: the dispatcher's).
-    // clean: the flush then a 256 MB read, so L2 holds no dirty line; lens: the sequence lengths (N, or all zero).
+    // clean: the flush then a 256 MB read, so L2 holds no dirty line; lens: the sequence lengths (N, or all zero);
+    // between: record an event between the split kernel and the merge kernel (round 3 did for every variant: one more
+    // GPU operation inside the timed call; round 4 only for the merge kernel, whose share it measures).
     const auto measure = [&](smk::cuda::DecodeConfig config, double& merge_us, bool clean = false,
-                             const TensorView* lens_v = nullptr) {
-      const auto call = [&](void* between) {
-        smk::cuda::attention_decode(O, L, Q, K, V, lens_v ? *lens_v : N, opt, p, smk::Stream{s}, between, config);
+                             const TensorView* lens_v = nullptr, bool between = false) {
+      const auto call = [&](void* ev_between) {
+        smk::cuda::attention_decode(O, L, Q, K, V, lens_v ? *lens_v : N, opt, p, smk::Stream{s},
+                                    between ? ev_between : nullptr, config);
       };
       for (int i = 0; i < kWarmup; ++i) call(nullptr);
       for (int i = 0; i < kReps; ++i) {
@@ -131,31 +138,95 @@ int main(int argc, char** argv) {
       for (int i = 0; i < kReps; ++i) {
         float a = 0, b = 0;
         SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[3 * i], ev[3 * i + 2]));
-        SMK_CUDA_CHECK(cudaEventElapsedTime(&b, ev[3 * i + 1], ev[3 * i + 2]));
+        if (between) SMK_CUDA_CHECK(cudaEventElapsedTime(&b, ev[3 * i + 1], ev[3 * i + 2]));
         total.push_back(1e3 * a);
         merge.push_back(1e3 * b);
       }
       merge_us = median(merge);
       return median(total);
     };
+    // Any stream work timed the same way (after the same flush): the timing method's floor, a graph's replay.
+    const auto measure_op = [&](const auto& op) {
+      op();
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<double> total;
+      for (int i = 0; i < kReps; ++i) {
+        SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+        SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
+        op();
+        SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
+      }
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      for (int i = 0; i < kReps; ++i) {
+        float a = 0;
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[3 * i], ev[3 * i + 2]));
+        total.push_back(1e3 * a);
+      }
+      return median(total);
+    };
+    // Host µs per call: steady_clock around kReps calls back to back on an idle stream, no flush, no sync between
+    // (the GPU runs behind; the queue never fills at this count). internal: the internal entry point (no argument
+    // checks); else the public smk::attention_decode.
+    const auto host_us = [&](bool internal) {
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kReps; ++i) {
+        if (internal) smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s});
+        else smk::attention_decode(O, L, Q, K, V, N, opt, smk::Stream{s});
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      return std::chrono::duration<double, std::micro>(t1 - t0).count() / kReps;
+    };
     using smk::cuda::DecodeMerge;
     using smk::cuda::DecodeToggle;
     constexpr auto kMma = DecodeKernel::mma;
     constexpr auto kDisp = DecodeScores::dispatcher;
+    constexpr auto kT = DecodeToggle::dispatcher;
     double merge_us = 0, merge_mk = 0, unused = 0;
     const double us = measure({}, merge_us);
+    const double us_event = measure({}, unused, false, nullptr, true);  // round 3's method: an event between
     // The merges under the same rule give the same bits, so the differences are the merges' alone.
-    const double us_cluster = measure({0, kDisp, kMma, 0, DecodeMerge::cluster}, unused);
+    const double us_packed = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::off}, unused);
+    const double us_spread = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused);
     const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
     const double us_memset = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused);
-    // Round 2's rule (up to 32 splits) with the fused merge and kept counters: round 2's default.
-    const double us_r2 = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 32}, unused);
-    const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk);
+    const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
     const double us_clean = measure({}, unused, true);
+    const double us_fused_clean = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused, true);
     const std::vector<std::int32_t> zeros_host(r.B, 0);
     auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
     const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
     const double us_empty = measure({}, unused, false, &Z);
+    // The timing method's floor: one 4-byte memset between the events.
+    const double us_floor = measure_op([&] { SMK_CUDA_CHECK(cudaMemsetAsync(zeros.data(), 0, 4, s)); });
+    // The dispatcher's call captured into a graph: its GPU operations counted by kind, and its replay timed (the GPU
+    // alone: no host work between the events). A capturing stream takes the memset counters (decode.cu says why).
+    int n_kernel = 0, n_memset = 0, n_other = 0;
+    double us_graph = 0;
+    {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      SMK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s});
+      SMK_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+      std::size_t n = 0;
+      SMK_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+      std::vector<cudaGraphNode_t> nodes(n);
+      SMK_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+      for (auto node : nodes) {
+        cudaGraphNodeType t;
+        SMK_CUDA_CHECK(cudaGraphNodeGetType(node, &t));
+        (t == cudaGraphNodeTypeKernel ? n_kernel : t == cudaGraphNodeTypeMemset ? n_memset : n_other) += 1;
+      }
+      SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      us_graph = measure_op([&] { SMK_CUDA_CHECK(cudaGraphLaunch(exec, s)); });
+      SMK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      SMK_CUDA_CHECK(cudaGraphDestroy(graph));
+    }
+    const double host_internal = host_us(true), host_public = host_us(false);
+    const int active_spread = smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, true);
+    const int active_packed = smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, false);
     const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
@@ -165,19 +236,27 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
-    std::printf("   cluster %.1f | fused %.1f | memset %.1f | round 2 rule %.1f | merge kernel %.1f (merge %.1f%%) | "
-                "clean L2 %.1f | empty %.1f us\n",
-                us_cluster, us_fused, us_memset, us_r2, us_mk, 100 * merge_mk / us_mk, us_clean, us_empty);
-    char item[1024];
+    std::printf("   with event %.1f | cluster packed %.1f | spread %.1f | fused %.1f | memset %.1f | merge kernel %.1f "
+                "(merge %.1f%%) | clean L2 %.1f (fused %.1f) | empty %.1f | floor %.1f | graph %.1f (%d kernels, "
+                "%d memsets, %d other) | host %.2f / public %.2f us | 16-clusters at once: spread %d, packed %d\n",
+                us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_clean,
+                us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
+                active_spread, active_packed);
+    char item[1536];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
-                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_cluster\": %.3f, \"us_fused\": %.3f, "
-                  "\"us_memset\": %.3f, \"us_r2_rule\": %.3f, \"us_merge_kernel\": %.3f, "
-                  "\"merge_us_merge_kernel\": %.3f, \"us_clean_l2\": %.3f, \"us_empty\": %.3f, "
+                  "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_event\": %.3f, \"us_cluster_packed\": %.3f, "
+                  "\"us_cluster_spread\": %.3f, \"us_fused\": %.3f, \"us_memset\": %.3f, \"us_merge_kernel\": %.3f, "
+                  "\"merge_us_merge_kernel\": %.3f, \"us_clean_l2\": %.3f, \"us_fused_clean_l2\": %.3f, "
+                  "\"us_empty\": %.3f, \"us_floor\": %.3f, \"us_graph\": %.3f, \"graph_kernels\": %d, "
+                  "\"graph_memsets\": %d, \"graph_other\": %d, \"host_us\": %.3f, \"host_us_public\": %.3f, "
+                  "\"active16_spread\": %d, \"active16_packed\": %d, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
-                  (long long)r.d, us, us_again, bytes, tbs, us_cluster, us_fused, us_memset, us_r2, us_mk, merge_mk,
-                  us_clean, us_empty, smk::cuda::kDecodeMmaStages, (long long)smk::cuda::kDecodeMinChunk);
+                  (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
+                  merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
+                  host_internal, host_public, active_spread, active_packed, smk::cuda::kDecodeMmaStages,
+                  (long long)smk::cuda::kDecodeMinChunk);
     json += item;
   }
   json += "]\n";

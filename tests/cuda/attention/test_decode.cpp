@@ -132,6 +132,14 @@ const DecodeConfig kMmaFused8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
 using smk::cuda::DecodeToggle;
 const DecodeConfig kMmaMemset{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused, 0, 0,
                               DecodeToggle::off};
+// The cluster merge forced at the rule's cap (16 splits), packed as round 3 launched it and spread one block an SM
+// (round 4: kDecodeSpreadSmem).
+const DecodeConfig kMmaClusterPacked{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
+                                     smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
+                                     DecodeToggle::off};
+const DecodeConfig kMmaClusterSpread{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
+                                     smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
+                                     DecodeToggle::on};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -150,6 +158,8 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kMmaCluster8) return "tensor cores, cluster merge, up to 8 splits";
   if (config == &kMmaFused8) return "tensor cores, fused merge, up to 8 splits";
   if (config == &kMmaMemset) return "tensor cores, fused merge, counters zeroed by a memset";
+  if (config == &kMmaClusterPacked) return "tensor cores, cluster merge up to 16, packed";
+  if (config == &kMmaClusterSpread) return "tensor cores, cluster merge up to 16, one block an SM";
   return "cuda cores";
 }
 
@@ -445,7 +455,8 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   c.causal = true;
   const Result ref = run_gpu(c, &kMma);
   expect_matches_reference(c, ref, true);
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMmaMemset, &kMma}) {
+  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMmaMemset, &kMma,
+                                     &kMmaClusterPacked, &kMmaClusterSpread}) {
     SCOPED_TRACE(name_of(config));
     const Result got = run_gpu(c, config);
     EXPECT_TRUE(bitwise_equal(got.o, ref.o));
@@ -479,6 +490,15 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   }
   Case<T> small(1, 1, 8, 2, 128, 20000, {20000}, 62);
   const Result small_ref = run_gpu(small, &kMma);
+  {
+    SCOPED_TRACE("the dispatcher at 16 splits, one sequence: the spread cluster where the device runs it");
+    const Result disp = run_gpu(small), spread = run_gpu(small, &kMmaClusterSpread);
+    expect_matches_reference(small, disp, true);
+    EXPECT_TRUE(bitwise_equal(disp.o, small_ref.o));
+    EXPECT_TRUE(bitwise_equal(disp.lse, small_ref.lse));
+    EXPECT_TRUE(bitwise_equal(spread.o, small_ref.o));
+    EXPECT_TRUE(bitwise_equal(spread.lse, small_ref.lse));
+  }
 
   const auto dev = smk::Device::cuda(0);
   auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
