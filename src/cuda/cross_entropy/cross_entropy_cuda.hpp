@@ -37,12 +37,15 @@ void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const 
 namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether rows are
-// staged through shared memory (cp.async) when aligned; whether every row the kernel can hold (up to 196608
-// classes) takes it, not only those the dispatcher sends there (up to 49152: fused.cu, kFusedAutoMaxCluster).
+// staged through shared memory (cp.async) when aligned; whether every row the kernel can hold (up to 16 wide blocks,
+// 524288 classes) takes it, not only those the dispatcher sends there (up to 49152: fused.cu, kFusedAutoMaxCols);
+// the block kind (0: the dispatcher's, by the row length; 512: the narrow block, 512 × 24 logits; 1024: the wide
+// block, 1024 × 32).
 struct FusedTuning {
   int cluster = 0;
   bool prefetch = true;
   bool any_width = false;
+  int threads = 0;
 };
 void set_fused_tuning(const FusedTuning& t);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.

@@ -1,30 +1,28 @@
 // Cross-entropy forward + backward in one call on the GPU (cross_entropy_forward_backward): the loss (every
 // reduction and option), the per-row LSE and the gradient for a given upstream gradient, reading the logits once.
-// A row is held on chip from its first read to its gradient's store: kFusedElems logits a thread in registers,
-// one block of up to kFusedThreads threads per row, or a thread-block cluster of up to kFusedMaxCluster blocks
-// whose partial max and sums meet through distributed shared memory (as softmax's cluster_row,
-// src/cuda/softmax/block_row.cu). Each block stages its next row in shared memory with cp.async while it reduces
-// and writes the current one, so loads stay in flight through the reductions and the cluster barriers (cluster_row,
-// without that, moved only 44-64 % of copy). Rows wider than a cluster holds, soft-capped rows, and launches the
-// GPU cannot schedule take the two-read path (cross_entropy then cross_entropy_backward: fused_two_read below); so
-// do rows of more than kFusedAutoMaxCluster blocks, where the kernel measured slower than the two calls.
+// A row is held on chip from its first read to its gradient's store, in registers: one block per row (narrow,
+// 512 threads × 24 logits, or wide, 1024 × 32), or a thread-block cluster of up to kFusedMaxCluster blocks whose
+// partial states meet through distributed shared memory (as softmax's cluster_row and wide block,
+// src/cuda/softmax/block_row.cu). The grid is persistent: each block stages its share of its next row in shared
+// memory with cp.async while it reduces and writes the current one, and loads that row's target with it. Rows wider
+// than a cluster holds, soft-capped rows, and launches the GPU cannot schedule take the two-read path
+// (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above kFusedAutoMaxCols.
 //
-// Per row, three reductions: (A) the max m (and label smoothing's Σ w_c (z_c − r)); (B) R = Σ_{j≠t} e_j with
-// e_j = exp_diff(z_j, m), the target's term left out so that p_t − 1 = −R / l keeps its digits as p_t → 1, l = R + e_t;
-// then the gradient e_j·A + B_j (A = (g·(1 − ε)·w_t + g·ε/C·W + 2s·g_z·LSE) / l, B_j = −g·ε/C·w_j) in registers
-// and stored over the row (in place allowed), the target's entry patched by its owner thread. The loss is
-// log1p(R) when the target holds the max (exact as p_t → 1), else (m − z_t) + log l (then p_t ≤ ½, nll ≥ log 2).
-// Every sum is a fixed tree whose shape depends on C alone (the launch shape is a function of C): bitwise the same
-// alone or in any batch, run after run.
+// Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, merged across the
+// block and the cluster (OnlineSoftmaxState), the target logit and label smoothing's Σ w_c (z_c − r) carried with
+// it; then R = Σ_{j≠t} e_j against the row's max M, l = R + e_t, and the gradient e_j·A_w + B_j (A_w = A·exp(m_w − M),
+// A = (g·(1 − ε)·w_t + g·ε/C·W + 2s·g_z·LSE) / l, B_j = −g·ε/C·w_j) in registers, stored over the row (in place
+// allowed), the target's entry p_t − 1 = −R / l patched by its owner thread. The loss is log1p(R) when the target
+// holds the max (exact as p_t → 1), else (M − z_t) + log l (then p_t ≤ ½, nll ≥ log 2). Every sum and merge is a
+// fixed tree whose shape depends on C alone (the launch shape is a function of C): bitwise the same alone or in any
+// batch, run after run.
 //
 // Traffic per element: read the logits once and write the gradient once, 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit
 // logits, f32 gradient); per-row values and targets < 0.1 %. Floor on the H200 at the copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32 (2.10 GB) 491 µs, bf16 246 µs.
-// Measured (H200, 2026-11-30, commit ce1a473, tune_cross_entropy, in place, docs/perf-notebook.md "Cross-entropy
-// forward + backward in one call"): 8192×32000 bf16 767 µs (1.37 TB/s of the 2n bound, 32 % of copy; two calls
-// 1051 µs), f32 933 µs (2.25 TB/s, 53 %; two calls 1150). 4096×151936, 13-block clusters: bf16 2454 µs (24 %),
-// f32 2887 µs (40 %), slower than the two calls (1585, 2124): latency-bound (see kFusedAutoMaxCluster), so not
-// the default there. Staging the next row (cp.async) gained 4-5 % at 32000 (bf16 767 against 808 µs unstaged).
+// Measured before this kernel (H200, 2026-11-30, commit ce1a473, two exchanges a row, narrow blocks only): 8192×32000
+// bf16 767 µs (32 % of copy; two calls 1051 µs), f32 933 µs (53 %); 4096×151936 (13 blocks) bf16 2454 µs (24 %),
+// f32 2887 µs (40 %), slower than the two calls (1585, 2124). This kernel: not yet measured.
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
@@ -44,26 +42,32 @@ namespace smk::cuda::ce {
 namespace {
 
 namespace cg = cooperative_groups;
-using kernels::block_max;
-using kernels::block_sum;
 using kernels::RowTile;
 
-// 512 threads × 24 logits: 12288 a block, the most that fits with the kernel's other state in the 64 registers
-// that let two blocks share an SM (softmax's kBlockElems, same measurement); 16 blocks (the H200's non-portable
-// cluster maximum) hold 196608 logits, 151936 needs 13.
-constexpr int kFusedThreads = 512;
-constexpr int kFusedElems = 24;
+// Two block shapes, the same kernel template (as softmax's block_per_row and its wide block, block_row.cu):
+//  - narrow: 512 threads × 24 logits, 12288 a block, at two blocks an SM (64 registers a thread); clusters of up to
+//    16 narrow blocks hold 196608 logits (151936 needs 13);
+//  - wide: 1024 threads × 32 logits, 32768 a block, one block an SM (64 registers a thread), no cluster barrier for
+//    rows of 12289..32768 (softmax's wide block: f32 8192×32000 softmax 848 → 583 µs against cluster_row); clusters
+//    of wide blocks hold up to 16 × 32768 (151936 needs 5).
+constexpr int kNarrowThreads = 512;
+constexpr int kNarrowElems = 24;
+constexpr int kWideThreads = 1024;
+constexpr int kWideElems = 32;
 constexpr int kFusedMaxCluster = 16;
-constexpr std::int64_t kFusedBlockCols = std::int64_t{kFusedThreads} * kFusedElems;
-constexpr std::int64_t kFusedMaxCols = kFusedBlockCols * kFusedMaxCluster;  // 196608
-// The dispatcher takes the one-read kernel for rows of up to kFusedAutoMaxCluster blocks (49152 classes), the two
-// calls above. Measured (H200, 2026-11-30, ce1a473, tune_cross_entropy, in place, mean): at 8192×32000 (3 blocks)
-// the kernel beat the two calls, bf16 767 against 1051 µs, f32 933 against 1150, and with 4 blocks still 847 and
-// 1042; at 4096×151936 (13 blocks) it lost, bf16 2454 against 1585 µs, f32 2887 against 2124. Each row is a serial
-// chain of a max, a sum and two cluster barriers, and only ~16 such rows fit on the chip at 13 blocks a row, so the
-// kernel is latency-bound there (≈ 9.6 µs a row a cluster); the chunked kernels have thousands of blocks in flight.
-// Between 49152 and 151936 it was not measured.
-constexpr int kFusedAutoMaxCluster = 4;
+constexpr std::int64_t kNarrowBlockCols = std::int64_t{kNarrowThreads} * kNarrowElems;  // 12288
+constexpr std::int64_t kWideBlockCols = std::int64_t{kWideThreads} * kWideElems;        // 32768
+constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;              // 524288
+// The dispatcher's rule (by the row length alone, so a row's bits never depend on the batch): rows of up to
+// kNarrowBlockCols on one narrow block, up to kWideBlockCols on one wide block, and up to kFusedAutoMaxCols on a
+// cluster of narrow blocks; longer rows take the two calls. The earlier kernel (two exchanges a row, ce1a473) won
+// over the two calls at 8192×32000 with 3 and 4 narrow blocks (bf16 767 / 847 against 1051 µs, f32 933 / 1042
+// against 1150) and lost at 4096×151936 with 13 (bf16 2454 against 1585, f32 2887 against 2124; H200, 2026-11-30).
+// The wide block and the one exchange a row are new here; the thresholds stay where that run put them until the
+// next run times both shapes (tune_cross_entropy: fused/wide, fused/narrow, fused/cN).
+constexpr std::int64_t kFusedAutoMaxCols = 4 * kNarrowBlockCols;  // 49152
+// Rows above kWideBlockCols that take the kernel: on a cluster of wide blocks (true) or of narrow ones (false).
+constexpr bool kFusedClusterWide = false;
 
 struct FusedArgs {
   void* grad = nullptr;
@@ -80,19 +84,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-// The cluster-wide combination of one float per block, in rank order (block_row.cu's, repeated here: that file
-// keeps them in its anonymous namespace).
-__device__ __forceinline__ float cluster_max(float* slot, int cluster) {
-  const int lane = threadIdx.x % 32;
-  const float v = lane < cluster ? *cg::this_cluster().map_shared_rank(slot, lane) : -detail::inf_<float>();
-  return kernels::group_max(v, 32);
-}
-__device__ __forceinline__ float cluster_sum(float* slot, int cluster) {
-  const int lane = threadIdx.x % 32;
-  const float v = lane < cluster ? *cg::this_cluster().map_shared_rank(slot, lane) : 0.0f;
-  return kernels::group_sum(v, 32);
-}
 
 // The row's full 16-byte vectors into this thread's slots of the stage (slot k at k·T + tid).
 template <typename Tile, typename In>
@@ -124,37 +115,81 @@ __device__ __forceinline__ void unstage_row(float (&v)[E], const typename Tile::
   }
 }
 
-// ≤ 64 registers, two blocks an SM. ptxas -v (CUDA 13.0, sm_90a): bf16 spills 40 bytes a thread, f32 208; one
-// block an SM with up to 128 registers (no spills) measured slower, f32 3841 against 2887 µs at 4096×151936 and
-// 1336 against 933 at 8192×32000 (H200, 2026-11-30, ce1a473).
-template <typename In, typename Out>
-__global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, const FusedArgs f, const Totals* totals,
-                                                                 int cluster) {
-  using Tile = RowTile<In, kFusedElems>;
-  constexpr int E = kFusedElems, V = Tile::V;
+// One row's partial result as a block hands it to the others: the state of its logits other than the target,
+// label smoothing's partial Σ w_c (z_c − r), and the target logit (−inf in every block but the one holding it).
+struct alignas(16) RowPart {
+  float m, d, smooth, zt;
+};
+
+// One block of kThreads (narrow or wide, above) per row, or a cluster of `cluster` such blocks. Each row takes one
+// exchange: every warp forms the state of its logits other than the target (its max by a shuffle butterfly, exact;
+// then Σ exp_diff(z − that max) by its registers' pairwise tree and a butterfly), the warps' states are merged
+// through one block barrier (kernels::group_merge, OnlineSoftmaxState::merge in a fixed xor tree), and the blocks'
+// through one cluster barrier; the earlier kernel took a max, then a sum, each through a block and a cluster
+// barrier. The elements are then rescaled by their warp's factor exp(m_w − M), folded into the gradient's one FMA
+// (A_w = A·exp(m_w − M)): no instruction an element more. The persistent grid stages each block's share of its next
+// row in shared memory (cp.async) during the current one, and loads the next row's target with it, so a row's chain
+// has no dependent global load: the target logit comes out of the exchange (its owner thread's register), the
+// weight and the upstream gradient are issued at the row's start, and the reduction's scale (sum / mean) is hoisted.
+// Error: the warp's sum is the earlier kernel's tree (registers, then 5 butterfly levels); each merge level adds at
+// most 8u on the side it rescales ((1 + d) and exp_diff's 5u, the product, the sum), ⌈log2 warps⌉ + ⌈log2 cluster⌉
+// ≤ 9 levels; an element's p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
+// tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (fused_sum_depth).
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
+                                                                     const Totals* totals, int cluster) {
+  using Tile = RowTile<In, kElems>;
+  constexpr int E = kElems, V = Tile::V;
   extern __shared__ __align__(16) unsigned char stage_bytes[];
   auto* stage = reinterpret_cast<typename Tile::Vec*>(stage_bytes);
-  __shared__ float red_max[32], red_sum[32], red_smooth[32];
-  __shared__ float part_max, part_sum, part_smooth;  // this block's partials, read by the whole cluster
+  // By row parity: a slot is rewritten two rows later, after the next row's barrier, which every thread reaches
+  // only after reading it (the block's for warp_part and zt_slot, the cluster's for block_part).
+  __shared__ RowPart warp_part[2][32];
+  __shared__ RowPart block_part[2];
+  __shared__ float zt_slot[2];
   const int rank = cluster > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const int T = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32, warp = tid / 32, warps = T / 32;
   const int g = rank * T + tid, G = cluster * T;
   const int n = static_cast<int>(a.classes);
   const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
+
+  // Row-invariant: the reduction's scale of the upstream gradient (the CPU's formula, in double), the smoothing
+  // constants.
+  float g_ce_all = 1, g_z_all = 1;
+  if (a.reduction != Reduction::none) {
+    const double g1 = f.grad_loss ? static_cast<double>(f.grad_loss[0]) : 1.0;
+    if (a.reduction == Reduction::sum) {
+      g_ce_all = g_z_all = static_cast<float>(g1);
+    } else {
+      g_ce_all = static_cast<float>(safe_div(g1, totals->den_ce, a.nothing_is_zero));
+      g_z_all = static_cast<float>(safe_div(g1, totals->den_z, a.nothing_is_zero));
+    }
+  }
+  const float soft = a.eps / static_cast<float>(a.classes);
+  const float W = static_cast<float>(totals->weight_total);
+
   if (f.prefetch && first < a.rows) stage_row<Tile>(stage, row_ptr<In>(a, first), n, g, G, tid, T);
-  for (std::int64_t row = first; row < a.rows; row += stride) {
+  std::int64_t t_next = first < a.rows ? target_of(a, first) : 0;
+  int parity = 0;
+  for (std::int64_t row = first; row < a.rows; row += stride, parity ^= 1) {
     const In* xr = row_ptr<In>(a, row);
-    const std::int64_t t = target_of(a, row);
+    const std::int64_t t = t_next;
+    if (row + stride < a.rows) t_next = target_of(a, row + stride);  // in flight through this row
     const RowKind kind = row_kind(a, t);
-    // Every read of this row happens before the first barrier below, every store after the last one: in place,
-    // no thread of the cluster reads what another has already overwritten.
-    const float zt = kind == RowKind::valid ? kernels::to_f32(xr[t * a.col_stride]) : 0.0f;
-    const bool smoothing = a.eps > 0 && kind == RowKind::valid;  // uniform over the cluster
+    const bool valid = kind == RowKind::valid;
+    // Issued now, used after the exchange.
+    const float wt = valid ? weight_of(a, t) : 0.0f;
+    float g_ce = g_ce_all, g_z = g_z_all;
+    if (a.reduction == Reduction::none && f.grad_loss) g_ce = g_z = f.grad_loss[row * f.gl_stride];
+    const bool smoothing = a.eps > 0 && valid;  // uniform over the cluster
     float r0 = 0;
     if (smoothing) {
       r0 = kernels::to_f32(xr[0]);
       r0 = isfinite(r0) ? r0 : 0.0f;
     }
+    // Every read of this row happens before the exchange's barrier, every store after it: in place, no thread of
+    // the cluster reads what another has already overwritten.
     float v[E];
     if (f.prefetch) {
       cp_async_wait_all();
@@ -165,11 +200,10 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
       Tile::load(v, xr, n, a.col_stride, g, G);
     }
 
-    // (A) the max, and Σ w_c (z_c − r) for label smoothing (r = the row's first logit, as the forward).
-    float m = block_max(kernels::tree_max<E>(v), red_max);
+    // Label smoothing's Σ w_c (z_c − r) over this thread's logits, the target's included (r = the row's first
+    // logit, as the forward).
     float sm = 0;
     if (smoothing) {
-      float part = 0;
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k) {
         float terms[V];
@@ -178,79 +212,88 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
           const int i = Tile::index(k, g, G) + j;
           terms[j] = i < n ? weight_of(a, i) * (v[k * V + j] - r0) : 0.0f;
         }
-        part += kernels::tree_sum<V>(terms);
+        sm += kernels::tree_sum<V>(terms);
       }
-      sm = block_sum(part, red_smooth);
     }
-    if (cluster > 1) {
-      if (tid == 0) {
-        part_max = m;
-        part_smooth = sm;
-      }
-      cg::this_cluster().sync();
-      m = cluster_max(&part_max, cluster);
-      if (smoothing) sm = cluster_sum(&part_smooth, cluster);
+    // The target leaves its owner's values (−inf: no term), so every sum below is over the other logits and
+    // p_t − 1 = −R / l keeps its digits as p_t → 1.
+    int t_local = -1, owner_rank = 0;
+    if (valid) {
+      const int vi = static_cast<int>(t / V);
+      owner_rank = (vi % G) / T;
+      if (vi % G == g) t_local = (vi / G) * V + static_cast<int>(t % V);
     }
-
-    // (B) e_j = exp_diff(z_j, m) in place, and R = Σ_{j≠t} e_j. Positions past n hold −inf: e = 0.
-    const float shift = State::shift_for(m);
-    float rest = 0;
-#pragma unroll
-    for (int k = 0; k < Tile::K; ++k) {
-      float es[V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        es[j] = exp_diff(v[k * V + j], shift);
-        v[k * V + j] = es[j];
-      }
-      rest += kernels::tree_sum<V>(es);
-    }
-    // The target's owner redoes its own sum without the target's term (the same tree, a 0 in its place).
-    int t_local = -1;
-    if (kind == RowKind::valid) {
-      const std::int64_t vi = t / V;
-      if (vi % G == g) t_local = static_cast<int>((vi / G) * V + t % V);
-    }
+    float zt_mine = -detail::inf_<float>();
     if (t_local >= 0) {
-      rest = 0;
 #pragma unroll
-      for (int k = 0; k < Tile::K; ++k) {
-        float es[V];
-#pragma unroll
-        for (int j = 0; j < V; ++j) es[j] = k * V + j == t_local ? 0.0f : v[k * V + j];
-        rest += kernels::tree_sum<V>(es);
-      }
+      for (int i = 0; i < E; ++i)
+        if (i == t_local) {
+          zt_mine = v[i];
+          v[i] = -detail::inf_<float>();
+        }
     }
-    float R = block_sum(rest, red_sum);
-    if (cluster > 1) {
-      if (tid == 0) part_sum = R;
-      cg::this_cluster().sync();
-      R = cluster_sum(&part_sum, cluster);
-    }
-    // Shared memory reuse, as block_row.cu: red_max is rewritten next row only after this row's block_sum barrier,
-    // red_sum and red_smooth after the next row's block_max barrier, part_* after the next cluster barrier.
 
-    const float et = kind == RowKind::valid ? exp_diff(zt, shift) : 0.0f;
-    const float l = kind == RowKind::valid ? R + et : R;
-    const State st = State::from_max_and_sum(m, l);
+    // The warp's state: its max (exact in any order), e_j = exp_diff(z_j, m_w) in place, their sum.
+    const float mw = kernels::group_max(kernels::tree_max<E>(v), 32);
+    const float sw_shift = State::shift_for(mw);
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = exp_diff(v[i], sw_shift);
+    const float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
+    State sw = State::from_max_and_sum(mw, lw);
+    if (smoothing) sm = kernels::group_sum(sm, 32);
+
+    // The exchange: the block's warps, then the cluster's blocks.
+    if (lane == 0) warp_part[parity][warp] = RowPart{sw.m, sw.d, sm, 0.0f};
+    if (t_local >= 0) zt_slot[parity] = zt_mine;
+    __syncthreads();
+    State rs = State::empty();
+    float rsm = 0;
+    if (lane < warps) {
+      const RowPart p = warp_part[parity][lane];
+      rs = State::from_fields(p.m, p.d);
+      rsm = p.smooth;
+    }
+    rs = kernels::group_merge(rs, 32);
+    if (smoothing) rsm = kernels::group_sum(rsm, 32);
+    float zt = 0;
+    if (cluster > 1) {
+      if (tid == 0)
+        block_part[parity] =
+            RowPart{rs.m, rs.d, rsm, valid && owner_rank == rank ? zt_slot[parity] : -detail::inf_<float>()};
+      cg::this_cluster().sync();
+      RowPart p{-detail::inf_<float>(), -1.0f, 0.0f, 0.0f};
+      if (lane < cluster) p = *cg::this_cluster().map_shared_rank(&block_part[parity], lane);
+      rs = kernels::group_merge(State::from_fields(p.m, p.d), 32);
+      if (smoothing) rsm = kernels::group_sum(p.smooth, 32);
+      if (valid) zt = cg::this_cluster().map_shared_rank(&block_part[parity], owner_rank)->zt;
+    } else if (valid) {
+      zt = zt_slot[parity];
+    }
+
+    // The row: M = max(the others' max, z_t), R = Σ_{j≠t} exp(z_j − M) = (1 + d)·exp(m − M), l = R + e_t.
+    const float M = valid ? kernels::max_nan(rs.m, zt) : rs.m;
+    const float shift = State::shift_for(M);
+    const float R = (1.0f + rs.d) * exp_diff(rs.m, shift);  // 0 for an empty rest (1 + d = 0, exp(−inf) = 0)
+    const float et = valid ? exp_diff(zt, shift) : 0.0f;
+    const float l = valid ? R + et : R;
+    const State st = valid ? State::from_max_and_sum(M, l) : rs;
     const float lse = st.lse();
     const RowNormalizer<float> norm = st.normalizer();  // inv_sum: 1 / l, NaN for a row whose max is not finite
 
     // The loss, by one thread.
-    const float wt = kind == RowKind::valid ? weight_of(a, t) : 0.0f;
     const float hard = (1 - a.eps) * wt;
     if (g == 0) {
       float ce = 0, zl = 0;
       if (kind == RowKind::bad) {
         ce = detail::nan_<float>();  // the host throws; never a silent 0
-      } else if (kind == RowKind::valid) {
+      } else if (valid) {
         float nll;
-        if (isfinite(m) && isfinite(zt)) nll = zt == m ? log1pf(R) : (m - zt) + logf(l);
+        if (isfinite(M) && isfinite(zt)) nll = zt == M ? log1pf(R) : (M - zt) + logf(l);
         else nll = lse - zt;  // inf − inf = NaN, as on the CPU
         ce = hard * nll;
         if (smoothing) {
-          const double smd = totals->weight_total * (static_cast<double>(lse) - r0) - static_cast<double>(sm);
-          ce += a.eps / static_cast<float>(a.classes) * static_cast<float>(smd);
+          const double smd = totals->weight_total * (static_cast<double>(lse) - r0) - static_cast<double>(rsm);
+          ce += soft * static_cast<float>(smd);
         }
         if (a.s > 0) zl = a.s * lse * lse;
       }
@@ -258,29 +301,18 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
     }
 
     // The gradient.
-    if (kind != RowKind::valid) {  // ignored: 0; a bad target: NaN
+    if (!valid) {  // ignored: 0; a bad target: NaN
       const float fill = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
 #pragma unroll
       for (int i = 0; i < E; ++i) v[i] = fill;
     } else {
-      float g_ce = 1, g_z = 1;
-      if (a.reduction == Reduction::none) {
-        if (f.grad_loss) g_ce = g_z = f.grad_loss[row * f.gl_stride];
-      } else {
-        const double g1 = f.grad_loss ? static_cast<double>(f.grad_loss[0]) : 1.0;
-        if (a.reduction == Reduction::sum) {
-          g_ce = g_z = static_cast<float>(g1);
-        } else {
-          g_ce = static_cast<float>(safe_div(g1, totals->den_ce, a.nothing_is_zero));
-          g_z = static_cast<float>(safe_div(g1, totals->den_z, a.nothing_is_zero));
-        }
-      }
-      const float soft = a.eps / static_cast<float>(a.classes);
-      const float W = static_cast<float>(totals->weight_total);
       const float zc = a.s > 0 ? g_z * 2 * a.s * lse : 0.0f;
       const float inv = norm.inv_sum;
-      // ∂loss/∂z_j = g·((1 − ε)w_t·p_j + ε/C·(W·p_j − w_j)) + zc·p_j = e_j·A + B_j for j ≠ t.
+      // ∂loss/∂z_j = g·((1 − ε)w_t·p_j + ε/C·(W·p_j − w_j)) + zc·p_j = e_j·A_w + B_j for j ≠ t, with e_j against the
+      // warp's max and A_w = A·exp(m_w − M). A warp with no finite logit has e_j = 0 and factor 0 (exp(0 − M) could
+      // overflow); A is NaN for a row whose max is not finite, and NaN·0 keeps that.
       const float A = (g_ce * hard + g_ce * soft * W + zc) * inv;
+      const float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
       const float B = -g_ce * soft;
       if (smoothing && a.weights) {
 #pragma unroll
@@ -288,11 +320,11 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
 #pragma unroll
           for (int j = 0; j < V; ++j) {
             const int i = Tile::index(k, g, G) + j;
-            v[k * V + j] = fmaf(v[k * V + j], A, i < n ? B * weight_of(a, i) : 0.0f);
+            v[k * V + j] = fmaf(v[k * V + j], Aw, i < n ? B * weight_of(a, i) : 0.0f);
           }
       } else {
 #pragma unroll
-        for (int i = 0; i < E; ++i) v[i] = fmaf(v[i], A, B);
+        for (int i = 0; i < E; ++i) v[i] = fmaf(v[i], Aw, B);
       }
       if (t_local >= 0) {  // the target: p_t − 1 = −R / l, formed in f32 before rounding
         const float pt = et * inv;
@@ -309,19 +341,24 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_kernel(const Args a, c
   if (cluster > 1) cg::this_cluster().sync();
 }
 
-// The launch shape for C classes: the fewest blocks of ≤ kFusedThreads threads (a multiple of 32) that hold a row,
-// or `cluster_override` blocks (tuning) when it holds one.
+// The launch shape for C classes: the block kind, the fewest blocks of it that hold a row (or `cluster_override`
+// blocks, tuning, when that holds one), and threads a block (a multiple of 32).
 struct FusedShape {
+  bool wide = false;
   int cluster = 0, threads = 0;  // cluster 0: the row does not fit
 };
-FusedShape fused_shape(std::int64_t classes, int cluster_override) {
+FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override) {
   FusedShape s;
-  int c = static_cast<int>((classes + kFusedBlockCols - 1) / kFusedBlockCols);
-  if (c < 1) c = 1;
+  const bool wide_auto = classes > kNarrowBlockCols && (classes <= kWideBlockCols || kFusedClusterWide);
+  s.wide = threads_override == kWideThreads || (threads_override == 0 && wide_auto);
+  const std::int64_t cols = s.wide ? kWideBlockCols : kNarrowBlockCols;
+  const int elems = s.wide ? kWideElems : kNarrowElems;
+  const std::int64_t need = std::max<std::int64_t>(1, (classes + cols - 1) / cols);
+  if (need > kFusedMaxCluster) return s;
+  int c = static_cast<int>(need);
   if (cluster_override >= c && cluster_override <= kFusedMaxCluster) c = cluster_override;
-  if (c > kFusedMaxCluster) return s;
   const std::int64_t per_block = (classes + c - 1) / c;
-  const std::int64_t threads = ((per_block + kFusedElems - 1) / kFusedElems + 31) / 32 * 32;
+  const std::int64_t threads = ((per_block + elems - 1) / elems + 31) / 32 * 32;
   s.cluster = c;
   s.threads = static_cast<int>(std::max<std::int64_t>(32, threads));
   return s;
@@ -329,18 +366,15 @@ FusedShape fused_shape(std::int64_t classes, int cluster_override) {
 
 FusedTuning g_tuning;
 
-template <typename In, typename Out>
-bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
-  const FusedShape shape = fused_shape(a.classes, g_tuning.cluster);
-  if (shape.cluster == 0) return false;
-  if (a.rows == 0) return true;
-  const auto kernel = fused_kernel<In, Out>;
-  using Vec = typename RowTile<In, kFusedElems>::Vec;
-  const std::size_t smem = f.prefetch ? sizeof(Vec) * RowTile<In, kFusedElems>::K * shape.threads : 0;
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
+bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
+  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
+  using Tile = RowTile<In, kElems>;
+  const std::size_t smem = f.prefetch ? sizeof(typename Tile::Vec) * Tile::K * shape.threads : 0;
   static kernels::DeviceOnce attrs;
   attrs.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(sizeof(Vec) * RowTile<In, kFusedElems>::K * kFusedThreads)));
+                                        static_cast<int>(sizeof(typename Tile::Vec) * Tile::K * kThreads)));
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   });
   cudaLaunchConfig_t cfg{};
@@ -373,6 +407,15 @@ bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaS
   return true;
 }
 
+template <typename In, typename Out>
+bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
+  const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster);
+  if (shape.cluster == 0) return false;
+  if (a.rows == 0) return true;
+  return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
+                    : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
+}
+
 __global__ void fill_kernel(float* p, std::int64_t n, float value) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -384,7 +427,7 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
-  const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedBlockCols * kFusedAutoMaxCluster;
+  const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedAutoMaxCols;
   return options.softcap == 0 && logits.shape[1] <= limit && logits.shape[1] > 0;
 }
 

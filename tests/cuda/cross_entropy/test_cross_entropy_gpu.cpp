@@ -5,7 +5,7 @@
 // batch invariance, and 64-bit indexing. Every output is poisoned (0xFF: NaN) before the call.
 //
 // Gates, from an error analysis of the kernels' f32 arithmetic (u = 2^-24, L = the depth of the row sums,
-// max(⌈log2 C⌉, 16 + 2·chunks): see sum_depth(); Λ = L + 9 + 2 ln C as in the softmax gates of docs/semantics.md;
+// max(⌈log2 C⌉, 16 + 2·chunks), 82 for the one-read kernel: see sum_depth(); Λ = L + 9 + 2 ln C as in the softmax gates of docs/semantics.md;
 // e_z = (|x|/2 + 3|z|)·u, the soft-cap's rounding, else 0):
 //   LSE       e_lse = (|LSE| + Λ)·u + max e_z
 //   nll       softplus(d), d = LSE_rest − z_t with |Δd| ≤ e_d = (2|LSE_rest| + |z_t| + Λ)·u + 2·max e_z;
@@ -209,10 +209,16 @@ struct Ref {
 // The depth of the kernels' sums over a row, in roundings: ⌈log2 C⌉ as for any pairwise sum, but at least the
 // kernels' own tree (a vector pairwise, then up to 8 vectors in order, then the block's 8 levels: 13 + 3) plus two
 // roundings per chunk state merged in order (chunks of 8192).
+// The one-read kernel (fused.cu) sums a warp's terms by the same kind of tree (its registers pairwise, 5 butterfly
+// levels: 10) and merges the warps' and the blocks' states (OnlineSoftmaxState::merge) in up to ⌈log2 32⌉ +
+// ⌈log2 16⌉ = 9 levels; a level adds at most 8u on the side it rescales ((1 + d) and exp_diff's 5u, the product,
+// the sum), so its depth is 10 + 8·9 = 82 roundings, whatever C. The fused call's cases use that (g_fused).
+constexpr double kFusedSumDepth = 10 + 8 * 9;
 double sum_depth(std::int64_t C) {
   const double L = std::ceil(std::log2(std::max<double>(static_cast<double>(C), 1)));
   const double chunks = std::ceil(static_cast<double>(C) / 8192.0);
-  return std::max(L, 16 + 2 * chunks);
+  const double two_read = std::max(L, 16 + 2 * chunks);
+  return g_fused ? std::max(two_read, kFusedSumDepth) : two_read;
 }
 
 double capped(const CeCase& c, double x) { return c.opt.softcap > 0 ? c.opt.softcap * std::tanh(x / c.opt.softcap) : x; }
@@ -803,17 +809,35 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     check_case(wide);
   }
   if (!cpu_mode()) {
-    // Every cluster size and the unstaged loads (tune_cross_entropy's variants).
-    for (int cl : {2, 3, 5, 8, 16}) {
+    // Both block kinds (narrow 512 × 24, wide 1024 × 32), cluster sizes of each, and the unstaged loads
+    // (tune_cross_entropy's variants).
+    struct Shape {
+      int threads, cluster;
+      bool prefetch;
+    };
+    for (const Shape sh : {Shape{512, 2, true}, Shape{512, 3, false}, Shape{512, 5, true}, Shape{512, 16, true},
+                           Shape{1024, 1, true}, Shape{1024, 1, false}, Shape{1024, 2, true}, Shape{1024, 8, true}}) {
       smk::cuda::ce::FusedTuning tuning;
-      tuning.cluster = cl;
-      tuning.prefetch = cl != 3;
+      tuning.cluster = sh.cluster;
+      tuning.prefetch = sh.prefetch;
+      tuning.threads = sh.threads;
       smk::cuda::ce::set_fused_tuning(tuning);
-      CeCase c = random_case("cluster " + std::to_string(cl), DType::f32, 11, small_mode() ? 8193 : 32000, 115 + cl,
+      const std::string name = std::to_string(sh.threads) + " threads, cluster " + std::to_string(sh.cluster) +
+                               (sh.prefetch ? "" : ", unstaged");
+      CeCase c = random_case(name, DType::f32, 11, small_mode() ? 8193 : 32000, 115 + sh.cluster + sh.threads,
                              Reduction::mean);
       c.opt.label_smoothing = 0.05f;
-      c.in_place = cl == 5;
+      c.in_place = sh.cluster == 5 || sh.cluster == 2;
       check_case(c);
+      // bf16 with class weights, z-loss and per-row upstream gradients on the same shape.
+      CeCase b = random_case(name + ", bf16", DType::bf16, 7, small_mode() ? 4097 : 30001, 117 + sh.cluster,
+                             Reduction::none);
+      b.weights.resize(b.classes);
+      for (std::int64_t j = 0; j < b.classes; ++j) b.weights[j] = 0.5 + static_cast<double>(j % 7) / 4;
+      b.opt.z_loss = 1e-4f;
+      b.opt.label_smoothing = sh.cluster == 1 ? 0.1f : 0.0f;
+      b.in_place = !sh.prefetch;
+      check_case(b);
     }
     smk::cuda::ce::set_fused_tuning({});
     // Rows the dispatcher sends to the two calls, through the one-read kernel (the 151936-wide row: 13 blocks).
@@ -821,11 +845,16 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
       smk::cuda::ce::FusedTuning wide;
       wide.any_width = true;
       smk::cuda::ce::set_fused_tuning(wide);
-      for (DType dt : {DType::f32, DType::bf16}) {
-        CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt), dt, 3, 151936, 131, Reduction::sum);
-        c.opt.z_loss = 1e-4f;
-        c.in_place = dt == DType::bf16;
-        check_case(c);
+      for (int threads : {512, 1024}) {  // 13 narrow blocks, 5 wide ones
+        wide.threads = threads;
+        smk::cuda::ce::set_fused_tuning(wide);
+        for (DType dt : {DType::f32, DType::bf16}) {
+          CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt) + ", " + std::to_string(threads) +
+                                     " threads", dt, 3, 151936, 131, Reduction::sum);
+          c.opt.z_loss = 1e-4f;
+          c.in_place = dt == DType::bf16;
+          check_case(c);
+        }
       }
       smk::cuda::ce::set_fused_tuning({});
     }

@@ -3,9 +3,10 @@
 //   backward    cross_entropy_backward alone, in place, from the forward's LSE (its fast path, backward.cu)
 //   fused       cross_entropy_forward_backward in place, the dispatcher's choice (fused.cu: the one-read kernel
 //               up to 49152 classes, the two calls above)
-//   fused/kernel   the one-read kernel at any width, the fewest blocks that hold a row
-//   fused/cN    the kernel with a cluster of N blocks instead
-//   fused/nostage  the kernel without staging the next row in shared memory (cp.async)
+//   fused/narrow   the one-read kernel at any width on narrow blocks (512 × 24), the fewest that hold a row
+//   fused/wide     the same on wide blocks (1024 × 32)
+//   fused/cN, fused/wide-cN   clusters of N narrow / wide blocks instead
+//   fused/nostage  the kernel (the dispatcher's block kind) without staging the next row in shared memory
 // (set_fused_tuning): the measurements behind fused.cu's launch shape and kFusedAutoMaxCluster. The run of
 // ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers): slower, removed.
 // CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
@@ -127,13 +128,15 @@ int main(int argc, char** argv) {
                               smk::cuda::ce::set_fused_tuning({});
                             }, false});
       };
-      const int min_cluster = static_cast<int>((sh.cols + 12287) / 12288);
-      std::vector<int> sizes;
-      for (int c : {min_cluster + 1, min_cluster + 3, 16})
-        if (c > min_cluster && c <= 16 && std::find(sizes.begin(), sizes.end(), c) == sizes.end()) sizes.push_back(c);
-      // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes).
-      tuned("fused/kernel", {0, true, true});
-      for (int c : sizes) tuned("fused/c" + std::to_string(c), {c, true, true});
+      // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes), on each block
+      // kind with the fewest blocks that hold a row, then with more.
+      tuned("fused/narrow", {0, true, true, 512});
+      tuned("fused/wide", {0, true, true, 1024});
+      const int min_narrow = static_cast<int>((sh.cols + 12287) / 12288), min_wide = static_cast<int>((sh.cols + 32767) / 32768);
+      if (min_narrow + 1 <= 16) tuned("fused/c" + std::to_string(min_narrow + 1), {min_narrow + 1, true, true, 512});
+      if (min_narrow < 16) tuned("fused/c16", {16, true, true, 512});
+      tuned("fused/wide-c" + std::to_string(min_wide + 1), {min_wide + 1, true, true, 1024});
+      if (min_wide > 1) tuned("fused/wide-c" + std::to_string(2 * min_wide), {2 * min_wide, true, true, 1024});
       tuned("fused/nostage", {0, false, true});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
