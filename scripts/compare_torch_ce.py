@@ -15,8 +15,9 @@ the read ceiling). Writes compare_ce.md and prints it.
   python3 scripts/compare_torch_ce.py --tune-json out/tune_ce.json --out out   # tune_cross_entropy's rows instead
 
 With --tune-json our times are tune_cross_entropy's (two_calls → cross_entropy_fwd_bwd, fused →
-cross_entropy_fused, backward → cross_entropy_backward, fused/cN listed as such, without a torch time), and the
-ceilings are ANCHORS.md's H200 figures (copy 4270 GB/s, read 4300 GB/s), not measured in the run.
+cross_entropy_fused, backward → cross_entropy_backward, fused/... listed as such beside torch's forward + backward),
+and the ceilings are ANCHORS.md's H200 figures (copy 4270 GB/s, read 4300 GB/s), not measured in the run.
+--old-tune-json adds an older build's tune_cross_entropy rows of the same run as old:<variant> (A/B in one run).
 
 Ratios are (torch's time) / (our time): above 1 we are faster. The issue's targets: forward+backward ≥ 3× torch
 and ≥ 85 % of the copy bound; forward ≥ 90 % of the read bound.
@@ -41,7 +42,7 @@ SIZE = {"f32": 4, "bf16": 2, "f16": 2}
 def our_rows(bench: dict) -> list[dict]:
     rows = []
     for r in bench["results"]:
-        if (r["impl"] == "softmaxkit" and (r["op"] in OPS or r["op"].startswith("fused/")) and r["status"] == "ok"
+        if (r["impl"] == "softmaxkit" and (r["op"] in OPS or r["op"].startswith(("fused/", "old:"))) and r["status"] == "ok"
                 and r["path"] == "auto"):
             rows.append({"op": r["op"], "dtype": r["dtype"], "rows": r["rows"], "cols": r["cols"],
                          "ours": r["median_us"]})
@@ -51,8 +52,9 @@ def our_rows(bench: dict) -> list[dict]:
 TUNE_OPS = {"two_calls": "cross_entropy_fwd_bwd", "fused": "cross_entropy_fused", "backward": "cross_entropy_backward"}
 
 
-def tune_bench(path: str) -> dict:
-    """tune_cross_entropy's JSON as a bench-like dict (rows and the ANCHORS.md ceilings)."""
+def tune_bench(path: str, old_path: str | None = None) -> dict:
+    """tune_cross_entropy's JSON as a bench-like dict (rows and the ANCHORS.md ceilings). With old_path (an older
+    build's tune_cross_entropy in the same run), its rows follow, named "old:<variant>"."""
     import json
 
     with open(path, encoding="utf-8") as f:
@@ -60,6 +62,11 @@ def tune_bench(path: str) -> dict:
     results = [{"impl": "softmaxkit", "op": TUNE_OPS.get(r["variant"], r["variant"]), "dtype": r["dtype"],
                 "rows": r["rows"], "cols": r["cols"], "median_us": r["median_us"], "status": "ok", "path": "auto"}
                for r in rows]
+    if old_path:
+        with open(old_path, encoding="utf-8") as f:
+            results += [{"impl": "softmaxkit", "op": "old:" + r["variant"], "dtype": r["dtype"], "rows": r["rows"],
+                         "cols": r["cols"], "median_us": r["median_us"], "status": "ok", "path": "auto"}
+                        for r in json.load(f)]
     return {"results": results, "run": {"ceilings": {"copy_gbps": 4270.0, "read_gbps": 4300.0},
                                         "device": {"name": "H200 (ceilings: ANCHORS.md)"}}}
 
@@ -81,7 +88,11 @@ def time_torch(timer: TorchTimer, cases: list[dict]) -> None:
             t = torch.randint(0, case["cols"], (case["rows"],), device="cuda", generator=gen)
             current = key
         if case["op"] not in TORCH_OPS:
-            case["torch"] = None
+            # Tuning variants and an older build's rows of forward + backward: beside torch's forward + backward of
+            # the same shape, timed once (their backward alone has no torch time).
+            same = [c for c in cases if c["op"] == "cross_entropy_fwd_bwd" and c.get("torch")
+                    and (c["dtype"], c["rows"], c["cols"]) == key]
+            case["torch"] = same[0]["torch"] if same and not case["op"].endswith("backward") else None
             continue
         if case["op"] == "cross_entropy_fused":  # the same torch call as cross_entropy_fwd_bwd: timed once
             same = [c for c in cases if c["op"] == "cross_entropy_fwd_bwd" and c.get("torch")
@@ -134,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--bench-json", help="softmaxkit bench --op ce --json output of this run")
     src.add_argument("--tune-json", help="tune_cross_entropy --json output of this run")
+    p.add_argument("--old-tune-json", help="with --tune-json: an older build's tune_cross_entropy JSON of the same run")
     p.add_argument("--out", default="out")
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--rep-ms", type=float, default=200.0)
     args = p.parse_args(argv)
-    bench = load_bench(args.bench_json) if args.bench_json else tune_bench(args.tune_json)
+    bench = load_bench(args.bench_json) if args.bench_json else tune_bench(args.tune_json, args.old_tune_json)
     cases = our_rows(bench)
     if not cases:
         raise SystemExit(f"{args.bench_json or args.tune_json}: no cross-entropy rows")

@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock fixcost
 #   pfx
-#   decode-r4
+#   decode-r4 ce3
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -519,6 +519,83 @@ if want fixcost; then
   run_step fc-memcheck timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*WideClusterRows*:*SplitRowDependent*:*Graph*'
   fc_keep
+  OUT=$outer
+fi
+# ce3: the fused cross-entropy kernel (issue 5, fused.cu: one state exchange a row, the wide block, the next row's
+# target with its staging) beside the previous fused.cu in one run, torch's F.cross_entropy beside both, memcheck,
+# then linear cross-entropy's logit_rows splits beside its default at the issue's row. Binaries built here for
+# sm_90a and carried as build/ce3-bin.tar.xz (old/: tune_cross_entropy with the previous fused.cu; new/:
+# test_cuda_cross_entropy, tune_cross_entropy, libsmk_lce_capi.so). At most 8 files come back: the ce3-*.txt logs,
+# a summary and a tarball of everything.
+if want ce3; then
+  ce3_outer=$OUT
+  OUT=/tmp/ce3o && mkdir -p "$OUT"
+  ce3_keep() {
+    for f in ce3-test ce3-tune-new ce3-tune-old ce3-torch ce3-lce; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce3_outer/$f.txt"; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce3-test.log \
+        "$OUT"/ce3-memcheck.log 2>/dev/null | head -n 200; } >"$ce3_outer/ce3-summary.txt"
+    tar -czf "$ce3_outer/ce3-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  ce3b=/tmp/ce3b && mkdir -p "$ce3b" && tar -xJf build/ce3-bin.tar.xz -C "$ce3b"
+  run_step ce3-test timeout 45 "$ce3b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*'
+  ce3_keep
+  run_step ce3-tune-new timeout 25 "$ce3b/new/tune_cross_entropy" --reps 7 --json "$OUT/tune_new.json"
+  ce3_keep
+  run_step ce3-tune-old timeout 25 "$ce3b/old/tune_cross_entropy" --reps 7 --json "$OUT/tune_old.json"
+  ce3_keep
+  run_step ce3-torch timeout 30 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
+    --old-tune-json "$OUT/tune_old.json" --out "$OUT" --rep-ms 50
+  ce3_keep
+  run_step ce3-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$ce3b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*'
+  ce3_keep
+  run_step ce3-lce timeout 60 python3 scripts/compare_torch_lce.py --lib "$ce3b/new/libsmk_lce_capi.so" --out "$OUT" \
+    --shapes 8192x4096x151936 --chunks 0,1024/256,1024/384,1280/256,1536/192 --reps 5
+  ce3_keep
+  OUT=$ce3_outer
+fi
+# pfx: issue 7 round (session 5): the non-finite-V fix on the causal diagonal and the warp-specialised wgmma variant
+# (producer warp, ping-pong), old beside new in one call. Binaries built on the workstation for sm_90a and carried
+# (build/pfx-bin/bins.tar.xz: new/ and old/ tune_prefill and test_cuda_prefill; old = the kernels of the parent
+# commit). Timings first (tune_prefill's TMA columns, old then new, on SMK_PFX_ROWS, default the issue's four rows;
+# torch's SDPA backends on the same rows), then the new prefill test, the new non-finite test on the old kernels
+# (expected to fail: it shows the test sees the leak), memcheck and racecheck on the smallest wgmma cases.
+if want pfx; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  pb=/tmp/pfxbin && mkdir -p "$pb" && tar -xJf build/pfx-bin/bins.tar.xz -C "$pb"
+  pfx_keep() {
+    cp "$OUT"/prefill_vs_sdpa.md "$OUT"/tune_*.json "$outer/" 2>/dev/null
+    { printf '%s\n' "${summary[@]}"; grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure" \
+        "$OUT"/pfx-test*.log "$OUT"/pfx-*check.log 2>/dev/null | head -n 120; } >"$outer/pfx-summary.txt"
+    tar -czf "$outer/pfx-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  rows=${SMK_PFX_ROWS:-issue}
+  run_step pfx-tune-old env SMK_TUNE_TMA=only SMK_TUNE_ROWS="$rows" timeout 60 "$pb/old/tune_prefill" \
+    --json "$OUT/tune_old_raw.json"
+  # The old binary's columns as "old ...", its ws2 column dropped (the old kernels have no producer warp).
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+for x in r: x["tflops"]={"old "+k: v for k, v in x["tflops"].items() if not k.startswith("ws2")}
+json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.json"
+  run_step pfx-tune-new env SMK_TUNE_TMA=only SMK_TUNE_ROWS="$rows" timeout 60 "$pb/new/tune_prefill" \
+    --json "$OUT/tune_new.json"
+  pfx_keep
+  run_step pfx-sdpa timeout 60 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "$OUT/tune_old.json" \
+    --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
+  pfx_keep
+  run_step pfx-test-nf timeout 40 "$pb/new/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
+  pfx_keep
+  run_step pfx-test timeout "${SMK_PFX_TEST_S:-80}" "$pb/new/test_cuda_prefill" \
+    --gtest_filter="${SMK_PFX_FILTER:--*NonFiniteV*}"
+  pfx_keep
+  run_step pfx-memcheck timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
+  pfx_keep
+  run_step pfx-test-old timeout 20 "$pb/old/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
+  run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
+  pfx_keep
   OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
