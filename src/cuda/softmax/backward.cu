@@ -24,6 +24,7 @@
 // 221 → 193 µs (98 % of copy), bf16 181 → 137 (69 %). Rows above 16384 stay on cluster_row (8192×32000 f32 894 µs,
 // 82 %; bf16 747, 49 %).
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
@@ -221,6 +222,129 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
   if (kStaged && cluster > 1) cg::this_cluster().sync();  // a block's shared memory outlives every remote read of it
 }
 
+// ---- block_per_row, the wide block with dy in shared memory (BlockConfig::dy_shared) ---------------------------------
+
+// A thread's share of a row (RowTile's element-to-thread map) kept in the block's shared memory: vector k of thread t
+// at slot k·T + t, so a warp's accesses are consecutive 16-byte words, and only thread t ever reads its slots: no
+// barrier guards them, the thread's own cp.async wait does.
+template <typename In>
+struct SharedShare {
+  static constexpr int E = kBackwardWideSharedElems;
+  using Tile = RowTile<In, E>;
+  using Vec = typename Tile::Vec;
+  static constexpr int V = Tile::V, K = Tile::K;
+  static_assert(sizeof(Vec) == 16, "cp.async moves 16-byte vectors");
+  static constexpr std::size_t bytes_per_thread = std::size_t{K} * sizeof(Vec);
+
+  // Starts copying row[0, n) (stride `step`) into s: whole aligned vectors by cp.async (no register held while in
+  // flight), the rest (the row's partial last vector, unaligned or strided rows) through registers; positions past n
+  // hold 0, which adds nothing to Σ dy·y or Σ dy. The caller commits and waits.
+  __device__ __forceinline__ static void fetch(Vec* s, const In* row, int n, std::int64_t step, int t, int T) {
+    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = Tile::index(k, t, T);
+      if (vec && i0 + V <= n) {
+        __pipeline_memcpy_async(&s[k * T + t], row + i0, sizeof(Vec));
+      } else {
+        Vec w;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          w.v[j] = i0 + j < n ? row[static_cast<std::int64_t>(i0 + j) * step] : from_f32<In>(0.0f);
+        s[k * T + t] = w;
+      }
+    }
+  }
+  __device__ __forceinline__ static void read(float (&v)[V], const Vec* s, int k, int t, int T) {
+    const Vec w = s[k * T + t];
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = to_f32(w.v[j]);
+  }
+};
+
+// The backward of rows up to 32768 in one block of up to 1024 threads: y in registers (32 a thread), dy in shared
+// memory, read there twice (the sum, then dx), so the row fits the 64 registers of one 1024-thread block an SM where
+// 2 × 32 registers of row would not. kPrefetch (16-bit only: 2 × 64 KB at 1024 threads): a persistent grid, and each
+// thread copies its share of the block's next row — y as soon as this row's y is in registers, dy once this row's dx
+// is written — so the next row's loads are in flight while this one is reduced and written. The sum's tree is
+// thread_terms' (tree_sum over the 32 terms, block_sum), a function of n alone.
+template <typename In, bool kPrefetch>
+__global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_kernel(const RowProblem p) {
+  using S = SharedShare<In>;
+  using Tile = typename S::Tile;
+  constexpr int E = S::E, K = S::K, V = S::V;
+  __shared__ float red[32];
+  extern __shared__ __align__(16) unsigned char wide_shared[];  // dy's shares; kPrefetch: then y's
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(p.n);
+  auto* const sdy = reinterpret_cast<typename S::Vec*>(wide_shared);
+  auto* const sy = sdy + K * T;
+  const bool softmax = p.op == Op::softmax_backward;
+  auto yrow = [&](std::int64_t row) { return at<In>(p.x, RowRef{row, 0}.off(p, kX)); };
+  auto dyrow = [&](std::int64_t row) { return at<In>(p.dy, RowRef{row, 0}.off(p, kDy)); };
+  std::int64_t row = blockIdx.x;
+  if (kPrefetch && row < p.rows) {
+    S::fetch(sy, yrow(row), n, p.step[kX], t, T);
+    S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T);
+    __pipeline_commit();
+  }
+  for (; row < p.rows; row += gridDim.x) {
+    const RowRef o{row, 0};
+    const std::int64_t next = row + gridDim.x;
+    float y[E];
+    if constexpr (kPrefetch) {
+      __pipeline_wait_prior(0);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        float w[V];
+        S::read(w, sy, k, t, T);
+#pragma unroll
+        for (int j = 0; j < V; ++j) y[k * V + j] = w[j];
+      }
+      if (next < p.rows) S::fetch(sy, yrow(next), n, p.step[kX], t, T);
+      __pipeline_commit();
+    } else {
+      S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T);
+      __pipeline_commit();
+      Tile::load(y, yrow(row), n, p.step[kX], t, T, 0.0f);
+      __pipeline_wait_prior(0);
+    }
+    float terms[E];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float d[V];
+      S::read(d, sdy, k, t, T);
+#pragma unroll
+      for (int j = 0; j < V; ++j) terms[k * V + j] = softmax ? d[j] * y[k * V + j] : d[j];
+    }
+    const float s = block_sum(tree_sum<E>(terms), red);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float d[V];
+      S::read(d, sdy, k, t, T);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        float& v = y[k * V + j];
+        v = softmax ? v * (d[j] - s) : d[j] - expf(v) * s;
+      }
+    }
+    if (p.scale) {
+      const float temp = row_temperature(p, o);
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = y[i] / temp;
+    }
+    with_out_type<In>(p, [&](auto* tag) {
+      using Out = std::remove_pointer_t<decltype(tag)>;
+      Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), y, n, p.step[kOut], t, T);
+    });
+    if constexpr (kPrefetch) {
+      if (next < p.rows) S::fetch(sdy, dyrow(next), n, p.step[kDy], t, T);
+      __pipeline_commit();
+    }
+    __syncthreads();  // red is rewritten by the next row
+  }
+}
+
 // ---- split_row -------------------------------------------------------------------------------------------------------
 
 template <typename In>
@@ -365,6 +489,21 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
+template <typename In, bool kPrefetch>
+void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  const auto kernel = backward_wide_shared_kernel<In, kPrefetch>;
+  const std::size_t per_thread = (kPrefetch ? 2 : 1) * SharedShare<In>::bytes_per_thread;  // dy's share, y's
+  static DeviceOnce attributes;
+  attributes.run([&] {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(per_thread * kWideBlockThreads)));
+  });
+  const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
+  const unsigned grid = kPrefetch ? persistent_grid(kernel, c.threads, smem, p.rows) : capped_grid(p.rows);
+  kernel<<<grid, c.threads, smem, s>>>(p);
+  SMK_CUDA_CHECK_LAUNCH("backward_wide_shared_kernel");
+}
+
 template <typename In>
 void launch_split(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kBackwardSplitChunk - 1) / kBackwardSplitChunk;
@@ -409,7 +548,13 @@ void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t
   if (p.rows == 0 || p.n == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (c.wide) launch_block<In, false, kBackwardWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    if (c.dy_shared) {
+      // The next row's prefetch only for 16-bit rows: f32 shares of y and dy would take 256 KB at 1024 threads.
+      if constexpr (sizeof(In) == 2) {
+        if (c.staged) return launch_wide_shared<In, true>(p, c, s);
+      }
+      launch_wide_shared<In, false>(p, c, s);
+    } else if (c.wide) launch_block<In, false, kBackwardWideBlockElems, kWideBlockThreads, 1>(p, c, s);
     else if (c.staged) launch_block<In, true>(p, c, s);
     else launch_block<In, false>(p, c, s);
   });

@@ -97,9 +97,8 @@ __device__ __forceinline__ OnlineSoftmaxState<float> cluster_state(float2* parts
 template <typename In, bool kLog, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads,
           int kMinBlocks = 2>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const RowProblem p, int cluster) {
-  static_assert(!kStaged || kElems == kBlockElems, "the row pipeline stages kBlockElems a thread");
   using Tile = RowTile<In, kElems>;
-  using Stage = RowStage<In, kBlockElems>;
+  using Stage = RowStage<In, kElems>;
   __shared__ float red_max[32], red_sum[32];
   __shared__ int red_ties[32];
   __shared__ float part_max, part_sum;  // this block's partials, read by the whole cluster
@@ -220,14 +219,14 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   constexpr auto softmax_kernel = block_rows_kernel<In, false, kStaged, kElems, kThreads, kMinBlocks>;
   constexpr auto log_kernel = block_rows_kernel<In, true, kStaged, kElems, kThreads, kMinBlocks>;
   const auto kernel = p.op == Op::softmax ? softmax_kernel : log_kernel;
-  const std::size_t smem = kStaged ? RowStage<In, kBlockElems>::bytes(c.threads) : 0;
+  const std::size_t smem = kStaged ? RowStage<In, kElems>::bytes(c.threads) : 0;
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([&] {  // both instantiations at once: one DeviceOnce serves either op
     for (const auto k : {softmax_kernel, log_kernel}) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       if (kStaged)
         SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(RowStage<In, kBlockElems>::bytes(kMaxThreads))));
+                                            static_cast<int>(RowStage<In, kElems>::bytes(kThreads))));
     }
   });
   cudaLaunchConfig_t cfg{};
@@ -258,7 +257,10 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (c.wide) launch<In, false, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    // The wide block staged: its next row bulk-copied into shared memory (up to 128 KB at 1024 threads in f32) while
+    // it reduces and writes the current one, the only overlap a block alone on its SM gets.
+    if (c.wide && c.staged) launch<In, true, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    else if (c.wide) launch<In, false, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);
     else if (c.staged) launch<In, true>(p, c, s);
     else launch<In, false>(p, c, s);
   });

@@ -92,12 +92,18 @@ struct BlockConfig {
   // elements (backward: kBackwardWideBlockElems each of y and dy), compiled for one block an SM, so that a row of up to
   // 32768 elements (backward 16384) stays in one block's registers with no cluster barrier (block_row.cu).
   bool wide = false;
+  // The backward's wide block with dy in shared memory (backward.cu, block_per_row only, cluster 1): y in registers
+  // (kBackwardWideSharedElems a thread), dy copied by cp.async into the block's shared memory, each thread's share
+  // where only it reads it, so a row of up to 32768 fits 64 registers. With `staged` too (16-bit only: f32 would need
+  // 256 KB) the next row's y and dy are copied there while the current row is reduced and written.
+  bool dy_shared = false;
 };
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.
 constexpr int kWideBlockThreads = 1024;
 constexpr int kWideBlockElems = 32;          // 32768 elements a row
 constexpr int kBackwardWideBlockElems = 16;  // 16384: y and dy, 2 × 16 (2 × 32 would not fit 64 registers)
+constexpr int kBackwardWideSharedElems = 32;  // 32768: y in registers, dy in shared memory (BlockConfig::dy_shared)
 // split_row: a row is cut into chunks of kSplitThreads · kBlockElems elements (backward: kBackwardBlockElems); one block reduces one chunk to an
 // (m, l) state, one block per row merges the chunk states in chunk order, then a second pass writes the outputs.
 constexpr int kSplitThreads = 512;

@@ -145,6 +145,12 @@ constexpr std::int64_t kBackwardWideBlockMaxN =
 constexpr std::int64_t kWideAutoMaxN = kWideBlockMaxN;                  // softmax, log-softmax
 constexpr std::int64_t kWideAutoMaxNReadOnly = kWideBlockMaxN;          // logsumexp, state
 constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both backward passes
+// The backward's wide block with dy in shared memory (BlockConfig::dy_shared; 16-bit rows also prefetch the next
+// row): y in registers, 32 a thread, so one block holds up to 32768. It takes the rows above kBackwardWideAutoMaxN up
+// to kBackwardWideSharedAutoMaxN instead of cluster_row. Provisional (its capacity) until the H200 run of bw16.
+constexpr std::int64_t kBackwardWideSharedMaxN =
+    std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideSharedElems;  // 32768
+constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
@@ -247,6 +253,10 @@ bool row_pipeline_pays(kernels::Op op, const kernels::BlockConfig& c) {
 // The backward passes' row pipeline (backward.cu) paid only for 16-bit rows on block_per_row: 16384×4096 bf16 softmax
 // backward 117 → 107 µs (88 % of copy), f32 192 → 246; on clusters it was even or slower in both dtypes (same run).
 bool backward_row_pipeline_pays(DType t, const kernels::BlockConfig& c) { return c.cluster == 1 && t != DType::f32; }
+// The forward's wide block staged (its next row bulk-copied into shared memory while it reduces and writes the
+// current one; a block of up to 1024 threads is alone on its SM, so nothing else overlaps its load). Provisional:
+// 16-bit rows, until the H200 run of bw16.
+bool wide_row_pipeline_pays(DType t) { return t != DType::f32; }
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
   kernels::StridedConfig c;
@@ -311,9 +321,9 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int64_t n, bool backward,
                         bool read_only = false) {
   const bool unit_step = in.strides[dim] == 1 || n <= 1;
-  const std::int64_t block_max = backward ? kBackwardWideBlockMaxN : kWideBlockMaxN;
+  const std::int64_t block_max = backward ? kBackwardWideSharedMaxN : kWideBlockMaxN;
   const std::int64_t block_auto =
-      backward ? kBackwardWideAutoMaxN : (read_only ? kWideAutoMaxNReadOnly : kWideAutoMaxN);
+      backward ? kBackwardWideSharedAutoMaxN : (read_only ? kWideAutoMaxNReadOnly : kWideAutoMaxN);
   const std::int64_t cluster_max = backward ? kBackwardClusterMaxN : kClusterMaxN;
   const std::int64_t cluster_auto =
       std::min(cluster_max, !backward && read_only ? kClusterAutoMaxNReadOnly : kClusterAutoMaxN);
@@ -417,9 +427,11 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
 
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
-    case SoftmaxPath::block_per_row:
-      return kernels::launch_block_rows(
-          rp, block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems), s);
+    case SoftmaxPath::block_per_row: {
+      kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
+      c.staged = c.wide && wide_row_pipeline_pays(in.dtype);
+      return kernels::launch_block_rows(rp, c, s);
+    }
     case SoftmaxPath::cluster_row: {
       kernels::BlockConfig c =
           p.n >= kWideClusterFromN ? wide_cluster_config(p.n) : cluster_config(p.n, kernels::kBlockElems);
@@ -461,8 +473,15 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
     case SoftmaxPath::block_per_row: {
-      kernels::BlockConfig c =
-          block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);
+      kernels::BlockConfig c;
+      if (p.n > kBackwardWideAutoMaxN) {
+        // Above the wide block's 16 + 16 a thread: dy in shared memory, 16-bit rows prefetching the next row.
+        c.threads = round_up32(ceil_div(p.n, kernels::kBackwardWideSharedElems));
+        c.dy_shared = true;
+        c.staged = y.dtype != DType::f32;
+        return kernels::launch_backward_block_rows(rp, c, s);
+      }
+      c = block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);
       c.staged = !c.wide && backward_row_pipeline_pays(y.dtype, c);
       return kernels::launch_backward_block_rows(rp, c, s);
     }

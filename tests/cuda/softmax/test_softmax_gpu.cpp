@@ -534,6 +534,73 @@ TEST_F(GpuSoftmax, WideBlockEdges) {
                       {SoftmaxPath::block_per_row});
 }
 
+// bw16: the backward's wide block with dy in shared memory (16385..32768; 16-bit rows prefetch the next row through a
+// persistent grid) and the forward's wide block staged (16-bit), against the float64 reference with poisoned outputs:
+// few rows and more rows than blocks resident (each block walks several, prefetching), f32 / bf16 / f16 in, f32 out,
+// temperatures, rows of an odd pitch (unaligned: cp.async and the bulk copy decline some rows, take others), and
+// rows of a batch bitwise equal to the same rows alone.
+TEST_F(GpuSoftmax, WideSharedBackwardAndStagedWideForward) {
+  const std::vector<SoftmaxPath> paths = {SoftmaxPath::automatic, SoftmaxPath::block_per_row};
+  std::uint64_t seed = 2600;
+  const std::vector<std::int64_t> ns =
+      small_mode() ? std::vector<std::int64_t>{16385, 32768} : std::vector<std::int64_t>{16385, 20000, 30001, 32768};
+  for (std::int64_t n : ns) {
+    // 140 rows: more than the 132 blocks resident above 16384 (one an SM), so some blocks walk two rows (at the
+    // ends only: the reference's time).
+    const bool end = n == 16385 || n == 32768;
+    for (std::int64_t rows : {std::int64_t{2}, std::int64_t{small_mode() || !end ? 3 : 140}}) {
+      const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed), paths);
+        run_all_paths(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed), paths);
+        run_all_paths(plain_case(tag + "_f16_to_f32", op, DType::f16, DType::f32, rows, n, ++seed), paths);
+        Case t = plain_case(tag + "_temperature", op, DType::bf16, DType::bf16, rows, n, ++seed);
+        t.row_temperature.resize(static_cast<std::size_t>(rows));
+        for (std::int64_t r = 0; r < rows; ++r) t.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 3.0;
+        run_all_paths(t, paths);
+        Case u = plain_case(tag + "_unaligned_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed);
+        u.in.strides = {n + 3, 1};
+        u.in.offset = 1;
+        run_all_paths(u, paths);
+      }
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        run_all_paths(plain_case(tag + "_fwd_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed), paths);
+        Case u = plain_case(tag + "_fwd_unaligned_f16", op, DType::f16, DType::f32, rows, n, ++seed);
+        u.in.strides = {n + 3, 1};
+        u.in.offset = 1;
+        run_all_paths(u, paths);
+      }
+    }
+  }
+  if (small_mode()) return;
+  // Batch invariance: rows of an odd pitch in a batch of more rows than blocks resident, bitwise equal alone.
+  for (std::int64_t n : {16385, 32768}) {
+    const std::int64_t rows = 140;
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward, Op::softmax, Op::log_softmax}) {
+      for (DType t : {DType::f32, DType::bf16}) {
+        Case batch = plain_case("wide_shared_batch_" + std::to_string(n), op, t, t, rows, n, 13);
+        batch.in.strides = {n + 1, 1};
+        batch.in.offset = 1;
+        const Result all = run_gpu(batch, SoftmaxPath::automatic);
+        ASSERT_TRUE(all.ran) << all.reason;
+        for (std::int64_t r : {std::int64_t{0}, std::int64_t{70}, std::int64_t{133}, rows - 1}) {
+          Case one = plain_case("alone", op, t, t, 1, n, 13);
+          one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
+          if (is_backward(op)) one.dy.assign(batch.dy.begin() + r * n, batch.dy.begin() + (r + 1) * n);
+          const Result alone = run_gpu(one, SoftmaxPath::automatic);
+          ASSERT_TRUE(alone.ran) << alone.reason;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const double a = alone.out[i], b = all.out[r * n + i];
+            ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || a == b)
+                << op_name(op) << " " << dtype_name(t) << " n=" << n << " row " << r << " element " << i
+                << ": alone " << a << ", batch " << b;
+          }
+        }
+      }
+    }
+  }
+}
+
 // A forced path that cannot serve a call says so, naming itself; it never falls back silently.
 TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   auto refused = [](const Case& c, SoftmaxPath path, const char* words) {
@@ -544,10 +611,10 @@ TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   };
   refused(plain_case("warp_1025", Op::softmax, DType::f32, DType::f32, 2, 1025, 1), SoftmaxPath::warp_per_row,
           "capacity");
-  // block_per_row's wide block holds 1024 × 32 elements (backward 1024 × 16 of y and dy).
+  // block_per_row's wide block holds 1024 × 32 elements (backward 1024 × 32 of y, dy in shared memory).
   refused(plain_case("block_32769", Op::softmax, DType::f32, DType::f32, 2, 32769, 1), SoftmaxPath::block_per_row,
           "capacity");
-  refused(plain_case("block_backward_16385", Op::softmax_backward, DType::f32, DType::f32, 2, 16385, 1),
+  refused(plain_case("block_backward_32769", Op::softmax_backward, DType::f32, DType::f32, 2, 32769, 1),
           SoftmaxPath::block_per_row, "capacity");
   refused(plain_case("cluster_196609", Op::logsumexp, DType::f32, DType::f32, 1, 196609, 1),
           SoftmaxPath::cluster_row, "capacity");

@@ -4,7 +4,7 @@
 // warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
-//   usage: tune_softmax [--quick]
+//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -132,7 +132,7 @@ void report(const char* shape, DType t, Op op, const Variant& v, double us, doub
   const double tbs = bytes / (us * 1e-6) / 1e12;
   std::printf("%-14s %-5s %-11s %-26s %10.2f us %6.2f TB/s %5.1f%%\n", shape, smk::dtype_name(t),
               op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : op == Op::log_softmax ? "log_softmax"
-              : op == Op::softmax_backward ? "softmax_bwd" : "other",
+              : op == Op::softmax_backward ? "softmax_bwd" : op == Op::log_softmax_backward ? "logsm_bwd" : "other",
               v.name.c_str(), us, tbs, 100.0 * tbs / kCopyTBs);
   std::fflush(stdout);
 }
@@ -148,7 +148,10 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
       const bool bwd = op == Op::softmax_backward || op == Op::log_softmax_backward;
       const double bytes = elems * static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
       for (const Variant& v : variants) {
-        if (v.kind == 'b' && v.block.threads > 512) continue;  // more than the kernel's launch bound
+        // More than the 512-thread kernel's launch bound (the wide kernels take up to 1024).
+        if (v.kind == 'b' && v.block.threads > 512 && !v.block.wide && !v.block.dy_shared) continue;
+        // The backward wide block prefetches the next row only for 16-bit rows; f32 would time the unstaged kernel.
+        if (v.kind == 'b' && v.block.dy_shared && v.block.staged && t == DType::f32) continue;
         const double us = median_us(b, reps, [&](int i) {
           if (bwd) {
             const RowProblem p = backward_problem(op, rows, n, t, b, i);
@@ -185,6 +188,36 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
+// bw16: the wide block forward (32 elements a thread, staged or not) and the backward's wide blocks (16 + 16 in
+// registers, or y's 32 in registers and dy in shared memory, prefetching the next row or not).
+Variant wide(std::int64_t n, bool staged) {
+  Variant v = block(static_cast<int>(std::max<std::int64_t>(32, ((n + kWideBlockElems - 1) / kWideBlockElems + 31) / 32 * 32)),
+                    1, staged);
+  v.name = std::string("wide T") + std::to_string(v.block.threads) + (staged ? " staged" : "");
+  v.block.wide = true;
+  return v;
+}
+Variant bwide16(std::int64_t n) {
+  Variant v = block(static_cast<int>(((n + kBackwardWideBlockElems - 1) / kBackwardWideBlockElems + 31) / 32 * 32), 1);
+  v.name = "bwd wide16 T" + std::to_string(v.block.threads);
+  v.block.wide = true;
+  return v;
+}
+Variant bshared(std::int64_t n, bool prefetch) {
+  Variant v = block(static_cast<int>(((n + kBackwardWideSharedElems - 1) / kBackwardWideSharedElems + 31) / 32 * 32), 1,
+                    prefetch);
+  v.name = "bwd dy-shared T" + std::to_string(v.block.threads) + (prefetch ? " prefetch" : "");
+  v.block.dy_shared = true;
+  return v;
+}
+Variant bcluster_old(std::int64_t n) {  // the dispatcher's cluster_row backward before bw16 (blocks of ~192 threads)
+  const int cluster =
+      static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBackwardBlockElems - 1) / (192 * kBackwardBlockElems), 2, 16));
+  const std::int64_t per = (n + std::int64_t{cluster} * kBackwardBlockElems - 1) / (std::int64_t{cluster} * kBackwardBlockElems);
+  Variant v = block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster);
+  v.name = "bwd cluster C" + std::to_string(cluster) + " T" + std::to_string(v.block.threads);
+  return v;
+}
 
 }  // namespace
 
@@ -204,7 +237,32 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  const int reps = quick ? 10 : 30;
+  if (argc > 1 && std::strcmp(argv[1], "--bw16-ncu") == 0) {
+    // One launch of each kernel for Nsight Compute (scripts/device.sh bw16): warp_per_row 262144×128 softmax bf16
+    // (E32 L4) and f32 (E16 L8); the wide block bf16 8192×32000 softmax unstaged then staged; the backward bf16
+    // 8192×32000 on cluster_row (before bw16) then the wide block with dy in shared memory, prefetching.
+    {
+      Buffers b = make_buffers(262144, 128, DType::bf16);
+      launch_warp_rows(problem(Op::softmax, 262144, 128, DType::bf16, b, 0), {32, 4}, nullptr);
+      free_buffers(b);
+      b = make_buffers(262144, 128, DType::f32);
+      launch_warp_rows(problem(Op::softmax, 262144, 128, DType::f32, b, 0), {16, 8}, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    Buffers b = make_buffers(8192, 32000, DType::bf16);
+    for (bool staged : {false, true})
+      launch_block_rows(problem(Op::softmax, 8192, 32000, DType::bf16, b, 0), wide(32000, staged).block, nullptr);
+    launch_backward_block_rows(backward_problem(Op::softmax_backward, 8192, 32000, DType::bf16, b, 0),
+                               bcluster_old(32000).block, nullptr);
+    launch_backward_block_rows(backward_problem(Op::softmax_backward, 8192, 32000, DType::bf16, b, 0),
+                               bshared(32000, true).block, nullptr);
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    return 0;
+  }
+  const bool bw16 = argc > 1 && std::strcmp(argv[1], "--bw16") == 0;
+  const int reps = quick ? 10 : bw16 ? 15 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
     const std::size_t bytes = std::size_t{1} << 31;
@@ -220,6 +278,27 @@ int main(int argc, char** argv) {
   }
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  if (bw16) {
+    // Old beside new in one process (docs/perf-notebook.md "bw16"). The backward above 16384: cluster_row (the
+    // dispatcher before) against the wide block with dy in shared memory, prefetching (16-bit) or not; at 16384 also
+    // the 16 + 16 wide block (the dispatcher's there).
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    const std::vector<DType> three = {DType::f32, DType::bf16, DType::f16};
+    run_shape(8192, 32000, {bcluster_old(32000), bshared(32000, false), bshared(32000, true)}, three, bwd, reps);
+    run_shape(2048, 24576, {bcluster_old(24576), bshared(24576, false), bshared(24576, true)}, both, bwd, reps);
+    run_shape(4096, 16384, {bwide16(16384), bshared(16384, false), bshared(16384, true)}, both, bwd, reps);
+    // The forward's wide block, staged or not.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{8192, 32000}, {4096, 16384}, {2048, 24576}})
+      run_shape(rows, n, {wide(n, false), wide(n, true)}, three, ops, reps);
+    // Short rows: the warp configurations and the block, 16-bit and f32.
+    run_shape(262144, 128, {warp(32, 4), warp(16, 8), warp(8, 16)}, both, {Op::softmax, Op::logsumexp}, reps);
+    run_shape(1048576, 32, {warp(32, 1), warp(16, 2), warp(8, 4)}, both, {Op::softmax, Op::logsumexp}, reps);
+    run_shape(32768, 1024, {warp(32, 32), block(64, 1), block(128, 1), block(256, 1)}, both,
+              {Op::softmax, Op::logsumexp}, reps);
+    run_shape(65536, 512, {warp(32, 16), warp(16, 32), block(64, 1)}, both, {Op::softmax}, reps);
+    return 0;
+  }
   if (rowpipe) {
     // The row pipeline (block_row.cu's staged kernels) beside the direct kernel it replaces, same configuration, on
     // the many-row shapes of issue 3 (docs/perf-notebook.md "row pipeline"); split_row where it is the dispatcher's.
