@@ -76,11 +76,11 @@ inline constexpr int kPrefillStagesD128 = 2;
 // warpgroups and 64-key tiles (slower than both kept variants on every row: 448.8 against 482.9 and 495.8 TFLOP/s
 // at B=4, H=32, S=4096, TMA), and 128-key tiles at D = 64 (318.7 / 303.3 against 382.0 at B=16, H=16, S=2048, TMA;
 // behind on every row but one tie).
-// warps = 9: the two-warpgroup variants with a producer warp and the warpgroups' products ping-ponged (TMA only;
-// asked for cp.async they run the 8-warp kernel).
+// warps = 9: two warpgroups and a producer warpgroup (one lane issues the TMA copies), the two warpgroups' products
+// ping-ponged (TMA only; asked for cp.async it runs the 8-warp kernel); built at D = 128 with 64-key tiles
+// (prefill_wgmma.cu says which others were measured and dropped).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
-    {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 128, 3}, {128, 9, 1, 64, 3},
-    {64, 4, 1, 64, 3},  {64, 8, 1, 64, 3},   {64, 9, 1, 64, 3}};
+    {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {64, 4, 1, 64, 3}, {64, 8, 1, 64, 3}};
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
 // mma.sync kernel's default on every row of the issue's table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at

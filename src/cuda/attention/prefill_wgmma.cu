@@ -359,7 +359,11 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
     ptx::cp_async_commit();
   }
 
-  for (int j = 0; j < n_tiles; ++j) {
+  // One key tile. Checked (std::true_type): the tiles from the first that crosses the warpgroup's causal diagonal
+  // on, which scan V and may take exact_pv; the tiles before it (every key seen by every row of the warpgroup: all
+  // of them without a causal mask) run without that code, so the hot loop is the same as before the check.
+  const auto step = [&](int j, auto checked) {
+    constexpr bool kChecked = decltype(checked)::value;
     // Tile j (and Q) landed for this thread (and, cp.async, made visible to the async proxy), then the barrier: it
     // proves every warpgroup waited for its P·V of tile j − 2, whose stage tile j + 1 now overwrites.
     if constexpr (kTma) {
@@ -382,7 +386,8 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
     }
     // Tile j − 1's P·V takes exact_pv. (nf is the same in every thread of the warpgroup; the vote says so to ptxas,
     // which otherwise serialises the products around a branch it takes for divergent, C7520.)
-    const bool exact_prev = __any_sync(0xffffffffu, nf);
+    bool exact_prev = false;
+    if constexpr (kChecked) exact_prev = __any_sync(0xffffffffu, nf);
     const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
     ptx::wgmma_fence();
     qk(s, cur);
@@ -401,11 +406,13 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
     softmax(j, alpha, pn);
     // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
     // gathered by a named barrier (3, 4).
-    nf = crosses(j) && ptx::bar_or(3 + wg, 128, scan(j, cur));
+    if constexpr (kChecked) nf = crosses(j) && ptx::bar_or(3 + wg, 128, scan(j, cur));
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(p);
-    if (exact_prev) exact_pv(j - 1, prev);
+    if constexpr (kChecked) {
+      if (exact_prev) exact_pv(j - 1, prev);
+    }
     if constexpr (kWS) {
       if (j > 0 && lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
     }
@@ -423,7 +430,12 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
         o[4 * t + 3] *= alpha[1];
       }
     }
-  }
+  };
+  const std::int64_t n_seen = a.causal ? (wg_diag + 1 < 0 ? 0 : (wg_diag + 1) / kBlockN) : n_tiles;
+  const int j_cross = n_seen < n_tiles ? static_cast<int>(n_seen) : n_tiles;  // the first crossing tile
+  int j = 0;
+  for (; j < j_cross; ++j) step(j, std::false_type{});
+  for (; j < n_tiles; ++j) step(j, std::true_type{});
   if (n_tiles > 0) {
     if (__any_sync(0xffffffffu, nf)) {
       exact_pv(n_tiles - 1, (n_tiles - 1) % kStages);
@@ -535,19 +547,20 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
-// cp.async and the TMA path; warps = 9: two warpgroups and the producer warp (kWS), TMA only (asked for cp.async,
-// or falling back to it, it runs the 8-warp kernel: the same rows, the same bits).
+// cp.async and the TMA path; warps = 9: two consumer warpgroups and the producer (kWS), TMA only (asked for
+// cp.async, or falling back to it, it runs the 8-warp kernel: the same rows, the same bits). Measured in the H200
+// run of b14890f and dropped: kWS at D = 128 with 128-key tiles (247.6 TFLOP/s at B=4, H=32, S=4096 full against
+// 488.8 without: ptxas compiles the 384-thread kernel to 168 registers a thread whatever setmaxnreg asks, spills
+// 272 bytes and serialises the products, C7512) and at D = 64 (278.2 against 390.3 at B=16, H=16, S=2048).
 template <typename T, bool kTma>
 bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
               std::int64_t max_sq, cudaStream_t s) {
   const auto is = [&](int dd, int w, int bn) { return d == dd && warps == w && block_n == bn; };
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(128, 9, 128)) return launch<T, 128, 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 9, 64)) return launch<T, 128, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 4, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 8, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 9, 64)) return launch<T, 64, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
 
