@@ -668,6 +668,9 @@ if want decode-r4; then
   outer=$OUT
   OUT=/tmp/o && mkdir -p "$OUT"
   d4=/tmp/d4 && mkdir -p "$d4" && tar -xJf build/dec4-bin.tar.xz -C "$d4"
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d4/new/bench_decode" 2>/dev/null |
+    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
+    sort | uniq -c >"$OUT/decode-registers.txt"
   run_step decode-bench timeout 45 "$d4/new/bench_decode" --json "$OUT/bench_decode.json"
   run_step decode-bench-old timeout 35 "$d4/old/bench_decode" --json "$OUT/bench_decode_old.json"
   run_step decode-sdpa timeout 50 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
@@ -679,6 +682,7 @@ if want decode-r4; then
     "$d4/new/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*ClusterMerge*:*KeptCounters*:*Strided*'
   grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
     "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
+  cat "$OUT/decode-registers.txt" >>"$OUT/decode-summary.txt" 2>/dev/null
   cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$outer/" 2>/dev/null
   tar -czf "$outer/decode-r4-logs.tgz" -C "$OUT" . 2>/dev/null
   OUT=$outer

@@ -148,6 +148,11 @@ struct DecodeConfig {
   // SMs instead of packing three blocks an SM (decode_common.cuh: kDecodeSpreadSmem). With DecodeMerge::cluster forced
   // it applies above kDecodeClusterDispatch too; off: round 3's packed launch.
   DecodeToggle spread_cluster = DecodeToggle::dispatcher;
+  // Tensor-core kernel without clusters: a persistent grid (on: the blocks that fit at once, each running several
+  // (split, head, sequence) items in a static order, the next item's first tiles in flight during the current one's
+  // fold and merge), or one item a block (off). The dispatcher: only where the items outnumber that grid.
+  DecodeToggle persistent = DecodeToggle::dispatcher;
+  int persistent_blocks = 0;  // the persistent grid's size, for tests (0: the blocks that fit at once on the device)
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -194,6 +199,10 @@ inline constexpr bool kDecodeSelfResetCounters = true;
 // (decode_mma_active_clusters), else by the fused merge. Provisional until the H200 run of round 4 measures it beside
 // the fused merge.
 inline constexpr bool kDecodeSpreadCluster = true;
+// Round 4: the persistent grid where the items outnumber the blocks that fit at once (the batch rows), with the fused
+// merge (a cluster merge needs its blocks resident together, so a persistent call merges by the fused merge).
+// Provisional until the H200 run of round 4 measures it beside one item a block.
+inline constexpr bool kDecodePersistent = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
