@@ -537,8 +537,17 @@ for x in r: x["tflops"]={"old "+k: v for k, v in x["tflops"].items() if not k.st
 json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.json"
   run_step pfx-tune-new env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 "$pb/new/tune_prefill" \
     --json "$OUT/tune_new.json"
+  # Old again after new (A B A): the H200's clock drifts over a run by a few per cent, so one order would favour one.
+  if [ -n "${SMK_PFX_ABA:-}" ]; then
+    run_step pfx-tune-old2 env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 \
+      "$pb/old/tune_prefill" --json "$OUT/tune_old2_raw.json"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+for x in r: x["tflops"]={"old2 "+k: v for k, v in x["tflops"].items() if not k.startswith("ws2")}
+json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old2_raw.json" "$OUT/tune_old2.json"
+  fi
   pfx_keep
   run_step pfx-sdpa timeout 60 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "$OUT/tune_old.json" \
+    $(ls "$OUT/tune_old2.json" 2>/dev/null) \
     --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
   pfx_keep
   run_step pfx-test-nf timeout 40 "$pb/new/test_cuda_prefill" --gtest_filter='*NonFiniteV*'

@@ -100,6 +100,18 @@ __device__ __forceinline__ void copy_tile(std::uint32_t s, const T* g, std::int6
   }
 }
 
+// prefill_exact_pv.cuh's exact_pv for one 16-row m-tile, out of line (the accumulators and P in local memory):
+// called only where a tile on the diagonal holds a non-finite V value, it keeps the kernel's loop free of its
+// registers (inlined, it cost stage 1 5-12 % in the H200 run of 19a3913).
+template <typename T, int D, int kBlockN>
+__device__ __noinline__ void exact_pv_call(float* o, const std::uint32_t* pp, std::uint32_t v_addr, int vis0,
+                                           int vis1) {
+  prefill_exact::exact_pv<T, kBlockN, D / 8>(
+      [&](int kk, int e) { return pp[4 * kk + e]; },
+      [&](int x, int col) { return v_addr + static_cast<std::uint32_t>(swz<D>(x, col) * sizeof(T)); },
+      [&](int t, int i) -> float& { return o[4 * t + i]; }, vis0, vis1);
+}
+
 // One CTA: kBlockM = 16·kWarps·kMT query rows of one (batch, head); each warp owns 16·kMT rows (kMT m-tiles: with
 // 2, every K and V fragment read from shared memory feeds two products, FlashAttention-2's arrangement). K and V
 // tiles of kBlockN keys go through a ring of kStages shared-memory stages (cp.async), one __syncthreads per tile:
@@ -208,7 +220,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
     // barrier, on such tiles only) sends this tile's P·V to the exact path below.
     const std::int64_t nj = static_cast<std::int64_t>(j) * kBlockN;
     bool exact = false;
-    if (a.causal && nj + kBlockN - 1 > m0 + sk - sq) {
+    if (__builtin_expect(a.causal && nj + kBlockN - 1 > m0 + sk - sq, 0)) {
       const std::int64_t lo = m0 + sk - sq - nj + 1;
       const int x_lo = lo < 0 ? 0 : (lo > kBlockN ? kBlockN : static_cast<int>(lo));
       exact = __syncthreads_or(prefill_exact::rows_nonfinite<T, D, kBlockN, kThreads>(
@@ -349,7 +361,7 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
         pa[kk][mt][2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
         pa[kk][mt][3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
-    if (exact) {
+    if (__builtin_expect(exact, 0)) {
       // The last key of this tile (tile-relative, clamped into [−1, kBlockN]) that row `row` sees.
       const auto vis = [&](std::int64_t row) {
         const std::int64_t last = sk - 1 - nj;
@@ -357,13 +369,19 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
         x = x < last ? x : last;
         return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
       };
+      // Through local memory and a call that is not inlined: the rare path then takes no registers from the loop.
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         const std::int64_t row0 = m0 + wrow + mt * 16 + g;
-        prefill_exact::exact_pv<T, kBlockN, kDT>(
-            [&](int kk, int e) { return pa[kk][mt][e]; },
-            [&](int x, int col) { return v_addr + static_cast<std::uint32_t>(swz<D>(x, col) * sizeof(T)); },
-            [&](int t, int i) -> float& { return acc[mt][t][i]; }, vis(row0), vis(row0 + 8));
+        float o[kDT * 4];
+        std::uint32_t pp[kBlockN / 16 * 4];
+#pragma unroll
+        for (int i = 0; i < kDT * 4; ++i) o[i] = acc[mt][i / 4][i % 4];
+#pragma unroll
+        for (int i = 0; i < kBlockN / 4; ++i) pp[i] = pa[i / 4][mt][i % 4];
+        exact_pv_call<T, D, kBlockN>(o, pp, v_addr, vis(row0), vis(row0 + 8));
+#pragma unroll
+        for (int i = 0; i < kDT * 4; ++i) acc[mt][i / 4][i % 4] = o[i];
       }
     } else {
 #pragma unroll
@@ -519,10 +537,20 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   const bool wg = kernel == PrefillKernel::wgmma;
   // Short causal rows: one warpgroup and 64-key tiles (attention_cuda.hpp has the measurements).
   const bool short_causal = o.causal && sq <= kPrefillWgmmaShortCausal;
-  const int wg_warps =
-      short_causal ? kPrefillWgmmaWarpsShortCausal : (d64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128);
-  const int wg_block_n =
-      short_causal ? kPrefillWgmmaBlockNShortCausal : (d64 ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND128);
+  // TMA boxes cannot stop at a varlen sequence's end (the next sequence's rows would be read): cp.async there.
+  // (A tensor map needs every extent ≥ 1, and TMA coordinates are 32-bit: no keys at all, or sequences past
+  // 2^31 rows, take cp.async too; so does a view the driver will not describe, prefill_wgmma.cu says.)
+  const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0 && sq <= INT32_MAX && sk <= INT32_MAX;
+  // D = 128 without TMA: the producer warpgroup's variant would run its 8-warp cp.async kernel, which lost to the
+  // 128-key one; that one then.
+  const int wg_warps = short_causal ? kPrefillWgmmaWarpsShortCausal
+                       : d64        ? kPrefillWgmmaWarpsD64
+                       : tma        ? kPrefillWgmmaWarpsD128
+                                    : kPrefillWgmmaWarpsD128CpAsync;
+  const int wg_block_n = short_causal ? kPrefillWgmmaBlockNShortCausal
+                         : d64        ? kPrefillWgmmaBlockND64
+                         : tma        ? kPrefillWgmmaBlockND128
+                                      : kPrefillWgmmaBlockND128CpAsync;
   const PrefillVariant variant =
       wg ? PrefillVariant{static_cast<int>(d), config.warps != 0 ? config.warps : wg_warps,
                           config.m_tiles != 0 ? config.m_tiles : 1, config.block_n != 0 ? config.block_n : wg_block_n,
@@ -600,11 +628,6 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (wg) {
-    // TMA boxes cannot stop at a varlen sequence's end (the next sequence's rows would be read): cp.async there.
-    // (A tensor map needs every extent ≥ 1, and TMA coordinates are 32-bit: no keys at all, or sequences past
-    // 2^31 rows, take cp.async too; so does a view the driver will not describe, prefill_wgmma.cu says.)
-    const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0 && sq <= INT32_MAX &&
-                     sk <= INT32_MAX;
     prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps, variant.block_n, tma, a, batch, hq, sq, s);
     return;
   }

@@ -109,8 +109,13 @@ struct PrefillMaps {
 // them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 65536).
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
+// CTAs an SM the registers must allow: two at D = 64 with two warpgroups (64 KB of shared memory each; at 131
+// registers a thread, as the build of 19a3913 gave, only one fits, and the H200 run of 19a3913 measured 268 against
+// 382 TFLOP/s at B=16, H=16, S=2048), else one (shared memory allows no more at D = 128, two warpgroups).
+template <int D, int kWG, bool kWS>
+constexpr int kMinCtas = (D == 64 && kWG == 2 && !kWS) ? 2 : 1;
 template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
-__global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), 1)
+__global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kWS || (kTma && kWG == 2), "the producer warp feeds two warpgroups by TMA");
