@@ -9,8 +9,7 @@ with --clean, cuDNN once more after a flush that leaves L2 clean (the write, the
 reads Hq/Hkv times the bytes, but TB/s still counts the unique K and V, as ours does). Joins bench_decode's JSON
 (round 4's fields) into one markdown table: µs and TB/s of K and V read for the dispatcher's choice (timed twice: the
 spread; and once with an event recorded inside the call, round 3's method), under the same split rule the cluster
-merge forced (packed, and spread one block an SM), the fused (atomic) merge with kept and with memset counters (one
-item a block) and on the persistent grid, the
+merge forced (packed, and spread one block an SM), the fused (atomic) merge with kept and with memset counters, the
 merge kernel instead (and its share), the clean-L2 probes (ours, the fused merge), the empty-sequence call, the
 timing method's floor (a 4-byte memset), the call's graph replay and its node counts (kernels / memsets / other), host
 µs per call (internal entry point / public API) and how many clusters of 16 the device runs at once; with --old, the
@@ -60,7 +59,7 @@ def main():
     if old:
         head += ["old µs", "old / ours"]
     head += ["ours, event between µs", "cluster packed µs", "cluster spread µs", "fused merge µs", "fused, memset µs",
-             "with merge kernel µs", "its merge %", "persistent (fused) µs", "clean L2 µs", "fused clean L2 µs", "empty µs", "floor µs",
+             "with merge kernel µs", "its merge %", "clean L2 µs", "fused clean L2 µs", "empty µs", "floor µs",
              "graph replay µs", "graph nodes k/m/o", "host µs (internal / public)", "16-clusters at once (spread / packed)"]
     for n, _, _ in backends:
         head += [f"{n} µs", f"{n} TB/s"]
@@ -98,7 +97,7 @@ def main():
         f = lambda key: f"{row[key]:.1f}" if key in row else "n/a"
         cells += [f("us_event"), f("us_cluster_packed"), f("us_cluster_spread"), f("us_fused"), f("us_memset"),
                   f("us_merge_kernel"), f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}",
-                  f("us_persistent"), f("us_clean_l2"), f("us_fused_clean_l2"), f("us_empty"), f("us_floor"), f("us_graph"),
+                  f("us_clean_l2"), f("us_fused_clean_l2"), f("us_empty"), f("us_floor"), f("us_graph"),
                   f"{row.get('graph_kernels')}/{row.get('graph_memsets')}/{row.get('graph_other')}",
                   f"{row.get('host_us', 0):.2f} / {row.get('host_us_public', 0):.2f}",
                   f"{row.get('active16_spread')} / {row.get('active16_packed')}"]

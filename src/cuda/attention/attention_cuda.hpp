@@ -155,11 +155,6 @@ struct DecodeConfig {
   // SMs instead of packing three blocks an SM (decode_common.cuh: kDecodeSpreadSmem). With DecodeMerge::cluster forced
   // it applies above kDecodeClusterDispatch too; off: round 3's packed launch.
   DecodeToggle spread_cluster = DecodeToggle::dispatcher;
-  // Tensor-core kernel without clusters: a persistent grid (on: the blocks that fit at once, each running several
-  // (split, head, sequence) items in a static order, the next item's first tiles in flight during the current one's
-  // fold and merge), or one item a block (off). The dispatcher: only where the items outnumber that grid.
-  DecodeToggle persistent = DecodeToggle::dispatcher;
-  int persistent_blocks = 0;  // the persistent grid's size, for tests (0: the blocks that fit at once on the device)
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -201,15 +196,12 @@ inline constexpr int kDecodeClusterMinRows = 5;
 // against 145.2 at (1, 131072), 0.8-1.3 µs less on every row with splits but (128, 1024), where nothing splits;
 // again in the run of 75d273c (round 2's build): 53.4 against 54.4, 144.5 against 145.4.
 inline constexpr bool kDecodeSelfResetCounters = true;
-// Round 4: where a sequence has more than kDecodeClusterDispatch splits (the single-sequence rows: 16), the dispatcher
-// merges in clusters spread one block an SM, if the device runs every cluster of the call at once
-// (decode_mma_active_clusters), else by the fused merge. Provisional until the H200 run of round 4 measures it beside
-// the fused merge.
-inline constexpr bool kDecodeSpreadCluster = true;
-// Round 4: the persistent grid where the items outnumber the blocks that fit at once (the batch rows), with the fused
-// merge (a cluster merge needs its blocks resident together, so a persistent call merges by the fused merge).
-// Provisional until the H200 run of round 4 measures it beside one item a block.
-inline constexpr bool kDecodePersistent = true;
+// Round 4 (the H200 run of e84495d, 2026-11-30, bench_decode): clusters of 16 spread one block an SM (DecodeConfig::
+// spread_cluster) do not fit 8 at once — the device runs 7 of them (21 packed), so the single-sequence rows' 8 clusters
+// (8 KV heads) took two rounds: 76.4 against 52.5 µs (fused merge) at (1, 32768), 224.2 against 141.7 at (1, 131072);
+// packed, 55.0 and 167.6. So the dispatcher does not spread (off); above kDecodeClusterDispatch splits it merges by
+// the fused merge, as in round 3. On (for measuring): where all the call's clusters run at once, else fused.
+inline constexpr bool kDecodeSpreadCluster = false;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

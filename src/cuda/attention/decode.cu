@@ -644,8 +644,10 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
   const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
   // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: up to
-  // kDecodeClusterDispatch blocks for blocks of more than 4 real rows; above, spread one block an SM, where every
-  // cluster of the call runs at once; attention_cuda.hpp says why); else the fused merge, which gives the same bits.
+  // kDecodeClusterDispatch blocks for blocks of more than 4 real rows; above, only with spread_cluster on — off by
+  // default, since the H200 runs 7 spread clusters of 16 at once, not the 8 a single sequence with 8 KV heads needs —
+  // and where every cluster of the call runs at once; attention_cuda.hpp has the numbers); else the fused merge, which
+  // gives the same bits.
   const bool forced = config.merge == DecodeMerge::cluster;
   const bool spread = a.grid_splits > kDecodeClusterDispatch && on(config.spread_cluster, kDecodeSpreadCluster);
   const bool bf16 = q.dtype == DType::bf16;
@@ -658,21 +660,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                                                                           : spread && clusters <= active);
     if (pays && active > 0) cluster = a.grid_splits;
   }
-  // The persistent grid (attention_cuda.hpp: kDecodePersistent): where the items outnumber the blocks that fit at once;
-  // it merges by the fused merge, so it takes the place of a cluster merge only when asked for (or by the dispatcher
-  // where the cluster merge is not forced).
-  const std::int64_t items = static_cast<std::int64_t>(a.grid_splits) * a.row_chunks * p.hkv * p.batch;
-  const bool want_persistent = mma && merge != DecodeMerge::kernel && on(config.persistent, kDecodePersistent) &&
-                               !(forced && cluster > 0) &&
-                               (config.persistent == DecodeToggle::on || cluster == 0);
-  int persistent_grid = want_persistent ? decode_mma_persistent_blocks(dev, bf16, d, mma_stages) : 0;
-  if (config.persistent_blocks < 0) throw_unsupported(op, "DecodeConfig::persistent_blocks must be 0 or more");
-  if (config.persistent_blocks > 0 && config.persistent_blocks < persistent_grid)
-    persistent_grid = config.persistent_blocks;
-  a.persistent = want_persistent && items > persistent_grid;
-  a.hkv = static_cast<int>(p.hkv);
-  a.items = items;
-  if (a.persistent) cluster = 0;
   const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
   void* workspace = nullptr;
   KeptCounters::Lease lease;
@@ -696,9 +683,8 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
       }
     }
   }
-  const dim3 grid = a.persistent ? dim3(static_cast<unsigned>(persistent_grid))
-                                 : dim3(static_cast<unsigned>(a.grid_splits * a.row_chunks),
-                                        static_cast<unsigned>(p.hkv), static_cast<unsigned>(p.batch));
+  const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
+                  static_cast<unsigned>(p.batch));
   try {
     if (mma) {
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, s);

@@ -39,12 +39,6 @@ struct DecodeArgs {
   // else they are in the call's workspace, zeroed by a memset). Null: the merge kernel does, or the cluster merge
   // (which needs no partials in global memory and no counter: part_o is null too).
   int* counters;
-  // A persistent launch (decode_mma.cu, without clusters; DecodeConfig::persistent): a 1-D grid of at most the blocks
-  // that fit at once, each running items blockIdx.x, blockIdx.x + gridDim.x, ... of the `items` = grid_splits ·
-  // row_chunks · hkv · B (split and row chunk fastest, then the KV head, then the sequence).
-  bool persistent;
-  int hkv;
-  std::int64_t items;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
@@ -62,20 +56,19 @@ inline constexpr int kDecodeMmaRows = 8;
 // their resources allow; the kernel's own 64 KB let three share an SM, so 8 clusters of 16 (the single-sequence rows
 // at 8 KV heads) sat on ~45 of 132 SMs — round 3 measured clusters of 16 at 169.1 against 144.0 µs for the fused merge
 // at (1, 131072). One block an SM spreads each cluster over 16 SMs of its GPC (where the device runs that many at once:
-// decode_mma_active_clusters).
+// decode_mma_active_clusters). Measured (H200, run of e84495d): the device runs 7 such clusters at once (21 packed):
+// fewer than the 8 the single-sequence rows need, so the dispatcher does not spread (kDecodeSpreadCluster).
 inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
 
 // decode_mma.cu: the tensor-core split kernel for 16-bit T (bf16 when `bf16`), head dimension d (64 or 128),
 // `stages` ring stages per warp (2 or 3). Grid as decode.cu's: (grid_splits · row_chunks, Hkv, B). cluster > 0: the
 // splits of each (sequence, KV head, row chunk) run as one thread-block cluster of `cluster` = grid_splits blocks and
 // merge through distributed shared memory (only where decode_mma_active_clusters says the device runs that size).
-// spread: one block an SM (kDecodeSpreadSmem). a.persistent: grid is the persistent launch's 1-D grid (its shared
-// memory the ring plus the fold's). device: the current device (the kernel's attributes are set once per device).
+// spread: one block an SM (kDecodeSpreadSmem). device: the current device (the kernel's attributes are set once per
+// device).
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
                        int device, cudaStream_t s);
 // How many clusters of that size (and spread) the device runs at once: 0 where it runs none (or has no clusters).
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);
-// The persistent launch's grid on this device: its blocks per SM (occupancy at its shared memory) times the SMs.
-int decode_mma_persistent_blocks(int device, bool bf16, int d, int stages);
 
 }  // namespace smk::cuda

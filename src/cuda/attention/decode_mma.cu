@@ -8,11 +8,14 @@
 // 4·D bytes, 12 per byte, 51 TFLOP/s of tensor-core work at copy speed (< 10 % of the H200's mma.sync rate).
 // The softmax runs once per (key, row) pair — 8 rows per key, one exponential each, padding rows included — instead
 // of once per lane sharing the key (decode.cu's problem): the kernel is meant to be limited by bytes in flight only.
-// Measured (H200, 2026-11-30, commit f53820c, bench_decode, 2 stages, at most 16 splits, round 3's merges): 3.43-3.92
-// TB/s on the issue's batch rows, 3.75 at (1, 131072), 2.49 at (1, 32768) (53.8 µs against a 31 µs floor); 0.86-0.97x
-// cuDNN (round 2, bb13db2: 0.85-0.96x). After a flush that leaves L2 clean the streaming rate is cuDNN's (4.60 against
-// 4.55 TB/s, T = T0 + bytes/BW over the single-sequence rows) and the fixed cost T0 ~9 µs more (21.6 against 12.5),
-// ~5 of it the merge. docs/perf-notebook.md ("decode attention (issue 8), round 3") has the tables and what is left.
+// Measured (H200, 2026-11-30, run of e84495d, bench_decode, 2 stages, at most 16 splits, the dispatcher's merges):
+// 3.55-3.94 TB/s on the issue's batch rows, 3.79 at (1, 131072), 2.56 at (1, 32768) (52.5 µs against a 31 µs floor;
+// cuDNN 50.2 in the same run); 0.87-0.98x cuDNN. Round 4 counted the fixed cost at (1, 32768): the timing method's
+// floor 2.3 µs (a 4-byte memset between the events after the flush), a call with every length 0 9.0 µs, the fused
+// merge ~3.7 µs (7 %: the call less the split kernel alone), the call's graph replay 53.6 µs against 53.3 for the same
+// path called directly (memset counters, as captured: the GPU, not the host, sets the time; the 5-8 µs of host work a
+// call overlap the flush), one kernel a call (plus the workspace's allocation and free, a memset only when captured). After a flush that leaves L2 clean: 49.2 µs
+// against cuDNN's 42.2. docs/perf-notebook.md ("decode attention (issue 8), round 4") has the tables and what is left.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -120,16 +123,13 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
-    // [split][D] f32, this warp's; null: no staging (a persistent launch's next tiles are landing in the ring)
-    float* mine_stage = stage != nullptr ? stage + warp * kDecodeSplitLimit * D : nullptr;
-    constexpr int kVecs = D / 4;  // 16-byte copies per partial row
-    if (mine_stage != nullptr) {
-      for (int id = lane; id < nsplit * kVecs; id += 32) {  // no dependence on loaded data: all in flight
-        const int i = id / kVecs, x = (id % kVecs) * 4;
-        ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
-      }
-      ptx::cp_async_commit();
+    float* mine_stage = stage + warp * kDecodeSplitLimit * D;  // [split][D] f32, this warp's
+    constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
+    for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
+      const int i = id / kVecs, x = (id % kVecs) * 4;
+      ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
     }
+    ptx::cp_async_commit();
     State st = State::from_lse(mine);
 #pragma unroll
     for (int o2 = 16; o2 > 0; o2 /= 2)
@@ -137,29 +137,24 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
     const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
     const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
-    if (mine_stage != nullptr) {
-      ptx::cp_async_wait<0>();
-      __syncwarp();  // every lane's copies have landed
-    }
+    ptx::cp_async_wait<0>();
+    __syncwarp();  // every lane's copies have landed
 #pragma unroll
     for (int i = 0; i < kDecodeSplitLimit; ++i) {
       const float ci = __shfl_sync(kFull, coef, i);
       if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
-      float pv[V];  // one 16-byte (8 at D = 64) load: consecutive lanes, consecutive vectors, no bank conflict
-      const float* src = mine_stage != nullptr ? mine_stage + i * D + lane * V : a.part_o + (prow + i) * D + lane * V;
+      float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
       if constexpr (V == 4) {
-        const float4 t = mine_stage != nullptr ? *reinterpret_cast<const float4*>(src)
-                                               : __ldcg(reinterpret_cast<const float4*>(src));
+        const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
         pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
       } else {
-        const float2 t = mine_stage != nullptr ? *reinterpret_cast<const float2*>(src)
-                                               : __ldcg(reinterpret_cast<const float2*>(src));
+        const float2 t = *reinterpret_cast<const float2*>(mine_stage + i * D + lane * V);
         pv[0] = t.x, pv[1] = t.y;
       }
 #pragma unroll
       for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
     }
-    __syncwarp();  // the stage is read before this warp's next row overwrites it (unstaged: harmless)
+    __syncwarp();  // the stage is read before this warp's next row overwrites it
     if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
     T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
 #pragma unroll
@@ -173,11 +168,6 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
 template <int D>
 inline constexpr std::size_t kFoldBytes =
     kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
-template <typename T, int D, int kStages>
-inline constexpr std::size_t kRingBytes = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
-// A persistent launch's shared memory: the ring, then the fold's (so the next item's tiles can land during the fold).
-template <typename T, int D, int kStages>
-inline constexpr std::size_t kPersistentBytes = (kRingBytes<T, D, kStages> + kFoldBytes<D> + 127) / 128 * 128;
 template <int D>
 inline constexpr std::size_t kPartOffset = (kFoldBytes<D> + 127) / 128 * 128;
 template <int D>
@@ -261,79 +251,56 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
 
-  // Work items: (x, KV head, sequence), x = the split and row chunk. A plain launch runs one item a block (grid
-  // (grid_splits · row_chunks, Hkv, B)); a persistent one (a.persistent, not with clusters: DecodeArgs says when) runs
-  // items blockIdx.x, blockIdx.x + gridDim.x, ... of the flattened (x fastest, then the head, then the sequence), and
-  // puts the next item's first tiles in flight before the current one's fold and merge, so the SM streams across the
-  // item boundary. Each item's arithmetic is the plain launch's block's, so the bits are the same.
-  const bool persistent = !kCluster && a.persistent;
-  const std::int64_t total = persistent ? a.items : 1;
-  const std::int64_t stride = persistent ? gridDim.x : 1;
-  const int xs = a.grid_splits * a.row_chunks;
-  const auto coords = [&](std::int64_t it, int& x, int& hk, std::int64_t& b) {
-    if (!persistent) {
-      x = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
-      return;
+  // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
+  // split are (round 2's order).
+  const int row_chunk = kCluster ? blockIdx.x / a.grid_splits : blockIdx.x % a.row_chunks;
+  const int split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
+  const int hk = blockIdx.y;
+  const std::int64_t b = blockIdx.z;
+  const int len = a.seqlens[b * a.seqlen_stride];
+  const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
+  const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
+  if (split >= nsplit) {  // the grid is sized for S_max; this sequence is shorter
+    if constexpr (kCluster) {
+      if (nsplit > 1) {  // its cluster merges: join the merge's two barriers (nsplit is the same across the cluster)
+        cluster_barrier();
+        cluster_barrier();
+      }
     }
-    x = static_cast<int>(it % xs);
-    const std::int64_t rest = it / xs;
-    hk = static_cast<int>(rest % a.hkv);
-    b = rest / a.hkv;
-  };
-  const auto len_of = [&](std::int64_t it) {
-    int x, hk;
-    std::int64_t b;
-    coords(it, x, hk, b);
-    return a.seqlens[b * a.seqlen_stride];
-  };
-  struct Item {
-    int row_chunk, split, hk;
-    std::int64_t b;
-    int len, nsplit, k0, k1, v_end, kv_end, my_tiles;
-    bool bad;
-  };
-  // Each row's visible end within the item's split (0 for padding rows and bad sequences); the block's smallest and
+    return;
+  }
+  const int chunk = static_cast<int>(decode_chunk(bad ? 0 : len, a.max_splits, a.min_chunk));
+  const int k0 = split * chunk;
+  const int k1 = bad ? k0 : (len - k0 < chunk ? len : k0 + chunk);
+
+  // Each row's visible end within this split (0 for padding rows and bad sequences); the block's smallest and
   // largest over its real rows bound the keys every row sees ([k0, v_end): V through the product) and the keys some
   // row sees ([k0, kv_end)); [v_end, kv_end) is the causal band.
-  const auto lim_of = [&](const Item& w, int r) {
-    const int row = w.row_chunk * kRows + r;
-    if (row >= a.rows || w.bad) return 0;
-    const int e = visible_end(a, w.len, row % a.sq);
-    return e < w.k1 ? e : w.k1;
+  const auto lim_of = [&](int r) {
+    const int row = row_chunk * kRows + r;
+    if (row >= a.rows || bad) return 0;
+    const int e = visible_end(a, len, row % a.sq);
+    return e < k1 ? e : k1;
   };
-  const auto make_item = [&](std::int64_t it, int len) {
-    Item w;
-    int x;
-    coords(it, x, w.hk, w.b);
-    // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of
-    // one split are (round 2's order).
-    w.row_chunk = kCluster ? x / a.grid_splits : x % a.row_chunks;
-    w.split = kCluster ? x % a.grid_splits : x / a.row_chunks;
-    w.len = len;
-    w.bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
-    w.nsplit = w.bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
-    const int chunk = static_cast<int>(decode_chunk(w.bad ? 0 : len, a.max_splits, a.min_chunk));
-    w.k0 = w.split * chunk;
-    w.k1 = w.bad ? w.k0 : (len - w.k0 < chunk ? len : w.k0 + chunk);
-    w.v_end = INT_MAX, w.kv_end = 0;
+  int v_end = INT_MAX, kv_end = 0;
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (w.row_chunk * kRows + r >= a.rows) continue;
-      const int e = lim_of(w, r);
-      w.v_end = e < w.v_end ? e : w.v_end;
-      w.kv_end = e > w.kv_end ? e : w.kv_end;
-    }
-    const int ntiles = w.kv_end > w.k0 ? (w.kv_end - w.k0 + kKeys - 1) / kKeys : 0;
-    w.my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
-    return w;
-  };
-  const auto k_base = [&](const Item& w) { return static_cast<const T*>(a.k) + w.b * a.ks[0] + w.hk * a.ks[2]; };
-  const auto v_base = [&](const Item& w) { return static_cast<const T*>(a.v) + w.b * a.vs[0] + w.hk * a.vs[2]; };
-  const auto issue_of = [&](const Item& w, int i) {  // this warp's i-th tile of item w into ring slot i % kStages
+  for (int r = 0; r < kRows; ++r) {
+    if (row_chunk * kRows + r >= a.rows) continue;
+    const int e = lim_of(r);
+    v_end = e < v_end ? e : v_end;
+    kv_end = e > kv_end ? e : kv_end;
+  }
+  const int lim_g = lim_of(g), lim_r0 = lim_of(2 * c), lim_r1 = lim_of(2 * c + 1);
+
+  const float sl2 = a.scale_log2;
+  const T* kg = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
+  const T* vg = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
+  const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
+  const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
+  const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
+  const auto issue = [&](int i) {  // this warp's i-th tile into ring slot i % kStages
     T* st = ring + (i % kStages) * 2 * kTile;
-    const int j0 = w.k0 + (warp + i * kWarps) * kKeys;
-    const T* kb = k_base(w);
-    const T* vb = v_base(w);
+    const int j0 = first_key(i);
 #pragma unroll
     for (int x = 0; x < kCopies; ++x) {
       const int id = x * 32 + lane;
@@ -341,53 +308,18 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
       const int rem = id % (kKeys * kChunks);
       const int row = rem / kChunks, col = (rem % kChunks) * 8;
       const int j = j0 + row;
-      const bool ok = j < (which ? w.v_end : w.kv_end);
-      const T* src = which ? vb + (ok ? j * a.vs[1] + col : 0) : kb + (ok ? j * a.ks[1] + col : 0);
+      const bool ok = j < (which ? v_end : kv_end);
+      const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
       ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
     }
   };
-  const auto prologue_of = [&](const Item& w) {  // the first kStages − 1 tiles in flight
+  const auto prologue = [&] {  // the first kStages − 1 tiles in flight
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < w.my_tiles) issue_of(w, s);
+      if (s < my_tiles) issue(s);
       ptx::cp_async_commit();
     }
   };
-  // The fold's shared memory: after the ring in a persistent launch (the next item's tiles land in the ring meanwhile),
-  // else the ring itself.
-  unsigned char* const fold_smem = smem + (persistent ? kRingBytes<T, D, kStages> : 0);
-
-  std::int64_t id = persistent ? blockIdx.x : 0;
-  int cur_len = len_of(id);
-  bool prefetched = false;  // this item's first tiles were put in flight during the previous item
-  for (; id < total; id += stride) {
-  const Item w = make_item(id, cur_len);
-  const std::int64_t next = id + stride;
-  const int next_len = next < total ? len_of(next) : 0;  // in flight during this item
-  cur_len = next_len;
-  const int row_chunk = w.row_chunk, split = w.split, hk = w.hk;
-  const std::int64_t b = w.b;
-  const int len = w.len;
-  const bool bad = w.bad;
-  const int nsplit = w.nsplit;
-  if (split >= nsplit) {  // the grid is sized for S_max; this sequence is shorter (never prefetched)
-    if constexpr (kCluster) {
-      if (nsplit > 1) {  // its cluster merges: join the merge's two barriers (nsplit is the same across the cluster)
-        cluster_barrier();
-        cluster_barrier();
-      }
-    }
-    continue;
-  }
-  const int k0 = w.k0, v_end = w.v_end, kv_end = w.kv_end, my_tiles = w.my_tiles;
-  const int lim_g = lim_of(w, g), lim_r0 = lim_of(w, 2 * c), lim_r1 = lim_of(w, 2 * c + 1);
-  (void)len;
-
-  const float sl2 = a.scale_log2;
-  const T* vg = v_base(w);
-  const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
-  const auto issue = [&](int i) { issue_of(w, i); };
-  const auto prologue = [&] { prologue_of(w); };
 
   // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
   // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
@@ -412,7 +344,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   // the other order (round 1) the warp waited one memory latency for them before its first cp.async, with nothing of
   // K or V in flight. Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge
   // of that run's spread (0.3 µs), but never the other way.
-  if (!prefetched) prologue();
+  prologue();
   load_q();
   float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
   bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
@@ -514,17 +446,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     __syncwarp();  // every lane has read this slot before the next iteration refills it
   }
   ptx::cp_async_wait<0>();
-  // The next item's first tiles into the ring (this warp's part of it: it has read its last tile) before the fold,
-  // the merge and the next item's q; the fold's shared memory is apart from the ring in a persistent launch.
-  prefetched = false;
-  if (persistent && next < total) {
-    const Item nw = make_item(next, next_len);
-    if (nw.split < nw.nsplit) {
-      prologue_of(nw);
-      prefetched = true;
-    }
-  }
-  __syncthreads();  // the ring (or, persistent, the fold's own memory) is reused below
+  __syncthreads();  // the ring is reused below
 
   l_run += __shfl_xor_sync(kFull, l_run, 1);
   l_run += __shfl_xor_sync(kFull, l_run, 2);
@@ -534,7 +456,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 
   // Fold the warps in warp order (shared memory: states [W][8], accumulators [W][8][D], then per row the coefficient
   // of each warp's accumulator and the row's LSE), exactly as decode.cu folds its lane groups.
-  State* sst = reinterpret_cast<State*>(fold_smem);
+  State* sst = reinterpret_cast<State*>(smem);
   float* sacc = reinterpret_cast<float*>(sst + kWarps * kRows);
   float* coef = sacc + kWarps * kRows * D;
   float* slse = coef + kRows * kWarps;
@@ -587,12 +509,8 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   if constexpr (kCluster) {
     if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
   } else if (nsplit > 1 && a.counters != nullptr) {
-    // The ring and the fold are done with (merge_if_last syncs), unless the next item's tiles are landing in the ring:
-    // then the partials are read from L2 directly (the same values, the same arithmetic).
-    float* stage = prefetched ? nullptr : reinterpret_cast<float*>(smem);
+    float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
     merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
-  }
-  if (persistent) __syncthreads();  // the fold's memory is read before the next item writes it
   }
 }
 
@@ -617,7 +535,6 @@ bool attributes_set(int device) {
   // The larger of the kernel's own bytes and the spread launch's (one block an SM): the launch's dynamicSmemBytes,
   // not this limit, is what occupancy sees.
   constexpr std::size_t own = smem_bytes<T, D, kStages>();
-  static_assert(kPersistentBytes<T, D, kStages> <= kDecodeSpreadSmem, "the larger of the two is the limit");
   const int limit = static_cast<int>(own > kDecodeSpreadSmem ? own : kDecodeSpreadSmem);
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
   if (kCluster) SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -630,14 +547,13 @@ bool attributes_set(int device) {
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why).
 template <typename T, int D, int kStages, bool kCluster>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, cudaStream_t s,
-                           cudaLaunchAttribute* attr, bool persistent = false) {
+                           cudaLaunchAttribute* attr) {
   constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
   attributes_set<T, D, kStages, kCluster>(device);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
-  cfg.dynamicSmemBytes = persistent ? kPersistentBytes<T, D, kStages>
-                                    : spread && bytes < kDecodeSpreadSmem ? kDecodeSpreadSmem : bytes;
+  cfg.dynamicSmemBytes = spread && bytes < kDecodeSpreadSmem ? kDecodeSpreadSmem : bytes;
   cfg.stream = s;
   if (kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -657,7 +573,7 @@ void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device
     const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, s, &attr);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
   } else {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, s, &attr, a.persistent);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, s, &attr);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false>, a));
   }
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
@@ -688,25 +604,6 @@ int active_clusters(int device, int cluster, bool spread) {
   return active;
 }
 
-// The persistent launch's blocks per SM (at its shared memory) times the SMs, asked once per device.
-template <typename T, int D, int kStages>
-int persistent_blocks(int device) {
-  static std::atomic<int> known[kDevicesKept];  // the answer; 0: not asked yet
-  std::atomic<int>* slot = device >= 0 && device < kDevicesKept ? &known[device] : nullptr;
-  if (slot != nullptr) {
-    const int k = slot->load(std::memory_order_relaxed);
-    if (k != 0) return k;
-  }
-  attributes_set<T, D, kStages, false>(device);
-  int per_sm = 0, sms = 0;
-  SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_mma_kernel<T, D, kStages, false>,
-                                                               kWarps * 32, kPersistentBytes<T, D, kStages>));
-  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int n = (per_sm > 0 ? per_sm : 1) * sms;
-  if (slot != nullptr) slot->store(n, std::memory_order_relaxed);
-  return n;
-}
-
 template <typename T>
 void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device,
               cudaStream_t s) {
@@ -728,12 +625,6 @@ int active_d(int device, int d, int stages, int cluster, bool spread) {
                      : active_clusters<T, 128, 3>(device, cluster, spread);
 }
 
-template <typename T>
-int persistent_d(int device, int d, int stages) {
-  if (d == 64) return stages == 2 ? persistent_blocks<T, 64, 2>(device) : persistent_blocks<T, 64, 3>(device);
-  return stages == 2 ? persistent_blocks<T, 128, 2>(device) : persistent_blocks<T, 128, 3>(device);
-}
-
 }  // namespace
 
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
@@ -746,10 +637,6 @@ int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int clu
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;
   return bf16 ? active_d<__nv_bfloat16>(device, d, stages, cluster, spread)
               : active_d<__half>(device, d, stages, cluster, spread);
-}
-
-int decode_mma_persistent_blocks(int device, bool bf16, int d, int stages) {
-  return bf16 ? persistent_d<__nv_bfloat16>(device, d, stages) : persistent_d<__half>(device, d, stages);
 }
 
 }  // namespace smk::cuda

@@ -7,8 +7,7 @@
 // for the dispatcher's choice (round 4: at most 16 splits, merged in a cluster up to 8 splits for blocks of more than
 // 4 rows, in clusters spread one block an SM above 8 where they all run at once, else by the fused merge) and, beside
 // it, under the same rule (the same bits: the merge's cost alone): the cluster merge forced, packed (round 3's launch)
-// and spread; the fused (atomic) merge one item a block with counters kept per stream and with counters zeroed by a
-// memset, and on the persistent grid (several items a block, the next one's tiles in flight during a fold); the merge
+// and spread; the fused (atomic) merge with counters kept per stream and with counters zeroed by a memset; the merge
 // kernel instead (an event between the two kernels measures its share: the split kernel alone is the rest). And the
 // fixed cost, counted: the dispatcher with an event recorded inside the call (round 3's method for every variant),
 // after a flush that leaves L2 clean (the 256 MB write, then an untimed logsumexp that reads 256 MB, so no dirty line
@@ -190,15 +189,11 @@ int main(int argc, char** argv) {
     // The merges under the same rule give the same bits, so the differences are the merges' alone.
     const double us_packed = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::off}, unused);
     const double us_spread = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused);
-    // The fused merge one item a block (round 3's launch), and on the persistent grid (round 4).
-    const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, kT, kT, DecodeToggle::off}, unused);
-    const double us_persist = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, kT, kT, DecodeToggle::on}, unused);
-    const double us_memset =
-        measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off, kT, DecodeToggle::off}, unused);
+    const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
+    const double us_memset = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused);
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
     const double us_clean = measure({}, unused, true);
-    const double us_fused_clean =
-        measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, kT, kT, DecodeToggle::off}, unused, true);
+    const double us_fused_clean = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused, true);
     const std::vector<std::int32_t> zeros_host(r.B, 0);
     auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
     const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
@@ -242,9 +237,9 @@ int main(int argc, char** argv) {
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
     std::printf("   with event %.1f | cluster packed %.1f | spread %.1f | fused %.1f | memset %.1f | merge kernel %.1f "
-                "(merge %.1f%%) | persistent %.1f | clean L2 %.1f (fused %.1f) | empty %.1f | floor %.1f | graph %.1f (%d kernels, "
+                "(merge %.1f%%) | clean L2 %.1f (fused %.1f) | empty %.1f | floor %.1f | graph %.1f (%d kernels, "
                 "%d memsets, %d other) | host %.2f / public %.2f us | 16-clusters at once: spread %d, packed %d\n",
-                us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_persist, us_clean,
+                us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_clean,
                 us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
                 active_spread, active_packed);
     char item[1536];
@@ -252,14 +247,14 @@ int main(int argc, char** argv) {
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
                   "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_event\": %.3f, \"us_cluster_packed\": %.3f, "
                   "\"us_cluster_spread\": %.3f, \"us_fused\": %.3f, \"us_memset\": %.3f, \"us_merge_kernel\": %.3f, "
-                  "\"merge_us_merge_kernel\": %.3f, \"us_persistent\": %.3f, \"us_clean_l2\": %.3f, \"us_fused_clean_l2\": %.3f, "
+                  "\"merge_us_merge_kernel\": %.3f, \"us_clean_l2\": %.3f, \"us_fused_clean_l2\": %.3f, "
                   "\"us_empty\": %.3f, \"us_floor\": %.3f, \"us_graph\": %.3f, \"graph_kernels\": %d, "
                   "\"graph_memsets\": %d, \"graph_other\": %d, \"host_us\": %.3f, \"host_us_public\": %.3f, "
                   "\"active16_spread\": %d, \"active16_packed\": %d, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
                   (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
-                  merge_mk, us_persist, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
+                  merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
                   host_internal, host_public, active_spread, active_packed, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk);
     json += item;

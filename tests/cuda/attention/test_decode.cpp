@@ -140,10 +140,6 @@ const DecodeConfig kMmaClusterPacked{0, DecodeScores::dispatcher, DecodeKernel::
 const DecodeConfig kMmaClusterSpread{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
                                      smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
                                      DecodeToggle::on};
-// The persistent grid (round 4) forced, on 7 blocks, so a test's few items still give each block several of them:
-// the next item's tiles in flight during a fold and a merge (then unstaged), items past a short sequence's splits.
-const DecodeConfig kMmaPersistent{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                                  0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on, 7};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -164,7 +160,6 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kMmaMemset) return "tensor cores, fused merge, counters zeroed by a memset";
   if (config == &kMmaClusterPacked) return "tensor cores, cluster merge up to 16, packed";
   if (config == &kMmaClusterSpread) return "tensor cores, cluster merge up to 16, one block an SM";
-  if (config == &kMmaPersistent) return "tensor cores, persistent grid of 7 blocks, fused merge";
   return "cuda cores";
 }
 
@@ -318,7 +313,7 @@ void issue_lengths(std::int64_t d) {
   // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
   for (const DecodeConfig* config :
        {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
-        &kMmaChunk256, &kMmaCap32, &kMmaPersistent}) {
+        &kMmaChunk256, &kMmaCap32}) {
     SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
     const bool mma = is_mma(config);
     {
@@ -380,7 +375,7 @@ TEST(CudaAttentionDecode, CausalMultiToken) {
 // tensor-core kernel keeps those V rows out of its product (0·NaN) and adds them on the CUDA cores.
 TEST(CudaAttentionDecode, CausalBandNaNReachesOnlyTheRowsThatSeeIt) {
   SMK_REQUIRE_GPU();
-  for (const DecodeConfig* config : {&kScattered, &kMma, &kMma3, &kMmaPersistent}) {
+  for (const DecodeConfig* config : {&kScattered, &kMma, &kMma3}) {
     SCOPED_TRACE(name_of(config));
     Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 70);
     c.causal = true;
@@ -423,7 +418,7 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     alone_cases.push_back(std::move(one));
   }
   for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
-                                     &kMmaChunk256, &kMmaCluster8, &kMmaPersistent}) {
+                                     &kMmaChunk256, &kMmaCluster8}) {
   SCOPED_TRACE(name_of(config));
   const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
   EXPECT_TRUE(bitwise_equal(first.o, second.o));
@@ -461,7 +456,7 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   const Result ref = run_gpu(c, &kMma);
   expect_matches_reference(c, ref, true);
   for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMmaMemset, &kMma,
-                                     &kMmaClusterPacked, &kMmaClusterSpread, &kMmaPersistent}) {
+                                     &kMmaClusterPacked, &kMmaClusterSpread}) {
     SCOPED_TRACE(name_of(config));
     const Result got = run_gpu(c, config);
     EXPECT_TRUE(bitwise_equal(got.o, ref.o));
@@ -496,7 +491,7 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   Case<T> small(1, 1, 8, 2, 128, 20000, {20000}, 62);
   const Result small_ref = run_gpu(small, &kMma);
   {
-    SCOPED_TRACE("the dispatcher at 16 splits, one sequence: the spread cluster where the device runs it");
+    SCOPED_TRACE("16 splits, one sequence: the dispatcher (fused merge) and the spread cluster forced");
     const Result disp = run_gpu(small), spread = run_gpu(small, &kMmaClusterSpread);
     expect_matches_reference(small, disp, true);
     EXPECT_TRUE(bitwise_equal(disp.o, small_ref.o));
