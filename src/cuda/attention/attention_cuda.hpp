@@ -149,7 +149,7 @@ struct DecodeConfig {
   int max_splits = 0;
   // Fused merge: arrival counters that the last block of each (sequence, KV head, row chunk) sets back to zero, kept
   // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
-  // a stream capturing a graph always gets, decode.cu's counter_buffer says why and how long they live).
+  // a stream capturing a graph always gets; decode_counters.hpp says why and how long they live).
   DecodeToggle self_reset_counters = DecodeToggle::dispatcher;
   // Cluster merge above kDecodeClusterDispatch splits with one block an SM (on), so a cluster of 16 spreads over 16
   // SMs instead of packing three blocks an SM (decode_common.cuh: kDecodeSpreadSmem). With DecodeMerge::cluster forced
