@@ -97,11 +97,12 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::wgmma;
 inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::wgmma;
 inline constexpr int kPrefillWgmmaWarpsD64 = 8;
-// D = 128 with TMA: the producer warpgroup's variant, two warpgroups ping-ponged, 64-key tiles (H200 run of
-// 19a3913, 2026-11-30, tune_prefill: 513.0 against 490.9 TFLOP/s for two warpgroups and 128-key tiles at B=4, H=32,
-// S=4096 full, 419.3 against 411.5 causal, 506.2 against 504.3 at B=1, H=32, S=16384 causal; provisional until the
-// next run times it old beside new). Without TMA (varlen) its kernel would be the 8-warp 64-key one, which lost:
-// two warpgroups and 128-key tiles there.
+// D = 128 with TMA: the producer warpgroup's variant, two warpgroups ping-ponged, 64-key tiles. H200 runs of
+// 19a3913 and a967bdc (2026-11-30, tune_prefill, docs/bench/prefill-pfx-2026-11-30.md): the fastest built variant on
+// the three D = 128 rows, 507.5 against 481.1 TFLOP/s for two warpgroups and 128-key tiles at B=4, H=32, S=4096 full,
+// 417.6 against 397.6 causal, 503.0 against 492.2 at B=1, H=32, S=16384 causal (the run of 19a3913: 513.0 / 490.9,
+// 419.3 / 411.5, 506.2 / 504.3). Without TMA (varlen) its kernel would be the 8-warp 64-key one, which lost: two
+// warpgroups and 128-key tiles there.
 inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 64;

@@ -45,6 +45,11 @@
 // version) and 292 at B=16, H=16, S=2048, D=64 (1.01× FLASH); ≥ FLASH on every D = 64 row of the sweep but
 // S = 16384 full (0.98×), 0.91-0.96× FLASH at D = 128 (1.04× at S = 512 causal). Same default in the run of 27b9277
 // (2026-11-30): 331.5 and 291.7 TFLOP/s on those two rows.
+// With the non-finite-V check (H200 run of a967bdc, 2026-11-30 04:24 UTC, old kernel timed before and after in the
+// same call, docs/bench/prefill-pfx-2026-11-30.md): 305.3 (0.93 of the old kernel) at B=4, H=32, S=4096, D=128
+// full, 260.3 (0.90) causal, 250.7 (0.88) at B=16, H=16, S=2048, D=64: the check's code (its exact P·V is out of
+// line, its scan rare) still costs this loop 7-12 %; ptxas -v: 255 registers with 176 bytes of spill at D = 128
+// 4 warps × 2 (none before). Not yet understood; this kernel is not the default on the H200.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

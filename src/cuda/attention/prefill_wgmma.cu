@@ -36,13 +36,18 @@
 // see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run, and where it finds one
 // it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
 //
-// Measured on the H200 (tune_prefill, tree of commit 27b9277, bf16, 2026-11-30; docs/perf-notebook.md, "attention
-// prefill, stage 2", and docs/bench/prefill-wgmma-2026-11-30.md): the dispatcher's default (TMA, two warpgroups,
-// 128-key tiles at D = 128, 64-key at D = 64) reaches 495.8 TFLOP/s at B=4, H=32, S=4096, D=128, full (0.63 of the
-// 790 peak; 1.41x SDPA FLASH's 352 in the same run, 0.75x cuDNN's 664; the mma.sync kernel 331.5) and 382.0 at
-// B=16, H=16, S=2048, D=64 (1.30x FLASH, 0.85x cuDNN's 450). Registers: 138-196 a thread, no spill.
-// Not in this version (issue 7's stage 2 list): a producer warp with setmaxnreg, the two warpgroups' softmax
-// ping-ponged against each other's products, and a ring deeper than one tile ahead.
+// Measured on the H200 (tune_prefill, tree of commit a967bdc, bf16, 2026-11-30 04:24 UTC, old kernels timed before
+// and after in the same call; docs/perf-notebook.md, "issue 7, session 5", and docs/bench/prefill-pfx-2026-11-30.md):
+// the dispatcher's D = 128 kernel with TMA (the producer warpgroup, ping-pong, 64-key tiles) 507.5 TFLOP/s at B=4,
+// H=32, S=4096, D=128, full (0.64 of the 790 peak; 1.43x SDPA FLASH's 354, 0.76x cuDNN's 665), 417.6 causal (0.71x
+// cuDNN's 589), 503.0 at B=1, H=32, S=16384 causal; two warpgroups and 128-key tiles 481.1 / 397.6 / 492.2; D = 64
+// (two warpgroups, 64-key tiles) 379.8 at B=16, H=16, S=2048 (0.85x cuDNN's 449). The non-finite-V check costs
+// nothing measurable without a causal mask and 4-5 % with one (wg2 n128 0.948 of the old kernel at S = 4096
+// causal): more than the scan's count explains, not yet understood. Registers (ptxas -v): 233 a thread for two
+// warpgroups × 128 keys with TMA, 249 with cp.async, 168 for the producer variant (its entry count: 384 threads),
+// 128 for D = 64 two warpgroups (bounded, kMinCtas), no spill but 8-16 bytes there.
+// Not in this version: S_{j+1} issued before the softmax of tile j, a ring deeper than one tile ahead, 128-key
+// tiles with the producer warpgroup (ptxas keeps 168 registers for the consumers despite setmaxnreg: spills, C7512).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
