@@ -37,13 +37,18 @@ void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const 
 namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether rows are
-// staged through shared memory (cp.async) when aligned; whether every row the kernel can hold (up to 16 wide blocks,
+// staged through shared memory (cp.async) when aligned (kFusedStage by default); whether every row the kernel can hold (up to 16 wide blocks,
 // 524288 classes) takes it, not only those the dispatcher sends there (up to 49152: fused.cu, kFusedAutoMaxCols);
 // the block kind (0: the dispatcher's, by the row length; 512: the narrow block, 512 × 24 logits; 1024: the wide
 // block, 1024 × 32).
+// Whether the one-read kernel stages each block's next row in shared memory (cp.async) by default: off, since the
+// H200 run of ef4d08c (2026-11-30, tune_cross_entropy) timed the unstaged kernel faster on every shape it ran, e.g.
+// 8192×32000 on the wide block f32 685 against 728 µs staged, bf16 561 against 569; 4096×151936 on 13 narrow blocks
+// bf16 2924 against 2962 (docs/perf-notebook.md, "ce3").
+constexpr bool kFusedStage = false;
 struct FusedTuning {
   int cluster = 0;
-  bool prefetch = true;
+  bool prefetch = kFusedStage;
   bool any_width = false;
   int threads = 0;
 };

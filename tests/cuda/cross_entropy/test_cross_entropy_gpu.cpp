@@ -438,7 +438,7 @@ CeCase random_case(const std::string& name, DType dtype, std::int64_t rows, std:
 }
 
 std::vector<std::int64_t> lengths() {
-  std::vector<std::int64_t> all = {1, 2, 3, 31, 33, 1025, 8191, 8192, 8193, 30001, 65537, 151936};
+  std::vector<std::int64_t> all = {1, 2, 3, 31, 33, 1025, 8191, 8192, 8193, 30001, 40000, 65537, 151936};
   if (small_mode()) all.erase(std::remove_if(all.begin(), all.end(), [](auto n) { return n > 8193; }), all.end());
   return all;
 }

@@ -5,8 +5,9 @@
 //               up to 49152 classes, the two calls above)
 //   fused/narrow   the one-read kernel at any width on narrow blocks (512 × 24), the fewest that hold a row
 //   fused/wide     the same on wide blocks (1024 × 32)
-//   fused/cN, fused/wide-cN   clusters of N narrow / wide blocks instead
-//   fused/nostage  the kernel (the dispatcher's block kind) without staging the next row in shared memory
+//   fused/wide-cN  a cluster of N wide blocks instead
+//   fused/stage    the kernel (the dispatcher's block kind) staging the next row in shared memory (cp.async), which
+//                  the dispatcher does not (kFusedStage)
 // (set_fused_tuning): the measurements behind fused.cu's launch shape and kFusedAutoMaxCluster. The run of
 // ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers): slower, removed.
 // CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
@@ -81,7 +82,9 @@ int main(int argc, char** argv) {
   struct Shape {
     std::int64_t rows, cols;
   };
-  const Shape shapes[] = {{4096, 151936}, {8192, 32000}};
+  // The two shapes, then a row two wide blocks hold (the dispatcher's cluster range) and one a narrow block
+  // holds (its single-block range).
+  const Shape shapes[] = {{4096, 151936}, {8192, 32000}, {4096, 65536}, {16384, 8192}};
   std::string out = "[\n";
   std::printf("%-6s %-14s %-12s %10s %9s %7s\n", "dtype", "shape", "variant", "median_us", "GB/s", "% copy");
   for (smk::DType dt : {smk::DType::bf16, smk::DType::f32})
@@ -130,14 +133,12 @@ int main(int argc, char** argv) {
       };
       // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes), on each block
       // kind with the fewest blocks that hold a row, then with more.
-      tuned("fused/narrow", {0, true, true, 512});
-      tuned("fused/wide", {0, true, true, 1024});
-      const int min_narrow = static_cast<int>((sh.cols + 12287) / 12288), min_wide = static_cast<int>((sh.cols + 32767) / 32768);
-      if (min_narrow + 1 <= 16) tuned("fused/c" + std::to_string(min_narrow + 1), {min_narrow + 1, true, true, 512});
-      if (min_narrow < 16) tuned("fused/c16", {16, true, true, 512});
-      tuned("fused/wide-c" + std::to_string(min_wide + 1), {min_wide + 1, true, true, 1024});
-      if (min_wide > 1) tuned("fused/wide-c" + std::to_string(2 * min_wide), {2 * min_wide, true, true, 1024});
-      tuned("fused/nostage", {0, false, true});
+      namespace ce = smk::cuda::ce;
+      tuned("fused/narrow", {0, ce::kFusedStage, true, 512});
+      tuned("fused/wide", {0, ce::kFusedStage, true, 1024});
+      const int min_wide = static_cast<int>((sh.cols + 32767) / 32768);
+      tuned("fused/wide-c" + std::to_string(min_wide + 1), {min_wide + 1, ce::kFusedStage, true, 1024});
+      tuned(ce::kFusedStage ? "fused/nostage" : "fused/stage", {0, !ce::kFusedStage, true});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
