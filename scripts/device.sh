@@ -5,7 +5,7 @@
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
-#   wideblock fixcost bw16
+#   wideblock fixcost fixcost2 bw16
 #   pfx
 #   decode-r4 ce3
 #   (default: all but tune)
@@ -436,10 +436,10 @@ fi
 # fixcost: issue 3's fixed cost of a call and the few long rows (docs/perf-notebook.md "fixcost"). No build: binaries
 # built on the workstation for sm_90a, carried in build/fixcost-bin/bins.tar.xz (old/softmaxkit: the dispatcher before
 # the change, tree of 2feaa39; new/{softmaxkit,test_cuda_few_rows,test_cuda_grid_row,test_cuda_softmax}; lib/libfmt).
-# In order, each capped: the bench old then new on the few-row shapes (the new one with the host / loop / graph
-# columns) and 4096x151936 (the many-row check of the same row length), the fixed-cost timing (test_cuda_few_rows
-# FixedCostTiming: PDL on / off, the wide cluster, the parts of a call's host time), the GPU tests, memcheck on the
-# small cases. Logs in /tmp/fco; after each step the tables, a summary and a tarball of every log go to $OUT.
+# In order, each capped: the new bench on the few-row shapes (with the host / loop / graph columns) and 4096x151936
+# (the many-row check of the same row length), the fixed-cost timing (test_cuda_few_rows FixedCostTiming: PDL on /
+# off, the wide cluster's sizes, the parts of a call's host time), the new GPU tests, the old bench on the few-row
+# shapes, split_row's and the dispatcher's existing tests, memcheck on the small cases. Logs in /tmp/fco; after each step the tables, a summary and a tarball of every log go to $OUT.
 if want fixcost; then
   outer=$OUT
   OUT=/tmp/fco && mkdir -p "$OUT"
@@ -458,24 +458,62 @@ if want fixcost; then
     >"$OUT/fc-ldd.txt"
   fc_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
   fc_few="1x32,1x151936,32x128256,1x16777216"
-  run_step fc-old timeout 30 "$fc/old/softmaxkit" bench $fc_ops --shape "$fc_few" --path auto,cluster_row \
-    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
-  fc_keep
-  run_step fc-new timeout 45 "$fc/new/softmaxkit" bench $fc_ops --shape "$fc_few,4096x151936" \
+  run_step fc-new timeout 40 "$fc/new/softmaxkit" bench $fc_ops --shape "$fc_few,4096x151936" \
     --path auto,split_row,cluster_row --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new.json"
   fc_keep
-  run_step fc-timing timeout 25 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
+  run_step fc-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
   fc_keep
-  run_step fc-test timeout 40 "$fc/new/test_cuda_few_rows"
+  run_step fc-test timeout 30 "$fc/new/test_cuda_few_rows"
   fc_keep
-  run_step fc-test-grid timeout 20 "$fc/new/test_cuda_grid_row" \
+  run_step fc-old timeout 20 "$fc/old/softmaxkit" bench $fc_ops --shape "$fc_few" --path auto,cluster_row \
+    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
+  fc_keep
+  run_step fc-test-grid timeout 15 "$fc/new/test_cuda_grid_row" \
     --gtest_filter='*IssueLengthsFewRows*:*TemperatureMasksNonFinite*:*RefusesBackward*'
   fc_keep
-  run_step fc-test-softmax timeout 20 "$fc/new/test_cuda_softmax" --gtest_filter='*ForcedPathsRefuse*:*BatchInvariance*'
+  run_step fc-test-softmax timeout 15 "$fc/new/test_cuda_softmax" --gtest_filter='*ForcedPathsRefuse*:*BatchInvariance*'
   fc_keep
-  run_step fc-memcheck timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+  run_step fc-memcheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*WideClusterRows*:*SplitRowDependent*:*Graph*'
   fc_keep
+  OUT=$outer
+fi
+# fixcost2: the second fixcost call: split_row's one-launch variant (a cluster per row, bitwise the three kernels)
+# beside the three kernels. Binaries carried in build/fixcost-bin2/bins.tar.xz (new/{softmaxkit,test_cuda_few_rows,
+# test_cuda_grid_row}, lib/libfmt). The bench (auto, split_row: the variant where it serves) on the few-row shapes and
+# 4096x151936, the fixed-cost timing (one launch / three kernels / no PDL / cluster_row), the GPU tests (the variant
+# bitwise the three kernels; grid_row bitwise split_row), memcheck and racecheck on the small cases.
+if want fixcost2; then
+  outer=$OUT
+  OUT=/tmp/fco2 && mkdir -p "$OUT"
+  fc2_keep() {
+    for f in fc2-bench fc2-timing; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|host parts" "$OUT"/fc2-test*.log \
+        "$OUT"/fc2-memcheck.log "$OUT"/fc2-racecheck.log "$OUT"/fc2-timing.log 2>/dev/null | head -n 200; } \
+      >"$outer/fc2-summary.txt"
+    tar -czf "$outer/fc2-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  fc=/tmp/fc2 && mkdir -p "$fc" && tar -xJf build/fixcost-bin2/bins.tar.xz -C "$fc"
+  fc_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${fc_cudnn:+$fc_cudnn:}$fc/lib"
+  run_step fc2-bench timeout 40 "$fc/new/softmaxkit" bench \
+    --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn \
+    --shape 1x151936,4x151936,32x128256,64x65537,1x16777216,4096x151936 --path auto,split_row \
+    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new2.json"
+  fc2_keep
+  run_step fc2-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
+  fc2_keep
+  run_step fc2-test timeout 40 "$fc/new/test_cuda_few_rows"
+  fc2_keep
+  run_step fc2-test-grid timeout 25 "$fc/new/test_cuda_grid_row" \
+    --gtest_filter='*IssueLengthsFewRows*:*TemperatureMasksNonFinite*:*SlicedStrided*'
+  fc2_keep
+  for tool in memcheck racecheck; do
+    run_step "fc2-$tool" timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+      --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*SplitRowDependent*:*Graph*'
+    fc2_keep
+  done
   OUT=$outer
 fi
 # ce3: the fused cross-entropy kernel (issue 5, fused.cu: one state exchange a row, the wide block, the next row's

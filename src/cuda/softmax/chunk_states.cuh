@@ -45,15 +45,14 @@ __device__ __forceinline__ ChunkState chunk_state(float (&v)[kBlockElems], Chunk
 // of kSplitThreads threads: thread t merges chunks t, t + kSplitThreads, … in turn, then a butterfly over each
 // warp, then a butterfly over the warps' states. Called by every thread; every thread returns the state. The
 // states are read through L2 (ld.global.cg): grid_row reads states that other blocks of the same launch wrote
-// before its grid barrier, which L1, not coherent across SMs, must not serve.
-__device__ __forceinline__ ChunkState merge_chunk_states(const ChunkState* states, std::int64_t chunks,
-                                                         float* red_m, float* red_d) {
+// before its grid barrier, which L1, not coherent across SMs, must not serve. (merge_chunk_states, below.)
+//
+// The tree of merge_chunk_states after each thread's own merges: `s` is what thread t merged (chunks t,
+// t + kSplitThreads, … in turn, from ChunkState::empty()). split_row's one-launch cluster variant (split_row.cu)
+// calls it with the states of its cluster's blocks, so its row state is bitwise the merge kernel's.
+__device__ __forceinline__ ChunkState merge_thread_states(ChunkState s, float* red_m, float* red_d) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   constexpr int kWarps = kSplitThreads / 32;
-  ChunkState s = ChunkState::empty();
-  const float* f = reinterpret_cast<const float*>(states);
-  for (std::int64_t c = threadIdx.x; c < chunks; c += kSplitThreads)
-    s.merge(ChunkState::from_fields(__ldcg(f + 2 * c), __ldcg(f + 2 * c + 1)));
   s = group_merge(s, 32);
   if (lane == 0) {
     red_m[warp] = s.m;
@@ -64,6 +63,14 @@ __device__ __forceinline__ ChunkState merge_chunk_states(const ChunkState* state
   t = group_merge(t, 32);
   __syncthreads();  // red_m / red_d are rewritten by the next call
   return t;
+}
+__device__ __forceinline__ ChunkState merge_chunk_states(const ChunkState* states, std::int64_t chunks,
+                                                         float* red_m, float* red_d) {
+  ChunkState s = ChunkState::empty();
+  const float* f = reinterpret_cast<const float*>(states);
+  for (std::int64_t c = threadIdx.x; c < chunks; c += kSplitThreads)
+    s.merge(ChunkState::from_fields(__ldcg(f + 2 * c), __ldcg(f + 2 * c + 1)));
+  return merge_thread_states(s, red_m, red_d);
 }
 
 // The outputs of softmax / log-softmax from a row's normalizer, elementwise in place (v holds z on entry). An empty

@@ -135,15 +135,15 @@ void launch_split_rows(const RowProblem& p, cudaStream_t s);
 // split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the
 // library's choice) or by plain launches (false). For tests and timing only; process-wide, not thread-safe.
 bool& split_row_pdl();
-// cluster_row's configuration above 65536 (softmax_cuda.cpp wide_cluster_config): at most `max_cluster` wide blocks
-// of 1024 threads a row, aiming at `target_elems` elements a thread. wide_cluster_tuning() starts from the library's
-// choice (softmax_cuda.cpp's kWideClusterMax, kWideClusterTargetElems); changing it is for tests and timing only (a
-// cluster above 8 is an H100/H200 extension). Process-wide, not thread-safe.
-struct WideClusterTuning {
-  int max_cluster = 8;
-  int target_elems = 20;
-};
-WideClusterTuning& wide_cluster_tuning();
+// split_row's one-launch variant (split_row.cu cluster_split_kernel: one cluster per row, bitwise the three kernels'
+// outputs) for calls of few enough chunks (true, the library's choice), or always the three kernels (false). For
+// tests and timing only; process-wide, not thread-safe.
+bool& split_row_cluster();
+// The variant's bounds: rows of at most kSplitClusterMaxChunks chunks (a cluster of up to 16 blocks, an H100/H200
+// extension), calls of at most kSplitClusterMaxWaves × the device's resident blocks of 512 threads in all.
+constexpr std::int64_t kSplitClusterMaxChunks = 16;
+constexpr std::int64_t kSplitClusterMaxWaves = 1;
+std::int64_t& split_row_cluster_waves();  // starts at kSplitClusterMaxWaves; changing it is for tests and timing only
 // grid_row: split_row's chunks and merge (bitwise its results) in one cooperative, grid-resident launch, chunks
 // staged in shared memory across the grid barrier (grid_row.cu). Forward only. Workspace: rows · chunks states.
 void launch_grid_rows(const RowProblem& p, cudaStream_t s);

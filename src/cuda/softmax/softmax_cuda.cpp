@@ -163,19 +163,6 @@ constexpr std::int64_t kClusterAutoMaxN = 65536;
 // wide block: 360, 419). These ops read the row once on either path; most likely the cluster's per-row barriers cost
 // more than split_row's merge launch (not profiled).
 constexpr std::int64_t kClusterAutoMaxNReadOnly = kWideAutoMaxNReadOnly;
-// cluster_row for rows longer than kClusterAutoMaxN: clusters of the wide block (1024 threads, up to kWideBlockElems a
-// thread, one block an SM), up to kWideClusterMax blocks (8, the portable cluster size: 8 × 1024 × 24 = kClusterMaxN),
-// about kWideClusterTargetElems elements a thread: 1×151936 on 8 SMs × 1024 threads × 19, 1×128256 on 7 × 18. One
-// launch, no workspace, one read of the row, against split_row's three launches (two for logsumexp and the state),
-// a stream-ordered workspace and a second read; for few rows (decode: batch 1–64 × a vocabulary) the launches are
-// the cost (docs/perf-notebook.md "Issue 3: few long rows in one launch": 13.5 µs for a 1×32 row on split_row).
-constexpr std::int64_t kWideClusterFromN = kClusterAutoMaxN + 1;
-constexpr int kWideClusterMax = 8;
-constexpr int kWideClusterTargetElems = 20;
-// Up to these row lengths the dispatcher takes the wide cluster (cluster_row) rather than split_row: softmax and
-// log-softmax; logsumexp and the state. Provisional (the capacity) until the H200 run beside split_row.
-constexpr std::int64_t kWideClusterAutoMaxN = kClusterMaxN;
-constexpr std::int64_t kWideClusterAutoMaxNReadOnly = kClusterMaxN;
 // Threads per block the cluster configuration aims at: blocks of 192 threads (five per SM at 64 registers) beat
 // blocks of 352–512 holding the same row (n = 16384: 2.53 vs 2.53 TB/s f32, 1.53 vs 1.41 bf16; n = 32000: 2.58 vs
 // 2.29 f32 at 8 vs 4 blocks per row). Longer rows take up to 16 blocks of up to 512 threads.
@@ -215,19 +202,6 @@ kernels::BlockConfig block_row_config(std::int64_t n, int elems, std::int64_t na
   if (n <= narrow_max) return block_config(n, elems);
   kernels::BlockConfig c;
   c.threads = std::min<int>(kernels::kWideBlockThreads, round_up32(ceil_div(n, wide_elems)));
-  c.wide = true;
-  return c;
-}
-kernels::BlockConfig wide_cluster_config(std::int64_t n) {
-  const kernels::WideClusterTuning& tune = kernels::wide_cluster_tuning();
-  const auto most = static_cast<std::int64_t>(std::clamp(tune.max_cluster, 2, static_cast<int>(kMaxCluster)));
-  // The row must fit: at most kWideBlockElems a thread.
-  const std::int64_t fewest = ceil_div(n, std::int64_t{kernels::kWideBlockThreads} * kernels::kWideBlockElems);
-  kernels::BlockConfig c;
-  c.cluster = static_cast<int>(std::clamp<std::int64_t>(
-      ceil_div(n, std::int64_t{kernels::kWideBlockThreads} * std::max(tune.target_elems, 1)), std::max<std::int64_t>(2, fewest),
-      std::max(most, fewest)));
-  c.threads = kernels::kWideBlockThreads;
   c.wide = true;
   return c;
 }
@@ -334,9 +308,6 @@ SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int6
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
       if (n <= std::max(block_auto, backward ? kBackwardBlockMaxN : kBlockMaxN)) return SoftmaxPath::block_per_row;
       if (n <= cluster_auto) return SoftmaxPath::cluster_row;
-      if (!backward && n >= kWideClusterFromN &&
-          n <= std::min(cluster_max, read_only ? kWideClusterAutoMaxNReadOnly : kWideClusterAutoMaxN))
-        return SoftmaxPath::cluster_row;  // the wide cluster
       if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) < kGridRowMaxBytes)
         return SoftmaxPath::grid_row;
       return SoftmaxPath::split_row;
@@ -433,9 +404,8 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row: {
-      kernels::BlockConfig c =
-          p.n >= kWideClusterFromN ? wide_cluster_config(p.n) : cluster_config(p.n, kernels::kBlockElems);
-      c.staged = !c.wide && row_pipeline_pays(rp.op, c);
+      kernels::BlockConfig c = cluster_config(p.n, kernels::kBlockElems);
+      c.staged = row_pipeline_pays(rp.op, c);
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::split_row: return kernels::launch_split_rows(rp, s);
@@ -493,13 +463,5 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
     default: refuse(op, path, "not a backward path");
   }
 }
-
-namespace kernels {
-// Starts from the dispatcher's named constants (kWideClusterMax, kWideClusterTargetElems).
-WideClusterTuning& wide_cluster_tuning() {
-  static WideClusterTuning t{kWideClusterMax, kWideClusterTargetElems};
-  return t;
-}
-}  // namespace kernels
 
 }  // namespace smk::cuda

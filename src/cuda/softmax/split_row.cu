@@ -22,6 +22,8 @@
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
 
+#include <cooperative_groups.h>
+
 #include <utility>
 
 namespace smk::cuda::kernels {
@@ -99,6 +101,55 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
   }
 }
 
+// The one-launch variant (split_row_cluster): one cluster per row, block r of the cluster reducing chunk r exactly
+// as chunk_states_kernel does, the cluster's chunk states exchanged through distributed shared memory and merged by
+// merge_thread_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
+// from the registers it loaded it into (read once). Each output element is normalize_values of the same value and
+// the same row state as normalize_kernel's, so the outputs are bitwise the three-kernel path's. A row of `chunks`
+// ≤ kSplitClusterMaxChunks chunks; the grid is a whole number of clusters, each walking rows first, first + stride.
+template <typename In, bool kLog>
+__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const RowProblem p, std::int64_t chunks) {
+  using Tile = RowTile<In, kBlockElems>;
+  namespace cg = cooperative_groups;
+  __shared__ ChunkScratch scratch;
+  __shared__ float red_m[32], red_d[32];
+  __shared__ float2 part;  // this block's chunk state, read by the whole cluster
+  const cg::cluster_group cluster = cg::this_cluster();
+  const auto c = static_cast<std::int64_t>(cluster.block_rank());
+  const std::int64_t first_row = blockIdx.x / chunks, stride = gridDim.x / chunks;
+  const std::int64_t first = chunk_first(c);
+  const int len = chunk_len(p.n, c);
+  for (std::int64_t row = first_row; row < p.rows; row += stride) {
+    const RowRef o{row, 0};
+    float v[kBlockElems];
+    Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
+    const RowTransform tf = row_transform(p, o);
+    Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
+    const State st = chunk_state<kLog>(v, scratch);
+    if (threadIdx.x == 0) part = make_float2(st.m, st.d);
+    cluster.sync();
+    State mine = State::empty();
+    if (threadIdx.x < chunks) {
+      const float2 f = *cluster.map_shared_rank(&part, static_cast<unsigned>(threadIdx.x));
+      mine.merge(State::from_fields(f.x, f.y));
+    }
+    const State t = merge_thread_states(mine, red_m, red_d);
+    // Every block has read every `part` (merge_thread_states' barrier follows the reads in each block; this
+    // cluster barrier makes it cluster-wide) before any block rewrites its own for the next row or exits.
+    cluster.sync();
+    if (!writes_rows(p.op)) {
+      if (c == 0 && threadIdx.x == 0) write_row_stats(p, o, t);
+      continue;
+    }
+    normalize_values(v, t.normalizer(p.empty_rows), p.op);
+    with_out_type<In>(p, [&](auto* tag) {
+      using Out = std::remove_pointer_t<decltype(tag)>;
+      Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
+                                threadIdx.x, kSplitThreads);
+    });
+  }
+}
+
 // Launches `kernel` on `grid` blocks of kSplitThreads as a programmatic dependent of the kernel before it on the
 // stream (cudaLaunchAttributeProgrammaticStreamSerialization): it may start once every block of that kernel has
 // called pdl_launch_dependents, and reads that kernel's results only after pdl_wait. Under stream capture the
@@ -119,9 +170,37 @@ void launch_dependent(bool dependent, void (*kernel)(Params...), unsigned grid, 
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
+// The one-launch variant serves a call when its rows have 1..kSplitClusterMaxChunks chunks and all of its clusters
+// are resident at once (rows · chunks ≤ kSplitClusterMaxWaves × the blocks resident on the device); larger calls
+// take the three kernels, whose second read comes mostly from L2 and whose grid overlaps rows.
+template <typename In, bool kLog>
+bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  if (!split_row_cluster() || chunks < 1 || chunks > kSplitClusterMaxChunks) return false;
+  const auto kernel = cluster_split_kernel<In, kLog>;
+  static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
+  attributes.run([&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+  const std::int64_t resident =
+      static_cast<std::int64_t>(blocks_per_sm(kernel, kSplitThreads, 0)) * device_facts().sm_count;
+  if (p.rows * chunks > split_row_cluster_waves() * resident) return false;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kSplitThreads);
+  cfg.gridDim = dim3(capped_grid(p.rows, static_cast<int>(chunks)));
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(chunks);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, chunks));
+  return true;
+}
+
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
+  if (p.op == Op::softmax ? launch_cluster<In, false>(p, chunks, s) : launch_cluster<In, true>(p, chunks, s)) return;
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   auto* states = static_cast<State*>(workspace_alloc(bytes, s));
@@ -143,6 +222,14 @@ void launch(const RowProblem& p, cudaStream_t s) {
 bool& split_row_pdl() {
   static bool on = true;
   return on;
+}
+bool& split_row_cluster() {
+  static bool on = true;
+  return on;
+}
+std::int64_t& split_row_cluster_waves() {
+  static std::int64_t waves = kSplitClusterMaxWaves;
+  return waves;
 }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {

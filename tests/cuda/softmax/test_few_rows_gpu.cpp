@@ -1,9 +1,9 @@
-// Few long rows (issue 3's decode shapes) and the fixed cost of a call: the wide cluster (cluster_row above 65536:
-// clusters of the 1024-thread wide block, one launch, no workspace; softmax_cuda.cpp wide_cluster_config) and
-// split_row's programmatic dependent launches (split_row.cu). Every case runs against the float64 CPU reference with
-// outputs poisoned first (gpu_case.hpp's gates); the wide cluster's rows of a batch are bitwise the rows alone;
-// split_row gives bitwise the same outputs with and without the dependent launches, and a call captured in a CUDA
-// graph and replayed gives bitwise what the direct call gives.
+// Few long rows (issue 3's decode shapes) and the fixed cost of a call: split_row's one-launch variant (a cluster
+// per row, split_row.cu cluster_split_kernel) and its programmatic dependent launches (the three kernels). Every case
+// runs against the float64 CPU reference with outputs poisoned first (gpu_case.hpp's gates); the one-launch variant
+// gives bitwise the three kernels' outputs (split_row picks between them by the size of the call, so that equality
+// is what keeps a row's result the same alone or in a batch); the three kernels give the same bits with and without
+// dependent launches; a call captured in a CUDA graph and replayed gives bitwise what the direct call gives.
 //
 // SMK_FEW_ROWS_TIMING=1: FixedCostTiming prints, per op, dtype, shape and path, the host time to enqueue a call, the
 // time per call in a loop with one synchronisation, the GPU time per call replayed from a CUDA graph, and the event
@@ -67,76 +67,91 @@ class GpuFewRows : public ::testing::Test {
   void SetUp() override { SMK_REQUIRE_GPU(); }
 };
 
-// The wide cluster, forced and under the dispatcher, at lengths from its first (65537) to its capacity (196608),
-// few and many rows, every forward op, f32 and 16-bit; the rows of a batch bitwise the same rows alone.
-TEST_F(GpuFewRows, WideClusterRows) {
-  std::vector<std::int64_t> lengths = {65537, 100003, 128256, 151936, 196608};
-  if (small_mode()) lengths = {65537, 151936};
+// split_row's one-launch variant (a cluster per row) against the reference, and bitwise against the three kernels
+// (split_row_cluster() off) on the same case: the rows' results must not depend on which of the two ran, since
+// split_row picks between them by the size of the whole call. Lengths from one chunk to sixteen (the variant's
+// bound), few and many rows (many: past one wave, so the three kernels serve), every forward op, f32 and 16-bit.
+void check_one_launch(const Case& c, SoftmaxPath path = SoftmaxPath::split_row) {
+  cuda::kernels::split_row_cluster() = true;
+  const Result one = run_checked(c, path);
+  cuda::kernels::split_row_cluster() = false;
+  const Result three = run_gpu(c, path, 0x00);
+  cuda::kernels::split_row_cluster() = true;
+  ASSERT_TRUE(one.ran && three.ran);
+  expect_same(one, three, (c.name + " " + op_name(c.op) + ": one launch / three kernels").c_str());
+}
+
+TEST_F(GpuFewRows, OneLaunchSplitRowRows) {
+  std::vector<std::int64_t> lengths = {1, 31, 12288, 12289, 65537, 100003, 128256, 151936, 196608};
+  if (small_mode()) lengths = {31, 12289, 40000};
   std::uint64_t seed = 500;
   for (std::int64_t n : lengths) {
     for (std::int64_t rows : {std::int64_t{1}, std::int64_t{5}}) {
       const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
-      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-        const Case c = make_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed);
-        const Result forced = run_checked(c, SoftmaxPath::cluster_row);
-        const Result automatic = run_checked(c, SoftmaxPath::automatic);
-        if (rows == 1 || !forced.ran) continue;
-        // The last row alone, on the same path: bitwise the batch's last row.
-        Case one = c;
-        one.in = contiguous(DType::f32, {1, n});
-        one.out = contiguous(DType::f32, {1, n});
-        one.x.assign(c.x.end() - n, c.x.end());
-        const Result alone = run_gpu(one, SoftmaxPath::cluster_row);
-        ASSERT_TRUE(alone.ran);
-        const std::size_t per_row = is_row_op(op) ? 1 : static_cast<std::size_t>(n);
-        for (std::size_t i = 0; i < per_row; ++i)
-          ASSERT_TRUE(same_bits(alone.out[i], forced.out[forced.out.size() - per_row + i]))
-              << tag << " " << op_name(op) << " element " << i << " alone vs in the batch";
-      }
-      run_checked(make_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed),
-                  SoftmaxPath::cluster_row);
-      run_checked(make_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed),
-                  SoftmaxPath::automatic);
-      run_checked(make_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed),
-                  SoftmaxPath::cluster_row);
-      run_checked(make_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed),
-                  SoftmaxPath::cluster_row);
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+        check_one_launch(make_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+      check_one_launch(make_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+      check_one_launch(make_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+      check_one_launch(make_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed));
+      check_one_launch(make_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
     }
+  }
+  // Under the dispatcher (split_row above 65536; logsumexp and the state above 32768).
+  if (!small_mode())
+    for (Op op : {Op::softmax, Op::logsumexp})
+      check_one_launch(make_case("3x151936_auto", op, DType::f32, DType::f32, 3, 151936, ++seed),
+                       SoftmaxPath::automatic);
+  // Many rows of 16 chunks: more blocks than are resident at once, so split_row takes the three kernels; the rows
+  // are bitwise the same rows alone (one launch).
+  if (!small_mode()) {
+    const std::int64_t n = 196608, rows = 40;
+    const Case batch = make_case("40x196608", Op::log_softmax, DType::f32, DType::f32, rows, n, 4242);
+    const Result all = run_checked(batch, SoftmaxPath::split_row);
+    Case one = batch;
+    one.in = contiguous(DType::f32, {1, n});
+    one.out = contiguous(DType::f32, {1, n});
+    one.x.assign(batch.x.end() - n, batch.x.end());
+    const Result alone = run_checked(one, SoftmaxPath::split_row);
+    ASSERT_TRUE(all.ran && alone.ran);
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
+                            all.out[static_cast<std::size_t>((rows - 1) * n + i)]))
+          << "element " << i << " of the last row: alone (one launch) vs in the batch (three kernels)";
   }
 }
 
-// Options and layouts on the wide cluster: a temperature, per-row temperatures, a boolean mask over a whole row
-// (the NaN and zeros policies), non-finite rows, a strided unaligned input.
-TEST_F(GpuFewRows, WideClusterOptionsAndLayouts) {
-  const std::int64_t n = small_mode() ? 70001 : 151936, rows = 3;
+// Options and layouts on the one-launch variant: a temperature, per-row temperatures, a boolean mask with a fully
+// masked row (the NaN and zeros policies), non-finite rows, a strided unaligned input; each bitwise the three kernels.
+TEST_F(GpuFewRows, OneLaunchOptionsAndLayouts) {
+  const std::int64_t n = small_mode() ? 30001 : 151936, rows = 3;
   std::uint64_t seed = 900;
-  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
     Case t = make_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
     t.options.temperature = 0.5f;
-    run_checked(t, SoftmaxPath::cluster_row);
+    check_one_launch(t);
     Case r = make_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
     r.row_temperature = {0.25, 1.0, 3.0};
     r.exact_scaling = false;
-    run_checked(r, SoftmaxPath::cluster_row);
+    check_one_launch(r);
     for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
-      Case m = make_case("bool_mask_row1_empty", op, DType::bf16, op == Op::logsumexp ? DType::f32 : DType::bf16,
-                         rows, n, ++seed);
+      Case m = make_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
+                         n, ++seed);
       m.mask = contiguous(DType::b8, {rows, n});
       m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
       for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
       for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
       m.options.empty_rows = policy;
-      run_checked(m, SoftmaxPath::cluster_row);
+      check_one_launch(m);
     }
     Case f = make_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
-    f.x[17] = kInf;                                    // row 0: +inf
-    f.x[static_cast<std::size_t>(n + 5)] = kNaN;       // row 1: NaN
+    f.x[17] = kInf;                               // row 0: +inf
+    f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
     for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
-    run_checked(f, SoftmaxPath::cluster_row);
-    Case s = make_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
-    s.in.strides = {n + 7, 1};
-    s.in.offset = 1;
-    run_checked(s, SoftmaxPath::cluster_row);
+    check_one_launch(f);
+    Case st = make_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
+    st.in.strides = {n + 7, 1};
+    st.in.offset = 1;
+    check_one_launch(st);
   }
 }
 
@@ -150,11 +165,13 @@ TEST_F(GpuFewRows, SplitRowDependentLaunchesSameBits) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
         const Case c = make_case(std::to_string(rows) + "x" + std::to_string(n), op, DType::f32, DType::f32, rows, n,
                                  ++seed);
+        cuda::kernels::split_row_cluster() = false;  // the three kernels, with and without dependent launches
         cuda::kernels::split_row_pdl() = true;
         const Result pdl = run_checked(c, SoftmaxPath::split_row);
         cuda::kernels::split_row_pdl() = false;
         const Result plain = run_gpu(c, SoftmaxPath::split_row, 0x00);
         cuda::kernels::split_row_pdl() = true;
+        cuda::kernels::split_row_cluster() = true;
         ASSERT_TRUE(plain.ran);
         expect_same(pdl, plain, "split_row with / without dependent launches");
       }
@@ -178,8 +195,12 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
   const Device dev = Device::cuda(0);
   cuda::StreamOwner owner;
   const Stream stream{owner.get()};
-  for (SoftmaxPath path : {SoftmaxPath::split_row, SoftmaxPath::cluster_row, SoftmaxPath::automatic}) {
-    SCOPED_TRACE(cuda::to_string(path));
+  for (int variant = 0; variant < 4; ++variant) {
+    // split_row one launch, split_row's three kernels (dependent launches), cluster_row, the dispatcher.
+    const SoftmaxPath path = variant < 2 ? SoftmaxPath::split_row
+                                         : (variant == 2 ? SoftmaxPath::cluster_row : SoftmaxPath::automatic);
+    SCOPED_TRACE(std::string(cuda::to_string(path)) + " variant " + std::to_string(variant));
+    cuda::kernels::split_row_cluster() = variant != 1;
     cuda::ScopedSoftmaxPath force(path);
     direct.fill_bytes(0xFF);
     replay.fill_bytes(0x00);
@@ -201,6 +222,7 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }
+  cuda::kernels::split_row_cluster() = true;
   // The direct call is right, too.
   Case c = make_case("graph", Op::softmax, DType::f32, DType::f32, rows, n, 77);
   c.x = x;
@@ -329,7 +351,7 @@ TEST_F(GpuFewRows, FixedCostTiming) {
   struct Shape {
     std::int64_t rows, n;
   };
-  const std::vector<Shape> shapes = {{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}};
+  const std::vector<Shape> shapes = {{1, 32}, {1, 151936}, {4, 151936}, {32, 128256}, {96, 151936}, {1, 16777216}};
   std::printf("%-16s %-5s %-12s %-20s %9s %9s %9s %9s\n", "op", "dtype", "shape", "path", "host_us", "loop_us",
               "graph_us", "flush_us");
   for (const Shape& sh : shapes) {
@@ -343,22 +365,23 @@ TEST_F(GpuFewRows, FixedCostTiming) {
         struct Variant {
           const char* name;
           SoftmaxPath path;
-          bool pdl;
-          int max_cluster, target_elems;  // the wide cluster's levers (cluster_row above 65536)
+          bool pdl, one_launch;
+          std::int64_t waves;  // the one-launch variant's bound, in resident grids
         };
-        const cuda::kernels::WideClusterTuning lib = cuda::kernels::wide_cluster_tuning();
+        const std::int64_t lib_waves = cuda::kernels::kSplitClusterMaxWaves;
         const std::vector<Variant> variants = {
-            {"auto", SoftmaxPath::automatic, true, lib.max_cluster, lib.target_elems},
-            {"split_row", SoftmaxPath::split_row, true, lib.max_cluster, lib.target_elems},
-            {"split_row_no_pdl", SoftmaxPath::split_row, false, lib.max_cluster, lib.target_elems},
-            {"cluster_row", SoftmaxPath::cluster_row, true, lib.max_cluster, lib.target_elems},
-            {"cluster_row_16x10", SoftmaxPath::cluster_row, true, 16, 10},
-            {"cluster_row_8x32", SoftmaxPath::cluster_row, true, 8, 32}};
+            {"auto", SoftmaxPath::automatic, true, true, lib_waves},
+            {"split_row", SoftmaxPath::split_row, true, true, lib_waves},
+            {"split_row_1launch_any", SoftmaxPath::split_row, true, true, std::int64_t{1} << 40},
+            {"split_row_3k", SoftmaxPath::split_row, true, false, lib_waves},
+            {"split_row_3k_no_pdl", SoftmaxPath::split_row, false, false, lib_waves},
+            {"cluster_row", SoftmaxPath::cluster_row, true, true, lib_waves}};
         for (const Variant& v : variants) {
           if (op == Op::softmax_backward && v.path == SoftmaxPath::cluster_row) continue;
-          if (v.path == SoftmaxPath::cluster_row && v.max_cluster != lib.max_cluster && sh.n <= 65536) continue;
+          if (v.waves != lib_waves && (op == Op::softmax_backward || sh.n > 16 * 12288)) continue;
           cuda::kernels::split_row_pdl() = v.pdl;
-          cuda::kernels::wide_cluster_tuning() = {v.max_cluster, v.target_elems};
+          cuda::kernels::split_row_cluster() = v.one_launch;
+          cuda::kernels::split_row_cluster_waves() = v.waves;
           cuda::ScopedSoftmaxPath force(v.path);
           auto call = [&] {
             switch (op) {
@@ -371,22 +394,17 @@ TEST_F(GpuFewRows, FixedCostTiming) {
           try {
             tm = time_calls(call, s, flush.data(), flush_bytes, k);
           } catch (const Error& e) {
-            cuda::kernels::wide_cluster_tuning() = lib;
-            if (e.code() == ErrorCode::unsupported) continue;  // a forced path that cannot serve the shape
-            // A launch the device refuses (a cluster of 16 blocks of 1024 threads may not fit a GPC): say so, go on.
-            std::printf("%-16s %-5s %-12s %-20s refused: %s\n", op_name(op), dtype_name(t),
-                        (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, e.what());
-            (void)cudaGetLastError();
-            (void)cudaStreamSynchronize(s);
-            continue;
+            if (e.code() != ErrorCode::unsupported) throw;
+            continue;  // a forced path that cannot serve the shape
           }
-          cuda::kernels::wide_cluster_tuning() = lib;
           std::printf("%-16s %-5s %-12s %-20s %9.2f %9.2f %9.2f %9.2f\n", op_name(op), dtype_name(t),
                       (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.host, tm.loop,
                       tm.graph, tm.flushed);
           std::fflush(stdout);
         }
         cuda::kernels::split_row_pdl() = true;
+        cuda::kernels::split_row_cluster() = true;
+        cuda::kernels::split_row_cluster_waves() = lib_waves;
       }
     }
   }
