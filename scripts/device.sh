@@ -619,24 +619,35 @@ if want bw16; then
     for f in bw-tune bw-bench bw-ncu; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
     { cat "$OUT/bw-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
       grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/bw-test.log \
-        "$OUT"/bw-memcheck.log "$OUT"/bw-racecheck.log 2>/dev/null | head -n 200; } >"$outer/bw-summary.txt"
+        "$OUT"/bw-warp-test.log "$OUT"/bw-memcheck*.log "$OUT"/bw-racecheck*.log 2>/dev/null | head -n 200
+    } >"$outer/bw-summary.txt"
     tar -czf "$outer/bw-logs.tgz" -C "$OUT" . 2>/dev/null
   }
   bw=/tmp/bw && mkdir -p "$bw" && tar -xJf build/bw16-bin.tar.xz -C "$bw"
   bw_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${bw_cudnn:+$bw_cudnn:}$bw/lib"
   ldd "$bw/new/softmaxkit" "$bw/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/bw-ldd.txt"
-  run_step bw-tune timeout "${SMK_BW_TUNE_S:-45}" "$bw/new/tune_softmax" --bw16
+  run_step bw-tune timeout "${SMK_BW_TUNE_S:-45}" "$bw/new/tune_softmax" "${SMK_BW_TUNE:---bw16}"
   bw_keep
   run_step bw-test timeout "${SMK_BW_TEST_S:-30}" "$bw/new/test_cuda_softmax" \
-    --gtest_filter='*WideShared*:*ForcedPathsRefuse*'
+    --gtest_filter="${SMK_BW_TEST_FILTER:-*WideShared*:*ForcedPathsRefuse*}"
   bw_keep
+  # warp_per_row over many steps of its persistent grid (the staged kernel's two buffers), when carried.
+  if [ -x "$bw/new/test_cuda_warp_row" ]; then
+    run_step bw-warp-test timeout 25 "$bw/new/test_cuda_warp_row"
+    bw_keep
+  fi
   for tool in ${SMK_BW_SAN:-memcheck}; do
     run_step "bw-$tool" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
       --error-exitcode 9 "$bw/new/test_cuda_softmax" --gtest_filter='*WideShared*'
     bw_keep
+    if [ -x "$bw/new/test_cuda_warp_row" ]; then
+      run_step "bw-$tool-warp" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
+        --report-api-errors no --error-exitcode 9 "$bw/new/test_cuda_warp_row"
+      bw_keep
+    fi
   done
-  run_step bw-ncu timeout 25 ncu --clock-control none --kernel-name-base demangled \
+  [ "${SMK_BW_NCU:-1}" = 0 ] || run_step bw-ncu timeout 25 ncu --clock-control none --kernel-name-base demangled \
     -k regex:'warp_rows_kernel|block_rows_kernel|backward_block_kernel|backward_wide_shared_kernel' -c 6 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
     --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \

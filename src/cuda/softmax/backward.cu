@@ -24,7 +24,6 @@
 // 221 → 193 µs (98 % of copy), bf16 181 → 137 (69 %). Rows above 16384 stay on cluster_row (8192×32000 f32 894 µs,
 // 82 %; bf16 747, 49 %).
 #include <cooperative_groups.h>
-#include <cuda_pipeline.h>
 
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
@@ -224,43 +223,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
 
 // ---- block_per_row, the wide block with dy in shared memory (BlockConfig::dy_shared) ---------------------------------
 
-// A thread's share of a row (RowTile's element-to-thread map) kept in the block's shared memory: vector k of thread t
-// at slot k·T + t, so a warp's accesses are consecutive 16-byte words, and only thread t ever reads its slots: no
-// barrier guards them, the thread's own cp.async wait does.
+// y's and dy's shares of a thread in shared memory (row_stage.cuh LaneStage: only the thread reads its slots).
 template <typename In>
-struct SharedShare {
-  static constexpr int E = kBackwardWideSharedElems;
-  using Tile = RowTile<In, E>;
-  using Vec = typename Tile::Vec;
-  static constexpr int V = Tile::V, K = Tile::K;
-  static_assert(sizeof(Vec) == 16, "cp.async moves 16-byte vectors");
-  static constexpr std::size_t bytes_per_thread = std::size_t{K} * sizeof(Vec);
-
-  // Starts copying row[0, n) (stride `step`) into s: whole aligned vectors by cp.async (no register held while in
-  // flight), the rest (the row's partial last vector, unaligned or strided rows) through registers; positions past n
-  // hold 0, which adds nothing to Σ dy·y or Σ dy. The caller commits and waits.
-  __device__ __forceinline__ static void fetch(Vec* s, const In* row, int n, std::int64_t step, int t, int T) {
-    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int i0 = Tile::index(k, t, T);
-      if (vec && i0 + V <= n) {
-        __pipeline_memcpy_async(&s[k * T + t], row + i0, sizeof(Vec));
-      } else {
-        Vec w;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-          w.v[j] = i0 + j < n ? row[static_cast<std::int64_t>(i0 + j) * step] : from_f32<In>(0.0f);
-        s[k * T + t] = w;
-      }
-    }
-  }
-  __device__ __forceinline__ static void read(float (&v)[V], const Vec* s, int k, int t, int T) {
-    const Vec w = s[k * T + t];
-#pragma unroll
-    for (int j = 0; j < V; ++j) v[j] = to_f32(w.v[j]);
-  }
-};
+using SharedShare = LaneStage<In, kBackwardWideSharedElems>;
 
 // The backward of rows up to 32768 in one block of up to 1024 threads: y in registers (32 a thread), dy in shared
 // memory, read there twice (the sum, then dx), so the row fits the 64 registers of one 1024-thread block an SM where
@@ -272,7 +237,7 @@ template <typename In, bool kPrefetch>
 __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_kernel(const RowProblem p) {
   using S = SharedShare<In>;
   using Tile = typename S::Tile;
-  constexpr int E = S::E, K = S::K, V = S::V;
+  constexpr int E = kBackwardWideSharedElems, K = S::K, V = S::V;
   __shared__ float red[32];
   extern __shared__ __align__(16) unsigned char wide_shared[];  // dy's shares; kPrefetch: then y's
   const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
@@ -284,8 +249,8 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
   auto dyrow = [&](std::int64_t row) { return at<In>(p.dy, RowRef{row, 0}.off(p, kDy)); };
   std::int64_t row = blockIdx.x;
   if (kPrefetch && row < p.rows) {
-    S::fetch(sy, yrow(row), n, p.step[kX], t, T);
-    S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T);
+    S::fetch(sy, yrow(row), n, p.step[kX], t, T, t, T, 0.0f);
+    S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T, t, T, 0.0f);
     __pipeline_commit();
   }
   for (; row < p.rows; row += gridDim.x) {
@@ -297,14 +262,14 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         float w[V];
-        S::read(w, sy, k, t, T);
+        S::read_vec(w, sy, k, t, T);
 #pragma unroll
         for (int j = 0; j < V; ++j) y[k * V + j] = w[j];
       }
-      if (next < p.rows) S::fetch(sy, yrow(next), n, p.step[kX], t, T);
+      if (next < p.rows) S::fetch(sy, yrow(next), n, p.step[kX], t, T, t, T, 0.0f);
       __pipeline_commit();
     } else {
-      S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T);
+      S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T, t, T, 0.0f);
       __pipeline_commit();
       Tile::load(y, yrow(row), n, p.step[kX], t, T, 0.0f);
       __pipeline_wait_prior(0);
@@ -313,7 +278,7 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float d[V];
-      S::read(d, sdy, k, t, T);
+      S::read_vec(d, sdy, k, t, T);
 #pragma unroll
       for (int j = 0; j < V; ++j) terms[k * V + j] = softmax ? d[j] * y[k * V + j] : d[j];
     }
@@ -321,7 +286,7 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float d[V];
-      S::read(d, sdy, k, t, T);
+      S::read_vec(d, sdy, k, t, T);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         float& v = y[k * V + j];
@@ -338,7 +303,7 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), y, n, p.step[kOut], t, T);
     });
     if constexpr (kPrefetch) {
-      if (next < p.rows) S::fetch(sdy, dyrow(next), n, p.step[kDy], t, T);
+      if (next < p.rows) S::fetch(sdy, dyrow(next), n, p.step[kDy], t, T, t, T, 0.0f);
       __pipeline_commit();
     }
     __syncthreads();  // red is rewritten by the next row

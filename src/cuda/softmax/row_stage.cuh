@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cuda/ptx>
+#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -130,6 +131,56 @@ struct RowStage {
 #pragma unroll
         for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : pad;
       }
+    }
+  }
+};
+
+// A thread's own share of a row (RowTile's element-to-thread map) kept in shared memory: vector k of the thread
+// `slot` among `slots` at s[k·slots + slot], so a warp's accesses are consecutive 16-byte words, and only that thread
+// ever reads or writes its vectors: its own cp.async wait orders them, no barrier. fetch starts the copy of row[0, n)
+// (stride `step`): whole aligned vectors (RowTile's V, 16 bytes but for short 16-bit rows) by cp.async (no register
+// held while in flight), the rest (a partial last
+// vector, unaligned or strided rows) through registers; positions past n hold `pad`. The caller commits and waits
+// (__pipeline_commit, __pipeline_wait_prior). The thread's reads of the slots (read) must have been consumed before
+// it fetches into them again (the kernels alternate two buffers, or reuse one only after the values were used).
+template <typename In, int E>
+struct LaneStage {
+  using Tile = RowTile<In, E>;
+  using Vec = typename Tile::Vec;
+  static constexpr int V = Tile::V, K = Tile::K;
+  static_assert(sizeof(Vec) == 4 || sizeof(Vec) == 8 || sizeof(Vec) == 16, "cp.async moves 4, 8 or 16 bytes");
+  static constexpr std::size_t bytes_per_thread = std::size_t{K} * sizeof(Vec);
+
+  __device__ __forceinline__ static void fetch(Vec* s, const In* row, int n, std::int64_t step, int g, int G,
+                                               int slot, int slots, float pad) {
+    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = Tile::index(k, g, G);
+      if (vec && i0 + V <= n) {
+        __pipeline_memcpy_async(&s[k * slots + slot], row + i0, sizeof(Vec));
+      } else {
+        Vec w;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          w.v[j] = i0 + j < n ? row[static_cast<std::int64_t>(i0 + j) * step] : from_f32<In>(pad);
+        s[k * slots + slot] = w;
+      }
+    }
+  }
+  // Vector k of the thread's share as f32.
+  __device__ __forceinline__ static void read_vec(float (&v)[V], const Vec* s, int k, int slot, int slots) {
+    const Vec w = s[k * slots + slot];
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = to_f32(w.v[j]);
+  }
+  // The thread's whole share as f32 (RowTile::load's v).
+  __device__ __forceinline__ static void read(float (&v)[E], const Vec* s, int slot, int slots) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const Vec w = s[k * slots + slot];
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
     }
   }
 };

@@ -151,6 +151,14 @@ constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both 
 constexpr std::int64_t kBackwardWideSharedMaxN =
     std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideSharedElems;  // 32768
 constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
+// block_per_row's backward takes the dy-shared block from this row length (below it, the 512-thread block of 16 + 16
+// a thread, and the wide one of 1024 × (16 + 16)); and whether 16-bit rows prefetch the next row there. H200,
+// 2026-11-30, bw16's run of e7a1abd (tune_softmax --bw16, µs), where y and dy were distinct buffers: 4096×16384 bf16
+// softmax backward wide16 137.9 → dy-shared 100.6 (prefetching 117.6), log-softmax backward 149.8 → 102.8 (121.7);
+// 2048×24576 f32 cluster_row 161.8 → 148.3, bf16 128.6 → 82.2 (prefetching 89.9), log 135.7 → 93.7 (98.9).
+// Provisional below 8193 and for f32 at 8193..16384 (the second run decides).
+constexpr std::int64_t kBackwardSharedFromN = kWarpMaxN + 1;
+constexpr bool kBackwardSharedPrefetch = false;
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
@@ -170,6 +178,12 @@ constexpr std::int64_t kClusterTargetThreads = 192;
 // Bytes a warp_per_row lane aims to hold: 64 (16 f32 or 32 bf16 elements). Measured: 262144×128 f32 E16·L8 3.31
 // TB/s against E4·L32 1.94; bf16 E32·L4 2.66 against 0.85; 1048576×32 f32 E16·L2 3.39, bf16 E32·L1 2.73.
 constexpr int kWarpLaneBytes = 64;
+// warp_per_row's forward with the next rows copied into shared memory by cp.async while the current ones are reduced
+// (WarpConfig::staged). Nsight Compute on the direct kernel (bw16's run of e7a1abd): 262144×128 f32 softmax (E16 L8,
+// 63 registers, 4 blocks an SM) DRAM 75 % busy, 58 % of the cycles between a warp's issues waiting on its loads (long
+// scoreboard); bf16 (E32 L4, 80 registers, 3 blocks) DRAM 54 %, issue slots 73 % busy, ~28 instructions an element.
+// Provisional (on) until the second run times it beside the direct kernel.
+constexpr bool kWarpStaged = true;
 // Above kClusterAutoMaxN, inputs of fewer than this many bytes (all rows together) would take grid_row, one
 // grid-resident launch that stages its chunks in shared memory, instead of split_row's three launches. The two
 // compute bitwise the same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking
@@ -228,9 +242,17 @@ bool row_pipeline_pays(kernels::Op op, const kernels::BlockConfig& c) {
 // backward 117 → 107 µs (88 % of copy), f32 192 → 246; on clusters it was even or slower in both dtypes (same run).
 bool backward_row_pipeline_pays(DType t, const kernels::BlockConfig& c) { return c.cluster == 1 && t != DType::f32; }
 // The forward's wide block staged (its next row bulk-copied into shared memory while it reduces and writes the
-// current one; a block of up to 1024 threads is alone on its SM, so nothing else overlaps its load). Provisional:
-// 16-bit rows, until the H200 run of bw16.
-bool wide_row_pipeline_pays(DType t) { return t != DType::f32; }
+// current one) where a block is alone on its SM (above 512 threads: n > kWideStagedFromN), so nothing else overlaps
+// its loads: 16-bit rows, and f32 log-softmax / logsumexp / the state. H200, 2026-11-30, bw16's run of e7a1abd,
+// tune_softmax --bw16, the wide block direct → staged µs (docs/perf-notebook.md "bw16"):
+//   8192×32000  bf16 softmax 576 → 390, log-softmax 563 → 402, logsumexp 411 → 304 (f16 alike);
+//               f32 softmax 586 → 596 (slower), log-softmax 623 → 577, logsumexp 359 → 324
+//   2048×24576  bf16 99 → 90, 104 → 89, 80 → 70 (f16 alike); f32 125 → 125, 133 → 121, 86 → 79
+//   4096×16384 (512 threads, two blocks an SM) slower staged in every case: bf16 softmax 99.8 → 104.4, f32 144 → 161.
+constexpr std::int64_t kWideStagedFromN = 16385;
+bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
+  return n >= kWideStagedFromN && (t != DType::f32 || op != kernels::Op::softmax);
+}
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
   kernels::StridedConfig c;
@@ -397,10 +419,14 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   set_temperature(rp, options);
 
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
+    case SoftmaxPath::warp_per_row: {
+      kernels::WarpConfig c = warp_config(p.n, in.dtype);
+      c.staged = kWarpStaged;
+      return kernels::launch_warp_rows(rp, c, s);
+    }
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
-      c.staged = c.wide && wide_row_pipeline_pays(in.dtype);
+      c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row: {
@@ -444,11 +470,11 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c;
-      if (p.n > kBackwardWideAutoMaxN) {
-        // Above the wide block's 16 + 16 a thread: dy in shared memory, 16-bit rows prefetching the next row.
+      if (p.n >= kBackwardSharedFromN) {
+        // y's 32 a thread in registers, dy in shared memory (BlockConfig::dy_shared).
         c.threads = round_up32(ceil_div(p.n, kernels::kBackwardWideSharedElems));
         c.dy_shared = true;
-        c.staged = y.dtype != DType::f32;
+        c.staged = kBackwardSharedPrefetch && y.dtype != DType::f32;
         return kernels::launch_backward_block_rows(rp, c, s);
       }
       c = block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);

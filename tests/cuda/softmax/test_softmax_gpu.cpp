@@ -534,38 +534,61 @@ TEST_F(GpuSoftmax, WideBlockEdges) {
                       {SoftmaxPath::block_per_row});
 }
 
-// bw16: the backward's wide block with dy in shared memory (16385..32768; 16-bit rows prefetch the next row through a
-// persistent grid) and the forward's wide block staged (16-bit), against the float64 reference with poisoned outputs:
-// few rows and more rows than blocks resident (each block walks several, prefetching), f32 / bf16 / f16 in, f32 out,
-// temperatures, rows of an odd pitch (unaligned: cp.async and the bulk copy decline some rows, take others), and
-// rows of a batch bitwise equal to the same rows alone.
+// bw16: the backward's block with dy in shared memory (block_per_row from 1025 to 32768) and the forward's wide block
+// staged (above 16384), against the float64 reference with poisoned outputs: few rows and more rows than blocks
+// resident (the staged kernel's blocks walk several), f32 / bf16 / f16 in, f32 out, temperatures, rows of an odd pitch
+// (unaligned: cp.async and the bulk copy decline some rows, take others), and rows of a batch bitwise equal to the
+// same rows alone.
 TEST_F(GpuSoftmax, WideSharedBackwardAndStagedWideForward) {
   const std::vector<SoftmaxPath> paths = {SoftmaxPath::automatic, SoftmaxPath::block_per_row};
   std::uint64_t seed = 2600;
   const std::vector<std::int64_t> ns =
       small_mode() ? std::vector<std::int64_t>{16385, 32768} : std::vector<std::int64_t>{16385, 20000, 30001, 32768};
   for (std::int64_t n : ns) {
-    // 140 rows: more than the 132 blocks resident above 16384 (one an SM), so some blocks walk two rows (at the
-    // ends only: the reference's time).
-    const bool end = n == 16385 || n == 32768;
-    for (std::int64_t rows : {std::int64_t{2}, std::int64_t{small_mode() || !end ? 3 : 140}}) {
+    const std::string tag = "3x" + std::to_string(n);
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, 3, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, 3, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_f16_to_f32", op, DType::f16, DType::f32, 3, n, ++seed), paths);
+      Case t = plain_case(tag + "_temperature", op, DType::bf16, DType::bf16, 3, n, ++seed);
+      t.row_temperature = {0.5, 3.0, 0.25};
+      run_all_paths(t, paths);
+      Case u = plain_case(tag + "_unaligned_bf16", op, DType::bf16, DType::bf16, 3, n, ++seed);
+      u.in.strides = {n + 3, 1};
+      u.in.offset = 1;
+      run_all_paths(u, paths);
+    }
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+      run_all_paths(plain_case(tag + "_fwd_bf16", op, DType::bf16, DType::bf16, 3, n, ++seed), paths);
+      run_all_paths(plain_case(tag + "_fwd_f32", op, DType::f32, DType::f32, 3, n, ++seed), paths);
+      Case u = plain_case(tag + "_fwd_unaligned_f16", op, DType::f16, DType::f32, 3, n, ++seed);
+      u.in.strides = {n + 3, 1};
+      u.in.offset = 1;
+      run_all_paths(u, paths);
+    }
+  }
+  // More rows than blocks resident (132 at one block an SM above 16384), so blocks of the persistent (staged) kernels
+  // walk two rows; aligned rows and rows of an odd pitch (some rows staged, some not).
+  if (!small_mode()) {
+    for (std::int64_t pitch : {std::int64_t{0}, std::int64_t{1}}) {
+      const std::int64_t n = 32768, rows = 140;
+      const std::string tag = "140x32768_pitch+" + std::to_string(pitch);
+      for (Op op : {Op::softmax_backward, Op::softmax, Op::log_softmax}) {
+        Case c = plain_case(tag, op, DType::bf16, DType::bf16, rows, n, ++seed);
+        c.in.strides = {n + pitch, 1};
+        c.in.offset = pitch;
+        run_all_paths(c, {SoftmaxPath::automatic});
+      }
+    }
+  }
+  // The dy-shared block below 16385 too (from kBackwardSharedFromN): few and many rows, f32 / bf16, unaligned.
+  for (std::int64_t n : {1025, 2047, 4097, 8193, 12289, 16384}) {
+    if (small_mode() && n > 4097) continue;
+    for (std::int64_t rows : {std::int64_t{2}, std::int64_t{small_mode() ? 4 : n <= 4097 ? 300 : 40}}) {
       const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
         run_all_paths(plain_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed), paths);
-        run_all_paths(plain_case(tag + "_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed), paths);
-        run_all_paths(plain_case(tag + "_f16_to_f32", op, DType::f16, DType::f32, rows, n, ++seed), paths);
-        Case t = plain_case(tag + "_temperature", op, DType::bf16, DType::bf16, rows, n, ++seed);
-        t.row_temperature.resize(static_cast<std::size_t>(rows));
-        for (std::int64_t r = 0; r < rows; ++r) t.row_temperature[static_cast<std::size_t>(r)] = r % 2 ? 0.5 : 3.0;
-        run_all_paths(t, paths);
         Case u = plain_case(tag + "_unaligned_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed);
-        u.in.strides = {n + 3, 1};
-        u.in.offset = 1;
-        run_all_paths(u, paths);
-      }
-      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
-        run_all_paths(plain_case(tag + "_fwd_bf16", op, DType::bf16, DType::bf16, rows, n, ++seed), paths);
-        Case u = plain_case(tag + "_fwd_unaligned_f16", op, DType::f16, DType::f32, rows, n, ++seed);
         u.in.strides = {n + 3, 1};
         u.in.offset = 1;
         run_all_paths(u, paths);
@@ -574,7 +597,7 @@ TEST_F(GpuSoftmax, WideSharedBackwardAndStagedWideForward) {
   }
   if (small_mode()) return;
   // Batch invariance: rows of an odd pitch in a batch of more rows than blocks resident, bitwise equal alone.
-  for (std::int64_t n : {16385, 32768}) {
+  for (std::int64_t n : {4097, 32768}) {
     const std::int64_t rows = 140;
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward, Op::softmax, Op::log_softmax}) {
       for (DType t : {DType::f32, DType::bf16}) {

@@ -4,7 +4,7 @@
 // warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
-//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16-ncu]
+//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,7 +43,9 @@ float next_uniform() {  // xorshift64*: fast enough to fill gigabytes
 
 Buffers make_buffers(std::int64_t rows, std::int64_t n, DType t) {
   const std::size_t bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
-  const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 1, 64));
+  // At least two copies: a backward problem takes y from one and dy from the next (one copy would alias them and
+  // read dy from the L2).
+  const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
   std::vector<unsigned char> host(bytes);
   for (std::size_t i = 0; i < static_cast<std::size_t>(rows * n); ++i) {
     const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
@@ -171,8 +174,9 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
   }
 }
 
-Variant warp(int elems, int lanes) {
-  return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes), 'w', {elems, lanes}, {}};
+Variant warp(int elems, int lanes, bool staged = false) {
+  return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes) + (staged ? " staged" : ""), 'w',
+          {elems, lanes, staged}, {}};
 }
 Variant block(int threads, int cluster, bool staged = false) {
   return {"block T" + std::to_string(threads) + " C" + std::to_string(cluster) + (staged ? " staged" : ""), 'b', {},
@@ -262,7 +266,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool bw16 = argc > 1 && std::strcmp(argv[1], "--bw16") == 0;
-  const int reps = quick ? 10 : bw16 ? 15 : 30;
+  const bool bw16b = argc > 1 && std::strcmp(argv[1], "--bw16b") == 0;
+  const int reps = quick ? 10 : bw16 || bw16b ? 15 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
     const std::size_t bytes = std::size_t{1} << 31;
@@ -278,6 +283,30 @@ int main(int argc, char** argv) {
   }
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  if (bw16b) {
+    // bw16's second run: y and dy distinct (two copies at least). The backward: the dispatcher's kernels before bw16
+    // (cluster_row above 16384, the 1024 × (16 + 16) wide block above 8192, the 512-thread block, staged for 16-bit
+    // rows, below) beside the dy-shared block, prefetching or not; then warp_per_row direct beside staged (cp.async).
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    run_shape(8192, 32000, {bcluster_old(32000), bshared(32000, false), bshared(32000, true)}, both, bwd, reps);
+    run_shape(4096, 16384, {bwide16(16384), bshared(16384, false)}, both, bwd, reps);
+    run_shape(8192, 12288, {bwide16(12288), bshared(12288, false)}, both, bwd, reps);
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{16384, 4096}, {65536, 2048}, {32768, 1025}}) {
+      const int old_threads = static_cast<int>(std::min<std::int64_t>(512, ((n + kBackwardBlockElems - 1) / kBackwardBlockElems + 31) / 32 * 32));
+      Variant b16 = block(old_threads, 1, true), f32b = block(old_threads, 1);
+      b16.name += " (16-bit)";
+      run_shape(rows, n, {f32b, b16, bshared(n, false)}, both, bwd, reps);
+    }
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    for (const auto& [rows, n, e, l] : {std::tuple<std::int64_t, std::int64_t, int, int>{262144, 128, 16, 8},
+                                        {1048576, 32, 16, 2}, {32768, 1024, 32, 32}, {65536, 512, 16, 32}}) {
+      run_shape(rows, n, {warp(e, l), warp(e, l, true)}, {DType::f32}, ops, reps);
+      // The dispatcher's 16-bit configuration: 64 bytes a lane, 32 elements (n a power of two here).
+      const int l16 = static_cast<int>(std::clamp<std::int64_t>(n / 32, 1, 32));
+      run_shape(rows, n, {warp(32, l16), warp(32, l16, true)}, {DType::bf16}, ops, reps);
+    }
+    return 0;
+  }
   if (bw16) {
     // Old beside new in one process (docs/perf-notebook.md "bw16"). The backward above 16384: cluster_row (the
     // dispatcher before) against the wide block with dy in shared memory, prefetching (16-bit) or not; at 16384 also
