@@ -553,7 +553,7 @@ if want ce3; then
   OUT=$ce3_outer
 fi
 # pfx: issue 7 round (session 5): the non-finite-V fix on the causal diagonal and the warp-specialised wgmma variant
-# (producer warp, ping-pong), old beside new in one call. Binaries built on the workstation for sm_90a and carried
+# (producer warpgroup, ping-pong), old beside new in one call. Binaries built on the workstation for sm_90a and carried
 # (build/pfx-bin/bins.tar.xz: new/ and old/ tune_prefill and test_cuda_prefill; old = the kernels of the parent
 # commit). Timings first (tune_prefill's TMA columns, old then new, on SMK_PFX_ROWS, default the issue's four rows;
 # torch's SDPA backends on the same rows), then the new prefill test, the new non-finite test on the old kernels
@@ -571,7 +571,7 @@ if want pfx; then
   rows=${SMK_PFX_ROWS:-issue}
   run_step pfx-tune-old env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 "$pb/old/tune_prefill" \
     --json "$OUT/tune_old_raw.json"
-  # The old binary's columns as "old ...", its ws2 column dropped (the old kernels have no producer warp).
+  # The old binary's columns as "old ...", its ws2 column dropped (the old kernels have no producer warpgroup).
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
 for x in r: x["tflops"]={"old "+k: v for k, v in x["tflops"].items() if not k.startswith("ws2")}
 json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.json"

@@ -32,7 +32,7 @@ struct PrefillArgs {
 };
 
 // The wgmma kernel (prefill_wgmma.cu) for head dimension d (64 or 128), `warps` 4 or 8 (one or two consumer
-// warpgroups of 64 query rows) or 9 (two, and a producer warp: TMA only) and key tiles of block_n (64 or 128), f16
+// warpgroups of 64 query rows) or 9 (two, and a producer warpgroup: TMA only) and key tiles of block_n (64 or 128), f16
 // (bf16 = false) or bf16; false if that combination is not built. Needs an sm_90a build and a compute-capability
 // 9.0 device (prefill_wgmma_available).
 // tma: Q, K and V by the tensor memory accelerator (not for varlen: false then) instead of every thread's cp.async.

@@ -123,7 +123,7 @@ template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(!kWS || (kTma && kWG == 2), "the producer warp feeds two warpgroups by TMA");
+  static_assert(!kWS || (kTma && kWG == 2), "the producer warpgroup feeds two warpgroups by TMA");
   constexpr int kThreads = kWG * 128;  // the consumers (and, without kWS, the copiers)
   constexpr int kBlockM = 64 * kWG;
   constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S

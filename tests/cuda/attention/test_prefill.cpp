@@ -417,7 +417,7 @@ void check_wgmma_variants(smk::cuda::PrefillToggle tma) {
   };
   int first_d = 0;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-    if (x.warps == 9 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer warp is TMA's)
+    if (x.warps == 9 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
     for (const Case& c : odd)
       if (c.d == x.d) {
         Case cw = c;
@@ -580,7 +580,7 @@ TEST(CudaAttentionPrefill, NonFiniteVNeverLeaksPastTheMask) {
   if (!wgmma_here()) return;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
     for (const Case& c : diagonal_cases(x.d)) {
-      if (x.warps == 9) continue;  // the 8-warp kernel (the producer warp is TMA's)
+      if (x.warps == 9) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
       Case cd = c;
       cd.name = "wgmma " + name_of(x) + " cp.async " + c.name;
       check_case(cd, wgmma_config(x, PrefillToggle::on, PrefillToggle::off), diagonal_plant(c));

@@ -54,7 +54,7 @@ std::string tma_mode() {
   return e ? e : "";
 }
 
-// "wgK" for K consumer warpgroups; "ws2": two and the producer warp (warps = 9).
+// "wgK" for K consumer warpgroups; "ws2": two and the producer warpgroup (warps = 9).
 std::string wg_name(const smk::cuda::PrefillVariant& x) {
   return x.warps == 9 ? std::string("ws2") : "wg" + std::to_string(x.warps / 4);
 }
@@ -96,7 +96,7 @@ std::vector<Config> configs(std::int64_t d) {
       if (x.d != d) continue;
       for (const auto tma : {off, on}) {
         if (tma == on && mode == "0") continue;
-        if (tma == off && x.warps == 9) continue;  // the producer warp is TMA's: cp.async runs the 8-warp kernel
+        if (tma == off && x.warps == 9) continue;  // the producer warpgroup is TMA's: cp.async runs the 8-warp kernel
         PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = tma;
