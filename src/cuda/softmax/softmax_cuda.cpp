@@ -9,7 +9,8 @@
 //   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
-//   longer                                               split_row
+//   longer                                               split_row (one launch, a cluster per row, where the whole
+//                                                        call fits the device at once; else three kernels: the same bits)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
 

@@ -1,6 +1,7 @@
 // split_row: rows longer than kClusterAutoMaxN (softmax_cuda.cpp) in inputs too large for grid_row (grid_row.cu,
 // which runs these same chunks and merge in one launch and gives bitwise the same outputs), or any row when forced.
-// The chunk reduction, the merge and the normalisation are chunk_states.cuh's, shared with grid_row. Three kernels:
+// The chunk reduction, the merge and the normalisation are chunk_states.cuh's, shared with grid_row. Three kernels
+// (or one, below):
 //   1. chunk_states: the row is cut into chunks of kSplitChunk (12288) elements; one block reduces one chunk to its
 //      online state (m, d) — the block max, then the count of scores equal to it and the block sum of the others'
 //      exp(z − m);
@@ -9,6 +10,14 @@
 //      (or, for logsumexp / state, the outputs);
 //   3. normalize: re-reads each chunk and writes the outputs through the row's RowNormalizer. It walks the chunks
 //      in the reverse of kernel 1's order, so the chunks kernel 1 read last are read again while still in L2.
+// Kernels 2 and 3 start as programmatic dependent launches (griddepcontrol): their blocks are scheduled while the
+// kernel before them runs and wait for its results, so a launch's latency overlaps the previous kernel.
+// A call whose chunks all fit the device at once (rows · chunks ≤ kSplitClusterMaxWaves × the resident blocks, rows of
+// at most kSplitClusterMaxChunks = 16 chunks, i.e. n ≤ 196608) takes one launch instead (cluster_split_kernel): a
+// cluster per row, block r reducing chunk r as kernel 1 does, the chunk states exchanged through distributed shared
+// memory and merged in kernel 2's order, each chunk normalised from the registers that loaded it (read once, 8 B /
+// 4 B an element). Every output is bitwise the three kernels' (tested), so the choice by the call's size keeps a
+// row's result the same alone or in a batch.
 // The chunking depends on n only, so a row's result is the same alone or in a batch.
 //
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
@@ -18,6 +27,11 @@
 // copy; logsumexp 810 µs, 70% of read), bf16 2071 µs (28%); 1×16777216 f32 73.0 µs (1.84 TB/s), bf16 70.8 µs;
 // 1×151936 f32 16.6 µs, 32×128256 f32 30.1 µs (three launches: latency-bound). 2026-11-30 (commit 050be25, log l's
 // terms from log_term_exp): 4096×151936 f32 log-softmax 2078 µs, logsumexp 825 µs (71 % of read), bf16 1762 / 846.
+// Measured (H200, 2026-11-30, commits 556bc00 and ed489dc, softmaxkit bench, L2 flushed, beside the binary before them;
+// docs/bench/fixcost-2026-11-30.md): 1×151936 f32 softmax 17.2 → 12.2 µs (one launch; host time a call 15.7 → 4.3 µs,
+// GPU alone in a CUDA graph 8.3 µs), log-softmax 16.8 → 11.5, logsumexp 11.6 → 10.0, bf16 18.6 → 12.4; 32×128256 (three
+// kernels, dependent launches) f32 softmax 30.3 → 28.3, logsumexp 18.5 → 17.6; 1×16777216 f32 softmax 73.8 → 71.4
+// (1.88 TB/s), bf16 71.9 → 68.7; 4096×151936 f32 softmax 2092 (56 % of copy), logsumexp 800 (73 % of read).
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
