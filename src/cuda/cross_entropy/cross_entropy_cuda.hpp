@@ -38,9 +38,9 @@ namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether rows are
 // staged through shared memory (cp.async) when aligned (kFusedStage by default); whether every row the kernel can hold (up to 16 wide blocks,
-// 524288 classes) takes it, not only those the dispatcher sends there (up to 49152: fused.cu, kFusedAutoMaxCols);
-// the block kind (0: the dispatcher's, by the row length; 512: the narrow block, 512 × 24 logits; 1024: the wide
-// block, 1024 × 32).
+// 524288 classes) takes it, not only those the dispatcher sends there (up to 65536, f32 163840: fused.cu,
+// kFusedAutoMaxCols); the block kind (0 or 1024: the wide block, 1024 × 32 logits, the dispatcher's; 512: the narrow
+// block, 512 × 24).
 // Whether the one-read kernel stages each block's next row in shared memory (cp.async) by default: off, since the
 // H200 run of ef4d08c (2026-11-30, tune_cross_entropy) timed the unstaged kernel faster on every shape it ran, e.g.
 // 8192×32000 on the wide block f32 685 against 728 µs staged, bf16 561 against 569; 4096×151936 on 13 narrow blocks

@@ -1,12 +1,13 @@
 // Cross-entropy forward + backward in one call on the GPU (cross_entropy_forward_backward): the loss (every
 // reduction and option), the per-row LSE and the gradient for a given upstream gradient, reading the logits once.
-// A row is held on chip from its first read to its gradient's store, in registers: one block per row (narrow,
-// 512 threads × 24 logits, or wide, 1024 × 32), or a thread-block cluster of up to kFusedMaxCluster blocks whose
-// partial states meet through distributed shared memory (as softmax's cluster_row and wide block,
-// src/cuda/softmax/block_row.cu). The grid is persistent: each block stages its share of its next row in shared
-// memory with cp.async while it reduces and writes the current one, and loads that row's target with it. Rows wider
+// A row is held on chip from its first read to its gradient's store, in registers: one block per row (wide,
+// 1024 threads × 32 logits, the dispatcher's; or narrow, 512 × 24, for tuning), or a thread-block cluster of up to
+// kFusedMaxCluster blocks whose partial states meet through distributed shared memory (as softmax's cluster_row and
+// wide block, src/cuda/softmax/block_row.cu). The grid is persistent; each block loads its next row's target during
+// the current row, and can stage that row in shared memory with cp.async (off by default: kFusedStage). Rows wider
 // than a cluster holds, soft-capped rows, and launches the GPU cannot schedule take the two-read path
-// (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above kFusedAutoMaxCols.
+// (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above kFusedAutoMaxCols (f32:
+// kFusedAutoMaxColsF32), where the two calls measured as fast or faster.
 //
 // Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, merged across the
 // block and the cluster (OnlineSoftmaxState), the target logit and label smoothing's Σ w_c (z_c − r) carried with
@@ -20,9 +21,14 @@
 // Traffic per element: read the logits once and write the gradient once, 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit
 // logits, f32 gradient); per-row values and targets < 0.1 %. Floor on the H200 at the copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32 (2.10 GB) 491 µs, bf16 246 µs.
-// Measured before this kernel (H200, 2026-11-30, commit ce1a473, two exchanges a row, narrow blocks only): 8192×32000
-// bf16 767 µs (32 % of copy; two calls 1051 µs), f32 933 µs (53 %); 4096×151936 (13 blocks) bf16 2454 µs (24 %),
-// f32 2887 µs (40 %), slower than the two calls (1585, 2124). This kernel: not yet measured.
+// Measured (H200, 2026-11-30, run of c6ad8a5 at 04:34 UTC, tune_cross_entropy, in place, mean, the dispatcher's
+// path; docs/bench/ce3-fused-2026-11-30.md): 8192×32000 f32 651 µs (75 % of the 2n bound, 3.36× torch's
+// F.cross_entropy forward + backward), bf16 568 µs (43 %, 2.10×); 4096×151936 f32 on 5 wide blocks 2035 µs (57 %,
+// 2.65× torch; the dispatcher's since this run, measured on the tuning hook), bf16 two calls 1595 µs (37 %, 1.74×).
+// The previous kernel (two exchanges a row, narrow blocks, staged; same run): 8192×32000 f32 978 µs, bf16 809.
+// The gain is the wide block's (no cluster barrier, more rows an SM); the one exchange did not pay on narrow
+// clusters (4096×151936 on 13 narrow blocks: bf16 2960 µs against the previous kernel's 2475). bf16 takes about
+// as long as f32 (issue-bound: ~9 µs a 32000-wide row an SM whatever the dtype).
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
@@ -45,11 +51,12 @@ namespace cg = cooperative_groups;
 using kernels::RowTile;
 
 // Two block shapes, the same kernel template (as softmax's block_per_row and its wide block, block_row.cu):
+//  - wide: 1024 threads × 32 logits, 32768 a block, one block an SM at full size (64 registers a thread); a shorter
+//    row takes ⌈C / 32⌉ threads (rounded to a warp), so more rows share an SM; clusters of up to 16 wide blocks;
 //  - narrow: 512 threads × 24 logits, 12288 a block, at two blocks an SM (64 registers a thread); clusters of up to
-//    16 narrow blocks hold 196608 logits (151936 needs 13);
-//  - wide: 1024 threads × 32 logits, 32768 a block, one block an SM (64 registers a thread), no cluster barrier for
-//    rows of 12289..32768 (softmax's wide block: f32 8192×32000 softmax 848 → 583 µs against cluster_row); clusters
-//    of wide blocks hold up to 16 × 32768 (151936 needs 5).
+//    16 narrow blocks. The dispatcher no longer uses it (below); tuning and the tests still run it.
+// ptxas -v (CUDA 13.0, sm_90a), both at 64 registers: the wide kernel spills 28–52 B a thread (f32 52, bf16 28–40),
+// the narrow one 4–24 B (the earlier narrow f32 kernel, with two exchanges, 208 B).
 constexpr int kNarrowThreads = 512;
 constexpr int kNarrowElems = 24;
 constexpr int kWideThreads = 1024;
@@ -58,18 +65,17 @@ constexpr int kFusedMaxCluster = 16;
 constexpr std::int64_t kNarrowBlockCols = std::int64_t{kNarrowThreads} * kNarrowElems;  // 12288
 constexpr std::int64_t kWideBlockCols = std::int64_t{kWideThreads} * kWideElems;        // 32768
 constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;              // 524288
-// The dispatcher's rule (by the row length alone, so a row's bits never depend on the batch): rows of up to
-// kNarrowBlockCols on one narrow block, up to kWideBlockCols on one wide block, and up to kFusedAutoMaxCols on a
-// cluster of narrow blocks; longer rows take the two calls. The earlier kernel (two exchanges a row, ce1a473) won
-// over the two calls at 8192×32000 with 3 and 4 narrow blocks (bf16 767 / 847 against 1051 µs, f32 933 / 1042
-// against 1150) and lost at 4096×151936 with 13 (bf16 2454 against 1585, f32 2887 against 2124; H200, 2026-11-30).
-// The wide block and the one exchange a row are new here; the thresholds stay where that run put them until the
-// next run times both shapes (tune_cross_entropy: fused/wide, fused/narrow, fused/cN).
-constexpr std::int64_t kFusedAutoMaxCols = 2 * kWideBlockCols;  // 65536
-// Rows above kWideBlockCols that take the kernel: on a cluster of wide blocks (true) or of narrow ones (false).
-// Measured at 8192×32000 (H200, ef4d08c, tune_cross_entropy): 2 wide blocks bf16 639 µs, f32 803; 4 narrow blocks
-// 942 / 1077 (the two calls: 1062 / 1197).
-constexpr bool kFusedClusterWide = true;
+// The dispatcher's rule, by the row length and the dtype alone (a row's bits never depend on the batch): the fewest
+// wide blocks that hold a row, unstaged (kFusedStage), up to kFusedAutoMaxCols classes (f32: kFusedAutoMaxColsF32);
+// longer rows take the two calls. Measured (H200, 2026-11-30, runs of ef4d08c and c6ad8a5, tune_cross_entropy, in
+// place, mean; µs, the wide kernel against the narrow one and the two calls, docs/bench/ce3-fused-2026-11-30.md):
+//   16384×8192   one block: bf16 284 (narrow 379, two calls 624), f32 375 (398, 800);
+//   8192×32000   one block: bf16 567 (narrow cluster of 3: 859, two calls 1061), f32 651 (905, 1155);
+//   4096×65536   2 blocks: bf16 644 (narrow 988, two calls 729), f32 779 (1027, 977);
+//   4096×151936  5 blocks: bf16 1873 against two calls 1595 (so 16-bit stays on them), f32 2035 against 2125
+//                (4 %, about the run-to-run spread of these timings; narrow 13 blocks: 3057).
+constexpr std::int64_t kFusedAutoMaxCols = 2 * kWideBlockCols;     // 65536
+constexpr std::int64_t kFusedAutoMaxColsF32 = 5 * kWideBlockCols;  // 163840
 
 struct FusedArgs {
   void* grad = nullptr;
@@ -129,14 +135,14 @@ struct alignas(16) RowPart {
 // through one block barrier (kernels::group_merge, OnlineSoftmaxState::merge in a fixed xor tree), and the blocks'
 // through one cluster barrier; the earlier kernel took a max, then a sum, each through a block and a cluster
 // barrier. The elements are then rescaled by their warp's factor exp(m_w − M), folded into the gradient's one FMA
-// (A_w = A·exp(m_w − M)): no instruction an element more. The persistent grid stages each block's share of its next
-// row in shared memory (cp.async) during the current one, and loads the next row's target with it, so a row's chain
-// has no dependent global load: the target logit comes out of the exchange (its owner thread's register), the
+// (A_w = A·exp(m_w − M)): no instruction an element more. The persistent grid loads the next row's target during the
+// current row (and, staged, the row itself into shared memory by cp.async), so a row's chain has no dependent global
+// load: the target logit comes out of the exchange (its owner thread's register), the
 // weight and the upstream gradient are issued at the row's start, and the reduction's scale (sum / mean) is hoisted.
 // Error: the warp's sum is the earlier kernel's tree (registers, then 5 butterfly levels); each merge level adds at
 // most 8u on the side it rescales ((1 + d) and exp_diff's 5u, the product, the sum), ⌈log2 warps⌉ + ⌈log2 cluster⌉
 // ≤ 9 levels; an element's p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
-// tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (fused_sum_depth).
+// tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth).
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
@@ -351,8 +357,7 @@ struct FusedShape {
 };
 FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override) {
   FusedShape s;
-  const bool wide_auto = classes > kNarrowBlockCols && (classes <= kWideBlockCols || kFusedClusterWide);
-  s.wide = threads_override == kWideThreads || (threads_override == 0 && wide_auto);
+  s.wide = threads_override != kNarrowThreads;
   const std::int64_t cols = s.wide ? kWideBlockCols : kNarrowBlockCols;
   const int elems = s.wide ? kWideElems : kNarrowElems;
   const std::int64_t need = std::max<std::int64_t>(1, (classes + cols - 1) / cols);
@@ -429,7 +434,9 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
-  const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedAutoMaxCols;
+  const std::int64_t limit = g_tuning.any_width                ? kFusedMaxCols
+                             : logits.dtype == DType::f32 ? kFusedAutoMaxColsF32
+                                                          : kFusedAutoMaxCols;
   return options.softcap == 0 && logits.shape[1] <= limit && logits.shape[1] > 0;
 }
 
