@@ -840,7 +840,8 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
       check_case(b);
     }
     smk::cuda::ce::set_fused_tuning({});
-    // Rows the dispatcher sends to the two calls, through the one-read kernel (the 151936-wide row: 13 blocks).
+    // The 151936-wide row through the one-read kernel on both block kinds (13 narrow, 5 wide blocks): 16-bit rows of
+    // that width take the two calls under the dispatcher, f32 ones the wide blocks.
     if (!small_mode()) {
       smk::cuda::ce::FusedTuning wide;
       wide.any_width = true;
