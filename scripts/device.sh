@@ -610,8 +610,9 @@ fi
 # tune_softmax}, lib/libfmt). In order, each capped: tune_softmax --bw16 (the kernels before and after side by side in
 # one process), the GPU tests of the new paths, memcheck on them (SMK_GPU_TEST_SMALL; SMK_BW_SAN="memcheck racecheck"
 # adds racecheck), Nsight Compute on
-# six kernels (tune_softmax --bw16-ncu), the bench (the dispatcher) on the shapes. Logs in /tmp/o; after each
-# step the tables, a summary and a tarball of every log go to $OUT.
+# six kernels (tune_softmax --bw16-ncu; SMK_BW_NCU=0 skips it), the bench (the dispatcher) on $SMK_BW_SHAPES. The tune
+# mode is $SMK_BW_TUNE (--bw16, run 1; --bw16b, run 2), each step's cap SMK_BW_TUNE_S / SMK_BW_TEST_S; test_cuda_warp_row
+# runs when carried. Logs in /tmp/o; after each step the tables, a summary and a tarball of every log go to $OUT.
 if want bw16; then
   outer=$OUT
   OUT=/tmp/o && mkdir -p "$OUT"

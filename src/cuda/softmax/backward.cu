@@ -2,7 +2,8 @@
 //   softmax:      dx = y ⊙ (dy − s) / T,        s = Σ dy ⊙ y
 //   log-softmax:  dx = (dy − exp(y) · s) / T,   s = Σ dy
 // warp_per_row (n ≤ 1024), block_per_row / cluster_row (y and dy in registers, 16 elements each per thread:
-// n ≤ 8192 per block of 512 threads, 16384 per wide block of 1024, 131072 per cluster), split_row (chunk sums, merged
+// n ≤ 8192 per block of 512 threads, 16384 per wide block of 1024, 131072 per cluster; or y's 32 in registers and dy
+// in shared memory: 32768 per block of 1024), split_row (chunk sums, merged
 // per row in a fixed order, then an elementwise pass over chunks of 8192) and strided_inner (a compensated sum, then
 // the elementwise pass).
 //
@@ -21,8 +22,19 @@
 // The wide block (BlockConfig::wide: the same kernel at __launch_bounds__(1024, 1), 16 + 16 registers of row, 64 in
 // all, 8 B spilled in f32 as the 512-thread kernel, none in 16-bit; 2 × 32 would not fit) takes 8193..16384 instead of
 // cluster_row. H200, 2026-11-30, commit 2feaa39 (docs/bench/wideblock-2026-11-30.md): softmax backward 4096×16384 f32
-// 221 → 193 µs (98 % of copy), bf16 181 → 137 (69 %). Rows above 16384 stay on cluster_row (8192×32000 f32 894 µs,
+// 221 → 193 µs (98 % of copy), bf16 181 → 137 (69 %). Rows above 16384 stayed on cluster_row (8192×32000 f32 894 µs,
 // 82 %; bf16 747, 49 %).
+// The block with dy in shared memory (BlockConfig::dy_shared, backward_wide_shared_kernel): y's 32 a thread in
+// registers, dy copied by cp.async into the thread's own slots of shared memory (row_stage.cuh LaneStage) and read
+// there twice, so up to 32768 a row fit one block of 1024 threads at 64 registers (ptxas -v, CUDA 13.0, sm_90a: f32
+// 0 B spilled, 16-bit 16 B, prefetching 24 B); 128 KB of shared memory at 1024 f32 threads. kPrefetch (16-bit): the
+// next row's y and dy copied in during this one (a persistent grid). Traffic the same 12 B / 6 B an element; floor
+// 8192×32000 f32 737 µs, bf16 368 µs. Measured (H200, 2026-11-30, bw16's runs of e7a1abd and d4f4d06, docs/perf-
+// notebook.md "bw16"): softmaxkit bench --path auto, 8192×32000 softmax backward f32 727 µs (101 % of copy: two thirds
+// of the traffic are reads, which run above the copy's rate), bf16 411 (prefetching; 90 %; 514 without), log-softmax
+// backward f32 744, bf16 448; 4096×16384 bf16 102.5 µs (92 %), 16384×4096 bf16 101.6 (93 %); tune_softmax, old kernel
+// → this one: 8192×32000 f32 897 → 731, bf16 749 → 416; 8192×12288 bf16 232 → 149; 65536×2048 bf16 202 → 192. Where
+// the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32, kBackwardPrefetchFromN).
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"

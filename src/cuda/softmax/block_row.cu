@@ -17,6 +17,16 @@
 // for logsumexp): 4096×16384 f32 softmax 142 (88 %; cluster_row 229), log-softmax 145 (87 %), logsumexp 88 (69 %),
 // bf16 100 (63 %) / 103 / 82; 8192×32000 f32 583 (84 %; cluster_row 848) / 622 / 360 (66 %), bf16 555 (44 %) / 563 /
 // 419 (28 %); 2048×24576 f32 125 (75 %) / 132 / 88, bf16 99 / 106 / 82. Floors: 2048×24576 f32 softmax 94 µs.
+// The wide block staged (kStaged at 1024 × 32; BlockConfig::wide + staged: its next row bulk-copied into shared
+// memory, 64 KB at 1024 16-bit threads, 128 KB in f32; ptxas -v: 64 registers, spilling 8-40 B in f32, 84-208 B in
+// 16-bit): where a block is alone on its SM (above 512 threads, n > 16384) nothing else overlaps its loads. Measured
+// beside the direct wide block (H200, 2026-11-30, bw16's run of e7a1abd, tune_softmax --bw16, µs direct → staged):
+// 8192×32000 bf16 softmax 576 → 390, log-softmax 563 → 402, logsumexp 411 → 304 (f16 alike); f32 586 → 596 (slower),
+// 623 → 577, 359 → 324; 2048×24576 bf16 99 → 90, 104 → 89, 80 → 70; f32 125 → 125, 133 → 121, 86 → 79; at 4096×16384
+// (512 threads, two blocks an SM) slower staged in every case (bf16 softmax 99.8 → 104.4). Nsight Compute, 8192×32000
+// bf16 softmax: DRAM 37 → 56 % busy, issue slots 46 → 69 %. The dispatcher stages it above 16384 for 16-bit rows and
+// the f32 log ops (softmax_cuda.cpp wide_row_pipeline_pays); the bench then: 8192×32000 bf16 softmax 389 µs (63 % of
+// copy), log-softmax 403; f32 log-softmax 575.
 // Log-softmax / logsumexp count the max's ties for the excess state and form log l's terms with log_term_exp
 // (common.cuh); the op class is a template parameter. Measured (H200, 2026-11-30, commit 050be25, docs/perf-notebook.md
 // "log l's terms"): 16384×4096 f32 softmax 141 µs (89 % of copy), log-softmax 143 (88 %), logsumexp 103 (61 % of

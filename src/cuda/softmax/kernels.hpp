@@ -73,9 +73,6 @@ struct RowProblem {
 struct WarpConfig {
   int elems = 4;
   int lanes = 1;
-  // The next rows copied into shared memory by cp.async while the current ones are reduced and written (warp_row.cu
-  // kStaged): loads in flight that hold no registers.
-  bool staged = false;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that

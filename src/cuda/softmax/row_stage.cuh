@@ -141,8 +141,11 @@ struct RowStage {
 // (stride `step`): whole aligned vectors (RowTile's V, 16 bytes but for short 16-bit rows) by cp.async (no register
 // held while in flight), the rest (a partial last
 // vector, unaligned or strided rows) through registers; positions past n hold `pad`. The caller commits and waits
-// (__pipeline_commit, __pipeline_wait_prior). The thread's reads of the slots (read) must have been consumed before
-// it fetches into them again (the kernels alternate two buffers, or reuse one only after the values were used).
+// (__pipeline_commit, __pipeline_wait_prior). Refilling slots the thread has just read (the backward's prefetching
+// kernel refills y's slots right after reading them into registers) relies on the read being issued first and the
+// copy writing shared memory only when its global data returns, a warp's shared-memory requests being processed in
+// order; not a documented guarantee of the PTX memory model, which orders cp.async's writes only at the wait. Where
+// that matters, refill only after the values read were used.
 template <typename In, int E>
 struct LaneStage {
   using Tile = RowTile<In, E>;

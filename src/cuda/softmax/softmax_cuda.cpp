@@ -6,7 +6,10 @@
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16)
-//   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16)
+//   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16;
+//                                                        forward staged above 16384 for 16-bit rows and the log ops)
+//   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
+//                                                        registers): 16-bit rows from 2048, f32 from 16385
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row (one launch, a cluster per row, where the whole
@@ -146,20 +149,29 @@ constexpr std::int64_t kBackwardWideBlockMaxN =
 constexpr std::int64_t kWideAutoMaxN = kWideBlockMaxN;                  // softmax, log-softmax
 constexpr std::int64_t kWideAutoMaxNReadOnly = kWideBlockMaxN;          // logsumexp, state
 constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both backward passes
-// The backward's wide block with dy in shared memory (BlockConfig::dy_shared; 16-bit rows also prefetch the next
-// row): y in registers, 32 a thread, so one block holds up to 32768. It takes the rows above kBackwardWideAutoMaxN up
-// to kBackwardWideSharedAutoMaxN instead of cluster_row. Provisional (its capacity) until the H200 run of bw16.
+// The backward's block with dy in shared memory (BlockConfig::dy_shared; long 16-bit rows also prefetch the next
+// row): y in registers, 32 a thread, so one block of up to 1024 threads holds up to 32768. The dispatcher takes it up
+// to kBackwardWideSharedAutoMaxN, its capacity, instead of cluster_row: faster on every row timed above 16384 (bw16's
+// runs of e7a1abd and d4f4d06, µs softmax backward, cluster_row → dy-shared): 8192×32000 f32 897 → 731, bf16 749 →
+// 416 (prefetching); 2048×24576 f32 162 → 148, bf16 129 → 82. Below 16385, see kBackwardSharedFromN16.
 constexpr std::int64_t kBackwardWideSharedMaxN =
     std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideSharedElems;  // 32768
 constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
-// block_per_row's backward takes the dy-shared block from this row length (below it, the 512-thread block of 16 + 16
-// a thread, and the wide one of 1024 × (16 + 16)); and whether 16-bit rows prefetch the next row there. H200,
-// 2026-11-30, bw16's run of e7a1abd (tune_softmax --bw16, µs), where y and dy were distinct buffers: 4096×16384 bf16
-// softmax backward wide16 137.9 → dy-shared 100.6 (prefetching 117.6), log-softmax backward 149.8 → 102.8 (121.7);
-// 2048×24576 f32 cluster_row 161.8 → 148.3, bf16 128.6 → 82.2 (prefetching 89.9), log 135.7 → 93.7 (98.9).
-// Provisional below 8193 and for f32 at 8193..16384 (the second run decides).
-constexpr std::int64_t kBackwardSharedFromN = kWarpMaxN + 1;
-constexpr bool kBackwardSharedPrefetch = false;
+// block_per_row's backward takes the dy-shared block from these row lengths (16-bit, f32), below them the 512-thread
+// block of 16 + 16 a thread (staged for 16-bit rows) and the 1024-thread wide one; and 16-bit rows of at least
+// kBackwardPrefetchFromN prefetch the next row there (bitwise the same results: only where the data comes from
+// differs). H200, 2026-11-30, bw16's run of d4f4d06, tune_softmax --bw16b, y and dy distinct buffers, µs old → dy-shared
+// (softmax backward; log-softmax backward alike; docs/perf-notebook.md "bw16"):
+//   bf16  8192×32000 cluster_row 749 → 520 (prefetching 416); 8192×12288 wide16 232 → 149; 4096×16384 139 → 103;
+//         16384×4096 512-thread staged 108 → 102; 65536×2048 202 → 192; 32768×1025 143 (unstaged 131) → 146: slower
+//   f32   8192×32000 cluster_row 897 → 731; 4096×16384 wide16 195.3 → 195.7, 8192×12288 284 → 287, 16384×4096 194 →
+//         194, 65536×2048 380 → 379: even below 16385, so f32 keeps the old kernels there
+//   prefetching, bf16: 2048×24576 82 → 90 (slower; bw16's run of e7a1abd), 4096×16384 101 → 118 (slower), 8192×32000
+//   520 → 416: it pays only where a block is alone on its SM with a full 1024 threads; the threshold lies between
+//   24576 and 32000, taken half-way (two points: provisional).
+constexpr std::int64_t kBackwardSharedFromN16 = 2048;
+constexpr std::int64_t kBackwardSharedFromNF32 = kBackwardWideAutoMaxN + 1;  // 16385
+constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
@@ -179,12 +191,11 @@ constexpr std::int64_t kClusterTargetThreads = 192;
 // Bytes a warp_per_row lane aims to hold: 64 (16 f32 or 32 bf16 elements). Measured: 262144×128 f32 E16·L8 3.31
 // TB/s against E4·L32 1.94; bf16 E32·L4 2.66 against 0.85; 1048576×32 f32 E16·L2 3.39, bf16 E32·L1 2.73.
 constexpr int kWarpLaneBytes = 64;
-// warp_per_row's forward with the next rows copied into shared memory by cp.async while the current ones are reduced
-// (WarpConfig::staged). Nsight Compute on the direct kernel (bw16's run of e7a1abd): 262144×128 f32 softmax (E16 L8,
-// 63 registers, 4 blocks an SM) DRAM 75 % busy, 58 % of the cycles between a warp's issues waiting on its loads (long
-// scoreboard); bf16 (E32 L4, 80 registers, 3 blocks) DRAM 54 %, issue slots 73 % busy, ~28 instructions an element.
-// Provisional (on) until the second run times it beside the direct kernel.
-constexpr bool kWarpStaged = true;
+// (Checked again, H200, 2026-11-30, bw16's run of e7a1abd, tune_softmax --bw16, µs: 262144×128 bf16 softmax E32 L4
+// 47.8, E16 L8 53.0, E8 L16 80.9; f32 E16 L8 80.5, E32 L4 82.4; 1048576×32 bf16 E32 L1 48.2, E16 L2 50.2; f32 E16 L2
+// 77.9, E8 L4 78.3, E32 L1 165.5; 65536×512 bf16 E32 L16 49.5, E16 L32 56.1: the choice above is the fastest or
+// within 2.5 % of it for softmax. A warp kernel staging its next rows in shared memory by cp.async was timed and
+// dropped: docs/perf-notebook.md "bw16".)
 // Above kClusterAutoMaxN, inputs of fewer than this many bytes (all rows together) would take grid_row, one
 // grid-resident launch that stages its chunks in shared memory, instead of split_row's three launches. The two
 // compute bitwise the same outputs (chunk_states.cuh), so the rule may look at the number of rows without breaking
@@ -420,11 +431,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   set_temperature(rp, options);
 
   switch (path) {
-    case SoftmaxPath::warp_per_row: {
-      kernels::WarpConfig c = warp_config(p.n, in.dtype);
-      c.staged = kWarpStaged;
-      return kernels::launch_warp_rows(rp, c, s);
-    }
+    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
@@ -471,11 +478,12 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c;
-      if (p.n >= kBackwardSharedFromN) {
+      const bool f32 = y.dtype == DType::f32;
+      if (p.n >= (f32 ? kBackwardSharedFromNF32 : kBackwardSharedFromN16)) {
         // y's 32 a thread in registers, dy in shared memory (BlockConfig::dy_shared).
         c.threads = round_up32(ceil_div(p.n, kernels::kBackwardWideSharedElems));
         c.dy_shared = true;
-        c.staged = kBackwardSharedPrefetch && y.dtype != DType::f32;
+        c.staged = !f32 && p.n >= kBackwardPrefetchFromN;
         return kernels::launch_backward_block_rows(rp, c, s);
       }
       c = block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);

@@ -15,9 +15,16 @@
 // softmax (exp_diff) is unchanged: a variant 7 instructions an element cheaper ran no faster (bf16) or slower (f16),
 // so the 16-bit forward is not bound by issue alone. A register prefetch of the next rows (one block fewer an SM)
 // was measured too and dropped: 0.87-1.05× on the row ops, f32 logsumexp 0.89×.
+// Nsight Compute (H200, 2026-11-30, bw16's run of e7a1abd): 262144×128 softmax bf16 (E32 L4, 80 registers, 3 blocks
+// an SM) DRAM 54 % busy, issue slots 73 % busy, ~28 instructions an element (29.4M warp instructions for 2^25
+// elements): close to issue-bound, the exp_diff and the 16-bit unpack and pack being most of it; f32 (E16 L8, 63
+// registers, 4 blocks) DRAM 75 %, issue 55 %, 58 % of the cycles between a warp's issues waiting on its loads. A
+// variant staging each lane group's next rows in shared memory by cp.async (two buffers, no register held by a load
+// in flight) was timed beside this kernel (bw16's run of d4f4d06, tune_softmax, µs direct → staged): f32 slower
+// everywhere (262144×128 softmax 81.8 → 87.3, 1048576×32 81.5 → 92.5, 32768×1024 81.0 → 82.3), bf16 softmax 1-4 %
+// faster at 128-1024 (50.1 → 49.2 at 128) but logsumexp slower and 1048576×32 1.36× slower (51.4 → 69.8): dropped.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
-#include "cuda/softmax/row_stage.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -33,69 +40,26 @@ constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 // kLog: the op takes log l (log-softmax, logsumexp, the state), not 1/l (softmax). A template parameter, not a
 // branch on p.op: the two arithmetics (common.cuh's thread_exp_rest and thread_log_rest) then compile apart, and
 // neither pays the other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
-//
-// kStaged (WarpConfig::staged): each lane copies its share of its group's next rows into shared memory by cp.async
-// (row_stage.cuh LaneStage: only the lane reads its slots, no barrier) while it reduces and writes the current ones,
-// two buffers alternating; the loads in flight then hold no registers (kStageBytes a thread).
-template <typename In, int E>
-constexpr std::size_t kStageBytes = 2 * kRowsAtOnce<E> * LaneStage<In, E>::bytes_per_thread;
-
-template <typename In, int E, bool kLog, bool kStaged>
+template <typename In, int E, bool kLog>
 __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
-  using Stage = LaneStage<In, E>;
   constexpr int R = kRowsAtOnce<E>;
-  constexpr int K = Stage::K;
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int groups = 32 / lanes;  // rows per warp and step
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
   const int n = static_cast<int>(p.n);
-  extern __shared__ __align__(16) unsigned char warp_stage[];  // kStaged: [2][R][K][kThreads] vectors
-  auto* const stage = reinterpret_cast<typename Stage::Vec*>(warp_stage);
-  const int t = static_cast<int>(threadIdx.x);
-  auto fetch = [&](std::int64_t base, int buf) {
+  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
+    float v[R][E];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
-      if (row < p.rows)
-        Stage::fetch(stage + (buf * R + r) * K * kThreads, at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX],
-                     g, lanes, t, kThreads, -detail::inf_<float>());
-    }
-    __pipeline_commit();
-  };
-  int buf = 0;
-  if constexpr (kStaged) fetch(warp * groups * R, 0);
-  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
-    float v[R][E];
-    if constexpr (kStaged) {
-      // This step's rows have landed; the next step's go into the other buffer, whose values the previous step
-      // consumed (stored) before this one began.
-      __pipeline_wait_prior(0);
-      const std::int64_t next = base + warps * groups * R;
-      if (next < p.rows) fetch(next, buf ^ 1);
+      if (row < p.rows) {
+        Tile::load(v[r], at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX], g, lanes);
+      } else {
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const std::int64_t row = base + r * groups + group;
-        if (row < p.rows) {
-          Stage::read(v[r], stage + (buf * R + r) * K * kThreads, t, kThreads);
-        } else {
-#pragma unroll
-          for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
-        }
-      }
-      buf ^= 1;
-    } else {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const std::int64_t row = base + r * groups + group;
-        if (row < p.rows) {
-          Tile::load(v[r], at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX], g, lanes);
-        } else {
-#pragma unroll
-          for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
-        }
+        for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
       }
     }
     if (p.scale || p.has_mask) {
@@ -140,39 +104,22 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
-template <typename In, int E, bool kStaged>
+template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel =
-      p.op == Op::softmax ? warp_rows_kernel<In, E, false, kStaged> : warp_rows_kernel<In, E, true, kStaged>;
-  const std::size_t smem = kStaged ? kStageBytes<In, E> * kThreads : 0;
-  if constexpr (kStaged) {
-    static DeviceOnce attributes;  // f32 at E = 32 stages 64 KB a block, above the default 48 KB
-    attributes.run([&] {
-      for (const auto k : {warp_rows_kernel<In, E, false, true>, warp_rows_kernel<In, E, true, true>})
-        SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    });
-  }
+  const auto kernel = p.op == Op::softmax ? warp_rows_kernel<In, E, false> : warp_rows_kernel<In, E, true>;
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
-  const unsigned grid = persistent_grid(kernel, kThreads, smem, (p.rows + rows_per_block - 1) / rows_per_block);
-  kernel<<<grid, kThreads, smem, s>>>(p, c.lanes);
+  const unsigned grid = persistent_grid(kernel, kThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
+  kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
   SMK_CUDA_CHECK_LAUNCH("warp_rows_kernel");
 }
 
 template <typename In>
 void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  if (c.staged) {
-    switch (c.elems) {
-      case 4: return launch<In, 4, true>(p, c, s);
-      case 8: return launch<In, 8, true>(p, c, s);
-      case 16: return launch<In, 16, true>(p, c, s);
-      default: return launch<In, 32, true>(p, c, s);
-    }
-  }
   switch (c.elems) {
-    case 4: return launch<In, 4, false>(p, c, s);
-    case 8: return launch<In, 8, false>(p, c, s);
-    case 16: return launch<In, 16, false>(p, c, s);
-    default: return launch<In, 32, false>(p, c, s);
+    case 4: return launch<In, 4>(p, c, s);
+    case 8: return launch<In, 8>(p, c, s);
+    case 16: return launch<In, 16>(p, c, s);
+    default: return launch<In, 32>(p, c, s);
   }
 }
 

@@ -534,8 +534,8 @@ TEST_F(GpuSoftmax, WideBlockEdges) {
                       {SoftmaxPath::block_per_row});
 }
 
-// bw16: the backward's block with dy in shared memory (block_per_row from 1025 to 32768) and the forward's wide block
-// staged (above 16384), against the float64 reference with poisoned outputs: few rows and more rows than blocks
+// bw16: the backward's block with dy in shared memory (block_per_row up to 32768; 16-bit rows from 2048, prefetching
+// the next row from 28673) and the forward's wide block staged (above 16384), against the float64 reference with poisoned outputs: few rows and more rows than blocks
 // resident (the staged kernel's blocks walk several), f32 / bf16 / f16 in, f32 out, temperatures, rows of an odd pitch
 // (unaligned: cp.async and the bulk copy decline some rows, take others), and rows of a batch bitwise equal to the
 // same rows alone.
@@ -581,7 +581,8 @@ TEST_F(GpuSoftmax, WideSharedBackwardAndStagedWideForward) {
       }
     }
   }
-  // The dy-shared block below 16385 too (from kBackwardSharedFromN): few and many rows, f32 / bf16, unaligned.
+  // Below 16385: bf16 on the dy-shared block from 2048 (softmax_cuda.cpp kBackwardSharedFromN16), f32 on the
+  // 16 + 16 blocks; few and many rows, unaligned.
   for (std::int64_t n : {1025, 2047, 4097, 8193, 12289, 16384}) {
     if (small_mode() && n > 4097) continue;
     for (std::int64_t rows : {std::int64_t{2}, std::int64_t{small_mode() ? 4 : n <= 4097 ? 300 : 40}}) {

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -174,9 +173,8 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
   }
 }
 
-Variant warp(int elems, int lanes, bool staged = false) {
-  return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes) + (staged ? " staged" : ""), 'w',
-          {elems, lanes, staged}, {}};
+Variant warp(int elems, int lanes) {
+  return {"warp E" + std::to_string(elems) + " L" + std::to_string(lanes), 'w', {elems, lanes}, {}};
 }
 Variant block(int threads, int cluster, bool staged = false) {
   return {"block T" + std::to_string(threads) + " C" + std::to_string(cluster) + (staged ? " staged" : ""), 'b', {},
@@ -286,7 +284,8 @@ int main(int argc, char** argv) {
   if (bw16b) {
     // bw16's second run: y and dy distinct (two copies at least). The backward: the dispatcher's kernels before bw16
     // (cluster_row above 16384, the 1024 × (16 + 16) wide block above 8192, the 512-thread block, staged for 16-bit
-    // rows, below) beside the dy-shared block, prefetching or not; then warp_per_row direct beside staged (cp.async).
+    // rows, below) beside the dy-shared block, prefetching or not. (The run of d4f4d06 also timed a warp_per_row
+    // kernel staged by cp.async beside the direct one; dropped: docs/perf-notebook.md "bw16".)
     const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
     run_shape(8192, 32000, {bcluster_old(32000), bshared(32000, false), bshared(32000, true)}, both, bwd, reps);
     run_shape(4096, 16384, {bwide16(16384), bshared(16384, false)}, both, bwd, reps);
@@ -296,14 +295,6 @@ int main(int argc, char** argv) {
       Variant b16 = block(old_threads, 1, true), f32b = block(old_threads, 1);
       b16.name += " (16-bit)";
       run_shape(rows, n, {f32b, b16, bshared(n, false)}, both, bwd, reps);
-    }
-    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
-    for (const auto& [rows, n, e, l] : {std::tuple<std::int64_t, std::int64_t, int, int>{262144, 128, 16, 8},
-                                        {1048576, 32, 16, 2}, {32768, 1024, 32, 32}, {65536, 512, 16, 32}}) {
-      run_shape(rows, n, {warp(e, l), warp(e, l, true)}, {DType::f32}, ops, reps);
-      // The dispatcher's 16-bit configuration: 64 bytes a lane, 32 elements (n a power of two here).
-      const int l16 = static_cast<int>(std::clamp<std::int64_t>(n / 32, 1, 32));
-      run_shape(rows, n, {warp(32, l16), warp(32, l16, true)}, {DType::bf16}, ops, reps);
     }
     return 0;
   }
