@@ -5,9 +5,8 @@
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
-#   wideblock fixcost fixcost2 bw16
+#   wideblock bw16 fixcost ce3 decode-r4 fixcost2
 #   pfx
-#   decode-r4 ce3
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -433,6 +432,63 @@ if want wideblock; then
   wb_keep
   OUT=$outer
 fi
+# bw16: issue 3's bandwidth gaps against torch.compile (docs/perf-notebook.md "bw16"): the backward's wide block with
+# dy in shared memory (16385..32768), the forward's wide block staged, the short rows' configurations. No build:
+# binaries built on the workstation for sm_90a, carried in build/bw16-bin.tar.xz (new/{softmaxkit,test_cuda_softmax,
+# tune_softmax}, lib/libfmt). In order, each capped: tune_softmax --bw16 (the kernels before and after side by side in
+# one process), the GPU tests of the new paths, memcheck on them (SMK_GPU_TEST_SMALL; SMK_BW_SAN="memcheck racecheck"
+# adds racecheck), Nsight Compute on
+# six kernels (tune_softmax --bw16-ncu; SMK_BW_NCU=0 skips it), the bench (the dispatcher) on $SMK_BW_SHAPES. The tune
+# mode is $SMK_BW_TUNE (--bw16, run 1; --bw16b, run 2), each step's cap SMK_BW_TUNE_S / SMK_BW_TEST_S; test_cuda_warp_row
+# runs when carried. Logs in /tmp/o; after each step the tables, a summary and a tarball of every log go to $OUT.
+if want bw16; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  bw_keep() {
+    for f in bw-tune bw-bench bw-ncu; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
+    { cat "$OUT/bw-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/bw-test.log \
+        "$OUT"/bw-warp-test.log "$OUT"/bw-memcheck*.log "$OUT"/bw-racecheck*.log 2>/dev/null | head -n 200
+    } >"$outer/bw-summary.txt"
+    tar -czf "$outer/bw-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  bw=/tmp/bw && mkdir -p "$bw" && tar -xJf build/bw16-bin.tar.xz -C "$bw"
+  bw_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${bw_cudnn:+$bw_cudnn:}$bw/lib"
+  ldd "$bw/new/softmaxkit" "$bw/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/bw-ldd.txt"
+  run_step bw-tune timeout "${SMK_BW_TUNE_S:-45}" "$bw/new/tune_softmax" "${SMK_BW_TUNE:---bw16}"
+  bw_keep
+  run_step bw-test timeout "${SMK_BW_TEST_S:-30}" "$bw/new/test_cuda_softmax" \
+    --gtest_filter="${SMK_BW_TEST_FILTER:-*WideShared*:*ForcedPathsRefuse*}"
+  bw_keep
+  # warp_per_row over many steps of its persistent grid (the staged kernel's two buffers), when carried.
+  if [ -x "$bw/new/test_cuda_warp_row" ]; then
+    run_step bw-warp-test timeout 25 "$bw/new/test_cuda_warp_row"
+    bw_keep
+  fi
+  for tool in ${SMK_BW_SAN:-memcheck}; do
+    run_step "bw-$tool" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+      --error-exitcode 9 "$bw/new/test_cuda_softmax" --gtest_filter='*WideShared*'
+    bw_keep
+    if [ -x "$bw/new/test_cuda_warp_row" ]; then
+      run_step "bw-$tool-warp" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
+        --report-api-errors no --error-exitcode 9 "$bw/new/test_cuda_warp_row"
+      bw_keep
+    fi
+  done
+  [ "${SMK_BW_NCU:-1}" = 0 ] || run_step bw-ncu timeout 25 ncu --clock-control none --kernel-name-base demangled \
+    -k regex:'warp_rows_kernel|block_rows_kernel|backward_block_kernel|backward_wide_shared_kernel' -c 6 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+    --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
+    "$bw/new/tune_softmax" --bw16-ncu
+  bw_keep
+  run_step bw-bench timeout 20 "$bw/new/softmaxkit" bench \
+    --op softmax,log_softmax,softmax_backward,log_softmax_backward --dtype f32,bf16 \
+    --shape ${SMK_BW_SHAPES:-8192x32000,4096x16384,2048x24576} --path auto --no-cudnn --target-ms 5 \
+    --format table --json "$OUT/bench_bw16.json"
+  bw_keep
+  OUT=$outer
+fi
 # fixcost: issue 3's fixed cost of a call and the few long rows (docs/perf-notebook.md "fixcost"). No build: binaries
 # built on the workstation for sm_90a, carried in build/fixcost-bin/bins.tar.xz (old/softmaxkit: the dispatcher before
 # the change, tree of 2feaa39; new/{softmaxkit,test_cuda_few_rows,test_cuda_grid_row,test_cuda_softmax}; lib/libfmt).
@@ -602,63 +658,6 @@ json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old2_raw.json" "$OUT/tune_old2.
   run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
   pfx_keep
-  OUT=$outer
-fi
-# bw16: issue 3's bandwidth gaps against torch.compile (docs/perf-notebook.md "bw16"): the backward's wide block with
-# dy in shared memory (16385..32768), the forward's wide block staged, the short rows' configurations. No build:
-# binaries built on the workstation for sm_90a, carried in build/bw16-bin.tar.xz (new/{softmaxkit,test_cuda_softmax,
-# tune_softmax}, lib/libfmt). In order, each capped: tune_softmax --bw16 (the kernels before and after side by side in
-# one process), the GPU tests of the new paths, memcheck on them (SMK_GPU_TEST_SMALL; SMK_BW_SAN="memcheck racecheck"
-# adds racecheck), Nsight Compute on
-# six kernels (tune_softmax --bw16-ncu; SMK_BW_NCU=0 skips it), the bench (the dispatcher) on $SMK_BW_SHAPES. The tune
-# mode is $SMK_BW_TUNE (--bw16, run 1; --bw16b, run 2), each step's cap SMK_BW_TUNE_S / SMK_BW_TEST_S; test_cuda_warp_row
-# runs when carried. Logs in /tmp/o; after each step the tables, a summary and a tarball of every log go to $OUT.
-if want bw16; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  bw_keep() {
-    for f in bw-tune bw-bench bw-ncu; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
-    { cat "$OUT/bw-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/bw-test.log \
-        "$OUT"/bw-warp-test.log "$OUT"/bw-memcheck*.log "$OUT"/bw-racecheck*.log 2>/dev/null | head -n 200
-    } >"$outer/bw-summary.txt"
-    tar -czf "$outer/bw-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  bw=/tmp/bw && mkdir -p "$bw" && tar -xJf build/bw16-bin.tar.xz -C "$bw"
-  bw_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${bw_cudnn:+$bw_cudnn:}$bw/lib"
-  ldd "$bw/new/softmaxkit" "$bw/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/bw-ldd.txt"
-  run_step bw-tune timeout "${SMK_BW_TUNE_S:-45}" "$bw/new/tune_softmax" "${SMK_BW_TUNE:---bw16}"
-  bw_keep
-  run_step bw-test timeout "${SMK_BW_TEST_S:-30}" "$bw/new/test_cuda_softmax" \
-    --gtest_filter="${SMK_BW_TEST_FILTER:-*WideShared*:*ForcedPathsRefuse*}"
-  bw_keep
-  # warp_per_row over many steps of its persistent grid (the staged kernel's two buffers), when carried.
-  if [ -x "$bw/new/test_cuda_warp_row" ]; then
-    run_step bw-warp-test timeout 25 "$bw/new/test_cuda_warp_row"
-    bw_keep
-  fi
-  for tool in ${SMK_BW_SAN:-memcheck}; do
-    run_step "bw-$tool" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
-      --error-exitcode 9 "$bw/new/test_cuda_softmax" --gtest_filter='*WideShared*'
-    bw_keep
-    if [ -x "$bw/new/test_cuda_warp_row" ]; then
-      run_step "bw-$tool-warp" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
-        --report-api-errors no --error-exitcode 9 "$bw/new/test_cuda_warp_row"
-      bw_keep
-    fi
-  done
-  [ "${SMK_BW_NCU:-1}" = 0 ] || run_step bw-ncu timeout 25 ncu --clock-control none --kernel-name-base demangled \
-    -k regex:'warp_rows_kernel|block_rows_kernel|backward_block_kernel|backward_wide_shared_kernel' -c 6 \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
-    --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
-    "$bw/new/tune_softmax" --bw16-ncu
-  bw_keep
-  run_step bw-bench timeout 20 "$bw/new/softmaxkit" bench \
-    --op softmax,log_softmax,softmax_backward,log_softmax_backward --dtype f32,bf16 \
-    --shape ${SMK_BW_SHAPES:-8192x32000,4096x16384,2048x24576} --path auto --no-cudnn --target-ms 5 \
-    --format table --json "$OUT/bench_bw16.json"
-  bw_keep
   OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
