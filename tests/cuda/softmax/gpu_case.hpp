@@ -513,4 +513,31 @@ inline std::vector<double> random_values(DType t, std::int64_t count, double sig
   return v;
 }
 
+// A contiguous rows × n forward case of random scores: spread wide enough that probabilities span many decades,
+// shifted off zero (test_softmax_gpu's plain cases use the same spread and add the backward's inputs).
+inline Case random_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
+                        std::uint64_t seed) {
+  Case c;
+  c.name = name;
+  c.op = op;
+  c.in = contiguous(in, {rows, n});
+  c.out = contiguous(out, {rows, n});
+  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
+  return c;
+}
+
+// Two decoded outputs are the same: equal, or both NaN.
+inline bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Two results of one case agree element for element: the outputs and, for the state, the row sums.
+inline void expect_same_bits(const Result& a, const Result& b, const std::string& what) {
+  ASSERT_EQ(a.out.size(), b.out.size()) << what;
+  ASSERT_EQ(a.out2.size(), b.out2.size()) << what;
+  for (std::size_t i = 0; i < a.out.size(); ++i)
+    ASSERT_TRUE(same_bits(a.out[i], b.out[i])) << what << ": element " << i << ": " << a.out[i] << " vs " << b.out[i];
+  for (std::size_t i = 0; i < a.out2.size(); ++i)
+    ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << what << ": l of row " << i << ": " << a.out2[i] << " vs "
+                                                 << b.out2[i];
+}
+
 }  // namespace smk::gpu_test

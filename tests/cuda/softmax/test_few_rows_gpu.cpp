@@ -30,27 +30,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-Case make_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
-               std::uint64_t seed) {
-  Case c;
-  c.name = name;
-  c.op = op;
-  c.in = contiguous(in, {rows, n});
-  c.out = contiguous(out, {rows, n});
-  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
-  return c;
-}
-
-bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
-void expect_same(const Result& a, const Result& b, const char* what) {
-  ASSERT_EQ(a.out.size(), b.out.size());
-  for (std::size_t i = 0; i < a.out.size(); ++i)
-    ASSERT_TRUE(same_bits(a.out[i], b.out[i])) << what << ": element " << i << ": " << a.out[i] << " vs " << b.out[i];
-  for (std::size_t i = 0; i < a.out2.size(); ++i)
-    ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << what << ": l of row " << i;
-}
-
 Result run_checked(const Case& c, SoftmaxPath path) {
   SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op) + ", path " + cuda::to_string(path));
   const Result r = run_gpu(c, path);
@@ -78,7 +57,7 @@ void check_one_launch(const Case& c, SoftmaxPath path = SoftmaxPath::split_row) 
   const Result three = run_gpu(c, path, 0x00);
   cuda::kernels::split_row_cluster() = true;
   ASSERT_TRUE(one.ran && three.ran);
-  expect_same(one, three, (c.name + " " + op_name(c.op) + ": one launch / three kernels").c_str());
+  expect_same_bits(one, three, c.name + " " + op_name(c.op) + ": one launch / three kernels");
 }
 
 TEST_F(GpuFewRows, OneLaunchSplitRowRows) {
@@ -89,23 +68,23 @@ TEST_F(GpuFewRows, OneLaunchSplitRowRows) {
     for (std::int64_t rows : {std::int64_t{1}, std::int64_t{5}}) {
       const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
-        check_one_launch(make_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
-      check_one_launch(make_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
-      check_one_launch(make_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
-      check_one_launch(make_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed));
-      check_one_launch(make_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
+        check_one_launch(random_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+      check_one_launch(random_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+      check_one_launch(random_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+      check_one_launch(random_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed));
+      check_one_launch(random_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
     }
   }
   // Under the dispatcher (split_row above 65536; logsumexp and the state above 32768).
   if (!small_mode())
     for (Op op : {Op::softmax, Op::logsumexp})
-      check_one_launch(make_case("3x151936_auto", op, DType::f32, DType::f32, 3, 151936, ++seed),
+      check_one_launch(random_case("3x151936_auto", op, DType::f32, DType::f32, 3, 151936, ++seed),
                        SoftmaxPath::automatic);
   // Many rows of 16 chunks: more blocks than are resident at once, so split_row takes the three kernels; the rows
   // are bitwise the same rows alone (one launch).
   if (!small_mode()) {
     const std::int64_t n = 196608, rows = 40;
-    const Case batch = make_case("40x196608", Op::log_softmax, DType::f32, DType::f32, rows, n, 4242);
+    const Case batch = random_case("40x196608", Op::log_softmax, DType::f32, DType::f32, rows, n, 4242);
     const Result all = run_checked(batch, SoftmaxPath::split_row);
     Case one = batch;
     one.in = contiguous(DType::f32, {1, n});
@@ -126,15 +105,15 @@ TEST_F(GpuFewRows, OneLaunchOptionsAndLayouts) {
   const std::int64_t n = small_mode() ? 30001 : 151936, rows = 3;
   std::uint64_t seed = 900;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-    Case t = make_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
     t.options.temperature = 0.5f;
     check_one_launch(t);
-    Case r = make_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
     r.row_temperature = {0.25, 1.0, 3.0};
     r.exact_scaling = false;
     check_one_launch(r);
     for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
-      Case m = make_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
+      Case m = random_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
                          n, ++seed);
       m.mask = contiguous(DType::b8, {rows, n});
       m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
@@ -143,12 +122,12 @@ TEST_F(GpuFewRows, OneLaunchOptionsAndLayouts) {
       m.options.empty_rows = policy;
       check_one_launch(m);
     }
-    Case f = make_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
     f.x[17] = kInf;                               // row 0: +inf
     f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
     for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
     check_one_launch(f);
-    Case st = make_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case st = random_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
     st.in.strides = {n + 7, 1};
     st.in.offset = 1;
     check_one_launch(st);
@@ -163,7 +142,7 @@ TEST_F(GpuFewRows, SplitRowDependentLaunchesSameBits) {
   for (std::int64_t n : lengths) {
     for (std::int64_t rows : {std::int64_t{1}, std::int64_t{4}}) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-        const Case c = make_case(std::to_string(rows) + "x" + std::to_string(n), op, DType::f32, DType::f32, rows, n,
+        const Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, DType::f32, DType::f32, rows, n,
                                  ++seed);
         cuda::kernels::split_row_cluster() = false;  // the three kernels, with and without dependent launches
         cuda::kernels::split_row_pdl() = true;
@@ -173,12 +152,12 @@ TEST_F(GpuFewRows, SplitRowDependentLaunchesSameBits) {
         cuda::kernels::split_row_pdl() = true;
         cuda::kernels::split_row_cluster() = true;
         ASSERT_TRUE(plain.ran);
-        expect_same(pdl, plain, "split_row with / without dependent launches");
+        expect_same_bits(pdl, plain, "split_row with / without dependent launches");
       }
     }
   }
   // Rows of length 0: the merge kernel alone (launched plainly) writes the outputs.
-  const Case empty = make_case("3x0", Op::logsumexp, DType::f32, DType::f32, 3, 0, 1);
+  const Case empty = random_case("3x0", Op::logsumexp, DType::f32, DType::f32, 3, 0, 1);
   run_checked(empty, SoftmaxPath::split_row);
 }
 
@@ -224,7 +203,7 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
   }
   cuda::kernels::split_row_cluster() = true;
   // The direct call is right, too.
-  Case c = make_case("graph", Op::softmax, DType::f32, DType::f32, rows, n, 77);
+  Case c = random_case("graph", Op::softmax, DType::f32, DType::f32, rows, n, 77);
   c.x = x;
   run_checked(c, SoftmaxPath::automatic);
 }

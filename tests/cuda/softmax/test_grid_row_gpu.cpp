@@ -25,20 +25,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-
-Case make_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
-               std::uint64_t seed) {
-  Case c;
-  c.name = name;
-  c.op = op;
-  c.in = contiguous(in, {rows, n});
-  c.out = contiguous(out, {rows, n});
-  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
-  return c;
-}
-
-bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
 // grid_row against the reference, then bitwise against split_row on the same case.
 void check_grid_row(const Case& c) {
   SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op));
@@ -47,13 +33,7 @@ void check_grid_row(const Case& c) {
   EXPECT_EQ(check(c, g, reference(c)), 0);
   const Result s = run_gpu(c, SoftmaxPath::split_row, 0x00);  // another poison: a shared unwritten byte shows
   ASSERT_TRUE(s.ran) << s.reason;
-  ASSERT_EQ(g.out.size(), s.out.size());
-  for (std::size_t i = 0; i < g.out.size(); ++i)
-    ASSERT_TRUE(same_bits(g.out[i], s.out[i])) << "element " << i << ": grid_row " << g.out[i] << ", split_row "
-                                               << s.out[i];
-  for (std::size_t i = 0; i < g.out2.size(); ++i)
-    ASSERT_TRUE(same_bits(g.out2[i], s.out2[i])) << "l of row " << i << ": grid_row " << g.out2[i]
-                                                 << ", split_row " << s.out2[i];
+  expect_same_bits(g, s, "grid_row against split_row");
 }
 
 class GpuGridRow : public ::testing::Test {
@@ -71,11 +51,11 @@ TEST_F(GpuGridRow, IssueLengthsFewRows) {
   for (const auto& [rows, n] : shapes) {
     const std::string tag = std::to_string(rows) + "x" + std::to_string(n);
     for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
-      check_grid_row(make_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
-    check_grid_row(make_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
-    check_grid_row(make_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
-    check_grid_row(make_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed));
-    check_grid_row(make_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
+      check_grid_row(random_case(tag + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+    check_grid_row(random_case(tag + "_bf16", Op::softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+    check_grid_row(random_case(tag + "_bf16", Op::log_softmax, DType::bf16, DType::bf16, rows, n, ++seed));
+    check_grid_row(random_case(tag + "_bf16", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed));
+    check_grid_row(random_case(tag + "_f16_to_f32", Op::softmax, DType::f16, DType::f32, rows, n, ++seed));
   }
 }
 
@@ -84,13 +64,13 @@ TEST_F(GpuGridRow, IssueLengthsFewRows) {
 // one row above 2^24 elements, and many rows of 65537.
 TEST_F(GpuGridRow, PastTheOnChipStash) {
   const std::int64_t big = (std::int64_t{1} << 24) + 3;
-  check_grid_row(make_case("1x2^24+3_f32", Op::softmax, DType::f32, DType::f32, 1, big, 11));
+  check_grid_row(random_case("1x2^24+3_f32", Op::softmax, DType::f32, DType::f32, 1, big, 11));
   if (small_mode()) return;
-  check_grid_row(make_case("1x2^24+3_f32", Op::log_softmax, DType::f32, DType::f32, 1, big, 12));
-  check_grid_row(make_case("1x2^24+3_f32", Op::state, DType::f32, DType::f32, 1, big, 13));
-  check_grid_row(make_case("1x2^24+3_bf16", Op::softmax, DType::bf16, DType::bf16, 1, big, 14));
-  check_grid_row(make_case("1x2^24+3_bf16_to_f32", Op::log_softmax, DType::bf16, DType::f32, 1, big, 15));
-  check_grid_row(make_case("160x65537_f32", Op::softmax, DType::f32, DType::f32, 160, 65537, 16));
+  check_grid_row(random_case("1x2^24+3_f32", Op::log_softmax, DType::f32, DType::f32, 1, big, 12));
+  check_grid_row(random_case("1x2^24+3_f32", Op::state, DType::f32, DType::f32, 1, big, 13));
+  check_grid_row(random_case("1x2^24+3_bf16", Op::softmax, DType::bf16, DType::bf16, 1, big, 14));
+  check_grid_row(random_case("1x2^24+3_bf16_to_f32", Op::log_softmax, DType::bf16, DType::f32, 1, big, 15));
+  check_grid_row(random_case("160x65537_f32", Op::softmax, DType::f32, DType::f32, 160, 65537, 16));
 }
 
 // Sliced rows (a pitch longer than the row), unaligned base pointers (no cp.async: the element-wise copy), a
@@ -101,19 +81,19 @@ TEST_F(GpuGridRow, SlicedStridedUnalignedInPlace) {
     const std::int64_t rows = small_mode() ? 2 : 5;
     for (DType t : {DType::f32, DType::bf16}) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
-        Case c = make_case("pitched_unaligned_" + std::to_string(n), op, t, t, rows, n, ++seed);
+        Case c = random_case("pitched_unaligned_" + std::to_string(n), op, t, t, rows, n, ++seed);
         c.in.strides = {n + 13, 1};
         c.in.offset = 1;
         c.out.strides = {n + 3, 1};
         c.out.offset = 2;
         check_grid_row(c);
-        Case e = make_case("last_dim_stride_2_" + std::to_string(n), op, t, DType::f32, rows, n, ++seed);
+        Case e = random_case("last_dim_stride_2_" + std::to_string(n), op, t, DType::f32, rows, n, ++seed);
         e.in.strides = {2 * n + 1, 2};
         check_grid_row(e);
       }
     }
     for (Op op : {Op::softmax, Op::log_softmax}) {
-      Case c = make_case("in_place_" + std::to_string(n), op, DType::f32, DType::f32, 3, n, ++seed);
+      Case c = random_case("in_place_" + std::to_string(n), op, DType::f32, DType::f32, 3, n, ++seed);
       c.in_place = true;
       check_grid_row(c);
     }
@@ -127,14 +107,14 @@ TEST_F(GpuGridRow, TemperatureMasksNonFinite) {
   const std::int64_t n = small_mode() ? 30000 : 151936, rows = 4;
   std::uint64_t seed = 200;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-    Case t = make_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
     t.options.temperature = 0.5f;
     check_grid_row(t);
-    Case r = make_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
+    Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
     r.row_temperature = {0.5, 4.0, 0.0, kNaN};  // rows 2 and 3: invalid, NaN rows by contract
     check_grid_row(r);
     for (auto policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
-      Case b = make_case("bool_mask", op, DType::bf16, DType::bf16, rows, n, ++seed);
+      Case b = random_case("bool_mask", op, DType::bf16, DType::bf16, rows, n, ++seed);
       b.out = contiguous(DType::bf16, {rows, n});
       b.mask = contiguous(DType::b8, {rows, n});
       b.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
@@ -144,14 +124,14 @@ TEST_F(GpuGridRow, TemperatureMasksNonFinite) {
       }
       b.options.empty_rows = policy;
       check_grid_row(b);
-      Case a = make_case("additive_mask", op, DType::f32, DType::f32, rows, n, ++seed);
+      Case a = random_case("additive_mask", op, DType::f32, DType::f32, rows, n, ++seed);
       for (auto& v : a.x) v = std::round(v * 64) / 64;  // x + mask exact in f32
       a.mask = contiguous(DType::f32, {1, n});
       a.mask_values.resize(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i) a.mask_values[i] = i % 5 == 0 ? -kInf : static_cast<double>(i % 3);
       a.options.empty_rows = policy;
       check_grid_row(a);
-      Case f = make_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
+      Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
       for (std::int64_t i = 0; i < n; ++i) f.x[0 * n + i] = -kInf;  // empty row
       f.x[1 * n + n / 2] = kInf;                                     // saturated
       f.x[2 * n + 12287] = kNaN;                                     // NaN at a chunk's last element
@@ -168,11 +148,11 @@ TEST_F(GpuGridRow, AloneOnGridRowEqualsBatchOnSplitRow) {
   if (small_mode()) GTEST_SKIP() << "an 80 MB batch: not under the sanitizer";
   const std::int64_t n = 65537, rows = 300;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-    const Case batch = make_case("batch", op, DType::f32, DType::f32, rows, n, 31);
+    const Case batch = random_case("batch", op, DType::f32, DType::f32, rows, n, 31);
     const Result all = run_gpu(batch, SoftmaxPath::automatic);
     ASSERT_TRUE(all.ran) << all.reason;
     for (std::int64_t r : {std::int64_t{0}, std::int64_t{151}, rows - 1}) {
-      Case one = make_case("alone", op, DType::f32, DType::f32, 1, n, 31);
+      Case one = random_case("alone", op, DType::f32, DType::f32, 1, n, 31);
       one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
       const Result a = run_gpu(one, SoftmaxPath::grid_row), b = run_gpu(one, SoftmaxPath::grid_row, 0x00);
       const Result d = run_gpu(one, SoftmaxPath::automatic);
@@ -192,12 +172,12 @@ TEST_F(GpuGridRow, AloneOnGridRowEqualsBatchOnSplitRow) {
 
 // Forced on a backward pass, grid_row refuses and names itself; zero-length rows still give the per-row outputs.
 TEST_F(GpuGridRow, RefusesBackwardServesZeroLengthRows) {
-  Case c = make_case("backward", Op::softmax_backward, DType::f32, DType::f32, 2, 70000, 1);
+  Case c = random_case("backward", Op::softmax_backward, DType::f32, DType::f32, 2, 70000, 1);
   c.dy = random_values(DType::f32, 2 * 70000, 1.0, 0.0, 2);
   const Result r = run_gpu(c, SoftmaxPath::grid_row);
   EXPECT_FALSE(r.ran);
   EXPECT_NE(r.reason.find("grid_row"), std::string::npos) << r.reason;
-  for (Op op : {Op::logsumexp, Op::state}) check_grid_row(make_case("zero_length", op, DType::f32, DType::f32, 3, 0, 1));
+  for (Op op : {Op::logsumexp, Op::state}) check_grid_row(random_case("zero_length", op, DType::f32, DType::f32, 3, 0, 1));
 }
 
 // Timing of grid_row's levers beside split_row (not a test: SMK_GRID_ROW_TIMING=1 runs it, scripts/device.sh

@@ -32,13 +32,7 @@ std::vector<std::int64_t> lengths() {
 // A row-major rows × n case with contiguous input and output.
 Case plain_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
                 std::uint64_t seed) {
-  Case c;
-  c.name = name;
-  c.op = op;
-  c.in = contiguous(in, {rows, n});
-  c.out = contiguous(out, {rows, n});
-  // Scores spread wide enough that probabilities span many decades, shifted off zero.
-  c.x = random_values(in, rows * n, n % 2 ? 4.0 : 12.0, 37.0, seed);
+  Case c = random_case(name, op, in, out, rows, n, seed);
   if (is_backward(op)) {
     // y: a softmax (or log-softmax) of the scores, as a forward pass would have produced it, in y's dtype.
     std::vector<double> y(c.x.size());
