@@ -7,6 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2
 #   pfx
+#   split6
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -658,6 +659,73 @@ json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old2_raw.json" "$OUT/tune_old2.
   run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
   pfx_keep
+  OUT=$outer
+fi
+# split6: issue 3's few long rows (split_row's one-launch cluster, its fallback, 1x16M). Binaries built here for
+# sm_90a and carried as build/split6-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, and new/ (softmaxkit
+# and the three softmax GPU suites) when present. SMK_S6=prof: Nsight Compute (--set full) on split_row's kernels at
+# 1x32, 1x151936 and 1x16777216 (f32/bf16, softmax/logsumexp) and on cluster_row at 1x151936, old binary (and new when
+# carried). SMK_S6=ab (default): the bench old beside new on the few-row shapes (host/loop/graph columns), the
+# variants' graph timings, the GPU suites, memcheck on the few-row cases. At most 8 files come back: s6-*.txt and a
+# tarball of the rest.
+if want split6; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  s6=/tmp/s6 && mkdir -p "$s6" && tar -xJf build/split6-bin.tar.xz -C "$s6"
+  s6_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${s6_cudnn:+$s6_cudnn:}$s6/lib"
+  s6_keep() {
+    for f in "$OUT"/s6-*.log; do [ -f "$f" ] && cp "$f" "$outer/$(basename "${f%.log}").txt"; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/s6x-*.log 2>/dev/null |
+        head -n 200; } >"$outer/s6-summary.txt"
+    tar -czf "$outer/s6-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  s6_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
+  if [ "${SMK_S6:-ab}" = prof ]; then
+    s6_ncu() {  # s6_ncu NAME BIN KERNEL-REGEX COUNT BENCH-ARGS...
+      local name=$1 bin=$2 k=$3 c=$4; shift 4
+      run_step "s6x-ncu-$name" timeout 60 ncu --set full --clock-control none --kernel-name-base demangled \
+        -k "regex:$k" -c "$c" --print-summary none -o "$OUT/ncu-$name" "$bin" bench --no-cudnn --min-reps 1 \
+        --max-reps 1 --target-ms 0.01 "$@"
+      ncu --import "$OUT/ncu-$name.ncu-rep" --page details --print-units base >"$OUT/s6x-ncu-$name.txt" 2>&1
+      grep -E "^  [a-z_]+.*\(|Duration|Elapsed Cycles|DRAM Throughput|Registers Per|Achieved Occupancy|Waves Per SM|Block Limit|Cluster|Theoretical Occ|Memory Throughput|L2 Hit|Executed Ipc|Stall|One or More|No Eligible" \
+        "$OUT/s6x-ncu-$name.txt" >>"$OUT/s6-ncu.log"
+    }
+    for b in old new; do
+      [ -x "$s6/$b/softmaxkit" ] || continue
+      for dt in f32 bf16; do
+        for op in softmax logsumexp; do
+          s6_ncu "$b-$op-$dt-32" "$s6/$b/softmaxkit" cluster_split 1 --op $op --dtype $dt --shape 1x32 --path split_row
+          s6_ncu "$b-$op-$dt-151936" "$s6/$b/softmaxkit" cluster_split 1 --op $op --dtype $dt --shape 1x151936 \
+            --path split_row
+        done
+        s6_ncu "$b-softmax-$dt-16M" "$s6/$b/softmaxkit" "chunk_states|merge_states|normalize_kernel" 3 --op softmax \
+          --dtype $dt --shape 1x16777216 --path split_row
+      done
+      s6_ncu "$b-cluster-row-f32-151936" "$s6/$b/softmaxkit" block_rows 1 --op softmax --dtype f32 --shape 1x151936 \
+        --path cluster_row
+      s6_keep
+    done
+  else
+    s6_few="1x32,1x151936,32x128256,1x16777216"
+    run_step s6-bench-new timeout 60 "$s6/new/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto,split_row \
+      --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new.json"
+    s6_keep
+    run_step s6-bench-old timeout 50 "$s6/old/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto,split_row \
+      --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
+    s6_keep
+    run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" \
+      --gtest_filter='*FixedCostTiming*:*Split6Timing*'
+    s6_keep
+    run_step s6x-test-few timeout 60 "$s6/new/test_cuda_few_rows"
+    run_step s6x-test-grid timeout 40 "$s6/new/test_cuda_grid_row"
+    run_step s6x-test-softmax timeout 40 "$s6/new/test_cuda_softmax" --gtest_filter="${SMK_S6_SOFTMAX_FILTER:-*Split*:*Few*:*Cluster*:*BatchInvariance*:*ForcedPathsRefuse*}"
+    s6_keep
+    run_step s6x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*SplitRowDependent*:*Graph*:*NoCluster*'
+    s6_keep
+  fi
   OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
