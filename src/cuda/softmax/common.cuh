@@ -12,6 +12,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/core/online_state.hpp"
@@ -298,6 +299,47 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return group_max(lane < warps ? scratch[lane] : -detail::inf_<float>(), 32);
 }
 
+template <typename In, typename F>
+__device__ __forceinline__ void with_out_type(const RowProblem& p, F&& f) {
+  if (p.out_dtype == DType::f32) f(static_cast<float*>(nullptr));
+  else f(static_cast<In*>(nullptr));
+}
+
+// with_out_type for a kernel that may know its output type at compile time: Out (float, or In when In is 16-bit)
+// when it does; void when it leaves the choice to p.out_dtype at run time, as with_out_type.
+template <typename Out, typename In, typename F>
+__device__ __forceinline__ void with_out(const RowProblem& p, F&& f) {
+  if constexpr (std::is_void_v<Out>) with_out_type<In>(p, f);
+  else f(static_cast<Out*>(nullptr));
+}
+
+// ---- the 16-bit-output tier of the element arithmetic (docs/semantics.md §6, "16-bit outputs") -------------------
+
+// kPlainExp<Out>: a softmax whose outputs are stored as Out forms its terms exp(x − shift) plainly (out_exp below)
+// rather than with exp_diff. Chosen by the output type at compile time: true for __half and __nv_bfloat16, false for
+// float and for void (a kernel that picks its output type at run time keeps exp_diff).
+template <typename Out>
+inline constexpr bool kPlainExp = std::is_same_v<Out, __half> || std::is_same_v<Out, __nv_bfloat16>;
+
+// exp(x − shift) for a term that is an output of type Out, or is summed into the l those outputs divide by.
+// f32 outputs: exp_diff (TwoSum of x − shift folded back; ~16 SASS instructions, CUDA 13.0 sm_90a). 16-bit outputs:
+// expf(fl(x − shift)), the same computation torch does before it rounds (FADD + expf's 8: two FFMAs fold log2 e's
+// two parts, MUFU.EX2 and the 2^k scaling): the 16-bit rows are bound by instructions per element, not bytes
+// (docs/perf-notebook.md, session 5's last section: ≈ 43 an element where the bf16 bandwidth floor allows ≈ 15).
+// What it gives up is the subtraction's rounding, u·|x − shift| relative on a term (u = 2^-24): for an output
+// p_i ≥ 1e-30, |x_i − m| ≤ ln(1/p_i) ≤ 69.1, so ≤ 69u ≈ 2^-17.9; in l the terms' errors average with the weights
+// p_j to Σ p_j·|x_j − m|·u = (H(p) − log l)·u ≤ u·ln n. Against the output's own rounding (half an ulp: 2^-9
+// relative in bf16, 2^-12 in f16) that is ≤ 2^-8.9 of a bf16 half-ulp (2^-5.9 of f16's): it can move an output only
+// where the exact value lies that close to a rounding boundary (tests/conformance/numerics.hpp
+// kPlainExpSubtractionU). expf, not ex2.approx.ftz: a bf16 output has f32's exponent range, so a probability below
+// 2^-126 is a bf16 subnormal that torch and the CPU return, which a flushed term would lose; expf keeps −inf → 0 and
+// NaN → NaN as exp_diff does.
+template <typename Out>
+__device__ __forceinline__ float out_exp(float x, float shift) {
+  if constexpr (kPlainExp<Out>) return expf(x - shift);
+  else return exp_diff(x, shift);
+}
+
 // The row's final state → the outputs of the per-row ops (written by one thread).
 __device__ __forceinline__ void write_row_stats(const RowProblem& p, const RowRef& o,
                                                 const OnlineSoftmaxState<float>& s) {
@@ -310,7 +352,7 @@ __device__ __forceinline__ void write_row_stats(const RowProblem& p, const RowRe
 }
 
 // Softmax / log-softmax of a register-resident row, in place: v holds z on entry and the outputs on return.
-// `e` holds exp_diff(z, shift) for softmax (computed by the summing pass).
+// For softmax v holds the terms out_exp(z, shift) (computed by the summing pass).
 template <int E>
 __device__ __forceinline__ void finish_rows(float (&v)[E], const RowNormalizer<float>& norm, Op op) {
   if (op == Op::softmax) {
@@ -357,7 +399,9 @@ __device__ __forceinline__ float log_term_exp(float x, float shift) {
 // The ops that count ties take only log l, never a term by itself, so their terms come from log_term_exp (below),
 // not exp_diff: the sum averages each term's error with the weights p_j, which is where the cheaper exponential's
 // extra error goes.
-template <int E>
+// Out: the type softmax's outputs are stored as, when the kernel knows it at compile time; a 16-bit Out takes the
+// terms from out_exp's plain tier (above), float or void (unknown) from exp_diff.
+template <typename Out = float, int E>
 __device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, bool keep_exp, bool count_ties,
                                                  int& ties) {
   float e[E];
@@ -366,7 +410,7 @@ __device__ __forceinline__ float thread_exp_rest(float (&v)[E], float shift, boo
     for (int i = 0; i < E; ++i) e[i] = log_term_exp(v[i], shift);
   } else {
 #pragma unroll
-    for (int i = 0; i < E; ++i) e[i] = exp_diff(v[i], shift);
+    for (int i = 0; i < E; ++i) e[i] = out_exp<Out>(v[i], shift);
   }
   float r[E];
   if (count_ties) {
@@ -433,12 +477,6 @@ __device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shif
     ties += tie ? 1 : 0;
   }
   return tree_sum<E>(r);
-}
-
-template <typename In, typename F>
-__device__ __forceinline__ void with_out_type(const RowProblem& p, F&& f) {
-  if (p.out_dtype == DType::f32) f(static_cast<float*>(nullptr));
-  else f(static_cast<In*>(nullptr));
 }
 
 }  // namespace smk::cuda::kernels
