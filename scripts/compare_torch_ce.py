@@ -49,7 +49,8 @@ def our_rows(bench: dict) -> list[dict]:
     return rows
 
 
-TUNE_OPS = {"two_calls": "cross_entropy_fwd_bwd", "fused": "cross_entropy_fused", "backward": "cross_entropy_backward"}
+TUNE_OPS = {"two_calls": "cross_entropy_fwd_bwd", "fused": "cross_entropy_fused", "backward": "cross_entropy_backward",
+            "forward": "cross_entropy"}
 
 
 def tune_bench(path: str, old_path: str | None = None) -> dict:

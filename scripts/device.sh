@@ -5,7 +5,7 @@
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
-#   wideblock bw16 fixcost ce3 decode-r4 fixcost2
+#   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx
 #   split6
 #   (default: all but tune)
@@ -608,6 +608,39 @@ if want ce3; then
     ce3_keep
   fi
   OUT=$ce3_outer
+fi
+# ce4 (session 6, issue 5): the fused cross-entropy kernel with the 16-bit tier (a 16-bit gradient's exponentials
+# without the TwoSum) and bulk-copy staging of the next row (row_stage.cuh), and the forward's chunk kernel taking two
+# chunks a block for 16-bit logits; old (HEAD before ce4: tune_cross_entropy) beside new in one call, torch's
+# F.cross_entropy beside both, then the cross-entropy GPU suite and memcheck on it. Binaries built here for sm_90a
+# and carried as build/ce4-bin.tar.xz (old/tune_cross_entropy; new/test_cuda_cross_entropy, new/tune_cross_entropy).
+# SMK_CE4_TESTS=0 skips the suite and memcheck. At most 8 files come back: the ce4-*.txt logs, a summary, a tarball.
+if want ce4; then
+  ce4_outer=$OUT
+  OUT=/tmp/ce4o && mkdir -p "$OUT"
+  ce4_keep() {
+    for f in ce4-tune-new ce4-tune-old ce4-torch ce4-test ce4-memcheck; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce4_outer/$f.txt"; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce4-test.log \
+        "$OUT"/ce4-memcheck.log 2>/dev/null | head -n 200; } >"$ce4_outer/ce4-summary.txt"
+    tar -czf "$ce4_outer/ce4-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  ce4b=/tmp/ce4b && mkdir -p "$ce4b" && tar -xJf build/ce4-bin.tar.xz -C "$ce4b"
+  run_step ce4-tune-new timeout 45 "$ce4b/new/tune_cross_entropy" --reps 5 --json "$OUT/tune_new.json"
+  ce4_keep
+  run_step ce4-tune-old timeout 45 "$ce4b/old/tune_cross_entropy" --reps 5 --json "$OUT/tune_old.json"
+  ce4_keep
+  run_step ce4-torch timeout 60 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
+    --old-tune-json "$OUT/tune_old.json" --out "$OUT" --rep-ms 50
+  ce4_keep
+  if [ "${SMK_CE4_TESTS:-1}" != 0 ]; then
+    run_step ce4-test timeout 120 "$ce4b/new/test_cuda_cross_entropy"
+    ce4_keep
+    run_step ce4-memcheck timeout 90 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+      --error-exitcode 9 "$ce4b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
+    ce4_keep
+  fi
+  OUT=$ce4_outer
 fi
 # pfx: issue 7 round (session 5): the non-finite-V fix on the causal diagonal and the warp-specialised wgmma variant
 # (producer warpgroup, ping-pong), old beside new in one call. Binaries built on the workstation for sm_90a and carried

@@ -102,6 +102,16 @@ __device__ __forceinline__ float capped(const Args& a, float x) {
 constexpr float kLog2e = 1.4426950408889634f;
 __device__ __forceinline__ float exp_shifted(float x, float shift) { return exp2f((x - shift) * kLog2e); }
 
+// The 16-bit tier (the lead's decision of session 6; docs/semantics.md, cross-entropy): where the gradient is stored
+// in f16 / bf16, the one-read kernel (fused.cu) forms its exponentials e_j = exp(z_j − m_w) with softmax's
+// kernels::out_exp<Out> (cuda/softmax/common.cuh, tier16's): expf(fl(z_j − m_w)), no TwoSum of the subtraction, about
+// 9 SASS instructions an element where exp_diff takes 15. The one error it adds is the subtraction's rounding,
+// ≤ u·|z_j − m_w| ≤ u·(M − z_j) relative (m_w ≤ M: the warp's and the row's max); for p_j ≥ 1e-30 that is ≤ 69u
+// ≈ 2^-17.9, ≤ 2^-8.9 of a bf16 half-ulp and 2^-5.9 of an f16 one. The same terms make the row's sum, which the LSE
+// and the loss (f32 outputs) take only through log l, weighted by p_j: ≤ u·ln C more there, as log-softmax's terms
+// (log_term_exp). expf keeps a bf16 gradient's subnormals (no flush). The target's entry −R / l is still formed in f32
+// (e_t by exp_diff) before rounding. f32 gradients keep exp_diff.
+
 // The forward's per-row outputs, written by the two-call forward (forward.cu) and the one-read kernel (fused.cu).
 // Null pointers are outputs not asked for.
 struct RowOut {

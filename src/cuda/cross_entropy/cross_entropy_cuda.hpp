@@ -36,19 +36,20 @@ void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const 
 
 namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
-// least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether rows are
-// staged through shared memory (cp.async) when aligned (kFusedStage by default); whether every row the kernel can hold (up to 16 wide blocks,
-// 524288 classes) takes it, not only those the dispatcher sends there (up to 65536, f32 163840: fused.cu,
-// kFusedAutoMaxCols); the block kind (0 or 1024: the wide block, 1024 × 32 logits, the dispatcher's; 512: the narrow
-// block, 512 × 24).
-// Whether the one-read kernel stages each block's next row in shared memory (cp.async) by default: off, since the
-// H200 run of ef4d08c (2026-11-30, tune_cross_entropy) timed the unstaged kernel faster on every shape it ran, e.g.
-// 8192×32000 on the wide block f32 685 against 728 µs staged, bf16 561 against 569; 4096×151936 on 13 narrow blocks
-// bf16 2924 against 2962 (docs/perf-notebook.md, "ce3").
-constexpr bool kFusedStage = false;
+// least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether each block
+// bulk-copies its share of the next row into shared memory while it works on the current one (row_stage.cuh; −1: the
+// dispatcher's rule, kFusedStage16 / kFusedStageF32 by the logits' dtype; 0 off; 1 on; only rows that are 16-byte
+// aligned with unit stride are ever staged); whether every row the kernel can hold (up to 16 wide blocks, 524288
+// classes) takes it, not only those the dispatcher sends there (fused.cu, kFusedAutoMaxCols); the block kind (0 or
+// 1024: the wide block, 1024 × 32 logits, the dispatcher's; 512: the narrow block, 512 × 24).
+// Staging by default: the earlier per-thread cp.async staging lost 1-6 % on the wide block (H200 run of ef4d08c,
+// 2026-11-30, docs/perf-notebook.md "ce3"); the bulk copy (one thread, one mbarrier) replaced it in session 6 (ce4),
+// where softmax's wide block had gained 1.48x from it in bf16 (bw16). The rule below is ce4's, after its H200 run.
+constexpr bool kFusedStage16 = true;
+constexpr bool kFusedStageF32 = false;
 struct FusedTuning {
   int cluster = 0;
-  bool prefetch = kFusedStage;
+  int stage = -1;
   bool any_width = false;
   int threads = 0;
 };

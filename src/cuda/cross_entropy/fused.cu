@@ -40,6 +40,7 @@
 #include "cuda/cross_entropy/linear_launch.cuh"
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/row_stage.cuh"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -83,45 +84,8 @@ struct FusedArgs {
   const float* grad_loss = nullptr;  // null: 1
   std::int64_t gl_stride = 0;
   RowOut out;  // the forward's per-row outputs
-  bool prefetch = false;  // every row 16-byte aligned with contiguous columns: stage the next row with cp.async
+  bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next row into shared memory
 };
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-// The row's full 16-byte vectors into this thread's slots of the stage (slot k at k·T + tid).
-template <typename Tile, typename In>
-__device__ __forceinline__ void stage_row(typename Tile::Vec* stage, const In* row, int n, int g, int G, int tid,
-                                          int T) {
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    const int i0 = Tile::index(k, g, G);
-    if (i0 + Tile::V <= n) cp_async16(&stage[k * T + tid], row + i0);
-  }
-  cp_async_commit();
-}
-// Registers from the stage; a partial last vector straight from global memory, positions past n as −inf.
-template <typename Tile, typename In, int E>
-__device__ __forceinline__ void unstage_row(float (&v)[E], const typename Tile::Vec* stage, const In* row, int n,
-                                            int g, int G, int tid, int T) {
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    const int i0 = Tile::index(k, g, G);
-    if (i0 + Tile::V <= n) {
-      const typename Tile::Vec w = stage[k * T + tid];
-#pragma unroll
-      for (int j = 0; j < Tile::V; ++j) v[k * Tile::V + j] = kernels::to_f32(w.v[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < Tile::V; ++j)
-        v[k * Tile::V + j] = i0 + j < n ? kernels::to_f32(row[i0 + j]) : -detail::inf_<float>();
-    }
-  }
-}
 
 // One row's partial result as a block hands it to the others: the state of its logits other than the target,
 // label smoothing's partial Σ w_c (z_c − r), and the target logit (−inf in every block but the one holding it).
@@ -147,9 +111,12 @@ template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
   using Tile = RowTile<In, kElems>;
+  using Stage = kernels::RowStage<In, kElems>;
   constexpr int E = kElems, V = Tile::V;
-  extern __shared__ __align__(16) unsigned char stage_bytes[];
-  auto* stage = reinterpret_cast<typename Tile::Vec*>(stage_bytes);
+  extern __shared__ __align__(16) unsigned char stage_bytes[];  // f.prefetch: Stage::bytes(blockDim.x)
+  In* const stage = reinterpret_cast<In*>(stage_bytes);
+  __shared__ alignas(8) std::uint64_t stage_bar;
+  __shared__ typename Stage::Plan stage_plan;
   // By row parity: a slot is rewritten two rows later, after the next row's barrier, which every thread reaches
   // only after reading it (the block's for warp_part and zt_slot, the cluster's for block_part).
   __shared__ RowPart warp_part[2][32];
@@ -177,7 +144,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
   const float soft = a.eps / static_cast<float>(a.classes);
   const float W = static_cast<float>(totals->weight_total);
 
-  if (f.prefetch && first < a.rows) stage_row<Tile>(stage, row_ptr<In>(a, first), n, g, G, tid, T);
+  // The row pipeline (f.prefetch: every row 16-byte aligned, unit stride): thread 0 bulk-copies the block's share of
+  // the next row into shared memory (row_stage.cuh) right after the current row's block barrier, by which every
+  // thread has read the stage, so the copy is in flight through the exchange, the gradient and its stores.
+  std::uint32_t stage_parity = 0;
+  if (f.prefetch) {
+    if (tid == 0) {
+      Stage::init(&stage_bar);
+      Stage::plan(&stage_plan, n, rank * T, T, G);
+    }
+    __syncthreads();
+    if (tid == 0 && first < a.rows) {
+      const In* x0 = row_ptr<In>(a, first);
+      Stage::template issue<1>({stage}, &stage_bar, {x0}, &stage_plan, T);
+    }
+  }
   std::int64_t t_next = first < a.rows ? target_of(a, first) : 0;
   int parity = 0;
   for (std::int64_t row = first; row < a.rows; row += stride, parity ^= 1) {
@@ -200,10 +181,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // the cluster reads what another has already overwritten.
     float v[E];
     if (f.prefetch) {
-      cp_async_wait_all();
-      unstage_row<Tile>(v, stage, xr, n, g, G, tid, T);
-      // Each thread refills only its own slots, which it has just read.
-      if (row + stride < a.rows) stage_row<Tile>(stage, row_ptr<In>(a, row + stride), n, g, G, tid, T);
+      Stage::wait(&stage_bar, stage_parity);
+      stage_parity ^= 1u;
+      Stage::load(v, stage, xr, n, g, G, tid, T);
     } else {
       Tile::load(v, xr, n, a.col_stride, g, G);
     }
@@ -245,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     const float mw = kernels::group_max(kernels::tree_max<E>(v), 32);
     const float sw_shift = State::shift_for(mw);
 #pragma unroll
-    for (int i = 0; i < E; ++i) v[i] = exp_diff(v[i], sw_shift);
+    for (int i = 0; i < E; ++i) v[i] = kernels::out_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
     const float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
     State sw = State::from_max_and_sum(mw, lw);
     if (smoothing) sm = kernels::group_sum(sm, 32);
@@ -254,6 +234,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     if (lane == 0) warp_part[parity][warp] = RowPart{sw.m, sw.d, sm, 0.0f};
     if (t_local >= 0) zt_slot[parity] = zt_mine;
     __syncthreads();
+    // Every thread has read the stage: refill it with the next row.
+    if (f.prefetch && tid == 0 && row + stride < a.rows) {
+      const In* xn = row_ptr<In>(a, row + stride);
+      Stage::template issue<1>({stage}, &stage_bar, {xn}, &stage_plan, T);
+    }
     State rs = State::empty();
     float rsm = 0;
     if (lane < warps) {
@@ -376,12 +361,11 @@ FusedTuning g_tuning;
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
   const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
-  using Tile = RowTile<In, kElems>;
-  const std::size_t smem = f.prefetch ? sizeof(typename Tile::Vec) * Tile::K * shape.threads : 0;
+  const std::size_t smem = f.prefetch ? kernels::RowStage<In, kElems>::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
   attrs.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(sizeof(typename Tile::Vec) * Tile::K * kThreads)));
+                                        static_cast<int>(kernels::RowStage<In, kElems>::bytes(kThreads))));
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   });
   cudaLaunchConfig_t cfg{};
@@ -471,7 +455,9 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   f.gl_stride = grad_loss.data && grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
   f.out = make_row_out(options.reduction, loss, z_loss, lse, ws.at<float>(off_ce), ws.at<float>(off_zl));
   const std::size_t esize = dtype_size(logits.dtype);
-  f.prefetch = g_tuning.prefetch && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
+  const bool stage = g_tuning.stage >= 0 ? g_tuning.stage > 0
+                                         : (logits.dtype == DType::f32 ? kFusedStageF32 : kFusedStage16);
+  f.prefetch = stage && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
   const bool launched = ws.run(op, a, s, [&] {
     bool ok = false;

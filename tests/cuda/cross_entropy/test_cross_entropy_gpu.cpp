@@ -330,6 +330,15 @@ Ref reference(const CeCase& c, bool backward) {
     const double wt = w.empty() ? 1 : w[ti];
     double ez_max = 0;
     std::vector<double> p(C), ez(C);
+    // The one-read kernel's 16-bit tier (16-bit gradient: fused.cu, kernels::out_exp): e_j = expf(fl(z_j − m_w))
+    // without the subtraction's TwoSum, a relative error of at most u·|z_j − m_w| ≤ u·(M − z_j) more (m_w ≤ M, the
+    // warp's and the row's max). l = Σ e_j gains Σ_{j≠t} p_j·u·(M − z_j) relatively (≤ u·(ln C + log l)), which every
+    // p_j takes through 1 / l; the target's entry −R / l takes it twice (R's own share and 1 / l's). Its own e_t is
+    // exp_diff's, as before.
+    const bool tier16 = g_fused && c.grad_dtype != DType::f32;
+    double row_max = -std::numeric_limits<double>::infinity();
+    if (tier16)
+      for (std::int64_t j = 0; j < C; ++j) row_max = std::max(row_max, capped(c, c.x[i * C + j]));
     for (std::int64_t j = 0; j < C; ++j) {
       const double xv_ = c.x[i * C + j], z = capped(c, xv_);
       ez[j] = opt.softcap > 0 ? (std::fabs(xv_) / 2 + 3 * std::fabs(z)) * u : 0;
@@ -339,11 +348,18 @@ Ref reference(const CeCase& c, bool backward) {
     double rest = 0;
     for (std::int64_t j = 0; j < C; ++j)
       if (j != ti) rest += p[j];
+    auto tier_of = [&](std::int64_t j) {
+      const double z_j = capped(c, c.x[i * C + j]);
+      return tier16 && j != ti && std::isfinite(row_max) && std::isfinite(z_j) ? u * (row_max - z_j) : 0.0;
+    };
+    double tier_l = 0;  // relative, on l; R = rest·l carries it absolutely, as rest·(its share of it)
+    if (tier16)
+      for (std::int64_t j = 0; j < C; ++j) tier_l += p[j] * tier_of(j);
     const double e_lse = (std::fabs(lse) + Lam) * u + ez_max;
     const double zc = std::fabs(2 * s * g_z * lse);
     for (std::int64_t j = 0; j < C; ++j) {
-      const double rho = e_lse + ez[j] + (L + 6) * u;
-      const double hard_part = j == ti ? rest * (e_lse + ez_max + (L + 6) * u) : p[j] * rho;
+      const double rho = e_lse + ez[j] + (L + 6) * u + tier_of(j) + tier_l;
+      const double hard_part = j == ti ? rest * (e_lse + ez_max + (L + 6) * u + tier_l) + tier_l : p[j] * rho;
       const double d = ref.grad[i * C + j];
       double tol = std::fabs(g_ce) * ((1 - eps) * wt * hard_part + eps / C * W * p[j] * rho) +
                    zc * p[j] * (rho + (std::fabs(lse) > 0 ? e_lse / std::fabs(lse) : 0)) + 6 * u * std::fabs(d);
@@ -819,7 +835,7 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
                            Shape{1024, 1, true}, Shape{1024, 1, false}, Shape{1024, 2, true}, Shape{1024, 8, true}}) {
       smk::cuda::ce::FusedTuning tuning;
       tuning.cluster = sh.cluster;
-      tuning.prefetch = sh.prefetch;
+      tuning.stage = sh.prefetch ? 1 : 0;
       tuning.threads = sh.threads;
       smk::cuda::ce::set_fused_tuning(tuning);
       const std::string name = std::to_string(sh.threads) + " threads, cluster " + std::to_string(sh.cluster) +
@@ -846,12 +862,14 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
       smk::cuda::ce::FusedTuning wide;
       wide.any_width = true;
       smk::cuda::ce::set_fused_tuning(wide);
-      for (int threads : {512, 1024}) {  // 13 narrow blocks, 5 wide ones
-        wide.threads = threads;
+      for (int threads : {512, 1024, 1025}) {  // 13 narrow blocks, 5 wide ones staged, 5 wide ones unstaged
+        wide.threads = threads == 1025 ? 1024 : threads;
+        wide.stage = threads == 1025 ? 0 : 1;
         smk::cuda::ce::set_fused_tuning(wide);
         for (DType dt : {DType::f32, DType::bf16}) {
-          CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt) + ", " + std::to_string(threads) +
-                                     " threads", dt, 3, 151936, 131, Reduction::sum);
+          CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt) + ", " +
+                                     std::to_string(wide.threads) + " threads" + (wide.stage ? ", staged" : ""),
+                                 dt, 3, 151936, 131, Reduction::sum);
           c.opt.z_loss = 1e-4f;
           c.in_place = dt == DType::bf16;
           check_case(c);

@@ -3,18 +3,20 @@
 //   backward    cross_entropy_backward alone, in place, from the forward's LSE (its fast path, backward.cu)
 //   fused       cross_entropy_forward_backward in place, the dispatcher's choice (fused.cu: the one-read kernel
 //               up to 49152 classes, the two calls above)
-//   fused/narrow   the one-read kernel at any width on narrow blocks (512 × 24), the fewest that hold a row
-//   fused/wide     the same on wide blocks (1024 × 32)
-//   fused/wide-cN  a cluster of N wide blocks instead
-//   fused/stage    the kernel (the dispatcher's block kind) staging the next row in shared memory (cp.async), which
-//                  the dispatcher does not (kFusedStage)
-// (set_fused_tuning): the measurements behind fused.cu's launch shape and kFusedAutoMaxCluster. The run of
-// ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers): slower, removed.
+//   forward     cross_entropy alone (mean, with the LSE): the logits read once; GB/s counts n, % is of the read
+//               ceiling (4.30 TB/s, ANCHORS.md)
+//   fused/stage    the one-read kernel at any width on the fewest wide blocks (1024 × 32) that hold a row, each block
+//                  bulk-copying its share of the next row into shared memory (row_stage.cuh)
+//   fused/nostage  the same, rows loaded straight into registers
+//   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
+// (set_fused_tuning): the measurements behind fused.cu's launch shape, kFusedAutoMaxCols and kFusedStage16 /
+// kFusedStageF32. The run of ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers):
+// slower, removed; ce3's runs timed clusters of one more wide block than a row needs: slower everywhere, dropped here.
 // CUDA-event time of each call (host waits included: each call synchronizes for its error flag), median of the
 // repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
 // once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
-//   tune_cross_entropy [--reps N] [--json FILE]
+//   tune_cross_entropy [--reps N] [--json FILE] [--narrow]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -34,6 +36,7 @@
 namespace {
 
 constexpr double kCopyGBps = 4270;
+constexpr double kReadGBps = 4300;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -71,7 +74,9 @@ std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint
 int main(int argc, char** argv) {
   int reps = 15;
   const char* json = nullptr;
+  bool narrow = false;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--narrow")) narrow = true;
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
   }
@@ -86,7 +91,7 @@ int main(int argc, char** argv) {
   // holds (its single-block range).
   const Shape shapes[] = {{4096, 151936}, {8192, 32000}, {4096, 65536}, {16384, 8192}};
   std::string out = "[\n";
-  std::printf("%-6s %-14s %-12s %10s %9s %7s\n", "dtype", "shape", "variant", "median_us", "GB/s", "% copy");
+  std::printf("%-6s %-14s %-12s %10s %9s %7s\n", "dtype", "shape", "variant", "median_us", "GB/s", "% bound");
   for (smk::DType dt : {smk::DType::bf16, smk::DType::f32})
     for (const Shape& sh : shapes) {
       const std::int64_t n = sh.rows * sh.cols;
@@ -118,8 +123,10 @@ int main(int argc, char** argv) {
         std::string name;
         std::function<void()> run;
         bool needs_lse;
+        bool read_only = false;  // the forward: n bytes, against the read ceiling
       };
       std::vector<Variant> variants = {
+          {"forward", [&] { smk::cross_entropy(lv, xv, tv, {}, lsev); }, false, true},
           {"two_calls", [&] { smk::cross_entropy(lv, xv, tv, {}, lsev); smk::cross_entropy_backward(xv, xv, tv, glv, {}, lsev); }, false},
           {"backward", [&] { smk::cross_entropy_backward(xv, xv, tv, glv, {}, lsev); }, true},
           {"fused", [&] { smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev); }, false},
@@ -134,11 +141,9 @@ int main(int argc, char** argv) {
       // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes), on each block
       // kind with the fewest blocks that hold a row, then with more.
       namespace ce = smk::cuda::ce;
-      tuned("fused/narrow", {0, ce::kFusedStage, true, 512});
-      tuned("fused/wide", {0, ce::kFusedStage, true, 1024});
-      const int min_wide = static_cast<int>((sh.cols + 32767) / 32768);
-      tuned("fused/wide-c" + std::to_string(min_wide + 1), {min_wide + 1, ce::kFusedStage, true, 1024});
-      tuned(ce::kFusedStage ? "fused/nostage" : "fused/stage", {0, !ce::kFusedStage, true});
+      tuned("fused/stage", {0, 1, true, 1024});
+      tuned("fused/nostage", {0, 0, true, 1024});
+      if (narrow) tuned("fused/narrow", {0, 0, true, 512});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
@@ -164,10 +169,10 @@ int main(int argc, char** argv) {
         if (ms.empty()) continue;
         std::sort(ms.begin(), ms.end());
         const double us = 1000.0 * ms[ms.size() / 2];
-        const double gbps = 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+        const double gbps = (v.read_only ? 1.0 : 2.0) * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
         const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
         std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%\n", smk::dtype_name(dt), shape.c_str(), v.name.c_str(), us,
-                    gbps, 100.0 * gbps / kCopyGBps);
+                    gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps));
         char line[256];
         std::snprintf(line, sizeof line,
                       "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f},\n",
