@@ -104,7 +104,9 @@ __device__ __forceinline__ OnlineSoftmaxState<float> cluster_state(float2* parts
 // kElems, kThreads, kMinBlocks: elements a thread holds and the launch bounds — kBlockElems at up to 512 threads, two
 // blocks an SM (block_per_row up to 12288, cluster_row), or the wide block's kWideBlockElems at up to 1024 threads,
 // one block an SM (block_per_row up to 32768; never staged nor clustered). Both get 64 registers a thread.
-template <typename In, bool kLog, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads,
+// Out: softmax's output type, known at compile time (common.cuh out_exp: 16-bit outputs take the plain exponential);
+// void for the log ops, whose output type is read from p at the store.
+template <typename In, typename Out, bool kLog, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads,
           int kMinBlocks = 2>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const RowProblem p, int cluster) {
   using Tile = RowTile<In, kElems>;
@@ -176,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
     if (kStaged && kLog && cluster > 1) {
       // One exchange: this block's own state (its max, ties and rest), merged across the cluster.
       int ties = 0;
-      float rest = thread_exp_rest(v, OnlineSoftmaxState<float>::shift_for(m), false, true, ties);
+      float rest = thread_log_rest(v, OnlineSoftmaxState<float>::shift_for(m), ties);
       rest = block_sum(rest, red_sum);
       ties = block_count(ties, red_ties);
       const auto mine = state_from(m, ties, rest, true);
@@ -194,7 +196,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       }
       const float shift = OnlineSoftmaxState<float>::shift_for(m);
       int ties = 0;
-      float rest = thread_exp_rest(v, shift, !count_ties, count_ties, ties);
+      // The log ops' terms from log_term_exp_ftz (common.cuh thread_log_rest, as warp_per_row since warpdiet), softmax's
+      // from out_exp by the output type.
+      float rest;
+      if constexpr (kLog) rest = thread_log_rest(v, shift, ties);
+      else rest = thread_exp_rest<Out>(v, shift, true, false, ties);
       rest = block_sum(rest, red_sum);
       if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
       if (cluster > 1) {
@@ -215,9 +221,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       continue;
     }
     finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
-    with_out_type<In>(p, [&](auto* tag) {
-      using Out = std::remove_pointer_t<decltype(tag)>;
-      Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], g, G);
+    with_out<Out, In>(p, [&](auto* tag) {
+      using O = std::remove_pointer_t<decltype(tag)>;
+      Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], g, G);
     });
   }
   // A block's shared memory must outlive every remote read of it.
@@ -226,13 +232,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
 
 template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads, int kMinBlocks = 2>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  constexpr auto softmax_kernel = block_rows_kernel<In, false, kStaged, kElems, kThreads, kMinBlocks>;
-  constexpr auto log_kernel = block_rows_kernel<In, true, kStaged, kElems, kThreads, kMinBlocks>;
-  const auto kernel = p.op == Op::softmax ? softmax_kernel : log_kernel;
+  // Softmax's output type picks its exponential (common.cuh out_exp): f32, or In itself when In is 16-bit.
+  constexpr auto softmax_kernel = block_rows_kernel<In, float, false, kStaged, kElems, kThreads, kMinBlocks>;
+  constexpr auto softmax_out_kernel = block_rows_kernel<In, In, false, kStaged, kElems, kThreads, kMinBlocks>;
+  constexpr auto log_kernel = block_rows_kernel<In, void, true, kStaged, kElems, kThreads, kMinBlocks>;
+  const auto kernel = p.op != Op::softmax           ? log_kernel
+                      : p.out_dtype == DType::f32 ? softmax_kernel
+                                                  : softmax_out_kernel;
   const std::size_t smem = kStaged ? RowStage<In, kElems>::bytes(c.threads) : 0;
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
-  attributes.run([&] {  // both instantiations at once: one DeviceOnce serves either op
-    for (const auto k : {softmax_kernel, log_kernel}) {
+  attributes.run([&] {  // every instantiation at once: one DeviceOnce serves each op and output type
+    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       if (kStaged)
         SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,

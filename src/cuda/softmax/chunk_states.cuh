@@ -29,14 +29,16 @@ __device__ __forceinline__ int chunk_len(std::int64_t n, std::int64_t c) {
 
 // The online state (m, d) of one chunk that a block of kSplitThreads threads holds in v (RowTile<In, kBlockElems>'s
 // layout, already transformed, positions past the chunk's end −inf): the block max, then the count of scores equal
-// to it and the block sum of the others' log_term_exp (kLog: the op takes log l), or the plain sum of every
+// to it and the block sum of the others' log_term_exp_ftz (kLog: the op takes log l), or the plain sum of every
 // exp_diff (softmax). Called by every thread of the block; every thread returns the state. Uses each scratch array
 // once, behind a barrier, so consecutive calls need no extra barrier (common.cuh, block_sum).
 template <bool kLog>
 __device__ __forceinline__ ChunkState chunk_state(float (&v)[kBlockElems], ChunkScratch& s) {
   const float m = block_max(tree_max<kBlockElems>(v), s.max);
   int ties = 0;
-  const float rest = block_sum(thread_exp_rest(v, ChunkState::shift_for(m), false, kLog, ties), s.sum);
+  const float shift = ChunkState::shift_for(m);  // the log ops' terms by log_term_exp_ftz (common.cuh thread_log_rest)
+  const float rest =
+      block_sum(kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest(v, shift, false, false, ties), s.sum);
   if (kLog) ties = block_count(ties, s.ties);
   return state_from(m, ties, rest, kLog);
 }
@@ -75,12 +77,13 @@ __device__ __forceinline__ ChunkState merge_chunk_states(const ChunkState* state
 
 // The outputs of softmax / log-softmax from a row's normalizer, elementwise in place (v holds z on entry). An empty
 // row under the zeros policy (zero_fill) is folded into the shift and the scale once, not tested per element.
-template <int E>
+// Out: the output type the values are stored as (common.cuh out_exp: 16-bit outputs take the plain exponential).
+template <typename Out, int E>
 __device__ __forceinline__ void normalize_values(float (&v)[E], const RowNormalizer<float>& norm, Op op) {
   if (op == Op::softmax) {
     const float shift = norm.zero_fill ? 0.0f : norm.shift, scale = norm.zero_fill ? 0.0f : norm.inv_sum;
 #pragma unroll
-    for (int i = 0; i < E; ++i) v[i] = exp_diff(v[i], shift) * scale;
+    for (int i = 0; i < E; ++i) v[i] = out_exp<Out>(v[i], shift) * scale;
   } else {
 #pragma unroll
     for (int i = 0; i < E; ++i) v[i] = norm.log_softmax(v[i]);
@@ -106,9 +109,9 @@ __device__ __forceinline__ void normalize_chunk(const RowProblem& p, const RowRe
     float v[E];
     Tile::load(v, x + static_cast<std::int64_t>(at0) * step, sub, step, threadIdx.x, kSplitThreads);
     Tile::transform(v, tf, sub, threadIdx.x, kSplitThreads, first + at0);
-    normalize_values(v, norm, p.op);
     with_out_type<In>(p, [&](auto* tag) {
       using Out = std::remove_pointer_t<decltype(tag)>;
+      normalize_values<Out>(v, norm, p.op);
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + (first + at0) * p.step[kOut], v, sub, p.step[kOut],
                                 threadIdx.x, kSplitThreads);
     });

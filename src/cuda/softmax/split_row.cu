@@ -155,9 +155,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
       if (c == 0 && threadIdx.x == 0) write_row_stats(p, o, t);
       continue;
     }
-    normalize_values(v, t.normalizer(p.empty_rows), p.op);
     with_out_type<In>(p, [&](auto* tag) {
       using Out = std::remove_pointer_t<decltype(tag)>;
+      normalize_values<Out>(v, t.normalizer(p.empty_rows), p.op);
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
                                 threadIdx.x, kSplitThreads);
     });

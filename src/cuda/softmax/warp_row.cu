@@ -40,7 +40,9 @@ constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 // kLog: the op takes log l (log-softmax, logsumexp, the state), not 1/l (softmax). A template parameter, not a
 // branch on p.op: the two arithmetics (common.cuh's thread_exp_rest and thread_log_rest) then compile apart, and
 // neither pays the other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
-template <typename In, int E, bool kLog>
+// Out: softmax's output type, known at compile time (common.cuh out_exp: 16-bit outputs take the plain exponential);
+// void for the log ops, whose output type is read from p at the store.
+template <typename In, typename Out, int E, bool kLog>
 __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
   constexpr int R = kRowsAtOnce<E>;
@@ -82,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
         rest[r] = group_sum(thread_log_rest(v[r], shift, ties[r]), lanes);
         ties[r] = group_count(ties[r], lanes);
       } else {
-        rest[r] = group_sum(thread_exp_rest(v[r], shift, true, false, ties[r]), lanes);
+        rest[r] = group_sum(thread_exp_rest<Out>(v[r], shift, true, false, ties[r]), lanes);
       }
     }
 #pragma unroll
@@ -96,9 +98,9 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
         continue;
       }
       finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
-      with_out_type<In>(p, [&](auto* tag) {
-        using Out = std::remove_pointer_t<decltype(tag)>;
-        Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
+      with_out<Out, In>(p, [&](auto* tag) {
+        using O = std::remove_pointer_t<decltype(tag)>;
+        Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
       });
     }
   }
@@ -106,7 +108,10 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
 
 template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel = p.op == Op::softmax ? warp_rows_kernel<In, E, false> : warp_rows_kernel<In, E, true>;
+  // Softmax's output type picks its exponential (common.cuh out_exp): f32, or In itself when In is 16-bit.
+  const auto kernel = p.op != Op::softmax           ? warp_rows_kernel<In, void, E, true>
+                      : p.out_dtype == DType::f32 ? warp_rows_kernel<In, float, E, false>
+                                                  : warp_rows_kernel<In, In, E, false>;
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const unsigned grid = persistent_grid(kernel, kThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
   kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
