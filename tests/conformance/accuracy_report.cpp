@@ -63,7 +63,9 @@ Stats measure(const Backend& b, const Problem& p, const RunResult& r) {
         gate = lse_gate(n, b.sum_model, exact);
       } else if (p.op == Op::softmax) {
         exact = e.softmax(x[i]);
-        gate = softmax_gate(n, b.sum_model) * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
+        const double rel = p.out.dtype == DType::f32 ? softmax_gate(n, b.sum_model)
+                                                     : softmax_gate_16bit(n, b.sum_model, exact);  // numerics.hpp
+        gate = rel * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
       } else {
         exact = e.log_softmax(x[i]);
         gate = log_softmax_gate(n, b.sum_model, exact);

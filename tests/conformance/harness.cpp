@@ -440,7 +440,8 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
         // Moving every score by at most Δ scales each probability by a factor in [e^−2Δ, e^2Δ] (exactly, not only
         // to first order: for scores beyond ~1/u their differences are lost in f32 and no bound remains).
         const double delta = score_u * static_cast<double>(zmax);
-        const double g = softmax_gate(n, b.sum_model);
+        // A 16-bit output's terms may be plain expf(fl(x − m)) (numerics.hpp softmax_gate_16bit).
+        const double g = wide ? softmax_gate(n, b.sum_model) : softmax_gate_16bit(n, b.sum_model, exact);
         const double rel = roundings > 0 ? g + (1 + g) * std::expm1(2 * delta) : g;
         gate = rel * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
         sum += y[i];
@@ -477,7 +478,7 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
     if (p.op == Op::softmax) {
       // Σp: the sum-gate of the f32 computation, plus each output's rounding to a 16-bit type.
       const double out_rounding = wide ? (p.out.dtype == DType::f32 ? kU : 0) : std::ldexp(1.0, -significand_bits(p.out.dtype));
-      const double gate = sum_gate(n, b.sum_model) + (wide ? 0 : out_rounding);
+      const double gate = wide ? sum_gate(n, b.sum_model) : sum_gate_16bit(n, b.sum_model) + out_rounding;
       const double err = static_cast<double>(std::fabs(sum - 1));
       if (!(err <= gate)) fail(where + ": sum of probabilities " + fmt(sum) + ", off 1 by " + fmt(err) + " > " + fmt(gate));
     }

@@ -218,6 +218,27 @@ inline double sum_gate(std::int64_t n, SumModel m) { return (summation_depth(n, 
 // by u·|x_j − m| more, and l's relative error by Σ p_j·|x_j − m|·u = (H(p) − log l)·u ≤ u·ln n. The factor of ln n.
 inline constexpr double kLogTermSubtractionU = 1;
 inline double ln_n(std::int64_t n) { return std::log(static_cast<double>(std::max<std::int64_t>(n, 1))); }
+// 16-bit softmax outputs (docs/semantics.md §6, "16-bit outputs"): the GPU forms their terms as expf(fl(x − m))
+// (src/cuda/softmax/common.cuh out_exp), without exp_diff's recovery of the subtraction's rounding. A term gains
+// u·|x_i − m| relative, and |x_i − m| = ln(1/p_i) − ln l ≤ ln(1/p_i): at most 69.1u for p_i ≥ 1e-30 (below that the
+// softmax gate is absolute at the floor, and p·ln(1/p) only falls as p does, so the floor's gap covers it); the
+// denominator averages its terms' gains with the weights p_j, Σ p_j·|x_j − m|·u ≤ u·ln n, as for log l above. The
+// factor of both gaps:
+inline constexpr double kPlainExpSubtractionU = 1;
+// ln(1/p), the bound on |x − m| of an output p (at the relative floor below it).
+inline double plain_exp_gap(long double p) {
+  return -std::log(std::max(static_cast<double>(p), kSoftmaxRelativeFloor));
+}
+// The relative gate of a 16-bit softmax output's f32 computation (before its own rounding to the output type).
+inline double softmax_gate_16bit(std::int64_t n, SumModel m, long double p) {
+  return softmax_gate(n, m) + kPlainExpSubtractionU * (plain_exp_gap(p) + ln_n(n)) * kU;
+}
+// |Σ p − 1| of 16-bit outputs, before their rounding: a path may sum one exponential's terms and normalise with the
+// other's (split_row sums exp_diff's and writes expf's), so the terms' errors no longer cancel: exp_diff's α, expf's
+// E and the subtraction's weighted average u·ln n.
+inline double sum_gate_16bit(std::int64_t n, SumModel m) {
+  return sum_gate(n, m) + (kExpDiffErrorU + kExpErrorU + kPlainExpSubtractionU * ln_n(n)) * kU;
+}
 // log l = log1p(d) is off by the relative error of d (the terms' exp, their subtraction's rounding averaged, the sum,
 // a tie's rounding) weighted by d/l ≤ 1, plus log1p's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
 inline double log_sum_error(std::int64_t n, SumModel m) {

@@ -8,7 +8,8 @@
 //   f32 logsumexp     absolute (|LSE| + L + 10 + 3 ln n)·u;  the state: m bit for bit, l relative (L + 11 + ln n)·u
 //   backward          u·(|y|·((D + 1)·Σ|dy·y| + |dy| + |s|) + 2|dx|) and u·(e^y·(D·Σ|dy| + 6|S|) + |dx|), + 2u·|dx|
 //                     when T ≠ 1, + the f32 subnormal spacing
-//   f16 / bf16        within 1 ulp of the correctly rounded reference (or the f32 bound plus half an ulp)
+//   f16 / bf16        within 1 ulp of the correctly rounded reference (or the f32 bound plus half an ulp; 16-bit
+//                     softmax's f32 bound gains (ln(1/p) + ln n)·u for its plain exponential, common.cuh out_exp)
 // plus, with a temperature that does not divide exactly, the rounding of x / T (docs/semantics.md).
 // The first proposal, (6 + log2 n)·u etc., is the design target the contract explains; not a gate here.
 #pragma once
@@ -373,7 +374,10 @@ struct Gate {
   double log_sum_u() const { return 6 + D() + 3 * ln_n(); }
   double f32_tol(double want, double slack, double backward_bound) const {
     switch (op) {
-      case Op::softmax: return (18 + L() + 4 * slack) * kU * std::max(want, 1e-30);  // docs/semantics.md §6
+      case Op::softmax: {  // docs/semantics.md §6; a 16-bit output's plain exponential adds (ln(1/p) + ln n)·u
+        const double plain = out == DType::f32 ? 0 : -std::log(std::max(want, 1e-30)) + ln_n();
+        return (18 + L() + plain + 4 * slack) * kU * std::max(want, 1e-30);
+      }
       case Op::log_softmax: return (2 * std::fabs(want) + log_sum_u() + slack) * kU;
       case Op::logsumexp:
       case Op::state: return (std::fabs(want) + log_sum_u() + slack) * kU;  // state: applied to m + log l

@@ -650,5 +650,62 @@ TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
   for (std::size_t i = 0; i < r.out.size(); ++i) EXPECT_NEAR(r.out[i], ref.out[i], 1e-6 * ref.out[i] + 1e-30);
 }
 
+// The 16-bit-output tier (common.cuh out_exp; docs/semantics.md §6, "16-bit softmax outputs"): a bf16 / f16 softmax
+// output forms its terms as expf(fl(z − m)), giving up only the subtraction's rounding, so its f32 value p̂ lies within
+// (18 + L + ln(1/p) + ln n)·u of the exact p, relative (softmax_gate_16bit). Rounding is monotonic, so the output can
+// only be one of the roundings of that interval's two ends: where the interval holds no rounding boundary (nearly
+// everywhere) the output must be the correctly rounded value itself, stricter than the suite's 1-ulp gate. The scores
+// are divided by T = 0.7 (z = fl(x / T) in f32, as on the device), so z − m is inexact for most elements (the test
+// first checks that it is: its power), at gaps up to 60 where the lost rounding is largest.
+TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
+  const float T = 0.7f;
+  std::uint64_t seed = 9000;
+  for (DType t : {DType::bf16, DType::f16})
+    for (std::int64_t n : {std::int64_t{300}, std::int64_t{4097}, std::int64_t{30001}}) {
+      if (small_mode() && n > 4097) continue;
+      const std::int64_t rows = n > 4097 ? 8 : 64;
+      Case c = random_case("plain_exp_" + std::to_string(n), Op::softmax, t, t, rows, n, ++seed);
+      // f16 probabilities below 2^-25 round to 0: keep the gaps where the outputs carry information.
+      const double spread = t == DType::f16 ? 16.0 : 60.0;
+      std::mt19937_64 rng(seed);
+      std::uniform_real_distribution<double> gap(0.0, spread * static_cast<double>(T));
+      for (auto& x : c.x) x = round_to(t, 0.37 - gap(rng));
+      c.options.temperature = T;
+      c.exact_scaling = false;
+      // The exact softmax of the f32 scores the device divides out, and how many differences are inexact in f32.
+      std::vector<long double> exact(c.x.size());
+      std::int64_t inexact = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        std::vector<float> z(static_cast<std::size_t>(n));
+        float m = -INFINITY;
+        for (std::int64_t i = 0; i < n; ++i) m = std::max(m, z[i] = static_cast<float>(c.x[r * n + i]) / T);
+        long double l = 0;
+        for (std::int64_t i = 0; i < n; ++i) l += std::exp(static_cast<long double>(z[i]) - m);
+        for (std::int64_t i = 0; i < n; ++i) {
+          exact[r * n + i] = std::exp(static_cast<long double>(z[i]) - m) / l;
+          inexact += static_cast<long double>(z[i] - m) != static_cast<long double>(z[i]) - m;
+        }
+      }
+      ASSERT_GT(inexact, rows * n / 4) << "these scores no longer exercise the subtraction's rounding";
+      const Gate gate{Op::softmax, t, n};
+      for (SoftmaxPath path : {SoftmaxPath::automatic, SoftmaxPath::warp_per_row, SoftmaxPath::block_per_row,
+                               SoftmaxPath::cluster_row, SoftmaxPath::split_row}) {
+        SCOPED_TRACE(std::string("path ") + cuda::to_string(path) + ", " + c.name + ", " + dtype_name(t));
+        const Result res = run_gpu(c, path);
+        if (!res.ran) continue;  // a capacity refusal (run_all_paths' tests hold the paths to those)
+        int failures = 0;
+        for (std::size_t i = 0; i < exact.size() && failures < 5; ++i) {
+          const double p = static_cast<double>(exact[i]);
+          const double g = (18 + gate.L() - std::log(std::max(p, 1e-30)) + gate.ln_n()) * kU;
+          const double lo = round_to(t, p - g * std::max(p, 1e-30)), hi = round_to(t, p + g * std::max(p, 1e-30));
+          if (res.out[i] == lo || res.out[i] == hi) continue;
+          ++failures;
+          ADD_FAILURE() << "element " << i << ": got " << res.out[i] << ", exact " << p << " rounds to " << lo
+                        << (lo == hi ? "" : " or " + sci(hi)) << " within the bound";
+        }
+      }
+    }
+}
+
 }  // namespace
 }  // namespace smk::gpu_test
