@@ -14,7 +14,10 @@ merge kernel instead (and its share), the clean-L2 probes (ours, the fused merge
 timing method's floor (a 4-byte memset), the call's graph replay and its node counts (kernels / memsets / other), host
 µs per call (internal entry point / public API) and how many clusters of 16 the device runs at once; with --old, the
 dispatcher of an older build's bench_decode JSON timed in the same run (old-beside-new); each backend; ours over each
-backend.
+backend. Session 6 (dec5) adds, where the JSON has them: the plain launch beside the dispatcher's programmatic
+dependent launch, the "after a kernel" probe (a 1×1024 logsumexp then the call inside the timed window, both
+launches, and that kernel alone) and the empty call as a plain launch; a probe the JSON marks -1 (bench_decode
+--quick leaves it out) prints n/a.
     usage: bench_decode.py --ours bench_decode.json [--old old.json] [--clean] [--out FILE.md]
 """
 import argparse
@@ -58,7 +61,8 @@ def main():
     head = ["B, S, Hq/Hkv, D", "ours µs", "ours TB/s", "ours again µs"]
     if old:
         head += ["old µs", "old / ours"]
-    head += ["ours, event between µs", "cluster packed µs", "cluster spread µs", "fused merge µs", "fused, memset µs",
+    head += ["plain launch µs", "after a kernel µs (pdl / plain / kernel alone)", "empty plain µs",
+             "ours, event between µs", "cluster packed µs", "cluster spread µs", "fused merge µs", "fused, memset µs",
              "with merge kernel µs", "its merge %", "clean L2 µs", "fused clean L2 µs", "empty µs", "floor µs",
              "graph replay µs", "graph nodes k/m/o", "host µs (internal / public)", "16-clusters at once (spread / packed)"]
     for n, _, _ in backends:
@@ -94,12 +98,13 @@ def main():
         o = old.get((B, S, hq))
         if old:
             cells += [f"{o['us']:.1f}" if o else "n/a", f"{o['us'] / row['us']:.3f}" if o else "n/a"]
-        f = lambda key: f"{row[key]:.1f}" if key in row else "n/a"
-        cells += [f("us_event"), f("us_cluster_packed"), f("us_cluster_spread"), f("us_fused"), f("us_memset"),
+        f = lambda key: f"{row[key]:.1f}" if row.get(key, -1) >= 0 else "n/a"
+        cells += [f("us_nopdl"), f"{f('us_after')} / {f('us_after_nopdl')} / {f('us_tiny')}", f("us_empty_nopdl"),
+                  f("us_event"), f("us_cluster_packed"), f("us_cluster_spread"), f("us_fused"), f("us_memset"),
                   f("us_merge_kernel"), f"{100 * row['merge_us_merge_kernel'] / row['us_merge_kernel']:.1f}",
                   f("us_clean_l2"), f("us_fused_clean_l2"), f("us_empty"), f("us_floor"), f("us_graph"),
                   f"{row.get('graph_kernels')}/{row.get('graph_memsets')}/{row.get('graph_other')}",
-                  f"{row.get('host_us', 0):.2f} / {row.get('host_us_public', 0):.2f}",
+                  f"{f('host_us')} / {f('host_us_public')}",
                   f"{row.get('active16_spread')} / {row.get('active16_packed')}"]
         for name, _, _ in backends:
             us, mark = got[name]

@@ -6,7 +6,7 @@
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
-#   pfx
+#   pfx dec5
 #   split6
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
@@ -849,6 +849,42 @@ if want decode-r4; then
   OUT=$outer
 fi
 
+# dec5: decode session 6 (issue 8; the split kernel as a programmatic dependent launch, the fixed cost split by Nsight
+# Compute), in one call of at most ~140 s: binaries built on the workstation for sm_90a and carried in
+# build/dec5-bin.tar.xz (bench_decode, test_cuda_decode; old/bench_decode: the tree of 77c64e6, before session 6's
+# decode changes, whose kernel is round 4's, e84495d's); bench_decode --quick (the dispatcher beside the plain launch, alone and after a small kernel,
+# the empty calls, the merge's share, clean L2), the old one beside it, torch SDPA FLASH and cuDNN (clean L2 too), the GPU test, ncu (--set full) on the empty call and the (1, 32768) call, then memcheck last on
+# the smallest cases and the programmatic launch's own test. Logs in /tmp/o; $OUT gets the table, the JSON, the
+# summary, the ncu pages and a tarball of the rest.
+if want dec5; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  d5=/tmp/d5 && mkdir -p "$d5" && tar -xJf build/dec5-bin.tar.xz -C "$d5"
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d5/bench_decode" 2>/dev/null |
+    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
+    sort | uniq -c >"$OUT/decode-registers.txt"
+  run_step decode-bench timeout 30 "$d5/bench_decode" --quick --json "$OUT/bench_decode.json"
+  oldjson=()
+  run_step decode-bench-old timeout 30 "$d5/old/bench_decode" --json "$OUT/bench_decode_old.json" &&
+    oldjson=(--old "$OUT/bench_decode_old.json")
+  run_step decode-sdpa timeout 35 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
+    --clean --out "$OUT/decode_vs_sdpa.md"
+  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
+  run_step decode-test timeout "${SMK_DEC_TEST_S:-45}" "$d5/test_cuda_decode" --gtest_filter="${SMK_DEC_TEST_FILTER:-*}"
+  run_step decode-ncu timeout 25 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
+    --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
+  ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
+  ncu -i "$OUT/dec5.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>&1
+  run_step decode-memcheck timeout 15 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$d5/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*Programmatic*'
+  grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
+    "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
+  cat "$OUT/decode-registers.txt" >>"$OUT/decode-summary.txt" 2>/dev/null
+  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$OUT/ncu-details.txt" "$outer/" \
+    2>/dev/null
+  tar -czf "$outer/dec5-logs.tgz" -C "$OUT" . 2>/dev/null
+  OUT=$outer
+fi
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
 printf '%s\n' "${summary[@]}"

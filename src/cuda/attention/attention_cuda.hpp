@@ -156,6 +156,10 @@ struct DecodeConfig {
   // SMs instead of packing three blocks an SM (decode_common.cuh: kDecodeSpreadSmem). With DecodeMerge::cluster forced
   // it applies above kDecodeClusterDispatch too; off: round 3's packed launch.
   DecodeToggle spread_cluster = DecodeToggle::dispatcher;
+  // The tensor-core split kernel launched as a programmatic dependent of the kernel before it on the stream
+  // (cudaLaunchAttributeProgrammaticStreamSerialization, sm_90+): its blocks may be scheduled while that kernel's last
+  // blocks drain, and wait in griddepcontrol.wait before their first global load (kDecodePdl below).
+  DecodeToggle pdl = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -203,6 +207,11 @@ inline constexpr bool kDecodeSelfResetCounters = true;
 // packed, 55.0 and 167.6. So the dispatcher does not spread (off); above kDecodeClusterDispatch splits it merges by
 // the fused merge, as in round 3. On (for measuring): where all the call's clusters run at once, else fused.
 inline constexpr bool kDecodeSpreadCluster = false;
+// Session 6 (dec5): the split kernel as a programmatic dependent launch, to take the launch's latency off the fixed
+// cost (round 4: an all-empty call 9.0 µs against the timing method's 2.3). Provisional, set before its first H200
+// run; the run's verdict is in decode_mma.cu's header and docs/perf-notebook.md (session 6, dec5). Never taken while
+// the stream captures a graph or when the call zeroes counters with a memset (its predecessor is then no kernel).
+inline constexpr bool kDecodePdl = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

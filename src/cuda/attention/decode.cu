@@ -38,6 +38,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -49,6 +50,7 @@
 #include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/decode_split.hpp"
 #include "cuda/attention/lse_fold.cuh"
+#include "cuda/device_attrs.hpp"
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/kernels.hpp"  // workspace_alloc / workspace_free: the library's stream-ordered scratch pool
 #include "softmaxkit/core/error.hpp"
@@ -77,14 +79,7 @@ constexpr unsigned kFull = 0xffffffffu;
 
 // DecodeArgs: decode_common.cuh (shared with the tensor-core kernel, decode_mma.cu).
 
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// to_f32, from_f32: decode_common.cuh.
 
 // 8 packed 16-bit values to f32 (bf16: a shift; f16: the hardware conversion).
 template <typename T>
@@ -464,9 +459,14 @@ void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   constexpr std::size_t ring = std::size_t{kStages<C>} * kKeysPerGroup * 2 * C * kThreads * 16;
   constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
   constexpr std::size_t bytes = ring > merge ? ring : merge;
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows, C, kScatter>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)));
+  // The opt-in once per device (the first kMaxDevices ordinals), not on every call.
+  static std::atomic<bool> done[kMaxDevices];
+  const int dev = current_device_ordinal();
+  if (!done[dev].load(std::memory_order_acquire)) {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(decode_split_kernel<T, D, kRows, C, kScatter>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    done[dev].store(true, std::memory_order_release);
+  }
   decode_split_kernel<T, D, kRows, C, kScatter><<<grid, kThreads, bytes, s>>>(a);
   SMK_CUDA_CHECK_LAUNCH("decode_split_kernel");
 }
@@ -581,9 +581,10 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     throw_unsupported(op, "the CUDA kernel takes at most 65535 sequences and 65535 KV heads");
 
   DeviceGuard guard(q.device.index);
-  int sms = 0, dev = 0;
-  SMK_CUDA_CHECK(cudaGetDevice(&dev));
-  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  // The device's facts are read once per process (device_attrs.hpp), not queried per call.
+  const int dev = current_device_ordinal();
+  const DeviceAttrs& facts = device_attrs(dev);
+  const int sms = facts.sm_count;
 
   DecodeArgs a{};
   a.q = q.data;
@@ -662,6 +663,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   }
   const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
   void* workspace = nullptr;
+  bool memset_counters = false;
   KeptCounters::Lease lease;
   if (a.grid_splits > 1 && cluster == 0) {
     const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
@@ -677,6 +679,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     } else if (fused) {  // zeroed on the stream before the call (a captured graph gets a memset node)
       a.counters = reinterpret_cast<int*>(a.part_lse + parts);
       const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
+      memset_counters = true;
       if (err != cudaSuccess) {
         kernels::workspace_free(workspace, s);
         SMK_CUDA_CHECK(err);
@@ -685,9 +688,22 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   }
   const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
                   static_cast<unsigned>(p.batch));
+  // A programmatic dependent launch (DecodeConfig::pdl) where the kernel before it on the stream is the caller's
+  // (sm_90+): not after this call's own memset of the counters, and not while the stream captures a graph (whose
+  // nodes before it may be the workspace's allocation).
+  bool pdl = mma && on(config.pdl, kDecodePdl) && facts.cc_major >= 9 && !memset_counters;
+  if (pdl) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) != cudaSuccess) {
+      (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: a plain launch
+      pdl = false;
+    } else if (capture != cudaStreamCaptureStatusNone) {
+      pdl = false;
+    }
+  }
   try {
     if (mma) {
-      launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, s);
+      launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

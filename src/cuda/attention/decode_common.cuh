@@ -1,16 +1,32 @@
 // softmaxkit (internal, device code): what the two decode split kernels share — the CUDA-core kernel of decode.cu
-// and the tensor-core kernel of decode_mma.cu: their argument block, the causal window of a row, and the launcher
-// of the tensor-core kernel (decode.cu's host code chooses between them and runs the one merge kernel after either).
+// and the tensor-core kernel of decode_mma.cu: their argument block, the causal window of a row, the f32 conversions
+// (merge.cu's too), the programmatic launch's wait, and the launcher of the tensor-core kernel (decode.cu's host code
+// chooses between them and runs the one merge kernel after either).
 // Both write the same partials ([B, Hq, Sq, grid_splits] rows of normalised f32 O and LSE without the sink), so the
 // merge kernel and the split rule (decode_split.hpp) serve both.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 
 namespace smk::cuda {
+
+// f32 to and from the storage types (round to nearest even), for the decode kernels and merge_attention_states.
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
 struct DecodeArgs {
   const void* q;
@@ -48,6 +64,16 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
   return e < 0 ? 0 : (e > len ? len : e);
 }
 
+// Programmatic dependent launch (sm_90+, PTX griddepcontrol): a grid launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it on the stream drains; this
+// waits until that kernel has completed and its writes are visible (at once for a plain launch). Every global load of
+// the split kernel (seqlens, q, the caches, the sinks) comes after it: any of them may be the previous kernel's output.
+__device__ __forceinline__ void decode_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // Query rows per block of the tensor-core kernel: the N = 8 of the m16n8k16 product O^T = V^T·P^T.
 inline constexpr int kDecodeMmaRows = 8;
 
@@ -65,10 +91,12 @@ inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
 // splits of each (sequence, KV head, row chunk) run as one thread-block cluster of `cluster` = grid_splits blocks and
 // merge through distributed shared memory (only where decode_mma_active_clusters says the device runs that size).
 // spread: one block an SM (kDecodeSpreadSmem). device: the current device (the kernel's attributes are set once per
-// device).
+// device, each to what its launches ask: the spread bytes only once a spread launch or query needs them). pdl: a
+// programmatic dependent launch (only where the device is sm_90+; decode_pdl_wait in the kernel).
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, cudaStream_t s);
-// How many clusters of that size (and spread) the device runs at once: 0 where it runs none (or has no clusters).
+                       int device, bool pdl, cudaStream_t s);
+// How many clusters of that size (and spread) the device runs at once: 0 where it runs none, has no clusters, or
+// (spread) cannot give one block kDecodeSpreadSmem bytes of shared memory (sm_86/89 allow 99 KB a block).
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);
 
 }  // namespace smk::cuda

@@ -48,11 +48,13 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <mutex>
 
 #include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/decode_split.hpp"
 #include "cuda/attention/lse_fold.cuh"
 #include "cuda/attention/ptx.cuh"
+#include "cuda/device_attrs.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
@@ -69,14 +71,55 @@ constexpr int kRows = kDecodeMmaRows;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+// to_f32, from_f32: decode_common.cuh.
+
+// Where a row's outputs go: element x of O (query token tok, head h of sequence b) and the row's LSE (if wanted).
 template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_out(const DecodeArgs& a, std::int64_t b, int h, int tok, int x, float o) {
+  static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
+}
+__device__ __forceinline__ void store_lse(const DecodeArgs& a, std::int64_t b, int h, int tok, float lse) {
+  if (a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = lse;
+}
+
+// What the two in-kernel merges (merge_if_last, merge_in_cluster) do per output row, once, so that they stay the same
+// arithmetic in the same order, hence the same bits. Lane i holds split i's LSE `mine` (−inf past nsplit): a
+// butterfly of OnlineSoftmaxState::merge (commutative bit for bit, so every lane ends with the same total) gives the
+// row's state, the sink (`sink_lse`, when `has_sink`; loaded by the caller beside the splits' LSEs, not after the
+// butterfly: one memory latency fewer on the merge's path) joins it last, and each lane's coefficient is the total's
+// normalizer applied to its LSE — exp(LSE_i − m)/l: the splits' LSEs are the scores of one more softmax.
+struct SplitWeights {
+  State total;
+  float coef;  // this lane's split's weight in the output; 0 past nsplit and for an empty split
+};
+__device__ __forceinline__ SplitWeights split_weights(float mine, int lane, int nsplit, bool has_sink,
+                                                      float sink_lse) {
+  State st = State::from_lse(mine);
+#pragma unroll
+  for (int o2 = 16; o2 > 0; o2 /= 2)
+    st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
+  if (has_sink) st.merge(State::from_lse(sink_lse));
+  const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
+  return {st, lane < nsplit ? nrm.softmax(mine) : 0.0f};
+}
+// o = fmaf(c_i, part_i, o) over splits i = 0 .. nsplit − 1 in order (nsplit ≤ N, the same on every lane), c_i from
+// lane i's coefficient; a split whose c_i is 0 (empty) is skipped, and NaN, which is not 0, poisons. part(i, pv)
+// gives this lane's V values of split i's partial row. Until session 6 the loop ran to N (32 for the fused merge)
+// and skipped the splits past nsplit by their zero coefficients: the same fmaf sequence, so the same bits, but 32
+// shuffles and tests on the merge's critical path where the rule makes at most 16 splits.
+template <int N, int V, typename Part>
+__device__ __forceinline__ void weigh_splits(float coef, int nsplit, float (&o)[V], const Part& part) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (i >= nsplit) break;
+    const float ci = __shfl_sync(kFull, coef, i);
+    if (ci == 0.0f) continue;
+    float pv[V];
+    part(i, pv);
+#pragma unroll
+    for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
+  }
+}
 
 // The fused merge: called by every block of a sequence with several splits after it wrote its partials. The last
 // block of (b, KV head, row chunk) to arrive folds the nsplit partials of its rows (one warp per row): lane i holds
@@ -102,17 +145,24 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   static_assert(V == 2 || V == 4, "D = 64 or 128");
   static_assert(kDecodeSplitLimit <= 32, "one split per lane");
   __shared__ int last;
-  __threadfence();  // this block's partials are visible device-wide before its arrival is counted
+  // The arrival is a release and the last block's observation an acquire, each made by thread 0 alone between the
+  // block's barriers (the pattern of cooperative groups' grid barrier): the barrier orders every thread's partial
+  // writes before thread 0's fence, whose cumulativity makes them visible device-wide before the count; the last
+  // block's fence after the count, then its barrier, order every thread's reads (through L2: __ldcg, cp.async.cg)
+  // after the other blocks' arrivals. Until session 6 every thread fenced, before the barrier and after it.
   __syncthreads();
   if (threadIdx.x == 0) {
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
+    __threadfence();
     const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
-    if (mine_last) atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+    if (mine_last) {
+      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+      __threadfence();
+    }
     last = mine_last;
   }
   __syncthreads();
   if (!last) return;
-  __threadfence();  // and the other blocks' partials are read after their arrivals (through L2: __ldcg, cp.async.cg)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int r = warp; r < kRows; r += kWarps) {
     const int row = row_chunk * kRows + r;
@@ -120,6 +170,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits;
     const float mine = lane < nsplit ? __ldcg(a.part_lse + prow + lane) : -detail::inf_<float>();
+    const float sink = a.sinks != nullptr ? a.sinks[h * a.sink_stride] : 0.0f;
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
@@ -130,20 +181,11 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
       ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
     }
     ptx::cp_async_commit();
-    State st = State::from_lse(mine);
-#pragma unroll
-    for (int o2 = 16; o2 > 0; o2 /= 2)
-      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
-    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
-    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
+    const SplitWeights w = split_weights(mine, lane, nsplit, a.sinks != nullptr, sink);
     ptx::cp_async_wait<0>();
     __syncwarp();  // every lane's copies have landed
-#pragma unroll
-    for (int i = 0; i < kDecodeSplitLimit; ++i) {
-      const float ci = __shfl_sync(kFull, coef, i);
-      if (ci == 0.0f) continue;  // empty (or past nsplit: never copied): skipped; NaN is not 0 and poisons
-      float pv[V];  // one 16-byte (8 at D = 64) shared load: consecutive lanes, consecutive vectors, no conflict
+    // One 16-byte (8 at D = 64) shared load a split: consecutive lanes, consecutive vectors, no conflict.
+    weigh_splits<kDecodeSplitLimit>(w.coef, nsplit, o, [&](int i, float (&pv)[V]) {
       if constexpr (V == 4) {
         const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
         pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
@@ -151,14 +193,11 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
         const float2 t = *reinterpret_cast<const float2*>(mine_stage + i * D + lane * V);
         pv[0] = t.x, pv[1] = t.y;
       }
-#pragma unroll
-      for (int x = 0; x < V; ++x) o[x] = fmaf(ci, pv[x], o[x]);
-    }
+    });
     __syncwarp();  // the stage is read before this warp's next row overwrites it
-    if (lane == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
-    T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
+    if (lane == 0) store_lse(a, b, h, tok, w.total.lse());
 #pragma unroll
-    for (int x = 0; x < V; ++x) out[(lane * V + x) * a.os[3]] = from_f32<T>(o[x]);
+    for (int x = 0; x < V; ++x) store_out<T>(a, b, h, tok, lane * V + x, o[x]);
   }
 }
 
@@ -214,24 +253,15 @@ __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     // All the remote loads first (none depends on another): one latency for the unit.
     const float mine = lane < nsplit ? cluster.map_shared_rank(part, lane)[kRows * D + r] : -detail::inf_<float>();
+    const float sink = a.sinks != nullptr ? a.sinks[h * a.sink_stride] : 0.0f;
     float pv[kDecodeClusterMax];
 #pragma unroll
     for (int i = 0; i < kDecodeClusterMax; ++i) pv[i] = i < nsplit ? cluster.map_shared_rank(part, i)[r * D + x] : 0.0f;
-    State st = State::from_lse(mine);
-#pragma unroll
-    for (int o2 = 16; o2 > 0; o2 /= 2)
-      st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
-    if (a.sinks != nullptr) st.merge(State::from_lse(a.sinks[h * a.sink_stride]));
-    const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-    const float coef = lane < nsplit ? nrm.softmax(mine) : 0.0f;
-    float o = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kDecodeClusterMax; ++i) {
-      const float ci = __shfl_sync(kFull, coef, i);
-      if (ci != 0.0f) o = fmaf(ci, pv[i], o);  // empty (or past nsplit): skipped; NaN is not 0 and poisons
-    }
-    static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
-    if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = st.lse();
+    const SplitWeights w = split_weights(mine, lane, nsplit, a.sinks != nullptr, sink);
+    float o[1] = {0.0f};
+    weigh_splits<kDecodeClusterMax>(w.coef, nsplit, o, [&](int i, float (&p)[1]) { p[0] = pv[i]; });
+    store_out<T>(a, b, h, tok, x, o[0]);
+    if (x == 0) store_lse(a, b, h, tok, w.total.lse());
   }
   cluster.sync();  // no block leaves, and takes its shared memory with it, before the reads of it are done
 #else
@@ -257,6 +287,29 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const int split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
   const int hk = blockIdx.y;
   const std::int64_t b = blockIdx.z;
+  decode_pdl_wait();  // a programmatic dependent launch (DecodeConfig::pdl) starts here: nothing was read before
+  // Every load that does not depend on the sequence's length is issued with it, so that their latencies overlap
+  // instead of following one another: q's raw 16-bit pairs (row g, the A operand; see make_qa) and, for the fold of
+  // a single split, the sink of row threadIdx.x. Round 4's empty call (every length 0) waited for the length, then q,
+  // then the sink, one after the other (session 6, dec5).
+  std::uint32_t qa[kSteps][2];  // Q as the A operand: raw pairs here, the sign applied by make_qa
+  {
+    const int row = row_chunk * kRows + g;
+    const bool real = row < a.rows;
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
+                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d0 = 16 * kk + 8 * half + 2 * c;
+        qa[kk][half] = real ? qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16) : 0u;
+      }
+  }
+  float sink_early = 0.0f;  // thread r < kRows: row r's sink (read only where the block's one split folds it)
+  if (threadIdx.x < kRows && a.sinks != nullptr && row_chunk * kRows + static_cast<int>(threadIdx.x) < a.rows)
+    sink_early = a.sinks[(hk * a.group + (row_chunk * kRows + static_cast<int>(threadIdx.x)) / a.sq) * a.sink_stride];
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -321,31 +374,22 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     }
   };
 
-  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
-  // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
-  std::uint32_t qa[kSteps][2];
-  const auto load_q = [&] {
-    const int row = row_chunk * kRows + g;
-    const bool real = row < a.rows;
-    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
-                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
+  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..), loaded above; rows
+  // 8..15 are the zero registers a1, a3. Negated (exactly) for a negative scale.
+  const auto make_qa = [&] {
+    if (a.scale < 0.0f) {
 #pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk)
+      for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int d0 = 16 * kk + 8 * half + 2 * c;
-        std::uint32_t pair = 0;
-        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
-        qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
-      }
+        for (int half = 0; half < 2; ++half) qa[kk][half] = ptx::neg2(qa[kk][half]);
+    }
   };
-  // The K/V stream starts before q's loads: q's fragments are built from its loaded values (the sign flip), and in
-  // the other order (round 1) the warp waited one memory latency for them before its first cp.async, with nothing of
-  // K or V in flight. Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge
-  // of that run's spread (0.3 µs), but never the other way.
+  // The K/V stream starts before q's fragments are built from its loaded values (the sign flip): in the other order
+  // (round 1) the warp waited one memory latency for q before its first cp.async, with nothing of K or V in flight.
+  // Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge of that run's
+  // spread (0.3 µs), but never the other way. Since session 6 q's loads are issued with the length's, before it.
   prologue();
-  load_q();
+  make_qa();
   float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
   bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
   float acc[kSteps][4];  // Oᵀ: (dimension 16mt + g (+8), rows 2c, 2c+1)
@@ -479,7 +523,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     const int r = threadIdx.x, row = row_chunk * kRows + r;
     // The sink joins exactly once: here or in the merge.
     const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
-    const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
+    const float sink_lse = has_sink ? sink_early : 0.0f;  // loaded at the start (thread r: row r)
     fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r]);
   }
   __syncthreads();
@@ -494,8 +538,8 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     }
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     if (nsplit == 1) {
-      static_cast<T*>(a.out)[b * a.os[0] + tok * a.os[1] + h * a.os[2] + x * a.os[3]] = from_f32<T>(o);
-      if (x == 0 && a.lse != nullptr) a.lse[b * a.ls[0] + h * a.ls[1] + tok * a.ls[2]] = slse[r];
+      store_out<T>(a, b, h, tok, x, o);
+      if (x == 0) store_lse(a, b, h, tok, slse[r]);
     } else if constexpr (kCluster) {
       float* part = reinterpret_cast<float*>(smem + kPartOffset<D>);
       part[r * D + x] = o;
@@ -523,64 +567,82 @@ constexpr std::size_t smem_bytes() {
   return ring > kPartEnd<D> ? ring : kPartEnd<D>;
 }
 
-// Per-device state of one kernel instantiation, set once: the attributes below (cudaFuncSetAttribute costs host time
-// on every call otherwise), and the answers of cudaOccupancyMaxActiveClusters per cluster size and spread.
-constexpr int kDevicesKept = 16;  // devices past this many ask every call
+// The kernel's attributes on one device, set at its first launch there (cudaFuncSetAttribute costs host time on
+// every call otherwise): the opt-in to the dynamic shared memory its launches ask for — its own bytes
+// (smem_bytes: 64 KB at D = 128 with 2 stages, 96 KB with 3: under the 99 KB of sm_86/89), and kDecodeSpreadSmem only
+// once a spread launch or its occupancy query needs it, on a device that allows that much a block (cudaDevAttr
+// MaxSharedMemoryPerBlockOptin: 227 KB on the H200; 99 KB on sm_86/89, where asking for 116 KB would throw, as every
+// launch did until session 6). The limit only ever grows, under a lock (a spread launch's limit must never be lowered
+// by another thread's plain one), and the flags are read without it afterwards.
+constexpr int kDevicesKept = 16;  // devices past this many set the attribute on every call
 template <typename T, int D, int kStages, bool kCluster>
-bool attributes_set(int device) {
-  static std::atomic<bool> done[kDevicesKept];
+void attributes_set(int device, bool spread) {
+  static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
+  static std::mutex mu;
+  const int want = spread ? 2 : 1;
   const bool kept = device >= 0 && device < kDevicesKept;
-  if (kept && done[device].load(std::memory_order_acquire)) return true;
+  if (kept && level[device].load(std::memory_order_acquire) >= want) return;
+  std::lock_guard<std::mutex> lock(mu);
+  if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
   auto* kernel = decode_mma_kernel<T, D, kStages, kCluster>;
-  // The larger of the kernel's own bytes and the spread launch's (one block an SM): the launch's dynamicSmemBytes,
-  // not this limit, is what occupancy sees.
   constexpr std::size_t own = smem_bytes<T, D, kStages>();
-  const int limit = static_cast<int>(own > kDecodeSpreadSmem ? own : kDecodeSpreadSmem);
-  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+  const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
+  SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   if (kCluster) SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  if (kept) done[device].store(true, std::memory_order_release);
-  return true;
+  if (kept) level[device].store(want, std::memory_order_release);
+}
+
+// Whether this device can give one block kDecodeSpreadSmem bytes (a spread launch; else no spread cluster runs).
+bool spread_fits(int device) {
+  return static_cast<std::size_t>(device_attrs(device).max_smem_optin) >= kDecodeSpreadSmem;
 }
 
 // cluster: 0 for a plain launch, else the cluster's extent in x (grid_splits, at most kDecodeClusterMax; above the
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
-// that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why).
+// that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
+// programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
 template <typename T, int D, int kStages, bool kCluster>
-cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, cudaStream_t s,
-                           cudaLaunchAttribute* attr) {
+cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
+                           cudaLaunchAttribute* attrs) {
   constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
-  attributes_set<T, D, kStages, kCluster>(device);
+  attributes_set<T, D, kStages, kCluster>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = spread && bytes < kDecodeSpreadSmem ? kDecodeSpreadSmem : bytes;
   cfg.stream = s;
+  cfg.attrs = attrs;
   if (kCluster) {
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr->val.clusterDim.y = 1;
-    attr->val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute& c = attrs[cfg.numAttrs++];
+    c.id = cudaLaunchAttributeClusterDimension;
+    c.val.clusterDim.x = static_cast<unsigned>(cluster);
+    c.val.clusterDim.y = 1;
+    c.val.clusterDim.z = 1;
+  }
+  if (pdl) {
+    cudaLaunchAttribute& p = attrs[cfg.numAttrs++];
+    p.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    p.val.programmaticStreamSerializationAllowed = 1;
   }
   return cfg;
 }
 
 template <typename T, int D, int kStages>
-void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, cudaStream_t s) {
-  cudaLaunchAttribute attr{};
+void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s) {
+  cudaLaunchAttribute attrs[2]{};
   if (cluster > 0) {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, s, &attr);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, pdl, s, attrs);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
   } else {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, s, &attr);
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, pdl, s, attrs);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false>, a));
   }
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
 }
 
-// How many clusters of `cluster` blocks of this kernel the device runs at once (0: none, or no clusters): asked once
-// per device (the first kDevicesKept ordinals), size and spread, the answer kept for the process.
+// How many clusters of `cluster` blocks of this kernel the device runs at once (0: none, or no clusters, or no room
+// for a spread block): asked once per device (the first kDevicesKept ordinals), size and spread, the answer kept for
+// the process.
 template <typename T, int D, int kStages>
 int active_clusters(int device, int cluster, bool spread) {
   static std::atomic<int> known[kDevicesKept][kDecodeClusterMax + 1][2];  // the answer + 1; 0: not asked yet
@@ -589,12 +651,11 @@ int active_clusters(int device, int cluster, bool spread) {
     const int k = slot->load(std::memory_order_relaxed);
     if (k != 0) return k - 1;
   }
-  int major = 0;
-  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   int active = 0;
-  if (major >= 9) {
-    cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, dim3(cluster), cluster, spread, nullptr, &attr);
+  if (device_attrs(device).cc_major >= 9 && (!spread || spread_fits(device))) {
+    cudaLaunchAttribute attrs[2]{};
+    const cudaLaunchConfig_t cfg =
+        prepare<T, D, kStages, true>(device, dim3(cluster), cluster, spread, false, nullptr, attrs);
     if (cudaOccupancyMaxActiveClusters(&active, decode_mma_kernel<T, D, kStages, true>, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();  // not a sticky error: this size is refused, the atomic merge serves
       active = 0;
@@ -605,14 +666,14 @@ int active_clusters(int device, int cluster, bool spread) {
 }
 
 template <typename T>
-void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device,
+void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device, bool pdl,
               cudaStream_t s) {
   if (d == 64) {
-    stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, s)
-                : launch<T, 64, 3>(a, grid, cluster, spread, device, s);
+    stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, pdl, s)
+                : launch<T, 64, 3>(a, grid, cluster, spread, device, pdl, s);
   } else {
-    stages == 2 ? launch<T, 128, 2>(a, grid, cluster, spread, device, s)
-                : launch<T, 128, 3>(a, grid, cluster, spread, device, s);
+    stages == 2 ? launch<T, 128, 2>(a, grid, cluster, spread, device, pdl, s)
+                : launch<T, 128, 3>(a, grid, cluster, spread, device, pdl, s);
   }
 }
 
@@ -628,9 +689,9 @@ int active_d(int device, int d, int stages, int cluster, bool spread) {
 }  // namespace
 
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, cudaStream_t s) {
-  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, s);
-  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, s);
+                       int device, bool pdl, cudaStream_t s) {
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s);
+  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s);
 }
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/lse_fold.cuh"
 #include "cuda/device_guard.hpp"
 #include "softmaxkit/core/online_state.hpp"
@@ -37,17 +38,7 @@ struct MergeArgs {
   std::int64_t rows, d;
 };
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// to_f32, from_f32: decode_common.cuh.
 
 template <typename T>
 __global__ void merge_kernel(MergeArgs a) {

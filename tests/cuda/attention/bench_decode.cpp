@@ -15,7 +15,13 @@
 // method's floor (a 4-byte memset between the events), the call captured into a graph (its nodes counted by kind, its
 // replay timed: the GPU alone), the host µs per call (back to back, no sync; internal entry point and public API), and
 // how many clusters of 16 the device runs at once, packed and spread.
-//   usage: bench_decode [--json FILE]
+// Session 6 (dec5): the split kernel as a programmatic dependent launch (DecodeConfig::pdl) beside the plain launch,
+// alone and right after a small kernel inside the timed window ("after a kernel": a 1×1024 f32 logsumexp, the way a
+// decode step follows the previous layer's kernels; its own time is timed too), and the empty call both ways.
+// --quick times only the dispatcher, the plain launch, the fused merge, the merge kernel (its share), the clean-L2
+// probe, the empty calls, the floor and the after-a-kernel probes (a device call of 200 s holds more); --ncu makes
+// just four calls at (1, 32768): empty, full, empty, full, for Nsight Compute (skip 2 launches, profile 2).
+//   usage: bench_decode [--json FILE] [--quick] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -60,15 +66,20 @@ int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  for (int i = 1; i < argc; ++i)
+  bool quick = false, ncu = false;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
+  }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
     return 2;
   }
-  const std::vector<Row> rows = {{1, 32768, 32, 8, 128},  {1, 131072, 32, 8, 128}, {16, 8192, 32, 8, 128},
-                                 {64, 4096, 32, 8, 128},  {128, 1024, 32, 8, 128}, {1, 32768, 64, 8, 128},
-                                 {16, 8192, 64, 8, 128}};
+  std::vector<Row> rows = {{1, 32768, 32, 8, 128},  {1, 131072, 32, 8, 128}, {16, 8192, 32, 8, 128},
+                           {64, 4096, 32, 8, 128},  {128, 1024, 32, 8, 128}, {1, 32768, 64, 8, 128},
+                           {16, 8192, 64, 8, 128}};
+  if (ncu) rows.resize(1);
   // Random bf16 values (never time on zeros), copied into every buffer.
   std::vector<smk::bfloat16_t> pool(std::size_t{1} << 24);
   std::mt19937 rng(7);
@@ -89,6 +100,12 @@ int main(int argc, char** argv) {
   read_in.fill_bytes(0);
   const auto read_in_v = TensorView::of(read_in.data(), {kReadRows, kReadCols}, smk::Device::cuda(0));
   const auto read_out_v = TensorView::of(read_out.data(), {kReadRows}, smk::Device::cuda(0));
+  // The small kernel before the call in the "after a kernel" probe: logsumexp over 1×1024 f32 (zeros).
+  DeviceBuffer<float> tiny_in(1024), tiny_out(1);
+  tiny_in.fill_bytes(0);
+  const auto tiny_in_v = TensorView::of(tiny_in.data(), {1, 1024}, smk::Device::cuda(0));
+  const auto tiny_out_v = TensorView::of(tiny_out.data(), {1}, smk::Device::cuda(0));
+  const auto tiny = [&] { smk::logsumexp(tiny_out_v, tiny_in_v, {}, smk::Stream{s}); };
   std::vector<cudaEvent_t> ev(3 * kReps);
   for (auto& e : ev) SMK_CUDA_CHECK(cudaEventCreate(&e));
   const auto dev = smk::Device::cuda(0);
@@ -115,12 +132,24 @@ int main(int argc, char** argv) {
     const auto N = TensorView::of(lens.data(), {r.B}, dev);
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+    if (ncu) {  // four calls, no flush (Nsight Compute flushes the caches before each replay): empty, full, empty, full
+      const std::vector<std::int32_t> none(r.B, 0);
+      auto dnone = DeviceBuffer<std::int32_t>::from_host(none);
+      const auto E = TensorView::of(dnone.data(), {r.B}, dev);
+      for (int i = 0; i < 2; ++i) {
+        smk::cuda::attention_decode(O, L, Q, K, V, E, opt, p, smk::Stream{s});
+        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s});
+      }
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::printf("bench_decode --ncu: 4 calls at (1, 32768): empty, full, empty, full\n");
+      return 0;
+    }
     // Median µs of the whole call and of the merge, under a kernel configuration ({}: the dispatcher's).
     // clean: the flush then a 256 MB read, so L2 holds no dirty line; lens: the sequence lengths (N, or all zero);
     // between: record an event between the split kernel and the merge kernel (round 3 did for every variant: one more
     // GPU operation inside the timed call; round 4 only for the merge kernel, whose share it measures).
     const auto measure = [&](smk::cuda::DecodeConfig config, double& merge_us, bool clean = false,
-                             const TensorView* lens_v = nullptr, bool between = false) {
+                             const TensorView* lens_v = nullptr, bool between = false, bool after_kernel = false) {
       const auto call = [&](void* ev_between) {
         smk::cuda::attention_decode(O, L, Q, K, V, lens_v ? *lens_v : N, opt, p, smk::Stream{s},
                                     between ? ev_between : nullptr, config);
@@ -130,6 +159,7 @@ int main(int argc, char** argv) {
         SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
         if (clean) smk::logsumexp(read_out_v, read_in_v, {}, smk::Stream{s});
         SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i], s));
+        if (after_kernel) tiny();
         call(ev[3 * i + 1]);
         SMK_CUDA_CHECK(cudaEventRecord(ev[3 * i + 2], s));
       }
@@ -184,27 +214,38 @@ int main(int argc, char** argv) {
     constexpr auto kDisp = DecodeScores::dispatcher;
     constexpr auto kT = DecodeToggle::dispatcher;
     double merge_us = 0, merge_mk = 0, unused = 0;
+    const DecodeConfig plain{0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 0, 0, kT, kT,
+                             DecodeToggle::off};
     const double us = measure({}, merge_us);
-    const double us_event = measure({}, unused, false, nullptr, true);  // round 3's method: an event between
+    const double us_nopdl = measure(plain, unused);
+    const double us_after = measure({}, unused, false, nullptr, false, true);
+    const double us_after_nopdl = measure(plain, unused, false, nullptr, false, true);
+    const double us_tiny = measure_op(tiny);
+    const bool full = !quick;
+    const double us_event = full ? measure({}, unused, false, nullptr, true) : -1;  // round 3's method
     // The merges under the same rule give the same bits, so the differences are the merges' alone.
-    const double us_packed = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::off}, unused);
-    const double us_spread = measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused);
+    const double us_packed =
+        full ? measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::off}, unused) : -1;
+    const double us_spread =
+        full ? measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused) : -1;
     const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
-    const double us_memset = measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused);
+    const double us_memset =
+        full ? measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused) : -1;
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
     const double us_clean = measure({}, unused, true);
-    const double us_fused_clean = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused, true);
+    const double us_fused_clean = full ? measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused, true) : -1;
     const std::vector<std::int32_t> zeros_host(r.B, 0);
     auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
     const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
     const double us_empty = measure({}, unused, false, &Z);
+    const double us_empty_nopdl = measure(plain, unused, false, &Z);
     // The timing method's floor: one 4-byte memset between the events.
     const double us_floor = measure_op([&] { SMK_CUDA_CHECK(cudaMemsetAsync(zeros.data(), 0, 4, s)); });
     // The dispatcher's call captured into a graph: its GPU operations counted by kind, and its replay timed (the GPU
     // alone: no host work between the events). A capturing stream takes the memset counters (decode.cu says why).
     int n_kernel = 0, n_memset = 0, n_other = 0;
-    double us_graph = 0;
-    {
+    double us_graph = -1;
+    if (full) {
       cudaGraph_t graph;
       cudaGraphExec_t exec;
       SMK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -224,9 +265,11 @@ int main(int argc, char** argv) {
       SMK_CUDA_CHECK(cudaGraphExecDestroy(exec));
       SMK_CUDA_CHECK(cudaGraphDestroy(graph));
     }
-    const double host_internal = host_us(true), host_public = host_us(false);
-    const int active_spread = smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, true);
-    const int active_packed = smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, false);
+    const double host_internal = full ? host_us(true) : -1, host_public = full ? host_us(false) : -1;
+    const int active_spread =
+        full ? smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, true) : -1;
+    const int active_packed =
+        full ? smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, false) : -1;
     const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
@@ -236,13 +279,15 @@ int main(int argc, char** argv) {
                   (long long)r.hkv, (long long)r.d);
     std::printf("%-26s %10.1f %10.1f %9.2f %7.0f%%   again %.1f", label, us, floor_us, tbs, 100 * tbs / kCopyTBs,
                 us_again);
+    std::printf("   plain launch %.1f | after a kernel %.1f (plain %.1f; the kernel alone %.1f) | empty plain %.1f",
+                us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl);
     std::printf("   with event %.1f | cluster packed %.1f | spread %.1f | fused %.1f | memset %.1f | merge kernel %.1f "
                 "(merge %.1f%%) | clean L2 %.1f (fused %.1f) | empty %.1f | floor %.1f | graph %.1f (%d kernels, "
                 "%d memsets, %d other) | host %.2f / public %.2f us | 16-clusters at once: spread %d, packed %d\n",
                 us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_clean,
                 us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
                 active_spread, active_packed);
-    char item[1536];
+    char item[2048];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
                   "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_event\": %.3f, \"us_cluster_packed\": %.3f, "
@@ -251,12 +296,15 @@ int main(int argc, char** argv) {
                   "\"us_empty\": %.3f, \"us_floor\": %.3f, \"us_graph\": %.3f, \"graph_kernels\": %d, "
                   "\"graph_memsets\": %d, \"graph_other\": %d, \"host_us\": %.3f, \"host_us_public\": %.3f, "
                   "\"active16_spread\": %d, \"active16_packed\": %d, "
-                  "\"default_stages\": %d, \"default_min_chunk\": %lld}",
+                  "\"default_stages\": %d, \"default_min_chunk\": %lld, \"us_nopdl\": %.3f, "
+                  "\"us_after\": %.3f, \"us_after_nopdl\": %.3f, \"us_tiny\": %.3f, \"us_empty_nopdl\": %.3f, "
+                  "\"default_pdl\": %d}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
                   (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
                   merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
                   host_internal, host_public, active_spread, active_packed, smk::cuda::kDecodeMmaStages,
-                  (long long)smk::cuda::kDecodeMinChunk);
+                  (long long)smk::cuda::kDecodeMinChunk, us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl,
+                  smk::cuda::kDecodePdl ? 1 : 0);
     json += item;
   }
   json += "]\n";

@@ -34,6 +34,7 @@
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
+#include "softmaxkit/softmax.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 #include "support/gpu.hpp"
 
@@ -140,6 +141,20 @@ const DecodeConfig kMmaClusterPacked{0, DecodeScores::dispatcher, DecodeKernel::
 const DecodeConfig kMmaClusterSpread{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
                                      smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
                                      DecodeToggle::on};
+// The dispatcher with spread clusters allowed (off by default): it spreads only where every cluster of the call
+// runs at once, so whether a sequence's splits merge in a spread cluster or by the fused merge depends on the batch —
+// allowed only because the two give the same bits, which BitwiseDeterministicAndBatchInvariant checks with it.
+const DecodeConfig kSpreadDispatch{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
+                                   smk::cuda::DecodeMerge::dispatcher, 0, 0, DecodeToggle::dispatcher,
+                                   DecodeToggle::on};
+// The tensor-core kernel as a plain launch, and as a programmatic dependent launch forced with each merge (session 6:
+// DecodeConfig::pdl; the dispatcher's default is kDecodePdl). The launch changes no arithmetic: the same bits.
+const DecodeConfig kNoPdl{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::dispatcher,
+                          0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::off};
+const DecodeConfig kPdlFused{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
+                             0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
+const DecodeConfig kPdlCluster8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
+                                0, 8, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -160,6 +175,10 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kMmaMemset) return "tensor cores, fused merge, counters zeroed by a memset";
   if (config == &kMmaClusterPacked) return "tensor cores, cluster merge up to 16, packed";
   if (config == &kMmaClusterSpread) return "tensor cores, cluster merge up to 16, one block an SM";
+  if (config == &kSpreadDispatch) return "dispatcher with spread clusters allowed";
+  if (config == &kNoPdl) return "tensor cores, plain launch (no programmatic dependent launch)";
+  if (config == &kPdlFused) return "tensor cores, fused merge, programmatic dependent launch";
+  if (config == &kPdlCluster8) return "tensor cores, cluster merge up to 8, programmatic dependent launch";
   return "cuda cores";
 }
 
@@ -418,7 +437,7 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     alone_cases.push_back(std::move(one));
   }
   for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
-                                     &kMmaChunk256, &kMmaCluster8}) {
+                                     &kMmaChunk256, &kMmaCluster8, &kSpreadDispatch}) {
   SCOPED_TRACE(name_of(config));
   const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
   EXPECT_TRUE(bitwise_equal(first.o, second.o));
@@ -456,7 +475,7 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   const Result ref = run_gpu(c, &kMma);
   expect_matches_reference(c, ref, true);
   for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMma3, &kMmaMemset, &kMma,
-                                     &kMmaClusterPacked, &kMmaClusterSpread}) {
+                                     &kMmaClusterPacked, &kMmaClusterSpread, &kNoPdl, &kPdlFused}) {
     SCOPED_TRACE(name_of(config));
     const Result got = run_gpu(c, config);
     EXPECT_TRUE(bitwise_equal(got.o, ref.o));
@@ -464,9 +483,11 @@ TEST(CudaAttentionDecode, ClusterMergeGivesTheFusedMergesBitsAcrossCallsAndStrea
   }
   {
     SCOPED_TRACE("at most 8 splits");
-    const Result f8 = run_gpu(c, &kMmaFused8), c8 = run_gpu(c, &kMmaCluster8);
+    const Result f8 = run_gpu(c, &kMmaFused8), c8 = run_gpu(c, &kMmaCluster8), p8 = run_gpu(c, &kPdlCluster8);
     EXPECT_TRUE(bitwise_equal(c8.o, f8.o));
     EXPECT_TRUE(bitwise_equal(c8.lse, f8.lse));
+    EXPECT_TRUE(bitwise_equal(p8.o, f8.o));
+    EXPECT_TRUE(bitwise_equal(p8.lse, f8.lse));
   }
   {
     SCOPED_TRACE("the dispatcher's own cluster: 8 splits, 8 rows a block");
@@ -739,6 +760,68 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
 // merge_attention_states on the GPU (f32, the decode merge's algebra through lse_fold.cuh): the empty part is the
 // identity exactly, the merge commutes bit for bit, and it is associative up to rounding (tests/cpu/
 // test_attention_decode_merge.cpp derives the bound: 8e-6·max|O| and 4e-6 + 4u·|LSE|).
+// A programmatic dependent launch (DecodeConfig::pdl) may start before the kernel ahead of it on the stream has
+// finished, so the split kernel must read nothing before griddepcontrol.wait. Here that kernel writes q
+// (smk::softmax of random logits over the head dimension, bf16 in and out, into a q poisoned with NaN just before) and
+// the decode call follows at once on the same stream: its O and LSE must be bitwise those of the same call made after
+// the stream has synchronised (a q read early is NaN or the previous round's). The fused merge (16 splits), the
+// cluster merge (8 splits, 8 rows a block) and the dispatcher, three rounds each.
+TEST(CudaAttentionDecode, ProgrammaticLaunchReadsThePreviousKernelsOutput) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  Case<T> c(2, 2, 8, 2, 128, 20000, {20000, 9000}, 71);
+  const auto dev = smk::Device::cuda(0);
+  std::mt19937 rng(72);
+  std::normal_distribution<float> dist(0, 2);
+  auto dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
+  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
+  auto ds = DeviceBuffer<float>::from_host(c.sinks);
+  DeviceBuffer<T> dq(c.q.size()), dout(c.q.size());
+  DeviceBuffer<float> dlse(c.B * c.hq * c.sq);
+  const auto opt = c.options(ds.data(), dev);
+  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
+  const auto N = TensorView::of(dl.data(), {c.B}, dev);
+  const auto O = TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto L = TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev);
+  const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+  cudaStream_t st;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  for (const DecodeConfig* config : {&kPdlFused, &kPdlCluster8, static_cast<const DecodeConfig*>(nullptr)}) {
+    SCOPED_TRACE(name_of(config));
+    for (int round = 0; round < 3; ++round) {
+      std::vector<T> logits(c.q.size());
+      for (auto& x : logits) x = from_float<T>(dist(rng));
+      auto dlogits = DeviceBuffer<T>::from_host(logits);
+      const auto X = TensorView::of(dlogits.data(), {c.B, c.sq, c.hq, c.d}, dev);
+      const auto call = [&](bool sync_first) {
+        ASSERT_EQ(cudaMemsetAsync(dq.data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(dout.data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(dlse.data(), 0xFF, dlse.size() * sizeof(float), st), cudaSuccess);
+        smk::softmax(Q, X, {}, smk::Stream{st});
+        if (sync_first) ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+        if (config == nullptr) smk::attention_decode(O, L, Q, K, V, N, opt, smk::Stream{st});
+        else smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{st}, nullptr, *config);
+        ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+      };
+      call(true);
+      const auto want_o = dout.to_host();
+      const auto want_l = dlse.to_host();
+      call(false);
+      const auto got_o = dout.to_host();
+      const auto got_l = dlse.to_host();
+      std::vector<float> wo, go;
+      for (const T& x : want_o) wo.push_back(smk::to_float(x));
+      for (const T& x : got_o) go.push_back(smk::to_float(x));
+      EXPECT_TRUE(std::none_of(wo.begin(), wo.end(), [](float x) { return std::isnan(x); }));
+      EXPECT_TRUE(bitwise_equal(go, wo));
+      EXPECT_TRUE(bitwise_equal(got_l, want_l));
+    }
+  }
+  cudaStreamDestroy(st);
+}
+
 TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
   SMK_REQUIRE_GPU();
   const std::int64_t rows = 257, d = 64;
