@@ -8,8 +8,10 @@ TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend. "our
 for the row, or with --pick the named column per head dimension (the dispatcher's default, say).
 --save-sdpa keeps torch's numbers as JSON; --sdpa-json rebuilds the table from them without torch or a GPU.
 --ours takes several JSON files of the same rows (tune_prefill run twice, say: SMK_TUNE_TMA=0 then =only): their
-columns are joined per row.
-    usage: bench_sdpa.py --ours tune_prefill.json [more.json ...] [--out FILE.md]
+columns are joined per row. A file given as NAME=FILE (another binary timed in the same run: the kernels before a
+change, say) joins with its columns named "NAME <column>" and never counts as "ours"; every joined column is listed
+after the table, row by row.
+    usage: bench_sdpa.py --ours tune_prefill.json [more.json ...] [NAME=other.json ...] [--out FILE.md]
                          [--save-sdpa FILE.json | --sdpa-json FILE.json] [--pick "64=4w x2 n64 s2;128=4w x2 n64 s2"]
 """
 import argparse
@@ -53,11 +55,18 @@ def main():
             print("bench_sdpa: torch sees no GPU")
             return 2
     pick = dict(kv.split("=", 1) for kv in args.pick.split(";")) if args.pick else {}
+    key = lambda r: (r["b"], r["h"], r["s"], r["d"], r["causal"])
     ours = json.load(open(args.ours[0]))
+    others = {key(row): {} for row in ours}  # NAME=FILE columns: shown, never "ours"
     for extra in args.ours[1:]:  # more columns for the same rows
-        more = {(r["b"], r["h"], r["s"], r["d"], r["causal"]): r["tflops"] for r in json.load(open(extra))}
+        prefix, _, path = extra.rpartition("=")
+        more = {key(r): r["tflops"] for r in json.load(open(path))}
         for row in ours:
-            row["tflops"].update(more.get((row["b"], row["h"], row["s"], row["d"], row["causal"]), {}))
+            cols = more.get(key(row), {})
+            if prefix:
+                others[key(row)].update({f"{prefix} {k}": v for k, v in cols.items()})
+            else:
+                row["tflops"].update(cols)
     backends = [(n, None) for n in names] if saved is not None else \
         [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
          ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
@@ -95,6 +104,12 @@ def main():
         print(lines[-1], flush=True)
     if args.save_sdpa:
         json.dump(record, open(args.save_sdpa, "w"), indent=1)
+    if any(others.values()):  # every column of every binary, row by row
+        lines += ["", "| B, H, S, D, mask | column | TFLOP/s |", "|---|---|---|"]
+        for row in ours:
+            b, h, s, d, causal = key(row)
+            for name, t in list(row["tflops"].items()) + list(others[key(row)].items()):
+                lines.append(f"| {b}, {h}, {s}, {d}, {'causal' if causal else 'full'} | {name} | {t:.1f} |")
     text = "\n".join(lines) + "\n"
     if args.out:
         open(args.out, "w").write(text)

@@ -6,7 +6,7 @@
 #   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
-#   pfx dec5
+#   pfx dec5 pfx2
 #   split6
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
@@ -760,6 +760,45 @@ if want split6; then
     s6_keep
   fi
   OUT=$outer
+fi
+# pfx2 (session 6, issue 7): the producer-warpgroup wgmma kernel with 128-key tiles (ptx.cuh's mbar_wait: no trap
+# under setmaxnreg) and the producer warpgroup's scan of the diagonal tiles' V, old beside new in one call. Binaries
+# built here for sm_90a and carried as build/pfx2-bin.tar.xz: new/ (tune_prefill, test_cuda_prefill), old/ (HEAD's
+# prefill sources), nocheck/ (new with the diagonal check compiled out: timing only), cscan/ (new with the consumer
+# warpgroups' scan instead of the producer's). Timings (TMA columns): old, new (issue rows and the sweep), nocheck,
+# cscan, old again, new again; torch's SDPA backends on every row; then the prefill test, memcheck and racecheck.
+if want pfx2; then
+  pfx2_outer=$OUT
+  OUT=/tmp/pfx2o && mkdir -p "$OUT"
+  pb=/tmp/pfx2bin && mkdir -p "$pb" && tar -xJf build/pfx2-bin.tar.xz -C "$pb"
+  pfx2_keep() {
+    cp "$OUT"/prefill_vs_sdpa.md "$OUT"/tune_new_all.json "$pfx2_outer/" 2>/dev/null
+    { printf '%s\n' "${summary[@]}"; grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure" \
+        "$OUT"/pfx2-test*.log "$OUT"/pfx2-*check.log 2>/dev/null | head -n 120; } >"$pfx2_outer/pfx2-summary.txt"
+    tar -czf "$pfx2_outer/pfx2-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  for v in old new nocheck cscan old2 new2; do
+    bin=${v%2}
+    rows=issue && [ "$v" = new ] && rows=all
+    run_step "pfx2-tune-$v" env SMK_TUNE_TMA=only SMK_TUNE_ROWS="$rows" timeout 60 "$pb/$bin/tune_prefill" \
+      --json "$OUT/tune_$v.json"
+  done
+  cp "$OUT/tune_new.json" "$OUT/tune_new_all.json"
+  pfx2_keep
+  # bench_sdpa.py: "ours" is the new binary's best column; the others join as prefixed columns.
+  run_step pfx2-sdpa timeout 90 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "old=$OUT/tune_old.json" \
+    "nocheck=$OUT/tune_nocheck.json" "cscan=$OUT/tune_cscan.json" "old2=$OUT/tune_old2.json" \
+    "new2=$OUT/tune_new2.json" --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
+  pfx2_keep
+  run_step pfx2-test timeout "${SMK_PFX2_TEST_S:-100}" "$pb/new/test_cuda_prefill"
+  pfx2_keep
+  run_step pfx2-memcheck timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
+  pfx2_keep
+  run_step pfx2-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
+  pfx2_keep
+  OUT=$pfx2_outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax

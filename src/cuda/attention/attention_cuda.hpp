@@ -77,10 +77,12 @@ inline constexpr int kPrefillStagesD128 = 2;
 // at B=4, H=32, S=4096, TMA), and 128-key tiles at D = 64 (318.7 / 303.3 against 382.0 at B=16, H=16, S=2048, TMA;
 // behind on every row but one tie).
 // warps = 9: two warpgroups and a producer warpgroup (one lane issues the TMA copies), the two warpgroups' products
-// ping-ponged (TMA only; asked for cp.async it runs the 8-warp kernel); built at D = 128 with 64-key tiles
-// (prefill_wgmma.cu says which others were measured and dropped).
+// ping-ponged (TMA only; asked for cp.async it runs the 8-warp kernel); built at D = 128 with 64- and 128-key tiles
+// (prefill_wgmma.cu says which others were measured and dropped; 128-key tiles came back in session 6, once the
+// consumers got setmaxnreg's registers: ptx.cuh's mbar_wait).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
-    {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {64, 4, 1, 64, 3}, {64, 8, 1, 64, 3}};
+    {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {128, 9, 1, 128, 3}, {64, 4, 1, 64, 3},
+    {64, 8, 1, 64, 3}};
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
 // mma.sync kernel's default on every row of the issue's table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at
@@ -106,7 +108,10 @@ inline constexpr int kPrefillWgmmaWarpsD64 = 8;
 inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 64;
-inline constexpr int kPrefillWgmmaBlockND128 = 64;
+// Session 6 (pfx2), provisional before its H200 run: 128-key tiles under the producer warpgroup (218 registers a
+// consumer thread, no spill, once no trap is reachable after setmaxnreg); the run's verdict is in prefill_wgmma.cu's
+// header and docs/perf-notebook.md (session 6, pfx2).
+inline constexpr int kPrefillWgmmaBlockND128 = 128;
 inline constexpr int kPrefillWgmmaBlockND128CpAsync = 128;
 inline constexpr std::int64_t kPrefillWgmmaShortCausal = 1024;
 inline constexpr int kPrefillWgmmaWarpsShortCausal = 4;

@@ -142,41 +142,20 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
   const int b = blockIdx.z, h = blockIdx.y;
-  // Heavy (causal) tiles first: the last query tiles see the most keys.
-  const std::int64_t m0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * kBlockM;
-  std::int64_t q0 = 0, k0 = 0, sq = a.sq, sk = a.sk;
-  if (a.cu_q) {
-    q0 = a.cu_q[b];
-    sq = a.cu_q[b + 1] - q0;
-    k0 = a.cu_k[b];
-    sk = a.cu_k[b + 1] - k0;
-  }
-  if (m0 >= sq) return;
-  const int hk = h / a.group;
-  const T* qg = static_cast<const T*>(a.q) + b * a.q_b + (q0 + m0) * a.q_s + h * a.q_h;
-  const T* kg = static_cast<const T*>(a.k) + b * a.k_b + k0 * a.k_s + hk * a.k_h;
-  const T* vg = static_cast<const T*>(a.v) + b * a.v_b + k0 * a.v_s + hk * a.v_h;
-  const int q_rows = static_cast<int>(sq - m0 < kBlockM ? sq - m0 : kBlockM);
-
-  // Keys visible to some row of this CTA: [0, kend). Causal: row i sees keys j ≤ i + Sk − Sq. Tiles past kend are
-  // never loaded; only tiles that reach past Sk or past some row's diagonal take the mask below.
-  std::int64_t kend = sk;
-  if (a.causal) {
-    const std::int64_t last = m0 + q_rows - 1 + sk - sq + 1;
-    kend = last < 0 ? 0 : (last < sk ? last : sk);
-  }
-  const int n_tiles = static_cast<int>((kend + kBlockN - 1) / kBlockN);
+  PrefillBlock<T> blk;  // prefill_args.hpp: the CTA's rows, lengths, visible keys and base pointers
+  if (!prefill_block<T>(a, kBlockM, blk)) return;
+  const std::int64_t m0 = blk.m0, q0 = blk.q0, sq = blk.sq, sk = blk.sk;
+  const int n_tiles = static_cast<int>((blk.kend + kBlockN - 1) / kBlockN);  // tiles past kend: never loaded
   const auto load_kv = [&](int tile, int stage) {
     const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
-    const int valid = static_cast<int>(kend - n1 < kBlockN ? kend - n1 : kBlockN);
-    const std::uint32_t dst = kv_addr + stage * kStageBytes;
-    copy_tile<T, D, kBlockN, kThreads>(dst, kg + n1 * a.k_s, a.k_s, valid);
-    copy_tile<T, D, kBlockN, kThreads>(dst + kTileBytes, vg + n1 * a.v_s, a.v_s, valid);
+    const int valid = static_cast<int>(blk.kend - n1 < kBlockN ? blk.kend - n1 : kBlockN);
+    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStageBytes, blk.kg + n1 * a.k_s, a.k_s, valid);
+    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStageBytes + kTileBytes, blk.vg + n1 * a.v_s, a.v_s, valid);
   };
 
   // Prologue: Q with tile 0 in the first group, then tiles 1 .. kStages − 2, one group each (empty past the end, so
   // that the group count, and with it the wait below, is the same for every CTA).
-  copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
+  copy_tile<T, D, kBlockM, kThreads>(q_addr, blk.qg, a.q_s, blk.q_rows);
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < n_tiles) load_kv(i, i);

@@ -31,6 +31,50 @@ struct PrefillArgs {
   int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
 };
 
+#if defined(__CUDACC__)
+// Where a CTA of either kernel stands (grid: x the query blocks of kBlockM rows, heaviest causal block first, since
+// the last query rows see the most keys; y the query head; z the batch entry or varlen sequence): its sequence's
+// lengths, its first query row, the keys visible to some row of it and its global base pointers.
+template <typename T>
+struct PrefillBlock {
+  std::int64_t m0;      // the CTA's first query row within its sequence
+  std::int64_t q0;      // the sequence's first row in packed (varlen) Q and O; 0 otherwise
+  std::int64_t sq, sk;  // the sequence's query and key lengths
+  std::int64_t kend;    // keys [0, kend) are visible to some row of the CTA (causal: row i sees keys j ≤ i + Sk − Sq)
+  int q_rows;           // the CTA's query rows within the sequence (≤ kBlockM)
+  int hk;               // the KV head of query head blockIdx.y
+  const T* qg;          // Q row m0 of the CTA's head
+  const T* kg;          // K and V row 0 of the sequence, head hk
+  const T* vg;
+};
+// False when the CTA has no query row (a varlen sequence shorter than the longest): the kernel returns at once.
+template <typename T>
+__device__ __forceinline__ bool prefill_block(const PrefillArgs& a, std::int64_t block_m, PrefillBlock<T>& p) {
+  const int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.y);
+  p.m0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * block_m;
+  std::int64_t k0 = 0;
+  p.q0 = 0, p.sq = a.sq, p.sk = a.sk;
+  if (a.cu_q) {
+    p.q0 = a.cu_q[b];
+    p.sq = a.cu_q[b + 1] - p.q0;
+    k0 = a.cu_k[b];
+    p.sk = a.cu_k[b + 1] - k0;
+  }
+  if (p.m0 >= p.sq) return false;
+  p.hk = h / a.group;
+  p.qg = static_cast<const T*>(a.q) + b * a.q_b + (p.q0 + p.m0) * a.q_s + h * a.q_h;
+  p.kg = static_cast<const T*>(a.k) + b * a.k_b + k0 * a.k_s + p.hk * a.k_h;
+  p.vg = static_cast<const T*>(a.v) + b * a.v_b + k0 * a.v_s + p.hk * a.v_h;
+  p.q_rows = static_cast<int>(p.sq - p.m0 < block_m ? p.sq - p.m0 : block_m);
+  p.kend = p.sk;
+  if (a.causal) {
+    const std::int64_t last = p.m0 + p.q_rows - 1 + p.sk - p.sq + 1;
+    p.kend = last < 0 ? 0 : (last < p.sk ? last : p.sk);
+  }
+  return true;
+}
+#endif
+
 // The wgmma kernel (prefill_wgmma.cu) for head dimension d (64 or 128), `warps` 4 or 8 (one or two consumer
 // warpgroups of 64 query rows) or 9 (two, and a producer warpgroup: TMA only) and key tiles of block_n (64 or 128), f16
 // (bf16 = false) or bf16; false if that combination is not built. Needs an sm_90a build and a compute-capability

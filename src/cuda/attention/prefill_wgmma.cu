@@ -33,8 +33,9 @@
 // NaN and padding: keys past the sequence are zeros (TMA's out-of-bounds fill, cp.async's zero-fill) and a masked
 // score is −inf whatever K holds. In the key tile that crosses a warpgroup's causal diagonal (on the TMA path with
 // its rows past the CTA's last visible key, which the box loads) a non-finite V row would reach a row that may not
-// see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run, and where it finds one
-// it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
+// see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run (kWS: the producer
+// warpgroup's idle warps scan them, from the CTA's first row's diagonal on, as the tile lands), and where one is
+// found it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
 //
 // Measured on the H200 (tune_prefill, tree of commit a967bdc, bf16, 2026-11-30 04:24 UTC, old kernels timed before
 // and after in the same call; docs/perf-notebook.md, "issue 7, session 5", and docs/bench/prefill-pfx-2026-11-30.md):
@@ -46,8 +47,12 @@
 // causal): more than the scan's count explains, not yet understood. Registers (ptxas -v): 233 a thread for two
 // warpgroups × 128 keys with TMA, 249 with cp.async, 168 for the producer variant (its entry count: 384 threads),
 // 128 for D = 64 two warpgroups (bounded, kMinCtas), no spill but 8-16 bytes there.
-// Not in this version: S_{j+1} issued before the softmax of tile j, a ring deeper than one tile ahead, 128-key
-// tiles with the producer warpgroup (ptxas keeps 168 registers for the consumers despite setmaxnreg: spills, C7512).
+// Session 6 (pfx2): 128-key tiles under the producer warpgroup (session 5 measured them at 247.6 with ptxas holding
+// the consumers to 168 registers: a trap in mbar_wait, reachable after setmaxnreg, was why), and the producer's
+// warps scan the diagonal tiles' V (kProducerScan) so that the consumers' checked step only waits on a barrier that
+// has long completed and reads three words.
+// Not in this version: S_{j+1} issued before the softmax of tile j (at 128-key tiles 64 more registers than the 240
+// a consumer may have), a ring deeper than one tile ahead.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -110,10 +115,16 @@ struct PrefillMaps {
 // copy, waiting on per-stage "empty" mbarriers that the consumer warps arrive on once their products have read a
 // stage), and the two consumer warpgroups no longer meet at a per-tile __syncthreads: they take turns issuing their
 // tensor-core products (named barriers 1 and 2, FlashAttention-3's ping-pong), so that one's softmax runs under the
-// other's products. Registers: 384 threads at one CTA an SM compile to 168 a thread (with spills); setmaxnreg moves
-// them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 65536).
+// other's products. Registers: 384 threads at one CTA an SM enter with 168 a thread (the launch bound); setmaxnreg
+// moves them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 64512),
+// and ptxas allocates the consumers' code within the raised count only if no trap is reachable there (ptx.cuh's
+// mbar_wait): 217 registers a consumer thread with 128-key tiles, 153 with 64, no spill (CUDA 13.0, session 6).
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
+// kWS: the non-finite-V scan of the diagonal tiles by the producer warpgroup's three idle warps as each tile lands
+// (true), or, as without kWS, by each consumer warpgroup after its softmax with a named barrier to gather the
+// findings (false; session 5's design, 4-5 % on causal rows).
+constexpr bool kProducerScan = true;
 // CTAs an SM the registers must allow: two at D = 64 with two warpgroups (64 KB of shared memory each; at 131
 // registers a thread, as the build of 19a3913 gave, only one fits, and the H200 run of 19a3913 measured 268 against
 // 382 TFLOP/s at B=16, H=16, S=2048), else one (shared memory allows no more at D = 128, two warpgroups).
@@ -138,13 +149,24 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // past the (kStages + 1) 8-byte mbarriers of the TMA path (one per stage: its tile's K and V landed; then Q's).
   // Not one byte more: at D = 128 two CTAs of one warpgroup fill an SM's 228 KB exactly.
   const std::uint32_t bar_addr = ptx::smem_addr(smem_raw);
-  const std::uint32_t q_addr = (bar_addr + 8u * (2 * kStages + 1) + 1023u) & ~1023u;
+  // kWS also keeps, after the empty barriers, kStages "scanned" barriers and a flag word per stage and scanning warp
+  // (the producer's scan of the diagonal tiles' V, below): 2·kStages + 1 + kStages barriers and 4·kStages words.
+  const std::uint32_t q_addr = (bar_addr + 8u * (3 * kStages + 1) + 16u * kStages + 1023u) & ~1023u;
   const std::uint32_t kv_addr = q_addr + kQBytes;
   if (q_addr - bar_addr > 1024u) __trap();  // a base 8-31 bytes short of a boundary: never seen (it is 1024-aligned)
   const auto full_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(stage); };
   const std::uint32_t q_bar = full_bar(kStages);
   // kWS: stage st is free again once every consumer warp arrived (after its P·V of the stage's tile completed).
   const auto empty_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(kStages + 1 + stage); };
+  // kWS: the producer's scanning warps (1..3 of its warpgroup) have scanned the stage's V for non-finite values and
+  // each written its finding to scan_flag(stage, warp).
+  const auto scanned_bar = [&](int stage) {
+    return bar_addr + 8u * static_cast<std::uint32_t>(2 * kStages + 1 + stage);
+  };
+  const auto scan_flag = [&](int stage, int w) {
+    return bar_addr + 8u * (3 * kStages + 1) + 16u * static_cast<std::uint32_t>(stage) +
+           4u * static_cast<std::uint32_t>(w);
+  };
 
   // The warpgroup, broadcast from lane 0 so that ptxas knows it is warp-uniform (else every wgmma after a branch
   // on it counts as divergent and is serialised, C7520).
@@ -152,36 +174,16 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   const int warp = (static_cast<int>(threadIdx.x) % 128) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
   const int b = blockIdx.z, h = blockIdx.y;
-  // Heavy (causal) tiles first: the last query tiles see the most keys.
-  const std::int64_t m0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * kBlockM;
-  std::int64_t q0 = 0, k0 = 0, sq = a.sq, sk = a.sk;
-  if (a.cu_q) {
-    q0 = a.cu_q[b];
-    sq = a.cu_q[b + 1] - q0;
-    k0 = a.cu_k[b];
-    sk = a.cu_k[b + 1] - k0;
-  }
-  if (m0 >= sq) return;
-  const int hk = h / a.group;
-  const T* qg = static_cast<const T*>(a.q) + b * a.q_b + (q0 + m0) * a.q_s + h * a.q_h;
-  const T* kg = static_cast<const T*>(a.k) + b * a.k_b + k0 * a.k_s + hk * a.k_h;
-  const T* vg = static_cast<const T*>(a.v) + b * a.v_b + k0 * a.v_s + hk * a.v_h;
-  const int q_rows = static_cast<int>(sq - m0 < kBlockM ? sq - m0 : kBlockM);
-
-  // Keys visible to some row of this CTA: [0, kend) (causal: row i sees keys j ≤ i + Sk − Sq). Tiles past kend are
-  // never loaded.
-  std::int64_t kend = sk;
-  if (a.causal) {
-    const std::int64_t last = m0 + q_rows - 1 + sk - sq + 1;
-    kend = last < 0 ? 0 : (last < sk ? last : sk);
-  }
-  const int n_tiles = static_cast<int>((kend + kBlockN - 1) / kBlockN);
+  PrefillBlock<T> blk;  // prefill_args.hpp: the CTA's rows, lengths, visible keys and base pointers
+  if (!prefill_block<T>(a, kBlockM, blk)) return;
+  const std::int64_t m0 = blk.m0, q0 = blk.q0, sq = blk.sq, sk = blk.sk;
+  const int hk = blk.hk;
+  const int n_tiles = static_cast<int>((blk.kend + kBlockN - 1) / kBlockN);  // tiles past kend: never loaded
   const auto load_kv = [&](int tile, int stage) {
     const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
-    const int valid = static_cast<int>(kend - n1 < kBlockN ? kend - n1 : kBlockN);
-    const std::uint32_t dst = kv_addr + stage * kStage;
-    copy_tile<T, D, kBlockN, kThreads>(dst, kg + n1 * a.k_s, a.k_s, valid);
-    copy_tile<T, D, kBlockN, kThreads>(dst + kTile, vg + n1 * a.v_s, a.v_s, valid);
+    const int valid = static_cast<int>(blk.kend - n1 < kBlockN ? blk.kend - n1 : kBlockN);
+    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage, blk.kg + n1 * a.k_s, a.k_s, valid);
+    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage + kTile, blk.vg + n1 * a.v_s, a.v_s, valid);
   };
 
   // TMA: thread 0 issues a tile's K and V boxes (D / 64 panels each) on its stage's barrier. Coordinates are
@@ -232,16 +234,22 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // non-finite value there, the warpgroup's P·V of that tile runs exact_pv (keys a row may not see skipped) instead
   // of the tensor cores.
   const std::int64_t wg_diag = m0 + 64 * wg + sk - sq;  // the last key the warpgroup's first row sees
+  const std::int64_t cta_diag = m0 + sk - sq;            // the same for the CTA's first row
+  // The first tile whose keys a row with last key `diag` does not all see (n_tiles: none, as without a mask).
+  const auto first_crossing = [&](std::int64_t diag) {
+    const std::int64_t n_seen = a.causal ? (diag + 1 < 0 ? 0 : (diag + 1) / kBlockN) : n_tiles;
+    return n_seen < n_tiles ? static_cast<int>(n_seen) : n_tiles;
+  };
   const auto crosses = [&](int tile) {
     return a.causal && static_cast<std::int64_t>(tile) * kBlockN + kBlockN - 1 > wg_diag;
   };
-  const auto scan = [&](int tile, int stage) {
+  // Thread tid of kScanThreads scans the V rows of tile `tile` (in `stage`) past the key `diag` sees last.
+  const auto scan = [&](auto scan_threads, int tile, int stage, std::int64_t diag, int tid) {
     const std::uint32_t vb = kv_addr + stage * kStage + kTile;
-    const std::int64_t lo = wg_diag - static_cast<std::int64_t>(tile) * kBlockN + 1;
+    const std::int64_t lo = diag - static_cast<std::int64_t>(tile) * kBlockN + 1;
     const int x_lo = lo < 0 ? 0 : (lo > kBlockN ? kBlockN : static_cast<int>(lo));
-    return prefill_exact::rows_nonfinite<T, D, kBlockN, 128>(
-        [&](int x, int ch) { return vb + (ch >> 3) * kKVPanel + x * 128 + ((ch & 7) << 4); }, x_lo,
-        static_cast<int>(threadIdx.x) % 128);
+    return prefill_exact::rows_nonfinite<T, D, kBlockN, decltype(scan_threads)::value>(
+        [&](int x, int ch) { return vb + (ch >> 3) * kKVPanel + x * 128 + ((ch & 7) << 4); }, x_lo, tid);
   };
   // The last key of tile `tile` (tile-relative, clamped into [−1, kBlockN]) that this thread's row r sees.
   const auto vis = [&](int tile, int r) {
@@ -328,6 +336,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if (threadIdx.x == 0) {
       for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
       for (int st = 0; st < kStages; ++st) ptx::mbar_init(empty_bar(st), 4 * kWG);
+      for (int st = 0; st < kStages; ++st) ptx::mbar_init(scanned_bar(st), 3);
       ptx::fence_mbar_init();
     }
     __syncthreads();  // the last CTA-wide barrier: from here the producer and the two consumers run apart
@@ -339,8 +348,24 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
         for (int pnl = 0; pnl < D / 64; ++pnl)
           ptx::tma_load_4d(q_addr + pnl * (kBlockM * 128), &maps.q, 64 * pnl, h, static_cast<int>(m0), b, q_bar);
         for (int t = 0; t < n_tiles; ++t) {
-          if (t >= kStages) ptx::mbar_wait(empty_bar(t % kStages), static_cast<std::uint32_t>(t / kStages - 1) & 1u);
+          if (t >= kStages)
+            ptx::mbar_wait<false>(empty_bar(t % kStages), static_cast<std::uint32_t>(t / kStages - 1) & 1u);
           tma_kv(t, t % kStages);
+        }
+      }
+      // Warps 1..3 scan the V of each tile that crosses the CTA's first row's diagonal as it lands (a superset of
+      // what each consumer warpgroup's first row may not see), off the consumers' path: each warp's finding goes to
+      // its flag word, then one arrival on the stage's scanned barrier (release; the consumers' wait acquires).
+      if (kProducerScan && warp > 0 && a.causal) {
+        for (int t = first_crossing(cta_diag); t < n_tiles; ++t) {
+          const int st = t % kStages;
+          ptx::mbar_wait<false>(full_bar(st), static_cast<std::uint32_t>(t / kStages) & 1u);
+          const bool bad = __any_sync(0xffffffffu, scan(std::integral_constant<int, 96>{}, t, st, cta_diag,
+                                                         static_cast<int>(threadIdx.x) - kThreads - 32));
+          if (lane == 0) {
+            ptx::sts32(scan_flag(st, warp), bad ? 1u : 0u);
+            ptx::mbar_arrive(scanned_bar(st));
+          }
         }
       }
       return;
@@ -364,7 +389,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
     }
   } else {
-    copy_tile<T, D, kBlockM, kThreads>(q_addr, qg, a.q_s, q_rows);
+    copy_tile<T, D, kBlockM, kThreads>(q_addr, blk.qg, a.q_s, blk.q_rows);
     if (n_tiles > 0) load_kv(0, 0);
     ptx::cp_async_commit();
   }
@@ -377,8 +402,9 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // Tile j (and Q) landed for this thread (and, cp.async, made visible to the async proxy), then the barrier: it
     // proves every warpgroup waited for its P·V of tile j − 2, whose stage tile j + 1 now overwrites.
     if constexpr (kTma) {
-      if (j == 0) ptx::mbar_wait(q_bar, 0);
-      ptx::mbar_wait(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
+      // No trap on a timeout under setmaxnreg (kWS): ptx.cuh's mbar_wait says why.
+      if (j == 0) ptx::mbar_wait<!kWS>(q_bar, 0);
+      ptx::mbar_wait<!kWS>(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
     } else {
       ptx::cp_async_wait<0>();
       ptx::fence_proxy_async_shared();
@@ -416,7 +442,20 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     softmax(j, alpha, pn);
     // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
     // gathered by a named barrier (3, 4).
-    if constexpr (kChecked) nf = crosses(j) && ptx::bar_or(3 + wg, 128, scan(j, cur));
+    if constexpr (kChecked && kWS && kProducerScan) {
+      // The producer's findings for this tile (its (j − first crossing) / kStages-th scan of this stage).
+      if (crosses(j)) {
+        const int k = (j - first_crossing(cta_diag)) / kStages;
+        ptx::mbar_wait<false>(scanned_bar(cur), static_cast<std::uint32_t>(k) & 1u);
+        nf = (ptx::lds32(scan_flag(cur, 1)) | ptx::lds32(scan_flag(cur, 2)) | ptx::lds32(scan_flag(cur, 3))) != 0;
+      } else {
+        nf = false;
+      }
+    } else if constexpr (kChecked) {
+      nf = crosses(j) && ptx::bar_or(3 + wg, 128,
+                                     scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
+                                          static_cast<int>(threadIdx.x) % 128));
+    }
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(p);
@@ -441,8 +480,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
     }
   };
-  const std::int64_t n_seen = a.causal ? (wg_diag + 1 < 0 ? 0 : (wg_diag + 1) / kBlockN) : n_tiles;
-  const int j_cross = n_seen < n_tiles ? static_cast<int>(n_seen) : n_tiles;  // the first crossing tile
+  const int j_cross = first_crossing(wg_diag);  // the warpgroup's first crossing tile
   int j = 0;
   for (; j < j_cross; ++j) step(j, std::false_type{});
   for (; j < n_tiles; ++j) step(j, std::true_type{});
@@ -569,6 +607,7 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 9, 64)) return launch<T, 128, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(128, 9, 128)) return launch<T, 128, 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 4, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 8, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
   return false;

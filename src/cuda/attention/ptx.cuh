@@ -17,6 +17,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace smk::cuda::ptx {
 
@@ -107,12 +108,16 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 // A 32-bit register holding two 16-bit values, each with its sign flipped: exact negation of a pair of f16/bf16.
 __device__ __forceinline__ std::uint32_t neg2(std::uint32_t pair) { return pair ^ 0x80008000u; }
 
-// Plain shared-memory loads at a byte address (what __cvta_generic_to_shared gives): 4 and 16 bytes. Used by the
-// prefill kernels' rare exact P·V and their scan of a V tile for non-finite values (prefill_exact_pv.cuh).
+// Plain shared-memory loads at a byte address (what __cvta_generic_to_shared gives): 4 and 16 bytes, and a 4-byte
+// store. Used by the prefill kernels' rare exact P·V and their scan of a V tile for non-finite values
+// (prefill_exact_pv.cuh), and the producer warpgroup's findings (prefill_wgmma.cu).
 __device__ __forceinline__ std::uint32_t lds32(std::uint32_t addr) {
   std::uint32_t v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
   return v;
+}
+__device__ __forceinline__ void sts32(std::uint32_t addr, std::uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 __device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
   uint4 v;
@@ -232,8 +237,13 @@ __device__ __forceinline__ bool bar_or(int id, int threads, bool v) {
       : "memory");
   return r != 0;
 }
-// Waits for the phase of parity `parity` to complete. try_wait suspends the thread for a while in hardware; a phase
-// that never completes (a bug) ends in a trap after about 2^22 tries instead of a hang.
+// Waits for the phase of parity `parity` to complete. try_wait suspends the thread for a while in hardware. With
+// kTrap, a phase that never completes (a bug) ends in a trap after about 2^22 tries instead of a hang. Kernels that
+// use setmaxnreg must pass kTrap = false: a trap reachable after setmaxnreg.inc makes ptxas (CUDA 13.0, sm_90a)
+// allocate that region within the launch bound's count instead of the raised one (the producer-warpgroup kernel with
+// 128-key tiles: 168 registers and 592 bytes of spill with the trap, 218 registers and none without; a 40-line
+// kernel shows the same, 380 bytes of spill, and none with `exit` or no timeout in the trap's place).
+template <bool kTrap = true>
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   for (std::uint32_t i = 0;; ++i) {
     std::uint32_t done;
@@ -243,7 +253,9 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
         : "r"(bar), "r"(parity)
         : "memory");
     if (done) return;
-    if (i > (1u << 22)) __trap();
+    if constexpr (kTrap) {
+      if (i > (1u << 22)) __trap();
+    }
   }
 }
 // A 4-D box from global memory (the tensor map `map`, a __grid_constant__ kernel parameter, says its shape, strides,
@@ -259,157 +271,78 @@ __device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const void* map, 
 }
 
 // d (64 × N, f32) = A·B (+ d when `accumulate`), A (64 × 16) and B (16 × N) both K-major in shared memory (trans
-// bits 0). T = __half or __nv_bfloat16; N = 64 or 128 (d has N / 2 registers).
+// bits 0), and d (64 × N) += A·B (= when `accumulate` is 0) with A (64 × 16) from registers and B (16 × N) MN-major
+// in shared memory (imm-trans-b = 1: V stored [keys][d]). T = __half or __nv_bfloat16; N = 64 or 128 (d has N / 2
+// registers). One template each: the instruction's shape and type are spliced into one asm text by the macros below
+// (an asm text must be a literal), the accumulator's registers listed once per width.
+#define SMK_WGMMA_REGS32 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "  \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define SMK_WGMMA_REGS64 \
+  SMK_WGMMA_REGS32 ", " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define SMK_WGMMA_D32 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define SMK_WGMMA_D64 \
+  SMK_WGMMA_D32, \
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+// SHAPE, TY: the instruction's; REGS, DREGS: d's placeholders and operands; A, B, P: the placeholders of the A
+// operand (a descriptor, or four registers in braces), the B descriptor and `accumulate`.
+#define SMK_WGMMA(SHAPE, TY, REGS, DREGS, A, B, P, TAIL, ...)                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                                  \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TY "." TY " {" REGS "}, " A ", " B ", p, 1, 1" TAIL \
+               ";\n}\n"                                                                                          \
+               : DREGS                                                                                      \
+               : __VA_ARGS__)
 template <typename T, int N>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t a_desc, std::uint64_t b_desc, int accumulate);
-// d (64 × N, f32) += A·B (or = when `accumulate` is 0), A (64 × 16) from registers, B (16 × N) MN-major in shared
-// memory (imm-trans-b = 1: V stored [keys][d]).
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t a_desc, std::uint64_t b_desc,
+                                         int accumulate) {
+  static_assert(N == 64 || N == 128, "m64n64k16 or m64n128k16");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (N == 64 && kBf16)
+    SMK_WGMMA("m64n64k16", "bf16", SMK_WGMMA_REGS32, SMK_WGMMA_D32, "%32", "%33", "%34", ", 0, 0", "l"(a_desc),
+              "l"(b_desc), "r"(accumulate));
+  else if constexpr (N == 64)
+    SMK_WGMMA("m64n64k16", "f16", SMK_WGMMA_REGS32, SMK_WGMMA_D32, "%32", "%33", "%34", ", 0, 0", "l"(a_desc),
+              "l"(b_desc), "r"(accumulate));
+  else if constexpr (kBf16)
+    SMK_WGMMA("m64n128k16", "bf16", SMK_WGMMA_REGS64, SMK_WGMMA_D64, "%64", "%65", "%66", ", 0, 0", "l"(a_desc),
+              "l"(b_desc), "r"(accumulate));
+  else
+    SMK_WGMMA("m64n128k16", "f16", SMK_WGMMA_REGS64, SMK_WGMMA_D64, "%64", "%65", "%66", ", 0, 0", "l"(a_desc),
+              "l"(b_desc), "r"(accumulate));
+}
 template <typename T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t b_desc,
-                                         int accumulate);
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16, 64>(float (&d)[32], std::uint64_t a_desc, std::uint64_t b_desc,
-                                                     int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+                                         int accumulate) {
+  static_assert(N == 64 || N == 128, "m64n64k16 or m64n128k16");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (N == 64 && kBf16)
+    SMK_WGMMA("m64n64k16", "bf16", SMK_WGMMA_REGS32, SMK_WGMMA_D32, "{%32, %33, %34, %35}", "%36", "%37", ", 1",
+              "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+  else if constexpr (N == 64)
+    SMK_WGMMA("m64n64k16", "f16", SMK_WGMMA_REGS32, SMK_WGMMA_D32, "{%32, %33, %34, %35}", "%36", "%37", ", 1",
+              "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+  else if constexpr (kBf16)
+    SMK_WGMMA("m64n128k16", "bf16", SMK_WGMMA_REGS64, SMK_WGMMA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 1",
+              "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+  else
+    SMK_WGMMA("m64n128k16", "f16", SMK_WGMMA_REGS64, SMK_WGMMA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 1",
+              "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
 }
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 64>(float (&d)[32], const std::uint32_t (&a)[4],
-                                                     std::uint64_t b_desc, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__half, 64>(float (&d)[32], std::uint64_t a_desc, std::uint64_t b_desc,
-                                                     int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 64>(float (&d)[32], const std::uint32_t (&a)[4],
-                                                     std::uint64_t b_desc, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 "
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16, 128>(float (&d)[64], std::uint64_t a_desc, std::uint64_t b_desc,
-                                                     int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
-      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 128>(float (&d)[64], const std::uint32_t (&a)[4],
-                                                     std::uint64_t b_desc, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_ss<__half, 128>(float (&d)[64], std::uint64_t a_desc, std::uint64_t b_desc,
-                                                     int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
-      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[64], const std::uint32_t (&a)[4],
-                                                     std::uint64_t b_desc, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 "
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-}
+#undef SMK_WGMMA
+#undef SMK_WGMMA_D64
+#undef SMK_WGMMA_D32
+#undef SMK_WGMMA_REGS64
+#undef SMK_WGMMA_REGS32
 
 }  // namespace smk::cuda::ptx

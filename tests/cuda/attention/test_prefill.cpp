@@ -273,9 +273,10 @@ void check_case(const Case& c, const smk::cuda::PrefillConfig& cfg = {}, const P
   EXPECT_EQ(0, std::memcmp(got.lse.data(), again.lse.data(), got.lse.size() * sizeof(double)));
 }
 
-TEST(CudaAttentionPrefill, OddLengthsGqaCausalVarlenSinksStrides) {
-  SMK_REQUIRE_GPU();
-  const std::vector<Case> cases = {
+// The odd cases: odd lengths, GQA, causal with Sq ≠ Sk both ways, rows with no key, varlen, sinks, strided views
+// with NaN padding, 4097 keys, a negative scale (the dispatcher's kernel and every wgmma variant run them all).
+std::vector<Case> odd_cases() {
+  return {
       {"bf16 D64 127x127 gqa", DType::bf16, 2, 127, 127, 4, 2, 64},
       {"f16 D128 causal 129x1000 (Sq<Sk)", DType::f16, 1, 129, 1000, 2, 1, 128, true},
       {"bf16 D128 causal 1000x129 (Sq>Sk, rows with no key)", DType::bf16, 1, 1000, 129, 2, 2, 128, true},
@@ -287,32 +288,42 @@ TEST(CudaAttentionPrefill, OddLengthsGqaCausalVarlenSinksStrides) {
       {"bf16 D128 strided with NaN padding", DType::bf16, 2, 65, 200, 4, 2, 128, true, false, {}, {}, 1, 3},
       {"f16 D64 strided with NaN padding, 4097 keys", DType::f16, 1, 3, 4097, 2, 1, 64, false, true, {}, {}, 2, 1},
   };
+}
+
+TEST(CudaAttentionPrefill, OddLengthsGqaCausalVarlenSinksStrides) {
+  SMK_REQUIRE_GPU();
+  const std::vector<Case> cases = odd_cases();
   for (const Case& c : cases) check_case(c);
 }
 
-// Sequence b of a batch gives bitwise the result it gives alone (each CTA owns one (batch, head, tile)).
-TEST(CudaAttentionPrefill, BatchInvariant) {
-  SMK_REQUIRE_GPU();
-  Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, 128, true};
+// Batch entry 2 of a causal GQA batch of 4 (100 queries, 300 keys, D = d) gives, bitwise, what it gives alone under
+// the configuration cfg (each CTA owns one (batch, head, tile)).
+void expect_batch_invariant(const smk::cuda::PrefillConfig& cfg, std::int64_t d, const std::string& name) {
+  SCOPED_TRACE(name);
+  Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, d, true};
   std::mt19937 rng(7);
-  Tensor4 q{4, 100, 4, 128}, k{4, 300, 2, 128}, v{4, 300, 2, 128};
+  Tensor4 q{4, 100, 4, d}, k{4, 300, 2, d}, v{4, 300, 2, d};
   q.fill(rng, c.dtype, 1);
   k.fill(rng, c.dtype, 1);
   v.fill(rng, c.dtype, 1);
   const std::vector<float> sinks(4, 0.0f);
-  const Result all = run_gpu(c, q, k, v, sinks, {}, {});
-  // Batch entry 2 alone.
-  Tensor4 q1{1, 100, 4, 128}, k1{1, 300, 2, 128}, v1{1, 300, 2, 128};
+  const Result all = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+  Tensor4 q1{1, 100, 4, d}, k1{1, 300, 2, d}, v1{1, 300, 2, d};
   for (auto [src, dst] : {std::pair<Tensor4*, Tensor4*>{&q, &q1}, {&k, &k1}, {&v, &v1}}) {
     dst->bits.assign(src->bits.begin() + 2 * src->stride_b(), src->bits.begin() + 3 * src->stride_b());
     dst->vals.assign(src->vals.begin() + 2 * src->stride_b(), src->vals.begin() + 3 * src->stride_b());
   }
   Case c1 = c;
   c1.b = 1;
-  const Result one = run_gpu(c1, q1, k1, v1, sinks, {}, {});
-  const std::size_t per_o = 100 * 4 * 128, per_l = 4 * 100;
+  const Result one = run_gpu(c1, q1, k1, v1, sinks, {}, {}, cfg);
+  const std::size_t per_o = 100 * 4 * d, per_l = 4 * 100;
   EXPECT_EQ(0, std::memcmp(one.o.data(), all.o.data() + 2 * per_o, per_o * sizeof(double)));
   EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double)));
+}
+
+TEST(CudaAttentionPrefill, BatchInvariant) {
+  SMK_REQUIRE_GPU();
+  expect_batch_invariant({}, 128, "dispatcher");
 }
 
 // A configuration of the mma.sync kernel (prefill.cu), whatever the dispatcher's kernel.
@@ -350,29 +361,26 @@ TEST(CudaAttentionPrefill, EveryVariantMatchesTheReference) {
   }
 }
 
-// Variants with the same key-tile size give the same bits: each row's arithmetic is the same sequence of
-// operations whatever the rows per warp and per CTA, the stages, the way O is stored or whether a rescale by
-// exactly 1 is skipped. (The key-tile size changes where the running max is rescaled, so it changes the rounding.)
-TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
-  SMK_REQUIRE_GPU();
-  using smk::cuda::PrefillToggle;
+// On one causal case (300 × 300, D = d, seed `seed`), each variant x of head dimension d run under cfg_of(x) and
+// under plain(cfg_of(x)) (the same arithmetic reached another way) gives the same bits, and so does every variant
+// with the same key-tile size (the key-tile size changes where the running max is rescaled, so the rounding).
+template <typename CfgOf, typename Plain>
+void expect_same_bits_per_tile_size(const std::string& name, std::uint32_t seed, const CfgOf& cfg_of,
+                                    const Plain& plain) {
   for (std::int64_t d : {64, 128}) {
-    Case c{"configurations", DType::bf16, 1, 300, 300, 2, 1, d, true};
-    std::mt19937 rng(11);
+    Case c{name, DType::bf16, 1, 300, 300, 2, 1, d, true};
+    std::mt19937 rng(seed);
     Tensor4 q{1, 300, 2, d}, k{1, 300, 1, d}, v{1, 300, 1, d};
     q.fill(rng, c.dtype, 1);
     k.fill(rng, c.dtype, 1);
     v.fill(rng, c.dtype, 1);
     const std::vector<float> sinks(2, 0.0f);
     std::vector<std::pair<int, Result>> base;  // (block_n, first result)
-    for (const auto& x : smk::cuda::kPrefillVariants) {
-      if (x.d != d) continue;
-      auto cfg = config_of(x, PrefillToggle::on);
+    for (const auto& [x, cfg] : cfg_of(d)) {
       const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-      cfg.o_smem = cfg.skip_rescale = PrefillToggle::off;
-      const Result plain = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-      EXPECT_EQ(0, std::memcmp(plain.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
-      EXPECT_EQ(0, std::memcmp(plain.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
+      const Result p = run_gpu(c, q, k, v, sinks, {}, {}, plain(cfg));
+      EXPECT_EQ(0, std::memcmp(p.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
+      EXPECT_EQ(0, std::memcmp(p.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
       const Result* same = nullptr;
       for (const auto& [n, res] : base)
         if (n == x.block_n) same = &res;
@@ -384,6 +392,24 @@ TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
       EXPECT_EQ(0, std::memcmp(same->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
     }
   }
+}
+
+// The mma.sync kernel's variants with the same key-tile size give the same bits: each row's arithmetic is the same
+// sequence of operations whatever the rows per warp and per CTA, the stages, the way O is stored or whether a
+// rescale by exactly 1 is skipped.
+TEST(CudaAttentionPrefill, EveryConfigurationGivesTheSameBits) {
+  SMK_REQUIRE_GPU();
+  using smk::cuda::PrefillToggle;
+  const auto variants = [](std::int64_t d) {
+    std::vector<std::pair<smk::cuda::PrefillVariant, smk::cuda::PrefillConfig>> r;
+    for (const auto& x : smk::cuda::kPrefillVariants)
+      if (x.d == d) r.emplace_back(x, config_of(x, PrefillToggle::on));
+    return r;
+  };
+  expect_same_bits_per_tile_size("configurations", 11, variants, [](smk::cuda::PrefillConfig cfg) {
+    cfg.o_smem = cfg.skip_rescale = PrefillToggle::off;
+    return cfg;
+  });
 }
 
 // The wgmma kernel (prefill_wgmma.cu, sm_90a), every built variant with its TMA and its cp.async copies (varlen
@@ -403,18 +429,7 @@ std::string tma_name(smk::cuda::PrefillToggle t) { return t == smk::cuda::Prefil
 
 void check_wgmma_variants(smk::cuda::PrefillToggle tma) {
   using smk::cuda::PrefillToggle;
-  const std::vector<Case> odd = {
-      {"bf16 D64 127x127 gqa", DType::bf16, 2, 127, 127, 4, 2, 64},
-      {"f16 D128 causal 129x1000 (Sq<Sk)", DType::f16, 1, 129, 1000, 2, 1, 128, true},
-      {"bf16 D128 causal 1000x129 (Sq>Sk, rows with no key)", DType::bf16, 1, 1000, 129, 2, 2, 128, true},
-      {"bf16 D128 7x4097 gqa sinks", DType::bf16, 1, 7, 4097, 8, 2, 128, false, true},
-      {"f16 D64 1x1 causal sinks", DType::f16, 3, 1, 1, 2, 1, 64, true, true},
-      {"f16 D64 1x7 scale -0.3", DType::f16, 1, 1, 7, 1, 1, 64, false, false, {}, {}, 0, 0, -0.3f},
-      {"bf16 D128 varlen causal sinks", DType::bf16, 0, 0, 0, 4, 1, 128, true, true, {1, 130, 64, 0, 5}, {7, 130, 300, 5, 0}},
-      {"f16 D64 varlen", DType::f16, 0, 0, 0, 2, 2, 64, false, false, {33, 1}, {1, 257}},
-      {"bf16 D128 strided with NaN padding", DType::bf16, 2, 65, 200, 4, 2, 128, true, false, {}, {}, 1, 3},
-      {"f16 D64 strided with NaN padding, 4097 keys", DType::f16, 1, 3, 4097, 2, 1, 64, false, true, {}, {}, 2, 1},
-  };
+  const std::vector<Case> odd = odd_cases();
   int first_d = 0;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
     if (x.warps == 9 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
@@ -590,63 +605,25 @@ TEST(CudaAttentionPrefill, NonFiniteVNeverLeaksPastTheMask) {
 // The wgmma tests that take the TMA path come last in this file: a fault there ends the process's CUDA context and
 // would fail every test after it.
 // The wgmma kernel's variants of one head dimension and key-tile size give the same bits (one or two warpgroups per
-// CTA, TMA or cp.async: each row's operations are the same), also with the skipped rescale off; and batch entry 2
-// gives alone what it gives in the batch (TMA path).
+// CTA, with or without the producer warpgroup, TMA or cp.async: each row's operations are the same), also with the
+// skipped rescale off; and batch entry 2 gives alone what it gives in the batch (TMA path).
 TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   using smk::cuda::PrefillToggle;
-  for (std::int64_t d : {64, 128}) {
-    Case c{"wgmma configurations", DType::bf16, 1, 300, 300, 2, 1, d, true};
-    std::mt19937 rng(13);
-    Tensor4 q{1, 300, 2, d}, k{1, 300, 1, d}, v{1, 300, 1, d};
-    q.fill(rng, c.dtype, 1);
-    k.fill(rng, c.dtype, 1);
-    v.fill(rng, c.dtype, 1);
-    const std::vector<float> sinks(2, 0.0f);
-    std::vector<std::pair<int, Result>> base;  // (block_n, first result): the key-tile size changes the rounding
-    for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-      if (x.d != d) continue;
-      auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-      const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-      cfg.skip_rescale = PrefillToggle::off;
-      cfg.tma = PrefillToggle::off;  // the copy path changes no bit either
-      const Result plain = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-      EXPECT_EQ(0, std::memcmp(plain.o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
-      EXPECT_EQ(0, std::memcmp(plain.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
-      const Result* same = nullptr;
-      for (const auto& [n, res] : base)
-        if (n == x.block_n) same = &res;
-      if (!same) {
-        base.emplace_back(x.block_n, r);
-        continue;
-      }
-      EXPECT_EQ(0, std::memcmp(same->o.data(), r.o.data(), r.o.size() * sizeof(double))) << name_of(x);
-      EXPECT_EQ(0, std::memcmp(same->lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << name_of(x);
-    }
-  }
-  for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-    const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-    Case c{"batch", DType::bf16, 4, 100, 300, 4, 2, x.d, true};
-    std::mt19937 rng(7);
-    Tensor4 q{4, 100, 4, x.d}, k{4, 300, 2, x.d}, v{4, 300, 2, x.d};
-    q.fill(rng, c.dtype, 1);
-    k.fill(rng, c.dtype, 1);
-    v.fill(rng, c.dtype, 1);
-    const std::vector<float> sinks(4, 0.0f);
-    const Result all = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
-    Tensor4 q1{1, 100, 4, x.d}, k1{1, 300, 2, x.d}, v1{1, 300, 2, x.d};
-    for (auto [src, dst] : {std::pair<Tensor4*, Tensor4*>{&q, &q1}, {&k, &k1}, {&v, &v1}}) {
-      dst->bits.assign(src->bits.begin() + 2 * src->stride_b(), src->bits.begin() + 3 * src->stride_b());
-      dst->vals.assign(src->vals.begin() + 2 * src->stride_b(), src->vals.begin() + 3 * src->stride_b());
-    }
-    Case c1 = c;
-    c1.b = 1;
-    const Result one = run_gpu(c1, q1, k1, v1, sinks, {}, {}, cfg);
-    const std::size_t per_o = 100 * 4 * x.d, per_l = 4 * 100;
-    EXPECT_EQ(0, std::memcmp(one.o.data(), all.o.data() + 2 * per_o, per_o * sizeof(double))) << name_of(x);
-    EXPECT_EQ(0, std::memcmp(one.lse.data(), all.lse.data() + 2 * per_l, per_l * sizeof(double))) << name_of(x);
-  }
+  const auto variants = [](std::int64_t d) {
+    std::vector<std::pair<smk::cuda::PrefillVariant, smk::cuda::PrefillConfig>> r;
+    for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+      if (x.d == d) r.emplace_back(x, wgmma_config(x, PrefillToggle::on, PrefillToggle::on));
+    return r;
+  };
+  expect_same_bits_per_tile_size("wgmma configurations", 13, variants, [](smk::cuda::PrefillConfig cfg) {
+    cfg.skip_rescale = PrefillToggle::off;
+    cfg.tma = PrefillToggle::off;  // the copy path changes no bit either
+    return cfg;
+  });
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+    expect_batch_invariant(wgmma_config(x, PrefillToggle::on, PrefillToggle::on), x.d, name_of(x));
 }
 
 TEST(CudaAttentionPrefill, WgmmaTmaMatchesTheReference) {
