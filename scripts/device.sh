@@ -891,10 +891,12 @@ fi
 # dec5: decode session 6 (issue 8; the split kernel as a programmatic dependent launch, the fixed cost split by Nsight
 # Compute), in one call of at most ~140 s: binaries built on the workstation for sm_90a and carried in
 # build/dec5-bin.tar.xz (bench_decode, test_cuda_decode; old/bench_decode: the tree of 77c64e6, before session 6's
-# decode changes, whose kernel is round 4's, e84495d's); bench_decode --quick (the dispatcher beside the plain launch, alone and after a small kernel,
-# the empty calls, the merge's share, clean L2), the old one beside it, torch SDPA FLASH and cuDNN (clean L2 too), the GPU test, ncu (--set full) on the empty call and the (1, 32768) call, then memcheck last on
-# the smallest cases and the programmatic launch's own test. Logs in /tmp/o; $OUT gets the table, the JSON, the
-# summary, the ncu pages and a tarball of the rest.
+# decode changes, whose kernel is round 4's, e84495d's); bench_decode --quick (the dispatcher beside the plain launch,
+# alone and after a small kernel, the empty calls, the merge's share, clean L2), the old one beside it, torch SDPA
+# FLASH and cuDNN (clean L2 too); the GPU tests that exercise the session's changes; ncu (--set full) on the empty
+# call and the (1, 32768) call; memcheck on the smallest cases and the programmatic launch's own test; the table,
+# JSONs, summary, ncu page and a tarball of the logs go to $OUT; then the rest of the GPU test, whose log goes
+# straight to $OUT (the call may end during it).
 if want dec5; then
   outer=$OUT
   OUT=/tmp/o && mkdir -p "$OUT"
@@ -904,18 +906,19 @@ if want dec5; then
     sort | uniq -c >"$OUT/decode-registers.txt"
   run_step decode-bench timeout 30 "$d5/bench_decode" --quick --json "$OUT/bench_decode.json"
   oldjson=()
-  run_step decode-bench-old timeout 30 "$d5/old/bench_decode" --json "$OUT/bench_decode_old.json" &&
+  run_step decode-bench-old timeout 25 "$d5/old/bench_decode" --json "$OUT/bench_decode_old.json" &&
     oldjson=(--old "$OUT/bench_decode_old.json")
-  run_step decode-sdpa timeout 35 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
+  run_step decode-sdpa timeout 30 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
     --clean --out "$OUT/decode_vs_sdpa.md"
   cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
-  run_step decode-test timeout "${SMK_DEC_TEST_S:-45}" "$d5/test_cuda_decode" --gtest_filter="${SMK_DEC_TEST_FILTER:-*}"
-  run_step decode-ncu timeout 25 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
+  run_step decode-test timeout 30 "$d5/test_cuda_decode" \
+    --gtest_filter='*Programmatic*:*ClusterMerge*:*BitwiseDeterministic*:*GraphCapture*:*CausalBand*:*CausalMulti*'
+  run_step decode-ncu timeout 20 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
     --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
   ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
   ncu -i "$OUT/dec5.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>&1
-  run_step decode-memcheck timeout 15 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    "$d5/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*Programmatic*'
+  run_step decode-memcheck timeout 12 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$d5/test_cuda_decode" --gtest_filter='*BadInputs*:*Programmatic*'
   grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
     "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
   cat "$OUT/decode-registers.txt" >>"$OUT/decode-summary.txt" 2>/dev/null
@@ -923,6 +926,8 @@ if want dec5; then
     2>/dev/null
   tar -czf "$outer/dec5-logs.tgz" -C "$OUT" . 2>/dev/null
   OUT=$outer
+  run_step decode-test-rest timeout "${SMK_DEC_REST_S:-40}" "$d5/test_cuda_decode" \
+    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
 fi
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
