@@ -614,29 +614,38 @@ fi
 # chunks a block for 16-bit logits; old (HEAD before ce4: tune_cross_entropy) beside new in one call, torch's
 # F.cross_entropy beside both, then the cross-entropy GPU suite and memcheck on it. Binaries built here for sm_90a
 # and carried as build/ce4-bin.tar.xz (old/tune_cross_entropy; new/test_cuda_cross_entropy, new/tune_cross_entropy).
-# SMK_CE4_TESTS=0 skips the suite and memcheck. At most 8 files come back: the ce4-*.txt logs, a summary, a tarball.
+# fwd0/ (optional): tune_cross_entropy linked with an older forward.cu, timing the forward alone (--only forward).
+# SMK_CE4_TESTS=0 skips the suite and memcheck. At most 8 files come back: machine.txt, the tune / torch / test logs
+# as ce4-*.txt, a summary (memcheck's verdict in it), and a tarball of everything.
 if want ce4; then
   ce4_outer=$OUT
   OUT=/tmp/ce4o && mkdir -p "$OUT"
   ce4_keep() {
-    for f in ce4-tune-new ce4-tune-old ce4-torch ce4-test ce4-memcheck; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce4_outer/$f.txt"; done
+    for f in ce4-tune-new ce4-tune-old ce4-tune-fwd0 ce4-torch ce4-test; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce4_outer/$f.txt"; done
     { printf '%s\n' "${summary[@]}"
       grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce4-test.log \
         "$OUT"/ce4-memcheck.log 2>/dev/null | head -n 200; } >"$ce4_outer/ce4-summary.txt"
     tar -czf "$ce4_outer/ce4-logs.tgz" -C "$OUT" . 2>/dev/null
   }
   ce4b=/tmp/ce4b && mkdir -p "$ce4b" && tar -xJf build/ce4-bin.tar.xz -C "$ce4b"
-  run_step ce4-tune-new timeout 45 "$ce4b/new/tune_cross_entropy" --reps 5 --json "$OUT/tune_new.json"
+  # In the order of what matters most; each step's logs kept as it ends (a call cut short still brings them back).
+  run_step ce4-tune-new timeout 35 "$ce4b/new/tune_cross_entropy" --reps 5 --json "$OUT/tune_new.json"
   ce4_keep
-  run_step ce4-tune-old timeout 45 "$ce4b/old/tune_cross_entropy" --reps 5 --json "$OUT/tune_old.json"
+  run_step ce4-tune-old timeout 35 "$ce4b/old/tune_cross_entropy" --reps 5 --json "$OUT/tune_old.json"
   ce4_keep
-  run_step ce4-torch timeout 60 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
+  if [ -x "$ce4b/fwd0/tune_cross_entropy" ]; then  # the forward alone with the pre-ce4 chunk kernel
+    run_step ce4-tune-fwd0 timeout 30 "$ce4b/fwd0/tune_cross_entropy" --reps 5 --only forward --json "$OUT/tune_fwd0.json"
+    ce4_keep
+  fi
+  if [ "${SMK_CE4_TESTS:-1}" != 0 ]; then
+    run_step ce4-test timeout 60 "$ce4b/new/test_cuda_cross_entropy"
+    ce4_keep
+  fi
+  run_step ce4-torch timeout 45 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
     --old-tune-json "$OUT/tune_old.json" --out "$OUT" --rep-ms 50
   ce4_keep
   if [ "${SMK_CE4_TESTS:-1}" != 0 ]; then
-    run_step ce4-test timeout 120 "$ce4b/new/test_cuda_cross_entropy"
-    ce4_keep
-    run_step ce4-memcheck timeout 90 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    run_step ce4-memcheck timeout 60 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
       --error-exitcode 9 "$ce4b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
     ce4_keep
   fi

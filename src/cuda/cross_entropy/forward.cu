@@ -90,6 +90,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
   const int g = static_cast<int>(threadIdx.x);
   const std::int64_t total = a.rows * a.chunks;
   const std::int64_t groups = (total + P - 1) / P;
+  // A chunk's row: a 32-bit division where the indices fit (a 64-bit one is a ~100-instruction call, per chunk and
+  // thread).
+  const bool narrow_idx = total <= 0xffffffffll;
+  auto row_of = [&](std::int64_t idx) {
+    return narrow_idx ? static_cast<std::int64_t>(static_cast<std::uint32_t>(idx) / static_cast<std::uint32_t>(a.chunks))
+                      : idx / a.chunks;
+  };
   for (std::int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
     // The group's second chunk, in flight through the first one's reductions. Only this thread reads its slots, and
     // only after its own wait; it rewrites them next group, after it has read them (the first half's barriers lie in
@@ -97,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
     if constexpr (P == 2) {
       const std::int64_t idx = grp * 2 + 1;
       if (idx < total) {
-        const std::int64_t row = idx / a.chunks, c = idx - row * a.chunks;
+        const std::int64_t row = row_of(idx), c = idx - row * a.chunks;
         const std::int64_t first = c * kChunk;
         const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
         Lane::fetch(next, row_ptr<In>(a, row) + first * a.col_stride, len, a.col_stride, g, kThreads, g, kThreads,
@@ -109,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args 
     for (int half = 0; half < P; ++half) {
       const std::int64_t idx = grp * P + half;
       if (idx >= total) break;
-      const std::int64_t row = idx / a.chunks, c = idx - row * a.chunks;
+      const std::int64_t row = row_of(idx), c = idx - row * a.chunks;
       const std::int64_t t = target_of(a, row);
       // The second chunk's copy completes before anything else can reuse its slots, skipped or not.
       if (P == 2 && half == 1) __pipeline_wait_prior(0);

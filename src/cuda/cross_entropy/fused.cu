@@ -76,6 +76,10 @@ constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;       
 //   4096×151936  5 blocks: bf16 1873 against two calls 1595 (so 16-bit stays on them), f32 2035 against 2125
 //                (4 %, about the run-to-run spread of these timings; narrow 13 blocks: 3057).
 constexpr std::int64_t kFusedAutoMaxCols = 2 * kWideBlockCols;     // 65536
+// The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
+// block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
+template <typename In>
+constexpr int kStages = sizeof(In) == 2 ? 2 : 1;
 constexpr std::int64_t kFusedAutoMaxColsF32 = 5 * kWideBlockCols;  // 163840
 
 struct FusedArgs {
@@ -84,7 +88,7 @@ struct FusedArgs {
   const float* grad_loss = nullptr;  // null: 1
   std::int64_t gl_stride = 0;
   RowOut out;  // the forward's per-row outputs
-  bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next row into shared memory
+  bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next rows into shared memory
 };
 
 // One row's partial result as a block hands it to the others: the state of its logits other than the target,
@@ -93,29 +97,44 @@ struct alignas(16) RowPart {
   float m, d, smooth, zt;
 };
 
+// The combined state of one state per lane (empty beyond the parts): the max by an xor butterfly (exact in any order),
+// then each lane's share l_i = (1 + d_i)·exp(m_i − M) summed by an xor butterfly. ≈ 45 instructions a thread where the
+// xor tree of OnlineSoftmaxState::merge took ≈ 350 (five levels, each a merge with its regime branches and an
+// exp_diff; SASS, CUDA 13.0, sm_90a): every thread of the block runs it once a row, so at 32 logits a thread it cost
+// ≈ 11 instructions a logit (ce4's count). The regimes fall out of the arithmetic: an empty lane adds 0·0; a +inf or
+// NaN max decides the state in from_max_and_sum, whatever the sum. Error on l: (1 + d_i) and the product u each,
+// exp_diff 5u, the butterfly's 5 levels: ≤ 12u, against ≤ 8u a level (40u) for the merge tree.
+__device__ __forceinline__ State combine_parts(const State s) {
+  const float M = kernels::group_max(s.m, 32);
+  const float share = (1.0f + s.d) * exp_diff(s.m, State::shift_for(M));
+  return State::from_max_and_sum(M, kernels::group_sum(share, 32));
+}
+
 // One block of kThreads (narrow or wide, above) per row, or a cluster of `cluster` such blocks. Each row takes one
 // exchange: every warp forms the state of its logits other than the target (its max by a shuffle butterfly, exact;
-// then Σ exp_diff(z − that max) by its registers' pairwise tree and a butterfly), the warps' states are merged
-// through one block barrier (kernels::group_merge, OnlineSoftmaxState::merge in a fixed xor tree), and the blocks'
-// through one cluster barrier; the earlier kernel took a max, then a sum, each through a block and a cluster
+// then Σ out_exp(z − that max) by its registers' pairwise tree and a butterfly), the warps' states are combined
+// through one block barrier (combine_parts: the max, then the rescaled sum, each a butterfly; session 5's kernel
+// merged them by an xor tree of OnlineSoftmaxState::merge), and the blocks' through one cluster barrier (the same
+// combination); the kernel before that took a max, then a sum, each through a block and a cluster
 // barrier. The elements are then rescaled by their warp's factor exp(m_w − M), folded into the gradient's one FMA
 // (A_w = A·exp(m_w − M)): no instruction an element more. The persistent grid loads the next row's target during the
-// current row (and, staged, the row itself into shared memory by cp.async), so a row's chain has no dependent global
+// current row (and, staged, the row itself into shared memory by bulk copy), so a row's chain has no dependent global
 // load: the target logit comes out of the exchange (its owner thread's register), the
 // weight and the upstream gradient are issued at the row's start, and the reduction's scale (sum / mean) is hoisted.
-// Error: the warp's sum is the earlier kernel's tree (registers, then 5 butterfly levels); each merge level adds at
-// most 8u on the side it rescales ((1 + d) and exp_diff's 5u, the product, the sum), ⌈log2 warps⌉ + ⌈log2 cluster⌉
-// ≤ 9 levels; an element's p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
-// tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth).
+// Error: the warp's sum is the earlier kernel's tree (registers, then 5 butterfly levels); each combination (block,
+// cluster) adds at most 12u (combine_parts), within the 8u a level × 9 levels the merge tree was allowed; an element's
+// p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
+// tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth, 82:
+// still an upper bound, 10 + 12 + 12 = 34 would do).
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
   using Tile = RowTile<In, kElems>;
   using Stage = kernels::RowStage<In, kElems>;
   constexpr int E = kElems, V = Tile::V;
-  extern __shared__ __align__(16) unsigned char stage_bytes[];  // f.prefetch: Stage::bytes(blockDim.x)
-  In* const stage = reinterpret_cast<In*>(stage_bytes);
-  __shared__ alignas(8) std::uint64_t stage_bar;
+  extern __shared__ __align__(16) unsigned char stage_bytes[];  // f.prefetch: kStages<In> × Stage::bytes(blockDim.x)
+  In* const stage0 = reinterpret_cast<In*>(stage_bytes);
+  __shared__ alignas(8) std::uint64_t stage_bar[2];
   __shared__ typename Stage::Plan stage_plan;
   // By row parity: a slot is rewritten two rows later, after the next row's barrier, which every thread reaches
   // only after reading it (the block's for warp_part and zt_slot, the cluster's for block_part).
@@ -147,18 +166,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
   // The row pipeline (f.prefetch: every row 16-byte aligned, unit stride): thread 0 bulk-copies the block's share of
   // the next row into shared memory (row_stage.cuh) right after the current row's block barrier, by which every
   // thread has read the stage, so the copy is in flight through the exchange, the gradient and its stores.
-  std::uint32_t stage_parity = 0;
+  // With two buffers the copy of row i + 2 goes into row i's buffer once row i's barrier has passed, so each copy
+  // has two rows' time to land instead of the rest of one (ce4's H200 run of 8a23aad: one buffer, bf16 8192×32000
+  // 498 µs against 536 unstaged, still ~8 µs a row an SM where the row's bytes need 4).
+  constexpr int nst = kStages<In>;
+  const int stage_elems = T * E;  // one buffer: Stage::bytes(T) / sizeof(In)
+  std::uint32_t stage_phase = 0;  // bit b: the phase buffer b's next copy completes
   if (f.prefetch) {
     if (tid == 0) {
-      Stage::init(&stage_bar);
+#pragma unroll
+      for (int b = 0; b < nst; ++b) Stage::init(&stage_bar[b]);
       Stage::plan(&stage_plan, n, rank * T, T, G);
     }
     __syncthreads();
-    if (tid == 0 && first < a.rows) {
-      const In* x0 = row_ptr<In>(a, first);
-      Stage::template issue<1>({stage}, &stage_bar, {x0}, &stage_plan, T);
+    if (tid == 0) {
+#pragma unroll
+      for (int b = 0; b < nst; ++b) {
+        const std::int64_t r = first + b * stride;
+        if (r < a.rows) {
+          const In* x0 = row_ptr<In>(a, r);
+          In* const buf = stage0 + b * stage_elems;
+          Stage::template issue<1>({buf}, &stage_bar[b], {x0}, &stage_plan, T);
+        }
+      }
     }
   }
+  int buf_i = 0;  // the buffer of this row
   std::int64_t t_next = first < a.rows ? target_of(a, first) : 0;
   int parity = 0;
   for (std::int64_t row = first; row < a.rows; row += stride, parity ^= 1) {
@@ -181,9 +214,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // the cluster reads what another has already overwritten.
     float v[E];
     if (f.prefetch) {
-      Stage::wait(&stage_bar, stage_parity);
-      stage_parity ^= 1u;
-      Stage::load(v, stage, xr, n, g, G, tid, T);
+      Stage::wait(&stage_bar[buf_i], (stage_phase >> buf_i) & 1u);
+      stage_phase ^= 1u << buf_i;
+      Stage::load(v, stage0 + buf_i * stage_elems, xr, n, g, G, tid, T);
     } else {
       Tile::load(v, xr, n, a.col_stride, g, G);
     }
@@ -235,9 +268,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     if (t_local >= 0) zt_slot[parity] = zt_mine;
     __syncthreads();
     // Every thread has read the stage: refill it with the next row.
-    if (f.prefetch && tid == 0 && row + stride < a.rows) {
-      const In* xn = row_ptr<In>(a, row + stride);
-      Stage::template issue<1>({stage}, &stage_bar, {xn}, &stage_plan, T);
+    if (f.prefetch) {
+      if (tid == 0 && row + nst * stride < a.rows) {
+        const In* xn = row_ptr<In>(a, row + nst * stride);
+        In* const buf = stage0 + buf_i * stage_elems;
+        Stage::template issue<1>({buf}, &stage_bar[buf_i], {xn}, &stage_plan, T);
+      }
+      buf_i = buf_i + 1 == nst ? 0 : buf_i + 1;
     }
     State rs = State::empty();
     float rsm = 0;
@@ -246,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       rs = State::from_fields(p.m, p.d);
       rsm = p.smooth;
     }
-    rs = kernels::group_merge(rs, 32);
+    rs = combine_parts(rs);
     if (smoothing) rsm = kernels::group_sum(rsm, 32);
     float zt = 0;
     if (cluster > 1) {
@@ -256,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       cg::this_cluster().sync();
       RowPart p{-detail::inf_<float>(), -1.0f, 0.0f, 0.0f};
       if (lane < cluster) p = *cg::this_cluster().map_shared_rank(&block_part[parity], lane);
-      rs = kernels::group_merge(State::from_fields(p.m, p.d), 32);
+      rs = combine_parts(State::from_fields(p.m, p.d));
       if (smoothing) rsm = kernels::group_sum(p.smooth, 32);
       if (valid) zt = cg::this_cluster().map_shared_rank(&block_part[parity], owner_rank)->zt;
     } else if (valid) {
@@ -361,11 +398,12 @@ FusedTuning g_tuning;
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
   const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
-  const std::size_t smem = f.prefetch ? kernels::RowStage<In, kElems>::bytes(shape.threads) : 0;
+  using Stage = kernels::RowStage<In, kElems>;
+  const std::size_t smem = f.prefetch ? kStages<In> * Stage::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
   attrs.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kernels::RowStage<In, kElems>::bytes(kThreads))));
+                                        static_cast<int>(kStages<In> * Stage::bytes(kThreads))));
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   });
   cudaLaunchConfig_t cfg{};

@@ -16,7 +16,7 @@
 // repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
 // once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
-//   tune_cross_entropy [--reps N] [--json FILE] [--narrow]
+//   tune_cross_entropy [--reps N] [--json FILE] [--narrow] [--only PREFIX]   (--only: the variants named PREFIX...)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -75,8 +75,10 @@ int main(int argc, char** argv) {
   int reps = 15;
   const char* json = nullptr;
   bool narrow = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--narrow")) narrow = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
   }
@@ -148,6 +150,7 @@ int main(int argc, char** argv) {
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
       for (const Variant& v : variants) {
+        if (v.name.rfind(only, 0) != 0) continue;
         std::vector<float> ms;
         for (int r = 0; r < reps + 2; ++r) {
           check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
