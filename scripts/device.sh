@@ -750,22 +750,25 @@ if want split6; then
       s6_keep
     done
   else
-    s6_few="1x32,1x151936,32x128256,1x16777216"
-    run_step s6-bench-new timeout 60 "$s6/new/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto,split_row \
-      --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new.json"
+    # In the order of what matters most, each step's logs kept as it ends (a call cut short still brings them back).
+    s6_few="1x32,1x151936,32x128256,1x16777216,4096x151936"
+    run_step s6x-test-few timeout 45 "$s6/new/test_cuda_few_rows"
     s6_keep
-    run_step s6-bench-old timeout 50 "$s6/old/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto,split_row \
-      --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
+    run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" --gtest_filter='*Split6Timing*'
     s6_keep
-    run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" \
-      --gtest_filter='*FixedCostTiming*:*Split6Timing*'
+    run_step s6x-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*Split6Levers*:*NoCluster*:*Graph*'
     s6_keep
-    run_step s6x-test-few timeout 60 "$s6/new/test_cuda_few_rows"
-    run_step s6x-test-grid timeout 40 "$s6/new/test_cuda_grid_row"
-    run_step s6x-test-softmax timeout 40 "$s6/new/test_cuda_softmax" --gtest_filter="${SMK_S6_SOFTMAX_FILTER:-*Split*:*Few*:*Cluster*:*BatchInvariance*:*ForcedPathsRefuse*}"
+    run_step s6-bench-new timeout 25 "$s6/new/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto \
+      --target-ms 2 --max-reps 50 --format table --json "$OUT/bench_new.json"
     s6_keep
-    run_step s6x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*SplitRowDependent*:*Graph*:*NoCluster*'
+    run_step s6-bench-old timeout 25 "$s6/old/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto \
+      --target-ms 2 --max-reps 50 --format table --json "$OUT/bench_old.json"
+    s6_keep
+    run_step s6x-test-grid timeout 30 "$s6/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
+    s6_keep
+    run_step s6x-test-softmax timeout 40 "$s6/new/test_cuda_softmax" \
+      --gtest_filter="${SMK_S6_SOFTMAX_FILTER:-*EveryPathEveryLength*:*BatchInvariance*:*ForcedPaths*:*NonFiniteRows*}"
     s6_keep
   fi
   OUT=$outer

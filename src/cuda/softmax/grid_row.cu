@@ -211,7 +211,8 @@ void launch(const RowProblem& p, cudaStream_t s) {
   const unsigned grid = persistent_grid(kernel, kSplitThreads, smem, total);
   // The chunk states, then (plain launch only) the barrier's counter.
   const std::size_t states_bytes = sizeof(State) * static_cast<std::size_t>(total);
-  auto* states = static_cast<State*>(workspace_alloc(states_bytes + 64, s));
+  ScopedWorkspace ws(states_bytes + 64, s);  // freed even if a launch below throws
+  auto* states = static_cast<State*>(ws.get());
   unsigned* counter = nullptr;
   if (!tune.cooperative) {
     counter = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(states) + (states_bytes + 15) / 16 * 16);
@@ -230,7 +231,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
                                     smem, s));
   }
   SMK_CUDA_CHECK_LAUNCH("grid_rows_kernel");
-  workspace_free(states, s);
+  ws.release();
 }
 
 }  // namespace

@@ -140,7 +140,8 @@ bool& split_row_pdl();
 // tests and timing only; process-wide, not thread-safe.
 bool& split_row_cluster();
 // The variant's bounds: rows of at most kSplitClusterMaxChunks chunks (a cluster of up to 16 blocks, an H100/H200
-// extension), calls of at most kSplitClusterMaxWaves × the device's resident blocks of 512 threads in all. Measured
+// extension), calls of at most kSplitClusterMaxWaves × the clusters of that size the device runs at once
+// (split_row_active_clusters; before split6, × the resident blocks of 512 threads: rows · chunks ≤ 264). Measured
 // (H200, 2026-11-30, commit ed489dc, test_cuda_few_rows FixedCostTiming, GPU µs a call replayed from a CUDA graph,
 // one launch → three kernels): within one wave 1×151936 f32 softmax 8.0 → 9.2, 4×151936 8.1 → 9.7, logsumexp 5.8 →
 // 5.7 (and the host's 5 µs a call against 11–14); past it 32×128256 (1.3 waves) f32 softmax 23.5 → 19.5, logsumexp
@@ -148,6 +149,34 @@ bool& split_row_cluster();
 constexpr std::int64_t kSplitClusterMaxChunks = 16;
 constexpr std::int64_t kSplitClusterMaxWaves = 1;
 std::int64_t& split_row_cluster_waves();  // starts at kSplitClusterMaxWaves; changing it is for tests and timing only
+// split_row's levers (split6), for tests and timing only (tests/cuda/softmax/test_few_rows_gpu.cpp); the defaults are
+// the library's choice. Every combination gives bitwise the same outputs (tested). Process-wide, not thread-safe.
+struct SplitRowTuning {
+  // The one-launch variant's exchange: each block pushes its chunk state into every block's shared memory, then one
+  // cluster barrier a row (true); or one barrier, remote reads of each block's state, and a second barrier before a
+  // block may exit or rewrite its slot (false, the kernel before split6).
+  bool push_exchange = true;
+  // The three-kernel path for softmax / log-softmax: the normalising kernel merges its row's chunk states itself, in
+  // the merge kernel's order (two launches; true), or the merge kernel runs between them (false).
+  bool fused_merge = true;
+  // The normalising kernel loads a chunk as one tile of kBlockElems a thread (48 KB of f32 in flight a block; true) or
+  // walks it in sub-tiles of 32 bytes a thread (false, the kernel before split6).
+  bool whole_tile = true;
+  // The chunk kernel on a persistent grid, each block's next chunk bulk-copied into shared memory while it reduces the
+  // current one (where a block has more than one chunk); false: a block a chunk, loaded directly.
+  bool staged_chunks = true;
+  // Overrides the device's count of resident clusters the one-launch variant and the dispatcher's cluster_row see
+  // (-1: the device's answer; 0: as on a GPU or a MIG/MPS slice without room for the cluster).
+  int active_clusters = -1;
+};
+SplitRowTuning& split_row_tuning();
+// How many clusters of `blocks` blocks of 512 threads (at most kSplitClusterMaxChunks) the current device runs at once:
+// cudaOccupancyMaxActiveClusters of split_row's one-launch kernel, 0 below compute capability 9.0 or where the query
+// refuses the size; asked once per device, kernel and size, then served from a cache without a CUDA call. The
+// dispatcher reads it for cluster_row too (its direct kernel's blocks are at most 512 threads of at most 64 registers
+// and a few hundred bytes of static shared memory: no more than this kernel's), and falls back to split_row where it
+// is 0.
+int split_row_active_clusters(int blocks);
 // grid_row: split_row's chunks and merge (bitwise its results) in one cooperative, grid-resident launch, chunks
 // staged in shared memory across the grid barrier (grid_row.cu). Forward only. Workspace: rows · chunks states.
 void launch_grid_rows(const RowProblem& p, cudaStream_t s);

@@ -64,6 +64,28 @@ unsigned persistent_grid(Kernel kernel, int threads, std::size_t smem, std::int6
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(resident, blocks_needed)));
 }
 
+// Stream-ordered workspace (workspace_alloc) freed on the same stream however the launcher leaves: release() on the
+// normal path (checked), the destructor when a launch throws (unchecked: the launch's error is the one reported).
+class ScopedWorkspace {
+ public:
+  ScopedWorkspace(std::size_t bytes, cudaStream_t s) : p_(workspace_alloc(bytes, s)), s_(s) {}
+  ~ScopedWorkspace() {
+    if (p_ != nullptr) (void)cudaFreeAsync(p_, s_);
+  }
+  ScopedWorkspace(const ScopedWorkspace&) = delete;
+  ScopedWorkspace& operator=(const ScopedWorkspace&) = delete;
+  void* get() const { return p_; }
+  void release() {
+    void* p = p_;
+    p_ = nullptr;
+    workspace_free(p, s_);
+  }
+
+ private:
+  void* p_;
+  cudaStream_t s_;
+};
+
 // A plain grid of one block per item, capped where CUDA caps grid.x (kernels loop over the rest).
 inline unsigned capped_grid(std::int64_t blocks, int multiple = 1) {
   const std::int64_t cap = (std::int64_t{0x7fffffff} / multiple) * multiple;

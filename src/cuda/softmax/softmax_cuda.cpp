@@ -51,6 +51,9 @@ const DeviceFacts& device_facts() {
   DeviceFacts& f = facts[a.ordinal];
   if (ready[a.ordinal].load(std::memory_order_acquire)) return f;
   std::lock_guard<std::mutex> lock(mu);
+  // Checked again under the lock: another thread may have filled the entry meanwhile, and a thread reading it
+  // lock-free after its acquire load must never see it rewritten.
+  if (ready[a.ordinal].load(std::memory_order_relaxed)) return f;
   f.sm_count = a.sm_count;
   f.max_smem_optin = a.max_smem_optin;
   ready[a.ordinal].store(true, std::memory_order_release);
@@ -323,6 +326,13 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
     refuse(op, path, "rows of " + std::to_string(n) + " elements exceed its capacity of " + std::to_string(capacity));
 }
 
+// Whether the current device runs cluster_row's cluster for rows of n (split_row_active_clusters: none below compute
+// capability 9.0, nor where a MIG or MPS slice has no room for it; then split_row serves those rows instead).
+bool clusters_run(std::int64_t n, bool backward) {
+  const int cluster = cluster_config(n, backward ? kernels::kBackwardBlockElems : kernels::kBlockElems).cluster;
+  return kernels::split_row_active_clusters(cluster) > 0;
+}
+
 // The path for a call: the forced one (checked) or the dispatcher's choice.
 // `read_only`: logsumexp or the state (no row written), which may route differently (batch invariance holds: the
 // rule looks at the op, n, the dtype and the layout, never the number of rows).
@@ -341,13 +351,20 @@ SoftmaxPath choose_path(const char* op, const TensorView& in, int dim, std::int6
       if (!unit_step) return SoftmaxPath::strided_inner;
       if (n <= kWarpMaxN) return SoftmaxPath::warp_per_row;
       if (n <= std::max(block_auto, backward ? kBackwardBlockMaxN : kBlockMaxN)) return SoftmaxPath::block_per_row;
-      if (n <= cluster_auto) return SoftmaxPath::cluster_row;
+      // cluster_row where the device runs its clusters (not below Hopper, nor on a slice without room for them);
+      // else split_row, which falls back to its three kernels there (a property of the device, never of the rows).
+      if (n <= cluster_auto && clusters_run(n, backward)) return SoftmaxPath::cluster_row;
       if (!backward && in.numel() * static_cast<std::int64_t>(dtype_size(in.dtype)) < kGridRowMaxBytes)
         return SoftmaxPath::grid_row;
       return SoftmaxPath::split_row;
     case SoftmaxPath::warp_per_row: check_capacity(op, forced, n, kWarpMaxN); return forced;
     case SoftmaxPath::block_per_row: check_capacity(op, forced, n, block_max); return forced;
-    case SoftmaxPath::cluster_row: check_capacity(op, forced, n, cluster_max); return forced;
+    case SoftmaxPath::cluster_row:
+      check_capacity(op, forced, n, cluster_max);
+      if (!clusters_run(n, backward))
+        refuse(op, forced, "this device does not run its thread-block clusters (compute capability 9.0 or newer, "
+                           "with room for the cluster, is needed)");
+      return forced;
     case SoftmaxPath::grid_row:
       if (backward) refuse(op, forced, "it has forward kernels only (the backward passes take split_row)");
       return forced;

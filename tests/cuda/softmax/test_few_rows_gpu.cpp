@@ -208,6 +208,104 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
   run_checked(c, SoftmaxPath::automatic);
 }
 
+// split_row's levers (SplitRowTuning, split6): the one-launch kernel's pushed exchange against its two-barrier one, the
+// normalising kernel merging the chunk states itself and loading whole tiles, the chunk kernel staging its next
+// chunk. Every combination gives bitwise the defaults' outputs, which pass the reference's gates; the cases reach
+// each lever: one-launch rows (2 and 13 chunks), a row of 22 chunks and 40 rows of 13 (three kernels; 520 chunks, more
+// than are resident, so the chunk kernel stages), pitched rows whose chunks are only sometimes 16-byte aligned
+// (staged and direct chunks in one call), an unaligned input, and one row of 2^24 + 3 elements.
+struct TuningGuard {
+  cuda::kernels::SplitRowTuning saved = cuda::kernels::split_row_tuning();
+  ~TuningGuard() { cuda::kernels::split_row_tuning() = saved; }
+};
+
+TEST_F(GpuFewRows, Split6LeversSameBits) {
+  TuningGuard guard;
+  struct Shape {
+    std::int64_t rows, n;
+    std::int64_t pitch_extra;  // row stride n + this (0: contiguous)
+    std::int64_t offset;       // elements before the first
+  };
+  std::vector<Shape> shapes = {{1, 12289, 0, 0}, {2, 151936, 0, 0}, {1, 262147, 0, 0}, {40, 151936, 0, 0},
+                               {40, 151936, 1, 0}, {3, 100003, 0, 1}};
+  if (small_mode()) shapes = {{1, 12289, 0, 0}, {2, 40000, 0, 0}, {30, 24577, 1, 0}};
+  else shapes.push_back({1, (std::int64_t{1} << 24) + 3, 0, 0});
+  std::uint64_t seed = 6100;
+  for (const Shape& sh : shapes) {
+    const std::string tag = std::to_string(sh.rows) + "x" + std::to_string(sh.n) +
+                            (sh.pitch_extra ? "_pitched" : "") + (sh.offset ? "_unaligned" : "");
+    struct Kind {
+      Op op;
+      DType in, out;
+    };
+    std::vector<Kind> kinds = {{Op::softmax, DType::f32, DType::f32}, {Op::log_softmax, DType::f32, DType::f32},
+                               {Op::logsumexp, DType::f32, DType::f32}, {Op::softmax, DType::bf16, DType::bf16},
+                               {Op::log_softmax, DType::f16, DType::f32}};
+    if (sh.n > (std::int64_t{1} << 24)) kinds = {{Op::softmax, DType::f32, DType::f32}, {Op::softmax, DType::bf16, DType::bf16}};
+    for (const Kind& k : kinds) {
+      Case c = random_case(tag, k.op, k.in, k.out, sh.rows, sh.n, ++seed);
+      if (sh.pitch_extra != 0 || sh.offset != 0) {
+        c.in.strides = {sh.n + sh.pitch_extra, 1};
+        c.in.offset = sh.offset;
+      }
+      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+      const Result base = run_checked(c, SoftmaxPath::split_row);
+      ASSERT_TRUE(base.ran);
+      for (int bits = 0; bits < 16; ++bits) {
+        cuda::kernels::SplitRowTuning t;
+        t.push_exchange = (bits & 1) != 0;
+        t.fused_merge = (bits & 2) != 0;
+        t.whole_tile = (bits & 4) != 0;
+        t.staged_chunks = (bits & 8) != 0;
+        cuda::kernels::split_row_tuning() = t;
+        const Result r = run_gpu(c, SoftmaxPath::split_row, static_cast<unsigned char>(bits & 1 ? 0x00 : 0xFF));
+        ASSERT_TRUE(r.ran);
+        EXPECT_FALSE(r.stray_write);
+        expect_same_bits(base, r, tag + " " + op_name(k.op) + " levers " + std::to_string(bits));
+      }
+      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+    }
+  }
+}
+
+// A device that runs no thread-block cluster (below Hopper, or a MIG / MPS slice without room for one), as
+// SplitRowTuning::active_clusters = 0 makes this one look: split_row takes its three kernels (bitwise the one-launch
+// outputs), the dispatcher sends cluster_row's rows to split_row (the reference's gates), and forcing cluster_row
+// is refused with Error(unsupported) instead of a failed launch.
+TEST_F(GpuFewRows, NoClusterFallback) {
+  TuningGuard guard;
+  const std::int64_t n = small_mode() ? 30001 : 151936;
+  std::uint64_t seed = 6200;
+  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+    const Case c = random_case("2x" + std::to_string(n), op, DType::f32, DType::f32, 2, n, ++seed);
+    cuda::kernels::split_row_tuning().active_clusters = -1;
+    const Result one = run_checked(c, SoftmaxPath::split_row);
+    cuda::kernels::split_row_tuning().active_clusters = 0;
+    const Result three = run_checked(c, SoftmaxPath::split_row);
+    ASSERT_TRUE(one.ran && three.ran);
+    expect_same_bits(one, three, std::string("no clusters: ") + op_name(op));
+  }
+  // cluster_row's rows under the dispatcher (40000: cluster_row for softmax / log-softmax; 49153 in bf16 too).
+  for (std::int64_t len : {std::int64_t{40000}, std::int64_t{49153}}) {
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      const Case c = random_case("3x" + std::to_string(len), op, DType::bf16, DType::bf16, 3, len, ++seed);
+      cuda::kernels::split_row_tuning().active_clusters = 0;
+      const Result fallback = run_checked(c, SoftmaxPath::automatic);
+      const Result split = run_checked(c, SoftmaxPath::split_row);
+      ASSERT_TRUE(fallback.ran && split.ran);
+      expect_same_bits(fallback, split, "the dispatcher without clusters takes split_row");
+      const Result forced = run_gpu(c, SoftmaxPath::cluster_row);
+      EXPECT_FALSE(forced.ran);
+      EXPECT_NE(forced.reason.find("thread-block clusters"), std::string::npos) << forced.reason;
+      cuda::kernels::split_row_tuning().active_clusters = -1;
+      run_checked(c, SoftmaxPath::cluster_row);  // and with clusters, cluster_row serves them
+    }
+  }
+  // The device's own answer: this suite runs on Hopper, which runs clusters of every size split_row asks for.
+  for (int blocks = 1; blocks <= static_cast<int>(cuda::kernels::kSplitClusterMaxChunks); ++blocks)
+    EXPECT_GT(cuda::kernels::split_row_active_clusters(blocks), 0) << blocks << " blocks";
+}
+
 // ---- timing (SMK_FEW_ROWS_TIMING=1) ----------------------------------------------------------------------------
 
 double median(std::vector<double> v) {
@@ -384,6 +482,60 @@ TEST_F(GpuFewRows, FixedCostTiming) {
         cuda::kernels::split_row_pdl() = true;
         cuda::kernels::split_row_cluster() = true;
         cuda::kernels::split_row_cluster_waves() = lib_waves;
+      }
+    }
+  }
+}
+
+// split6: the few-row shapes under each of split_row's levers off in turn and all off (the kernels before split6),
+// GPU µs a call replayed from a CUDA graph and under the bench's L2 flush; the path the dispatcher takes too.
+TEST_F(GpuFewRows, Split6Timing) {
+  const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
+  TuningGuard guard;
+  cuda::StreamOwner owner;
+  const cudaStream_t s = owner.get();
+  const Stream stream{s};
+  const Device dev = Device::cuda(0);
+  const std::size_t flush_bytes = std::size_t{240} << 20;
+  cuda::DeviceBuffer<unsigned char> flush(flush_bytes);
+  const std::int64_t max_elems = std::int64_t{4096} * 151936;
+  cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(max_elems * 4)), y(static_cast<std::size_t>(max_elems * 4)),
+      lse(4096 * 4);
+  x.fill_bytes(0x3c);
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  struct Variant {
+    const char* name;
+    cuda::kernels::SplitRowTuning t;
+  };
+  using T = cuda::kernels::SplitRowTuning;
+  const std::vector<Variant> variants = {{"new", T{}},
+                                         {"old", T{false, false, false, false, -1}},
+                                         {"no_push", T{false, true, true, true, -1}},
+                                         {"no_fused_merge", T{true, false, true, true, -1}},
+                                         {"no_whole_tile", T{true, true, false, true, -1}},
+                                         {"no_staging", T{true, true, true, false, -1}},
+                                         {"no_clusters", T{true, true, true, true, 0}}};
+  std::printf("%-10s %-5s %-12s %-16s %9s %9s\n", "op", "dtype", "shape", "levers", "graph_us", "flush_us");
+  for (const Shape& sh : std::vector<Shape>{{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}, {4096, 151936}}) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      const TensorView in = TensorView::contiguous(x.data(), t, dev, {sh.rows, sh.n});
+      const TensorView out = TensorView::contiguous(y.data(), t, dev, {sh.rows, sh.n});
+      const TensorView row = TensorView::contiguous(lse.data(), DType::f32, dev, {sh.rows});
+      const std::int64_t elems = sh.rows * sh.n;
+      const int k = elems >= (std::int64_t{1} << 28) ? 2 : (elems >= (std::int64_t{1} << 24) ? 10 : 50);
+      for (Op op : {Op::softmax, Op::logsumexp}) {
+        for (const Variant& v : variants) {
+          cuda::kernels::split_row_tuning() = v.t;
+          cuda::ScopedSoftmaxPath force(SoftmaxPath::split_row);
+          auto call = [&] { return op == Op::softmax ? softmax(out, in, {}, stream) : logsumexp(row, in, {}, stream); };
+          const Times tm = time_calls(call, s, flush.data(), flush_bytes, k);
+          std::printf("%-10s %-5s %-12s %-16s %9.2f %9.2f\n", op_name(op), dtype_name(t),
+                      (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.graph, tm.flushed);
+          std::fflush(stdout);
+        }
       }
     }
   }
