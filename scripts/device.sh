@@ -789,23 +789,26 @@ if want pfx2; then
         "$OUT"/pfx2-test*.log "$OUT"/pfx2-*check.log 2>/dev/null | head -n 120; } >"$pfx2_outer/pfx2-summary.txt"
     tar -czf "$pfx2_outer/pfx2-logs.tgz" -C "$OUT" . 2>/dev/null
   }
-  for v in old new nocheck cscan old2 new2; do
-    bin=${v%2}
-    rows=issue && [ "$v" = new ] && rows=all
+  # SMK_PFX2_TUNES: the timings in order, each a binary's name with an optional repeat number (old2: old again).
+  # "new" and "nocheck" time the issue's rows and the sweep, the others (and their repeats) the issue's rows.
+  others=()
+  for v in ${SMK_PFX2_TUNES:-old new nocheck cscan old2 new2}; do
+    bin=${v%%[0-9]*}
+    rows=issue && [[ "$v" = new || "$v" = nocheck ]] && rows=all
     run_step "pfx2-tune-$v" env SMK_TUNE_TMA=only SMK_TUNE_ROWS="$rows" timeout 60 "$pb/$bin/tune_prefill" \
       --json "$OUT/tune_$v.json"
+    [ "$v" = new ] || others+=("$v=$OUT/tune_$v.json")
   done
   cp "$OUT/tune_new.json" "$OUT/tune_new_all.json"
   pfx2_keep
   # bench_sdpa.py: "ours" is the new binary's best column; the others join as prefixed columns.
-  run_step pfx2-sdpa timeout 90 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "old=$OUT/tune_old.json" \
-    "nocheck=$OUT/tune_nocheck.json" "cscan=$OUT/tune_cscan.json" "old2=$OUT/tune_old2.json" \
-    "new2=$OUT/tune_new2.json" --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
+  run_step pfx2-sdpa timeout 90 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "${others[@]}" \
+    --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
   pfx2_keep
   run_step pfx2-test timeout "${SMK_PFX2_TEST_S:-100}" "$pb/new/test_cuda_prefill"
   pfx2_keep
-  run_step pfx2-memcheck timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
+  run_step pfx2-memcheck timeout "${SMK_PFX2_MEMCHECK_S:-40}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$pb/new/test_cuda_prefill" --gtest_filter="${SMK_PFX2_MEMCHECK:-*WgmmaSameBits*:*ClearErrors*}"
   pfx2_keep
   run_step pfx2-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'

@@ -92,7 +92,10 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // - D = 64: two warpgroups, 64-key tiles (382.0; 405.6 at B=1, H=32, S=16384 full) but for short causal rows.
 // - Causal with at most kPrefillWgmmaShortCausal query rows: one warpgroup, 64-key tiles (more, shorter CTAs for
 //   the triangle): 226.4 against 204.4 (D = 128) and 197.2 against 187.2 (D = 64) at S = 512, 307.0 against 294.0
-//   and 267.6 against 265.7 at S = 1024; at S = 2048 the two tie (360.1 / 362.2 at D = 128).
+//   and 267.6 against 265.7 at S = 1024; at S = 2048 the two tie (360.1 / 362.2 at D = 128). Since session 6 not at
+//   D = 128 with TMA: the producer warpgroup's 128-key variant led there at S = 512 and 1024 causal (181.1 against
+//   177.3, 290.7 against 257.5; run of bf05fb3); at D = 64 one warpgroup still led at S = 512 (166.5 against 153.5)
+//   and tied at 1024 (226.6 / 230.2).
 // - TMA against every thread's cp.async, same variants: +2-23 % (495.8 against 433.4 at D = 128, wg2 n128, S = 4096
 //   full; 382.0 against 332.4 at D = 64). Varlen (and Sk = 0) always takes cp.async; those variants measured
 //   1.07-1.41x the mma.sync kernel's default on the same (non-varlen) rows.
@@ -108,9 +111,11 @@ inline constexpr int kPrefillWgmmaWarpsD64 = 8;
 inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 64;
-// Session 6 (pfx2), provisional before its H200 run: 128-key tiles under the producer warpgroup (218 registers a
-// consumer thread, no spill, once no trap is reachable after setmaxnreg); the run's verdict is in prefill_wgmma.cu's
-// header and docs/perf-notebook.md (session 6, pfx2).
+// Session 6 (pfx2; H200 run of bf05fb3, 2026-11-30, docs/bench/prefill-pfx2-s6-2026-11-30.md): 128-key tiles under
+// the producer warpgroup (217 registers a consumer thread, no spill, once no trap is reachable after setmaxnreg), the
+// fastest variant on every D = 128 row of the issue and the sweep, short causal rows included: 602.0 against 526.8
+// (64-key tiles) and 503.4 (two warpgroups, 128 keys) TFLOP/s at B=4, H=32, S=4096 full, 514.8 against 432.3
+// causal, 592.9 against 545.5 at B=1, H=32, S=16384 causal, 181.1 against 177.3 (one warpgroup) at S = 512 causal.
 inline constexpr int kPrefillWgmmaBlockND128 = 128;
 inline constexpr int kPrefillWgmmaBlockND128CpAsync = 128;
 inline constexpr std::int64_t kPrefillWgmmaShortCausal = 1024;

@@ -519,12 +519,13 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     throw_unsupported(op, "the wgmma prefill kernel needs an sm_90a build (CMAKE_CUDA_ARCHITECTURES with 90a) and a "
                           "compute-capability 9.0 device");
   const bool wg = kernel == PrefillKernel::wgmma;
-  // Short causal rows: one warpgroup and 64-key tiles (attention_cuda.hpp has the measurements).
-  const bool short_causal = o.causal && sq <= kPrefillWgmmaShortCausal;
   // TMA boxes cannot stop at a varlen sequence's end (the next sequence's rows would be read): cp.async there.
   // (A tensor map needs every extent ≥ 1, and TMA coordinates are 32-bit: no keys at all, or sequences past
   // 2^31 rows, take cp.async too; so does a view the driver will not describe, prefill_wgmma.cu says.)
   const bool tma = toggle(config.tma, kPrefillWgmmaTma) && !varlen && sk > 0 && sq <= INT32_MAX && sk <= INT32_MAX;
+  // Short causal rows: one warpgroup and 64-key tiles (attention_cuda.hpp has the measurements), but not at D = 128
+  // with TMA, where the producer warpgroup's 128-key variant leads at every length.
+  const bool short_causal = o.causal && sq <= kPrefillWgmmaShortCausal && (d64 || !tma);
   // D = 128 without TMA: the producer warpgroup's variant would run its 8-warp cp.async kernel, which lost to the
   // 128-key one; that one then.
   const int wg_warps = short_causal ? kPrefillWgmmaWarpsShortCausal

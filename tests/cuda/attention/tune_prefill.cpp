@@ -47,8 +47,8 @@ struct Config {
 };
 
 // The columns for head dimension d: every variant with the levers on, then the ablation.
-// SMK_TUNE_TMA=0: no TMA columns; =only: the wgmma kernel's TMA columns alone (a run can time the rest first, so
-// that a fault on the TMA path, which ends the process's CUDA context, costs only its own columns).
+// SMK_TUNE_TMA=0: no TMA columns; =only: the wgmma kernel's TMA columns and the dispatcher's alone (a run can time
+// the rest first, so that a fault on the TMA path, which ends the process's CUDA context, costs only its own columns).
 std::string tma_mode() {
   const char* e = std::getenv("SMK_TUNE_TMA");
   return e ? e : "";
@@ -74,6 +74,7 @@ std::vector<Config> configs(std::int64_t d) {
         cfg.tma = on;
         r.push_back({wg_name(x) + " n" + std::to_string(x.block_n) + " tma", cfg});
       }
+    r.push_back({"dispatcher", {}});  // what attention_forward runs by default
     return r;
   }
   for (const auto& x : smk::cuda::kPrefillVariants) {
