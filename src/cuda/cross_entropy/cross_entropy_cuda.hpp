@@ -37,14 +37,16 @@ void fused_two_read(const char* op, const detail::CrossEntropyProblem& p, const 
 namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether each block
-// bulk-copies its share of the next row into shared memory while it works on the current one (row_stage.cuh; −1: the
-// dispatcher's rule, kFusedStage16 / kFusedStageF32 by the logits' dtype; 0 off; 1 on; only rows that are 16-byte
-// aligned with unit stride are ever staged); whether every row the kernel can hold (up to 16 wide blocks, 524288
+// bulk-copies its share of its next rows into shared memory while it works on the current one (row_stage.cuh; −1:
+// the dispatcher's rule, fused.cu stage_rule: kFusedStage16 for 16-bit rows one block holds, kFusedStageF32 for f32;
+// 0 off; 1 on; only rows that are 16-byte aligned with unit stride are ever staged); whether every row the kernel
+// can hold (up to 16 wide blocks, 524288
 // classes) takes it, not only those the dispatcher sends there (fused.cu, kFusedAutoMaxCols); the block kind (0 or
 // 1024: the wide block, 1024 × 32 logits, the dispatcher's; 512: the narrow block, 512 × 24).
 // Staging by default: the earlier per-thread cp.async staging lost 1-6 % on the wide block (H200 run of ef4d08c,
-// 2026-11-30, docs/perf-notebook.md "ce3"); the bulk copy (one thread, one mbarrier) replaced it in session 6 (ce4),
-// where softmax's wide block had gained 1.48x from it in bf16 (bw16). The rule below is ce4's, after its H200 run.
+// 2026-11-30, docs/perf-notebook.md "ce3"); the bulk copy (one thread issuing, two buffers for 16-bit rows) replaced it
+// in session 6 (ce4). H200 run of af97358 (µs staged / unstaged): bf16 8192×32000 462 / 482, 16384×8192 231 / 236,
+// on clusters slower (4096×65536 565 / 503, 4096×151936 1521 / 1486); f32 slower everywhere (8192×32000 662 / 602).
 constexpr bool kFusedStage16 = true;
 constexpr bool kFusedStageF32 = false;
 struct FusedTuning {

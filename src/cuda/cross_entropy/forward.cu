@@ -26,7 +26,6 @@
 #include "cuda/cross_entropy/linear_launch.cuh"
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/launch.hpp"
-#include "cuda/softmax/row_stage.cuh"
 #include "softmaxkit/core/error.hpp"
 
 namespace smk::cuda::ce {
@@ -70,114 +69,69 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(const Args a, Totals
   if (tid == 0) *totals = Totals{sh[0][0], sh[1][0], sh[2][0]};
 }
 
-// 16-bit logits: each block takes two consecutive chunks (kStatsPair), both loads issued before the first is
-// reduced, so a block keeps 32 KB in flight as an f32 block does (one chunk of 16-bit logits is 16 KB: at four blocks
-// an SM too little to cover DRAM latency while the other blocks reduce). The second chunk is copied by cp.async into
-// the thread's own slots of shared memory (row_stage.cuh's LaneStage, 16 KB a block; held in registers it made the
-// kernel spill 96 B a thread), and read from there in RowTile's element order with the same −inf padding, so each
-// chunk's state is computed exactly as alone (same trees): the bits do not change.
-template <typename In>
-constexpr int kStatsPair = sizeof(In) == 2 ? 2 : 1;
-
 template <typename In>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args a, bool exclude_target, bool skip_ignored,
                                                          State* states, float* smooth) {
   using Tile = RowTile<In, kElems>;
-  using Lane = kernels::LaneStage<In, kElems>;
-  constexpr int P = kStatsPair<In>;
   __shared__ float red_max[32], red_sum[32], red_smooth[32];
-  __shared__ typename Lane::Vec next[P == 2 ? Tile::K * kThreads : 1];
   const int g = static_cast<int>(threadIdx.x);
   const std::int64_t total = a.rows * a.chunks;
-  const std::int64_t groups = (total + P - 1) / P;
-  // A chunk's row: a 32-bit division where the indices fit (a 64-bit one is a ~100-instruction call, per chunk and
-  // thread).
-  const bool narrow_idx = total <= 0xffffffffll;
-  auto row_of = [&](std::int64_t idx) {
-    return narrow_idx ? static_cast<std::int64_t>(static_cast<std::uint32_t>(idx) / static_cast<std::uint32_t>(a.chunks))
-                      : idx / a.chunks;
-  };
-  for (std::int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
-    // The group's second chunk, in flight through the first one's reductions. Only this thread reads its slots, and
-    // only after its own wait; it rewrites them next group, after it has read them (the first half's barriers lie in
-    // between).
-    if constexpr (P == 2) {
-      const std::int64_t idx = grp * 2 + 1;
-      if (idx < total) {
-        const std::int64_t row = row_of(idx), c = idx - row * a.chunks;
-        const std::int64_t first = c * kChunk;
-        const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
-        Lane::fetch(next, row_ptr<In>(a, row) + first * a.col_stride, len, a.col_stride, g, kThreads, g, kThreads,
-                    -detail::inf_<float>());
-        __pipeline_commit();
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    const std::int64_t row = idx / a.chunks, c = idx - row * a.chunks;
+    const std::int64_t t = target_of(a, row);
+    // Uniform across the block. Tested on skip_ignored first, so that when the forward reports every row's LSE the
+    // chunk's loads below are issued without waiting for the target's.
+    if (skip_ignored && t == a.ignore) continue;
+    const std::int64_t first = c * kChunk;
+    const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
+    const In* xr = row_ptr<In>(a, row);
+    float v[kElems];
+    Tile::load(v, xr + first * a.col_stride, len, a.col_stride, g, kThreads);
+    const RowKind kind = row_kind(a, t);
+    if (a.cap > 0) {
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j)
+          if (Tile::index(k, g, kThreads) + j < len) v[k * Tile::V + j] = capped(a, v[k * Tile::V + j]);
+    }
+    // Label smoothing's Σ_c w_c (z_c − r), the target included, ignored rows excluded (their loss is 0).
+    const bool smoothing = a.eps > 0 && smooth != nullptr && kind != RowKind::ignored;
+    float part = 0;
+    if (smoothing) {  // pairwise within a vector, then vector by vector (a depth of log2 V + K additions)
+      float r = capped(a, kernels::to_f32(xr[0]));
+      r = isfinite(r) ? r : 0.0f;
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        float terms[Tile::V];
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) {
+          const int i = Tile::index(k, g, kThreads) + j;
+          terms[j] = i < len ? weight_of(a, first + i) * (v[k * Tile::V + j] - r) : 0.0f;
+        }
+        part += kernels::tree_sum<Tile::V>(terms);
       }
     }
-#pragma unroll 1
-    for (int half = 0; half < P; ++half) {
-      const std::int64_t idx = grp * P + half;
-      if (idx >= total) break;
-      const std::int64_t row = row_of(idx), c = idx - row * a.chunks;
-      const std::int64_t t = target_of(a, row);
-      // The second chunk's copy completes before anything else can reuse its slots, skipped or not.
-      if (P == 2 && half == 1) __pipeline_wait_prior(0);
-      // Uniform across the block. Tested on skip_ignored first, so that when the forward reports every row's LSE the
-      // chunk's loads below are issued without waiting for the target's.
-      if (skip_ignored && t == a.ignore) continue;
-      const std::int64_t first = c * kChunk;
-      const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
-      const In* xr = row_ptr<In>(a, row);
-      float v[kElems];
-      if (P == 2 && half == 1) {
-        Lane::read(v, next, g, kThreads);
-      } else {
-        Tile::load(v, xr + first * a.col_stride, len, a.col_stride, g, kThreads);
-      }
-      const RowKind kind = row_kind(a, t);
-      if (a.cap > 0) {
+    // The target's logit is left out of the state; the row kernel adds it last (see the file comment).
+    if (exclude_target && kind == RowKind::valid) {
+      const std::int64_t lt = t - first;
+      if (lt >= 0 && lt < len) {
 #pragma unroll
         for (int k = 0; k < Tile::K; ++k)
 #pragma unroll
           for (int j = 0; j < Tile::V; ++j)
-            if (Tile::index(k, g, kThreads) + j < len) v[k * Tile::V + j] = capped(a, v[k * Tile::V + j]);
+            if (Tile::index(k, g, kThreads) + j == lt) v[k * Tile::V + j] = -detail::inf_<float>();
       }
-      // Label smoothing's Σ_c w_c (z_c − r), the target included, ignored rows excluded (their loss is 0).
-      const bool smoothing = a.eps > 0 && smooth != nullptr && kind != RowKind::ignored;
-      float part = 0;
-      if (smoothing) {  // pairwise within a vector, then vector by vector (a depth of log2 V + K additions)
-        float r = capped(a, kernels::to_f32(xr[0]));
-        r = isfinite(r) ? r : 0.0f;
+    }
+    const float m = block_max(kernels::tree_max<kElems>(v), red_max);
+    const float shift = State::shift_for(m);
 #pragma unroll
-        for (int k = 0; k < Tile::K; ++k) {
-          float terms[Tile::V];
-#pragma unroll
-          for (int j = 0; j < Tile::V; ++j) {
-            const int i = Tile::index(k, g, kThreads) + j;
-            terms[j] = i < len ? weight_of(a, first + i) * (v[k * Tile::V + j] - r) : 0.0f;
-          }
-          part += kernels::tree_sum<Tile::V>(terms);
-        }
-      }
-      // The target's logit is left out of the state; the row kernel adds it last (see the file comment).
-      if (exclude_target && kind == RowKind::valid) {
-        const std::int64_t lt = t - first;
-        if (lt >= 0 && lt < len) {
-#pragma unroll
-          for (int k = 0; k < Tile::K; ++k)
-#pragma unroll
-            for (int j = 0; j < Tile::V; ++j)
-              if (Tile::index(k, g, kThreads) + j == lt) v[k * Tile::V + j] = -detail::inf_<float>();
-        }
-      }
-      const float m = block_max(kernels::tree_max<kElems>(v), red_max);
-      const float shift = State::shift_for(m);
-#pragma unroll
-      for (int i = 0; i < kElems; ++i) v[i] = exp_shifted(v[i], shift);  // in place: the logits are not needed again
-      const float l = block_sum(kernels::tree_sum<kElems>(v), red_sum);
-      if (smoothing) part = block_sum(part, red_smooth);
-      if (g == 0) {
-        states[idx] = State::from_max_and_sum(m, l);
-        if (smooth) smooth[idx] = part;
-      }
+    for (int i = 0; i < kElems; ++i) v[i] = exp_shifted(v[i], shift);  // in place: the logits are not needed again
+    const float l = block_sum(kernels::tree_sum<kElems>(v), red_sum);
+    if (smoothing) part = block_sum(part, red_smooth);
+    if (g == 0) {
+      states[idx] = State::from_max_and_sum(m, l);
+      if (smooth) smooth[idx] = part;
     }
   }
 }
@@ -291,9 +245,7 @@ void launch_stats(const Args& a, DType x_dtype, bool exclude_target, bool skip_i
   if (total == 0) return;
   kernels::with_in_type(x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    constexpr int P = kStatsPair<In>;
-    stats_kernel<In><<<kernels::capped_grid((total + P - 1) / P), kThreads, 0, s>>>(a, exclude_target, skip_ignored,
-                                                                                   states, smooth);
+    stats_kernel<In><<<kernels::capped_grid(total), kThreads, 0, s>>>(a, exclude_target, skip_ignored, states, smooth);
   });
   SMK_CUDA_CHECK_LAUNCH("cross_entropy stats_kernel");
 }

@@ -4,31 +4,34 @@
 // 1024 threads × 32 logits, the dispatcher's; or narrow, 512 × 24, for tuning), or a thread-block cluster of up to
 // kFusedMaxCluster blocks whose partial states meet through distributed shared memory (as softmax's cluster_row and
 // wide block, src/cuda/softmax/block_row.cu). The grid is persistent; each block loads its next row's target during
-// the current row, and can stage that row in shared memory with cp.async (off by default: kFusedStage). Rows wider
-// than a cluster holds, soft-capped rows, and launches the GPU cannot schedule take the two-read path
-// (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above kFusedAutoMaxCols (f32:
-// kFusedAutoMaxColsF32), where the two calls measured as fast or faster.
+// the current row, and can stage its next rows in shared memory by bulk copy (row_stage.cuh; 16-bit rows on one
+// block by default: stage_rule). Rows wider than a cluster holds, soft-capped rows, and launches the GPU cannot
+// schedule take the two-read path (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above
+// kFusedAutoMaxCols (163840), where nothing was measured.
 //
-// Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, merged across the
-// block and the cluster (OnlineSoftmaxState), the target logit and label smoothing's Σ w_c (z_c − r) carried with
+// Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, combined across the
+// block and the cluster (combine_parts), the target logit and label smoothing's Σ w_c (z_c − r) carried with
 // it; then R = Σ_{j≠t} e_j against the row's max M, l = R + e_t, and the gradient e_j·A_w + B_j (A_w = A·exp(m_w − M),
 // A = (g·(1 − ε)·w_t + g·ε/C·W + 2s·g_z·LSE) / l, B_j = −g·ε/C·w_j) in registers, stored over the row (in place
 // allowed), the target's entry p_t − 1 = −R / l patched by its owner thread. The loss is log1p(R) when the target
 // holds the max (exact as p_t → 1), else (M − z_t) + log l (then p_t ≤ ½, nll ≥ log 2). Every sum and merge is a
 // fixed tree whose shape depends on C alone (the launch shape is a function of C): bitwise the same alone or in any
-// batch, run after run.
+// batch, run after run. A 16-bit gradient's e_j take the 16-bit tier (kernels::out_exp: no TwoSum; common.cuh).
 //
 // Traffic per element: read the logits once and write the gradient once, 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit
 // logits, f32 gradient); per-row values and targets < 0.1 %. Floor on the H200 at the copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32 (2.10 GB) 491 µs, bf16 246 µs.
-// Measured (H200, 2026-11-30, run of c6ad8a5 at 04:34 UTC, tune_cross_entropy, in place, mean, the dispatcher's
-// path; docs/bench/ce3-fused-2026-11-30.md): 8192×32000 f32 651 µs (75 % of the 2n bound, 3.36× torch's
-// F.cross_entropy forward + backward), bf16 568 µs (43 %, 2.10×); 4096×151936 f32 on 5 wide blocks 2035 µs (57 %,
-// 2.65× torch; the dispatcher's since this run, measured on the tuning hook), bf16 two calls 1595 µs (37 %, 1.74×).
-// The previous kernel (two exchanges a row, narrow blocks, staged; same run): 8192×32000 f32 978 µs, bf16 809.
-// The gain is the wide block's (no cluster barrier, more rows an SM); the one exchange did not pay on narrow
-// clusters (4096×151936 on 13 narrow blocks: bf16 2960 µs against the previous kernel's 2475). bf16 takes about
-// as long as f32 (issue-bound: ~9 µs a 32000-wide row an SM whatever the dtype).
+// Measured (H200, 2026-11-30, ce4's run of af97358 at 06:07 UTC, tune_cross_entropy, in place, mean; the
+// configurations the dispatcher takes since; docs/bench/ce4-s6-2026-11-30.md): 8192×32000 bf16 462 µs (53 % of the
+// 2n bound, 2.57× torch's F.cross_entropy forward + backward in the same run), f32 602 (82 %, 3.61×); 4096×151936
+// bf16 on 5 wide blocks 1486 (39 %, 1.88×; the two calls 1639), f32 1757 (66 %, 3.13×). Session 5's kernel (c6ad8a5):
+// 8192×32000 bf16 568 / f32 651, 4096×151936 bf16 1595 (two calls) / f32 2035.
+// Count (SASS, CUDA 13.0, sm_90a, bf16 wide kernel's row loop): ≈ 15 instructions a logit for the element work
+// (staged load and unpack ≈ 3, max 1, out_exp 8.5, sum 1, the gradient's FMA 1, pack and store ≈ 1; exp_diff alone
+// took 15.3) plus the row's per-thread scalar work, which at 32 logits a thread counts as much: the xor tree of
+// merges was ≈ 350 instructions a thread a row (≈ 11 a logit) before combine_parts (≈ 45). What is left of the gap
+// (bf16 ≈ 7.4 µs a 32000-wide row an SM where its bytes need 4.0) is that per-row chain on one block an SM: barrier,
+// combination, the row's scalars, with nothing else resident to overlap them; not profiled (no ncu in ce4's runs).
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
@@ -67,20 +70,31 @@ constexpr std::int64_t kNarrowBlockCols = std::int64_t{kNarrowThreads} * kNarrow
 constexpr std::int64_t kWideBlockCols = std::int64_t{kWideThreads} * kWideElems;        // 32768
 constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;              // 524288
 // The dispatcher's rule, by the row length and the dtype alone (a row's bits never depend on the batch): the fewest
-// wide blocks that hold a row, unstaged (kFusedStage), up to kFusedAutoMaxCols classes (f32: kFusedAutoMaxColsF32);
-// longer rows take the two calls. Measured (H200, 2026-11-30, runs of ef4d08c and c6ad8a5, tune_cross_entropy, in
-// place, mean; µs, the wide kernel against the narrow one and the two calls, docs/bench/ce3-fused-2026-11-30.md):
-//   16384×8192   one block: bf16 284 (narrow 379, two calls 624), f32 375 (398, 800);
-//   8192×32000   one block: bf16 567 (narrow cluster of 3: 859, two calls 1061), f32 651 (905, 1155);
-//   4096×65536   2 blocks: bf16 644 (narrow 988, two calls 729), f32 779 (1027, 977);
-//   4096×151936  5 blocks: bf16 1873 against two calls 1595 (so 16-bit stays on them), f32 2035 against 2125
-//                (4 %, about the run-to-run spread of these timings; narrow 13 blocks: 3057).
-constexpr std::int64_t kFusedAutoMaxCols = 2 * kWideBlockCols;     // 65536
+// wide blocks that hold a row, up to kFusedAutoMaxCols classes (every dtype since ce4); longer rows take the two
+// calls. 16-bit rows that one block holds are staged (stage_rule); clusters and f32 rows are not. Measured (H200,
+// session 5, runs of ef4d08c and c6ad8a5; docs/bench/ce3-fused-2026-11-30.md): the wide block against the narrow one
+// and the two calls — 16384×8192 bf16 284 µs (narrow 379, two calls 624), f32 375 (398, 800); 8192×32000 bf16 567
+// (narrow ×3: 859), f32 651 (905); 4096×65536 (2 blocks) bf16 644 (narrow 988, two calls 729), f32 779 (1027, 977).
+// Session 6 (ce4, H200 run of af97358 at 06:07 UTC, tune_cross_entropy, in place, mean; docs/bench/ce4-s6-2026-11-30.md),
+// µs staged / unstaged / two calls:
+//   16384×8192   one block:  bf16 231 / 236 / 651,    f32 349 / 336 / 828;
+//   8192×32000   one block:  bf16 462 / 482 / 1078,  f32 662 / 602 / 1208;
+//   4096×65536   2 blocks:   bf16 565 / 503 / 755,    f32 780 / 669 / 1004;
+//   4096×151936  5 blocks:   bf16 1521 / 1486 / 1639, f32 2125 / 1757 / 2183.
+// So 16-bit rows above 65536 left the two calls (4096×151936: 1486 against 1639, 9 %; the run of 8a23aad, before
+// combine_parts, had them level: 1645 staged against 1639); nothing between 65536 and 151936 was timed.
+constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
 template <typename In>
 constexpr int kStages = sizeof(In) == 2 ? 2 : 1;
-constexpr std::int64_t kFusedAutoMaxColsF32 = 5 * kWideBlockCols;  // 163840
+// Whether the dispatcher stages a row (tuning's stage −1): 16-bit logits on a single block (8192×32000 bf16 462 µs
+// staged against 482, 16384×8192 231 against 236; the run of 8a23aad with one buffer: 498 against 536); not on
+// clusters (4096×65536 bf16 565 against 503, 4096×151936 1521 against 1486) nor for f32 (slower staged on every shape
+// of both runs, e.g. 8192×32000 662 against 602).
+inline bool stage_rule(std::size_t in_size, int cluster) {
+  return in_size == 2 ? kFusedStage16 && cluster == 1 : kFusedStageF32;
+}
 
 struct FusedArgs {
   void* grad = nullptr;
@@ -437,10 +451,12 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
 }
 
 template <typename In, typename Out>
-bool launch_fused(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
+bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* totals, cudaStream_t s) {
   const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster);
   if (shape.cluster == 0) return false;
   if (a.rows == 0) return true;
+  FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
+  f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }
@@ -456,9 +472,7 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
-  const std::int64_t limit = g_tuning.any_width                ? kFusedMaxCols
-                             : logits.dtype == DType::f32 ? kFusedAutoMaxColsF32
-                                                          : kFusedAutoMaxCols;
+  const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedAutoMaxCols;
   return options.softcap == 0 && logits.shape[1] <= limit && logits.shape[1] > 0;
 }
 
@@ -493,9 +507,7 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   f.gl_stride = grad_loss.data && grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
   f.out = make_row_out(options.reduction, loss, z_loss, lse, ws.at<float>(off_ce), ws.at<float>(off_zl));
   const std::size_t esize = dtype_size(logits.dtype);
-  const bool stage = g_tuning.stage >= 0 ? g_tuning.stage > 0
-                                         : (logits.dtype == DType::f32 ? kFusedStageF32 : kFusedStage16);
-  f.prefetch = stage && logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
+  f.prefetch = logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
   const bool launched = ws.run(op, a, s, [&] {
     bool ok = false;

@@ -856,8 +856,8 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
       check_case(b);
     }
     smk::cuda::ce::set_fused_tuning({});
-    // The 151936-wide row through the one-read kernel on both block kinds (13 narrow, 5 wide blocks): 16-bit rows of
-    // that width take the two calls under the dispatcher, f32 ones the wide blocks.
+    // The 151936-wide row through the one-read kernel on both block kinds (13 narrow, 5 wide blocks), the wide ones
+    // staged and not: the dispatcher takes 5 wide blocks, unstaged, for every dtype since ce4 (fused.cu stage_rule).
     if (!small_mode()) {
       smk::cuda::ce::FusedTuning wide;
       wide.any_width = true;
