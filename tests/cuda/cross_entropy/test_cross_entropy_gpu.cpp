@@ -332,7 +332,7 @@ Ref reference(const CeCase& c, bool backward) {
     std::vector<double> p(C), ez(C);
     // The one-read kernel's 16-bit tier (16-bit gradient: fused.cu, kernels::out_exp): e_j = expf(fl(z_j − m_w))
     // without the subtraction's TwoSum, a relative error of at most u·|z_j − m_w| ≤ u·(M − z_j) more (m_w ≤ M, the
-    // warp's and the row's max). l = Σ e_j gains Σ_{j≠t} p_j·u·(M − z_j) relatively (≤ u·(ln C + log l)), which every
+    // warp's and the row's max). l = Σ e_j gains Σ_{j≠t} p_j·u·(M − z_j) relatively (≤ u·(H(p) − log l) ≤ u·ln C), which every
     // p_j takes through 1 / l; the target's entry −R / l takes it twice (R's own share and 1 / l's). Its own e_t is
     // exp_diff's, as before.
     const bool tier16 = g_fused && c.grad_dtype != DType::f32;
