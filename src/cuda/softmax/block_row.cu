@@ -42,6 +42,13 @@
 // clusters resident (4.5 blocks an SM, register-bound), DRAM 51 % busy (f32 softmax) and 34 % (bf16), an issue slot
 // used 36 % (f32) to 50 % (bf16) of cycles: latency-bound, not bandwidth- or issue-bound; the staged softmax loses 6.6
 // of its 18.7 cycles between issues to memory-barrier stalls.
+// tier16 (2026-11-30): 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp: SASS 17.4 → 10.4 an element,
+// bf16) and the log ops log_term_exp_ftz (17.4 → 13.0) but in the f32 wide block (kLogFtz). Measured (H200, tier16's
+// run of 77c64e6, softmaxkit bench, L2 flushed, median, old → new µs): bf16 softmax 8192×32000 387 → 321 (77 % of
+// copy), 4096×16384 99.9 → 88.3, 16384×4096 127.6 → 122.1; f16 373 → 318, 100.5 → 86.2; bf16 logsumexp 8192×32000 306
+// → 289, 4096×16384 82.8 → 76.3, 16384×4096 105.8 → 97.5; f32 logsumexp 16384×4096 103.4 → 94.0, log-softmax 144.1 →
+// 136.6; bf16 log-softmax 8192×32000 400 → 412 (the staged wide block, kept for its logsumexp). f32 softmax and the f32
+// wide block's log ops are the kernels before, instruction for instruction.
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"
@@ -111,6 +118,12 @@ template <typename In, typename Out, bool kLog, bool kStaged, int kElems = kBloc
 __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const RowProblem p, int cluster) {
   using Tile = RowTile<In, kElems>;
   using Stage = RowStage<In, kElems>;
+  // The log ops' terms by log_term_exp_ftz (common.cuh thread_log_rest, as warp_per_row since warpdiet), except in the
+  // f32 wide block, where log_term_exp stays: measured (H200, 2026-11-30, tier16's run of 77c64e6, µs old → ftz) f32
+  // 16384×4096 (512 threads) logsumexp 103.4 → 94.0, log-softmax 144.1 → 136.6, bf16 105.8 → 97.5 and 133.7 → 127.7,
+  // 8192×32000 bf16 logsumexp 306 → 289; but the f32 wide block staged spilled 8 → 60 B and its log-softmax at
+  // 8192×32000 went 581 → 671.
+  constexpr bool kLogFtz = sizeof(In) == 2 || kElems != kWideBlockElems;
   __shared__ float red_max[32], red_sum[32];
   __shared__ int red_ties[32];
   __shared__ float part_max, part_sum;  // this block's partials, read by the whole cluster
@@ -178,7 +191,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
     if (kStaged && kLog && cluster > 1) {
       // One exchange: this block's own state (its max, ties and rest), merged across the cluster.
       int ties = 0;
-      float rest = thread_log_rest(v, OnlineSoftmaxState<float>::shift_for(m), ties);
+      const float shift = OnlineSoftmaxState<float>::shift_for(m);
+      float rest = kLogFtz ? thread_log_rest(v, shift, ties) : thread_exp_rest(v, shift, false, true, ties);
       rest = block_sum(rest, red_sum);
       ties = block_count(ties, red_ties);
       const auto mine = state_from(m, ties, rest, true);
@@ -196,11 +210,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       }
       const float shift = OnlineSoftmaxState<float>::shift_for(m);
       int ties = 0;
-      // The log ops' terms from log_term_exp_ftz (common.cuh thread_log_rest, as warp_per_row since warpdiet), softmax's
-      // from out_exp by the output type.
+      // The log ops' terms from log_term_exp_ftz (kLogFtz), softmax's from out_exp by the output type.
       float rest;
-      if constexpr (kLog) rest = thread_log_rest(v, shift, ties);
-      else rest = thread_exp_rest<Out>(v, shift, true, false, ties);
+      if constexpr (kLog && kLogFtz) rest = thread_log_rest(v, shift, ties);
+      else rest = thread_exp_rest<Out>(v, shift, !count_ties, count_ties, ties);
       rest = block_sum(rest, red_sum);
       if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
       if (cluster > 1) {
@@ -232,9 +245,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
 
 template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads, int kMinBlocks = 2>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  // Softmax's output type picks its exponential (common.cuh out_exp): f32, or In itself when In is 16-bit.
-  constexpr auto softmax_kernel = block_rows_kernel<In, float, false, kStaged, kElems, kThreads, kMinBlocks>;
-  constexpr auto softmax_out_kernel = block_rows_kernel<In, In, false, kStaged, kElems, kThreads, kMinBlocks>;
+  // Softmax's output type picks its exponential (common.cuh out_exp): a 16-bit output (In itself) the plain tier;
+  // an f32 one exp_diff with the output type read at the store (Out = void: the kernel before the tier).
+  constexpr auto softmax_kernel = block_rows_kernel<In, void, false, kStaged, kElems, kThreads, kMinBlocks>;
+  constexpr auto softmax_out_kernel =
+      block_rows_kernel<In, std::conditional_t<sizeof(In) == 2, In, void>, false, kStaged, kElems, kThreads, kMinBlocks>;
   constexpr auto log_kernel = block_rows_kernel<In, void, true, kStaged, kElems, kThreads, kMinBlocks>;
   const auto kernel = p.op != Op::softmax           ? log_kernel
                       : p.out_dtype == DType::f32 ? softmax_kernel

@@ -45,6 +45,11 @@
 // GPU alone in a CUDA graph 8.3 µs), log-softmax 16.8 → 11.5, logsumexp 11.6 → 10.0, bf16 18.6 → 12.4; 32×128256 (three
 // kernels, dependent launches) f32 softmax 30.3 → 28.3, logsumexp 18.5 → 17.6; 1×16777216 f32 softmax 73.8 → 71.4
 // (1.88 TB/s), bf16 71.9 → 68.7; 4096×151936 f32 softmax 2092 (56 % of copy), logsumexp 800 (73 % of read).
+// tier16 (H200, 2026-11-30, run of 77c64e6, old → new µs): the normalising pass of 16-bit softmax by the 16-bit-output
+// tier (chunk_states.cuh normalize_values<Out>) and the log ops' chunk terms by log_term_exp_ftz: 4096×151936 softmax
+// bf16 1992 → 1812, f16 1974 → 1787 (f32 2077 → 2071, unchanged); logsumexp f32 798 → 717 (78 % of read), bf16 804 →
+// 722, f16 800 → 725; log-softmax f32 2042 → 1955, bf16 1698 → 1589. Forced on cluster_row instead: slower on all 9
+// (bf16 softmax 2271, logsumexp 1368; f32 2711, 1479), so kClusterAutoMaxN stays.
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"

@@ -23,6 +23,10 @@
 // in flight) was timed beside this kernel (bw16's run of d4f4d06, tune_softmax, µs direct → staged): f32 slower
 // everywhere (262144×128 softmax 81.8 → 87.3, 1048576×32 81.5 → 92.5, 32768×1024 81.0 → 82.3), bf16 softmax 1-4 %
 // faster at 128-1024 (50.1 → 49.2 at 128) but logsumexp slower and 1048576×32 1.36× slower (51.4 → 69.8): dropped.
+// The 16-bit-output tier (common.cuh out_exp, where plain_exp_pays below): 16-bit softmax's terms as expf(fl(z − m)),
+// SASS 17.4 → 10.4 instructions an element in the exp window (bf16, E = 32). Measured (H200, 2026-11-30, tier16's run
+// of 77c64e6, softmaxkit bench, L2 flushed, median, old → new): bf16 softmax 32768×1024 48.8 → 41.7 µs (75 % of copy),
+// 262144×128 46.6 → 42.2 (75 %); f16 47.8 → 42.0, 45.4 → 40.7; the log ops and f32 unchanged (the same SASS).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 
@@ -40,8 +44,8 @@ constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 // kLog: the op takes log l (log-softmax, logsumexp, the state), not 1/l (softmax). A template parameter, not a
 // branch on p.op: the two arithmetics (common.cuh's thread_exp_rest and thread_log_rest) then compile apart, and
 // neither pays the other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
-// Out: softmax's output type, known at compile time (common.cuh out_exp: 16-bit outputs take the plain exponential);
-// void for the log ops, whose output type is read from p at the store.
+// Out: softmax's output type when known at compile time (In: 16-bit outputs take common.cuh out_exp's plain
+// exponential, where plain_exp_pays below); void: read from p at the store, and softmax's terms from exp_diff.
 template <typename In, typename Out, int E, bool kLog>
 __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
@@ -106,12 +110,23 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
+// Where 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp) here: rows of 32 elements a lane shared by
+// two lanes or more. Measured (H200, 2026-11-30, tier16's run of 77c64e6, bench old → new, µs): bf16 32768×1024
+// (32 lanes a row) 48.8 → 41.7, 262144×128 (4 lanes) 46.6 → 42.2, f16 47.8 → 42.0 and 45.4 → 40.7; but a row a lane
+// (n ≤ 32: 1048576×32) 47.4 → 53.0 in both 16-bit types, cause not established (same 80 registers, no spills, 7
+// fewer instructions an element). Those rows, and E < 32 (only rows of ≤ 16), keep exp_diff: Out = void, the
+// kernel before the tier, instruction for instruction.
+template <typename In, int E>
+bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
+  return sizeof(In) == 2 && E == 32 && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
+}
+
 template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  // Softmax's output type picks its exponential (common.cuh out_exp): f32, or In itself when In is 16-bit.
-  const auto kernel = p.op != Op::softmax           ? warp_rows_kernel<In, void, E, true>
-                      : p.out_dtype == DType::f32 ? warp_rows_kernel<In, float, E, false>
-                                                  : warp_rows_kernel<In, In, E, false>;
+  // Out = void: the output type read from p at the store, and exp_diff for softmax; In: the tier (above).
+  auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true> : warp_rows_kernel<In, void, E, false>;
+  if constexpr (sizeof(In) == 2 && E == 32)
+    if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false>;
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const unsigned grid = persistent_grid(kernel, kThreads, 0, (p.rows + rows_per_block - 1) / rows_per_block);
   kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
