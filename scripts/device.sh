@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6
+#   split6 tier16
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -814,6 +814,58 @@ if want pfx2; then
     "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
   pfx2_keep
   OUT=$pfx2_outer
+fi
+# tier16 (session 6, issue 3): the 16-bit-output tier of the element arithmetic (common.cuh out_exp) and the log ops'
+# terms by log_term_exp_ftz on the block / cluster / split paths. No build: binaries built on the workstation for
+# sm_90a, carried as build/tier16-bin.tar.xz: old/softmaxkit (the tree before, db68988), lib/libfmt, and new/
+# (softmaxkit, test_cuda_softmax, test_cuda_warp_row, test_cuda_few_rows, test_cuda_grid_row, accuracy_report). In
+# order, each capped: the bench old beside new (softmax, log-softmax, logsumexp; f32, bf16, f16; the issue grid but
+# the few-row shapes), 4096x151936 forced on cluster_row and on split_row (new), the tier's own GPU case in full, the
+# accuracy report and vs torch, few rows, grid_row and warp_row (the bitwise one-launch / three-kernel / grid_row
+# checks), the softmax suite on small rows, memcheck. Logs in /tmp/o; at most 8 files come back: t16-*.txt, a summary and a tarball.
+if want tier16; then
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  t16=/tmp/t16 && mkdir -p "$t16" && tar -xJf build/tier16-bin.tar.xz -C "$t16"
+  t16_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${t16_cudnn:+$t16_cudnn:}$t16/lib"
+  t16_keep() {
+    for f in "$OUT"/t16-*.log; do [ -f "$f" ] && cp "$f" "$outer/$(basename "${f%.log}").txt"; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|WORSE" "$OUT"/t16x-*.log \
+        2>/dev/null | head -n 200; } >"$outer/t16-summary.txt"
+    tar -czf "$outer/t16-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  t16_shapes=${SMK_T16_SHAPES:-4096x151936,8192x32000,4096x16384,16384x4096,32768x1024,262144x128,1048576x32}
+  t16_bench="bench --op softmax,log_softmax,logsumexp --dtype f32,bf16,f16 --no-cudnn --target-ms 2 --min-reps 5"
+  t16_bench="$t16_bench --max-reps 50 --format table --shape $t16_shapes"
+  run_step t16-bench-new timeout "${SMK_T16_BENCH_S:-70}" "$t16/new/softmaxkit" $t16_bench --path auto \
+    --json "$OUT/bench_new.json"
+  t16_keep
+  run_step t16-bench-old timeout "${SMK_T16_BENCH_S:-70}" "$t16/old/softmaxkit" $t16_bench --path auto \
+    --json "$OUT/bench_old.json"
+  t16_keep
+  run_step t16-paths timeout 30 "$t16/new/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype bf16,f16,f32 \
+    --shape 4096x151936 --path cluster_row,split_row --no-cudnn --target-ms 2 --min-reps 5 --max-reps 20 \
+    --format table --json "$OUT/bench_paths.json"
+  t16_keep
+  run_step t16x-tier timeout 30 "$t16/new/test_cuda_softmax" --gtest_filter='*SixteenBit*'
+  t16_keep
+  t16_dump=$(mktemp -d)
+  run_step t16-accuracy timeout 60 "$t16/new/accuracy_report" --gpu --out "$OUT/accuracy-gpu.md" --dump "$t16_dump"
+  run_step t16-vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$t16_dump" --out "$OUT/vs-torch.md"
+  rm -rf "$t16_dump"
+  t16_keep
+  run_step t16x-few timeout 40 "$t16/new/test_cuda_few_rows"
+  run_step t16x-grid timeout 30 "$t16/new/test_cuda_grid_row"
+  run_step t16x-warp timeout 25 "$t16/new/test_cuda_warp_row"
+  t16_keep
+  run_step t16x-softmax-small timeout 60 env SMK_GPU_TEST_SMALL=1 "$t16/new/test_cuda_softmax"
+  t16_keep
+  run_step t16x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$t16/new/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*SixteenBit*:*WideBlockRows*'
+  t16_keep
+  OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
