@@ -701,6 +701,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
       pdl = false;
     }
   }
+  a.pdl = pdl;
   try {
     if (mma) {
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s);

@@ -55,6 +55,8 @@ struct DecodeArgs {
   // else they are in the call's workspace, zeroed by a memset). Null: the merge kernel does, or the cluster merge
   // (which needs no partials in global memory and no counter: part_o is null too).
   int* counters;
+  // Launched as a programmatic dependent of the kernel before it (DecodeConfig::pdl): wait for it before any load.
+  bool pdl;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).
@@ -66,8 +68,9 @@ __device__ __forceinline__ int visible_end(const DecodeArgs& a, int len, int tok
 
 // Programmatic dependent launch (sm_90+, PTX griddepcontrol): a grid launched with
 // cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it on the stream drains; this
-// waits until that kernel has completed and its writes are visible (at once for a plain launch). Every global load of
-// the split kernel (seqlens, q, the caches, the sinks) comes after it: any of them may be the previous kernel's output.
+// waits until that kernel has completed and its writes are visible. Every global load of the split kernel (seqlens, q,
+// the caches, the sinks) comes after it: any of them may be the previous kernel's output. The kernel runs it only
+// when launched so (DecodeArgs::pdl).
 __device__ __forceinline__ void decode_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

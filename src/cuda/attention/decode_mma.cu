@@ -287,29 +287,9 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const int split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
   const int hk = blockIdx.y;
   const std::int64_t b = blockIdx.z;
-  decode_pdl_wait();  // a programmatic dependent launch (DecodeConfig::pdl) starts here: nothing was read before
-  // Every load that does not depend on the sequence's length is issued with it, so that their latencies overlap
-  // instead of following one another: q's raw 16-bit pairs (row g, the A operand; see make_qa) and, for the fold of
-  // a single split, the sink of row threadIdx.x. Round 4's empty call (every length 0) waited for the length, then q,
-  // then the sink, one after the other (session 6, dec5).
-  std::uint32_t qa[kSteps][2];  // Q as the A operand: raw pairs here, the sign applied by make_qa
-  {
-    const int row = row_chunk * kRows + g;
-    const bool real = row < a.rows;
-    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
-                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int d0 = 16 * kk + 8 * half + 2 * c;
-        qa[kk][half] = real ? qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16) : 0u;
-      }
-  }
-  float sink_early = 0.0f;  // thread r < kRows: row r's sink (read only where the block's one split folds it)
-  if (threadIdx.x < kRows && a.sinks != nullptr && row_chunk * kRows + static_cast<int>(threadIdx.x) < a.rows)
-    sink_early = a.sinks[(hk * a.group + (row_chunk * kRows + static_cast<int>(threadIdx.x)) / a.sq) * a.sink_stride];
+  // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
+  // it; a plain launch skips the instruction (a uniform branch).
+  if (a.pdl) decode_pdl_wait();
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -374,22 +354,34 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     }
   };
 
-  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..), loaded above; rows
-  // 8..15 are the zero registers a1, a3. Negated (exactly) for a negative scale.
-  const auto make_qa = [&] {
-    if (a.scale < 0.0f) {
+  // Q as the A operand: this lane's pairs of row g (dimensions 16kk + 2c.. and 16kk + 8 + 2c..); rows 8..15 are the
+  // zero registers a1, a3. The raw 16-bit values, negated (exactly) for a negative scale.
+  std::uint32_t qa[kSteps][2];
+  const auto load_q = [&] {
+    const int row = row_chunk * kRows + g;
+    const bool real = row < a.rows;
+    const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+    const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
+                              (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
+    for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) qa[kk][half] = ptx::neg2(qa[kk][half]);
-    }
+      for (int half = 0; half < 2; ++half) {
+        const int d0 = 16 * kk + 8 * half + 2 * c;
+        std::uint32_t pair = 0;
+        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
+      }
   };
-  // The K/V stream starts before q's fragments are built from its loaded values (the sign flip): in the other order
-  // (round 1) the warp waited one memory latency for q before its first cp.async, with nothing of K or V in flight.
-  // Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge of that run's
-  // spread (0.3 µs), but never the other way. Since session 6 q's loads are issued with the length's, before it.
+  // The K/V stream starts before q's loads: q's fragments are built from its loaded values (the sign flip), and in
+  // the other order (round 1) the warp waited one memory latency for them before its first cp.async, with nothing of
+  // K or V in flight. Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge
+  // of that run's spread (0.3 µs), but never the other way. Session 6 (dec5, H200 run of 0ad26b8) issued q's loads
+  // (and a single split's sink) before the length's instead, to overlap the empty call's three latencies: slower on
+  // every row, 2.1-8.3 µs (147.8 against 152.1 at 128 × 1024, where nothing merges; the empty call 15.4 against 29.0
+  // µs at 64 × 4096, every block loading q before it knew it had no keys). Back to this order.
   prologue();
-  make_qa();
+  load_q();
   float m_run = -detail::inf_<float>(), l_run = 0.0f;  // row g, base 2; l_run: this lane's share (quad-summed last)
   bool nan_seen = false;  // a visible NaN score (fmaxf drops it from m_run; the state must still be NaN)
   float acc[kSteps][4];  // Oᵀ: (dimension 16mt + g (+8), rows 2c, 2c+1)
@@ -523,7 +515,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     const int r = threadIdx.x, row = row_chunk * kRows + r;
     // The sink joins exactly once: here or in the merge.
     const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
-    const float sink_lse = has_sink ? sink_early : 0.0f;  // loaded at the start (thread r: row r)
+    const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
     fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r]);
   }
   __syncthreads();
