@@ -980,10 +980,12 @@ if want dec5; then
   cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
   run_step decode-test timeout 30 "$d5/test_cuda_decode" \
     --gtest_filter='*Programmatic*:*ClusterMerge*:*BitwiseDeterministic*:*GraphCapture*:*CausalBand*:*CausalMulti*'
-  run_step decode-ncu timeout 20 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
-    --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
-  ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
-  ncu -i "$OUT/dec5.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>&1
+  if [ "${SMK_DEC5_NCU:-1}" != 0 ]; then  # SMK_DEC5_NCU=0: a second call that needs no profile
+    run_step decode-ncu timeout 20 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
+      --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
+    ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
+    ncu -i "$OUT/dec5.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>&1
+  fi
   run_step decode-memcheck timeout 12 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$d5/test_cuda_decode" --gtest_filter='*BadInputs*:*Programmatic*'
   grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
