@@ -975,12 +975,13 @@ if want dec5; then
   oldjson=()
   run_step decode-bench-old timeout 25 "$d5/old/bench_decode" --json "$OUT/bench_decode_old.json" &&
     oldjson=(--old "$OUT/bench_decode_old.json")
-  run_step decode-sdpa timeout 30 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
+  [ "${SMK_DEC5_SHORT:-0}" = 1 ] ||  # SMK_DEC5_SHORT=1: benches, the tests the changes touch and memcheck only
+    run_step decode-sdpa timeout 30 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
     --clean --out "$OUT/decode_vs_sdpa.md"
   cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
   run_step decode-test timeout 30 "$d5/test_cuda_decode" \
     --gtest_filter='*Programmatic*:*ClusterMerge*:*BitwiseDeterministic*:*GraphCapture*:*CausalBand*:*CausalMulti*'
-  if [ "${SMK_DEC5_NCU:-1}" != 0 ]; then  # SMK_DEC5_NCU=0: a second call that needs no profile
+  if [ "${SMK_DEC5_NCU:-1}" != 0 ] && [ "${SMK_DEC5_SHORT:-0}" != 1 ]; then  # SMK_DEC5_NCU=0: no profile
     run_step decode-ncu timeout 20 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
       --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
     ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
@@ -995,7 +996,7 @@ if want dec5; then
     2>/dev/null
   tar -czf "$outer/dec5-logs.tgz" -C "$OUT" . 2>/dev/null
   OUT=$outer
-  run_step decode-test-rest timeout "${SMK_DEC_REST_S:-40}" "$d5/test_cuda_decode" \
+  [ "${SMK_DEC5_SHORT:-0}" = 1 ] || run_step decode-test-rest timeout "${SMK_DEC_REST_S:-40}" "$d5/test_cuda_decode" \
     --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
 fi
 echo
