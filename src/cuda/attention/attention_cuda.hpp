@@ -217,10 +217,12 @@ inline constexpr bool kDecodeSelfResetCounters = true;
 // packed, 55.0 and 167.6. So the dispatcher does not spread (off); above kDecodeClusterDispatch splits it merges by
 // the fused merge, as in round 3. On (for measuring): where all the call's clusters run at once, else fused.
 inline constexpr bool kDecodeSpreadCluster = false;
-// Session 6 (dec5): the split kernel as a programmatic dependent launch, to take the launch's latency off the fixed
-// cost (round 4: an all-empty call 9.0 µs against the timing method's 2.3). Provisional, set before its first H200
-// run; the run's verdict is in decode_mma.cu's header and docs/perf-notebook.md (session 6, dec5). Never taken while
-// the stream captures a graph or when the call zeroes counters with a memset (its predecessor is then no kernel).
+// Session 6 (dec5): the split kernel as a programmatic dependent launch, its blocks scheduled while the kernel before
+// it drains. Measured (H200 runs of 0ad26b8 and e9af5e6, 2026-11-30, bench_decode, docs/bench/dec5-s6-2026-11-30.md):
+// right after a small kernel (a 1×1024 logsumexp inside the timed window) 1.0-1.3 µs less on every row (60.7 against
+// 62.0 µs at (1, 32768), 276.7 against 277.9 at 64 × 4096); alone after the bench's flush (a memset, then an event)
+// within 0.3 µs of the plain launch. So on. Never taken while the stream captures a graph or when the call zeroes
+// counters with a memset (its predecessor is then no kernel).
 inline constexpr bool kDecodePdl = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.

@@ -12,6 +12,10 @@
 // Measured (H200, 2026-11-29, commit e4be1ff, bench_decode): 1.26-1.79 TB/s on the issue's 32/8 rows (30-42 % of
 // copy; 106 µs at (1, 32768), of which the merge kernel then took 21 %), 0.66-0.76 TB/s at 64/8: compute-bound, see
 // below. cuDNN in the same run: 2.7-4.2 TB/s. docs/perf-notebook.md has the table.
+// Session 6 (dec5, 2026-11-30): this kernel unchanged (the dispatcher runs decode_mma.cu's); the host entry point
+// below reads the SM count from device_attrs.hpp instead of asking the device every call, sets each CUDA-core
+// variant's shared-memory opt-in once per device, and may launch the tensor-core kernel as a programmatic dependent
+// (DecodeConfig::pdl; measured in decode_mma.cu's header).
 //
 // CUDA cores, not tensor cores — the count, and where it went wrong: one block serves all R = (Hq/Hkv)·Sq_new query
 // rows of one KV head, so each key costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s

@@ -16,6 +16,15 @@
 // path called directly (memset counters, as captured: the GPU, not the host, sets the time; the 5-8 µs of host work a
 // call overlap the flush), one kernel a call (plus the workspace's allocation and free, a memset only when captured). After a flush that leaves L2 clean: 49.2 µs
 // against cuDNN's 42.2. docs/perf-notebook.md ("decode attention (issue 8), round 4") has the tables and what is left.
+// Session 6 (dec5; H200 runs of 0ad26b8 and e9af5e6, 2026-11-30, docs/bench/dec5-s6-2026-11-30.md), this kernel as
+// committed in 2adb76c: 53.2 µs at (1, 32768) (2.52 TB/s; round 4's build in the same run 52.8), 142.6 at (1, 131072)
+// (3.77), 153.3 / 273.3 / 147.5 on the batch rows (3.50 / 3.93 / 3.64 TB/s), 56.1 and 154.9 at 64/8: within 0.6 µs of
+// round 4's build on every row; 0.87-0.97x cuDNN (run 1's 49.9-256.7 µs). The programmatic dependent launch (pdl):
+// alone after the flush within 0.3 µs of the plain launch; right after a small kernel 1.0-1.3 µs less on every row.
+// Nsight Compute at (1, 32768) (run 1): the kernel runs 49.1 µs, its SMs active 69.6 K cycles on average but the
+// busiest 85.5 K (of 87.6 K elapsed): the blocks, one an SM, finish up to ~19 % apart, and the tail where fewer and
+// fewer of them stream is most of the fixed cost over cuDNN; the all-empty call's 9.2 µs is the kernel's own time
+// (9.15 µs under ncu: long-scoreboard and instruction-cache stalls in the 8 blocks that write), not the launch.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take

@@ -4,6 +4,8 @@
 // the element type per output element, so the floor at the H200's 4.27 TB/s copy bandwidth is 3·N·D·s / 4.27e12 s.
 // One warp per row: the row's offsets and its two weights are computed once per warp, each lane then streams
 // elements lane, lane + 32, ... Not yet measured on the H200 for speed (see docs/perf-notebook.md).
+// Session 6 (dec5): the f32 conversions now come from decode_common.cuh (one copy for the decode kernels and this
+// one); the kernel is unchanged.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
