@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   // K or V in flight. Measured in the H200 run of bb13db2: 0.1-0.7 µs a call (0.1-0.5 %) on every row, at the edge
   // of that run's spread (0.3 µs), but never the other way. Session 6 (dec5, H200 run of 0ad26b8) issued q's loads
   // (and a single split's sink) before the length's instead, to overlap the empty call's three latencies: slower on
-  // every row, 2.1-8.3 µs (147.8 against 152.1 at 128 × 1024, where nothing merges; the empty call 15.4 against 29.0
+  // every row, 2.0-8.3 µs (147.8 against 152.1 at 128 × 1024, where nothing merges; the empty call 15.4 against 29.0
   // µs at 64 × 4096, every block loading q before it knew it had no keys). Back to this order.
   prologue();
   load_q();
