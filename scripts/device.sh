@@ -836,35 +836,46 @@ if want tier16; then
         2>/dev/null | head -n 200; } >"$outer/t16-summary.txt"
     tar -czf "$outer/t16-logs.tgz" -C "$OUT" . 2>/dev/null
   }
-  t16_shapes=${SMK_T16_SHAPES:-4096x151936,8192x32000,4096x16384,16384x4096,32768x1024,262144x128,1048576x32}
-  t16_bench="bench --op softmax,log_softmax,logsumexp --dtype f32,bf16,f16 --no-cudnn --target-ms 2 --min-reps 5"
-  t16_bench="$t16_bench --max-reps 50 --format table --shape $t16_shapes"
-  run_step t16-bench-new timeout "${SMK_T16_BENCH_S:-70}" "$t16/new/softmaxkit" $t16_bench --path auto \
-    --json "$OUT/bench_new.json"
-  t16_keep
-  run_step t16-bench-old timeout "${SMK_T16_BENCH_S:-70}" "$t16/old/softmaxkit" $t16_bench --path auto \
-    --json "$OUT/bench_old.json"
-  t16_keep
-  run_step t16-paths timeout 30 "$t16/new/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype bf16,f16,f32 \
-    --shape 4096x151936 --path cluster_row,split_row --no-cudnn --target-ms 2 --min-reps 5 --max-reps 20 \
-    --format table --json "$OUT/bench_paths.json"
-  t16_keep
-  run_step t16x-tier timeout 30 "$t16/new/test_cuda_softmax" --gtest_filter='*SixteenBit*'
-  t16_keep
-  t16_dump=$(mktemp -d)
-  run_step t16-accuracy timeout 60 "$t16/new/accuracy_report" --gpu --out "$OUT/accuracy-gpu.md" --dump "$t16_dump"
-  run_step t16-vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$t16_dump" --out "$OUT/vs-torch.md"
-  rm -rf "$t16_dump"
-  t16_keep
-  run_step t16x-few timeout 40 "$t16/new/test_cuda_few_rows"
-  run_step t16x-grid timeout 30 "$t16/new/test_cuda_grid_row"
-  run_step t16x-warp timeout 25 "$t16/new/test_cuda_warp_row"
-  t16_keep
-  run_step t16x-softmax-small timeout 60 env SMK_GPU_TEST_SMALL=1 "$t16/new/test_cuda_softmax"
-  t16_keep
-  run_step t16x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$t16/new/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*SixteenBit*:*WideBlockRows*'
-  t16_keep
+  # SMK_T16=acc: only the accuracy report, one path at a time (each its own table and verdict, so a cap cuts whole
+  # paths), on the paths of SMK_T16_PATHS.
+  if [ "${SMK_T16:-ab}" = acc ]; then
+    for path in ${SMK_T16_PATHS:-warp_per_row block_per_row cluster_row split_row}; do
+      run_step "t16-acc-$path" timeout 40 "$t16/new/accuracy_report" --backend "gpu_$path" \
+        --out "$OUT/accuracy-$path.md"
+      t16_keep
+    done
+  else
+    t16_shapes=${SMK_T16_SHAPES:-4096x151936,8192x32000,4096x16384,16384x4096,32768x1024,262144x128,1048576x32}
+    t16_bench="bench --op softmax,log_softmax,logsumexp --dtype f32,bf16,f16 --no-cudnn --target-ms 2 --min-reps 5"
+    t16_bench="$t16_bench --max-reps 50 --format table --shape $t16_shapes"
+    run_step t16-bench-new timeout "${SMK_T16_BENCH_S:-70}" "$t16/new/softmaxkit" $t16_bench --path auto \
+      --json "$OUT/bench_new.json"
+    t16_keep
+    run_step t16-bench-old timeout "${SMK_T16_BENCH_S:-70}" "$t16/old/softmaxkit" $t16_bench --path auto \
+      --json "$OUT/bench_old.json"
+    t16_keep
+    run_step t16-paths timeout 30 "$t16/new/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype bf16,f16,f32 \
+      --shape 4096x151936 --path cluster_row,split_row --no-cudnn --target-ms 2 --min-reps 5 --max-reps 20 \
+      --format table --json "$OUT/bench_paths.json"
+    t16_keep
+    run_step t16x-tier timeout 30 "$t16/new/test_cuda_softmax" --gtest_filter='*SixteenBit*'
+    t16_keep
+    t16_dump=$(mktemp -d)
+    run_step t16-accuracy timeout 60 "$t16/new/accuracy_report" --gpu --out "$OUT/accuracy-gpu.md" --dump "$t16_dump"
+    run_step t16-vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$t16_dump" --out "$OUT/vs-torch.md"
+    rm -rf "$t16_dump"
+    t16_keep
+    run_step t16x-few timeout 40 "$t16/new/test_cuda_few_rows"
+    run_step t16x-grid timeout 30 "$t16/new/test_cuda_grid_row"
+    run_step t16x-warp timeout 25 "$t16/new/test_cuda_warp_row"
+    t16_keep
+    run_step t16x-softmax-small timeout 60 env SMK_GPU_TEST_SMALL=1 "$t16/new/test_cuda_softmax"
+    t16_keep
+    run_step t16x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$t16/new/test_cuda_softmax" \
+      --gtest_filter='*EveryPathEveryLength*:*SixteenBit*:*WideBlockRows*'
+    t16_keep
+  fi
   OUT=$outer
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
