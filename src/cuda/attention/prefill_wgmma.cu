@@ -33,24 +33,28 @@
 // NaN and padding: keys past the sequence are zeros (TMA's out-of-bounds fill, cp.async's zero-fill) and a masked
 // score is −inf whatever K holds. In the key tile that crosses a warpgroup's causal diagonal (on the TMA path with
 // its rows past the CTA's last visible key, which the box loads) a non-finite V row would reach a row that may not
-// see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run (kWS: the producer
-// warpgroup's idle warps scan them, from the CTA's first row's diagonal on, as the tile lands), and where one is
-// found it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
+// see it as P = 0 times NaN or inf: the warpgroup scans those V rows while its products run, and where it finds one
+// it takes that tile's P·V by prefill_exact_pv.cuh's exact_pv, which skips the keys each row may not see.
 //
-// Measured on the H200 (tune_prefill, tree of commit a967bdc, bf16, 2026-11-30 04:24 UTC, old kernels timed before
-// and after in the same call; docs/perf-notebook.md, "issue 7, session 5", and docs/bench/prefill-pfx-2026-11-30.md):
-// the dispatcher's D = 128 kernel with TMA (the producer warpgroup, ping-pong, 64-key tiles) 507.5 TFLOP/s at B=4,
-// H=32, S=4096, D=128, full (0.64 of the 790 peak; 1.43x SDPA FLASH's 354, 0.76x cuDNN's 665), 417.6 causal (0.71x
-// cuDNN's 589), 503.0 at B=1, H=32, S=16384 causal; two warpgroups and 128-key tiles 481.1 / 397.6 / 492.2; D = 64
-// (two warpgroups, 64-key tiles) 379.8 at B=16, H=16, S=2048 (0.85x cuDNN's 449). The non-finite-V check costs
-// nothing measurable without a causal mask and 4-5 % with one (wg2 n128 0.948 of the old kernel at S = 4096
-// causal): more than the scan's count explains, not yet understood. Registers (ptxas -v): 233 a thread for two
-// warpgroups × 128 keys with TMA, 249 with cp.async, 168 for the producer variant (its entry count: 384 threads),
-// 128 for D = 64 two warpgroups (bounded, kMinCtas), no spill but 8-16 bytes there.
+// Measured on the H200 (tune_prefill and scripts/bench_sdpa.py in one call, runs of bf05fb3 and 930081a, bf16,
+// 2026-11-30 06:05 and 06:13 UTC; docs/perf-notebook.md, "session 6 — pfx2", docs/bench/prefill-pfx2-s6-2026-11-30.md):
+// the D = 128 default with TMA (the producer warpgroup, ping-pong, 128-key tiles) 589-629 TFLOP/s over seven timings
+// at B=4, H=32, S=4096, D=128, full (0.75-0.80 of the 790 peak; 1.72x SDPA FLASH's 351-353, 0.90-0.93x cuDNN's
+// 656-671); causal, with this file's consumer-side scan, 494.3 / 499.3 / 493.9 (0.91-0.92x cuDNN's 541-543);
+// B=1, H=32, S=16384 causal 597.3 / 599.6 / 604.2 (0.92-0.95x cuDNN's 635-650). The 64-key producer variant (session
+// 5's default) 519-531 full, 415-432 causal; two warpgroups × 128 keys 477-503 full. D = 64 (two warpgroups, 64-key
+// tiles) 361-387 at B=16, H=16, S=2048 (0.85-0.89x cuDNN's 434). The non-finite-V check costs nothing measurable
+// without a causal mask and about 5 % at S = 4096 causal (consumer-side scan against the check compiled out: 496
+// against 522), within the spread at S = 16384. Registers (ptxas -v, CUDA 13.0): the producer variant enters with
+// 168 a thread (the 384-thread launch bound) and its consumers use 217 (128-key tiles) or 153 (64-key) after
+// setmaxnreg, no spill; two warpgroups × 128 keys 233 with TMA, 249 with cp.async; D = 64 two warpgroups 128
+// (bounded, kMinCtas).
 // Session 6 (pfx2): 128-key tiles under the producer warpgroup (session 5 measured them at 247.6 with ptxas holding
-// the consumers to 168 registers: a trap in mbar_wait, reachable after setmaxnreg, was why), and the producer's
-// warps scan the diagonal tiles' V (kProducerScan) so that the consumers' checked step only waits on a barrier that
-// has long completed and reads three words.
+// the consumers to 168 registers: a trap in mbar_wait, reachable after setmaxnreg, was why). Tried and withdrawn
+// after its second H200 run: the diagonal tiles' V scanned by the producer warpgroup's idle warps instead of the
+// consumers (docs/perf-notebook.md, session 6, pfx2: 2.7 % on the causal row against 4.9 %, but its scanning warps
+// waited on a stage's full barrier more than one phase ahead and read a tile before it landed, a NaN leak the test
+// caught once in two runs).
 // Not in this version: S_{j+1} issued before the softmax of tile j (at 128-key tiles 64 more registers than the 240
 // a consumer may have), a ring deeper than one tile ahead.
 #include <cuda_bf16.h>
@@ -121,10 +125,6 @@ struct PrefillMaps {
 // mbar_wait): 217 registers a consumer thread with 128-key tiles, 153 with 64, no spill (CUDA 13.0, session 6).
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
-// kWS: the non-finite-V scan of the diagonal tiles by the producer warpgroup's three idle warps as each tile lands
-// (true), or, as without kWS, by each consumer warpgroup after its softmax with a named barrier to gather the
-// findings (false; session 5's design, 4-5 % on causal rows).
-constexpr bool kProducerScan = true;
 // CTAs an SM the registers must allow: two at D = 64 with two warpgroups (64 KB of shared memory each; at 131
 // registers a thread, as the build of 19a3913 gave, only one fits, and the H200 run of 19a3913 measured 268 against
 // 382 TFLOP/s at B=16, H=16, S=2048), else one (shared memory allows no more at D = 128, two warpgroups).
@@ -149,24 +149,13 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // past the (kStages + 1) 8-byte mbarriers of the TMA path (one per stage: its tile's K and V landed; then Q's).
   // Not one byte more: at D = 128 two CTAs of one warpgroup fill an SM's 228 KB exactly.
   const std::uint32_t bar_addr = ptx::smem_addr(smem_raw);
-  // kWS also keeps, after the empty barriers, kStages "scanned" barriers and a flag word per stage and scanning warp
-  // (the producer's scan of the diagonal tiles' V, below): 2·kStages + 1 + kStages barriers and 4·kStages words.
-  const std::uint32_t q_addr = (bar_addr + 8u * (3 * kStages + 1) + 16u * kStages + 1023u) & ~1023u;
+  const std::uint32_t q_addr = (bar_addr + 8u * (2 * kStages + 1) + 1023u) & ~1023u;
   const std::uint32_t kv_addr = q_addr + kQBytes;
   if (q_addr - bar_addr > 1024u) __trap();  // a base 8-31 bytes short of a boundary: never seen (it is 1024-aligned)
   const auto full_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(stage); };
   const std::uint32_t q_bar = full_bar(kStages);
   // kWS: stage st is free again once every consumer warp arrived (after its P·V of the stage's tile completed).
   const auto empty_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(kStages + 1 + stage); };
-  // kWS: the producer's scanning warps (1..3 of its warpgroup) have scanned the stage's V for non-finite values and
-  // each written its finding to scan_flag(stage, warp).
-  const auto scanned_bar = [&](int stage) {
-    return bar_addr + 8u * static_cast<std::uint32_t>(2 * kStages + 1 + stage);
-  };
-  const auto scan_flag = [&](int stage, int w) {
-    return bar_addr + 8u * (3 * kStages + 1) + 16u * static_cast<std::uint32_t>(stage) +
-           4u * static_cast<std::uint32_t>(w);
-  };
 
   // The warpgroup, broadcast from lane 0 so that ptxas knows it is warp-uniform (else every wgmma after a branch
   // on it counts as divergent and is serialised, C7520).
@@ -234,7 +223,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // non-finite value there, the warpgroup's P·V of that tile runs exact_pv (keys a row may not see skipped) instead
   // of the tensor cores.
   const std::int64_t wg_diag = m0 + 64 * wg + sk - sq;  // the last key the warpgroup's first row sees
-  const std::int64_t cta_diag = m0 + sk - sq;            // the same for the CTA's first row
   // The first tile whose keys a row with last key `diag` does not all see (n_tiles: none, as without a mask).
   const auto first_crossing = [&](std::int64_t diag) {
     const std::int64_t n_seen = a.causal ? (diag + 1 < 0 ? 0 : (diag + 1) / kBlockN) : n_tiles;
@@ -243,7 +231,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   const auto crosses = [&](int tile) {
     return a.causal && static_cast<std::int64_t>(tile) * kBlockN + kBlockN - 1 > wg_diag;
   };
-  // Thread tid of kScanThreads scans the V rows of tile `tile` (in `stage`) past the key `diag` sees last.
+  // Thread tid of scan_threads scans the V rows of tile `tile` (in `stage`) past the key `diag` sees last.
   const auto scan = [&](auto scan_threads, int tile, int stage, std::int64_t diag, int tid) {
     const std::uint32_t vb = kv_addr + stage * kStage + kTile;
     const std::int64_t lo = diag - static_cast<std::int64_t>(tile) * kBlockN + 1;
@@ -336,7 +324,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if (threadIdx.x == 0) {
       for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
       for (int st = 0; st < kStages; ++st) ptx::mbar_init(empty_bar(st), 4 * kWG);
-      for (int st = 0; st < kStages; ++st) ptx::mbar_init(scanned_bar(st), 3);
       ptx::fence_mbar_init();
     }
     __syncthreads();  // the last CTA-wide barrier: from here the producer and the two consumers run apart
@@ -351,21 +338,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
           if (t >= kStages)
             ptx::mbar_wait<false>(empty_bar(t % kStages), static_cast<std::uint32_t>(t / kStages - 1) & 1u);
           tma_kv(t, t % kStages);
-        }
-      }
-      // Warps 1..3 scan the V of each tile that crosses the CTA's first row's diagonal as it lands (a superset of
-      // what each consumer warpgroup's first row may not see), off the consumers' path: each warp's finding goes to
-      // its flag word, then one arrival on the stage's scanned barrier (release; the consumers' wait acquires).
-      if (kProducerScan && warp > 0 && a.causal) {
-        for (int t = first_crossing(cta_diag); t < n_tiles; ++t) {
-          const int st = t % kStages;
-          ptx::mbar_wait<false>(full_bar(st), static_cast<std::uint32_t>(t / kStages) & 1u);
-          const bool bad = __any_sync(0xffffffffu, scan(std::integral_constant<int, 96>{}, t, st, cta_diag,
-                                                         static_cast<int>(threadIdx.x) - kThreads - 32));
-          if (lane == 0) {
-            ptx::sts32(scan_flag(st, warp), bad ? 1u : 0u);
-            ptx::mbar_arrive(scanned_bar(st));
-          }
         }
       }
       return;
@@ -442,16 +414,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     softmax(j, alpha, pn);
     // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
     // gathered by a named barrier (3, 4).
-    if constexpr (kChecked && kWS && kProducerScan) {
-      // The producer's findings for this tile (its (j − first crossing) / kStages-th scan of this stage).
-      if (crosses(j)) {
-        const int k = (j - first_crossing(cta_diag)) / kStages;
-        ptx::mbar_wait<false>(scanned_bar(cur), static_cast<std::uint32_t>(k) & 1u);
-        nf = (ptx::lds32(scan_flag(cur, 1)) | ptx::lds32(scan_flag(cur, 2)) | ptx::lds32(scan_flag(cur, 3))) != 0;
-      } else {
-        nf = false;
-      }
-    } else if constexpr (kChecked) {
+    if constexpr (kChecked) {
       nf = crosses(j) && ptx::bar_or(3 + wg, 128,
                                      scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
                                           static_cast<int>(threadIdx.x) % 128));

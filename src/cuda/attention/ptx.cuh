@@ -108,16 +108,12 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 // A 32-bit register holding two 16-bit values, each with its sign flipped: exact negation of a pair of f16/bf16.
 __device__ __forceinline__ std::uint32_t neg2(std::uint32_t pair) { return pair ^ 0x80008000u; }
 
-// Plain shared-memory loads at a byte address (what __cvta_generic_to_shared gives): 4 and 16 bytes, and a 4-byte
-// store. Used by the prefill kernels' rare exact P·V and their scan of a V tile for non-finite values
-// (prefill_exact_pv.cuh), and the producer warpgroup's findings (prefill_wgmma.cu).
+// Plain shared-memory loads at a byte address (what __cvta_generic_to_shared gives): 4 and 16 bytes. Used by the
+// prefill kernels' rare exact P·V and their scan of a V tile for non-finite values (prefill_exact_pv.cuh).
 __device__ __forceinline__ std::uint32_t lds32(std::uint32_t addr) {
   std::uint32_t v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
   return v;
-}
-__device__ __forceinline__ void sts32(std::uint32_t addr, std::uint32_t v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 __device__ __forceinline__ uint4 lds128(std::uint32_t addr) {
   uint4 v;
@@ -241,8 +237,12 @@ __device__ __forceinline__ bool bar_or(int id, int threads, bool v) {
 // kTrap, a phase that never completes (a bug) ends in a trap after about 2^22 tries instead of a hang. Kernels that
 // use setmaxnreg must pass kTrap = false: a trap reachable after setmaxnreg.inc makes ptxas (CUDA 13.0, sm_90a)
 // allocate that region within the launch bound's count instead of the raised one (the producer-warpgroup kernel with
-// 128-key tiles: 168 registers and 592 bytes of spill with the trap, 218 registers and none without; a 40-line
+// 128-key tiles: 168 registers and 592 bytes of spill with the trap, 217 registers and none without; a 40-line
 // kernel shows the same, 380 bytes of spill, and none with `exit` or no timeout in the trap's place).
+// A waiter must not run more than one phase ahead: while phase k − 1 is still pending, a wait for phase k (the
+// other parity) returns at once, since the parity it asks about last completed in phase k − 2. So a thread must have
+// seen phase k − 1 complete before it waits for phase k (session 6's scan of V by the producer warpgroup in
+// prefill_wgmma.cu did not, and read a tile before it landed).
 template <bool kTrap = true>
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   for (std::uint32_t i = 0;; ++i) {
