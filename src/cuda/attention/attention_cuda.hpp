@@ -112,7 +112,7 @@ inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 64;
 // Session 6 (pfx2; H200 run of bf05fb3, 2026-11-30, docs/bench/prefill-pfx2-s6-2026-11-30.md): 128-key tiles under
-// the producer warpgroup (217 registers a consumer thread, no spill, once no trap is reachable after setmaxnreg), the
+// the producer warpgroup (218 registers a consumer thread, no spill, once no trap is reachable after setmaxnreg), the
 // fastest variant on every D = 128 row of the issue and the sweep, short causal rows included: 602.0 against 526.8
 // (64-key tiles) and 503.4 (two warpgroups, 128 keys) TFLOP/s at B=4, H=32, S=4096 full, 514.8 against 432.3
 // causal, 592.9 against 545.5 at B=1, H=32, S=16384 causal, 181.1 against 177.3 (one warpgroup) at S = 512 causal.

@@ -46,7 +46,7 @@
 // tiles) 361-387 at B=16, H=16, S=2048 (0.85-0.89x cuDNN's 434). The non-finite-V check costs nothing measurable
 // without a causal mask and about 5 % at S = 4096 causal (consumer-side scan against the check compiled out: 496
 // against 522), within the spread at S = 16384. Registers (ptxas -v, CUDA 13.0): the producer variant enters with
-// 168 a thread (the 384-thread launch bound) and its consumers use 217 (128-key tiles) or 153 (64-key) after
+// 168 a thread (the 384-thread launch bound) and its consumers use 218 (128-key tiles) or 154 (64-key) after
 // setmaxnreg, no spill; two warpgroups × 128 keys 233 with TMA, 249 with cp.async; D = 64 two warpgroups 128
 // (bounded, kMinCtas).
 // Session 6 (pfx2): 128-key tiles under the producer warpgroup (session 5 measured them at 247.6 with ptxas holding
@@ -122,7 +122,7 @@ struct PrefillMaps {
 // other's products. Registers: 384 threads at one CTA an SM enter with 168 a thread (the launch bound); setmaxnreg
 // moves them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 64512),
 // and ptxas allocates the consumers' code within the raised count only if no trap is reachable there (ptx.cuh's
-// mbar_wait): 217 registers a consumer thread with 128-key tiles, 153 with 64, no spill (CUDA 13.0, session 6).
+// mbar_wait): 218 registers a consumer thread with 128-key tiles, 154 with 64, no spill (CUDA 13.0, session 6).
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 // CTAs an SM the registers must allow: two at D = 64 with two warpgroups (64 KB of shared memory each; at 131
