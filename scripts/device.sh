@@ -752,7 +752,7 @@ if want split6; then
   else
     # In the order of what matters most, each step's logs kept as it ends (a call cut short still brings them back).
     s6_few="1x32,1x151936,32x128256,1x16777216,4096x151936"
-    run_step s6x-test-few timeout 45 "$s6/new/test_cuda_few_rows"
+    run_step s6x-test-few timeout 90 "$s6/new/test_cuda_few_rows"
     s6_keep
     run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" --gtest_filter='*Split6Timing*'
     s6_keep

@@ -32,6 +32,14 @@
 // (its code is 128 KB) — the fixed cost is the block's instruction stream, not the data; at 1×16777216 f32 the chunk
 // kernel 25.6 µs (DRAM 57 %, the SM idle of loads while it reduces), the merge kernel 6.8 µs (one block, all fixed
 // cost), the normalising kernel 37.9 µs (long-scoreboard stalls 59 %: 16 KB a block in flight).
+// Measured after (H200, 2026-11-30, split6's run of 7af3a0c, Split6Timing, GPU µs a call from a graph; the levers'
+// table in kernels.hpp SplitRowTuning): the pushed exchange and the 32-bit quotients moved the one-launch kernel by
+// nothing measurable (1×151936 f32 softmax 7.40 against 7.44, logsumexp 5.08 against 5.08; bench, L2 flushed: 11.7
+// against 12.1 µs, bf16 11.4 against 11.8 with tier16's 16-bit tier in, logsumexp 9.5 / 9.0 against 9.8 / 9.4): the
+// block's instruction stream is the cost, and it is the same. The fused merge and the staged chunk kernel lost everywhere they ran and are off;
+// whole tiles in the normalising kernel won for 16-bit chunks (bf16 1×16777216 softmax 78.1 → 66.1 with the other
+// levers on) and lost for f32 (83.4 → 89.1): on for 16-bit only. The defaults' combination was not timed as one
+// variant. Targets still missed: 1×151936 ≤ 8 µs (11.4–11.7 flushed), 32×128256 ≤ 8 (21.7 f32 graph), 1×16M ≥ 3 TB/s.
 //
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
@@ -120,7 +128,8 @@ __device__ __forceinline__ State merge_pushed_states(const float2* slots, std::i
 // is 16-byte aligned and unit-stride is bulk-copied into shared memory (row_stage.cuh) while the block reduces the
 // chunk before it, so a block's next loads overlap its reductions and exponentials (the kernel spent half its time
 // there with no load in flight: Nsight Compute, split6's first run); other chunks load directly. Stage::load gives
-// RowTile::load's values: the same bits either way.
+// RowTile::load's values: the same bits either way. Off by default: slower wherever it ran (1×16777216 f32 logsumexp
+// 26.4 → 30.2 µs, 4096×151936 722 → 879; kernels.hpp SplitRowTuning::staged_chunks).
 template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      State* states, bool staged) {
@@ -441,7 +450,8 @@ void launch(const RowProblem& p, cudaStream_t s) {
                      static_cast<const State*>(states), row_states);
   if (writes_rows(p.op) && total > 0)
     launch_dependent(true, normalize_kernel<In>, capped_grid(total), s, p, chunks,
-                     static_cast<const State*>(fused ? states : row_states), fused, tune.whole_tile);
+                     static_cast<const State*>(fused ? states : row_states), fused,
+                     tune.whole_tile && sizeof(In) == 2);  // whole tiles for 16-bit chunks only (kernels.hpp)
   ws.release();
 }
 
