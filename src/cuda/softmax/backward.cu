@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
   };
   // Thread 0 finds the next row's y and dy where registers are free (before the row's loads) and leaves them in
   // shared memory for the copy it issues after the block barrier, where the row's 32 elements are live.
-  __shared__ const In* next_src[2];
+  __shared__ NextRow<In, E, 2> next;  // row_stage.cuh
   auto find_next = [&](std::int64_t row) {
     const In *y = nullptr, *dy = nullptr;
     if (row < p.rows) {
@@ -167,15 +167,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
       dy = at<In>(p.dy, o.off(p, kDy));
       if (!stageable(y, dy)) y = dy = nullptr;
     }
-    next_src[0] = y;
-    next_src[1] = dy;
+    next.leave({y, dy});
   };
-  auto issue_next = [&] {
-    const In* const volatile* src = next_src;
-    const In* y = src[0];
-    const In* dy = src[1];
-    if (y != nullptr) Stage::template issue<2>({stage_y, stage_dy}, &stage_bar, {y, dy}, &stage_plan, T);
-  };
+  auto issue_next = [&] { next.issue({stage_y, stage_dy}, &stage_bar, &stage_plan, T); };
   std::uint32_t parity = 0;
   if constexpr (kStaged) {
     if (t == 0) {

@@ -141,15 +141,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
   // Thread 0 finds the next row where registers are free (before the row's loads) and leaves it in shared memory for
   // the copy it issues after the block barrier, where the row's elements are live: null when there is none or it
   // cannot be staged.
-  __shared__ const In* next_src;
+  __shared__ NextRow<In, kElems, 1> next;  // row_stage.cuh
   auto find_next = [&](std::int64_t row) {
     const In* x = row < p.rows ? at<In>(p.x, RowRef{row, 0}.off(p, kX)) : nullptr;
-    next_src = x != nullptr && Stage::stageable(x, p.step[kX]) ? x : nullptr;
+    next.leave({x != nullptr && Stage::stageable(x, p.step[kX]) ? x : nullptr});
   };
-  auto issue_next = [&] {
-    const In* x = *static_cast<const In* const volatile*>(&next_src);
-    if (x != nullptr) Stage::template issue<1>({stage}, &stage_bar, {x}, &stage_plan, T);
-  };
+  auto issue_next = [&] { next.issue({stage}, &stage_bar, &stage_plan, T); };
   std::uint32_t parity = 0;  // kStaged: the stage barrier's phase the next staged row completes
   if constexpr (kStaged) {
     if (t == 0) {

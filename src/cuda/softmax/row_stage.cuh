@@ -135,6 +135,29 @@ struct RowStage {
   }
 };
 
+// The opening of a staged loop over rows, shared by block_row.cu's forward and backward.cu's (kCount tensors a row: x,
+// or y and dy): thread 0 finds the next row's sources where registers are free, before the current row's loads, and
+// leaves them here in shared memory (all null when there is no next row or it cannot be staged); after the block
+// barrier that ends every read of the stage, where the current row's elements are live, it issues their copies,
+// reading the sources back through volatile so that the compiler holds no register for them across the row.
+template <typename In, int E, int kCount>
+struct NextRow {
+  const In* src[kCount];
+  // rows: the next row's sources, or all null (no next row, or one that cannot be staged).
+  __device__ __forceinline__ void leave(const In* const (&rows)[kCount]) {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) src[i] = rows[i];
+  }
+  __device__ __forceinline__ void issue(In* const (&stage)[kCount], std::uint64_t* bar,
+                                        const typename RowStage<In, E>::Plan* plan, int T) const {
+    const In* const volatile* s = src;
+    const In* rows[kCount];
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) rows[i] = s[i];
+    if (rows[0] != nullptr) RowStage<In, E>::template issue<kCount>(stage, bar, rows, plan, T);
+  }
+};
+
 // A thread's own share of a row (RowTile's element-to-thread map) kept in shared memory: vector k of the thread
 // `slot` among `slots` at s[k·slots + slot], so a warp's accesses are consecutive 16-byte words, and only that thread
 // ever reads or writes its vectors: its own cp.async wait orders them, no barrier. fetch starts the copy of row[0, n)
