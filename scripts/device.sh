@@ -757,7 +757,7 @@ if want split6; then
     run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" --gtest_filter='*Split6Timing*'
     s6_keep
     run_step s6x-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*Split6Levers*:*NoCluster*:*Graph*'
+      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*ManyChunks*:*NoCluster*:*Graph*'
     s6_keep
     run_step s6-bench-new timeout 25 "$s6/new/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto \
       --target-ms 2 --max-reps 50 --format table --json "$OUT/bench_new.json"

@@ -149,36 +149,22 @@ bool& split_row_cluster();
 constexpr std::int64_t kSplitClusterMaxChunks = 16;
 constexpr std::int64_t kSplitClusterMaxWaves = 1;
 std::int64_t& split_row_cluster_waves();  // starts at kSplitClusterMaxWaves; changing it is for tests and timing only
-// split_row's levers (split6), for tests and timing only (tests/cuda/softmax/test_few_rows_gpu.cpp); the defaults are
-// the library's choice. Every combination gives bitwise the same outputs (tested). Process-wide, not thread-safe.
-// Measured (H200, 2026-11-30, split6's run of 7af3a0c, test_cuda_few_rows Split6Timing, GPU µs a call replayed from a
-// CUDA graph; docs/bench/split6-s6-2026-11-30.md), all four on → each off in turn, against all off (the kernels
-// before split6):
-//   1×16777216 f32 softmax 89.1 → push off 89.0, fused off 77.5, whole off 83.4, staging off 85.7 (all off 67.8);
-//     bf16 66.1 → 66.1, 53.0, 78.1, 64.6 (61.7); logsumexp f32 30.2 → staging off 26.4 (26.4), bf16 27.5 → 23.7 (23.7)
+// split_row's test hook (split6), for tests and timing only (tests/cuda/softmax/test_few_rows_gpu.cpp). Process-wide,
+// not thread-safe. split6 timed four levers as run-time switches (H200, 2026-11-30, run of 7af3a0c, test_cuda_few_rows
+// Split6Timing, GPU µs a call replayed from a CUDA graph, all four on → each off in turn, against all off = the kernels
+// before split6; docs/bench/split6-s6-2026-11-30.md):
+//   1×16777216 f32 softmax 89.1 → push off 89.0, fused merge off 77.5, whole tiles off 83.4, staging off 85.7 (all
+//     off 67.8); bf16 66.1 → 66.1, 53.0, 78.1, 64.6 (61.7); logsumexp f32 30.2 → staging off 26.4 (26.4)
 //   4096×151936 f32 softmax 2483 → 2484, 2329, 2431, 2288 (2125); bf16 2123 → 2133, 1746, 2365, 1932 (1918);
 //     logsumexp f32 879 → staging off 724 (722)
 //   32×128256 f32 softmax 26.0 → 26.3, 26.0, 27.0, 23.6 (21.7); bf16 19.6 → 19.7, 19.8, 25.3, 17.3 (21.7)
-//   1×151936 f32 softmax 7.40 → 7.44, 7.40, 7.39, 7.39 (7.44); logsumexp 5.08 (5.08): one launch, no lever moves it
-// So staging and the fused merge lost everywhere (off); whole tiles won for 16-bit inputs and lost for f32 (on for
-// 16-bit only); the pushed exchange is even (on: one cluster barrier a row fewer, bitwise the same).
+//   1×151936 f32 softmax 7.40 → 7.44, 7.40, 7.39, 7.39 (7.44): one launch, no lever moves it
+// Kept, as code and not as switches (the switches made the f32 chunk and normalising kernels spill, ptxas -v, where
+// the kernels before had none): the pushed exchange (split_row.cu cluster_split_kernel; even in time, one cluster
+// barrier fewer) and whole tiles in the normalising kernel for 16-bit chunks (normalize_kernel). Removed: the
+// normalising kernel merging the chunk states itself (two launches) and the chunk kernel staging its next chunk by
+// bulk copy on a persistent grid, both slower wherever they ran (their code is in commit 7af3a0c).
 struct SplitRowTuning {
-  // The one-launch variant's exchange: each block pushes its chunk state into every block's shared memory, then one
-  // cluster barrier a row (true); or one barrier, remote reads of each block's state, and a second barrier before a
-  // block may exit or rewrite its slot (false, the kernel before split6).
-  bool push_exchange = true;
-  // The three-kernel path for softmax / log-softmax: the normalising kernel merges its row's chunk states itself, in
-  // the merge kernel's order (two launches; true), or the merge kernel runs between them (false). Each normalising
-  // block then reads all of its row's states: slower (above).
-  bool fused_merge = false;
-  // The normalising kernel loads a 16-bit chunk as one tile of kBlockElems a thread (24 KB in flight a block; true),
-  // or walks it in sub-tiles of 32 bytes a thread (false, the kernel before split6). f32 chunks always take the
-  // sub-tiles: whole f32 tiles measured slower (above).
-  bool whole_tile = true;
-  // The chunk kernel on a persistent grid, each block's next chunk bulk-copied into shared memory while it reduces the
-  // current one (where a block has more than one chunk); false: a block a chunk, loaded directly. Slower (above):
-  // 48 KB of shared memory a block and the persistent grid cost more than the overlap gained.
-  bool staged_chunks = false;
   // Overrides the device's count of resident clusters the one-launch variant and the dispatcher's cluster_row see
   // (-1: the device's answer; 0: as on a GPU or a MIG/MPS slice without room for the cluster).
   int active_clusters = -1;

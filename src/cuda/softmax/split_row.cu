@@ -19,27 +19,22 @@
 // 4 B an element). Every output is bitwise the three kernels' (tested), so the choice by the call's size keeps a
 // row's result the same alone or in a batch.
 // The chunking depends on n only, so a row's result is the same alone or in a batch.
-// split6 (2026-11-30, SplitRowTuning in kernels.hpp; each lever bitwise the kernels before it, tested): the one-launch
-// kernel pushes each block's chunk state into every block's shared memory and merges after one cluster barrier a row
-// (was: two, and remote reads between them); it serves only where the device runs its cluster size
-// (split_row_active_clusters: not below Hopper nor on a slice without room), the bound counted in clusters; softmax /
-// log-softmax take two kernels (the normalising kernel merges its row's chunk states itself, in kernel 2's order),
-// the normalising kernel loads a chunk as one tile of 24 a thread before its dependency wait, and the chunk kernel,
-// where a block has more than one chunk, runs on a persistent grid that bulk-copies its next chunk into shared
-// memory (row_stage.cuh) while it reduces the current one. Nsight Compute on the kernels before (split6's first run,
-// old binary of cfb2d2f, caches flushed): cluster_split_kernel at 1×32 f32 13.1 µs, 1×151936 14.1 µs, each block
-// ~23 k cycles for ~1.4–1.8 k instructions a warp at 12–16 cycles each, 46–56 % of them waiting on instruction fetch
-// (its code is 128 KB) — the fixed cost is the block's instruction stream, not the data; at 1×16777216 f32 the chunk
-// kernel 25.6 µs (DRAM 57 %, the SM idle of loads while it reduces), the merge kernel 6.8 µs (one block, all fixed
-// cost), the normalising kernel 37.9 µs (long-scoreboard stalls 59 %: 16 KB a block in flight).
-// Measured after (H200, 2026-11-30, split6's run of 7af3a0c, Split6Timing, GPU µs a call from a graph; the levers'
-// table in kernels.hpp SplitRowTuning): the pushed exchange and the 32-bit quotients moved the one-launch kernel by
-// nothing measurable (1×151936 f32 softmax 7.40 against 7.44, logsumexp 5.08 against 5.08; bench, L2 flushed: 11.7
-// against 12.1 µs, bf16 11.4 against 11.8 with tier16's 16-bit tier in, logsumexp 9.5 / 9.0 against 9.8 / 9.4): the
-// block's instruction stream is the cost, and it is the same. The fused merge and the staged chunk kernel lost everywhere they ran and are off;
-// whole tiles in the normalising kernel won for 16-bit chunks (bf16 1×16777216 softmax 78.1 → 66.1 with the other
-// levers on) and lost for f32 (83.4 → 89.1): on for 16-bit only. The defaults' combination was not timed as one
-// variant. Targets still missed: 1×151936 ≤ 8 µs (11.4–11.7 flushed), 32×128256 ≤ 8 (21.7 f32 graph), 1×16M ≥ 3 TB/s.
+// split6 (2026-11-30; docs/perf-notebook.md "split6"): the one-launch kernel pushes each block's chunk state into every
+// block's shared memory and merges after one cluster barrier a row (was: two, and remote reads between them); it
+// serves only where the device runs its cluster size (split_row_active_clusters: not below Hopper nor on a slice
+// without room), the bound counted in clusters; 16-bit chunks are normalised from whole tiles (normalize_kernel).
+// Nsight Compute on the kernels before (split6's first run, binary of cfb2d2f, caches flushed): cluster_split_kernel
+// at 1×32 f32 13.1 µs, 1×151936 14.1 µs, each block ~23 k cycles for ~1.4–1.8 k instructions a warp at 12–16 cycles
+// each, 46–56 % of them waiting on instruction fetch (its code is 128 KB): the fixed cost is the block's instruction
+// stream, not the data; at 1×16777216 f32 the chunk kernel 25.6 µs (DRAM 57 %, the SM idle of loads while it
+// reduces), the merge kernel 6.8 µs (one block, all fixed cost), the normalising kernel 37.9 µs (long-scoreboard
+// stalls 59 %: 16 KB a block in flight). Measured after (split6's run of 7af3a0c, GPU µs a call from a graph, the
+// levers as run-time switches; kernels.hpp SplitRowTuning has the table): the pushed exchange and 32-bit quotients
+// moved the one-launch kernel by nothing measurable (1×151936 f32 softmax 7.40 against 7.44; bench, L2 flushed, 11.7
+// against 12.1 µs, bf16 11.4 against 11.8 with tier16's 16-bit tier in); whole tiles won for 16-bit chunks (bf16
+// 1×16777216 softmax 78.1 → 66.1) and lost for f32. This file's final form (switches removed) was not run on the
+// device. Targets still missed: 1×151936 ≤ 8 µs (11.4–11.7 flushed), 32×128256 ≤ 8 (21.7 f32 graph), 1×16M ≥ 3 TB/s
+// (1.9 f32).
 //
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
@@ -61,7 +56,6 @@
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
-#include "cuda/softmax/row_stage.cuh"
 
 #include <cooperative_groups.h>
 
@@ -124,67 +118,23 @@ __device__ __forceinline__ State merge_pushed_states(const float2* slots, std::i
   return group_merge(t, 32);
 }
 
-// `staged` (a persistent grid, with Stage::bytes(kSplitThreads) of dynamic shared memory): every full chunk whose base
-// is 16-byte aligned and unit-stride is bulk-copied into shared memory (row_stage.cuh) while the block reduces the
-// chunk before it, so a block's next loads overlap its reductions and exponentials (the kernel spent half its time
-// there with no load in flight: Nsight Compute, split6's first run); other chunks load directly. Stage::load gives
-// RowTile::load's values: the same bits either way. Off by default: slower wherever it ran (1×16777216 f32 logsumexp
-// 26.4 → 30.2 µs, 4096×151936 722 → 879; kernels.hpp SplitRowTuning::staged_chunks).
 template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
-                                                                     State* states, bool staged) {
+                                                                     State* states) {
   using Tile = RowTile<In, kBlockElems>;
-  using Stage = RowStage<In, kBlockElems>;
   __shared__ ChunkScratch scratch;
-  __shared__ std::uint64_t bar;
-  __shared__ typename Stage::Plan plan;
-  extern __shared__ __align__(16) unsigned char stage_bytes[];
-  In* const stage = reinterpret_cast<In*>(stage_bytes);
   // The merge kernel may be scheduled as soon as every block of this one has started: its blocks then wait in
   // pdl_wait for this grid's completion (and its memory), so the launch's latency overlaps
   // this kernel instead of following it.
   pdl_launch_dependents();
   const std::int64_t total = p.rows * chunks;
-  auto chunk_base = [&](std::int64_t idx) {
-    const std::int64_t row = idx / chunks, c = idx - row * chunks;
-    return at<In>(p.x, RowRef{row, 0}.off(p, kX)) + chunk_first(c) * p.step[kX];
-  };
-  auto stage_ok = [&](std::int64_t idx) {
-    return staged && idx < total && chunk_len(p.n, idx % chunks) == kSplitChunk &&
-           Stage::stageable(chunk_base(idx), p.step[kX]);
-  };
-  auto issue = [&](std::int64_t idx) {  // one thread
-    In* const to[1] = {stage};
-    const In* const from[1] = {chunk_base(idx)};
-    Stage::template issue<1>(to, &bar, from, &plan, kSplitThreads);
-  };
-  std::uint32_t phase = 0;
-  if (staged) {
-    if (threadIdx.x == 0) {
-      Stage::init(&bar);
-      Stage::plan(&plan, static_cast<int>(kSplitChunk), 0, kSplitThreads, kSplitThreads);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0 && stage_ok(blockIdx.x)) issue(blockIdx.x);
-  }
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
     const RowRef o{row, 0};
     const std::int64_t first = chunk_first(c);
     const int len = chunk_len(p.n, c);
-    const In* x = at<In>(p.x, o.off(p, kX)) + first * p.step[kX];
     float v[kBlockElems];
-    if (stage_ok(idx)) {
-      Stage::wait(&bar, phase);
-      phase ^= 1;
-      Stage::load(v, stage, x, len, threadIdx.x, kSplitThreads, threadIdx.x, kSplitThreads);
-    } else {
-      Tile::load(v, x, len, p.step[kX], threadIdx.x, kSplitThreads);
-    }
-    if (staged) {
-      __syncthreads();  // every thread has read the stage before the next copy overwrites it
-      if (threadIdx.x == 0 && stage_ok(idx + gridDim.x)) issue(idx + gridDim.x);
-    }
+    Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     const State st = chunk_state<kLog>(v, scratch);  // chunk_states.cuh: the same arithmetic as grid_row's
     if (threadIdx.x == 0) states[idx] = st;
@@ -207,42 +157,42 @@ __global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowPr
   }
 }
 
-// `states`: the row states of merge_states_kernel (fused false), or the chunk states of chunk_states_kernel, which
-// this kernel merges per row itself with merge_chunk_states, in the merge kernel's order (fused true: one launch
-// fewer, bitwise the same row state). `whole`: a chunk is loaded as one tile of kBlockElems a thread, all its loads in
-// flight at once, before the dependency wait (the input is never written by the kernels before this one), and
-// normalised as cluster_split_kernel does; else normalize_chunk's 32-byte sub-tiles. Either way each output is
-// normalize_values of the same value and row state: the same bits.
+// 16-bit chunks (kWholeTile): a chunk is loaded as one tile of kBlockElems a thread, all its loads in flight at once
+// (24 KB a block), before the dependency wait (the input is never written by the kernels before this one), and
+// normalised as cluster_split_kernel does; f32 chunks walk normalize_chunk's 32-byte sub-tiles (as before split6).
+// Either way each output is normalize_values of the same value and row state: the same bits. Measured (split6's run of
+// 7af3a0c, as a run-time lever beside two others since removed; kernels.hpp): bf16 1×16777216 softmax 78.1 → 66.1 µs,
+// 4096×151936 2365 → 2123, 32×128256 25.3 → 19.6; f32 1×16M 83.4 → 89.1, 4096×151936 2431 → 2483 (slower: kept off).
+// A compile-time choice, not a run-time one: the run-time branch made the f32 kernel spill (144 bytes, ptxas -v) where
+// this one has none.
 template <typename In>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowProblem p, std::int64_t chunks,
-                                                                     const State* states, bool fused, bool whole) {
-  __shared__ float red_m[32], red_d[32];
+                                                                     const State* row_states) {
+  constexpr bool kWholeTile = sizeof(In) == 2;
+  if constexpr (!kWholeTile) pdl_wait();  // the row states of merge_states_kernel (programmatic dependent launch)
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
     const std::int64_t idx = total - 1 - k;
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
     const RowRef o{row, 0};
     const std::int64_t first = chunk_first(c);
-    const int len = chunk_len(p.n, c);
-    const In* x = at<In>(p.x, o.off(p, kX)) + first * p.step[kX];
-    const RowTransform tf = row_transform(p, o);
-    if (whole) {
+    if constexpr (kWholeTile) {
       using Tile = RowTile<In, kBlockElems>;
+      const int len = chunk_len(p.n, c);
       float v[kBlockElems];
-      Tile::load(v, x, len, p.step[kX], threadIdx.x, kSplitThreads);
-      Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
-      pdl_wait();  // the states of the kernel before (programmatic dependent launch); at once after the first chunk
-      const State t = fused ? merge_chunk_states(states + row * chunks, chunks, red_m, red_d) : states[row];
+      Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
+      Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
+      pdl_wait();  // the row states (at once after the first chunk)
+      const RowNormalizer<float> norm = row_states[row].normalizer(p.empty_rows);
       with_out_type<In>(p, [&](auto* tag) {
         using Out = std::remove_pointer_t<decltype(tag)>;
-        normalize_values<Out>(v, t.normalizer(p.empty_rows), p.op);
+        normalize_values<Out>(v, norm, p.op);
         Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
                                   threadIdx.x, kSplitThreads);
       });
     } else {
-      pdl_wait();
-      const State t = fused ? merge_chunk_states(states + row * chunks, chunks, red_m, red_d) : states[row];
-      normalize_chunk<In>(p, o, t.normalizer(p.empty_rows), tf, x, p.step[kX], first, len);
+      normalize_chunk<In>(p, o, row_states[row].normalizer(p.empty_rows), row_transform(p, o),
+                          at<In>(p.x, o.off(p, kX)) + first * p.step[kX], p.step[kX], first, chunk_len(p.n, c));
     }
   }
 }
@@ -254,16 +204,13 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // the same row state as normalize_kernel's, so the outputs are bitwise the three-kernel path's. A row of `chunks`
 // ≤ kSplitClusterMaxChunks chunks; the grid is a whole number of clusters, each walking rows first, first + stride.
 template <typename In, bool kLog>
-__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const RowProblem p, std::int64_t chunks,
-                                                                         bool push) {
+__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const RowProblem p, std::int64_t chunks) {
   using Tile = RowTile<In, kBlockElems>;
   namespace cg = cooperative_groups;
   __shared__ ChunkScratch scratch;
-  __shared__ float red_m[32], red_d[32];
-  __shared__ float2 part;  // this block's chunk state, read by the whole cluster (push false)
-  // push: the chunk states the cluster's blocks wrote here, slot r from block r, double-buffered by row parity: a
-  // block rewrites a parity's slots two rows later, after the next row's barrier, which every block reaches only
-  // after reading them.
+  // The chunk states the cluster's blocks wrote here, slot r from block r, double-buffered by row parity: a block
+  // rewrites a parity's slots two rows later, after the next row's barrier, which every block reaches only after
+  // reading them.
   __shared__ float2 slots[2][kSplitClusterMaxChunks];
   const cg::cluster_group cluster = cg::this_cluster();
   const auto c = static_cast<std::int64_t>(cluster.block_rank());
@@ -275,7 +222,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
   const int len = chunk_len(p.n, c);
   // A block may write into another's shared memory only once that block runs: this arrive, matched by the wait
   // before the first push, says so, and costs nothing by then (the chunk's load and reduction lie between).
-  if (push) cluster_arrive_relaxed();
+  cluster_arrive_relaxed();
   bool started = false;
   int parity = 0;
   for (std::int64_t row = first_row; row < p.rows; row += stride) {
@@ -285,32 +232,18 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
     const RowTransform tf = row_transform(p, o);
     Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
     const State st = chunk_state<kLog>(v, scratch);
-    State t;
-    if (push) {
-      // One cluster barrier a row: thread r stores this block's state into block r's slot c, the barrier (release,
-      // then acquire) publishes the stores, and each warp merges its own block's slots (merge_pushed_states). No
-      // block reads another's shared memory after the barrier, so none waits for the others before it exits.
-      if (!started) cluster_wait();
-      started = true;
-      if (threadIdx.x < chunks)
-        *cluster.map_shared_rank(&slots[parity][c], static_cast<unsigned>(threadIdx.x)) = make_float2(st.m, st.d);
-      cluster_arrive_release();
-      cluster_wait();
-      t = merge_pushed_states(slots[parity], chunks);
-      parity ^= 1;
-    } else {
-      if (threadIdx.x == 0) part = make_float2(st.m, st.d);
-      cluster.sync();
-      State mine = State::empty();
-      if (threadIdx.x < chunks) {
-        const float2 f = *cluster.map_shared_rank(&part, static_cast<unsigned>(threadIdx.x));
-        mine.merge(State::from_fields(f.x, f.y));
-      }
-      t = merge_thread_states(mine, red_m, red_d);
-      // Every block has read every `part` (merge_thread_states' barrier follows the reads in each block; this
-      // cluster barrier makes it cluster-wide) before any block rewrites its own for the next row or exits.
-      cluster.sync();
-    }
+    // One cluster barrier a row: thread r stores this block's state into block r's slot c, the barrier (release, then
+    // acquire) publishes the stores, and each warp merges its own block's slots (merge_pushed_states). No block reads
+    // another's shared memory after the barrier, so none waits for the others before it exits. (Before split6: one
+    // barrier, remote reads of each block's state, a second barrier; even in time, 7.40 against 7.44 µs at 1×151936.)
+    if (!started) cluster_wait();
+    started = true;
+    if (threadIdx.x < chunks)
+      *cluster.map_shared_rank(&slots[parity][c], static_cast<unsigned>(threadIdx.x)) = make_float2(st.m, st.d);
+    cluster_arrive_release();
+    cluster_wait();
+    const State t = merge_pushed_states(slots[parity], chunks);
+    parity ^= 1;
     if (!writes_rows(p.op)) {
       if (c == 0 && threadIdx.x == 0) write_row_stats(p, o, t);
       continue;
@@ -322,7 +255,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
                                 threadIdx.x, kSplitThreads);
     });
   }
-  if (push && !started) cluster_wait();  // a cluster with no row: the opening arrive's wait
+  if (!started) cluster_wait();  // a cluster with no row: the opening arrive's wait
 }
 static_assert(kSplitClusterMaxChunks <= 32, "merge_pushed_states gives each chunk state a lane of every warp");
 
@@ -411,7 +344,7 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_split_kernel<In, kLog>, p, chunks, split_row_tuning().push_exchange));
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_split_kernel<In, kLog>, p, chunks));
   return true;
 }
 
@@ -419,39 +352,20 @@ template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   if (p.op == Op::softmax ? launch_cluster<In, false>(p, chunks, s) : launch_cluster<In, true>(p, chunks, s)) return;
-  const SplitRowTuning& tune = split_row_tuning();
   const std::int64_t total = p.rows * chunks;
-  // softmax / log-softmax with fused_merge: chunk states, then the normalising kernel merging them (two launches);
-  // else the merge kernel between them (and for logsumexp and the state, whose last kernel it is).
-  const bool fused = tune.fused_merge && writes_rows(p.op) && total > 0;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
   auto* states = static_cast<State*>(ws.get());
   State* row_states = states + total;
   if (total > 0) {
     const auto kernel = p.op == Op::softmax ? chunk_states_kernel<In, false> : chunk_states_kernel<In, true>;
-    // Staged where a block has chunks after its first (a persistent grid of what is resident at once); else a block
-    // a chunk.
-    constexpr std::size_t stage_bytes = RowStage<In, kBlockElems>::bytes(kSplitThreads);
-    static DeviceOnce optin;  // both ops' kernels: the stage is above the 48 KB a block gets without asking
-    optin.run([&] {
-      for (const auto k : {chunk_states_kernel<In, false>, chunk_states_kernel<In, true>})
-        SMK_CUDA_CHECK(
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(stage_bytes)));
-    });
-    const unsigned resident = persistent_grid(kernel, kSplitThreads, stage_bytes, total);
-    const bool staged = tune.staged_chunks && total > static_cast<std::int64_t>(resident);
-    kernel<<<staged ? resident : capped_grid(total), kSplitThreads, staged ? stage_bytes : 0, s>>>(p, chunks, states,
-                                                                                                   staged);
+    kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
-  if (!fused)
-    launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), s, p, chunks,
-                     static_cast<const State*>(states), row_states);
+  launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), s, p, chunks, static_cast<const State*>(states),
+                   row_states);
   if (writes_rows(p.op) && total > 0)
-    launch_dependent(true, normalize_kernel<In>, capped_grid(total), s, p, chunks,
-                     static_cast<const State*>(fused ? states : row_states), fused,
-                     tune.whole_tile && sizeof(In) == 2);  // whole tiles for 16-bit chunks only (kernels.hpp)
+    launch_dependent(true, normalize_kernel<In>, capped_grid(total), s, p, chunks, static_cast<const State*>(row_states));
   ws.release();
 }
 

@@ -208,67 +208,41 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
   run_checked(c, SoftmaxPath::automatic);
 }
 
-// split_row's levers (SplitRowTuning, split6): the one-launch kernel's pushed exchange against its two-barrier one, the
-// normalising kernel merging the chunk states itself and loading whole tiles, the chunk kernel staging its next
-// chunk. Every combination gives bitwise the defaults' outputs, which pass the reference's gates; the cases reach
-// each lever: one-launch rows (2 and 13 chunks), a row of 22 chunks and 30 rows of 13 (three kernels; 390 chunks, more
-// than are resident, so the chunk kernel stages), pitched rows whose chunks are only sometimes 16-byte aligned
-// (staged and direct chunks in one call), an unaligned input, and one row of 2^24 + 3 elements.
+// The test hook of split_row (SplitRowTuning, split6), restored after each test.
 struct TuningGuard {
   cuda::kernels::SplitRowTuning saved = cuda::kernels::split_row_tuning();
   ~TuningGuard() { cuda::kernels::split_row_tuning() = saved; }
 };
 
-TEST_F(GpuFewRows, Split6LeversSameBits) {
-  TuningGuard guard;
-  struct Shape {
-    std::int64_t rows, n;
-    std::int64_t pitch_extra;  // row stride n + this (0: contiguous)
-    std::int64_t offset;       // elements before the first
-  };
-  std::vector<Shape> shapes = {{1, 12289, 0, 0}, {2, 151936, 0, 0}, {1, 262147, 0, 0}, {30, 151936, 0, 0},
-                               {30, 151936, 1, 0}, {3, 100003, 0, 1}};
-  if (small_mode()) shapes = {{1, 12289, 0, 0}, {2, 40000, 0, 0}, {30, 24577, 1, 0}};
-  else shapes.push_back({1, (std::int64_t{1} << 24) + 3, 0, 0});
+// split_row's three kernels on calls of many chunks (more than are resident at once) with 16-bit chunks normalised
+// from whole tiles and f32 chunks from sub-tiles: the reference's gates, and bitwise the rows alone on one launch
+// (the chunk kernel and the normalising kernel's reads on pitched rows whose chunks are only sometimes 16-byte
+// aligned, and on an unaligned input).
+TEST_F(GpuFewRows, ManyChunksPitchedAndUnaligned) {
+  const std::int64_t n = small_mode() ? 24577 : 151936, rows = small_mode() ? 6 : 30;
   std::uint64_t seed = 6100;
-  for (const Shape& sh : shapes) {
-    const std::string tag = std::to_string(sh.rows) + "x" + std::to_string(sh.n) +
-                            (sh.pitch_extra ? "_pitched" : "") + (sh.offset ? "_unaligned" : "");
-    struct Kind {
-      Op op;
-      DType in, out;
-    };
-    std::vector<Kind> kinds = {{Op::softmax, DType::f32, DType::f32}, {Op::log_softmax, DType::f32, DType::f32},
-                               {Op::logsumexp, DType::f32, DType::f32}, {Op::softmax, DType::bf16, DType::bf16},
-                               {Op::log_softmax, DType::f16, DType::f32}};
-    // The large calls (the first run of this test on the H200 took over 30 s with every kind on them): the two
-    // softmax kinds, f32 (sub-tiles) and bf16 (whole tiles).
-    if (sh.rows * sh.n > (std::int64_t{1} << 22))
-      kinds = {{Op::softmax, DType::f32, DType::f32}, {Op::softmax, DType::bf16, DType::bf16}};
-    if (sh.n > (std::int64_t{1} << 24)) kinds = {{Op::softmax, DType::bf16, DType::bf16}};
-    for (const Kind& k : kinds) {
-      Case c = random_case(tag, k.op, k.in, k.out, sh.rows, sh.n, ++seed);
-      if (sh.pitch_extra != 0 || sh.offset != 0) {
-        c.in.strides = {sh.n + sh.pitch_extra, 1};
-        c.in.offset = sh.offset;
+  for (const std::int64_t extra : {std::int64_t{0}, std::int64_t{1}}) {
+    for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{1}}) {
+      for (DType t : {DType::f32, DType::bf16}) {
+        for (Op op : {Op::softmax, Op::log_softmax}) {
+          Case batch = random_case("pitched", op, t, t, rows, n, ++seed);
+          batch.in.strides = {n + extra, 1};
+          batch.in.offset = offset;
+          const Result all = run_checked(batch, SoftmaxPath::split_row);
+          // The last row alone (one launch, a cluster), with the same alignment of its first element.
+          Case one = batch;
+          one.in = contiguous(t, {1, n}, ((rows - 1) * (n + extra) + offset) % 8);
+          one.out = contiguous(t, {1, n});
+          one.x.assign(batch.x.end() - n, batch.x.end());
+          const Result alone = run_checked(one, SoftmaxPath::split_row);
+          ASSERT_TRUE(all.ran && alone.ran);
+          for (std::int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
+                                  all.out[static_cast<std::size_t>((rows - 1) * n + i)]))
+                << op_name(op) << " " << dtype_name(t) << " pitch +" << extra << " offset " << offset << ": element "
+                << i;
+        }
       }
-      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
-      const Result base = run_checked(c, SoftmaxPath::split_row);
-      ASSERT_TRUE(base.ran);
-      // The levers of the path this call takes: the exchange for one launch, the other three for more.
-      for (int bits = 0; bits < 16; ++bits) {
-        cuda::kernels::SplitRowTuning t;
-        t.push_exchange = (bits & 1) != 0;
-        t.fused_merge = (bits & 2) != 0;
-        t.whole_tile = (bits & 4) != 0;
-        t.staged_chunks = (bits & 8) != 0;
-        cuda::kernels::split_row_tuning() = t;
-        const Result r = run_gpu(c, SoftmaxPath::split_row, static_cast<unsigned char>(bits & 1 ? 0x00 : 0xFF));
-        ASSERT_TRUE(r.ran);
-        EXPECT_FALSE(r.stray_write);
-        expect_same_bits(base, r, tag + " " + op_name(k.op) + " levers " + std::to_string(bits));
-      }
-      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
     }
   }
 }
@@ -492,8 +466,8 @@ TEST_F(GpuFewRows, FixedCostTiming) {
   }
 }
 
-// split6: the few-row shapes under split_row's defaults, all levers on, each off in turn and all off (the kernels
-// before split6): GPU µs a call replayed from a CUDA graph and under the bench's L2 flush, split_row forced.
+// split6: the few-row shapes on split_row, and as on a device without clusters (the three kernels): GPU µs a call
+// replayed from a CUDA graph and under the bench's L2 flush, split_row forced.
 TEST_F(GpuFewRows, Split6Timing) {
   const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
@@ -516,16 +490,7 @@ TEST_F(GpuFewRows, Split6Timing) {
     cuda::kernels::SplitRowTuning t;
   };
   using T = cuda::kernels::SplitRowTuning;
-  // "defaults": the library's choice (SplitRowTuning{}); "all_on" and each lever off from there (split6's run of
-  // 7af3a0c timed these with "all_on" as the default).
-  const std::vector<Variant> variants = {{"defaults", T{}},
-                                         {"all_on", T{true, true, true, true, -1}},
-                                         {"old", T{false, false, false, false, -1}},
-                                         {"no_push", T{false, true, true, true, -1}},
-                                         {"no_fused_merge", T{true, false, true, true, -1}},
-                                         {"no_whole_tile", T{true, true, false, true, -1}},
-                                         {"no_staging", T{true, true, true, false, -1}},
-                                         {"no_clusters", T{true, true, true, true, 0}}};
+  const std::vector<Variant> variants = {{"defaults", T{}}, {"no_clusters", T{0}}};
   std::printf("%-10s %-5s %-12s %-16s %9s %9s\n", "op", "dtype", "shape", "levers", "graph_us", "flush_us");
   for (const Shape& sh : std::vector<Shape>{{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}, {4096, 151936}}) {
     for (DType t : {DType::f32, DType::bf16}) {
