@@ -407,9 +407,9 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
                      const TensorView& out_sum, const TensorView& in, const SoftmaxOptions& options, Stream stream) {
   if (!is_float_type(in.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
   const bool row_out = kind == SoftmaxKind::logsumexp || kind == SoftmaxKind::state;
+  DeviceGuard guard(in.device.index);  // before the path: the dispatcher asks the tensor's device about clusters
   const SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false, row_out);
   if (p.rows == 0 || (p.n == 0 && !row_out)) return;
-  DeviceGuard guard(in.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (path == SoftmaxPath::lesson_row_per_thread) return run_lesson(op, kind, p, out, in, options, s);
 
@@ -470,11 +470,11 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
 void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p, const TensorView& dx,
                       const TensorView& y, const TensorView& dy, const SoftmaxOptions& options, Stream stream) {
   if (!is_float_type(y.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
+  DeviceGuard guard(y.device.index);  // before the path: the dispatcher asks the tensor's device about clusters
   const SoftmaxPath path = choose_path(op, y, p.dim, p.n, /*backward=*/true);
   if (path == SoftmaxPath::lesson_row_per_thread)
     refuse(op, path, "the lesson has no backward kernels");
   if (p.rows == 0 || p.n == 0) return;
-  DeviceGuard guard(y.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
   std::array<const TensorView*, kernels::kSlots> views{};
   views[kernels::kX] = &y;
