@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 
 // The one-launch variant (split_row_cluster): one cluster per row, block r of the cluster reducing chunk r exactly
 // as chunk_states_kernel does, the cluster's chunk states exchanged through distributed shared memory and merged by
-// merge_thread_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
+// merge_pushed_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
 // from the registers it loaded it into (read once). Each output element is normalize_values of the same value and
 // the same row state as normalize_kernel's, so the outputs are bitwise the three-kernel path's. A row of `chunks`
 // ≤ kSplitClusterMaxChunks chunks; the grid is a whole number of clusters, each walking rows first, first + stride.
