@@ -916,25 +916,31 @@ if want accuracy; then
   rm -rf "$acc_dump"
 fi
 
-# final: the lead's integrated run on one lease (2026-11-30, ~9 minutes of device time): the build, every GPU test but
-# the large ones, the accuracy report beside torch, memcheck over the softmax suite (small rows) and cross-entropy,
-# and the issue grid's bench on the automatic path. Each step is capped so that one slow step cannot take the rest.
+# final: the lead's integrated run in one call (~9.5 minutes): the build, every GPU test but the large ones, the
+# accuracy report beside torch, memcheck over the softmax suite (small rows), the bench (issue grid and sweep, cuDNN
+# beside ours), the plot and the comparison with torch. Each step is capped so that one slow step cannot take the rest;
+# the comparison ends by SMK_FINAL_DEADLINE_S seconds into the script (default 570, under the device's 600 a call),
+# and SMK_FINAL_COMPILE_S caps torch.compile's share of it.
 if want final; then
   run_step configure cmake --preset default
   run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
-  run_step test timeout 300 ctest --preset default -L gpu -LE gpu-large --parallel 4 --timeout 280
+  run_step test timeout 260 ctest --preset default -L gpu -LE gpu-large --parallel 6 --timeout 240
   grep -E "tests passed|Failed|\*\*\*" "$OUT/test.log" | tail -n 20
   acc_dump=$(mktemp -d)
-  run_step accuracy timeout 80 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
+  run_step accuracy timeout 110 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
   run_step vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
   rm -rf "$acc_dump"
-  run_step san-memcheck-softmax env SMK_GPU_TEST_SMALL=1 timeout 60 compute-sanitizer --tool memcheck \
+  run_step san-memcheck-softmax env SMK_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_softmax
-  run_step san-memcheck-ce timeout 45 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    build/default/tests/test_cuda_cross_entropy
+  # The issue grid (for the comparison) and the row-length sweep (for the README's plot), cuDNN beside ours; then
+  # torch eager and torch.compile on the issue grid, in whatever time the call has left (compare.md is rewritten after
+  # every case, so a cut comparison still comes back).
   run_step bench timeout 90 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
-    softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 8 \
+    softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue sweep --path auto --target-ms 8 \
     --format table --json "$OUT/bench.json"
+  python3 scripts/plot_bench.py "$OUT/bench.json" --out "$OUT/bench_bandwidth.png"
+  run_step compare timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - SECONDS ))" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
+    --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
 
 # decode-r4: decode round 4 (the counters' lease, the spread cluster merge at 16 splits, the fixed cost counted), old
