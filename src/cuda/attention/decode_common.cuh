@@ -1,7 +1,7 @@
 // softmaxkit (internal, device code): what the two decode split kernels share — the CUDA-core kernel of decode.cu
 // and the tensor-core kernel of decode_mma.cu: their argument block, the causal window of a row, the f32 conversions
-// (merge.cu's too), the programmatic launch's wait, and the launcher of the tensor-core kernel (decode.cu's host code
-// chooses between them and runs the one merge kernel after either).
+// (cuda/convert.cuh, included here for them and merge.cu), the programmatic launch's wait, and the launcher of the
+// tensor-core kernel (decode.cu's host code chooses between them and runs the one merge kernel after either).
 // Both write the same partials ([B, Hq, Sq, grid_splits] rows of normalised f32 O and LSE without the sink), so the
 // merge kernel and the split rule (decode_split.hpp) serve both.
 #pragma once
@@ -13,20 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace smk::cuda {
+#include "cuda/convert.cuh"
 
-// f32 to and from the storage types (round to nearest even), for the decode kernels and merge_attention_states.
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+namespace smk::cuda {
 
 struct DecodeArgs {
   const void* q;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/convert.cuh"
 #include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/core/online_state.hpp"
 
@@ -21,19 +22,10 @@ namespace smk::cuda::kernels {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-// Round-to-nearest-even stores, as the CPU's to_half / to_bfloat16.
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// The element conversions live in cuda/convert.cuh (one copy for every kernel family); named here so that
+// kernels::to_f32 / kernels::from_f32<T> keep working.
+using smk::cuda::from_f32;
+using smk::cuda::to_f32;
 
 // The NaN-propagating max of online_state.hpp's nan_max as one instruction (max.NaN, sm_80+): NaN when either
 // input is NaN, else the larger. It may differ from nan_max only in the sign of a zero result, which no output
