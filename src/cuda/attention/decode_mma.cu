@@ -575,7 +575,10 @@ constexpr std::size_t smem_bytes() {
 // MaxSharedMemoryPerBlockOptin: 227 KB on the H200; 99 KB on sm_86/89, where asking for 116 KB would throw, as every
 // launch did until session 6). The limit only ever grows, under a lock (a spread launch's limit must never be lowered
 // by another thread's plain one), and the flags are read without it afterwards.
-constexpr int kDevicesKept = 16;  // devices past this many set the attribute on every call
+// Every ordinal device_attrs accepts is kept (it throws past kMaxDevices): with fewer kept, a plain call on an
+// ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
+// launch's set and its launch (found in session 6's review).
+constexpr int kDevicesKept = kMaxDevices;
 template <typename T, int D, int kStages, bool kCluster>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes

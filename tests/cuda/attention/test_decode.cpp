@@ -764,8 +764,10 @@ TEST(CudaAttentionDecode, StridedViewsAndOptionalLse) {
 // finished, so the split kernel must read nothing before griddepcontrol.wait. Here that kernel writes q
 // (smk::softmax of random logits over the head dimension, bf16 in and out, into a q poisoned with NaN just before) and
 // the decode call follows at once on the same stream: its O and LSE must be bitwise those of the same call made after
-// the stream has synchronised (a q read early is NaN or the previous round's). The fused merge (16 splits), the
-// cluster merge (8 splits, 8 rows a block) and the dispatcher, three rounds each.
+// the stream has synchronised (a q read early is NaN or the previous round's). The softmax runs over 2^18 rows, tens
+// of microseconds, and q is its LAST rows, written near its end, so that a read placed before the wait would land
+// while q is still poisoned (a softmax of q's 32 rows alone ends before the decode kernel's blocks are scheduled).
+// The fused merge (16 splits), the cluster merge (8 splits, 8 rows a block) and the dispatcher, three rounds each.
 TEST(CudaAttentionDecode, ProgrammaticLaunchReadsThePreviousKernelsOutput) {
   SMK_REQUIRE_GPU();
   using T = smk::bfloat16_t;
@@ -776,30 +778,40 @@ TEST(CudaAttentionDecode, ProgrammaticLaunchReadsThePreviousKernelsOutput) {
   auto dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
   auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
   auto ds = DeviceBuffer<float>::from_host(c.sinks);
-  DeviceBuffer<T> dq(c.q.size()), dout(c.q.size());
+  // The softmax's output: 2^18 rows of d, q its last B·sq·hq rows.
+  const std::int64_t big_rows = std::int64_t{1} << 18, q_rows = c.B * c.sq * c.hq;
+  ASSERT_LE(q_rows, big_rows);
+  const std::size_t big = static_cast<std::size_t>(big_rows * c.d), q_at = big - c.q.size();
+  DeviceBuffer<T> dbig(big), dout(c.q.size());
+  T* const q_ptr = dbig.data() + q_at;
   DeviceBuffer<float> dlse(c.B * c.hq * c.sq);
   const auto opt = c.options(ds.data(), dev);
-  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
+  const auto Q = TensorView::of(q_ptr, {c.B, c.sq, c.hq, c.d}, dev);
   const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
   const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
   const auto N = TensorView::of(dl.data(), {c.B}, dev);
   const auto O = TensorView::of(dout.data(), {c.B, c.sq, c.hq, c.d}, dev);
   const auto L = TensorView::of(dlse.data(), {c.B, c.hq, c.sq}, dev);
+  const auto Y = TensorView::of(dbig.data(), {big_rows, c.d}, dev);
   const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+  std::vector<T> big_logits(big);
+  for (auto& x : big_logits) x = from_float<T>(dist(rng));
+  auto dlogits = DeviceBuffer<T>::from_host(big_logits);
+  const auto X = TensorView::of(dlogits.data(), {big_rows, c.d}, dev);
   cudaStream_t st;
   ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
   for (const DecodeConfig* config : {&kPdlFused, &kPdlCluster8, static_cast<const DecodeConfig*>(nullptr)}) {
     SCOPED_TRACE(name_of(config));
     for (int round = 0; round < 3; ++round) {
-      std::vector<T> logits(c.q.size());
+      std::vector<T> logits(c.q.size());  // q's logits anew each round (the rest of the softmax's rows stay)
       for (auto& x : logits) x = from_float<T>(dist(rng));
-      auto dlogits = DeviceBuffer<T>::from_host(logits);
-      const auto X = TensorView::of(dlogits.data(), {c.B, c.sq, c.hq, c.d}, dev);
+      ASSERT_EQ(cudaMemcpy(dlogits.data() + q_at, logits.data(), logits.size() * sizeof(T), cudaMemcpyHostToDevice),
+                cudaSuccess);
       const auto call = [&](bool sync_first) {
-        ASSERT_EQ(cudaMemsetAsync(dq.data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(q_ptr, 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
         ASSERT_EQ(cudaMemsetAsync(dout.data(), 0xFF, c.q.size() * sizeof(T), st), cudaSuccess);
         ASSERT_EQ(cudaMemsetAsync(dlse.data(), 0xFF, dlse.size() * sizeof(float), st), cudaSuccess);
-        smk::softmax(Q, X, {}, smk::Stream{st});
+        smk::softmax(Y, X, {}, smk::Stream{st});
         if (sync_first) ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
         if (config == nullptr) smk::attention_decode(O, L, Q, K, V, N, opt, smk::Stream{st});
         else smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{st}, nullptr, *config);
