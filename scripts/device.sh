@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16
+#   split6 tier16 mid16
 #   (default: all but tune)
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
@@ -1015,6 +1015,44 @@ if want dec5; then
   OUT=$outer
   [ "${SMK_DEC5_SHORT:-0}" = 1 ] || run_step decode-test-rest timeout "${SMK_DEC_REST_S:-40}" "$d5/test_cuda_decode" \
     --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
+fi
+if want mid16; then
+  # mid16 (issue 3: 16-bit forward rows of 1025..12288), one call from binaries built for sm_90a off the device
+  # (build/mid16-bin.tar.xz: new/ the tree's tune_softmax, softmaxkit and test_cuda_softmax, old/ the softmaxkit of the
+  # commit before): the kernels side by side (tune_softmax --mid16: direct beside lane-staged at 1-3 rows ahead), the
+  # bench old beside new per dtype (the sweep's lengths at 2^26 elements and the issue's shapes), the GPU tests small
+  # and memcheck. Line-buffered, so a step cut by its limit keeps what it printed.
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  m16=/tmp/m16 && mkdir -p "$m16" && tar -xJf build/mid16-bin.tar.xz -C "$m16"
+  m16_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${m16_cudnn:+$m16_cudnn:}$m16/lib"
+  m16_keep() {
+    for f in tune bench; do cat "$OUT"/m16-$f*.log >"$outer/m16-$f.txt" 2>/dev/null; done
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/m16x-*.log \
+        2>/dev/null | head -n 200; } >"$outer/m16-summary.txt"
+    tar -czf "$outer/m16-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  run_step m16-tune timeout "${SMK_M16_TUNE_S:-25}" stdbuf -oL "$m16/new/tune_softmax" --mid16
+  m16_keep
+  m16_shapes=${SMK_M16_SHAPES:-32768x1024,32768x2048,16384x4096,8192x8192,5461x12288,4096x16384}
+  for dt in bf16 f16 f32; do
+    for v in new old; do
+      run_step "m16-bench-$dt-$v" timeout "${SMK_M16_BENCH_S:-7}" stdbuf -oL "$m16/$v/softmaxkit" bench \
+        --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype $dt --no-cudnn \
+        --target-ms 1 --min-reps 5 --max-reps 30 --format table --shape "$m16_shapes" --path auto
+    done
+    m16_keep
+  done
+  run_step m16x-lane timeout "${SMK_M16_LANE_S:-8}" "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
+  run_step m16x-softmax-small timeout "${SMK_M16_TEST_S:-12}" env SMK_GPU_TEST_SMALL=1 "$m16/new/test_cuda_softmax" \
+    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
+  m16_keep
+  run_step m16x-memcheck timeout "${SMK_M16_SAN_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
+  m16_keep
+  OUT=$outer
 fi
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="

@@ -240,6 +240,101 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
   if (cluster > 1) cg::this_cluster().sync();
 }
 
+// block_per_row's 16-bit forward with its next rows in flight (BlockConfig::lane_stages, mid16): the direct kernel's
+// row (kBlockElems a thread, the same threads, the same trees: bitwise its outputs) but read from shared memory, where
+// each thread copies its own share (row_stage.cuh LaneStage, cp.async, no barrier) of the block's rows `stages` ahead
+// of the one it reduces. Why: the direct kernel has a row's loads in flight only between its start and its first
+// reduction, 48 B a thread in 16-bit (half f32's 96 B), and the 64 registers of two 512-thread blocks an SM cap the
+// threads at 1024 an SM: at most ~40 KB in flight an SM at n = 2048..8192 (n = 8192: 352 threads, two blocks; 2048:
+// 96 threads, ten blocks), and only while a block is in its load phase, where Little's law wants 4.3 TB/s / 132 SMs ×
+// ~1-2 µs ≈ 33-65 KB all the time. Staged, a block keeps `stages` rows in flight through its reductions and stores,
+// and shared memory, not registers, holds them: (stages + 1) × 48 B a thread (the slot read last row is refilled, so
+// no copy ever writes a slot whose values are still being read). A persistent grid walks rows first, first + grid, ...
+template <typename In, typename Out, bool kLog>
+__global__ void __launch_bounds__(kMaxThreads, 2) block_rows_lane_kernel(const RowProblem p, int stages) {
+  using Lane = LaneStage<In, kBlockElems>;
+  using Tile = typename Lane::Tile;
+  using Vec = typename Lane::Vec;
+  constexpr int E = kBlockElems, K = Lane::K;
+  __shared__ float red_max[32], red_sum[32];
+  __shared__ int red_ties[32];
+  extern __shared__ __align__(16) unsigned char lane_stage[];  // (stages + 1) slots of K × T vectors
+  Vec* const stage = reinterpret_cast<Vec*>(lane_stage);
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(p.n), slots = stages + 1;
+  const std::int64_t stride = gridDim.x;
+  // One commit group a row, empty past the last, so that "this row's copy is done" is always "all but the `stages`
+  // latest groups are".
+  auto fetch = [&](std::int64_t row, int slot) {
+    if (row < p.rows)
+      Lane::fetch(stage + slot * K * T, at<In>(p.x, RowRef{row, 0}.off(p, kX)), n, p.step[kX], t, T, t, T,
+                  -detail::inf_<float>());
+    __pipeline_commit();
+  };
+  std::int64_t row = blockIdx.x;
+  for (int i = 0; i < stages; ++i) fetch(row + i * stride, i);
+  int cur = 0;
+  for (; row < p.rows; row += stride) {
+    const RowRef o{row, 0};
+    // The row `stages` ahead goes to the slot read last row (its values were used before that row's barriers).
+    fetch(row + stages * stride, cur == 0 ? stages : cur - 1);
+    if (stages == 1) __pipeline_wait_prior(1);
+    else if (stages == 2) __pipeline_wait_prior(2);
+    else __pipeline_wait_prior(3);
+    float v[E];
+    Lane::read(v, stage + cur * K * T, t, T);
+    cur = cur + 1 == slots ? 0 : cur + 1;
+    Tile::transform(v, row_transform(p, o), p.n, t, T);
+    // From here the direct kernel's cluster-1 row, step for step (block_rows_kernel).
+    const float m = block_max(tree_max<E>(v), red_max);
+    const float shift = OnlineSoftmaxState<float>::shift_for(m);
+    int ties = 0;
+    float rest;
+    if constexpr (kLog) rest = thread_log_rest(v, shift, ties);
+    else rest = thread_exp_rest<Out>(v, shift, true, false, ties);
+    rest = block_sum(rest, red_sum);
+    if (kLog) ties = block_count(ties, red_ties);
+    const auto state = state_from(m, ties, rest, kLog);
+    if (!writes_rows(p.op)) {
+      if (t == 0) write_row_stats(p, o, state);
+      continue;
+    }
+    finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
+    with_out<Out, In>(p, [&](auto* tag) {
+      using O = std::remove_pointer_t<decltype(tag)>;
+      Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], t, T);
+    });
+  }
+  __pipeline_wait_prior(0);  // (only empty groups remain; no copy outlives the block)
+}
+
+template <typename In>
+void launch_lane(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  constexpr auto softmax_kernel = block_rows_lane_kernel<In, void, false>;
+  constexpr auto softmax_out_kernel = block_rows_lane_kernel<In, In, false>;
+  constexpr auto log_kernel = block_rows_lane_kernel<In, void, true>;
+  const auto kernel = p.op != Op::softmax           ? log_kernel
+                      : p.out_dtype == DType::f32 ? softmax_kernel
+                                                  : softmax_out_kernel;
+  constexpr std::size_t per_slot = LaneStage<In, kBlockElems>::bytes_per_thread;
+  const int stages = std::clamp(c.lane_stages, 1, kMaxLaneStages);
+  static DeviceOnce attributes;
+  attributes.run([&] {
+    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>((kMaxLaneStages + 1) * per_slot * kMaxThreads)));
+      // The persistent grid is sized by the occupancy query, which assumes the largest carveout: ask for it, so that
+      // every block the grid counts on is resident (L1 caches nothing these kernels reread).
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+    }
+  });
+  const std::size_t smem = static_cast<std::size_t>(stages + 1) * per_slot * static_cast<std::size_t>(c.threads);
+  const unsigned grid = persistent_grid(kernel, c.threads, smem, p.rows);
+  kernel<<<grid, c.threads, smem, s>>>(p, stages);
+  SMK_CUDA_CHECK_LAUNCH("block_rows_lane_kernel");
+}
+
 template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads, int kMinBlocks = 2>
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   // Softmax's output type picks its exponential (common.cuh out_exp): a 16-bit output (In itself) the plain tier;
@@ -289,6 +384,9 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (sizeof(In) == 2) {  // the lane-staged kernel: 16-bit rows only (f32 stays on the direct kernel)
+      if (c.lane_stages > 0 && c.cluster == 1 && !c.wide && !c.staged) return launch_lane<In>(p, c, s);
+    }
     // The wide block staged: its next row bulk-copied into shared memory (up to 128 KB at 1024 threads in f32) while
     // it reduces and writes the current one, the only overlap a block alone on its SM gets.
     if (c.wide && c.staged) launch<In, true, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);

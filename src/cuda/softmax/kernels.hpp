@@ -97,7 +97,13 @@ struct BlockConfig {
   // where only it reads it, so a row of up to 32768 fits 64 registers. With `staged` too (16-bit only: f32 would need
   // 256 KB) the next row's y and dy are copied there while the current row is reduced and written.
   bool dy_shared = false;
+  // The forward's 16-bit block_per_row with its next rows in flight (block_row.cu block_rows_lane_kernel; cluster 1,
+  // neither wide nor staged): each thread copies its own share of the block's rows `lane_stages` (1 to
+  // kMaxLaneStages) ahead into shared memory by cp.async, on a persistent grid; bitwise the direct kernel's outputs.
+  // 0: the direct kernel. Ignored for f32.
+  int lane_stages = 0;
 };
+constexpr int kMaxLaneStages = 3;
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.
 constexpr int kWideBlockThreads = 1024;

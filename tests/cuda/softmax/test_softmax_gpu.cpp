@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
 #include "support/gpu.hpp"
 
 namespace smk::gpu_test {
@@ -706,6 +707,99 @@ TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
         }
       }
     }
+}
+
+// mid16: block_per_row's 16-bit forward lane-staged (BlockConfig::lane_stages: each thread's share of the block's next
+// rows copied into shared memory by cp.async, on a persistent grid) computes the direct kernel's outputs bit for bit
+// (the same threads, elements and trees; only where a row's elements come from differs), at 1, 2 and 3 rows ahead, on
+// rows that fill and do not fill the last vectors, aligned and not (unaligned rows go through registers), with more
+// rows than the grid holds (each block walks several, its stage ring wrapping) and fewer rows than it stages ahead.
+// Outputs poisoned (0xFF bytes: NaN) before every launch; the direct kernel is held to the float64 reference by the
+// tests above (the dispatcher's 16-bit block_per_row runs the lane-staged kernel, which they now check).
+TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
+  namespace k = cuda::kernels;
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  // The first three outnumber the persistent grid (H200: 1320, 264 and 264 blocks), so blocks walk several rows.
+  std::vector<Shape> shapes = {{3000, 2048}, {1500, 8191}, {400, 12288}, {2, 1025}, {300, 4097}, {5, 33}};
+  if (small_mode()) shapes.erase(shapes.begin(), shapes.begin() + 3);  // (compute-sanitizer: the few-row shapes)
+  std::uint64_t seed = 16000;
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Shape& sh : shapes)
+      for (int offset : {0, 1}) {  // elements before the first row: 1 leaves every row unaligned
+        const std::int64_t count = sh.rows * sh.n + offset;
+        std::mt19937_64 rng(++seed);
+        std::normal_distribution<double> dist(0.0, 3.0);
+        std::vector<double> x(static_cast<std::size_t>(count));
+        for (auto& v : x) v = dist(rng);
+        const std::size_t es = dtype_size(t);
+        const std::vector<unsigned char> host = pack(contiguous(t, {count}), x, 0);
+        void *din = nullptr, *dout = nullptr;
+        float* dstat = nullptr;
+        const std::size_t out_bytes = static_cast<std::size_t>(sh.rows * sh.n) * sizeof(float);
+        ASSERT_EQ(cudaMalloc(&din, host.size()), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dout, out_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), 2 * sizeof(float) * sh.rows), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+        for (k::Op op : {k::Op::softmax, k::Op::log_softmax, k::Op::logsumexp, k::Op::state})
+          for (DType out_t : {t, DType::f32}) {
+            if (!k::writes_rows(op) && out_t != t) continue;
+            k::RowProblem p;
+            p.op = op;
+            p.x = static_cast<const unsigned char*>(din) + offset * es;
+            p.out = dout;
+            p.stat0 = dstat;
+            p.stat1 = dstat + sh.rows;
+            p.x_dtype = t;
+            p.out_dtype = out_t;
+            p.rows = sh.rows;
+            p.n = sh.n;
+            p.map.rank = 1;
+            p.map.size[0] = sh.rows;
+            p.map.stride[k::kX][0] = sh.n;
+            p.map.stride[k::kOut][0] = sh.n;
+            p.map.stride[k::kStat0][0] = 1;
+            p.map.stride[k::kStat1][0] = 1;
+            p.step[k::kX] = p.step[k::kOut] = 1;
+            const std::size_t bytes = k::writes_rows(op) ? static_cast<std::size_t>(sh.rows * sh.n) * dtype_size(out_t)
+                                                          : 2 * sizeof(float) * static_cast<std::size_t>(sh.rows);
+            void* const dst = k::writes_rows(op) ? dout : static_cast<void*>(dstat);
+            auto run = [&](int stages) {
+              EXPECT_EQ(cudaMemset(dst, 0xFF, bytes), cudaSuccess);
+              k::BlockConfig c;
+              c.threads = static_cast<int>(std::min<std::int64_t>(512, std::max<std::int64_t>(
+                  32, ((sh.n + k::kBlockElems - 1) / k::kBlockElems + 31) / 32 * 32)));
+              c.lane_stages = stages;
+              k::launch_block_rows(p, c, nullptr);
+              EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+              std::vector<unsigned char> got(bytes);
+              EXPECT_EQ(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+              return got;
+            };
+            const std::vector<unsigned char> direct = run(0);
+            // The inputs are finite, so no output may still be the poison (an element left unwritten).
+            if (k::writes_rows(op)) {
+              const std::size_t os = dtype_size(out_t);
+              for (std::size_t i = 0; i < bytes; i += os)
+                ASSERT_FALSE(std::all_of(direct.begin() + i, direct.begin() + i + os, [](unsigned char b) { return b == 0xFF; }))
+                    << "direct kernel left element " << i / os << " unwritten";
+            }
+            for (int stages = 1; stages <= k::kMaxLaneStages; ++stages) {
+              const std::vector<unsigned char> lane = run(stages);
+              std::size_t first_diff = bytes;
+              for (std::size_t i = 0; i < bytes && first_diff == bytes; ++i)
+                if (lane[i] != direct[i]) first_diff = i;
+              EXPECT_EQ(first_diff, bytes) << dtype_name(t) << " -> " << dtype_name(out_t) << " op "
+                                           << static_cast<int>(op) << " " << sh.rows << "x" << sh.n << " offset "
+                                           << offset << " stages " << stages << ": first differing byte "
+                                           << first_diff;
+            }
+          }
+        cudaFree(din);
+        cudaFree(dout);
+        cudaFree(dstat);
+      }
 }
 
 }  // namespace

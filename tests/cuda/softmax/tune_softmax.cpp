@@ -4,7 +4,7 @@
 // warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
-//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu]
+//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -199,6 +199,13 @@ Variant wide(std::int64_t n, bool staged) {
   v.block.wide = true;
   return v;
 }
+// mid16: the 512-thread block_per_row lane-staged (BlockConfig::lane_stages: `stages` rows ahead in shared memory).
+Variant lane(std::int64_t n, int stages) {
+  Variant v = fit(n, 1);
+  v.name += " lane" + std::to_string(stages);
+  v.block.lane_stages = stages;
+  return v;
+}
 Variant bwide16(std::int64_t n) {
   Variant v = block(static_cast<int>(((n + kBackwardWideBlockElems - 1) / kBackwardWideBlockElems + 31) / 32 * 32), 1);
   v.name = "bwd wide16 T" + std::to_string(v.block.threads);
@@ -263,9 +270,10 @@ int main(int argc, char** argv) {
     free_buffers(b);
     return 0;
   }
+  const bool mid16 = argc > 1 && std::strcmp(argv[1], "--mid16") == 0;
   const bool bw16 = argc > 1 && std::strcmp(argv[1], "--bw16") == 0;
   const bool bw16b = argc > 1 && std::strcmp(argv[1], "--bw16b") == 0;
-  const int reps = quick ? 10 : bw16 || bw16b ? 15 : 30;
+  const int reps = quick ? 10 : bw16 || bw16b || mid16 ? 15 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
     const std::size_t bytes = std::size_t{1} << 31;
@@ -281,6 +289,22 @@ int main(int argc, char** argv) {
   }
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  if (mid16) {
+    // mid16 (docs/perf-notebook.md): 16-bit forward rows of 1025..12288 on the 512-thread block_per_row, the direct
+    // kernel (the dispatcher's before) beside the lane-staged one at 1, 2 and 3 rows ahead, same threads; ~2^26
+    // elements a shape (the bench's sweep) and the 16384×4096. The warp kernel at 1024 for reference; f32 is
+    // the direct kernel only (lane_stages is ignored there), timed as the reference it was.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    const std::vector<DType> half = {DType::bf16, DType::f16};
+    for (const std::int64_t n : {std::int64_t{1025}, std::int64_t{2048}, std::int64_t{3000}, std::int64_t{4096},
+                                 std::int64_t{6144}, std::int64_t{8192}, std::int64_t{12288}}) {
+      const std::int64_t rows = (std::int64_t{1} << 26) / n;
+      run_shape(rows, n, {fit(n, 1), lane(n, 1), lane(n, 2), lane(n, 3)}, half, ops, reps);
+      run_shape(rows, n, {fit(n, 1)}, {DType::f32}, ops, reps);
+    }
+    run_shape(65536, 1024, {warp(32, 32), fit(1024, 1), lane(1024, 2)}, half, ops, reps);
+    return 0;
+  }
   if (bw16b) {
     // bw16's second run: y and dy distinct (two copies at least). The backward: the dispatcher's kernels before bw16
     // (cluster_row above 16384, the 1024 × (16 + 16) wide block above 8192, the 512-thread block, staged for 16-bit
