@@ -268,6 +268,15 @@ constexpr std::int64_t kWideStagedFromN = 16385;
 bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
   return n >= kWideStagedFromN && (t != DType::f32 || op != kernels::Op::softmax);
 }
+// 16-bit rows on the 512-thread block_per_row (n ≤ kBlockMaxN) run lane-staged (BlockConfig::lane_stages: each
+// thread's share of the block's next rows copied into shared memory by cp.async while the current row is reduced and
+// written; bitwise the direct kernel's outputs). The count (mid16, docs/perf-notebook.md): the direct kernel holds at
+// most ~40 KB of 16-bit loads in flight an SM at n = 2048..8192, and only during a row's load phase; the H200 wants
+// ~33-65 KB all the time. PROVISIONAL: not yet measured.
+constexpr int kBlockLaneStages16 = 2;
+int block_lane_stages(DType t, const kernels::BlockConfig& c) {
+  return !c.wide && c.cluster == 1 && t != DType::f32 ? kBlockLaneStages16 : 0;
+}
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
   kernels::StridedConfig c;
@@ -452,6 +461,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
+      c.lane_stages = block_lane_stages(in.dtype, c);
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row: {
