@@ -49,6 +49,15 @@
 // → 289, 4096×16384 82.8 → 76.3, 16384×4096 105.8 → 97.5; f32 logsumexp 16384×4096 103.4 → 94.0, log-softmax 144.1 →
 // 136.6; bf16 log-softmax 8192×32000 400 → 412 (the staged wide block, kept for its logsumexp). f32 softmax and the f32
 // wide block's log ops are the kernels before, instruction for instruction.
+// mid16 (2026-11-30): block_per_row's 16-bit forward lane-staged (block_rows_lane_kernel, BlockConfig::lane_stages:
+// the next row's share of each thread in shared memory by cp.async; the same bytes per element, 4 B softmax /
+// log-softmax, 2 B logsumexp; floor at 4.27 TB/s for 2^26 bf16 elements: 62.9 µs, 31.4 µs read-only at 4.42). Measured
+// (H200, mid16's run of c21f565, tune_softmax --mid16, direct → 1 row ahead, µs, bf16): softmax 16384×4096 124.1 →
+// 98.7 (2.72 TB/s, 64 % of copy), 8192×8192 136.7 → 93.3 (67 %), 5461×12288 101.0 → 81.8 (77 %), 32768×2048 115.7 →
+// 98.4; log-softmax 8192×8192 136.5 → 111.9; logsumexp 8192×8192 107.8 → 87.8 (35 % of read); slower for logsumexp at
+// 2048-6144, log-softmax at 2048 and softmax at 1025 (the dispatcher keeps the direct kernel there: softmax_cuda.cpp
+// block_lane_stages). 63-64 registers, no spill (ptxas -v, CUDA 13.0, sm_90a). 2 or 3 rows ahead timed no faster than
+// 1: past one row ahead the bytes in flight no longer limit these rows (what does was not profiled).
 #include <cooperative_groups.h>
 
 #include "cuda/softmax/common.cuh"

@@ -5,7 +5,8 @@
 // function of n and the dtype):
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
-//   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16)
+//   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
+//                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16)
 //   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16;
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -269,13 +271,44 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
   return n >= kWideStagedFromN && (t != DType::f32 || op != kernels::Op::softmax);
 }
 // 16-bit rows on the 512-thread block_per_row (n ≤ kBlockMaxN) run lane-staged (BlockConfig::lane_stages: each
-// thread's share of the block's next rows copied into shared memory by cp.async while the current row is reduced and
-// written; bitwise the direct kernel's outputs). The count (mid16, docs/perf-notebook.md): the direct kernel holds at
-// most ~40 KB of 16-bit loads in flight an SM at n = 2048..8192, and only during a row's load phase; the H200 wants
-// ~33-65 KB all the time. PROVISIONAL: not yet measured.
-constexpr int kBlockLaneStages16 = 2;
-int block_lane_stages(DType t, const kernels::BlockConfig& c) {
-  return !c.wide && c.cluster == 1 && t != DType::f32 ? kBlockLaneStages16 : 0;
+// thread's share of the block's next row copied into shared memory by cp.async while the current row is reduced and
+// written; bitwise the direct kernel's outputs, so the choice may look at lengths and alignment freely) where it
+// measured faster. Why (mid16, docs/perf-notebook.md): the direct kernel has 48 B of loads a thread in flight in
+// 16-bit (f32: 96) and only until its first reduction; at n = 2048..8192 that is at most ~32-40 KB an SM, where the
+// H200 wants ~33-65 KB all the time. H200, 2026-11-30, mid16's run of c21f565, tune_softmax --mid16 (~2^26 elements,
+// rotated inputs, median µs), direct → 1 row ahead (2 and 3 ahead: within 2 % of 1, no better), bf16 (f16 alike):
+//   softmax      1025 (T64, rows mostly unaligned) 190.7 → 225.1 (slower); 1024 (T64) 135.5 → 134.7 (2 ahead);
+//                2048 115.7 → 98.4; 3000 121.8 → 88.2; 4096 124.1 → 98.7; 6144 90.9 → 78.5; 8192 136.7 → 93.3;
+//                12288 101.0 → 81.8
+//   log-softmax  2048 120.5 → 122.7 (slower); 3000 128.9 → 107.9; 4096 128.5 → 121.8; 6144 98.9 → 96.2; 8192 136.5 →
+//                111.9; 12288 107.4 → 99.5
+//   logsumexp    2048 92.6 → 95.4 (slower); 3000 90.2 → 83.3; 4096 93.9 → 95.7 (slower); 6144 74.2 → 77.3 (slower);
+//                8192 107.8 → 87.8; 12288 82.7 → 77.3
+// So softmax from 2048 (1025..2047 not measured aligned: direct), log-softmax from half-way between 2048 and 3000,
+// logsumexp and the state (logsumexp's kernel, not timed) from half-way between 6144 and 8192: the thresholds lie
+// between two measured lengths (provisional). Rows that are not all 16-byte aligned (a row's vectors then go through
+// registers synchronously; 1025's loss) keep the direct kernel. The dispatcher's A/B at 2 rows ahead (softmaxkit bench,
+// same run, old → new µs, bf16): 16384×4096 softmax 122.6 → 94.9, log-softmax 127.5 → 119.4, logsumexp 98.1 → 94.3;
+// 8192×8192 136.8 → 93.6, 136.9 → 112.0, 111.0 → 87.2 (docs/bench/mid16-s6-2026-11-30.md).
+constexpr std::int64_t kLaneSoftmaxFromN16 = 2048;
+constexpr std::int64_t kLaneLogSoftmaxFromN16 = 2560;
+constexpr std::int64_t kLaneReadOnlyFromN16 = 7168;
+constexpr int kBlockLaneStages16 = 1;
+// Every row of x starts on a 16-byte boundary and is unit-stride (RowTile's vectors, so LaneStage copies them all by
+// cp.async).
+bool rows_vector_aligned(const RowProblem& p, DType t) {
+  const auto es = static_cast<std::int64_t>(dtype_size(t));
+  if (p.step[kernels::kX] != 1 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0) return false;
+  for (int d = 0; d < p.map.rank; ++d)
+    if (p.map.size[d] > 1 && (p.map.stride[kernels::kX][d] * es) % 16 != 0) return false;
+  return true;
+}
+int block_lane_stages(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
+  if (c.wide || c.cluster != 1 || t == DType::f32 || !rows_vector_aligned(p, t)) return 0;
+  const std::int64_t from = p.op == kernels::Op::softmax       ? kLaneSoftmaxFromN16
+                            : p.op == kernels::Op::log_softmax ? kLaneLogSoftmaxFromN16
+                                                               : kLaneReadOnlyFromN16;
+  return p.n >= from ? kBlockLaneStages16 : 0;
 }
 kernels::StridedConfig strided_config(std::int64_t n, std::int64_t inner, bool cache_ok) {
   // depth (threads along the reduced dimension) from n alone: it fixes the summation tree.
@@ -461,7 +494,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
-      c.lane_stages = block_lane_stages(in.dtype, c);
+      c.lane_stages = block_lane_stages(in.dtype, rp, c);
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row: {
