@@ -715,7 +715,8 @@ TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
 // rows that fill and do not fill the last vectors, aligned and not (unaligned rows go through registers), with more
 // rows than the grid holds (each block walks several, its stage ring wrapping) and fewer rows than it stages ahead.
 // Outputs poisoned (0xFF bytes: NaN) before every launch; the direct kernel is held to the float64 reference by the
-// tests above (the dispatcher's 16-bit block_per_row runs the lane-staged kernel, which they now check).
+// tests above. (The dispatcher does not take the lane-staged kernel yet: softmax_cuda.cpp kBlockLaneStagedByDefault
+// waits for this test's many-rows shapes to pass on the device.)
 TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
   namespace k = cuda::kernels;
   struct Shape {
