@@ -110,6 +110,23 @@ __device__ __forceinline__ OnlineSoftmaxState<float> cluster_state(float2* parts
   return OnlineSoftmaxState<float>::from_fields(f.x, f.y);
 }
 
+// A row's last step on block_per_row, both kernels: logsumexp and the state write the row's statistics from the
+// block's (cluster's) first thread; softmax and log-softmax normalise the thread's elements and store them. g, G: the
+// thread's index among the threads that share the row, and their number.
+template <typename Tile, typename Out, typename In, bool kLog, int E, typename State>
+__device__ __forceinline__ void finish_row(const RowProblem& p, const RowRef& o, float (&v)[E], const State& state, int g,
+                                           int G) {
+  if (!writes_rows(p.op)) {
+    if (g == 0) write_row_stats(p, o, state);
+    return;
+  }
+  finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
+  with_out<Out, In>(p, [&](auto* tag) {
+    using O = std::remove_pointer_t<decltype(tag)>;
+    Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], g, G);
+  });
+}
+
 // kLog: log-softmax, logsumexp or the state (log l) rather than softmax (1/l); a template parameter for the reason
 // warp_row.cu gives. kStaged: the row pipeline (BlockConfig::staged) — the grid is persistent, and each block bulk-
 // copies its share of its next row into shared memory (row_stage.cuh) right after the current row's first block
@@ -235,15 +252,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       // red_ties after the next row's block_max barrier; part_* only after the next cluster barrier.
       state = state_from(m, ties, rest, count_ties);
     }
-    if (!writes_rows(p.op)) {
-      if (g == 0) write_row_stats(p, o, state);
-      continue;
-    }
-    finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
-    with_out<Out, In>(p, [&](auto* tag) {
-      using O = std::remove_pointer_t<decltype(tag)>;
-      Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], g, G);
-    });
+    finish_row<Tile, Out, In, kLog>(p, o, v, state, g, G);
   }
   // A block's shared memory must outlive every remote read of it.
   if (cluster > 1) cg::this_cluster().sync();
@@ -304,15 +313,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_lane_kernel(const R
     rest = block_sum(rest, red_sum);
     if (kLog) ties = block_count(ties, red_ties);
     const auto state = state_from(m, ties, rest, kLog);
-    if (!writes_rows(p.op)) {
-      if (t == 0) write_row_stats(p, o, state);
-      continue;
-    }
-    finish_rows(v, state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
-    with_out<Out, In>(p, [&](auto* tag) {
-      using O = std::remove_pointer_t<decltype(tag)>;
-      Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v, p.n, p.step[kOut], t, T);
-    });
+    finish_row<Tile, Out, In, kLog>(p, o, v, state, t, T);
   }
   __pipeline_wait_prior(0);  // (only empty groups remain; no copy outlives the block)
 }
