@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "cuda/device_attrs.hpp"
 #include "cuda/cross_entropy/common.cuh"
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
 #include "cuda/cross_entropy/linear_launch.cuh"
@@ -418,7 +419,8 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   attrs.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kStages<In> * Stage::bytes(kThreads))));
-    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    if (current_device_attrs().cc_major >= 9)  // no clusters below Hopper: leave the attribute alone there
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   });
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(static_cast<unsigned>(shape.threads));

@@ -37,6 +37,7 @@
 // the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32, kBackwardPrefetchFromN).
 #include <cooperative_groups.h>
 
+#include "cuda/device_attrs.hpp"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
@@ -435,7 +436,8 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const std::size_t smem = kStaged ? 2 * Stage::bytes(c.threads) : 0;  // y's share and dy's
   static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([&] {
-    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    if (current_device_attrs().cc_major >= 9)  // no clusters below Hopper: leave the attribute alone there
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     if (kStaged)
       SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(2 * Stage::bytes(kThreads))));

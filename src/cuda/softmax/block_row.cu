@@ -60,6 +60,7 @@
 // 1: past one row ahead the bytes in flight no longer limit these rows (what does was not profiled).
 #include <cooperative_groups.h>
 
+#include "cuda/device_attrs.hpp"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
@@ -360,7 +361,8 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([&] {  // every instantiation at once: one DeviceOnce serves each op and output type
     for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
-      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      if (current_device_attrs().cc_major >= 9)  // no clusters below Hopper: leave the attribute alone there
+        SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       if (kStaged)
         SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(RowStage<In, kElems>::bytes(kThreads))));
