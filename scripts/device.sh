@@ -9,6 +9,8 @@
 #   pfx dec5 pfx2
 #   split6 tier16 mid16
 #   (default: all but tune)
+#   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
+#   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
 #   accuracy: docs/accuracy.md's table on every GPU kernel path ($OUT/accuracy-gpu.md) and our error beside torch's on
@@ -34,6 +36,31 @@ run_step() {  # run_step NAME COMMAND...: logs to $OUT/NAME.log, shows its tail,
   summary+=("$(printf '%-12s %-8s %5ss' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAIL:$rc")" $((SECONDS - t0)))")
   return $rc
 }
+
+# A one-off A/B step's opening and closing, shared by the steps below. Binaries built off the device for sm_90a travel
+# as a tarball (carry it with .devdeps), so such a step builds nothing here.
+#   carried NAME TARBALL: unpacks TARBALL into /tmp/NAME (the folder is left in $bin), puts its lib/ and the image's
+#     cuDNN on LD_LIBRARY_PATH, and sends the logs to /tmp/o ($outer keeps the real $OUT: only 8 files come back).
+#   keep_logs PREFIX: after each step (a call cut short still brings back what ran): every PREFIX-*.log as a .txt, a
+#     summary of the test logs PREFIXx-*.log (pass/fail lines, sanitizer summaries), and a tarball of all the logs.
+#   end_carried: $OUT back to the real one.
+carried() {
+  outer=$OUT
+  OUT=/tmp/o && mkdir -p "$OUT"
+  bin=/tmp/$1 && mkdir -p "$bin" && tar -xJf "$2" -C "$bin"
+  local cudnn
+  cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${cudnn:+$cudnn:}$bin/lib"
+}
+keep_logs() {
+  local prefix=$1 f
+  for f in "$OUT/$prefix"-*.log; do [ -f "$f" ] && cp "$f" "$outer/$(basename "${f%.log}").txt"; done
+  { printf '%s\n' "${summary[@]}"
+    grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|WORSE" "$OUT/${prefix}x"-*.log \
+      2>/dev/null | head -n 200; } >"$outer/$prefix-summary.txt"
+  tar -czf "$outer/$prefix-logs.tgz" -C "$OUT" . 2>/dev/null
+}
+end_carried() { OUT=$outer; }
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1
   git log -1 --format='commit %h %s' 2>/dev/null; date -u; } | tee "$OUT/machine.txt"
@@ -711,18 +738,9 @@ fi
 # variants' graph timings, the GPU suites, memcheck on the few-row cases. At most 8 files come back: s6-*.txt and a
 # tarball of the rest.
 if want split6; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  s6=/tmp/s6 && mkdir -p "$s6" && tar -xJf build/split6-bin.tar.xz -C "$s6"
-  s6_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${s6_cudnn:+$s6_cudnn:}$s6/lib"
-  s6_keep() {
-    for f in "$OUT"/s6-*.log; do [ -f "$f" ] && cp "$f" "$outer/$(basename "${f%.log}").txt"; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/s6x-*.log 2>/dev/null |
-        head -n 200; } >"$outer/s6-summary.txt"
-    tar -czf "$outer/s6-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
+  carried s6 build/split6-bin.tar.xz
+  s6=$bin
+  s6_keep() { keep_logs s6; }
   s6_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
   if [ "${SMK_S6:-ab}" = prof ]; then
     s6_ncu() {  # s6_ncu NAME BIN KERNEL-REGEX COUNT BENCH-ARGS...
@@ -824,18 +842,9 @@ fi
 # accuracy report and vs torch, few rows, grid_row and warp_row (the bitwise one-launch / three-kernel / grid_row
 # checks), the softmax suite on small rows, memcheck. Logs in /tmp/o; at most 8 files come back: t16-*.txt, a summary and a tarball.
 if want tier16; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  t16=/tmp/t16 && mkdir -p "$t16" && tar -xJf build/tier16-bin.tar.xz -C "$t16"
-  t16_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${t16_cudnn:+$t16_cudnn:}$t16/lib"
-  t16_keep() {
-    for f in "$OUT"/t16-*.log; do [ -f "$f" ] && cp "$f" "$outer/$(basename "${f%.log}").txt"; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|WORSE" "$OUT"/t16x-*.log \
-        2>/dev/null | head -n 200; } >"$outer/t16-summary.txt"
-    tar -czf "$outer/t16-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
+  carried t16 build/tier16-bin.tar.xz
+  t16=$bin
+  t16_keep() { keep_logs t16; }
   # SMK_T16=acc: only the accuracy report, one path at a time (each its own table and verdict, so a cap cuts whole
   # paths), on the paths of SMK_T16_PATHS.
   if [ "${SMK_T16:-ab}" = acc ]; then
@@ -1022,11 +1031,8 @@ if want mid16; then
   # commit before): the kernels side by side (tune_softmax --mid16: direct beside lane-staged at 1-3 rows ahead), the
   # bench old beside new per dtype (the sweep's lengths at 2^26 elements and the issue's shapes), the GPU tests small
   # and memcheck. Line-buffered, so a step cut by its limit keeps what it printed.
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  m16=/tmp/m16 && mkdir -p "$m16" && tar -xJf build/mid16-bin.tar.xz -C "$m16"
-  m16_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${m16_cudnn:+$m16_cudnn:}$m16/lib"
+  carried m16 build/mid16-bin.tar.xz
+  m16=$bin
   m16_keep() {
     for f in tune bench; do cat "$OUT"/m16-$f*.log >"$outer/m16-$f.txt" 2>/dev/null; done
     { printf '%s\n' "${summary[@]}"
