@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16
+#   split6 tier16 mid16 ce5
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1059,6 +1059,65 @@ if want mid16; then
     --report-api-errors no --error-exitcode 9 "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
   m16_keep
   OUT=$outer
+fi
+# ce5 (session 7, issue 5: the fused cross-entropy in 16-bit; the forward alone), one call from binaries built off the
+# device for sm_90a (build/ce5-bin.tar.xz: old/ and new/ tune_cross_entropy and test_cuda_cross_entropy; old = HEAD
+# before ce5's kernel change, new = the tree). SMK_CE5_PARTS picks, of "ncu tune test memcheck torch" (default all):
+#   ncu      Nsight Compute --set full on the fused kernel (bf16 8192x32000 and 4096x151936) and the forward's chunk
+#            kernel (bf16 8192x32000), of $SMK_CE5_NCU_BIN (old|new, default old): the details page and the SASS
+#            source page (executed instructions and stall samples per instruction) as text, in the tarball;
+#   tune     tune_cross_entropy new then old (--reps ${SMK_CE5_REPS:-5}) over $SMK_CE5_DTYPES, $SMK_CE5_SHAPES and
+#            the variants $SMK_CE5_ONLY (old: SMK_CE5_OLD_DTYPES, _SHAPES, _ONLY where set);
+#   test     the new cross-entropy GPU suite; memcheck: the same under compute-sanitizer (small rows);
+#   torch    scripts/compare_torch_ce.py beside new and old.
+# Back: machine.txt, ce5-tune-new.txt, ce5-tune-old.txt, ce5-torch.txt, ce5-summary.txt, ce5-logs.tgz.
+if want ce5; then
+  carried ce5 build/ce5-bin.tar.xz
+  c5=$bin
+  c5_part() { [[ " ${SMK_CE5_PARTS:-ncu tune test memcheck torch} " == *" $1 "* ]]; }
+  c5_dt=${SMK_CE5_DTYPES:-bf16,f16,f32}
+  c5_sh=${SMK_CE5_SHAPES:-4096x151936,8192x32000,4096x65536,16384x8192}
+  if c5_part ncu; then
+    c5_ncu() {  # c5_ncu NAME KERNEL-REGEX VARIANT SHAPE
+      run_step "ce5n-$1" timeout 60 ncu --set full --clock-control none --kernel-name-base demangled -k "regex:$2" \
+        -c 1 -o "$OUT/ncu-$1" "$c5/${SMK_CE5_NCU_BIN:-old}/tune_cross_entropy" --only "$3" --reps 1 --dtypes bf16 \
+        --shapes "$4"
+      ncu --import "$OUT/ncu-$1.ncu-rep" --page details --print-units base >"$OUT/ce5n-$1-details.txt" 2>&1
+      ncu --import "$OUT/ncu-$1.ncu-rep" --page source --csv --print-source sass >"$OUT/ce5n-$1-sass.csv" 2>&1
+      rm -f "$OUT/ncu-$1.ncu-rep"
+      keep_logs ce5
+    }
+    c5_ncu fused32k fused_kernel fused 8192x32000
+    c5_ncu fused152k fused_kernel fused 4096x151936
+    c5_ncu fwd32k stats_kernel forward 8192x32000
+  fi
+  if c5_part tune; then
+    run_step ce5-tune-new timeout "${SMK_CE5_TUNE_S:-60}" stdbuf -oL "$c5/new/tune_cross_entropy" \
+      --reps "${SMK_CE5_REPS:-5}" --dtypes "$c5_dt" --shapes "$c5_sh" --only "${SMK_CE5_ONLY:-}" \
+      --json "$OUT/tune_new.json"
+    keep_logs ce5
+    run_step ce5-tune-old timeout "${SMK_CE5_TUNE_S:-60}" stdbuf -oL "$c5/old/tune_cross_entropy" \
+      --reps "${SMK_CE5_REPS:-5}" --dtypes "${SMK_CE5_OLD_DTYPES:-$c5_dt}" --shapes "${SMK_CE5_OLD_SHAPES:-$c5_sh}" \
+      --only "${SMK_CE5_OLD_ONLY:-${SMK_CE5_ONLY:-}}" --json "$OUT/tune_old.json"
+    keep_logs ce5
+  fi
+  if c5_part test; then
+    run_step ce5x-test timeout "${SMK_CE5_TEST_S:-90}" "$c5/new/test_cuda_cross_entropy"
+    keep_logs ce5
+  fi
+  if c5_part memcheck; then
+    run_step ce5x-memcheck timeout "${SMK_CE5_SAN_S:-60}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$c5/new/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
+    keep_logs ce5
+  fi
+  if c5_part torch && [ -f "$OUT/tune_new.json" ]; then
+    run_step ce5-torch timeout "${SMK_CE5_TORCH_S:-60}" python3 scripts/compare_torch_ce.py --tune-json \
+      "$OUT/tune_new.json" $([ -f "$OUT/tune_old.json" ] && echo --old-tune-json "$OUT/tune_old.json") \
+      --out "$OUT" --rep-ms 50
+    keep_logs ce5
+  fi
+  end_carried
 fi
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="

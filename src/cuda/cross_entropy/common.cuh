@@ -112,6 +112,21 @@ __device__ __forceinline__ float exp_shifted(float x, float shift) { return exp2
 // (log_term_exp). expf keeps a bf16 gradient's subnormals (no flush). The target's entry −R / l is still formed in f32
 // (e_t by exp_diff) before rounding. f32 gradients keep exp_diff.
 
+// The one-read kernel's terms e_j = exp(z_j − m_w), from which a row's gradient and its l are formed: exp_diff for an
+// f32 gradient; for a 16-bit one, exp_shifted (ce5, session 7: FADD, FMUL and exp2f's MUFU.EX2 with its subnormal
+// scaling, 6 SASS instructions an element where expf(fl(z − m)) took 9 and exp_diff 15; CUDA 13.0, sm_90a). Error
+// on a term, relative: the subtraction's rounding u·|d| (d = z_j − m_w), the product's u·|d·log2 e| in the exponent
+// (u·|d| on the term), log2 e's rounding in f32 (0.23u·|d|) and exp2f's 2 ulp (4u): ≤ (2.25·|d| + 4)·u with
+// |d| ≤ M − z_j. For p_j ≥ 1e-30 (|d| ≤ 69.1) that is ≤ 160u ≈ 2^-16.7, 2^-7.7 of a bf16 half-ulp and 2^-4.7 of an
+// f16 one: it can move a 16-bit output only where its exact value lies that close to a rounding boundary. In l the
+// terms' errors average with the weights p_j to ≤ (2.25·ln C + 4)·u (docs/semantics.md §12). exp2f keeps subnormal
+// terms (no flush), −inf → 0 and NaN → NaN.
+template <typename Out>
+__device__ __forceinline__ float grad_exp(float x, float shift) {
+  if constexpr (kernels::kPlainExp<Out>) return exp_shifted(x, shift);
+  else return exp_diff(x, shift);
+}
+
 // The forward's per-row outputs, written by the two-call forward (forward.cu) and the one-read kernel (fused.cu).
 // Null pointers are outputs not asked for.
 struct RowOut {

@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     const float mw = kernels::group_max(kernels::tree_max<E>(v), 32);
     const float sw_shift = State::shift_for(mw);
 #pragma unroll
-    for (int i = 0; i < E; ++i) v[i] = kernels::out_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
+    for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
     const float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
     State sw = State::from_max_and_sum(mw, lw);
     if (smoothing) sm = kernels::group_sum(sm, 32);

@@ -330,11 +330,12 @@ Ref reference(const CeCase& c, bool backward) {
     const double wt = w.empty() ? 1 : w[ti];
     double ez_max = 0;
     std::vector<double> p(C), ez(C);
-    // The one-read kernel's 16-bit tier (16-bit gradient: fused.cu, kernels::out_exp): e_j = expf(fl(z_j − m_w))
-    // without the subtraction's TwoSum, a relative error of at most u·|z_j − m_w| ≤ u·(M − z_j) more (m_w ≤ M, the
-    // warp's and the row's max). l = Σ e_j gains Σ_{j≠t} p_j·u·(M − z_j) relatively (≤ u·(H(p) − log l) ≤ u·ln C), which every
-    // p_j takes through 1 / l; the target's entry −R / l takes it twice (R's own share and 1 / l's). Its own e_t is
-    // exp_diff's, as before.
+    // The one-read kernel's 16-bit tier (16-bit gradient: fused.cu, ce::grad_exp): e_j = exp2f(fl(fl(z_j − m_w)·
+    // log2 e)) without the subtraction's TwoSum, a relative error of at most (2.25·|z_j − m_w| + 4)·u more (the
+    // subtraction's and the product's roundings u·|d| each, log2 e's in f32 0.23u·|d|, exp2f's 2 ulp; |z_j − m_w|
+    // ≤ M − z_j, m_w ≤ M the warp's and the row's max). l = Σ e_j gains Σ_{j≠t} p_j·(2.25·(M − z_j) + 4)·u
+    // relatively (≤ (2.25·ln C + 4)·u), which every p_j takes through 1 / l; the target's entry −R / l takes it twice
+    // (R's own share and 1 / l's). Its own e_t is exp_diff's, as before.
     const bool tier16 = g_fused && c.grad_dtype != DType::f32;
     double row_max = -std::numeric_limits<double>::infinity();
     if (tier16)
@@ -350,7 +351,8 @@ Ref reference(const CeCase& c, bool backward) {
       if (j != ti) rest += p[j];
     auto tier_of = [&](std::int64_t j) {
       const double z_j = capped(c, c.x[i * C + j]);
-      return tier16 && j != ti && std::isfinite(row_max) && std::isfinite(z_j) ? u * (row_max - z_j) : 0.0;
+      return tier16 && j != ti && std::isfinite(row_max) && std::isfinite(z_j) ? u * (2.25 * (row_max - z_j) + 4)
+                                                                                 : 0.0;
     };
     double tier_l = 0;  // relative, on l; R = rest·l carries it absolutely, as rest·(its share of it)
     if (tier16)

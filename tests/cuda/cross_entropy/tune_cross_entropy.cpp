@@ -16,7 +16,11 @@
 // repeats; before every repeat the logits are restored from a pristine copy (2.5 GB at the largest shape, which
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
 // once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
-//   tune_cross_entropy [--reps N] [--json FILE] [--narrow] [--only PREFIX]   (--only: the variants named PREFIX...)
+//   tune_cross_entropy [--reps N] [--json FILE] [--narrow] [--only PREFIX,...] [--dtypes bf16,f16,f32]
+//                      [--shapes RxC,...]
+//   (--only: the variants whose names start with one of the prefixes; --dtypes default bf16,f32; --shapes default
+//   the four below)
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -25,6 +29,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
@@ -56,6 +61,9 @@ std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint
     const float f = d(rng);
     if (dt == smk::DType::f32) {
       std::memcpy(t.data() + i * 4, &f, 4);
+    } else if (dt == smk::DType::f16) {  // the host conversion of cuda_fp16.h, round to nearest even
+      const __half h = __float2half_rn(f);
+      std::memcpy(t.data() + i * 2, &h, 2);
     } else {  // bf16: the top half of the f32, rounded to nearest even
       std::uint32_t u;
       std::memcpy(&u, &f, 4);
@@ -75,11 +83,13 @@ int main(int argc, char** argv) {
   int reps = 15;
   const char* json = nullptr;
   bool narrow = false;
-  std::string only;
+  std::string only, dtypes = "bf16,f32", shape_list;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--narrow")) narrow = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc) dtypes = argv[++i];
+    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) shape_list = argv[++i];
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
   }
   if (smk::cuda_device_count() == 0) {
@@ -91,10 +101,25 @@ int main(int argc, char** argv) {
   };
   // The two shapes, then a row two wide blocks hold (the dispatcher's cluster range) and one a narrow block
   // holds (its single-block range).
-  const Shape shapes[] = {{4096, 151936}, {8192, 32000}, {4096, 65536}, {16384, 8192}};
+  // --shapes RxC,RxC,... replaces them (one shape under Nsight Compute); --dtypes picks among bf16, f16, f32.
+  std::vector<Shape> shapes = {{4096, 151936}, {8192, 32000}, {4096, 65536}, {16384, 8192}};
+  if (!shape_list.empty()) {
+    shapes.clear();
+    for (std::size_t at = 0; at < shape_list.size();) {
+      const std::size_t end = std::min(shape_list.find(',', at), shape_list.size());
+      long long r = 0, c = 0;
+      if (std::sscanf(shape_list.substr(at, end - at).c_str(), "%lldx%lld", &r, &c) == 2 && r > 0 && c > 0)
+        shapes.push_back({r, c});
+      at = end + 1;
+    }
+  }
+  std::vector<smk::DType> dts;
+  for (const auto& [name, dt] : {std::pair{"bf16", smk::DType::bf16}, std::pair{"f16", smk::DType::f16},
+                                 std::pair{"f32", smk::DType::f32}})
+    if (("," + dtypes + ",").find(std::string(",") + name + ",") != std::string::npos) dts.push_back(dt);
   std::string out = "[\n";
   std::printf("%-6s %-14s %-12s %10s %9s %7s\n", "dtype", "shape", "variant", "median_us", "GB/s", "% bound");
-  for (smk::DType dt : {smk::DType::bf16, smk::DType::f32})
+  for (smk::DType dt : dts)
     for (const Shape& sh : shapes) {
       const std::int64_t n = sh.rows * sh.cols;
       const std::size_t bytes = static_cast<std::size_t>(n) * smk::dtype_size(dt);
@@ -150,7 +175,14 @@ int main(int argc, char** argv) {
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
       for (const Variant& v : variants) {
-        if (v.name.rfind(only, 0) != 0) continue;
+        bool picked = only.empty();
+        for (std::size_t at = 0; at <= only.size() && !picked;) {  // --only: a comma-separated list of prefixes
+          const std::size_t end = std::min(only.find(',', at), only.size());
+          const std::string prefix = only.substr(at, end - at);
+          picked = !prefix.empty() && v.name.rfind(prefix, 0) == 0;
+          at = end + 1;
+        }
+        if (!picked) continue;
         std::vector<float> ms;
         for (int r = 0; r < reps + 2; ++r) {
           check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
