@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 ce5
+#   split6 tier16 mid16 fwd16 ce5
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1059,6 +1059,74 @@ if want mid16; then
     --report-api-errors no --error-exitcode 9 "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
   m16_keep
   OUT=$outer
+fi
+# fwd16 (session 7, issue 3: the forward ops on rows up to 32768, 16-bit first), one call from binaries built off the
+# device for sm_90a (build/fwd16-bin.tar.xz: new/{softmaxkit,test_cuda_softmax,test_cuda_warp_row,tune_softmax,
+# accuracy_report} from the tree, old/softmaxkit from the commit before), in this order of need: the lane-staged
+# block_per_row's bitwise test in full (more rows than any persistent grid) and under memcheck, the bench old beside
+# new, the accuracy report beside torch, the dispatcher's GPU tests (small rows) and test_cuda_warp_row, tune_softmax
+# --fwd16 (warp_per_row's elements a lane per op), ncu on the short rows' warp kernels. SMK_F16_SKIP: parts to leave
+# out, of "lane bench acc tests tune ncu"; a part starts only while the call is younger than SMK_F16_DEADLINE_S.
+# Logs in /tmp/o; the tables, a summary and a tarball of every log come back.
+if want fwd16; then
+  carried f16 build/fwd16-bin.tar.xz
+  f16=$bin
+  f16_t0=$SECONDS
+  # A part runs only while the call is younger than SMK_F16_DEADLINE_S (default 140 s): the parts go in order of need.
+  f16_go() { [[ " ${SMK_F16_SKIP:-} " != *" $1 "* ]] && (( SECONDS - f16_t0 < ${SMK_F16_DEADLINE_S:-140} )); }
+  if f16_go lane; then
+    run_step f16x-lane timeout "${SMK_F16_LANE_S:-40}" "$f16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
+    keep_logs f16
+    run_step f16x-lanemem timeout "${SMK_F16_SAN_S:-35}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$f16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
+    keep_logs f16
+  fi
+  if f16_go bench; then
+    f16_shapes=${SMK_F16_SHAPES:-1048576x32,262144x128,131072x256,65536x512,32768x1024,32768x2048,16384x4096,8192x8192}
+    f16_shapes=${SMK_F16_SHAPES:-$f16_shapes,5461x12288,4096x16384,8192x32000}
+    f16_bench="bench --op softmax,log_softmax,logsumexp --dtype ${SMK_F16_DTYPES:-bf16,f32} --no-cudnn --target-ms 1"
+    f16_bench="$f16_bench --min-reps 5 --max-reps 30 --format table --path auto --shape $f16_shapes"
+    run_step f16-bench-old timeout "${SMK_F16_BENCH_S:-25}" stdbuf -oL "$f16/old/softmaxkit" $f16_bench
+    keep_logs f16
+    run_step f16-bench-new timeout "${SMK_F16_BENCH_S:-25}" stdbuf -oL "$f16/new/softmaxkit" $f16_bench
+    keep_logs f16
+  fi
+  if f16_go acc; then
+    f16_dump=$(mktemp -d)
+    run_step f16x-acc timeout "${SMK_F16_ACC_S:-35}" "$f16/new/accuracy_report" --backend gpu_automatic \
+      --backend gpu_warp_per_row --backend gpu_block_per_row --out "$OUT/f16-accuracy.md" --dump "$f16_dump"
+    run_step f16x-vstorch timeout 30 python3 tests/conformance/vs_torch.py "$f16_dump" --out "$OUT/f16-vs-torch.md"
+    cat "$OUT/f16-accuracy.md" "$OUT/f16-vs-torch.md" >>"$OUT/f16x-vstorch.log" 2>/dev/null
+    rm -rf "$f16_dump"
+    keep_logs f16
+  fi
+  if f16_go tests; then
+    run_step f16x-softmax timeout "${SMK_F16_TEST_S:-25}" env SMK_GPU_TEST_SMALL=1 "$f16/new/test_cuda_softmax" \
+      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
+    run_step f16x-warp timeout 20 "$f16/new/test_cuda_warp_row"
+    keep_logs f16
+  fi
+  if f16_go tune; then
+    run_step f16-tune timeout "${SMK_F16_TUNE_S:-20}" stdbuf -oL "$f16/new/tune_softmax" --fwd16
+    keep_logs f16
+  fi
+  if f16_go ncu; then
+    f16_ncu() {  # the dispatcher's warp_per_row kernel on one short-row shape per call: stalls, issue, bytes in flight
+      local spec specs="softmax:bf16:262144x128 logsumexp:bf16:262144x128 logsumexp:bf16:1048576x32"
+      for spec in ${SMK_F16_NCU:-$specs softmax:f32:1048576x32}; do
+        IFS=: read -r op dt shape <<<"$spec"
+        echo "=== ncu: $op $dt $shape"
+        timeout 12 ncu --clock-control none --kernel-name-base demangled -k regex:warp_rows_kernel -c 1 \
+          --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+          --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
+          "$f16/new/softmaxkit" bench --op "$op" --dtype "$dt" --shape "$shape" --no-cudnn --min-reps 1 --max-reps 1 \
+          --target-ms 0.01 --path auto --format csv
+      done
+    }
+    run_step f16-ncu f16_ncu
+    keep_logs f16
+  fi
+  end_carried
 fi
 # ce5 (session 7, issue 5: the fused cross-entropy in 16-bit; the forward alone), one call from binaries built off the
 # device for sm_90a (build/ce5-bin.tar.xz: old/ and new/ tune_cross_entropy and test_cuda_cross_entropy; old = HEAD

@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       // One exchange: this block's own state (its max, ties and rest), merged across the cluster.
       int ties = 0;
       const float shift = OnlineSoftmaxState<float>::shift_for(m);
-      float rest = kLogFtz ? thread_log_rest(v, shift, ties) : thread_exp_rest(v, shift, false, true, ties);
+      float rest = kLogFtz ? thread_log_rest_in<In>(v, shift, ties) : thread_exp_rest(v, shift, false, true, ties);
       rest = block_sum(rest, red_sum);
       ties = block_count(ties, red_ties);
       const auto mine = state_from(m, ties, rest, true);
@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
       int ties = 0;
       // The log ops' terms from log_term_exp_ftz (kLogFtz), softmax's from out_exp by the output type.
       float rest;
-      if constexpr (kLog && kLogFtz) rest = thread_log_rest(v, shift, ties);
+      if constexpr (kLog && kLogFtz) rest = thread_log_rest_in<In>(v, shift, ties);
       else rest = thread_exp_rest<Out>(v, shift, !count_ties, count_ties, ties);
       rest = block_sum(rest, red_sum);
       if (count_ties) ties = block_count(ties, red_ties);  // red_ties is reused like red_sum (below)
@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_lane_kernel(const R
     const float shift = OnlineSoftmaxState<float>::shift_for(m);
     int ties = 0;
     float rest;
-    if constexpr (kLog) rest = thread_log_rest(v, shift, ties);
+    if constexpr (kLog) rest = thread_log_rest_in<In>(v, shift, ties);
     else rest = thread_exp_rest<Out>(v, shift, true, false, ties);
     rest = block_sum(rest, red_sum);
     if (kLog) ties = block_count(ties, red_ties);

@@ -471,4 +471,39 @@ __device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shif
   return tree_sum<E>(r);
 }
 
+// ---- the log ops' terms from 16-bit inputs (fwd16, session 7; docs/semantics.md §6, "16-bit inputs") ---------------
+
+// 2^t with t = fl(fl(x − shift)·log2e_hi), nothing folded back: FADD, FMUL, MUFU.EX2 where log_term_exp_ftz takes
+// eight (SASS, CUDA 13.0, sm_90a). Why it may: with 16-bit scores (no temperature, no mask) x and the max are 16-bit
+// values, and fl(x − shift) is exact whenever their difference spans at most 24 bits (bf16: exponents at most 15
+// apart, f16 12), so the term's one rounding left is the product's: t is off by u·|t| relative and log2e_hi by 0.224u,
+// 1.224u·|x − shift| in the exponent, as much relative in the term; l averages that with the weights p_j, at most
+// 1.224u·ln n (numerics.hpp kLogTermProductU), the size of the subtraction's rounding that the f32 path already has.
+// A −inf score gives t = −inf and +0 (no clamp needed: nothing is folded); NaN stays NaN; a term below 2^-126 flushes
+// to 0 as in log_term_exp_ftz. With a temperature or mask the subtraction may round too (kLogTermSubtractionU): the
+// gates take both.
+__device__ __forceinline__ float log_term_exp16(float x, float shift) { return ex2_ftz((x - shift) * kLog2eHi); }
+
+// thread_log_rest with log_term_exp16's terms: the same ties, the same tree.
+template <int E>
+__device__ __forceinline__ float thread_log_rest16(const float (&v)[E], float shift, int& ties) {
+  float r[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const bool tie = v[i] == shift;
+    r[i] = tie ? 0.0f : log_term_exp16(v[i], shift);
+    ties += tie ? 1 : 0;
+  }
+  return tree_sum<E>(r);
+}
+
+// The log ops' rest by the input type: 16-bit inputs log_term_exp16, f32 inputs log_term_exp_ftz (thread_log_rest).
+// warp_per_row, block_per_row (direct and lane-staged), the wide block and cluster_row take it; split_row, grid_row and
+// the backward keep thread_log_rest.
+template <typename In, int E>
+__device__ __forceinline__ float thread_log_rest_in(const float (&v)[E], float shift, int& ties) {
+  if constexpr (sizeof(In) == 2) return thread_log_rest16(v, shift, ties);
+  else return thread_log_rest(v, shift, ties);
+}
+
 }  // namespace smk::cuda::kernels

@@ -6,8 +6,8 @@
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
-//                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16:
-//                                                        off by default until its many-rows test runs on the GPU)
+//                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16;
+//                                                        on by default since fwd16's run, session 7)
 //   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16;
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
@@ -219,9 +219,18 @@ int pow2_ceil(std::int64_t v) {
 }
 int round_up32(std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(32, ceil_div(v, 32) * 32)); }
 
-kernels::WarpConfig warp_config(std::int64_t n, DType t) {
+// f32 logsumexp and the state (no row written back) from kWarpReadOnlyWideFromNF32: 128 bytes a lane (32 elements)
+// instead of kWarpLaneBytes, one block fewer an SM (3 of 256 threads) but twice the loads in flight a lane, which a
+// read-only row, load-latency-bound, uses. Measured (H200, 2026-11-30, bw16's run of e7a1abd, tune_softmax --bw16,
+// µs): 262144×128 f32 logsumexp E32 L4 41.0 against E16 L8 47.2; 1048576×32 slower at E32 (a row a lane), so from
+// 128 (provisional: fwd16's tune_softmax --fwd16 times 32-1024).
+constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 128;
+constexpr int kWarpLaneBytesReadOnlyF32 = 128;
+kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
-  const std::int64_t target = kWarpLaneBytes / static_cast<std::int64_t>(dtype_size(t));
+  const bool wide_lane = t == DType::f32 && !kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32;
+  const std::int64_t target =
+      (wide_lane ? kWarpLaneBytesReadOnlyF32 : kWarpLaneBytes) / static_cast<std::int64_t>(dtype_size(t));
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
@@ -304,12 +313,13 @@ bool rows_vector_aligned(const RowProblem& p, DType t) {
     if (p.map.size[d] > 1 && (p.map.stride[kernels::kX][d] * es) % 16 != 0) return false;
   return true;
 }
-// Off by default for now (the lead, session 6): the kernel's walk over more rows than its persistent grid — the
-// only case where it prefetches, so the case every timing above is — ran on the H200 only as timings; its bitwise
-// test against the direct kernel ran at few rows (and under memcheck), and its many-rows form outlasted its cap
-// before reporting. The dispatcher turns it on once that test has run to the end on the device; until then
-// LaneStagedBlockRowsBitwiseTheDirectKernel and tune_softmax --mid16 reach it through BlockConfig::lane_stages.
-constexpr bool kBlockLaneStagedByDefault = false;
+// On by default since session 7 (fwd16): LaneStagedBlockRowsBitwiseTheDirectKernel ran to the end on the H200 with
+// shapes of more rows than any persistent grid holds (2048·SMs/threads + 7 rows of 2048, 8191 and 12288: every block
+// walks several rows and prefetches), bitwise the direct kernel at 1-3 rows ahead, and clean under memcheck
+// (docs/perf-notebook.md, session 7, fwd16). (Session 6 had left it off: that walk had run only as timings.)
+// false sends every row back to the direct kernel; the test and tune_softmax --mid16 reach either through
+// BlockConfig::lane_stages.
+constexpr bool kBlockLaneStagedByDefault = true;
 int block_lane_stages(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
   if (!kBlockLaneStagedByDefault) return 0;
   if (c.wide || c.cluster != 1 || t == DType::f32 || !rows_vector_aligned(p, t)) return 0;
@@ -498,7 +508,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   set_temperature(rp, options);
 
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype), s);
+    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);

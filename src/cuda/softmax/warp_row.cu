@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
       ties[r] = 0;
       const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
       if constexpr (kLog) {
-        rest[r] = group_sum(thread_log_rest(v[r], shift, ties[r]), lanes);
+        rest[r] = group_sum(thread_log_rest_in<In>(v[r], shift, ties[r]), lanes);
         ties[r] = group_count(ties[r], lanes);
       } else {
         rest[r] = group_sum(thread_exp_rest<Out>(v[r], shift, true, false, ties[r]), lanes);

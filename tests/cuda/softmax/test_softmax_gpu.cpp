@@ -715,17 +715,28 @@ TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
 // rows that fill and do not fill the last vectors, aligned and not (unaligned rows go through registers), with more
 // rows than the grid holds (each block walks several, its stage ring wrapping) and fewer rows than it stages ahead.
 // Outputs poisoned (0xFF bytes: NaN) before every launch; the direct kernel is held to the float64 reference by the
-// tests above. (The dispatcher does not take the lane-staged kernel yet: softmax_cuda.cpp kBlockLaneStagedByDefault
-// waits for this test's many-rows shapes to pass on the device.)
+// tests above. (The dispatcher takes the lane-staged kernel since this test's many-rows shapes passed on the H200:
+// softmax_cuda.cpp kBlockLaneStagedByDefault.)
 TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
   namespace k = cuda::kernels;
   struct Shape {
     std::int64_t rows, n;
   };
-  // The first three outnumber the persistent grid (H200: 1320, 264 and 264 blocks), so blocks walk several rows.
-  // (Sizes kept to ~3-4 M elements each: the run of c21f565 had 12 M-element shapes outlast device.sh's 8 s cap.)
-  std::vector<Shape> shapes = {{1600, 2048}, {500, 8191}, {300, 12288}, {2, 1025}, {300, 4097}, {5, 33}};
-  if (small_mode()) shapes.erase(shapes.begin(), shapes.begin() + 3);  // (compute-sanitizer: the few-row shapes)
+  // The first three outnumber any persistent grid, whatever the occupancy: an SM holds at most 2048 threads, so the
+  // grid of a launch of `threads` threads a block has at most 2048·SMs/threads blocks, and these shapes have 7 rows
+  // more (H200: 2823×2048, 775×8191, 535×12288): blocks walk several rows and the kernel prefetches, the case the
+  // lane-staged kernel exists for. (The run of c21f565 had 12 M-element shapes outlast device.sh's 8 s cap, its time
+  // on the host: the bytes are compared with std::mismatch below, not byte by byte.) Under compute-sanitizer
+  // (small mode) the shortest many-rows shape stays, with the few-row ones.
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  auto threads_for = [](std::int64_t n) {
+    const std::int64_t threads = ((n + k::kBlockElems - 1) / k::kBlockElems + 31) / 32 * 32;
+    return std::min<std::int64_t>(512, std::max<std::int64_t>(32, threads));
+  };
+  auto many_rows = [&](std::int64_t n) { return Shape{2048 * std::int64_t{sms} / threads_for(n) + 7, n}; };
+  std::vector<Shape> shapes = {many_rows(2048), many_rows(8191), many_rows(12288), {2, 1025}, {300, 4097}, {5, 33}};
+  if (small_mode()) shapes.erase(shapes.begin() + 1, shapes.begin() + 3);
   std::uint64_t seed = 16000;
   for (DType t : {DType::bf16, DType::f16})
     for (const Shape& sh : shapes)
@@ -770,8 +781,7 @@ TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
             auto run = [&](int stages) {
               EXPECT_EQ(cudaMemset(dst, 0xFF, bytes), cudaSuccess);
               k::BlockConfig c;
-              c.threads = static_cast<int>(std::min<std::int64_t>(512, std::max<std::int64_t>(
-                  32, ((sh.n + k::kBlockElems - 1) / k::kBlockElems + 31) / 32 * 32)));
+              c.threads = static_cast<int>(threads_for(sh.n));
               c.lane_stages = stages;
               k::launch_block_rows(p, c, nullptr);
               EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -789,9 +799,8 @@ TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
             }
             for (int stages = 1; stages <= k::kMaxLaneStages; ++stages) {
               const std::vector<unsigned char> lane = run(stages);
-              std::size_t first_diff = bytes;
-              for (std::size_t i = 0; i < bytes && first_diff == bytes; ++i)
-                if (lane[i] != direct[i]) first_diff = i;
+              const std::size_t first_diff =
+                  static_cast<std::size_t>(std::mismatch(lane.begin(), lane.end(), direct.begin()).first - lane.begin());
               EXPECT_EQ(first_diff, bytes) << dtype_name(t) << " -> " << dtype_name(out_t) << " op "
                                            << static_cast<int>(op) << " " << sh.rows << "x" << sh.n << " offset "
                                            << offset << " stages " << stages << ": first differing byte "

@@ -4,7 +4,7 @@
 // warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
-//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16]
+//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -271,9 +271,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool mid16 = argc > 1 && std::strcmp(argv[1], "--mid16") == 0;
+  const bool fwd16 = argc > 1 && std::strcmp(argv[1], "--fwd16") == 0;
   const bool bw16 = argc > 1 && std::strcmp(argv[1], "--bw16") == 0;
   const bool bw16b = argc > 1 && std::strcmp(argv[1], "--bw16b") == 0;
-  const int reps = quick ? 10 : bw16 || bw16b || mid16 ? 15 : 30;
+  const int reps = quick ? 10 : bw16 || bw16b || mid16 || fwd16 ? 15 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
     const std::size_t bytes = std::size_t{1} << 31;
@@ -303,6 +304,18 @@ int main(int argc, char** argv) {
       run_shape(rows, n, {fit(n, 1)}, {DType::f32}, ops, reps);
     }
     run_shape(65536, 1024, {warp(32, 32), fit(1024, 1), lane(1024, 2)}, half, ops, reps);
+    return 0;
+  }
+  if (fwd16) {
+    // fwd16 (session 7, docs/perf-notebook.md): warp_per_row's elements a lane for each forward op on the short rows,
+    // f32 and bf16 (the dispatcher's kWarpLaneBytes and kWarpReadOnlyWideFromNF32), and block_per_row at 1024.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    run_shape(1048576, 32, {warp(32, 1), warp(16, 2), warp(8, 4)}, both, ops, reps);
+    run_shape(524288, 64, {warp(32, 2), warp(16, 4), warp(8, 8)}, both, ops, reps);
+    run_shape(262144, 128, {warp(32, 4), warp(16, 8), warp(8, 16)}, both, ops, reps);
+    run_shape(131072, 256, {warp(32, 8), warp(16, 16)}, both, ops, reps);
+    run_shape(65536, 512, {warp(32, 16), warp(16, 32)}, both, ops, reps);
+    run_shape(32768, 1024, {warp(32, 32), fit(1024, 1), block(128, 1)}, both, ops, reps);
     return 0;
   }
   if (bw16b) {
