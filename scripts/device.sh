@@ -1063,10 +1063,10 @@ fi
 # fwd16 (session 7, issue 3: the forward ops on rows up to 32768, 16-bit first), one call from binaries built off the
 # device for sm_90a (build/fwd16-bin.tar.xz: new/{softmaxkit,test_cuda_softmax,test_cuda_warp_row,tune_softmax,
 # accuracy_report} from the tree, old/softmaxkit from the commit before), in this order of need: the lane-staged
-# block_per_row's bitwise test in full (more rows than any persistent grid) and under memcheck, the bench old beside
-# new, the accuracy report beside torch, the dispatcher's GPU tests (small rows) and test_cuda_warp_row, tune_softmax
+# block_per_row's bitwise test in full (more rows than any persistent grid) and under memcheck, the dispatcher's GPU
+# tests (small rows) and test_cuda_warp_row, the bench old beside new, the accuracy report beside torch, tune_softmax
 # --fwd16 (warp_per_row's elements a lane per op), ncu on the short rows' warp kernels. SMK_F16_SKIP: parts to leave
-# out, of "lane bench acc tests tune ncu"; a part starts only while the call is younger than SMK_F16_DEADLINE_S.
+# out, of "lane tests bench acc tune ncu"; a part starts only while the call is younger than SMK_F16_DEADLINE_S.
 # Logs in /tmp/o; the tables, a summary and a tarball of every log come back.
 if want fwd16; then
   carried f16 build/fwd16-bin.tar.xz
@@ -1079,6 +1079,12 @@ if want fwd16; then
     keep_logs f16
     run_step f16x-lanemem timeout "${SMK_F16_SAN_S:-35}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$f16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
+    keep_logs f16
+  fi
+  if f16_go tests; then
+    run_step f16x-softmax timeout "${SMK_F16_TEST_S:-25}" env SMK_GPU_TEST_SMALL=1 "$f16/new/test_cuda_softmax" \
+      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
+    [ -x "$f16/new/test_cuda_warp_row" ] && run_step f16x-warp timeout 20 "$f16/new/test_cuda_warp_row"
     keep_logs f16
   fi
   if f16_go bench; then
@@ -1098,12 +1104,6 @@ if want fwd16; then
     run_step f16x-vstorch timeout 30 python3 tests/conformance/vs_torch.py "$f16_dump" --out "$OUT/f16-vs-torch.md"
     cat "$OUT/f16-accuracy.md" "$OUT/f16-vs-torch.md" >>"$OUT/f16x-vstorch.log" 2>/dev/null
     rm -rf "$f16_dump"
-    keep_logs f16
-  fi
-  if f16_go tests; then
-    run_step f16x-softmax timeout "${SMK_F16_TEST_S:-25}" env SMK_GPU_TEST_SMALL=1 "$f16/new/test_cuda_softmax" \
-      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
-    run_step f16x-warp timeout 20 "$f16/new/test_cuda_warp_row"
     keep_logs f16
   fi
   if f16_go tune; then

@@ -219,18 +219,27 @@ int pow2_ceil(std::int64_t v) {
 }
 int round_up32(std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(32, ceil_div(v, 32) * 32)); }
 
-// f32 logsumexp and the state (no row written back) from kWarpReadOnlyWideFromNF32: 128 bytes a lane (32 elements)
-// instead of kWarpLaneBytes, one block fewer an SM (3 of 256 threads) but twice the loads in flight a lane, which a
-// read-only row, load-latency-bound, uses. Measured (H200, 2026-11-30, bw16's run of e7a1abd, tune_softmax --bw16,
-// µs): 262144×128 f32 logsumexp E32 L4 41.0 against E16 L8 47.2; 1048576×32 slower at E32 (a row a lane), so from
-// 128 (provisional: fwd16's tune_softmax --fwd16 times 32-1024).
-constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 128;
+// Two exceptions to kWarpLaneBytes, by op (session 7, fwd16's run of a7b007d: H200, 2026-11-30, tune_softmax --fwd16,
+// rotated inputs, median µs, E = elements a lane, L = lanes a row):
+// - f32 logsumexp and the state (no row written back) from kWarpReadOnlyWideFromNF32: 128 bytes a lane (E32), one
+//   block fewer an SM (3 of 256 threads) but twice a lane's loads in flight, which a read-only row uses:
+//   524288×64 E32 L2 45.3 against E16 L4 47.6, 262144×128 43.6 / 49.5, 131072×256 43.4 / 51.2, 65536×512 43.5 / 50.3;
+//   1048576×32 53.2 against E16 L2 47.3 (a row a lane), so from 64. (f32 softmax and log-softmax: within 2 % either
+//   way, and bw16's run had E16 ahead at 128: unchanged.)
+// - 16-bit log-softmax for n ≤ kWarpLogSoftmax16NarrowMaxN: 32 bytes a lane, so a row of 17..32 takes two lanes (E16
+//   L2), not one (E32 L1): 1048576×32 bf16 log-softmax E16 L2 49.2 against E32 L1 55.4 (with log_term_exp16's terms;
+//   softmax 53.0 / 51.1 and logsumexp 40.1 / 32.5 stay faster at a row a lane). Rows of ≤ 16 keep one lane either way.
+constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 64;
 constexpr int kWarpLaneBytesReadOnlyF32 = 128;
+constexpr std::int64_t kWarpLogSoftmax16NarrowMaxN = 32;
+constexpr int kWarpLaneBytesLogSoftmax16Narrow = 32;
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
   const bool wide_lane = t == DType::f32 && !kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32;
-  const std::int64_t target =
-      (wide_lane ? kWarpLaneBytesReadOnlyF32 : kWarpLaneBytes) / static_cast<std::int64_t>(dtype_size(t));
+  const bool narrow_lane = t != DType::f32 && op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN;
+  const int lane_bytes = wide_lane ? kWarpLaneBytesReadOnlyF32 : narrow_lane ? kWarpLaneBytesLogSoftmax16Narrow
+                                                                             : kWarpLaneBytes;
+  const std::int64_t target = lane_bytes / static_cast<std::int64_t>(dtype_size(t));
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   return c;
