@@ -224,12 +224,16 @@ int round_up32(std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(
 // - f32 logsumexp and the state (no row written back) from kWarpReadOnlyWideFromNF32: 128 bytes a lane (E32), one
 //   block fewer an SM (3 of 256 threads) but twice a lane's loads in flight, which a read-only row uses:
 //   524288×64 E32 L2 45.3 against E16 L4 47.6, 262144×128 43.6 / 49.5, 131072×256 43.4 / 51.2, 65536×512 43.5 / 50.3;
-//   1048576×32 53.2 against E16 L2 47.3 (a row a lane), so from 64. (f32 softmax and log-softmax: within 2 % either
-//   way, and bw16's run had E16 ahead at 128: unchanged.)
+//   1048576×32 53.2 against E16 L2 47.3 (a row a lane). The bench (L2 flushed, old → new µs): 262144×128 47.3 → 46.2
+//   and 47.7 → 46.0 (two runs), 131072×256 49.8 → 45.8 and 49.9 → 46.0, 65536×512 48.7 → 45.4 and 48.5 → 46.7; but
+//   524288×64, tried in the second run (dd0d523), 46.4 → 48.1: so from 128, where every measurement agrees. (f32
+//   softmax and log-softmax: within 2 % either way in the sweep, and bw16's run had E16 ahead at 128: unchanged.)
 // - 16-bit log-softmax for n ≤ kWarpLogSoftmax16NarrowMaxN: 32 bytes a lane, so a row of 17..32 takes two lanes (E16
 //   L2), not one (E32 L1): 1048576×32 bf16 log-softmax E16 L2 49.2 against E32 L1 55.4 (with log_term_exp16's terms;
 //   softmax 53.0 / 51.1 and logsumexp 40.1 / 32.5 stay faster at a row a lane). Rows of ≤ 16 keep one lane either way.
-constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 64;
+//   The bench (dd0d523, old → new µs): bf16 46.5 → 45.5, f16 45.8 → 44.7; with the cheaper terms on one lane (a7b007d)
+//   bf16 had gone 47.5 → 50.7.
+constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 128;
 constexpr int kWarpLaneBytesReadOnlyF32 = 128;
 constexpr std::int64_t kWarpLogSoftmax16NarrowMaxN = 32;
 constexpr int kWarpLaneBytesLogSoftmax16Narrow = 32;
