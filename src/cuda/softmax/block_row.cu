@@ -58,6 +58,15 @@
 // 2048-6144, log-softmax at 2048 and softmax at 1025 (the dispatcher keeps the direct kernel there: softmax_cuda.cpp
 // block_lane_stages). 63-64 registers, no spill (ptxas -v, CUDA 13.0, sm_90a). 2 or 3 rows ahead timed no faster than
 // 1: past one row ahead the bytes in flight no longer limit these rows (what does was not profiled).
+// fwd16 (session 7, 2026-11-30): the lane-staged kernel on by default (its bitwise test walked more rows than any
+// persistent grid, memcheck clean), and the 16-bit log ops' terms by log_term_exp16 (common.cuh: SASS 11.9 → 6.9 an
+// element in the exp window, E = 24 and 32; f32 kernels and softmax SASS-identical). Measured (H200, fwd16's run of
+// a7b007d, softmaxkit bench, L2 flushed, median, µs old (3809204) → new; docs/bench/fwd16-s7-2026-11-30.md): bf16
+// softmax 16384×4096 122.7 → 94.8 (2.83 TB/s, 67 % of copy), 8192×8192 136.7 → 91.7, 5461×12288 100.8 → 79.5 (79 %),
+// 32768×2048 115.1 → 96.7; log-softmax 16384×4096 129.0 → 101.7, 8192×8192 138.0 → 96.3, 5461×12288 106.5 → 83.8;
+// logsumexp 16384×4096 98.8 → 91.7, 8192×8192 112.1 → 72.4 (1.85 TB/s, 41 % of read), 5461×12288 84.3 → 63.2; the
+// wide block's logsumexp 4096×16384 76.0 → 68.5, 8192×32000 286.0 → 259.8 (2.02 TB/s), log-softmax 8192×32000 412.7 →
+// 386.0. f32 unchanged (within 1.5 %).
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"

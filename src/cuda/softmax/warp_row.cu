@@ -27,6 +27,20 @@
 // SASS 17.4 → 10.4 instructions an element in the exp window (bf16, E = 32). Measured (H200, 2026-11-30, tier16's run
 // of 77c64e6, softmaxkit bench, L2 flushed, median, old → new): bf16 softmax 32768×1024 48.8 → 41.7 µs (75 % of copy),
 // 262144×128 46.6 → 42.2 (75 %); f16 47.8 → 42.0, 45.4 → 40.7; the log ops and f32 unchanged (the same SASS).
+// fwd16 (session 7, 2026-11-30): the 16-bit log ops' terms by log_term_exp16 (common.cuh thread_log_rest_in: SASS 12.0 →
+// 6.8 instructions an element in the exp window at E = 32, 10.3 → 6.0 at E = 16; 80 registers, no spill; f32 and
+// softmax kernels SASS-identical, cuobjdump sm_90a). Measured (H200, fwd16's runs of a7b007d and dd0d523, softmaxkit
+// bench, L2 flushed, median, µs old (3809204) → new, two runs where both timed it; docs/bench/fwd16-s7-2026-11-30.md):
+// bf16 logsumexp 1048576×32 36.2 → 31.8 / 35.7 → 31.2 (2.15 TB/s, 49 % of read), 262144×128 38.7 → 33.9 / 37.8 → 34.3,
+// 65536×512 41.1 → 35.7 / 40.1 → 35.2, 32768×1024 39.4 → 35.5 (f16 alike, 1.12-1.14×); bf16 log-softmax 262144×128
+// 45.6 → 43.1 / 45.5 → 42.8, 32768×1024 47.2 → 43.3, 1048576×32 46.5 → 45.5 (on two lanes: one lane a row went 47.5 →
+// 50.7 with the cheaper terms, the store side of a row a lane; softmax_cuda.cpp kWarpLogSoftmax16NarrowMaxN).
+// Nsight Compute (fwd16's run of a7b007d): 262144×128 bf16 softmax 21.0 instructions an element, one warp eligible on
+// 67 % of cycles, DRAM 63 %, 3 blocks an SM (80 registers, 34 % occupancy), 43 % of a warp's cycles waiting on its
+// loads; 1048576×32 bf16 logsumexp (new terms, a row a lane) 16.0 an element, 67 % issue, DRAM 50 %, L1 hit 48 % (each
+// 16-byte load covers half of a 32-byte sector, the other half comes from L1); 1048576×32 f32 softmax (E16 L2, 63
+// registers, 4 blocks) 30.7 an element, 50 % issue, DRAM 72 %, 59 % of a warp's cycles waiting on loads: the f32 rows
+// want more bytes in flight a warp, the 16-bit rows fewer instructions and more warps.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 
