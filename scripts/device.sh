@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 ce5
+#   split6 tier16 mid16 fwd16 ce5 dec6
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1185,6 +1185,52 @@ if want ce5; then
       --out "$OUT" --rep-ms 50
     keep_logs ce5
   fi
+  end_carried
+fi
+if want dec6; then
+  # dec6 (issue 8, session 7): decode attention's pieces taken from an atomic cursor, one call from binaries built for
+  # sm_90a off the device (build/dec6-bin.tar.xz: new/ bench_decode and test_cuda_decode of the tree, old/bench_decode
+  # dec5's of e9af5e6, the kernel of HEAD before this session). Old beside new, torch's FLASH and cuDNN in the same call
+  # (scripts/compare_torch_decode.py), the GPU tests, memcheck and racecheck, Nsight Compute on 16 x 8192 (the rule of
+  # sessions 2-6 and the default) and on (1, 32768). At most 8 files come back: d6_keep after each step.
+  carried d6 build/dec6-bin.tar.xz
+  d6=$bin
+  d6_keep() {
+    { printf '%s\n' "${summary[@]}"; cat "$OUT/d6-registers.txt" 2>/dev/null
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY|Failure|rror:" \
+        "$OUT"/d6x-*.log 2>/dev/null | head -n 150; } >"$outer/d6-summary.txt"
+    cat "$OUT"/d6-bench.log "$OUT"/d6-bench-old.log >"$outer/d6-bench.txt" 2>/dev/null
+    cp "$OUT"/bench_decode.json "$OUT"/bench_decode_old.json "$OUT"/decode_vs_torch.md "$outer/" 2>/dev/null
+    cat "$OUT"/d6-ncu-*.txt >"$outer/d6-ncu.txt" 2>/dev/null
+    tar -czf "$outer/d6-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d6/new/bench_decode" 2>/dev/null |
+    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
+    sort | uniq -c >"$OUT/d6-registers.txt"
+  run_step d6-bench timeout 40 "$d6/new/bench_decode" --quick --json "$OUT/bench_decode.json"
+  run_step d6-bench-old timeout 25 "$d6/old/bench_decode" --quick --json "$OUT/bench_decode_old.json"
+  d6_keep
+  run_step d6-torch timeout 60 python3 scripts/compare_torch_decode.py --ours "$OUT/bench_decode.json" \
+    --old "$OUT/bench_decode_old.json" --out "$OUT/decode_vs_torch.md" --torch-json "$OUT/torch.json"
+  d6_keep
+  run_step d6x-test timeout 45 "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursor*:*BitwiseDeterministic*:*ClusterMerge*:*GraphCapture*:*Programmatic*:*CausalBand*:*CausalMulti*'
+  d6_keep
+  run_step d6x-memcheck timeout 40 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursorSmall*:*BadInputs*:*Programmatic*'
+  run_step d6x-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursorSmall*'
+  d6_keep
+  [ "${SMK_DEC6_NCU:-1}" = 0 ] || for r in 2 0; do  # SMK_DEC6_NCU=0: no profile
+    run_step d6-ncu-$r timeout 30 ncu --clock-control none --section SpeedOfLight --section LaunchStats \
+      --section Occupancy --section WarpStateStats --section SchedulerStats --metrics \
+      sm__cycles_active.max,sm__cycles_active.avg,sm__cycles_active.min,sm__cycles_elapsed.avg \
+      -k regex:decode_mma_kernel --launch-skip 2 --launch-count 2 "$d6/new/bench_decode" --ncu-row $r
+    cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
+    d6_keep
+  done
+  [ "${SMK_DEC6_REST:-1}" = 0 ] || run_step d6x-rest timeout "${SMK_DEC6_REST_S:-45}" "$d6/new/test_cuda_decode" \
+    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
+  d6_keep
   end_carried
 fi
 echo
