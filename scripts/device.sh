@@ -1220,7 +1220,10 @@ if want dec6; then
   run_step d6x-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursorSmall*'
   d6_keep
-  [ "${SMK_DEC6_NCU:-1}" = 0 ] || for r in 2 0; do  # SMK_DEC6_NCU=0: no profile
+  [ "${SMK_DEC6_REST:-1}" = 0 ] || run_step d6x-rest timeout "${SMK_DEC6_REST_S:-45}" "$d6/new/test_cuda_decode" \
+    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
+  d6_keep
+  [ "${SMK_DEC6_NCU:-1}" = 0 ] || for r in ${SMK_DEC6_NCU_ROWS:-2 0}; do  # SMK_DEC6_NCU=0: no profile
     run_step d6-ncu-$r timeout 30 ncu --clock-control none --section SpeedOfLight --section LaunchStats \
       --section Occupancy --section WarpStateStats --section SchedulerStats --metrics \
       sm__cycles_active.max,sm__cycles_active.avg,sm__cycles_active.min,sm__cycles_elapsed.avg \
@@ -1228,9 +1231,6 @@ if want dec6; then
     cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
     d6_keep
   done
-  [ "${SMK_DEC6_REST:-1}" = 0 ] || run_step d6x-rest timeout "${SMK_DEC6_REST_S:-45}" "$d6/new/test_cuda_decode" \
-    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
-  d6_keep
   end_carried
 fi
 echo
