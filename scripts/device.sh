@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 ce5 dec6
+#   split6 tier16 mid16 fwd16 ce5 dec6 vocab7
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1230,6 +1230,34 @@ if want dec6; then
       -k regex:decode_mma_kernel --launch-skip 2 --launch-count 2 "$d6/new/bench_decode" --ncu-row $r
     cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
     d6_keep
+  done
+  end_carried
+fi
+if want vocab7; then
+  # vocab7 (issue 3: vocabulary-size forward rows, cluster_stage.cu), one call from binaries built for sm_90a off the
+  # device (build/vocab7-bin.tar.xz: bin/ softmaxkit and test_cuda_cluster_stage of the tree, lib/ libfmt): the GPU
+  # test, its timing (cluster sizes, old path), the bench, new (--path auto: cluster_stage) beside the old
+  # paths in the same binary (--path split_row, cluster_row: what the dispatcher took before) on the issue's long
+  # rows, then memcheck and racecheck on the test's small cases.
+  carried v7 build/vocab7-bin.tar.xz
+  v7=$bin
+  run_step v7x-test timeout "${SMK_V7_TEST_S:-40}" "$v7/bin/test_cuda_cluster_stage"
+  keep_logs v7
+  run_step v7-timing timeout "${SMK_V7_TIMING_S:-25}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
+    "$v7/bin/test_cuda_cluster_stage" --gtest_filter='*Timing*'
+  keep_logs v7
+  for dt in f32 bf16; do
+    run_step "v7-bench-$dt" timeout "${SMK_V7_BENCH_S:-25}" stdbuf -oL "$v7/bin/softmaxkit" bench \
+      --op softmax,log_softmax,logsumexp --dtype $dt --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
+      --format table --shape "${SMK_V7_SHAPES:-4096x151936,8192x65536,1024x262144,4096x40000}" \
+      --path auto,split_row,cluster_row
+    keep_logs v7
+  done
+  for tool in memcheck racecheck; do
+    run_step "v7x-$tool" timeout "${SMK_V7_SAN_S:-20}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool $tool \
+      --report-api-errors no --error-exitcode 9 "$v7/bin/test_cuda_cluster_stage" \
+      --gtest_filter="${SMK_V7_SAN_FILTER:-*EveryOpEveryLength*:*Bitwise*}"
+    keep_logs v7
   done
   end_carried
 fi

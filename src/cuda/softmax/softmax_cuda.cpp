@@ -210,6 +210,18 @@ constexpr int kWarpLaneBytes = 64;
 // 1×151936 18.4 vs 17.2 µs, 32×128256 34.5 vs 30.4, 1×16777216 92.1 vs 73.4; bf16 alike; so split_row keeps every
 // long row.
 constexpr std::int64_t kGridRowMaxBytes = 0;
+// cluster_stage (vocab7, session 7; cluster_stage.cu): forward rows of kClusterStageMinN … kClusterStageMaxN elements
+// on chip across a cluster, bulk-copied into shared memory two rows ahead, read once and written once; it takes them
+// from cluster_row and split_row under the automatic choice where the device runs its cluster (else they keep the old
+// paths: a property of the device and n, never of the rows). Provisional bounds (the kernel's whole range above the
+// wide block) until its H200 run.
+constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
+constexpr std::int64_t kClusterStageMaxN = 524288;
+constexpr bool kClusterStageReadOnly = true;  // logsumexp and the state too
+bool cluster_stage_takes(kernels::Op op, std::int64_t n) {
+  if (n < kClusterStageMinN || n > kClusterStageMaxN) return false;
+  return kernels::writes_rows(op) || kClusterStageReadOnly;
+}
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 int pow2_ceil(std::int64_t v) {
@@ -520,6 +532,10 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   rp.empty_rows = options.empty_rows;
   set_temperature(rp, options);
 
+  if ((path == SoftmaxPath::split_row || path == SoftmaxPath::cluster_row) &&
+      forced_softmax_path() == SoftmaxPath::automatic && cluster_stage_takes(rp.op, p.n) &&
+      kernels::launch_cluster_stage_rows(rp, s))
+    return;
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {

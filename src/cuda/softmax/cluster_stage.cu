@@ -1,0 +1,351 @@
+// cluster_stage: vocabulary-size rows (issue 3: 32769 … 262144 and up to 16 slices) read once and written once. A
+// thread-block cluster of C blocks (one an SM: the stages take most of its shared memory) owns one row at a time;
+// block b holds slice b of the row (S = T·kStageElems contiguous elements, the last one partial), bulk-copied
+// (cp.async.bulk, completing on an mbarrier) into one of two shared-memory stages while the block works on the row
+// before it. A block reads its slice from the stage into registers (kStageElems a thread, RowTile's map within the
+// slice), frees the stage at its first block barrier (thread 0 then issues the copy of the row two ahead into it),
+// forms the slice's state (m, d) with the same reductions as split_row's chunks (chunk_states.cuh chunk_state: max,
+// then Σ out_exp for softmax or the count of ties and Σ log_term_exp_ftz for the log ops), hands it to every block of
+// the cluster through distributed shared memory (one cluster barrier a row), and each block's warp 0 merges the C
+// states with OnlineSoftmaxState::merge over a butterfly whose shape C alone fixes: the row's state, and its outputs,
+// are bitwise the same alone or in any batch and from run to run. Outputs (softmax recomputes out_exp(z − M)·(1/l)
+// as split_row's normalising pass does; log-softmax (z − M) − log l) are stored from registers straight to global
+// memory, in the output's dtype (the input's or f32), so the stage is free as soon as it is read.
+//
+// Traffic per element: read x once and write y once: 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit in, f32 out);
+// logsumexp and the state read only: 4 B / 2 B. Floor on the H200 at the measured copy ceiling of 4.27 TB/s
+// (ANCHORS.md): 4096×151936 f32 softmax (4.98 GB) 1166 µs, bf16 583 µs; logsumexp f32 (2.49 GB) at the read
+// ceiling ≈ 4.4 TB/s ≈ 566 µs.
+// Measured: not yet (this file's first device run is the `vocab7` step of scripts/device.sh; its results go here).
+//
+// Covered: every forward op (softmax, log-softmax, logsumexp, the state), f32 / f16 / bf16 in, the input dtype or f32
+// out, temperature (scalar or per row), masks, any row pitch. A row is staged when its first element is 16-byte
+// aligned and the row is unit-stride; other rows (odd lengths make every other row unaligned, strided rows) are read
+// directly from global memory by the same element-to-thread map, so they give bitwise the staged result (only where
+// the data comes from differs). A row's last partial 16-byte vector is always read from global memory.
+// Not covered (the dispatcher keeps them on split_row / cluster_row): the backward passes, rows longer than 16 slices
+// (f32 > 16·896·32 = 458752, 16-bit > 524288), devices below compute capability 9.0 or without room for the cluster.
+#include <cooperative_groups.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "cuda/device_attrs.hpp"
+#include "cuda/softmax/chunk_states.cuh"
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/row_stage.cuh"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+// Elements a thread holds in registers: 32, as the wide block (1024 × 32 at 64 registers, block_row.cu).
+constexpr int kStageElems = 32;
+constexpr int kClusterStageMaxCluster = 16;  // non-portable cluster size, H100/H200
+constexpr int kStageMaxThreads = 1024;
+constexpr int kStageCount = 2;  // stages: the row being read and the one after it in flight (two rows of lead)
+
+template <typename In>
+using StageTile = RowTile<In, kStageElems>;
+
+// Shared memory besides the stages.
+struct StageShared {
+  alignas(8) std::uint64_t bar[kStageCount];
+  int staged[kStageCount];  // whether the row of stage s was bulk-copied (else read directly)
+  float2 parts[2][kClusterStageMaxCluster];  // by row parity: block r's state at [.][r], written by block r
+  float2 row_state[2];  // by row parity: the merged row state (rewritten two rows later, many barriers on)
+  ChunkScratch scratch;
+};
+
+std::atomic<std::uint64_t>& stage_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// Thread 0: the bulk copy of the block's slice of `row` into `stage` (its whole 16-byte vectors), completing on
+// `bar`; records in `staged` whether it was issued. The caller guarantees no thread still reads the stage.
+template <typename In>
+__device__ __forceinline__ void issue_slice(const RowProblem& p, std::int64_t row, std::int64_t slice0, int S,
+                                            In* stage, std::uint64_t* bar, int* staged) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  constexpr int V = StageTile<In>::V;
+  const In* xr = at<In>(p.x, RowRef{row, 0}.off(p, kX));
+  const bool ok = p.step[kX] == 1 && (reinterpret_cast<std::uintptr_t>(xr) % 16) == 0;
+  const std::int64_t left = p.n - slice0;
+  const int len = static_cast<int>(left < 0 ? 0 : (left < S ? left : S));
+  const auto bytes = static_cast<std::uint32_t>((len / V) * V * sizeof(In));
+  *staged = ok ? 1 : 0;
+  if (!ok) return;
+  (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                               ::cuda::ptx::space_shared, bar, bytes);
+  if (bytes > 0)
+    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage, xr + slice0, bytes, bar);
+#else
+  (void)p, (void)row, (void)slice0, (void)S, (void)stage, (void)bar, (void)staged;
+#endif
+}
+
+template <typename In, typename Out, bool kLog>
+__global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(const RowProblem p, int C) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  using Tile = StageTile<In>;
+  using Vec = typename Tile::Vec;
+  constexpr int E = kStageElems, V = Tile::V, K = Tile::K;
+  extern __shared__ __align__(16) unsigned char stage_bytes[];
+  __shared__ StageShared sh;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int T = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int S = T * E;  // slice capacity
+  const std::int64_t slice0 = std::int64_t{rank} * S;
+  const std::int64_t left = p.n - slice0;
+  const int len = static_cast<int>(left < 0 ? 0 : (left < S ? left : S));
+  In* const stage[kStageCount] = {reinterpret_cast<In*>(stage_bytes),
+                                  reinterpret_cast<In*>(stage_bytes) + S};
+  const std::int64_t first = blockIdx.x / C, stride = gridDim.x / C;
+
+  if (tid == 0) {
+    for (int b = 0; b < kStageCount; ++b) RowStage<In, E>::init(&sh.bar[b]);
+    for (int b = 0; b < kStageCount; ++b) {
+      const std::int64_t r = first + b * stride;
+      sh.staged[b] = 0;
+      if (r < p.rows) issue_slice<In>(p, r, slice0, S, stage[b], &sh.bar[b], &sh.staged[b]);
+    }
+  }
+  // Every block of the cluster has started (and initialised its slots) before any writes into its shared memory.
+  cluster.sync();
+
+  std::uint32_t phase = 0;  // bit s: the parity of stage s's next completion
+  int it = 0;
+  for (std::int64_t row = first; row < p.rows; row += stride, ++it) {
+    const int s = it & 1;
+    const RowRef o{row, 0};
+    const In* xs = at<In>(p.x, o.off(p, kX)) + slice0 * p.step[kX];
+    float v[E];
+    if (sh.staged[s]) {
+      RowStage<In, E>::wait(&sh.bar[s], (phase >> s) & 1u);
+      phase ^= 1u << s;
+      const Vec* st = reinterpret_cast<const Vec*>(stage[s]);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i0 = Tile::index(k, tid, T);
+        if (i0 + V <= len) {
+          const Vec w = st[k * T + tid];
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < len ? to_f32(xs[i0 + j]) : -detail::inf_<float>();
+        }
+      }
+    } else {
+      Tile::load(v, xs, len, p.step[kX], tid, T);
+    }
+    const RowTransform tf = row_transform(p, o);
+    Tile::transform(v, tf, len, tid, T, slice0);
+
+    // The slice's state: the same operations as split_row's chunk_state (chunk_states.cuh), over this block.
+    const float m = block_max(tree_max<E>(v), sh.scratch.max);
+    // Every thread has read stage s (block_max's barrier): refill it with the row two ahead.
+    if (tid == 0) {
+      const std::int64_t r = row + kStageCount * stride;
+      sh.staged[s] = 0;
+      if (r < p.rows) issue_slice<In>(p, r, slice0, S, stage[s], &sh.bar[s], &sh.staged[s]);
+    }
+    int ties = 0;
+    const float shift = ChunkState::shift_for(m);
+    float rest;
+    if constexpr (kLog) {
+      rest = block_sum(thread_log_rest(v, shift, ties), sh.scratch.sum);
+      ties = block_count(ties, sh.scratch.ties);
+    } else {
+      rest = block_sum(thread_exp_rest<Out>(v, shift, false, false, ties), sh.scratch.sum);
+    }
+    const ChunkState mine = state_from(m, ties, rest, kLog);
+
+    // The exchange: block `rank`'s state into slot [row parity][rank] of every block of the cluster. A slot is
+    // rewritten two rows later, after the next row's cluster barrier, which no block passes before every thread of
+    // the cluster has read this row's slots.
+    if (tid < C) *cluster.map_shared_rank(&sh.parts[s][rank], tid) = make_float2(mine.m, mine.d);
+    auto arrived = cluster.barrier_arrive();  // release: the slots written above
+    cluster.barrier_wait(std::move(arrived));  // acquire: every block's slot
+    // The row's state: warp 0 merges the C states by OnlineSoftmaxState::merge over an xor butterfly of width
+    // pow2 ≥ C (lane b holds block b's state, the lanes past C the empty state, merge's identity; a fixed tree given
+    // C, which n and the dtype fix, and merge is commutative bitwise, so every lane ends with the same state), then
+    // hands it to the block through shared memory: one barrier, where every thread merging the C states itself cost
+    // C merges (≈ 25 instructions each) a thread a row.
+    if (tid < 32) {
+      int width = 1;
+      while (width < C) width *= 2;
+      ChunkState part = ChunkState::empty();
+      if (tid < C) part = ChunkState::from_fields(sh.parts[s][tid].x, sh.parts[s][tid].y);
+      part = group_merge(part, width);
+      if (tid == 0) sh.row_state[s] = make_float2(part.m, part.d);
+    }
+    __syncthreads();
+    const ChunkState st = ChunkState::from_fields(sh.row_state[s].x, sh.row_state[s].y);
+
+    if (!writes_rows(p.op)) {
+      if (rank == 0 && tid == 0) write_row_stats(p, o, st);
+      continue;
+    }
+    const RowNormalizer<float> norm = st.normalizer(p.empty_rows);
+    with_out<Out, In>(p, [&](auto* tag) {
+      using O = std::remove_pointer_t<decltype(tag)>;
+      normalize_values<O>(v, norm, p.op);
+      Tile::template store<O>(at<O>(p.out, o.off(p, kOut)) + slice0 * p.step[kOut], v, len, p.step[kOut], tid, T);
+    });
+  }
+  // No block may leave while another can still write to its shared memory: every remote write of the last row came
+  // before its cluster barrier, which every block has waited on. Nothing else to do.
+#else
+  (void)p, (void)C;
+#endif
+}
+
+// A cluster configuration: C blocks of T threads, each slice T·kStageElems elements.
+struct StageConfig {
+  int cluster = 0;  // 0: the row does not fit 16 slices
+  int threads = 0;
+};
+
+template <typename In>
+constexpr int stage_max_threads() {
+  // Two stages of T·32 elements and the static part within the 227 KB a block may opt into (H100/H200): f32 896
+  // threads (2 × 112 KB), 16-bit 1024 (the most a block has; 2 × 64 KB).
+  constexpr int by_smem = static_cast<int>((227 * 1024 - 1024) / (kStageCount * kStageElems * sizeof(In))) / 32 * 32;
+  return by_smem < kStageMaxThreads ? by_smem : kStageMaxThreads;
+}
+
+template <typename In>
+StageConfig stage_config(std::int64_t n) {
+  const int tuned = cluster_stage_tuning().max_threads;
+  const int max_threads = tuned >= 32 && tuned < stage_max_threads<In>() ? tuned / 32 * 32 : stage_max_threads<In>();
+  const std::int64_t cap = std::int64_t{max_threads} * kStageElems;
+  StageConfig c;
+  const std::int64_t cl = std::max<std::int64_t>(1, (n + cap - 1) / cap);
+  if (cl > kClusterStageMaxCluster) return c;
+  const std::int64_t per = (n + cl - 1) / cl;
+  c.cluster = static_cast<int>(cl);
+  c.threads = static_cast<int>(std::max<std::int64_t>(32, ((per + kStageElems - 1) / kStageElems + 31) / 32 * 32));
+  return c;
+}
+
+template <typename In>
+std::size_t stage_smem(int threads) {
+  return std::size_t{kStageCount} * threads * kStageElems * sizeof(In);
+}
+
+// Clusters of `kernel` resident at once (cudaOccupancyMaxActiveClusters), cached per kernel, device, block size and
+// cluster size; 0 where the device runs none (then the dispatcher keeps the old path).
+int stage_active_clusters(const void* kernel, const cudaLaunchConfig_t& base) {
+  struct Key {
+    const void* kernel;
+    int device, threads, cluster;
+    bool operator<(const Key& o) const {
+      return std::tie(kernel, device, threads, cluster) < std::tie(o.kernel, o.device, o.threads, o.cluster);
+    }
+  };
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x),
+                static_cast<int>(base.attrs[0].val.clusterDim.x)};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  int n = 0;
+  // The kernel's body exists only in code built for sm_90 or later (an sm_80 build's is empty): none else runs it.
+  cudaFuncAttributes fa{};
+  const bool built90 = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.binaryVersion >= 90;
+  if (!built90) (void)cudaGetLastError();
+  cudaLaunchConfig_t cfg = base;
+  cfg.gridDim = dim3(base.attrs[0].val.clusterDim.x);
+  if (!built90 || cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: this size is refused here, the old path serves
+    n = 0;
+  }
+  n = std::max(n, 0);
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = n;
+  return n;
+}
+
+template <typename In>
+bool launch(const RowProblem& p, cudaStream_t s) {
+  const StageConfig c = stage_config<In>(p.n);
+  if (c.cluster == 0) return false;
+  constexpr bool k16 = sizeof(In) == 2;
+  constexpr auto softmax_kernel = cluster_stage_kernel<In, float, false>;
+  constexpr auto softmax_out_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false>;
+  // The log ops' output type is chosen at run time (it changes only the store); softmax's at compile time (the
+  // 16-bit tier's plain exponential, common.cuh out_exp).
+  constexpr auto log_kernel = cluster_stage_kernel<In, void, true>;
+  const auto kernel = p.op != Op::softmax ? log_kernel : p.out_dtype == DType::f32 ? softmax_kernel : softmax_out_kernel;
+  static DeviceOnce attributes;  // per In: every instantiation at once
+  attributes.run([&] {
+    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(stage_smem<In>(stage_max_threads<In>()))));
+    }
+  });
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(static_cast<unsigned>(c.threads));
+  cfg.dynamicSmemBytes = stage_smem<In>(c.threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(c.cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  const int active = stage_active_clusters(reinterpret_cast<const void*>(kernel), cfg);
+  if (active <= 0) return false;
+  const std::int64_t clusters = std::min<std::int64_t>(p.rows, active);
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * c.cluster));
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
+  ClusterStageTuning& t = cluster_stage_tuning();
+  t.last_cluster = c.cluster;
+  t.last_threads = c.threads;
+  t.last_active = active;
+  stage_launches().fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t cluster_stage_launch_count() { return stage_launches().load(std::memory_order_relaxed); }
+
+ClusterStageTuning& cluster_stage_tuning() {
+  static ClusterStageTuning t;
+  return t;
+}
+
+bool& cluster_stage_on() {
+  static bool on = true;
+  return on;
+}
+
+bool launch_cluster_stage_rows(const RowProblem& p, cudaStream_t s) {
+  if (!cluster_stage_on() || p.rows == 0 || p.n <= 0) return false;
+  if (writes_rows(p.op) && p.op != Op::softmax && p.op != Op::log_softmax) return false;  // the backward passes
+  if (current_device_attrs().cc_major < 9) return false;
+  bool ran = false;
+  with_in_type(p.x_dtype, [&](auto* tag) { ran = launch<std::remove_pointer_t<decltype(tag)>>(p, s); });
+  return ran;
+}
+
+}  // namespace smk::cuda::kernels

@@ -1,0 +1,239 @@
+// cluster_stage (src/cuda/softmax/cluster_stage.cu): vocabulary-size forward rows on chip across a thread-block cluster,
+// each block's slice bulk-copied into shared memory two rows ahead. Every case runs under the dispatcher (the kernel
+// takes rows of 32769 … kClusterStageMaxN there) against the float64 CPU reference with outputs poisoned first
+// (gpu_case.hpp's gates), and checks that the kernel actually ran (its launch count). Lengths 32769, 65537, 100003
+// (divisible by no cluster size the kernel takes), 151936 and 262147; few rows and more rows than its persistent
+// grid holds (a block walks several rows, so the stages refill); every forward op; f32, bf16 and f16 in, the input
+// dtype or f32 out. Bitwise: run to run (poison 0xFF, then 0x00), a row alone against the same row in a batch, and
+// rows read directly (a pitched, unaligned input: no row can be bulk-copied) against the same rows staged.
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+
+class GpuClusterStage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SMK_REQUIRE_GPU();
+    int major = 0;
+    SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    if (major < 9) GTEST_SKIP() << "cluster_stage needs compute capability 9.0 (bulk copies, clusters)";
+  }
+};
+
+// Runs c under the dispatcher; checks it against the reference and that cluster_stage served it.
+Result run_staged(const Case& c, unsigned char poison = 0xFF) {
+  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op));
+  const std::uint64_t before = cuda::kernels::cluster_stage_launch_count();
+  const Result r = run_gpu(c, SoftmaxPath::automatic, poison);
+  EXPECT_TRUE(r.ran) << r.reason;
+  EXPECT_EQ(cuda::kernels::cluster_stage_launch_count(), before + 1) << c.name << ": cluster_stage did not run";
+  if (r.ran) {
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    EXPECT_FALSE(r.stray_write);
+  }
+  return r;
+}
+
+// Rows enough that every cluster of the persistent grid walks more than one (the grid has at most one block an SM,
+// so at most SMs / C clusters; C ≥ 2 for these lengths).
+std::int64_t many_rows(std::int64_t n) {
+  int sms = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const std::int64_t c = (n + 28671) / 28672;  // f32's slice capacity (896 × 32): the smallest grid's cluster size
+  return sms / std::max<std::int64_t>(c, 2) + 3;
+}
+
+TEST_F(GpuClusterStage, EveryOpEveryLength) {
+  std::vector<std::int64_t> lengths = {32769, 65537, 100003, 151936, 262147};
+  if (small_mode()) lengths = {32769, 100003};
+  std::uint64_t seed = 7000;
+  for (std::int64_t n : lengths) {
+    const std::string tag = "x" + std::to_string(n);
+    for (std::int64_t rows : {std::int64_t{3}, many_rows(n)}) {
+      const bool many = rows > 3;
+      if (many && small_mode()) continue;
+      const std::string t = std::to_string(rows) + tag;
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        run_staged(random_case(t + "_f32", op, DType::f32, DType::f32, rows, n, ++seed));
+        if (many && op != Op::softmax) continue;  // the 16-bit kernels walk many rows under softmax
+        run_staged(random_case(t + "_bf16", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows, n,
+                               ++seed));
+      }
+      if (many) continue;
+      run_staged(random_case(t + "_f16", Op::softmax, DType::f16, DType::f16, rows, n, ++seed));
+      run_staged(random_case(t + "_f16", Op::log_softmax, DType::f16, DType::f16, rows, n, ++seed));
+      run_staged(random_case(t + "_bf16_to_f32", Op::softmax, DType::bf16, DType::f32, rows, n, ++seed));
+      run_staged(random_case(t + "_f16_to_f32", Op::log_softmax, DType::f16, DType::f32, rows, n, ++seed));
+    }
+  }
+}
+
+// Options: a temperature, per-row temperatures, a boolean mask with a fully masked row under both policies,
+// non-finite rows (+inf, NaN, all −inf), in place.
+TEST_F(GpuClusterStage, OptionsAndSpecialRows) {
+  const std::int64_t n = small_mode() ? 40000 : 151936, rows = 3;
+  std::uint64_t seed = 7500;
+  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+    Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+    t.options.temperature = 0.5f;
+    run_staged(t);
+    Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
+    r.row_temperature = {0.25, 1.0, 3.0};
+    r.exact_scaling = false;
+    run_staged(r);
+    for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+      Case m = random_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
+                           n, ++seed);
+      m.mask = contiguous(DType::b8, {rows, n});
+      m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+      for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
+      for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
+      m.options.empty_rows = policy;
+      run_staged(m);
+    }
+    Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
+    f.x[17] = kInf;                               // row 0: +inf
+    f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
+    for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
+    run_staged(f);
+    if (!is_row_op(op)) {
+      Case ip = random_case("in_place", op, DType::bf16, DType::bf16, rows, n, ++seed);
+      ip.in_place = true;
+      run_staged(ip);
+    }
+  }
+}
+
+// The same bits run to run, alone or in a batch, staged or read directly.
+TEST_F(GpuClusterStage, Bitwise) {
+  const std::int64_t n = small_mode() ? 65537 : 151936;
+  std::uint64_t seed = 7900;
+  for (DType dt : {DType::f32, DType::bf16}) {
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      // Many rows (the stages refill) for softmax; 5 for the others, to bound the host's reference time.
+      const std::int64_t rows = small_mode() ? 4 : (op == Op::softmax ? many_rows(n) : 5);
+      const DType out = is_row_op(op) ? DType::f32 : dt;
+      const std::string name = std::string(dtype_name(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(n);
+      const Case batch = random_case(name, op, dt, out, rows, n, ++seed);
+      const Result a = run_staged(batch, 0xFF);
+      const Result b = run_staged(batch, 0x00);
+      ASSERT_TRUE(a.ran && b.ran);
+      expect_same_bits(a, b, name + " " + op_name(op) + ": run to run");
+
+      // The last row alone.
+      Case one = batch;
+      one.name += "_last_row_alone";
+      one.in = contiguous(dt, {1, n});
+      one.out = contiguous(out, {1, n});
+      one.x.assign(batch.x.end() - n, batch.x.end());
+      const Result alone = run_staged(one);
+      ASSERT_TRUE(alone.ran);
+      const std::size_t per = is_row_op(op) ? 1 : static_cast<std::size_t>(n);
+      for (std::size_t i = 0; i < per; ++i)
+        ASSERT_TRUE(same_bits(alone.out[i], a.out[(rows - 1) * per + i]))
+            << name << " " << op_name(op) << ": element " << i << " of the last row, alone vs in the batch";
+      if (op == Op::state) ASSERT_TRUE(same_bits(alone.out2[0], a.out2[rows - 1]));
+
+      // Pitched and unaligned: every row read directly from global memory, the same bits.
+      Case st = batch;
+      st.name += "_pitched_unaligned";
+      st.in.strides = {n + 7, 1};
+      st.in.offset = 1;
+      const Result direct = run_staged(st);
+      ASSERT_TRUE(direct.ran);
+      expect_same_bits(a, direct, name + " " + op_name(op) + ": staged / read directly");
+    }
+  }
+}
+
+// Off, the dispatcher's old paths serve the same calls (and cluster_stage does not run).
+TEST_F(GpuClusterStage, OffKeepsTheOldPaths) {
+  const std::int64_t n = 65537;
+  cuda::kernels::cluster_stage_on() = false;
+  const std::uint64_t before = cuda::kernels::cluster_stage_launch_count();
+  const Case c = random_case("off", Op::softmax, DType::f32, DType::f32, 3, n, 7999);
+  const Result r = run_gpu(c, SoftmaxPath::automatic);
+  cuda::kernels::cluster_stage_on() = true;
+  ASSERT_TRUE(r.ran);
+  EXPECT_EQ(check(c, r, reference(c)), 0);
+  EXPECT_EQ(cuda::kernels::cluster_stage_launch_count(), before);
+}
+
+// SMK_CLUSTER_STAGE_TIMING=1: GPU µs a call (CUDA events, the median of 15 after 3 warm-ups; the inputs, ≥ 1 GB, are
+// far past the 50 MB L2) of cluster_stage at its own slice size and at smaller ones (max_threads capped: a larger
+// cluster), beside the old path (cluster_stage off: split_row), with the cluster it took and how many were resident.
+TEST_F(GpuClusterStage, Timing) {
+  const char* on = std::getenv("SMK_CLUSTER_STAGE_TIMING");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_CLUSTER_STAGE_TIMING=1 to time";
+  using Buf = cuda::DeviceBuffer<unsigned char>;
+  const Device dev = Device::cuda(0);
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  for (const Shape sh : {Shape{4096, 151936}, Shape{1024, 262144}, Shape{8192, 65536}}) {
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::int64_t es = static_cast<std::int64_t>(dtype_size(dt));
+      const std::int64_t bytes = sh.rows * sh.n * es;
+      Buf x(static_cast<std::size_t>(bytes)), y(static_cast<std::size_t>(bytes));
+      SMK_CUDA_CHECK(cudaMemset(x.data(), 0x3c, static_cast<std::size_t>(bytes)));  // 0.0115 in f32 and bf16
+      const Layout l = contiguous(dt, {sh.rows, sh.n});
+      const TensorView in = l.view(x.data(), dev), out = l.view(y.data(), dev);
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (int cap : {-1, 0, 640, 448}) {
+          cuda::kernels::cluster_stage_on() = cap >= 0;
+          cuda::kernels::cluster_stage_tuning().max_threads = cap;
+          auto call = [&] {
+            if (op == Op::softmax) softmax(out, in, SoftmaxOptions{});
+            else log_softmax(out, in, SoftmaxOptions{});
+          };
+          for (int i = 0; i < 3; ++i) call();
+          std::vector<float> ms;
+          cudaEvent_t a, b;
+          SMK_CUDA_CHECK(cudaEventCreate(&a));
+          SMK_CUDA_CHECK(cudaEventCreate(&b));
+          for (int i = 0; i < 15; ++i) {
+            SMK_CUDA_CHECK(cudaEventRecord(a));
+            call();
+            SMK_CUDA_CHECK(cudaEventRecord(b));
+            SMK_CUDA_CHECK(cudaEventSynchronize(b));
+            float t = 0;
+            SMK_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+            ms.push_back(t);
+          }
+          SMK_CUDA_CHECK(cudaEventDestroy(a));
+          SMK_CUDA_CHECK(cudaEventDestroy(b));
+          std::sort(ms.begin(), ms.end());
+          const double us = 1000.0 * ms[ms.size() / 2];
+          const auto& t = cuda::kernels::cluster_stage_tuning();
+          std::printf("timing %-11s %-4s %5lldx%-6lld %-22s %8.1f us %5.2f TB/s  C=%d T=%d resident=%d\n",
+                      op_name(op), dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.n),
+                      cap < 0 ? "old path" : (cap == 0 ? "cluster_stage" : ("cluster_stage cap " +
+                                                                                    std::to_string(cap)).c_str()),
+                      us, 2.0 * static_cast<double>(bytes) / (us * 1e6), cap < 0 ? 0 : t.last_cluster,
+                      cap < 0 ? 0 : t.last_threads, cap < 0 ? 0 : t.last_active);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  cuda::kernels::cluster_stage_on() = true;
+  cuda::kernels::cluster_stage_tuning().max_threads = 0;
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
