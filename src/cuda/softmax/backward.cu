@@ -38,6 +38,7 @@
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
+#include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
@@ -324,6 +325,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_kernel(c
                                                                             float* sums) {
   constexpr int E = kBackwardBlockElems;
   __shared__ float red[32];
+  // The merge kernel, a programmatic dependent launch, may be scheduled now; it waits in pdl_wait for this grid.
+  pdl_launch_dependents();
   const std::int64_t total = p.rows * chunks;
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     const std::int64_t row = idx / chunks, c = idx - row * chunks;
@@ -341,6 +344,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_kernel(c
 __global__ void __launch_bounds__(kMergeThreads) backward_merge_kernel(const RowProblem p, std::int64_t chunks,
                                                                        const float* sums, float* row_sums) {
   __shared__ float red[32];
+  pdl_wait();  // the chunk sums (programmatic dependent launch; at once when launched plainly)
+  pdl_launch_dependents();
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     float s = 0.0f, c = 0.0f;  // a thread's strided partial, compensated (Neumaier)
     for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
@@ -367,7 +372,71 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_kernel(
     const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
     float y[E], dy[E];
     load_pair<In, E>(p, o, y, dy, len, first, threadIdx.x, kSplitThreads);
+    // y and dy are inputs, never written by the kernels before this one: their loads are in flight before the wait
+    // for the row sums (programmatic dependent launch of the merge kernel; at once after the first chunk).
+    pdl_wait();
     write_grads<In, E>(p, o, y, dy, row_sums[row], len, first, threadIdx.x, kSplitThreads);
+  }
+}
+
+// The split path's chunk sums and elementwise pass for the common call (few7, session 7): y, dy and dx unit-stride with
+// 16-byte-aligned rows, no temperature, dx in y's type, at most one row dimension (launch_split checks it). The same
+// element-to-thread map (chunk_states.cuh PlainTile is RowTile's), the same terms, tree and block sum, and the same
+// gradient arithmetic as the generic kernels above, so the same bits, without their strided and unaligned loads,
+// the run-time op and output-type switches and the temperature (the generic elementwise kernel is ~50 KB of SASS).
+template <typename In, bool kLogBw>
+__global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_plain_kernel(const RowProblem p,
+                                                                                  std::int64_t chunks, float* sums) {
+  constexpr int E = kBackwardBlockElems;
+  using Tile = PlainTile<In, E>;
+  __shared__ float red[32];
+  pdl_launch_dependents();
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    const std::int64_t first = c * kBackwardSplitChunk;
+    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    float y[E], dy[E];
+    Tile::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
+    Tile::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+    float t[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) t[i] = kLogBw ? dy[i] : dy[i] * y[i];
+    const float s = block_sum(tree_sum<E>(t), red);
+    if (threadIdx.x == 0) sums[idx] = s;
+    __syncthreads();
+  }
+}
+
+template <typename In, bool kLogBw>
+__global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_kernel(const RowProblem p,
+                                                                                   std::int64_t chunks,
+                                                                                   const float* row_sums) {
+  constexpr int E = kBackwardBlockElems;
+  using Tile = PlainTile<In, E>;
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
+    const std::int64_t idx = total - 1 - k;  // reverse order, as backward_elementwise_kernel
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    const std::int64_t first = c * kBackwardSplitChunk;
+    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    float y[E], dy[E];
+    Tile::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
+    Tile::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+    pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel)
+    const float s = row_sums[row];
+    if constexpr (kLogBw) {
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = dy[i] - expf(y[i]) * s;
+    } else {
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = y[i] * (dy[i] - s);
+    }
+    Tile::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + first, y, len);
   }
 }
 
@@ -482,15 +551,30 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kBackwardSplitChunk - 1) / kBackwardSplitChunk;
   const std::int64_t total = p.rows * chunks;
   if (total == 0) return;
-  auto* sums = static_cast<float*>(workspace_alloc(sizeof(float) * static_cast<std::size_t>(total + p.rows), s));
+  ScopedWorkspace ws(sizeof(float) * static_cast<std::size_t>(total + p.rows), s);  // freed even if a launch throws
+  auto* sums = static_cast<float*>(ws.get());
   float* row_sums = sums + total;
-  backward_chunk_sums_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, sums);
+  // The common call (unit-stride aligned rows of y, dy and dx, no temperature, dx in y's type) takes the compact chunk
+  // and elementwise kernels, bitwise the generic ones (SplitRowTuning::common_call off: the generic ones always).
+  const bool plain = split_row_tuning().common_call && !p.scale && p.temp == nullptr && p.out_dtype == p.x_dtype &&
+                     plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
+  const bool log = p.op == Op::log_softmax_backward;
+  const auto sums_kernel = !plain ? backward_chunk_sums_kernel<In>
+                                  : (log ? backward_chunk_sums_plain_kernel<In, true>
+                                         : backward_chunk_sums_plain_kernel<In, false>);
+  sums_kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, sums);
   SMK_CUDA_CHECK_LAUNCH("backward_chunk_sums_kernel");
-  backward_merge_kernel<<<capped_grid(p.rows), kMergeThreads, 0, s>>>(p, chunks, sums, row_sums);
-  SMK_CUDA_CHECK_LAUNCH("backward_merge_kernel");
-  backward_elementwise_kernel<In><<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, row_sums);
-  SMK_CUDA_CHECK_LAUNCH("backward_elementwise_kernel");
-  workspace_free(sums, s);
+  // The merge and elementwise kernels as programmatic dependent launches (few7, session 7; split_row's forward has
+  // chained its kernels so since session 5): each is scheduled while the one before runs, the elementwise kernel's
+  // loads of y and dy in flight before it waits for the row sums. split_row_pdl() off: plain launches, the same bits.
+  launch_dependent(true, backward_merge_kernel, capped_grid(p.rows), kMergeThreads, s, p, chunks,
+                   static_cast<const float*>(sums), row_sums);
+  const auto grads_kernel = !plain ? backward_elementwise_kernel<In>
+                                   : (log ? backward_elementwise_plain_kernel<In, true>
+                                          : backward_elementwise_plain_kernel<In, false>);
+  launch_dependent(true, grads_kernel, capped_grid(total), kSplitThreads, s, p, chunks,
+                   static_cast<const float*>(row_sums));
+  ws.release();
 }
 
 template <typename In>

@@ -32,13 +32,17 @@ __device__ __forceinline__ int chunk_len(std::int64_t n, std::int64_t c) {
 // to it and the block sum of the others' log_term_exp_ftz (kLog: the op takes log l), or the plain sum of every
 // exp_diff (softmax). Called by every thread of the block; every thread returns the state. Uses each scratch array
 // once, behind a barrier, so consecutive calls need no extra barrier (common.cuh, block_sum).
-template <bool kLog>
+// Out: the type softmax's outputs are stored as (few7, session 7). A 16-bit Out sums the terms of common.cuh's
+// 16-bit-output tier (out_exp: expf(z − m)), the same terms the normalising pass divides by l, where before the
+// chunk pass summed exp_diff's whatever the output (tier16 changed only the normalising pass); float keeps exp_diff.
+// Every variant (one launch, three kernels, grid_row) passes the output type, so they stay bitwise one another's.
+template <bool kLog, typename Out = float>
 __device__ __forceinline__ ChunkState chunk_state(float (&v)[kBlockElems], ChunkScratch& s) {
   const float m = block_max(tree_max<kBlockElems>(v), s.max);
   int ties = 0;
   const float shift = ChunkState::shift_for(m);  // the log ops' terms by log_term_exp_ftz (common.cuh thread_log_rest)
   const float rest =
-      block_sum(kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest(v, shift, false, false, ties), s.sum);
+      block_sum(kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest<Out>(v, shift, false, false, ties), s.sum);
   if (kLog) ties = block_count(ties, s.ties);
   return state_from(m, ties, rest, kLog);
 }
@@ -115,6 +119,108 @@ __device__ __forceinline__ void normalize_chunk(const RowProblem& p, const RowRe
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + (first + at0) * p.step[kOut], v, sub, p.step[kOut],
                                 threadIdx.x, kSplitThreads);
     });
+  }
+}
+
+// ---- the common call (few7, session 7) ------------------------------------------------------------------------------
+// A call with unit-stride rows whose first elements are 16-byte aligned (input and output), no mask, no temperature,
+// the output in the input's type and at most one row dimension (launch_cluster checks it on the host). The one-launch
+// kernel was ~7 µs of instruction fetch (split6's Nsight Compute: 128 KB of code, 46–56 % of cycles waiting on it),
+// most of it the paths such a call never takes; PlainTile is RowTile<In, kBlockElems>'s element-to-thread map (the
+// same values in the same registers, so the same bits) without its strided, unaligned and transform paths.
+
+// A row's first element in slot `slot` where the row map has at most one dimension (no 64-bit division).
+__device__ __forceinline__ std::int64_t plain_offset(const RowProblem& p, std::int64_t row, int slot) {
+  return p.map.rank == 0 ? 0 : row * p.map.stride[slot][0];
+}
+
+// E elements a thread (kBlockElems: a chunk; fewer: the normalising pass's sub-tiles), kSplitThreads threads.
+template <typename In, int E = kBlockElems>
+struct PlainTile {
+  using Tile = RowTile<In, E>;
+  static constexpr int V = Tile::V, K = Tile::K;
+  using Vec = typename Tile::Vec;
+  template <typename Out>
+  using OutVec = typename Tile::template OutVec<Out>;
+
+  // row[0, n) into v; positions past n read as `pad` (−inf: nothing to a max or a sum of exponentials; the backward's
+  // 0: nothing to a plain sum). `row` is 16-byte aligned.
+  __device__ __forceinline__ static void load(float (&v)[E], const In* row, int n,
+                                              float pad = -detail::inf_<float>()) {
+    const int g = threadIdx.x;
+    if (Tile::index(K - 1, g, kSplitThreads) + V <= n) {  // every vector of this thread full: all loads in flight
+      const Vec* q = reinterpret_cast<const Vec*>(row) + g;
+      Vec w[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) w[k] = q[k * kSplitThreads];
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {  // the row's last chunk: whole vectors, then at most one ragged one
+      const int i0 = Tile::index(k, g, kSplitThreads);
+      if (i0 + V <= n) {
+        const Vec w = *reinterpret_cast<const Vec*>(row + i0);
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : pad;
+      }
+    }
+  }
+
+  // v to row[0, n) as Out; `row` is 16-byte aligned.
+  template <typename Out>
+  __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n) {
+    using W = OutVec<Out>;
+    const int g = threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i0 = Tile::index(k, g, kSplitThreads);
+      if (i0 + V <= n) {
+        W w;
+#pragma unroll
+        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
+        *reinterpret_cast<W*>(row + i0) = w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (i0 + j < n) row[i0 + j] = from_f32<Out>(v[k * V + j]);
+      }
+    }
+  }
+};
+
+// normalize_chunk for the common call: the same sub-tiles and the same normalize_values, so the same bits.
+template <typename In>
+__device__ __forceinline__ void normalize_plain_chunk(In* out, const RowNormalizer<float>& norm, Op op, const In* x,
+                                                      int len) {
+  constexpr int E = kSubElems<In>;
+  constexpr int kSub = kSplitThreads * E;
+  for (int at0 = 0; at0 < len; at0 += kSub) {
+    const int sub = len - at0 < kSub ? len - at0 : kSub;
+    float v[E];
+    PlainTile<In, E>::load(v, x + at0, sub);
+    normalize_values<In>(v, norm, op);
+    PlainTile<In, E>::template store<In>(out + at0, v, sub);
+  }
+}
+
+// Row `idx / chunks` and chunk `idx % chunks` of a chunk index, by a 32-bit division where the call's chunk count
+// allows (a 64-bit one is a called subroutine, ~70 instructions, in SASS).
+__device__ __forceinline__ void split_chunk_index(std::int64_t idx, std::int64_t chunks, bool narrow,
+                                                  std::int64_t& row, std::int64_t& c) {
+  if (narrow) {
+    const unsigned q = static_cast<unsigned>(idx) / static_cast<unsigned>(chunks);
+    row = q;
+    c = idx - static_cast<std::int64_t>(q) * chunks;
+  } else {
+    row = idx / chunks;
+    c = idx - row * chunks;
   }
 }
 

@@ -103,7 +103,9 @@ __device__ __forceinline__ void counter_barrier(unsigned* counter) {
   __syncthreads();
 }
 
-template <typename In, bool kLog>
+// Out: the type softmax's outputs are stored as, for the terms of its chunk states (chunk_states.cuh chunk_state, as
+// split_row's kernels take them: a 16-bit Out sums the 16-bit-output tier's terms); float for the log ops.
+template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kSplitThreads, 2) grid_rows_kernel(const RowProblem p, std::int64_t chunks,
                                                                   State* states, int slots, bool evict_first,
                                                                   unsigned* counter) {
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) grid_rows_kernel(const RowPr
     float v[kBlockElems];
     Tile::load(v, x, len, step, threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, chunk_first(c - row * chunks));
-    const State st = chunk_state<kLog>(v, scratch);
+    const State st = chunk_state<kLog, Out>(v, scratch);
     if (threadIdx.x == 0) states[c] = st;
   };
   for (std::int64_t c = c_begin + staged; c < c_end; ++c) reduce(c, x_of(c), p.step[kX]);
@@ -188,9 +190,9 @@ int stash_slots(const void* kernel) {
   return static_cast<int>(std::max<std::int64_t>(0, per_block / chunk_bytes));
 }
 
-template <typename In, bool kLog>
+template <typename In, typename Out, bool kLog>
 void launch(const RowProblem& p, cudaStream_t s) {
-  const auto kernel = grid_rows_kernel<In, kLog>;
+  const auto kernel = grid_rows_kernel<In, Out, kLog>;
   // Slots per device: the shared-memory opt-in is a function attribute, set once per device to the most we use.
   static int slots_of[64] = {};
   static DeviceOnce optin;
@@ -246,8 +248,9 @@ void launch_grid_rows(const RowProblem& p, cudaStream_t s) {
   if (p.n == 0) return launch_split_rows(p, s);  // no chunk to deal out; split_row writes the empty rows' outputs
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (p.op == Op::softmax) launch<In, false>(p, s);
-    else launch<In, true>(p, s);
+    if (p.op != Op::softmax) launch<In, float, true>(p, s);
+    else if (!std::is_same_v<In, float> && p.out_dtype != DType::f32) launch<In, In, false>(p, s);
+    else launch<In, float, false>(p, s);
   });
 }
 

@@ -174,6 +174,12 @@ struct SplitRowTuning {
   // Overrides the device's count of resident clusters the one-launch variant and the dispatcher's cluster_row see
   // (-1: the device's answer; 0: as on a GPU or a MIG/MPS slice without room for the cluster).
   int active_clusters = -1;
+  // few7 (session 7): split_row's compact kernels for the common call (unit-stride rows with 16-byte-aligned starts,
+  // no mask, the output in the input's type, a row map of at most one dimension; split_row.cu common_call): the
+  // one-launch kernel (a temperature allowed), the chunk and normalising kernels (no temperature) and the backward's
+  // chunk-sum and elementwise kernels (no temperature), each bitwise the generic kernel's outputs. False: the generic
+  // kernels serve every call (for tests and timing).
+  bool common_call = true;
 };
 SplitRowTuning& split_row_tuning();
 // How many clusters of `blocks` blocks of 512 threads (at most kSplitClusterMaxChunks) the current device runs at once:

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
+#include "cuda/device_attrs.hpp"
 #include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -90,6 +92,52 @@ class ScopedWorkspace {
 inline unsigned capped_grid(std::int64_t blocks, int multiple = 1) {
   const std::int64_t cap = (std::int64_t{0x7fffffff} / multiple) * multiple;
   return static_cast<unsigned>(std::max<std::int64_t>(multiple, std::min(blocks * multiple, cap)));
+}
+
+// split_row's common call (few7): whether slot `slot`'s rows (base pointer `base`) are unit-stride with every row's
+// first element 16-byte aligned, in a row map of at most one dimension (chunk_states.cuh PlainTile's loads and
+// stores, plain_offset's row offsets).
+template <typename In>
+bool plain_rows(const RowProblem& p, const void* base, int slot) {
+  constexpr std::int64_t kVec = 16 / sizeof(In);
+  return p.map.rank <= 1 && p.step[slot] == 1 && reinterpret_cast<std::uintptr_t>(base) % 16 == 0 &&
+         (p.map.rank == 0 || p.map.stride[slot][0] % kVec == 0);
+}
+
+// Programmatic dependent launch (Hopper, PTX griddepcontrol; nothing below sm_90, where the host never asks for it):
+// pdl_wait blocks until the grid this one depends on has completed and its memory is visible (at once when the
+// launch was plain); pdl_launch_dependents lets the next, dependent grid be scheduled once every block of this one
+// has called it or exited. Used by split_row's forward (split_row.cu) and backward (backward.cu) kernel chains.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Launches `kernel` on `grid` blocks of `threads` as a programmatic dependent of the kernel before it on the stream
+// (cudaLaunchAttributeProgrammaticStreamSerialization): it may start once every block of that kernel has called
+// pdl_launch_dependents, and reads that kernel's results only after pdl_wait. Under stream capture the runtime
+// records a programmatic edge. The launch checks its own configuration (no cudaGetLastError after it). `dependent`
+// false, split_row_pdl() off or a device below Hopper: a plain launch.
+template <typename... Params, typename... Args>
+void launch_dependent(bool dependent, void (*kernel)(Params...), unsigned grid, unsigned threads, cudaStream_t s,
+                      Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed =
+      dependent && split_row_pdl() && current_device_attrs().cc_major >= 9 ? 1 : 0;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 }  // namespace smk::cuda::kernels

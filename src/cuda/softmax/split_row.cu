@@ -35,6 +35,14 @@
 // 1×16777216 softmax 78.1 → 66.1) and lost for f32. This file's final form (switches removed) was not run on the
 // device. Targets still missed: 1×151936 ≤ 8 µs (11.4–11.7 flushed), 32×128256 ≤ 8 (21.7 f32 graph), 1×16M ≥ 3 TB/s
 // (1.9 f32).
+// few7 (session 7): compact kernels for the common call (unit-stride 16-byte-aligned rows, no mask, the output in
+// the input's type; the one-launch kernel also with a temperature): cluster_split_plain_kernel, chunk_states_plain_
+// kernel and normalize_plain_kernel, bitwise the generic kernels (tested), chosen per call by common_call. Counted
+// (cuobjdump -sass, CUDA 13.0, sm_90a; 16 bytes an instruction): the one-launch kernel 125–127 KB → 18–28 KB (f32
+// softmax 8184 → 1840 instructions), the chunk kernel 54–56 KB → 11–13 KB, the normalising kernel 51 / 81 KB (f32 /
+// 16-bit) → 6–14 KB; the generic one-launch kernel, now one output type an instance, 97–101 KB. merge_pushed_states
+// runs one butterfly instead of three (the other two merge empty states: merge's identity, the same bits). 16-bit
+// softmax's chunk terms by its output type (chunk_state<kLog, Out>). No spills (ptxas, LOCAL:0).
 //
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
@@ -67,21 +75,6 @@ namespace {
 
 using State = ChunkState;
 
-// Programmatic dependent launch (Hopper, PTX griddepcontrol; nothing below sm_90, where the host never asks for it):
-// pdl_wait blocks until the grid this one depends on has completed and its memory is visible (at once when the
-// launch was plain); pdl_launch_dependents lets the next, dependent grid be scheduled once every block of this one
-// has called it or exited.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 // The cluster barrier in its two halves (PTX barrier.cluster; sm_90, where alone the host launches clusters): arrive
 // (relaxed: orders nothing; release: this thread's earlier memory operations, remote stores into another block's
 // shared memory included, become visible to every thread that waits after it), then wait (acquire).
@@ -103,22 +96,24 @@ __device__ __forceinline__ void cluster_wait() {
 
 // The row state from the chunk states a cluster's blocks pushed into this block's `slots` (slot r: chunk r), computed
 // by every warp alone with no block barrier, bitwise merge_thread_states' result in merge_states_kernel (thread t
-// merging chunk t): lane r < chunks merges chunk r into the empty state as thread r does, the butterfly over the warp
-// gives warp 0's state there; then the butterfly over the warps' states, where the merge kernel's warps 1..15 (no
-// chunk of a row of ≤ 32 chunks) hand on the butterfly of empty states, recomputed here rather than assumed.
+// merging chunk t): lane r < chunks merges chunk r into the empty state as thread r does, and the butterfly over the
+// warp gives warp 0's state there. The merge kernel then runs a second butterfly over the warps' states, in which
+// warps 1..15 (no chunk of a row of ≤ 32 chunks) bring the butterfly of empty states: the empty state again, since
+// it is merge's identity (online_state.hpp: merging an empty side copies the other's fields), so that butterfly
+// returns warp 0's state bit for bit (a NaN state is nan_()'s NaN already: each lane's state above came out of
+// merge at least once). Until few7 (session 7) this function ran both butterflies; they were ten of the
+// one-launch kernel's fifteen merges, each a branchy ~60 instructions of the instruction stream the kernel's time is.
 __device__ __forceinline__ State merge_pushed_states(const float2* slots, std::int64_t chunks) {
-  constexpr int kWarps = kSplitThreads / 32;
   const int lane = threadIdx.x % 32;
   State mine = State::empty();
   if (lane < chunks) mine.merge(State::from_fields(slots[lane].x, slots[lane].y));
-  const State w0 = group_merge(mine, 32);
-  const State idle = group_merge(State::empty(), 32);
-  State t = lane == 0 ? State::from_fields(w0.m, w0.d)
-                      : (lane < kWarps ? State::from_fields(idle.m, idle.d) : State::empty());
-  return group_merge(t, 32);
+  return group_merge(mine, 32);
 }
 
-template <typename In, bool kLog>  // kLog: the op takes log l (warp_row.cu says why a template parameter)
+// kLog: the op takes log l (warp_row.cu says why a template parameter). Out: the type softmax's outputs are stored as
+// (chunk_state: a 16-bit Out sums the 16-bit-output tier's terms); float for the log ops, whose terms do not depend
+// on it.
+template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      State* states) {
   using Tile = RowTile<In, kBlockElems>;
@@ -136,7 +131,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
     float v[kBlockElems];
     Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
     Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
-    const State st = chunk_state<kLog>(v, scratch);  // chunk_states.cuh: the same arithmetic as grid_row's
+    const State st = chunk_state<kLog, Out>(v, scratch);  // chunk_states.cuh: the same arithmetic as grid_row's
     if (threadIdx.x == 0) states[idx] = st;
   }
 }
@@ -197,14 +192,71 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
   }
 }
 
+// The three kernels' first and last for the common call (chunk_states.cuh PlainTile; launch() says when): the same
+// values in the same registers and the same arithmetic as chunk_states_kernel and normalize_kernel, so the same bits,
+// at a fraction of the code (few7: the generic kernels are 51–81 KB of SASS, these 11–20 KB; the one-launch kernel's
+// time was its instruction stream, and these run the decode batches past one wave, e.g. 32×128256).
+template <typename In, typename Out, bool kLog>
+__global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
+                                                                           State* states) {
+  __shared__ ChunkScratch scratch;
+  pdl_launch_dependents();  // as chunk_states_kernel
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    float v[kBlockElems];
+    PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
+    const State st = chunk_state<kLog, Out>(v, scratch);
+    if (threadIdx.x == 0) states[idx] = st;
+  }
+}
+
+// kLogSoftmax: the op (softmax otherwise). 16-bit chunks from whole tiles loaded before the dependency wait, f32
+// chunks by sub-tiles after it, as normalize_kernel.
+template <typename In, bool kLogSoftmax>
+__global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
+                                                                        const State* row_states) {
+  constexpr bool kWholeTile = sizeof(In) == 2;
+  constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
+  if constexpr (!kWholeTile) pdl_wait();
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
+    const std::int64_t idx = total - 1 - k;
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
+    In* out = at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c);
+    const int len = chunk_len(p.n, c);
+    if constexpr (kWholeTile) {
+      float v[kBlockElems];
+      PlainTile<In>::load(v, x, len);
+      pdl_wait();
+      normalize_values<In>(v, row_states[row].normalizer(p.empty_rows), op);
+      PlainTile<In>::template store<In>(out, v, len);
+    } else {
+      normalize_plain_chunk<In>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
+    }
+  }
+}
+
 // The one-launch variant (split_row_cluster): one cluster per row, block r of the cluster reducing chunk r exactly
 // as chunk_states_kernel does, the cluster's chunk states exchanged through distributed shared memory and merged by
 // merge_pushed_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
 // from the registers it loaded it into (read once). Each output element is normalize_values of the same value and
 // the same row state as normalize_kernel's, so the outputs are bitwise the three-kernel path's. A row of `chunks`
 // ≤ kSplitClusterMaxChunks chunks; the grid is a whole number of clusters, each walking rows first, first + stride.
-template <typename In, bool kLog>
-__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const RowProblem p, std::int64_t chunks) {
+// Out: the output type, at compile time (before few7 a run-time switch inlined both stores in every instance).
+// kPlain: the common call (chunk_states.cuh PlainTile: unit stride, aligned, no mask, no temperature, Out = In, a
+// row map of at most one dimension) with `op` a constant of its kernel; else the generic row map, strides, masks
+// and temperatures, `op` = p.op. Both give the same bits (the same values in the same registers, the same
+// arithmetic), so which one serves a call never changes a result.
+// kScale (kPlain only): the call divides by a temperature (a scalar or per row; no mask), as RowTransform::apply does
+// it: x / T, IEEE, on the row's elements only.
+template <typename In, typename Out, bool kLog, bool kPlain, bool kScale = false>
+__device__ __forceinline__ void cluster_split_rows(const RowProblem& p, std::int64_t chunks, Op op) {
   using Tile = RowTile<In, kBlockElems>;
   namespace cg = cooperative_groups;
   __shared__ ChunkScratch scratch;
@@ -228,10 +280,27 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
   for (std::int64_t row = first_row; row < p.rows; row += stride) {
     const RowRef o{row, 0};
     float v[kBlockElems];
-    Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
-    const RowTransform tf = row_transform(p, o);
-    Tile::transform(v, tf, len, threadIdx.x, kSplitThreads, first);
-    const State st = chunk_state<kLog>(v, scratch);
+    if constexpr (kPlain) {
+      PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + first, len);
+      if constexpr (kScale) {
+        float t = p.temperature;
+        if (p.temp != nullptr) {  // as row_transform: NaN for an invalid per-row temperature
+          const float r = p.temp[plain_offset(p, row, kTemp)];
+          t = (r > 0.0f && r <= 3.402823466e38f) ? r : detail::nan_<float>();
+        }
+#pragma unroll
+        for (int k = 0; k < PlainTile<In>::K; ++k) {
+          const int i0 = RowTile<In, kBlockElems>::index(k, threadIdx.x, kSplitThreads);
+#pragma unroll
+          for (int j = 0; j < PlainTile<In>::V; ++j)
+            if (i0 + j < len) v[k * PlainTile<In>::V + j] = v[k * PlainTile<In>::V + j] / t;
+        }
+      }
+    } else {
+      Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
+      Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
+    }
+    const State st = chunk_state<kLog, Out>(v, scratch);
     // One cluster barrier a row: thread r stores this block's state into block r's slot c, the barrier (release, then
     // acquire) publishes the stores, and each warp merges its own block's slots (merge_pushed_states). No block reads
     // another's shared memory after the barrier, so none waits for the others before it exits. (Before split6: one
@@ -244,45 +313,56 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
     cluster_wait();
     const State t = merge_pushed_states(slots[parity], chunks);
     parity ^= 1;
-    if (!writes_rows(p.op)) {
-      if (c == 0 && threadIdx.x == 0) write_row_stats(p, o, t);
+    if (!writes_rows(op)) {
+      if (c == 0 && threadIdx.x == 0) {
+        if constexpr (kPlain) {
+          if (p.op == Op::logsumexp) {  // `op` of the statistics kernel is logsumexp for both
+            p.stat0[plain_offset(p, row, kStat0)] = t.lse();
+          } else {
+            p.stat0[plain_offset(p, row, kStat0)] = t.m;
+            p.stat1[plain_offset(p, row, kStat1)] = t.l();
+          }
+        } else {
+          write_row_stats(p, o, t);
+        }
+      }
       continue;
     }
-    with_out_type<In>(p, [&](auto* tag) {
-      using Out = std::remove_pointer_t<decltype(tag)>;
-      normalize_values<Out>(v, t.normalizer(p.empty_rows), p.op);
+    normalize_values<Out>(v, t.normalizer(p.empty_rows), op);
+    if constexpr (kPlain)
+      PlainTile<In>::template store<Out>(at<Out>(p.out, plain_offset(p, row, kOut)) + first, v, len);
+    else
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)) + first * p.step[kOut], v, len, p.step[kOut],
                                 threadIdx.x, kSplitThreads);
-    });
   }
   if (!started) cluster_wait();  // a cluster with no row: the opening arrive's wait
 }
-static_assert(kSplitClusterMaxChunks <= 32, "merge_pushed_states gives each chunk state a lane of every warp");
 
-// Launches `kernel` on `grid` blocks of kSplitThreads as a programmatic dependent of the kernel before it on the
-// stream (cudaLaunchAttributeProgrammaticStreamSerialization): it may start once every block of that kernel has
-// called pdl_launch_dependents, and reads that kernel's results only after pdl_wait. Under stream capture the
-// runtime records a programmatic edge. The launch checks its own configuration (no cudaGetLastError after it).
-// `dependent` false: a plain launch (merge_states_kernel when there is no chunk kernel before it: rows of length 0).
-template <typename... Params, typename... Args>
-void launch_dependent(bool dependent, void (*kernel)(Params...), unsigned grid, cudaStream_t s, Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kSplitThreads);
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed =
-      dependent && split_row_pdl() && current_device_attrs().cc_major >= 9 ? 1 : 0;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+// Any call: the generic loads (strides, unaligned rows, masks, temperatures), op = p.op (kLog: log-softmax, logsumexp
+// or the state). Out: the output type (float, or In for 16-bit inputs); for logsumexp and the state, which write no
+// row, In.
+template <typename In, typename Out, bool kLog>
+__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const RowProblem p, std::int64_t chunks) {
+  cluster_split_rows<In, Out, kLog, false>(p, chunks, p.op);
 }
 
-// How many clusters of `blocks` blocks of cluster_split_kernel<In, kLog> the current device runs at once (0 below
+// The common call (chunk_states.cuh PlainTile), one kernel per op: kOp 0 softmax, 1 log-softmax, 2 logsumexp or the
+// state (p.op tells which of the two when the statistics are written: `op` is logsumexp for both, a constant).
+// kScale: with a temperature (decode sampling's usual call), still no mask.
+template <typename In, int kOp, bool kScale>
+__global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_plain_kernel(const RowProblem p,
+                                                                           std::int64_t chunks) {
+  if constexpr (kOp == 0) cluster_split_rows<In, In, false, true, kScale>(p, chunks, Op::softmax);
+  else if constexpr (kOp == 1) cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::log_softmax);
+  else cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::logsumexp);
+}
+static_assert(kSplitClusterMaxChunks <= 32, "merge_pushed_states gives each chunk state a lane of every warp");
+
+// How many clusters of `blocks` blocks of cluster_split_kernel<In, In, kLog> the current device runs at once (0 below
 // compute capability 9.0, or where the occupancy query refuses the size: a MIG or MPS slice without room for it).
 // Asked once per device and size, then read from a cache (an acquire load, no lock, no CUDA call), as fused.cu and
-// decode_mma.cu keep theirs.
+// decode_mma.cu keep theirs. Every one-launch kernel has the same launch bounds (512 threads, two blocks an SM, so at
+// most 64 registers) and the same static shared memory, so this count serves them all.
 template <typename In, bool kLog>
 int active_clusters(int blocks) {
   if (blocks < 1 || blocks > kSplitClusterMaxChunks) return 0;
@@ -295,7 +375,7 @@ int active_clusters(int blocks) {
   }
   int active = 0;
   if (current_device_attrs().cc_major >= 9) {
-    const auto kernel = cluster_split_kernel<In, kLog>;
+    const auto kernel = cluster_split_kernel<In, In, kLog>;
     static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
     attributes.run(
         [&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
@@ -327,15 +407,13 @@ int active_clusters_tuned(int blocks) {
   return forced >= 0 ? forced : queried;
 }
 
-// The one-launch variant serves a call when its rows have 1..kSplitClusterMaxChunks chunks and all of its clusters
-// are resident at once (rows ≤ kSplitClusterMaxWaves × the clusters of that size the device runs at once); larger
-// calls, and devices that run no such cluster, take the three kernels (the same bits), whose second read comes mostly
-// from L2 and whose grid overlaps rows.
-template <typename In, bool kLog>
-bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
-  if (!split_row_cluster() || chunks < 1 || chunks > kSplitClusterMaxChunks) return false;
-  const std::int64_t resident = active_clusters_tuned<In, kLog>(static_cast<int>(chunks));
-  if (resident == 0 || p.rows > split_row_cluster_waves() * resident) return false;
+// Launches one of the one-launch kernels: a cluster of `chunks` blocks per row. Each kernel gets the non-portable
+// cluster-size attribute (9–16 blocks) once per device before its first launch; only called where clusters run.
+template <auto kKernel>
+void launch_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  static DeviceOnce attributes;
+  attributes.run(
+      [] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(kSplitThreads);
   cfg.gridDim = dim3(capped_grid(p.rows, static_cast<int>(chunks)));
@@ -347,28 +425,86 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_split_kernel<In, kLog>, p, chunks));
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
+}
+
+// The common call of cluster_split_plain_kernel (chunk_states.cuh PlainTile): unit-stride rows whose first elements
+// (input, and output where rows are written) are 16-byte aligned, at most one row dimension, no mask, no temperature,
+// the output in the input's type.
+// `scaled` true: a temperature is allowed (the one-launch kernel's kScale); false: not (the three kernels' plain ones).
+template <typename In>
+bool common_call(const RowProblem& p, bool scaled = false) {
+  if (p.has_mask || (!scaled && (p.scale || p.temp != nullptr)) || !plain_rows<In>(p, p.x, kX)) return false;
+  return !writes_rows(p.op) || (p.out_dtype == p.x_dtype && plain_rows<In>(p, p.out, kOut));
+}
+
+// The one-launch variant serves a call when its rows have 1..kSplitClusterMaxChunks chunks and all of its clusters
+// are resident at once (rows ≤ kSplitClusterMaxWaves × the clusters of that size the device runs at once); larger
+// calls, and devices that run no such cluster, take the three kernels (the same bits), whose second read comes mostly
+// from L2 and whose grid overlaps rows. The common call takes the compact kernel of its op, any other the generic
+// kernel of its output type.
+template <typename In>
+bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  if (!split_row_cluster() || chunks < 1 || chunks > kSplitClusterMaxChunks) return false;
+  const bool log = p.op != Op::softmax;
+  const std::int64_t resident = log ? active_clusters_tuned<In, true>(static_cast<int>(chunks))
+                                    : active_clusters_tuned<In, false>(static_cast<int>(chunks));
+  if (resident == 0 || p.rows > split_row_cluster_waves() * resident) return false;
+  if (split_row_tuning().common_call && common_call<In>(p, true)) {
+    if (p.scale) {
+      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, true>>(p, chunks, s);
+      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, true>>(p, chunks, s);
+      else launch_clusters<cluster_split_plain_kernel<In, 2, true>>(p, chunks, s);
+    } else {
+      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, false>>(p, chunks, s);
+      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, false>>(p, chunks, s);
+      else launch_clusters<cluster_split_plain_kernel<In, 2, false>>(p, chunks, s);
+    }
+    return true;
+  }
+  const bool out_f32 = !std::is_same_v<In, float> && writes_rows(p.op) && p.out_dtype == DType::f32;
+  if (out_f32) {
+    if (log) launch_clusters<cluster_split_kernel<In, float, true>>(p, chunks, s);
+    else launch_clusters<cluster_split_kernel<In, float, false>>(p, chunks, s);
+  } else {
+    if (log) launch_clusters<cluster_split_kernel<In, In, true>>(p, chunks, s);
+    else launch_clusters<cluster_split_kernel<In, In, false>>(p, chunks, s);
+  }
   return true;
 }
 
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
-  if (p.op == Op::softmax ? launch_cluster<In, false>(p, chunks, s) : launch_cluster<In, true>(p, chunks, s)) return;
+  if (launch_cluster<In>(p, chunks, s)) return;
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
   auto* states = static_cast<State*>(ws.get());
   State* row_states = states + total;
+  // The common call (common_call) takes the compact chunk and normalising kernels, bitwise the generic ones.
+  const bool plain = split_row_tuning().common_call && common_call<In>(p);
   if (total > 0) {
-    const auto kernel = p.op == Op::softmax ? chunk_states_kernel<In, false> : chunk_states_kernel<In, true>;
+    // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
+    const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
+    const auto kernel =
+        plain ? (p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
+                                     : chunk_states_plain_kernel<In, In, false>)
+              : (p.op != Op::softmax ? chunk_states_kernel<In, float, true>
+                                     : (out16 ? chunk_states_kernel<In, In, false>
+                                              : chunk_states_kernel<In, float, false>));
     kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
-  launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), s, p, chunks, static_cast<const State*>(states),
-                   row_states);
-  if (writes_rows(p.op) && total > 0)
-    launch_dependent(true, normalize_kernel<In>, capped_grid(total), s, p, chunks, static_cast<const State*>(row_states));
+  launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
+                   static_cast<const State*>(states), row_states);
+  if (writes_rows(p.op) && total > 0) {
+    const auto kernel = !plain ? normalize_kernel<In>
+                               : (p.op == Op::softmax ? normalize_plain_kernel<In, false>
+                                                      : normalize_plain_kernel<In, true>);
+    launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
+                     static_cast<const State*>(row_states));
+  }
   ws.release();
 }
 

@@ -60,6 +60,23 @@ void check_one_launch(const Case& c, SoftmaxPath path = SoftmaxPath::split_row) 
   expect_same_bits(one, three, c.name + " " + op_name(c.op) + ": one launch / three kernels");
 }
 
+// The last row of a 2-d `batch` (rows × n) alone: a contiguous 1 × n case whose first element sits `offset` elements
+// past an aligned base (the batch's last row's alignment, where the test needs it), run on split_row against the
+// reference, and bitwise the batch's last row in `all` (the batch's result on the same path).
+void expect_last_row_alone(const Case& batch, const Result& all, std::int64_t offset, const std::string& what) {
+  const std::int64_t rows = batch.in.shape[0], n = batch.in.shape[1];
+  Case one = batch;
+  one.in = contiguous(batch.in.dtype, {1, n}, offset);
+  one.out = contiguous(batch.out.dtype, {1, n});
+  one.x.assign(batch.x.end() - n, batch.x.end());
+  const Result alone = run_checked(one, SoftmaxPath::split_row);
+  ASSERT_TRUE(all.ran && alone.ran);
+  for (std::int64_t i = 0; i < n; ++i)
+    ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
+                          all.out[static_cast<std::size_t>((rows - 1) * n + i)]))
+        << what << ": element " << i << " of the last row, alone vs in the batch";
+}
+
 TEST_F(GpuFewRows, OneLaunchSplitRowRows) {
   std::vector<std::int64_t> lengths = {1, 31, 12288, 12289, 65537, 100003, 128256, 151936, 196608};
   if (small_mode()) lengths = {31, 12289, 40000};
@@ -86,16 +103,7 @@ TEST_F(GpuFewRows, OneLaunchSplitRowRows) {
     const std::int64_t n = 196608, rows = 40;
     const Case batch = random_case("40x196608", Op::log_softmax, DType::f32, DType::f32, rows, n, 4242);
     const Result all = run_checked(batch, SoftmaxPath::split_row);
-    Case one = batch;
-    one.in = contiguous(DType::f32, {1, n});
-    one.out = contiguous(DType::f32, {1, n});
-    one.x.assign(batch.x.end() - n, batch.x.end());
-    const Result alone = run_checked(one, SoftmaxPath::split_row);
-    ASSERT_TRUE(all.ran && alone.ran);
-    for (std::int64_t i = 0; i < n; ++i)
-      ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
-                            all.out[static_cast<std::size_t>((rows - 1) * n + i)]))
-          << "element " << i << " of the last row: alone (one launch) vs in the batch (three kernels)";
+    expect_last_row_alone(batch, all, 0, "alone (one launch) vs in the batch (three kernels)");
   }
 }
 
@@ -159,6 +167,52 @@ TEST_F(GpuFewRows, SplitRowDependentLaunchesSameBits) {
   // Rows of length 0: the merge kernel alone (launched plainly) writes the outputs.
   const Case empty = random_case("3x0", Op::logsumexp, DType::f32, DType::f32, 3, 0, 1);
   run_checked(empty, SoftmaxPath::split_row);
+}
+
+// The backward's split_row (backward.cu: chunk sums, the merge, the elementwise pass; the last two as programmatic
+// dependent launches since few7) with and without dependent launches, and on the generic kernels instead of the
+// common call's compact ones (few7): the same bits, and the reference's gates, on f32 and bf16, a ragged last chunk,
+// a pitched unaligned y and a temperature.
+TEST_F(GpuFewRows, BackwardSplitRowDependentLaunchesSameBits) {
+  std::vector<std::int64_t> lengths = {1, 8193, 151936};
+  if (small_mode()) lengths = {33, 8193, 30001};
+  std::uint64_t seed = 1700;
+  for (std::int64_t n : lengths) {
+    for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}}) {
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        for (DType t : {DType::f32, DType::bf16}) {
+          for (int variant = 0; variant < 2; ++variant) {
+            Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+            // y: the forward's output of the scores (float64 reference, rounded to y's dtype), as a training step has it.
+            std::vector<double> y(c.x.size());
+            const Layout f64 = contiguous(DType::f64, {rows, n});
+            const TensorView yv = f64.view(y.data(), Device::cpu()), xv = f64.view(c.x.data(), Device::cpu());
+            if (op == Op::softmax_backward) cpu::reference::softmax(yv, xv);
+            else cpu::reference::log_softmax(yv, xv);
+            for (auto& v : y) v = round_to(t, v);
+            c.x = y;
+            c.dy = random_values(t, rows * n, 1.0, 0.0, seed + 1000);
+            if (variant == 1) {
+              c.in.strides = {n + 3, 1};
+              c.in.offset = 1;
+              c.options.temperature = 0.5f;
+            }
+            cuda::kernels::split_row_pdl() = true;
+            const Result pdl = run_checked(c, SoftmaxPath::split_row);
+            cuda::kernels::split_row_pdl() = false;
+            const Result plain = run_gpu(c, SoftmaxPath::split_row, 0x00);
+            cuda::kernels::split_row_pdl() = true;
+            cuda::kernels::split_row_tuning().common_call = false;  // the generic kernels where the compact ones ran
+            const Result generic = run_gpu(c, SoftmaxPath::split_row, 0x00);
+            cuda::kernels::split_row_tuning().common_call = true;
+            ASSERT_TRUE(pdl.ran && plain.ran && generic.ran);
+            expect_same_bits(pdl, plain, c.name + " " + op_name(op) + ": backward with / without dependent launches");
+            expect_same_bits(pdl, generic, c.name + " " + op_name(op) + ": backward compact / generic kernels");
+          }
+        }
+      }
+    }
+  }
 }
 
 // A call captured in a CUDA graph (stream capture: split_row's workspace becomes the graph's allocation, its
@@ -235,18 +289,78 @@ TEST_F(GpuFewRows, ManyChunksPitchedAndUnaligned) {
           const Result all = run_checked(batch, SoftmaxPath::split_row);
           cuda::kernels::split_row_tuning().active_clusters = -1;
           // The last row alone (one launch, a cluster), with the same alignment of its first element.
-          Case one = batch;
-          one.in = contiguous(t, {1, n}, ((rows - 1) * (n + extra) + offset) % 8);
-          one.out = contiguous(t, {1, n});
-          one.x.assign(batch.x.end() - n, batch.x.end());
-          const Result alone = run_checked(one, SoftmaxPath::split_row);
-          ASSERT_TRUE(all.ran && alone.ran);
-          for (std::int64_t i = 0; i < n; ++i)
-            ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
-                                  all.out[static_cast<std::size_t>((rows - 1) * n + i)]))
-                << op_name(op) << " " << dtype_name(t) << " pitch +" << extra << " offset " << offset << ": element "
-                << i;
+          expect_last_row_alone(batch, all, ((rows - 1) * (n + extra) + offset) % 8,
+                                std::string(op_name(op)) + " " + dtype_name(t) + " pitch +" + std::to_string(extra) +
+                                    " offset " + std::to_string(offset));
         }
+      }
+    }
+  }
+}
+
+// The one-launch variant's compact kernel for the common call (few7: split_row.cu cluster_split_plain_kernel) against
+// the reference, and bitwise the generic one-launch kernel (SplitRowTuning::common_call off) and the three kernels on
+// the same case: every op, f32 / bf16 / f16, lengths whose last chunk ends mid-vector, several rows, rows pitched by a
+// whole number of vectors (the compact kernel's) and by one element more (the generic kernel's: its row starts are
+// unaligned), non-finite rows (+inf, NaN, all −inf) under both empty-row policies, and temperatures.
+TEST_F(GpuFewRows, CommonCallKernelBitwiseTheGenericOne) {
+  TuningGuard guard;
+  std::vector<std::int64_t> lengths = {1, 7, 12288, 12291, 151936, 196607};
+  if (small_mode()) lengths = {7, 12291, 30001};
+  std::uint64_t seed = 7100;
+  for (std::int64_t n : lengths) {
+    for (const std::int64_t extra : {std::int64_t{0}, std::int64_t{8}, std::int64_t{1}}) {
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+          if (t == DType::f16 && (op == Op::log_softmax || op == Op::state)) continue;  // f16 is bf16's code
+          const std::int64_t rows = 3;
+          Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + "+" + std::to_string(extra), op, t,
+                               is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
+          // Rows pitched to a whole number of 16-byte vectors (+ extra), input and output alike, so that a row whose
+          // length ends mid-vector still takes the compact kernel (its ragged last vector) where extra is 0 or 8.
+          const std::int64_t pitch = (n + 7) / 8 * 8 + extra;
+          c.in.strides = {pitch, 1};
+          if (is_row_op(op) == false) c.out.strides = {pitch, 1};
+          if (n > 20) {
+            c.x[static_cast<std::size_t>(n - 1)] = kInf;  // row 0: +inf in the last chunk
+            c.x[static_cast<std::size_t>(n + 3)] = kNaN;  // row 1: NaN
+          }
+          if (extra == 8 && n > 20) {
+            for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+            c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+          }
+          cuda::kernels::split_row_tuning().common_call = true;
+          const Result compact = run_checked(c, SoftmaxPath::split_row);
+          cuda::kernels::split_row_tuning().common_call = false;
+          const Result generic = run_gpu(c, SoftmaxPath::split_row, 0x00);
+          cuda::kernels::split_row_tuning().common_call = true;
+          cuda::kernels::split_row_cluster() = false;
+          const Result three = run_gpu(c, SoftmaxPath::split_row, 0x00);
+          cuda::kernels::split_row_cluster() = true;
+          ASSERT_TRUE(compact.ran && generic.ran && three.ran);
+          expect_same_bits(compact, generic, c.name + " " + op_name(op) + ": compact / generic one-launch kernel");
+          expect_same_bits(compact, three, c.name + " " + op_name(op) + ": compact kernel / three kernels");
+        }
+      }
+    }
+  }
+  // With a temperature (the one-launch compact kernel's kScale: a scalar that divides inexactly, or one a row).
+  const std::int64_t n = small_mode() ? 30001 : 151936;
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      for (int per_row = 0; per_row < 2; ++per_row) {
+        Case c = random_case(per_row ? "row_temperatures" : "temperature_0.7", op, t, is_row_op(op) ? DType::f32 : t,
+                             3, n, ++seed);
+        if (per_row) c.row_temperature = {0.25, 1.0, 3.0};
+        else c.options.temperature = 0.7f;
+        c.exact_scaling = false;
+        cuda::kernels::split_row_tuning().common_call = true;
+        const Result compact = run_checked(c, SoftmaxPath::split_row);
+        cuda::kernels::split_row_tuning().common_call = false;
+        const Result generic = run_gpu(c, SoftmaxPath::split_row, 0x00);
+        cuda::kernels::split_row_tuning().common_call = true;
+        ASSERT_TRUE(compact.ran && generic.ran);
+        expect_same_bits(compact, generic, c.name + " " + op_name(op) + ": compact / generic one-launch kernel");
       }
     }
   }
@@ -477,9 +591,10 @@ TEST_F(GpuFewRows, FixedCostTiming) {
   }
 }
 
-// split6: the few-row shapes on split_row, and as on a device without clusters (the three kernels): GPU µs a call
-// replayed from a CUDA graph and under the bench's L2 flush, split_row forced.
-TEST_F(GpuFewRows, Split6Timing) {
+// split_row's variants on the few-row shapes, split_row forced: GPU µs a call replayed from a CUDA graph and under the
+// bench's L2 flush. Forward: the library's choice, the generic one-launch kernel in place of the compact one (few7),
+// and as on a device without clusters (the three kernels; split6); backward: with and without dependent launches.
+TEST_F(GpuFewRows, SplitRowVariantsTiming) {
   const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
   TuningGuard guard;
@@ -489,34 +604,47 @@ TEST_F(GpuFewRows, Split6Timing) {
   const Device dev = Device::cuda(0);
   const std::size_t flush_bytes = std::size_t{240} << 20;
   cuda::DeviceBuffer<unsigned char> flush(flush_bytes);
-  const std::int64_t max_elems = std::int64_t{4096} * 151936;
+  const std::int64_t max_elems = std::int64_t{1} << 24;
   cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(max_elems * 4)), y(static_cast<std::size_t>(max_elems * 4)),
-      lse(4096 * 4);
+      dy(static_cast<std::size_t>(max_elems * 4)), lse(4096 * 4);
   x.fill_bytes(0x3c);
+  dy.fill_bytes(0x3c);
   struct Shape {
     std::int64_t rows, n;
   };
   struct Variant {
     const char* name;
     cuda::kernels::SplitRowTuning t;
+    bool pdl;
   };
   using T = cuda::kernels::SplitRowTuning;
-  const std::vector<Variant> variants = {{"defaults", T{}}, {"no_clusters", T{0}}};
-  std::printf("%-10s %-5s %-12s %-16s %9s %9s\n", "op", "dtype", "shape", "levers", "graph_us", "flush_us");
-  for (const Shape& sh : std::vector<Shape>{{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}, {4096, 151936}}) {
+  const std::vector<Variant> forward = {{"defaults", T{}, true}, {"generic_1launch", T{-1, false}, true},
+                                        {"no_clusters", T{0, true}, true}};
+  const std::vector<Variant> backward = {{"defaults", T{}, true}, {"no_pdl", T{}, false}};
+  std::printf("%-22s %-5s %-12s %-16s %9s %9s\n", "op", "dtype", "shape", "variant", "graph_us", "flush_us");
+  for (const Shape& sh : std::vector<Shape>{{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}}) {
     for (DType t : {DType::f32, DType::bf16}) {
       const TensorView in = TensorView::contiguous(x.data(), t, dev, {sh.rows, sh.n});
       const TensorView out = TensorView::contiguous(y.data(), t, dev, {sh.rows, sh.n});
+      const TensorView dyv = TensorView::contiguous(dy.data(), t, dev, {sh.rows, sh.n});
       const TensorView row = TensorView::contiguous(lse.data(), DType::f32, dev, {sh.rows});
-      const std::int64_t elems = sh.rows * sh.n;
-      const int k = elems >= (std::int64_t{1} << 28) ? 2 : (elems >= (std::int64_t{1} << 24) ? 10 : 50);
-      for (Op op : {Op::softmax, Op::logsumexp}) {
-        for (const Variant& v : variants) {
+      const int k = sh.rows * sh.n >= (std::int64_t{1} << 24) ? 10 : 50;
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::softmax_backward}) {
+        for (const Variant& v : op == Op::softmax_backward ? backward : forward) {
           cuda::kernels::split_row_tuning() = v.t;
+          cuda::kernels::split_row_pdl() = v.pdl;
           cuda::ScopedSoftmaxPath force(SoftmaxPath::split_row);
-          auto call = [&] { return op == Op::softmax ? softmax(out, in, {}, stream) : logsumexp(row, in, {}, stream); };
+          auto call = [&] {
+            switch (op) {
+              case Op::softmax: return softmax(out, in, {}, stream);
+              case Op::log_softmax: return log_softmax(out, in, {}, stream);
+              case Op::logsumexp: return logsumexp(row, in, {}, stream);
+              default: return softmax_backward(out, in, dyv, {}, stream);
+            }
+          };
           const Times tm = time_calls(call, s, flush.data(), flush_bytes, k);
-          std::printf("%-10s %-5s %-12s %-16s %9.2f %9.2f\n", op_name(op), dtype_name(t),
+          cuda::kernels::split_row_pdl() = true;
+          std::printf("%-22s %-5s %-12s %-16s %9.2f %9.2f\n", op_name(op), dtype_name(t),
                       (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.graph, tm.flushed);
           std::fflush(stdout);
         }
