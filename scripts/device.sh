@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 ce5 dec6 vocab7
+#   split6 tier16 mid16 fwd16 ce5 dec6 vocab7 few7
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1259,6 +1259,39 @@ if want vocab7; then
       --gtest_filter="${SMK_V7_SAN_FILTER:-*EveryOpEveryLength*:*Bitwise*}"
     keep_logs v7
   done
+  end_carried
+fi
+# few7 (session 7, issue 3): split_row's compact kernels for the common call (one launch, the three kernels, the
+# backward's), the 16-bit chunk terms, the backward's dependent launches; old beside new in one call. Binaries built
+# here for sm_90a, carried as build/few7-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, new/ (softmaxkit,
+# test_cuda_few_rows, test_cuda_grid_row, test_cuda_softmax). In the order of what matters most, logs kept after each.
+if want few7; then
+  carried f7 build/few7-bin.tar.xz
+  f7=$bin
+  f7_bench="bench --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
+  # split_row forced: the kernels this step compares (1x32 is the one-launch kernel's fixed cost; every other shape
+  # takes split_row under the dispatcher of the tree before).
+  f7_bench="$f7_bench --shape 1x32,1x151936,32x128256,1x16777216,4x65536 --path split_row --target-ms 2 --max-reps 50"
+  run_step f7x-few timeout "${SMK_F7_TEST_S:-50}" "$f7/new/test_cuda_few_rows"
+  keep_logs f7
+  run_step f7-bench-new timeout 30 "$f7/new/softmaxkit" $f7_bench --format table --json "$OUT/bench_new.json"
+  keep_logs f7
+  run_step f7-bench-old timeout 30 "$f7/old/softmaxkit" $f7_bench --format table --json "$OUT/bench_old.json"
+  keep_logs f7
+  run_step f7-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$f7/new/test_cuda_few_rows" \
+    --gtest_filter='*SplitRowVariantsTiming*'
+  keep_logs f7
+  run_step f7x-memcheck timeout 25 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*:*Backward*:*OneLaunchSplit*'
+  keep_logs f7
+  run_step f7x-racecheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*:*BackwardSplit*'
+  keep_logs f7
+  run_step f7x-grid timeout 20 "$f7/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
+  keep_logs f7
+  run_step f7x-softmax timeout 30 env SMK_GPU_TEST_SMALL=1 "$f7/new/test_cuda_softmax" \
+    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*'
+  keep_logs f7
   end_carried
 fi
 echo
