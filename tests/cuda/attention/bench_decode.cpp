@@ -264,6 +264,10 @@ int main(int argc, char** argv) {
     const double us_rule6 = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 1024, 16, kT, kT, kT, kOff}, unused);
     const double us_rule6_steal =
         measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 1024, 16, kT, kT, kT, kOn}, unused);
+    // Run 2 (after run 1 chose the rule of sessions 2-6 back): that rule's merge skipped, one piece a block, so the
+    // default's merge share is the call less it, on every row.
+    const double us_rule6_skip =
+        measure({0, kDisp, kMma, 0, DecodeMerge::skip, 1024, 16, kT, kT, kT, kOff}, unused);
     const double us_min128_static =
         measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 128, 0, kT, kT, kT, kOff}, unused);
     const double us_memset =
@@ -325,9 +329,9 @@ int main(int argc, char** argv) {
                 us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
                 active_spread, active_packed);
     std::printf("  dec6: static %.1f | merge skipped %.1f (static %.1f): merge %.1f%% | min 128 %.1f (static %.1f) | "
-                "min 512 %.1f | min 1024 %.1f | rule 6 static %.1f, cursor %.1f\n",
+                "min 512 %.1f | min 1024 %.1f | rule 6 static %.1f, cursor %.1f, merge skipped %.1f: merge %.1f%%\n",
                 us_static, us_skip, us_skip_static, 100 * (us - us_skip) / us, us_min128, us_min128_static, us_min512,
-                us_min1024, us_rule6, us_rule6_steal);
+                us_min1024, us_rule6, us_rule6_steal, us_rule6_skip, 100 * (us_rule6 - us_rule6_skip) / us_rule6);
     char item[3072];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
@@ -342,7 +346,7 @@ int main(int argc, char** argv) {
                   "\"default_pdl\": %d, \"us_static\": %.3f, \"us_skip\": %.3f, \"us_skip_static\": %.3f, "
                   "\"us_min128\": %.3f, \"us_min512\": %.3f, \"us_min1024\": %.3f, \"us_rule6\": %.3f, "
                   "\"us_rule6_steal\": %.3f, \"us_min128_static\": %.3f, \"default_steal\": %d, "
-                  "\"default_cap\": %d}",
+                  "\"default_cap\": %d, \"us_rule6_skip\": %.3f}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
                   (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
                   merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
@@ -350,7 +354,7 @@ int main(int argc, char** argv) {
                   (long long)smk::cuda::kDecodeMinChunk, us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl,
                   smk::cuda::kDecodePdl ? 1 : 0, us_static, us_skip, us_skip_static, us_min128, us_min512, us_min1024,
                   us_rule6, us_rule6_steal, us_min128_static, smk::cuda::kDecodeSteal ? 1 : 0,
-                  smk::cuda::kDecodeSplitCap);
+                  smk::cuda::kDecodeSplitCap, us_rule6_skip);
     json += item;
   }
   json += "]\n";
