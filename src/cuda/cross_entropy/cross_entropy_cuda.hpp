@@ -49,11 +49,15 @@ namespace smk::cuda::ce {
 // on clusters slower (4096×65536 565 / 503, 4096×151936 1521 / 1486); f32 slower everywhere (8192×32000 662 / 602).
 constexpr bool kFusedStage16 = true;
 constexpr bool kFusedStageF32 = false;
+// Whether the dispatcher takes the deep block (512 threads × 64 logits, fused.cu) for 16-bit logits with 16-bit
+// gradients; `deep` (tuning) forces it for those pairs (others have no deep kernel and keep the wide block).
+constexpr bool kFusedDeep16 = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
+  bool deep = false;
 };
 void set_fused_tuning(const FusedTuning& t);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.

@@ -70,187 +70,143 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(const Args a, Totals
   if (tid == 0) *totals = Totals{sh[0][0], sh[1][0], sh[2][0]};
 }
 
-// One (row, chunk) item of the stats kernel: which row, the chunk's first logit and its length.
-struct Item {
-  std::int64_t row, first;
-  int len;
-};
-__device__ __forceinline__ Item item_of(const Args& a, std::int64_t idx, bool narrow) {
-  // A 32-bit division where the item count allows (uniform: total < 2^32), ~8 instructions where the 64-bit one
-  // takes ~40 a thread an item: at 32 logits a thread that was ~1 instruction a logit.
-  const std::int64_t row = narrow ? static_cast<std::int64_t>(static_cast<std::uint32_t>(idx) /
-                                                              static_cast<std::uint32_t>(a.chunks))
-                                  : idx / a.chunks;
-  const std::int64_t first = (idx - row * a.chunks) * kChunk;
-  return {row, first, static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk)};
-}
-
-// A chunk's 16-bit logits as stored, in RowTile's element-to-thread map, for rows that are unit-stride with 16-byte
-// aligned starts (the launcher checks; others take the f32 loop): whole 16-byte vectors below len, the one partial
-// vector at a chunk's end element by element, positions past len as −inf. Loaded one item ahead by the stats kernel's
-// 16-bit loop, so a block's next chunk is in flight while it reduces the current one. unpack gives exactly
-// RowTile::load's values (the same elements, the same −inf padding), so the states' bits do not change.
+// A chunk's logits as stored (RowTile's element-to-thread map, 16-byte vectors as 32-bit words), for rows that are
+// unit-stride with 16-byte aligned starts (the launcher checks: `aligned`): whole vectors below len, the one partial
+// vector at a chunk's end element by element, positions past len as −inf. fetch only issues the loads, so the
+// target's load can be issued after them and before anything waits (ncu on the H200, ce5, session 7: with RowTile::load
+// in a branch after the target's, the kernel waited for the target, then for the chunk: two memory latencies in a row
+// an item). unpack gives exactly RowTile::load's values, so the states' bits do not change. As words, not vectors of
+// In: a vector of 16-bit values built element by element went through local memory (ptxas -v).
 template <typename In>
 struct RawChunk {
   using Tile = RowTile<In, kElems>;
-  static_assert(sizeof(In) == 2 && Tile::V == 8, "16-bit logits in 16-byte vectors");
-  // As 32-bit words (two logits each, the lower one first): a vector of In built element by element went through
-  // local memory (ptxas spilled 448 bytes a thread), words stay in registers.
-  uint4 w[Tile::K];
+  static constexpr int V = Tile::V, K = Tile::K, kPerWord = 4 / static_cast<int>(sizeof(In));
+  static_assert(V * sizeof(In) == 16, "16-byte vectors");
+  uint4 w[K];
   __device__ __forceinline__ static unsigned bits(In x) {
     if constexpr (std::is_same_v<In, __half>) return __half_as_ushort(x);
-    else return __bfloat16_as_ushort(x);
+    else if constexpr (std::is_same_v<In, __nv_bfloat16>) return __bfloat16_as_ushort(x);
+    else return __float_as_uint(x);
   }
-  __device__ __forceinline__ static In of_bits(unsigned b) {
-    if constexpr (std::is_same_v<In, __half>) return __ushort_as_half(static_cast<unsigned short>(b));
-    else return __ushort_as_bfloat16(static_cast<unsigned short>(b));
+  __device__ __forceinline__ static float value(unsigned b) {
+    if constexpr (std::is_same_v<In, __half>) return __half2float(__ushort_as_half(static_cast<unsigned short>(b)));
+    else if constexpr (std::is_same_v<In, __nv_bfloat16>) return __uint_as_float(b << 16);
+    else return __uint_as_float(b);
   }
   __device__ __forceinline__ void fetch(const In* x, int len, int g) {
 #pragma unroll
-    for (int k = 0; k < Tile::K; ++k) {
+    for (int k = 0; k < K; ++k) {
       const int i0 = Tile::index(k, g, kThreads);
-      if (i0 + Tile::V <= len) {
+      if (i0 + V <= len) {
         w[k] = *reinterpret_cast<const uint4*>(x + i0);
       } else {
         const unsigned pad = bits(kernels::from_f32<In>(-detail::inf_<float>()));
-        unsigned e[Tile::V];
+        unsigned e[V];
 #pragma unroll
-        for (int j = 0; j < Tile::V; ++j) e[j] = i0 + j < len ? bits(x[i0 + j]) : pad;
-        w[k] = make_uint4(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
+        for (int j = 0; j < V; ++j) e[j] = i0 + j < len ? bits(x[i0 + j]) : pad;
+        unsigned q[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) q[j] = kPerWord == 2 ? (e[2 * j] | e[(2 * j + 1) % V] << 16) : e[j];
+        w[k] = make_uint4(q[0], q[1], q[2], q[3]);
       }
     }
   }
   __device__ __forceinline__ void unpack(float (&v)[kElems]) const {
 #pragma unroll
-    for (int k = 0; k < Tile::K; ++k) {
+    for (int k = 0; k < K; ++k) {
       const unsigned q[4] = {w[k].x, w[k].y, w[k].z, w[k].w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        v[k * Tile::V + 2 * j] = kernels::to_f32(of_bits(q[j] & 0xffffu));
-        v[k * Tile::V + 2 * j + 1] = kernels::to_f32(of_bits(q[j] >> 16));
+        if constexpr (kPerWord == 2) {
+          v[k * V + 2 * j] = value(q[j] & 0xffffu);
+          v[k * V + 2 * j + 1] = value(q[j] >> 16);
+        } else {
+          v[k * V + j] = value(q[j]);
+        }
       }
     }
   }
 };
 
-// One item's state from its logits v (RowTile's map, −inf past len): the soft-capping, label smoothing's partial sum,
-// the target left out, the block's max, Σ exp_shifted and their block sums; thread 0 writes them.
 template <typename In>
-__device__ __forceinline__ void chunk_state(const Args& a, float (&v)[kElems], const Item& it, std::int64_t idx,
-                                            std::int64_t t, bool exclude_target, State* states, float* smooth,
-                                            float* red_max, float* red_sum, float* red_smooth) {
-  using Tile = RowTile<In, kElems>;
-  const int g = static_cast<int>(threadIdx.x);
-  const int len = it.len;
-  const std::int64_t first = it.first;
-  const In* xr = row_ptr<In>(a, it.row);
-  const RowKind kind = row_kind(a, t);
-  if (a.cap > 0) {
-#pragma unroll
-    for (int k = 0; k < Tile::K; ++k)
-#pragma unroll
-      for (int j = 0; j < Tile::V; ++j)
-        if (Tile::index(k, g, kThreads) + j < len) v[k * Tile::V + j] = capped(a, v[k * Tile::V + j]);
-  }
-  // Label smoothing's Σ_c w_c (z_c − r), the target included, ignored rows excluded (their loss is 0).
-  const bool smoothing = a.eps > 0 && smooth != nullptr && kind != RowKind::ignored;
-  float part = 0;
-  if (smoothing) {  // pairwise within a vector, then vector by vector (a depth of log2 V + K additions)
-    float r = capped(a, kernels::to_f32(xr[0]));
-    r = isfinite(r) ? r : 0.0f;
-#pragma unroll
-    for (int k = 0; k < Tile::K; ++k) {
-      float terms[Tile::V];
-#pragma unroll
-      for (int j = 0; j < Tile::V; ++j) {
-        const int i = Tile::index(k, g, kThreads) + j;
-        terms[j] = i < len ? weight_of(a, first + i) * (v[k * Tile::V + j] - r) : 0.0f;
-      }
-      part += kernels::tree_sum<Tile::V>(terms);
-    }
-  }
-  // The target's logit is left out of the state; the row kernel adds it last (see the file comment).
-  if (exclude_target && kind == RowKind::valid) {
-    const std::int64_t lt = t - first;
-    if (lt >= 0 && lt < len) {
-#pragma unroll
-      for (int k = 0; k < Tile::K; ++k)
-#pragma unroll
-        for (int j = 0; j < Tile::V; ++j)
-          if (Tile::index(k, g, kThreads) + j == lt) v[k * Tile::V + j] = -detail::inf_<float>();
-    }
-  }
-  const float m = block_max(kernels::tree_max<kElems>(v), red_max);
-  const float shift = State::shift_for(m);
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) v[i] = exp_shifted(v[i], shift);  // in place: the logits are not needed again
-  const float l = block_sum(kernels::tree_sum<kElems>(v), red_sum);
-  if (smoothing) part = block_sum(part, red_smooth);
-  if (g == 0) {
-    states[idx] = State::from_max_and_sum(m, l);
-    if (smooth) smooth[idx] = part;
-  }
-}
-
-// Blocks an SM the stats kernel is compiled for: kMinBlocks (64 registers a thread), three for 16-bit logits (85),
-// whose loop holds the next item's 16 registers beside the current item's 32 values (at 64 it spilled 448 bytes a
-// thread, ptxas -v, CUDA 13.0, sm_90a).
-template <typename In>
-constexpr int kStatsMinBlocks = sizeof(In) == 2 ? 3 : kMinBlocks;
-
-// f32 logits: one item a block (the grid covers them, capped), loaded at the item's start; 16-bit logits: a
-// persistent grid, each block's next item loaded into registers (RawChunk, 16 of them a thread) while it reduces the
-// current one. Measured before the 16-bit loop (H200, ce4's run of af97358, the forward alone, bf16 8192×32000):
-// 252 µs, 48 % of read, where f32 took 296 (83 %) for twice the bytes: a block holds 16 KB of bf16 in flight only
-// while it loads, and four blocks an SM left too few bytes in flight for the read ceiling.
-template <typename In>
-__global__ void __launch_bounds__(kThreads, kStatsMinBlocks<In>) stats_kernel(const Args a, bool exclude_target,
-                                                                    bool skip_ignored, bool prefetch, State* states,
-                                                                    float* smooth) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(const Args a, bool exclude_target, bool skip_ignored,
+                                                         bool aligned, State* states, float* smooth) {
   using Tile = RowTile<In, kElems>;
   __shared__ float red_max[32], red_sum[32], red_smooth[32];
   const int g = static_cast<int>(threadIdx.x);
   const std::int64_t total = a.rows * a.chunks;
+  // A 32-bit division where the item count allows (uniform), ~8 instructions a thread an item where the 64-bit one
+  // takes ~40.
   const bool narrow = total <= std::int64_t{0xffffffff};
-  if constexpr (sizeof(In) == 2) {
-    if (prefetch) {
-      std::int64_t idx = blockIdx.x;
-      if (idx >= total) return;
-      Item it = item_of(a, idx, narrow);
-      std::int64_t t = target_of(a, it.row);
-      RawChunk<In> cur;
-      cur.fetch(row_ptr<In>(a, it.row) + it.first, it.len, g);
-      for (; idx < total; idx += gridDim.x) {
-        float v[kElems];
-        cur.unpack(v);
-        // The next item's target and logits, in flight through this one (an ignored row's too, when they are
-        // skipped: a wasted read, never a wrong one).
-        const std::int64_t next = idx + gridDim.x;
-        std::int64_t nt = 0;
-        if (next < total) {
-          const Item nit = item_of(a, next, narrow);
-          nt = target_of(a, nit.row);
-          cur.fetch(row_ptr<In>(a, nit.row) + nit.first, nit.len, g);
-        }
-        // Uniform across the block.
-        if (!(skip_ignored && t == a.ignore))
-          chunk_state<In>(a, v, it, idx, t, exclude_target, states, smooth, red_max, red_sum, red_smooth);
-        it = item_of(a, next, narrow);
-        t = nt;
-      }
-      return;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    const std::int64_t row = narrow ? static_cast<std::int64_t>(static_cast<std::uint32_t>(idx) /
+                                                                static_cast<std::uint32_t>(a.chunks))
+                                    : idx / a.chunks;
+    const std::int64_t c = idx - row * a.chunks;
+    const std::int64_t first = c * kChunk;
+    const int len = static_cast<int>(a.classes - first < kChunk ? a.classes - first : kChunk);
+    const In* xr = row_ptr<In>(a, row);
+    // The chunk's loads and the target's are both issued before anything waits for either (RawChunk): ncu on the H200 (ce5, session 7, bf16
+    // 8192×32000) found the block stalled on the target (the skip test, compiled ahead of the loads it guarded) and
+    // only then issuing the chunk, two memory latencies in a row for every item. An ignored row's chunk is now read
+    // when skip_ignored drops it (the forward without the LSE): a wasted read, never a wrong one.
+    float v[kElems];
+    std::int64_t t;
+    if (aligned) {
+      RawChunk<In> raw;
+      raw.fetch(xr + first, len, g);
+      t = target_of(a, row);
+      raw.unpack(v);
+    } else {
+      t = target_of(a, row);
+      Tile::load(v, xr + first * a.col_stride, len, a.col_stride, g, kThreads);
     }
-  }
-  {
-    for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
-      const Item it = item_of(a, idx, narrow);
-      const std::int64_t t = target_of(a, it.row);
-      // Uniform across the block. Tested on skip_ignored first, so that when the forward reports every row's LSE
-      // the chunk's loads below are issued without waiting for the target's.
-      if (skip_ignored && t == a.ignore) continue;
-      float v[kElems];
-      Tile::load(v, row_ptr<In>(a, it.row) + it.first * a.col_stride, it.len, a.col_stride, g, kThreads);
-      chunk_state<In>(a, v, it, idx, t, exclude_target, states, smooth, red_max, red_sum, red_smooth);
+    if (skip_ignored && t == a.ignore) continue;  // uniform across the block
+    const RowKind kind = row_kind(a, t);
+    if (a.cap > 0) {
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j)
+          if (Tile::index(k, g, kThreads) + j < len) v[k * Tile::V + j] = capped(a, v[k * Tile::V + j]);
+    }
+    // Label smoothing's Σ_c w_c (z_c − r), the target included, ignored rows excluded (their loss is 0).
+    const bool smoothing = a.eps > 0 && smooth != nullptr && kind != RowKind::ignored;
+    float part = 0;
+    if (smoothing) {  // pairwise within a vector, then vector by vector (a depth of log2 V + K additions)
+      float r = capped(a, kernels::to_f32(xr[0]));
+      r = isfinite(r) ? r : 0.0f;
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        float terms[Tile::V];
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) {
+          const int i = Tile::index(k, g, kThreads) + j;
+          terms[j] = i < len ? weight_of(a, first + i) * (v[k * Tile::V + j] - r) : 0.0f;
+        }
+        part += kernels::tree_sum<Tile::V>(terms);
+      }
+    }
+    // The target's logit is left out of the state; the row kernel adds it last (see the file comment).
+    if (exclude_target && kind == RowKind::valid) {
+      const std::int64_t lt = t - first;
+      if (lt >= 0 && lt < len) {
+#pragma unroll
+        for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+          for (int j = 0; j < Tile::V; ++j)
+            if (Tile::index(k, g, kThreads) + j == lt) v[k * Tile::V + j] = -detail::inf_<float>();
+      }
+    }
+    const float m = block_max(kernels::tree_max<kElems>(v), red_max);
+    const float shift = State::shift_for(m);
+#pragma unroll
+    for (int i = 0; i < kElems; ++i) v[i] = exp_shifted(v[i], shift);  // in place: the logits are not needed again
+    const float l = block_sum(kernels::tree_sum<kElems>(v), red_sum);
+    if (smoothing) part = block_sum(part, red_smooth);
+    if (g == 0) {
+      states[idx] = State::from_max_and_sum(m, l);
+      if (smooth) smooth[idx] = part;
     }
   }
 }
@@ -364,13 +320,11 @@ void launch_stats(const Args& a, DType x_dtype, bool exclude_target, bool skip_i
   if (total == 0) return;
   kernels::with_in_type(x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    // 16-bit rows, unit-stride with 16-byte aligned starts: a persistent grid, each block loading its next item while
-    // it reduces the current one.
-    const bool prefetch = sizeof(In) == 2 && a.col_stride == 1 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 &&
-                          (a.row_stride * static_cast<std::int64_t>(sizeof(In))) % 16 == 0;
-    const unsigned grid = prefetch ? kernels::persistent_grid(stats_kernel<In>, kThreads, 0, total)
-                                   : kernels::capped_grid(total);
-    stats_kernel<In><<<grid, kThreads, 0, s>>>(a, exclude_target, skip_ignored, prefetch, states, smooth);
+    // Unit-stride rows with 16-byte aligned starts: the chunk loaded as words (RawChunk) ahead of the target.
+    const bool aligned = a.col_stride == 1 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 &&
+                         (a.row_stride * static_cast<std::int64_t>(sizeof(In))) % 16 == 0;
+    stats_kernel<In><<<kernels::capped_grid(total), kThreads, 0, s>>>(a, exclude_target, skip_ignored, aligned, states,
+                                                                      smooth);
   });
   SMK_CUDA_CHECK_LAUNCH("cross_entropy stats_kernel");
 }

@@ -33,10 +33,12 @@
 // (bf16 ≈ 7.4 µs a 32000-wide row an SM where its bytes need 4.0) is that per-row chain on one block an SM: barrier,
 // combination, the row's scalars, with nothing else resident to overlap them; not profiled (no ncu in ce4's runs).
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <exception>
+#include <type_traits>
 
 #include "cuda/device_attrs.hpp"
 #include "cuda/cross_entropy/common.cuh"
@@ -69,6 +71,18 @@ constexpr int kWideElems = 32;
 constexpr int kFusedMaxCluster = 16;
 constexpr std::int64_t kNarrowBlockCols = std::int64_t{kNarrowThreads} * kNarrowElems;  // 12288
 constexpr std::int64_t kWideBlockCols = std::int64_t{kWideThreads} * kWideElems;        // 32768
+// The deep block (ce5, session 7): 512 threads × 64 logits, 32768 a block as the wide one, one block an SM at up to
+// 128 registers a thread; for 16-bit logits with 16-bit gradients only (the template's other pairs keep the wide
+// block, which bounds the instantiations). Why: ncu on the H200 (bf16 8192×32000, the wide block) counted 1095
+// warp instructions a row a warp, of which the element work (≈ 14 a logit × 32) is 450 and the row's own work (its
+// target, pointers and options, the owner's divisions, the exchange, the row's scalars, the staging) the other
+// ≈ 650, repeated by each of 32 warps: 35 instructions a logit where the 16-bit bandwidth floor allows ≈ 15, issue
+// slots 66 % busy. Half the warps a row halve that repeated work (≈ 10 a logit more instead of ≈ 20).
+constexpr int kDeepThreads = 512;
+constexpr int kDeepElems = 64;
+constexpr std::int64_t kDeepBlockCols = std::int64_t{kDeepThreads} * kDeepElems;  // 32768
+template <typename In, typename Out>
+constexpr bool kHasDeep = sizeof(In) == 2 && std::is_same_v<In, Out>;
 constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;              // 524288
 // The dispatcher's rule, by the row length and the dtype alone (a row's bits never depend on the batch): the fewest
 // wide blocks that hold a row, up to kFusedAutoMaxCols classes (every dtype since ce4); longer rows take the two
@@ -124,6 +138,14 @@ __device__ __forceinline__ State combine_parts(const State s) {
   const float share = (1.0f + s.d) * exp_diff(s.m, State::shift_for(M));
   return State::from_max_and_sum(M, kernels::group_sum(share, 32));
 }
+
+// n / d for n·d < 2^32 by one multiplication: ⌊n·m / 2^32⌋ with m = ⌈2^32 / d⌉ (d a power of two: m exact) is exact
+// while n·(m − 2^32/d) < 2^32/d, i.e. for every n < 2^32/d. The fused kernel divides n < 2^16 by d ≤ 16·1024.
+struct Divider {
+  unsigned d, m;
+  __device__ explicit Divider(unsigned d_) : d(d_), m(d_ > 1 ? 0xffffffffu / d_ + 1 : 0) {}
+  __device__ __forceinline__ unsigned operator()(unsigned n) const { return d > 1 ? __umulhi(n, m) : n; }
+};
 
 // One block of kThreads (narrow or wide, above) per row, or a cluster of `cluster` such blocks. Each row takes one
 // exchange: every warp forms the state of its logits other than the target (its max by a shuffle butterfly, exact;
@@ -207,12 +229,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     }
   }
   int buf_i = 0;  // the buffer of this row
-  std::int64_t t_next = first < a.rows ? target_of(a, first) : 0;
+  // The targets, two rows ahead, through shared memory: thread 0 copies row i + 2's target into slot (i + 2) mod 4 by
+  // cp.async at row i's start and waits for it before row i's barrier; every thread reads its row's slot after the
+  // barrier before. A target loaded into a register the row before (session 6's kernel) was moved into a uniform
+  // register right after its load, so every warp waited for it at every row's start: ncu on the H200 (ce5, session
+  // 7, bf16 8192×32000) put 8.6 % of all stall samples on that one instruction. A slot is rewritten two rows after its
+  // row read it (a barrier between); its copy is waited for before the barrier that precedes its readers.
+  __shared__ std::int64_t t_ring[4];
+  if (tid == 0)
+    for (int k = 0; k < 2; ++k) t_ring[k] = first + k * stride < a.rows ? target_of(a, first + k * stride) : 0;
+  __syncthreads();
+  // Which thread holds the target: two divisions by the launch's G and T a row, by multiplication (Divider).
+  const Divider div_g(static_cast<unsigned>(G)), div_t(static_cast<unsigned>(T));
   int parity = 0;
-  for (std::int64_t row = first; row < a.rows; row += stride, parity ^= 1) {
+  for (std::int64_t row = first, iter = 0; row < a.rows; row += stride, parity ^= 1, ++iter) {
     const In* xr = row_ptr<In>(a, row);
-    const std::int64_t t = t_next;
-    if (row + stride < a.rows) t_next = target_of(a, row + stride);  // in flight through this row
+    const int slot = static_cast<int>(iter & 3);
+    const std::int64_t t = a.targets_i64 ? t_ring[slot] : *reinterpret_cast<const std::int32_t*>(&t_ring[slot]);
+    if (tid == 0 && row + 2 * stride < a.rows) {
+      const std::int64_t o = (row + 2 * stride) * a.t_stride;
+      void* dst = &t_ring[(slot + 2) & 3];
+      if (a.targets_i64) __pipeline_memcpy_async(dst, static_cast<const std::int64_t*>(a.targets) + o, 8);
+      else __pipeline_memcpy_async(dst, static_cast<const std::int32_t*>(a.targets) + o, 4);
+      __pipeline_commit();
+    }
     const RowKind kind = row_kind(a, t);
     const bool valid = kind == RowKind::valid;
     // Issued now, used after the exchange.
@@ -254,10 +294,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The target leaves its owner's values (−inf: no term), so every sum below is over the other logits and
     // p_t − 1 = −R / l keeps its digits as p_t → 1.
     int t_local = -1, owner_rank = 0;
-    if (valid) {
-      const int vi = static_cast<int>(t / V);
-      owner_rank = (vi % G) / T;
-      if (vi % G == g) t_local = (vi / G) * V + static_cast<int>(t % V);
+    if (valid) {  // 0 ≤ t < C ≤ 2^19: vi < 2^16
+      const unsigned vi = static_cast<unsigned>(t) / V;
+      const unsigned q = div_g(vi), owner = vi - q * static_cast<unsigned>(G);
+      owner_rank = static_cast<int>(div_t(owner));
+      if (owner == static_cast<unsigned>(g)) t_local = static_cast<int>(q * V + static_cast<unsigned>(t) % V);
     }
     float zt_mine = -detail::inf_<float>();
     if (t_local >= 0) {
@@ -281,6 +322,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The exchange: the block's warps, then the cluster's blocks.
     if (lane == 0) warp_part[parity][warp] = RowPart{sw.m, sw.d, sm, 0.0f};
     if (t_local >= 0) zt_slot[parity] = zt_mine;
+    if (tid == 0) __pipeline_wait_prior(0);  // row i + 2's target has landed (t_ring above)
     __syncthreads();
     // Every thread has read the stage: refill it with the next row.
     if (f.prefetch) {
@@ -389,14 +431,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 // The launch shape for C classes: the block kind, the fewest blocks of it that hold a row (or `cluster_override`
 // blocks, tuning, when that holds one), and threads a block (a multiple of 32).
 struct FusedShape {
-  bool wide = false;
+  bool wide = false, deep = false;
   int cluster = 0, threads = 0;  // cluster 0: the row does not fit
 };
-FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override) {
+FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override, bool deep) {
   FusedShape s;
-  s.wide = threads_override != kNarrowThreads;
-  const std::int64_t cols = s.wide ? kWideBlockCols : kNarrowBlockCols;
-  const int elems = s.wide ? kWideElems : kNarrowElems;
+  s.deep = deep;
+  s.wide = !deep && threads_override != kNarrowThreads;
+  const std::int64_t cols = deep ? kDeepBlockCols : s.wide ? kWideBlockCols : kNarrowBlockCols;
+  const int elems = deep ? kDeepElems : s.wide ? kWideElems : kNarrowElems;
   const std::int64_t need = std::max<std::int64_t>(1, (classes + cols - 1) / cols);
   if (need > kFusedMaxCluster) return s;
   int c = static_cast<int>(need);
@@ -454,11 +497,16 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
 
 template <typename In, typename Out>
 bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* totals, cudaStream_t s) {
-  const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster);
+  // The deep block where the pair has it: tuning's explicit choice, else the dispatcher's (kFusedDeep16) unless
+  // tuning names a block kind.
+  const bool deep = kHasDeep<In, Out> && (g_tuning.deep || (g_tuning.threads == 0 && kFusedDeep16));
+  const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster, deep);
   if (shape.cluster == 0) return false;
   if (a.rows == 0) return true;
   FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
   f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
+  if constexpr (kHasDeep<In, Out>)
+    if (shape.deep) return launch_shape<In, Out, kDeepThreads, kDeepElems, 1>(a, f, totals, shape, s);
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }
