@@ -1133,7 +1133,8 @@ fi
 # before ce5's kernel change, new = the tree). SMK_CE5_PARTS picks, of "ncu tune test memcheck torch" (default all):
 #   ncu      Nsight Compute --set full on the fused kernel (bf16 8192x32000 and 4096x151936) and the forward's chunk
 #            kernel (bf16 8192x32000), of $SMK_CE5_NCU_BIN (old|new, default old): the details page and the SASS
-#            source page (executed instructions and stall samples per instruction) as text, in the tarball;
+#            source page (executed instructions and stall samples per instruction) as text, in the tarball
+#            (SMK_CE5_NCU_WHICH: a subset of "fused32k fused152k fwd32k");
 #   tune     tune_cross_entropy new then old (--reps ${SMK_CE5_REPS:-5}) over $SMK_CE5_DTYPES, $SMK_CE5_SHAPES and
 #            the variants $SMK_CE5_ONLY (old: SMK_CE5_OLD_DTYPES, _SHAPES, _ONLY where set);
 #   test     the new cross-entropy GPU suite; memcheck: the same under compute-sanitizer (small rows);
@@ -1155,9 +1156,10 @@ if want ce5; then
       rm -f "$OUT/ncu-$1.ncu-rep"
       keep_logs ce5
     }
-    c5_ncu fused32k fused_kernel fused 8192x32000
-    c5_ncu fused152k fused_kernel fused 4096x151936
-    c5_ncu fwd32k stats_kernel forward 8192x32000
+    c5_which=${SMK_CE5_NCU_WHICH:-fused32k fused152k fwd32k}
+    [[ " $c5_which " == *" fused32k "* ]] && c5_ncu fused32k fused_kernel fused 8192x32000
+    [[ " $c5_which " == *" fused152k "* ]] && c5_ncu fused152k fused_kernel fused 4096x151936
+    [[ " $c5_which " == *" fwd32k "* ]] && c5_ncu fwd32k stats_kernel forward 8192x32000
   fi
   if c5_part tune; then
     run_step ce5-tune-new timeout "${SMK_CE5_TUNE_S:-60}" stdbuf -oL "$c5/new/tune_cross_entropy" \
