@@ -87,6 +87,24 @@ TEST_F(GpuSoftmax, EveryPathEveryLength) {
   }
 }
 
+// fwd16 (session 7): the log ops' terms from 16-bit inputs (common.cuh log_term_exp16, on warp_per_row, block_per_row,
+// the lane-staged block, the wide block and cluster_row) where the outputs are f32 and so show the f32 computation's
+// error, not a 16-bit rounding: the state (m bit for bit, l within (L + 11 + 2.25 ln n)u), logsumexp and log-softmax
+// to f32, bf16 and f16, on every path, at lengths that reach each kernel (the lane-staged block from 2048 / 2560 /
+// 7168 on aligned rows, the wide block above 12288), few rows and many; outputs poisoned (gpu_case.hpp run_gpu).
+TEST_F(GpuSoftmax, SixteenBitLogTermsToF32EveryPath) {
+  std::vector<std::int64_t> ns = {7, 32, 33, 128, 1000, 2048, 4096, 8192, 12288, 16385, 32768};
+  if (small_mode()) ns = {7, 32, 33, 128, 1000, 2048, 4096};
+  std::uint64_t seed = 7000;
+  for (std::int64_t n : ns)
+    for (std::int64_t rows : {std::int64_t{3}, std::clamp<std::int64_t>((std::int64_t{1} << 16) / n, 8, 512)})
+      for (DType t : {DType::bf16, DType::f16})
+        for (Op op : {Op::state, Op::logsumexp, Op::log_softmax}) {
+          const std::string name = std::to_string(rows) + "x" + std::to_string(n) + "_" + dtype_name(t) + "_to_f32";
+          run_all_paths(plain_case(name, op, t, DType::f32, rows, n, ++seed));
+        }
+}
+
 // Sliced rows (a pitch longer than the row), unaligned base pointers, a strided last dimension, a non-last
 // dimension, in place, and 16-bit inputs with f32 outputs.
 TEST_F(GpuSoftmax, SlicedStridedUnalignedAndNonLastDims) {
