@@ -38,7 +38,7 @@ namespace smk::cuda::ce {
 // Tuning hook (tests/cuda/cross_entropy/tune_cross_entropy.cpp, tests): the fused kernel's cluster size, when at
 // least what a row needs and at most 16 (0: the dispatcher's, the fewest blocks that hold a row); whether each block
 // bulk-copies its share of its next rows into shared memory while it works on the current one (row_stage.cuh; −1:
-// the dispatcher's rule, fused.cu stage_rule: kFusedStage16 for 16-bit rows one block holds, kFusedStageF32 for f32;
+// the dispatcher's rule, fused.cu stage_rule: kFusedStage16 for 16-bit rows, kFusedStageF32 for f32;
 // 0 off; 1 on; only rows that are 16-byte aligned with unit stride are ever staged); whether every row the kernel
 // can hold (up to 16 wide blocks, 524288
 // classes) takes it, not only those the dispatcher sends there (fused.cu, kFusedAutoMaxCols); the block kind (0 or
@@ -47,17 +47,15 @@ namespace smk::cuda::ce {
 // 2026-11-30, docs/perf-notebook.md "ce3"); the bulk copy (one thread issuing, two buffers for 16-bit rows) replaced it
 // in session 6 (ce4). H200 run of af97358 (µs staged / unstaged): bf16 8192×32000 462 / 482, 16384×8192 231 / 236,
 // on clusters slower (4096×65536 565 / 503, 4096×151936 1521 / 1486); f32 slower everywhere (8192×32000 662 / 602).
+// Session 7 (ce5, run of 88d0035, with the targets' ring of 16-bit rows): clusters faster staged too (4096×151936
+// bf16 1430 / 1529, f16 1431 / 1520); f32 still slower (8192×32000 749 / 599).
 constexpr bool kFusedStage16 = true;
 constexpr bool kFusedStageF32 = false;
-// Whether the dispatcher takes the deep block (512 threads × 64 logits, fused.cu) for 16-bit logits with 16-bit
-// gradients; `deep` (tuning) forces it for those pairs (others have no deep kernel and keep the wide block).
-constexpr bool kFusedDeep16 = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
-  bool deep = false;
 };
 void set_fused_tuning(const FusedTuning& t);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.

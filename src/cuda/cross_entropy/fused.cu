@@ -4,8 +4,8 @@
 // 1024 threads × 32 logits, the dispatcher's; or narrow, 512 × 24, for tuning), or a thread-block cluster of up to
 // kFusedMaxCluster blocks whose partial states meet through distributed shared memory (as softmax's cluster_row and
 // wide block, src/cuda/softmax/block_row.cu). The grid is persistent; each block loads its next row's target during
-// the current row, and can stage its next rows in shared memory by bulk copy (row_stage.cuh; 16-bit rows on one
-// block by default: stage_rule). Rows wider than a cluster holds, soft-capped rows, and launches the GPU cannot
+// the current row, and can stage its next rows in shared memory by bulk copy (row_stage.cuh; 16-bit rows by
+// default: stage_rule). Rows wider than a cluster holds, soft-capped rows, and launches the GPU cannot
 // schedule take the two-read path (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above
 // kFusedAutoMaxCols (163840), where nothing was measured.
 //
@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <type_traits>
 
 #include "cuda/device_attrs.hpp"
 #include "cuda/cross_entropy/common.cuh"
@@ -71,22 +70,10 @@ constexpr int kWideElems = 32;
 constexpr int kFusedMaxCluster = 16;
 constexpr std::int64_t kNarrowBlockCols = std::int64_t{kNarrowThreads} * kNarrowElems;  // 12288
 constexpr std::int64_t kWideBlockCols = std::int64_t{kWideThreads} * kWideElems;        // 32768
-// The deep block (ce5, session 7): 512 threads × 64 logits, 32768 a block as the wide one, one block an SM at up to
-// 128 registers a thread; for 16-bit logits with 16-bit gradients only (the template's other pairs keep the wide
-// block, which bounds the instantiations). Why: ncu on the H200 (bf16 8192×32000, the wide block) counted 1095
-// warp instructions a row a warp, of which the element work (≈ 14 a logit × 32) is 450 and the row's own work (its
-// target, pointers and options, the owner's divisions, the exchange, the row's scalars, the staging) the other
-// ≈ 650, repeated by each of 32 warps: 35 instructions a logit where the 16-bit bandwidth floor allows ≈ 15, issue
-// slots 66 % busy. Half the warps a row halve that repeated work (≈ 10 a logit more instead of ≈ 20).
-constexpr int kDeepThreads = 512;
-constexpr int kDeepElems = 64;
-constexpr std::int64_t kDeepBlockCols = std::int64_t{kDeepThreads} * kDeepElems;  // 32768
-template <typename In, typename Out>
-constexpr bool kHasDeep = sizeof(In) == 2 && std::is_same_v<In, Out>;
 constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;              // 524288
 // The dispatcher's rule, by the row length and the dtype alone (a row's bits never depend on the batch): the fewest
 // wide blocks that hold a row, up to kFusedAutoMaxCols classes (every dtype since ce4); longer rows take the two
-// calls. 16-bit rows that one block holds are staged (stage_rule); clusters and f32 rows are not. Measured (H200,
+// calls. 16-bit rows are staged (stage_rule), f32 rows are not. Measured (H200,
 // session 5, runs of ef4d08c and c6ad8a5; docs/bench/ce3-fused-2026-11-30.md): the wide block against the narrow one
 // and the two calls — 16384×8192 bf16 284 µs (narrow 379, two calls 624), f32 375 (398, 800); 8192×32000 bf16 567
 // (narrow ×3: 859), f32 651 (905); 4096×65536 (2 blocks) bf16 644 (narrow 988, two calls 729), f32 779 (1027, 977).
@@ -98,17 +85,23 @@ constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;       
 //   4096×151936  5 blocks:   bf16 1521 / 1486 / 1639, f32 2125 / 1757 / 2183.
 // So 16-bit rows above 65536 left the two calls (4096×151936: 1486 against 1639, 9 %; the run of 8a23aad, before
 // combine_parts, had them level: 1645 staged against 1639); nothing between 65536 and 151936 was timed.
+// Session 7 (ce5, H200 run of 88d0035 at 08:15 UTC; the targets' ring of 16-bit rows, fused_kernel), µs staged /
+// unstaged / two calls: 8192×32000 bf16 390 / 511 / 1044, f16 379 / 515 / 1039; 4096×151936 (5 blocks) bf16 1430 /
+// 1529 / 1582, f16 1431 / 1520 / 1563: f16 above 65536, timed for the first time, takes the one-read kernel as bf16.
 constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
 template <typename In>
 constexpr int kStages = sizeof(In) == 2 ? 2 : 1;
-// Whether the dispatcher stages a row (tuning's stage −1): 16-bit logits on a single block (8192×32000 bf16 462 µs
-// staged against 482, 16384×8192 231 against 236; the run of 8a23aad with one buffer: 498 against 536); not on
-// clusters (4096×65536 bf16 565 against 503, 4096×151936 1521 against 1486) nor for f32 (slower staged on every shape
-// of both runs, e.g. 8192×32000 662 against 602).
+// Whether the dispatcher stages a row (tuning's stage −1): 16-bit logits, on a single block or a cluster; f32 never
+// (slower staged on every shape timed, e.g. 8192×32000 662 against 602 µs in session 6, 749 against 599 in session
+// 7; 4096×151936 2174 against 1761). Session 6 staged 16-bit rows on one block only (8192×32000 bf16 462 against 482;
+// clusters: 4096×65536 565 against 503, 4096×151936 1521 against 1486); since the targets' ring (session 7, run of
+// 88d0035) staging pays on clusters too: 4096×151936 bf16 1430 against 1529, f16 1431 against 1520 (8192×32000
+// bf16 390 against 511). 4096×65536 and 16384×8192 were not re-timed.
 inline bool stage_rule(std::size_t in_size, int cluster) {
-  return in_size == 2 ? kFusedStage16 && cluster == 1 : kFusedStageF32;
+  (void)cluster;
+  return in_size == 2 ? kFusedStage16 : kFusedStageF32;
 }
 
 struct FusedArgs {
@@ -229,29 +222,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     }
   }
   int buf_i = 0;  // the buffer of this row
-  // The targets, two rows ahead, through shared memory: thread 0 copies row i + 2's target into slot (i + 2) mod 4 by
-  // cp.async at row i's start and waits for it before row i's barrier; every thread reads its row's slot after the
-  // barrier before. A target loaded into a register the row before (session 6's kernel) was moved into a uniform
-  // register right after its load, so every warp waited for it at every row's start: ncu on the H200 (ce5, session
-  // 7, bf16 8192×32000) put 8.6 % of all stall samples on that one instruction. A slot is rewritten two rows after its
-  // row read it (a barrier between); its copy is waited for before the barrier that precedes its readers.
+  // 16-bit logits: the targets two rows ahead through shared memory. Thread 0 copies row i + 2's target into slot
+  // (i + 2) mod 4 by cp.async at row i's start and waits for it before row i's barrier; every thread reads its row's
+  // slot after the barrier before. A target loaded into a register the row before (session 6's kernel, kept for f32)
+  // was moved into a uniform register right after its load, so every warp waited for it at every row's start: ncu on
+  // the H200 (ce5, session 7, bf16 8192×32000) put 8.6 % of all stall samples on that one instruction; with the ring,
+  // bf16 8192×32000 staged 467 → 390 µs in one run (the owner's divisions by multiplication too, Divider). A slot is
+  // rewritten two rows after its row read it (a barrier between); its copy is waited for before the barrier that
+  // precedes its readers. f32 rows keep the register (the ring timed 2 % slower there: 598.6 against 585.9 µs at
+  // 8192×32000, 1761 against 1723 at 4096×151936, both unstaged; ptxas spilled 24 bytes), so their code is session
+  // 6's.
+  constexpr bool kRing = sizeof(In) == 2;
   __shared__ std::int64_t t_ring[4];
-  if (tid == 0)
-    for (int k = 0; k < 2; ++k) t_ring[k] = first + k * stride < a.rows ? target_of(a, first + k * stride) : 0;
-  __syncthreads();
+  std::int64_t t_next = 0;
+  if constexpr (kRing) {
+    if (tid == 0)
+      for (int k = 0; k < 2; ++k) t_ring[k] = first + k * stride < a.rows ? target_of(a, first + k * stride) : 0;
+    __syncthreads();
+  } else {
+    t_next = first < a.rows ? target_of(a, first) : 0;
+  }
   // Which thread holds the target: two divisions by the launch's G and T a row, by multiplication (Divider).
   const Divider div_g(static_cast<unsigned>(G)), div_t(static_cast<unsigned>(T));
   int parity = 0;
   for (std::int64_t row = first, iter = 0; row < a.rows; row += stride, parity ^= 1, ++iter) {
     const In* xr = row_ptr<In>(a, row);
-    const int slot = static_cast<int>(iter & 3);
-    const std::int64_t t = a.targets_i64 ? t_ring[slot] : *reinterpret_cast<const std::int32_t*>(&t_ring[slot]);
-    if (tid == 0 && row + 2 * stride < a.rows) {
-      const std::int64_t o = (row + 2 * stride) * a.t_stride;
-      void* dst = &t_ring[(slot + 2) & 3];
-      if (a.targets_i64) __pipeline_memcpy_async(dst, static_cast<const std::int64_t*>(a.targets) + o, 8);
-      else __pipeline_memcpy_async(dst, static_cast<const std::int32_t*>(a.targets) + o, 4);
-      __pipeline_commit();
+    std::int64_t t;
+    if constexpr (kRing) {
+      const int slot = static_cast<int>(iter & 3);
+      t = a.targets_i64 ? t_ring[slot] : *reinterpret_cast<const std::int32_t*>(&t_ring[slot]);
+      if (tid == 0 && row + 2 * stride < a.rows) {
+        const std::int64_t o = (row + 2 * stride) * a.t_stride;
+        void* dst = &t_ring[(slot + 2) & 3];
+        if (a.targets_i64) __pipeline_memcpy_async(dst, static_cast<const std::int64_t*>(a.targets) + o, 8);
+        else __pipeline_memcpy_async(dst, static_cast<const std::int32_t*>(a.targets) + o, 4);
+        __pipeline_commit();
+      }
+    } else {
+      t = t_next;
+      if (row + stride < a.rows) t_next = target_of(a, row + stride);  // in flight through this row
     }
     const RowKind kind = row_kind(a, t);
     const bool valid = kind == RowKind::valid;
@@ -294,11 +303,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The target leaves its owner's values (−inf: no term), so every sum below is over the other logits and
     // p_t − 1 = −R / l keeps its digits as p_t → 1.
     int t_local = -1, owner_rank = 0;
-    if (valid) {  // 0 ≤ t < C ≤ 2^19: vi < 2^16
-      const unsigned vi = static_cast<unsigned>(t) / V;
-      const unsigned q = div_g(vi), owner = vi - q * static_cast<unsigned>(G);
-      owner_rank = static_cast<int>(div_t(owner));
-      if (owner == static_cast<unsigned>(g)) t_local = static_cast<int>(q * V + static_cast<unsigned>(t) % V);
+    if (valid) {
+      if constexpr (kRing) {  // 0 ≤ t < C ≤ 2^19: vi < 2^16
+        const unsigned vi = static_cast<unsigned>(t) / V;
+        const unsigned q = div_g(vi), owner = vi - q * static_cast<unsigned>(G);
+        owner_rank = static_cast<int>(div_t(owner));
+        if (owner == static_cast<unsigned>(g)) t_local = static_cast<int>(q * V + static_cast<unsigned>(t) % V);
+      } else {
+        const int vi = static_cast<int>(t / V);
+        owner_rank = (vi % G) / T;
+        if (vi % G == g) t_local = (vi / G) * V + static_cast<int>(t % V);
+      }
     }
     float zt_mine = -detail::inf_<float>();
     if (t_local >= 0) {
@@ -322,7 +337,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The exchange: the block's warps, then the cluster's blocks.
     if (lane == 0) warp_part[parity][warp] = RowPart{sw.m, sw.d, sm, 0.0f};
     if (t_local >= 0) zt_slot[parity] = zt_mine;
-    if (tid == 0) __pipeline_wait_prior(0);  // row i + 2's target has landed (t_ring above)
+    if constexpr (kRing)
+      if (tid == 0) __pipeline_wait_prior(0);  // row i + 2's target has landed (t_ring above)
     __syncthreads();
     // Every thread has read the stage: refill it with the next row.
     if (f.prefetch) {
@@ -431,15 +447,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 // The launch shape for C classes: the block kind, the fewest blocks of it that hold a row (or `cluster_override`
 // blocks, tuning, when that holds one), and threads a block (a multiple of 32).
 struct FusedShape {
-  bool wide = false, deep = false;
+  bool wide = false;
   int cluster = 0, threads = 0;  // cluster 0: the row does not fit
 };
-FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override, bool deep) {
+FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_override) {
   FusedShape s;
-  s.deep = deep;
-  s.wide = !deep && threads_override != kNarrowThreads;
-  const std::int64_t cols = deep ? kDeepBlockCols : s.wide ? kWideBlockCols : kNarrowBlockCols;
-  const int elems = deep ? kDeepElems : s.wide ? kWideElems : kNarrowElems;
+  s.wide = threads_override != kNarrowThreads;
+  const std::int64_t cols = s.wide ? kWideBlockCols : kNarrowBlockCols;
+  const int elems = s.wide ? kWideElems : kNarrowElems;
   const std::int64_t need = std::max<std::int64_t>(1, (classes + cols - 1) / cols);
   if (need > kFusedMaxCluster) return s;
   int c = static_cast<int>(need);
@@ -497,16 +512,11 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
 
 template <typename In, typename Out>
 bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* totals, cudaStream_t s) {
-  // The deep block where the pair has it: tuning's explicit choice, else the dispatcher's (kFusedDeep16) unless
-  // tuning names a block kind.
-  const bool deep = kHasDeep<In, Out> && (g_tuning.deep || (g_tuning.threads == 0 && kFusedDeep16));
-  const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster, deep);
+  const FusedShape shape = fused_shape(a.classes, g_tuning.threads, g_tuning.cluster);
   if (shape.cluster == 0) return false;
   if (a.rows == 0) return true;
   FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
   f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
-  if constexpr (kHasDeep<In, Out>)
-    if (shape.deep) return launch_shape<In, Out, kDeepThreads, kDeepElems, 1>(a, f, totals, shape, s);
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }

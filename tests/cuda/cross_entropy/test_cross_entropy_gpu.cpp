@@ -827,33 +827,30 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     check_case(wide);
   }
   if (!cpu_mode()) {
-    // Every block kind (narrow 512 × 24, wide 1024 × 32, deep 512 × 64: 16-bit logits with 16-bit gradients only,
-    // the f32 case below takes the wide block then), cluster sizes of each, and the unstaged loads
+    // Both block kinds (narrow 512 × 24, wide 1024 × 32), cluster sizes of each, and the unstaged loads
     // (tune_cross_entropy's variants).
     struct Shape {
       int threads, cluster;
-      bool prefetch, deep = false;
+      bool prefetch;
     };
     for (const Shape sh : {Shape{512, 2, true}, Shape{512, 3, false}, Shape{512, 5, true}, Shape{512, 16, true},
                            Shape{1024, 1, true}, Shape{1024, 1, false}, Shape{1024, 2, true}, Shape{1024, 8, true},
-                           Shape{0, 1, true, true}, Shape{0, 1, false, true}, Shape{0, 2, false, true},
-                           Shape{0, 5, true, true}}) {
+                           Shape{1024, 2, false}, Shape{1024, 5, true}}) {
       smk::cuda::ce::FusedTuning tuning;
       tuning.cluster = sh.cluster;
       tuning.stage = sh.prefetch ? 1 : 0;
       tuning.threads = sh.threads;
-      tuning.deep = sh.deep;
       smk::cuda::ce::set_fused_tuning(tuning);
-      const std::string name = (sh.deep ? std::string("deep") : std::to_string(sh.threads) + " threads") +
-                               ", cluster " + std::to_string(sh.cluster) + (sh.prefetch ? "" : ", unstaged");
+      const std::string name = std::to_string(sh.threads) + " threads, cluster " + std::to_string(sh.cluster) +
+                               (sh.prefetch ? "" : ", unstaged");
       CeCase c = random_case(name, DType::f32, 11, small_mode() ? 8193 : 32000, 115 + sh.cluster + sh.threads,
                              Reduction::mean);
       c.opt.label_smoothing = 0.05f;
       c.in_place = sh.cluster == 5 || sh.cluster == 2;
       check_case(c);
       // bf16 with class weights, z-loss and per-row upstream gradients on the same shape.
-      CeCase b = random_case(name + ", bf16", DType::bf16, 7, small_mode() ? 4097 : 30001,
-                             117 + sh.cluster + (sh.deep ? 50 : 0), Reduction::none);
+      CeCase b = random_case(name + ", bf16", DType::bf16, 7, small_mode() ? 4097 : 30001, 117 + sh.cluster,
+                             Reduction::none);
       b.weights.resize(b.classes);
       for (std::int64_t j = 0; j < b.classes; ++j) b.weights[j] = 0.5 + static_cast<double>(j % 7) / 4;
       b.opt.z_loss = 1e-4f;
@@ -863,22 +860,18 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     }
     smk::cuda::ce::set_fused_tuning({});
     // The 151936-wide row through the one-read kernel on both block kinds (13 narrow, 5 wide blocks), the wide ones
-    // staged and not: the dispatcher takes 5 wide blocks, unstaged, for every dtype since ce4 (fused.cu stage_rule).
+    // staged and not: the dispatcher takes 5 wide blocks, staged for 16-bit logits since ce5 (fused.cu stage_rule).
     if (!small_mode()) {
       smk::cuda::ce::FusedTuning wide;
       wide.any_width = true;
       smk::cuda::ce::set_fused_tuning(wide);
-      // 13 narrow blocks, 5 wide ones staged and unstaged, 5 deep ones (bf16; f32 keeps the wide) staged and unstaged
-      for (int threads : {512, 1024, 1025, 64, 65}) {
-        wide.deep = threads == 64 || threads == 65;
-        wide.threads = threads == 1025 ? 1024 : wide.deep ? 0 : threads;
-        wide.stage = threads == 1025 || threads == 65 ? 0 : 1;
+      for (int threads : {512, 1024, 1025}) {  // 13 narrow blocks, 5 wide ones staged, 5 wide ones unstaged
+        wide.threads = threads == 1025 ? 1024 : threads;
+        wide.stage = threads == 1025 ? 0 : 1;
         smk::cuda::ce::set_fused_tuning(wide);
         for (DType dt : {DType::f32, DType::bf16}) {
-          if (wide.deep && dt == DType::f32) continue;
           CeCase c = random_case(std::string("kernel at 151936, ") + dtype_name(dt) + ", " +
-                                     (wide.deep ? std::string("deep") : std::to_string(wide.threads) + " threads") +
-                                     (wide.stage ? ", staged" : ""),
+                                     std::to_string(wide.threads) + " threads" + (wide.stage ? ", staged" : ""),
                                  dt, 3, 151936, 131, Reduction::sum);
           c.opt.z_loss = 1e-4f;
           c.in_place = dt == DType::bf16;

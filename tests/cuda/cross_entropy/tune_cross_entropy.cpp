@@ -9,7 +9,6 @@
 //                  bulk-copying its share of the next row into shared memory (row_stage.cuh)
 //   fused/nostage  the same, rows loaded straight into registers
 //   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
-//   fused/deep, fused/deep-nostage  (16-bit) the deep blocks (512 × 64), staged and not
 // (set_fused_tuning): the measurements behind fused.cu's launch shape, kFusedAutoMaxCols and kFusedStage16 /
 // kFusedStageF32. The run of ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers):
 // slower, removed; ce3's runs timed clusters of one more wide block than a row needs: slower everywhere, dropped here.
@@ -171,10 +170,6 @@ int main(int argc, char** argv) {
       namespace ce = smk::cuda::ce;
       tuned("fused/stage", {0, 1, true, 1024});
       tuned("fused/nostage", {0, 0, true, 1024});
-      if (dt != smk::DType::f32) {  // the deep block (512 × 64; 16-bit logits with 16-bit gradients)
-        tuned("fused/deep", {0, 1, true, 0, true});
-        tuned("fused/deep-nostage", {0, 0, true, 0, true});
-      }
       if (narrow) tuned("fused/narrow", {0, 0, true, 512});
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
