@@ -146,10 +146,7 @@ enum class DecodeKernel { dispatcher, cuda_cores, mma };
 // (fused); or inside it, by the blocks of one thread-block cluster through distributed shared memory (cluster: the
 // splits of one (sequence, KV head, row chunk) are one cluster; where the device cannot run that cluster size, or
 // more than kDecodeClusterMax splits were asked for, the fused merge serves, with the same bits).
-// skip (session 7, for timing only): the tensor-core kernel writes the pieces' partials and never merges them, so
-// where a sequence has several pieces O and LSE are left unwritten: bench_decode's "split kernel alone" under the
-// same rule, for the merge's share (the call less this).
-enum class DecodeMerge { dispatcher, kernel, fused, cluster, skip };
+enum class DecodeMerge { dispatcher, kernel, fused, cluster };
 enum class DecodeToggle { dispatcher, off, on };  // a lever left to the dispatcher, or forced off or on
 struct DecodeConfig {
   int vecs = 0;  // blocks of ≤ 4 query rows: 16-byte vectors per lane per key, 1 or 2
@@ -158,9 +155,8 @@ struct DecodeConfig {
   int mma_stages = 0;  // tensor-core kernel: ring stages per warp, 2 or 3 (0: kDecodeMmaStages)
   DecodeMerge merge = DecodeMerge::dispatcher;
   int min_chunk = 0;  // the split rule's shortest chunk (decode_split.hpp), for measuring it (0: kDecodeMinChunk)
-  // The split rule's cap on pieces per sequence (decode_split.hpp), for measuring it: 0 is kDecodeSplitCap (256 since
-  // session 7; 16 before), at most kDecodePieceLimit (256); the merge kernel and the CUDA-core kernel take at most
-  // kDecodeSplitLimit (32) of them; above kDecodeClusterMax the cluster merge gives way to the fused.
+  // The split rule's cap on splits per sequence (decode_split.hpp), for measuring it: 0 is kDecodeSplitCap (16),
+  // at most kDecodeSplitLimit (32, round 2's cap); above kDecodeClusterMax the cluster merge gives way to the fused.
   int max_splits = 0;
   // Fused merge: arrival counters that the last block of each (sequence, KV head, row chunk) sets back to zero, kept
   // per (device, stream) between calls (on), or a workspace zeroed by cudaMemsetAsync before each call (off: what
@@ -174,11 +170,6 @@ struct DecodeConfig {
   // (cudaLaunchAttributeProgrammaticStreamSerialization, sm_90+): its blocks may be scheduled while that kernel's last
   // blocks drain, and wait in griddepcontrol.wait before their first global load (kDecodePdl below).
   DecodeToggle pdl = DecodeToggle::dispatcher;
-  // Session 7 (dec6): the tensor-core kernel's blocks take the call's pieces in turn from an atomic cursor (on; a grid
-  // of as many blocks as the device holds at once) instead of one piece a block (off). Same bits either way (the
-  // pieces and the merge tree are the split rule's: decode_split.hpp). kDecodeSteal below; never with the cluster
-  // merge (a cluster's blocks must be one row chunk's pieces).
-  DecodeToggle steal = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -233,9 +224,6 @@ inline constexpr bool kDecodeSpreadCluster = false;
 // within 0.3 µs of the plain launch. So on. Never taken while the stream captures a graph or when the call zeroes
 // counters with a memset (its predecessor is then no kernel).
 inline constexpr bool kDecodePdl = true;
-// Session 7 (dec6): pieces taken from an atomic cursor by a grid of blocks_per_sm · SMs blocks. PROVISIONAL until
-// the H200 run of dec6 (docs/perf-notebook.md, "session 7 — dec6").
-inline constexpr bool kDecodeSteal = true;
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

@@ -16,10 +16,6 @@
 // below reads the SM count from device_attrs.hpp instead of asking the device every call, sets each CUDA-core
 // variant's shared-memory opt-in once per device, and may launch the tensor-core kernel as a programmatic dependent
 // (DecodeConfig::pdl; measured in decode_mma.cu's header).
-// Session 7 (dec6): the split rule makes up to 256 pieces a sequence (decode_split.hpp), folded in two levels by the
-// tensor-core kernel, whose blocks may take them from an atomic cursor (DecodeConfig::steal); this kernel and the
-// merge kernel keep at most kDecodeSplitLimit = 32 (their rule's cap). The host entry point below sizes the
-// workspace (partials, group partials, counters and cursor) and the cursor's grid (blocks_per_sm · SMs).
 //
 // CUDA cores, not tensor cores — the count, and where it went wrong: one block serves all R = (Hq/Hkv)·Sq_new query
 // rows of one KV head, so each key costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s
@@ -616,7 +612,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   a.s_max = p.s_max;
   a.sq = static_cast<int>(p.sq);
   a.hq = static_cast<int>(p.hq);
-  a.hkv = static_cast<int>(p.hkv);
   a.group = static_cast<int>(p.hq / p.hkv);
   a.rows = a.group * a.sq;
   const bool wants_cuda_cores = config.vecs != 0 || config.scores != DecodeScores::dispatcher;
@@ -638,25 +633,20 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   if (!mma && scatter && rows_per_block == 4 && vecs == 1)
     throw_unsupported(op, "DecodeConfig: reduce-scattered scores are built for vecs = 2 only at <= 4 rows");
   a.row_chunks = (a.rows + rows_per_block - 1) / rows_per_block;
-  if (config.max_splits < 0 || config.max_splits > kDecodePieceLimit)
-    throw_unsupported(op, "DecodeConfig::max_splits must be 0 to " + std::to_string(kDecodePieceLimit));
-  const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
-  if (merge == DecodeMerge::skip && !mma) throw_unsupported(op, "DecodeMerge::skip is the tensor-core kernel's");
-  // The merge kernel folds at most kDecodeSplitLimit splits (one a lane): its rule's cap (decode_split.hpp).
-  const int cap = config.max_splits != 0 ? config.max_splits : kDecodeSplitCap;
-  const bool in_kernel_merge = mma && merge != DecodeMerge::kernel;
-  a.max_splits = decode_max_splits(sms, in_kernel_merge ? cap : std::min(cap, kDecodeSplitLimit));
+  if (config.max_splits < 0 || config.max_splits > kDecodeSplitLimit)
+    throw_unsupported(op, "DecodeConfig::max_splits must be 0 to " + std::to_string(kDecodeSplitLimit));
+  a.max_splits = decode_max_splits(sms, config.max_splits != 0 ? config.max_splits : kDecodeSplitCap);
   a.min_chunk = config.min_chunk != 0 ? config.min_chunk : static_cast<int>(kDecodeMinChunk);
   if (a.min_chunk < kDecodeChunkAlign || a.min_chunk % kDecodeChunkAlign != 0)
     throw_unsupported(op, "DecodeConfig::min_chunk must be 0 or a positive multiple of " +
                               std::to_string(kDecodeChunkAlign));
   a.grid_splits = decode_grid_splits(p.s_max, a.max_splits, a.min_chunk);
-  a.grid_groups = decode_groups(a.grid_splits);
   a.scale = static_cast<float>(p.scale);
   a.causal = options.causal;
 
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const std::int64_t out_rows = p.batch * p.hq * p.sq;
+  const DecodeMerge merge = config.merge != DecodeMerge::dispatcher ? config.merge : kDecodeMerge;
   const auto on = [](DecodeToggle t, bool dflt) { return t == DecodeToggle::dispatcher ? dflt : t == DecodeToggle::on; };
   // The cluster merge where a cluster of grid_splits blocks runs on this device (the dispatcher: up to
   // kDecodeClusterDispatch blocks for blocks of more than 4 real rows; above, only with spread_cluster on — off by
@@ -676,42 +666,23 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     if (pays && active > 0) cluster = a.grid_splits;
   }
   const bool fused = mma && cluster == 0 && (merge == DecodeMerge::fused || merge == DecodeMerge::cluster);
-  // Blocks that take the pieces from a cursor (DecodeConfig::steal): a grid of as many blocks as the device holds.
-  const std::int64_t items = p.batch * p.hkv * a.row_chunks * a.grid_splits;
-  const bool steal = mma && cluster == 0 && on(config.steal, kDecodeSteal) && items < (std::int64_t{1} << 30);
   void* workspace = nullptr;
   bool memset_counters = false;
   KeptCounters::Lease lease;
-  // The workspace: the pieces' partials, the group partials of the two-level fold, and, where no kept buffer serves,
-  // the counters ([B, Hkv, row_chunks, grid_groups] per group, [B, Hkv, row_chunks] over the groups) and the cursor
-  // (2 ints), zeroed by a memset. Each part starts on a 256-byte boundary (the merge reads partials by cp.async).
-  const bool parts_needed = a.grid_splits > 1 && cluster == 0;
-  const std::size_t units = static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks);
-  const std::size_t n1 = fused && parts_needed ? units * a.grid_groups : 0, n2 = fused && parts_needed ? units : 0;
-  const std::size_t n_ints = n1 + n2 + (steal ? 2 : 0);
-  const std::size_t parts = parts_needed ? static_cast<std::size_t>(out_rows) * a.grid_splits : 0;
-  const std::size_t groups =
-      fused && parts_needed && a.grid_groups > 1 ? static_cast<std::size_t>(out_rows) * a.grid_groups : 0;
-  const auto up = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::size_t b_po = up(parts * p.d * sizeof(float)), b_pl = up(parts * sizeof(float));
-  const std::size_t b_go = up(groups * p.d * sizeof(float)), b_gl = up(groups * sizeof(float));
-  if (n_ints > 0 && on(config.self_reset_counters, kDecodeSelfResetCounters)) lease = counter_buffer(dev, s, n_ints);
-  int* ints = lease.get();  // zero since the last call on this stream ended (or since counter_buffer's memset)
-  const std::size_t bytes = b_po + b_pl + b_go + b_gl + (ints ? 0 : n_ints * sizeof(int));
-  if (bytes > 0) {
-    workspace = kernels::workspace_alloc(bytes, s);
-    char* w = static_cast<char*>(workspace);
-    if (parts > 0) {
-      a.part_o = reinterpret_cast<float*>(w);
-      a.part_lse = reinterpret_cast<float*>(w + b_po);
-    }
-    if (groups > 0) {
-      a.part2_o = reinterpret_cast<float*>(w + b_po + b_pl);
-      a.part2_lse = reinterpret_cast<float*>(w + b_po + b_pl + b_go);
-    }
-    if (ints == nullptr && n_ints > 0) {  // zeroed on the stream before the call (a captured graph gets a memset node)
-      ints = reinterpret_cast<int*>(w + b_po + b_pl + b_go + b_gl);
-      const cudaError_t err = cudaMemsetAsync(ints, 0, n_ints * sizeof(int), s);
+  if (a.grid_splits > 1 && cluster == 0) {
+    const std::size_t parts = static_cast<std::size_t>(out_rows) * a.grid_splits;
+    const std::size_t counters = fused ? static_cast<std::size_t>(p.batch * p.hkv * a.row_chunks) : 0;
+    // Held until the launch below (the destructor at the end of this function gives it back): never freed before.
+    if (fused && on(config.self_reset_counters, kDecodeSelfResetCounters)) lease = counter_buffer(dev, s, counters);
+    int* const kept = lease.get();
+    workspace = kernels::workspace_alloc(parts * (p.d + 1) * sizeof(float) + (kept ? 0 : counters * sizeof(int)), s);
+    a.part_o = static_cast<float*>(workspace);
+    a.part_lse = a.part_o + parts * p.d;
+    if (kept != nullptr) {
+      a.counters = kept;  // zero since the last call on this stream ended (or since counter_buffer's memset)
+    } else if (fused) {  // zeroed on the stream before the call (a captured graph gets a memset node)
+      a.counters = reinterpret_cast<int*>(a.part_lse + parts);
+      const cudaError_t err = cudaMemsetAsync(a.counters, 0, counters * sizeof(int), s);
       memset_counters = true;
       if (err != cudaSuccess) {
         kernels::workspace_free(workspace, s);
@@ -719,21 +690,8 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
       }
     }
   }
-  if (n1 > 0) {
-    a.counters = ints;
-    a.counters2 = ints + n1;
-  }
-  if (steal) {
-    a.cursor = ints + n1 + n2;
-    a.items = static_cast<int>(items);
-  }
-  dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
-            static_cast<unsigned>(p.batch));
-  if (steal) {
-    const std::int64_t resident =
-        static_cast<std::int64_t>(std::max(1, decode_mma_blocks_per_sm(dev, bf16, d, mma_stages))) * sms;
-    grid = dim3(static_cast<unsigned>(std::min(items, resident)), 1, 1);
-  }
+  const dim3 grid(static_cast<unsigned>(a.grid_splits * a.row_chunks), static_cast<unsigned>(p.hkv),
+                  static_cast<unsigned>(p.batch));
   // A programmatic dependent launch (DecodeConfig::pdl) where the kernel before it on the stream is the caller's
   // (sm_90+): not after this call's own memset of the counters, and not while the stream captures a graph (whose
   // nodes before it may be the workspace's allocation).
@@ -752,7 +710,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     if (mma) {
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
-      if (fused || merge == DecodeMerge::skip) a.part_o = nullptr;  // merged inside the split kernel (or not at all)
+      if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;
       if (p.d == 64) f16 ? merge_splits<__half, 64>(a, out_rows, s) : merge_splits<__nv_bfloat16, 64>(a, out_rows, s);
       else f16 ? merge_splits<__half, 128>(a, out_rows, s) : merge_splits<__nv_bfloat16, 128>(a, out_rows, s);

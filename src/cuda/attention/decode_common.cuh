@@ -29,11 +29,10 @@ struct DecodeArgs {
   std::int64_t ks[3], vs[3];         // strides of the caches' dims 0..2 (the head dimension is contiguous)
   std::int64_t seqlen_stride, sink_stride;
   std::int64_t s_max;
-  int sq, hq, hkv, group, rows, row_chunks;
+  int sq, hq, group, rows, row_chunks;
   int max_splits;   // the split rule's cap on this device (decode_split.hpp)
   int min_chunk;    // the split rule's shortest chunk: kDecodeMinChunk unless DecodeConfig::min_chunk says otherwise
-  int grid_splits;  // the most pieces any sequence of the call has: the partials' row pitch
-  int grid_groups;  // decode_groups(grid_splits): the group partials' row pitch (two-level fold, decode_split.hpp)
+  int grid_splits;  // the grid's extent: the partials' row pitch
   float scale;
   float scale_log2;  // |scale|·log2(e), rounded once from double (the tensor-core kernel; q is negated for scale < 0)
   bool causal;
@@ -45,17 +44,6 @@ struct DecodeArgs {
   // else they are in the call's workspace, zeroed by a memset). Null: the merge kernel does, or the cluster merge
   // (which needs no partials in global memory and no counter: part_o is null too).
   int* counters;
-  // The two-level fold (more than kDecodePieceGroup pieces): counters are [B, Hkv, row_chunks, grid_groups] (one per
-  // group of pieces), counters2 [B, Hkv, row_chunks] (one per row chunk, over its groups); the group partials
-  // [B, Hq, Sq, grid_groups, D] (normalised) and their LSEs (without the sink).
-  int* counters2;
-  float* part2_o;
-  float* part2_lse;
-  // Blocks that take pieces in turn (DecodeConfig::steal): cursor[0] the next piece to take, cursor[1] the blocks
-  // that have left; the last block to leave sets both back to zero (kept per stream, as the counters). items: the
-  // pieces of the call, (b, KV head, row chunk, piece) with the piece fastest. Null: one piece a block (blockIdx).
-  int* cursor;
-  int items;
   // Launched as a programmatic dependent of the kernel before it (DecodeConfig::pdl): wait for it before any load.
   bool pdl;
 };
@@ -99,9 +87,6 @@ inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
 // programmatic dependent launch (only where the device is sm_90+; decode_pdl_wait in the kernel).
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
                        int device, bool pdl, cudaStream_t s);
-// How many blocks of the plain (non-cluster) tensor-core kernel one multiprocessor holds at once (3 at D = 128 with 2
-// stages on the H200): the size per SM of the grid whose blocks take pieces from a cursor (DecodeConfig::steal).
-int decode_mma_blocks_per_sm(int device, bool bf16, int d, int stages);
 // How many clusters of that size (and spread) the device runs at once: 0 where it runs none, has no clusters, or
 // (spread) cannot give one block kDecodeSpreadSmem bytes of shared memory (sm_86/89 allow 99 KB a block).
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);

@@ -25,6 +25,16 @@
 // busiest 85.5 K (of 87.6 K elapsed): the blocks, one an SM, finish up to ~19 % apart, and the tail where fewer and
 // fewer of them stream is most of the fixed cost over cuDNN; the all-empty call's 9.2 µs is the kernel's own time
 // (9.15 µs under ncu: long-scoreboard and instruction-cache stalls in the 8 blocks that write), not the launch.
+// Session 7 (dec6; H200 runs of 4793bdd and 05f387e, 2026-11-30, docs/bench/dec6-s7-2026-11-30.md): this kernel,
+// unchanged, beside a build whose blocks took up to 256 smaller pieces a sequence from an atomic cursor (commit
+// 6545701): that lost on every row (68.8 against 53.1 µs at (1, 32768); Nsight Compute there: SMs active 90.3 K
+// cycles on average, the busiest 116.2 K, against 66.9 K / 80.2 K for this kernel), so it was withdrawn. Measured in
+// the same runs: 53.1 µs at (1, 32768) (2.53 TB/s), 140.3-142.6 at (1, 131072) (3.77-3.83), 149.7-152.4 / 268.0-272.8
+// / 141.6-147.4 on the batch rows, 55.9-56.1 and 153.9-156.6 at 64/8; cuDNN 49.7 / 136.4 / 133.1 / 250.1 / 135.1 /
+// 50.2 / 133.2 µs (0.87-0.97x). The merge's share under this rule, in 6545701's build (its one-piece-a-block path
+// does this kernel's arithmetic, ~1 % slower): the call less the same call with the merge skipped, 6.7 % at
+// (1, 32768), 9.8 % with 64/8 heads, 0.1-2.4 % on the other rows. At 16 x 8192 (Nsight Compute) the SMs were active
+// 92 % of the kernel (2.59 waves of 396 blocks: the partial last wave), DRAM at 81 % of peak while it ran.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -147,19 +157,12 @@ __device__ __forceinline__ void weigh_splits(float coef, int nsplit, float (&o)[
 // 55.3 µs at (B, S) = (1, 32768) with 32/8 heads, 57.2 against 60.0 with 64/8, 1.2-2.8 µs less on every row with
 // splits (the dispatcher's two timings in that run differed by at most 0.3 µs). Holding all 32 partial rows in registers instead took the kernel from 124 to 166 registers (ptxas,
 // D = 128); this way it has 120 (72 at D = 64). The arithmetic and its order are round 1's: the same bits.
-// Session 7 (dec6): the same code folds one level of the two-level tree (decode_split.hpp): the parts are pieces
-// first .. first + n − 1 of each row's partials (src_o [row, pitch, D], src_lse [row, pitch]); `final`: the row's
-// output (the sink joins), else the group partial dst slot `slot` (normalised O, its LSE without the sink), whose
-// arrival then counts at the next level. ctr: this level's counter, `expected` arrivals. Returns (block-uniform)
-// whether this block was the last to arrive (and so folded).
 template <typename T, int D>
-__device__ __forceinline__ bool merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int* ctr,
-                                              int expected, const float* src_o, const float* src_lse, int pitch,
-                                              int first, int nsplit, bool final, float* dst_o, float* dst_lse,
-                                              int dst_pitch, int slot, float* stage) {
+__device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
+                                              float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
   static_assert(V == 2 || V == 4, "D = 64 or 128");
-  static_assert(kDecodeSplitLimit <= 32 && kDecodePieceGroup <= kDecodeSplitLimit, "one split per lane");
+  static_assert(kDecodeSplitLimit <= 32, "one split per lane");
   __shared__ int last;
   // The arrival is a release and the last block's observation an acquire, each made by thread 0 alone between the
   // block's barriers (the pattern of cooperative groups' grid barrier): the barrier orders every thread's partial
@@ -168,26 +171,25 @@ __device__ __forceinline__ bool merge_if_last(const DecodeArgs& a, std::int64_t 
   // after the other blocks' arrivals. Until session 6 every thread fenced, before the barrier and after it.
   __syncthreads();
   if (threadIdx.x == 0) {
+    int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
     __threadfence();
-    const bool mine_last = atomicAdd(ctr, 1) == expected - 1;
+    const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
     if (mine_last) {
-      atomicExch(ctr, 0);  // all arrivals are in: zero again for the next call on the stream
+      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
       __threadfence();
     }
     last = mine_last;
   }
   __syncthreads();
-  if (!last) return false;
+  if (!last) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int r = warp; r < kRows; r += kWarps) {
     const int row = row_chunk * kRows + r;
     if (row >= a.rows) break;
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-    const std::int64_t rid = (b * a.hq + h) * a.sq + tok;
-    const std::int64_t prow = rid * pitch + first;
-    const float mine = lane < nsplit ? __ldcg(src_lse + prow + lane) : -detail::inf_<float>();
-    const bool has_sink = final && a.sinks != nullptr;
-    const float sink = has_sink ? a.sinks[h * a.sink_stride] : 0.0f;
+    const std::int64_t prow = ((b * a.hq + h) * a.sq + tok) * a.grid_splits;
+    const float mine = lane < nsplit ? __ldcg(a.part_lse + prow + lane) : -detail::inf_<float>();
+    const float sink = a.sinks != nullptr ? a.sinks[h * a.sink_stride] : 0.0f;
     float o[V];
 #pragma unroll
     for (int x = 0; x < V; ++x) o[x] = 0.0f;
@@ -195,10 +197,10 @@ __device__ __forceinline__ bool merge_if_last(const DecodeArgs& a, std::int64_t 
     constexpr int kVecs = D / 4;                              // 16-byte copies per partial row
     for (int id = lane; id < nsplit * kVecs; id += 32) {      // no dependence on loaded data: all in flight
       const int i = id / kVecs, x = (id % kVecs) * 4;
-      ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), src_o + (prow + i) * D + x, 16);
+      ptx::cp_async_16(ptx::smem_addr(mine_stage + i * D + x), a.part_o + (prow + i) * D + x, 16);
     }
     ptx::cp_async_commit();
-    const SplitWeights w = split_weights(mine, lane, nsplit, has_sink, sink);
+    const SplitWeights w = split_weights(mine, lane, nsplit, a.sinks != nullptr, sink);
     ptx::cp_async_wait<0>();
     __syncwarp();  // every lane's copies have landed
     // One 16-byte (8 at D = 64) shared load a split: consecutive lanes, consecutive vectors, no conflict.
@@ -212,48 +214,9 @@ __device__ __forceinline__ bool merge_if_last(const DecodeArgs& a, std::int64_t 
       }
     });
     __syncwarp();  // the stage is read before this warp's next row overwrites it
-    if (final) {
-      if (lane == 0) store_lse(a, b, h, tok, w.total.lse());
+    if (lane == 0) store_lse(a, b, h, tok, w.total.lse());
 #pragma unroll
-      for (int x = 0; x < V; ++x) store_out<T>(a, b, h, tok, lane * V + x, o[x]);
-    } else {
-      const std::int64_t drow = rid * dst_pitch + slot;
-      if (lane == 0) dst_lse[drow] = w.total.lse();
-#pragma unroll
-      for (int x = 0; x < V; ++x) dst_o[drow * D + lane * V + x] = o[x];
-    }
-  }
-  return true;
-}
-
-// After a piece's partial is written: the fold of its row chunk's pieces by whichever block arrives last, in one
-// level (up to kDecodePieceGroup pieces: the merge of sessions 2-6, the same bits) or two (its group, then, by the
-// last group to be folded, the groups).
-template <typename T, int D>
-__device__ __forceinline__ void merge_pieces(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int split,
-                                             int nsplit, float* stage) {
-  const std::int64_t unit = (b * a.hkv + hk) * a.row_chunks + row_chunk;
-  const int groups = decode_groups(nsplit);
-  // One step, or the piece's group then the groups: one call site of merge_if_last (inlined once), in a loop.
-  bool final = groups == 1;
-  const int g = final ? 0 : split / kDecodePieceGroup, first = g * kDecodePieceGroup;
-  int* ctr = a.counters + unit * a.grid_groups + g;
-  int n = final ? nsplit : (nsplit - first < kDecodePieceGroup ? nsplit - first : kDecodePieceGroup);
-  const float* src_o = a.part_o;
-  const float* src_lse = a.part_lse;
-  int pitch = a.grid_splits, from = final ? 0 : first;
-  for (;;) {
-    if (!merge_if_last<T, D>(a, b, hk, row_chunk, ctr, n, src_o, src_lse, pitch, from, n, final, a.part2_o,
-                             a.part2_lse, a.grid_groups, g, stage) ||
-        final)
-      return;
-    ctr = a.counters2 + unit;  // this block folded the last group: now the groups, if it is their last
-    n = groups;
-    src_o = a.part2_o;
-    src_lse = a.part2_lse;
-    pitch = a.grid_groups;
-    from = 0;
-    final = true;
+    for (int x = 0; x < V; ++x) store_out<T>(a, b, h, tok, lane * V + x, o[x]);
   }
 }
 
@@ -326,19 +289,26 @@ __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64
 #endif
 }
 
-// One piece (split) of one (sequence, KV head, row chunk): its keys streamed, its warps folded, its output or
-// partial written, and the fold of the pieces by whichever block finishes its row chunk's pieces last.
 template <typename T, int D, int kStages, bool kCluster>
-__device__ __forceinline__ void decode_piece(const DecodeArgs& a, unsigned char* smem, int row_chunk, int split,
-                                             int hk, std::int64_t b) {
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
   constexpr int kTile = kKeys * D;                     // elements of one K or V tile
   constexpr int kChunks = D / 8;                       // 16-byte chunks per row
   constexpr int kCopies = 2 * kKeys * kChunks / 32;    // cp.async per lane per tile (K and V)
+  extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
 
+  // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
+  // split are (round 2's order).
+  const int row_chunk = kCluster ? blockIdx.x / a.grid_splits : blockIdx.x % a.row_chunks;
+  const int split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
+  const int hk = blockIdx.y;
+  const std::int64_t b = blockIdx.z;
+  // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
+  // it; a plain launch skips the instruction (a uniform branch).
+  if (a.pdl) decode_pdl_wait();
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -595,66 +565,7 @@ __device__ __forceinline__ void decode_piece(const DecodeArgs& a, unsigned char*
     if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
   } else if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
-    merge_pieces<T, D>(a, b, hk, row_chunk, split, nsplit, stage);
-  }
-}
-
-// The kernel: one piece a block (the grid (grid_splits · row_chunks, Hkv, B), as since round 1), or, with a cursor
-// (DecodeConfig::steal), a grid of as many blocks as the device holds at once, each taking the call's pieces in turn
-// from the cursor until none is left: the blocks that finish first take more, so the blocks' finish times even out
-// (dec5's count: with one piece a block at (1, 32768) the busiest SM ran 85.5 K cycles against 71.8 K on average).
-// The next piece's number is asked for as a piece starts (thread 0's atomic, its latency behind the piece's work),
-// and the piece's bits do not depend on which block takes it.
-template <typename T, int D, int kStages, bool kCluster>
-__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
-  // it; a plain launch skips the instruction (a uniform branch).
-  if (a.pdl) decode_pdl_wait();
-  // One call site of decode_piece for both ways (the body inlined once: the instruction cache held the kernel's
-  // whole code before, dec5's profile counted its misses).
-  const bool steal = !kCluster && a.cursor != nullptr;
-  __shared__ int next;
-  int item = 0;
-  if (steal) {
-    if (threadIdx.x == 0) next = atomicAdd(a.cursor, 1);
-    __syncthreads();
-    item = next;
-  }
-  while (!steal || item < a.items) {
-    int row_chunk, split, hk, ahead = 0;
-    std::int64_t b;
-    if (steal) {
-      __syncthreads();  // every thread has read `next` (and the previous piece is done with shared memory)
-      if (threadIdx.x == 0) ahead = atomicAdd(a.cursor, 1);  // used only after this piece: its latency hidden
-      split = item % a.grid_splits;
-      int rest = item / a.grid_splits;
-      row_chunk = rest % a.row_chunks;
-      rest /= a.row_chunks;
-      hk = rest % a.hkv;
-      b = rest / a.hkv;
-    } else {
-      // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of
-      // one split are (round 2's order).
-      row_chunk = kCluster ? blockIdx.x / a.grid_splits : blockIdx.x % a.row_chunks;
-      split = kCluster ? blockIdx.x % a.grid_splits : blockIdx.x / a.row_chunks;
-      hk = blockIdx.y;
-      b = blockIdx.z;
-    }
-    decode_piece<T, D, kStages, kCluster>(a, smem, row_chunk, split, hk, b);
-    if (!steal) return;
-    if (threadIdx.x == 0) next = ahead;
-    __syncthreads();
-    item = next;
-  }
-  // Every block has taken its last number (past the end) before it counts itself out: the last one out sets the
-  // cursor back to zero for the next call on the stream (a kept buffer; a workspace's is zeroed by a memset).
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(a.cursor + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-      atomicExch(a.cursor, 0);
-      atomicExch(a.cursor + 1, 0);
-    }
+    merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
@@ -789,35 +700,7 @@ int active_d(int device, int d, int stages, int cluster, bool spread) {
                      : active_clusters<T, 128, 3>(device, cluster, spread);
 }
 
-// How many blocks of the plain (non-cluster) kernel one multiprocessor holds at once: the stealing grid's size per SM
-// (asked once per device, the first kDevicesKept ordinals, and kept).
-template <typename T, int D, int kStages>
-int blocks_per_sm(int device) {
-  static std::atomic<int> known[kDevicesKept];  // the answer + 1; 0: not asked yet
-  std::atomic<int>* slot = device >= 0 && device < kDevicesKept ? &known[device] : nullptr;
-  if (slot != nullptr) {
-    const int k = slot->load(std::memory_order_relaxed);
-    if (k != 0) return k - 1;
-  }
-  attributes_set<T, D, kStages, false>(device, false);
-  int n = 0;
-  SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_mma_kernel<T, D, kStages, false>, kWarps * 32,
-                                                               smem_bytes<T, D, kStages>()));
-  if (slot != nullptr) slot->store(n + 1, std::memory_order_relaxed);
-  return n;
-}
-
-template <typename T>
-int blocks_d(int device, int d, int stages) {
-  if (d == 64) return stages == 2 ? blocks_per_sm<T, 64, 2>(device) : blocks_per_sm<T, 64, 3>(device);
-  return stages == 2 ? blocks_per_sm<T, 128, 2>(device) : blocks_per_sm<T, 128, 3>(device);
-}
-
 }  // namespace
-
-int decode_mma_blocks_per_sm(int device, bool bf16, int d, int stages) {
-  return bf16 ? blocks_d<__nv_bfloat16>(device, d, stages) : blocks_d<__half>(device, d, stages);
-}
 
 void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
                        int device, bool pdl, cudaStream_t s) {

@@ -1,22 +1,23 @@
-// softmaxkit (internal): how attention_decode splits one sequence's KV cache into pieces (Flash-Decoding), on the
-// host and the device. Shared by the kernels (src/cuda/attention/decode.cu, decode_mma.cu) and their tests.
+// softmaxkit (internal): how attention_decode splits one sequence's KV cache across blocks (Flash-Decoding), on the
+// host and the device. Shared by the kernel (src/cuda/attention/decode.cu) and its tests.
 //
 // The rule depends only on the sequence's own length L and the device, never on the batch it arrives in, so a
 // sequence's result is bitwise the same alone or in any batch (batch invariance), and run to run:
-//   max_splits = min(cap, 2 · SMs)        cap = kDecodeSplitCap for the tensor-core kernel's in-kernel merges (256
-//                                         since session 7; 16 before), min(that, kDecodeSplitLimit = 32) for the
-//                                         merge kernel and the CUDA-core kernel (one split per lane of a warp)
+//   max_splits = min(kDecodeSplitCap, SMs / 4)          (16 on the H200's 132 SMs; 32 until round 3)
 //   chunk(L)   = max(kDecodeMinChunk, round_up(ceil(L / max_splits), kDecodeChunkAlign))
 //   splits(L)  = max(1, ceil(L / chunk(L)))
-// and the merge tree, also a function of L alone: up to kDecodePieceGroup pieces fold in one step (a butterfly of
-// OnlineSoftmaxState merges over the pieces' LSEs, then the pieces' outputs weighed in piece order); more fold in two:
-// each run of kDecodePieceGroup consecutive pieces (the last one shorter) into a group partial, then the groups the
-// same way, the sink joining at the last step only. Which block computes which piece (a static grid, or blocks taking
-// pieces from an atomic cursor: DecodeConfig::steal) changes nothing: a piece's partial is a function of its keys.
-// Until session 6 the rule was sms/4 ≤ 16 splits of at least 1024 keys, one block each; session 7 (dec6) made the
-// pieces smaller and more numerous than the blocks, so that blocks that finish first take more of them (dec5's Nsight
-// Compute count: one block an SM at (1, 32768) finished up to 19 % apart, a ~7 µs tail): attention_cuda.hpp
-// (kDecodeSteal) has the measurements that chose the constants below.
+// Short sequences get chunks of kDecodeMinChunk keys (a block streams 1024 keys · 512 bytes = 512 KB at D = 128,
+// enough to amortise its start and its partial result's 2 KB); long ones at most max_splits chunks, so a single
+// sequence of 32k keys and 8 KV heads gets 128 blocks of 2048 keys on the H200, and all the splits of one (sequence,
+// KV head) fit one thread-block cluster (at most 16 blocks), which can merge them through distributed shared memory
+// (decode_mma.cu; the dispatcher does so up to 8 splits, attention_cuda.hpp).
+// Session 7 (dec6) measured a finer rule and lost (H200 runs of 4793bdd and 05f387e, 2026-11-30; the code is in
+// commit 6545701, docs/perf-notebook.md "session 7 — dec6"): up to 256 pieces a sequence of at least 128-1024 keys,
+// folded in two levels (groups of 16), taken one a block or from an atomic cursor by blocks_per_sm · SMs blocks. At
+// (1, 32768) 256-key pieces took 68.8 µs (cursor) and 65.0 (one a block) against 53.7 for this rule in that build
+// (the old build 53.1); 128-key 81.8, 1024-key 56.5; the batch rows 5-60 % slower. A piece costs a pipeline restart
+// and a fold, the two-level merge ~8 µs, and the tail after the cursor runs dry is one piece at one block's rate (a
+// third of an SM's: ~12 µs for 256 keys), longer than the imbalance it was to remove. This rule stays.
 #pragma once
 
 #include <cstdint>
@@ -31,32 +32,22 @@ namespace smk::cuda {
 // won where it left exactly one resident wave (144.0 against 152.8 µs at B=16, S=8192: 256 blocks) and lost where it
 // left a partial one or too few blocks (288.8 against 273.9 at B=64, S=4096; 66.5 against 53.8 at B=1, S=32768);
 // 2048 tied or won by 1.4 % on the single-sequence rows and lost 1.4-5.3 % on the batch rows that split. Which
-// length leaves whole waves depends on the batch, which the rule may not look at: 1024 stayed (sessions 2-6).
-// Session 7 (dec6): the shortest piece, with blocks that take pieces from an atomic cursor. PROVISIONAL until the
-// H200 run of dec6 (attention_cuda.hpp, kDecodeSteal, has what it measured).
-inline constexpr std::int64_t kDecodeMinChunk = 256;
+// length leaves whole waves depends on the batch, which the rule may not look at: 1024 stays.
+inline constexpr std::int64_t kDecodeMinChunk = 1024;
 inline constexpr std::int64_t kDecodeChunkAlign = 128;  // a multiple of every kernel variant's tile of keys
 // The rule's cap: 16, the largest thread-block cluster the H200 runs (non-portable size; 8 is the portable one), so
 // the splits of one (sequence, KV head) can be one cluster. Round 2 (commit bb13db2) capped at 32. Measured in the
 // H200 run of 75d273c (2026-11-30, bench_decode, both with the fused merge and memset counters): 54.5 against 54.6 us
 // at (1, 32768) and 144.0 against 145.5 at (1, 131072) with 32/8 heads, 57.6 against 57.8 at (1, 32768) with 64/8;
 // the batch rows have at most 8 splits either way.
-// Session 7 (dec6): 256 pieces, folded in two levels of at most kDecodePieceGroup (16 · 16), where the cap was 16
-// splits folded in one; 128-key pieces at (1, 32768), 512-key ones at (1, 131072).
-inline constexpr int kDecodeSplitCap = 256;
-inline constexpr int kDecodePieceGroup = 16;  // pieces folded in one step (one per lane of the merging warp)
-// The most splits the merge kernel and the CUDA-core kernel's path handle (one split's LSE per lane of a warp): their
-// rule's cap is min(cap, this); the tensor-core kernel's in-kernel merges take up to kDecodePieceLimit (two levels).
-// DecodeConfig::max_splits may ask for up to kDecodePieceLimit, to measure the rule's cap; the cluster merge gives
-// way to the atomic one above kDecodeClusterMax.
+inline constexpr int kDecodeSplitCap = 16;
+// The most splits any merge handles (one split's LSE per lane of a warp): DecodeConfig::max_splits may ask for up to
+// this many, to measure the rule's cap; the cluster merge then gives way to the atomic one above kDecodeClusterMax.
 inline constexpr int kDecodeSplitLimit = 32;
-inline constexpr int kDecodePieceLimit = kDecodePieceGroup * kDecodePieceGroup;
 inline constexpr int kDecodeClusterMax = 16;
 
-// Session 7: 2 · SMs (264 on the H200, so the cap decides there); sms / 4 until session 6 (33 on the H200, where the
-// cap of 16 decided).
 inline int decode_max_splits(int multiprocessors, int cap = kDecodeSplitCap) {
-  const int n = 2 * multiprocessors;
+  const int n = multiprocessors / 4;
   return n < 1 ? 1 : (n > cap ? cap : n);
 }
 
@@ -80,8 +71,5 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
   const std::int64_t n = (s_max + min_chunk - 1) / min_chunk;
   return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
 }
-
-// Groups of the two-level fold: 1 (one step) up to kDecodePieceGroup pieces.
-SMK_HD inline int decode_groups(int pieces) { return (pieces + kDecodePieceGroup - 1) / kDecodePieceGroup; }
 
 }  // namespace smk::cuda

@@ -21,9 +21,7 @@
 // --quick times only the dispatcher, the plain launch, the fused merge, the merge kernel (its share), the clean-L2
 // probe, the empty calls, the floor and the after-a-kernel probes (a device call of 200 s holds more); --ncu makes
 // just four calls at (1, 32768): empty, full, empty, full, for Nsight Compute (skip 2 launches, profile 2).
-// Session 7 (dec6): --ncu-row I makes four calls on row I instead: the rule of sessions 2-6 one piece a block, the
-// default (pieces from a cursor), twice (profile the last two).
-//   usage: bench_decode [--json FILE] [--quick] [--ncu] [--ncu-row I]
+//   usage: bench_decode [--json FILE] [--quick] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -32,7 +30,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -70,12 +67,10 @@ int main(int argc, char** argv) {
   using smk::cuda::DeviceBuffer;
   std::string json_path;
   bool quick = false, ncu = false;
-  int ncu_row = -1;  // --ncu-row I (session 7): row I of the list, calls of the rule of sessions 2-6 and the default
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
-    else if (std::strcmp(argv[i], "--ncu-row") == 0 && i + 1 < argc) ncu = true, ncu_row = std::atoi(argv[++i]);
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -84,7 +79,6 @@ int main(int argc, char** argv) {
   std::vector<Row> rows = {{1, 32768, 32, 8, 128},  {1, 131072, 32, 8, 128}, {16, 8192, 32, 8, 128},
                            {64, 4096, 32, 8, 128},  {128, 1024, 32, 8, 128}, {1, 32768, 64, 8, 128},
                            {16, 8192, 64, 8, 128}};
-  if (ncu && ncu_row >= 0 && ncu_row < static_cast<int>(rows.size())) rows = {rows[ncu_row]};
   if (ncu) rows.resize(1);
   // Random bf16 values (never time on zeros), copied into every buffer.
   std::vector<smk::bfloat16_t> pool(std::size_t{1} << 24);
@@ -138,20 +132,6 @@ int main(int argc, char** argv) {
     const auto N = TensorView::of(lens.data(), {r.B}, dev);
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    if (ncu && ncu_row >= 0) {  // four calls: the rule of sessions 2-6 one piece a block, the default; twice
-      smk::cuda::DecodeConfig rule6{};
-      rule6.kernel = smk::cuda::DecodeKernel::mma;
-      rule6.min_chunk = 1024;
-      rule6.max_splits = 16;
-      rule6.steal = smk::cuda::DecodeToggle::off;
-      for (int i = 0; i < 2; ++i) {
-        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, rule6);
-        smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s});
-      }
-      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      std::printf("bench_decode --ncu-row %d: 4 calls: rule 6, default, rule 6, default\n", ncu_row);
-      return 0;
-    }
     if (ncu) {  // four calls, no flush (Nsight Compute flushes the caches before each replay): empty, full, empty, full
       const std::vector<std::int32_t> none(r.B, 0);
       auto dnone = DeviceBuffer<std::int32_t>::from_host(none);
@@ -249,27 +229,6 @@ int main(int argc, char** argv) {
     const double us_spread =
         full ? measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused) : -1;
     const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
-    // Session 7 (dec6): the pieces taken from an atomic cursor (the dispatcher's, kDecodeSteal) beside one piece a
-    // block under the same rule (the hardware's block scheduler hands them out: the same bits), the merge skipped
-    // (timing only: the split kernel alone under the same rule, so the merge's share is the call less it), the
-    // rule's shortest piece at 128, 512 and 1024 keys with the cursor, and the rule of sessions 2-6 (at most 16
-    // splits of at least 1024 keys) one piece a block (the old default's kernel, run by this build) and with the cursor.
-    constexpr auto kOff = DecodeToggle::off, kOn = DecodeToggle::on;
-    const double us_static = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 0, 0, kT, kT, kT, kOff}, unused);
-    const double us_skip = measure({0, kDisp, kMma, 0, DecodeMerge::skip, 0, 0, kT, kT, kT, kOn}, unused);
-    const double us_skip_static = measure({0, kDisp, kMma, 0, DecodeMerge::skip, 0, 0, kT, kT, kT, kOff}, unused);
-    const double us_min128 = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 128, 0, kT, kT, kT, kOn}, unused);
-    const double us_min512 = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 512, 0, kT, kT, kT, kOn}, unused);
-    const double us_min1024 = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 1024, 0, kT, kT, kT, kOn}, unused);
-    const double us_rule6 = measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 1024, 16, kT, kT, kT, kOff}, unused);
-    const double us_rule6_steal =
-        measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 1024, 16, kT, kT, kT, kOn}, unused);
-    // Run 2 (after run 1 chose the rule of sessions 2-6 back): that rule's merge skipped, one piece a block, so the
-    // default's merge share is the call less it, on every row.
-    const double us_rule6_skip =
-        measure({0, kDisp, kMma, 0, DecodeMerge::skip, 1024, 16, kT, kT, kT, kOff}, unused);
-    const double us_min128_static =
-        measure({0, kDisp, kMma, 0, DecodeMerge::dispatcher, 128, 0, kT, kT, kT, kOff}, unused);
     const double us_memset =
         full ? measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused) : -1;
     const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
@@ -328,11 +287,7 @@ int main(int argc, char** argv) {
                 us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_clean,
                 us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
                 active_spread, active_packed);
-    std::printf("  dec6: static %.1f | merge skipped %.1f (static %.1f): merge %.1f%% | min 128 %.1f (static %.1f) | "
-                "min 512 %.1f | min 1024 %.1f | rule 6 static %.1f, cursor %.1f, merge skipped %.1f: merge %.1f%%\n",
-                us_static, us_skip, us_skip_static, 100 * (us - us_skip) / us, us_min128, us_min128_static, us_min512,
-                us_min1024, us_rule6, us_rule6_steal, us_rule6_skip, 100 * (us_rule6 - us_rule6_skip) / us_rule6);
-    char item[3072];
+    char item[2048];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
                   "\"kv_bytes\": %.0f, \"tbs\": %.4f, \"us_event\": %.3f, \"us_cluster_packed\": %.3f, "
@@ -343,18 +298,13 @@ int main(int argc, char** argv) {
                   "\"active16_spread\": %d, \"active16_packed\": %d, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld, \"us_nopdl\": %.3f, "
                   "\"us_after\": %.3f, \"us_after_nopdl\": %.3f, \"us_tiny\": %.3f, \"us_empty_nopdl\": %.3f, "
-                  "\"default_pdl\": %d, \"us_static\": %.3f, \"us_skip\": %.3f, \"us_skip_static\": %.3f, "
-                  "\"us_min128\": %.3f, \"us_min512\": %.3f, \"us_min1024\": %.3f, \"us_rule6\": %.3f, "
-                  "\"us_rule6_steal\": %.3f, \"us_min128_static\": %.3f, \"default_steal\": %d, "
-                  "\"default_cap\": %d, \"us_rule6_skip\": %.3f}",
+                  "\"default_pdl\": %d}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
                   (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
                   merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
                   host_internal, host_public, active_spread, active_packed, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk, us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl,
-                  smk::cuda::kDecodePdl ? 1 : 0, us_static, us_skip, us_skip_static, us_min128, us_min512, us_min1024,
-                  us_rule6, us_rule6_steal, us_min128_static, smk::cuda::kDecodeSteal ? 1 : 0,
-                  smk::cuda::kDecodeSplitCap, us_rule6_skip);
+                  smk::cuda::kDecodePdl ? 1 : 0);
     json += item;
   }
   json += "]\n";

@@ -155,25 +155,6 @@ const DecodeConfig kPdlFused{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, 
                              0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
 const DecodeConfig kPdlCluster8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
                                 0, 8, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
-// Session 7 (dec6): one piece a block (the hardware's block scheduler hands the pieces out) and the pieces taken
-// from an atomic cursor (the dispatcher's default, kDecodeSteal), with counters and cursor kept per stream or zeroed
-// by a memset; the rule's shortest piece at 128 keys (the most pieces, two-level folds everywhere). Same rule, same
-// merge tree: the same bits whichever block takes which piece.
-const DecodeConfig kMmaStatic{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                              0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
-                              DecodeToggle::off};
-const DecodeConfig kMmaSteal{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                             0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
-                             DecodeToggle::on};
-const DecodeConfig kMmaStealMemset{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                                   0, 0, DecodeToggle::off, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
-                                   DecodeToggle::on};
-const DecodeConfig kMmaSteal128{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                                128, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
-                                DecodeToggle::on};
-const DecodeConfig kMmaStatic128{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
-                                 128, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
-                                 DecodeToggle::off};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -198,11 +179,6 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kNoPdl) return "tensor cores, plain launch (no programmatic dependent launch)";
   if (config == &kPdlFused) return "tensor cores, fused merge, programmatic dependent launch";
   if (config == &kPdlCluster8) return "tensor cores, cluster merge up to 8, programmatic dependent launch";
-  if (config == &kMmaStatic) return "tensor cores, one piece a block";
-  if (config == &kMmaSteal) return "tensor cores, pieces from a cursor";
-  if (config == &kMmaStealMemset) return "tensor cores, pieces from a cursor, counters zeroed by a memset";
-  if (config == &kMmaSteal128) return "tensor cores, pieces of 128+ keys from a cursor";
-  if (config == &kMmaStatic128) return "tensor cores, pieces of 128+ keys, one a block";
   return "cuda cores";
 }
 
@@ -356,7 +332,7 @@ void issue_lengths(std::int64_t d) {
   // The tensor-core kernel also with a negative scale (q negated exactly inside, the factor kept positive).
   for (const DecodeConfig* config :
        {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
-        &kMmaChunk256, &kMmaCap32, &kMmaStatic, &kMmaSteal128}) {
+        &kMmaChunk256, &kMmaCap32}) {
     SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
     const bool mma = is_mma(config);
     {
@@ -461,7 +437,7 @@ TEST(CudaAttentionDecode, BitwiseDeterministicAndBatchInvariant) {
     alone_cases.push_back(std::move(one));
   }
   for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kCudaCores, &kMma, &kMmaMergeKernel,
-                                     &kMmaChunk256, &kMmaCluster8, &kSpreadDispatch, &kMmaStatic, &kMmaSteal128}) {
+                                     &kMmaChunk256, &kMmaCluster8, &kSpreadDispatch}) {
   SCOPED_TRACE(name_of(config));
   const Result first = run_gpu(batch, config), second = run_gpu(batch, config);
   EXPECT_TRUE(bitwise_equal(first.o, second.o));
@@ -910,15 +886,13 @@ TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
 // The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
 TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
   for (int sms : {1, 8, 132, 200}) {
-  for (int want : {smk::cuda::kDecodeSplitCap, smk::cuda::kDecodeSplitLimit, 16}) {
-    const int cap = smk::cuda::decode_max_splits(sms, want);
+    const int cap = smk::cuda::decode_max_splits(sms);
     EXPECT_GE(cap, 1);
-    EXPECT_LE(cap, want);
-    EXPECT_LE(cap, smk::cuda::kDecodePieceLimit);  // two levels of the fold suffice
+    EXPECT_LE(cap, smk::cuda::kDecodeSplitCap);
+    EXPECT_LE(cap, smk::cuda::kDecodeClusterMax);  // the splits of one (sequence, KV head) fit one cluster
     for (std::int64_t len : {0, 1, 1023, 1024, 1025, 4097, 32768, 100003, 131072, 1 << 22}) {
       const std::int64_t chunk = smk::cuda::decode_chunk(len, cap);
       const int n = smk::cuda::decode_splits(len, cap);
-      EXPECT_LE(smk::cuda::decode_groups(n), smk::cuda::kDecodePieceGroup) << len;
       EXPECT_LE(n, cap) << len;
       EXPECT_GE(n, 1) << len;
       EXPECT_LE(n, smk::cuda::decode_grid_splits(std::max<std::int64_t>(len, 1), cap)) << len;
@@ -927,94 +901,6 @@ TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
         EXPECT_GE(n * chunk, len) << len;        // and the splits reach the end
       }
     }
-  }
-  }
-}
-
-// Session 7 (dec6), small enough for racecheck: 128-key pieces from a cursor (3000 keys: 24 pieces, two groups; 700
-// keys: 6 pieces, one step) against one piece a block, bitwise, and against the reference.
-TEST(CudaAttentionDecode, PiecesFromACursorSmall) {
-  SMK_REQUIRE_GPU();
-  using T = smk::bfloat16_t;
-  Case<T> c(2, 1, 4, 1, 128, 3000, {3000, 700}, 93);
-  const Result a = run_gpu(c, &kMmaSteal128), b = run_gpu(c, &kMmaStatic128);
-  expect_matches_reference(c, a, true);
-  EXPECT_TRUE(bitwise_equal(a.o, b.o));
-  EXPECT_TRUE(bitwise_equal(a.lse, b.lse));
-}
-
-// Session 7 (dec6): pieces taken from an atomic cursor give one piece a block's bits (the same rule, the same merge
-// tree), in one and two levels of the fold (a mixed batch: 70000 keys in 183 pieces of 384, 33000 in 129 of 256,
-// 5000 in 20, 300 in one, and 128-key pieces); the cursor and the counters reset themselves: calls back to back on
-// one stream without a synchronisation, a smaller call between (the kept buffer grows after it), the memset variant,
-// all the same bits; and they match the float64 reference.
-TEST(CudaAttentionDecode, PiecesFromACursorGiveOnePieceABlocksBits) {
-  SMK_REQUIRE_GPU();
-  using T = smk::bfloat16_t;
-  Case<T> c(4, 2, 8, 2, 128, 70000, {70000, 300, 33000, 5000}, 91);
-  c.causal = true;
-  const Result ref = run_gpu(c, &kMmaStatic);
-  expect_matches_reference(c, ref, true);
-  for (const DecodeConfig* config : {static_cast<const DecodeConfig*>(nullptr), &kMmaSteal, &kMmaStealMemset, &kMma,
-                                     &kMmaSteal, &kMmaStatic}) {
-    SCOPED_TRACE(name_of(config));
-    const Result got = run_gpu(c, config);
-    EXPECT_TRUE(bitwise_equal(got.o, ref.o));
-    EXPECT_TRUE(bitwise_equal(got.lse, ref.lse));
-  }
-  {
-    SCOPED_TRACE("pieces of 128+ keys");
-    const Result s128 = run_gpu(c, &kMmaSteal128), t128 = run_gpu(c, &kMmaStatic128);
-    expect_matches_reference(c, s128, true);
-    EXPECT_TRUE(bitwise_equal(s128.o, t128.o));
-    EXPECT_TRUE(bitwise_equal(s128.lse, t128.lse));
-  }
-  // Back to back on one stream, no synchronisation: every call's cursor and counters must start at zero.
-  const auto dev = smk::Device::cuda(0);
-  auto dq = DeviceBuffer<T>::from_host(c.q), dk = DeviceBuffer<T>::from_host(c.k), dv = DeviceBuffer<T>::from_host(c.v);
-  auto dl = DeviceBuffer<std::int32_t>::from_host(c.lens);
-  auto ds = DeviceBuffer<float>::from_host(c.sinks);
-  const std::vector<std::int32_t> short_lens = {1000, 0, 2000, 1};
-  auto dshort = DeviceBuffer<std::int32_t>::from_host(short_lens);
-  const auto opt = c.options(ds.data(), dev);
-  const auto Q = TensorView::of(dq.data(), {c.B, c.sq, c.hq, c.d}, dev);
-  const auto K = TensorView::of(dk.data(), {c.B, c.smax, c.hkv, c.d}, dev);
-  const auto V = TensorView::of(dv.data(), {c.B, c.smax, c.hkv, c.d}, dev);
-  cudaStream_t st;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
-  constexpr int kCalls = 4;
-  std::vector<DeviceBuffer<T>> outs;
-  std::vector<DeviceBuffer<float>> lses;
-  for (int i = 0; i < kCalls; ++i) {
-    outs.emplace_back(c.q.size());
-    lses.emplace_back(c.B * c.hq * c.sq);
-    outs.back().fill_bytes(0xFF);
-    lses.back().fill_bytes(0xFF);
-  }
-  DeviceBuffer<T> short_out(c.q.size());
-  DeviceBuffer<float> short_lse(c.B * c.hq * c.sq);
-  for (int i = 0; i < kCalls; ++i) {
-    if (i == 1) {  // a call with fewer pieces between: the same stream's kept buffer, then grown back
-      const auto prefix = [&](T* data) {  // the first 2000 rows of each sequence's cache: a strided view
-        return TensorView::strided(data, smk::DType::bf16, dev, {c.B, 2000, c.hkv, c.d},
-                                   {K.strides[0], K.strides[1], K.strides[2], 1});
-      };
-      smk::attention_decode(TensorView::of(short_out.data(), {c.B, c.sq, c.hq, c.d}, dev),
-                            TensorView::of(short_lse.data(), {c.B, c.hq, c.sq}, dev), Q, prefix(dk.data()),
-                            prefix(dv.data()), TensorView::of(dshort.data(), {c.B}, dev), opt, smk::Stream{st});
-    }
-    smk::attention_decode(TensorView::of(outs[i].data(), {c.B, c.sq, c.hq, c.d}, dev),
-                          TensorView::of(lses[i].data(), {c.B, c.hq, c.sq}, dev), Q, K, V,
-                          TensorView::of(dl.data(), {c.B}, dev), opt, smk::Stream{st});
-  }
-  ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
-  cudaStreamDestroy(st);
-  for (int i = 0; i < kCalls; ++i) {
-    SCOPED_TRACE(testing::Message() << "call " << i << " back to back");
-    std::vector<float> o;
-    for (const T& x : outs[i].to_host()) o.push_back(smk::to_float(x));
-    EXPECT_TRUE(bitwise_equal(o, ref.o));
-    EXPECT_TRUE(bitwise_equal(lses[i].to_host(), ref.lse));
   }
 }
 
