@@ -1191,8 +1191,9 @@ if want ce5; then
 fi
 if want dec6; then
   # dec6 (issue 8, session 7): decode attention's pieces taken from an atomic cursor, one call from binaries built for
-  # sm_90a off the device (build/dec6-bin.tar.xz: new/ bench_decode and test_cuda_decode of the tree, old/bench_decode
-  # dec5's of e9af5e6, the kernel of HEAD before this session). Old beside new, torch's FLASH and cuDNN in the same call
+  # sm_90a off the device (build/dec6-bin.tar.xz: new/ bench_decode and test_cuda_decode of 6545701 — run 2 05f387e's
+  # bench_decode —, whose code was withdrawn after the runs (4252d28), old/bench_decode dec5's of e9af5e6, the kernel
+  # of HEAD before this session). Old beside new, torch's FLASH and cuDNN in the same call
   # (scripts/compare_torch_decode.py), the GPU tests, memcheck and racecheck, Nsight Compute on 16 x 8192 (the rule of
   # sessions 2-6 and the default) and on (1, 32768). At most 8 files come back: d6_keep after each step.
   carried d6 build/dec6-bin.tar.xz
