@@ -13,10 +13,15 @@
 // and the chunk states are < 0.1 % of it at the issue's shapes. Floor on the H200 at the read ceiling of 4.30 TB/s
 // (ANCHORS.md; 4.8 TB/s nominal): 4096×151936 f32 (2.49 GB) 579 µs, bf16 290 µs; 8192×32000 f32 (1.05 GB) 244 µs,
 // bf16 122 µs.
-// Measured (H200, 2026-11-29, commit 128fbf5, docs/perf-notebook.md "Cross-entropy"): 4096×151936 f32 685 µs
-// (3.63 TB/s, 82 % of read), bf16 694 µs (41 %); 8192×32000 f32 320 µs (74 %), bf16 326 µs (36 %). bf16 no faster
-// than f32: compute-bound on the exponentials (exp_diff then). exp_shifted (common.cuh) replaced it after that run;
-// not yet measured.
+// Measured (H200, 2026-11-30, ce5's run of 88d0035 at 08:16 UTC, tune_cross_entropy, the forward with the LSE, mean;
+// docs/bench/ce5-s7-2026-11-30.md): 8192×32000 bf16 242 µs (50 % of read; 266 before the chunk was loaded ahead of
+// the target), f16 244, f32 280 (87 %; 289); 4096×151936 bf16 498 (58 %; 495), f16 489, f32 602 (96 %; 606); torch's
+// F.cross_entropy 2.1-4.0× slower. Count (ncu --set full, ce5's run of 6bf877f, bf16 8192×32000, before ce5): 19.6
+// instructions a logit, issue slots 74 % busy, DRAM 51 %, the top stalls waiting for the target, then the chunk
+// (RawChunk below). At the bf16 floor a logit may cost ≈ 15 lane-instructions before issue limits it: the 16-bit
+// forward is now bound by its instructions a logit (the block's max and sum, two barriers an item, the item's own
+// work), not by bytes in flight. A persistent grid loading the next item into registers (three blocks an SM, 80
+// registers) timed slower (ce5's run of 6bf877f: 276 against 256 µs, 576 against 510) and was withdrawn.
 #include <cuda_runtime_api.h>
 
 #include <string>

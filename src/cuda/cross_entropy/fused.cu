@@ -16,22 +16,25 @@
 // allowed), the target's entry p_t − 1 = −R / l patched by its owner thread. The loss is log1p(R) when the target
 // holds the max (exact as p_t → 1), else (M − z_t) + log l (then p_t ≤ ½, nll ≥ log 2). Every sum and merge is a
 // fixed tree whose shape depends on C alone (the launch shape is a function of C): bitwise the same alone or in any
-// batch, run after run. A 16-bit gradient's e_j take the 16-bit tier (kernels::out_exp: no TwoSum; common.cuh).
+// batch, run after run. A 16-bit gradient's e_j take the 16-bit tier (ce::grad_exp: exp_shifted, no TwoSum;
+// common.cuh, docs/semantics.md §12).
 //
 // Traffic per element: read the logits once and write the gradient once, 8 B (f32), 4 B (bf16 / f16), 6 B (16-bit
 // logits, f32 gradient); per-row values and targets < 0.1 %. Floor on the H200 at the copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 (4.98 GB) 1166 µs, bf16 583 µs; 8192×32000 f32 (2.10 GB) 491 µs, bf16 246 µs.
-// Measured (H200, 2026-11-30, ce4's run of af97358 at 06:07 UTC, tune_cross_entropy, in place, mean; the
-// configurations the dispatcher takes since; docs/bench/ce4-s6-2026-11-30.md): 8192×32000 bf16 462 µs (53 % of the
-// 2n bound, 2.57× torch's F.cross_entropy forward + backward in the same run), f32 602 (82 %, 3.61×); 4096×151936
-// bf16 on 5 wide blocks 1486 (39 %, 1.88×; the two calls 1639), f32 1757 (66 %, 3.13×). Session 5's kernel (c6ad8a5):
-// 8192×32000 bf16 568 / f32 651, 4096×151936 bf16 1595 (two calls) / f32 2035.
-// Count (SASS, CUDA 13.0, sm_90a, bf16 wide kernel's row loop): ≈ 15 instructions a logit for the element work
-// (staged load and unpack ≈ 3, max 1, out_exp 8.5, sum 1, the gradient's FMA 1, pack and store ≈ 1; exp_diff alone
-// took 15.3) plus the row's per-thread scalar work, which at 32 logits a thread counts as much: the xor tree of
-// merges was ≈ 350 instructions a thread a row (≈ 11 a logit) before combine_parts (≈ 45). What is left of the gap
-// (bf16 ≈ 7.4 µs a 32000-wide row an SM where its bytes need 4.0) is that per-row chain on one block an SM: barrier,
-// combination, the row's scalars, with nothing else resident to overlap them; not profiled (no ncu in ce4's runs).
+// Measured (H200, 2026-11-30, ce5's run of 88d0035 at 08:16 UTC, tune_cross_entropy, in place, mean; the kernels
+// the dispatcher takes since f258ab4, SASS-identical to those timed; docs/bench/ce5-s7-2026-11-30.md): 8192×32000
+// bf16 390 µs (63 % of the 2n bound, 3.04× torch's F.cross_entropy forward + backward in the same run; before ce5
+// 472), f16 379 (65 %, 3.12×), f32 581 (85 %, 3.73×: session 6's kernel); 4096×151936 on 5 wide blocks bf16 1430
+// (41 %, 1.95×; before 1499; the two calls 1582), f16 1431 (41 %, 1.94×), f32 1724 (68 %, 3.16×).
+// Count (ncu --set full on the H200, ce5's run of 6bf877f, bf16 8192×32000, the kernel before ce5): 1095 warp
+// instructions a row a warp, 35 a logit; the element work ≈ 14 a logit (450 a row a warp), the row's own work
+// (pointers and options, the target owner's divisions, the exchange and the row's scalars, staging, the stores' setup)
+// ≈ 650, repeated by every warp; issue slots 66 % busy, DRAM 50 %; 8.6 % of stall samples on the next row's target
+// moved into a uniform register right after its load (the targets' ring below removed it). A block of 512 threads ×
+// 64 logits (half the warps a row: 188 M warp instructions where the wide block took 287 M, 23 a logit) timed no
+// faster (385 against 390 µs; 1466 against 1430 at 4096×151936: 16 warps an SM hide less) and was removed (da2014e
+// has it). What is left: the row's own work, and one block an SM with nothing else resident during the exchange.
 #include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime_api.h>
