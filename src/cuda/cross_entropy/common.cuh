@@ -98,19 +98,16 @@ __device__ __forceinline__ float capped(const Args& a, float x) {
 // exp_diff (TwoSum + expf) takes about fifteen, which made the forward compute-bound (bf16 ran no faster than f32 on
 // the H200, 2026-11-29). Each term is off by at most (|x − shift| + 3)·u relatively (the two roundings, exp2f's
 // 2 ulp); in a sum l = Σ e^(−d_j) that averages to u·Σ d_j e^(−d_j) / l + 3u ≤ (1 + ln C)·u + 3u, inside the LSE's
-// (|LSE| + L + 9 + 2 ln C)·u gate. The gradient, whose every element is an output, keeps exp_diff.
+// (|LSE| + L + 9 + 2 ln C)·u gate. The two-call backward's gradient, whose every element is an output, keeps
+// exp_diff; the one-read kernel's 16-bit gradient takes this (grad_exp below).
 constexpr float kLog2e = 1.4426950408889634f;
 __device__ __forceinline__ float exp_shifted(float x, float shift) { return exp2f((x - shift) * kLog2e); }
 
-// The 16-bit tier (the lead's decision of session 6; docs/semantics.md, cross-entropy): where the gradient is stored
-// in f16 / bf16, the one-read kernel (fused.cu) forms its exponentials e_j = exp(z_j − m_w) with softmax's
-// kernels::out_exp<Out> (cuda/softmax/common.cuh, tier16's): expf(fl(z_j − m_w)), no TwoSum of the subtraction, about
-// 9 SASS instructions an element where exp_diff takes 15. The one error it adds is the subtraction's rounding,
-// ≤ u·|z_j − m_w| ≤ u·(M − z_j) relative (m_w ≤ M: the warp's and the row's max); for p_j ≥ 1e-30 that is ≤ 69u
-// ≈ 2^-17.9, ≤ 2^-8.9 of a bf16 half-ulp and 2^-5.9 of an f16 one. The same terms make the row's sum, which the LSE
-// and the loss (f32 outputs) take only through log l, weighted by p_j: ≤ u·ln C more there, as log-softmax's terms
-// (log_term_exp). expf keeps a bf16 gradient's subnormals (no flush). The target's entry −R / l is still formed in f32
-// (e_t by exp_diff) before rounding. f32 gradients keep exp_diff.
+// The 16-bit tier (the lead's decision of session 6; docs/semantics.md §12): where the gradient is stored in f16 /
+// bf16, the one-read kernel (fused.cu) forms its exponentials e_j = exp(z_j − m_w) without exp_diff's TwoSum of the
+// subtraction. Session 6 took softmax's kernels::out_exp<Out> (expf(fl(z_j − m_w)), 9 SASS an element, ≤ u·(M − z_j)
+// relative); since session 7 grad_exp below (exp_shifted, 6). The target's entry −R / l is still formed in f32 (e_t by
+// exp_diff) before rounding. f32 gradients keep exp_diff.
 
 // The one-read kernel's terms e_j = exp(z_j − m_w), from which a row's gradient and its l are formed: exp_diff for an
 // f32 gradient; for a 16-bit one, exp_shifted (ce5, session 7: FADD, FMUL and exp2f's MUFU.EX2 with its subnormal
