@@ -72,31 +72,58 @@ std::atomic<std::uint64_t>& stage_launches() {
   return count;
 }
 
-// Thread 0: the bulk copy of the block's slice of `row` into `stage` (its whole 16-byte vectors), completing on
-// `bar`; records in `staged` whether it was issued. The caller guarantees no thread still reads the stage.
+// The copy of the block's slice of `row` into `stage` (its whole 16-byte vectors), by every thread of the block, in one
+// of three ways (`copy`, a launch parameter; cluster_stage_tuning().copy): kCopyLanes, each thread copies its own
+// vectors by cp.async (16 bytes each, thousands of requests in flight an SM; it reads back only what it copied, so
+// no barrier orders the stage) and commits one group a row, whether it copied anything or not, so that a thread's
+// groups count rows; 0, thread 0 issues one bulk copy (cp.async.bulk) of the whole slice, completing on `bar`; > 0,
+// thread 0 issues bulk copies of `copy` bytes each (the copy engine then works on several requests at once).
+// Thread 0 records in `staged` whether the row was copied (16-byte aligned, unit-stride) or is to be read directly.
+// The caller guarantees that no thread still reads the stage (a block barrier since the last reads; in kCopyLanes,
+// the thread's own reads of its vectors, already used).
+constexpr int kCopyLanes = -1;
+
 template <typename In>
 __device__ __forceinline__ void issue_slice(const RowProblem& p, std::int64_t row, std::int64_t slice0, int S,
-                                            In* stage, std::uint64_t* bar, int* staged) {
+                                            In* stage, std::uint64_t* bar, int* staged, int copy) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  constexpr int V = StageTile<In>::V;
-  const In* xr = at<In>(p.x, RowRef{row, 0}.off(p, kX));
-  const bool ok = p.step[kX] == 1 && (reinterpret_cast<std::uintptr_t>(xr) % 16) == 0;
+  using Tile = StageTile<In>;
+  constexpr int V = Tile::V, K = Tile::K;
+  const int tid = static_cast<int>(threadIdx.x), T = static_cast<int>(blockDim.x);
+  const bool exists = row < p.rows;
+  const In* xr = exists ? at<In>(p.x, RowRef{row, 0}.off(p, kX)) : nullptr;
+  const bool ok = exists && p.step[kX] == 1 && (reinterpret_cast<std::uintptr_t>(xr) % 16) == 0;
   const std::int64_t left = p.n - slice0;
   const int len = static_cast<int>(left < 0 ? 0 : (left < S ? left : S));
+  if (tid == 0) *staged = ok ? 1 : 0;
+  if (copy == kCopyLanes) {
+    if (ok) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i0 = Tile::index(k, tid, T);
+        if (i0 + V <= len) __pipeline_memcpy_async(stage + i0, xr + slice0 + i0, 16);
+      }
+    }
+    __pipeline_commit();
+    return;
+  }
+  if (!ok || tid != 0) return;
   const auto bytes = static_cast<std::uint32_t>((len / V) * V * sizeof(In));
-  *staged = ok ? 1 : 0;
-  if (!ok) return;
   (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                ::cuda::ptx::space_shared, bar, bytes);
-  if (bytes > 0)
-    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage, xr + slice0, bytes, bar);
+  const std::uint32_t piece = copy > 0 ? static_cast<std::uint32_t>(copy) : bytes;
+  for (std::uint32_t off = 0; off < bytes; off += piece) {
+    const std::uint32_t b = bytes - off < piece ? bytes - off : piece;
+    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage + off / sizeof(In),
+                               xr + slice0 + off / sizeof(In), b, bar);
+  }
 #else
-  (void)p, (void)row, (void)slice0, (void)S, (void)stage, (void)bar, (void)staged;
+  (void)p, (void)row, (void)slice0, (void)S, (void)stage, (void)bar, (void)staged, (void)copy;
 #endif
 }
 
 template <typename In, typename Out, bool kLog>
-__global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(const RowProblem p, int C) {
+__global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(const RowProblem p, int C, int copy) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   using Tile = StageTile<In>;
   using Vec = typename Tile::Vec;
@@ -114,14 +141,11 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
                                   reinterpret_cast<In*>(stage_bytes) + S};
   const std::int64_t first = blockIdx.x / C, stride = gridDim.x / C;
 
-  if (tid == 0) {
+  if (tid == 0)
     for (int b = 0; b < kStageCount; ++b) RowStage<In, E>::init(&sh.bar[b]);
-    for (int b = 0; b < kStageCount; ++b) {
-      const std::int64_t r = first + b * stride;
-      sh.staged[b] = 0;
-      if (r < p.rows) issue_slice<In>(p, r, slice0, S, stage[b], &sh.bar[b], &sh.staged[b]);
-    }
-  }
+  __syncthreads();  // the barriers initialised before a bulk copy completes on them
+  for (int b = 0; b < kStageCount; ++b)
+    issue_slice<In>(p, first + b * stride, slice0, S, stage[b], &sh.bar[b], &sh.staged[b], copy);
   // Every block of the cluster has started (and initialised its slots) before any writes into its shared memory.
   cluster.sync();
 
@@ -133,8 +157,12 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
     const In* xs = at<In>(p.x, o.off(p, kX)) + slice0 * p.step[kX];
     float v[E];
     if (sh.staged[s]) {
-      RowStage<In, E>::wait(&sh.bar[s], (phase >> s) & 1u);
-      phase ^= 1u << s;
+      if (copy == kCopyLanes) {
+        __pipeline_wait_prior(kStageCount - 1);  // this thread's copies of this row (the next row's may be pending)
+      } else {
+        RowStage<In, E>::wait(&sh.bar[s], (phase >> s) & 1u);
+        phase ^= 1u << s;
+      }
       const Vec* st = reinterpret_cast<const Vec*>(stage[s]);
 #pragma unroll
       for (int k = 0; k < K; ++k) {
@@ -149,6 +177,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
         }
       }
     } else {
+      if (copy == kCopyLanes) __pipeline_wait_prior(kStageCount - 1);  // keeps the count of groups in step
       Tile::load(v, xs, len, p.step[kX], tid, T);
     }
     const RowTransform tf = row_transform(p, o);
@@ -157,11 +186,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
     // The slice's state: the same operations as split_row's chunk_state (chunk_states.cuh), over this block.
     const float m = block_max(tree_max<E>(v), sh.scratch.max);
     // Every thread has read stage s (block_max's barrier): refill it with the row two ahead.
-    if (tid == 0) {
-      const std::int64_t r = row + kStageCount * stride;
-      sh.staged[s] = 0;
-      if (r < p.rows) issue_slice<In>(p, r, slice0, S, stage[s], &sh.bar[s], &sh.staged[s]);
-    }
+    issue_slice<In>(p, row + kStageCount * stride, slice0, S, stage[s], &sh.bar[s], &sh.staged[s], copy);
     int ties = 0;
     const float shift = ChunkState::shift_for(m);
     float rest;
@@ -209,7 +234,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
   // No block may leave while another can still write to its shared memory: every remote write of the last row came
   // before its cluster barrier, which every block has waited on. Nothing else to do.
 #else
-  (void)p, (void)C;
+  (void)p, (void)C, (void)copy;
 #endif
 }
 
@@ -233,7 +258,13 @@ StageConfig stage_config(std::int64_t n) {
   const int max_threads = tuned >= 32 && tuned < stage_max_threads<In>() ? tuned / 32 * 32 : stage_max_threads<In>();
   const std::int64_t cap = std::int64_t{max_threads} * kStageElems;
   StageConfig c;
-  const std::int64_t cl = std::max<std::int64_t>(1, (n + cap - 1) / cap);
+  std::int64_t cl = std::max<std::int64_t>(1, (n + cap - 1) / cap);
+  if (cluster_stage_tuning().pow2_cluster)
+    for (std::int64_t q = 1;; q *= 2)
+      if (q >= cl) {
+        cl = q;
+        break;
+      }
   if (cl > kClusterStageMaxCluster) return c;
   const std::int64_t per = (n + cl - 1) / cl;
   c.cluster = static_cast<int>(cl);
@@ -316,7 +347,8 @@ bool launch(const RowProblem& p, cudaStream_t s) {
   if (active <= 0) return false;
   const std::int64_t clusters = std::min<std::int64_t>(p.rows, active);
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * c.cluster));
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
+  const int copy = cluster_stage_tuning().copy;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster, copy));
   ClusterStageTuning& t = cluster_stage_tuning();
   t.last_cluster = c.cluster;
   t.last_threads = c.threads;

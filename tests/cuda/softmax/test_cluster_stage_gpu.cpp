@@ -1,11 +1,12 @@
 // cluster_stage (src/cuda/softmax/cluster_stage.cu): vocabulary-size forward rows on chip across a thread-block cluster,
-// each block's slice bulk-copied into shared memory two rows ahead. Every case runs under the dispatcher (the kernel
+// each block's slice copied into shared memory two rows ahead. Every case runs under the dispatcher (the kernel
 // takes rows of 32769 … kClusterStageMaxN there) against the float64 CPU reference with outputs poisoned first
 // (gpu_case.hpp's gates), and checks that the kernel actually ran (its launch count). Lengths 32769, 65537, 100003
 // (divisible by no cluster size the kernel takes), 151936 and 262147; few rows and more rows than its persistent
 // grid holds (a block walks several rows, so the stages refill); every forward op; f32, bf16 and f16 in, the input
 // dtype or f32 out. Bitwise: run to run (poison 0xFF, then 0x00), a row alone against the same row in a batch, and
-// rows read directly (a pitched, unaligned input: no row can be bulk-copied) against the same rows staged.
+// rows read directly (a pitched, unaligned input: no row can be staged) against the same rows staged, and slices
+// staged by each thread's cp.async (the default) against the bulk-copy engine's (whole, and in 16 KB pieces).
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases.
 #include <gtest/gtest.h>
 
@@ -134,6 +135,14 @@ TEST_F(GpuClusterStage, Bitwise) {
       const Result b = run_staged(batch, 0x00);
       ASSERT_TRUE(a.ran && b.ran);
       expect_same_bits(a, b, name + " " + op_name(op) + ": run to run");
+      // The slices copied by the bulk-copy engine (whole, and in 16 KB pieces) instead of each thread's cp.async.
+      for (int copy : {0, 16384}) {
+        cuda::kernels::cluster_stage_tuning().copy = copy;
+        const Result bulk = run_staged(batch);
+        cuda::kernels::cluster_stage_tuning().copy = cuda::kernels::ClusterStageTuning{}.copy;
+        ASSERT_TRUE(bulk.ran);
+        expect_same_bits(a, bulk, name + " " + op_name(op) + ": copied by cp.async / by bulk copies");
+      }
 
       // The last row alone.
       Case one = batch;
@@ -185,7 +194,7 @@ TEST_F(GpuClusterStage, Timing) {
   struct Shape {
     std::int64_t rows, n;
   };
-  for (const Shape sh : {Shape{4096, 151936}, Shape{1024, 262144}, Shape{8192, 65536}}) {
+  for (const Shape sh : {Shape{4096, 151936}, Shape{1024, 262144}, Shape{8192, 65536}, Shape{4096, 40000}}) {
     for (DType dt : {DType::f32, DType::bf16}) {
       const std::int64_t es = static_cast<std::int64_t>(dtype_size(dt));
       const std::int64_t bytes = sh.rows * sh.n * es;
@@ -193,13 +202,29 @@ TEST_F(GpuClusterStage, Timing) {
       SMK_CUDA_CHECK(cudaMemset(x.data(), 0x3c, static_cast<std::size_t>(bytes)));  // 0.0115 in f32 and bf16
       const Layout l = contiguous(dt, {sh.rows, sh.n});
       const TensorView in = l.view(x.data(), dev), out = l.view(y.data(), dev);
-      for (Op op : {Op::softmax, Op::log_softmax}) {
-        for (int cap : {-1, 0, 640, 448}) {
+      const TensorView lse = contiguous(DType::f32, {sh.rows}).view(y.data(), dev);
+      struct Variant {
+        const char* name;
+        int max_threads;
+        bool pow2;
+        int copy;
+      };
+      const Variant variants[] = {{"old path", -1, false, -1},       {"lanes", 0, false, -1},
+                                  {"bulk", 0, false, 0},             {"bulk 16K", 0, false, 16384},
+                                  {"lanes pow2", 0, true, -1},       {"lanes cap 416 pow2", 416, true, -1},
+                                  {"lanes cap 512", 512, false, -1}, {"bulk cap 512", 512, false, 0}};
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        for (const Variant& var : variants) {
+          const int cap = var.max_threads;
           cuda::kernels::cluster_stage_on() = cap >= 0;
           cuda::kernels::cluster_stage_tuning().max_threads = cap;
+          cuda::kernels::cluster_stage_tuning().pow2_cluster = var.pow2;
+          cuda::kernels::cluster_stage_tuning().copy = var.copy;
+          const std::uint64_t launches = cuda::kernels::cluster_stage_launch_count();
           auto call = [&] {
             if (op == Op::softmax) softmax(out, in, SoftmaxOptions{});
-            else log_softmax(out, in, SoftmaxOptions{});
+            else if (op == Op::log_softmax) log_softmax(out, in, SoftmaxOptions{});
+            else logsumexp(lse, in, SoftmaxOptions{});
           };
           for (int i = 0; i < 3; ++i) call();
           std::vector<float> ms;
@@ -220,19 +245,19 @@ TEST_F(GpuClusterStage, Timing) {
           std::sort(ms.begin(), ms.end());
           const double us = 1000.0 * ms[ms.size() / 2];
           const auto& t = cuda::kernels::cluster_stage_tuning();
-          std::printf("timing %-11s %-4s %5lldx%-6lld %-22s %8.1f us %5.2f TB/s  C=%d T=%d resident=%d\n",
+          const bool ran = cuda::kernels::cluster_stage_launch_count() > launches;  // else the old path served
+          const double moved = (op == Op::logsumexp ? 1.0 : 2.0) * static_cast<double>(bytes);
+          std::printf("timing %-11s %-4s %5lldx%-6lld %-20s %8.1f us %5.2f TB/s  %s C=%d T=%d resident=%d\n",
                       op_name(op), dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.n),
-                      cap < 0 ? "old path" : (cap == 0 ? "cluster_stage" : ("cluster_stage cap " +
-                                                                                    std::to_string(cap)).c_str()),
-                      us, 2.0 * static_cast<double>(bytes) / (us * 1e6), cap < 0 ? 0 : t.last_cluster,
-                      cap < 0 ? 0 : t.last_threads, cap < 0 ? 0 : t.last_active);
+                      var.name, us, moved / (us * 1e6), ran ? "cluster_stage" : "old path", ran ? t.last_cluster : 0,
+                      ran ? t.last_threads : 0, ran ? t.last_active : 0);
           std::fflush(stdout);
         }
       }
     }
   }
   cuda::kernels::cluster_stage_on() = true;
-  cuda::kernels::cluster_stage_tuning().max_threads = 0;
+  cuda::kernels::cluster_stage_tuning() = cuda::kernels::ClusterStageTuning{};
 }
 
 }  // namespace
