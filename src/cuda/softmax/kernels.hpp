@@ -222,23 +222,6 @@ struct ClusterStageTuning {
   int last_cluster = 0, last_threads = 0, last_active = 0;  // the last launch: C, T, clusters resident at once
 };
 ClusterStageTuning& cluster_stage_tuning();
-// cluster_stage (cluster_stage.cu, vocab7): a forward row on chip across a cluster of up to 16 blocks, each block's
-// slice bulk-copied into shared memory two rows ahead, read once and written once. Returns false, launching nothing,
-// where it cannot serve the call (a backward op, a row longer than 16 slices, a device below compute capability 9.0
-// or without room for the cluster); the caller then takes another path.
-bool launch_cluster_stage_rows(const RowProblem& p, cudaStream_t s);
-// For tests and timing only (process-wide, not thread-safe): off makes launch_cluster_stage_rows refuse every call;
-// the count of its launches since the process started.
-bool& cluster_stage_on();
-std::uint64_t cluster_stage_launch_count();
-// cluster_stage's lever and what its last launch chose, for tests and timing only (process-wide, not thread-safe):
-// max_threads caps the threads a block (0: the kernel's own cap, 896 for f32, 1024 for 16-bit), so that a row takes
-// more, smaller slices (a larger cluster).
-struct ClusterStageTuning {
-  int max_threads = 0;
-  int last_cluster = 0, last_threads = 0, last_active = 0;  // the last launch: C, T, clusters resident at once
-};
-ClusterStageTuning& cluster_stage_tuning();
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
