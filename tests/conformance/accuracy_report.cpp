@@ -51,6 +51,7 @@ Stats measure(const Backend& b, const Problem& p, const RunResult& r) {
   std::vector<double> ulps;
   Stats s;
   const std::int64_t n = p.in.shape[1];
+  const bool in16 = p.in.dtype == DType::bf16 || p.in.dtype == DType::f16;  // numerics.hpp kLogTermProductU
   for (std::int64_t row = 0; row < row_count(p); ++row) {
     const std::vector<double> x = row_values(p, row);
     const ExactRow e = exact_row(x.data(), n);
@@ -60,7 +61,7 @@ Stats measure(const Backend& b, const Problem& p, const RunResult& r) {
       double gate;
       if (p.op == Op::logsumexp) {
         exact = e.lse;
-        gate = lse_gate(n, b.sum_model, exact);
+        gate = lse_gate(n, b.sum_model, exact, in16);
       } else if (p.op == Op::softmax) {
         exact = e.softmax(x[i]);
         const double rel = p.out.dtype == DType::f32 ? softmax_gate(n, b.sum_model)
@@ -68,7 +69,7 @@ Stats measure(const Backend& b, const Problem& p, const RunResult& r) {
         gate = rel * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
       } else {
         exact = e.log_softmax(x[i]);
-        gate = log_softmax_gate(n, b.sum_model, exact);
+        gate = log_softmax_gate(n, b.sum_model, exact, in16);
       }
       const double err = static_cast<double>(std::fabs(y[i] - exact));
       ulps.push_back(static_cast<double>(err / ulp_of(p.out.dtype, exact)));

@@ -380,6 +380,7 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
   const std::int64_t n = p.in.shape[p.dim];
   const std::int64_t rows = row_count(p);
   const bool wide = p.out.dtype == DType::f32 || p.out.dtype == DType::f64;
+  const bool in16 = p.in.dtype == DType::bf16 || p.in.dtype == DType::f16;  // numerics.hpp kLogTermProductU
   for (std::int64_t row = 0; row < rows; ++row) {
     int roundings = 0;
     const bool f32_compute = b.kind != BackendKind::cpu_reference && p.in.dtype != DType::f64;
@@ -398,7 +399,7 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
       ++v.elements;
       const double got = y[0];
       if (e.regime == Regime::finite) {
-        const double gate = lse_gate(n, b.sum_model, e.lse) + score_u * static_cast<double>(zmax);
+        const double gate = lse_gate(n, b.sum_model, e.lse, in16) + score_u * static_cast<double>(zmax);
         double err = static_cast<double>(std::fabs(got - e.lse));
         // An exact result beyond the output type's range rounds to ±inf, and that is then the only right answer.
         if (!std::isfinite(round_to(p.out.dtype, e.lse))) err = got == static_cast<double>(round_to(p.out.dtype, e.lse)) ? 0 : INFINITY;
@@ -446,7 +447,7 @@ Verdict check(const Problem& p, const RunResult& r, const Backend& b, unsigned c
         gate = rel * static_cast<double>(std::max<long double>(exact, kSoftmaxRelativeFloor));
         sum += y[i];
       } else {
-        gate = log_softmax_gate(n, b.sum_model, exact) + score_u * static_cast<double>(std::fabs(x[i]) + zmax);
+        gate = log_softmax_gate(n, b.sum_model, exact, in16) + score_u * static_cast<double>(std::fabs(x[i]) + zmax);
       }
       double err = static_cast<double>(std::fabs(y[i] - exact));
       // Beyond the output type's range: ±inf exactly — unless the f32 computation's own bound reaches back into the

@@ -221,8 +221,8 @@ inline constexpr double kLogTermSubtractionU = 1;
 // 2^fl(fl(x_j − m)·log2e_hi) and fold nothing back: the product rounds (u·|t|) and log2e_hi is off by 0.224u, so a
 // term gains 1.224u·|x_j − m| relative and l, weighted by p_j as above, at most 1.224u·ln n. (With 16-bit scores and
 // no temperature or mask the subtraction is exact wherever x_j and m lie within 2^15 (f16: 2^12) of each other, so
-// this replaces the subtraction's term there; with a temperature or mask both occur.) The gates are one contract for
-// every dtype and path, so every gate on log l and l takes it.
+// this replaces the subtraction's term there; with a temperature or mask both occur.) Only 16-bit inputs pay it: the
+// gates below take it when `in16` is set, so an f32 input's gates stay as tight as its kernels (unchanged) allow.
 inline constexpr double kLogTermProductU = 1.25;
 inline double ln_n(std::int64_t n) { return std::log(static_cast<double>(std::max<std::int64_t>(n, 1))); }
 // 16-bit softmax outputs (docs/semantics.md §6, "16-bit outputs"): the GPU forms their terms as expf(fl(x − m))
@@ -248,22 +248,21 @@ inline double sum_gate_16bit(std::int64_t n, SumModel m) {
 }
 // log l = log1p(d) is off by the relative error of d (the terms' exp, their subtraction's rounding averaged, the sum,
 // a tie's rounding) weighted by d/l ≤ 1, plus log1p's own 1 ulp (≤ 2u·ln l ≤ 2u·ln n).
-inline double log_sum_error(std::int64_t n, SumModel m) {
-  return (kExpDiffErrorU + (kLogTermSubtractionU + kLogTermProductU) * ln_n(n) + summation_depth(n, m) + 1 +
-          2 * ln_n(n)) * kU;
+inline double log_term_u(bool in16) { return kLogTermSubtractionU + (in16 ? kLogTermProductU : 0.0); }
+inline double log_sum_error(std::int64_t n, SumModel m, bool in16 = false) {
+  return (kExpDiffErrorU + log_term_u(in16) * ln_n(n) + summation_depth(n, m) + 1 + 2 * ln_n(n)) * kU;
 }
 // The state's l = 1 + d, relative: the same terms and sum, and both of the state's roundings.
-inline double state_sum_error(std::int64_t n, SumModel m) {
-  return (kExpDiffErrorU + (kLogTermSubtractionU + kLogTermProductU) * ln_n(n) + summation_depth(n, m) +
-          kStateRoundingsU) * kU;
+inline double state_sum_error(std::int64_t n, SumModel m, bool in16 = false) {
+  return (kExpDiffErrorU + log_term_u(in16) * ln_n(n) + summation_depth(n, m) + kStateRoundingsU) * kU;
 }
 // f32 logsumexp, absolute: the final m + log l rounds once (u·|LSE|).
-inline double lse_gate(std::int64_t n, SumModel m, long double lse) {
-  return static_cast<double>(std::fabs(lse)) * kU + log_sum_error(n, m);
+inline double lse_gate(std::int64_t n, SumModel m, long double lse, bool in16 = false) {
+  return static_cast<double>(std::fabs(lse)) * kU + log_sum_error(n, m, in16);
 }
 // f32 log-softmax, absolute: fl(x − m) rounds (u·|x − m| ≤ u·|y|) and the final subtraction rounds (u·|y|).
-inline double log_softmax_gate(std::int64_t n, SumModel m, long double y) {
-  return 2 * static_cast<double>(std::fabs(y)) * kU + log_sum_error(n, m);
+inline double log_softmax_gate(std::int64_t n, SumModel m, long double y, bool in16 = false) {
+  return 2 * static_cast<double>(std::fabs(y)) * kU + log_sum_error(n, m, in16);
 }
 
 }  // namespace smk::conformance

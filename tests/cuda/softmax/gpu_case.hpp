@@ -4,10 +4,10 @@
 // (L = ⌈log2 n⌉, D = L + 4 roundings in the row sum, u = 2^-24; the excess state adds up to 2 roundings to l and 1
 // to log l):
 //   f32 softmax       relative (18 + L)·u for p ≥ 1e-30, absolute (18 + L)·u·1e-30 below
-//   f32 log-softmax   absolute (2|y| + L + 10 + 4.25 ln n)·u
-//   f32 logsumexp     absolute (|LSE| + L + 10 + 4.25 ln n)·u;  the state: m bit for bit, l relative
-//                     (L + 11 + 2.25 ln n)·u (log l's terms: the subtraction's u·ln n and, for 16-bit inputs, the
-//                     product's 1.25u·ln n, numerics.hpp kLogTermProductU)
+//   f32 log-softmax   absolute (2|y| + L + 10 + 3 ln n)·u
+//   f32 logsumexp     absolute (|LSE| + L + 10 + 3 ln n)·u;  the state: m bit for bit, l relative (L + 11 + ln n)·u
+//                     (log l's terms: the subtraction's u·ln n; from 16-bit inputs also the product's 1.25u·ln n,
+//                     numerics.hpp kLogTermProductU: 4.25 ln n and 2.25 ln n)
 //   backward          u·(|y|·((D + 1)·Σ|dy·y| + |dy| + |s|) + 2|dx|) and u·(e^y·(D·Σ|dy| + 6|S|) + |dx|), + 2u·|dx|
 //                     when T ≠ 1, + the f32 subnormal spacing
 //   f16 / bf16        within 1 ulp of the correctly rounded reference (or the f32 bound plus half an ulp; 16-bit
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance/numerics.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
@@ -365,16 +366,18 @@ struct Gate {
   Op op;
   DType out;
   std::int64_t n;
+  bool in16 = false;  // 16-bit scores: log l's terms pay the product's rounding too (numerics.hpp kLogTermProductU)
   int L() const {
     int l = 0;
     while ((std::int64_t{1} << l) < n) ++l;
     return l;
   }
   double D() const { return n > 1 ? L() + 4.0 : 0.0; }
-  // (exp 5 + log l's terms' subtraction and product, averaged: (1 + 1.25) ln n + the sum D + a tie's rounding 1 +
-  // log1p 2 ln n)
+  // (exp 5 + log l's terms' subtraction (and, from 16-bit scores, product), averaged: log_term_u() ln n + the sum D
+  // + a tie's rounding 1 + log1p 2 ln n)
   double ln_n() const { return std::log(static_cast<double>(std::max<std::int64_t>(n, 1))); }
-  double log_sum_u() const { return 6 + D() + 4.25 * ln_n(); }
+  double log_term_u() const { return conformance::log_term_u(in16); }
+  double log_sum_u() const { return 6 + D() + (2 + log_term_u()) * ln_n(); }
   double f32_tol(double want, double slack, double backward_bound) const {
     switch (op) {
       case Op::softmax: {  // docs/semantics.md §6; a 16-bit output's plain exponential adds (ln(1/p) + ln n)·u
@@ -429,7 +432,7 @@ inline int check(const Case& c, const Result& r, const Reference& ref) {
   const int dim = norm_dim(c);
   const std::int64_t n = c.in.shape[dim];
   const DType out_dtype = is_row_op(c.op) ? DType::f32 : (c.in_place ? c.in.dtype : c.out.dtype);
-  const Gate gate{c.op, out_dtype, n};
+  const Gate gate{c.op, out_dtype, n, c.in.dtype == DType::bf16 || c.in.dtype == DType::f16};
   const auto& shape = c.in.shape;
   // Row index of each element, and per-row quantities for the gates.
   std::int64_t rows = 1;
@@ -479,8 +482,8 @@ inline int check(const Case& c, const Result& r, const Reference& ref) {
         const double got_lse = m == -kInf ? -kInf : (m == kInf ? kInf : m + std::log(l));
         if (ref.out[i] == -kInf && !(l == 0)) fail(i, l, 0, "empty state must have l = 0");
         if (std::isfinite(ref.out[i]) && c.exact_scaling &&
-            std::fabs(l - ref.out2[i]) > (gate.L() + 11 + 2.25 * gate.ln_n()) * kU * ref.out2[i])
-          fail(i, l, ref.out2[i], "l beyond (L + 11 + 2.25 ln n)u");
+            std::fabs(l - ref.out2[i]) > (gate.L() + 11 + gate.log_term_u() * gate.ln_n()) * kU * ref.out2[i])
+          fail(i, l, ref.out2[i], "l beyond (L + 11 + log_term_u ln n)u");
         if (!gate.ok(got_lse, want_lse, slack, 0, &why)) fail(i, got_lse, want_lse, why);
       } else if (!gate.ok(r.out[i], ref.out[i], slack, 0, &why)) {
         fail(i, r.out[i], ref.out[i], why);
