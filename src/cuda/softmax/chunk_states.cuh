@@ -6,6 +6,7 @@
 // on n alone, never on the number of rows, the grid or which kernel ran them.
 #pragma once
 
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/softmax/common.cuh"
@@ -173,10 +174,15 @@ struct PlainTile {
     }
   }
 
-  // v to row[0, n) as Out; `row` is 16-byte aligned.
+  // v to row[0, n) as Out; `row` is 16-byte aligned. Each full vector goes out as one 16-byte store (st.global.v4,
+  // the default policy: SASS STG.E.128, where __stwb gives STG.E.128.STRONG.SM): written as a plain assignment beside
+  // the ragged end's guarded element stores, the compiler merged the two branches into per-element stores (SASS:
+  // STG.E / STG.E.U16 only), and the first build of these kernels ran 1.3–2× slower than the generic ones for it
+  // (few7's first H200 run).
   template <typename Out>
   __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n) {
     using W = OutVec<Out>;
+    static_assert(sizeof(W) == 16, "PlainTile stores 16-byte vectors of the input's type");
     const int g = threadIdx.x;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -185,7 +191,11 @@ struct PlainTile {
         W w;
 #pragma unroll
         for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
-        *reinterpret_cast<W*>(row + i0) = w;
+        uint4 b;
+        memcpy(&b, &w, sizeof(b));
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
+                     "r"(b.w)
+                     : "memory");
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j)

@@ -592,8 +592,9 @@ TEST_F(GpuFewRows, FixedCostTiming) {
 }
 
 // split_row's variants on the few-row shapes, split_row forced: GPU µs a call replayed from a CUDA graph and under the
-// bench's L2 flush. Forward: the library's choice, the generic one-launch kernel in place of the compact one (few7),
-// and as on a device without clusters (the three kernels; split6); backward: with and without dependent launches.
+// bench's L2 flush. Forward: the library's choice, the generic kernels in place of the compact ones (few7), and as on
+// a device without clusters (the three kernels; split6); backward: the library's choice, the generic kernels, and
+// without dependent launches.
 TEST_F(GpuFewRows, SplitRowVariantsTiming) {
   const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
@@ -618,9 +619,10 @@ TEST_F(GpuFewRows, SplitRowVariantsTiming) {
     bool pdl;
   };
   using T = cuda::kernels::SplitRowTuning;
-  const std::vector<Variant> forward = {{"defaults", T{}, true}, {"generic_1launch", T{-1, false}, true},
+  const std::vector<Variant> forward = {{"defaults", T{}, true}, {"generic", T{-1, false}, true},
                                         {"no_clusters", T{0, true}, true}};
-  const std::vector<Variant> backward = {{"defaults", T{}, true}, {"no_pdl", T{}, false}};
+  const std::vector<Variant> backward = {{"defaults", T{}, true}, {"generic", T{-1, false}, true},
+                                         {"no_pdl", T{}, false}};
   std::printf("%-22s %-5s %-12s %-16s %9s %9s\n", "op", "dtype", "shape", "variant", "graph_us", "flush_us");
   for (const Shape& sh : std::vector<Shape>{{1, 32}, {1, 151936}, {32, 128256}, {1, 16777216}}) {
     for (DType t : {DType::f32, DType::bf16}) {
