@@ -35,6 +35,14 @@
 // backward f32 744, bf16 448; 4096×16384 bf16 102.5 µs (92 %), 16384×4096 bf16 101.6 (93 %); tune_softmax, old kernel
 // → this one: 8192×32000 f32 897 → 731, bf16 749 → 416; 8192×12288 bf16 232 → 149; 65536×2048 bf16 202 → 192. Where
 // the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32, kBackwardPrefetchFromN).
+// split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
+// before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
+// aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
+// read twice, dx written), floor at 12 B / 6 B: 1×16777216 f32 47 µs. Measured (H200, 2026-11-30, run of c98a4c7,
+// bench --path split_row, L2 flushed; docs/bench/few7-s7-2026-11-30.md), µs old → new: softmax backward 1×151936
+// f32 12.42 → 10.19, bf16 13.31 → 10.05; 32×128256 f32 31.31 → 27.87, bf16 21.89 → 18.32; 1×16777216 f32 90.40 →
+// 87.28 (2.31 TB/s), bf16 59.01 → 54.98; log-softmax backward 1×16777216 f32 90.82 → 71.68 (2.81 TB/s), bf16 60.48 →
+// 45.52, 32×128256 f32 31.41 → 24.53.
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"

@@ -32,6 +32,8 @@
 // barrier instead of the cooperative one moved it by −4.3 to +4.6 µs, never to split_row's times (test_grid_row
 // LeversTiming), and a 1×32 row takes 17.5 µs against split_row's 13.5: a fixed cost that no lever here moved. So
 // the dispatcher does not choose it (kGridRowMaxBytes = 0); it stays a forced path, tested, for the next attempt.
+// few7 (session 7): 16-bit softmax's chunk terms by its output type, as split_row's (chunk_state<kLog, Out>), so the
+// two stay bitwise one another's; not re-timed (IssueLengthsFewRows, grid_row bitwise split_row, passed on the H200).
 #include <cooperative_groups.h>
 
 #include <algorithm>

@@ -43,6 +43,13 @@
 // 16-bit) → 6–14 KB; the generic one-launch kernel, now one output type an instance, 97–101 KB. merge_pushed_states
 // runs one butterfly instead of three (the other two merge empty states: merge's identity, the same bits). 16-bit
 // softmax's chunk terms by its output type (chunk_state<kLog, Out>). No spills (ptxas, LOCAL:0).
+// Measured (H200, 2026-11-30, few7's run of c98a4c7, softmaxkit bench --path split_row, L2 flushed, old = d4e6cbd;
+// docs/bench/few7-s7-2026-11-30.md), µs old → new: 1×151936 f32 softmax 11.47 → 10.32 (graph 7.80 → 6.69),
+// log-softmax 9.79 → 8.82, logsumexp 9.28 → 8.58; bf16 11.07 → 8.56, 11.06 → 9.02, 8.91 → 7.82; 1×32 f32 softmax
+// 10.05 → 8.48 (graph 6.76 → 5.17); 32×128256 f32 softmax 28.00 → 26.22, bf16 22.40 → 19.55; 1×16777216 f32 softmax
+// 70.66 → 68.22 (1.97 TB/s), bf16 51.57 → 44.93 (1.49 TB/s). In one binary (graph µs) compact → generic: 1×151936
+// bf16 softmax 4.97 / 6.31, f32 6.30 / 6.50; 32×128256 f32 17.37 / 19.43. Targets still missed: ≤ 8 µs (7.8–10.3
+// at 1×151936, 15–26 at 32×128256), 1×16M ≥ 3 TB/s.
 //
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
