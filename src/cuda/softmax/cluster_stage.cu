@@ -16,7 +16,22 @@
 // logsumexp and the state read only: 4 B / 2 B. Floor on the H200 at the measured copy ceiling of 4.27 TB/s
 // (ANCHORS.md): 4096×151936 f32 softmax (4.98 GB) 1166 µs, bf16 583 µs; logsumexp f32 (2.49 GB) at the read
 // ceiling ≈ 4.4 TB/s ≈ 566 µs.
-// Measured: not yet (this file's first device run is the `vocab7` step of scripts/device.sh; its results go here).
+// Measured (H200, 2026-11-30, vocab7's run of bb5aa68, test_cuda_cluster_stage Timing, GPU µs a call; the bench of the
+// same run within 3 %; docs/bench/vocab7-s7-2026-11-30.md): 4096×151936 bf16 softmax 1369 (1.82 TB/s, 43 % of the
+// 4.25 TB/s copy; floor 583), log-softmax 1259; f32 softmax 2472 (2.01 TB/s, 47 %; floor 1166), log-softmax 2253;
+// 1024×262144 bf16 softmax 547; 8192×65536 bf16 933; 4096×40000 bf16 353, f32 535. Far from the floor: the
+// kernel runs a row a block at a time, its ~4–5 µs a row of barriers (three block, one cluster) and reductions not
+// overlapped with anything but the next rows' copies (logsumexp, which stores nothing, still took ~5.5 µs a row an SM:
+// 1426 µs f32, 965 bf16 at 4096×151936 against split_row's 693 / 682). How the slices arrive made no difference
+// (each thread's cp.async, one bulk copy a slice, or 16 KB pieces: within 4 % everywhere). Clusters that do not divide
+// a GPC leave SMs idle (C = 6: 17 clusters, 102 SMs; C = 10: 7 clusters, 70 SMs); powers of two helped f32
+// (4096×151936 C = 8: 2220) without reaching split_row. Smaller slices, so that two or three blocks share an SM and
+// one's barriers hide behind another's work, helped where they fit (f32 8192×65536 C = 8 × 256 threads: 1609 against
+// 2051 at C = 3 and the old path's 1790; bf16 4096×40000 C = 4 × 320: 305 against 353), not where the cluster then
+// spread too thin (bf16 8192×65536 C = 4 × 512: 990 against 933): timed only, not yet the launcher's rule (the tests
+// ran the default shapes).
+// The dispatcher takes it where it was faster (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax
+// of 32769 … 262144, f32 up to 40000.
 //
 // Covered: every forward op (softmax, log-softmax, logsumexp, the state), f32 / f16 / bf16 in, the input dtype or f32
 // out, temperature (scalar or per row), masks, any row pitch. A row is staged when its first element is 16-byte
@@ -24,7 +39,8 @@
 // directly from global memory by the same element-to-thread map, so they give bitwise the staged result (only where
 // the data comes from differs). A row's last partial 16-byte vector is always read from global memory.
 // Not covered (the dispatcher keeps them on split_row / cluster_row): the backward passes, rows longer than 16 slices
-// (f32 > 16·896·32 = 458752, 16-bit > 524288), devices below compute capability 9.0 or without room for the cluster.
+// (f32 > 16·896·32 = 458752, 16-bit > 524288), devices below compute capability 9.0 or without room for the cluster;
+// and, by the measured rule, f32 rows above 40000, 16-bit rows above 262144, logsumexp and the state.
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 

@@ -219,6 +219,9 @@ struct ClusterStageTuning {
   // How a slice reaches shared memory: -1 each thread's own 16-byte vectors by cp.async; 0 one bulk copy
   // (cp.async.bulk) a slice; > 0 bulk copies of that many bytes (a multiple of 16).
   int copy = -1;
+  // The dispatcher offers cluster_stage every forward row it can hold (32769 … 524288), whatever the op and dtype,
+  // instead of its measured rule (softmax_cuda.cpp cluster_stage_takes): the tests reach every op and dtype this way.
+  bool always = false;
   int last_cluster = 0, last_threads = 0, last_active = 0;  // the last launch: C, T, clusters resident at once
 };
 ClusterStageTuning& cluster_stage_tuning();

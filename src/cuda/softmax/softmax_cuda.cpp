@@ -12,6 +12,8 @@
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
 //                                                        registers): 16-bit rows from 2048, f32 from 16385
+//   forward softmax / log-softmax, n of 32769 … 262144   cluster_stage (vocab7: the row across a cluster in shared
+//   (16-bit) or … 40000 (f32)                           memory, read once; where the device runs its cluster)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row (one launch, a cluster per row, where the whole
@@ -210,17 +212,32 @@ constexpr int kWarpLaneBytes = 64;
 // 1×151936 18.4 vs 17.2 µs, 32×128256 34.5 vs 30.4, 1×16777216 92.1 vs 73.4; bf16 alike; so split_row keeps every
 // long row.
 constexpr std::int64_t kGridRowMaxBytes = 0;
-// cluster_stage (vocab7, session 7; cluster_stage.cu): forward rows of kClusterStageMinN … kClusterStageMaxN elements
-// on chip across a cluster, bulk-copied into shared memory two rows ahead, read once and written once; it takes them
-// from cluster_row and split_row under the automatic choice where the device runs its cluster (else they keep the old
-// paths: a property of the device and n, never of the rows). Provisional bounds (the kernel's whole range above the
-// wide block) until its H200 run.
+// cluster_stage (vocab7, session 7; cluster_stage.cu): forward rows on chip across a cluster, each block's slice copied
+// into shared memory two rows ahead, read once and written once. Under the automatic choice it takes softmax and
+// log-softmax rows of kClusterStageMinN … kClusterStageMaxN16 elements with 16-bit inputs, and up to
+// kClusterStageMaxNF32 with f32 inputs, from cluster_row and split_row, where the device runs its cluster (else they
+// keep the old paths: a property of the device, the op, the dtype and n, never of the rows). Measured (H200,
+// 2026-11-30, vocab7's run of bb5aa68, test_cuda_cluster_stage Timing, GPU µs a call, old path → cluster_stage; the
+// bench in the same run alike; docs/bench/vocab7-s7-2026-11-30.md):
+//   bf16 softmax      4096×151936 2603 → 1369, 1024×262144 1036 → 547, 8192×65536 1476 → 933, 4096×40000 428 → 353
+//   bf16 log-softmax  4096×151936 2803 → 1259, 1024×262144 1131 → 508, 8192×65536 1179 → 880, 4096×40000 375 → 333
+//   f32 softmax       4096×40000 557 → 535, but 8192×65536 1790 → 2051, 4096×151936 2018 → 2472, 1024×262144 874 → 1469
+//   f32 log-softmax   4096×40000 528 → 460, but 8192×65536 1720 → 1771, 4096×151936 1884 → 2253, 1024×262144 811 → 1222
+//   logsumexp         slower on every shape but bf16 8192×65536 (653 → 649): f32 4096×151936 693 → 1426, bf16 682 → 965
+// So f32 rows stay on the old paths above 40000 (the crossover lies between 40000 and 65536: 40000 until a finer sweep
+// places it), 16-bit rows up to 262144 (the longest timed; the kernel holds 524288), and logsumexp and the state never.
+// The old paths there are this tree's split_row / cluster_row, as built for that run.
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
-constexpr std::int64_t kClusterStageMaxN = 524288;
-constexpr bool kClusterStageReadOnly = true;  // logsumexp and the state too
-bool cluster_stage_takes(kernels::Op op, std::int64_t n) {
-  if (n < kClusterStageMinN || n > kClusterStageMaxN) return false;
-  return kernels::writes_rows(op) || kClusterStageReadOnly;
+constexpr std::int64_t kClusterStageMaxN16 = 262144;
+constexpr std::int64_t kClusterStageMaxNF32 = 40000;
+constexpr bool kClusterStageReadOnly = false;  // logsumexp and the state: split_row
+// ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … 2 · kClusterStageMaxN16 that
+// the kernel can hold, whatever the op and dtype.
+bool cluster_stage_takes(kernels::Op op, DType t, std::int64_t n) {
+  if (n < kClusterStageMinN) return false;
+  if (kernels::cluster_stage_tuning().always) return n <= 2 * kClusterStageMaxN16;
+  if (!kernels::writes_rows(op) && !kClusterStageReadOnly) return false;
+  return n <= (t == DType::f32 ? kClusterStageMaxNF32 : kClusterStageMaxN16);
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -533,7 +550,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   set_temperature(rp, options);
 
   if ((path == SoftmaxPath::split_row || path == SoftmaxPath::cluster_row) &&
-      forced_softmax_path() == SoftmaxPath::automatic && cluster_stage_takes(rp.op, p.n) &&
+      forced_softmax_path() == SoftmaxPath::automatic && cluster_stage_takes(rp.op, in.dtype, p.n) &&
       kernels::launch_cluster_stage_rows(rp, s))
     return;
   switch (path) {

@@ -1,6 +1,7 @@
 // cluster_stage (src/cuda/softmax/cluster_stage.cu): vocabulary-size forward rows on chip across a thread-block cluster,
-// each block's slice copied into shared memory two rows ahead. Every case runs under the dispatcher (the kernel
-// takes rows of 32769 … kClusterStageMaxN there) against the float64 CPU reference with outputs poisoned first
+// each block's slice copied into shared memory two rows ahead. Every case runs under the dispatcher, told to offer the
+// kernel every forward row it holds (ClusterStageTuning::always), against the float64 CPU reference with outputs
+// poisoned first
 // (gpu_case.hpp's gates), and checks that the kernel actually ran (its launch count). Lengths 32769, 65537, 100003
 // (divisible by no cluster size the kernel takes), 151936 and 262147; few rows and more rows than its persistent
 // grid holds (a block walks several rows, so the stages refill); every forward op; f32, bf16 and f16 in, the input
@@ -33,6 +34,14 @@ class GpuClusterStage : public ::testing::Test {
     int major = 0;
     SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     if (major < 9) GTEST_SKIP() << "cluster_stage needs compute capability 9.0 (bulk copies, clusters)";
+    // Every op and dtype on the kernel, not only what the dispatcher's rule sends it (ClusterStageTuning::always;
+    // until the rule was set from the run of bb5aa68, the dispatcher sent it all of these).
+    cuda::kernels::cluster_stage_tuning() = cuda::kernels::ClusterStageTuning{};
+    cuda::kernels::cluster_stage_tuning().always = true;
+  }
+  void TearDown() override {
+    cuda::kernels::cluster_stage_tuning() = cuda::kernels::ClusterStageTuning{};
+    cuda::kernels::cluster_stage_on() = true;
   }
 };
 
@@ -183,6 +192,31 @@ TEST_F(GpuClusterStage, OffKeepsTheOldPaths) {
   EXPECT_EQ(cuda::kernels::cluster_stage_launch_count(), before);
 }
 
+// The dispatcher's own rule (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax rows of 32769 …
+// 262144 and f32 ones up to 40000 take cluster_stage; longer f32 rows, logsumexp and the state keep the old paths.
+TEST_F(GpuClusterStage, DispatcherRule) {
+  cuda::kernels::cluster_stage_tuning().always = false;
+  struct Want {
+    Op op;
+    DType dt;
+    std::int64_t n;
+    bool staged;
+  };
+  std::uint64_t seed = 8100;
+  for (const Want w : {Want{Op::softmax, DType::bf16, 151936, true}, Want{Op::log_softmax, DType::f16, 32769, true},
+                       Want{Op::softmax, DType::bf16, 262147, false}, Want{Op::softmax, DType::f32, 40000, true},
+                       Want{Op::log_softmax, DType::f32, 40001, false}, Want{Op::logsumexp, DType::bf16, 65536, false},
+                       Want{Op::state, DType::f32, 40000, false}, Want{Op::softmax, DType::bf16, 32768, false}}) {
+    const Case c = random_case("rule", w.op, w.dt, is_row_op(w.op) ? DType::f32 : w.dt, 2, w.n, ++seed);
+    const std::uint64_t before = cuda::kernels::cluster_stage_launch_count();
+    const Result r = run_gpu(c, SoftmaxPath::automatic);
+    ASSERT_TRUE(r.ran) << r.reason;
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    EXPECT_EQ(cuda::kernels::cluster_stage_launch_count() > before, w.staged)
+        << op_name(w.op) << " " << dtype_name(w.dt) << " n = " << w.n;
+  }
+}
+
 // SMK_CLUSTER_STAGE_TIMING=1: GPU µs a call (CUDA events, the median of 15 after 3 warm-ups; the inputs, ≥ 1 GB, are
 // far past the 50 MB L2) of cluster_stage at its own slice size and at smaller ones (max_threads capped: a larger
 // cluster), beside the old path (cluster_stage off: split_row), with the cluster it took and how many were resident.
@@ -217,6 +251,7 @@ TEST_F(GpuClusterStage, Timing) {
         for (const Variant& var : variants) {
           const int cap = var.max_threads;
           cuda::kernels::cluster_stage_on() = cap >= 0;
+          cuda::kernels::cluster_stage_tuning().always = true;
           cuda::kernels::cluster_stage_tuning().max_threads = cap;
           cuda::kernels::cluster_stage_tuning().pow2_cluster = var.pow2;
           cuda::kernels::cluster_stage_tuning().copy = var.copy;
@@ -257,7 +292,6 @@ TEST_F(GpuClusterStage, Timing) {
     }
   }
   cuda::kernels::cluster_stage_on() = true;
-  cuda::kernels::cluster_stage_tuning() = cuda::kernels::ClusterStageTuning{};
 }
 
 }  // namespace
