@@ -333,6 +333,9 @@ template <typename In>
 bool launch(const RowProblem& p, cudaStream_t s) {
   const StageConfig c = stage_config<In>(p.n);
   if (c.cluster == 0) return false;
+  // A device whose blocks may not opt into the stages' shared memory (the kernel's shapes assume Hopper's 227 KB)
+  // keeps the old paths: asking for more would fail the attribute call below.
+  if (stage_smem<In>(stage_max_threads<In>()) > static_cast<std::size_t>(device_facts().max_smem_optin)) return false;
   constexpr bool k16 = sizeof(In) == 2;
   constexpr auto softmax_kernel = cluster_stage_kernel<In, float, false>;
   constexpr auto softmax_out_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false>;
