@@ -226,7 +226,9 @@ constexpr std::int64_t kGridRowMaxBytes = 0;
 //   logsumexp         slower on every shape but bf16 8192×65536 (653 → 649): f32 4096×151936 693 → 1426, bf16 682 → 965
 // So f32 rows stay on the old paths above 40000 (the crossover lies between 40000 and 65536: 40000 until a finer sweep
 // places it), 16-bit rows up to 262144 (the longest timed; the kernel holds 524288), and logsumexp and the state never.
-// The old paths there are this tree's split_row / cluster_row, as built for that run.
+// The old paths there are this tree's split_row / cluster_row as built for that run, split_row with few7's compact
+// kernels before c98a4c7 (then 1.3–2× slow): session 6's split_row took 1508 / 1383 µs on bf16 4096×151936 softmax /
+// log-softmax (b866f3f), still slower than cluster_stage's 1369 / 1259.
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
 constexpr std::int64_t kClusterStageMaxN16 = 262144;
 constexpr std::int64_t kClusterStageMaxNF32 = 40000;
