@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 ce5 dec6 vocab7 few7
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1128,6 +1128,34 @@ if want fwd16; then
   fi
   end_carried
 fi
+if want vocab7; then
+  # vocab7 (issue 3: vocabulary-size forward rows, cluster_stage.cu), one call from binaries built for sm_90a off the
+  # device (build/vocab7-bin.tar.xz: bin/ softmaxkit and test_cuda_cluster_stage of the tree, lib/ libfmt): the GPU
+  # test, its timing (cluster sizes, old path), the bench, new (--path auto: cluster_stage) beside the old
+  # paths in the same binary (--path split_row, cluster_row: what the dispatcher took before) on the issue's long
+  # rows, then memcheck and racecheck on the test's small cases.
+  carried v7 build/vocab7-bin.tar.xz
+  v7=$bin
+  run_step v7x-test timeout "${SMK_V7_TEST_S:-40}" "$v7/bin/test_cuda_cluster_stage"
+  keep_logs v7
+  run_step v7-timing timeout "${SMK_V7_TIMING_S:-25}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
+    "$v7/bin/test_cuda_cluster_stage" --gtest_filter='*Timing*'
+  keep_logs v7
+  for dt in f32 bf16; do
+    run_step "v7-bench-$dt" timeout "${SMK_V7_BENCH_S:-25}" stdbuf -oL "$v7/bin/softmaxkit" bench \
+      --op softmax,log_softmax,logsumexp --dtype $dt --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
+      --format table --shape "${SMK_V7_SHAPES:-4096x151936,8192x65536,1024x262144,4096x40000}" \
+      --path auto,split_row,cluster_row
+    keep_logs v7
+  done
+  for tool in memcheck racecheck; do
+    run_step "v7x-$tool" timeout "${SMK_V7_SAN_S:-20}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool $tool \
+      --report-api-errors no --error-exitcode 9 "$v7/bin/test_cuda_cluster_stage" \
+      --gtest_filter="${SMK_V7_SAN_FILTER:-*EveryOpEveryLength*:*Bitwise*}"
+    keep_logs v7
+  done
+  end_carried
+fi
 # ce5 (session 7, issue 5: the fused cross-entropy in 16-bit; the forward alone), one call from binaries built off the
 # device for sm_90a (build/ce5-bin.tar.xz: old/ and new/ tune_cross_entropy and test_cuda_cross_entropy; old = HEAD
 # before ce5's kernel change, new = the tree). SMK_CE5_PARTS picks, of "ncu tune test memcheck torch" (default all):
@@ -1189,6 +1217,39 @@ if want ce5; then
   fi
   end_carried
 fi
+# few7 (session 7, issue 3): split_row's compact kernels for the common call (one launch, the three kernels, the
+# backward's), the 16-bit chunk terms, the backward's dependent launches; old beside new in one call. Binaries built
+# here for sm_90a, carried as build/few7-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, new/ (softmaxkit,
+# test_cuda_few_rows, test_cuda_grid_row, test_cuda_softmax). In the order of what matters most, logs kept after each.
+if want few7; then
+  carried f7 build/few7-bin.tar.xz
+  f7=$bin
+  f7_bench="bench --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
+  # split_row forced: the kernels this step compares (1x32 is the one-launch kernel's fixed cost; every other shape
+  # takes split_row under the dispatcher of the tree before).
+  f7_bench="$f7_bench --shape 1x32,1x151936,32x128256,1x16777216,4x65536 --path split_row --target-ms 2 --max-reps 50"
+  run_step f7x-few timeout "${SMK_F7_TEST_S:-40}" "$f7/new/test_cuda_few_rows"
+  keep_logs f7
+  run_step f7-bench-new timeout 25 "$f7/new/softmaxkit" $f7_bench --format table --json "$OUT/bench_new.json"
+  keep_logs f7
+  run_step f7-bench-old timeout 25 "$f7/old/softmaxkit" $f7_bench --format table --json "$OUT/bench_old.json"
+  keep_logs f7
+  run_step f7-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$f7/new/test_cuda_few_rows" \
+    --gtest_filter='*SplitRowVariantsTiming*'
+  keep_logs f7
+  run_step f7x-memcheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*:*BackwardSplit*'
+  keep_logs f7
+  run_step f7x-racecheck timeout 15 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*'
+  keep_logs f7
+  run_step f7x-grid timeout "${SMK_F7_GRID_S:-30}" "$f7/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
+  keep_logs f7
+  run_step f7x-softmax timeout 20 env SMK_GPU_TEST_SMALL=1 "$f7/new/test_cuda_softmax" \
+    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*'
+  keep_logs f7
+  end_carried
+fi
 if want dec6; then
   # dec6 (issue 8, session 7): decode attention's pieces taken from an atomic cursor, one call from binaries built for
   # sm_90a off the device (build/dec6-bin.tar.xz: new/ bench_decode and test_cuda_decode of 6545701 — run 2 05f387e's
@@ -1234,67 +1295,6 @@ if want dec6; then
     cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
     d6_keep
   done
-  end_carried
-fi
-if want vocab7; then
-  # vocab7 (issue 3: vocabulary-size forward rows, cluster_stage.cu), one call from binaries built for sm_90a off the
-  # device (build/vocab7-bin.tar.xz: bin/ softmaxkit and test_cuda_cluster_stage of the tree, lib/ libfmt): the GPU
-  # test, its timing (cluster sizes, old path), the bench, new (--path auto: cluster_stage) beside the old
-  # paths in the same binary (--path split_row, cluster_row: what the dispatcher took before) on the issue's long
-  # rows, then memcheck and racecheck on the test's small cases.
-  carried v7 build/vocab7-bin.tar.xz
-  v7=$bin
-  run_step v7x-test timeout "${SMK_V7_TEST_S:-40}" "$v7/bin/test_cuda_cluster_stage"
-  keep_logs v7
-  run_step v7-timing timeout "${SMK_V7_TIMING_S:-25}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
-    "$v7/bin/test_cuda_cluster_stage" --gtest_filter='*Timing*'
-  keep_logs v7
-  for dt in f32 bf16; do
-    run_step "v7-bench-$dt" timeout "${SMK_V7_BENCH_S:-25}" stdbuf -oL "$v7/bin/softmaxkit" bench \
-      --op softmax,log_softmax,logsumexp --dtype $dt --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
-      --format table --shape "${SMK_V7_SHAPES:-4096x151936,8192x65536,1024x262144,4096x40000}" \
-      --path auto,split_row,cluster_row
-    keep_logs v7
-  done
-  for tool in memcheck racecheck; do
-    run_step "v7x-$tool" timeout "${SMK_V7_SAN_S:-20}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool $tool \
-      --report-api-errors no --error-exitcode 9 "$v7/bin/test_cuda_cluster_stage" \
-      --gtest_filter="${SMK_V7_SAN_FILTER:-*EveryOpEveryLength*:*Bitwise*}"
-    keep_logs v7
-  done
-  end_carried
-fi
-# few7 (session 7, issue 3): split_row's compact kernels for the common call (one launch, the three kernels, the
-# backward's), the 16-bit chunk terms, the backward's dependent launches; old beside new in one call. Binaries built
-# here for sm_90a, carried as build/few7-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, new/ (softmaxkit,
-# test_cuda_few_rows, test_cuda_grid_row, test_cuda_softmax). In the order of what matters most, logs kept after each.
-if want few7; then
-  carried f7 build/few7-bin.tar.xz
-  f7=$bin
-  f7_bench="bench --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
-  # split_row forced: the kernels this step compares (1x32 is the one-launch kernel's fixed cost; every other shape
-  # takes split_row under the dispatcher of the tree before).
-  f7_bench="$f7_bench --shape 1x32,1x151936,32x128256,1x16777216,4x65536 --path split_row --target-ms 2 --max-reps 50"
-  run_step f7x-few timeout "${SMK_F7_TEST_S:-40}" "$f7/new/test_cuda_few_rows"
-  keep_logs f7
-  run_step f7-bench-new timeout 25 "$f7/new/softmaxkit" $f7_bench --format table --json "$OUT/bench_new.json"
-  keep_logs f7
-  run_step f7-bench-old timeout 25 "$f7/old/softmaxkit" $f7_bench --format table --json "$OUT/bench_old.json"
-  keep_logs f7
-  run_step f7-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$f7/new/test_cuda_few_rows" \
-    --gtest_filter='*SplitRowVariantsTiming*'
-  keep_logs f7
-  run_step f7x-memcheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*:*BackwardSplit*'
-  keep_logs f7
-  run_step f7x-racecheck timeout 15 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*'
-  keep_logs f7
-  run_step f7x-grid timeout "${SMK_F7_GRID_S:-30}" "$f7/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
-  keep_logs f7
-  run_step f7x-softmax timeout 20 env SMK_GPU_TEST_SMALL=1 "$f7/new/test_cuda_softmax" \
-    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*'
-  keep_logs f7
   end_carried
 fi
 echo
