@@ -948,6 +948,14 @@ if want final; then
     softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue sweep --path auto --target-ms 8 \
     --format table --json "$OUT/bench.json"
   python3 scripts/plot_bench.py "$OUT/bench.json" --out "$OUT/bench_bandwidth.png"
+  # The dispatcher's choice beside the path it replaced, where session 7 moved it (cluster_stage for 16-bit rows of
+  # 32769..262144, f32 up to 40000; batch invariance keeps one path per length, so few rows and many rows share it).
+  run_step paths timeout 40 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax --dtype bf16 \
+    --shape 1x151936 32x128256 4096x151936 1024x262144 4096x40000 --path auto split_row --no-cudnn --target-ms 2 \
+    --min-reps 5 --max-reps 30 --format table
+  run_step paths-f32 timeout 20 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax --dtype f32 \
+    --shape 4096x40000 1x40000 --path auto cluster_row split_row --no-cudnn --target-ms 2 --min-reps 5 \
+    --max-reps 30 --format table
   run_step compare timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - SECONDS ))" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
