@@ -12,7 +12,7 @@
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
 //                                                        registers): 16-bit rows from 2048, f32 from 16385
-//   forward softmax / log-softmax, n of 32769 … 262144   cluster_stage (vocab7: the row across a cluster in shared
+//   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
 //   (16-bit) or … 40000 (f32)                           memory, read once; where the device runs its cluster)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
@@ -225,12 +225,25 @@ constexpr std::int64_t kGridRowMaxBytes = 0;
 //   f32 log-softmax   4096×40000 528 → 460, but 8192×65536 1720 → 1771, 4096×151936 1884 → 2253, 1024×262144 811 → 1222
 //   logsumexp         slower on every shape but bf16 8192×65536 (653 → 649): f32 4096×151936 693 → 1426, bf16 682 → 965
 // So f32 rows stay on the old paths above 40000 (the crossover lies between 40000 and 65536: 40000 until a finer sweep
-// places it), 16-bit rows up to 262144 (the longest timed; the kernel holds 524288), and logsumexp and the state never.
+// places it), 16-bit rows up to 262144 (the longest timed; the kernel holds
+// 524288; the integrated run below moved it to 65536), and logsumexp and the state never.
 // The old paths there are this tree's split_row / cluster_row as built for that run, split_row with few7's compact
 // kernels before c98a4c7 (then 1.3–2× slow): session 6's split_row took 1508 / 1383 µs on bf16 4096×151936 softmax /
 // log-softmax (b866f3f), still slower than cluster_stage's 1369 / 1259.
+// The lead's integrated run (H200, 2026-11-30, 5e29a34, `softmaxkit bench --path auto` = cluster_stage beside
+// `--path split_row` with few7's final kernels, µs) re-decided the 16-bit bound: split_row is now faster for softmax at
+// 151936 and 262144 at every row count, and cluster_stage carries a fixed cost that few rows pay (a graph replay of one
+// row: 10.2 µs against split_row's 5.4):
+//   bf16 softmax      1×151936 13.8 vs 8.6, 32×128256 24.3 vs 20.1, 4096×151936 1416 vs 1295, 1024×262144 562 vs 548,
+//                     4096×40000 352 vs 400
+//   bf16 log-softmax  1×151936 13.4 vs 8.5, 32×128256 23.2 vs 19.5, 4096×151936 1310 vs 1352, 1024×262144 523 vs 573,
+//                     4096×40000 341 vs 415
+//   f32 softmax       4096×40000 534 (cluster_row 551, split_row 598), 1×40000 13.9 (cluster_row 8.2, split_row 9.9)
+// Batch invariance keeps one path per length, so 16-bit rows above 65536 go back to split_row (log-softmax gives up
+// 3–9 % at many rows to keep few rows 1.6× faster); 32769..65536 stay on cluster_stage, which beat cluster_row 1.2× at
+// 4096×40000 but costs a single row ~5 µs more (f32 1×40000): its fixed cost is the next thing to cut.
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
-constexpr std::int64_t kClusterStageMaxN16 = 262144;
+constexpr std::int64_t kClusterStageMaxN16 = 65536;
 constexpr std::int64_t kClusterStageMaxNF32 = 40000;
 constexpr bool kClusterStageReadOnly = false;  // logsumexp and the state: split_row
 // ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … 2 · kClusterStageMaxN16 that

@@ -193,7 +193,7 @@ TEST_F(GpuClusterStage, OffKeepsTheOldPaths) {
 }
 
 // The dispatcher's own rule (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax rows of 32769 …
-// 262144 and f32 ones up to 40000 take cluster_stage; longer f32 rows, logsumexp and the state keep the old paths.
+// 65536 and f32 ones up to 40000 take cluster_stage; longer rows, logsumexp and the state keep the old paths.
 TEST_F(GpuClusterStage, DispatcherRule) {
   cuda::kernels::cluster_stage_tuning().always = false;
   struct Want {
@@ -203,7 +203,8 @@ TEST_F(GpuClusterStage, DispatcherRule) {
     bool staged;
   };
   std::uint64_t seed = 8100;
-  for (const Want w : {Want{Op::softmax, DType::bf16, 151936, true}, Want{Op::log_softmax, DType::f16, 32769, true},
+  for (const Want w : {Want{Op::softmax, DType::bf16, 151936, false}, Want{Op::log_softmax, DType::bf16, 65536, true},
+                       Want{Op::log_softmax, DType::f16, 32769, true}, Want{Op::log_softmax, DType::bf16, 65537, false},
                        Want{Op::softmax, DType::bf16, 262147, false}, Want{Op::softmax, DType::f32, 40000, true},
                        Want{Op::log_softmax, DType::f32, 40001, false}, Want{Op::logsumexp, DType::bf16, 65536, false},
                        Want{Op::state, DType::f32, 40000, false}, Want{Op::softmax, DType::bf16, 32768, false}}) {
