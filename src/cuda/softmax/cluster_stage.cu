@@ -31,7 +31,9 @@
 // spread too thin (bf16 8192×65536 C = 4 × 512: 990 against 933): timed only, not yet the launcher's rule (the tests
 // ran the default shapes).
 // The dispatcher takes it where it was faster (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax
-// of 32769 … 262144, f32 up to 40000.
+// of 32769 … 65536, f32 up to 40000. (The lead's integrated run, 5e29a34, narrowed the 16-bit bound from 262144: a
+// single row pays a fixed cost here, 13.8 µs at bf16 1×151936 against split_row's 8.6, 10.2 against 5.4 in a graph,
+// and split_row was as fast at many rows for softmax: 4096×151936 1295 against 1416.)
 //
 // Covered: every forward op (softmax, log-softmax, logsumexp, the state), f32 / f16 / bf16 in, the input dtype or f32
 // out, temperature (scalar or per row), masks, any row pitch. A row is staged when its first element is 16-byte
@@ -40,7 +42,7 @@
 // the data comes from differs). A row's last partial 16-byte vector is always read from global memory.
 // Not covered (the dispatcher keeps them on split_row / cluster_row): the backward passes, rows longer than 16 slices
 // (f32 > 16·896·32 = 458752, 16-bit > 524288), devices below compute capability 9.0 or without room for the cluster;
-// and, by the measured rule, f32 rows above 40000, 16-bit rows above 262144, logsumexp and the state.
+// and, by the measured rule, f32 rows above 40000, 16-bit rows above 65536, logsumexp and the state.
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
