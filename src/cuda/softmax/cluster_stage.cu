@@ -144,8 +144,7 @@ template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(const RowProblem p, int C, int copy) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   using Tile = StageTile<In>;
-  using Vec = typename Tile::Vec;
-  constexpr int E = kStageElems, V = Tile::V, K = Tile::K;
+  constexpr int E = kStageElems;
   extern __shared__ __align__(16) unsigned char stage_bytes[];
   __shared__ StageShared sh;
   const cg::cluster_group cluster = cg::this_cluster();
@@ -181,19 +180,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
         RowStage<In, E>::wait(&sh.bar[s], (phase >> s) & 1u);
         phase ^= 1u << s;
       }
-      const Vec* st = reinterpret_cast<const Vec*>(stage[s]);
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int i0 = Tile::index(k, tid, T);
-        if (i0 + V <= len) {
-          const Vec w = st[k * T + tid];
-#pragma unroll
-          for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < len ? to_f32(xs[i0 + j]) : -detail::inf_<float>();
-        }
-      }
+      RowStage<In, E>::load(v, stage[s], xs, len, tid, T, tid, T);  // the slice's last partial vector from global
     } else {
       if (copy == kCopyLanes) __pipeline_wait_prior(kStageCount - 1);  // keeps the count of groups in step
       Tile::load(v, xs, len, p.step[kX], tid, T);
