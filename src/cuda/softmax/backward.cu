@@ -392,23 +392,33 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_kernel(
 // element-to-thread map (chunk_states.cuh PlainTile is RowTile's), the same terms, tree and block sum, and the same
 // gradient arithmetic as the generic kernels above, so the same bits, without their strided and unaligned loads,
 // the run-time op and output-type switches and the temperature (the generic elementwise kernel is ~50 KB of SASS).
+// Chunk idx of the split backward's common call (PlainTile): its row, its first element, and y and dy (0 past the
+// row's end); returns the chunk's length.
+template <typename In, int E = kBackwardBlockElems>
+__device__ __forceinline__ int load_plain_chunk(const RowProblem& p, std::int64_t idx, std::int64_t chunks, bool narrow,
+                                                std::int64_t& row, std::int64_t& first, float (&y)[E],
+                                                float (&dy)[E]) {
+  std::int64_t c;
+  split_chunk_index(idx, chunks, narrow, row, c);
+  first = c * kBackwardSplitChunk;
+  const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+  PlainTile<In, E>::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
+  PlainTile<In, E>::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+  return len;
+}
+
 template <typename In, bool kLogBw>
 __global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_plain_kernel(const RowProblem p,
                                                                                   std::int64_t chunks, float* sums) {
   constexpr int E = kBackwardBlockElems;
-  using Tile = PlainTile<In, E>;
   __shared__ float red[32];
   pdl_launch_dependents();
   const std::int64_t total = p.rows * chunks;
   const bool narrow = total <= 0xffffffffll;
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
-    std::int64_t row, c;
-    split_chunk_index(idx, chunks, narrow, row, c);
-    const std::int64_t first = c * kBackwardSplitChunk;
-    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    std::int64_t row, first;
     float y[E], dy[E];
-    Tile::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
-    Tile::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+    (void)load_plain_chunk<In>(p, idx, chunks, narrow, row, first, y, dy);
     float t[E];
 #pragma unroll
     for (int i = 0; i < E; ++i) t[i] = kLogBw ? dy[i] : dy[i] * y[i];
@@ -428,13 +438,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
   const bool narrow = total <= 0xffffffffll;
   for (std::int64_t k = blockIdx.x; k < total; k += gridDim.x) {
     const std::int64_t idx = total - 1 - k;  // reverse order, as backward_elementwise_kernel
-    std::int64_t row, c;
-    split_chunk_index(idx, chunks, narrow, row, c);
-    const std::int64_t first = c * kBackwardSplitChunk;
-    const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
+    std::int64_t row, first;
     float y[E], dy[E];
-    Tile::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
-    Tile::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+    const int len = load_plain_chunk<In>(p, idx, chunks, narrow, row, first, y, dy);
     pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel)
     const float s = row_sums[row];
     if constexpr (kLogBw) {
