@@ -456,16 +456,19 @@ __device__ __forceinline__ float log_term_exp_ftz(float x, float shift) {
   return fmaf(e, c, e);
 }
 
+__device__ __forceinline__ float log_term_exp16(float x, float shift);
+
 // thread_exp_rest for the log ops (count_ties true) with log_term_exp_ftz: the same ties and the same rest but for
 // log_term_exp_ftz's flush. (A mask from set.eq, an AND and IADD3 for the count compiled to FSETP, SEL, LOP3 and
-// half an IADD3, more than the compare, select and predicated add here.)
-template <int E>
+// half an IADD3, more than the compare, select and predicated add here.) k16: the terms by log_term_exp16 (16-bit
+// inputs, below), the same ties and tree.
+template <int E, bool k16 = false>
 __device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shift, int& ties) {
   float r[E];
 #pragma unroll
   for (int i = 0; i < E; ++i) {
     const bool tie = v[i] == shift;
-    r[i] = tie ? 0.0f : log_term_exp_ftz(v[i], shift);
+    r[i] = tie ? 0.0f : (k16 ? log_term_exp16(v[i], shift) : log_term_exp_ftz(v[i], shift));
     ties += tie ? 1 : 0;
   }
   return tree_sum<E>(r);
@@ -484,26 +487,12 @@ __device__ __forceinline__ float thread_log_rest(const float (&v)[E], float shif
 // gates take both.
 __device__ __forceinline__ float log_term_exp16(float x, float shift) { return ex2_ftz((x - shift) * kLog2eHi); }
 
-// thread_log_rest with log_term_exp16's terms: the same ties, the same tree.
-template <int E>
-__device__ __forceinline__ float thread_log_rest16(const float (&v)[E], float shift, int& ties) {
-  float r[E];
-#pragma unroll
-  for (int i = 0; i < E; ++i) {
-    const bool tie = v[i] == shift;
-    r[i] = tie ? 0.0f : log_term_exp16(v[i], shift);
-    ties += tie ? 1 : 0;
-  }
-  return tree_sum<E>(r);
-}
-
 // The log ops' rest by the input type: 16-bit inputs log_term_exp16, f32 inputs log_term_exp_ftz (thread_log_rest).
 // warp_per_row, block_per_row (direct and lane-staged), the wide block and cluster_row take it; split_row, grid_row and
 // the backward keep thread_log_rest.
 template <typename In, int E>
 __device__ __forceinline__ float thread_log_rest_in(const float (&v)[E], float shift, int& ties) {
-  if constexpr (sizeof(In) == 2) return thread_log_rest16(v, shift, ties);
-  else return thread_log_rest(v, shift, ties);
+  return thread_log_rest<E, sizeof(In) == 2>(v, shift, ties);
 }
 
 }  // namespace smk::cuda::kernels
