@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1222,6 +1222,87 @@ if want ce5; then
       "$OUT/tune_new.json" $([ -f "$OUT/tune_old.json" ] && echo --old-tune-json "$OUT/tune_old.json") \
       --out "$OUT" --rep-ms 50
     keep_logs ce5
+  fi
+  end_carried
+fi
+# ce6 (session 8, issue 5): the fused cross-entropy's cluster shapes at 151936 classes (every size from
+# tune_cross_entropy --clusters, with each launch's resident clusters), f32 / bf16 8192x32000 timed three times,
+# Nsight Compute --set full on the fastest 151936 shape, the GPU tests and memcheck, linear cross-entropy's
+# chunk_rows / logit_rows splits beside torch, cross-entropy's accuracy beside torch (scripts/vs_torch_ce.py).
+# Binaries built off the device for sm_90a, carried as build/ce6-bin.tar.xz (new/: tune_cross_entropy,
+# test_cuda_cross_entropy, test_cuda_linear_cross_entropy, libsmk_lce_capi.so). SMK_CE6_PARTS picks the parts.
+if want ce6; then
+  carried ce6 build/ce6-bin.tar.xz
+  c6=$bin
+  c6_keep() {  # at most 8 files come back: the summary, four concatenations, the tarball of every log
+    { printf '%s\n' "${summary[@]}"
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce6x-*.log 2>/dev/null |
+        head -n 200; } >"$outer/ce6-summary.txt"
+    cat "$OUT"/ce6-tune.log "$OUT"/ce6-tune32k.log "$OUT"/ce6-torch.log >"$outer/ce6-tune.txt" 2>/dev/null
+    cat "$OUT"/ce6-ncu-which.log "$OUT"/ce6-ncu-details.log >"$outer/ce6-ncu.txt" 2>/dev/null
+    cat "$OUT"/ce6-lce-*.log >"$outer/ce6-lce.txt" 2>/dev/null
+    cat "$OUT"/ce6-acc.log >"$outer/ce6-acc.txt" 2>/dev/null
+    tar -czf "$outer/ce6-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  c6_part() { [[ " ${SMK_CE6_PARTS:-tune ncu test memcheck lce acc torch} " == *" $1 "* ]]; }
+  if c6_part tune; then
+    run_step ce6-tune timeout "${SMK_CE6_TUNE_S:-60}" stdbuf -oL "$c6/new/tune_cross_entropy" --reps "${SMK_CE6_REPS:-5}" \
+      --dtypes "${SMK_CE6_DTYPES:-bf16,f32}" --shapes "${SMK_CE6_SHAPES:-4096x151936}" \
+      --clusters "${SMK_CE6_CLUSTERS:-6,7,8,9,10,11,12,16}" --only "${SMK_CE6_ONLY:-fused,forward}" \
+      --json "$OUT/tune_ce6.json"
+    c6_keep
+    run_step ce6-tune32k timeout "${SMK_CE6_TUNE_S:-60}" stdbuf -oL "$c6/new/tune_cross_entropy" --reps 5 \
+      --dtypes bf16,f32 --shapes "${SMK_CE6_SHAPES32K:-8192x32000,8192x32000,8192x32000}" --only fused,forward \
+      --json "$OUT/tune_ce6_32k.json"
+    c6_keep
+  fi
+  if c6_part ncu && [ -f "$OUT/tune_ce6.json" ]; then
+    # The fastest bf16 4096x151936 one-read variant of the tune above (fused = the dispatcher's 5 blocks).
+    c6_win=$(python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1])) if x["dtype"]=="bf16" and x["cols"]==151936 and (x["variant"]=="fused" or x["variant"].startswith("fused/c"))]; print(min(r,key=lambda x:x["median_us"])["variant"] if r else "fused")' "$OUT/tune_ce6.json")
+    echo "ncu on $c6_win" >"$OUT/ce6-ncu-which.log"
+    run_step ce6-ncu timeout "${SMK_CE6_NCU_S:-45}" ncu --set full --clock-control none --kernel-name-base demangled \
+      -k regex:fused_kernel -c 1 -o "$OUT/ncu-ce6" "$c6/new/tune_cross_entropy" --only "$c6_win" --reps 1 \
+      --dtypes bf16 --shapes 4096x151936 --clusters "${c6_win#fused/c}"
+    ncu --import "$OUT/ncu-ce6.ncu-rep" --page details --print-units base >"$OUT/ce6-ncu-details.log" 2>&1
+    rm -f "$OUT/ncu-ce6.ncu-rep"
+    c6_keep
+  fi
+  if c6_part test; then
+    run_step ce6x-test timeout "${SMK_CE6_TEST_S:-90}" "$c6/new/test_cuda_cross_entropy" \
+      --gtest_filter="${SMK_CE6_TEST_FILTER:--*SixtyFourBit*}"
+    c6_keep
+  fi
+  if c6_part lcetest; then
+    run_step ce6x-lcetest timeout 60 "$c6/new/test_cuda_linear_cross_entropy"
+    c6_keep
+  fi
+  if c6_part memcheck; then
+    run_step ce6x-memcheck timeout "${SMK_CE6_SAN_S:-60}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$c6/new/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
+    c6_keep
+  fi
+  if c6_part torch && [ -f "$OUT/tune_ce6.json" ]; then
+    python3 -c 'import json,sys; json.dump(sum((json.load(open(f)) for f in sys.argv[2:] if __import__("os").path.exists(f)), []), open(sys.argv[1], "w"), indent=1)' \
+      "$OUT/tune_ce6_all.json" "$OUT/tune_ce6.json" "$OUT/tune_ce6_32k.json"
+    run_step ce6-torch timeout "${SMK_CE6_TORCH_S:-60}" python3 scripts/compare_torch_ce.py --tune-json \
+      "$OUT/tune_ce6_all.json" --out "$OUT" --rep-ms 50
+    c6_keep
+  fi
+  if c6_part lce; then
+    for c6_s in ${SMK_CE6_LCE_SHAPES:-8192x4096x151936 4096x2048x32000}; do
+      c6_chunks=${SMK_CE6_LCE_CHUNKS:-0,512,1024/256,1152/256,1280/128,1536/128,1792/64,2048/128,8192/256}
+      [ "$c6_s" = 4096x2048x32000 ] && c6_chunks=${SMK_CE6_LCE_CHUNKS32K:-0,2688,1024/256,2048/512,4096/1024,4096/512}
+      run_step "ce6-lce-${c6_s##*x}" timeout "${SMK_CE6_LCE_S:-90}" python3 scripts/compare_torch_lce.py \
+        --lib "$c6/new/libsmk_lce_capi.so" --shapes "$c6_s" --chunks "$c6_chunks" --out "$OUT/lce-${c6_s##*x}"
+      cp "$OUT/lce-${c6_s##*x}/compare_lce.md" "$OUT/ce6-lce-${c6_s##*x}-table.log" 2>/dev/null
+      c6_keep
+    done
+  fi
+  if c6_part acc; then
+    run_step ce6-acc timeout "${SMK_CE6_ACC_S:-60}" python3 scripts/vs_torch_ce.py --lib "$c6/new/libsmk_lce_capi.so" \
+      --out "$OUT"
+    c6_keep
   fi
   end_carried
 fi

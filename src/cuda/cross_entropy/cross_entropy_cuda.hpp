@@ -58,6 +58,14 @@ struct FusedTuning {
   int threads = 0;
 };
 void set_fused_tuning(const FusedTuning& t);
+// The shape of the last one-read launch on this host (not thread-safe; tuning and the tests read it after a call):
+// blocks a cluster, threads a block, clusters resident at once (cudaOccupancyMaxActiveClusters, or blocks an SM ×
+// SMs for one block a row) and the grid's blocks.
+struct FusedLaunch {
+  int cluster = 0, threads = 0, resident = 0, grid = 0;
+};
+FusedLaunch last_fused_launch();
+void set_last_fused_launch(const FusedLaunch& l);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options);
 }  // namespace smk::cuda::ce

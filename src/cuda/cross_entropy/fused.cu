@@ -470,6 +470,7 @@ FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_o
 }
 
 FusedTuning g_tuning;
+FusedLaunch g_last_launch;  // the last one-read launch's shape (tuning reports it: last_fused_launch)
 
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
@@ -508,6 +509,7 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   }
   if (resident <= 0) return false;  // not schedulable here: the caller takes the two-read path
   const std::int64_t clusters = std::min<std::int64_t>(a.rows, resident);
+  g_last_launch = FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster)};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * shape.cluster));
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, shape.cluster));
   return true;
@@ -533,6 +535,8 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 }  // namespace
 
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
+FusedLaunch last_fused_launch() { return g_last_launch; }
+void set_last_fused_launch(const FusedLaunch& l) { g_last_launch = l; }
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
   const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedAutoMaxCols;

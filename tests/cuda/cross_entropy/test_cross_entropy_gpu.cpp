@@ -878,6 +878,25 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
           check_case(c);
         }
       }
+      // More wide blocks than the row needs (session 8, ce6: 5-block clusters leave 22 of the 132 SMs idle): each
+      // cluster size the dispatcher may take for these rows, staged by the dispatcher's rule.
+      for (int cluster : {6, 7, 8, 10, 12, 16}) {
+        smk::cuda::ce::FusedTuning more;
+        more.any_width = true;
+        more.cluster = cluster;
+        smk::cuda::ce::set_fused_tuning(more);
+        for (DType dt : {DType::f32, DType::bf16}) {
+          CeCase c = random_case(std::string("kernel at 151936 on ") + std::to_string(cluster) + " wide blocks, " +
+                                     dtype_name(dt),
+                                 dt, 3, 151936, 133 + cluster, Reduction::mean);
+          c.opt.label_smoothing = cluster == 6 ? 0.05f : 0.0f;
+          c.opt.z_loss = 1e-4f;
+          c.in_place = dt == DType::bf16;
+          check_case(c);
+          const smk::cuda::ce::FusedLaunch l = smk::cuda::ce::last_fused_launch();
+          EXPECT_EQ(l.cluster, cluster) << c.name;
+        }
+      }
       smk::cuda::ce::set_fused_tuning({});
     }
   }

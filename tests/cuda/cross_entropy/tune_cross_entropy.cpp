@@ -9,6 +9,11 @@
 //                  bulk-copying its share of the next row into shared memory (row_stage.cuh)
 //   fused/nostage  the same, rows loaded straight into registers
 //   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
+//   fused/cN       (--clusters N,...) the one-read kernel on clusters of N wide blocks (when N is at least what a
+//                  row needs), staged by the dispatcher's rule: the cluster shapes of session 8 (ce6), for rows
+//                  whose fewest blocks leave SMs idle (4096×151936 on 5 blocks: 22 clusters resident, 110 SMs)
+// Every one-read variant's line ends with its launch (fused.cu last_fused_launch): blocks a cluster, threads a block,
+// clusters resident at once, and the grid's blocks.
 // (set_fused_tuning): the measurements behind fused.cu's launch shape, kFusedAutoMaxCols and kFusedStage16 /
 // kFusedStageF32. The run of ce1a473 (2026-11-30) also timed f32 with one 512-thread block an SM (128 registers):
 // slower, removed; ce3's runs timed clusters of one more wide block than a row needs: slower everywhere, dropped here.
@@ -17,7 +22,7 @@
 // also leaves nothing of them in the 50 MB L2). GB/s counts the bound: logits read once, gradient written
 // once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
 //   tune_cross_entropy [--reps N] [--json FILE] [--narrow] [--only PREFIX,...] [--dtypes bf16,f16,f32]
-//                      [--shapes RxC,...]
+//                      [--shapes RxC,...] [--clusters N,...]
 //   (--only: the variants whose names start with one of the prefixes; --dtypes default bf16,f32; --shapes default
 //   the four below)
 #include <cuda_fp16.h>
@@ -83,12 +88,13 @@ int main(int argc, char** argv) {
   int reps = 15;
   const char* json = nullptr;
   bool narrow = false;
-  std::string only, dtypes = "bf16,f32", shape_list;
+  std::string only, dtypes = "bf16,f32", shape_list, cluster_list;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--narrow")) narrow = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc) dtypes = argv[++i];
     else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) shape_list = argv[++i];
+    else if (!std::strcmp(argv[i], "--clusters") && i + 1 < argc) cluster_list = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
   }
@@ -171,6 +177,12 @@ int main(int argc, char** argv) {
       tuned("fused/stage", {0, 1, true, 1024});
       tuned("fused/nostage", {0, 0, true, 1024});
       if (narrow) tuned("fused/narrow", {0, 0, true, 512});
+      for (std::size_t at = 0; at < cluster_list.size();) {  // --clusters: wide clusters, the dispatcher's staging
+        const std::size_t end = std::min(cluster_list.find(',', at), cluster_list.size());
+        const int c = std::atoi(cluster_list.substr(at, end - at).c_str());
+        if (c > 0) tuned("fused/c" + std::to_string(c), {c, -1, true, 1024});
+        at = end + 1;
+      }
       cudaEvent_t e0, e1;
       check(cudaEventCreate(&e0), "event");
       check(cudaEventCreate(&e1), "event");
@@ -206,13 +218,23 @@ int main(int argc, char** argv) {
         const double us = 1000.0 * ms[ms.size() / 2];
         const double gbps = (v.read_only ? 1.0 : 2.0) * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
         const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
-        std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%\n", smk::dtype_name(dt), shape.c_str(), v.name.c_str(), us,
-                    gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps));
-        char line[256];
+        // The one-read variants' launch (fused.cu); the others launch other kernels (or it fell back: cluster 0).
+        smk::cuda::ce::FusedLaunch fl{};
+        if (v.name.rfind("fused", 0) == 0) fl = smk::cuda::ce::last_fused_launch();
+        const smk::cuda::ce::FusedLaunch none{};
+        smk::cuda::ce::set_last_fused_launch(none);
+        char launch[96] = "";
+        if (fl.cluster > 0)
+          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d", fl.cluster, fl.threads, fl.resident,
+                        fl.grid);
+        std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%%s\n", smk::dtype_name(dt), shape.c_str(), v.name.c_str(),
+                    us, gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps), launch);
+        char line[320];
         std::snprintf(line, sizeof line,
-                      "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f},\n",
+                      "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f, "
+                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d},\n",
                       smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
-                      v.name.c_str(), us);
+                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid);
         out += line;
       }
       cudaEventDestroy(e0);
