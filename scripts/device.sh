@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1289,15 +1289,13 @@ if want ce6; then
       "$OUT/tune_ce6_all.json" --out "$OUT" --rep-ms 50
     c6_keep
   fi
-  if c6_part lce; then
-    for c6_s in ${SMK_CE6_LCE_SHAPES:-8192x4096x151936 4096x2048x32000}; do
-      c6_chunks=${SMK_CE6_LCE_CHUNKS:-0,512,1024/256,1152/256,1280/128,1536/128,1792/64,2048/128,8192/256}
-      [ "$c6_s" = 4096x2048x32000 ] && c6_chunks=${SMK_CE6_LCE_CHUNKS32K:-0,2688,1024/256,2048/512,4096/1024,4096/512}
-      run_step "ce6-lce-${c6_s##*x}" timeout "${SMK_CE6_LCE_S:-90}" python3 scripts/compare_torch_lce.py \
-        --lib "$c6/new/libsmk_lce_capi.so" --shapes "$c6_s" --chunks "$c6_chunks" --out "$OUT/lce-${c6_s##*x}"
-      cp "$OUT/lce-${c6_s##*x}/compare_lce.md" "$OUT/ce6-lce-${c6_s##*x}-table.log" 2>/dev/null
-      c6_keep
-    done
+  if c6_part lce; then  # both shapes in one process (one torch import), every split at each
+    run_step ce6-lce timeout "${SMK_CE6_LCE_S:-90}" python3 scripts/compare_torch_lce.py \
+      --lib "$c6/new/libsmk_lce_capi.so" --shapes "${SMK_CE6_LCE_SHAPES:-8192x4096x151936,4096x2048x32000}" \
+      --chunks "${SMK_CE6_LCE_CHUNKS:-0,1024/256,1280/128,1536/128,1792/64,2048/128,4096/1024,8192/256}" \
+      --out "$OUT/lce"
+    cp "$OUT/lce/compare_lce.md" "$OUT/ce6-lce-table.log" 2>/dev/null
+    c6_keep
   fi
   if c6_part acc; then
     run_step ce6-acc timeout "${SMK_CE6_ACC_S:-60}" python3 scripts/vs_torch_ce.py --lib "$c6/new/libsmk_lce_capi.so" \
@@ -1384,6 +1382,61 @@ if want dec6; then
     cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
     d6_keep
   done
+  end_carried
+fi
+# mid8 (session 8, issue 3): logsumexp / the state on block_per_row with the next rows' loads in flight in registers
+# (block_row.cu block_rows_ahead_kernel). Binaries built off the device for sm_90a (build/mid8-bin.tar.xz: new/
+# tune_softmax, test_cuda_block_row, test_cuda_softmax, lib/libfmt.so.9). In order of need, each part only while the
+# call is younger than SMK_MID8_DEADLINE_S (default 150 s): the kernel's bitwise test; tune_softmax --mid8 (direct
+# beside 1 / 2 rows ahead, plain / evict-first loads); Nsight Compute (full set) on our kernels (tune_softmax
+# --mid8-ncu) and on torch.compile's (scripts/ncu_torch_mid8.py: f32 logsumexp 4096x16384, bf16 log-softmax backward
+# 8192x32000); memcheck over the new test; the softmax suite's dispatcher cases. Back: mid8-summary.txt, mid8-tune.txt,
+# mid8-ncu.txt, mid8-torch.txt, mid8-logs.tgz.
+if want mid8; then
+  carried mid8 build/mid8-bin.tar.xz
+  m8=$bin
+  m8_t0=$SECONDS
+  m8_go() { [[ " ${SMK_MID8_SKIP:-} " != *" $1 "* ]] && (( SECONDS - m8_t0 < ${SMK_MID8_DEADLINE_S:-150} )); }
+  m8_keep() {
+    keep_logs mid8
+    cat "$OUT"/mid8-ncu-ours.txt "$OUT"/mid8-ncu-ours.log >"$outer/mid8-ncu.txt" 2>/dev/null
+    cat "$OUT"/mid8-ncu-torch.txt "$OUT"/mid8-ncu-torch.log >"$outer/mid8-torch.txt" 2>/dev/null
+    rm -f "$outer"/mid8-ncu-*.txt
+  }
+  if m8_go test; then
+    run_step mid8x-ahead timeout "${SMK_MID8_TEST_S:-40}" "$m8/new/test_cuda_block_row"
+    m8_keep
+  fi
+  if m8_go tune; then
+    run_step mid8-tune timeout "${SMK_MID8_TUNE_S:-40}" stdbuf -oL "$m8/new/tune_softmax" --mid8
+    m8_keep
+  fi
+  if m8_go ncu; then
+    run_step mid8-ncu-ours timeout "${SMK_MID8_NCU_S:-45}" ncu --set full --clock-control none \
+      --kernel-name-base demangled -k regex:'block_rows|backward' -c 8 --print-summary none -o "$OUT/ncu-ours" \
+      "$m8/new/tune_softmax" --mid8-ncu
+    ncu --import "$OUT/ncu-ours.ncu-rep" --page details --print-units base >"$OUT/mid8-ncu-ours.txt" 2>&1
+    rm -f "$OUT/ncu-ours.ncu-rep"
+    m8_keep
+  fi
+  if m8_go torch; then
+    run_step mid8-ncu-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/mid8-inductor timeout "${SMK_MID8_TORCH_S:-70}" \
+      ncu --set full --clock-control none --profile-from-start off -k regex:triton -c 4 --print-summary none \
+      -o "$OUT/ncu-torch" python3 scripts/ncu_torch_mid8.py
+    ncu --import "$OUT/ncu-torch.ncu-rep" --page details --print-units base >"$OUT/mid8-ncu-torch.txt" 2>&1
+    rm -f "$OUT/ncu-torch.ncu-rep"
+    m8_keep
+  fi
+  if m8_go memcheck; then
+    run_step mid8x-memcheck timeout "${SMK_MID8_SAN_S:-35}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$m8/new/test_cuda_block_row"
+    m8_keep
+  fi
+  if m8_go suite && [ -x "$m8/new/test_cuda_softmax" ]; then
+    run_step mid8x-softmax timeout "${SMK_MID8_SUITE_S:-30}" env SMK_GPU_TEST_SMALL=1 "$m8/new/test_cuda_softmax" \
+      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*'
+    m8_keep
+  fi
   end_carried
 fi
 echo
