@@ -135,6 +135,20 @@ const DeviceFacts& device_facts();  // of the current device
 
 // ---- launchers (forward and backward; `op` says which) ----------------------------------------------------------
 void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
+// warp_per_row's levers (short8, session 8; warp_row.cu and backward.cu's warp kernel), for tests and timing only
+// (process-wide, not thread-safe); -1 / 0 are the library's choice. Every variant computes bitwise the same outputs.
+//   forward:  0 as before, 1 input loads with cache hints (L1 no-allocate, L2 evict-first), 2 those and streaming
+//             stores, 3 two rows a lane group at once at E = 16, 4 = 3 with both hints.
+//   backward: 0 as before, 1 y's and dy's vectors loaded together before either is converted, 2 = 1 with the cache
+//             hints, 3 = 1 for 16-bit inputs under a tighter register bound (four blocks an SM at E = 16, three at
+//             32; y and dy held as 16-bit vectors), 4 = 3 with the hints.
+//   grid: 0 the persistent grid; k > 0 up to k times the resident blocks (more blocks than fit, each fewer rows).
+struct WarpRowTuning {
+  int forward = -1;
+  int backward = -1;
+  int grid = 0;
+};
+WarpRowTuning& warp_row_tuning();
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
 #include "support/gpu.hpp"
 
 namespace smk::gpu_test {
@@ -58,6 +59,78 @@ void dense_rows_many_steps(DType t, std::uint64_t seed) {
     }
   }
 }
+
+// short8's variants (kernels.hpp WarpRowTuning: cache hints, two rows at once, y and dy loaded together or held as
+// 16-bit vectors, a grid of more blocks than fit) against the default kernel, bitwise, on dense aligned rows (the
+// variants' own loads and stores), odd-length rows (the ragged slots) and rows at an odd pitch (scalar loads);
+// forward and backward, f32 and bf16 (where the variants are built), many rows (warps take two steps or more).
+// The default kernel's outputs are checked against the float64 reference, so every variant is too.
+struct TuningGuard {
+  ~TuningGuard() { cuda::kernels::warp_row_tuning() = cuda::kernels::WarpRowTuning{}; }
+};
+
+Case warp_case(Op op, DType t, std::int64_t rows, std::int64_t n, bool odd_pitch, std::uint64_t seed) {
+  Case c = random_case("warp " + std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
+                           (odd_pitch ? " odd pitch" : ""),
+                       op, t, t, rows, n, seed);
+  if (is_backward(op)) {
+    // y: a softmax (or log-softmax) of the scores in y's dtype, as a forward pass would give; dy normal(0, 1).
+    std::vector<double> y(c.x.size());
+    const Layout f64 = contiguous(DType::f64, {rows, n});
+    if (op == Op::softmax_backward)
+      cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+    else
+      cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+    for (auto& v : y) v = round_to(t, v);
+    c.x = y;
+    c.dy = random_values(t, rows * n, 1.0, 0.0, seed + 1);
+  }
+  if (odd_pitch) {
+    c.in.strides = {n + 1, 1};
+    c.in.offset = 1;
+  }
+  return c;
+}
+
+void variants_bitwise(DType t, bool backward, std::uint64_t seed) {
+  TuningGuard guard;
+  auto& tune = cuda::kernels::warp_row_tuning();
+  // 3.5M elements: more than one step of the persistent grid holds at E = 16 and 32 (see dense_rows_many_steps);
+  // the ragged and odd-pitch cases, which take the variants' fallback loads and stores, at fewer rows.
+  const std::vector<Op> ops = backward ? std::vector<Op>{Op::softmax_backward, Op::log_softmax_backward}
+                                       : std::vector<Op>{Op::softmax, Op::log_softmax, Op::logsumexp, Op::state};
+  for (std::int64_t n : {32, 100, 128, 1024}) {
+    for (bool odd : {false, true}) {
+      if (odd && n != 128) continue;
+      const std::int64_t elements = small_mode() ? (1 << 16) : (n == 100 || odd) ? 1'000'000 : 3'500'000;
+      const std::int64_t rows = elements / n + 5;
+      for (Op op : ops) {
+        const Case c = warp_case(op, t, rows, n, odd, ++seed);
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        tune = {};
+        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        check(c, base, reference(c));
+        for (int variant = 0; variant <= 4; ++variant)
+          for (int grid : {0, 8}) {
+            if ((variant == 0) == (grid == 0) && !(variant == 2 && grid == 8)) continue;
+            tune = {};
+            (backward ? tune.backward : tune.forward) = variant;
+            tune.grid = grid;
+            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+            ASSERT_TRUE(r.ran) << r.reason;
+            EXPECT_FALSE(r.stray_write) << "variant " << variant << " grid " << grid;
+            expect_same_bits(base, r, "variant " + std::to_string(variant) + " grid " + std::to_string(grid));
+          }
+      }
+    }
+  }
+}
+
+TEST_F(GpuWarpRow, ForwardVariantsBitwiseTheDefaultF32) { variants_bitwise(DType::f32, false, 400); }
+TEST_F(GpuWarpRow, ForwardVariantsBitwiseTheDefaultBf16) { variants_bitwise(DType::bf16, false, 500); }
+TEST_F(GpuWarpRow, BackwardVariantsBitwiseTheDefaultF32) { variants_bitwise(DType::f32, true, 600); }
+TEST_F(GpuWarpRow, BackwardVariantsBitwiseTheDefaultBf16) { variants_bitwise(DType::bf16, true, 700); }
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }

@@ -4,7 +4,8 @@
 // warm-up, inputs rotated over enough buffers that the set exceeds the L2 several times (so no launch reads
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
-//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16]
+//   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
+//                        --short8]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -128,6 +129,7 @@ struct Variant {
   char kind;  // 'w' warp, 'b' block/cluster, 's' split
   WarpConfig warp{};
   BlockConfig block{};
+  WarpRowTuning tuning{};  // short8: warp_per_row's variant and grid (kernels.hpp; the defaults: the library's)
 };
 
 void report(const char* shape, DType t, Op op, const Variant& v, double us, double bytes) {
@@ -154,10 +156,12 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
         if (v.kind == 'b' && v.block.threads > 512 && !v.block.wide && !v.block.dy_shared) continue;
         // The backward wide block prefetches the next row only for 16-bit rows; f32 would time the unstaged kernel.
         if (v.kind == 'b' && v.block.dy_shared && v.block.staged && t == DType::f32) continue;
+        warp_row_tuning() = v.tuning;
         const double us = median_us(b, reps, [&](int i) {
           if (bwd) {
             const RowProblem p = backward_problem(op, rows, n, t, b, i);
-            if (v.kind == 'b') launch_backward_block_rows(p, v.block, nullptr);
+            if (v.kind == 'w') launch_backward_warp_rows(p, v.warp, nullptr);
+            else if (v.kind == 'b') launch_backward_block_rows(p, v.block, nullptr);
             else launch_backward_split_rows(p, nullptr);
             return;
           }
@@ -190,6 +194,14 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
+// short8 (session 8): warp_per_row at E, L with a forward or backward variant and a grid (WarpRowTuning).
+Variant warpv(int elems, int lanes, bool backward, int variant, int grid = 0) {
+  Variant v = warp(elems, lanes);
+  v.name += (backward ? " b" : " f") + std::to_string(variant) + (grid ? " g" + std::to_string(grid) : "");
+  (backward ? v.tuning.backward : v.tuning.forward) = variant;
+  v.tuning.grid = grid;
+  return v;
+}
 // bw16: the wide block forward (32 elements a thread, staged or not) and the backward's wide blocks (16 + 16 in
 // registers, or y's 32 in registers and dy in shared memory, prefetching the next row or not).
 Variant wide(std::int64_t n, bool staged) {
@@ -204,6 +216,16 @@ Variant lane(std::int64_t n, int stages) {
   Variant v = fit(n, 1);
   v.name += " lane" + std::to_string(stages);
   v.block.lane_stages = stages;
+  return v;
+}
+// mid8: logsumexp / the state on block_per_row with the next rows' loads in flight in registers (BlockConfig::ahead),
+// from the dispatcher's block for n (the 512-thread block to 12288, the wide block above).
+Variant direct(std::int64_t n) { return n > 12288 ? wide(n, false) : fit(n, 1); }
+Variant ahead(std::int64_t n, int rows, bool evict_first) {
+  Variant v = direct(n);
+  v.name += " ahead" + std::to_string(rows) + (evict_first ? " ef" : "");
+  v.block.ahead = rows;
+  v.block.evict_first = evict_first;
   return v;
 }
 Variant bwide16(std::int64_t n) {
@@ -270,11 +292,35 @@ int main(int argc, char** argv) {
     free_buffers(b);
     return 0;
   }
+  const bool short8 = argc > 1 && std::strcmp(argv[1], "--short8") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "--mid8-ncu") == 0) {
+    // One launch of each kernel for Nsight Compute (scripts/device.sh mid8): logsumexp 4096x16384 f32 then bf16, the
+    // direct wide block (T512) then one row ahead; 8192x32000 logsumexp f32 and bf16 on the dispatcher's staged wide
+    // block; the bf16 backward 8192x32000 (softmax, log-softmax) on the dispatcher's dy-shared prefetching block.
+    for (DType t : {DType::f32, DType::bf16}) {
+      Buffers b = make_buffers(4096, 16384, t);
+      for (const Variant& v : {direct(16384), ahead(16384, 1, false)})
+        launch_block_rows(problem(Op::logsumexp, 4096, 16384, t, b, 0), v.block, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    for (DType t : {DType::f32, DType::bf16}) {
+      Buffers b = make_buffers(8192, 32000, t);
+      launch_block_rows(problem(Op::logsumexp, 8192, 32000, t, b, 0), wide(32000, true).block, nullptr);
+      if (t == DType::bf16)
+        for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
+          launch_backward_block_rows(backward_problem(op, 8192, 32000, t, b, 0), bshared(32000, true).block, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
+  const bool mid8 = argc > 1 && std::strcmp(argv[1], "--mid8") == 0;
   const bool mid16 = argc > 1 && std::strcmp(argv[1], "--mid16") == 0;
   const bool fwd16 = argc > 1 && std::strcmp(argv[1], "--fwd16") == 0;
   const bool bw16 = argc > 1 && std::strcmp(argv[1], "--bw16") == 0;
   const bool bw16b = argc > 1 && std::strcmp(argv[1], "--bw16b") == 0;
-  const int reps = quick ? 10 : bw16 || bw16b || mid16 || fwd16 ? 15 : 30;
+  const int reps = quick ? 10 : bw16 || bw16b || mid16 || fwd16 ? 15 : short8 ? 25 : 30;
   {
     // The copy ceiling on this device, for reference (2 GiB, read + write counted).
     const std::size_t bytes = std::size_t{1} << 31;
@@ -290,6 +336,72 @@ int main(int argc, char** argv) {
   }
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
+  if (short8) {
+    // short8 (session 8, docs/perf-notebook.md): warp_per_row's variants beside the kernel as it was (listed first and
+    // again last: the spread of one kernel timed twice), forward then backward, on the short rows of 2^25 elements.
+    // Forward: 1 / 2 the cache hints on loads / loads and stores, 3 / 4 two rows at once at E = 16 (f32), g8 a grid
+    // of up to 8x the resident blocks. Backward: 1 y and dy loaded together, 2 with the hints, 3 / 4 the same under
+    // four blocks an SM (16-bit), and other lane splits; block_per_row's 64 threads at 1024 for reference.
+    const std::vector<Op> fops = {Op::softmax, Op::log_softmax};
+    const std::vector<Op> bops = {Op::softmax_backward, Op::log_softmax_backward};
+    auto fwd_set = [](int e, int l, bool f32e16) {
+      std::vector<Variant> v = {warpv(e, l, false, 0), warpv(e, l, false, 1), warpv(e, l, false, 2)};
+      if (f32e16) {
+        v.push_back(warpv(e, l, false, 3));
+        v.push_back(warpv(e, l, false, 4));
+      }
+      v.push_back(warpv(e, l, false, 0, 8));
+      v.push_back(warpv(e, l, false, 2, 8));
+      v.push_back(warpv(e, l, false, 0));
+      return v;
+    };
+    auto bwd_set = [](int e, int l, bool packed) {
+      std::vector<Variant> v = {warpv(e, l, true, 0), warpv(e, l, true, 1), warpv(e, l, true, 2)};
+      if (packed) {
+        v.push_back(warpv(e, l, true, 3));
+        v.push_back(warpv(e, l, true, 4));
+      }
+      v.push_back(warpv(e, l, true, 0, 8));
+      v.push_back(warpv(e, l, true, 0));
+      return v;
+    };
+    const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
+    run_shape(262144, 128, fwd_set(16, 8, true), f32, fops, reps);
+    run_shape(1048576, 32, fwd_set(16, 2, true), f32, fops, reps);
+    run_shape(32768, 1024, fwd_set(32, 32, false), f32, fops, reps);
+    run_shape(262144, 128, fwd_set(32, 4, false), bf16, {Op::softmax, Op::log_softmax, Op::logsumexp}, reps);
+    run_shape(1048576, 32, fwd_set(32, 1, false), bf16, {Op::softmax, Op::logsumexp}, reps);
+    run_shape(32768, 1024, fwd_set(32, 32, false), bf16, {Op::softmax, Op::log_softmax, Op::logsumexp}, reps);
+    run_shape(262144, 128, bwd_set(16, 8, false), f32, bops, reps);
+    run_shape(1048576, 32, bwd_set(16, 2, false), f32, bops, reps);
+    std::vector<Variant> b1024 = bwd_set(32, 32, false);
+    b1024.push_back(block(64, 1));
+    run_shape(32768, 1024, b1024, f32, bops, reps);
+    std::vector<Variant> b32 = bwd_set(32, 1, true), b32l2 = bwd_set(16, 2, true);
+    b32.insert(b32.end(), b32l2.begin(), b32l2.end());
+    run_shape(1048576, 32, b32, bf16, bops, reps);
+    run_shape(262144, 128, bwd_set(32, 4, true), bf16, bops, reps);
+    b1024 = bwd_set(32, 32, true);
+    b1024.push_back(block(64, 1));
+    run_shape(32768, 1024, b1024, bf16, bops, reps);
+    return 0;
+  }
+  if (mid8) {
+    // mid8 (session 8, docs/perf-notebook.md): logsumexp on block_per_row, the direct kernel (listed first and again
+    // last: the spread of one kernel timed twice), 16-bit lane-staged (bitwise the same), and 1 or 2 rows ahead in
+    // registers with plain or evict-first loads, on rows of 1025..16384 (about 2^26 elements).
+    for (const auto& [rows, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {65536, 1025}, {32768, 2048}, {16384, 4096}, {8192, 8192}, {5461, 12288}, {4096, 16384}})
+      for (DType t : both) {
+        std::vector<Variant> v = {direct(n)};
+        if (t != DType::f32 && n <= 12288) v.push_back(lane(n, 1));
+        for (int a : {1, 2})
+          for (bool ef : {false, true}) v.push_back(ahead(n, a, ef));
+        v.push_back(direct(n));
+        run_shape(rows, n, v, {t}, {Op::logsumexp}, 15);
+      }
+    return 0;
+  }
   if (mid16) {
     // mid16 (docs/perf-notebook.md): 16-bit forward rows of 1025..12288 on the 512-thread block_per_row, the direct
     // kernel (the dispatcher's before) beside the lane-staged one at 1, 2 and 3 rows ahead, same threads; ~2^26
