@@ -57,8 +57,9 @@ void cross_entropy(const TensorView& loss, const TensorView& logits, const Tenso
 
 // Backward: grad_logits = ∂(reduced loss)/∂logits · grad_loss, where grad_loss has the loss's shape ([] or [N]).
 //   ∂loss_i/∂z_ij = (1 − ε)·w_t·(p_ij − [j = t]) + (ε/C)·(Σw·p_ij − w_j) + 2s·LSE_i·p_ij, times 1 − (z/c)² under
-//   soft-capping. The target entry p_it − 1 is formed in f32 as −(Σ_{j≠t} e_ij) / l_i, so it keeps its digits as
-//   p → 1 (p − 1, or expm1 of z − LSE with a rounded LSE, cancels to 0 there).
+//   soft-capping. The target entry p_it − 1 is formed in f32 as −(Σ_{j≠t} e_ij) / l_i from p_it ≥ ½ on, so it keeps
+//   its digits as p → 1 (p − 1, or expm1 of z − LSE with a rounded LSE, cancels to 0 there); below ½ (on the GPU) as
+//   p_it − 1, which rounds once where the sum carries every term's error.
 // `lse` may pass the forward's per-row LSE so a GPU kernel can skip a pass (null data: recompute); the CPU always
 // recomputes it. The GPU forms p = exp(z − LSE) from it, so it must be the forward's for the same logits and options
 // (an LSE from other logits gives a gradient of those). `grad_logits` has the

@@ -163,7 +163,9 @@ LinearCrossEntropyProblem check_linear_cross_entropy_args(const char* op, const 
   }
   const std::int64_t chunk = options.chunk_rows ? std::min<std::int64_t>(*options.chunk_rows, std::max<std::int64_t>(n, 1))
                                                 : linear_cross_entropy_default_chunk_rows(n, v, dt);
-  const std::int64_t logit_rows = options.logit_rows ? std::min(*options.logit_rows, chunk) : chunk;
+  const std::int64_t logit_rows = options.logit_rows ? std::min(*options.logit_rows, chunk)
+                                 : options.chunk_rows ? chunk
+                                                      : linear_cross_entropy_default_logit_rows(n, v, dt);
   return {n, d, v, chunk, logit_rows};
 }
 

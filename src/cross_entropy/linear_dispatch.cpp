@@ -12,11 +12,27 @@
 
 namespace smk {
 
+namespace {
+// The largest power of two c with c rows of the dtype's gradient and c / 4 rows of f32 logits within the budget:
+// c·V·(sizeof(dtype) + 1) bytes (linear_cross_entropy.hpp, the measurement behind the quarter).
+constexpr std::int64_t kLogitShare = 4;  // chunk_rows / logit_rows
+std::int64_t split_chunk(std::int64_t vocab, DType dtype) {
+  const std::int64_t per_row =
+      std::max<std::int64_t>(vocab, 1) * (static_cast<std::int64_t>(dtype_size(dtype)) + 4 / kLogitShare);
+  const std::int64_t fit = static_cast<std::int64_t>(kLinearCrossEntropyChunkBytes) / per_row;
+  std::int64_t c = 1;
+  while (c * 2 <= fit) c *= 2;
+  return c;
+}
+}  // namespace
+
 std::int64_t linear_cross_entropy_default_chunk_rows(std::int64_t rows, std::int64_t vocab, DType dtype) {
-  const std::int64_t per_row = std::max<std::int64_t>(vocab, 1) * (4 + static_cast<std::int64_t>(dtype_size(dtype)));
-  std::int64_t c = static_cast<std::int64_t>(kLinearCrossEntropyChunkBytes) / per_row;
-  if (c >= 128) c = c / 128 * 128;
-  return std::clamp<std::int64_t>(c, 1, std::max<std::int64_t>(rows, 1));
+  return std::min(split_chunk(vocab, dtype), std::max<std::int64_t>(rows, 1));
+}
+
+std::int64_t linear_cross_entropy_default_logit_rows(std::int64_t rows, std::int64_t vocab, DType dtype) {
+  const std::int64_t x = std::max<std::int64_t>(split_chunk(vocab, dtype) / kLogitShare, 1);
+  return std::min(x, linear_cross_entropy_default_chunk_rows(rows, vocab, dtype));
 }
 
 void linear_cross_entropy(const TensorView& loss, const TensorView& lse, const TensorView& grad_hidden,

@@ -286,11 +286,29 @@ TEST(LinearCrossEntropyCpu, NoRows) {
 }
 
 TEST(LinearCrossEntropyCpu, DefaultChunkRows) {
-  // 512 MiB / (151936 · 6 B) = 588 rows, down to a multiple of 128.
-  EXPECT_EQ(smk::linear_cross_entropy_default_chunk_rows(8192, 151936, DType::bf16), 512);
-  EXPECT_EQ(smk::linear_cross_entropy_default_chunk_rows(8192, 151936, DType::f32), 384);  // 441 → 384
-  EXPECT_EQ(smk::linear_cross_entropy_default_chunk_rows(100, 151936, DType::bf16), 100);  // at most N
-  EXPECT_EQ(smk::linear_cross_entropy_default_chunk_rows(8192, std::int64_t{1} << 30, DType::f32), 1);
+  // The split of 512 MiB: c rows of the dtype's gradient and c / 4 rows of f32 logits, c·V·(sizeof + 1) bytes, c the
+  // largest power of two that fits. bf16: 2^29 / (151936 · 3) = 1177.9 → 1024, logits 256 (467 MB).
+  using smk::linear_cross_entropy_default_chunk_rows, smk::linear_cross_entropy_default_logit_rows;
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, 151936, DType::bf16), 1024);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, 151936, DType::bf16), 256);
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, 151936, DType::f32), 512);  // 2^29 / (151936 · 5) = 706.7
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, 151936, DType::f32), 128);
+  // 2^29 / (32000 · 3) = 5592.4 → 4096: the second shape (N = 4096) in one chunk, logits 1024 at a time.
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(4096, 32000, DType::bf16), 4096);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(4096, 32000, DType::bf16), 1024);
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(100, 151936, DType::bf16), 100);  // at most N
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(100, 151936, DType::bf16), 100);  // at most the chunk
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, std::int64_t{1} << 30, DType::f32), 1);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, std::int64_t{1} << 30, DType::f32), 1);
+  // Both within the budget: c·V·sizeof + x·V·4 ≤ 512 MiB.
+  for (const DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (const std::int64_t v : {std::int64_t{1000}, std::int64_t{32000}, std::int64_t{151936}, std::int64_t{262144}}) {
+      const std::int64_t c = linear_cross_entropy_default_chunk_rows(1 << 20, v, dt);
+      const std::int64_t x = linear_cross_entropy_default_logit_rows(1 << 20, v, dt);
+      EXPECT_LE(c * v * static_cast<std::int64_t>(smk::dtype_size(dt)) + x * v * 4,
+                static_cast<std::int64_t>(smk::kLinearCrossEntropyChunkBytes));
+      EXPECT_EQ(c, 4 * x);
+    }
 }
 
 // ---- argument checks: smk::Error naming the argument, nothing written -----------------------------------------------

@@ -5,7 +5,8 @@
 //   3. grad (one block per (row, chunk) of 8192 logits): reads the chunk into registers, writes every gradient
 //      entry, and sums p_j over the chunk's non-target entries; the block holding the target keeps its raw logit;
 //   4. target (one thread per row): the target entry, whose hard part p_t − 1 is formed in f32 as −Σ_{j≠t} p_j
-//      (the chunk sums in chunk order) before rounding: as p_t → 1 that keeps its digits, where p_t − 1 cancels.
+//      (the chunk sums in chunk order) before rounding: as p_t → 1 that keeps its digits, where p_t − 1 cancels;
+//      below p_t = ½ it is p_t − 1 itself (one rounding, p_t's error scaled by p_t).
 //      It overwrites what kernel 3 wrote there, from the logit kernel 3 saved (in place, the logit is gone).
 //
 // Traffic per element with the forward's LSE: read the logits once and write the gradient once, 8 B (f32),
@@ -193,7 +194,9 @@ __global__ void __launch_bounds__(kRowThreads) target_kernel(const Args a, const
     const float x = b.xt[row];
     const float z = a.cap > 0 ? softcap(x, a.cap, th) : x;
     const float p = rg.norm.softmax(z);
-    float dz = rg.d(p, -rest, weight_of(a, t));
+    // −Σ_{j≠t} p_j from p_t ≥ ½ on (it keeps its digits as p_t → 1); below ½, p_t − 1 itself (p_t's error scaled by
+    // p_t < ½, one rounding), where the chunk sums carry every p_j's error (as fused.cu; ce6, session 8).
+    float dz = rg.d(p, p < 0.5f ? p - 1.0f : -rest, weight_of(a, t));
     if (a.cap > 0) dz *= 1 - th * th;
     static_cast<Out*>(b.grad)[row * b.row_stride + t * b.col_stride] = kernels::from_f32<Out>(dz);
   }

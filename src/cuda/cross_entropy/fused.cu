@@ -13,7 +13,7 @@
 // block and the cluster (combine_parts), the target logit and label smoothing's Σ w_c (z_c − r) carried with
 // it; then R = Σ_{j≠t} e_j against the row's max M, l = R + e_t, and the gradient e_j·A_w + B_j (A_w = A·exp(m_w − M),
 // A = (g·(1 − ε)·w_t + g·ε/C·W + 2s·g_z·LSE) / l, B_j = −g·ε/C·w_j) in registers, stored over the row (in place
-// allowed), the target's entry p_t − 1 = −R / l patched by its owner thread. The loss is log1p(R) when the target
+// allowed), the target's entry p_t − 1 (as −R / l from p_t ≥ ½ on) patched by its owner thread. The loss is log1p(R) when the target
 // holds the max (exact as p_t → 1), else (M − z_t) + log l (then p_t ≤ ½, nll ≥ log 2). Every sum and merge is a
 // fixed tree whose shape depends on C alone (the launch shape is a function of C): bitwise the same alone or in any
 // batch, run after run. A 16-bit gradient's e_j take the 16-bit tier (ce::grad_exp: exp_shifted, no TwoSum;
@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       }
     }
     // The target leaves its owner's values (−inf: no term), so every sum below is over the other logits and
-    // p_t − 1 = −R / l keeps its digits as p_t → 1.
+    // p_t − 1 = −R / l keeps its digits as p_t → 1 (taken from p_t ≥ ½ on; below, p_t − 1 itself).
     int t_local = -1, owner_rank = 0;
     if (valid) {
       if constexpr (kRing) {  // 0 ≤ t < C ≤ 2^19: vi < 2^16
@@ -432,9 +432,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 #pragma unroll
         for (int i = 0; i < E; ++i) v[i] = fmaf(v[i], Aw, B);
       }
-      if (t_local >= 0) {  // the target: p_t − 1 = −R / l, formed in f32 before rounding
+      if (t_local >= 0) {  // the target: p_t − 1, formed in f32 before rounding
         const float pt = et * inv;
-        const float dt = g_ce * (hard * (-R * inv) + soft * (W * pt - wt)) + zc * pt;
+        // From p_t ≥ ½ on, −R / l (R = l − e_t): it keeps its digits as p_t → 1, where p_t − 1 cancels. Below ½,
+        // p_t − 1 itself: p_t's error is scaled by p_t < ½ and the subtraction rounds once, where −R·(1 / l) carried
+        // three roundings (l, 1 / l, the product). ce6's comparison with torch (scripts/vs_torch_ce.py, H200 run of
+        // b2405b6) had −R / l at 1.8 ulps on f32 rows of random logits (torch's exp(log p_t) − 1: 0.5), the
+        // gradient 1.5–1.7× torch's error norm-wise there (the target entries dominate the norm).
+        const float pm1 = pt < 0.5f ? pt - 1.0f : -R * inv;
+        const float dt = g_ce * (hard * pm1 + soft * (W * pt - wt)) + zc * pt;
 #pragma unroll
         for (int i = 0; i < E; ++i)
           if (i == t_local) v[i] = dt;

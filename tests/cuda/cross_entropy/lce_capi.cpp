@@ -79,3 +79,6 @@ extern "C" int smk_ce(void* loss, void* lse, void* grad_logits, const void* logi
 extern "C" std::int64_t smk_lce_default_chunk_rows(std::int64_t n, std::int64_t v, int dtype) {
   return smk::linear_cross_entropy_default_chunk_rows(n, v, dtype_of(dtype));
 }
+extern "C" std::int64_t smk_lce_default_logit_rows(std::int64_t n, std::int64_t v, int dtype) {
+  return smk::linear_cross_entropy_default_logit_rows(n, v, dtype_of(dtype));
+}
