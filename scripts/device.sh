@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 short8
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1436,6 +1436,60 @@ if want mid8; then
     run_step mid8x-softmax timeout "${SMK_MID8_SUITE_S:-30}" env SMK_GPU_TEST_SMALL=1 "$m8/new/test_cuda_softmax" \
       --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*'
     m8_keep
+  fi
+  end_carried
+fi
+# short8 (session 8): warp_per_row's short rows (issue 3). Binaries built off the device (build/short8-bin.tar.xz:
+# softmaxkit, tune_softmax, test_cuda_warp_row, lib/). Parts in order of need, each started only while the call is
+# younger than SMK_S8_DEADLINE_S (default 110 s): tune (tune_softmax --short8: every variant beside the kernel as it
+# was), test (the variants bitwise the default kernel, which is checked against float64) and memcheck on it (small
+# mode), ncu (Nsight Compute --set full on our warp kernels: f32 262144x128 and 1048576x32 softmax, bf16 1048576x32 and
+# 32768x1024 softmax backward), torch (--set full on torch.compile's kernels for f32 262144x128 softmax and bf16
+# 1048576x32 softmax backward, scripts/ncu_torch_short8.py, with their Triton source and PTX loads / stores), bench
+# (softmaxkit bench on the short rows, the dispatcher's path).
+if want short8; then
+  carried s8 build/short8-bin.tar.xz
+  s8=$bin
+  s8_t0=$SECONDS
+  s8_go() { [[ " ${SMK_S8_SKIP:-} " != *" $1 "* ]] && (( SECONDS - s8_t0 < ${SMK_S8_DEADLINE_S:-110} )); }
+  if s8_go tune; then
+    run_step s8-tune timeout "${SMK_S8_TUNE_S:-30}" stdbuf -oL "$s8/tune_softmax" --short8
+    keep_logs s8
+  fi
+  if s8_go test; then
+    run_step s8x-test timeout "${SMK_S8_TEST_S:-35}" "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Variants*}"
+    keep_logs s8
+  fi
+  if s8_go memcheck; then
+    run_step s8x-memcheck timeout "${SMK_S8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Variants*}"
+    keep_logs s8
+  fi
+  if s8_go ncu; then
+    s8_ncu() {
+      local spec specs="softmax:f32:262144x128 softmax:f32:1048576x32 softmax_backward:bf16:1048576x32"
+      for spec in ${SMK_S8_NCU:-$specs softmax_backward:bf16:32768x1024}; do
+        IFS=: read -r op dt shape <<<"$spec"
+        echo "=== ncu: $op $dt $shape"
+        timeout 20 ncu --set full --clock-control none --kernel-name-base demangled --print-units base \
+          -k regex:"warp_rows_kernel|backward_warp_kernel" -c 1 "$s8/softmaxkit" bench --op "$op" --dtype "$dt" \
+          --shape "$shape" --no-cudnn --min-reps 1 --max-reps 1 --target-ms 0.01 --path auto --format csv
+      done
+    }
+    run_step s8-ncu s8_ncu
+    keep_logs s8
+  fi
+  if s8_go torch; then
+    run_step s8-torch timeout "${SMK_S8_TORCH_S:-50}" env TORCH_LOGS=output_code TRITON_CACHE_DIR=/tmp/s8-triton \
+      ncu --profile-from-start off --set full --clock-control none --print-units base python3 scripts/ncu_torch_short8.py
+    keep_logs s8
+  fi
+  if s8_go bench; then
+    run_step s8-bench timeout "${SMK_S8_BENCH_S:-20}" stdbuf -oL "$s8/softmaxkit" bench \
+      --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn \
+      --target-ms 1 --min-reps 5 --max-reps 30 --format table --path auto \
+      --shape "${SMK_S8_SHAPES:-262144x128,1048576x32,32768x1024}"
+    keep_logs s8
   fi
   end_carried
 fi

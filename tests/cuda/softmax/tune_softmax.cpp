@@ -366,7 +366,10 @@ int main(int argc, char** argv) {
       return v;
     };
     const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
-    run_shape(262144, 128, fwd_set(16, 8, true), f32, fops, reps);
+    std::vector<Variant> f128 = fwd_set(16, 8, true);
+    f128.push_back(warpv(32, 4, false, 0));  // 128 bytes a lane, three blocks an SM
+    f128.push_back(warpv(32, 4, false, 2));
+    run_shape(262144, 128, f128, f32, fops, reps);
     run_shape(1048576, 32, fwd_set(16, 2, true), f32, fops, reps);
     run_shape(32768, 1024, fwd_set(32, 32, false), f32, fops, reps);
     run_shape(262144, 128, fwd_set(32, 4, false), bf16, {Op::softmax, Op::log_softmax, Op::logsumexp}, reps);
