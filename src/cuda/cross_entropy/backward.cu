@@ -24,6 +24,8 @@
 // does at 151936 (1092 against 1508 µs), but it is still far from its floor: at 32000 a quarter of the chunks are
 // partial and take the general loop, and each block waits on a chain of small loads (target, LSE, upstream
 // gradient, the mean's denominators) before its first store.
+// Session 8 (ce6, 3a7313b): target_kernel's p_t − 1 below ½ (one thread a row, no change in traffic; not timed
+// separately: linear cross-entropy's runs, which use this path, ran at 1.085–1.138× torch: docs/bench/ce6-s8-2026-11-30.md).
 #include <cuda_runtime_api.h>
 
 #include "cuda/cross_entropy/common.cuh"

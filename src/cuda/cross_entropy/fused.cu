@@ -35,6 +35,16 @@
 // 64 logits (half the warps a row: 188 M warp instructions where the wide block took 287 M, 23 a logit) timed no
 // faster (385 against 390 µs; 1466 against 1430 at 4096×151936: 16 warps an SM hide less) and was removed (da2014e
 // has it). What is left: the row's own work, and one block an SM with nothing else resident during the exchange.
+// Session 8 (ce6, H200 runs of b2405b6 at 09:54 UTC and 3a7313b at 10:03 UTC, docs/bench/ce6-s8-2026-11-30.md):
+// every cluster size from 5 to 16 wide blocks at 4096×151936 (tune_cross_entropy --clusters): resident clusters 22
+// (5 blocks), 17, 15, 15, 9, 21, 16, 16, 21 (16 blocks); bf16 1440.7 µs on 5, 1509.0 on 10, 1631.9–2602.3 on the
+// others; f32 1723.8 on 5, 1860.5–3254.6 on the others: the time follows the rows in flight, not the SMs covered, so
+// 5 blocks stay. Nsight Compute (bf16, 5 blocks): DRAM 36.6 %, issue slots 44.6 %, 33.5 lane-instructions a logit,
+// SMs active 81.5 % of the call. The issue's shapes (×torch's F.cross_entropy fwd+bwd, % of the 2n bound): bf16
+// 8192×32000 379.5–405.4 µs over six samples (2.92–3.12×, 61–65 %), 4096×151936 1440.7–1475.1 (1.93×, 40 %); f32
+// 8192×32000 578.9–591.6 over ten (3.66–3.74×, median 83.7 %: a tail round of 8 rows on 132 blocks costs 1.6 %),
+// 4096×151936 1723.8–1756.1 (3.15×, 66–68 %). The target entry below p_t = ½ is p_t − 1 since 3a7313b (run 1 had f32
+// target entries at 1.8 ulps against torch's 0.5; run 2 at torch's under reduction none, ~2 ulps under the mean).
 #include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime_api.h>

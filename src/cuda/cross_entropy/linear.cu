@@ -21,6 +21,11 @@
 // Measured (H200, 2026-11-30, commit 1b3dd63, docs/perf-notebook.md "linear cross-entropy ... first run"): the
 // issue's row at the default c = 512 in 55.95 ms (1.16× torch's matmul + F.cross_entropy, 48.20 ms; 69 % of the
 // flops floor's rate), 467 MB of workspace (7.6 % of torch's 6.16 GB); c = 1024: 51.77 ms, 933 MB.
+// Session 8 (ce6, H200 runs of b2405b6 and 3a7313b, docs/bench/ce6-s8-2026-11-30.md): the default is now c = 1024
+// with logits formed 256 rows at a time (the same 467 MB; the rule in linear_dispatch.cpp): 53.69 / 50.64 ms,
+// 1.114× / 1.085× torch's time in the two runs (c = 512: 54.64 ms, 1.133×); 4096×2048×32000 one chunk of 4096 with
+// logits 1024 rows at a time: 3.37 / 3.13 ms, 1.233× / 1.138× (the old 2688: 1.313×). Pieces of 128 logits rows and
+// fewer are slower (1280 / 128: 58.97 ms).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
