@@ -7,6 +7,9 @@ with CUDA events, 3 warm-ups and the median of 10, and joins them with tune_pref
 TFLOP/s (4·B·H·S²·D, halved for causal) and our ratio to each backend. "ours" is the best column of tune_prefill
 for the row, or with --pick the named column per head dimension (the dispatcher's default, say).
 --save-sdpa keeps torch's numbers as JSON; --sdpa-json rebuilds the table from them without torch or a GPU.
+--backends picks backends (default flash,cudnn,efficient); --repeat N times each backend N times per row, in turn
+(flash, cudnn, flash, cudnn, ...), shows the median and lists every timing after the table (the JSON keeps them
+under "runs").
 --ours takes several JSON files of the same rows (tune_prefill run twice, say: SMK_TUNE_TMA=0 then =only): their
 columns are joined per row. A file given as NAME=FILE (another binary timed in the same run: the kernels before a
 change, say) joins with its columns named "NAME <column>" and never counts as "ours"; every joined column is listed
@@ -41,8 +44,10 @@ def main():
     ap.add_argument("--save-sdpa")
     ap.add_argument("--sdpa-json")
     ap.add_argument("--pick")
+    ap.add_argument("--backends", default="flash,cudnn,efficient")
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    names = ["flash", "cudnn", "efficient"]
+    names = [n for n in ["flash", "cudnn", "efficient"] if n in args.backends.split(",")]
     saved = json.load(open(args.sdpa_json)) if args.sdpa_json else None
     if saved is None:
         try:
@@ -68,9 +73,10 @@ def main():
             else:
                 row["tflops"].update(cols)
     backends = [(n, None) for n in names] if saved is not None else \
-        [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-         ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+        [(n, b) for n, b in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                             ("efficient", SDPBackend.EFFICIENT_ATTENTION)] if n in names]
     record = []
+    runs_lines = []
     lines = ["| B, H, S, D, mask | ours TFLOP/s (config) | " + " | ".join(f"{n} TFLOP/s" for n, _ in backends) +
              " | " + " | ".join(f"ours / {n}" for n, _ in backends) + " |",
              "|---|---|" + "---|" * (2 * len(backends))]
@@ -86,24 +92,33 @@ def main():
             theirs = [match[0]["tflops"][n] if match else float("nan") for n in names]
         else:
             q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-            theirs = []
-            for name, backend in backends:
-                try:
-                    with sdpa_kernel(backend):
-                        ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v,
-                                                                                              is_causal=causal))
-                    theirs.append(flops / ms / 1e9)
-                except RuntimeError as e:  # a backend that does not take this shape
-                    print(f"{name} on {b},{h},{s},{d}: {str(e).splitlines()[0]}", file=sys.stderr)
-                    theirs.append(float("nan"))
+            runs = {name: [] for name, _ in backends}
+            for _ in range(max(1, args.repeat)):
+                for name, backend in backends:
+                    try:
+                        with sdpa_kernel(backend):
+                            ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                                                  is_causal=causal))
+                        runs[name].append(flops / ms / 1e9)
+                    except RuntimeError as e:  # a backend that does not take this shape
+                        print(f"{name} on {b},{h},{s},{d}: {str(e).splitlines()[0]}", file=sys.stderr)
+                        runs[name].append(float("nan"))
+            theirs = [statistics.median(runs[name]) for name, _ in backends]
+            if args.repeat > 1:
+                runs_lines += [f"| {b}, {h}, {s}, {d}, {'causal' if causal else 'full'} | {name} | " +
+                               " / ".join(f"{t:.1f}" for t in runs[name]) + " |" for name, _ in backends]
             del q, k, v
         record.append({"b": b, "h": h, "s": s, "d": d, "causal": causal, "tflops": dict(zip(names, theirs))})
+        if saved is None and args.repeat > 1:
+            record[-1]["runs"] = runs
         ratios = [best[1] / t if t == t else float("nan") for t in theirs]
         lines.append(f"| {b}, {h}, {s}, {d}, {'causal' if causal else 'full'} | {best[1]:.0f} ({best[0]}) | " +
                      " | ".join(f"{t:.0f}" for t in theirs) + " | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
         print(lines[-1], flush=True)
     if args.save_sdpa:
         json.dump(record, open(args.save_sdpa, "w"), indent=1)
+    if runs_lines:  # every timing of each backend (--repeat)
+        lines += ["", "| B, H, S, D, mask | backend | TFLOP/s, each timing |", "|---|---|---|"] + runs_lines
     if any(others.values()):  # every column of every binary, row by row
         lines += ["", "| B, H, S, D, mask | column | TFLOP/s |", "|---|---|---|"]
         for row in ours:

@@ -32,6 +32,10 @@ struct PrefillConfig {
   // wgmma kernel: Q, K and V by TMA on mbarriers (on) or by every thread's cp.async (off). Varlen, Sk = 0, sequences
   // past 2^31 rows and views the driver will not describe as a tensor map always take cp.async.
   PrefillToggle tma = PrefillToggle::dispatcher;
+  // wgmma kernel with TMA: the build whose softmax ptxas keeps ahead of the P·V wait (ptx.cuh keep_ahead_of_wait;
+  // without it the exponentials ran after the wait, session 8). Built for kPrefillWgmmaPinned's variants only;
+  // elsewhere (and on the cp.async path) `on` is refused.
+  PrefillToggle pin_softmax = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -80,9 +84,16 @@ inline constexpr int kPrefillStagesD128 = 2;
 // ping-ponged (TMA only; asked for cp.async it runs the 8-warp kernel); built at D = 128 with 64- and 128-key tiles
 // (prefill_wgmma.cu says which others were measured and dropped; 128-key tiles came back in session 6, once the
 // consumers got setmaxnreg's registers: ptx.cuh's mbar_wait).
+// warps = 13 (session 8, pfx8): three consumer warpgroups (192 query rows a CTA) and the producer, D = 64, 64- or
+// 128-key tiles, TMA only as warps = 9 (asked for cp.async it runs the 8-warp kernel with the same key tiles).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
     {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {128, 9, 1, 128, 3}, {64, 4, 1, 64, 3},
-    {64, 8, 1, 64, 3}};
+    {64, 8, 1, 64, 3},  {64, 13, 1, 64, 3},  {64, 13, 1, 128, 3}};
+// The variants also built with the softmax pinned ahead of the P·V wait (PrefillConfig::pin_softmax), TMA only;
+// kPrefillWgmmaPin is the dispatcher's choice (off: not yet measured).
+inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {
+    {128, 9, 1, 128, 3}, {64, 8, 1, 64, 3}, {64, 13, 1, 64, 3}, {64, 13, 1, 128, 3}};
+inline constexpr bool kPrefillWgmmaPin = false;
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
 // mma.sync kernel's default on every row of the table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at

@@ -585,6 +585,17 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   a.fold = toggle(config.fold_scale, kPrefillFoldScale) && a.scale_log2 > 0.0f ? 1 : 0;
   a.o_smem = toggle(config.o_smem, kPrefillOSmem) ? 1 : 0;
   a.skip_rescale = toggle(config.skip_rescale, kPrefillSkipRescale) ? 1 : 0;
+  // The pinned softmax (prefill_wgmma.cu's kPin): built for kPrefillWgmmaPinned's variants with TMA; asked for
+  // elsewhere, refused; the dispatcher's choice applies where it is built.
+  bool pinned_built = false;
+  for (const PrefillVariant& x : kPrefillWgmmaPinned) pinned_built = pinned_built || (wg && tma && same(x));
+  if (config.pin_softmax == PrefillToggle::on && !pinned_built)
+    throw_invalid_argument(op, "config",
+                           "pin_softmax is built only for the wgmma kernel's TMA path on kPrefillWgmmaPinned's "
+                           "variants (asked for D " + std::to_string(d) + ", " + std::to_string(variant.warps) +
+                               " warps, " + std::to_string(variant.block_n) + "-key tiles" +
+                               (tma ? "" : ", cp.async") + ")");
+  a.pin = pinned_built && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
   if (varlen) {
     a.cu_q = static_cast<const int*>(o.cu_seqlens_q.data);
     a.cu_k = static_cast<const int*>(o.cu_seqlens_k.data);
@@ -613,7 +624,9 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (wg) {
-    prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps, variant.block_n, tma, a, batch, hq, sq, s);
+    if (!prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps, variant.block_n, tma, a, batch, hq,
+                              sq, s))
+      throw_invalid_argument(op, "config", "no wgmma prefill kernel is built for this configuration");
     return;
   }
   if (q.dtype == DType::bf16)

@@ -29,6 +29,8 @@ struct PrefillArgs {
   int fold;              // 1: p = 2^(s·scale_log2 − m) as one FFMA, the max on raw scores (needs scale_log2 > 0)
   int o_smem;            // 1: O through shared memory, 16-byte stores (mma.sync kernel only)
   int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
+  int pin;               // 1: the wgmma kernel's build with the softmax pinned ahead of the P·V wait, where one is
+                         // built (prefill_wgmma.cu, kPin)
 };
 
 #if defined(__CUDACC__)

@@ -55,6 +55,15 @@
 // consumers (docs/perf-notebook.md, session 6, pfx2: 2.7 % on the causal row against 4.9 %, but its scanning warps
 // waited on a stage's full barrier more than one phase ahead and read a tile before it landed, a NaN leak the test
 // caught once in two runs).
+// Session 8 (pfx8): the SASS of every build showed ptxas placing the P·V wait (WARPGROUP.DEPBAR.LE gsb0, 0) above
+// the softmax's maxima and exponentials (the PTX had it after them; empty asm on registers orders nothing in SASS):
+// the softmax of tile j never ran under P·V of tile j − 1. kPin pins it (ptx.cuh keep_ahead_of_wait: a shared store
+// predicated on the row sums, which ptxas keeps ahead of the wait): in the pinned SASS all 66 (128-key tiles) or 34
+// (64-key) MUFU.EX2 of a step sit between the two waits, registers unchanged (217 for the D = 128 default).
+// Built beside the unpinned kernels for kPrefillWgmmaPinned's variants (PrefillConfig::pin_softmax). Also new: three
+// consumer warpgroups under the producer at D = 64 (warps = 13, 192 query rows a CTA, FlashAttention-3's layout for
+// that head dimension), 160 registers a consumer, P packed after the P·V wait (kLatePack): 130 registers with 64-key
+// tiles, 158 with 128 (8 words of spill outside the hot loop, in the diagonal tiles' code).
 // Not in this version: S_{j+1} issued before the softmax of tile j (at 128-key tiles 64 more registers than the 240
 // a consumer may have), a ring deeper than one tile ahead.
 #include <cuda_bf16.h>
@@ -123,18 +132,28 @@ struct PrefillMaps {
 // moves them, the producer down to kProducerRegs and the consumers up to kConsumerRegs (128·24 + 256·240 ≤ 64512),
 // and ptxas allocates the consumers' code within the raised count only if no trap is reachable there (ptx.cuh's
 // mbar_wait): 218 registers a consumer thread with 128-key tiles, 154 with 64, no spill (CUDA 13.0, session 6).
+// Three consumer warpgroups (kWG = 3, 512 threads, 128 registers a thread at entry; session 8, pfx8, the
+// FlashAttention-3 layout for D = 64): the producer down to 24, the consumers up to 160 (128·24 + 384·160 = 64512).
+// There S_j stays in f32 across the P·V wait and is packed into P's registers after it (kLatePack), so a consumer
+// holds O + S + one P, not two.
 constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
+template <int kWG>
+constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // CTAs an SM the registers must allow: two at D = 64 with two warpgroups (64 KB of shared memory each; at 131
 // registers a thread, as the build of 19a3913 gave, only one fits, and the H200 run of 19a3913 measured 268 against
 // 382 TFLOP/s at B=16, H=16, S=2048), else one (shared memory allows no more at D = 128, two warpgroups).
-template <int D, int kWG, bool kWS>
-constexpr int kMinCtas = (D == 64 && kWG == 2 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
-__global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kWS>))
+// (With 128-key tiles two such CTAs exceed an SM's shared memory: the cp.async kernel that the producer variant
+// with 128-key tiles falls back to, session 8, takes one, and its registers.)
+template <int D, int kWG, int kBlockN, bool kWS>
+constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+__global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(!kWS || (kTma && kWG == 2), "the producer warpgroup feeds two warpgroups by TMA");
+  static_assert(!kWS || (kTma && (kWG == 2 || kWG == 3)), "the producer warpgroup feeds 2 or 3 warpgroups by TMA");
+  // P packed from S after the P·V wait (three consumer warpgroups: registers), else during the softmax into a
+  // second P (kConsumerRegs says why; both give the same bits).
+  constexpr bool kLatePack = kWG == 3;
   constexpr int kThreads = kWG * 128;  // the consumers (and, without kWS, the copiers)
   constexpr int kBlockM = 64 * kWG;
   constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S
@@ -154,6 +173,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   if (q_addr - bar_addr > 1024u) __trap();  // a base 8-31 bytes short of a boundary: never seen (it is 1024-aligned)
   const auto full_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(stage); };
   const std::uint32_t q_bar = full_bar(kStages);
+  const std::uint32_t pin_addr = bar_addr + 8u * (2 * kStages + 1);  // kPin's word, past the barriers
   // kWS: stage st is free again once every consumer warp arrived (after its P·V of the stage's tile completed).
   const auto empty_bar = [&](int stage) { return bar_addr + 8u * static_cast<std::uint32_t>(kStages + 1 + stage); };
 
@@ -169,10 +189,12 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   const int hk = blk.hk;
   const int n_tiles = static_cast<int>((blk.kend + kBlockN - 1) / kBlockN);  // tiles past kend: never loaded
   const auto load_kv = [&](int tile, int stage) {
-    const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
-    const int valid = static_cast<int>(blk.kend - n1 < kBlockN ? blk.kend - n1 : kBlockN);
-    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage, blk.kg + n1 * a.k_s, a.k_s, valid);
-    copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage + kTile, blk.vg + n1 * a.v_s, a.v_s, valid);
+    if constexpr (!kTma) {  // (copy_tile's geometry holds for the cp.async kernels' 128 and 256 threads only)
+      const std::int64_t n1 = static_cast<std::int64_t>(tile) * kBlockN;
+      const int valid = static_cast<int>(blk.kend - n1 < kBlockN ? blk.kend - n1 : kBlockN);
+      copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage, blk.kg + n1 * a.k_s, a.k_s, valid);
+      copy_tile<T, D, kBlockN, kThreads>(kv_addr + stage * kStage + kTile, blk.vg + n1 * a.v_s, a.v_s, valid);
+    }
   };
 
   // TMA: thread 0 issues a tile's K and V boxes (D / 64 panels each) on its stage's barrier. Coordinates are
@@ -258,9 +280,20 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   bool nf = false;  // the warpgroup's scan of the last tile found a non-finite V that a row may not see
   const bool fold = a.fold != 0;  // the host sets it only for a positive scale
 
-  // The online softmax of tile j on s: mask, new maxima, P (16-bit, A layout) into pn, and the sums; returns the
-  // rescale factors of the two rows through alpha.
-  const auto softmax = [&](int j, float(&alpha)[2], std::uint32_t(&pn)[kBlockN / 16][4]) {
+  // P (16-bit, A layout) from the probabilities in s.
+  const auto pack = [&](std::uint32_t(&pn)[kBlockN / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      pn[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+      pn[kk][1] = ptx::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+      pn[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+      pn[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+  };
+  // The online softmax of tile j on s: mask, new maxima, the probabilities (in s), P into pn (unless kLatePack:
+  // then the caller packs s after the P·V wait), and the sums; returns the rescale factors of the two rows through
+  // alpha.
+  const auto softmax = [&](int j, float(&alpha)[2], auto& pn) {
     if (!fold) {
 #pragma unroll
       for (int i = 0; i < kBlockN / 2; ++i) s[i] *= c2;
@@ -310,13 +343,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
       l_run[r] = l_run[r] * alpha[r] + sum;
     }
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      pn[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
-      pn[kk][1] = ptx::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
-      pn[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
-      pn[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
-    }
+    if constexpr (!kLatePack) pack(pn);
   };
 
   // Prologue: Q and tile 0 (one cp.async group, or two TMA barriers). A CTA with no visible key loads nothing.
@@ -342,9 +369,10 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
       return;
     }
-    ptx::setmaxnreg_inc<kConsumerRegs>();
-    // Ping-pong: warpgroup 0 issues first (warpgroup 1's arrival stands for a previous turn).
-    if (wg == 1 && n_tiles > 0) ptx::bar_arrive(1, 2 * 128);
+    ptx::setmaxnreg_inc<kConsumerRegs<kWG>>();
+    // Ping-pong (a ring of kWG turns: warpgroup w waits on barrier 1 + w, then lets w + 1 go): warpgroup 0 issues
+    // first (the last warpgroup's arrival stands for a previous turn).
+    if (wg == kWG - 1 && n_tiles > 0) ptx::bar_arrive(1, 2 * 128);
   } else if constexpr (kTma) {
     if (threadIdx.x == 0) {
       for (int st = 0; st <= kStages; ++st) ptx::mbar_init(full_bar(st), 1);
@@ -403,19 +431,23 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if (j > 0 && !exact_prev) pv(o, p, prev);  // P of tile j − 1 (registers), V of tile j − 1
     ptx::wgmma_commit();
     if constexpr (kWS) {
-      if (wg == 0 || j + 1 < n_tiles) ptx::bar_arrive(2 - wg, 2 * 128);  // the other's turn (none left after)
+      // The next warpgroup's turn (none left after the last warpgroup's last tile).
+      if (wg != kWG - 1 || j + 1 < n_tiles) ptx::bar_arrive(1 + (wg + 1) % kWG, 2 * 128);
     }
     ptx::wgmma_wait<1>();  // S_j is in registers; P·V may still run
     ptx::fence_regs(s);
     float alpha[2];
     // P of tile j − 1 is still being read by the tensor cores: the new probabilities go to other registers, and
     // the old ones are kept live (an empty asm reading them) until the wait, so no register is reused under it.
-    std::uint32_t pn[kBlockN / 16][4];
+    std::uint32_t pn[kLatePack ? 1 : kBlockN / 16][4];
     softmax(j, alpha, pn);
+    // kPin: the softmax (its row sums, so every exponential) stays ahead of the P·V wait in SASS (ptx.cuh's
+    // keep_ahead_of_wait says why it would not).
+    if constexpr (kPin) ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
     // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
-    // gathered by a named barrier (3, 4).
+    // gathered by a named barrier (kWG + 1 + wg: those after the ping-pong's).
     if constexpr (kChecked) {
-      nf = crosses(j) && ptx::bar_or(3 + wg, 128,
+      nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
                                      scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
                                           static_cast<int>(threadIdx.x) % 128));
     }
@@ -428,10 +460,14 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if constexpr (kWS) {
       if (j > 0 && lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
     }
+    if constexpr (kLatePack) {
+      pack(p);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];
+        for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];
+    }
     // alpha = 2^0 = 1 exactly where the max did not move: skipping the multiply then changes no bit.
     if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
@@ -536,7 +572,7 @@ bool encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int
   return r == CUDA_SUCCESS;
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -547,9 +583,11 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
     if (!encode_map<T>(&maps.q, a.q, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM) ||
         !encode_map<T>(&maps.k, a.k, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN) ||
         !encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
-      return launch<T, D, kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
+      // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
+      // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
+      return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -567,12 +605,26 @@ template <typename T, bool kTma>
 bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t batch, std::int64_t hq,
               std::int64_t max_sq, cudaStream_t s) {
   const auto is = [&](int dd, int w, int bn) { return d == dd && warps == w && block_n == bn; };
+  // The pinned builds (kPin, attention_cuda.hpp's kPrefillWgmmaPinned), TMA only: prefill.cu asks for them there.
+  if constexpr (kTma) {
+    if (a.pin) {
+      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 8, 64)) return launch<T, 64, 2, 64, true, false, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 13, 64)) return launch<T, 64, 3, 64, true, true, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
+      return false;
+    }
+  }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 9, 64)) return launch<T, 128, 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 9, 128)) return launch<T, 128, 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 4, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 8, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
+  // warps = 13: three consumer warpgroups and the producer (session 8, pfx8), TMA; asked for cp.async (or falling
+  // back to it), the 8-warp kernel with the same key tiles.
+  if (is(64, 13, 64)) return launch<T, 64, kTma ? 3 : 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 13, 128)) return launch<T, 64, kTma ? 3 : 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
 

@@ -179,6 +179,20 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
+// Keeps what v0 and v1 depend on ahead of the next wgmma wait in ptxas's schedule (CUDA 13.0, sm_90a). The empty
+// asm above orders nothing in SASS: ptxas moved the P·V wait (WARPGROUP.DEPBAR.LE gsb0, 0) of prefill_wgmma.cu above
+// the softmax's maxima and exponentials, so the softmax never ran under P·V (session 8, pfx8, read in the SASS of
+// the 128-key producer kernel). A shared-memory store is not moved across the wait (the tensor cores may be reading
+// shared memory until it), so a store predicated on v0 and v1 pins them, and with them every exponential of the
+// row sums, ahead of it. The predicate (both all-ones bit patterns, a NaN no arithmetic here produces) is false in
+// practice; were it true, `addr` is a word nothing else reads.
+__device__ __forceinline__ void keep_ahead_of_wait(float v0, float v1, std::uint32_t addr) {
+  asm volatile(
+      "{\n.reg .pred p;\n.reg .b32 t;\nand.b32 t, %0, %1;\nsetp.eq.u32 p, t, 0xffffffff;\n@p st.shared.u32 [%2], t;\n}\n" ::"r"(
+          __float_as_uint(v0)),
+      "r"(__float_as_uint(v1)), "r"(addr)
+      : "memory");
+}
 // The same for 32-bit A fragments ([K steps][4] registers) that a wgmma still reads until the wait.
 template <int K>
 __device__ __forceinline__ void fence_regs(std::uint32_t (&r)[K][4]) {

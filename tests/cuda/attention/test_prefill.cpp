@@ -432,7 +432,7 @@ void check_wgmma_variants(smk::cuda::PrefillToggle tma) {
   const std::vector<Case> odd = odd_cases();
   int first_d = 0;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
-    if (x.warps == 9 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
+    if (x.warps % 4 == 1 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer is TMA's)
     for (const Case& c : odd)
       if (c.d == x.d) {
         Case cw = c;
@@ -454,6 +454,21 @@ void check_wgmma_variants(smk::cuda::PrefillToggle tma) {
         for (const Case& c : cases) check_case(c, wgmma_config(x, t, tma));
       }
   }
+  // The builds with the softmax pinned ahead of the P·V wait (kPrefillWgmmaPinned, TMA only): the variant cases.
+  if (tma == PrefillToggle::off) return;
+  for (const auto& x : smk::cuda::kPrefillWgmmaPinned)
+    for (DType dt : {DType::bf16, DType::f16}) {
+      const std::string tag = "wgmma " + name_of(x) + " tma pinned " + (dt == DType::bf16 ? "bf16" : "f16");
+      const std::vector<Case> cases = {
+          {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
+          {tag + " causal 200x77 (Sq>Sk, rows with no key)", dt, 1, 200, 77, 2, 1, x.d, true},
+          {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
+          {tag + " 1000x1000 causal", dt, 1, 1000, 1000, 2, 1, x.d, true},
+      };
+      auto cfg = wgmma_config(x, PrefillToggle::on, tma);
+      cfg.pin_softmax = PrefillToggle::on;
+      for (const Case& c : cases) check_case(c, cfg);
+    }
 }
 
 TEST(CudaAttentionPrefill, WgmmaKernelMatchesTheReference) {
@@ -510,6 +525,19 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
       ADD_FAILURE() << "wgmma with 12 warps accepted";
     } catch (const smk::Error& e) {
       EXPECT_NE(std::string(e.what()).find("config"), std::string::npos) << e.what();
+    }
+    // The pinned softmax where no pinned build exists (one warpgroup; and the cp.async path of a pinned variant).
+    for (const auto& [warps, tma] : {std::pair{4, smk::cuda::PrefillToggle::on}, {8, smk::cuda::PrefillToggle::off}}) {
+      smk::cuda::PrefillConfig pin{warps, 1, 64, 3};
+      pin.kernel = smk::cuda::PrefillKernel::wgmma;
+      pin.tma = tma;
+      pin.pin_softmax = smk::cuda::PrefillToggle::on;
+      try {
+        smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, pin, {});
+        ADD_FAILURE() << "pin_softmax accepted with " << warps << " warps";
+      } catch (const smk::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("pin_softmax"), std::string::npos) << e.what();
+      }
     }
   }
   // A base pointer off the 16-byte grid.
@@ -595,7 +623,7 @@ TEST(CudaAttentionPrefill, NonFiniteVNeverLeaksPastTheMask) {
   if (!wgmma_here()) return;
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
     for (const Case& c : diagonal_cases(x.d)) {
-      if (x.warps == 9) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
+      if (x.warps % 4 == 1) continue;  // the 8-warp kernel (the producer warpgroup is TMA's)
       Case cd = c;
       cd.name = "wgmma " + name_of(x) + " cp.async " + c.name;
       check_case(cd, wgmma_config(x, PrefillToggle::on, PrefillToggle::off), diagonal_plant(c));
@@ -615,11 +643,18 @@ TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
     std::vector<std::pair<smk::cuda::PrefillVariant, smk::cuda::PrefillConfig>> r;
     for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
       if (x.d == d) r.emplace_back(x, wgmma_config(x, PrefillToggle::on, PrefillToggle::on));
+    for (const auto& x : smk::cuda::kPrefillWgmmaPinned)  // the pinned builds: the same bits as every other
+      if (x.d == d) {
+        auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+        cfg.pin_softmax = PrefillToggle::on;
+        r.emplace_back(x, cfg);
+      }
     return r;
   };
   expect_same_bits_per_tile_size("wgmma configurations", 13, variants, [](smk::cuda::PrefillConfig cfg) {
     cfg.skip_rescale = PrefillToggle::off;
     cfg.tma = PrefillToggle::off;  // the copy path changes no bit either
+    cfg.pin_softmax = PrefillToggle::dispatcher;  // (no pinned cp.async build)
     return cfg;
   });
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
@@ -641,6 +676,14 @@ TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
       cd.name = "wgmma " + name_of(x) + " tma " + c.name;
       check_case(cd, wgmma_config(x, smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::on),
                  diagonal_plant(c));
+    }
+  for (const auto& x : smk::cuda::kPrefillWgmmaPinned)
+    for (const Case& c : diagonal_cases(x.d)) {
+      Case cd = c;
+      cd.name = "wgmma " + name_of(x) + " tma pinned " + c.name;
+      auto cfg = wgmma_config(x, smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::on);
+      cfg.pin_softmax = smk::cuda::PrefillToggle::on;
+      check_case(cd, cfg, diagonal_plant(c));
     }
 }
 

@@ -54,9 +54,15 @@ std::string tma_mode() {
   return e ? e : "";
 }
 
-// "wgK" for K consumer warpgroups; "ws2": two and the producer warpgroup (warps = 9).
+// "wgK" for K consumer warpgroups; "wsK": K and the producer warpgroup (warps = 4K + 1).
 std::string wg_name(const smk::cuda::PrefillVariant& x) {
-  return x.warps == 9 ? std::string("ws2") : "wg" + std::to_string(x.warps / 4);
+  return (x.warps % 4 == 1 ? "ws" : "wg") + std::to_string(x.warps / 4);
+}
+// Whether x also has a build with the softmax pinned ahead of the P·V wait (TMA only).
+bool pinned(const smk::cuda::PrefillVariant& x) {
+  for (const auto& p : smk::cuda::kPrefillWgmmaPinned)
+    if (p.d == x.d && p.warps == x.warps && p.block_n == x.block_n) return true;
+  return false;
 }
 
 std::vector<Config> configs(std::int64_t d) {
@@ -73,6 +79,10 @@ std::vector<Config> configs(std::int64_t d) {
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = on;
         r.push_back({wg_name(x) + " n" + std::to_string(x.block_n) + " tma", cfg});
+        if (pinned(x)) {
+          cfg.pin_softmax = on;
+          r.push_back({wg_name(x) + " n" + std::to_string(x.block_n) + " pin", cfg});
+        }
       }
     r.push_back({"dispatcher", {}});  // what attention_forward runs by default
     return r;
@@ -97,7 +107,7 @@ std::vector<Config> configs(std::int64_t d) {
       if (x.d != d) continue;
       for (const auto tma : {off, on}) {
         if (tma == on && mode == "0") continue;
-        if (tma == off && x.warps == 9) continue;  // the producer warpgroup is TMA's: cp.async runs the 8-warp kernel
+        if (tma == off && x.warps % 4 == 1) continue;  // the producer is TMA's: cp.async runs the 8-warp kernel
         PrefillConfig cfg{x.warps, x.m_tiles, x.block_n, x.stages, on, on, on};
         cfg.kernel = PrefillKernel::wgmma;
         cfg.tma = tma;
@@ -161,8 +171,12 @@ int main(int argc, char** argv) {
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   std::int64_t header_d = 0;
+  // SMK_TUNE_REVERSE=1: the columns in reverse order (a call's later columns ran a few per cent slower in session 5's
+  // runs: a second pass in the other order takes that drift out of a comparison between neighbours).
+  const bool reverse = std::getenv("SMK_TUNE_REVERSE") && std::string(std::getenv("SMK_TUNE_REVERSE")) == "1";
   for (const Row& r : rows()) {
-    const auto cols = configs(r.d);
+    auto cols = configs(r.d);
+    if (reverse) std::reverse(cols.begin(), cols.end());
     if (r.d != header_d) {  // one header per head dimension: the columns differ
       header_d = r.d;
       std::printf("\n%-24s", "B,H,S,D,mask (bf16)");
