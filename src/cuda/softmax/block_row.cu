@@ -67,6 +67,13 @@
 // logsumexp 16384×4096 98.8 → 91.7, 8192×8192 112.1 → 72.4 (1.85 TB/s, 41 % of read), 5461×12288 84.3 → 63.2; the
 // wide block's logsumexp 4096×16384 76.0 → 68.5, 8192×32000 286.0 → 259.8 (2.02 TB/s), log-softmax 8192×32000 412.7 →
 // 386.0. f32 unchanged (within 1.5 %).
+// mid8 (session 8, 2026-11-30): logsumexp and the state with their next rows' loads in flight in registers
+// (block_rows_ahead_kernel, BlockConfig::ahead; bitwise the direct kernel). Traffic: the row read once, 4 B (f32) / 2 B
+// (16-bit) an element, 4-8 B a row written; floor at the read ceiling (4.51 TB/s, session 7's run): 4096×16384 f32
+// (268 MB) 59.5 µs, bf16 29.8; 16384×4096 alike; 90 % of read: 66 / 33 µs. Registers (ptxas, CUDA 13.0, sm_90a): f32
+// E = 32 one row ahead 106, two 128 (16 B of stack), E = 24 92 / 112; 16-bit 90-104; none spill but f32 E = 32 two
+// ahead. Predicted before its run: f32 4096×16384 87.5 → ~70 µs (a block keeps 64 KB in flight through its barriers
+// where the direct kernel had none), bf16 68.7 → ~50.
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
@@ -328,6 +335,98 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_lane_kernel(const R
   __pipeline_wait_prior(0);  // (only empty groups remain; no copy outlives the block)
 }
 
+// logsumexp and the state on block_per_row with the next rows' loads in flight (BlockConfig::ahead, mid8): the direct
+// kernel's cluster-1 row (the same threads, elements, trees and terms: bitwise its results) on a persistent grid, each
+// thread loading its share of the block's next `kAhead` rows into registers before it reduces the current one. Why:
+// these ops store nothing, so nothing but the block's own two barriers orders a row after the last; the direct kernel
+// has a row's loads in flight only until its first reduction (a block a row, one wave of 4096×16384 f32 at two 512-
+// thread blocks an SM), and a block alone on an SM then waits on its barriers with nothing in flight. Here a block
+// keeps kAhead rows' loads (kAhead × E × sizeof(In) bytes a thread: 128 B for f32 at E = 32) in flight through the
+// current row's reductions. The registers pay: 64 (f32, E = 32, one row ahead) more a thread, so at most 512 threads a
+// block (kAheadMaxThreads; __launch_bounds__(512, 1): up to 128 registers), where the wide block at 1024 threads has 64.
+// A thread whose slots are not all full 16-byte vectors of an aligned unit-stride row (a ragged end, an unaligned or
+// strided row) loads that row at its use through RowTile::load, as the direct kernel does: the values are the same.
+template <typename In, int kElems, int kAhead>
+__global__ void __launch_bounds__(kAheadMaxThreads, 1) block_rows_ahead_kernel(const RowProblem p, bool evict_first) {
+  using Tile = RowTile<In, kElems>;
+  using Vec = typename Tile::Vec;
+  constexpr int E = kElems, K = Tile::K, V = Tile::V;
+  static_assert(sizeof(Vec) == sizeof(uint4), "the loads in flight are 16-byte vectors");
+  // The direct kernel's choice of terms (block_rows_kernel kLogFtz), so that the bits are its own.
+  constexpr bool kLogFtz = sizeof(In) == 2 || kElems != kWideBlockElems;
+  __shared__ float red_max[32], red_sum[32];
+  __shared__ int red_ties[32];
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(p.n);
+  const std::int64_t stride = gridDim.x;
+  // RowTile::load's fast path for this thread: every slot a full vector (the row's alignment is checked per row).
+  const bool full_slots = p.step[kX] == 1 && Tile::index(K - 1, t, T) + V <= n;
+  uint4 w[kAhead][K];
+  bool held[kAhead];
+  auto fetch = [&](uint4 (&buf)[K], bool& ok, std::int64_t row) {
+    ok = false;
+    if (row >= p.rows || !full_slots) return;
+    const In* x = at<In>(p.x, RowRef{row, 0}.off(p, kX));
+    if (reinterpret_cast<std::uintptr_t>(x) % sizeof(Vec) != 0) return;
+    const uint4* q = reinterpret_cast<const uint4*>(x) + t;
+    if (evict_first) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) buf[k] = __ldcs(q + k * T);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) buf[k] = q[k * T];
+    }
+    ok = true;
+  };
+  std::int64_t row = blockIdx.x;
+#pragma unroll
+  for (int b = 0; b < kAhead; ++b) fetch(w[b], held[b], row + b * stride);
+  while (row < p.rows) {
+#pragma unroll
+    for (int b = 0; b < kAhead; ++b) {  // buffer b holds the row; unrolled, so w[b] stays in registers
+      if (row >= p.rows) break;
+      const RowRef o{row, 0};
+      float v[E];
+      if (held[b]) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          Vec u;
+          static_assert(sizeof(u) == sizeof(w[b][k]));
+          memcpy(&u, &w[b][k], sizeof(u));
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(u.v[j]);
+        }
+      } else {
+        Tile::load(v, at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, T);
+      }
+      // The buffer is free: the row kAhead strides on goes there, in flight through this row's barriers.
+      fetch(w[b], held[b], row + kAhead * stride);
+      Tile::transform(v, row_transform(p, o), p.n, t, T);
+      // From here the direct kernel's cluster-1 log row, step for step (block_rows_kernel).
+      const float m = block_max(tree_max<E>(v), red_max);
+      const float shift = OnlineSoftmaxState<float>::shift_for(m);
+      int ties = 0;
+      float rest;
+      if constexpr (kLogFtz) rest = thread_log_rest_in<In>(v, shift, ties);
+      else rest = thread_exp_rest<void>(v, shift, false, true, ties);
+      rest = block_sum(rest, red_sum);
+      ties = block_count(ties, red_ties);
+      if (t == 0) write_row_stats(p, o, state_from(m, ties, rest, true));
+      row += stride;
+    }
+  }
+}
+
+template <typename In, int kElems>
+void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  constexpr auto one = block_rows_ahead_kernel<In, kElems, 1>;
+  constexpr auto two = block_rows_ahead_kernel<In, kElems, 2>;
+  const auto kernel = c.ahead >= 2 ? two : one;
+  const unsigned grid = persistent_grid(kernel, c.threads, 0, p.rows);
+  kernel<<<grid, c.threads, 0, s>>>(p, c.evict_first);
+  SMK_CUDA_CHECK_LAUNCH("block_rows_ahead_kernel");
+}
+
 template <typename In>
 void launch_lane(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   constexpr auto softmax_kernel = block_rows_lane_kernel<In, void, false>;
@@ -405,6 +504,11 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
+    // The read-only ops with their next rows in flight in registers (mid8): cluster 1, at most 512 threads.
+    if (c.ahead > 0 && !writes_rows(p.op) && c.cluster == 1 && !c.staged && c.threads <= kAheadMaxThreads) {
+      if (c.wide) return launch_ahead<In, kWideBlockElems>(p, c, s);
+      return launch_ahead<In, kBlockElems>(p, c, s);
+    }
     if constexpr (sizeof(In) == 2) {  // the lane-staged kernel: 16-bit rows only (f32 stays on the direct kernel)
       if (c.lane_stages > 0 && c.cluster == 1 && !c.wide && !c.staged) return launch_lane<In>(p, c, s);
     }

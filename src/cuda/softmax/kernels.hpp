@@ -102,8 +102,16 @@ struct BlockConfig {
   // kMaxLaneStages) ahead into shared memory by cp.async, on a persistent grid; bitwise the direct kernel's outputs.
   // 0: the direct kernel. Ignored for f32.
   int lane_stages = 0;
+  // logsumexp and the state on block_per_row with the next rows' loads in flight in registers (block_row.cu
+  // block_rows_ahead_kernel, mid8; cluster 1, not staged, threads ≤ kAheadMaxThreads): `ahead` rows (1 to
+  // kMaxAheadRows) of each thread's share loaded before the current row's reductions, on a persistent grid; bitwise the
+  // direct kernel's results. 0: the direct kernel. evict_first: those loads as ld.global.cs (L2 evict-first).
+  int ahead = 0;
+  bool evict_first = false;
 };
 constexpr int kMaxLaneStages = 3;
+constexpr int kMaxAheadRows = 2;
+constexpr int kAheadMaxThreads = 512;
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.
 constexpr int kWideBlockThreads = 1024;

@@ -357,6 +357,17 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
 // registers synchronously; 1025's loss) keep the direct kernel. The dispatcher's A/B at 2 rows ahead (softmaxkit bench,
 // same run, old → new µs, bf16): 16384×4096 softmax 122.6 → 94.9, log-softmax 127.5 → 119.4, logsumexp 98.1 → 94.3;
 // 8192×8192 136.8 → 93.6, 136.9 → 112.0, 111.0 → 87.2 (docs/bench/mid16-s6-2026-11-30.md).
+// logsumexp and the state (no row written) on block_per_row with their next row's loads in flight in registers
+// (BlockConfig::ahead, mid8, block_row.cu block_rows_ahead_kernel; bitwise the direct kernel's results, so the rule may
+// look at the block's size freely): every read-only row of kAheadFromN … 16384 (at most kAheadMaxThreads threads: the
+// 512-thread block, and the wide block up to 16384), one row ahead, plain loads. Provisional until mid8's H200 run.
+constexpr std::int64_t kAheadFromN = kWarpMaxN + 1;
+constexpr int kAheadRows = 1;
+constexpr bool kAheadEvictFirst = false;
+int block_ahead_rows(const RowProblem& p, const kernels::BlockConfig& c) {
+  if (kernels::writes_rows(p.op) || c.cluster != 1 || c.staged || c.threads > kernels::kAheadMaxThreads) return 0;
+  return p.n >= kAheadFromN ? kAheadRows : 0;
+}
 constexpr std::int64_t kLaneSoftmaxFromN16 = 2048;
 constexpr std::int64_t kLaneLogSoftmaxFromN16 = 2560;
 constexpr std::int64_t kLaneReadOnlyFromN16 = 7168;
@@ -574,6 +585,8 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
       c.lane_stages = block_lane_stages(in.dtype, rp, c);
+      c.ahead = block_ahead_rows(rp, c);
+      c.evict_first = kAheadEvictFirst;
       return kernels::launch_block_rows(rp, c, s);
     }
     case SoftmaxPath::cluster_row: {
