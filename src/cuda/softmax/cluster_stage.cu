@@ -302,9 +302,12 @@ int stage_active_clusters(const void* kernel, const cudaLaunchConfig_t& base) {
     if (it != cache.end()) return it->second;
   }
   int n = 0;
-  // The kernel's body exists only in code built for sm_90 or later (an sm_80 build's is empty): none else runs it.
+  // The kernel's body exists only in code compiled for sm_90 or later (an sm_80 build's is empty): none else runs it.
+  // ptxVersion, not only binaryVersion: a newer GPU may run this build's compute_80 PTX compiled on the fly, whose
+  // binary version is the GPU's but whose body is the empty one.
   cudaFuncAttributes fa{};
-  const bool built90 = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.binaryVersion >= 90;
+  const bool built90 =
+      cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
   if (!built90) (void)cudaGetLastError();
   cudaLaunchConfig_t cfg = base;
   cfg.gridDim = dim3(base.attrs[0].val.clusterDim.x);
@@ -324,7 +327,9 @@ bool launch(const RowProblem& p, cudaStream_t s) {
   if (c.cluster == 0) return false;
   // A device whose blocks may not opt into the stages' shared memory (the kernel's shapes assume Hopper's 227 KB)
   // keeps the old paths: asking for more would fail the attribute call below.
-  if (stage_smem<In>(stage_max_threads<In>()) > static_cast<std::size_t>(device_facts().max_smem_optin)) return false;
+  if (stage_smem<In>(stage_max_threads<In>()) + sizeof(StageShared) >
+      static_cast<std::size_t>(device_facts().max_smem_optin))
+    return false;
   constexpr bool k16 = sizeof(In) == 2;
   constexpr auto softmax_kernel = cluster_stage_kernel<In, float, false>;
   constexpr auto softmax_out_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false>;
@@ -353,14 +358,17 @@ bool launch(const RowProblem& p, cudaStream_t s) {
   cfg.numAttrs = 1;
   const int active = stage_active_clusters(reinterpret_cast<const void*>(kernel), cfg);
   if (active <= 0) return false;
-  const std::int64_t clusters = std::min<std::int64_t>(p.rows, active);
+  const ClusterStageTuning& t = cluster_stage_tuning();
+  // Fewer clusters only make each walk more rows: a row's bits do not depend on which cluster computes it.
+  const std::int64_t clusters =
+      std::min<std::int64_t>({p.rows, active, t.max_clusters > 0 ? t.max_clusters : std::int64_t{active}});
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * c.cluster));
-  const int copy = cluster_stage_tuning().copy;
+  const int copy = t.copy > 0 ? std::max(16, t.copy / 16 * 16) : t.copy;  // bulk pieces: whole 16-byte units
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster, copy));
-  ClusterStageTuning& t = cluster_stage_tuning();
-  t.last_cluster = c.cluster;
-  t.last_threads = c.threads;
-  t.last_active = active;
+  ClusterStageLast& last = cluster_stage_last();
+  last.cluster.store(c.cluster, std::memory_order_relaxed);
+  last.threads.store(c.threads, std::memory_order_relaxed);
+  last.active.store(active, std::memory_order_relaxed);
   stage_launches().fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -372,6 +380,11 @@ std::uint64_t cluster_stage_launch_count() { return stage_launches().load(std::m
 ClusterStageTuning& cluster_stage_tuning() {
   static ClusterStageTuning t;
   return t;
+}
+
+ClusterStageLast& cluster_stage_last() {
+  static ClusterStageLast last;
+  return last;
 }
 
 bool& cluster_stage_on() {

@@ -9,6 +9,8 @@
 // bitwise identical alone or in a batch, and from run to run.
 #pragma once
 
+#include <atomic>
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -244,9 +246,16 @@ struct ClusterStageTuning {
   // The dispatcher offers cluster_stage every forward row it can hold (32769 … 524288), whatever the op and dtype,
   // instead of its measured rule (softmax_cuda.cpp cluster_stage_takes): the tests reach every op and dtype this way.
   bool always = false;
-  int last_cluster = 0, last_threads = 0, last_active = 0;  // the last launch: C, T, clusters resident at once
+  // > 0: at most this many clusters a launch (tests: few clusters walk many rows, so the stages refill at few rows).
+  int max_clusters = 0;
 };
 ClusterStageTuning& cluster_stage_tuning();
+// What cluster_stage's last launch chose (timing output only): C, T, clusters resident at once. Atomic: every launch
+// writes it, from whichever host thread calls.
+struct ClusterStageLast {
+  std::atomic<int> cluster{0}, threads{0}, active{0};
+};
+ClusterStageLast& cluster_stage_last();
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);

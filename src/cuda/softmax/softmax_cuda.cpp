@@ -246,11 +246,14 @@ constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
 constexpr std::int64_t kClusterStageMaxN16 = 65536;
 constexpr std::int64_t kClusterStageMaxNF32 = 40000;
 constexpr bool kClusterStageReadOnly = false;  // logsumexp and the state: split_row
-// ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … 2 · kClusterStageMaxN16 that
-// the kernel can hold, whatever the op and dtype.
+// ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … kClusterStageAlwaysMaxN that
+// the kernel can hold (16 slices: 16-bit 524288, f32 458752; it refuses longer ones), whatever the op and dtype. Was
+// 2 · kClusterStageMaxN16, which the narrowing of 8963ddc cut to 131072: the tests' 151936 and 262147 then left the
+// kernel (vocab8).
+constexpr std::int64_t kClusterStageAlwaysMaxN = 524288;
 bool cluster_stage_takes(kernels::Op op, DType t, std::int64_t n) {
   if (n < kClusterStageMinN) return false;
-  if (kernels::cluster_stage_tuning().always) return n <= 2 * kClusterStageMaxN16;
+  if (kernels::cluster_stage_tuning().always) return n <= kClusterStageAlwaysMaxN;
   if (!kernels::writes_rows(op) && !kClusterStageReadOnly) return false;
   return n <= (t == DType::f32 ? kClusterStageMaxNF32 : kClusterStageMaxN16);
 }

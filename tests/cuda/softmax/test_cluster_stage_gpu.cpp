@@ -4,9 +4,11 @@
 // poisoned first
 // (gpu_case.hpp's gates), and checks that the kernel actually ran (its launch count). Lengths 32769, 65537, 100003
 // (divisible by no cluster size the kernel takes), 151936 and 262147; few rows and more rows than its persistent
-// grid holds (a block walks several rows, so the stages refill); every forward op; f32, bf16 and f16 in, the input
-// dtype or f32 out. Bitwise: run to run (poison 0xFF, then 0x00), a row alone against the same row in a batch, and
-// rows read directly (a pitched, unaligned input: no row can be staged) against the same rows staged, and slices
+// grid holds (a block walks several rows; the stages refill only from a cluster's third row, so
+// StagesRefillAtFewClusters caps the grid at two clusters to refill them at 7 rows); every forward op; f32, bf16 and
+// f16 in, the input dtype or f32 out. Bitwise: run to run (poison 0xFF, then 0x00), a row alone against the same row
+// in a batch, and rows read directly (a pitched, unaligned input: row 0 is read directly, row 1 may be staged)
+// against the same rows staged, and slices
 // staged by each thread's cp.async (the default) against the bulk-copy engine's (whole, and in 16 KB pieces).
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases.
 #include <gtest/gtest.h>
@@ -93,6 +95,38 @@ TEST_F(GpuClusterStage, EveryOpEveryLength) {
   }
 }
 
+// The stages refilled, at few rows: at most two clusters (ClusterStageTuning::max_clusters), so each walks 3-4 of 7
+// rows and every stage is refilled at least once (a cluster issues its first two rows' copies up front), for every op
+// and dtype and each way of filling a stage (each thread's cp.async; bulk copies whole or in 16 KB pieces: the
+// mbarrier's second phase). Against the reference, and bitwise against the uncapped grid (fewer clusters only make
+// each walk more rows). Small enough for the sanitizers.
+TEST_F(GpuClusterStage, StagesRefillAtFewClusters) {
+  std::vector<std::int64_t> lengths = {32769, 65536, 100003, 151936};
+  if (small_mode()) lengths = {32769};
+  const std::int64_t rows = 7;
+  std::uint64_t seed = 7300;
+  for (std::int64_t n : lengths) {
+    for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        const std::string name = std::string(dtype_name(dt)) + "_7x" + std::to_string(n);
+        const Case c = random_case(name, op, dt, is_row_op(op) ? DType::f32 : dt, rows, n, ++seed);
+        const Result wide = run_staged(c);
+        for (int copy : {-1, 0, 16384}) {
+          if (copy != -1 && dt == DType::f16) continue;  // the copy modes do not depend on the 16-bit type
+          cuda::kernels::cluster_stage_tuning().max_clusters = 2;
+          cuda::kernels::cluster_stage_tuning().copy = copy;
+          const Result capped = run_staged(c);
+          cuda::kernels::cluster_stage_tuning().max_clusters = 0;
+          cuda::kernels::cluster_stage_tuning().copy = cuda::kernels::ClusterStageTuning{}.copy;
+          ASSERT_TRUE(wide.ran && capped.ran);
+          expect_same_bits(wide, capped, name + " " + op_name(op) + ": two clusters (copy " + std::to_string(copy) +
+                                             ") / the whole grid");
+        }
+      }
+    }
+  }
+}
+
 // Options: a temperature, per-row temperatures, a boolean mask with a fully masked row under both policies,
 // non-finite rows (+inf, NaN, all −inf), in place.
 TEST_F(GpuClusterStage, OptionsAndSpecialRows) {
@@ -167,7 +201,8 @@ TEST_F(GpuClusterStage, Bitwise) {
             << name << " " << op_name(op) << ": element " << i << " of the last row, alone vs in the batch";
       if (op == Op::state) ASSERT_TRUE(same_bits(alone.out2[0], a.out2[rows - 1]));
 
-      // Pitched and unaligned: every row read directly from global memory, the same bits.
+      // Pitched (n + 7) and 1 element off: row 0 read directly from global memory, later rows staged where their start
+      // is 16-byte aligned; the same bits.
       Case st = batch;
       st.name += "_pitched_unaligned";
       st.in.strides = {n + 7, 1};
@@ -280,19 +315,97 @@ TEST_F(GpuClusterStage, Timing) {
           SMK_CUDA_CHECK(cudaEventDestroy(b));
           std::sort(ms.begin(), ms.end());
           const double us = 1000.0 * ms[ms.size() / 2];
-          const auto& t = cuda::kernels::cluster_stage_tuning();
+          const auto& last = cuda::kernels::cluster_stage_last();
           const bool ran = cuda::kernels::cluster_stage_launch_count() > launches;  // else the old path served
           const double moved = (op == Op::logsumexp ? 1.0 : 2.0) * static_cast<double>(bytes);
           std::printf("timing %-11s %-4s %5lldx%-6lld %-20s %8.1f us %5.2f TB/s  %s C=%d T=%d resident=%d\n",
                       op_name(op), dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.n),
-                      var.name, us, moved / (us * 1e6), ran ? "cluster_stage" : "old path", ran ? t.last_cluster : 0,
-                      ran ? t.last_threads : 0, ran ? t.last_active : 0);
+                      var.name, us, moved / (us * 1e6), ran ? "cluster_stage" : "old path",
+                      ran ? last.cluster.load() : 0, ran ? last.threads.load() : 0, ran ? last.active.load() : 0);
           std::fflush(stdout);
         }
       }
     }
   }
   cuda::kernels::cluster_stage_on() = true;
+}
+
+// SMK_CLUSTER_STAGE_TIMING=1 (vocab8): the fixed cost a single row pays, and what smaller slices (a cap on T: more
+// blocks a row, more SMs for one row) do to it and to many rows. GPU µs a call: a CUDA graph of k calls replayed
+// (median of 7 replays / k), on the rule's lengths (16-bit 32769 … 65536, f32 … 40000) and 151936, beside the old
+// path (cluster_stage off: split_row's one launch for few rows, cluster_row / split_row for many).
+TEST_F(GpuClusterStage, OneRowTiming) {
+  const char* on = std::getenv("SMK_CLUSTER_STAGE_TIMING");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_CLUSTER_STAGE_TIMING=1 to time";
+  using Buf = cuda::DeviceBuffer<unsigned char>;
+  const Device dev = Device::cuda(0);
+  cuda::StreamOwner owner;
+  const cudaStream_t st = owner.get();
+  const Stream stream{st};
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  const std::int64_t max_bytes = std::int64_t{8192} * 65536 * 4;
+  Buf x(static_cast<std::size_t>(max_bytes)), y(static_cast<std::size_t>(max_bytes));
+  SMK_CUDA_CHECK(cudaMemset(x.data(), 0x3c, static_cast<std::size_t>(max_bytes)));
+  for (const Shape sh : {Shape{1, 40000}, Shape{1, 65536}, Shape{1, 151936}, Shape{32, 65536}, Shape{4096, 40000},
+                         Shape{8192, 65536}}) {
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::int64_t bytes = sh.rows * sh.n * static_cast<std::int64_t>(dtype_size(dt));
+      const Layout l = contiguous(dt, {sh.rows, sh.n});
+      const TensorView in = l.view(x.data(), dev), out = l.view(y.data(), dev);
+      const int k = bytes < (std::int64_t{1} << 24) ? 50 : 3;
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (const int cap : {-1, 0, 256, 320, 512}) {  // -1: the old path; 0: cluster_stage's own slice size
+          cuda::kernels::cluster_stage_on() = cap >= 0;
+          cuda::kernels::cluster_stage_tuning().always = true;
+          cuda::kernels::cluster_stage_tuning().max_threads = cap;
+          const std::uint64_t launches = cuda::kernels::cluster_stage_launch_count();
+          auto call = [&] {
+            if (op == Op::softmax) softmax(out, in, SoftmaxOptions{}, stream);
+            else log_softmax(out, in, SoftmaxOptions{}, stream);
+          };
+          call();
+          SMK_CUDA_CHECK(cudaStreamSynchronize(st));
+          const bool ran = cuda::kernels::cluster_stage_launch_count() > launches;
+          cudaGraph_t g = nullptr;
+          SMK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < k; ++i) call();
+          SMK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+          cudaGraphExec_t exec = nullptr;
+          SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+          cudaEvent_t a, b;
+          SMK_CUDA_CHECK(cudaEventCreate(&a));
+          SMK_CUDA_CHECK(cudaEventCreate(&b));
+          SMK_CUDA_CHECK(cudaGraphLaunch(exec, st));
+          std::vector<double> us;
+          for (int r = 0; r < 7; ++r) {
+            SMK_CUDA_CHECK(cudaEventRecord(a, st));
+            SMK_CUDA_CHECK(cudaGraphLaunch(exec, st));
+            SMK_CUDA_CHECK(cudaEventRecord(b, st));
+            SMK_CUDA_CHECK(cudaStreamSynchronize(st));
+            float ms = 0;
+            SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+            us.push_back(1000.0 * ms / k);
+          }
+          SMK_CUDA_CHECK(cudaEventDestroy(a));
+          SMK_CUDA_CHECK(cudaEventDestroy(b));
+          SMK_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          SMK_CUDA_CHECK(cudaGraphDestroy(g));
+          std::sort(us.begin(), us.end());
+          const auto& last = cuda::kernels::cluster_stage_last();
+          std::printf("onerow %-11s %-4s %5lldx%-6lld cap %4d %9.2f us %5.2f TB/s  %s C=%d T=%d resident=%d\n",
+                      op_name(op), dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.n), cap,
+                      us[us.size() / 2], 2.0 * static_cast<double>(bytes) / (us[us.size() / 2] * 1e6),
+                      ran ? "cluster_stage" : "old path", ran ? last.cluster.load() : 0,
+                      ran ? last.threads.load() : 0, ran ? last.active.load() : 0);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  cuda::kernels::cluster_stage_on() = true;
+  cuda::kernels::cluster_stage_tuning() = cuda::kernels::ClusterStageTuning{};
 }
 
 }  // namespace
