@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 short8 pfx8
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1436,6 +1436,105 @@ if want mid8; then
     run_step mid8x-softmax timeout "${SMK_MID8_SUITE_S:-30}" env SMK_GPU_TEST_SMALL=1 "$m8/new/test_cuda_softmax" \
       --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*'
     m8_keep
+  fi
+  end_carried
+fi
+# vocab8 (session 8, issue 3: vocabulary-size rows): split_stream (split_row.cu: the three kernels' work in one
+# persistent launch, a row's second read from L2), cluster_stage's review fixes and its one-row cost. One call from
+# binaries built off the device for sm_90a (build/vocab8-bin.tar.xz: bin/ softmaxkit, test_cuda_cluster_stage,
+# test_cuda_few_rows; lib/ libfmt). SMK_V8_PARTS picks, in this order, of
+# "stage few stime otime ncu memcheck racecheck onencu torch bench" (default all):
+#   stage     the whole cluster_stage GPU test (the review's StagesRefillAtFewClusters, DispatcherRule)
+#   few       split_stream's bitwise test and the split_row tests it can change
+#   stime     StreamTiming: split_stream by lag and hints beside the three kernels (SMK_STREAM_SHAPES=1: two shapes)
+#   otime     cluster_stage's OneRowTiming (one row; slice caps)
+#   ncu       Nsight Compute on split_row's chunk / normalising kernels and split_stream at f32 and bf16 4096x151936
+#   memcheck, racecheck: compute-sanitizer on the small cases of both tests
+#   onencu    Nsight Compute on one row: cluster_stage (bf16 1x65536, f32 1x40000) beside split_row's one launch
+#   torch     Nsight Compute on torch.compile's kernels at 4096x151936 (scripts/ncu_torch_vocab8.py), Inductor's source
+#   bench     softmaxkit bench, the dispatcher (--path auto) on the long rows
+# Back: machine.txt, v8-summary.txt, v8-logs.tgz and the timing / profile logs as .txt (at most 8 files).
+if want vocab8; then
+  carried v8 build/vocab8-bin.tar.xz
+  v8=$bin
+  v8_go() { [[ " ${SMK_V8_PARTS:-stage few stime otime ncu memcheck racecheck onencu torch bench} " == *" $1 "* ]]; }
+  v8_keep() {
+    keep_logs v8
+    rm -f "$outer"/v8x-*.txt  # the tests' logs travel in the tarball; the summary has their result lines
+  }
+  v8_ncu_sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy"
+  v8_ncu_sections="$v8_ncu_sections --section WarpStateStats --section SchedulerStats"
+  if v8_go stage; then
+    run_step v8x-stage timeout "${SMK_V8_STAGE_S:-45}" "$v8/bin/test_cuda_cluster_stage"
+    v8_keep
+  fi
+  if v8_go few; then
+    run_step v8x-few timeout "${SMK_V8_FEW_S:-45}" "$v8/bin/test_cuda_few_rows" \
+      --gtest_filter="${SMK_V8_FEW_FILTER:-*StreamBitwise*:*ManyChunks*:*CommonCall*}"
+    v8_keep
+  fi
+  if v8_go stime; then
+    run_step v8-stime timeout "${SMK_V8_STIME_S:-30}" env SMK_STREAM_TIMING=1 stdbuf -oL "$v8/bin/test_cuda_few_rows" \
+      --gtest_filter='*StreamTiming*'
+    v8_keep
+  fi
+  if v8_go otime; then
+    run_step v8-otime timeout "${SMK_V8_OTIME_S:-20}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
+      "$v8/bin/test_cuda_cluster_stage" --gtest_filter='*OneRowTiming*'
+    v8_keep
+  fi
+  if v8_go ncu; then
+    # f32 then bf16: chunk_states_plain, normalize_plain (the three kernels), split_stream.
+    run_step v8-ncu timeout "${SMK_V8_NCU_S:-45}" env SMK_STREAM_NCU=1 ncu --clock-control none \
+      --kernel-name-base demangled -k regex:"chunk_states_plain|normalize_plain|split_stream" -c 6 $v8_ncu_sections \
+      --print-units base "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamProfileCalls*'
+    v8_keep
+  fi
+  if v8_go memcheck; then
+    run_step v8x-memcheck timeout "${SMK_V8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$v8/bin/test_cuda_cluster_stage" \
+      --gtest_filter='*StagesRefill*:*Bitwise*:*DispatcherRule*'
+    run_step v8x-memcheck-few timeout "${SMK_V8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
+    v8_keep
+  fi
+  if v8_go racecheck; then
+    run_step v8x-racecheck timeout "${SMK_V8_RACE_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+      --error-exitcode 9 "$v8/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*'
+    run_step v8x-racecheck-few timeout "${SMK_V8_RACE_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer \
+      --tool racecheck --error-exitcode 9 "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
+    v8_keep
+  fi
+  if v8_go onencu; then
+    v8_onencu() {  # one row, GPU time and where it goes: cluster_stage (auto) beside split_row's one launch
+      local spec
+      command -v cuobjdump >/dev/null && cuobjdump -sass "$v8/bin/softmaxkit" 2>/dev/null |
+        awk '/Function : /{f=$3} /^ +\/\*[0-9a-f]{4}\*\//{n[f]++} END{for (k in n) print n[k] * 16, k}' |
+        grep -E "cluster_stage_kernel|cluster_split_plain" | sort -n
+      for spec in auto:bf16:1x65536 split_row:bf16:1x65536 auto:f32:1x40000 split_row:f32:1x40000; do
+        IFS=: read -r path dt shape <<<"$spec"
+        echo "=== ncu: softmax $dt $shape --path $path"
+        timeout 15 ncu --clock-control none --kernel-name-base demangled -k regex:"cluster_stage|cluster_split" -c 1 \
+          --section SpeedOfLight --section LaunchStats --section WarpStateStats --section SchedulerStats \
+          --section InstructionStats --metrics sm__cycles_active.max,sm__cycles_active.avg,gpu__time_duration.sum \
+          --print-units base "$v8/bin/softmaxkit" bench --op softmax --dtype "$dt" --shape "$shape" --no-cudnn \
+          --min-reps 1 --max-reps 1 --target-ms 0.01 --path "$path" --format csv
+      done
+    }
+    run_step v8-onencu v8_onencu
+    v8_keep
+  fi
+  if v8_go torch; then
+    run_step v8-torch timeout "${SMK_V8_TORCH_S:-60}" env TORCH_LOGS=output_code ncu --profile-from-start off \
+      --clock-control none $v8_ncu_sections --print-units base python3 scripts/ncu_torch_vocab8.py \
+      ${SMK_V8_TORCH_SPECS:-softmax:f32 log_softmax:bf16}
+    v8_keep
+  fi
+  if v8_go bench; then
+    run_step v8-bench timeout "${SMK_V8_BENCH_S:-30}" stdbuf -oL "$v8/bin/softmaxkit" bench --op softmax,log_softmax \
+      --dtype f32,bf16 --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 --format table \
+      --shape "${SMK_V8_SHAPES:-4096x151936,1024x262144,32x128256,1x151936}" --path auto
+    v8_keep
   fi
   end_carried
 fi

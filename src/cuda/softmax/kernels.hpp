@@ -204,8 +204,18 @@ struct SplitRowTuning {
   // chunk-sum and elementwise kernels (no temperature), each bitwise the generic kernel's outputs. False: the generic
   // kernels serve every call (for tests and timing).
   bool common_call = true;
+  // vocab8 (session 8): split_stream (split_row.cu: the three kernels' work in one persistent launch, each row's
+  // normalising items ~lag rows after its chunk items, so that its second read comes from L2): -1 the library's rule
+  // (kSplitStreamMinRows), 0 never (the three kernels), 1 wherever it can serve (the common call, softmax and
+  // log-softmax, 2 … 32 chunks). stream_lag: rows between a row's chunk items and its normalising items (0: the
+  // library's kSplitStreamLag). stream_hints: the normalising reads evict-first and the stores streaming.
+  int stream = -1;
+  int stream_lag = 0;
+  bool stream_hints = true;
 };
 SplitRowTuning& split_row_tuning();
+// split_stream's launches since the process started (tests: which kernel served).
+std::uint64_t split_stream_launch_count();
 // How many clusters of `blocks` blocks of 512 threads (at most kSplitClusterMaxChunks) the current device runs at once:
 // cudaOccupancyMaxActiveClusters of split_row's one-launch kernel, 0 below compute capability 9.0 or where the query
 // refuses the size; asked once per device, kernel and size, then served from a cache without a CUDA call. The

@@ -74,6 +74,8 @@
 
 #include <cooperative_groups.h>
 
+#include <atomic>
+#include <cstring>
 #include <utility>
 
 namespace smk::cuda::kernels {
@@ -245,6 +247,180 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const
       PlainTile<In>::template store<In>(out, v, len);
     } else {
       normalize_plain_chunk<In>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
+    }
+  }
+}
+
+// ---- split_stream (vocab8, session 8): the three kernels' work in one launch, ordered so the second read hits L2 ----
+// The three kernels read every chunk twice, the second time after the whole input has gone through: at 4096×151936
+// (2.5 GB f32) all but the last ~50 MB of it come back from DRAM (3n of traffic where the floor is 2n). Here one
+// persistent grid takes work items from an atomic ticket in one fixed order: the chunk items of rows 0 … lag − 1,
+// then, row after row, the chunk items of row r + lag followed by the normalising items of row r. A row's second
+// read comes ~lag rows after its first (lag · 3 · the row's bytes of traffic between them: f32 151936, lag 16 ≈ 29 MB),
+// so it is served from L2, and the normalising reads are marked evict-first (ld.global.cs, last use) and the stores
+// streaming (st.global.cs) so that they do not push out the chunks still to be re-read.
+// Same bits as the three kernels: a chunk item is chunk_states_plain_kernel's body; the block that adds a row's last
+// chunk state (an atomic count a row) merges the row's states as merge_states_kernel does for ≤ 32 chunks (lane r
+// merges chunk r into the empty state, then one butterfly: merge_pushed_states' order, bitwise the merge kernel's),
+// writes the row state and marks the row ready; a normalising item loads its chunk, waits for the mark and applies
+// normalize_values<In> elementwise, as normalize_plain_kernel. No deadlock: an item waits only on chunk items of
+// earlier tickets, which blocks already running hold, and chunk items never wait.
+// The common call only (unit-stride, 16-byte-aligned rows, no mask, no temperature, the output in the input's type),
+// softmax and log-softmax, rows of 2 … kSplitStreamMaxChunks chunks.
+constexpr std::int64_t kSplitStreamMaxChunks = 32;  // the merge: one chunk state a lane of one warp
+// Calls of at least this many rows take split_stream (fewer: the three kernels). Not yet measured (vocab8's first run).
+constexpr std::int64_t kSplitStreamMinRows = 64;
+// Rows between a row's chunk items and its normalising items. Not yet measured (vocab8's first run).
+constexpr std::int64_t kSplitStreamLag = 16;
+
+__device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A chunk's elements (PlainTile<In>'s map and values; pad −inf past n), the full vectors read evict-first when `last`.
+template <typename In>
+__device__ __forceinline__ void stream_load(float (&v)[kBlockElems], const In* row, int n, bool last) {
+  using Tile = PlainTile<In>;
+  using Vec = typename Tile::Vec;
+  constexpr int V = Tile::V, K = Tile::K;
+  const int g = threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int i0 = RowTile<In, kBlockElems>::index(k, g, kSplitThreads);
+    if (i0 + V <= n) {
+      Vec w;
+      if (last) {
+        const uint4 b = __ldcs(reinterpret_cast<const uint4*>(row + i0));
+        memcpy(&w, &b, sizeof(w));
+      } else {
+        w = *reinterpret_cast<const Vec*>(row + i0);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : -detail::inf_<float>();
+    }
+  }
+}
+
+// v to row[0, n) as In (PlainTile::store's vectors), full vectors as streaming stores (st.global.cs) when `hints`.
+template <typename In>
+__device__ __forceinline__ void stream_store(In* row, const float (&v)[kBlockElems], int n, bool hints) {
+  using Tile = PlainTile<In>;
+  using W = typename Tile::template OutVec<In>;
+  constexpr int V = Tile::V, K = Tile::K;
+  const int g = threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int i0 = RowTile<In, kBlockElems>::index(k, g, kSplitThreads);
+    if (i0 + V <= n) {
+      W w;
+#pragma unroll
+      for (int j = 0; j < V; ++j) w.v[j] = from_f32<In>(v[k * V + j]);
+      uint4 b;
+      memcpy(&b, &w, sizeof(b));
+      if (hints)
+        asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
+                     "r"(b.w)
+                     : "memory");
+      else
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
+                     "r"(b.w)
+                     : "memory");
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (i0 + j < n) row[i0 + j] = from_f32<In>(v[k * V + j]);
+    }
+  }
+}
+
+// Item t of 2 · rows · chunks: whether it normalises, its row and chunk (the order in the comment above).
+__device__ __forceinline__ void stream_item(std::int64_t t, std::int64_t rows, std::int64_t chunks, std::int64_t lead,
+                                            bool& norm, std::int64_t& row, std::int64_t& c) {
+  const std::int64_t head = lead * chunks, mid = (rows - lead) * 2 * chunks;
+  if (t < head) {
+    norm = false;
+    row = t / chunks;
+    c = t - row * chunks;
+  } else if (t < head + mid) {
+    const std::int64_t u = t - head, k = u / (2 * chunks), w = u - k * 2 * chunks;
+    norm = w >= chunks;
+    row = norm ? k : lead + k;
+    c = norm ? w - chunks : w;
+  } else {
+    const std::int64_t u = t - head - mid, k = u / chunks;
+    norm = true;
+    row = rows - lead + k;
+    c = u - k * chunks;
+  }
+}
+
+// sync: [0, 2) the 64-bit ticket, then one count a row (chunk states added; chunks + 1 once the row state is written),
+// zeroed by the launcher before every launch.
+template <typename In, bool kLogSoftmax>
+__global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const RowProblem p, std::int64_t chunks,
+                                                                     std::int64_t lag, int hints, State* states,
+                                                                     State* row_states, unsigned* sync) {
+  using Out = std::conditional_t<kLogSoftmax, float, In>;  // chunk_states_plain_kernel's chunk terms
+  constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
+  __shared__ ChunkScratch scratch;
+  __shared__ std::int64_t item;
+  auto* ticket = reinterpret_cast<unsigned long long*>(sync);
+  unsigned* count = sync + 2;
+  const std::int64_t rows = p.rows, total = 2 * rows * chunks, lead = lag < rows ? lag : rows;
+  const unsigned ready = static_cast<unsigned>(chunks) + 1;
+  for (;;) {
+    if (threadIdx.x == 0) item = static_cast<std::int64_t>(atomicAdd(ticket, 1ull));
+    __syncthreads();
+    const std::int64_t t = item;
+    __syncthreads();  // every thread has read `item` before thread 0 takes the next ticket
+    if (t >= total) return;
+    bool norm;
+    std::int64_t row, c;
+    stream_item(t, rows, chunks, lead, norm, row, c);
+    const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
+    const int len = chunk_len(p.n, c);
+    float v[kBlockElems];
+    if (!norm) {
+      stream_load<In>(v, x, len, false);
+      const State st = chunk_state<kLogSoftmax, Out>(v, scratch);
+      if (threadIdx.x < 32) {
+        unsigned last = 0;
+        if (threadIdx.x == 0) {
+          states[row * chunks + c] = st;
+          __threadfence();  // the state before the count that publishes it
+          last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
+        }
+        last = __shfl_sync(0xffffffffu, last, 0);
+        if (last) {  // every other chunk state of the row is written: merge them (warp 0)
+          __threadfence();
+          const float* f = reinterpret_cast<const float*>(states + row * chunks);
+          const int lane = static_cast<int>(threadIdx.x);
+          State mine = State::empty();
+          if (lane < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * lane), __ldcg(f + 2 * lane + 1)));
+          mine = group_merge(mine, 32);
+          if (lane == 0) {
+            row_states[row] = mine;
+            __threadfence();  // the row state before the mark
+            atomicAdd(&count[row], 1u);
+          }
+        }
+      }
+    } else {
+      stream_load<In>(v, x, len, hints != 0);  // before the wait: the loads overlap it
+      if (threadIdx.x == 0) {
+        while (load_acquire_gpu(&count[row]) < ready) __nanosleep(64);
+        __threadfence();
+      }
+      __syncthreads();
+      const float* f = reinterpret_cast<const float*>(row_states + row);
+      const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
+      normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
+      stream_store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len, hints != 0);
     }
   }
 }
@@ -480,10 +656,44 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   return true;
 }
 
+std::atomic<std::uint64_t>& stream_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// Whether split_stream serves a call the one-launch kernel did not take (SplitRowTuning::stream: -1 the rule below,
+// 0 never, 1 wherever it can).
+template <typename In>
+bool stream_call(const RowProblem& p, std::int64_t chunks) {
+  const SplitRowTuning& t = split_row_tuning();
+  if (t.stream == 0 || !t.common_call || (p.op != Op::softmax && p.op != Op::log_softmax)) return false;
+  if (chunks < 2 || chunks > kSplitStreamMaxChunks || !common_call<In>(p)) return false;
+  return t.stream == 1 || p.rows >= kSplitStreamMinRows;
+}
+
+template <typename In>
+void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  const std::int64_t total = p.rows * chunks;
+  const std::size_t sync_bytes = (8 + 4 * static_cast<std::size_t>(p.rows) + 15) / 16 * 16;
+  ScopedWorkspace ws(sync_bytes + sizeof(State) * static_cast<std::size_t>(total + p.rows), s);
+  auto* sync = static_cast<unsigned*>(ws.get());
+  auto* states = reinterpret_cast<State*>(static_cast<unsigned char*>(ws.get()) + sync_bytes);
+  SMK_CUDA_CHECK(cudaMemsetAsync(sync, 0, sync_bytes, s));
+  const auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
+  const SplitRowTuning& t = split_row_tuning();
+  const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : kSplitStreamLag;
+  kernel<<<persistent_grid(kernel, kSplitThreads, 0, 2 * total), kSplitThreads, 0, s>>>(
+      p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
+  SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
+  stream_launches().fetch_add(1, std::memory_order_relaxed);
+  ws.release();
+}
+
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   if (launch_cluster<In>(p, chunks, s)) return;
+  if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
@@ -534,6 +744,7 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
+std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

@@ -479,6 +479,151 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
   return t;
 }
 
+// split_stream (vocab8: split_row.cu split_stream_kernel, the three kernels' work in one persistent launch, a row's
+// normalising items `lag` rows after its chunk items) against the reference, and bitwise the three kernels on the
+// same case (SplitRowTuning::stream 0), asserting by its launch count that it ran: softmax and log-softmax; f32, bf16,
+// f16; 2 chunks (12289), one whole vector short of a chunk boundary, 151936, 262147 and 32 chunks (393216, its
+// bound); 1, 2 and 37 rows, each under lags that make the order's three parts (the lead rows' chunks, the rows in
+// step, the last rows' normalising items) empty or not (1, 3, 16, 64 ≥ rows); rows pitched by a whole number of
+// vectors; +inf and NaN in a row and an all −inf row under both empty-row policies. 33 chunks: the three kernels.
+TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
+  TuningGuard guard;
+  std::vector<std::int64_t> lengths = {12289, 12288 * 3 - 8, 151936, 262147, 393216};
+  if (small_mode()) lengths = {12289, 30001};
+  const std::vector<std::int64_t> row_counts = small_mode() ? std::vector<std::int64_t>{2, 9}
+                                                            : std::vector<std::int64_t>{1, 2, 37};
+  std::uint64_t seed = 8800;
+  for (std::int64_t n : lengths) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (std::int64_t rows : row_counts) {
+          if (t == DType::f16 && rows != row_counts.back()) continue;  // f16 is bf16's code
+          Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+          c.in.strides = {pitch, 1};
+          c.out.strides = {pitch, 1};
+          if (rows >= 3) {
+            c.x[static_cast<std::size_t>(n - 1)] = kInf;        // row 0: +inf in the last chunk
+            c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;    // row 1: NaN
+            for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+            c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+          }
+          // No one-launch kernel: a call of few rows would take it before split_stream.
+          cuda::kernels::split_row_tuning().active_clusters = 0;
+          cuda::kernels::split_row_tuning().stream = 0;
+          const Result three = run_checked(c, SoftmaxPath::split_row);
+          for (int lag : {0, 1, 3, 64}) {
+            cuda::kernels::split_row_tuning().stream = 1;
+            cuda::kernels::split_row_tuning().stream_lag = lag;
+            cuda::kernels::split_row_tuning().stream_hints = lag != 3;
+            const std::uint64_t before = cuda::kernels::split_stream_launch_count();
+            const Result streamed = lag == 0 ? run_checked(c, SoftmaxPath::split_row)
+                                             : run_gpu(c, SoftmaxPath::split_row, 0x00);
+            ASSERT_TRUE(three.ran && streamed.ran);
+            EXPECT_GT(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream did not run";
+            expect_same_bits(streamed, three,
+                             c.name + " " + op_name(op) + " " + dtype_name(t) + ": split_stream (lag " +
+                                 std::to_string(lag) + ") / three kernels");
+          }
+        }
+      }
+    }
+  }
+  // Past its bound (33 chunks) and off the common call (a temperature), the three kernels serve.
+  for (const bool temperature : {false, true}) {
+    Case c = random_case("bounds", Op::softmax, DType::f32, DType::f32, 3, temperature ? 30001 : 12288 * 32 + 1, 8899);
+    if (temperature) c.options.temperature = 0.5f;
+    cuda::kernels::split_row_tuning().active_clusters = 0;
+    cuda::kernels::split_row_tuning().stream = 1;
+    const std::uint64_t before = cuda::kernels::split_stream_launch_count();
+    run_checked(c, SoftmaxPath::split_row);
+    EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << (temperature ? "temperature" : "33 chunks");
+  }
+}
+
+// SMK_STREAM_TIMING=1: split_stream beside the three kernels on split_row's long rows (split_row forced): GPU µs a call
+// (events around single calls after the bench's 240 MB flush, and a CUDA graph's replay), by lag and cache hints.
+TEST_F(GpuFewRows, StreamTiming) {
+  const char* on = std::getenv("SMK_STREAM_TIMING");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_STREAM_TIMING=1 to time";
+  TuningGuard guard;
+  cuda::StreamOwner owner;
+  const cudaStream_t s = owner.get();
+  const Stream stream{s};
+  const Device dev = Device::cuda(0);
+  const std::size_t flush_bytes = std::size_t{240} << 20;
+  cuda::DeviceBuffer<unsigned char> flush(flush_bytes);
+  const std::int64_t max_elems = std::int64_t{4096} * 151936;
+  cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(max_elems * 4)), y(static_cast<std::size_t>(max_elems * 4));
+  x.fill_bytes(0x3c);
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  struct Variant {
+    const char* name;
+    int stream, lag;
+    bool hints;
+  };
+  const std::vector<Variant> variants = {{"three_kernels", 0, 0, true}, {"stream_lag8", 1, 8, true},
+                                         {"stream_lag12", 1, 12, true},  {"stream_lag16", 1, 16, true},
+                                         {"stream_lag24", 1, 24, true},  {"stream_lag32", 1, 32, true},
+                                         {"stream_lag16_nohint", 1, 16, false}};
+  std::vector<Shape> shapes = {{4096, 151936}, {1024, 262144}, {256, 151936}, {64, 151936}, {32, 128256}};
+  if (const char* only = std::getenv("SMK_STREAM_SHAPES"); only != nullptr && only[0] == '1') shapes.resize(2);
+  std::printf("%-12s %-5s %-12s %-20s %9s %9s %7s\n", "op", "dtype", "shape", "variant", "graph_us", "flush_us",
+              "TB/s");
+  for (const Shape& sh : shapes) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      const TensorView in = TensorView::contiguous(x.data(), t, dev, {sh.rows, sh.n});
+      const TensorView out = TensorView::contiguous(y.data(), t, dev, {sh.rows, sh.n});
+      const double bytes = 2.0 * static_cast<double>(sh.rows * sh.n) * static_cast<double>(dtype_size(t));
+      const int k = bytes > 1e9 ? 2 : bytes > 1e8 ? 5 : 20;
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (const Variant& v : variants) {
+          cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+          cuda::kernels::split_row_tuning().stream = v.stream;
+          cuda::kernels::split_row_tuning().stream_lag = v.lag;
+          cuda::kernels::split_row_tuning().stream_hints = v.hints;
+          cuda::ScopedSoftmaxPath force(SoftmaxPath::split_row);
+          auto call = [&] {
+            return op == Op::softmax ? softmax(out, in, {}, stream) : log_softmax(out, in, {}, stream);
+          };
+          const std::uint64_t before = cuda::kernels::split_stream_launch_count();
+          const Times tm = time_calls(call, s, flush.data(), flush_bytes, k);
+          const bool streamed = cuda::kernels::split_stream_launch_count() > before;
+          std::printf("%-12s %-5s %-12s %-20s %9.2f %9.2f %7.3f%s\n", op_name(op), dtype_name(t),
+                      (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.graph, tm.flushed,
+                      bytes / (tm.flushed * 1e6), streamed == (v.stream == 1) ? "" : "  (other kernel ran)");
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+}
+
+// SMK_STREAM_NCU=1: one softmax call a variant on 4096×151936 (f32, then bf16: the three kernels, then split_stream at
+// the library's lag), nothing else, for Nsight Compute (scripts/device.sh vocab8 profiles these kernels).
+TEST_F(GpuFewRows, StreamProfileCalls) {
+  const char* on = std::getenv("SMK_STREAM_NCU");
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_STREAM_NCU=1 for the profiler's calls";
+  TuningGuard guard;
+  const Device dev = Device::cuda(0);
+  const std::int64_t rows = 4096, n = 151936;
+  cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(rows * n * 4)), y(static_cast<std::size_t>(rows * n * 4));
+  x.fill_bytes(0x3c);
+  for (DType t : {DType::f32, DType::bf16}) {
+    const TensorView in = TensorView::contiguous(x.data(), t, dev, {rows, n});
+    const TensorView out = TensorView::contiguous(y.data(), t, dev, {rows, n});
+    for (int stream : {0, 1}) {
+      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+      cuda::kernels::split_row_tuning().stream = stream;
+      cuda::ScopedSoftmaxPath force(SoftmaxPath::split_row);
+      softmax(out, in, {}, Stream{});
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+  }
+}
+
 TEST_F(GpuFewRows, FixedCostTiming) {
   const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
