@@ -1596,29 +1596,39 @@ fi
 # ptxas had moved the wait above the exponentials) and three consumer warpgroups under the producer at D = 64
 # (warps = 13). Binaries built here for sm_90a, carried as build/pfx8-bin.tar.xz (new/: tune_prefill,
 # test_cuda_prefill; lib/): the unpinned and pinned builds are columns of one tune_prefill, so one binary is the A/B.
-# In order, each capped: tune (issue rows, TMA columns), SDPA FLASH and cuDNN three times each, tune twice more, the
-# sweep (SMK_PFX8_SWEEP=1), the prefill test, memcheck and racecheck. Logs in /tmp/o; back: p8-*.txt, summary, tarball.
+# SMK_PFX8_PARTS (default "tune sdpa test memcheck racecheck"; "sweep" adds the sequence-length sweep) picks, in this
+# order, each capped: tune (issue rows, TMA columns), SDPA FLASH and cuDNN three times each, tune twice more (the
+# second in reverse column order), the sweep, the prefill test, memcheck (SMK_PFX8_MEMCHECK: its gtest filter) and
+# racecheck. Logs in /tmp/o; back: p8-*.txt, a summary and a tarball.
 if want pfx8; then
   carried p8 build/pfx8-bin.tar.xz
   p8=$bin
+  p8_go() { [[ " ${SMK_PFX8_PARTS:-tune sdpa test memcheck racecheck} " == *" $1 "* ]]; }
   # p8_tune NAME [ROWS [CAP [REVERSE]]]: REVERSE=1 times the columns in reverse order (tune_prefill says why).
   p8_tune() { run_step "$1" env SMK_TUNE_TMA=only SMK_TUNE_ROWS="${2:-issue}" SMK_TUNE_REVERSE="${4:-0}" \
     timeout "${3:-30}" "$p8/new/tune_prefill" --json "$OUT/$1.json"; keep_logs p8; }
-  p8_tune p8-tune1
-  run_step p8-sdpa timeout "${SMK_PFX8_SDPA_S:-60}" python3 scripts/bench_sdpa.py --ours "$OUT/p8-tune1.json" \
-    --backends flash,cudnn --repeat 3 --out "$OUT/p8-vs-sdpa.md" --save-sdpa "$OUT/p8-sdpa.json"
-  keep_logs p8
-  p8_tune p8-tune2 issue 30 1
-  p8_tune p8-tune3
-  [ "${SMK_PFX8_SWEEP:-0}" = 1 ] && p8_tune p8x-sweep all 60
-  run_step p8x-test timeout "${SMK_PFX8_TEST_S:-60}" "$p8/new/test_cuda_prefill"
-  keep_logs p8
-  run_step p8x-memcheck timeout "${SMK_PFX8_MEMCHECK_S:-30}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$p8/new/test_cuda_prefill" --gtest_filter="${SMK_PFX8_MEMCHECK:-*WgmmaSameBits*:*ClearErrors*}"
-  keep_logs p8
-  run_step p8x-racecheck timeout "${SMK_PFX8_RACECHECK_S:-25}" compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$p8/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-  keep_logs p8
+  p8_go tune && p8_tune p8-tune1
+  if p8_go sdpa; then
+    run_step p8-sdpa timeout "${SMK_PFX8_SDPA_S:-60}" python3 scripts/bench_sdpa.py --ours "$OUT/p8-tune1.json" \
+      --backends flash,cudnn --repeat 3 --out "$OUT/p8-vs-sdpa.md" --save-sdpa "$OUT/p8-sdpa.json"
+    keep_logs p8
+  fi
+  p8_go tune && p8_tune p8-tune2 issue 30 1 && p8_tune p8-tune3
+  p8_go sweep && p8_tune p8-sweep all "${SMK_PFX8_SWEEP_S:-60}"
+  if p8_go test; then
+    run_step p8x-test timeout "${SMK_PFX8_TEST_S:-60}" "$p8/new/test_cuda_prefill"
+    keep_logs p8
+  fi
+  if p8_go memcheck; then
+    run_step p8x-memcheck timeout "${SMK_PFX8_MEMCHECK_S:-30}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$p8/new/test_cuda_prefill" --gtest_filter="${SMK_PFX8_MEMCHECK:-*WgmmaSameBits*:*ClearErrors*}"
+    keep_logs p8
+  fi
+  if p8_go racecheck; then
+    run_step p8x-racecheck timeout "${SMK_PFX8_RACECHECK_S:-25}" compute-sanitizer --tool racecheck --error-exitcode 9 \
+      "$p8/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
+    keep_logs p8
+  fi
   end_carried
 fi
 echo

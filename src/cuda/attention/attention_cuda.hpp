@@ -33,8 +33,8 @@ struct PrefillConfig {
   // past 2^31 rows and views the driver will not describe as a tensor map always take cp.async.
   PrefillToggle tma = PrefillToggle::dispatcher;
   // wgmma kernel with TMA: the build whose softmax ptxas keeps ahead of the P·V wait (ptx.cuh keep_ahead_of_wait;
-  // without it the exponentials ran after the wait, session 8). Built for kPrefillWgmmaPinned's variants only;
-  // elsewhere (and on the cp.async path) `on` is refused.
+  // without it the exponentials ran after the wait, session 8). Built for kPrefillWgmmaPinned's variants only (`on`
+  // for another is refused); a call that takes cp.async runs the unpinned kernel (the same bits).
   PrefillToggle pin_softmax = PrefillToggle::dispatcher;
 };
 
@@ -84,15 +84,24 @@ inline constexpr int kPrefillStagesD128 = 2;
 // ping-ponged (TMA only; asked for cp.async it runs the 8-warp kernel); built at D = 128 with 64- and 128-key tiles
 // (prefill_wgmma.cu says which others were measured and dropped; 128-key tiles came back in session 6, once the
 // consumers got setmaxnreg's registers: ptx.cuh's mbar_wait).
-// warps = 13 (session 8, pfx8): three consumer warpgroups (192 query rows a CTA) and the producer, D = 64, 64- or
-// 128-key tiles, TMA only as warps = 9 (asked for cp.async it runs the 8-warp kernel with the same key tiles).
+// warps = 13 (session 8, pfx8): three consumer warpgroups (192 query rows a CTA) and the producer, D = 64, 128-key
+// tiles, TMA only as warps = 9 (asked for cp.async it runs the 8-warp kernel with the same key tiles, which is
+// built for that). 64-key tiles were built too and dropped after the H200 run of 5b9391e (362.7-377.5 TFLOP/s at
+// B=16, H=16, S=2048 full, against 430.1-431.2 with 128-key tiles, three timings each).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
     {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {128, 9, 1, 128, 3}, {64, 4, 1, 64, 3},
-    {64, 8, 1, 64, 3},  {64, 13, 1, 64, 3},  {64, 13, 1, 128, 3}};
-// The variants also built with the softmax pinned ahead of the P·V wait (PrefillConfig::pin_softmax), TMA only;
-// kPrefillWgmmaPin is the dispatcher's choice (off: not yet measured).
-inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {
-    {128, 9, 1, 128, 3}, {64, 8, 1, 64, 3}, {64, 13, 1, 64, 3}, {64, 13, 1, 128, 3}};
+    {64, 8, 1, 64, 3},  {64, 13, 1, 128, 3}};
+// The variants also built with the softmax pinned ahead of the P·V wait (PrefillConfig::pin_softmax), TMA only.
+// Measured in the H200 run of 5b9391e (tune_prefill three times, the second in reverse column order; bf16 TFLOP/s,
+// unpinned against pinned): not faster anywhere. D = 128 two warpgroups and the producer, 128-key tiles:
+// 607.9 / 646.5 / 623.0 against 599.7 / 637.5 / 614.4 at B=4, H=32, S=4096 full; 505.1 / 486.2 / 503.2 against
+// 490.2 / 481.9 / 495.5 causal; 609.7 / 585.4 / 622.9 against 583.2 / 574.4 / 579.5 at B=1, H=32, S=16384 causal.
+// D = 64 at B=16, H=16, S=2048 full: three warpgroups, 128-key tiles 430.7 / 430.1 / 431.2 against 436.0 / 424.9 /
+// 429.2 (even); two warpgroups, 64-key tiles 380.6 / 401.0 / 376.3 against 374.9 / 394.6 / 370.4; three, 64-key
+// tiles 367.5 / 377.5 / 362.7 against 364.8 / 363.1 / 358.9. So off (kPrefillWgmmaPin); kept built on the two
+// defaults for measuring. Why ptxas's own order (the P·V wait first) is not slower: not known (docs/perf-notebook.md,
+// session 8, pfx8).
+inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
@@ -112,7 +121,13 @@ inline constexpr bool kPrefillWgmmaPin = false;
 //   1.07-1.41x the mma.sync kernel's default on the same (non-varlen) rows.
 inline constexpr PrefillKernel kPrefillKernelD64 = PrefillKernel::wgmma;
 inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::wgmma;
-inline constexpr int kPrefillWgmmaWarpsD64 = 8;
+// D = 64 with TMA (session 8, pfx8): three consumer warpgroups and the producer, 128-key tiles. H200 run of 5b9391e
+// (2026-11-30, tune_prefill three times, docs/bench/pfx8-s8-2026-11-30.md): 430.7 / 430.1 / 431.2 TFLOP/s at B=16,
+// H=16, S=2048 full against 380.6 / 401.0 / 376.3 for two warpgroups × 64 keys (the default before; its dispatcher
+// column 399.4 / 389.4 / 394.9) and cuDNN's 454.2 / 451.1 / 454.1 in the same call. Without TMA (varlen) the 13-warp
+// request would run the 8-warp kernel with 128-key tiles, never measured faster: two warpgroups × 64 keys there.
+inline constexpr int kPrefillWgmmaWarpsD64 = 13;
+inline constexpr int kPrefillWgmmaWarpsD64CpAsync = 8;
 // D = 128 with TMA: the producer warpgroup's variant, two warpgroups ping-ponged, 64-key tiles. H200 runs of
 // 19a3913 and a967bdc (2026-11-30, tune_prefill, docs/bench/prefill-pfx-2026-11-30.md): the fastest built variant on
 // the three D = 128 rows, 507.5 against 481.1 TFLOP/s for two warpgroups and 128-key tiles at B=4, H=32, S=4096 full,
@@ -121,7 +136,8 @@ inline constexpr int kPrefillWgmmaWarpsD64 = 8;
 // warpgroups and 128-key tiles there.
 inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
-inline constexpr int kPrefillWgmmaBlockND64 = 64;
+inline constexpr int kPrefillWgmmaBlockND64 = 128;
+inline constexpr int kPrefillWgmmaBlockND64CpAsync = 64;
 // Session 6 (pfx2; H200 run of bf05fb3, 2026-11-30, docs/bench/prefill-pfx2-s6-2026-11-30.md): 128-key tiles under
 // the producer warpgroup (218 registers a consumer thread, no spill, once no trap is reachable after setmaxnreg), the
 // fastest variant on every D = 128 row of the issue and the sweep, short causal rows included: 602.0 against 526.8

@@ -529,11 +529,11 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   // D = 128 without TMA: the producer warpgroup's variant would run its 8-warp cp.async kernel, which lost to the
   // 128-key one; that one then.
   const int wg_warps = short_causal ? kPrefillWgmmaWarpsShortCausal
-                       : d64        ? kPrefillWgmmaWarpsD64
+                       : d64        ? (tma ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD64CpAsync)
                        : tma        ? kPrefillWgmmaWarpsD128
                                     : kPrefillWgmmaWarpsD128CpAsync;
   const int wg_block_n = short_causal ? kPrefillWgmmaBlockNShortCausal
-                         : d64        ? kPrefillWgmmaBlockND64
+                         : d64        ? (tma ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND64CpAsync)
                          : tma        ? kPrefillWgmmaBlockND128
                                       : kPrefillWgmmaBlockND128CpAsync;
   const PrefillVariant variant =
@@ -585,17 +585,17 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   a.fold = toggle(config.fold_scale, kPrefillFoldScale) && a.scale_log2 > 0.0f ? 1 : 0;
   a.o_smem = toggle(config.o_smem, kPrefillOSmem) ? 1 : 0;
   a.skip_rescale = toggle(config.skip_rescale, kPrefillSkipRescale) ? 1 : 0;
-  // The pinned softmax (prefill_wgmma.cu's kPin): built for kPrefillWgmmaPinned's variants with TMA; asked for
-  // elsewhere, refused; the dispatcher's choice applies where it is built.
+  // The pinned softmax (prefill_wgmma.cu's kPin): built for kPrefillWgmmaPinned's variants, TMA path only; asked
+  // for another variant, refused; where the call takes cp.async (asked for, varlen, ...) the unpinned kernel runs,
+  // with the same bits, as `tma` itself gives way there.
   bool pinned_built = false;
-  for (const PrefillVariant& x : kPrefillWgmmaPinned) pinned_built = pinned_built || (wg && tma && same(x));
+  for (const PrefillVariant& x : kPrefillWgmmaPinned) pinned_built = pinned_built || (wg && same(x));
   if (config.pin_softmax == PrefillToggle::on && !pinned_built)
     throw_invalid_argument(op, "config",
-                           "pin_softmax is built only for the wgmma kernel's TMA path on kPrefillWgmmaPinned's "
-                           "variants (asked for D " + std::to_string(d) + ", " + std::to_string(variant.warps) +
-                               " warps, " + std::to_string(variant.block_n) + "-key tiles" +
-                               (tma ? "" : ", cp.async") + ")");
-  a.pin = pinned_built && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
+                           "pin_softmax is built only for the wgmma kernel's kPrefillWgmmaPinned variants (asked "
+                           "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
+                               std::to_string(variant.block_n) + "-key tiles)");
+  a.pin = pinned_built && tma && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
   if (varlen) {
     a.cu_q = static_cast<const int*>(o.cu_seqlens_q.data);
     a.cu_k = static_cast<const int*>(o.cu_seqlens_k.data);

@@ -609,8 +609,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
   if constexpr (kTma) {
     if (a.pin) {
       if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 8, 64)) return launch<T, 64, 2, 64, true, false, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 13, 64)) return launch<T, 64, 3, 64, true, true, true>(a, batch, hq, max_sq, s), true;
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
@@ -622,8 +620,8 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
   if (is(64, 4, 64)) return launch<T, 64, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(64, 8, 64)) return launch<T, 64, 2, 64, kTma>(a, batch, hq, max_sq, s), true;
   // warps = 13: three consumer warpgroups and the producer (session 8, pfx8), TMA; asked for cp.async (or falling
-  // back to it), the 8-warp kernel with the same key tiles.
-  if (is(64, 13, 64)) return launch<T, 64, kTma ? 3 : 2, 64, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  // back to it), the 8-warp kernel with the same key tiles. Built and dropped after the H200 run of 5b9391e: 64-key
+  // tiles (362.7-377.5 TFLOP/s at B=16, H=16, S=2048 full against 430.1-431.2 with 128-key tiles).
   if (is(64, 13, 128)) return launch<T, 64, kTma ? 3 : 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
   return false;
 }
