@@ -113,6 +113,10 @@ struct BlockConfig {
 };
 constexpr int kMaxLaneStages = 3;
 constexpr int kMaxAheadRows = 2;
+// BlockConfig::ahead = kAheadReread: logsumexp and the state with the row read twice and held in no register across a
+// barrier (block_row.cu block_rows_reread_kernel, three 512-thread blocks an SM); rows not aligned, not unit-stride, or
+// with a temperature or mask take the direct kernel (the same bits).
+constexpr int kAheadReread = -1;
 constexpr int kAheadMaxThreads = 512;
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.

@@ -360,12 +360,17 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
 // registers synchronously; 1025's loss) keep the direct kernel. The dispatcher's A/B at 2 rows ahead (softmaxkit bench,
 // same run, old → new µs, bf16): 16384×4096 softmax 122.6 → 94.9, log-softmax 127.5 → 119.4, logsumexp 98.1 → 94.3;
 // 8192×8192 136.8 → 93.6, 136.9 → 112.0, 111.0 → 87.2 (docs/bench/mid16-s6-2026-11-30.md).
-// logsumexp and the state (no row written) on block_per_row with their next row's loads in flight in registers
-// (BlockConfig::ahead, mid8, block_row.cu block_rows_ahead_kernel; bitwise the direct kernel's results, so the rule may
-// look at the block's size freely): every read-only row of kAheadFromN … 16384 (at most kAheadMaxThreads threads: the
-// 512-thread block, and the wide block up to 16384), one row ahead, plain loads. Provisional until mid8's H200 run.
+// logsumexp and the state (no row written) on block_per_row read twice, the row held in no register across a barrier
+// (BlockConfig::ahead = kAheadReread, mid8, block_row.cu block_rows_reread_kernel), or with their next row's loads in
+// flight in registers (ahead 1, 2: block_rows_ahead_kernel); each bitwise the direct kernel's results, so the rule
+// may look at the block's size and the rows' alignment freely: every read-only row of kAheadFromN … 16384 (at most
+// kAheadMaxThreads threads: the 512-thread block, and the wide block up to 16384). Provisional until mid8's second
+// H200 run. The first (mid8's run of 6c36e33, tune_softmax --mid8, µs direct → one row ahead in registers): f32
+// slower everywhere (4096×16384 85.4 → 108.3, 16384×4096 92.2 → 108.6, 65536×1025 129.4 → 142.7: one 512-thread
+// block an SM at 106 registers, issue slots 68 → 49 % busy, DRAM 69 → 53 %), bf16 faster only at 4096×16384 (70.3 →
+// 64.9; 16384×4096 85.8 → 98.7, lane-staged 79.3).
 constexpr std::int64_t kAheadFromN = kWarpMaxN + 1;
-constexpr int kAheadRows = 1;
+constexpr int kAheadRows = kernels::kAheadReread;
 constexpr bool kAheadEvictFirst = false;
 int block_ahead_rows(const RowProblem& p, const kernels::BlockConfig& c) {
   if (kernels::writes_rows(p.op) || c.cluster != 1 || c.staged || c.threads > kernels::kAheadMaxThreads) return 0;

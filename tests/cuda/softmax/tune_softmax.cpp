@@ -223,7 +223,7 @@ Variant lane(std::int64_t n, int stages) {
 Variant direct(std::int64_t n) { return n > 12288 ? wide(n, false) : fit(n, 1); }
 Variant ahead(std::int64_t n, int rows, bool evict_first) {
   Variant v = direct(n);
-  v.name += " ahead" + std::to_string(rows) + (evict_first ? " ef" : "");
+  v.name += rows == kAheadReread ? std::string(" reread") : " ahead" + std::to_string(rows) + (evict_first ? " ef" : "");
   v.block.ahead = rows;
   v.block.evict_first = evict_first;
   return v;
@@ -398,6 +398,7 @@ int main(int argc, char** argv) {
       for (DType t : both) {
         std::vector<Variant> v = {direct(n)};
         if (t != DType::f32 && n <= 12288) v.push_back(lane(n, 1));
+        v.push_back(ahead(n, kAheadReread, false));
         for (int a : {1, 2})
           for (bool ef : {false, true}) v.push_back(ahead(n, a, ef));
         v.push_back(direct(n));
