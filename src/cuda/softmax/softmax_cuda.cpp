@@ -360,21 +360,38 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
 // registers synchronously; 1025's loss) keep the direct kernel. The dispatcher's A/B at 2 rows ahead (softmaxkit bench,
 // same run, old → new µs, bf16): 16384×4096 softmax 122.6 → 94.9, log-softmax 127.5 → 119.4, logsumexp 98.1 → 94.3;
 // 8192×8192 136.8 → 93.6, 136.9 → 112.0, 111.0 → 87.2 (docs/bench/mid16-s6-2026-11-30.md).
-// logsumexp and the state (no row written) on block_per_row read twice, the row held in no register across a barrier
-// (BlockConfig::ahead = kAheadReread, mid8, block_row.cu block_rows_reread_kernel), or with their next row's loads in
-// flight in registers (ahead 1, 2: block_rows_ahead_kernel); each bitwise the direct kernel's results, so the rule
-// may look at the block's size and the rows' alignment freely: every read-only row of kAheadFromN … 16384 (at most
-// kAheadMaxThreads threads: the 512-thread block, and the wide block up to 16384). Provisional until mid8's second
-// H200 run. The first (mid8's run of 6c36e33, tune_softmax --mid8, µs direct → one row ahead in registers): f32
-// slower everywhere (4096×16384 85.4 → 108.3, 16384×4096 92.2 → 108.6, 65536×1025 129.4 → 142.7: one 512-thread
-// block an SM at 106 registers, issue slots 68 → 49 % busy, DRAM 69 → 53 %), bf16 faster only at 4096×16384 (70.3 →
-// 64.9; 16384×4096 85.8 → 98.7, lane-staged 79.3).
-constexpr std::int64_t kAheadFromN = kWarpMaxN + 1;
-constexpr int kAheadRows = kernels::kAheadReread;
+// logsumexp and the state (no row written) on block_per_row: read twice, the row held in no register across a
+// barrier (BlockConfig::ahead = kAheadReread, mid8, block_row.cu block_rows_reread_kernel: three 512-thread blocks an
+// SM at 40 registers), or with the next row's loads in flight in registers (ahead 1: block_rows_ahead_kernel); each
+// bitwise the direct kernel's results, so the rule may look at the block's size and the rows' alignment freely (a row
+// the re-read kernel cannot take, unaligned or with a temperature or mask, goes where lane_stages sends it). H200,
+// 2026-11-30, mid8's run of 4f17e5c, tune_softmax --mid8 (about 2^26 elements, inputs rotated, median µs; direct,
+// lane-staged, re-read, one row ahead; docs/bench/mid8-s8-2026-11-30.md):
+//   bf16  65536×1025 124.5 / 152.3 / 124.6 / 151.6; 32768×2048 86.1 / 82.6 / 71.2 / 100.5; 16384×4096 86.9 / 81.7 /
+//         72.1 / 100.8; 8192×8192 101.7 / 76.2 / 72.1 / 134.5; 5461×12288 75.1 / 65.3 / 68.6 / 70.6; 4096×16384 (the
+//         wide block, T512) 67.2 / — / 63.8 / 62.4 (evict-first 61.8: within the spread, not taken)
+//   f32   (no lane-staged kernel) 65536×1025 131.7 / 132.1 / 145.8; 32768×2048 92.7 / 95.7 / 105.8; 16384×4096 94.6 / 96.0 / 110.2;
+//         8192×8192 105.1 / 92.8 / 146.2; 5461×12288 84.2 / 92.0 / 114.7; 4096×16384 85.7 / 111.8 / 107.7
+// So 16-bit rows re-read from half-way between 1025 and 2048 to half-way between 8192 and 12288, lane-staged from there
+// to 12288 (kLaneReadOnlyFromN16's rule), one row ahead on the wide block to 16384; f32 rows re-read only around 8192
+// (the direct kernel's slow point: 2 blocks of 352 threads an SM), half-way to the measured lengths either side. Each
+// bound lies between two measured lengths (provisional); f16 and the state were not timed (the same kernels as bf16
+// and logsumexp). The same run: the kernels' bitwise tests (test_cuda_block_row) passed and memcheck found 0 errors.
+// Why f32 loses elsewhere (Nsight Compute, mid8's run of 6c36e33, 4096×16384): the direct kernel's
+// DRAM is 69 % busy with issue slots 68 % busy, at 27.5 lane-instructions an element against torch.compile's 18
+// (Triton: 40 registers, 3 blocks an SM, DRAM 90 %); one row ahead drops to one block an SM (106 registers: issue 49 %,
+// DRAM 53 %), and the re-read kernel spills 24 B at 40 registers in f32 E = 32 and re-executes the loads.
+constexpr std::int64_t kRereadFromN16 = 1537;
+constexpr std::int64_t kRereadMaxN16 = 10240;
+constexpr std::int64_t kAheadFromN16 = kBlockMaxN + 1;  // the wide block, up to kAheadMaxThreads threads (16384)
+constexpr std::int64_t kRereadFromNF32 = 6145;
+constexpr std::int64_t kRereadMaxNF32 = 10240;
 constexpr bool kAheadEvictFirst = false;
-int block_ahead_rows(const RowProblem& p, const kernels::BlockConfig& c) {
+int block_ahead_rows(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
   if (kernels::writes_rows(p.op) || c.cluster != 1 || c.staged || c.threads > kernels::kAheadMaxThreads) return 0;
-  return p.n >= kAheadFromN ? kAheadRows : 0;
+  if (t == DType::f32) return p.n >= kRereadFromNF32 && p.n <= kRereadMaxNF32 ? kernels::kAheadReread : 0;
+  if (p.n >= kRereadFromN16 && p.n <= kRereadMaxN16) return kernels::kAheadReread;
+  return p.n >= kAheadFromN16 ? 1 : 0;
 }
 constexpr std::int64_t kLaneSoftmaxFromN16 = 2048;
 constexpr std::int64_t kLaneLogSoftmaxFromN16 = 2560;
@@ -593,7 +610,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);
       c.lane_stages = block_lane_stages(in.dtype, rp, c);
-      c.ahead = block_ahead_rows(rp, c);
+      c.ahead = block_ahead_rows(in.dtype, rp, c);
       c.evict_first = kAheadEvictFirst;
       return kernels::launch_block_rows(rp, c, s);
     }
