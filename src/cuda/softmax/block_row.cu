@@ -68,12 +68,18 @@
 // wide block's logsumexp 4096×16384 76.0 → 68.5, 8192×32000 286.0 → 259.8 (2.02 TB/s), log-softmax 8192×32000 412.7 →
 // 386.0. f32 unchanged (within 1.5 %).
 // mid8 (session 8, 2026-11-30): logsumexp and the state with their next rows' loads in flight in registers
-// (block_rows_ahead_kernel, BlockConfig::ahead; bitwise the direct kernel). Traffic: the row read once, 4 B (f32) / 2 B
-// (16-bit) an element, 4-8 B a row written; floor at the read ceiling (4.51 TB/s, session 7's run): 4096×16384 f32
-// (268 MB) 59.5 µs, bf16 29.8; 16384×4096 alike; 90 % of read: 66 / 33 µs. Registers (ptxas, CUDA 13.0, sm_90a): f32
-// E = 32 one row ahead 106, two 128 (16 B of stack), E = 24 92 / 112; 16-bit 90-104; none spill but f32 E = 32 two
-// ahead. Predicted before its run: f32 4096×16384 87.5 → ~70 µs (a block keeps 64 KB in flight through its barriers
-// where the direct kernel had none), bf16 68.7 → ~50.
+// (block_rows_ahead_kernel, BlockConfig::ahead 1-2) or read twice, the row held in no register across a barrier
+// (block_rows_reread_kernel, ahead = kAheadReread); both bitwise the direct kernel. Traffic: the row read once (the
+// re-read hits L1 / L2), 4 B (f32) / 2 B (16-bit) an element, 4-8 B a row written; floor at the read ceiling (4.51
+// TB/s, session 7's run): 4096×16384 f32 (268 MB) 59.5 µs, bf16 29.8; 90 % of read: 66 / 33 µs. Registers (ptxas,
+// CUDA 13.0, sm_90a): ahead f32 E = 32 106 (two rows 128, 16 B of stack), E = 24 92, 16-bit 90-104; re-read 40 (f32
+// E = 32 24 B of stack). Predicted: f32 4096×16384 87.5 → ~70 µs, bf16 68.7 → ~50. Measured (H200, mid8's runs of
+// 6c36e33 and 4f17e5c, tune_softmax --mid8, µs direct → ahead1 / reread; docs/bench/mid8-s8-2026-11-30.md): f32
+// 4096×16384 85.7 → 107.7 / 111.8 (slower: one block an SM, issue slots 68 → 49 % busy), 8192×8192 105.1 → 146.2 /
+// 92.8, 16384×4096 94.6 → 110.2 / 96.0; bf16 4096×16384 67.2 → 62.4 / 63.8, 16384×4096 86.9 → 100.8 / 72.1, 8192×8192
+// 101.7 → 134.5 / 72.1 (lane-staged 76.2), 5461×12288 75.1 → 70.6 / 68.6 (lane-staged 65.3). The dispatcher takes the
+// re-read kernel for 16-bit rows of 1537..10240 and f32 of 6145..10240, one row ahead for 16-bit 12289..16384
+// (softmax_cuda.cpp block_ahead_rows); f32 4096×16384 stays direct at 85 µs (target 67: missed).
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
