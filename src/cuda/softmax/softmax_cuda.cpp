@@ -370,8 +370,10 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
 //   bf16  65536×1025 124.5 / 152.3 / 124.6 / 151.6; 32768×2048 86.1 / 82.6 / 71.2 / 100.5; 16384×4096 86.9 / 81.7 /
 //         72.1 / 100.8; 8192×8192 101.7 / 76.2 / 72.1 / 134.5; 5461×12288 75.1 / 65.3 / 68.6 / 70.6; 4096×16384 (the
 //         wide block, T512) 67.2 / — / 63.8 / 62.4 (evict-first 61.8: within the spread, not taken)
-//   f32   (no lane-staged kernel) 65536×1025 131.7 / 132.1 / 145.8; 32768×2048 92.7 / 95.7 / 105.8; 16384×4096 94.6 / 96.0 / 110.2;
-//         8192×8192 105.1 / 92.8 / 146.2; 5461×12288 84.2 / 92.0 / 114.7; 4096×16384 85.7 / 111.8 / 107.7
+//   f32   (no lane-staged kernel) 65536×1025 131.7 / 132.1 / 145.8; 32768×2048 92.7 / 95.7 / 105.8; 16384×4096
+//         94.6 / 96.0 / 110.2; 8192×8192 105.1 / 92.8 / 146.2; 5461×12288 84.2 / 92.0 / 114.7; 4096×16384 85.7 /
+//         111.8 / 107.7
+// (At 1025 no row is 16-byte aligned: the re-read column there timed its fallback, the direct kernel.)
 // So 16-bit rows re-read from half-way between 1025 and 2048 to half-way between 8192 and 12288, lane-staged from there
 // to 12288 (kLaneReadOnlyFromN16's rule), one row ahead on the wide block to 16384; f32 rows re-read only around 8192
 // (the direct kernel's slow point: 2 blocks of 352 threads an SM), half-way to the measured lengths either side. Each
