@@ -30,10 +30,19 @@
 // 2051 at C = 3 and the old path's 1790; bf16 4096×40000 C = 4 × 320: 305 against 353), not where the cluster then
 // spread too thin (bf16 8192×65536 C = 4 × 512: 990 against 933): timed only, not yet the launcher's rule (the tests
 // ran the default shapes).
-// The dispatcher takes it where it was faster (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax
-// of 32769 … 65536, f32 up to 40000. (The lead's integrated run, 5e29a34, narrowed the 16-bit bound from 262144: a
-// single row pays a fixed cost here, 13.8 µs at bf16 1×151936 against split_row's 8.6, 10.2 against 5.4 in a graph,
-// and split_row was as fast at many rows for softmax: 4096×151936 1295 against 1416.)
+// The dispatcher takes it where it was faster (softmax_cuda.cpp cluster_stage_takes): softmax and log-softmax of
+// 32769 … 65536, 16-bit and (since vocab8) f32. (The lead's integrated run, 5e29a34, narrowed the 16-bit bound from
+// 262144: a single row pays a fixed cost here, 13.8 µs at bf16 1×151936 against split_row's 8.6, 10.2 against 5.4 in
+// a graph, and split_row was as fast at many rows for softmax: 4096×151936 1295 against 1416.)
+// vocab8 (session 8, run of ebc8547, H200, 2026-11-30; test_cuda_cluster_stage OneRowTiming, GPU µs a call from a
+// CUDA graph): that fixed cost is the slowest block's own work, not the launch, the prologue or the occupancy query
+// (cached): one bf16 row of 65536 took 9.84 µs on 2 blocks of 1024 threads, 6.72 on 4 × 512, 6.09 on 7 × 320, 5.38 on
+// 8 × 256 (split_row's one launch: 4.59); f32 1×40000 9.92 → 6.68 (4.55). So slices are now 256 threads (8192
+// elements) wherever a row fits 16 of them (n ≤ 131072, kStageSliceThreads), which many rows gain from too (bf16
+// 4096×40000 softmax 348 → 307, f32 8192×65536 2035 → 1624, 5-10 % faster than cluster_row there), and f32 rows up
+// to 65536 take this kernel. Above 131072 the slices stay as before (no 16 slices of 256 threads hold the row), and
+// 16-bit rows above 65536 stay on split_row: at 320 threads (15 slices) one bf16 row of 151936 still took 6.4 µs
+// against split_row's 4.95.
 //
 // Covered: every forward op (softmax, log-softmax, logsumexp, the state), f32 / f16 / bf16 in, the input dtype or f32
 // out, temperature (scalar or per row), masks, any row pitch. A row is staged when its first element is 16-byte
@@ -257,10 +266,25 @@ constexpr int stage_max_threads() {
   return by_smem < kStageMaxThreads ? by_smem : kStageMaxThreads;
 }
 
+// vocab8 (session 8): blocks of at most kStageSliceThreads threads (slices of 8192 elements) where a row then fits 16
+// slices (n ≤ kStageSliceMaxN), so that a row spreads over more SMs (a single row's fixed cost is its slowest block's
+// work) and 2-4 blocks share an SM at many rows (one's barriers behind another's work). Measured (H200, 2026-11-30,
+// vocab8's run of ebc8547, test_cuda_cluster_stage OneRowTiming, GPU µs a call from a CUDA graph, own slice size →
+// 256 threads; the old path (split_row's one launch / cluster_row) in brackets): one row bf16 1×65536 softmax 9.84 →
+// 5.38 (4.59), log-softmax 9.28 → 5.21 (4.88), 1×40000 7.32 → 5.49 (4.32); f32 1×65536 11.03 → 6.67 (4.94), 1×40000
+// 9.92 → 6.68 (4.55); 32×65536 bf16 11.18 → 8.36 (7.77), f32 13.07 → 11.88 (10.05); many rows bf16 8192×65536
+// softmax 929 → 923, log-softmax 876 → 852, 4096×40000 348 → 307, 330 → 284; f32 8192×65536 2035 → 1624 (cluster_row
+// 1796), log-softmax 1751 → 1636 (1728), 4096×40000 532 → 522, log-softmax 458 → 476 (the one loss). 320 and 512
+// threads were slower than 256 on all but three of these (f32 8192×65536 log-softmax 1607, bf16 4096×40000 302 / 280).
+constexpr int kStageSliceThreads = 256;
+constexpr std::int64_t kStageSliceMaxN = std::int64_t{kClusterStageMaxCluster} * kStageSliceThreads * kStageElems;
+
 template <typename In>
 StageConfig stage_config(std::int64_t n) {
   const int tuned = cluster_stage_tuning().max_threads;
-  const int max_threads = tuned >= 32 && tuned < stage_max_threads<In>() ? tuned / 32 * 32 : stage_max_threads<In>();
+  const int own = n <= kStageSliceMaxN ? kStageSliceThreads : stage_max_threads<In>();
+  // A tuned cap: below the kernel's most, that cap; at or above it, the kernel's most (the slice size before vocab8).
+  const int max_threads = tuned >= stage_max_threads<In>() ? stage_max_threads<In>() : tuned >= 32 ? tuned / 32 * 32 : own;
   const std::int64_t cap = std::int64_t{max_threads} * kStageElems;
   StageConfig c;
   std::int64_t cl = std::max<std::int64_t>(1, (n + cap - 1) / cap);

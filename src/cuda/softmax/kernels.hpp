@@ -210,9 +210,10 @@ struct SplitRowTuning {
   bool common_call = true;
   // vocab8 (session 8): split_stream (split_row.cu: the three kernels' work in one persistent launch, each row's
   // normalising items ~lag rows after its chunk items, so that its second read comes from L2): -1 the library's rule
-  // (kSplitStreamMinRows), 0 never (the three kernels), 1 wherever it can serve (the common call, softmax and
-  // log-softmax, 2 … 32 chunks). stream_lag: rows between a row's chunk items and its normalising items (0: the
-  // library's kSplitStreamLag). stream_hints: the normalising reads evict-first and the stores streaming.
+  // (f32 log-softmax of at least kSplitStreamMinRows rows), 0 never (the three kernels), 1 wherever it can serve (the
+  // common call, softmax and log-softmax, 2 … 32 chunks). stream_lag: rows between a row's chunk items and its
+  // normalising items (0: the library's, from kSplitStreamL2Bytes). stream_hints: the normalising reads evict-first
+  // and the stores streaming.
   int stream = -1;
   int stream_lag = 0;
   bool stream_hints = true;
@@ -249,8 +250,9 @@ bool launch_cluster_stage_rows(const RowProblem& p, cudaStream_t s);
 bool& cluster_stage_on();
 std::uint64_t cluster_stage_launch_count();
 // cluster_stage's lever and what its last launch chose, for tests and timing only (process-wide, not thread-safe):
-// max_threads caps the threads a block (0: the kernel's own cap, 896 for f32, 1024 for 16-bit), so that a row takes
-// more, smaller slices (a larger cluster).
+// max_threads caps the threads a block (0: the launcher's choice, 256 where a row then fits 16 slices (vocab8), else
+// the kernel's most, 896 for f32, 1024 for 16-bit; at or above the kernel's most: the kernel's most), so that a row
+// takes more, smaller slices (a larger cluster).
 struct ClusterStageTuning {
   int max_threads = 0;
   bool pow2_cluster = false;  // round the cluster size up to a power of two (GPCs hold those without a remainder)

@@ -242,9 +242,18 @@ constexpr std::int64_t kGridRowMaxBytes = 0;
 // Batch invariance keeps one path per length, so 16-bit rows above 65536 go back to split_row (log-softmax gives up
 // 3–9 % at many rows to keep few rows 1.6× faster); 32769..65536 stay on cluster_stage, which beat cluster_row 1.2× at
 // 4096×40000 but costs a single row ~5 µs more (f32 1×40000): its fixed cost is the next thing to cut.
+// vocab8 (session 8): that fixed cost was the slowest block's work (a row on 2-3 blocks of 640-1024 threads); with
+// slices of 256 threads (cluster_stage.cu kStageSliceThreads) a row spreads over 5-8 blocks. Run of ebc8547 (H200,
+// 2026-11-30, OneRowTiming, GPU µs a call from a CUDA graph, old path = cluster_row / split_row → cluster_stage at 256
+// threads): f32 8192×65536 softmax 1796 → 1624, log-softmax 1728 → 1636; 32×65536 10.05 → 11.88, 9.85 → 10.66;
+// 1×65536 4.94 → 6.67, 5.76 → 5.92; so f32 rows up to 65536 take it now (kClusterStageMaxNF32 40000 → 65536: 5-10 %
+// faster at many rows for ≤ 1.7 µs more on a few rows; 40001..65536 was not timed between). 16-bit rows above 65536
+// stay on split_row: no slice of 256 threads fits them in 16 blocks, and at 320 threads (C = 15) one bf16 row of
+// 151936 still costs 6.4 / 6.2 µs (softmax / log-softmax) against split_row's 4.95 / 4.71, and vocab7 timed 16 × 320
+// at 4096×151936 1607 µs against 1369 at its own size.
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
 constexpr std::int64_t kClusterStageMaxN16 = 65536;
-constexpr std::int64_t kClusterStageMaxNF32 = 40000;
+constexpr std::int64_t kClusterStageMaxNF32 = 65536;
 constexpr bool kClusterStageReadOnly = false;  // logsumexp and the state: split_row
 // ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … kClusterStageAlwaysMaxN that
 // the kernel can hold (16 slices: 16-bit 524288, f32 458752; it refuses longer ones), whatever the op and dtype. Was

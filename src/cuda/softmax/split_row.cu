@@ -51,6 +51,13 @@
 // bf16 softmax 4.97 / 6.31, f32 6.30 / 6.50; 32×128256 f32 17.37 / 19.43. Targets still missed: ≤ 8 µs (7.8–10.3
 // at 1×151936, 15–26 at 32×128256), 1×16M ≥ 3 TB/s.
 //
+// vocab8 (session 8): split_stream_kernel (below) does the three kernels' work in one persistent launch, a row's
+// normalising items ~lag rows after its chunk items, so the second read comes from L2: 8 B an element from DRAM
+// (f32) instead of 12. It serves f32 log-softmax calls of ≥ 256 rows (kSplitStreamMinRows; bitwise the three kernels,
+// tested): 4096×151936 1902 → 1714 µs (vocab8's run of ebc8547, GPU µs after the bench's flush; torch.compile took
+// 1805 in session 7's comparison), 1024×262144 818 → 742. Elsewhere it was slower or even (f32 softmax 2016 → 2015,
+// bf16 1.2-1.5× slower): its items are bound by their own latency and instructions, not DRAM (Nsight Compute below,
+// at split_stream).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -268,10 +275,24 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const
 // The common call only (unit-stride, 16-byte-aligned rows, no mask, no temperature, the output in the input's type),
 // softmax and log-softmax, rows of 2 … kSplitStreamMaxChunks chunks.
 constexpr std::int64_t kSplitStreamMaxChunks = 32;  // the merge: one chunk state a lane of one warp
-// Calls of at least this many rows take split_stream (fewer: the three kernels). Not yet measured (vocab8's first run).
-constexpr std::int64_t kSplitStreamMinRows = 64;
-// Rows between a row's chunk items and its normalising items. Not yet measured (vocab8's first run).
-constexpr std::int64_t kSplitStreamLag = 16;
+// The rule, from vocab8's run of ebc8547 (H200, 2026-11-30, test_cuda_few_rows StreamTiming, GPU µs a call after the
+// bench's flush, the three kernels → split_stream at lag 8 / 12 / 16 / 24 / 32):
+//   f32 log-softmax  4096×151936 1902 → 2016 / 1851 / 1760 / 1714 / 1742; 1024×262144 818 → 774 / 742 / 743 / 837 / 856;
+//                    256×151936 131 → 138 / 127 / 122 / 118 / 118; 64×151936 40.5 → 44.1 / 41.3 / 40.1 / 37.7 / 37.5
+//                    (graph 34.4 → 35.5 at lag 24); 32×128256 23.2 → 26.4 … 22.5 (graph 15.8 → 17.6)
+//   f32 softmax      4096×151936 2016 → 2317 / 2131 / 2044 / 2015 / 2037; 1024×262144 865 → 889 / 864 / 866 / 912 / 924
+//   bf16 softmax     4096×151936 1290 → 1900 … 1686; log-softmax 1332 → 1886 … 1625; 1024×262144 546 → 715-726
+// Nsight Compute (same run, 4096×151936 f32 softmax): the three kernels' chunk kernel 735 µs at 3.39 TB/s (DRAM 70 %),
+// the normalising kernel 1256 µs at 3.95 TB/s (82 %); split_stream 2041 µs at 2.43 TB/s (DRAM 50 %, L2 hit rate 61 %
+// against 50 %): the second read does come from L2, but the kernel then waits on its own items (two 512-thread blocks
+// an SM, each item a load, barriers, a store, nothing in flight across them; issue-active 59 %), so it gains only
+// where an item's arithmetic is lightest (f32 log-softmax), and 16-bit items, bound by instructions already (the bf16
+// chunk kernel: 2.17 TB/s, SM 68 %), lose 1.2-1.5×. So: f32 log-softmax of at least kSplitStreamMinRows rows (256 the
+// fewest that gained; 64 and 32 lost); a lag whose traffic between a row's two reads (3 row-sizes a row: chunk read,
+// re-read, write) stays within kSplitStreamL2Bytes (151936: lag 24, 262144: 14 — the best lags timed: 24; 12-16).
+constexpr std::int64_t kSplitStreamMinRows = 256;
+constexpr std::int64_t kSplitStreamL2Bytes = std::int64_t{43} << 20;
+constexpr std::int64_t kSplitStreamMaxLag = 32;
 
 __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
   unsigned v;
@@ -668,7 +689,7 @@ bool stream_call(const RowProblem& p, std::int64_t chunks) {
   const SplitRowTuning& t = split_row_tuning();
   if (t.stream == 0 || !t.common_call || (p.op != Op::softmax && p.op != Op::log_softmax)) return false;
   if (chunks < 2 || chunks > kSplitStreamMaxChunks || !common_call<In>(p)) return false;
-  return t.stream == 1 || p.rows >= kSplitStreamMinRows;
+  return t.stream == 1 || (std::is_same_v<In, float> && p.op == Op::log_softmax && p.rows >= kSplitStreamMinRows);
 }
 
 template <typename In>
@@ -681,7 +702,8 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaMemsetAsync(sync, 0, sync_bytes, s));
   const auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
   const SplitRowTuning& t = split_row_tuning();
-  const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : kSplitStreamLag;
+  const std::int64_t by_bytes = kSplitStreamL2Bytes / (3 * p.n * static_cast<std::int64_t>(sizeof(In)));
+  const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : std::clamp<std::int64_t>(by_bytes, 1, kSplitStreamMaxLag);
   kernel<<<persistent_grid(kernel, kSplitThreads, 0, 2 * total), kSplitThreads, 0, s>>>(
       p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
   SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");

@@ -227,8 +227,8 @@ TEST_F(GpuClusterStage, OffKeepsTheOldPaths) {
   EXPECT_EQ(cuda::kernels::cluster_stage_launch_count(), before);
 }
 
-// The dispatcher's own rule (softmax_cuda.cpp cluster_stage_takes): 16-bit softmax and log-softmax rows of 32769 …
-// 65536 and f32 ones up to 40000 take cluster_stage; longer rows, logsumexp and the state keep the old paths.
+// The dispatcher's own rule (softmax_cuda.cpp cluster_stage_takes): softmax and log-softmax rows of 32769 … 65536
+// (16-bit and, since vocab8, f32) take cluster_stage; longer rows, logsumexp and the state keep the old paths.
 TEST_F(GpuClusterStage, DispatcherRule) {
   cuda::kernels::cluster_stage_tuning().always = false;
   struct Want {
@@ -241,7 +241,8 @@ TEST_F(GpuClusterStage, DispatcherRule) {
   for (const Want w : {Want{Op::softmax, DType::bf16, 151936, false}, Want{Op::log_softmax, DType::bf16, 65536, true},
                        Want{Op::log_softmax, DType::f16, 32769, true}, Want{Op::log_softmax, DType::bf16, 65537, false},
                        Want{Op::softmax, DType::bf16, 262147, false}, Want{Op::softmax, DType::f32, 40000, true},
-                       Want{Op::log_softmax, DType::f32, 40001, false}, Want{Op::logsumexp, DType::bf16, 65536, false},
+                       Want{Op::log_softmax, DType::f32, 40001, true}, Want{Op::softmax, DType::f32, 65536, true},
+                       Want{Op::log_softmax, DType::f32, 65537, false}, Want{Op::logsumexp, DType::bf16, 65536, false},
                        Want{Op::state, DType::f32, 40000, false}, Want{Op::softmax, DType::bf16, 32768, false}}) {
     const Case c = random_case("rule", w.op, w.dt, is_row_op(w.op) ? DType::f32 : w.dt, 2, w.n, ++seed);
     const std::uint64_t before = cuda::kernels::cluster_stage_launch_count();
