@@ -1465,7 +1465,8 @@ if want vocab8; then
   v8_ncu_sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy"
   v8_ncu_sections="$v8_ncu_sections --section WarpStateStats --section SchedulerStats"
   if v8_go stage; then
-    run_step v8x-stage timeout "${SMK_V8_STAGE_S:-45}" "$v8/bin/test_cuda_cluster_stage"
+    run_step v8x-stage timeout "${SMK_V8_STAGE_S:-45}" "$v8/bin/test_cuda_cluster_stage" \
+      --gtest_filter="${SMK_V8_STAGE_FILTER:-*}"
     v8_keep
   fi
   if v8_go few; then
