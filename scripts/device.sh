@@ -1546,7 +1546,7 @@ fi
 # mode), ncu (Nsight Compute --set full on our warp kernels: f32 262144x128 and 1048576x32 softmax, bf16 1048576x32 and
 # 32768x1024 softmax backward), torch (--set full on torch.compile's kernels for f32 262144x128 softmax and bf16
 # 1048576x32 softmax backward, scripts/ncu_torch_short8.py, with their Triton source and PTX loads / stores), bench
-# (softmaxkit bench on the short rows, the dispatcher's path).
+# (softmaxkit bench on the short rows, the dispatcher's path; old/softmaxkit first where the tarball has one).
 if want short8; then
   carried s8 build/short8-bin.tar.xz
   s8=$bin
@@ -1557,12 +1557,12 @@ if want short8; then
     keep_logs s8
   fi
   if s8_go test; then
-    run_step s8x-test timeout "${SMK_S8_TEST_S:-35}" "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Variants*}"
+    run_step s8x-test timeout "${SMK_S8_TEST_S:-35}" "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Grids*}"
     keep_logs s8
   fi
   if s8_go memcheck; then
     run_step s8x-memcheck timeout "${SMK_S8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Variants*}"
+      --report-api-errors no --error-exitcode 9 "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Grids*}"
     keep_logs s8
   fi
   if s8_go ncu; then
@@ -1571,8 +1571,11 @@ if want short8; then
       for spec in ${SMK_S8_NCU:-$specs softmax_backward:bf16:32768x1024}; do
         IFS=: read -r op dt shape <<<"$spec"
         echo "=== ncu: $op $dt $shape"
+        # A backward op's bench runs a forward softmax first (its y): match the backward kernel only.
+        local kernel=warp_rows_kernel
+        [[ $op == *backward ]] && kernel=backward_warp_kernel
         timeout 20 ncu --set full --clock-control none --kernel-name-base demangled --print-units base \
-          -k regex:"warp_rows_kernel|backward_warp_kernel" -c 1 "$s8/softmaxkit" bench --op "$op" --dtype "$dt" \
+          -k regex:"$kernel" -c 1 "$s8/softmaxkit" bench --op "$op" --dtype "$dt" \
           --shape "$shape" --no-cudnn --min-reps 1 --max-reps 1 --target-ms 0.01 --path auto --format csv
       done
     }
@@ -1585,11 +1588,17 @@ if want short8; then
     keep_logs s8
   fi
   if s8_go bench; then
-    run_step s8-bench timeout "${SMK_S8_BENCH_S:-20}" stdbuf -oL "$s8/softmaxkit" bench \
-      --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn \
-      --target-ms 1 --min-reps 5 --max-reps 30 --format table --path auto \
-      --shape "${SMK_S8_SHAPES:-262144x128,1048576x32,32768x1024}"
-    keep_logs s8
+    # The dispatcher's path; with old/softmaxkit in the tarball (run 2: the warp kernels as before short8's rule) old
+    # then new, one after the other.
+    for s8_which in old new; do
+      s8_cli=$s8/softmaxkit
+      [ "$s8_which" = old ] && { [ -x "$s8/old/softmaxkit" ] || continue; s8_cli=$s8/old/softmaxkit; }
+      run_step "s8-bench-$s8_which" timeout "${SMK_S8_BENCH_S:-20}" stdbuf -oL "$s8_cli" bench \
+        --op "${SMK_S8_OPS:-softmax,log_softmax,softmax_backward,log_softmax_backward}" --dtype f32,bf16 --no-cudnn \
+        --target-ms 1 --min-reps 5 --max-reps 30 --format table --path auto \
+        --shape "${SMK_S8_SHAPES:-262144x128,1048576x32,32768x1024}"
+      keep_logs s8
+    done
   fi
   end_carried
 fi

@@ -35,6 +35,12 @@
 // backward f32 744, bf16 448; 4096×16384 bf16 102.5 µs (92 %), 16384×4096 bf16 101.6 (93 %); tune_softmax, old kernel
 // → this one: 8192×32000 f32 897 → 731, bf16 749 → 416; 8192×12288 bf16 232 → 149; 65536×2048 bf16 202 → 192. Where
 // the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32, kBackwardPrefetchFromN).
+// warp_per_row (short8, session 8, 2026-11-30; docs/bench/short8-s8-2026-11-30.md; tune_softmax --short8, run of
+// c47a42b, µs): f32 rows on a grid of up to 8 times the resident blocks (softmax_cuda.cpp kWarpGridF32; kernel
+// unchanged) softmax backward 262144×128 111.3 → 103.5 (floor 95.0 at 4.24 TB/s), 1048576×32 117.8 → 113.7,
+// 32768×1024 110.3 → 101.9; 16-bit rows of 17..32 on two lanes (E16 L2: 80 registers, three blocks an SM, against E32
+// L1's 128 and two) bf16 1048576×32 65.3 → 62.3 (floor 47.5), log-softmax backward 66.2 → 63.6. Timed and not kept:
+// y and dy loaded together before conversion (0.76-0.85× in bf16), a tighter register bound (spills), cache hints.
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -50,7 +56,6 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
-#include "cuda/softmax/warp_hints.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -115,70 +120,8 @@ __device__ __forceinline__ void load_pair(const RowProblem& p, const RowRef& o, 
 
 // ---- warp_per_row ---------------------------------------------------------------------------------------------------
 
-// short8's variants (session 8; WarpRowTuning::backward in kernels.hpp): 1 y's and dy's vectors all loaded before
-// either is converted (RowTile::load converts a 16-bit vector as soon as it is loaded, which waits on it before dy's
-// loads are issued), each element converted where it is used, 2 that with warp_hints.cuh's cache hints, 3 = 1 for
-// 16-bit inputs under a tighter register bound, four blocks an SM at E = 16 and three at 32 (y and dy held as their
-// 16-bit vectors take half the registers of their f32 copies; variants 0-2 hold three and two), 4 = 3 with the hints.
-// (ptxas, CUDA 13.0 sm_90a: 3 and 4 spill, 24-40 bytes at E = 16 and 208-256 at E = 32.) The same
-// elements, terms, tree and gradient arithmetic as variant 0: bitwise the same outputs.
-template <int kVariant>
-constexpr int kBackwardWarpHint = kVariant == 2 || kVariant == 4 ? 2 : 0;
-template <typename In, int kVariant>
-constexpr bool kBackwardWarpPacked = kVariant >= 3 && sizeof(In) == 2;
-template <typename In, int E, int kVariant>
-constexpr int kBackwardWarpMinBlocks = kBackwardWarpPacked<In, kVariant> && E >= 16 ? (E >= 32 ? 3 : 4) : E >= 32 ? 2 : (E >= 16 ? 3 : 4);
-
-// A row's share of the lane as RowTile's raw vectors (positions past n read as +0, RowTile::load's pad 0).
-template <typename In, int E, int kHint>
-__device__ __forceinline__ void load_raw(typename RowTile<In, E>::Vec (&w)[RowTile<In, E>::K], const In* row, int n,
-                                         std::int64_t step, int g, int G, std::uint64_t policy) {
-  using Tile = RowTile<In, E>;
-  using Vec = typename Tile::Vec;
-  if (warp_hints::whole_vectors<In, E>(row, sizeof(Vec), n, step, g, G)) {
-    warp_hints::load_vectors<In, E, kHint>(w, row, g, G, policy);
-    return;
-  }
-  const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    const int i0 = Tile::index(k, g, G);
-    if (vec && i0 + Tile::V <= n) {
-      w[k] = *reinterpret_cast<const Vec*>(row + i0);
-    } else {
-      const In* q = row + static_cast<std::int64_t>(i0) * step;
-#pragma unroll
-      for (int j = 0; j < Tile::V; ++j) {
-        w[k].v[j] = i0 + j < n ? *q : from_f32<In>(0.0f);
-        q += step;
-      }
-    }
-  }
-}
-
-// An element converted to f32 again where the gradient uses it: as to_f32 (the same bits), but as a volatile
-// instruction, so that the compiler cannot reuse the sum's conversions and keep every f32 copy of y and dy alive
-// across the row's shuffles (with them, the 16-bit E = 32 kernel spilled 344 bytes under four blocks' 64 registers).
-template <typename In>
-__device__ __forceinline__ float to_f32_again(In v) {
-  if constexpr (std::is_same_v<In, float>) {
-    return v;
-  } else {
-    float f;
-    if constexpr (std::is_same_v<In, __nv_bfloat16>)
-      asm volatile("cvt.f32.bf16 %0, %1;" : "=f"(f) : "h"(__bfloat16_as_ushort(v)));
-    else
-      asm volatile("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(__half_as_ushort(v)));
-    return f;
-  }
-}
-
-template <typename In, int E, int kVariant = 0>
-__global__ void __launch_bounds__(kWarpThreads, kBackwardWarpMinBlocks<In, E, kVariant>) backward_warp_kernel(const RowProblem p, int lanes) {
-  using Tile = RowTile<In, E>;
-  using Vec = typename Tile::Vec;
-  constexpr int K = Tile::K, V = Tile::V, H = kBackwardWarpHint<kVariant>;
-  const std::uint64_t policy = H != 0 ? warp_hints::evict_first_policy() : 0;
+template <typename In, int E>
+__global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4)) backward_warp_kernel(const RowProblem p, int lanes) {
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int rows_per_warp = 32 / lanes;
@@ -187,55 +130,16 @@ __global__ void __launch_bounds__(kWarpThreads, kBackwardWarpMinBlocks<In, E, kV
   for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
     const std::int64_t row = base + group;
     const bool active = row < p.rows;
+    float y[E], dy[E];
     const RowRef o{row, 0};
-    if constexpr (kVariant == 0) {
-      float y[E], dy[E];
-      if (active) {
-        load_pair<In, E>(p, o, y, dy, p.n, 0, g, lanes);
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i) y[i] = dy[i] = 0.0f;
-      }
-      const float s = group_sum(thread_terms(p, y, dy), lanes);
-      if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
+    if (active) {
+      load_pair<In, E>(p, o, y, dy, p.n, 0, g, lanes);
     } else {
-      const int n = static_cast<int>(p.n);
-      Vec wy[K], wd[K];
-      if (active) {
-        load_raw<In, E, H>(wy, at<In>(p.x, o.off(p, kX)), n, p.step[kX], g, lanes, policy);
-        load_raw<In, E, H>(wd, at<In>(p.dy, o.off(p, kDy)), n, p.step[kDy], g, lanes, policy);
-      } else {
 #pragma unroll
-        for (int k = 0; k < K; ++k)
-#pragma unroll
-          for (int j = 0; j < V; ++j) wy[k].v[j] = wd[k].v[j] = from_f32<In>(0.0f);
-      }
-      // thread_terms and write_grads' arithmetic on the converted values (converted where used when packed, all at
-      // once otherwise: the compiler keeps the f32 copies then, as in variant 0).
-      float t[E];
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-          t[k * V + j] = p.op == Op::softmax_backward ? to_f32(wd[k].v[j]) * to_f32(wy[k].v[j]) : to_f32(wd[k].v[j]);
-      const float s = group_sum(tree_sum<E>(t), lanes);
-      if (!active) continue;
-      const float temp = p.scale ? row_temperature(p, o) : 1.0f;
-      float d[E];
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const float yv = to_f32_again(wy[k].v[j]), dv = to_f32_again(wd[k].v[j]);
-          float x = p.op == Op::softmax_backward ? yv * (dv - s) : dv - expf(yv) * s;
-          if (p.scale) x = x / temp;
-          d[k * V + j] = x;
-        }
-      with_out_type<In>(p, [&](auto* tag) {
-        using Out = std::remove_pointer_t<decltype(tag)>;
-        warp_hints::store_row<In, E, H, Out>(at<Out>(p.out, o.off(p, kOut)), d, n, p.step[kOut], g, lanes);
-      });
+      for (int i = 0; i < E; ++i) y[i] = dy[i] = 0.0f;
     }
+    const float s = group_sum(thread_terms(p, y, dy), lanes);
+    if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
   }
 }
 
@@ -605,32 +509,15 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 
 // ---- launchers -------------------------------------------------------------------------------------------------------
 
-template <typename In, int E, int kVariant>
-void launch_warp_variant(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel = backward_warp_kernel<In, E, kVariant>;
-  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
-  const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
-  unsigned grid = persistent_grid(kernel, kWarpThreads, 0, needed);
-  if (warp_row_tuning().grid > 0)
-    grid = static_cast<unsigned>(std::min<std::int64_t>(needed, std::int64_t{grid} * warp_row_tuning().grid));
-  kernel<<<grid, kWarpThreads, 0, s>>>(p, c.lanes);
-  SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
-}
-// short8's variants are built where they were timed: 1 and 2 for f32 and bf16 at E ≥ 16, 3 and 4 for bf16 at E ≥ 16;
-// elsewhere a variant is variant 0.
-template <typename In, int E, int kVariant>
-constexpr bool kBackwardWarpBuilt = kVariant == 0 || (E >= 16 && !std::is_same_v<In, __half> &&
-                                                      (kVariant <= 2 || sizeof(In) == 2));
 template <typename In, int E>
 void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  switch (warp_row_tuning().backward) {
-    case 1: if constexpr (kBackwardWarpBuilt<In, E, 1>) return launch_warp_variant<In, E, 1>(p, c, s); break;
-    case 2: if constexpr (kBackwardWarpBuilt<In, E, 2>) return launch_warp_variant<In, E, 2>(p, c, s); break;
-    case 3: if constexpr (kBackwardWarpBuilt<In, E, 3>) return launch_warp_variant<In, E, 3>(p, c, s); break;
-    case 4: if constexpr (kBackwardWarpBuilt<In, E, 4>) return launch_warp_variant<In, E, 4>(p, c, s); break;
-    default: break;
-  }
-  launch_warp_variant<In, E, 0>(p, c, s);
+  const auto kernel = backward_warp_kernel<In, E>;
+  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
+  const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
+  // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
+  const unsigned grid = warp_grid(persistent_grid(kernel, kWarpThreads, 0, needed), needed, c);
+  kernel<<<grid, kWarpThreads, 0, s>>>(p, c.lanes);
+  SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
 }
 
 template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>

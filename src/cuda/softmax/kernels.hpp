@@ -71,10 +71,12 @@ struct RowProblem {
 // ---- paths and their configurations ---------------------------------------------------------------------------
 
 // warp_per_row: `lanes` lanes per row (1..32, a power of two; 32 / lanes rows per warp), `elems` elements per lane
-// held in registers (4, 8, 16 or 32). Capacity lanes · elems.
+// held in registers (4, 8, 16 or 32). Capacity lanes · elems. `grid`: 0 a persistent grid (the blocks that fit at
+// once); k > 0 up to k times that many blocks, each walking fewer rows (short8; softmax_cuda.cpp kWarpGridF32).
 struct WarpConfig {
   int elems = 4;
   int lanes = 1;
+  int grid = 0;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
@@ -149,20 +151,21 @@ const DeviceFacts& device_facts();  // of the current device
 
 // ---- launchers (forward and backward; `op` says which) ----------------------------------------------------------
 void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
-// warp_per_row's levers (short8, session 8; warp_row.cu and backward.cu's warp kernel), for tests and timing only
-// (process-wide, not thread-safe); -1 / 0 are the library's choice. Every variant computes bitwise the same outputs.
-//   forward:  0 as before, 1 input loads with cache hints (L1 no-allocate, L2 evict-first), 2 those and streaming
-//             stores, 3 two rows a lane group at once at E = 16, 4 = 3 with both hints.
-//   backward: 0 as before, 1 y's and dy's vectors loaded together before either is converted, 2 = 1 with the cache
-//             hints, 3 = 1 for 16-bit inputs under a tighter register bound (four blocks an SM at E = 16, three at
-//             32; y and dy held as 16-bit vectors), 4 = 3 with the hints.
-//   grid: 0 the persistent grid; k > 0 up to k times the resident blocks (more blocks than fit, each fewer rows).
+// warp_per_row's grid for tests and timing (short8, session 8; process-wide, not thread-safe): grid ≥ 0 replaces
+// WarpConfig::grid on every warp_per_row launch, forward and backward; -1 leaves the dispatcher's. Rows are computed
+// the same way whatever the grid (one lane group a row, the same tree), so the outputs are bitwise the same.
 struct WarpRowTuning {
-  int forward = -1;
-  int backward = -1;
-  int grid = 0;
+  int grid = -1;
 };
 WarpRowTuning& warp_row_tuning();
+// A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a
+// grid of k > 0 up to k · resident, never more than `needed`.
+inline unsigned warp_grid(unsigned resident, std::int64_t needed, WarpConfig c) {
+  const int k = warp_row_tuning().grid >= 0 ? warp_row_tuning().grid : c.grid;
+  if (k <= 0) return resident;
+  const std::int64_t blocks = std::int64_t{resident} * k;
+  return static_cast<unsigned>(blocks < needed ? blocks : needed);
+}
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);

@@ -293,15 +293,42 @@ constexpr std::int64_t kWarpReadOnlyWideFromNF32 = 128;
 constexpr int kWarpLaneBytesReadOnlyF32 = 128;
 constexpr std::int64_t kWarpLogSoftmax16NarrowMaxN = 32;
 constexpr int kWarpLaneBytesLogSoftmax16Narrow = 32;
+// short8 (session 8; H200, 2026-11-30, tune_softmax --short8 on the tree of c47a42b, rotated inputs, median µs, each
+// default timed twice; docs/bench/short8-s8-2026-11-30.md):
+// - 16-bit backward rows of 17..kWarpBackward16NarrowMaxN take two lanes (E16 L2, 32 bytes a lane of y and of dy:
+//   80 registers, three blocks an SM) rather than one (E32 L1: 128 registers, two blocks): bf16 1048576×32 softmax
+//   backward 65.3 / 64.4 → 62.3 / 62.1, log-softmax backward 66.2 / 66.1 → 63.6 / 63.5 (1.04-1.05×). Rows of ≤ 16
+//   keep E16 L1 (one lane holds them).
+// - f32 rows written back (softmax, log-softmax, both backward passes) on a grid of up to kWarpGridF32 times the
+//   resident blocks instead of the persistent grid (WarpConfig::grid): softmax 262144×128 (E16 L8) 83.2 / 83.2 →
+//   73.9, 1048576×32 (E16 L2) 81.8 / 81.8 → 75.8, 32768×1024 (E32 L32) 81.5 / 81.7 → 73.8; log-softmax 84.4 / 84.4
+//   → 74.0, 81.6 / 81.2 → 75.6, 81.2 / 80.6 → 73.8; softmax backward 111.3 / 111.4 → 103.5, 117.8 / 116.9 → 113.7,
+//   110.3 / 110.3 → 101.9; log-softmax backward 112.7 / 111.7 → 103.8, 116.4 / 116.5 → 112.9, 111.3 / 111.6 → 102.1
+//   (1.03-1.14×). 16-bit rows lost with it (bf16 softmax 262144×128 44.8 → 46.5, 1048576×32 51.1 → 52.3, 32768×1024
+//   45.6 → 47.4; logsumexp 0.93-0.96×; backward 0.95-1.01×) and keep the persistent grid; f32 logsumexp and the state
+//   (not timed with it) too. Nsight Compute on the persistent f32 kernels: docs/bench/short8-s8-2026-11-30.md. The
+//   grid changes which block walks a row, never how a row is computed: the same bits (test_warp_row_gpu).
+// (Also timed there and not taken, every one bitwise the default: cache hints on the loads (L1 no-allocate, L2
+// evict-first) 1.02-1.05× at f32 E16 L8 / E32 L32 but 0.88× at E16 L2 and 0.83× in bf16 at E32 L1, with streaming
+// stores 0.89-1.00×; two rows a lane group at once at f32 E16 0.85-1.02× (spilling 24-48 bytes); the backward's y and
+// dy loaded together before conversion 0.76-0.85× in bf16, 0.93-1.03× in f32; 16-bit backward under three or four
+// blocks' registers 0.57-0.91× (spilling). Their code is in commit 14ca731.)
+constexpr std::int64_t kWarpBackward16NarrowMaxN = 32;
+constexpr int kWarpLaneBytesBackward16Narrow = 32;
+constexpr int kWarpGridF32 = 8;
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
+  const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
   const bool wide_lane = t == DType::f32 && !kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32;
-  const bool narrow_lane = t != DType::f32 && op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN;
+  const bool narrow_lane = t != DType::f32 && ((op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN) ||
+                                               (backward && n <= kWarpBackward16NarrowMaxN));
+  static_assert(kWarpLaneBytesBackward16Narrow == kWarpLaneBytesLogSoftmax16Narrow);
   const int lane_bytes = wide_lane ? kWarpLaneBytesReadOnlyF32 : narrow_lane ? kWarpLaneBytesLogSoftmax16Narrow
                                                                              : kWarpLaneBytes;
   const std::int64_t target = lane_bytes / static_cast<std::int64_t>(dtype_size(t));
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
+  c.grid = t == DType::f32 && kernels::writes_rows(op) ? kWarpGridF32 : 0;
   return c;
 }
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
@@ -663,7 +690,7 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   rp.out_dtype = dx.dtype;
   set_temperature(rp, options);
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype), s);
+    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c;
       const bool f32 = y.dtype == DType::f32;

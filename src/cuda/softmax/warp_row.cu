@@ -41,11 +41,16 @@
 // 16-byte load covers half of a 32-byte sector, the other half comes from L1); 1048576×32 f32 softmax (E16 L2, 63
 // registers, 4 blocks) 30.7 an element, 50 % issue, DRAM 72 %, 59 % of a warp's cycles waiting on loads: the f32 rows
 // want more bytes in flight a warp, the 16-bit rows fewer instructions and more warps.
-#include <algorithm>
-
+// short8 (session 8, 2026-11-30; docs/bench/short8-s8-2026-11-30.md): Nsight Compute beside torch.compile's Triton
+// kernel for f32 262144×128 softmax: ours 68.2 µs under ncu, 528 blocks of 256 (persistent), 63 registers, 47 %
+// occupancy, DRAM 75 %, 60 % of a warp's cycles on its loads; Triton's 63.4 µs, 32768 blocks of 64 (7.8 waves, not
+// persistent), 32 registers, 89 % occupancy, DRAM 80 %, plain ld/st.global.v4 (no cache hints), 16 elements a thread
+// as ours. Timed (tune_softmax --short8, run of c47a42b, µs): f32 rows written back on a grid of up to 8 times the
+// resident blocks (softmax_cuda.cpp kWarpGridF32; this kernel unchanged, SASS-identical) 262144×128 softmax 83.2 →
+// 73.9, 1048576×32 81.8 → 75.8, 32768×1024 81.5 → 73.8 (log-softmax alike); 16-bit rows lost with it (0.93-0.98×) and
+// stay persistent. Cache hints on the loads / stores and two rows at once at E16 were timed too and not kept.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
-#include "cuda/softmax/warp_hints.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -68,12 +73,10 @@ constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 // neither pays the other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
 // Out: softmax's output type when known at compile time (In: 16-bit outputs take common.cuh out_exp's plain
 // exponential, where plain_exp_pays below); void: read from p at the store, and softmax's terms from exp_diff.
-// R: rows a lane group holds at once (kRowsAtOnce<E>, or 2 at E = 16: short8's variant); kHint: warp_hints.cuh's cache
-// hints (0: none).
-template <typename In, typename Out, int E, bool kLog, int R = kRowsAtOnce<E>, int kHint = 0>
-__global__ void __launch_bounds__(kThreads, E == 16 && R == 1 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
+template <typename In, typename Out, int E, bool kLog>
+__global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
-  const std::uint64_t policy = kHint != 0 ? warp_hints::evict_first_policy() : 0;
+  constexpr int R = kRowsAtOnce<E>;
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int groups = 32 / lanes;  // rows per warp and step
@@ -86,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 && R == 1 ? 4 : 3) warp_rows
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
       if (row < p.rows) {
-        warp_hints::load_row<In, E, kHint>(v[r], at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX], g, lanes, policy);
+        Tile::load(v[r], at<In>(p.x, row_offset(p.map, row, kX)), n, p.step[kX], g, lanes);
       } else {
 #pragma unroll
         for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
@@ -128,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 && R == 1 ? 4 : 3) warp_rows
       finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
       with_out<Out, In>(p, [&](auto* tag) {
         using O = std::remove_pointer_t<decltype(tag)>;
-        warp_hints::store_row<In, E, kHint, O>(at<O>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
+        Tile::template store<O>(at<O>(p.out, o.off(p, kOut)), v[r], n, p.step[kOut], g, lanes);
       });
     }
   }
@@ -145,42 +148,18 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
   return sizeof(In) == 2 && E == 32 && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
 }
 
-// The forward variants short8 timed (WarpRowTuning::forward): 0 the kernel as before; 1 loads with the cache hints;
-// 2 loads and stores with them; 3 two rows at once at E = 16; 4 two rows at once with both hints. Built only where
-// they were timed (f32 at E = 16 and 32, 16-bit at E = 32; 3 and 4 f32 at E = 16); elsewhere a variant is variant 0.
-template <int kVariant, int E>
-constexpr int kVariantRows = (kVariant == 3 || kVariant == 4) && E == 16 ? 2 : kRowsAtOnce<E>;
-template <int kVariant>
-constexpr int kVariantHint = kVariant == 1 ? 1 : kVariant == 2 || kVariant == 4 ? 2 : 0;
-template <typename In, int E, int kVariant>
-constexpr bool kVariantBuilt = kVariant == 0 || ((kVariant <= 2) && (sizeof(In) == 4 ? E >= 16 : E == 32)) ||
-                               (sizeof(In) == 4 && E == 16);
-
-template <typename In, int E, int kVariant>
-void launch_variant(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  constexpr int R = kVariantRows<kVariant, E>, H = kVariantHint<kVariant>;
-  // Out = void: the output type read from p at the store, and exp_diff for softmax; In: the tier (above).
-  auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true, R, H> : warp_rows_kernel<In, void, E, false, R, H>;
-  if constexpr (sizeof(In) == 2 && E == 32)
-    if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false, R, H>;
-  const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * R;
-  const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
-  unsigned grid = persistent_grid(kernel, kThreads, 0, needed);
-  if (warp_row_tuning().grid > 0) grid = static_cast<unsigned>(std::min<std::int64_t>(needed, std::int64_t{grid} * warp_row_tuning().grid));
-  kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
-  SMK_CUDA_CHECK_LAUNCH("warp_rows_kernel");
-}
-
 template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  switch (warp_row_tuning().forward) {
-    case 1: if constexpr (kVariantBuilt<In, E, 1>) return launch_variant<In, E, 1>(p, c, s); break;
-    case 2: if constexpr (kVariantBuilt<In, E, 2>) return launch_variant<In, E, 2>(p, c, s); break;
-    case 3: if constexpr (kVariantBuilt<In, E, 3>) return launch_variant<In, E, 3>(p, c, s); break;
-    case 4: if constexpr (kVariantBuilt<In, E, 4>) return launch_variant<In, E, 4>(p, c, s); break;
-    default: break;
-  }
-  launch_variant<In, E, 0>(p, c, s);
+  // Out = void: the output type read from p at the store, and exp_diff for softmax; In: the tier (above).
+  auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true> : warp_rows_kernel<In, void, E, false>;
+  if constexpr (sizeof(In) == 2 && E == 32)
+    if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false>;
+  const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
+  const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
+  // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
+  const unsigned grid = warp_grid(persistent_grid(kernel, kThreads, 0, needed), needed, c);
+  kernel<<<grid, kThreads, 0, s>>>(p, c.lanes);
+  SMK_CUDA_CHECK_LAUNCH("warp_rows_kernel");
 }
 
 template <typename In>

@@ -4,6 +4,8 @@
 // checked against the CPU float64 reference (gpu_case.hpp's gates), and against the same rows stored at an odd pitch
 // (unaligned: scalar loads), which must give the same bits: how a row is loaded never changes what is computed.
 // (Written for a prefetching variant of the kernel, measured and not kept: docs/perf-notebook.md "warpdiet".)
+// Since short8 (session 8) f32 rows take a grid of more blocks than fit (softmax_cuda.cpp kWarpGridF32): the Grids
+// tests below compare it bitwise with the persistent grid.
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 65536 elements a case (one step: the memory checks only).
 #include <gtest/gtest.h>
@@ -60,11 +62,11 @@ void dense_rows_many_steps(DType t, std::uint64_t seed) {
   }
 }
 
-// short8's variants (kernels.hpp WarpRowTuning: cache hints, two rows at once, y and dy loaded together or held as
-// 16-bit vectors, a grid of more blocks than fit) against the default kernel, bitwise, on dense aligned rows (the
-// variants' own loads and stores), odd-length rows (the ragged slots) and rows at an odd pitch (scalar loads);
-// forward and backward, f32 and bf16 (where the variants are built), many rows (warps take two steps or more).
-// The default kernel's outputs are checked against the float64 reference, so every variant is too.
+// short8's grids (kernels.hpp WarpConfig::grid, WarpRowTuning): the dispatcher's launch (f32 rows written back: up to
+// 8 times the resident blocks; else persistent) against the persistent grid and a grid of 3 times the resident
+// blocks, bitwise, on dense aligned rows, odd-length rows and rows at an odd pitch; forward and backward (the 16-bit
+// backward of rows of 32 on the dispatcher's two lanes), f32 and bf16, many rows (a persistent grid's warps take two
+// steps or more). The dispatcher's outputs are checked against the float64 reference, so every grid is too.
 struct TuningGuard {
   ~TuningGuard() { cuda::kernels::warp_row_tuning() = cuda::kernels::WarpRowTuning{}; }
 };
@@ -92,12 +94,11 @@ Case warp_case(Op op, DType t, std::int64_t rows, std::int64_t n, bool odd_pitch
   return c;
 }
 
-void variants_bitwise(DType t, bool backward, std::uint64_t seed) {
+void grids_bitwise(DType t, bool backward, std::uint64_t seed) {
   TuningGuard guard;
   auto& tune = cuda::kernels::warp_row_tuning();
-  // 2.5M elements: more than one step of the persistent grid holds at E = 16 (2.2M, see dense_rows_many_steps; at
-  // E = 32 warps take one step, the grid variant many); the ragged and odd-pitch cases, which take the variants'
-  // fallback loads and stores, at fewer rows.
+  // 2.5M elements: more than one step of the persistent grid holds at E = 16 (2.2M, see dense_rows_many_steps), so
+  // there the grids differ in which block walks which rows; the ragged and odd-pitch cases at fewer rows.
   const std::vector<Op> ops = backward ? std::vector<Op>{Op::softmax_backward, Op::log_softmax_backward}
                                        : std::vector<Op>{Op::softmax, Op::log_softmax, Op::logsumexp, Op::state};
   for (std::int64_t n : {32, 100, 128, 1024}) {
@@ -112,26 +113,22 @@ void variants_bitwise(DType t, bool backward, std::uint64_t seed) {
         const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
         ASSERT_TRUE(base.ran) << base.reason;
         check(c, base, reference(c));
-        for (int variant = 0; variant <= 4; ++variant)
-          for (int grid : {0, 8}) {
-            if ((variant == 0) == (grid == 0) && !(variant == 2 && grid == 8)) continue;
-            tune = {};
-            (backward ? tune.backward : tune.forward) = variant;
-            tune.grid = grid;
-            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
-            ASSERT_TRUE(r.ran) << r.reason;
-            EXPECT_FALSE(r.stray_write) << "variant " << variant << " grid " << grid;
-            expect_same_bits(base, r, "variant " + std::to_string(variant) + " grid " + std::to_string(grid));
-          }
+        for (int grid : {0, 3}) {
+          tune.grid = grid;
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_FALSE(r.stray_write) << "grid " << grid;
+          expect_same_bits(base, r, "grid " + std::to_string(grid));
+        }
       }
     }
   }
 }
 
-TEST_F(GpuWarpRow, ForwardVariantsBitwiseTheDefaultF32) { variants_bitwise(DType::f32, false, 400); }
-TEST_F(GpuWarpRow, ForwardVariantsBitwiseTheDefaultBf16) { variants_bitwise(DType::bf16, false, 500); }
-TEST_F(GpuWarpRow, BackwardVariantsBitwiseTheDefaultF32) { variants_bitwise(DType::f32, true, 600); }
-TEST_F(GpuWarpRow, BackwardVariantsBitwiseTheDefaultBf16) { variants_bitwise(DType::bf16, true, 700); }
+TEST_F(GpuWarpRow, ForwardGridsBitwiseF32) { grids_bitwise(DType::f32, false, 400); }
+TEST_F(GpuWarpRow, ForwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, false, 500); }
+TEST_F(GpuWarpRow, BackwardGridsBitwiseF32) { grids_bitwise(DType::f32, true, 600); }
+TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 700); }
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }

@@ -129,7 +129,7 @@ struct Variant {
   char kind;  // 'w' warp, 'b' block/cluster, 's' split
   WarpConfig warp{};
   BlockConfig block{};
-  WarpRowTuning tuning{};  // short8: warp_per_row's variant and grid (kernels.hpp; the defaults: the library's)
+  WarpRowTuning tuning{};  // short8: warp_per_row's grid (kernels.hpp; the default: the dispatcher's)
 };
 
 void report(const char* shape, DType t, Op op, const Variant& v, double us, double bytes) {
@@ -194,11 +194,10 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
-// short8 (session 8): warp_per_row at E, L with a forward or backward variant and a grid (WarpRowTuning).
-Variant warpv(int elems, int lanes, bool backward, int variant, int grid = 0) {
+// short8 (session 8): warp_per_row at E, L on a grid of up to `grid` times the resident blocks (0: persistent).
+Variant warpg(int elems, int lanes, int grid) {
   Variant v = warp(elems, lanes);
-  v.name += (backward ? " b" : " f") + std::to_string(variant) + (grid ? " g" + std::to_string(grid) : "");
-  (backward ? v.tuning.backward : v.tuning.forward) = variant;
+  v.name += " g" + std::to_string(grid);
   v.tuning.grid = grid;
   return v;
 }
@@ -337,73 +336,21 @@ int main(int argc, char** argv) {
   const std::vector<DType> both = {DType::f32, DType::bf16};
   const std::vector<Op> fwd = {Op::softmax, Op::logsumexp};
   if (short8) {
-    // short8 (session 8, docs/perf-notebook.md): warp_per_row's variants beside the kernel as it was (listed first and
-    // again last: the spread of one kernel timed twice), forward then backward, on the short rows of 2^25 elements.
-    // Forward: 1 / 2 the cache hints on loads / loads and stores, 3 / 4 two rows at once at E = 16 (f32), g8 a grid
-    // of up to 8x the resident blocks. Backward: 1 y and dy loaded together, 2 with the hints, 3 / 4 the same under
-    // four blocks an SM (16-bit), and other lane splits; block_per_row's 64 threads at 1024 for reference.
-    const std::vector<Op> fops = {Op::softmax, Op::log_softmax};
-    const std::vector<Op> bops = {Op::softmax_backward, Op::log_softmax_backward};
-    auto fwd_set = [](int e, int l, bool f32e16) {
-      std::vector<Variant> v = {warpv(e, l, false, 0), warpv(e, l, false, 1), warpv(e, l, false, 2)};
-      if (f32e16) {
-        v.push_back(warpv(e, l, false, 3));
-        v.push_back(warpv(e, l, false, 4));
-      }
-      v.push_back(warpv(e, l, false, 0, 8));
-      v.push_back(warpv(e, l, false, 2, 8));
-      v.push_back(warpv(e, l, false, 0));
-      return v;
-    };
-    auto bwd_set = [](int e, int l, bool packed) {
-      std::vector<Variant> v = {warpv(e, l, true, 0), warpv(e, l, true, 1), warpv(e, l, true, 2)};
-      if (packed) {
-        v.push_back(warpv(e, l, true, 3));
-        v.push_back(warpv(e, l, true, 4));
-      }
-      v.push_back(warpv(e, l, true, 0, 8));
-      v.push_back(warpv(e, l, true, 0));
-      return v;
+    // short8 (session 8, docs/perf-notebook.md): warp_per_row's grid on the short rows of 2^25 elements, persistent
+    // (g0, first and last: the spread of one kernel timed twice) against up to 4, 8 (the dispatcher's for f32,
+    // kWarpGridF32), 16 and 64 times the resident blocks; the 16-bit backward of rows of 32 on one lane and on two.
+    // (Session 8's first run timed cache hints, two rows at once and the backward's loads here too: commit 14ca731.)
+    auto grids = [](int e, int l) {
+      return std::vector<Variant>{warpg(e, l, 0), warpg(e, l, 4), warpg(e, l, 8), warpg(e, l, 16), warpg(e, l, 64),
+                                  warpg(e, l, 0)};
     };
     const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
-    std::vector<Variant> f128 = fwd_set(16, 8, true);
-    f128.push_back(warpv(32, 4, false, 0));  // 128 bytes a lane, three blocks an SM
-    f128.push_back(warpv(32, 4, false, 2));
-    run_shape(262144, 128, f128, f32, fops, reps);
-    run_shape(1048576, 32, fwd_set(16, 2, true), f32, fops, reps);
-    run_shape(32768, 1024, fwd_set(32, 32, false), f32, fops, reps);
-    run_shape(262144, 128, fwd_set(32, 4, false), bf16, {Op::softmax, Op::log_softmax, Op::logsumexp}, reps);
-    run_shape(1048576, 32, fwd_set(32, 1, false), bf16, {Op::softmax, Op::logsumexp}, reps);
-    run_shape(32768, 1024, fwd_set(32, 32, false), bf16, {Op::softmax, Op::log_softmax, Op::logsumexp}, reps);
-    run_shape(262144, 128, bwd_set(16, 8, false), f32, bops, reps);
-    run_shape(1048576, 32, bwd_set(16, 2, false), f32, bops, reps);
-    std::vector<Variant> b1024 = bwd_set(32, 32, false);
-    b1024.push_back(block(64, 1));
-    run_shape(32768, 1024, b1024, f32, bops, reps);
-    std::vector<Variant> b32 = bwd_set(32, 1, true), b32l2 = bwd_set(16, 2, true);
-    b32.insert(b32.end(), b32l2.begin(), b32l2.end());
-    run_shape(1048576, 32, b32, bf16, bops, reps);
-    run_shape(262144, 128, bwd_set(32, 4, true), bf16, bops, reps);
-    b1024 = bwd_set(32, 32, true);
-    b1024.push_back(block(64, 1));
-    run_shape(32768, 1024, b1024, bf16, bops, reps);
-    return 0;
-  }
-  if (mid8) {
-    // mid8 (session 8, docs/perf-notebook.md): logsumexp on block_per_row, the direct kernel (listed first and again
-    // last: the spread of one kernel timed twice), 16-bit lane-staged (bitwise the same), and 1 or 2 rows ahead in
-    // registers with plain or evict-first loads, on rows of 1025..16384 (about 2^26 elements).
-    for (const auto& [rows, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-             {65536, 1025}, {32768, 2048}, {16384, 4096}, {8192, 8192}, {5461, 12288}, {4096, 16384}})
-      for (DType t : both) {
-        std::vector<Variant> v = {direct(n)};
-        if (t != DType::f32 && n <= 12288) v.push_back(lane(n, 1));
-        v.push_back(ahead(n, kAheadReread, false));
-        for (int a : {1, 2})
-          for (bool ef : {false, true}) v.push_back(ahead(n, a, ef));
-        v.push_back(direct(n));
-        run_shape(rows, n, v, {t}, {Op::logsumexp}, 15);
-      }
+    const std::vector<Op> ops = {Op::softmax, Op::softmax_backward};
+    run_shape(262144, 128, grids(16, 8), f32, ops, reps);
+    run_shape(1048576, 32, grids(16, 2), f32, ops, reps);
+    run_shape(32768, 1024, grids(32, 32), f32, ops, reps);
+    run_shape(1048576, 32, {warpg(32, 1, 0), warpg(16, 2, 0), warpg(32, 1, 0), warpg(16, 2, 0)}, bf16,
+              {Op::softmax_backward, Op::log_softmax_backward}, reps);
     return 0;
   }
   if (mid16) {
