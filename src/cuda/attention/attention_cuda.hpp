@@ -126,8 +126,16 @@ inline constexpr PrefillKernel kPrefillKernelD128 = PrefillKernel::wgmma;
 // H=16, S=2048 full against 380.6 / 401.0 / 376.3 for two warpgroups × 64 keys (the default before; its dispatcher
 // column 399.4 / 389.4 / 394.9) and cuDNN's 454.2 / 451.1 / 454.1 in the same call. Without TMA (varlen) the 13-warp
 // request would run the 8-warp kernel with 128-key tiles, never measured faster: two warpgroups × 64 keys there.
+// Short rows keep two warpgroups × 64 keys too (the sweep of the run of 14044dd, TFLOP/s, two against three
+// warpgroups): full 280.1 / 246.7 at S = 512, 356.7 / 343.8 at 1024, then 399.6 / 436.1 at 2048, 418.7 / 466.8 at
+// 4096, 398.3 / 498.0 at 8192, 426.8 / 503.4 at 16384; causal 304.4 / 288.7 at 2048, then 310.9 / 316.2 at 4096,
+// 367.9 / 422.8 at 8192, 399.3 / 468.5 at 16384 (causal rows of ≤ kPrefillWgmmaShortCausal take one warpgroup, which
+// led there: 171.6 at 512, 249.0 at 1024). So three warpgroups from kPrefillWgmmaD64ThreeFull query rows (full) and
+// kPrefillWgmmaD64ThreeCausal (causal).
 inline constexpr int kPrefillWgmmaWarpsD64 = 13;
-inline constexpr int kPrefillWgmmaWarpsD64CpAsync = 8;
+inline constexpr int kPrefillWgmmaWarpsD64Two = 8;  // two warpgroups: shorter rows, and cp.async (varlen)
+inline constexpr std::int64_t kPrefillWgmmaD64ThreeFull = 2048;
+inline constexpr std::int64_t kPrefillWgmmaD64ThreeCausal = 4096;
 // D = 128 with TMA: the producer warpgroup's variant, two warpgroups ping-ponged, 64-key tiles. H200 runs of
 // 19a3913 and a967bdc (2026-11-30, tune_prefill, docs/bench/prefill-pfx-2026-11-30.md): the fastest built variant on
 // the three D = 128 rows, 507.5 against 481.1 TFLOP/s for two warpgroups and 128-key tiles at B=4, H=32, S=4096 full,
@@ -137,7 +145,7 @@ inline constexpr int kPrefillWgmmaWarpsD64CpAsync = 8;
 inline constexpr int kPrefillWgmmaWarpsD128 = 9;
 inline constexpr int kPrefillWgmmaWarpsD128CpAsync = 8;
 inline constexpr int kPrefillWgmmaBlockND64 = 128;
-inline constexpr int kPrefillWgmmaBlockND64CpAsync = 64;
+inline constexpr int kPrefillWgmmaBlockND64Two = 64;
 // Session 6 (pfx2; H200 run of bf05fb3, 2026-11-30, docs/bench/prefill-pfx2-s6-2026-11-30.md): 128-key tiles under
 // the producer warpgroup (218 registers a consumer thread, no spill, once no trap is reachable after setmaxnreg), the
 // fastest variant on every D = 128 row of the issue and the sweep, short causal rows included: 602.0 against 526.8

@@ -528,12 +528,15 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   const bool short_causal = o.causal && sq <= kPrefillWgmmaShortCausal && (d64 || !tma);
   // D = 128 without TMA: the producer warpgroup's variant would run its 8-warp cp.async kernel, which lost to the
   // 128-key one; that one then.
+  // D = 64: three warpgroups and the producer (TMA only) from kPrefillWgmmaD64Three{Full,Causal} query rows, else
+  // two warpgroups × 64 keys (attention_cuda.hpp has the sweep). The rule reads sq, the same for every batch entry.
+  const bool d64_three = d64 && tma && sq >= (o.causal ? kPrefillWgmmaD64ThreeCausal : kPrefillWgmmaD64ThreeFull);
   const int wg_warps = short_causal ? kPrefillWgmmaWarpsShortCausal
-                       : d64        ? (tma ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD64CpAsync)
+                       : d64        ? (d64_three ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD64Two)
                        : tma        ? kPrefillWgmmaWarpsD128
                                     : kPrefillWgmmaWarpsD128CpAsync;
   const int wg_block_n = short_causal ? kPrefillWgmmaBlockNShortCausal
-                         : d64        ? (tma ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND64CpAsync)
+                         : d64        ? (d64_three ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND64Two)
                          : tma        ? kPrefillWgmmaBlockND128
                                       : kPrefillWgmmaBlockND128CpAsync;
   const PrefillVariant variant =

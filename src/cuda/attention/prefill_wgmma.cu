@@ -60,10 +60,20 @@
 // the softmax of tile j never ran under P·V of tile j − 1. kPin pins it (ptx.cuh keep_ahead_of_wait: a shared store
 // predicated on the row sums, which ptxas keeps ahead of the wait): in the pinned SASS all 66 (128-key tiles) or 34
 // (64-key) MUFU.EX2 of a step sit between the two waits, registers unchanged (217 for the D = 128 default).
-// Built beside the unpinned kernels for kPrefillWgmmaPinned's variants (PrefillConfig::pin_softmax). Also new: three
-// consumer warpgroups under the producer at D = 64 (warps = 13, 192 query rows a CTA, FlashAttention-3's layout for
-// that head dimension), 160 registers a consumer, P packed after the P·V wait (kLatePack): 130 registers with 64-key
-// tiles, 158 with 128 (8 words of spill outside the hot loop, in the diagonal tiles' code).
+// Built beside the unpinned kernels for kPrefillWgmmaPinned's variants (PrefillConfig::pin_softmax). Measured (H200
+// runs of 5b9391e and 14044dd, 2026-11-30 10:12 and 10:18 UTC, tune_prefill three passes each, bf16;
+// docs/perf-notebook.md "session 8 — pfx8", docs/bench/pfx8-s8-2026-11-30.md): not faster. The D = 128 default
+// 607.9 / 646.5 / 623.0 TFLOP/s unpinned against 599.7 / 637.5 / 614.4 pinned at B=4, H=32, S=4096 full, 1-7 % slower
+// on the causal rows; at D = 64 even. So off by default; why ptxas's order costs nothing is not known.
+// Also new: three consumer warpgroups under the producer at D = 64 (warps = 13, 192 query rows a CTA,
+// FlashAttention-3's layout for that head dimension), 160 registers a consumer, P packed after the P·V wait
+// (kLatePack): 158 registers with 128-key tiles (8 words of spill outside the hot loop, in the diagonal tiles' code;
+// 64-key tiles, 130 registers, were built and dropped: 362.7-377.5). Measured: 430.7 / 430.1 / 431.2 at B=16, H=16,
+// S=2048 full (run 1; 415.0 / 421.0 / 408.5 in run 2) against 380.6 / 401.0 / 376.3 for two warpgroups × 64 keys and
+// cuDNN's 454.2 / 451.1 / 454.1 in the same call (0.95x); 498.0 against 398.3 at S = 8192 full, 468.5 against 399.3
+// at S = 16384 causal; slower on short rows (246.7 against 280.1 at S = 512 full, 288.7 against 304.4 at S = 2048
+// causal), which keep two warpgroups (attention_cuda.hpp, kPrefillWgmmaD64Three*). The D = 128 default against cuDNN
+// in run 1: 0.94-1.03x full, 0.88-0.92x causal at S = 4096, 0.89-1.04x at S = 16384 causal (three timings each side).
 // Not in this version: S_{j+1} issued before the softmax of tile j (at 128-key tiles 64 more registers than the 240
 // a consumer may have), a ring deeper than one tile ahead.
 #include <cuda_bf16.h>
