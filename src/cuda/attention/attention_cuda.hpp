@@ -1,6 +1,9 @@
 // softmaxkit (internal): the CUDA backend of attention, called by src/attention/dispatch.cpp after validation.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "attention/args.hpp"
 #include "softmaxkit/attention.hpp"
 
@@ -165,6 +168,18 @@ inline constexpr bool kPrefillSkipRescale = true;
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
                        const TensorView& v, const AttentionOptions& options, bool varlen, std::int64_t batch,
                        std::int64_t sq, std::int64_t sk, double scale, const PrefillConfig& config, Stream stream);
+// What attention_forward's last GPU launch chose, as the host set it (so test_prefill can assert the dispatcher's
+// rules, the D = 64 one among them): the kernel, warps (wgmma: 4 · consumer warpgroups, + 1 with the producer) and
+// key tile, and whether it asked for TMA; `launches` counts the calls that launched. Where the driver refuses a
+// tensor map, prefill_wgmma.cu itself falls back to its cp.async kernel (the producer variants: the 8-warp one, the
+// same bits), which this record does not see. Atomic: every launch writes it, from whichever host thread calls.
+struct PrefillLast {
+  std::atomic<int> kernel{0};  // static_cast<int>(PrefillKernel): mma_sync or wgmma
+  std::atomic<int> d{0}, warps{0}, m_tiles{0}, block_n{0}, stages{0};
+  std::atomic<bool> tma{false};
+  std::atomic<std::uint64_t> launches{0};
+};
+PrefillLast& prefill_last();
 
 // Launch configuration of the decode split kernel (src/cuda/attention/decode.cu); 0 leaves a field to the
 // dispatcher. Exposed for tests/cuda/attention/{test,bench}_decode.cpp, which check and time each choice.

@@ -626,16 +626,35 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
     throw_invalid_argument(op, "q", "grid too large: " + std::to_string(tiles) + " query tiles, batch " +
                                         std::to_string(batch) + ", " + std::to_string(hq) + " heads");
   const auto s = static_cast<cudaStream_t>(stream.handle);
+  // The launch record (attention_cuda.hpp's PrefillLast): the variant chosen above, once its kernel is launched.
+  const auto record = [&] {
+    PrefillLast& last = prefill_last();
+    last.kernel.store(static_cast<int>(kernel), std::memory_order_relaxed);
+    last.d.store(variant.d, std::memory_order_relaxed);
+    last.warps.store(variant.warps, std::memory_order_relaxed);
+    last.m_tiles.store(variant.m_tiles, std::memory_order_relaxed);
+    last.block_n.store(variant.block_n, std::memory_order_relaxed);
+    last.stages.store(variant.stages, std::memory_order_relaxed);
+    last.tma.store(wg && tma, std::memory_order_relaxed);
+    last.launches.fetch_add(1, std::memory_order_relaxed);
+  };
   if (wg) {
     if (!prefill_wgmma_launch(q.dtype == DType::bf16, variant.d, variant.warps, variant.block_n, tma, a, batch, hq,
                               sq, s))
       throw_invalid_argument(op, "config", "no wgmma prefill kernel is built for this configuration");
+    record();
     return;
   }
   if (q.dtype == DType::bf16)
     launch_variant<__nv_bfloat16>(variant, a, batch, hq, sq, s);
   else
     launch_variant<__half>(variant, a, batch, hq, sq, s);
+  record();
+}
+
+PrefillLast& prefill_last() {
+  static PrefillLast last;
+  return last;
 }
 
 }  // namespace smk::cuda

@@ -1,7 +1,8 @@
 // attention_forward on the GPU (src/cuda/attention/prefill.cu, mma.sync, and prefill_wgmma.cu, wgmma) against the
 // CPU float64 reference: odd lengths, GQA, causal with Sq ≠ Sk both ways, varlen, sinks, strided views with NaN in
 // the memory no row may read, f16 and bf16, D = 64 and 128; outputs poisoned first; bitwise determinism and batch
-// invariance; the GPU-specific errors. Both kernels round P to the input type before P·V, so one bound serves.
+// invariance; the GPU-specific errors; the dispatcher's D = 64 rule at its bounds (the launch record says which
+// variant ran). Both kernels round P to the input type before P·V, so one bound serves.
 //
 // Tolerances, from the kernel's arithmetic (u = 2^-8 for bf16, 2^-11 for f16, the unit roundoff of the type):
 // - O. The probabilities are rounded to the input type before P·V (as FlashAttention and torch's SDPA kernels do),
@@ -684,6 +685,47 @@ TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
       cfg.pin_softmax = smk::cuda::PrefillToggle::on;
       check_case(cd, cfg, diagonal_plant(c));
     }
+}
+
+// The dispatcher's D = 64 rule at its bounds (review F15; attention_cuda.hpp, kPrefillWgmmaD64Three{Full,Causal}):
+// with TMA, three consumer warpgroups and the producer (13 warps) with 128-key tiles from kPrefillWgmmaD64ThreeFull
+// query rows (full) and kPrefillWgmmaD64ThreeCausal (causal), two warpgroups (8 warps) with 64-key tiles one row
+// below. Each case, B = 1, Hq = 2, Hkv = 1 (GQA), through the public call, is checked by check_case against the
+// float64 reference (O and the LSE, outputs poisoned, run twice for the same bits), and the launch record
+// (PrefillLast) must name the variant the rule gives. The reference is single-threaded: the largest case, causal
+// 4096 × 4096 at two heads, costs the device machine's CPU a few seconds.
+TEST(CudaAttentionPrefill, D64DispatcherRuleAtItsBounds) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  const std::int64_t full = smk::cuda::kPrefillWgmmaD64ThreeFull, causal = smk::cuda::kPrefillWgmmaD64ThreeCausal;
+  // The rule's bounds above the short causal rows (one warpgroup up to kPrefillWgmmaShortCausal), so these test it.
+  static_assert(smk::cuda::kPrefillWgmmaD64ThreeCausal - 1 > smk::cuda::kPrefillWgmmaShortCausal);
+  struct Bound {
+    Case c;
+    int warps, block_n;  // what the rule launches
+  };
+  const auto at = [](DType dt, std::int64_t s, bool is_causal, int warps, int block_n) {
+    const std::string name = std::string("dispatcher D64 ") + (dt == DType::bf16 ? "bf16 " : "f16 ") +
+                             (is_causal ? "causal " : "") + std::to_string(s) + "x" + std::to_string(s) + " gqa";
+    return Bound{{name, dt, 1, s, s, 2, 1, 64, is_causal}, warps, block_n};
+  };
+  const std::vector<Bound> bounds = {
+      at(DType::bf16, full - 1, false, 8, 64),      at(DType::bf16, full, false, 13, 128),
+      at(DType::f16, full, false, 13, 128),         at(DType::bf16, causal - 1, true, 8, 64),
+      at(DType::bf16, causal, true, 13, 128),
+  };
+  smk::cuda::PrefillLast& last = smk::cuda::prefill_last();
+  for (const Bound& x : bounds) {
+    SCOPED_TRACE(x.c.name);
+    const std::uint64_t before = last.launches.load();
+    check_case(x.c);  // two launches: the checked one and the bitwise repeat
+    EXPECT_EQ(last.launches.load(), before + 2);
+    EXPECT_EQ(last.kernel.load(), static_cast<int>(smk::cuda::PrefillKernel::wgmma));
+    EXPECT_TRUE(last.tma.load());
+    EXPECT_EQ(last.d.load(), 64);
+    EXPECT_EQ(last.warps.load(), x.warps);
+    EXPECT_EQ(last.block_n.load(), x.block_n);
+  }
 }
 
 }  // namespace
