@@ -93,7 +93,8 @@ LinearCrossEntropyProblem check_linear_cross_entropy_args(const char* op, const 
                            "must be > 0 (or not given, for the default), got " + std::to_string(*options.chunk_rows));
   if (options.logit_rows && *options.logit_rows <= 0)
     throw_invalid_argument(op, "options.logit_rows",
-                           "must be > 0 (or not given, for the chunk), got " + std::to_string(*options.logit_rows));
+                           "must be > 0 (or not given: the chunk when chunk_rows is given, else the default "
+                           "split), got " + std::to_string(*options.logit_rows));
   const bool has_bias = options.bias.data != nullptr;
   if (has_bias) {
     check_view(op, "options.bias", options.bias);

@@ -13,15 +13,23 @@
 namespace smk {
 
 namespace {
-// The largest power of two c with c rows of the dtype's gradient and c / 4 rows of f32 logits within the budget:
-// c·V·(sizeof(dtype) + 1) bytes (linear_cross_entropy.hpp, the measurement behind the quarter).
+// The largest power of two c with c rows of the dtype's gradient and max(c / 4, 1) rows of f32 logits within the
+// budget: c·V·(sizeof(dtype) + 1) bytes from c = 4 on (linear_cross_entropy.hpp, the measurement behind the
+// quarter), c·V·sizeof(dtype) + V·4 below, where the logits still take a whole row (review F12, session 8: sized by
+// c·V·(sizeof + 1) alone, c = 2 could go 2V bytes over). The floor is c = 1: a vocabulary whose one row of each,
+// V·(sizeof(dtype) + 4) bytes, exceeds the budget (V above 2^29 / 8 = 67 M in f32) still takes one row at a time.
 constexpr std::int64_t kLogitShare = 4;  // chunk_rows / logit_rows
+// Bytes a class takes in a split of c rows: c·sizeof(dtype) of gradient and max(c / 4, 1)·4 of f32 logits.
+std::int64_t split_bytes_per_class(std::int64_t c, std::int64_t esize) {
+  return c * esize + std::max<std::int64_t>(c / kLogitShare, 1) * 4;
+}
 std::int64_t split_chunk(std::int64_t vocab, DType dtype) {
-  const std::int64_t per_row =
-      std::max<std::int64_t>(vocab, 1) * (static_cast<std::int64_t>(dtype_size(dtype)) + 4 / kLogitShare);
-  const std::int64_t fit = static_cast<std::int64_t>(kLinearCrossEntropyChunkBytes) / per_row;
+  // V·b ≤ budget ⟺ b ≤ ⌊budget / V⌋ for integers, so nothing is multiplied by V (no overflow at any vocabulary).
+  const std::int64_t per_class =
+      static_cast<std::int64_t>(kLinearCrossEntropyChunkBytes) / std::max<std::int64_t>(vocab, 1);
+  const std::int64_t esize = static_cast<std::int64_t>(dtype_size(dtype));
   std::int64_t c = 1;
-  while (c * 2 <= fit) c *= 2;
+  while (split_bytes_per_class(c * 2, esize) <= per_class) c *= 2;
   return c;
 }
 }  // namespace

@@ -300,14 +300,38 @@ TEST(LinearCrossEntropyCpu, DefaultChunkRows) {
   EXPECT_EQ(linear_cross_entropy_default_logit_rows(100, 151936, DType::bf16), 100);  // at most the chunk
   EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, std::int64_t{1} << 30, DType::f32), 1);
   EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, std::int64_t{1} << 30, DType::f32), 1);
-  // Both within the budget: c·V·sizeof + x·V·4 ≤ 512 MiB.
+  // Below c = 4 the logits still take a whole row (review F12): c = 2 costs V·(2·sizeof + 4), not V·(2·sizeof + 2).
+  // bf16 at V = 5·10^7: 2 rows (4·10^8 B; 4 rows would take 6·10^8 > 2^29); at V = 8·10^7: 1 row (4.8·10^8 B; 2 rows
+  // would take 6.4·10^8, where the c·V·(sizeof + 1) sizing allowed 2^29 / (8·10^7 · 3) = 2.24 → 2). f32 at 5·10^7:
+  // 1 row (4·10^8 B; 2 rows 6·10^8, the old sizing 2.15 → 2).
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, 50'000'000, DType::bf16), 2);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, 50'000'000, DType::bf16), 1);
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, 80'000'000, DType::bf16), 1);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, 80'000'000, DType::bf16), 1);
+  EXPECT_EQ(linear_cross_entropy_default_chunk_rows(8192, 50'000'000, DType::f32), 1);
+  EXPECT_EQ(linear_cross_entropy_default_logit_rows(8192, 50'000'000, DType::f32), 1);
+  // Within the budget, c·V·sizeof + x·V·4 ≤ 512 MiB with x = max(c / 4, 1), wherever one row of each fits; and c the
+  // largest power of two that does (2c rows would not fit). Where not even one row fits, the floor: 1 and 1.
+  const std::int64_t budget = static_cast<std::int64_t>(smk::kLinearCrossEntropyChunkBytes);
   for (const DType dt : {DType::bf16, DType::f16, DType::f32})
-    for (const std::int64_t v : {std::int64_t{1000}, std::int64_t{32000}, std::int64_t{151936}, std::int64_t{262144}}) {
-      const std::int64_t c = linear_cross_entropy_default_chunk_rows(1 << 20, v, dt);
-      const std::int64_t x = linear_cross_entropy_default_logit_rows(1 << 20, v, dt);
-      EXPECT_LE(c * v * static_cast<std::int64_t>(smk::dtype_size(dt)) + x * v * 4,
-                static_cast<std::int64_t>(smk::kLinearCrossEntropyChunkBytes));
-      EXPECT_EQ(c, 4 * x);
+    for (const std::int64_t v : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{32000}, std::int64_t{151936},
+                                 std::int64_t{262144}, std::int64_t{20'000'000}, std::int64_t{44'739'243},
+                                 std::int64_t{50'000'000}, std::int64_t{67'108'864}, std::int64_t{67'108'865},
+                                 std::int64_t{80'000'000}, std::int64_t{89'478'485}, std::int64_t{89'478'486},
+                                 std::int64_t{1} << 30}) {
+      const std::int64_t s = static_cast<std::int64_t>(smk::dtype_size(dt));
+      const std::int64_t rows = std::int64_t{1} << 40;  // never the bound
+      const std::int64_t c = linear_cross_entropy_default_chunk_rows(rows, v, dt);
+      const std::int64_t x = linear_cross_entropy_default_logit_rows(rows, v, dt);
+      const std::string at = std::string(smk::dtype_name(dt)) + " V=" + std::to_string(v);
+      EXPECT_EQ(c & (c - 1), 0) << at;  // a power of two
+      EXPECT_EQ(x, std::max<std::int64_t>(c / 4, 1)) << at;
+      if (v * (s + 4) > budget) {
+        EXPECT_EQ(c, 1) << at;
+        continue;
+      }
+      EXPECT_LE(c * v * s + x * v * 4, budget) << at;
+      EXPECT_GT(2 * c * v * s + std::max<std::int64_t>(c / 2, 1) * v * 4, budget) << at;
     }
 }
 
