@@ -82,6 +82,8 @@
 // (softmax_cuda.cpp block_ahead_rows); f32 4096×16384 stays direct at 85 µs (target 67: missed).
 #include <cooperative_groups.h>
 
+#include <atomic>
+
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
@@ -487,12 +489,22 @@ __global__ void __launch_bounds__(kAheadMaxThreads, 3) block_rows_reread_kernel(
   }
 }
 
+std::atomic<std::uint64_t>& ahead_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+std::atomic<std::uint64_t>& reread_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
 template <typename In, int kElems>
 void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (c.ahead == kAheadReread) {
     constexpr auto reread = block_rows_reread_kernel<In, kElems>;
     reread<<<capped_grid(p.rows), c.threads, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("block_rows_reread_kernel");
+    reread_launches().fetch_add(1, std::memory_order_relaxed);
     return;
   }
   constexpr auto one = block_rows_ahead_kernel<In, kElems, 1>;
@@ -501,6 +513,7 @@ void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const unsigned grid = persistent_grid(kernel, c.threads, 0, p.rows);
   kernel<<<grid, c.threads, 0, s>>>(p, c.evict_first);
   SMK_CUDA_CHECK_LAUNCH("block_rows_ahead_kernel");
+  ahead_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
 template <typename In>
@@ -583,6 +596,9 @@ bool reread_fits(const RowProblem& p, std::size_t es) {
 }
 
 }  // namespace
+
+std::uint64_t block_ahead_launch_count() { return ahead_launches().load(std::memory_order_relaxed); }
+std::uint64_t block_reread_launch_count() { return reread_launches().load(std::memory_order_relaxed); }
 
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;

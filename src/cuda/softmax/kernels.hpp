@@ -154,19 +154,29 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 // warp_per_row's grid for tests and timing (short8, session 8; process-wide, not thread-safe): grid ≥ 0 replaces
 // WarpConfig::grid on every warp_per_row launch, forward and backward; -1 leaves the dispatcher's. Rows are computed
 // the same way whatever the grid (one lane group a row, the same tree), so the outputs are bitwise the same.
+// max_blocks > 0 caps the grid after that (tests: so that every block walks many row groups even on small inputs,
+// where the persistent grid and k · resident would both be `needed`, one row group a warp).
 struct WarpRowTuning {
   int grid = -1;
+  int max_blocks = 0;
 };
 WarpRowTuning& warp_row_tuning();
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a
-// grid of k > 0 up to k · resident, never more than `needed`.
+// grid of k > 0 up to k · resident, never more than `needed`; then at most max_blocks if the tuning sets it.
 inline unsigned warp_grid(unsigned resident, std::int64_t needed, WarpConfig c) {
   const int k = warp_row_tuning().grid >= 0 ? warp_row_tuning().grid : c.grid;
-  if (k <= 0) return resident;
-  const std::int64_t blocks = std::int64_t{resident} * k;
-  return static_cast<unsigned>(blocks < needed ? blocks : needed);
+  std::int64_t blocks = k <= 0 ? std::int64_t{resident} : std::int64_t{resident} * k;
+  if (blocks > needed) blocks = needed;
+  const int cap = warp_row_tuning().max_blocks;
+  if (cap > 0 && blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks);
 }
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
+// block_rows_ahead_kernel's and block_rows_reread_kernel's launches since the process started (tests: which kernel
+// served a call that asked for them; the launcher falls back to the direct kernel, with the same bits, where they
+// cannot serve).
+std::uint64_t block_ahead_launch_count();
+std::uint64_t block_reread_launch_count();
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);
 // split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the

@@ -2,7 +2,9 @@
 //
 // The dispatcher picks the path from the layout, the op, the dtype and the row length n alone — never from the
 // number of rows — so a row's result is bitwise the same alone or in a batch (each path's reduction tree is a
-// function of n and the dtype):
+// function of n and the dtype). Within a path, a kernel may be chosen by the size of the call only where the kernels
+// give the same bits (split_row's one-launch kernel, three kernels or split_stream; the warp grid; block_per_row's
+// rows-ahead and re-read kernels), each pair held to that by a bitwise test:
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
@@ -13,11 +15,12 @@
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
 //                                                        registers): 16-bit rows from 2048, f32 from 16385
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
-//   (16-bit) or … 40000 (f32)                           memory, read once; where the device runs its cluster)
+//   (16-bit and f32 since vocab8)                        memory, read once; where the device runs its cluster)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row (one launch, a cluster per row, where the whole
-//                                                        call fits the device at once; else three kernels: the same bits)
+//                                                        call fits the device at once; f32 log-softmax of ≥ 256 rows
+//                                                        split_stream, vocab8; else three kernels: the same bits)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
 
@@ -247,8 +250,9 @@ constexpr std::int64_t kGridRowMaxBytes = 0;
 // 2026-11-30, OneRowTiming, GPU µs a call from a CUDA graph, old path = cluster_row / split_row → cluster_stage at 256
 // threads): f32 8192×65536 softmax 1796 → 1624, log-softmax 1728 → 1636; 32×65536 10.05 → 11.88, 9.85 → 10.66;
 // 1×65536 4.94 → 6.67, 5.76 → 5.92; so f32 rows up to 65536 take it now (kClusterStageMaxNF32 40000 → 65536: 5-10 %
-// faster at many rows for ≤ 1.7 µs more on a few rows; 40001..65536 was not timed between). 16-bit rows above 65536
-// stay on split_row: no slice of 256 threads fits them in 16 blocks, and at 320 threads (C = 15) one bf16 row of
+// faster at many rows for ≤ 1.9 µs more on a few rows: +35 % at one row of 65536, +18 % at 32 rows; 40001..65536 was
+// not timed between). 16-bit rows above 65536 stay on split_row: no slice of 256 threads fits them in 16 blocks,
+// and at 320 threads (C = 15) one bf16 row of
 // 151936 still costs 6.4 / 6.2 µs (softmax / log-softmax) against split_row's 4.95 / 4.71, and vocab7 timed 16 × 320
 // at 4096×151936 1607 µs against 1369 at its own size.
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769

@@ -53,9 +53,11 @@
 //
 // vocab8 (session 8): split_stream_kernel (below) does the three kernels' work in one persistent launch, a row's
 // normalising items ~lag rows after its chunk items, so the second read comes from L2: 8 B an element from DRAM
-// (f32) instead of 12. It serves f32 log-softmax calls of ≥ 256 rows (kSplitStreamMinRows; bitwise the three kernels,
-// tested): 4096×151936 1902 → 1714 µs (vocab8's run of ebc8547, GPU µs after the bench's flush; torch.compile took
-// 1805 in session 7's comparison), 1024×262144 818 → 742. Elsewhere it was slower or even (f32 softmax 2016 → 2015,
+// (f32) instead of 12. It serves f32 log-softmax calls of ≥ 256 rows (kSplitStreamMinRows; bitwise the three kernels:
+// test_few_rows_gpu StreamBitwiseTheThreeKernels and StreamDefaultRuleAtItsShapes, whose full-size cases first ran
+// in the lead's integrated run of session 8): 4096×151936 1902 → 1714 µs (vocab8's run of ebc8547, GPU µs after the
+// bench's flush; torch.compile took 1805 in session 7's comparison), 1024×262144 818 → 742 (at lag 12; the rule's 14
+// was not timed). Elsewhere it was slower or even (f32 softmax 2016 → 2015,
 // bf16 1.2-1.5× slower): its items are bound by their own latency and instructions, not DRAM (Nsight Compute below,
 // at split_stream).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
@@ -418,7 +420,10 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
         }
         last = __shfl_sync(0xffffffffu, last, 0);
         if (last) {  // every other chunk state of the row is written: merge them (warp 0)
+          // Lane 0 observed the count; its fence and the warp barrier order that observation before every lane's
+          // loads of the other blocks' states (__shfl_sync alone orders no memory; review of session 8, F1).
           __threadfence();
+          __syncwarp();
           const float* f = reinterpret_cast<const float*>(states + row * chunks);
           const int lane = static_cast<int>(threadIdx.x);
           State mine = State::empty();

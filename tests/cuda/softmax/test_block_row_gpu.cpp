@@ -116,7 +116,19 @@ void ahead_bitwise(DType t, std::uint64_t seed) {
           for (bool ef : {false, true}) variants.emplace_back(ahead, ef);
         for (const auto& [ahead, ef] : variants) {
           {
+            const std::uint64_t ahead0 = k::block_ahead_launch_count(), reread0 = k::block_reread_launch_count();
             const std::vector<float> got = run(ahead, ef);
+            // Which kernel served (the launcher falls back to the direct kernel where the asked one cannot): the
+            // rows-ahead kernel always here (≤ 512 threads, cluster 1); the re-read kernel only on whole aligned
+            // vectors (the base aligned and, past one row, the pitch a multiple of 16 bytes).
+            if (ahead == k::kAheadReread) {
+              const bool fits = offset == 0 && (sh.rows == 1 || (sh.n * static_cast<std::int64_t>(es)) % 16 == 0);
+              EXPECT_EQ(k::block_reread_launch_count() > reread0, fits)
+                  << dtype_name(t) << " " << sh.rows << "x" << sh.n << " offset " << offset << ": re-read kernel ran";
+            } else {
+              EXPECT_GT(k::block_ahead_launch_count(), ahead0)
+                  << dtype_name(t) << " " << sh.rows << "x" << sh.n << " ahead " << ahead << ": kernel did not run";
+            }
             ASSERT_EQ(got.size(), direct.size());
             for (std::size_t i = 0; i < written; ++i)
               ASSERT_EQ(std::memcmp(&got[i], &direct[i], sizeof(float)), 0)
@@ -136,19 +148,28 @@ TEST_F(GpuBlockRow, AheadBf16BitwiseTheDirectKernel) { ahead_bitwise(DType::bf16
 TEST_F(GpuBlockRow, AheadF16BitwiseTheDirectKernel) { ahead_bitwise(DType::f16, 8200); }
 
 // The dispatcher's path for read-only rows of 1025..16384 (the kernel with its next row ahead, wherever the rule sends
-// it) against the float64 reference, many rows (the persistent grid walks them) and an unaligned pitch.
+// it) against the float64 reference, many rows (the persistent grid walks them) and an unaligned pitch; on the aligned
+// rows, which kernel the rule (softmax_cuda.cpp block_ahead_rows) sends them to: re-read for f32 of 6145..10240 and
+// 16-bit of 1537..10240, one row ahead for 16-bit rows past 12288, the direct (or lane-staged) kernel elsewhere.
 TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
   std::uint64_t seed = 8300;
   const std::int64_t elements = small_mode() ? (1 << 15) : (1 << 19);
   for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (std::int64_t n : {1025, 4096, 12289, 16384}) {
+    for (std::int64_t n : {1025, 4096, 8192, 10240, 10241, 12289, 16384}) {
       const std::int64_t rows = std::max<std::int64_t>(2, elements / n) + 3;
+      const bool aligned = (n * static_cast<std::int64_t>(dtype_size(t))) % 16 == 0;
+      const bool want_reread =
+          aligned && (t == DType::f32 ? n >= 6145 && n <= 10240 : n >= 1537 && n <= 10240);
+      const bool want_ahead = t != DType::f32 && n > 12288;
       for (Op op : {Op::logsumexp, Op::state}) {
         const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n);
         SCOPED_TRACE(tag + " " + op_name(op));
         Case c = random_case("ahead " + tag, op, t, t, rows, n, ++seed);
+        const std::uint64_t ahead0 = k::block_ahead_launch_count(), reread0 = k::block_reread_launch_count();
         const Result a = run_gpu(c, cuda::SoftmaxPath::automatic);
         ASSERT_TRUE(a.ran) << a.reason;
+        EXPECT_EQ(k::block_reread_launch_count() > reread0, want_reread) << "re-read kernel ran";
+        EXPECT_EQ(k::block_ahead_launch_count() > ahead0, want_ahead) << "rows-ahead kernel ran";
         check(c, a, reference(c));
         Case odd = c;
         odd.name = "odd pitch " + tag;
