@@ -23,6 +23,7 @@
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
 #include "support/gpu.hpp"
+#include "support/graph_timing.hpp"
 
 namespace smk::gpu_test {
 namespace {
@@ -333,8 +334,10 @@ TEST_F(GpuClusterStage, Timing) {
 
 // SMK_CLUSTER_STAGE_TIMING=1 (vocab8): the fixed cost a single row pays, and what smaller slices (a cap on T: more
 // blocks a row, more SMs for one row) do to it and to many rows. GPU µs a call: a CUDA graph of k calls replayed
-// (median of 7 replays / k), on the rule's lengths (16-bit 32769 … 65536, f32 … 40000) and 151936, beside the old
-// path (cluster_stage off: split_row's one launch for few rows, cluster_row / split_row for many).
+// (median of 7 replays / k), on the rule's lengths (32769 … 65536 since vocab8, f32 as 16-bit) and 151936, beside
+// the old path (cluster_stage off: split_row's one launch for few rows, cluster_row / split_row for many). Caps: -1 the
+// old path, 0 the library's slices (256 threads wherever 16 slices hold the row, since vocab8), 1024 the slices before
+// vocab8 (the kernel's most), 320 and 512 between.
 TEST_F(GpuClusterStage, OneRowTiming) {
   const char* on = std::getenv("SMK_CLUSTER_STAGE_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_CLUSTER_STAGE_TIMING=1 to time";
@@ -357,7 +360,7 @@ TEST_F(GpuClusterStage, OneRowTiming) {
       const TensorView in = l.view(x.data(), dev), out = l.view(y.data(), dev);
       const int k = bytes < (std::int64_t{1} << 24) ? 50 : 3;
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        for (const int cap : {-1, 0, 256, 320, 512}) {  // -1: the old path; 0: cluster_stage's own slice size
+        for (const int cap : {-1, 0, 320, 512, 1024}) {
           cuda::kernels::cluster_stage_on() = cap >= 0;
           cuda::kernels::cluster_stage_tuning().always = true;
           cuda::kernels::cluster_stage_tuning().max_threads = cap;
@@ -369,30 +372,7 @@ TEST_F(GpuClusterStage, OneRowTiming) {
           call();
           SMK_CUDA_CHECK(cudaStreamSynchronize(st));
           const bool ran = cuda::kernels::cluster_stage_launch_count() > launches;
-          cudaGraph_t g = nullptr;
-          SMK_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-          for (int i = 0; i < k; ++i) call();
-          SMK_CUDA_CHECK(cudaStreamEndCapture(st, &g));
-          cudaGraphExec_t exec = nullptr;
-          SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-          cudaEvent_t a, b;
-          SMK_CUDA_CHECK(cudaEventCreate(&a));
-          SMK_CUDA_CHECK(cudaEventCreate(&b));
-          SMK_CUDA_CHECK(cudaGraphLaunch(exec, st));
-          std::vector<double> us;
-          for (int r = 0; r < 7; ++r) {
-            SMK_CUDA_CHECK(cudaEventRecord(a, st));
-            SMK_CUDA_CHECK(cudaGraphLaunch(exec, st));
-            SMK_CUDA_CHECK(cudaEventRecord(b, st));
-            SMK_CUDA_CHECK(cudaStreamSynchronize(st));
-            float ms = 0;
-            SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-            us.push_back(1000.0 * ms / k);
-          }
-          SMK_CUDA_CHECK(cudaEventDestroy(a));
-          SMK_CUDA_CHECK(cudaEventDestroy(b));
-          SMK_CUDA_CHECK(cudaGraphExecDestroy(exec));
-          SMK_CUDA_CHECK(cudaGraphDestroy(g));
+          std::vector<double> us = graph_replay_us(call, st, k);
           std::sort(us.begin(), us.end());
           const auto& last = cuda::kernels::cluster_stage_last();
           std::printf("onerow %-11s %-4s %5lldx%-6lld cap %4d %9.2f us %5.2f TB/s  %s C=%d T=%d resident=%d\n",

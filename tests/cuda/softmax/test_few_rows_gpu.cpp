@@ -24,6 +24,7 @@
 #include "cuda/softmax/kernels.hpp"
 #include "softmax/args.hpp"
 #include "support/gpu.hpp"
+#include "support/graph_timing.hpp"
 
 namespace smk::gpu_test {
 namespace {
@@ -439,25 +440,10 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
     host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / k);
     loop.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count() / k);
   }
-  cudaGraph_t g = nullptr;
-  SMK_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < k; ++i) call();
-  SMK_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t exec = nullptr;
-  SMK_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  graph = graph_replay_us(call, s, k);
   cudaEvent_t a, b;
   SMK_CUDA_CHECK(cudaEventCreate(&a));
   SMK_CUDA_CHECK(cudaEventCreate(&b));
-  SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));
-  for (int r = 0; r < 7; ++r) {
-    SMK_CUDA_CHECK(cudaEventRecord(a, s));
-    SMK_CUDA_CHECK(cudaGraphLaunch(exec, s));
-    SMK_CUDA_CHECK(cudaEventRecord(b, s));
-    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-    float ms = 0;
-    SMK_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    graph.push_back(1000.0 * ms / k);
-  }
   for (int r = 0; r < 21; ++r) {
     SMK_CUDA_CHECK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
     SMK_CUDA_CHECK(cudaEventRecord(a, s));
@@ -470,8 +456,6 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(g);
   t.host = median(host);
   t.loop = median(loop);
   t.graph = median(graph);
@@ -538,6 +522,35 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
     const std::uint64_t before = cuda::kernels::split_stream_launch_count();
     run_checked(c, SoftmaxPath::split_row);
     EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << (temperature ? "temperature" : "33 chunks");
+  }
+}
+
+// The dispatcher's own rule (SplitRowTuning::stream −1): f32 log-softmax of kSplitStreamMinRows (256) rows or more
+// past cluster_stage's lengths takes split_stream, a choice made by the number of rows, which batch invariance allows
+// only because the kernels give the same bits. At the rule's own shapes (256 × 70000: 6 chunks; 256 × 151936: 13),
+// automatic path: split_stream ran (its launch count), the reference's gates hold, the result is bitwise the three
+// kernels' (stream 0, no one-launch kernel), and the last row alone (one row: split_row's one-launch kernel) is bitwise
+// the batch's last row. f32 softmax at 256 rows stays on the three kernels (the rule is log-softmax's).
+TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
+  TuningGuard guard;
+  std::uint64_t seed = 8900;
+  const std::vector<std::int64_t> lengths = small_mode() ? std::vector<std::int64_t>{70000}
+                                                         : std::vector<std::int64_t>{70000, 151936};
+  for (std::int64_t n : lengths) {
+    for (Op op : {Op::log_softmax, Op::softmax}) {
+      const Case c = random_case("256x" + std::to_string(n), op, DType::f32, DType::f32, 256, n, ++seed);
+      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+      const std::uint64_t before = cuda::kernels::split_stream_launch_count();
+      const Result automatic = run_checked(c, SoftmaxPath::automatic);
+      const bool streamed = cuda::kernels::split_stream_launch_count() > before;
+      EXPECT_EQ(streamed, op == Op::log_softmax) << c.name << " " << op_name(op) << ": split_stream ran " << streamed;
+      cuda::kernels::split_row_tuning().active_clusters = 0;
+      cuda::kernels::split_row_tuning().stream = 0;
+      const Result three = run_gpu(c, SoftmaxPath::split_row, 0x00);
+      expect_same_bits(automatic, three, c.name + " " + op_name(op) + ": automatic / three kernels");
+      cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+      expect_last_row_alone(c, automatic, 0, c.name + " " + op_name(op));
+    }
   }
 }
 
