@@ -941,6 +941,19 @@ if want final; then
   rm -rf "$acc_dump"
   run_step san-memcheck-softmax env SMK_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_softmax
+  # Session 8's new kernels and launch rules, small: block_per_row's rows-ahead / re-read kernels, the warp grids
+  # (capped: every block walks many row groups), split_stream; racecheck on cluster_stage's refilled stages.
+  san_new() {
+    local t
+    for t in test_cuda_block_row test_cuda_warp_row; do
+      compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "build/default/tests/$t" || return 9
+    done
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*Stream*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cluster_stage \
+      --gtest_filter='*StagesRefill*'
+  }
+  run_step san-new env SMK_GPU_TEST_SMALL=1 timeout 75 bash -c "$(declare -f san_new); san_new"
   # The issue grid (for the comparison) and the row-length sweep (for the README's plot), cuDNN beside ours; then
   # torch eager and torch.compile on the issue grid, in whatever time the call has left (compare.md is rewritten after
   # every case, so a cut comparison still comes back).
