@@ -486,7 +486,11 @@ FusedShape fused_shape(std::int64_t classes, int threads_override, int cluster_o
 }
 
 FusedTuning g_tuning;
-FusedLaunch g_last_launch;  // the last one-read launch's shape (tuning reports it: last_fused_launch)
+// The last one-read launch's shape (tuning reports it: last_fused_launch), per host thread: every launch writes it,
+// so one process-wide record would be a data race (undefined behaviour) between host threads running cross-entropy
+// at once (review F10, session 8; as ClusterStageLast is atomic). A thread reads its own launches' shape, which is
+// what tune_cross_entropy and the tests do (each reads it on the thread that launched).
+thread_local FusedLaunch g_last_launch;
 
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
