@@ -671,6 +671,153 @@ void DominantLogitBf16_body() {
   }
 }
 
+// The target's entry on either side of p_t = ½ (review F9, session 8). The one-read kernel (fused.cu fused_kernel) and
+// the two-read backward (backward.cu target_kernel) form the hard part p_t − 1 as p_t − 1 below ½ and as
+// −Σ_{j≠t} p_j (−R / l) from ½ on. Rows built for it: the target logit ln p, E ∈ {1, 8} other logits ln((1 − p) / E)
+// and the rest of the row −200 (e^-197 and below are 0 in f32), each rounded to the logits' dtype, for p ∈ {10^-12,
+// 0.49, ½, 0.51, 1 − (4/3)·2^-20} (4/3 keeps 1 − p_t off the f32 grid next to 1, on which p̂_t − 1 would be exact);
+// the rows' own p_t (float64, from the rounded logits) stays on the side of ½ aimed at, and their LSE is ≈ 0. Each
+// entry is checked against float64 (p_t − 1)·g and p_j·g within a gate derived for these rows (u = 2^-24; ε = 5.5u,
+// exp_diff's error: expf's 2 ulp ≤ 4u relatively, the TwoSum correction's rounding u, second-order terms):
+//  - one-read kernel: every sum before the row's scalars is exact (the others' terms are 1 against their own max, the
+//    sums integers, the −200 logits' shares count·0), so R = E·exp_diff(a, M) and e_t = exp_diff(z_t, M), one of the
+//    two exactly 1 (the maximum's), E a power of two; l = R + e_t, 1 / l and p_t = e_t·(1 / l) round once each, so
+//    p̂_t = p_t·(1 + ρ), |ρ| ≤ (1 − p_t)·ε + 3u. Below ½, p̂_t − 1 rounds once more (half an ulp of a value in
+//    (−1, −½]: u / 2): |Δ| ≤ p_t·((1 − p_t)·ε + 3u) + u / 2. From ½, −R·(1 / l) is off by at most p_t·ε + 3u
+//    relatively (R's or e_t's exponential weighted by p_t, l, 1 / l, the product): |Δ| ≤ (1 − p_t)·(p_t·ε + 3u).
+//    Another entry, 1·(g·(1 / l))·exp_diff(a, M): relatively 2ε + 4u.
+//  - two-read backward: p̂_t = exp_diff(z_t, LSE') from the forward's LSE' = LSE + δ (read back, so δ is known; the
+//    forward's LSE has its own gate in check_case), relatively r = |e^-δ − 1| + e^-δ·ε; the others' p_j are E equal
+//    floats of the same error whose sum (chunk sums, then their sum in order) rounds at most E − 1 times. Below ½:
+//    |Δ| ≤ p_t·r + u / 2; from ½: |Δ| ≤ (1 − p_t)·(r + (E − 1)·u). Another entry: relatively r + u.
+//  - then g·(p_t − 1) rounds once (u·|g·(p_t − 1)|); a bf16 output adds half its ulp. Within 2^-10 of ½ either branch
+//    may be taken (p̂_t is within 10^-6 of p_t), and the gate is the larger of the two.
+// In f32 ulps of the entry (one-read, before g's rounding): ≤ 3.4 at p_t = 0.49 (E = 1), ≤ 5.7 at 0.51, 8.5u
+// relatively at 1 − (4/3)·2^-20, half an ulp at 10^-12 (the entry correctly rounded). Only the rows next to 1 tell the
+// two forms apart: there p̂_t − 1 (the other branch) cancels to an error of up to 2^-25 / 2^-20 = 2^-5 relatively,
+// 10^3 to 5·10^4 times the gate in the emulation below (f32 outputs; a bf16 output's half ulp, 2^-9, hides part of
+// it). Near ½ either form meets these gates, and at 10^-12 so does −R / l (l = E and E·(1 / E) = 1 exactly): those
+// rows pin the entry's accuracy, not the branch. Checked before any device run by emulating both paths' f32
+// arithmetic on these rows, every exponential moved within expf's 2 ulps: f32 outputs at most 0.50 of the gate on the
+// target entry, 0.59 on the others (0.62 and 0.998 with exponentials 2.5 ulps off); bf16 outputs up to 0.998, their
+// half ulp.
+struct EitherSide {
+  CeCase c;
+  std::vector<double> aim;  // the p_t each row was built for
+  std::vector<int> others;  // E
+};
+EitherSide either_side_case(DType dt, DType out, std::int64_t C) {
+  EitherSide e;
+  CeCase& c = e.c;
+  c.name = std::string("target entry either side of 1/2, ") + dtype_name(dt) + " -> " + dtype_name(out) +
+           ", C=" + std::to_string(C);
+  c.dtype = dt;
+  c.grad_dtype = out;
+  c.classes = C;
+  c.opt.reduction = Reduction::none;
+  for (int E : {1, 8}) {
+    if (E + 1 > C) continue;
+    for (double p : {1e-12, 0.49, 0.5, 0.51, 1 - std::ldexp(4.0 / 3, -20)}) {
+      const std::int64_t i = c.rows++;
+      const std::int64_t t = (i * 7919 + 5) % C;
+      c.x.resize(static_cast<std::size_t>(c.rows * C), round_to(dt, -200.0));
+      c.t.push_back(t);
+      c.x[i * C + t] = round_to(dt, std::log(p));
+      const double a = round_to(dt, std::log((1 - p) / E));
+      for (int k = 0; k < E; ++k) {  // spread over the row (other blocks, other chunks), never on the target
+        const std::int64_t off = 1 + (k * C / E + C / 2) % (C - 1);
+        c.x[i * C + (t + off) % C] = a;
+      }
+      c.grad_loss.push_back(i % 2 ? -0.75 : 1.0);
+      e.aim.push_back(p);
+      e.others.push_back(E);
+    }
+  }
+  return e;
+}
+
+void TargetEntryEitherSideOfOneHalf_body(bool fused) {
+  std::vector<std::int64_t> widths = {2, 8193, 151936};  // one block / one chunk; 2 chunks; 5 wide blocks, 19 chunks
+  if (small_mode()) widths.pop_back();
+  struct Types {
+    DType in, out;
+  };
+  for (const Types ty :
+       {Types{DType::f32, DType::f32}, Types{DType::bf16, DType::bf16}, Types{DType::bf16, DType::f32}})
+    for (const std::int64_t C : widths) {
+      const EitherSide e = either_side_case(ty.in, ty.out, C);
+      const CeCase& c = e.c;
+      const std::string mode = fused ? " (one read)" : " (two reads)";
+      check_case(c);  // the loss, the LSE and every entry within the general gates
+      if (cpu_mode()) continue;  // the CPU path keeps −R / l everywhere: the kernels' gates below are not its
+      if (fused) smk::cuda::ce::set_last_fused_launch({});
+      const GpuOut g = run_gpu(c, true);
+      ASSERT_TRUE(g.error.empty()) << c.name << mode << ": " << g.error;
+      if (fused) EXPECT_GE(smk::cuda::ce::last_fused_launch().cluster, 1) << c.name << ": not the one-read kernel";
+      const double u = kU, eps = 5.5 * kU, tiny = 2 * static_cast<double>(std::numeric_limits<float>::denorm_min());
+      int failures = 0;
+      auto expect = [&](std::int64_t i, std::int64_t j, double got, double want, double tol) {
+        if (ty.out != DType::f32) tol += 0.5 * ulp_of(ty.out, std::max(std::fabs(got), std::fabs(want)));
+        if (std::isfinite(got) && std::fabs(got - want) <= tol) return;
+        if (++failures <= 8)
+          ADD_FAILURE() << c.name << mode << ", row " << i << " (p_t aimed at " << e.aim[i] << ", E = " << e.others[i]
+                        << "), entry " << j << (j == c.t[i] ? " (the target)" : "") << ": got " << got << ", want "
+                        << want << ", error " << std::fabs(got - want) << " > gate " << tol;
+      };
+      for (std::int64_t i = 0; i < c.rows; ++i) {
+        const double* x = c.x.data() + i * C;
+        const std::int64_t t = c.t[i];
+        double M = -kInf;
+        for (std::int64_t j = 0; j < C; ++j) M = std::max(M, x[j]);
+        double s = 0, rest = 0;
+        for (std::int64_t j = 0; j < C; ++j) {
+          const double ej = std::exp(x[j] - M);
+          s += ej;
+          if (j != t) rest += ej;
+        }
+        const double p = std::exp(x[t] - M) / s, q = rest / s;  // p_t and 1 − p_t, without cancellation
+        const double lse = M + std::log(s);
+        if (e.aim[i] < 0.5) ASSERT_LT(p, 0.5 - std::ldexp(1.0, -10)) << c.name << ", row " << i;
+        if (e.aim[i] > 0.5) ASSERT_GT(p, 0.5 + std::ldexp(1.0, -10)) << c.name << ", row " << i;
+        const int E = e.others[i];
+        double below, from, rel_other;
+        if (fused) {
+          below = p * (q * eps + 3 * u) + u / 2;
+          from = q * (p * eps + 3 * u);
+          rel_other = 2 * eps + 4 * u;
+        } else {
+          const double delta = std::fabs(g.lse[i] - lse);
+          const double r = std::expm1(delta) + std::exp(delta) * eps;
+          below = p * r + u / 2;
+          from = q * (r + (E - 1) * u);
+          rel_other = r + u;
+        }
+        const double hard = std::fabs(p - 0.5) < std::ldexp(1.0, -10) ? std::max(below, from) : p < 0.5 ? below : from;
+        const double gl = c.grad_loss[i];
+        for (std::int64_t j = 0; j < C; ++j) {
+          const double got = g.grad[i * C + j];
+          if (j == t) {
+            const double want = -gl * q;  // g·(p_t − 1)
+            expect(i, j, got, want, std::fabs(gl) * hard + u * std::fabs(want) + tiny);
+          } else {
+            const double want = gl * std::exp(x[j] - M) / s;
+            expect(i, j, got, want, std::fabs(want) * rel_other + tiny);
+          }
+        }
+      }
+      EXPECT_EQ(failures, 0) << c.name << mode;
+    }
+}
+TEST(CrossEntropyGpu, TargetEntryEitherSideOfOneHalf) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  TargetEntryEitherSideOfOneHalf_body(false);
+}
+TEST(CrossEntropyGpuFused, TargetEntryEitherSideOfOneHalf) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  FusedMode fused;
+  TargetEntryEitherSideOfOneHalf_body(true);
+}
+
 void InPlaceStridedAndUnaligned_body();
 TEST(CrossEntropyGpu, InPlaceStridedAndUnaligned) { InPlaceStridedAndUnaligned_body(); }
 TEST(CrossEntropyGpuFused, InPlaceStridedAndUnaligned) {
@@ -878,8 +1025,10 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
           check_case(c);
         }
       }
-      // More wide blocks than the row needs (session 8, ce6: 5-block clusters leave 22 of the 132 SMs idle): each
-      // cluster size the dispatcher may take for these rows, staged by the dispatcher's rule.
+      // More wide blocks than the row needs (session 8, ce6: 5-block clusters leave 22 of the 132 SMs idle): cluster
+      // sizes 6 to 16 through tuning's override, which ce6 timed (tune_cross_entropy --clusters) and the dispatcher
+      // did not take (it keeps 5 for these rows), staged by the dispatcher's rule. The launch record is reset before
+      // each case, so a launch the GPU refuses (the two-read path then serves) leaves cluster 0, not the last case's.
       for (int cluster : {6, 7, 8, 10, 12, 16}) {
         smk::cuda::ce::FusedTuning more;
         more.any_width = true;
@@ -892,6 +1041,7 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
           c.opt.label_smoothing = cluster == 6 ? 0.05f : 0.0f;
           c.opt.z_loss = 1e-4f;
           c.in_place = dt == DType::bf16;
+          smk::cuda::ce::set_last_fused_launch({});
           check_case(c);
           const smk::cuda::ce::FusedLaunch l = smk::cuda::ce::last_fused_launch();
           EXPECT_EQ(l.cluster, cluster) << c.name;
