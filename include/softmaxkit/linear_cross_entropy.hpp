@@ -63,7 +63,8 @@ struct LinearCrossEntropyOptions {
 constexpr std::size_t kLinearCrossEntropyChunkBytes = std::size_t{512} << 20;
 
 // The default split of that budget (session 8, ce6): chunk_rows c is the largest power of two whose gradient rows and
-// c / 4 rows of f32 logits fit kLinearCrossEntropyChunkBytes (c·V·(sizeof(dtype) + 1) bytes), at most `rows`;
+// max(c / 4, 1) rows of f32 logits fit kLinearCrossEntropyChunkBytes (c·V·(sizeof(dtype) + 1) bytes from c = 4 on), at
+// most `rows`;
 // logit_rows is c / 4 (at least 1), at most the chunk. Measured on the H200 (docs/perf-notebook.md, session 8, ce6;
 // times ÷ torch's, dW norm-wise error against torch's 2.51e-3): N = 8192, d = 4096, V = 151936 bf16: 1024 / 256
 // 1.114× torch, dW 3.05e-3 (the earlier default, chunks of 512: 1.133×, 3.28e-3; 1280 / 128 1.22×, 1536 / 128

@@ -58,7 +58,7 @@ struct FusedTuning {
   int threads = 0;
 };
 void set_fused_tuning(const FusedTuning& t);
-// The shape of the last one-read launch on this host (not thread-safe; tuning and the tests read it after a call):
+// The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
 // blocks a cluster, threads a block, clusters resident at once (cudaOccupancyMaxActiveClusters, or blocks an SM ×
 // SMs for one block a row) and the grid's blocks.
 struct FusedLaunch {
