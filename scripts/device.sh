@@ -933,7 +933,7 @@ fi
 if want final; then
   run_step configure cmake --preset default
   run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
-  run_step test timeout 260 ctest --preset default -L gpu -LE gpu-large --parallel 6 --timeout 240
+  run_step test timeout 300 ctest --preset default -L gpu -LE gpu-large --parallel 6 --timeout 240
   grep -E "tests passed|Failed|\*\*\*" "$OUT/test.log" | tail -n 20
   acc_dump=$(mktemp -d)
   run_step accuracy timeout 110 build/default/tests/conformance/accuracy_report --gpu --out "$OUT/accuracy-gpu.md" --dump "$acc_dump"
