@@ -27,23 +27,13 @@ import argparse
 import ctypes
 import json
 import os
-import subprocess
 import sys
 import time
 
 DTYPE_CODE = {"f32": 0, "f16": 1, "bf16": 2}
 REDUCTION_CODE = {"none": 0, "sum": 1, "mean": 2}
 
-
-def git_commit() -> str:
-    env = os.environ.get("SMK_COMMIT")
-    if env:
-        return env
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:  # noqa: BLE001 - the copy on the device has no .git
-        return "unknown"
+from compare_torch_lce import git_commit  # noqa: E402 - scripts/ is the script's own folder on sys.path
 
 
 def main() -> int:
