@@ -283,6 +283,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const 
   if (cluster > 1) cg::this_cluster().sync();
 }
 
+// The direct kernel's cluster-1 row reductions (block_rows_kernel), step for step, for the kernels whose bits must
+// equal its own (the lane-staged and rows-ahead kernels): the block's max, each thread's terms (the log ops' from
+// log_term_exp_ftz where kLogFtz, else thread_exp_rest's, softmax keeping its exponentials in v for the output), the
+// block's sum and, for the log ops, its count of ties. The caller forms the state (state_from) where it needs it, so
+// that a kernel which writes only thread 0's state forms it there.
+struct BlockRowSums {
+  float m, rest;
+  int ties;
+};
+template <bool kLog, bool kLogFtz, typename Out, typename In, int E>
+__device__ __forceinline__ BlockRowSums block_row_sums(float (&v)[E], float* red_max, float* red_sum, int* red_ties) {
+  const float m = block_max(tree_max<E>(v), red_max);
+  const float shift = OnlineSoftmaxState<float>::shift_for(m);
+  int ties = 0;
+  float rest;
+  if constexpr (kLog && kLogFtz) rest = thread_log_rest_in<In>(v, shift, ties);
+  else rest = thread_exp_rest<Out>(v, shift, !kLog, kLog, ties);
+  rest = block_sum(rest, red_sum);
+  if (kLog) ties = block_count(ties, red_ties);
+  return {m, rest, ties};
+}
+
 // block_per_row's 16-bit forward with its next rows in flight (BlockConfig::lane_stages, mid16): the direct kernel's
 // row (kBlockElems a thread, the same threads, the same trees: bitwise its outputs) but read from shared memory, where
 // each thread copies its own share (row_stage.cuh LaneStage, cp.async, no barrier) of the block's rows `stages` ahead
@@ -328,16 +350,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2) block_rows_lane_kernel(const R
     Lane::read(v, stage + cur * K * T, t, T);
     cur = cur + 1 == slots ? 0 : cur + 1;
     Tile::transform(v, row_transform(p, o), p.n, t, T);
-    // From here the direct kernel's cluster-1 row, step for step (block_rows_kernel).
-    const float m = block_max(tree_max<E>(v), red_max);
-    const float shift = OnlineSoftmaxState<float>::shift_for(m);
-    int ties = 0;
-    float rest;
-    if constexpr (kLog) rest = thread_log_rest_in<In>(v, shift, ties);
-    else rest = thread_exp_rest<Out>(v, shift, true, false, ties);
-    rest = block_sum(rest, red_sum);
-    if (kLog) ties = block_count(ties, red_ties);
-    const auto state = state_from(m, ties, rest, kLog);
+    const BlockRowSums r = block_row_sums<kLog, true, Out, In>(v, red_max, red_sum, red_ties);
+    const auto state = state_from(r.m, r.ties, r.rest, kLog);
     finish_row<Tile, Out, In, kLog>(p, o, v, state, t, T);
   }
   __pipeline_wait_prior(0);  // (only empty groups remain; no copy outlives the block)
@@ -410,16 +424,8 @@ __global__ void __launch_bounds__(kAheadMaxThreads, 1) block_rows_ahead_kernel(c
       // The buffer is free: the row kAhead strides on goes there, in flight through this row's barriers.
       fetch(w[b], held[b], row + kAhead * stride);
       Tile::transform(v, row_transform(p, o), p.n, t, T);
-      // From here the direct kernel's cluster-1 log row, step for step (block_rows_kernel).
-      const float m = block_max(tree_max<E>(v), red_max);
-      const float shift = OnlineSoftmaxState<float>::shift_for(m);
-      int ties = 0;
-      float rest;
-      if constexpr (kLogFtz) rest = thread_log_rest_in<In>(v, shift, ties);
-      else rest = thread_exp_rest<void>(v, shift, false, true, ties);
-      rest = block_sum(rest, red_sum);
-      ties = block_count(ties, red_ties);
-      if (t == 0) write_row_stats(p, o, state_from(m, ties, rest, true));
+      const BlockRowSums r = block_row_sums<true, kLogFtz, void, In>(v, red_max, red_sum, red_ties);
+      if (t == 0) write_row_stats(p, o, state_from(r.m, r.ties, r.rest, true));
       row += stride;
     }
   }
