@@ -58,9 +58,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -309,40 +306,24 @@ std::size_t stage_smem(int threads) {
 // Clusters of `kernel` resident at once (cudaOccupancyMaxActiveClusters), cached per kernel, device, block size and
 // cluster size; 0 where the device runs none (then the dispatcher keeps the old path).
 int stage_active_clusters(const void* kernel, const cudaLaunchConfig_t& base) {
-  struct Key {
-    const void* kernel;
-    int device, threads, cluster;
-    bool operator<(const Key& o) const {
-      return std::tie(kernel, device, threads, cluster) < std::tie(o.kernel, o.device, o.threads, o.cluster);
+  const int cluster = static_cast<int>(base.attrs[0].val.clusterDim.x);
+  return cached_occupancy(kernel, static_cast<int>(base.blockDim.x), cluster, [&] {
+    int n = 0;
+    // The kernel's body exists only in code compiled for sm_90 or later (an sm_80 build's is empty): none else runs it.
+    // ptxVersion, not only binaryVersion: a newer GPU may run this build's compute_80 PTX compiled on the fly, whose
+    // binary version is the GPU's but whose body is the empty one.
+    cudaFuncAttributes fa{};
+    const bool built90 =
+        cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
+    if (!built90) (void)cudaGetLastError();
+    cudaLaunchConfig_t cfg = base;
+    cfg.gridDim = dim3(base.attrs[0].val.clusterDim.x);
+    if (!built90 || cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: this size is refused here, the old path serves
+      n = 0;
     }
-  };
-  static std::mutex mu;
-  static std::map<Key, int> cache;
-  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x),
-                static_cast<int>(base.attrs[0].val.clusterDim.x)};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  int n = 0;
-  // The kernel's body exists only in code compiled for sm_90 or later (an sm_80 build's is empty): none else runs it.
-  // ptxVersion, not only binaryVersion: a newer GPU may run this build's compute_80 PTX compiled on the fly, whose
-  // binary version is the GPU's but whose body is the empty one.
-  cudaFuncAttributes fa{};
-  const bool built90 =
-      cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
-  if (!built90) (void)cudaGetLastError();
-  cudaLaunchConfig_t cfg = base;
-  cfg.gridDim = dim3(base.attrs[0].val.clusterDim.x);
-  if (!built90 || cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: this size is refused here, the old path serves
-    n = 0;
-  }
-  n = std::max(n, 0);
-  std::lock_guard<std::mutex> lock(mu);
-  cache[key] = n;
-  return n;
+    return std::max(n, 0);
+  });
 }
 
 template <typename In>

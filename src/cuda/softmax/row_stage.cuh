@@ -211,9 +211,11 @@ struct LaneStage {
   }
 };
 
-// Clusters (or blocks, for a cluster of 1) of a staged kernel resident at once, cached per kernel, device, block size
-// and cluster size: the persistent grid's size. The occupancy query costs microseconds of host time.
-inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base, int cluster) {
+// An occupancy answer for (kernel, current device, block size, cluster size), asked once through `query` (a callable
+// returning int, run on a miss, outside the lock) and cached: the query costs microseconds of host time, a call's
+// whole fixed cost a few. Each caller's query type has its own cache.
+template <typename Query>
+int cached_occupancy(const void* kernel, int threads, int cluster, Query&& query) {
   struct Key {
     const void* kernel;
     int device, threads, cluster;
@@ -223,26 +225,33 @@ inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base,
   };
   static std::mutex mu;
   static std::map<Key, int> cache;
-  const Key key{kernel, current_device(), static_cast<int>(base.blockDim.x), cluster};
+  const Key key{kernel, current_device(), threads, cluster};
   {
     std::lock_guard<std::mutex> lock(mu);
     const auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  int n = 0;
-  if (cluster == 1) {
-    SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, static_cast<int>(base.blockDim.x),
-                                                                 base.dynamicSmemBytes));
-    n *= device_facts().sm_count;
-  } else {
-    cudaLaunchConfig_t cfg = base;
-    cfg.gridDim = dim3(static_cast<unsigned>(cluster));
-    SMK_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
-  }
-  n = std::max(n, 1);
+  const int n = query();
   std::lock_guard<std::mutex> lock(mu);
   cache[key] = n;
   return n;
+}
+
+// Clusters (or blocks, for a cluster of 1) of a staged kernel resident at once: the persistent grid's size.
+inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& base, int cluster) {
+  return cached_occupancy(kernel, static_cast<int>(base.blockDim.x), cluster, [&] {
+    int n = 0;
+    if (cluster == 1) {
+      SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, static_cast<int>(base.blockDim.x),
+                                                                   base.dynamicSmemBytes));
+      n *= device_facts().sm_count;
+    } else {
+      cudaLaunchConfig_t cfg = base;
+      cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+      SMK_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+    }
+    return std::max(n, 1);
+  });
 }
 
 }  // namespace smk::cuda::kernels

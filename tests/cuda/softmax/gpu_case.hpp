@@ -537,6 +537,36 @@ inline Case random_case(const std::string& name, Op op, DType in, DType out, std
 }
 
 // Two decoded outputs are the same: equal, or both NaN.
+// The options and special rows the long-row paths' tests share (cluster_stage, split_row's one launch): a
+// temperature, per-row temperatures, a boolean mask emptying row 1 under both empty-row policies, non-finite rows
+// (+inf, NaN, all −inf); `rows` (3) rows of n, seeds taken from `seed` in that order.
+inline std::vector<Case> option_cases(Op op, std::int64_t rows, std::int64_t n, std::uint64_t& seed) {
+  std::vector<Case> cases;
+  Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
+  t.options.temperature = 0.5f;
+  cases.push_back(t);
+  Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
+  r.row_temperature = {0.25, 1.0, 3.0};
+  r.exact_scaling = false;
+  cases.push_back(r);
+  for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+    Case m = random_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows, n,
+                         ++seed);
+    m.mask = contiguous(DType::b8, {rows, n});
+    m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+    for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
+    for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
+    m.options.empty_rows = policy;
+    cases.push_back(m);
+  }
+  Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
+  f.x[17] = kInf;                               // row 0: +inf
+  f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
+  for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
+  cases.push_back(f);
+  return cases;
+}
+
 inline bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 // Two results of one case agree element for element: the outputs and, for the state, the row sums.

@@ -134,28 +134,7 @@ TEST_F(GpuClusterStage, OptionsAndSpecialRows) {
   const std::int64_t n = small_mode() ? 40000 : 151936, rows = 3;
   std::uint64_t seed = 7500;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-    Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
-    t.options.temperature = 0.5f;
-    run_staged(t);
-    Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
-    r.row_temperature = {0.25, 1.0, 3.0};
-    r.exact_scaling = false;
-    run_staged(r);
-    for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
-      Case m = random_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
-                           n, ++seed);
-      m.mask = contiguous(DType::b8, {rows, n});
-      m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
-      for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
-      for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
-      m.options.empty_rows = policy;
-      run_staged(m);
-    }
-    Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
-    f.x[17] = kInf;                               // row 0: +inf
-    f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
-    for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
-    run_staged(f);
+    for (const Case& c : option_cases(op, rows, n, seed)) run_staged(c);
     if (!is_row_op(op)) {
       Case ip = random_case("in_place", op, DType::bf16, DType::bf16, rows, n, ++seed);
       ip.in_place = true;

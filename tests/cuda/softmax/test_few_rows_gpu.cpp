@@ -114,28 +114,7 @@ TEST_F(GpuFewRows, OneLaunchOptionsAndLayouts) {
   const std::int64_t n = small_mode() ? 30001 : 151936, rows = 3;
   std::uint64_t seed = 900;
   for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-    Case t = random_case("temperature", op, DType::f32, DType::f32, rows, n, ++seed);
-    t.options.temperature = 0.5f;
-    check_one_launch(t);
-    Case r = random_case("row_temperatures", op, DType::f32, DType::f32, rows, n, ++seed);
-    r.row_temperature = {0.25, 1.0, 3.0};
-    r.exact_scaling = false;
-    check_one_launch(r);
-    for (EmptyRowPolicy policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
-      Case m = random_case("bool_mask_row1_empty", op, DType::bf16, is_row_op(op) ? DType::f32 : DType::bf16, rows,
-                         n, ++seed);
-      m.mask = contiguous(DType::b8, {rows, n});
-      m.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
-      for (std::int64_t i = 0; i < n; ++i) m.mask_values[static_cast<std::size_t>(n + i)] = 0.0;  // row 1 masked
-      for (std::int64_t i = 0; i < n; i += 3) m.mask_values[static_cast<std::size_t>(i)] = 0.0;
-      m.options.empty_rows = policy;
-      check_one_launch(m);
-    }
-    Case f = random_case("non_finite", op, DType::f32, DType::f32, rows, n, ++seed);
-    f.x[17] = kInf;                               // row 0: +inf
-    f.x[static_cast<std::size_t>(n + 5)] = kNaN;  // row 1: NaN
-    for (std::int64_t i = 0; i < n; ++i) f.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2: all −inf
-    check_one_launch(f);
+    for (const Case& c : option_cases(op, rows, n, seed)) check_one_launch(c);
     Case st = random_case("pitched_unaligned", op, DType::f32, DType::f32, rows, n, ++seed);
     st.in.strides = {n + 7, 1};
     st.in.offset = 1;
