@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -930,9 +930,13 @@ fi
 # beside ours), the plot and the comparison with torch. Each step is capped so that one slow step cannot take the rest;
 # the comparison ends by SMK_FINAL_DEADLINE_S seconds into the script (default 570, under the device's 600 a call),
 # and SMK_FINAL_COMPILE_S caps torch.compile's share of it.
-if want final; then
+# final = final-tests + final-compare. Split across two back-to-back calls (the second finds the first's build on the
+# still-warm machine and only relinks), the comparison gets a call of its own instead of what the suite leaves.
+if want final || want final-tests || want final-compare; then
   run_step configure cmake --preset default
   run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
+fi
+if want final || want final-tests; then
   run_step test timeout 300 ctest --preset default -L gpu -LE gpu-large --parallel 6 --timeout 240
   grep -E "tests passed|Failed|\*\*\*" "$OUT/test.log" | tail -n 20
   acc_dump=$(mktemp -d)
@@ -954,6 +958,8 @@ if want final; then
       --gtest_filter='*StagesRefill*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 timeout 75 bash -c "$(declare -f san_new); san_new"
+fi
+if want final || want final-compare; then
   # The issue grid (for the comparison) and the row-length sweep (for the README's plot), cuDNN beside ours; then
   # torch eager and torch.compile on the issue grid, in whatever time the call has left (compare.md is rewritten after
   # every case, so a cut comparison still comes back).
