@@ -8,6 +8,7 @@
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
 #   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
+#   pfx9
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1660,6 +1661,36 @@ if want pfx8; then
       "$p8/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
     keep_logs p8
   fi
+  end_carried
+fi
+
+# pfx9 (session 9, issue 7): the causal schedule (chunks of (batch, head) pairs, heaviest query block first) and the
+# trimmed diagonal tile of the prefill kernel, A/B in one binary (tune_prefill SMK_TUNE_PFX9=1: base / sched / trim /
+# both / dispatcher columns). Binaries built here for sm_90a, carried as build/pfx9-bin.tar.xz (new/: tune_prefill,
+# test_cuda_prefill; lib/). Order, each capped: tune (issue rows), SDPA FLASH and cuDNN three times each, the prefill
+# test, tune in reverse column order, memcheck and racecheck (WgmmaSameBits: causal cases on the new default), tune
+# twice more (forward, reverse). Logs in /tmp/o; back: p9-*.txt, a summary and a tarball (8 files with machine.txt).
+if want pfx9; then
+  carried p9 build/pfx9-bin.tar.xz
+  p9=$bin
+  p9_tune() { run_step "$1" env SMK_TUNE_PFX9=1 SMK_TUNE_ROWS=issue SMK_TUNE_REVERSE="$2" timeout 20 \
+    "$p9/new/tune_prefill" --json "$OUT/$1.json"; keep_logs p9; }
+  p9_tune p9-tune1 0
+  run_step p9-sdpa timeout "${SMK_PFX9_SDPA_S:-45}" python3 scripts/bench_sdpa.py --ours "$OUT/p9-tune1.json" \
+    --backends flash,cudnn --repeat 3 --pick "64=both;128=both" --out "$OUT/p9-vs-sdpa.md" \
+    --save-sdpa "$OUT/p9-sdpa.json"
+  keep_logs p9
+  run_step p9x-test timeout "${SMK_PFX9_TEST_S:-60}" "$p9/new/test_cuda_prefill"
+  keep_logs p9
+  p9_tune p9-tune2 1
+  run_step p9x-memcheck timeout "${SMK_PFX9_MEMCHECK_S:-25}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$p9/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
+  keep_logs p9
+  run_step p9x-racecheck timeout "${SMK_PFX9_RACECHECK_S:-25}" compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$p9/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
+  keep_logs p9
+  p9_tune p9-tune3 0
+  p9_tune p9-tune4 1
   end_carried
 fi
 echo
