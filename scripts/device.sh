@@ -10,6 +10,7 @@
 #   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
 #   ce9
 #   pfx9
+#   dec9
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1405,6 +1406,53 @@ if want dec6; then
     cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
     d6_keep
   done
+  end_carried
+fi
+# dec9 (session 9, issue 8): decode's K and V rows by the bulk copy engine (cp.async.bulk into padded rows, one
+# transaction barrier a ring slot) instead of 16-byte cp.async. Binaries built off the device for sm_90a
+# (build/dec9-bin.tar.xz: new/ bench_decode, test_cuda_decode, test_cuda; old/bench_decode: the same bench source
+# linked with HEAD's decode_mma.cu before the change). In order of need, each part only while the call is younger
+# than SMK_DEC9_DEADLINE_S (default 80 s): old beside new (bench_decode --ab: the dispatcher twice, 3 stages,
+# head-major K and V), the decode GPU tests and the merge op's, memcheck on the small cases, torch's FLASH and cuDNN
+# (scripts/compare_torch_decode.py), then more samples of both and the table redrawn from them. Back:
+# d9-summary.txt, d9-bench.txt, decode_vs_torch.md, the JSONs, d9-logs.tgz.
+if want dec9; then
+  carried d9 build/dec9-bin.tar.xz
+  d9=$bin
+  d9_left() { [ $SECONDS -lt "${SMK_DEC9_DEADLINE_S:-80}" ]; }
+  d9_keep() {
+    { printf '%s\n' "${summary[@]}"; cat "$OUT/d9-registers.txt" 2>/dev/null
+      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests ran|ERROR SUMMARY|Failure|rror:" \
+        "$OUT"/d9x-*.log 2>/dev/null | head -n 150; } >"$outer/d9-summary.txt"
+    cat "$OUT"/d9-bench-*.log >"$outer/d9-bench.txt" 2>/dev/null
+    cp "$OUT"/decode_vs_torch.md "$OUT"/torch.json "$outer/" 2>/dev/null
+    tar -czf "$outer/d9-logs.tgz" -C "$OUT" . 2>/dev/null
+  }
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d9/new/bench_decode" 2>/dev/null |
+    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
+    sort | uniq -c >"$OUT/d9-registers.txt"
+  d9_new=() d9_old=()
+  d9_ab() {  # one sample of each: d9_ab N
+    run_step d9-bench-new$1 timeout 25 "$d9/new/bench_decode" --ab --json "$OUT/new$1.json" &&
+      d9_new+=(--ours "$OUT/new$1.json")
+    run_step d9-bench-old$1 timeout 25 "$d9/old/bench_decode" --ab --json "$OUT/old$1.json" &&
+      d9_old+=(--old "$OUT/old$1.json")
+    d9_keep
+  }
+  d9_ab 1
+  d9_left && run_step d9x-test timeout 50 "$d9/new/test_cuda_decode"
+  d9_left && run_step d9x-merge timeout 15 "$d9/new/test_cuda" --gtest_filter='*Merge*'
+  d9_keep
+  d9_left && run_step d9x-memcheck timeout 30 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$d9/new/test_cuda_decode" --gtest_filter='*CausalBand*:*CausalMulti*:*BadInputs*:*Programmatic*'
+  d9_keep
+  ((${#d9_new[@]})) && d9_left && run_step d9-torch timeout 40 python3 scripts/compare_torch_decode.py "${d9_new[@]}" \
+    "${d9_old[@]}" --out "$OUT/decode_vs_torch.md" --torch-json "$OUT/torch.json"
+  d9_keep
+  for n in 2 3; do d9_left && d9_ab $n; done
+  [ -f "$OUT/torch.json" ] && run_step d9-table timeout 10 python3 scripts/compare_torch_decode.py "${d9_new[@]}" \
+    "${d9_old[@]}" --out "$OUT/decode_vs_torch.md" --torch-in "$OUT/torch.json"
+  d9_keep
   end_carried
 fi
 # mid8 (session 8, issue 3): logsumexp / the state on block_per_row with the next rows' loads in flight in registers

@@ -18,10 +18,16 @@
 // Session 6 (dec5): the split kernel as a programmatic dependent launch (DecodeConfig::pdl) beside the plain launch,
 // alone and right after a small kernel inside the timed window ("after a kernel": a 1×1024 f32 logsumexp, the way a
 // decode step follows the previous layer's kernels; its own time is timed too), and the empty call both ways.
+// Session 9 (dec9), in every mode: the dispatcher with 3 ring stages a warp (DecodeConfig::mma_stages; two blocks an
+// SM instead of three), and the dispatcher on K and V stored head-major, [B][Hkv][S][D] viewed as [B][S][Hkv][D]
+// through strides (torch's layout in scripts/bench_decode.py: each KV head's rows contiguous), so the timing tells
+// how much of the gap to torch's backends is the cache's layout rather than the kernel.
 // --quick times only the dispatcher, the plain launch, the fused merge, the merge kernel (its share), the clean-L2
 // probe, the empty calls, the floor and the after-a-kernel probes (a device call of 200 s holds more); --ncu makes
 // just four calls at (1, 32768): empty, full, empty, full, for Nsight Compute (skip 2 launches, profile 2).
-//   usage: bench_decode [--json FILE] [--quick] [--ncu]
+// --ab (session 9) times only the dispatcher (twice), 3 stages and head-major K and V: the old-beside-new samples of
+// one device call (the other fields are -1, which scripts/compare_torch_decode.py prints as n/a).
+//   usage: bench_decode [--json FILE] [--quick | --ab] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -66,11 +72,12 @@ int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  bool quick = false, ncu = false;
+  bool quick = false, ncu = false, ab = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
+    else if (std::strcmp(argv[i], "--ab") == 0) ab = quick = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -217,10 +224,10 @@ int main(int argc, char** argv) {
     const DecodeConfig plain{0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 0, 0, kT, kT,
                              DecodeToggle::off};
     const double us = measure({}, merge_us);
-    const double us_nopdl = measure(plain, unused);
-    const double us_after = measure({}, unused, false, nullptr, false, true);
-    const double us_after_nopdl = measure(plain, unused, false, nullptr, false, true);
-    const double us_tiny = measure_op(tiny);
+    const double us_nopdl = ab ? -1 : measure(plain, unused);
+    const double us_after = ab ? -1 : measure({}, unused, false, nullptr, false, true);
+    const double us_after_nopdl = ab ? -1 : measure(plain, unused, false, nullptr, false, true);
+    const double us_tiny = ab ? -1 : measure_op(tiny);
     const bool full = !quick;
     const double us_event = full ? measure({}, unused, false, nullptr, true) : -1;  // round 3's method
     // The merges under the same rule give the same bits, so the differences are the merges' alone.
@@ -228,19 +235,19 @@ int main(int argc, char** argv) {
         full ? measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::off}, unused) : -1;
     const double us_spread =
         full ? measure({0, kDisp, kMma, 0, DecodeMerge::cluster, 0, 0, kT, DecodeToggle::on}, unused) : -1;
-    const double us_fused = measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
+    const double us_fused = ab ? -1 : measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused);
     const double us_memset =
         full ? measure({0, kDisp, kMma, 0, DecodeMerge::fused, 0, 0, DecodeToggle::off}, unused) : -1;
-    const double us_mk = measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
-    const double us_clean = measure({}, unused, true);
+    const double us_mk = ab ? -1 : measure({0, kDisp, kMma, 0, DecodeMerge::kernel}, merge_mk, false, nullptr, true);
+    const double us_clean = ab ? -1 : measure({}, unused, true);
     const double us_fused_clean = full ? measure({0, kDisp, kMma, 0, DecodeMerge::fused}, unused, true) : -1;
     const std::vector<std::int32_t> zeros_host(r.B, 0);
     auto zeros = DeviceBuffer<std::int32_t>::from_host(zeros_host);
     const auto Z = TensorView::of(zeros.data(), {r.B}, dev);
-    const double us_empty = measure({}, unused, false, &Z);
-    const double us_empty_nopdl = measure(plain, unused, false, &Z);
+    const double us_empty = ab ? -1 : measure({}, unused, false, &Z);
+    const double us_empty_nopdl = ab ? -1 : measure(plain, unused, false, &Z);
     // The timing method's floor: one 4-byte memset between the events.
-    const double us_floor = measure_op([&] { SMK_CUDA_CHECK(cudaMemsetAsync(zeros.data(), 0, 4, s)); });
+    const double us_floor = ab ? -1 : measure_op([&] { SMK_CUDA_CHECK(cudaMemsetAsync(zeros.data(), 0, 4, s)); });
     // The dispatcher's call captured into a graph: its GPU operations counted by kind, and its replay timed (the GPU
     // alone: no host work between the events). A capturing stream takes the memset counters (decode.cu says why).
     int n_kernel = 0, n_memset = 0, n_other = 0;
@@ -270,6 +277,21 @@ int main(int argc, char** argv) {
         full ? smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, true) : -1;
     const int active_packed =
         full ? smk::cuda::decode_mma_active_clusters(0, true, 128, smk::cuda::kDecodeMmaStages, 16, false) : -1;
+    const double us_stages3 = measure({0, kDisp, kMma, 3}, unused);
+    double us_headmajor = -1;
+    {
+      DeviceBuffer<smk::bfloat16_t> kh(nkv), vh(nkv);
+      fill(kh.data(), nkv);
+      fill(vh.data(), nkv);
+      const std::int64_t hs = r.S * r.d;  // one KV head's rows
+      const auto KH = TensorView::strided(kh.data(), smk::DType::bf16, dev, {r.B, r.S, r.hkv, r.d},
+                                          {r.hkv * hs, r.d, hs, 1});
+      const auto VH = TensorView::strided(vh.data(), smk::DType::bf16, dev, {r.B, r.S, r.hkv, r.d},
+                                          {r.hkv * hs, r.d, hs, 1});
+      const auto ph = smk::detail::check_decode_args("attention_decode", O, L, Q, KH, VH, N, opt);
+      for (int i = 0; i < kWarmup; ++i) smk::cuda::attention_decode(O, L, Q, KH, VH, N, opt, ph, smk::Stream{s});
+      us_headmajor = measure_op([&] { smk::cuda::attention_decode(O, L, Q, KH, VH, N, opt, ph, smk::Stream{s}); });
+    }
     const double us_again = measure({}, unused);  // the dispatcher again, last: the spread between two timings
     const double bytes = 2.0 * static_cast<double>(nkv) * 2;
     const auto tb = [&](double t) { return bytes / (t * 1e-6) / 1e12; };
@@ -283,10 +305,11 @@ int main(int argc, char** argv) {
                 us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl);
     std::printf("   with event %.1f | cluster packed %.1f | spread %.1f | fused %.1f | memset %.1f | merge kernel %.1f "
                 "(merge %.1f%%) | clean L2 %.1f (fused %.1f) | empty %.1f | floor %.1f | graph %.1f (%d kernels, "
-                "%d memsets, %d other) | host %.2f / public %.2f us | 16-clusters at once: spread %d, packed %d\n",
+                "%d memsets, %d other) | host %.2f / public %.2f us | 16-clusters at once: spread %d, packed %d"
+                " | 3 stages %.1f | head-major K, V %.1f\n",
                 us_event, us_packed, us_spread, us_fused, us_memset, us_mk, 100 * merge_mk / us_mk, us_clean,
                 us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other, host_internal, host_public,
-                active_spread, active_packed);
+                active_spread, active_packed, us_stages3, us_headmajor);
     char item[2048];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"S\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"us\": %.3f, \"us_again\": %.3f, "
@@ -298,13 +321,13 @@ int main(int argc, char** argv) {
                   "\"active16_spread\": %d, \"active16_packed\": %d, "
                   "\"default_stages\": %d, \"default_min_chunk\": %lld, \"us_nopdl\": %.3f, "
                   "\"us_after\": %.3f, \"us_after_nopdl\": %.3f, \"us_tiny\": %.3f, \"us_empty_nopdl\": %.3f, "
-                  "\"default_pdl\": %d}",
+                  "\"default_pdl\": %d, \"us_stages3\": %.3f, \"us_headmajor\": %.3f}",
                   json.size() > 1 ? ", " : "", (long long)r.B, (long long)r.S, (long long)r.hq, (long long)r.hkv,
                   (long long)r.d, us, us_again, bytes, tbs, us_event, us_packed, us_spread, us_fused, us_memset, us_mk,
                   merge_mk, us_clean, us_fused_clean, us_empty, us_floor, us_graph, n_kernel, n_memset, n_other,
                   host_internal, host_public, active_spread, active_packed, smk::cuda::kDecodeMmaStages,
                   (long long)smk::cuda::kDecodeMinChunk, us_nopdl, us_after, us_after_nopdl, us_tiny, us_empty_nopdl,
-                  smk::cuda::kDecodePdl ? 1 : 0);
+                  smk::cuda::kDecodePdl ? 1 : 0, us_stages3, us_headmajor);
     json += item;
   }
   json += "]\n";
