@@ -8,6 +8,7 @@
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
 #   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
+#   vocab9
 #   ce9
 #   pfx9
 #   dec9
@@ -1780,6 +1781,40 @@ if want ce9; then
     run_step ce9x-lcetest timeout "${SMK_CE9_LCE_S:-60}" "$c9/new/test_cuda_linear_cross_entropy"
     keep_logs ce9
   fi
+  end_carried
+fi
+# vocab9 (session 9, issue 3: vocabulary rows): split_stream pipelined (split_row.cu split_stream_pipe_kernel) beside
+# vocab8's kernel and the three kernels. Binaries built off the device for sm_90a (build/vocab9-bin.tar.xz: bin/
+# test_cuda_few_rows, test_cuda_cluster_stage, lib/). First the timing alone on the GPU (test_few_rows StreamTiming:
+# auto, three kernels, the unpipelined kernel, the pipelined one by lag and hints; 4096x151936, 1024x262144,
+# 256x151936, 8192x65536; f32 and bf16 softmax / log-softmax), then in parallel: the whole cluster_stage and few_rows
+# suites (small mode unless SMK_V9_SMALL=0; step 0's cached_occupancy / option_cases refactor), memcheck on the
+# Stream tests and racecheck on StreamBitwise (small). Back: v9-summary.txt, v9-stime.txt, v9-logs.tgz.
+if want vocab9; then
+  carried v9 build/vocab9-bin.tar.xz
+  v9=$bin
+  v9_small=${SMK_V9_SMALL:-1}
+  if [[ " ${SMK_V9_SKIP:-} " != *" stime "* ]]; then
+    run_step v9-stime timeout "${SMK_V9_STIME_S:-45}" env SMK_STREAM_TIMING=1 stdbuf -oL "$v9/bin/test_cuda_few_rows" \
+      --gtest_filter='*StreamTiming*'
+    keep_logs v9
+  fi
+  v9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  v9_bg v9x-stage timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_cluster_stage"
+  v9_bg v9x-few timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_few_rows"
+  v9_bg v9x-memcheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*Stream*'
+  v9_bg v9x-racecheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
+  wait
+  for f in "$OUT"/v9x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs v9
   end_carried
 fi
 echo

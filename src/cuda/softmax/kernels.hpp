@@ -230,10 +230,17 @@ struct SplitRowTuning {
   int stream = -1;
   int stream_lag = 0;
   bool stream_hints = true;
+  // vocab9 (session 9): split_stream's items pipelined (split_row.cu split_stream_pipe_kernel: the next item's chunk
+  // copied into shared memory by cp.async while the current one reduces, the ticket taken one item ahead); false: the
+  // unpipelined kernel of vocab8 (for the A/B). stream_keep_first: the chunk items' copies marked L2 evict_last.
+  bool stream_pipelined = true;
+  bool stream_keep_first = false;
 };
 SplitRowTuning& split_row_tuning();
 // split_stream's launches since the process started (tests: which kernel served).
 std::uint64_t split_stream_launch_count();
+// Of those, the pipelined kernel's (vocab9; tests: which of the two served).
+std::uint64_t split_stream_pipe_launch_count();
 // How many clusters of `blocks` blocks of 512 threads (at most kSplitClusterMaxChunks) the current device runs at once:
 // cudaOccupancyMaxActiveClusters of split_row's one-launch kernel, 0 below compute capability 9.0 or where the query
 // refuses the size; asked once per device, kernel and size, then served from a cache without a CUDA call. The

@@ -475,19 +475,35 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
           cuda::kernels::split_row_tuning().active_clusters = 0;
           cuda::kernels::split_row_tuning().stream = 0;
           const Result three = run_checked(c, SoftmaxPath::split_row);
-          for (int lag : {0, 1, 3, 64}) {
+          // vocab9: the pipelined kernel (the default) at every lag, the first reads marked evict_last at lag 1, the
+          // unpipelined kernel of vocab8 at the library's lag and at 3 (no hints).
+          struct Variant {
+            int lag;
+            bool pipelined, keep_first;
+          };
+          for (const Variant& var : {Variant{0, true, false}, Variant{1, true, true}, Variant{3, true, false},
+                                     Variant{64, true, false}, Variant{0, false, false}, Variant{3, false, false}}) {
+            const int lag = var.lag;
             cuda::kernels::split_row_tuning().stream = 1;
             cuda::kernels::split_row_tuning().stream_lag = lag;
             cuda::kernels::split_row_tuning().stream_hints = lag != 3;
+            cuda::kernels::split_row_tuning().stream_pipelined = var.pipelined;
+            cuda::kernels::split_row_tuning().stream_keep_first = var.keep_first;
             const std::uint64_t before = cuda::kernels::split_stream_launch_count();
-            const Result streamed = lag == 0 ? run_checked(c, SoftmaxPath::split_row)
-                                             : run_gpu(c, SoftmaxPath::split_row, 0x00);
+            const std::uint64_t piped_before = cuda::kernels::split_stream_pipe_launch_count();
+            const Result streamed = lag == 0 && var.pipelined ? run_checked(c, SoftmaxPath::split_row)
+                                                              : run_gpu(c, SoftmaxPath::split_row, 0x00);
             ASSERT_TRUE(three.ran && streamed.ran);
             EXPECT_GT(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream did not run";
+            EXPECT_EQ(cuda::kernels::split_stream_pipe_launch_count() > piped_before, var.pipelined)
+                << c.name << ": which split_stream kernel ran";
             expect_same_bits(streamed, three,
                              c.name + " " + op_name(op) + " " + dtype_name(t) + ": split_stream (lag " +
-                                 std::to_string(lag) + ") / three kernels");
+                                 std::to_string(lag) + (var.pipelined ? ", pipelined" : ", unpipelined") +
+                                 (var.keep_first ? ", evict_last" : "") + ") / three kernels");
           }
+          cuda::kernels::split_row_tuning().stream_pipelined = true;
+          cuda::kernels::split_row_tuning().stream_keep_first = false;
         }
       }
     }
@@ -556,11 +572,20 @@ TEST_F(GpuFewRows, StreamTiming) {
     int stream, lag;
     bool hints;
   };
-  const std::vector<Variant> variants = {{"three_kernels", 0, 0, true}, {"stream_lag8", 1, 8, true},
-                                         {"stream_lag12", 1, 12, true},  {"stream_lag16", 1, 16, true},
-                                         {"stream_lag24", 1, 24, true},  {"stream_lag32", 1, 32, true},
-                                         {"stream_lag16_nohint", 1, 16, false}};
-  std::vector<Shape> shapes = {{4096, 151936}, {1024, 262144}, {256, 151936}, {64, 151936}, {32, 128256}};
+  // vocab9: stream -1 = the automatic path (the dispatcher's kernel, e.g. cluster_stage at 65536); old = vocab8's
+  // unpipelined kernel; pipe = the pipelined one; lag 0 = the library's (kSplitStreamL2Bytes); keep = the chunk
+  // items' copies evict_last.
+  struct Variant9 {
+    const char* name;
+    int stream, lag;
+    bool hints, pipelined = true, keep_first = false;
+  };
+  std::vector<Variant9> variants = {{"auto", -1, 0, true},          {"three_kernels", 0, 0, true},
+                                    {"old_lib", 1, 0, true, false}, {"pipe_lag16", 1, 16, true},
+                                    {"pipe_lag24", 1, 24, true},    {"pipe_lag32", 1, 32, true},
+                                    {"pipe_lib", 1, 0, true},       {"pipe_lib_nohint", 1, 0, false},
+                                    {"pipe_lib_keep", 1, 0, true, true, true}};
+  std::vector<Shape> shapes = {{4096, 151936}, {1024, 262144}, {256, 151936}, {8192, 65536}};
   if (const char* only = std::getenv("SMK_STREAM_SHAPES"); only != nullptr && only[0] == '1') shapes.resize(2);
   std::printf("%-12s %-5s %-12s %-20s %9s %9s %7s\n", "op", "dtype", "shape", "variant", "graph_us", "flush_us",
               "TB/s");
@@ -571,12 +596,14 @@ TEST_F(GpuFewRows, StreamTiming) {
       const double bytes = 2.0 * static_cast<double>(sh.rows * sh.n) * static_cast<double>(dtype_size(t));
       const int k = bytes > 1e9 ? 2 : bytes > 1e8 ? 5 : 20;
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        for (const Variant& v : variants) {
+        for (const Variant9& v : variants) {
           cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
           cuda::kernels::split_row_tuning().stream = v.stream;
           cuda::kernels::split_row_tuning().stream_lag = v.lag;
           cuda::kernels::split_row_tuning().stream_hints = v.hints;
-          cuda::ScopedSoftmaxPath force(SoftmaxPath::split_row);
+          cuda::kernels::split_row_tuning().stream_pipelined = v.pipelined;
+          cuda::kernels::split_row_tuning().stream_keep_first = v.keep_first;
+          cuda::ScopedSoftmaxPath force(v.stream == -1 ? SoftmaxPath::automatic : SoftmaxPath::split_row);
           auto call = [&] {
             return op == Op::softmax ? softmax(out, in, {}, stream) : log_softmax(out, in, {}, stream);
           };
@@ -585,7 +612,9 @@ TEST_F(GpuFewRows, StreamTiming) {
           const bool streamed = cuda::kernels::split_stream_launch_count() > before;
           std::printf("%-12s %-5s %-12s %-20s %9.2f %9.2f %7.3f%s\n", op_name(op), dtype_name(t),
                       (std::to_string(sh.rows) + "x" + std::to_string(sh.n)).c_str(), v.name, tm.graph, tm.flushed,
-                      bytes / (tm.flushed * 1e6), streamed == (v.stream == 1) ? "" : "  (other kernel ran)");
+                      bytes / (tm.flushed * 1e6),
+                      v.stream == -1 ? (streamed ? "  (split_stream)" : "")
+                                     : (streamed == (v.stream == 1) ? "" : "  (other kernel ran)"));
           std::fflush(stdout);
         }
       }
