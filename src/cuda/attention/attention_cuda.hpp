@@ -39,6 +39,13 @@ struct PrefillConfig {
   // without it the exponentials ran after the wait, session 8). Built for kPrefillWgmmaPinned's variants only (`on`
   // for another is refused); a call that takes cp.async runs the unpinned kernel (the same bits).
   PrefillToggle pin_softmax = PrefillToggle::dispatcher;
+  // wgmma kernel, causal, not varlen: the causal schedule (prefill_args.hpp's prefill_block: chunks of about two
+  // waves of (batch, head) pairs, heaviest query block first across a chunk) instead of the (blocks, heads, batch)
+  // grid. The same bits either way.
+  PrefillToggle causal_schedule = PrefillToggle::dispatcher;
+  // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
+  // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
+  PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -160,6 +167,9 @@ inline constexpr std::int64_t kPrefillWgmmaShortCausal = 1024;
 inline constexpr int kPrefillWgmmaWarpsShortCausal = 4;
 inline constexpr int kPrefillWgmmaBlockNShortCausal = 64;
 inline constexpr bool kPrefillWgmmaTma = true;
+// Session 9 (pfx9): the causal schedule and the trimmed diagonal tile (PrefillConfig says what they are).
+inline constexpr bool kPrefillWgmmaCausalSchedule = true;
+inline constexpr bool kPrefillWgmmaTrim = true;
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;
 inline constexpr bool kPrefillSkipRescale = true;

@@ -141,9 +141,9 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
-  const int b = blockIdx.z, h = blockIdx.y;
   PrefillBlock<T> blk;  // prefill_args.hpp: the CTA's rows, lengths, visible keys and base pointers
   if (!prefill_block<T>(a, kBlockM, blk)) return;
+  const int b = blk.b, h = blk.h;
   const std::int64_t m0 = blk.m0, q0 = blk.q0, sq = blk.sq, sk = blk.sk;
   const int n_tiles = static_cast<int>((blk.kend + kBlockN - 1) / kBlockN);  // tiles past kend: never loaded
   const auto load_kv = [&](int tile, int stage) {
@@ -599,6 +599,9 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                            "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
                                std::to_string(variant.block_n) + "-key tiles)");
   a.pin = pinned_built && tma && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
+  // Session 9 (pfx9): the causal schedule (prefill_wgmma.cu's launch sizes its chunks) and the trimmed diagonal.
+  a.chunk_heads = wg && o.causal && !varlen && toggle(config.causal_schedule, kPrefillWgmmaCausalSchedule) ? 1 : 0;
+  a.trim = wg && toggle(config.trim_diagonal, kPrefillWgmmaTrim) ? 1 : 0;
   if (varlen) {
     a.cu_q = static_cast<const int*>(o.cu_seqlens_q.data);
     a.cu_k = static_cast<const int*>(o.cu_seqlens_k.data);

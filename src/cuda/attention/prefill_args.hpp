@@ -31,12 +31,31 @@ struct PrefillArgs {
   int skip_rescale;      // 1: skip O's rescale when no row maximum of the 16-row tile moved
   int pin;               // 1: the wgmma kernel's build with the softmax pinned ahead of the P·V wait, where one is
                          // built (prefill_wgmma.cu, kPin)
+  // The causal schedule (session 9, pfx9; prefill_block): 0, the grid is (query blocks, heads, batch); > 0, a 1-D
+  // grid of grid_tiles · grid_heads · batch CTAs walking chunks of (batch, head) pairs, heaviest query block first
+  // across a chunk's heads: the first chunk_big chunks hold chunk_heads + 1 pairs, the rest chunk_heads.
+  // attention_forward sets chunk_heads = 1 to ask for it; prefill_wgmma.cu's launch sizes the chunks.
+  int chunk_heads;
+  int chunk_big;
+  int grid_heads;          // Hq (chunk_heads > 0)
+  std::int64_t grid_tiles;  // query blocks of the longest sequence (chunk_heads > 0)
+  int trim;  // 1: wgmma kernel, 128-key tiles: a causal diagonal tile whose upper 64 keys no row of a warpgroup sees
+             // is multiplied over its lower 64 keys only by that warpgroup (prefill_wgmma.cu says why)
 };
 
 #if defined(__CUDACC__)
 // Where a CTA of either kernel stands (grid: x the query blocks of kBlockM rows, heaviest causal block first, since
-// the last query rows see the most keys; y the query head; z the batch entry or varlen sequence): its sequence's
-// lengths, its first query row, the keys visible to some row of it and its global base pointers.
+// the last query rows see the most keys; y the query head; z the batch entry or varlen sequence; or, with
+// a.chunk_heads, the 1-D causal schedule below): its sequence's lengths, its first query row, the keys visible to
+// some row of it and its global base pointers.
+// The causal schedule: CTAs start in launch order, one an SM at D = 128, and under a causal mask the query block
+// from the end of a sequence has up to S / kBlockM times the work of the first. The (x, y, z) grid walks each head's
+// blocks heaviest first, but a head's blocks are few against 132 SMs (32 at S = 4096), so heavy blocks of the last
+// heads still start late and the call ends on a tail. chunk_heads > 0 walks chunk_heads consecutive (batch, head)
+// pairs at a time, query block by query block from the heaviest, across the chunk's heads: the light blocks of one
+// chunk fill the SMs beside the next chunk's heavy ones, and only the last chunk's lightest blocks end the call,
+// while the keys in flight stay those of about two chunks (L2). The host sizes a chunk at about two waves of CTAs
+// (prefill.cu). Which CTA computes which rows is all that changes: every CTA's bits are the same either way.
 template <typename T>
 struct PrefillBlock {
   std::int64_t m0;      // the CTA's first query row within its sequence
@@ -44,7 +63,8 @@ struct PrefillBlock {
   std::int64_t sq, sk;  // the sequence's query and key lengths
   std::int64_t kend;    // keys [0, kend) are visible to some row of the CTA (causal: row i sees keys j ≤ i + Sk − Sq)
   int q_rows;           // the CTA's query rows within the sequence (≤ kBlockM)
-  int hk;               // the KV head of query head blockIdx.y
+  int b, h;             // the batch entry (or varlen sequence) and the query head
+  int hk;               // the KV head of query head h
   const T* qg;          // Q row m0 of the CTA's head
   const T* kg;          // K and V row 0 of the sequence, head hk
   const T* vg;
@@ -52,8 +72,26 @@ struct PrefillBlock {
 // False when the CTA has no query row (a varlen sequence shorter than the longest): the kernel returns at once.
 template <typename T>
 __device__ __forceinline__ bool prefill_block(const PrefillArgs& a, std::int64_t block_m, PrefillBlock<T>& p) {
-  const int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.y);
-  p.m0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * block_m;
+  int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.y);
+  std::int64_t from_top = blockIdx.x, tiles = gridDim.x;  // the query block, counted from the heaviest
+  if (a.chunk_heads > 0) {
+    // The chunk of CTA L: chunk_big chunks of chunk_heads + 1 pairs, then chunks of chunk_heads.
+    tiles = a.grid_tiles;
+    const std::int64_t L = blockIdx.x, big = (a.chunk_heads + 1) * tiles, in_big = a.chunk_big * big;
+    std::int64_t first, heads, r;  // the chunk's first pair and its pairs; L's place in it
+    if (L < in_big) {
+      heads = a.chunk_heads + 1, first = L / big * heads, r = L % big;
+    } else {
+      heads = a.chunk_heads;
+      first = a.chunk_big * (heads + 1) + (L - in_big) / (heads * tiles) * heads, r = (L - in_big) % (heads * tiles);
+    }
+    from_top = r / heads;
+    const std::int64_t pair = first + r % heads;  // b · Hq + h: a chunk's heads are consecutive
+    b = static_cast<int>(pair / a.grid_heads);
+    h = static_cast<int>(pair % a.grid_heads);
+  }
+  p.b = b, p.h = h;
+  p.m0 = (tiles - 1 - from_top) * block_m;
   std::int64_t k0 = 0;
   p.q0 = 0, p.sq = a.sq, p.sk = a.sk;
   if (a.cu_q) {

@@ -46,15 +46,15 @@ __device__ __forceinline__ bool pair_nonfinite(std::uint32_t w) {
   return (w & e) == e || ((w >> 16) & e) == e;
 }
 
-// Thread tid's share (of kThreads) of the scan: true when a 16-bit value in V rows x_lo..kBlockN−1 of a
-// [kBlockN][D] tile is non-finite. chunk(x, ch) is the byte address of some 16-byte chunk ch of row x (the chunks of a row in any order:
+// Thread tid's share (of kThreads) of the scan: true when a 16-bit value in V rows x_lo..x_hi−1 of a
+// [kBlockN][D] tile is non-finite (x_hi ≤ kBlockN; a trimmed diagonal tile of prefill_wgmma.cu stops at 64). chunk(x, ch) is the byte address of some 16-byte chunk ch of row x (the chunks of a row in any order:
 // the swizzle does not matter to a scan).
 template <typename T, int D, int kBlockN, int kThreads, typename ChunkAddr>
-__device__ __forceinline__ bool rows_nonfinite(const ChunkAddr& chunk, int x_lo, int tid) {
+__device__ __forceinline__ bool rows_nonfinite(const ChunkAddr& chunk, int x_lo, int tid, int x_hi = kBlockN) {
   constexpr int kChunks = D / 8;
   bool bad = false;
 #pragma unroll 2
-  for (int i = x_lo * kChunks + tid; i < kBlockN * kChunks; i += kThreads) {
+  for (int i = x_lo * kChunks + tid; i < x_hi * kChunks; i += kThreads) {
     const uint4 v = ptx::lds128(chunk(i / kChunks, i % kChunks));
     bad |= pair_nonfinite<T>(v.x) || pair_nonfinite<T>(v.y) || pair_nonfinite<T>(v.z) || pair_nonfinite<T>(v.w);
   }

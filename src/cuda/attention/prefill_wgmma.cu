@@ -192,9 +192,9 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
   const int warp = (static_cast<int>(threadIdx.x) % 128) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
-  const int b = blockIdx.z, h = blockIdx.y;
   PrefillBlock<T> blk;  // prefill_args.hpp: the CTA's rows, lengths, visible keys and base pointers
   if (!prefill_block<T>(a, kBlockM, blk)) return;
+  const int b = blk.b, h = blk.h;
   const std::int64_t m0 = blk.m0, q0 = blk.q0, sq = blk.sq, sk = blk.sk;
   const int hk = blk.hk;
   const int n_tiles = static_cast<int>((blk.kend + kBlockN - 1) / kBlockN);  // tiles past kend: never loaded
@@ -238,6 +238,16 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     for (int kk = 0; kk < kBlockN / 16; ++kk)
       ptx::wgmma_rs<T, D>(o, p[kk], ptx::desc_add(v_desc, stage * kStage + kk * 16 * 128), 1);
   };
+  // The trimmed diagonal tile (a.trim, 128-key tiles; see `dead_hi` below): P·V over the tile's first 64 keys (P's
+  // first 4 key steps). S stays m64n128k16 over the whole tile: S over the first 64 keys alone (m64n64k16 into s's
+  // first 32 registers, the other 32 left as they were) was built and made ptxas serialise every product of the
+  // kernel (C7515: non-wgmma definitions of accumulator registers inside a pipeline stage, the merge of the two
+  // branches), also with the other 32 set to −inf before the fence.
+  const auto pv_half = [&](float(&o)[D / 2], const std::uint32_t(&p)[kBlockN / 16][4], int stage) {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 32; ++kk)
+      ptx::wgmma_rs<T, D>(o, p[kk], ptx::desc_add(v_desc, stage * kStage + kk * 16 * 128), 1);
+  };
 
   // This thread's rows (within the CTA): 64·wg + 16·warp + g + 8r, r = 0, 1.
   const int wrow = wg * 64 + warp * 16;
@@ -263,13 +273,24 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   const auto crosses = [&](int tile) {
     return a.causal && static_cast<std::int64_t>(tile) * kBlockN + kBlockN - 1 > wg_diag;
   };
-  // Thread tid of scan_threads scans the V rows of tile `tile` (in `stage`) past the key `diag` sees last.
-  const auto scan = [&](auto scan_threads, int tile, int stage, std::int64_t diag, int tid) {
+  // Trim (session 9, pfx9; a.trim, 128-key tiles, causal): keys 64..127 of `tile` are seen by no row of this
+  // warpgroup (its last row, m0 + 64·wg + 63, sees keys up to wg_last). Sq = Sk, 128-row CTAs: the first
+  // warpgroup's diagonal tile, where half its products were masked away. Such a tile's P·V takes pv_half (its S
+  // stays whole: pv_half says why), and its scan stops at key 63: the skipped keys have p = 0 in every row of the
+  // warpgroup, so with finite V the bits are those of the whole tile (the tensor cores add exact zeros), and a
+  // non-finite V among them reaches no row.
+  const std::int64_t wg_last = m0 + 64 * wg + 63 + sk - sq;
+  const auto dead_hi = [&](int tile) {
+    return kBlockN == 128 && a.trim && a.causal && wg_last < static_cast<std::int64_t>(tile) * kBlockN + 64;
+  };
+  // Thread tid of scan_threads scans the V rows of tile `tile` (in `stage`) past the key `diag` sees last, up to
+  // row x_hi − 1.
+  const auto scan = [&](auto scan_threads, int tile, int stage, std::int64_t diag, int tid, int x_hi) {
     const std::uint32_t vb = kv_addr + stage * kStage + kTile;
     const std::int64_t lo = diag - static_cast<std::int64_t>(tile) * kBlockN + 1;
     const int x_lo = lo < 0 ? 0 : (lo > kBlockN ? kBlockN : static_cast<int>(lo));
     return prefill_exact::rows_nonfinite<T, D, kBlockN, decltype(scan_threads)::value>(
-        [&](int x, int ch) { return vb + (ch >> 3) * kKVPanel + x * 128 + ((ch & 7) << 4); }, x_lo, tid);
+        [&](int x, int ch) { return vb + (ch >> 3) * kKVPanel + x * 128 + ((ch & 7) << 4); }, x_lo, tid, x_hi);
   };
   // The last key of tile `tile` (tile-relative, clamped into [−1, kBlockN]) that this thread's row r sees.
   const auto vis = [&](int tile, int r) {
@@ -288,6 +309,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
         [&](int t, int i) -> float& { return o[4 * t + i]; }, vis(tile, 0), vis(tile, 1));
   };
   bool nf = false;  // the warpgroup's scan of the last tile found a non-finite V that a row may not see
+  bool trimmed = false;  // the last tile was trimmed (dead_hi): its P·V takes pv_half
   const bool fold = a.fold != 0;  // the host sets it only for a positive scale
 
   // P (16-bit, A layout) from the probabilities in s.
@@ -434,11 +456,21 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // which otherwise serialises the products around a branch it takes for divergent, C7520.)
     bool exact_prev = false;
     if constexpr (kChecked) exact_prev = __any_sync(0xffffffffu, nf);
+    // Trimmed tiles are checked ones (a tile before the first crossing is seen whole by every row); the votes say
+    // to ptxas that the branches around the products are warp-uniform.
+    const bool half_prev = kChecked && trimmed;
+    bool half = false;
+    if constexpr (kChecked) half = __any_sync(0xffffffffu, dead_hi(j));
     const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
     ptx::wgmma_fence();
     qk(s, cur);
     ptx::wgmma_commit();
-    if (j > 0 && !exact_prev) pv(o, p, prev);  // P of tile j − 1 (registers), V of tile j − 1
+    if (j > 0 && !exact_prev) {  // P of tile j − 1 (registers), V of tile j − 1
+      if (half_prev)
+        pv_half(o, p, prev);
+      else
+        pv(o, p, prev);
+    }
     ptx::wgmma_commit();
     if constexpr (kWS) {
       // The next warpgroup's turn (none left after the last warpgroup's last tile).
@@ -459,7 +491,8 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if constexpr (kChecked) {
       nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
                                      scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
-                                          static_cast<int>(threadIdx.x) % 128));
+                                          static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
+      trimmed = half;
     }
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
@@ -498,7 +531,10 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       exact_pv(n_tiles - 1, (n_tiles - 1) % kStages);
     } else {
       ptx::wgmma_fence();
-      pv(o, p, (n_tiles - 1) % kStages);
+      if (__any_sync(0xffffffffu, trimmed))
+        pv_half(o, p, (n_tiles - 1) % kStages);
+      else
+        pv(o, p, (n_tiles - 1) % kStages);
       ptx::wgmma_commit();
       ptx::wgmma_wait<0>();
       ptx::fence_regs(o);
@@ -600,8 +636,32 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
-  const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
-  kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(a, maps);
+  dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
+  PrefillArgs la = a;
+  const std::int64_t ctas = q_tiles * hq * batch;
+  if (a.chunk_heads > 0 && ctas <= 0x7fffffff) {
+    // The causal schedule (prefill_args.hpp's prefill_block): chunks of about two waves of CTAs (one CTA an SM at
+    // these shared-memory sizes), as many whole chunks as the (batch, head) pairs allow, sizes within one of each
+    // other (a small last chunk would start its heavy blocks beside the previous chunk's light ones and end late).
+    // Chosen by a list-scheduling model of 132 SMs, CTA cost (visible key tiles + 1): at (4, 32, 4096, 128) the
+    // (x, y, z) grid ends 3.3 % past the ideal, chunks of 8 pairs 0.2 %; (1, 32, 16384, 128) 0.3 % against 0.1 %;
+    // measured in pfx9's run (docs/perf-notebook.md, session 9).
+    int device = 0, sms = 0;
+    SMK_CUDA_CHECK(cudaGetDevice(&device));
+    SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::int64_t pairs = hq * batch;
+    std::int64_t target = (2 * static_cast<std::int64_t>(sms) + q_tiles / 2) / q_tiles;  // pairs in two waves
+    target = target < 1 ? 1 : target;
+    const std::int64_t chunks = pairs / target < 1 ? 1 : pairs / target;
+    la.chunk_heads = static_cast<int>(pairs / chunks);
+    la.chunk_big = static_cast<int>(pairs % chunks);
+    la.grid_heads = static_cast<int>(hq);
+    la.grid_tiles = q_tiles;
+    grid = dim3(static_cast<unsigned>(ctas), 1, 1);
+  } else {
+    la.chunk_heads = 0;
+  }
+  kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(la, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
 }
 

@@ -687,6 +687,65 @@ TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
     }
 }
 
+// Session 9 (pfx9): the causal schedule (prefill_args.hpp's prefill_block: a 1-D grid walking chunks of (batch,
+// head) pairs, heaviest query block first) and the trimmed diagonal tile (prefill_wgmma.cu's dead_hi: a warpgroup
+// multiplies only the first 64 keys of a 128-key tile whose last 64 none of its rows sees) change which CTA computes
+// what and skip products by exact zeros, so each of the four on/off combinations gives the bits of both off, for
+// every wgmma variant (TMA, and cp.async where built), f16 and bf16: causal Sq = Sk, Sq < Sk, Sq > Sk (rows with
+// no key), GQA, sinks, and 265 (batch, head) pairs at 130 rows (several chunks of the schedule, the first one pair
+// larger on the H200's 132 SMs). Outputs are poisoned before every run, so a CTA the schedule missed fails the
+// comparison. Then the diagonal's non-finite-V cases with both off on the D = 128 default (the tests above run
+// them with both on, the dispatcher's default).
+TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+    for (const PrefillToggle tma : {PrefillToggle::on, PrefillToggle::off}) {
+      if (x.warps % 4 == 1 && tma == PrefillToggle::off) continue;  // the 8-warp kernel (the producer is TMA's)
+      const std::vector<Case> cases = {
+          {"causal 300x300 gqa", DType::bf16, 3, 300, 300, 4, 2, x.d, true},
+          {"causal 129x300 (Sq<Sk) sinks", DType::f16, 2, 129, 300, 4, 1, x.d, true, true},
+          {"causal 300x129 (Sq>Sk)", DType::bf16, 2, 300, 129, 2, 2, x.d, true},
+          {"causal 130x130 265 pairs", DType::bf16, 5, 130, 130, 53, 1, x.d, true},
+      };
+      for (const Case& c : cases) {
+        SCOPED_TRACE("wgmma " + name_of(x) + tma_name(tma) + " " + c.name);
+        std::mt19937 rng(23);
+        Tensor4 q{c.b, c.sq, c.hq, c.d}, k{c.b, c.sk, c.hkv, c.d}, v{c.b, c.sk, c.hkv, c.d};
+        q.fill(rng, c.dtype, 1);
+        k.fill(rng, c.dtype, 1);
+        v.fill(rng, c.dtype, 1);
+        std::vector<float> sinks(static_cast<std::size_t>(c.hq), 0.5f);
+        const auto cfg = [&](PrefillToggle sched, PrefillToggle trim) {
+          auto r = wgmma_config(x, PrefillToggle::on, tma);
+          r.causal_schedule = sched;
+          r.trim_diagonal = trim;
+          return r;
+        };
+        const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg(PrefillToggle::off, PrefillToggle::off));
+        for (const auto& [sched, trim] : {std::pair{PrefillToggle::on, PrefillToggle::off},
+                                          {PrefillToggle::off, PrefillToggle::on},
+                                          {PrefillToggle::on, PrefillToggle::on}}) {
+          const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg(sched, trim));
+          const std::string tag = std::string(sched == PrefillToggle::on ? "schedule" : "") +
+                                  (trim == PrefillToggle::on ? " trim" : "");
+          EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), r.o.size() * sizeof(double))) << tag;
+          EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << tag;
+        }
+      }
+    }
+  const smk::cuda::PrefillVariant def{128, smk::cuda::kPrefillWgmmaWarpsD128, 1, smk::cuda::kPrefillWgmmaBlockND128,
+                                      3};
+  for (const Case& c : diagonal_cases(128)) {
+    Case cd = c;
+    cd.name = "wgmma " + name_of(def) + " tma, schedule and trim off, " + c.name;
+    auto cfg = wgmma_config(def, PrefillToggle::on, PrefillToggle::on);
+    cfg.causal_schedule = cfg.trim_diagonal = PrefillToggle::off;
+    check_case(cd, cfg, diagonal_plant(c));
+  }
+}
+
 // The dispatcher's D = 64 rule at its bounds (review F15; attention_cuda.hpp, kPrefillWgmmaD64Three{Full,Causal}):
 // with TMA, three consumer warpgroups and the producer (13 warps) with 128-key tiles from kPrefillWgmmaD64ThreeFull
 // query rows (full) and kPrefillWgmmaD64ThreeCausal (causal), two warpgroups (8 warps) with 64-key tiles one row

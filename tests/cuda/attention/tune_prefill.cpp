@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/attention/attention_cuda.hpp"
@@ -71,6 +72,23 @@ std::vector<Config> configs(std::int64_t d) {
   constexpr auto on = PrefillToggle::on, off = PrefillToggle::off;
   const std::string mode = tma_mode();
   std::vector<Config> r;
+  // SMK_TUNE_PFX9=1 (session 9): the dispatcher's TMA variant for d with the causal schedule and the trimmed
+  // diagonal off (`base`, the kernel before), each alone, and both (`both`, the default), then the dispatcher.
+  if (const char* e = std::getenv("SMK_TUNE_PFX9"); e && std::string(e) == "1") {
+    using namespace smk::cuda;
+    PrefillConfig cfg{d == 64 ? kPrefillWgmmaWarpsD64 : kPrefillWgmmaWarpsD128, 1,
+                      d == 64 ? kPrefillWgmmaBlockND64 : kPrefillWgmmaBlockND128, 3, on, on, on};
+    cfg.kernel = PrefillKernel::wgmma;
+    cfg.tma = on;
+    for (const auto& [name, sched, trim] : {std::tuple{"base", off, off}, {"sched", on, off}, {"trim", off, on},
+                                            {"both", on, on}}) {
+      cfg.causal_schedule = sched;
+      cfg.trim_diagonal = trim;
+      r.push_back({name, cfg});
+    }
+    r.push_back({"dispatcher", {}});
+    return r;
+  }
   if (mode == "only") {
     if (smk::cuda::prefill_wgmma_available(0))
       for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
