@@ -9,6 +9,8 @@
 #   pfx dec5 pfx2
 #   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
 #   vocab9
+#   mid9
+#   short9
 #   ce9
 #   pfx9
 #   dec9
@@ -1815,6 +1817,84 @@ if want vocab9; then
     [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
   done
   keep_logs v9
+  end_carried
+fi
+# mid9 (session 9, issue 3: middle rows): f32 logsumexp / the state re-read in four parts with the ftz terms
+# (block_row.cu, kAheadReread4) and the backward passes read twice (backward_reread.cu). Binaries built off the device
+# for sm_90a (build/mid9-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_backward_reread,
+# test_cuda_softmax; lib/). First the timing alone on the GPU (tune_softmax --mid9: old beside new in one process),
+# then in parallel: the two kernels' tests at full size, test_cuda_softmax's backward / invariance / wide-block tests,
+# memcheck on both kernels' tests (small). Back: mid9-summary.txt, mid9-tune.txt, mid9-logs.tgz.
+if want mid9; then
+  carried mid9 build/mid9-bin.tar.xz
+  m9=$bin
+  if [[ " ${SMK_MID9_SKIP:-} " != *" tune "* ]]; then
+    run_step mid9-tune timeout "${SMK_MID9_TUNE_S:-45}" stdbuf -oL "$m9/bin/tune_softmax" --mid9
+    keep_logs mid9
+  fi
+  m9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  m9_t=${SMK_MID9_TEST_S:-50}
+  m9_bg mid9x-blockrow timeout "$m9_t" "$m9/bin/test_cuda_block_row"
+  m9_bg mid9x-bwd timeout "$m9_t" "$m9/bin/test_cuda_backward_reread"
+  [ -x "$m9/bin/test_cuda_softmax" ] && m9_bg mid9x-softmax timeout "$m9_t" "$m9/bin/test_cuda_softmax" \
+    --gtest_filter='*BackwardEveryPath*:*BatchInvariance*:*BitwiseDeterministic*:*WideBlock*:*WideShared*'
+  m9_bg mid9x-memcheck-row timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_block_row"
+  m9_bg mid9x-memcheck-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_backward_reread"
+  wait
+  for f in "$OUT"/mid9x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs mid9
+  rm -f "$outer"/mid9x-*.txt  # their pass / fail lines are in mid9-summary.txt, the logs in mid9-logs.tgz
+  end_carried
+fi
+# short9 (session 9, issue 3: short rows' backward): backward_warp_kernel's register variants (16-bit y and dy packed,
+# __launch_bounds__ blocks raised) timed beside the dispatcher's kernel in one process. Binaries built off the device
+# for sm_90a (build/short9-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). First the
+# timing alone on the GPU (tune_softmax --short9), then Nsight Compute (launch statistics, occupancy, speed of light)
+# on one launch of each kernel of tune_softmax --short9-ncu, then in parallel: the variants' bitwise tests and the warp
+# grids at full size, test_cuda_softmax's backward tests, memcheck on the variants (small). Each part capped; none
+# starts after SMK_S9_DEADLINE_S (default 85 s). Back: short9-summary.txt, short9-tune.txt, short9-ncu.txt, logs.
+if want short9; then
+  carried short9 build/short9-bin.tar.xz
+  s9=$bin
+  s9_t0=$SECONDS
+  s9_go() { [[ " ${SMK_S9_SKIP:-} " != *" $1 "* ]] && (( SECONDS - s9_t0 < ${SMK_S9_DEADLINE_S:-85} )); }
+  if s9_go tune; then
+    run_step short9-tune timeout "${SMK_S9_TUNE_S:-30}" stdbuf -oL "$s9/bin/tune_softmax" --short9
+    keep_logs short9
+  fi
+  if s9_go ncu; then
+    run_step short9-ncu timeout "${SMK_S9_NCU_S:-25}" ncu --section LaunchStats --section Occupancy \
+      --section SpeedOfLight --section WarpStateStats --clock-control none --print-units base \
+      -k regex:backward_warp_kernel "$s9/bin/tune_softmax" --short9-ncu
+    keep_logs short9
+  fi
+  s9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  if s9_go test; then
+    s9_t=${SMK_S9_TEST_S:-40}
+    s9_bg short9x-warp timeout "$s9_t" "$s9/bin/test_cuda_warp_row" \
+      --gtest_filter='*BackwardVariants*:*BackwardGrids*'
+    s9_bg short9x-softmax timeout "$s9_t" "$s9/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
+    s9_bg short9x-memcheck timeout "$s9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$s9/bin/test_cuda_warp_row" --gtest_filter='*BackwardVariants*'
+    wait
+    for f in "$OUT"/short9x-*.log; do
+      summary+=("$(tail -n 1 "$f")")
+      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+    done
+    keep_logs short9
+    rm -f "$outer"/short9x-*.txt  # their pass / fail lines are in short9-summary.txt, the logs in short9-logs.tgz
+  fi
   end_carried
 fi
 echo

@@ -77,6 +77,12 @@ struct WarpConfig {
   int elems = 4;
   int lanes = 1;
   int grid = 0;
+  // short9 (session 9), the backward kernel only (backward.cu backward_warp_kernel): `packed` holds 16-bit y and dy in
+  // registers as loaded (two a register, converted where used; the same bits); `min_blocks` the kernel's
+  // __launch_bounds__ blocks an SM (its register cap), 0 the default bound. Only the combinations backward.cu builds
+  // are served; others are refused (smk::Error, unsupported).
+  bool packed = false;
+  int min_blocks = 0;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
@@ -119,6 +125,9 @@ constexpr int kMaxAheadRows = 2;
 // barrier (block_row.cu block_rows_reread_kernel, three 512-thread blocks an SM); rows not aligned, not unit-stride, or
 // with a temperature or mask take the direct kernel (the same bits).
 constexpr int kAheadReread = -1;
+// BlockConfig::ahead = kAheadReread4 (mid9): the re-read kernel for f32 rows on the wide block (12289..16384, ≤ 512
+// threads) in four parts with log_term_exp_ftz's terms, any layout (no temperature or mask); elsewhere as kAheadReread.
+constexpr int kAheadReread4 = -2;
 constexpr int kAheadMaxThreads = 512;
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.
@@ -159,6 +168,9 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 struct WarpRowTuning {
   int grid = -1;
   int max_blocks = 0;
+  // short9: over the dispatcher's WarpConfig::packed / ::min_blocks on every backward warp launch (-1: leave them).
+  int packed = -1;
+  int min_blocks = -1;
 };
 WarpRowTuning& warp_row_tuning();
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a
@@ -295,6 +307,14 @@ ClusterStageLast& cluster_stage_last();
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
+// The backward passes read twice (backward_reread.cu, mid9; block_per_row's rows): a loop over the row for
+// s = Σ dy·y (or Σ dy), then y and dy read again for dx, no row held in registers, kBackwardRereadThreads threads a
+// row, two blocks an SM. Any row of up to kBackwardRereadMaxN, any layout, temperature and output type; its launches
+// since the process started (tests: which kernel served).
+constexpr int kBackwardRereadThreads = 1024;
+constexpr std::int64_t kBackwardRereadMaxN = 32768;
+void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s);
+std::uint64_t backward_reread_launch_count();
 void launch_backward_split_rows(const RowProblem& p, cudaStream_t s);
 void launch_backward_strided_inner(const RowProblem& p, StridedConfig c, cudaStream_t s);
 

@@ -183,6 +183,11 @@ constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
 constexpr std::int64_t kBackwardSharedFromN16 = 2048;
 constexpr std::int64_t kBackwardSharedFromNF32 = kBackwardWideAutoMaxN + 1;  // 16385
 constexpr std::int64_t kBackwardPrefetchFromN = 28673;
+// mid9 (session 9): the backward passes of these rows read y and dy twice, holding no row in registers
+// (backward_reread.cu: 1024 threads, two blocks an SM, 32 registers), as torch.compile's Triton kernel does. Set
+// before its run on a prediction (bf16 8192×32000 log-softmax backward 443 → ~370 µs); every dtype and both ops.
+constexpr std::int64_t kBackwardRereadFromN = 4097;
+constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
@@ -428,9 +433,15 @@ constexpr std::int64_t kRereadMaxN16 = 10240;
 constexpr std::int64_t kAheadFromN16 = kBlockMaxN + 1;  // the wide block, up to kAheadMaxThreads threads (16384)
 constexpr std::int64_t kRereadFromNF32 = 6145;
 constexpr std::int64_t kRereadMaxNF32 = 10240;
+// mid9 (session 9): f32 rows on the wide block at ≤ 512 threads (12289..16384) re-read in four parts with the ftz
+// terms (kAheadReread4: 40 registers, no spill, three blocks an SM; any layout). Predicted, not yet measured when set:
+// 4096×16384 logsumexp 85.7 → ~66 µs (18 → ~13.5 instructions an element, three blocks an SM against the direct
+// wide block's two at 27.5).
+constexpr std::int64_t kReread4FromNF32 = kBlockMaxN + 1;  // 12289
 constexpr bool kAheadEvictFirst = false;
 int block_ahead_rows(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
   if (kernels::writes_rows(p.op) || c.cluster != 1 || c.staged || c.threads > kernels::kAheadMaxThreads) return 0;
+  if (t == DType::f32 && c.wide && p.n >= kReread4FromNF32) return kernels::kAheadReread4;
   if (t == DType::f32) return p.n >= kRereadFromNF32 && p.n <= kRereadMaxNF32 ? kernels::kAheadReread : 0;
   if (p.n >= kRereadFromN16 && p.n <= kRereadMaxN16) return kernels::kAheadReread;
   return p.n >= kAheadFromN16 ? 1 : 0;
@@ -696,6 +707,8 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {
+      // mid9: rows of kBackwardRereadFromN..kBackwardRereadToN read twice, no row in registers (backward_reread.cu).
+      if (p.n >= kBackwardRereadFromN && p.n <= kBackwardRereadToN) return kernels::launch_backward_reread_rows(rp, s);
       kernels::BlockConfig c;
       const bool f32 = y.dtype == DType::f32;
       if (p.n >= (f32 ? kBackwardSharedFromNF32 : kBackwardSharedFromN16)) {

@@ -5,7 +5,7 @@
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
-//                        --short8]
+//                        --short8 | --short9 | --mid9]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -161,6 +161,7 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
           if (bwd) {
             const RowProblem p = backward_problem(op, rows, n, t, b, i);
             if (v.kind == 'w') launch_backward_warp_rows(p, v.warp, nullptr);
+            else if (v.kind == 'r') launch_backward_reread_rows(p, nullptr);  // mid9: the backward read twice
             else if (v.kind == 'b') launch_backward_block_rows(p, v.block, nullptr);
             else launch_backward_split_rows(p, nullptr);
             return;
@@ -199,6 +200,18 @@ Variant warpg(int elems, int lanes, int grid) {
   Variant v = warp(elems, lanes);
   v.name += " g" + std::to_string(grid);
   v.tuning.grid = grid;
+  return v;
+}
+// short9 (session 9): backward_warp_kernel's register variants: E elements and L lanes, grid (0 persistent, 8 the f32
+// dispatcher's), `packed` 16-bit y and dy held as loaded, `mb` the __launch_bounds__ blocks an SM (0: the default).
+Variant wv(int elems, int lanes, int grid, bool packed, int mb) {
+  Variant v = warpg(elems, lanes, grid);
+  if (packed) v.name += " packed";
+  if (mb > 0) v.name += " mb" + std::to_string(mb);
+  v.warp.grid = grid;
+  v.tuning.grid = -1;
+  v.warp.packed = packed;
+  v.warp.min_blocks = mb;
   return v;
 }
 // bw16: the wide block forward (32 elements a thread, staged or not) and the backward's wide blocks (16 + 16 in
@@ -351,6 +364,114 @@ int main(int argc, char** argv) {
     run_shape(32768, 1024, grids(32, 32), f32, ops, reps);
     run_shape(1048576, 32, {warpg(32, 1, 0), warpg(16, 2, 0), warpg(32, 1, 0), warpg(16, 2, 0)}, bf16,
               {Op::softmax_backward, Op::log_softmax_backward}, reps);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--short9-ncu") == 0) {
+    // One launch of each backward warp kernel for Nsight Compute (scripts/device.sh short9), softmax backward:
+    // bf16 262144x128 E32 L4 (default, packed, packed at 4 and 5 blocks an SM), bf16 32768x1024 E32 L32 (default,
+    // packed at 4), f32 262144x128 E16 L8 on the grid of 8 (default, 4 and 6 blocks an SM).
+    struct Ncu {
+      DType t;
+      std::int64_t rows, n;
+      Variant v;
+    };
+    const std::vector<Ncu> runs = {
+        {DType::bf16, 262144, 128, wv(32, 4, 0, false, 0)}, {DType::bf16, 262144, 128, wv(32, 4, 0, true, 0)},
+        {DType::bf16, 262144, 128, wv(32, 4, 0, true, 4)},  {DType::bf16, 262144, 128, wv(32, 4, 0, true, 5)},
+        {DType::bf16, 32768, 1024, wv(32, 32, 0, false, 0)}, {DType::bf16, 32768, 1024, wv(32, 32, 0, true, 4)},
+        {DType::f32, 262144, 128, wv(16, 8, 8, false, 0)},  {DType::f32, 262144, 128, wv(16, 8, 8, false, 4)},
+        {DType::f32, 262144, 128, wv(16, 8, 8, false, 6)}};
+    for (const Ncu& r : runs) {
+      Buffers b = make_buffers(r.rows, r.n, r.t);
+      std::printf("ncu launch: %s %lldx%lld %s\n", smk::dtype_name(r.t), static_cast<long long>(r.rows),
+                  static_cast<long long>(r.n), r.v.name.c_str());
+      std::fflush(stdout);
+      launch_backward_warp_rows(backward_problem(Op::softmax_backward, r.rows, r.n, r.t, b, 0), r.v.warp, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--short9") == 0) {
+    // short9 (session 9, docs/perf-notebook.md): the backward warp kernel's registers on the short rows (2^25
+    // elements) and three lengths between; each shape's dispatcher configuration (the default: f32 on the grid of 8,
+    // 16-bit persistent) timed first, in the middle and last (the spread of one kernel), the variants between.
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    const int r9 = 40;
+    auto f32_set = [](int e, int l) {
+      std::vector<Variant> v = {wv(e, l, 8, false, 0)};
+      if (e == 16) v.insert(v.end(), {wv(16, l, 8, false, 4), wv(16, l, 8, false, 5), wv(16, l, 8, false, 6)});
+      if (e == 32) v.push_back(wv(32, l, 8, false, 3));
+      v.push_back(wv(e, l, 8, false, 0));
+      if (e == 16 && l < 32) v.push_back(wv(8, 2 * l, 8, false, 0));  // 64 registers, no spill, 4 blocks
+      if (e == 16 && l <= 8) v.push_back(wv(4, 4 * l, 8, false, 0));
+      if (e == 16) v.insert(v.end(), {wv(16, l, 0, false, 4), wv(16, l, 16, false, 5)});
+      v.push_back(wv(e, l, 8, false, 0));
+      return v;
+    };
+    auto bf16_set = [](int e, int l) {
+      std::vector<Variant> v = {wv(e, l, 0, false, 0), wv(e, l, 8, false, 0), wv(e, l, 0, true, 0),
+                                wv(e, l, 0, true, 4), wv(e, l, 0, true, 5), wv(e, l, 0, true, 6)};
+      v.push_back(wv(e, l, 0, false, 0));
+      v.insert(v.end(), {wv(e, l, 8, true, 4), wv(e, l, 8, true, 5), wv(e, l, 0, true, 2)});
+      if (e == 32 && l < 32) v.insert(v.end(), {wv(16, 2 * l, 0, false, 0), wv(16, 2 * l, 0, true, 4)});
+      if (l * e / 8 <= 32) v.push_back(wv(8, l * e / 8, 0, false, 0));  // E8: 60 registers, 4 blocks, no spill
+      if (e == 16 && l > 1) v.insert(v.end(), {wv(32, l / 2, 0, true, 3), wv(32, l / 2, 0, true, 4)});
+      v.push_back(wv(e, l, 0, false, 0));
+      return v;
+    };
+    const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
+    run_shape(262144, 128, f32_set(16, 8), f32, bwd, r9);
+    run_shape(1048576, 32, f32_set(16, 2), f32, bwd, r9);
+    // At 1024 also block_per_row's backward kernel on blocks of 64 threads (16 + 16 a thread: 64 registers, up to 32
+    // blocks an SM, Triton's occupancy), timed there in short8 (100.0 against the warp kernel's 101.9 in f32).
+    auto with_block = [](std::vector<Variant> v) {
+      v.insert(v.end() - 1, block(64, 1));
+      return v;
+    };
+    run_shape(32768, 1024, with_block(f32_set(32, 32)), f32, bwd, r9);
+    run_shape(262144, 128, bf16_set(32, 4), bf16, bwd, r9);
+    run_shape(1048576, 32, bf16_set(16, 2), bf16, bwd, r9);
+    run_shape(32768, 1024, with_block(bf16_set(32, 32)), bf16, bwd, r9);
+    // Between: 64, 256, 512 (the dispatcher's E16 L4 / E16 L16 / E16 L32 in f32, E32 L2 / E32 L8 / E32 L16 in bf16).
+    run_shape(524288, 64, f32_set(16, 4), f32, bwd, r9);
+    run_shape(131072, 256, f32_set(16, 16), f32, bwd, r9);
+    run_shape(65536, 512, f32_set(16, 32), f32, bwd, r9);
+    run_shape(524288, 64, bf16_set(32, 2), bf16, bwd, r9);
+    run_shape(131072, 256, bf16_set(32, 8), bf16, bwd, r9);
+    run_shape(65536, 512, bf16_set(32, 16), bf16, bwd, r9);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--mid9") == 0) {
+    // mid9 (session 9, docs/perf-notebook.md): f32 logsumexp / the state on block_per_row, the direct kernel (the
+    // dispatcher's at 16384 and 4096 before), mid8's re-read kernel (its at 8192) and mid9's in four parts with the
+    // ftz terms (kAheadReread4: the f32 wide block only; elsewhere it is mid8's), the first variant timed again last;
+    // then the backward passes: the dispatcher's block before mid9 (f32: the 512-thread block to 8192, the 16 + 16
+    // wide block to 16384, dy in shared memory above; 16-bit: dy in shared memory, prefetching from 28673) beside the
+    // re-read kernel (backward_reread.cu), each first variant again last.
+    const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
+    const std::vector<Op> lse = {Op::logsumexp, Op::state};
+    Variant r4 = ahead(16384, kAheadReread4, false);
+    r4.name = direct(16384).name + " reread4 ftz";
+    run_shape(4096, 16384, {direct(16384), ahead(16384, kAheadReread, false), r4, direct(16384)}, f32, lse, reps);
+    run_shape(8192, 8192, {direct(8192), ahead(8192, kAheadReread, false), direct(8192)}, f32, {Op::logsumexp}, reps);
+    run_shape(16384, 4096, {direct(4096), ahead(4096, kAheadReread, false), direct(4096)}, f32, {Op::logsumexp}, reps);
+    run_shape(5461, 12288, {direct(12288), ahead(12288, kAheadReread, false), direct(12288)}, f32, {Op::logsumexp},
+              reps);
+    const Variant rr{"bwd reread", 'r', {}, {}};
+    auto f32_old = [](std::int64_t n) {
+      if (n > 16384) return bshared(n, false);
+      if (n > 8192) return bwide16(n);
+      Variant v = block(static_cast<int>(((n + kBackwardBlockElems - 1) / kBackwardBlockElems + 31) / 32 * 32), 1);
+      v.name = "bwd block T" + std::to_string(v.block.threads);
+      return v;
+    };
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{8192, 32000}, {16384, 4096}, {4096, 16384},
+                                  {8192, 8192}, {2048, 24576}}) {
+      run_shape(rows, n, {f32_old(n), rr, f32_old(n)}, f32, bwd, reps);
+      run_shape(rows, n, {bshared(n, n >= 28673), rr, bshared(n, n >= 28673)}, bf16, bwd, reps);
+    }
     return 0;
   }
   if (mid16) {

@@ -1,0 +1,168 @@
+// The backward passes of block_per_row's rows read twice, holding no row in registers (mid9, session 9):
+//   softmax:      dx = y ⊙ (dy − s) / T,        s = Σ dy ⊙ y
+//   log-softmax:  dx = (dy − exp(y) · s) / T,   s = Σ dy
+// One block of up to 1024 threads a row, two blocks an SM (__launch_bounds__(1024, 2): 32 registers): a loop over the
+// row's 16-byte vectors summing the terms, the block's sum, then a second loop that loads y and dy again (from L2:
+// the block's row was read a moment before; `ld.global.cs`, their last use) and writes dx. What torch.compile's Triton
+// kernel does (Nsight Compute, mid8's run, bf16 8192×32000 log-softmax backward: 32 registers, two 1024-thread blocks
+// an SM, DRAM 89 % busy, 361 µs against our dy-shared block's 443), where backward.cu's blocks hold y (and dy) in
+// registers across the row's barrier at 64 registers and one block an SM.
+//
+// Traffic per element: y and dy read once from DRAM (the second read hits L2 while the rows in flight fit it: 2 blocks
+// × 132 SMs × a row of y and dy, 34 MB at bf16 32000, 67 MB at f32 32000, over the H200's 50 MB L2), dx written:
+// 12 B (f32), 6 B (bf16) — the floor of backward.cu's blocks. Floor at 4.27 TB/s: 8192×32000 f32 737 µs, bf16 368;
+// 16384×4096 and 4096×16384 f32 189 µs, bf16 94.
+// Measured: (see docs/perf-notebook.md "session 9 — mid9"; filled in from the run).
+//
+// The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's
+// terms into V running sums, lane j the j-th element of each; tree_sum over the V, then block_sum. A function of n
+// (and T, itself a function of n) alone, whatever the layout: an unaligned or strided row loads its elements one by
+// one through the same map. Rounding depth: (K − 1) + log2 V + 10 with K = ⌈n / (T·V)⌉ ≤ 8 (f32 at 32768) — at most
+// 19 = ⌈log2 32768⌉ + 4, the D of the backward's gate (docs/semantics.md §6; tests/cuda/softmax/gpu_case.hpp).
+#include <atomic>
+
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+#include "softmaxkit/core/error.hpp"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+// The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one (backward.cu's
+// row_temperature, the same rule).
+__device__ __forceinline__ float reread_row_temperature(const RowProblem& p, const RowRef& o) {
+  if (p.temp == nullptr) return p.temperature;
+  const float v = p.temp[o.off(p, kTemp)];
+  return (v > 0.0f && v <= 3.402823466e38f) ? v : detail::nan_<float>();
+}
+
+template <typename In, int V>
+struct alignas(16) InVec {
+  In v[V];
+};
+template <typename In, int V, bool kLast>
+__device__ __forceinline__ InVec<In, V> load_vec(const In* row, int i0) {
+  static_assert(sizeof(InVec<In, V>) == 16, "16-byte vectors");
+  const uint4* q = reinterpret_cast<const uint4*>(row + i0);
+  const uint4 u = kLast ? __ldcs(q) : *q;
+  InVec<In, V> w;
+  memcpy(&w, &u, sizeof(w));
+  return w;
+}
+
+template <typename In, typename Out, bool kLog>
+__global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_kernel(const RowProblem p) {
+  constexpr int V = 16 / static_cast<int>(sizeof(In));
+  struct alignas(V * sizeof(Out)) OutVec {
+    Out v[V];
+  };
+  __shared__ float red[32];
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(p.n);
+  const std::int64_t sy = p.step[kX], sdy = p.step[kDy], sdx = p.step[kOut];
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const RowRef o{row, 0};
+    const In* y = at<In>(p.x, o.off(p, kX));
+    const In* dy = at<In>(p.dy, o.off(p, kDy));
+    Out* dx = at<Out>(p.out, o.off(p, kOut));
+    // Whole 16-byte vectors of y and dy (and of dx for the second loop); else every element through load_elems.
+    const bool whole = sy == 1 && sdy == 1 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(dy) % 16 == 0;
+    const bool whole_out = whole && sdx == 1 && reinterpret_cast<std::uintptr_t>(dx) % sizeof(OutVec) == 0;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+    int i0 = t * V;
+    if (whole) {
+#pragma unroll 1
+      for (; i0 + V <= n; i0 += T * V) {
+        const auto b = load_vec<In, V, false>(dy, i0);
+        if constexpr (kLog) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc[j] += to_f32(b.v[j]);
+        } else {
+          const auto a = load_vec<In, V, false>(y, i0);
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc[j] += to_f32(b.v[j]) * to_f32(a.v[j]);
+        }
+      }
+    }
+#pragma unroll 1
+    for (; i0 < n; i0 += T * V) {  // a ragged end, or every vector of a row not loaded whole: element by element
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int i = i0 + j;
+        const float b = i < n ? to_f32(dy[sdy * i]) : 0.0f;
+        if constexpr (kLog) acc[j] += b;
+        else acc[j] += b * (i < n ? to_f32(y[sy * i]) : 0.0f);
+      }
+    }
+    const float s = block_sum(tree_sum<V>(acc), red);
+    const bool scale = p.scale;
+    const float temp = scale ? reread_row_temperature(p, o) : 1.0f;
+    auto grad = [&](float yv, float dyv) {
+      const float d = kLog ? dyv - expf(yv) * s : yv * (dyv - s);
+      return scale ? d / temp : d;
+    };
+    i0 = t * V;
+    if (whole_out) {
+#pragma unroll 1
+      for (; i0 + V <= n; i0 += T * V) {
+        const auto a = load_vec<In, V, true>(y, i0);
+        const auto b = load_vec<In, V, true>(dy, i0);
+        OutVec w;
+#pragma unroll
+        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(grad(to_f32(a.v[j]), to_f32(b.v[j])));
+        *reinterpret_cast<OutVec*>(dx + i0) = w;
+      }
+    }
+#pragma unroll 1
+    for (; i0 < n; i0 += T * V) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int i = i0 + j;
+        if (i < n) dx[sdx * i] = from_f32<Out>(grad(to_f32(y[sy * i]), to_f32(dy[sdy * i])));
+      }
+    }
+    __syncthreads();  // red is rewritten by the next row
+  }
+}
+
+std::atomic<std::uint64_t>& reread_backward_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
+template <typename In, typename Out>
+void launch_reread(const RowProblem& p, cudaStream_t s) {
+  const auto kernel = p.op == Op::log_softmax_backward ? backward_reread_kernel<In, Out, true>
+                                                       : backward_reread_kernel<In, Out, false>;
+  // The fewest warps that give every thread at least one vector, up to 1024 threads (a function of n alone: the
+  // sum's order with it).
+  constexpr std::int64_t V = 16 / sizeof(In);
+  const std::int64_t vectors = (p.n + V - 1) / V;
+  const int threads = static_cast<int>(std::clamp<std::int64_t>((vectors + 31) / 32 * 32, 32, kBackwardRereadThreads));
+  kernel<<<capped_grid(p.rows), threads, 0, s>>>(p);
+  SMK_CUDA_CHECK_LAUNCH("backward_reread_kernel");
+  reread_backward_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
+  if (p.rows == 0 || p.n == 0) return;
+  if (p.n > kBackwardRereadMaxN)
+    smk::throw_invalid_argument("softmax backward (re-read rows)", "n", "rows of at most 32768 elements");
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (sizeof(In) == 2) {
+      if (p.out_dtype != DType::f32) return launch_reread<In, In>(p, s);
+    }
+    launch_reread<In, float>(p, s);
+  });
+}
+
+std::uint64_t backward_reread_launch_count() { return reread_backward_launches().load(std::memory_order_relaxed); }
+
+}  // namespace smk::cuda::kernels

@@ -1,0 +1,97 @@
+// The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9): the dispatcher's kernel for
+// block_per_row's rows of 4097..32768 (softmax_cuda.cpp kBackwardRereadFromN / ToN). Each case runs the public call
+// (automatic path) with dx poisoned (0xFF) first, asserts that the re-read kernel served it, and checks every element
+// against the float64 CPU reference with gpu_case.hpp's backward gates; the same rows strided and unaligned (y, dy and
+// dx each off a 16-byte boundary: element-by-element loads and stores) must give the contiguous rows' bits (the sum's
+// order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; f32, bf16
+// (and bf16 → f32 dx), f16; per-row temperatures; many rows (more than two blocks an SM hold at once).
+//
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs): fewer rows and lengths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+namespace k = cuda::kernels;
+
+class GpuBackwardReread : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+// y: a softmax (or log-softmax) of random scores in y's dtype, as a forward pass gives it; dy ~ N(0, 1).
+Case backward_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
+                   std::uint64_t seed) {
+  Case c = random_case(name, op, in, out, rows, n, seed);
+  std::vector<double> y(c.x.size());
+  const Layout f64 = contiguous(DType::f64, {rows, n});
+  if (op == Op::softmax_backward)
+    cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+  else
+    cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+  for (auto& v : y) v = round_to(in, v);
+  c.x = y;
+  c.dy = random_values(in, rows * n, 1.0, 0.0, seed + 1);
+  return c;
+}
+
+// Runs c through the dispatcher, asserts the re-read kernel served it and that every element is within its gate.
+Result run_checked(const Case& c) {
+  const std::uint64_t before = k::backward_reread_launch_count();
+  Result r = run_gpu(c, cuda::SoftmaxPath::automatic);
+  EXPECT_TRUE(r.ran) << r.reason;
+  EXPECT_GT(k::backward_reread_launch_count(), before) << c.name << ": the re-read kernel did not serve";
+  EXPECT_FALSE(r.stray_write) << c.name;
+  EXPECT_EQ(check(c, r, reference(c)), 0) << c.name;
+  return r;
+}
+
+TEST_F(GpuBackwardReread, EveryDtypeBothOpsAgainstReference) {
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::uint64_t seed = 9300;
+  std::vector<std::int64_t> lengths = {4097, 8192, 12289, 16384, 30001, 32768};
+  if (small_mode()) lengths = {4097, 30001};
+  for (std::int64_t n : lengths)
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        // Many rows at the shortest and longest lengths (every block walks one row at a time; more rows than fit).
+        const std::int64_t rows = small_mode() ? 3 : (n == 4097 || n == 32768 ? 2 * sms + 7 : 5);
+        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
+                                " " + op_name(op);
+        SCOPED_TRACE(tag);
+        const Case c = backward_case(tag, op, t, t, rows, n, ++seed);
+        const Result a = run_checked(c);
+        // Strided and unaligned: y and dy at a pitch of n + 1 from one element in, dx at n + 3 from one in.
+        Case odd = c;
+        odd.name = tag + " strided unaligned";
+        odd.in.strides = {n + 1, 1};
+        odd.in.offset = 1;
+        odd.out.strides = {n + 3, 1};
+        odd.out.offset = 1;
+        const Result b = run_checked(odd);
+        expect_same_bits(a, b, odd.name);
+        if (t == DType::bf16) {  // dx in f32 from 16-bit y and dy
+          Case f = c;
+          f.name = tag + " to f32";
+          f.out = contiguous(DType::f32, {rows, n});
+          (void)run_checked(f);
+        }
+        if (t == DType::f32 && rows <= 5) {  // per-row temperatures (not exact: the gate's 2u·|dx|)
+          Case tc = backward_case(tag + " row temperatures", op, t, t, 3, n, ++seed);
+          tc.row_temperature = {0.5, 3.0, 0.25};
+          (void)run_checked(tc);
+        }
+      }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
