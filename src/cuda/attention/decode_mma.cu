@@ -35,6 +35,18 @@
 // does this kernel's arithmetic, ~1 % slower): the call less the same call with the merge skipped, 6.7 % at
 // (1, 32768), 9.8 % with 64/8 heads, 0.1-2.4 % on the other rows. At 16 x 8192 (Nsight Compute) the SMs were active
 // 92 % of the kernel (2.59 waves of 396 blocks: the partial last wave), DRAM at 81 % of peak while it ran.
+// Session 9 (dec9; H200 run of 12:42 UTC 2026-11-30, tree of 0ea7259 + commit 9c473f5's kernel, three samples of
+// each build alternating in one call, docs/bench/dec9-s9-2026-11-30.md): this kernel 53.1-53.2 µs at (1, 32768),
+// 142.3-142.4 at (1, 131072), 151.4-151.6 / 271.9-272.0 / 143.6-144.2 on the batch rows, 56.1-56.4 and 155.5-155.8 at
+// 64/8 (cuDNN 49.9 / 138.6 / 135.3 / 255.2 / 136.9 / 50.4 / 135.5: 0.87-0.97x). Beside it, K and V rows copied by the
+// bulk copy engine (cp.async.bulk, one 256-byte row a lane, rows padded by 16 bytes instead of swizzled, one
+// transaction barrier a ring slot; 102-106 registers against 120) passed every test but lost on every row: 71.6,
+// 244.6, 165.0 / 311.0 / 159.9, 74.6 and 167.9 µs. A bulk copy that small is one copy-engine operation per 256 bytes,
+// and the rate fell furthest where one block holds an SM ((1, 131072): 2.19 against 3.77 TB/s), so the engine's
+// operations, not the bytes, set that rate; the engine pays only with whole boxes (a tensor map, 4 KB a tile), not
+// tried. The same run, this kernel: 3 ring stages (two blocks an SM) 152.2 against 151.6 µs at 16 x 8192, 53.0
+// against 53.2 at (1, 32768); K and V stored head-major (torch's layout, through strides) 151.7 and 53.3: neither the
+// ring's depth at the same bytes an SM nor the cache's layout is the gap to cuDNN.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -220,12 +232,6 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   }
 }
 
-// A ring row's pitch in elements: D plus 16 bytes, so the 8 rows of each ldmatrix phase (16 bytes each) fall in 8
-// different bank groups (the row pitch is 4 banks past a multiple of 32) without a swizzle, which a bulk copy of a
-// whole row could not apply.
-template <int D>
-inline constexpr int kPitch = D + 8;
-
 // Shared memory of the fold after the ring (states [W][8], accumulators [W][8][D], coefficients, LSEs), and where the
 // cluster merge's partial rows [8][D] and their LSEs [8] go after it (f32; the fold's accumulators are read while
 // they are written, so the two must not overlap).
@@ -299,15 +305,12 @@ template <typename T, int D, int kStages, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
-  constexpr int kTile = kKeys * kPitch<D>;             // elements of one K or V tile (rows padded)
-  static_assert(2 * kKeys == 32, "one row of K or V per lane per tile");
+  constexpr int kTile = kKeys * D;                     // elements of one K or V tile
+  constexpr int kChunks = D / 8;                       // 16-byte chunks per row
+  constexpr int kCopies = 2 * kKeys * kChunks / 32;    // cp.async per lane per tile (K and V)
   extern __shared__ __align__(128) unsigned char smem[];
-  // One transaction barrier per ring slot per warp: a slot's phase completes when its tile's rows have landed.
-  __shared__ __align__(8) std::uint64_t ring_bar[kWarps * kStages];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][kPitch]
-  const auto at = [](int row, int col) { return row * kPitch<D> + col; };  // element offset in a tile
-  const auto bar_of = [&](int slot) { return ptx::smem_addr(ring_bar + warp * kStages + slot); };
+  T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
 
   // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
   // split are (round 2's order).
@@ -359,63 +362,26 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
   const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
   const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
-  // Lane l copies row l % 16 of K (l < 16) or V (l >= 16) of the tile: one row of D·2 bytes, contiguous in the
-  // cache. On sm_90 by the bulk copy engine (one instruction a lane, completing on the slot's barrier; lane 0 first
-  // tells the barrier the tile's bytes); elsewhere by 16-byte cp.async into the same padded rows. A row no row of
-  // the block may read (past kv_end; for V past v_end, the causal band, whose p·v the CUDA cores add) is not read:
-  // its lane zeroes it in shared memory instead (the zero-fill the old cp.async path had), so 0·p never meets a
-  // stale or never-written value in the product, and fences its stores against the async proxy that will write the
-  // slot again later.
-  const int my_which = lane / kKeys, my_row = lane % kKeys;
   const auto issue = [&](int i) {  // this warp's i-th tile into ring slot i % kStages
-    const int slot = i % kStages;
-    T* const dst = ring + slot * 2 * kTile + my_which * kTile + at(my_row, 0);
-    const int j = first_key(i) + my_row;
-    const bool ok = j < (my_which ? v_end : kv_end);
-    const T* src = my_which ? vg + (ok ? j * a.vs[1] : 0) : kg + (ok ? j * a.ks[1] : 0);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned rows = static_cast<unsigned>(__popc(__ballot_sync(kFull, ok)));
-    if (lane == 0) ptx::mbar_arrive_expect_tx(bar_of(slot), rows * D * sizeof(T));
-    __syncwarp();  // the barrier expects the bytes before any copy completes on it
-    if (ok) {
-      ptx::bulk_load(ptx::smem_addr(dst), src, D * sizeof(T), bar_of(slot));
-    } else {
+    T* st = ring + (i % kStages) * 2 * kTile;
+    const int j0 = first_key(i);
 #pragma unroll
-      for (int x = 0; x < D; x += 8) *reinterpret_cast<uint4*>(dst + x) = make_uint4(0u, 0u, 0u, 0u);
-      ptx::fence_proxy_async_shared();
+    for (int x = 0; x < kCopies; ++x) {
+      const int id = x * 32 + lane;
+      const int which = id / (kKeys * kChunks);  // 0: K, 1: V (compile-time per x)
+      const int rem = id % (kKeys * kChunks);
+      const int row = rem / kChunks, col = (rem % kChunks) * 8;
+      const int j = j0 + row;
+      const bool ok = j < (which ? v_end : kv_end);
+      const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
+      ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
     }
-#else
-#pragma unroll
-    for (int x = 0; x < D; x += 8) ptx::cp_async_16(ptx::smem_addr(dst + x), ok ? src + x : src, ok ? 16 : 0);
-#endif
   };
-  // Closes tile i's copies (cp.async's group; nothing for the bulk copies, which count on the barrier).
-  const auto commit = [] {
-#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
-    ptx::cp_async_commit();
-#endif
-  };
-  // Waits until tile i has landed, for every lane of the warp.
-  const auto wait_tile = [&](int i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    ptx::mbar_wait(bar_of(i % kStages), static_cast<std::uint32_t>((i / kStages) & 1));
-#else
-    (void)i;
-    ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
-    __syncwarp();                       // and every other lane's
-#endif
-  };
-  if (lane == 0) {
-#pragma unroll
-    for (int s = 0; s < kStages; ++s) ptx::mbar_init(bar_of(s), 1);
-    ptx::fence_mbar_init();
-  }
-  __syncwarp();
   const auto prologue = [&] {  // the first kStages − 1 tiles in flight
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
       if (s < my_tiles) issue(s);
-      commit();
+      ptx::cp_async_commit();
     }
   };
 
@@ -455,8 +421,9 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 
   for (int i = 0; i < my_tiles; ++i) {
     if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
-    commit();
-    wait_tile(i);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
+    __syncwarp();                       // and every other lane's
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);
@@ -466,7 +433,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
       std::uint32_t bf[4];
-      ptx::ldmatrix_x4(bf, ptx::smem_addr(sk + at((mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
+      ptx::ldmatrix_x4(bf, ptx::smem_addr(sk + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
       const std::uint32_t qf[4] = {qa[kk][0], 0u, qa[kk][1], 0u};
       ptx::mma_16816<T>(s[0], qf, bf[0], bf[1]);
       ptx::mma_16816<T>(s[1], qf, bf[2], bf[3]);
@@ -514,7 +481,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 #pragma unroll
     for (int mt = 0; mt < kSteps; ++mt) {
       std::uint32_t va[4];
-      ptx::ldmatrix_x4_trans(va, ptx::smem_addr(sv + at((mi / 2) * 8 + lane % 8, mt * 16 + (mi % 2) * 8)));
+      ptx::ldmatrix_x4_trans(va, ptx::smem_addr(sv + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, mt * 16 + (mi % 2) * 8)));
       ptx::mma_16816<T>(acc[mt], va, pb0, pb1);
     }
 
@@ -545,10 +512,8 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
     }
     __syncwarp();  // every lane has read this slot before the next iteration refills it
   }
-#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
   ptx::cp_async_wait<0>();
-#endif
-  __syncthreads();  // the ring is reused below (every tile issued was waited for in the loop)
+  __syncthreads();  // the ring is reused below
 
   l_run += __shfl_xor_sync(kFull, l_run, 1);
   l_run += __shfl_xor_sync(kFull, l_run, 2);
@@ -618,7 +583,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 
 template <typename T, int D, int kStages>
 constexpr std::size_t smem_bytes() {
-  constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * kPitch<D> * sizeof(T);
+  constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
   constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitLimit * D * sizeof(float);  // the fused merge's
   static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
   static_assert(kPartEnd<D> <= ring, "the cluster merge's partials fit in the ring: no more shared memory per block");

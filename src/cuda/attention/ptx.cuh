@@ -272,14 +272,6 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
     }
   }
 }
-// `bytes` contiguous bytes (a multiple of 16; src and dst 16-byte aligned) from global to shared memory by the bulk
-// copy engine (the non-tensor cp.async.bulk, no tensor map), completing `bytes` on the barrier `bar`. Issued by one
-// thread; nothing goes through its registers or the L1's per-thread copy path. Added for decode_mma.cu (session 9).
-__device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
 // A 4-D box from global memory (the tensor map `map`, a __grid_constant__ kernel parameter, says its shape, strides,
 // box and swizzle) into shared memory at `dst`, coordinates innermost first; completes `bytes` on the barrier `bar`
 // (the whole box, zero-filled parts included). Issued by one thread.
