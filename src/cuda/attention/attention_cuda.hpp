@@ -167,8 +167,14 @@ inline constexpr std::int64_t kPrefillWgmmaShortCausal = 1024;
 inline constexpr int kPrefillWgmmaWarpsShortCausal = 4;
 inline constexpr int kPrefillWgmmaBlockNShortCausal = 64;
 inline constexpr bool kPrefillWgmmaTma = true;
-// Session 9 (pfx9): the causal schedule and the trimmed diagonal tile (PrefillConfig says what they are).
-inline constexpr bool kPrefillWgmmaCausalSchedule = true;
+// Session 9 (pfx9): the causal schedule and the trimmed diagonal tile (PrefillConfig says what they are), timed
+// beside each other in one H200 run of d3b2984 (2026-11-30 12:38 UTC, tune_prefill four passes, two in reverse
+// column order, bf16 TFLOP/s, the mean of the four; docs/bench/pfx9-s9-2026-11-30.md). (4, 32, 4096, 128) causal:
+// neither 465.9, schedule 467.0, trim 477.0, both 478.3: the trim +2.4 % (ahead of the untrimmed columns in every
+// pass, either order), the schedule within the spread. (1, 32, 16384, 128) causal (each pass's first column left
+// out, it reads high): schedule 573.2, trim 580.9, both 578.3, neither 576.8 (two passes). So the trim is on and the
+// schedule off (its list-scheduling model promised 3 % at S = 4096: not seen).
+inline constexpr bool kPrefillWgmmaCausalSchedule = false;
 inline constexpr bool kPrefillWgmmaTrim = true;
 inline constexpr bool kPrefillFoldScale = true;
 inline constexpr bool kPrefillOSmem = true;

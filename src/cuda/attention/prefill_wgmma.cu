@@ -74,8 +74,21 @@
 // at S = 16384 causal; slower on short rows (246.7 against 280.1 at S = 512 full, 288.7 against 304.4 at S = 2048
 // causal), which keep two warpgroups (attention_cuda.hpp, kPrefillWgmmaD64Three*). The D = 128 default against cuDNN
 // in run 1: 0.94-1.03x full, 0.88-0.92x causal at S = 4096, 0.89-1.04x at S = 16384 causal (three timings each side).
+// Session 9 (pfx9; H200 run of d3b2984, 2026-11-30 12:38 UTC, tune_prefill four passes, two in reverse column
+// order, bf16; docs/perf-notebook.md "session 9 — pfx9", docs/bench/pfx9-s9-2026-11-30.md). Floor of the causal
+// rows (4·B·H·S²·D / 2 at 790 TFLOP/s): 0.70 ms at (4, 32, 4096, 128), 1.39 ms at (1, 32, 16384, 128); with
+// 128 × 128 tiles a CTA computes its whole diagonal tile, 3.1 % more products than the mask keeps at S = 4096.
+// The trimmed diagonal (a.trim, on): a warpgroup none of whose rows sees a 128-key tile's last 64 keys (the first
+// warpgroup's diagonal tile when Sq = Sk) runs P·V over the first 64 only and scans only those V rows: half the
+// scan and 1/4 of that warpgroup's diagonal products (S stays whole: pv_half says why); 225 registers a consumer
+// (was 217), no spill. (4, 32, 4096, 128) causal 477.0 against 465.9 TFLOP/s (+2.4 %, mean of four passes, ahead
+// in each), (1, 32, 16384, 128) causal +1 %. The causal schedule (prefill_args.hpp, a.chunk_heads) was timed in
+// the same run and is off (within the spread). cuDNN in the same call: 541-560 causal at S = 4096 (ours 472-485,
+// 0.84-0.90x), 590-645 at S = 16384 (ours 575-626), 631-642 full at S = 4096 (ours 553-634: within a pass the
+// clock falls about 12 % after two or three columns of the full row, so position decides more than the kernel).
 // Not in this version: S_{j+1} issued before the softmax of tile j (at 128-key tiles 64 more registers than the 240
-// a consumer may have), a ring deeper than one tile ahead.
+// a consumer may have), a ring deeper than one tile ahead, S over half a trimmed tile (m64n64k16 beside m64n128k16
+// on the same registers made ptxas serialise every product, C7515).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -644,8 +657,9 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
     // these shared-memory sizes), as many whole chunks as the (batch, head) pairs allow, sizes within one of each
     // other (a small last chunk would start its heavy blocks beside the previous chunk's light ones and end late).
     // Chosen by a list-scheduling model of 132 SMs, CTA cost (visible key tiles + 1): at (4, 32, 4096, 128) the
-    // (x, y, z) grid ends 3.3 % past the ideal, chunks of 8 pairs 0.2 %; (1, 32, 16384, 128) 0.3 % against 0.1 %;
-    // measured in pfx9's run (docs/perf-notebook.md, session 9).
+    // (x, y, z) grid ends 3.3 % past the ideal, chunks of 8 pairs 0.2 %; (1, 32, 16384, 128) 0.3 % against 0.1 %.
+    // Measured (H200 run of d3b2984, session 9, pfx9): within the spread at S = 4096 causal (467.0 against 465.9
+    // TFLOP/s), 0.5 % slower at 16384; so off by default (attention_cuda.hpp, kPrefillWgmmaCausalSchedule).
     int device = 0, sms = 0;
     SMK_CUDA_CHECK(cudaGetDevice(&device));
     SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -695,7 +695,7 @@ TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
 // no key), GQA, sinks, and 265 (batch, head) pairs at 130 rows (several chunks of the schedule, the first one pair
 // larger on the H200's 132 SMs). Outputs are poisoned before every run, so a CTA the schedule missed fails the
 // comparison. Then the diagonal's non-finite-V cases with both off on the D = 128 default (the tests above run
-// them with both on, the dispatcher's default).
+// them with the dispatcher's defaults: the trim on, the schedule off since pfx9's run).
 TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
