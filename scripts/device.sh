@@ -1805,12 +1805,13 @@ if want vocab9; then
     local name=$1; shift
     ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
   }
-  v9_bg v9x-stage timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_cluster_stage"
+  [[ " ${SMK_V9_SKIP:-} " == *" stage "* ]] ||
+    v9_bg v9x-stage timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_cluster_stage"
   v9_bg v9x-few timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_few_rows"
   v9_bg v9x-memcheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*Stream*'
   v9_bg v9x-racecheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
+    --kernel-name kns=split_stream --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
   wait
   for f in "$OUT"/v9x-*.log; do
     summary+=("$(tail -n 1 "$f")")

@@ -244,8 +244,9 @@ struct SplitRowTuning {
   bool stream_hints = true;
   // vocab9 (session 9): split_stream's items pipelined (split_row.cu split_stream_pipe_kernel: the next item's chunk
   // copied into shared memory by cp.async while the current one reduces, the ticket taken one item ahead); false: the
-  // unpipelined kernel of vocab8 (for the A/B). stream_keep_first: the chunk items' copies marked L2 evict_last.
-  bool stream_pipelined = true;
+  // unpipelined kernel of vocab8 (the default until the pipelined one wins a run: vocab9's first run timed it slower
+  // for f32 softmax and behind the three kernels in bf16). stream_keep_first: the chunk items' copies evict_last.
+  bool stream_pipelined = false;
   bool stream_keep_first = false;
 };
 SplitRowTuning& split_row_tuning();

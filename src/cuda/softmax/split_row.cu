@@ -843,24 +843,34 @@ bool stream_call(const RowProblem& p, std::int64_t chunks) {
 template <typename In>
 constexpr std::size_t kStreamPipeSmem = 2 * LaneStage<In, kBlockElems>::bytes_per_thread * kSplitThreads;
 
-// Blocks of the pipelined kernel resident an SM (0 where its shared memory does not fit: a device or slice without
-// room, below sm_80 for cp.async; the unpipelined kernel serves then, the same bits). The attribute is set and the
-// occupancy asked once per device (cached_blocks_per_sm), a failure of either read as 0.
-template <typename In, typename Kernel>
-int stream_pipe_blocks_per_sm(Kernel kernel) {
-  static DeviceOnce attributes;
-  attributes.run([&] {
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kStreamPipeSmem<In>)) != cudaSuccess)
-      (void)cudaGetLastError();  // not sticky: the occupancy query below then answers 0
-  });
-  return cached_blocks_per_sm(reinterpret_cast<const void*>(kernel), kSplitThreads, kStreamPipeSmem<In>,
+// Blocks of the pipelined kernel resident an SM (0 where its shared memory does not fit the device's opt-in: the
+// unpipelined kernel serves then, the same bits). Asked once per kernel and device (cached_blocks_per_sm), the
+// shared-memory attribute set in the same query. A failing call is retried once after clearing the last error (an
+// earlier asynchronous error may be reported by the first), then reported (smk::Error), never read as "does not fit".
+// (vocab9's first run, 37d39f3: the attribute was set under a DeviceOnce shared by the softmax and log-softmax
+// kernels, whose types are equal, and a failure read as 0: the pipelined kernel never ran for log-softmax.)
+template <typename In, auto kKernel>
+int stream_pipe_blocks_per_sm() {
+  return cached_blocks_per_sm(reinterpret_cast<const void*>(kKernel), kSplitThreads, kStreamPipeSmem<In>,
                               [](const void* k, int threads, std::size_t smem) {
+                                if (static_cast<std::size_t>(device_facts().max_smem_optin) <
+                                    smem + sizeof(ChunkScratch) + 16)
+                                  return 0;
+                                const auto retry = [](auto&& call) {
+                                  cudaError_t e = call();
+                                  if (e != cudaSuccess) {
+                                    (void)cudaGetLastError();
+                                    e = call();
+                                  }
+                                  return e;
+                                };
+                                SMK_CUDA_CHECK(retry([&] {
+                                  return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                              static_cast<int>(smem));
+                                }));
                                 int n = 0;
-                                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, smem) != cudaSuccess) {
-                                  (void)cudaGetLastError();
-                                  n = 0;
-                                }
+                                SMK_CUDA_CHECK(
+                                    retry([&] { return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, smem); }));
                                 return n;
                               });
 }
@@ -877,7 +887,9 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const std::int64_t by_bytes = kSplitStreamL2Bytes / (3 * p.n * static_cast<std::int64_t>(sizeof(In)));
   const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : std::clamp<std::int64_t>(by_bytes, 1, kSplitStreamMaxLag);
   const auto piped = p.op == Op::softmax ? split_stream_pipe_kernel<In, false> : split_stream_pipe_kernel<In, true>;
-  const int piped_per_sm = t.stream_pipelined ? stream_pipe_blocks_per_sm<In>(piped) : 0;
+  const int piped_per_sm = !t.stream_pipelined ? 0
+                           : p.op == Op::softmax ? stream_pipe_blocks_per_sm<In, split_stream_pipe_kernel<In, false>>()
+                                                 : stream_pipe_blocks_per_sm<In, split_stream_pipe_kernel<In, true>>();
   if (piped_per_sm > 0) {
     const std::int64_t resident = std::int64_t{piped_per_sm} * device_facts().sm_count;
     piped<<<static_cast<unsigned>(std::min(resident, 2 * total)), kSplitThreads, kStreamPipeSmem<In>, s>>>(

@@ -475,8 +475,8 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
           cuda::kernels::split_row_tuning().active_clusters = 0;
           cuda::kernels::split_row_tuning().stream = 0;
           const Result three = run_checked(c, SoftmaxPath::split_row);
-          // vocab9: the pipelined kernel (the default) at every lag, the first reads marked evict_last at lag 1, the
-          // unpipelined kernel of vocab8 at the library's lag and at 3 (no hints).
+          // vocab9: the pipelined kernel at every lag, the first reads marked evict_last at lag 1, the unpipelined
+          // kernel of vocab8 (the default) at the library's lag and at 3 (no hints).
           struct Variant {
             int lag;
             bool pipelined, keep_first;
@@ -502,7 +502,7 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
                                  std::to_string(lag) + (var.pipelined ? ", pipelined" : ", unpipelined") +
                                  (var.keep_first ? ", evict_last" : "") + ") / three kernels");
           }
-          cuda::kernels::split_row_tuning().stream_pipelined = true;
+          cuda::kernels::split_row_tuning().stream_pipelined = cuda::kernels::SplitRowTuning{}.stream_pipelined;
           cuda::kernels::split_row_tuning().stream_keep_first = false;
         }
       }
@@ -583,6 +583,7 @@ TEST_F(GpuFewRows, StreamTiming) {
   std::vector<Variant9> variants = {{"auto", -1, 0, true},          {"three_kernels", 0, 0, true},
                                     {"old_lib", 1, 0, true, false}, {"pipe_lag16", 1, 16, true},
                                     {"pipe_lag24", 1, 24, true},    {"pipe_lag32", 1, 32, true},
+                                    {"pipe_lag40", 1, 40, true},    {"pipe_lag48", 1, 48, true},
                                     {"pipe_lib", 1, 0, true},       {"pipe_lib_nohint", 1, 0, false},
                                     {"pipe_lib_keep", 1, 0, true, true, true}};
   std::vector<Shape> shapes = {{4096, 151936}, {1024, 262144}, {256, 151936}, {8192, 65536}};
