@@ -60,6 +60,17 @@
 // was not timed). Elsewhere it was slower or even (f32 softmax 2016 → 2015,
 // bf16 1.2-1.5× slower): its items are bound by their own latency and instructions, not DRAM (Nsight Compute below,
 // at split_stream).
+// vocab9 (session 9): split_stream_pipe_kernel, split_stream's items pipelined (the next item's chunk copied into
+// shared memory by cp.async while the current one reduces, the ticket one item ahead; SplitRowTuning::stream_pipelined,
+// off by default). Bitwise the three kernels (StreamBitwiseTheThreeKernels, small mode; memcheck 0 errors, racecheck 0
+// hazards), but slower than the best path on every shape timed (vocab9's run of dbdada1, H200, 2026-11-30, GPU µs
+// after the bench's flush, best lag of 16-48): 4096×151936 f32 softmax 2061 (three kernels 2005), log-softmax 1871
+// (unpipelined split_stream 1705), bf16 softmax 1432 (three kernels 1280; unpipelined 1677), log-softmax 1368 (1327;
+// 1614); 1024×262144 f32 901 / 858 (860 / 738), bf16 611 / 586 (541 / 562). Every block holds two tickets, so ~2 ×
+// the grid's items are claimed at once and a row's normalising items wait unless the lag covers that window (lag 16:
+// 2441-2512 µs at f32 4096×151936), while a lag past ~24 f32 rows of 151936 overflows the L2 the re-read needs (40:
+// 2022, 48: 2109): the two bounds meet for f32; bf16 rows, half the bytes, gain over the unpipelined kernel but not
+// over the three kernels. The dispatcher's rule is unchanged (f32 log-softmax of ≥ 256 rows on the unpipelined kernel).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -293,6 +304,9 @@ constexpr std::int64_t kSplitStreamMaxChunks = 32;  // the merge: one chunk stat
 // chunk kernel: 2.17 TB/s, SM 68 %), lose 1.2-1.5×. So: f32 log-softmax of at least kSplitStreamMinRows rows (256 the
 // fewest that gained; 64 and 32 lost); a lag whose traffic between a row's two reads (3 row-sizes a row: chunk read,
 // re-read, write) stays within kSplitStreamL2Bytes (151936: lag 24, 262144: 14 — the best lags timed: 24; 12-16).
+// vocab9's run of dbdada1 (2026-11-30, same test, the three kernels → the unpipelined kernel at the library's lag):
+// f32 log-softmax 4096×151936 1892 → 1705, 1024×262144 814 → 738, 256×151936 129 → 118 (run of 37d39f3); f32 softmax
+// 2005 → 2006, 860 → 861; bf16 softmax 1280 → 1677, log-softmax 1327 → 1614: the rule stands.
 constexpr std::int64_t kSplitStreamMinRows = 256;
 constexpr std::int64_t kSplitStreamL2Bytes = std::int64_t{43} << 20;
 constexpr std::int64_t kSplitStreamMaxLag = 32;
