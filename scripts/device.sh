@@ -1837,15 +1837,22 @@ if want mid9; then
     local name=$1; shift
     ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
   }
+  # SMK_MID9_SKIP may also name blockrow bwd softmax memcheck; SMK_MID9_SMALL=1 runs the suites in small mode;
+  # SMK_MID9_SOFTMAX_FILTER / SMK_MID9_BWD_FILTER narrow test_cuda_softmax / test_cuda_backward_reread.
+  m9_skip() { [[ " ${SMK_MID9_SKIP:-} " == *" $1 "* ]]; }
   m9_t=${SMK_MID9_TEST_S:-50}
-  m9_bg mid9x-blockrow timeout "$m9_t" "$m9/bin/test_cuda_block_row"
-  m9_bg mid9x-bwd timeout "$m9_t" "$m9/bin/test_cuda_backward_reread"
-  [ -x "$m9/bin/test_cuda_softmax" ] && m9_bg mid9x-softmax timeout "$m9_t" "$m9/bin/test_cuda_softmax" \
-    --gtest_filter='*BackwardEveryPath*:*BatchInvariance*:*BitwiseDeterministic*:*WideBlock*:*WideShared*'
-  m9_bg mid9x-memcheck-row timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_block_row"
-  m9_bg mid9x-memcheck-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_backward_reread"
+  m9_small=${SMK_MID9_SMALL:-0}
+  m9_skip blockrow || m9_bg mid9x-blockrow timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" "$m9/bin/test_cuda_block_row"
+  m9_skip bwd || m9_bg mid9x-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" \
+    "$m9/bin/test_cuda_backward_reread" --gtest_filter="${SMK_MID9_BWD_FILTER:-*}"
+  m9_skip softmax || m9_bg mid9x-softmax timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" \
+    "$m9/bin/test_cuda_softmax" --gtest_filter="${SMK_MID9_SOFTMAX_FILTER:-*BackwardEveryPath*:*BatchInvariance*:*BitwiseDeterministic*:*WideBlock*:*WideShared*}"
+  if ! m9_skip memcheck; then
+    m9_bg mid9x-memcheck-row timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_block_row"
+    m9_bg mid9x-memcheck-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_backward_reread"
+  fi
   wait
   for f in "$OUT"/mid9x-*.log; do
     summary+=("$(tail -n 1 "$f")")

@@ -12,7 +12,13 @@
 // × 132 SMs × a row of y and dy, 34 MB at bf16 32000, 67 MB at f32 32000, over the H200's 50 MB L2), dx written:
 // 12 B (f32), 6 B (bf16) — the floor of backward.cu's blocks. Floor at 4.27 TB/s: 8192×32000 f32 737 µs, bf16 368;
 // 16384×4096 and 4096×16384 f32 189 µs, bf16 94.
-// Measured: (see docs/perf-notebook.md "session 9 — mid9"; filled in from the run).
+// Registers (ptxas -v, CUDA 13.0, sm_90a): f32 32, no spill; 16-bit 31-32, spilling 0-14 B (bf16).
+// Measured (H200, 2026-11-30, mid9's run of c16e5c4, tune_softmax --mid9, median µs, the kernel before → this one;
+// docs/bench/mid9-s9-2026-11-30.md): slower everywhere but one shape — softmax backward f32 8192×32000 729 → 1145 (the
+// rows in flight overflow the L2: both reads reach DRAM), bf16 410 → 478, f32 16384×4096 193 → 206, bf16 102 → 119;
+// log-softmax backward f32 8192×32000 743 → 844, bf16 **449 → 442** (the one win, 1.7 %), 16384×4096 bf16 102 → 133.
+// backward.cu's blocks were already at 92-101 % of copy on these shapes but bf16 8192×32000. So the dispatcher sends
+// only 16-bit log-softmax backward rows of 28673..32768 here (softmax_cuda.cpp backward_reread_takes).
 //
 // The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's
 // terms into V running sums, lane j the j-th element of each; tree_sum over the V, then block_sum. A function of n
@@ -21,6 +27,7 @@
 // 19 = ⌈log2 32768⌉ + 4, the D of the backward's gate (docs/semantics.md §6; tests/cuda/softmax/gpu_case.hpp).
 #include <atomic>
 
+#include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -164,5 +171,10 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
 }
 
 std::uint64_t backward_reread_launch_count() { return reread_backward_launches().load(std::memory_order_relaxed); }
+
+BackwardRereadTuning& backward_reread_tuning() {
+  static BackwardRereadTuning t;
+  return t;
+}
 
 }  // namespace smk::cuda::kernels

@@ -80,6 +80,13 @@
 // 101.7 → 134.5 / 72.1 (lane-staged 76.2), 5461×12288 75.1 → 70.6 / 68.6 (lane-staged 65.3). The dispatcher takes the
 // re-read kernel for 16-bit rows of 1537..10240 and f32 of 6145..10240, one row ahead for 16-bit 12289..16384
 // (softmax_cuda.cpp block_ahead_rows); f32 4096×16384 stays direct at 85 µs (target 67: missed).
+// mid9 (session 9, 2026-11-30): the re-read kernel for the f32 wide block's rows in four parts with log_term_exp_ftz's
+// terms, any layout (block_rows_reread_kernel<float, 32, 4, true, true>, BlockConfig::ahead = kAheadReread4): 40
+// registers, no spill (mid8's two halves: 24 B of stack), three 512-thread blocks an SM. Traffic the same 4 B an
+// element read; floor 59.5 µs at 4096×16384. Predicted ~66 µs; measured (H200, mid9's run of c16e5c4, tune_softmax
+// --mid9, median µs; docs/bench/mid9-s9-2026-11-30.md) logsumexp 4096×16384 direct 85.6 / 85.3, mid8's re-read 111.9,
+// four parts 101.4; the state 84.7 / 84.4, 110.9, 100.2: slower, not dispatched (target 67 still missed; why the
+// re-read kernels lose here while Triton's, structured alike, takes 63 µs was not profiled in this run).
 #include <cooperative_groups.h>
 
 #include <atomic>

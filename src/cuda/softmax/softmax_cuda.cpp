@@ -37,6 +37,7 @@
 
 #include "cuda/device_attrs.hpp"
 #include "cuda/device_guard.hpp"
+#include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/kernels.hpp"
 #include "softmax/layout.hpp"
 #include "softmax/path.hpp"
@@ -183,11 +184,31 @@ constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
 constexpr std::int64_t kBackwardSharedFromN16 = 2048;
 constexpr std::int64_t kBackwardSharedFromNF32 = kBackwardWideAutoMaxN + 1;  // 16385
 constexpr std::int64_t kBackwardPrefetchFromN = 28673;
-// mid9 (session 9): the backward passes of these rows read y and dy twice, holding no row in registers
-// (backward_reread.cu: 1024 threads, two blocks an SM, 32 registers), as torch.compile's Triton kernel does. Set
-// before its run on a prediction (bf16 8192×32000 log-softmax backward 443 → ~370 µs); every dtype and both ops.
+// mid9 (session 9): the backward read twice, holding no row in registers (backward_reread.cu: 1024 threads, two blocks
+// an SM, 32 registers, y and dy re-read from L2), as torch.compile's Triton kernel does. Predicted bf16 8192×32000
+// log-softmax backward 443 → ~370 µs; measured (H200, 2026-11-30, mid9's run of c16e5c4, tune_softmax --mid9, inputs
+// rotated, median µs, the kernel before (timed twice) → re-read; docs/bench/mid9-s9-2026-11-30.md):
+//   softmax bwd      f32  8192×32000 728.9 / 729.2 → 1144.6; 16384×4096 193.0 / 192.7 → 205.6; 4096×16384 193.7 /
+//                         193.0 → 204.6; 8192×8192 191.8 / 192.0 → 204.8; 2048×24576 148.7 / 149.3 → 209.4
+//                    bf16 409.8 / 411.1 → 478.0; 102.5 / 101.1 → 119.5; 100.9 / 101.3 → 118.8; 100.7 / 100.2 → 125.8;
+//                         82.9 / 83.1 → 94.8
+//   log-softmax bwd  f32  743.2 / 746.0 → 844.4; 192.7 / 193.0 → 229.8; 193.2 / 193.8 → 206.0; 192.4 / 192.7 → 211.4;
+//                         151.8 / 151.4 → 159.8
+//                    bf16 449.5 / 448.9 → 441.8; 101.7 / 101.9 → 132.7; 102.8 / 102.7 → 126.0; 101.7 / 102.3 → 142.6;
+//                         94.0 / 93.7 → 97.3
+// It wins only at 16-bit log-softmax backward 8192×32000 (1.7 %; the old kernel's two timings 0.13 % apart), where the
+// old one prefetches (from kBackwardPrefetchFromN): so 16-bit log-softmax backward rows from there take it, the bound
+// between 24576 (lost) and 32000 (won); f16 and dx in f32 not timed (the same kernel). backward_reread.hpp's override
+// (tests) sends every row of 4097..32768 to it, as the run's rule did.
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
+constexpr std::int64_t kBackwardRereadFromN16Log = kBackwardPrefetchFromN;  // 28673
+bool backward_reread_takes(DType t, kernels::Op op, std::int64_t n) {
+  if (n < kBackwardRereadFromN || n > kBackwardRereadToN) return false;
+  const int force = kernels::backward_reread_tuning().force;
+  if (force >= 0) return force == 1;
+  return t != DType::f32 && op == kernels::Op::log_softmax_backward && n >= kBackwardRereadFromN16Log;
+}
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
 // split_row 2.04; at n = 151936 (4096 rows) cluster_row 1.89 and split_row 2.36 (f32; bf16 alike). The crossover
@@ -322,16 +343,39 @@ constexpr int kWarpLaneBytesLogSoftmax16Narrow = 32;
 // stores 0.89-1.00×; two rows a lane group at once at f32 E16 0.85-1.02× (spilling 24-48 bytes); the backward's y and
 // dy loaded together before conversion 0.76-0.85× in bf16, 0.93-1.03× in f32; 16-bit backward under three or four
 // blocks' registers 0.57-0.91× (spilling). Their code is in commit 14ca731.)
-constexpr std::int64_t kWarpBackward16NarrowMaxN = 32;
+// short9 (session 9; H200, 2026-11-30, tune_softmax --short9 on the tree of c16e5c4, rotated inputs, median of 40,
+// µs, the default timed three times; docs/bench/short9-s9-2026-11-30.md):
+// - f32 backward rows of 17..kWarpBackwardF32NarrowMaxN take 32 bytes a lane (E8, twice the lanes: 64 registers, no
+//   spill, four blocks an SM) rather than 64 (E16: 80 registers, three), on the grid of 8: softmax backward 1048576×32
+//   112.2-112.6 → 101.8 (1.10×), 524288×64 103.8-104.0 → 101.5, 262144×128 103.4-103.9 → 101.6, 131072×256
+//   103.1-103.2 → 101.1 (1.02×); log-softmax backward 111.4-111.8 → 102.3, 103.5-104.0 → 101.5, 103.5-103.8 → 101.8,
+//   103.2-103.7 → 101.4. (512 has no E8 configuration: 64 lanes; E4 lost, 0.89-1.01×.) Rows of ≤ 16 keep one lane.
+// - 16-bit backward rows of 17..kWarpBackward16NarrowMaxN (was 32) take two lanes or more at 32 bytes a lane: bf16
+//   524288×64 softmax backward E32 L2 64.8-65.5 → E16 L4 64.1, log-softmax backward 67.1-68.0 → 65.4. At 128 even
+//   (63.1-63.4 → 63.2, 65.6-66.0 → 65.0), at 256 and 512 slower (0.95-0.97×): those keep 64 bytes.
+// - Not taken (every one bitwise the default where its lanes were the same; test_warp_row's variant tests, c16e5c4):
+//   the warp kernel under a tighter __launch_bounds__ (f32 E16 at 4-6 blocks an SM: 64-40 registers, 32-160 bytes
+//   spilled, 0.52-0.92×; f32 E32 at 3: 0.68×), 16-bit y and dy held packed in registers (ptxas kept the converted
+//   values: 120 registers at E32 instead of 128, spilling under any tighter bound; 0.52-0.98×), the 16-bit rows on
+//   the grid of 8 (0.95-1.00×) and at E8 (0.84-0.92×). block_per_row's kernel on blocks of 64 threads was faster at
+//   32768×1024 (f32 102.0-102.8 → 100.4 / 100.5, bf16 61.1-61.3 → 59.4, 63.9-64.9 → 63.5) unstaged; the dispatcher
+//   would stage 16-bit rows there, which was not timed: rows of 1024 stay on the warp kernel.
+constexpr std::int64_t kWarpBackward16NarrowMaxN = 64;
 constexpr int kWarpLaneBytesBackward16Narrow = 32;
+constexpr std::int64_t kWarpBackwardF32NarrowMinN = 17;
+constexpr std::int64_t kWarpBackwardF32NarrowMaxN = 256;
+constexpr int kWarpLaneBytesBackwardF32Narrow = 32;
 constexpr int kWarpGridF32 = 8;
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
   const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
   const bool wide_lane = t == DType::f32 && !kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32;
-  const bool narrow_lane = t != DType::f32 && ((op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN) ||
-                                               (backward && n <= kWarpBackward16NarrowMaxN));
-  static_assert(kWarpLaneBytesBackward16Narrow == kWarpLaneBytesLogSoftmax16Narrow);
+  const bool narrow_lane = (t != DType::f32 && ((op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN) ||
+                                                (backward && n <= kWarpBackward16NarrowMaxN))) ||
+                           (t == DType::f32 && backward && n >= kWarpBackwardF32NarrowMinN &&
+                            n <= kWarpBackwardF32NarrowMaxN);
+  static_assert(kWarpLaneBytesBackward16Narrow == kWarpLaneBytesLogSoftmax16Narrow &&
+                kWarpLaneBytesBackwardF32Narrow == kWarpLaneBytesLogSoftmax16Narrow);
   const int lane_bytes = wide_lane ? kWarpLaneBytesReadOnlyF32 : narrow_lane ? kWarpLaneBytesLogSoftmax16Narrow
                                                                              : kWarpLaneBytes;
   const std::int64_t target = lane_bytes / static_cast<std::int64_t>(dtype_size(t));
@@ -433,15 +477,15 @@ constexpr std::int64_t kRereadMaxN16 = 10240;
 constexpr std::int64_t kAheadFromN16 = kBlockMaxN + 1;  // the wide block, up to kAheadMaxThreads threads (16384)
 constexpr std::int64_t kRereadFromNF32 = 6145;
 constexpr std::int64_t kRereadMaxNF32 = 10240;
-// mid9 (session 9): f32 rows on the wide block at ≤ 512 threads (12289..16384) re-read in four parts with the ftz
-// terms (kAheadReread4: 40 registers, no spill, three blocks an SM; any layout). Predicted, not yet measured when set:
-// 4096×16384 logsumexp 85.7 → ~66 µs (18 → ~13.5 instructions an element, three blocks an SM against the direct
-// wide block's two at 27.5).
-constexpr std::int64_t kReread4FromNF32 = kBlockMaxN + 1;  // 12289
+// mid9 (session 9): the f32 wide block's rows (12289..16384 at ≤ 512 threads) re-read in four parts with the ftz terms
+// (kAheadReread4: 40 registers, no spill, three blocks an SM; any layout) were predicted at 4096×16384 logsumexp
+// 85.7 → ~66 µs and measured slower (H200, 2026-11-30, mid9's run of c16e5c4, tune_softmax --mid9, median µs: direct
+// 85.6 / 85.3, mid8's re-read 111.9, four parts 101.4; the state 84.7 / 84.4, 110.9, 100.2): not dispatched; the rows
+// stay on the direct wide block. The same run: 8192×8192 direct 102.8 / 102.9, re-read 92.0 (the rule's, kept);
+// 16384×4096 92.6 / 92.9 against 95.5; 5461×12288 84.1 / 84.8 against 92.6.
 constexpr bool kAheadEvictFirst = false;
 int block_ahead_rows(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
   if (kernels::writes_rows(p.op) || c.cluster != 1 || c.staged || c.threads > kernels::kAheadMaxThreads) return 0;
-  if (t == DType::f32 && c.wide && p.n >= kReread4FromNF32) return kernels::kAheadReread4;
   if (t == DType::f32) return p.n >= kRereadFromNF32 && p.n <= kRereadMaxNF32 ? kernels::kAheadReread : 0;
   if (p.n >= kRereadFromN16 && p.n <= kRereadMaxN16) return kernels::kAheadReread;
   return p.n >= kAheadFromN16 ? 1 : 0;
@@ -707,8 +751,8 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {
-      // mid9: rows of kBackwardRereadFromN..kBackwardRereadToN read twice, no row in registers (backward_reread.cu).
-      if (p.n >= kBackwardRereadFromN && p.n <= kBackwardRereadToN) return kernels::launch_backward_reread_rows(rp, s);
+      // mid9: read twice, no row in registers (backward_reread.cu), where it was faster.
+      if (backward_reread_takes(y.dtype, rp.op, p.n)) return kernels::launch_backward_reread_rows(rp, s);
       kernels::BlockConfig c;
       const bool f32 = y.dtype == DType::f32;
       if (p.n >= (f32 ? kBackwardSharedFromNF32 : kBackwardSharedFromN16)) {

@@ -1,6 +1,7 @@
-// The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9): the dispatcher's kernel for
-// block_per_row's rows of 4097..32768 (softmax_cuda.cpp kBackwardRereadFromN / ToN). Each case runs the public call
-// (automatic path) with dx poisoned (0xFF) first, asserts that the re-read kernel served it, and checks every element
+// The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9), on every block_per_row row of
+// 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes it for 16-bit log-softmax backward rows
+// from 28673 only, DispatcherRule). Each case runs the public call (automatic path) with dx poisoned (0xFF) first,
+// asserts that the re-read kernel served it, and checks every element
 // against the float64 CPU reference with gpu_case.hpp's backward gates; the same rows strided and unaligned (y, dy and
 // dx each off a 16-byte boundary: element-by-element loads and stores) must give the contiguous rows' bits (the sum's
 // order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; f32, bf16
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
 #include "support/gpu.hpp"
@@ -22,9 +24,15 @@ namespace {
 
 namespace k = cuda::kernels;
 
+// Every block_per_row backward row of 4097..32768 to the re-read kernel (backward_reread.hpp's override: what the
+// dispatcher's rule was in mid9's run), put back after each test.
 class GpuBackwardReread : public ::testing::Test {
  protected:
-  void SetUp() override { SMK_REQUIRE_GPU(); }
+  void SetUp() override {
+    SMK_REQUIRE_GPU();
+    k::backward_reread_tuning().force = 1;
+  }
+  void TearDown() override { k::backward_reread_tuning().force = -1; }
 };
 
 // y: a softmax (or log-softmax) of random scores in y's dtype, as a forward pass gives it; dy ~ N(0, 1).
@@ -91,6 +99,34 @@ TEST_F(GpuBackwardReread, EveryDtypeBothOpsAgainstReference) {
           (void)run_checked(tc);
         }
       }
+}
+
+// The dispatcher's own rule (softmax_cuda.cpp backward_reread_takes): 16-bit log-softmax backward rows of
+// 28673..32768 take the re-read kernel; 28672, softmax backward and f32 rows do not. Against the reference too.
+TEST(GpuBackwardRereadRule, DispatcherRule) {
+  SMK_REQUIRE_GPU();
+  ASSERT_EQ(k::backward_reread_tuning().force, -1);
+  std::uint64_t seed = 9500;
+  struct Want {
+    DType t;
+    Op op;
+    std::int64_t n;
+    bool reread;
+  };
+  for (const Want& w : {Want{DType::bf16, Op::log_softmax_backward, 28673, true},
+                        Want{DType::f16, Op::log_softmax_backward, 32768, true},
+                        Want{DType::bf16, Op::log_softmax_backward, 28672, false},
+                        Want{DType::bf16, Op::softmax_backward, 32000, false},
+                        Want{DType::f32, Op::log_softmax_backward, 32000, false}}) {
+    const std::string tag = std::string(dtype_name(w.t)) + " 3x" + std::to_string(w.n) + " " + op_name(w.op);
+    SCOPED_TRACE(tag);
+    const Case c = backward_case(tag, w.op, w.t, w.t, 3, w.n, ++seed);
+    const std::uint64_t before = k::backward_reread_launch_count();
+    const Result r = run_gpu(c, cuda::SoftmaxPath::automatic);
+    ASSERT_TRUE(r.ran) << r.reason;
+    EXPECT_EQ(k::backward_reread_launch_count() > before, w.reread) << "re-read kernel ran";
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+  }
 }
 
 }  // namespace

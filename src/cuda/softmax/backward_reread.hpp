@@ -1,0 +1,15 @@
+// softmaxkit (internal): the override of the dispatcher's rule for the backward passes read twice
+// (backward_reread.cu, kernels.hpp launch_backward_reread_rows), for tests and timing.
+#pragma once
+
+namespace smk::cuda::kernels {
+
+// force: -1 the dispatcher's rule (softmax_cuda.cpp kBackwardRereadFromN16Log); 1 every block_per_row backward row of
+// 4097..kBackwardRereadMaxN, any dtype and op, takes the re-read kernel (what mid9's run of c16e5c4 tested: the rule
+// then); 0 none does. Process-wide, not synchronised: set it before the calls it should steer.
+struct BackwardRereadTuning {
+  int force = -1;
+};
+BackwardRereadTuning& backward_reread_tuning();
+
+}  // namespace smk::cuda::kernels
