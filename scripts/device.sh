@@ -1749,38 +1749,47 @@ fi
 # clusters, the same bits) and dependent launches, timed beside the launch before them in one binary; the f32 target
 # entry formed in double (the mean's scale exact). Binaries built off the device for sm_90a, carried as
 # build/ce9-bin.tar.xz (new/: tune_cross_entropy, test_cuda_cross_entropy, test_cuda_linear_cross_entropy,
-# libsmk_lce_capi.so). In the order of what matters most, logs kept after each; SMK_CE9_PARTS picks the parts.
+# libsmk_lce_capi.so; old/: the tune binary of the tree before). In the order of what matters most, logs kept after each; SMK_CE9_PARTS picks the parts.
 if want ce9; then
   carried ce9 build/ce9-bin.tar.xz
   c9=$bin
   c9_part() { [[ " ${SMK_CE9_PARTS:-tune test acc memcheck lcetest} " == *" $1 "* ]]; }
   if c9_part tune; then
-    run_step ce9-tune32k timeout "${SMK_CE9_TUNE_S:-45}" stdbuf -oL "$c9/new/tune_cross_entropy" \
+    run_step ce9-tune32k timeout "${SMK_CE9_TUNE_S:-30}" stdbuf -oL "$c9/new/tune_cross_entropy" \
       --reps "${SMK_CE9_REPS:-9}" --dtypes f32,bf16 --shapes "${SMK_CE9_SHAPES:-8192x32000,8192x32000,8192x32000}" \
       --only fused --json "$OUT/tune_ce9_32k.json"
     keep_logs ce9
-    run_step ce9-tune152k timeout "${SMK_CE9_TUNE152_S:-30}" stdbuf -oL "$c9/new/tune_cross_entropy" --reps 7 \
+    # The tree before (old/: build/ce6's tune_cross_entropy, the kernels of HEAD before ce9), then ours again: the
+    # dispatcher's launch before and after, beside each other in this run.
+    if [ -x "$c9/old/tune_cross_entropy" ]; then
+      run_step ce9-tuneold timeout 25 stdbuf -oL "$c9/old/tune_cross_entropy" --reps "${SMK_CE9_REPS:-9}" \
+        --dtypes f32,bf16 --shapes 8192x32000,8192x32000,8192x32000 --only fused --json "$OUT/tune_ce9_old.json"
+      run_step ce9-tunenew2 timeout 20 stdbuf -oL "$c9/new/tune_cross_entropy" --reps "${SMK_CE9_REPS:-9}" \
+        --dtypes f32 --shapes 8192x32000,8192x32000 --only fused --json "$OUT/tune_ce9_new2.json"
+      keep_logs ce9
+    fi
+    run_step ce9-tune152k timeout "${SMK_CE9_TUNE152_S:-25}" stdbuf -oL "$c9/new/tune_cross_entropy" --reps 7 \
       --dtypes bf16,f32 --shapes 4096x151936 --only fused/base,fused/pdl --json "$OUT/tune_ce9_152k.json"
     keep_logs ce9
   fi
   if c9_part test; then
-    run_step ce9x-test timeout "${SMK_CE9_TEST_S:-100}" "$c9/new/test_cuda_cross_entropy" \
+    run_step ce9x-test timeout "${SMK_CE9_TEST_S:-60}" "$c9/new/test_cuda_cross_entropy" \
       --gtest_filter="${SMK_CE9_TEST_FILTER:--*SixtyFourBit*}"
     keep_logs ce9
   fi
   if c9_part acc; then
-    run_step ce9-acc timeout "${SMK_CE9_ACC_S:-60}" python3 scripts/vs_torch_ce.py --lib "$c9/new/libsmk_lce_capi.so" \
+    run_step ce9-acc timeout "${SMK_CE9_ACC_S:-40}" python3 scripts/vs_torch_ce.py --lib "$c9/new/libsmk_lce_capi.so" \
       --out "$OUT"
     keep_logs ce9
   fi
   if c9_part memcheck; then
-    run_step ce9x-memcheck timeout "${SMK_CE9_SAN_S:-60}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    run_step ce9x-memcheck timeout "${SMK_CE9_SAN_S:-40}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$c9/new/test_cuda_cross_entropy" \
       --gtest_filter='CrossEntropyGpuFused.FusedTail*:CrossEntropyGpu*.TargetEntry*:CrossEntropyGpuFused.EveryDtype*'
     keep_logs ce9
   fi
   if c9_part lcetest; then
-    run_step ce9x-lcetest timeout "${SMK_CE9_LCE_S:-60}" "$c9/new/test_cuda_linear_cross_entropy"
+    run_step ce9x-lcetest timeout "${SMK_CE9_LCE_S:-30}" "$c9/new/test_cuda_linear_cross_entropy"
     keep_logs ce9
   fi
   end_carried

@@ -197,10 +197,19 @@ __global__ void __launch_bounds__(kRowThreads) target_kernel(const Args a, const
     const float z = a.cap > 0 ? softcap(x, a.cap, th) : x;
     const float p = rg.norm.softmax(z);
     // −Σ_{j≠t} p_j from p_t ≥ ½ on (it keeps its digits as p_t → 1); below ½, p_t − 1 itself (p_t's error scaled by
-    // p_t < ½, one rounding), where the chunk sums carry every p_j's error (as fused.cu; ce6, session 8).
-    float dz = rg.d(p, p < 0.5f ? p - 1.0f : -rest, weight_of(a, t));
-    if (a.cap > 0) dz *= 1 - th * th;
-    static_cast<Out*>(b.grad)[row * b.row_stride + t * b.col_stride] = kernels::from_f32<Out>(dz);
+    // p_t < ½), where the chunk sums carry every p_j's error (as fused.cu; ce6, session 8). Since ce9 (session 9) in
+    // double, with the upstream scale exact (the mean's g₁ / Σ w_t is not an f32), rounded once: f32's
+    // fl(fl(p_t − 1)·fl(g)) rounded three times (ce6's comparison with torch: ~2 ulps under the mean, torch ~1.6).
+    const double pm1 = p < 0.5f ? static_cast<double>(p) - 1.0 : -static_cast<double>(rest);
+    double gd = rg.g_ce;  // none: the row's f32 upstream gradient; sum: g₁
+    if (a.reduction == Reduction::mean)
+      gd = safe_div(static_cast<double>(b.grad_loss[0]), totals->den_ce, a.nothing_is_zero);
+    const double pd = p;
+    double dz = gd * (static_cast<double>(rg.hard) * pm1 +
+                      static_cast<double>(rg.soft) * (static_cast<double>(rg.W) * pd - weight_of(a, t)));
+    if (rg.zc != 0) dz += static_cast<double>(rg.zc) * pd;
+    if (a.cap > 0) dz *= 1 - static_cast<double>(th) * th;
+    static_cast<Out*>(b.grad)[row * b.row_stride + t * b.col_stride] = kernels::from_f32<Out>(static_cast<float>(dz));
   }
 }
 

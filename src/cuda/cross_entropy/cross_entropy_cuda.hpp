@@ -51,11 +51,21 @@ namespace smk::cuda::ce {
 // bf16 1430 / 1529, f16 1431 / 1520); f32 still slower (8192×32000 749 / 599).
 constexpr bool kFusedStage16 = true;
 constexpr bool kFusedStageF32 = false;
+// The tail launch (fused.cu launch_tail): the rows of a single-block launch's last, partial round, taken on clusters
+// of kFusedTail blocks with the same bits (0: off). Dependent launches (kFusedPdl): the one-read kernel, the tail and
+// the reduction start as programmatic dependents of the kernel before each (griddepcontrol), so each is scheduled
+// while the one before drains. Both off until a run shows them faster (ce9, session 9: tune_cross_entropy's
+// fused/tail* and fused/pdl* variants).
+constexpr int kFusedTail = 0;
+constexpr bool kFusedPdl = false;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
+  int tail = -1;             // −1: kFusedTail; 0: off; N: clusters of up to N blocks (a divisor of the row's warps)
+  int pdl = -1;              // −1: kFusedPdl; 0 off; 1 on
+  bool tail_spread = false;  // the tail's blocks one an SM (each asks for 120 KB of shared memory)
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -63,6 +73,8 @@ void set_fused_tuning(const FusedTuning& t);
 // SMs for one block a row) and the grid's blocks.
 struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
+  int tail_cluster = 0, tail_rows = 0;  // the tail launch's blocks a cluster and rows (0: none)
+  bool pdl = false;
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -43,6 +43,9 @@ using kernels::block_sum;
 using kernels::RowTile;
 
 __global__ void __launch_bounds__(kScanThreads) scan_kernel(const Args a, Totals* totals, Flags* flags) {
+  // A dependent launch after it (the one-read kernel under FusedTuning::pdl) may be scheduled now; it waits for this
+  // grid's totals in griddepcontrol.wait. Nothing when none is.
+  kernels::pdl_launch_dependents();
   __shared__ double sh[3][kScanThreads];
   const int tid = static_cast<int>(threadIdx.x);
   double wsum = 0, den = 0, count = 0;
@@ -269,6 +272,7 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(const Args a, const S
 __global__ void __launch_bounds__(kScanThreads) reduce_kernel(const Args a, const float* ce_rows,
                                                               const float* zl_rows, const Totals* totals,
                                                               float* loss, float* z) {
+  kernels::pdl_wait();  // launched as a dependent (launch_reduce's `dependent`): the rows' losses are complete
   __shared__ double sh[2][kScanThreads];
   const int tid = static_cast<int>(threadIdx.x);
   double ce = 0, zl = 0;
@@ -359,9 +363,17 @@ void launch_rows(const Args& a, DType x_dtype, const State* states, const float*
   SMK_CUDA_CHECK_LAUNCH("cross_entropy rows_kernel");
 }
 void launch_reduce(const Args& a, const float* ce_rows, const float* zl_rows, const Totals* totals, float* loss,
-                   float* z, cudaStream_t s) {
-  reduce_kernel<<<1, kScanThreads, 0, s>>>(a, ce_rows, zl_rows, totals, loss, z);
-  SMK_CUDA_CHECK_LAUNCH("cross_entropy reduce_kernel");
+                   float* z, cudaStream_t s, bool dependent) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(kScanThreads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = dependent && current_device_attrs().cc_major >= 9 ? 1 : 0;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_kernel, a, ce_rows, zl_rows, totals, loss, z));
 }
 
 void finish(const char* op, const Args& a, void* workspace, cudaStream_t s) {

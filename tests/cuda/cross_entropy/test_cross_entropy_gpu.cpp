@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -816,6 +817,164 @@ TEST(CrossEntropyGpuFused, TargetEntryEitherSideOfOneHalf) {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   FusedMode fused;
   TargetEntryEitherSideOfOneHalf_body(true);
+}
+
+// The target entry under the mean (ce9, session 9): g = g₁ / Σ w_t is not an f32, and the entry g·(p_t − 1) was
+// fl(fl(p_t − 1)·fl(g)), three roundings (ce6's comparison with torch: ~2 ulps on f32 rows, torch ~1.6). Since ce9
+// the two-read backward's target_kernel forms it in double from its f32 p_t (or Σ_{j≠t} p_j), with g exact, and rounds
+// once. The one-read kernel keeps the f32 form: every variant of this arithmetic built into it (in double, before or
+// after the row's store; in f32 with a Fast2Sum and g's low part) made ptxas spill 68-92 bytes a thread in the f32
+// wide kernel, which has none (CUDA 13.0, sm_90a), so it has no test here. Rows as TargetEntryEitherSideOfOneHalf's (target ln p, E others ln((1 − p) / E), the rest −200),
+// p swept over 64 values in [10^-4, 0.2] where p_t's own error (scaled by p_t) is small beside an ulp, and four from ½
+// on; two rows ignored; 68 rows counted, so g = 1/68 rounds in f32. Gate, derived as that test's: one-read p̂_t =
+// e_t / l with l rounded once, |ρ| ≤ (1 − p_t)·ε + u (ε = 5.5u, exp_diff), so |Δ(p_t − 1)| ≤ p_t·((1 − p_t)·ε + u)
+// below ½ and (1 − p_t)·(p_t·ε + u) from ½; two-read as there (r from the LSE read back); then g·that, plus half an
+// ulp of the entry for the one rounding, plus 2^-50 relatively for the double arithmetic. The old form misses such a
+// gate (the one-read kernel's, p_t = e_t / l) on 23-98 of 400 rows in an f32 emulation (exponentials correctly
+// rounded, counts 3 to 1234; at most 2.2 gates) where the new one stays within 0.96 of it.
+void TargetEntryUnderTheMean_body(bool fused) {
+  std::vector<std::int64_t> widths = {8193, 32000};
+  for (const std::int64_t C : widths) {
+    EitherSide e;
+    CeCase& c = e.c;
+    c.name = "target entry under the mean, C=" + std::to_string(C);
+    c.dtype = DType::f32;
+    c.grad_dtype = DType::f32;
+    c.classes = C;
+    c.opt.reduction = Reduction::mean;
+    c.grad_loss = {1.0};
+    std::vector<double> ps;
+    for (int k = 0; k < 64; ++k) ps.push_back(1e-4 + (0.2 - 1e-4) * k / 63);
+    for (double p : {0.6, 0.75, 0.9, 0.99}) ps.push_back(p);
+    int count = 0;
+    for (std::size_t k = 0; k < ps.size() + 2; ++k) {
+      const std::int64_t i = c.rows++;
+      const std::int64_t t = (i * 7919 + 5) % C;
+      c.x.resize(static_cast<std::size_t>(c.rows * C), -200.0);
+      const bool ignored = k == 17 || k == 50;
+      const double p = ignored ? 0.25 : ps[k - (k > 17) - (k > 50)];
+      const int E = k % 3 == 0 ? 8 : 1;
+      c.t.push_back(ignored ? -100 : t);
+      c.x[i * C + t] = round_to(DType::f32, std::log(p));
+      const double a = round_to(DType::f32, std::log((1 - p) / E));
+      for (int m = 0; m < E; ++m) {
+        const std::int64_t off = 1 + (m * C / E + C / 2) % (C - 1);
+        c.x[i * C + (t + off) % C] = a;
+      }
+      e.aim.push_back(p);
+      e.others.push_back(E);
+      count += !ignored;
+    }
+    ASSERT_EQ(count, 68);
+    check_case(c);
+    if (cpu_mode()) continue;
+    const std::string mode = fused ? " (one read)" : " (two reads)";
+    if (fused) smk::cuda::ce::set_last_fused_launch({});
+    const GpuOut g = run_gpu(c, true);
+    ASSERT_TRUE(g.error.empty()) << c.name << mode << ": " << g.error;
+    if (fused) EXPECT_GE(smk::cuda::ce::last_fused_launch().cluster, 1) << c.name << ": not the one-read kernel";
+    const double u = kU, eps = 5.5 * kU, gl = 1.0 / count;
+    int failures = 0;
+    double worst = 0;
+    for (std::int64_t i = 0; i < c.rows; ++i) {
+      const std::int64_t t = c.t[i];
+      if (t < 0) continue;
+      const double* x = c.x.data() + i * C;
+      double M = -kInf;
+      for (std::int64_t j = 0; j < C; ++j) M = std::max(M, x[j]);
+      double s = 0, rest = 0;
+      for (std::int64_t j = 0; j < C; ++j) {
+        const double ej = std::exp(x[j] - M);
+        s += ej;
+        if (j != t) rest += ej;
+      }
+      const double p = std::exp(x[t] - M) / s, q = rest / s;
+      const int E = e.others[i];
+      double hard;
+      if (fused) {
+        hard = p < 0.5 ? p * (q * eps + u) : q * (p * eps + u);
+      } else {
+        const double delta = std::fabs(g.lse[i] - (M + std::log(s)));
+        const double r = std::expm1(delta) + std::exp(delta) * eps;
+        hard = p < 0.5 ? p * r : q * (r + (E - 1) * u);
+      }
+      if (std::fabs(p - 0.5) < std::ldexp(1.0, -10)) continue;  // not built there
+      const double want = -gl * q;
+      const double tol = gl * hard + 0.5 * ulp_of(DType::f32, want) + std::ldexp(std::fabs(want), -50);
+      const double got = g.grad[i * C + t];
+      worst = std::max(worst, std::fabs(got - want) / tol);
+      if (!(std::fabs(got - want) <= tol) && ++failures <= 8)
+        ADD_FAILURE() << c.name << mode << ", row " << i << " (p_t aimed at " << e.aim[i] << ", E = " << E
+                      << "): got " << got << ", want " << want << ", error " << std::fabs(got - want) << " > gate "
+                      << tol << " (" << std::fabs(got - want) / ulp_of(DType::f32, want) << " ulps)";
+    }
+    EXPECT_EQ(failures, 0) << c.name << mode;
+    std::printf("%s%s: worst target entry %.3f of its gate\n", c.name.c_str(), mode.c_str(), worst);
+  }
+}
+TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
+  TargetEntryUnderTheMean_body(false);
+}
+
+// The tail launch (fused.cu launch_tail, ce9): the rows of a single-block launch's last partial round run on
+// clusters whose warps meet in one exchange (fused_kernel's kFlat), and must give the single block's bits. Rows =
+// the resident blocks + 7 (so a tail of 7 rows; the launch record says so), label smoothing, z-loss and class
+// weights on (every term of the exchange), mean and none; every tail shape and dependent launches against the
+// tail off. Inputs and outputs as every case (outputs poisoned with NaN before each call); with the tail on 16 blocks
+// the whole batch is also checked against the float64 reference (check_case's gates).
+TEST(CrossEntropyGpuFused, FusedTailSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  std::vector<std::pair<DType, std::int64_t>> shapes = {{DType::f32, 32000}, {DType::bf16, 32000}, {DType::f32, 5000}};
+  if (small_mode()) shapes.resize(1);
+  for (const auto& [dt, C] : shapes)
+    for (Reduction red : {Reduction::mean, Reduction::none}) {
+      // The resident blocks of this shape: one call's launch record.
+      ce::set_fused_tuning({0, -1, false, 0, 0, 0, false});
+      ce::set_last_fused_launch({});
+      (void)run_gpu(random_case("probe", dt, 1, C, 5), true);
+      const int resident = ce::last_fused_launch().resident, warps = ce::last_fused_launch().threads / 32;
+      ASSERT_GT(resident, 0);
+      ASSERT_EQ(ce::last_fused_launch().cluster, 1) << "C=" << C << ": not a single-block launch";
+      CeCase c = random_case("tail", dt, resident + 7, C, 211 + C, red);
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(C);
+      for (std::int64_t j = 0; j < C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.name = std::string("tail, ") + dtype_name(dt) + ", C=" + std::to_string(C);
+      const GpuOut base = run_gpu(c, true);
+      ASSERT_TRUE(base.error.empty()) << base.error;
+      EXPECT_EQ(ce::last_fused_launch().tail_rows, 0);
+      struct Tail {
+        int cluster, pdl;
+        bool spread;
+      };
+      for (const Tail tl : {Tail{16, 0, false}, Tail{8, 1, true}, Tail{4, 1, false}}) {
+        ce::set_fused_tuning({0, -1, false, 0, tl.cluster, tl.pdl, tl.spread});
+        ce::set_last_fused_launch({});
+        const GpuOut o = run_gpu(c, true);
+        const ce::FusedLaunch fl = ce::last_fused_launch();
+        ASSERT_TRUE(o.error.empty()) << o.error;
+        // The tail's blocks a cluster: the largest divisor of the row's warps up to the one asked for (none: 0).
+        int want_c = 0;
+        for (int k = std::min({tl.cluster, warps, 16}); k >= 2 && want_c == 0; --k)
+          if (warps % k == 0) want_c = k;
+        EXPECT_EQ(fl.tail_cluster, want_c) << c.name << " tail " << tl.cluster;
+        EXPECT_EQ(fl.tail_rows, want_c > 0 ? 7 : 0) << c.name << " tail " << tl.cluster;
+        EXPECT_EQ(fl.grid, resident) << c.name;
+        const std::string what = c.name + ", tail on " + std::to_string(fl.tail_cluster) + " blocks" +
+                                 (tl.pdl ? ", dependent launches" : "") + (tl.spread ? ", spread" : "");
+        EXPECT_EQ(o.loss, base.loss) << what;
+        EXPECT_EQ(o.lse, base.lse) << what;
+        EXPECT_EQ(o.z, base.z) << what;
+        ASSERT_EQ(o.grad.size(), base.grad.size());
+        EXPECT_EQ(std::memcmp(o.grad.data(), base.grad.data(), o.grad.size() * sizeof(double)), 0) << what;
+        if (tl.cluster == 16 && C == 32000) check_case(c);  // under this tuning: the tail launch against float64
+      }
+      ce::set_fused_tuning({});
+    }
 }
 
 void InPlaceStridedAndUnaligned_body();
