@@ -1871,13 +1871,13 @@ if want mid9; then
   rm -f "$outer"/mid9x-*.txt  # their pass / fail lines are in mid9-summary.txt, the logs in mid9-logs.tgz
   end_carried
 fi
-# short9 (session 9, issue 3: short rows' backward): backward_warp_kernel's register variants (16-bit y and dy packed,
-# __launch_bounds__ blocks raised) timed beside the dispatcher's kernel in one process. Binaries built off the device
-# for sm_90a (build/short9-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). First the
-# timing alone on the GPU (tune_softmax --short9), then Nsight Compute (launch statistics, occupancy, speed of light)
-# on one launch of each kernel of tune_softmax --short9-ncu, then in parallel: the variants' bitwise tests and the warp
-# grids at full size, test_cuda_softmax's backward tests, memcheck on the variants (small). Each part capped; none
-# starts after SMK_S9_DEADLINE_S (default 85 s). Back: short9-summary.txt, short9-tune.txt, short9-ncu.txt, logs.
+# short9 (session 9, issue 3: short rows' backward): the backward passes' warp configurations timed beside the
+# dispatcher's before short9 in one process (tune_softmax --short9). Binaries built off the device for sm_90a
+# (build/short9-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). First the timing alone on
+# the GPU, then in parallel: the warp grids' bitwise tests at full size (the dispatcher's configuration against
+# float64), test_cuda_softmax's backward tests, memcheck on the backward grids (small). Each part capped; none starts
+# after SMK_S9_DEADLINE_S (default 85 s). The run of c16e5c4 also profiled register variants with Nsight Compute
+# (tune_softmax --short9-ncu, since removed with them). Back: short9-summary.txt, short9-tune.txt, short9-logs.tgz.
 if want short9; then
   carried short9 build/short9-bin.tar.xz
   s9=$bin
@@ -1887,12 +1887,6 @@ if want short9; then
     run_step short9-tune timeout "${SMK_S9_TUNE_S:-30}" stdbuf -oL "$s9/bin/tune_softmax" --short9
     keep_logs short9
   fi
-  if s9_go ncu; then
-    run_step short9-ncu timeout "${SMK_S9_NCU_S:-25}" ncu --section LaunchStats --section Occupancy \
-      --section SpeedOfLight --section WarpStateStats --clock-control none --print-units base \
-      -k regex:backward_warp_kernel "$s9/bin/tune_softmax" --short9-ncu
-    keep_logs short9
-  fi
   s9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
     local name=$1; shift
     ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
@@ -1900,10 +1894,10 @@ if want short9; then
   if s9_go test; then
     s9_t=${SMK_S9_TEST_S:-40}
     s9_bg short9x-warp timeout "$s9_t" "$s9/bin/test_cuda_warp_row" \
-      --gtest_filter='*BackwardVariants*:*BackwardGrids*'
+      --gtest_filter='*BackwardGrids*'
     s9_bg short9x-softmax timeout "$s9_t" "$s9/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
     s9_bg short9x-memcheck timeout "$s9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$s9/bin/test_cuda_warp_row" --gtest_filter='*BackwardVariants*'
+      --report-api-errors no --error-exitcode 9 "$s9/bin/test_cuda_warp_row" --gtest_filter='*BackwardGrids*'
     wait
     for f in "$OUT"/short9x-*.log; do
       summary+=("$(tail -n 1 "$f")")

@@ -43,6 +43,14 @@
 // y and dy loaded together before conversion (0.76-0.85× in bf16), a tighter register bound (spills), cache hints.
 // The bench (run of 6740400, L2 flushed, old → new µs): f32 softmax backward 262144×128 106.72 → 102.27 (92.8 % of
 // copy), 1048576×32 115.01 → 112.10 (84.6 %); bf16 1048576×32 63.98 → 62.96 (75.4 %, within that bench's spread).
+// short9 (session 9, 2026-11-30; docs/bench/short9-s9-2026-11-30.md; tune_softmax --short9, run of c16e5c4, µs): this
+// warp kernel unchanged; the dispatcher's lanes (softmax_cuda.cpp kWarpBackwardF32NarrowMaxN, kWarpBackward16NarrowMaxN)
+// give f32 rows of 17..256 and 16-bit rows of 17..64 32 bytes a lane of y and of dy (f32 E8: 64 registers, four blocks
+// an SM, against E16's 80 and three): f32 softmax backward 1048576×32 112.4 → 101.8 (floor 95.0 at 4.25 TB/s),
+// 262144×128 103.7 → 101.6, log-softmax backward 111.6 → 102.3, 103.7 → 101.8; bf16 524288×64 65.1 → 64.1, 67.5 →
+// 65.4. Nsight Compute (same run): bf16 262144×128 (E32 L4) 128 registers, 25 % occupancy, DRAM 73 %; f32 (E16 L8,
+// grid of 8) 80 registers, 38 %, DRAM 87 %. Timed there and not kept (code in c16e5c4): a tighter __launch_bounds__
+// (spills: 0.52-0.92×) and 16-bit y and dy held packed (ptxas kept the converted values: 0.52-0.98×).
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -58,7 +66,6 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
-#include "softmaxkit/core/error.hpp"  // short9: a warp variant that was not built is refused
 
 namespace smk::cuda::kernels {
 
@@ -123,48 +130,18 @@ __device__ __forceinline__ void load_pair(const RowProblem& p, const RowRef& o, 
 
 // ---- warp_per_row ---------------------------------------------------------------------------------------------------
 
-// short9 (session 9): the warp kernel's registers. kMinBlocks: __launch_bounds__'s blocks an SM, so ptxas caps a thread
-// at 65536 / (256 · kMinBlocks) registers (2: 128, 3: 80, 4: 64, 5: 48, 6: 40). kPacked (16-bit In only): y and dy
-// stay in registers as loaded, two elements a register, and are converted to f32 where they are used (for the row
-// sum, then again for the gradients), as torch.compile's Triton kernels hold them (32 registers a thread): half the
-// registers of the row for two more conversions an element. The arithmetic and its order are the same, so the bits
-// are the default kernel's (test_warp_row_gpu).
-// y's (or dy's) elements of a lane as its vectors of the storage type; positions past n hold zero (as the f32 pad).
 template <typename In, int E>
-__device__ __forceinline__ void load_packed(typename RowTile<In, E>::Vec (&w)[RowTile<In, E>::K], const In* row, int n,
-                                            std::int64_t step, int g, int G) {
-  using Tile = RowTile<In, E>;
-  using Vec = typename Tile::Vec;
-  constexpr int V = Tile::V, K = Tile::K;
-  const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
-  if (vec && Tile::index(K - 1, g, G) + V <= n) {
-    const Vec* p = reinterpret_cast<const Vec*>(row) + g;
-#pragma unroll
-    for (int k = 0; k < K; ++k) w[k] = p[k * G];
-    return;
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int i0 = Tile::index(k, g, G);
-    if (vec && i0 + V <= n) {
-      w[k] = *reinterpret_cast<const Vec*>(row + i0);
-    } else {
-      const In* q = row + static_cast<std::int64_t>(i0) * step;
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        w[k].v[j] = i0 + j < n ? *q : from_f32<In>(0.0f);
-        q += step;
-      }
-    }
-  }
-}
-
-template <typename In, int E, bool kPacked>
-__device__ __forceinline__ void backward_warp_row(const RowProblem& p, std::int64_t row, int g, int lanes) {
-  const bool active = row < p.rows;
-  const RowRef o{row, 0};
-  if constexpr (!kPacked) {
+__global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4)) backward_warp_kernel(const RowProblem p, int lanes) {
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int rows_per_warp = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
+    const std::int64_t row = base + group;
+    const bool active = row < p.rows;
     float y[E], dy[E];
+    const RowRef o{row, 0};
     if (active) {
       load_pair<In, E>(p, o, y, dy, p.n, 0, g, lanes);
     } else {
@@ -173,75 +150,7 @@ __device__ __forceinline__ void backward_warp_row(const RowProblem& p, std::int6
     }
     const float s = group_sum(thread_terms(p, y, dy), lanes);
     if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
-  } else {
-    using Tile = RowTile<In, E>;
-    constexpr int V = Tile::V, K = Tile::K;
-    typename Tile::Vec yw[K], dw[K];
-    const int n = static_cast<int>(p.n);
-    if (active) {
-      load_packed<In, E>(yw, at<In>(p.x, o.off(p, kX)), n, p.step[kX], g, lanes);
-      load_packed<In, E>(dw, at<In>(p.dy, o.off(p, kDy)), n, p.step[kDy], g, lanes);
-    } else {
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int j = 0; j < V; ++j) yw[k].v[j] = dw[k].v[j] = from_f32<In>(0.0f);
-    }
-    float t[E];  // thread_terms' terms, in its order
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float d = to_f32(dw[k].v[j]);
-        t[k * V + j] = p.op == Op::softmax_backward ? d * to_f32(yw[k].v[j]) : d;
-      }
-    const float s = group_sum(tree_sum<E>(t), lanes);
-    if (!active) return;
-    // The compiler would otherwise keep the first conversion's f32 values for the gradients (the same expression) and
-    // the row would take its unpacked registers again (ptxas: E = 16 at 92 registers, E = 32 spilling under 80). An
-    // empty asm that "changes" each packed word forces the conversion again from the packed registers: no instruction.
-    static_assert(sizeof(typename Tile::Vec) % 4 == 0);
-    constexpr int kWords = sizeof(typename Tile::Vec) / 4;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int q = 0; q < kWords; ++q) {
-        asm volatile("" : "+r"(reinterpret_cast<unsigned*>(&yw[k])[q]));
-        asm volatile("" : "+r"(reinterpret_cast<unsigned*>(&dw[k])[q]));
-      }
-    float x[E];  // write_grads' arithmetic, element for element
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float y = to_f32(yw[k].v[j]), d = to_f32(dw[k].v[j]);
-        x[k * V + j] = p.op == Op::softmax_backward ? y * (d - s) : d - expf(y) * s;
-      }
-    if (p.scale) {
-      const float temp = row_temperature(p, o);
-#pragma unroll
-      for (int i = 0; i < E; ++i) x[i] = x[i] / temp;
-    }
-    with_out_type<In>(p, [&](auto* tag) {
-      using Out = std::remove_pointer_t<decltype(tag)>;
-      Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), x, n, p.step[kOut], g, lanes);
-    });
   }
-}
-
-// The default bound (before short9): 2 blocks an SM at E = 32, 3 at 16, 4 below.
-template <int E>
-constexpr int kWarpBackwardMinBlocks = E >= 32 ? 2 : (E >= 16 ? 3 : 4);
-
-template <typename In, int E, bool kPacked = false, int kMinBlocks = kWarpBackwardMinBlocks<E>>
-__global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_kernel(const RowProblem p, int lanes) {
-  const int lane = threadIdx.x % 32;
-  const int group = lane / lanes, g = lane % lanes;
-  const int rows_per_warp = 32 / lanes;
-  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
-  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp)
-    backward_warp_row<In, E, kPacked>(p, base + group, g, lanes);
 }
 
 // ---- block_per_row / cluster_row -------------------------------------------------------------------------------------
@@ -610,47 +519,15 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 
 // ---- launchers -------------------------------------------------------------------------------------------------------
 
-template <typename In, int E, bool kPacked = false, int kMinBlocks = kWarpBackwardMinBlocks<E>>
+template <typename In, int E>
 void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel = backward_warp_kernel<In, E, kPacked, kMinBlocks>;
+  const auto kernel = backward_warp_kernel<In, E>;
   const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
   const unsigned grid = warp_grid(persistent_grid(kernel, kWarpThreads, 0, needed), needed, c);
   kernel<<<grid, kWarpThreads, 0, s>>>(p, c.lanes);
   SMK_CUDA_CHECK_LAUNCH("backward_warp_kernel");
-}
-
-// short9's variants (WarpConfig::packed, ::min_blocks): the instantiated ones; any other asks for a kernel that does
-// not exist and is refused rather than served by another.
-template <typename In, int E>
-void launch_warp_variant(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const int mb = c.min_blocks;
-  if (!c.packed && (mb == 0 || mb == kWarpBackwardMinBlocks<E>)) return launch_warp<In, E>(p, c, s);
-  if constexpr (sizeof(In) == 4 && E == 16) {
-    if (mb == 4) return launch_warp<In, E, false, 4>(p, c, s);
-    if (mb == 5) return launch_warp<In, E, false, 5>(p, c, s);
-    if (mb == 6) return launch_warp<In, E, false, 6>(p, c, s);
-  } else if constexpr (sizeof(In) == 4 && E == 32) {
-    if (mb == 3) return launch_warp<In, E, false, 3>(p, c, s);
-  } else if constexpr (sizeof(In) == 2) {
-    if (!c.packed) {
-      // the unpacked 16-bit kernel at its default bound only (tightened, it spilled: short8's b3 / b4)
-    } else if constexpr (E <= 8) {
-      if (mb == 0 || mb == 4) return launch_warp<In, E, true, 4>(p, c, s);
-    } else {
-      if (mb == 0 || mb == 3) return launch_warp<In, E, true, 3>(p, c, s);
-      if constexpr (std::is_same_v<In, __nv_bfloat16>) {  // the other bounds timed in bf16 only
-        if (mb == 2) return launch_warp<In, E, true, 2>(p, c, s);
-        if (mb == 4) return launch_warp<In, E, true, 4>(p, c, s);
-        if (mb == 5) return launch_warp<In, E, true, 5>(p, c, s);
-        if (mb == 6) return launch_warp<In, E, true, 6>(p, c, s);
-      }
-    }
-  }
-  smk::throw_unsupported("softmax backward (warp_per_row)", "a register variant not built: elems " +
-                                                            std::to_string(E) + ", packed " + std::to_string(c.packed) +
-                                                            ", min_blocks " + std::to_string(mb));
 }
 
 template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
@@ -748,16 +625,11 @@ void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s
   if (p.rows == 0 || p.n == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    // short9: WarpRowTuning's register variant, where a test or tune_softmax sets one, over the dispatcher's.
-    const WarpRowTuning& tune = warp_row_tuning();
-    if (tune.packed >= 0) c.packed = tune.packed != 0;
-    if (tune.min_blocks >= 0) c.min_blocks = tune.min_blocks;
-    if constexpr (sizeof(In) == 4) c.packed = false;  // f32 rows are their own storage: nothing to pack
     switch (c.elems) {
-      case 4: return launch_warp_variant<In, 4>(p, c, s);
-      case 8: return launch_warp_variant<In, 8>(p, c, s);
-      case 16: return launch_warp_variant<In, 16>(p, c, s);
-      default: return launch_warp_variant<In, 32>(p, c, s);
+      case 4: return launch_warp<In, 4>(p, c, s);
+      case 8: return launch_warp<In, 8>(p, c, s);
+      case 16: return launch_warp<In, 16>(p, c, s);
+      default: return launch_warp<In, 32>(p, c, s);
     }
   });
 }

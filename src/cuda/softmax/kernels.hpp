@@ -77,12 +77,6 @@ struct WarpConfig {
   int elems = 4;
   int lanes = 1;
   int grid = 0;
-  // short9 (session 9), the backward kernel only (backward.cu backward_warp_kernel): `packed` holds 16-bit y and dy in
-  // registers as loaded (two a register, converted where used; the same bits); `min_blocks` the kernel's
-  // __launch_bounds__ blocks an SM (its register cap), 0 the default bound. Only the combinations backward.cu builds
-  // are served; others are refused (smk::Error, unsupported).
-  bool packed = false;
-  int min_blocks = 0;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
@@ -168,9 +162,6 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 struct WarpRowTuning {
   int grid = -1;
   int max_blocks = 0;
-  // short9: over the dispatcher's WarpConfig::packed / ::min_blocks on every backward warp launch (-1: leave them).
-  int packed = -1;
-  int min_blocks = -1;
 };
 WarpRowTuning& warp_row_tuning();
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a

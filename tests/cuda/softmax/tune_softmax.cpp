@@ -202,16 +202,12 @@ Variant warpg(int elems, int lanes, int grid) {
   v.tuning.grid = grid;
   return v;
 }
-// short9 (session 9): backward_warp_kernel's register variants: E elements and L lanes, grid (0 persistent, 8 the f32
-// dispatcher's), `packed` 16-bit y and dy held as loaded, `mb` the __launch_bounds__ blocks an SM (0: the default).
-Variant wv(int elems, int lanes, int grid, bool packed, int mb) {
+// short9 (session 9): warp_per_row at E elements and L lanes on a grid of up to `grid` times the resident blocks (0
+// persistent, 8 the f32 dispatcher's), set in the configuration as the dispatcher sets it.
+Variant wv(int elems, int lanes, int grid) {
   Variant v = warpg(elems, lanes, grid);
-  if (packed) v.name += " packed";
-  if (mb > 0) v.name += " mb" + std::to_string(mb);
   v.warp.grid = grid;
   v.tuning.grid = -1;
-  v.warp.packed = packed;
-  v.warp.min_blocks = mb;
   return v;
 }
 // bw16: the wide block forward (32 elements a thread, staged or not) and the backward's wide blocks (16 + 16 in
@@ -366,58 +362,27 @@ int main(int argc, char** argv) {
               {Op::softmax_backward, Op::log_softmax_backward}, reps);
     return 0;
   }
-  if (argc > 1 && std::strcmp(argv[1], "--short9-ncu") == 0) {
-    // One launch of each backward warp kernel for Nsight Compute (scripts/device.sh short9), softmax backward:
-    // bf16 262144x128 E32 L4 (default, packed, packed at 4 and 5 blocks an SM), bf16 32768x1024 E32 L32 (default,
-    // packed at 4), f32 262144x128 E16 L8 on the grid of 8 (default, 4 and 6 blocks an SM).
-    struct Ncu {
-      DType t;
-      std::int64_t rows, n;
-      Variant v;
-    };
-    const std::vector<Ncu> runs = {
-        {DType::bf16, 262144, 128, wv(32, 4, 0, false, 0)}, {DType::bf16, 262144, 128, wv(32, 4, 0, true, 0)},
-        {DType::bf16, 262144, 128, wv(32, 4, 0, true, 4)},  {DType::bf16, 262144, 128, wv(32, 4, 0, true, 5)},
-        {DType::bf16, 32768, 1024, wv(32, 32, 0, false, 0)}, {DType::bf16, 32768, 1024, wv(32, 32, 0, true, 4)},
-        {DType::f32, 262144, 128, wv(16, 8, 8, false, 0)},  {DType::f32, 262144, 128, wv(16, 8, 8, false, 4)},
-        {DType::f32, 262144, 128, wv(16, 8, 8, false, 6)}};
-    for (const Ncu& r : runs) {
-      Buffers b = make_buffers(r.rows, r.n, r.t);
-      std::printf("ncu launch: %s %lldx%lld %s\n", smk::dtype_name(r.t), static_cast<long long>(r.rows),
-                  static_cast<long long>(r.n), r.v.name.c_str());
-      std::fflush(stdout);
-      launch_backward_warp_rows(backward_problem(Op::softmax_backward, r.rows, r.n, r.t, b, 0), r.v.warp, nullptr);
-      SMK_CUDA_CHECK(cudaDeviceSynchronize());
-      free_buffers(b);
-    }
-    return 0;
-  }
   if (argc > 1 && std::strcmp(argv[1], "--short9") == 0) {
-    // short9 (session 9, docs/perf-notebook.md): the backward warp kernel's registers on the short rows (2^25
-    // elements) and three lengths between; each shape's dispatcher configuration (the default: f32 on the grid of 8,
-    // 16-bit persistent) timed first, in the middle and last (the spread of one kernel), the variants between.
+    // short9 (session 9, docs/perf-notebook.md): the backward passes' warp configurations on the short rows
+    // (2^25 elements) and three lengths between; the dispatcher's configuration before short9 (f32 on the grid of 8,
+    // 16-bit persistent) timed first, in the middle and last (the spread of one kernel), the others between. (The run
+    // of c16e5c4 also timed the kernel under tighter __launch_bounds__ and with 16-bit y and dy held packed: slower,
+    // removed; their code is in that commit.)
     const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
     const int r9 = 40;
     auto f32_set = [](int e, int l) {
-      std::vector<Variant> v = {wv(e, l, 8, false, 0)};
-      if (e == 16) v.insert(v.end(), {wv(16, l, 8, false, 4), wv(16, l, 8, false, 5), wv(16, l, 8, false, 6)});
-      if (e == 32) v.push_back(wv(32, l, 8, false, 3));
-      v.push_back(wv(e, l, 8, false, 0));
-      if (e == 16 && l < 32) v.push_back(wv(8, 2 * l, 8, false, 0));  // 64 registers, no spill, 4 blocks
-      if (e == 16 && l <= 8) v.push_back(wv(4, 4 * l, 8, false, 0));
-      if (e == 16) v.insert(v.end(), {wv(16, l, 0, false, 4), wv(16, l, 16, false, 5)});
-      v.push_back(wv(e, l, 8, false, 0));
+      std::vector<Variant> v = {wv(e, l, 8), wv(e, l, 0), wv(e, l, 8)};
+      if (e == 16 && l < 32) v.push_back(wv(8, 2 * l, 8));  // short9's rule for 17..256
+      if (e == 16 && l <= 8) v.push_back(wv(4, 4 * l, 8));
+      v.push_back(wv(e, l, 8));
       return v;
     };
     auto bf16_set = [](int e, int l) {
-      std::vector<Variant> v = {wv(e, l, 0, false, 0), wv(e, l, 8, false, 0), wv(e, l, 0, true, 0),
-                                wv(e, l, 0, true, 4), wv(e, l, 0, true, 5), wv(e, l, 0, true, 6)};
-      v.push_back(wv(e, l, 0, false, 0));
-      v.insert(v.end(), {wv(e, l, 8, true, 4), wv(e, l, 8, true, 5), wv(e, l, 0, true, 2)});
-      if (e == 32 && l < 32) v.insert(v.end(), {wv(16, 2 * l, 0, false, 0), wv(16, 2 * l, 0, true, 4)});
-      if (l * e / 8 <= 32) v.push_back(wv(8, l * e / 8, 0, false, 0));  // E8: 60 registers, 4 blocks, no spill
-      if (e == 16 && l > 1) v.insert(v.end(), {wv(32, l / 2, 0, true, 3), wv(32, l / 2, 0, true, 4)});
-      v.push_back(wv(e, l, 0, false, 0));
+      std::vector<Variant> v = {wv(e, l, 0), wv(e, l, 8), wv(e, l, 0)};
+      if (e == 32 && l < 32) v.push_back(wv(16, 2 * l, 0));  // short9's rule for 33..64
+      if (l * e / 8 <= 32) v.push_back(wv(8, l * e / 8, 0));
+      if (e == 16 && l > 1) v.push_back(wv(32, l / 2, 0));
+      v.push_back(wv(e, l, 0));
       return v;
     };
     const std::vector<DType> f32 = {DType::f32}, bf16 = {DType::bf16};
@@ -433,7 +398,8 @@ int main(int argc, char** argv) {
     run_shape(262144, 128, bf16_set(32, 4), bf16, bwd, r9);
     run_shape(1048576, 32, bf16_set(16, 2), bf16, bwd, r9);
     run_shape(32768, 1024, with_block(bf16_set(32, 32)), bf16, bwd, r9);
-    // Between: 64, 256, 512 (the dispatcher's E16 L4 / E16 L16 / E16 L32 in f32, E32 L2 / E32 L8 / E32 L16 in bf16).
+    // Between: 64, 256, 512 (the dispatcher's before short9: E16 L4 / E16 L16 / E16 L32 in f32, E32 L2 / E32 L8 /
+    // E32 L16 in bf16).
     run_shape(524288, 64, f32_set(16, 4), f32, bwd, r9);
     run_shape(131072, 256, f32_set(16, 16), f32, bwd, r9);
     run_shape(65536, 512, f32_set(16, 32), f32, bwd, r9);
