@@ -54,10 +54,19 @@ constexpr bool kFusedStageF32 = false;
 // The tail launch (fused.cu launch_tail): the rows of a single-block launch's last, partial round, taken on clusters
 // of kFusedTail blocks with the same bits (0: off). Dependent launches (kFusedPdl): the one-read kernel, the tail and
 // the reduction start as programmatic dependents of the kernel before each (griddepcontrol), so each is scheduled
-// while the one before drains. Both off until a run shows them faster (ce9, session 9: tune_cross_entropy's
-// fused/tail* and fused/pdl* variants).
+// while the one before drains; the dispatcher asks for them on single-block launches (cluster 1) only.
+// Measured (ce9, session 9, H200, two calls of 6553958 at 13:04 and 13:06 UTC, tune_cross_entropy, in place, mean,
+// median of 9 / 21 repeats a sample; docs/bench/ce9-s9-2026-11-30.md), µs:
+//   8192×32000 f32:  dependent 572.3–583.3 (7 samples, median 577.8: 85.0 % of the 2n bound) against plain
+//                    579.6–604.1 (14, median 582.9); bf16 375.2–378.6 (median 377.1) against 377.6–382.8 (379.4);
+//   4096×151936 (5-block clusters): f32 1762.5 / 1731.5 against 1722.1 / 1732.4, bf16 1442.0 / 1444.9 against
+//                    1441.4 / 1441.9: no gain, so clusters launch plain;
+//   the tail launch, every shape (16, 8, 4 blocks; one an SM or not), slower than none: f32 8192×32000 medians
+//                    592.2–596.4 plain (against 582.9), 580.9–587.2 dependent (against 577.8); bf16 388.9–394.6 plain
+//                    (379.4), 381.0–387.9 dependent (377.1): its launch costs more than the partial round of 8 rows it
+//                    spreads, so it stays off (kept for tuning; FusedTailSameBits holds its bits to the single block's).
 constexpr int kFusedTail = 0;
-constexpr bool kFusedPdl = false;
+constexpr bool kFusedPdl = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;

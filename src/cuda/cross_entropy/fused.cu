@@ -45,6 +45,14 @@
 // 8192×32000 578.9–591.6 over ten (3.66–3.74×, median 83.7 %: a tail round of 8 rows on 132 blocks costs 1.6 %),
 // 4096×151936 1723.8–1756.1 (3.15×, 66–68 %). The target entry below p_t = ½ is p_t − 1 since 3a7313b (run 1 had f32
 // target entries at 1.8 ulps against torch's 0.5; run 2 at torch's under reduction none, ~2 ulps under the mean).
+// Session 9 (ce9, H200 runs of 6553958 at 13:04 and 13:06 UTC, docs/bench/ce9-s9-2026-11-30.md): single-block launches
+// are programmatic dependents of the target scan, and the mean after them of this kernel (griddepcontrol: the kernel
+// waits for the scan's totals, then lets the next grid be scheduled): f32 8192×32000 577.8 µs at the median of seven
+// samples (572.3–583.3; 85.0 % of the 2n bound, 491.1 µs) against 582.9 plain (579.6–604.1, fourteen), bf16 377.1
+// against 379.4; 5-block clusters no faster (4096×151936), so they launch plain. The tail launch (kFlat below: the
+// last partial round's rows on clusters, the same bits) ran slower at every shape tried and is off (kFusedTail).
+// The target entry's f32 form is unchanged: a precise form (double, or f32 with the mean's scale in two parts) made
+// ptxas spill 68–92 bytes a thread in the f32 wide kernel, which has none (64 registers; CUDA 13.0, sm_90a).
 #include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime_api.h>
@@ -605,7 +613,7 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   const std::size_t smem = f.prefetch ? kStages<In> * Stage::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
   kernel_attrs(attrs, kernel, kStages<In> * Stage::bytes(kThreads));
-  const bool pdl = g_tuning.pdl >= 0 ? g_tuning.pdl > 0 : kFusedPdl;
+  const bool pdl = g_tuning.pdl >= 0 ? g_tuning.pdl > 0 : kFusedPdl && shape.cluster == 1;
   cudaLaunchAttribute at[2];
   cudaLaunchConfig_t cfg = cluster_config(at, shape.cluster, shape.threads, smem, false, s);
   // A persistent grid: as many clusters as are resident at once (each then stages its next row while it works on
