@@ -73,7 +73,7 @@ struct FusedTuning {
   bool any_width = false;
   int threads = 0;
   int tail = -1;             // −1: kFusedTail; 0: off; N: clusters of up to N blocks (a divisor of the row's warps)
-  int pdl = -1;              // −1: kFusedPdl; 0 off; 1 on
+  int pdl = -1;              // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
   bool tail_spread = false;  // the tail's blocks one an SM (each asks for 120 KB of shared memory)
 };
 void set_fused_tuning(const FusedTuning& t);
