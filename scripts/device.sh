@@ -14,6 +14,7 @@
 #   ce9
 #   pfx9
 #   dec9
+#   fair9
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1906,6 +1907,23 @@ if want short9; then
     keep_logs short9
     rm -f "$outer"/short9x-*.txt  # their pass / fail lines are in short9-summary.txt, the logs in short9-logs.tgz
   fi
+  end_carried
+fi
+# fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
+# the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
+# nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and
+# the C entry points' error path. Binaries built off the device for sm_90a, carried as build/fair9-bin.tar.xz (bin/
+# libsmk_attention_capi.so; lib/libfmt.so.9). SMK_FAIR9_S caps the script (default 80 s); it starts no row after
+# SMK_FAIR9_DEADLINE_S (default 60 s); SMK_FAIR9_ROUNDS rounds (default 20). Back: fair9-sdpa.txt (the log),
+# fair9.md, fair9.json, fair9-summary.txt, fair9-logs.tgz.
+if want fair9; then
+  carried fair9 build/fair9-bin.tar.xz
+  f9=$bin
+  run_step fair9-sdpa timeout "${SMK_FAIR9_S:-80}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$f9/bin/libsmk_attention_capi.so" --out "$OUT/fair9.md" --json "$OUT/fair9.json" \
+    --rounds "${SMK_FAIR9_ROUNDS:-20}" --deadline-s "${SMK_FAIR9_DEADLINE_S:-60}"
+  keep_logs fair9
+  cp "$OUT/fair9.md" "$OUT/fair9.json" "$outer/" 2>/dev/null
   end_carried
 fi
 echo
