@@ -48,13 +48,19 @@ GATE = 0.0625
 
 def smi():
     """nvidia-smi's reading (query only: the card's settings are never changed)."""
-    q = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"
-    try:
-        r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=10)
-        return r.stdout.strip().splitlines()[0] if r.stdout.strip() else r.stderr.strip()
-    except Exception as e:  # noqa: BLE001 (a reading, never a reason to stop)
-        return f"nvidia-smi failed: {e}"
+    base = "clocks.sm,clocks.mem,power.draw,temperature.gpu"
+    got = ""
+    # The throttle field's name changed across drivers (clocks_event_reasons since 535): the first one it takes.
+    for q in (base + ",clocks_event_reasons.active", base + ",clocks_throttle_reasons.active", base):
+        try:
+            r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                               text=True, timeout=10)
+        except Exception as e:  # noqa: BLE001 (a reading, never a reason to stop)
+            return f"nvidia-smi failed: {e}"
+        if r.returncode == 0 and r.stdout.strip():
+            return r.stdout.strip().splitlines()[0]
+        got = (r.stdout + r.stderr).strip()
+    return f"nvidia-smi: {got}"
 
 
 class Ours:
