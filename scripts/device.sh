@@ -1815,6 +1815,8 @@ fi
 # 256x151936, 8192x65536; f32 and bf16 softmax / log-softmax), then in parallel: the whole cluster_stage and few_rows
 # suites (small mode unless SMK_V9_SMALL=0; step 0's cached_occupancy / option_cases refactor), memcheck on the
 # Stream tests and racecheck on StreamBitwise (small). Back: v9-summary.txt, v9-stime.txt, v9-logs.tgz.
+# (fixsplit9, after the review's F14: the pipelined kernel is removed, so binaries of this tree time and test
+# split_stream_kernel alone, StreamBitwise also on grids capped at 1, 3 and 7 blocks; StreamTiming ends skipped, a tool.)
 if want vocab9; then
   carried v9 build/vocab9-bin.tar.xz
   v9=$bin

@@ -233,18 +233,14 @@ struct SplitRowTuning {
   int stream = -1;
   int stream_lag = 0;
   bool stream_hints = true;
-  // vocab9 (session 9): split_stream's items pipelined (split_row.cu split_stream_pipe_kernel: the next item's chunk
-  // copied into shared memory by cp.async while the current one reduces, the ticket taken one item ahead); false: the
-  // unpipelined kernel of vocab8 (the default until the pipelined one wins a run: vocab9's first run timed it slower
-  // for f32 softmax and behind the three kernels in bf16). stream_keep_first: the chunk items' copies evict_last.
-  bool stream_pipelined = false;
-  bool stream_keep_first = false;
+  // stream_max_blocks (tests only): caps split_stream's persistent grid (0: no cap), so that each block takes many
+  // items (small test cases otherwise get about one item a block). Any grid of at least one block finishes.
+  int stream_max_blocks = 0;
 };
 SplitRowTuning& split_row_tuning();
-// split_stream's launches since the process started (tests: which kernel served).
+// split_stream's launches since the process started, and its last launch's grid (tests: that it served, capped).
 std::uint64_t split_stream_launch_count();
-// Of those, the pipelined kernel's (vocab9; tests: which of the two served).
-std::uint64_t split_stream_pipe_launch_count();
+unsigned split_stream_last_grid();
 // How many clusters of `blocks` blocks of 512 threads (at most kSplitClusterMaxChunks) the current device runs at once:
 // cudaOccupancyMaxActiveClusters of split_row's one-launch kernel, 0 below compute capability 9.0 or where the query
 // refuses the size; asked once per device, kernel and size, then served from a cache without a CUDA call. The

@@ -61,10 +61,10 @@
 // bf16 1.2-1.5× slower): its items are bound by their own latency and instructions, not DRAM (Nsight Compute below,
 // at split_stream).
 // vocab9 (session 9): split_stream_pipe_kernel, split_stream's items pipelined (the next item's chunk copied into
-// shared memory by cp.async while the current one reduces, the ticket one item ahead; SplitRowTuning::stream_pipelined,
-// off by default). Bitwise the three kernels (StreamBitwiseTheThreeKernels, small mode; memcheck 0 errors, racecheck 0
-// hazards), but slower than the best path on every shape timed (vocab9's run of dbdada1, H200, 2026-11-30, GPU µs
-// after the bench's flush, best lag of 16-48): 4096×151936 f32 softmax 2061 (three kernels 2005), log-softmax 1871
+// shared memory by cp.async while the current one reduces, the ticket one item ahead; off by default; removed after
+// the session's review, F14: its code is in dbdada1). Bitwise the three kernels (StreamBitwiseTheThreeKernels, small
+// mode, one or two items a block; memcheck 0 errors, racecheck 0 hazards), but slower than the best path on every
+// shape timed (vocab9's run of dbdada1, H200, 2026-11-30, GPU µs after the bench's flush, best lag of 16-48): 4096×151936 f32 softmax 2061 (three kernels 2005), log-softmax 1871
 // (unpipelined split_stream 1705), bf16 softmax 1432 (three kernels 1280; unpipelined 1677), log-softmax 1368 (1327;
 // 1614); 1024×262144 f32 901 / 858 (860 / 738), bf16 611 / 586 (541 / 562). Every block holds two tickets, so ~2 ×
 // the grid's items are claimed at once and a row's normalising items wait unless the lag covers that window (lag 16:
@@ -91,7 +91,6 @@
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
-#include "cuda/softmax/row_stage.cuh"
 
 #include <cooperative_groups.h>
 
@@ -466,143 +465,6 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
   }
 }
 
-// ---- split_stream pipelined (vocab9, session 9) --------------------------------------------------------------------
-// vocab8's profile of split_stream_kernel (Nsight Compute, f32 softmax 4096×151936: DRAM 50 %, CTA-barrier stalls
-// 30 %, issue-active 59 %) found each item's load, four block barriers and store in series with nothing in flight
-// across items. Here each block holds two items: while it reduces or normalises the current one, the next item's chunk
-// is already being copied into shared memory (LaneStage: each thread copies by cp.async exactly the vectors of
-// RowTile's element-to-thread map it will read back, so its own wait orders them and no barrier guards the buffers),
-// and the ticket is taken one item ahead (one barrier an item publishes it, double-buffered, where the kernel above
-// spent two). A normalising item waits for its row state with acquire loads in every thread (no block barrier).
-// Counted per item (512 threads): barriers 1 (ticket) + 2 (softmax chunk: max, sum) or 3 (log-softmax: + ties), 1 for a
-// normalising item (was 2 + 2 / 3, and 2 + 1); bytes in flight an SM at the item boundary 2 blocks × one chunk (f32
-// 48 KB, bf16 24 KB) where the kernel above had none. Shared memory: two chunks a block (f32 96 KB, bf16 48 KB; two
-// blocks an SM still fit the H200's 228 KB). The same values reach the same registers as PlainTile::load's (the ragged
-// last vector through registers, −inf past n) and the same arithmetic follows, so the outputs are the three kernels'
-// bits (test_few_rows_gpu StreamBitwiseTheThreeKernels runs both kernels).
-// Item t's row and chunk (stream_item) in 32-bit arithmetic where every ticket fits (a 64-bit division is a called
-// subroutine).
-template <typename I>
-__device__ __forceinline__ void stream_item_of(I t, I rows, I chunks, I lead, bool& norm, I& row, I& c) {
-  const I head = lead * chunks, mid = (rows - lead) * 2 * chunks;
-  if (t < head) {
-    norm = false;
-    row = t / chunks;
-    c = t - row * chunks;
-  } else if (t < head + mid) {
-    const I u = t - head, k = u / (2 * chunks), w = u - k * 2 * chunks;
-    norm = w >= chunks;
-    row = norm ? k : lead + k;
-    c = norm ? w - chunks : w;
-  } else {
-    const I u = t - head - mid, k = u / chunks;
-    norm = true;
-    row = rows - lead + k;
-    c = u - k * chunks;
-  }
-}
-
-template <typename In, bool kLogSoftmax>
-__global__ void __launch_bounds__(kSplitThreads, 2) split_stream_pipe_kernel(const RowProblem p, std::int64_t chunks,
-                                                                          std::int64_t lag, int hints, int keep_first,
-                                                                          State* states, State* row_states,
-                                                                          unsigned* sync) {
-  using Out = std::conditional_t<kLogSoftmax, float, In>;  // chunk_states_plain_kernel's chunk terms
-  using Stage = LaneStage<In, kBlockElems>;
-  using Vec = typename Stage::Vec;
-  constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
-  extern __shared__ __align__(16) unsigned char stream_stage[];
-  __shared__ ChunkScratch scratch;
-  __shared__ std::int64_t item[2];
-  Vec* const bufs = reinterpret_cast<Vec*>(stream_stage);  // two chunks: Stage::K · kSplitThreads vectors each
-  auto* ticket = reinterpret_cast<unsigned long long*>(sync);
-  unsigned* count = sync + 2;
-  const std::int64_t rows = p.rows, total = 2 * rows * chunks, lead = lag < rows ? lag : rows;
-  const bool narrow = total <= 0xffffffffll;
-  const unsigned ready = static_cast<unsigned>(chunks) + 1;
-  const int g = static_cast<int>(threadIdx.x);
-  // Item t's kind, row and chunk, and its copy into buffer b started.
-  auto start = [&](std::int64_t t, int b, bool& norm, std::int64_t& row, std::int64_t& c) {
-    if (narrow) {
-      unsigned r, cc;
-      stream_item_of<unsigned>(static_cast<unsigned>(t), static_cast<unsigned>(rows), static_cast<unsigned>(chunks),
-                               static_cast<unsigned>(lead), norm, r, cc);
-      row = r;
-      c = cc;
-    } else {
-      stream_item_of<std::int64_t>(t, rows, chunks, lead, norm, row, c);
-    }
-    const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
-    Vec* s = bufs + b * Stage::K * kSplitThreads;
-    const int len = chunk_len(p.n, c);
-    const float pad = -detail::inf_<float>();
-    if (norm && hints) Stage::template fetch<LaneHint::evict_first>(s, x, len, 1, g, kSplitThreads, g, kSplitThreads, pad);
-    else if (!norm && keep_first)
-      Stage::template fetch<LaneHint::evict_last>(s, x, len, 1, g, kSplitThreads, g, kSplitThreads, pad);
-    else Stage::fetch(s, x, len, 1, g, kSplitThreads, g, kSplitThreads, pad);
-  };
-  if (g == 0) item[0] = static_cast<std::int64_t>(atomicAdd(ticket, 1ull));
-  __syncthreads();
-  std::int64_t t = item[0], row = 0, c = 0;
-  bool norm = false;
-  if (t < total) start(t, 0, norm, row, c);
-  __pipeline_commit();
-  for (int i = 1; t < total; ++i) {
-    const int b = (i - 1) & 1;  // the current item's buffer
-    // The next ticket, published by the one barrier of the item; item[i & 1] is rewritten two items later, after the
-    // next item's barrier, which every thread passes only once it has read this one.
-    if (g == 0) item[i & 1] = static_cast<std::int64_t>(atomicAdd(ticket, 1ull));
-    __syncthreads();
-    const std::int64_t next = item[i & 1];
-    bool next_norm = false;
-    std::int64_t next_row = 0, next_c = 0;
-    // Buffer b ^ 1 was read two items ago by this thread alone, and those values used (stored or reduced) before it.
-    if (next < total) start(next, b ^ 1, next_norm, next_row, next_c);
-    __pipeline_commit();
-    __pipeline_wait_prior(1);  // this thread's copies of the current chunk have landed
-    float v[kBlockElems];
-    Stage::read(v, bufs + b * Stage::K * kSplitThreads, g, kSplitThreads);
-    if (!norm) {
-      const State st = chunk_state<kLogSoftmax, Out>(v, scratch);
-      if (g < 32) {  // as split_stream_kernel: the last chunk block of a row merges it (warp 0)
-        unsigned last = 0;
-        if (g == 0) {
-          states[row * chunks + c] = st;
-          __threadfence();  // the state before the count that publishes it
-          last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
-        }
-        last = __shfl_sync(0xffffffffu, last, 0);
-        if (last) {
-          __threadfence();  // lane 0's observation of the count before every lane's loads (review of session 8, F1)
-          __syncwarp();
-          const float* f = reinterpret_cast<const float*>(states + row * chunks);
-          State mine = State::empty();
-          if (g < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * g), __ldcg(f + 2 * g + 1)));
-          mine = group_merge(mine, 32);
-          if (g == 0) {
-            row_states[row] = mine;
-            __threadfence();  // the row state before the mark
-            atomicAdd(&count[row], 1u);
-          }
-        }
-      }
-    } else {
-      // Every thread waits for the mark itself (an acquire load each, one transaction a warp): its later loads of the
-      // row state are ordered after the writer's release, with no block barrier.
-      while (load_acquire_gpu(&count[row]) < ready) __nanosleep(64);
-      const float* f = reinterpret_cast<const float*>(row_states + row);
-      const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
-      normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
-      stream_store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, chunk_len(p.n, c), hints != 0);
-    }
-    t = next;
-    norm = next_norm;
-    row = next_row;
-    c = next_c;
-  }
-  __pipeline_wait_prior(0);  // nothing left in flight at exit (the last, empty, group)
-}
-
 // The one-launch variant (split_row_cluster): one cluster per row, block r of the cluster reducing chunk r exactly
 // as chunk_states_kernel does, the cluster's chunk states exchanged through distributed shared memory and merged by
 // merge_pushed_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
@@ -838,9 +700,9 @@ std::atomic<std::uint64_t>& stream_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
-std::atomic<std::uint64_t>& stream_pipe_launches() {
-  static std::atomic<std::uint64_t> count{0};
-  return count;
+std::atomic<unsigned>& stream_last_grid() {
+  static std::atomic<unsigned> grid{0};
+  return grid;
 }
 
 // Whether split_stream serves a call the one-launch kernel did not take (SplitRowTuning::stream: -1 the rule below,
@@ -851,42 +713,6 @@ bool stream_call(const RowProblem& p, std::int64_t chunks) {
   if (t.stream == 0 || !t.common_call || (p.op != Op::softmax && p.op != Op::log_softmax)) return false;
   if (chunks < 2 || chunks > kSplitStreamMaxChunks || !common_call<In>(p)) return false;
   return t.stream == 1 || (std::is_same_v<In, float> && p.op == Op::log_softmax && p.rows >= kSplitStreamMinRows);
-}
-
-// The pipelined kernel's dynamic shared memory: two chunks of LaneStage slots (f32 96 KB, 16-bit 48 KB).
-template <typename In>
-constexpr std::size_t kStreamPipeSmem = 2 * LaneStage<In, kBlockElems>::bytes_per_thread * kSplitThreads;
-
-// Blocks of the pipelined kernel resident an SM (0 where its shared memory does not fit the device's opt-in: the
-// unpipelined kernel serves then, the same bits). Asked once per kernel and device (cached_blocks_per_sm), the
-// shared-memory attribute set in the same query. A failing call is retried once after clearing the last error (an
-// earlier asynchronous error may be reported by the first), then reported (smk::Error), never read as "does not fit".
-// (vocab9's first run, 37d39f3: the attribute was set under a DeviceOnce shared by the softmax and log-softmax
-// kernels, whose types are equal, and a failure read as 0: the pipelined kernel never ran for log-softmax.)
-template <typename In, auto kKernel>
-int stream_pipe_blocks_per_sm() {
-  return cached_blocks_per_sm(reinterpret_cast<const void*>(kKernel), kSplitThreads, kStreamPipeSmem<In>,
-                              [](const void* k, int threads, std::size_t smem) {
-                                if (static_cast<std::size_t>(device_facts().max_smem_optin) <
-                                    smem + sizeof(ChunkScratch) + 16)
-                                  return 0;
-                                const auto retry = [](auto&& call) {
-                                  cudaError_t e = call();
-                                  if (e != cudaSuccess) {
-                                    (void)cudaGetLastError();
-                                    e = call();
-                                  }
-                                  return e;
-                                };
-                                SMK_CUDA_CHECK(retry([&] {
-                                  return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                              static_cast<int>(smem));
-                                }));
-                                int n = 0;
-                                SMK_CUDA_CHECK(
-                                    retry([&] { return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, smem); }));
-                                return n;
-                              });
 }
 
 template <typename In>
@@ -900,22 +726,14 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const SplitRowTuning& t = split_row_tuning();
   const std::int64_t by_bytes = kSplitStreamL2Bytes / (3 * p.n * static_cast<std::int64_t>(sizeof(In)));
   const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : std::clamp<std::int64_t>(by_bytes, 1, kSplitStreamMaxLag);
-  const auto piped = p.op == Op::softmax ? split_stream_pipe_kernel<In, false> : split_stream_pipe_kernel<In, true>;
-  const int piped_per_sm = !t.stream_pipelined ? 0
-                           : p.op == Op::softmax ? stream_pipe_blocks_per_sm<In, split_stream_pipe_kernel<In, false>>()
-                                                 : stream_pipe_blocks_per_sm<In, split_stream_pipe_kernel<In, true>>();
-  if (piped_per_sm > 0) {
-    const std::int64_t resident = std::int64_t{piped_per_sm} * device_facts().sm_count;
-    piped<<<static_cast<unsigned>(std::min(resident, 2 * total)), kSplitThreads, kStreamPipeSmem<In>, s>>>(
-        p, chunks, lag, t.stream_hints ? 1 : 0, t.stream_keep_first ? 1 : 0, states, states + total, sync);
-    SMK_CUDA_CHECK_LAUNCH("split_stream_pipe_kernel");
-    stream_pipe_launches().fetch_add(1, std::memory_order_relaxed);
-  } else {
-    const auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
-    kernel<<<persistent_grid(kernel, kSplitThreads, 0, 2 * total), kSplitThreads, 0, s>>>(
-        p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
-    SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
-  }
+  const auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
+  // Any grid of at least one block finishes (a block takes its next ticket only once its item is done, and the
+  // smallest unfinished ticket never waits on a larger one), so stream_max_blocks may cap it for the tests.
+  unsigned grid = persistent_grid(kernel, kSplitThreads, 0, 2 * total);
+  if (t.stream_max_blocks > 0) grid = std::min(grid, static_cast<unsigned>(t.stream_max_blocks));
+  kernel<<<grid, kSplitThreads, 0, s>>>(p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
+  SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
+  stream_last_grid().store(grid, std::memory_order_relaxed);
   stream_launches().fetch_add(1, std::memory_order_relaxed);
   ws.release();
 }
@@ -976,7 +794,7 @@ SplitRowTuning& split_row_tuning() {
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
-std::uint64_t split_stream_pipe_launch_count() { return stream_pipe_launches().load(std::memory_order_relaxed); }
+unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

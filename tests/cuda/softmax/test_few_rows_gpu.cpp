@@ -448,7 +448,8 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
 // f16; 2 chunks (12289), one whole vector short of a chunk boundary, 151936 and 32 chunks (393216, its bound); 1 and
 // 37 rows, each under lags that make the order's three parts (the lead rows' chunks, the rows in step, the last rows'
 // normalising items) empty or not (the library's, 1, 3, 64 ≥ rows); rows pitched by a whole number of vectors; +inf
-// and NaN in a row and an all −inf row under both empty-row policies. 33 chunks, a temperature: the three kernels.
+// and NaN in a row and an all −inf row under both empty-row policies; each also on grids capped at 1, 3 and 7 blocks,
+// so that a block takes many items in turn. 33 chunks, a temperature: the three kernels.
 TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
   TuningGuard guard;
   std::vector<std::int64_t> lengths = {12289, 12288 * 3 - 8, 151936, 393216};
@@ -475,35 +476,36 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
           cuda::kernels::split_row_tuning().active_clusters = 0;
           cuda::kernels::split_row_tuning().stream = 0;
           const Result three = run_checked(c, SoftmaxPath::split_row);
-          // vocab9: the pipelined kernel at every lag, the first reads marked evict_last at lag 1, the unpipelined
-          // kernel of vocab8 (the default) at the library's lag and at 3 (no hints).
+          // At every lag on the persistent grid, and on grids of 1, 3 and 7 blocks (stream_max_blocks; fix9 after
+          // the review's F1), where each block takes many items in turn (54 items on 1 block at 9 rows × 3 chunks),
+          // the lag's order then not the grid's: asserted, the kernel ran on the grid asked for.
           struct Variant {
-            int lag;
-            bool pipelined, keep_first;
+            int lag, max_blocks;
           };
-          for (const Variant& var : {Variant{0, true, false}, Variant{1, true, true}, Variant{3, true, false},
-                                     Variant{64, true, false}, Variant{0, false, false}, Variant{3, false, false}}) {
+          for (const Variant& var : {Variant{0, 0}, Variant{1, 0}, Variant{3, 0}, Variant{64, 0}, Variant{0, 1},
+                                     Variant{1, 3}, Variant{3, 7}, Variant{64, 7}}) {
             const int lag = var.lag;
             cuda::kernels::split_row_tuning().stream = 1;
             cuda::kernels::split_row_tuning().stream_lag = lag;
             cuda::kernels::split_row_tuning().stream_hints = lag != 3;
-            cuda::kernels::split_row_tuning().stream_pipelined = var.pipelined;
-            cuda::kernels::split_row_tuning().stream_keep_first = var.keep_first;
+            cuda::kernels::split_row_tuning().stream_max_blocks = var.max_blocks;
             const std::uint64_t before = cuda::kernels::split_stream_launch_count();
-            const std::uint64_t piped_before = cuda::kernels::split_stream_pipe_launch_count();
-            const Result streamed = lag == 0 && var.pipelined ? run_checked(c, SoftmaxPath::split_row)
-                                                              : run_gpu(c, SoftmaxPath::split_row, 0x00);
+            const Result streamed = lag == 0 && var.max_blocks == 0 ? run_checked(c, SoftmaxPath::split_row)
+                                                                    : run_gpu(c, SoftmaxPath::split_row, 0x00);
             ASSERT_TRUE(three.ran && streamed.ran);
             EXPECT_GT(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream did not run";
-            EXPECT_EQ(cuda::kernels::split_stream_pipe_launch_count() > piped_before, var.pipelined)
-                << c.name << ": which split_stream kernel ran";
+            const std::int64_t items = 2 * rows * ((n + 12287) / 12288);
+            const unsigned grid = cuda::kernels::split_stream_last_grid();
+            if (var.max_blocks > 0)
+              EXPECT_EQ(static_cast<std::int64_t>(grid), std::min<std::int64_t>(var.max_blocks, items))
+                  << c.name << ": split_stream's grid";
+            else
+              EXPECT_TRUE(grid >= 1 && grid <= items) << c.name << ": split_stream's grid " << grid;
             expect_same_bits(streamed, three,
                              c.name + " " + op_name(op) + " " + dtype_name(t) + ": split_stream (lag " +
-                                 std::to_string(lag) + (var.pipelined ? ", pipelined" : ", unpipelined") +
-                                 (var.keep_first ? ", evict_last" : "") + ") / three kernels");
+                                 std::to_string(lag) + ", grid " + std::to_string(grid) + ") / three kernels");
           }
-          cuda::kernels::split_row_tuning().stream_pipelined = cuda::kernels::SplitRowTuning{}.stream_pipelined;
-          cuda::kernels::split_row_tuning().stream_keep_first = false;
+          cuda::kernels::split_row_tuning().stream_max_blocks = 0;
         }
       }
     }
@@ -525,7 +527,9 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
 // only because the kernels give the same bits. At the rule's own shapes (256 × 70000: 6 chunks; 256 × 151936: 13),
 // automatic path: split_stream ran (its launch count), the reference's gates hold, the result is bitwise the three
 // kernels' (stream 0, no one-launch kernel), and the last row alone (one row: split_row's one-launch kernel) is bitwise
-// the batch's last row. f32 softmax at 256 rows stays on the three kernels (the rule is log-softmax's).
+// the batch's last row. f32 softmax at 256 rows stays on the three kernels (the rule is log-softmax's). (With
+// vocab9's pipelined kernel gone, review F14, split_stream_kernel is the one kernel the launch count can mean.) And the
+// rule's bound: f32 log-softmax of 255 rows does not take split_stream.
 TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
   TuningGuard guard;
   std::uint64_t seed = 8900;
@@ -547,13 +551,21 @@ TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
       expect_last_row_alone(c, automatic, 0, c.name + " " + op_name(op));
     }
   }
+  const Case below = random_case("255x70000", Op::log_softmax, DType::f32, DType::f32, 255, 70000, 8999);
+  cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+  const std::uint64_t before = cuda::kernels::split_stream_launch_count();
+  run_checked(below, SoftmaxPath::automatic);
+  EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << "255 rows: split_stream ran below the rule's bound";
 }
 
 // SMK_STREAM_TIMING=1: split_stream beside the three kernels on split_row's long rows (split_row forced): GPU µs a call
 // (events around single calls after the bench's 240 MB flush, and a CUDA graph's replay), by lag and cache hints.
+// A timing tool, not a test: it asserts nothing (times have no right answer to check here; the kernels' results are
+// StreamBitwiseTheThreeKernels' and StreamDefaultRuleAtItsShapes'), so it ends skipped even when it ran, and a
+// summary never counts it as a pass (review F12; session 8's F17).
 TEST_F(GpuFewRows, StreamTiming) {
   const char* on = std::getenv("SMK_STREAM_TIMING");
-  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_STREAM_TIMING=1 to time";
+  if (on == nullptr || on[0] != '1') GTEST_SKIP() << "a timing tool: set SMK_STREAM_TIMING=1 to time";
   TuningGuard guard;
   cuda::StreamOwner owner;
   const cudaStream_t s = owner.get();
@@ -567,25 +579,16 @@ TEST_F(GpuFewRows, StreamTiming) {
   struct Shape {
     std::int64_t rows, n;
   };
+  // stream -1 = the automatic path (the dispatcher's kernel, e.g. cluster_stage at 65536); lag 0 = the library's
+  // (kSplitStreamL2Bytes). (vocab9's pipelined variants went with their kernel, review F14.)
   struct Variant {
     const char* name;
     int stream, lag;
     bool hints;
   };
-  // vocab9: stream -1 = the automatic path (the dispatcher's kernel, e.g. cluster_stage at 65536); old = vocab8's
-  // unpipelined kernel; pipe = the pipelined one; lag 0 = the library's (kSplitStreamL2Bytes); keep = the chunk
-  // items' copies evict_last.
-  struct Variant9 {
-    const char* name;
-    int stream, lag;
-    bool hints, pipelined = true, keep_first = false;
-  };
-  std::vector<Variant9> variants = {{"auto", -1, 0, true},          {"three_kernels", 0, 0, true},
-                                    {"old_lib", 1, 0, true, false}, {"pipe_lag16", 1, 16, true},
-                                    {"pipe_lag24", 1, 24, true},    {"pipe_lag32", 1, 32, true},
-                                    {"pipe_lag40", 1, 40, true},    {"pipe_lag48", 1, 48, true},
-                                    {"pipe_lib", 1, 0, true},       {"pipe_lib_nohint", 1, 0, false},
-                                    {"pipe_lib_keep", 1, 0, true, true, true}};
+  const std::vector<Variant> variants = {{"auto", -1, 0, true},        {"three_kernels", 0, 0, true},
+                                         {"stream_lib", 1, 0, true},   {"stream_lib_nohint", 1, 0, false},
+                                         {"stream_lag16", 1, 16, true}, {"stream_lag24", 1, 24, true}};
   std::vector<Shape> shapes = {{4096, 151936}, {1024, 262144}, {256, 151936}, {8192, 65536}};
   if (const char* only = std::getenv("SMK_STREAM_SHAPES"); only != nullptr && only[0] == '1') shapes.resize(2);
   std::printf("%-12s %-5s %-12s %-20s %9s %9s %7s\n", "op", "dtype", "shape", "variant", "graph_us", "flush_us",
@@ -597,13 +600,11 @@ TEST_F(GpuFewRows, StreamTiming) {
       const double bytes = 2.0 * static_cast<double>(sh.rows * sh.n) * static_cast<double>(dtype_size(t));
       const int k = bytes > 1e9 ? 2 : bytes > 1e8 ? 5 : 20;
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        for (const Variant9& v : variants) {
+        for (const Variant& v : variants) {
           cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
           cuda::kernels::split_row_tuning().stream = v.stream;
           cuda::kernels::split_row_tuning().stream_lag = v.lag;
           cuda::kernels::split_row_tuning().stream_hints = v.hints;
-          cuda::kernels::split_row_tuning().stream_pipelined = v.pipelined;
-          cuda::kernels::split_row_tuning().stream_keep_first = v.keep_first;
           cuda::ScopedSoftmaxPath force(v.stream == -1 ? SoftmaxPath::automatic : SoftmaxPath::split_row);
           auto call = [&] {
             return op == Op::softmax ? softmax(out, in, {}, stream) : log_softmax(out, in, {}, stream);
@@ -621,6 +622,7 @@ TEST_F(GpuFewRows, StreamTiming) {
       }
     }
   }
+  GTEST_SKIP() << "a timing tool: printed its times, asserted nothing";
 }
 
 // SMK_STREAM_NCU=1: one softmax call a variant on 4096×151936 (f32, then bf16: the three kernels, then split_stream at
