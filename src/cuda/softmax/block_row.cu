@@ -81,7 +81,8 @@
 // re-read kernel for 16-bit rows of 1537..10240 and f32 of 6145..10240, one row ahead for 16-bit 12289..16384
 // (softmax_cuda.cpp block_ahead_rows); f32 4096×16384 stays direct at 85 µs (target 67: missed).
 // mid9 (session 9, 2026-11-30): the re-read kernel for the f32 wide block's rows in four parts with log_term_exp_ftz's
-// terms, any layout (block_rows_reread_kernel<float, 32, 4, true, true>, BlockConfig::ahead = kAheadReread4): 40
+// terms, any layout (block_rows_reread_kernel<float, 32, 4, true, true>, BlockConfig::ahead = kAheadReread4, both
+// removed after the session's review: the code is in commit 625272c): 40
 // registers, no spill (mid8's two halves: 24 B of stack), three 512-thread blocks an SM. Traffic the same 4 B an
 // element read; floor 59.5 µs at 4096×16384. Predicted ~66 µs; measured (H200, mid9's run of c16e5c4, tune_softmax
 // --mid9, median µs; docs/bench/mid9-s9-2026-11-30.md) logsumexp 4096×16384 direct 85.6 / 85.3, mid8's re-read 111.9,
@@ -447,14 +448,12 @@ __global__ void __launch_bounds__(kAheadMaxThreads, 1) block_rows_ahead_kernel(c
 // asks for three 512-thread blocks an SM (40 registers). The slots come in two halves (tree_max / tree_sum over E
 // split at E/2 are the same trees) but for 16-bit E = 24, whose three vectors do not halve. Only for aligned unit-stride rows with no temperature
 // or mask (the dispatcher checks; others keep the direct kernel, which gives the same bits).
-// mid9 (session 9): the same kernel in four parts for f32 E = 32 (the wide block's rows of 12289..16384 at up to 512
-// threads: 8 elements of the thread's row live at a time, no spill at 40 registers), with log_term_exp_ftz's terms
-// (kFtz: eight instructions a term against log_term_exp's twelve; the same bits but where a term is below 2^-126,
-// which flushes to 0), and any row (kAnyRow): a row whose base is not 16-byte aligned, or whose step is not 1, loads
-// its slots element by element through the same map, so it gives the bits an aligned row gives, and the dispatcher
-// need not send it elsewhere. kParts: the trees over E split at E/kParts are tree_max / tree_sum's own (E a power of
-// two, or kParts ≤ 2 with E/2 whole vectors), combined as tree_max<kParts> / tree_sum<kParts>.
-template <typename In, int kElems, int kParts, bool kFtz, bool kAnyRow>
+// kFtz: the direct kernel's terms (block_rows_kernel's kLogFtz: log_term_exp_ftz's where it takes them). kParts: the
+// trees over E split at E/kParts are tree_max / tree_sum's own (E a power of two, or kParts ≤ 2 with E/2 whole
+// vectors), combined as tree_max<kParts> / tree_sum<kParts>. (mid9's instantiation in four parts for the f32 wide
+// block, on any row layout, was slower than the direct kernel and was removed after the session's review (F16): its
+// code is in commit 625272c.)
+template <typename In, int kElems, int kParts, bool kFtz>
 __global__ void __launch_bounds__(kAheadMaxThreads, 3) block_rows_reread_kernel(const RowProblem p) {
   using Tile = RowTile<In, kElems>;
   using Vec = typename Tile::Vec;
@@ -466,33 +465,31 @@ __global__ void __launch_bounds__(kAheadMaxThreads, 3) block_rows_reread_kernel(
   __shared__ int red_ties[32];
   const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(p.n);
-  const std::int64_t step = p.step[kX];
-  // Slots [part·KP, part·KP + KP) of the thread, as RowTile::load reads them (pad −inf past n); `whole`: the row's
-  // vectors may be loaded as such (unit step, 16-byte aligned base).
-  auto load_part = [&](float (&v)[EP], const In* x, int part, bool whole) {
+  // Slots [part·KP, part·KP + KP) of the thread, as RowTile::load reads them (pad −inf past n); the row is unit-stride
+  // and 16-byte aligned (reread_fits).
+  auto load_part = [&](float (&v)[EP], const In* x, int part) {
 #pragma unroll
     for (int kk = 0; kk < KP; ++kk) {
       const int i0 = Tile::index(part * KP + kk, t, T);
-      if ((!kAnyRow || whole) && i0 + V <= n) {
+      if (i0 + V <= n) {
         const Vec w = *reinterpret_cast<const Vec*>(x + i0);
 #pragma unroll
         for (int j = 0; j < V; ++j) v[kk * V + j] = to_f32(w.v[j]);
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j)
-          v[kk * V + j] = i0 + j < n ? to_f32(x[(kAnyRow ? step : 1) * (i0 + j)]) : -detail::inf_<float>();
+          v[kk * V + j] = i0 + j < n ? to_f32(x[i0 + j]) : -detail::inf_<float>();
       }
     }
   };
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const RowRef o{row, 0};
     const In* x = at<In>(p.x, o.off(p, kX));
-    const bool whole = !kAnyRow || (step == 1 && reinterpret_cast<std::uintptr_t>(x) % sizeof(Vec) == 0);
     float mx[kParts];
 #pragma unroll
     for (int part = 0; part < kParts; ++part) {
       float v[EP];
-      load_part(v, x, part, whole);
+      load_part(v, x, part);
       mx[part] = tree_max<EP>(v);
     }
     const float m = block_max(tree_max<kParts>(mx), red_max);
@@ -502,7 +499,7 @@ __global__ void __launch_bounds__(kAheadMaxThreads, 3) block_rows_reread_kernel(
 #pragma unroll
     for (int part = 0; part < kParts; ++part) {
       float v[EP];
-      load_part(v, x, part, whole);  // again: from L1 or L2 (the barrier above keeps the compiler from reusing registers)
+      load_part(v, x, part);  // again: from L1 or L2 (the barrier above keeps the compiler from reusing registers)
       if constexpr (kFtz) rs[part] = thread_log_rest_in<In>(v, shift, ties);
       else rs[part] = thread_exp_rest<void>(v, shift, false, true, ties);
     }
@@ -523,14 +520,11 @@ std::atomic<std::uint64_t>& reread_launches() {
 
 template <typename In, int kElems>
 void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  if (c.ahead == kAheadReread || c.ahead == kAheadReread4) {
+  if (c.ahead == kAheadReread) {
     // mid8's kernel: two halves where the slots split into whole vectors, the direct kernel's terms, aligned rows.
     constexpr int K = RowTile<In, kElems>::K;
     constexpr bool kDirectFtz = sizeof(In) == 2 || kElems != kWideBlockElems;  // block_rows_kernel kLogFtz
-    auto reread = block_rows_reread_kernel<In, kElems, K % 2 == 0 ? 2 : 1, kDirectFtz, false>;
-    // mid9's: f32 E = 32 in four parts with the ftz terms, any row (the only instantiation that differs from mid8's).
-    if constexpr (std::is_same_v<In, float> && kElems == kWideBlockElems)
-      if (c.ahead == kAheadReread4) reread = block_rows_reread_kernel<float, kWideBlockElems, 4, true, true>;
+    const auto reread = block_rows_reread_kernel<In, kElems, K % 2 == 0 ? 2 : 1, kDirectFtz>;
     reread<<<capped_grid(p.rows), c.threads, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("block_rows_reread_kernel");
     reread_launches().fetch_add(1, std::memory_order_relaxed);
@@ -616,11 +610,9 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
-// block_rows_reread_kernel's loads: unit-stride rows, each starting on a 16-byte boundary, no temperature or mask;
-// mid9's f32 wide instantiation (kAheadReread4, kAnyRow) takes any row without a temperature or mask.
-bool reread_fits(const RowProblem& p, std::size_t es, const BlockConfig& c) {
+// block_rows_reread_kernel's loads: unit-stride rows, each starting on a 16-byte boundary, no temperature or mask.
+bool reread_fits(const RowProblem& p, std::size_t es) {
   if (p.scale || p.has_mask) return false;
-  if (c.ahead == kAheadReread4 && c.wide && es == sizeof(float)) return true;
   if (p.step[kX] != 1 || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0) return false;
   for (int d = 0; d < p.map.rank; ++d)
     if (p.map.size[d] > 1 && (p.map.stride[kX][d] * static_cast<std::int64_t>(es)) % 16 != 0) return false;
@@ -638,7 +630,7 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
     using In = std::remove_pointer_t<decltype(tag)>;
     // The read-only ops with their next rows in flight in registers, or read twice (mid8): cluster 1, at most 512
     // threads; the re-read kernel only where its loads are whole aligned vectors and no transform applies.
-    if ((c.ahead == kAheadReread || c.ahead == kAheadReread4) && !reread_fits(p, sizeof(In), c)) c.ahead = 0;
+    if (c.ahead == kAheadReread && !reread_fits(p, sizeof(In))) c.ahead = 0;
     if (c.ahead != 0 && !writes_rows(p.op) && c.cluster == 1 && !c.staged && c.threads <= kAheadMaxThreads) {
       if (c.wide) return launch_ahead<In, kWideBlockElems>(p, c, s);
       return launch_ahead<In, kBlockElems>(p, c, s);

@@ -119,9 +119,6 @@ constexpr int kMaxAheadRows = 2;
 // barrier (block_row.cu block_rows_reread_kernel, three 512-thread blocks an SM); rows not aligned, not unit-stride, or
 // with a temperature or mask take the direct kernel (the same bits).
 constexpr int kAheadReread = -1;
-// BlockConfig::ahead = kAheadReread4 (mid9): the re-read kernel for f32 rows on the wide block (12289..16384, ≤ 512
-// threads) in four parts with log_term_exp_ftz's terms, any layout (no temperature or mask); elsewhere as kAheadReread.
-constexpr int kAheadReread4 = -2;
 constexpr int kAheadMaxThreads = 512;
 // The wide block: 1024 threads, the most a block may have, get 64 registers each at one block an SM, the budget of
 // the 512-thread kernel at two; the same kernel templates, instantiated for these element counts and bounds.

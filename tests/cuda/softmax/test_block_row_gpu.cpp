@@ -111,9 +111,7 @@ void ahead_bitwise(DType t, std::uint64_t seed) {
             ASSERT_EQ(direct[static_cast<std::size_t>(r)], 40.0f) << "row " << r;
             ASSERT_GE(direct[static_cast<std::size_t>(sh.rows + r)], 2.0f) << "row " << r;
           }
-        // kAheadReread4 (mid9): the f32 wide block's rows in four parts with the ftz terms, which give the direct
-        // kernel's bits but where a term is below 2^-126 (none here: scores 12..40) — elsewhere mid8's kernel.
-        std::vector<std::pair<int, bool>> variants = {{k::kAheadReread, false}, {k::kAheadReread4, false}};
+        std::vector<std::pair<int, bool>> variants = {{k::kAheadReread, false}};
         for (int ahead = 1; ahead <= k::kMaxAheadRows; ++ahead)
           for (bool ef : {false, true}) variants.emplace_back(ahead, ef);
         for (const auto& [ahead, ef] : variants) {
@@ -123,11 +121,8 @@ void ahead_bitwise(DType t, std::uint64_t seed) {
             // Which kernel served (the launcher falls back to the direct kernel where the asked one cannot): the
             // rows-ahead kernel always here (≤ 512 threads, cluster 1); the re-read kernel only on whole aligned
             // vectors (the base aligned and, past one row, the pitch a multiple of 16 bytes).
-            if (ahead == k::kAheadReread || ahead == k::kAheadReread4) {
-              // mid9's f32 wide instantiation takes any row (unaligned ones element by element).
-              const bool any_row = ahead == k::kAheadReread4 && t == DType::f32 && direct_config(sh.n).wide;
-              const bool fits =
-                  any_row || (offset == 0 && (sh.rows == 1 || (sh.n * static_cast<std::int64_t>(es)) % 16 == 0));
+            if (ahead == k::kAheadReread) {
+              const bool fits = offset == 0 && (sh.rows == 1 || (sh.n * static_cast<std::int64_t>(es)) % 16 == 0);
               EXPECT_EQ(k::block_reread_launch_count() > reread0, fits)
                   << dtype_name(t) << " " << sh.rows << "x" << sh.n << " offset " << offset << ": re-read kernel ran";
             } else {
@@ -163,7 +158,6 @@ TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
     for (std::int64_t n : {1025, 4096, 8192, 10240, 10241, 12289, 16384}) {
       const std::int64_t rows = std::max<std::int64_t>(2, elements / n) + 3;
       const bool aligned = (n * static_cast<std::int64_t>(dtype_size(t))) % 16 == 0;
-      // (mid9's f32 four-part kernel, kAheadReread4, was slower than the direct wide block: not dispatched.)
       const bool want_reread =
           aligned && (t == DType::f32 ? n >= 6145 && n <= 10240 : n >= 1537 && n <= 10240);
       const bool want_ahead = t != DType::f32 && n > 12288;
@@ -190,86 +184,6 @@ TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
         for (std::size_t i = 0; i < a.out2.size(); ++i) ASSERT_EQ(a.out2[i], b.out2[i]) << "l of row " << i;
       }
     }
-}
-
-// mid9's f32 re-read kernel in four parts (kAheadReread4) on rows whose terms reach below 2^-126 (scores spread over
-// 130, so most exp(x − max) are subnormal or flush): the logsumexp and the state against a float64 LSE of the same f32
-// inputs within logsumexp's f32 gate ((|LSE| + L + 10 + 3 ln n)·u, gpu_case.hpp), and the same bits from aligned,
-// unaligned (one element in) and strided (pitch n + 3) rows: the kernel loads every layout through one element map.
-TEST_F(GpuBlockRow, Reread4AnyLayoutSameBitsAndWithinGate) {
-  const std::int64_t n = 16384, rows = small_mode() ? 5 : 1100;  // 1100: more rows than 3 blocks an SM hold
-  for (std::int64_t len : {n, std::int64_t{13001}}) {
-    std::mt19937_64 rng(9400 + static_cast<std::uint64_t>(len));
-    std::uniform_real_distribution<double> dist(-100.0, 30.0);
-    std::vector<float> xs(static_cast<std::size_t>(rows * len));
-    for (auto& v : xs) v = static_cast<float>(dist(rng));
-    std::vector<double> want(static_cast<std::size_t>(rows)), row_max(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      double m = -INFINITY, l = 0;
-      for (std::int64_t i = 0; i < len; ++i) m = std::max(m, static_cast<double>(xs[static_cast<std::size_t>(r * len + i)]));
-      for (std::int64_t i = 0; i < len; ++i) l += std::exp(static_cast<double>(xs[static_cast<std::size_t>(r * len + i)]) - m);
-      want[static_cast<std::size_t>(r)] = m + std::log(l);
-      row_max[static_cast<std::size_t>(r)] = m;
-    }
-    std::vector<std::vector<float>> got;
-    for (const auto& [offset, pitch] : {std::pair<std::int64_t, std::int64_t>{0, len}, {1, len}, {3, len + 3}}) {
-      std::vector<float> host(static_cast<std::size_t>(offset + rows * pitch), 0.0f);
-      for (std::int64_t r = 0; r < rows; ++r)
-        std::memcpy(&host[static_cast<std::size_t>(offset + r * pitch)], &xs[static_cast<std::size_t>(r * len)],
-                    sizeof(float) * static_cast<std::size_t>(len));
-      float* din = nullptr;
-      float* dstat = nullptr;
-      const std::size_t bytes = 2 * sizeof(float) * static_cast<std::size_t>(rows);
-      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&din), host.size() * sizeof(float)), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), bytes), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(din, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-      std::vector<float> all;
-      for (k::Op op : {k::Op::logsumexp, k::Op::state}) {
-        k::RowProblem p;
-        p.op = op;
-        p.x = din + offset;
-        p.stat0 = dstat;
-        p.stat1 = dstat + rows;
-        p.x_dtype = p.out_dtype = DType::f32;
-        p.rows = rows;
-        p.n = len;
-        p.map.rank = 1;
-        p.map.size[0] = rows;
-        p.map.stride[k::kX][0] = pitch;
-        p.map.stride[k::kStat0][0] = 1;
-        p.map.stride[k::kStat1][0] = 1;
-        p.step[k::kX] = 1;
-        ASSERT_EQ(cudaMemset(dstat, 0xFF, bytes), cudaSuccess);
-        k::BlockConfig c = direct_config(len);
-        ASSERT_TRUE(c.wide);
-        c.ahead = k::kAheadReread4;
-        const std::uint64_t reread0 = k::block_reread_launch_count();
-        k::launch_block_rows(p, c, nullptr);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        EXPECT_GT(k::block_reread_launch_count(), reread0) << "offset " << offset << ": re-read kernel ran";
-        std::vector<float> out(bytes / sizeof(float));
-        ASSERT_EQ(cudaMemcpy(out.data(), dstat, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-        const double L = std::ceil(std::log2(static_cast<double>(len))), ln_n = std::log(static_cast<double>(len));
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const double w = want[static_cast<std::size_t>(r)], m = row_max[static_cast<std::size_t>(r)];
-          const double got_lse = op == k::Op::logsumexp
-                                     ? out[static_cast<std::size_t>(r)]
-                                     : out[static_cast<std::size_t>(r)] + std::log(static_cast<double>(out[static_cast<std::size_t>(rows + r)]));
-          const double gate = (std::fabs(w) + L + 10 + 3 * ln_n) * kU;
-          ASSERT_LE(std::fabs(got_lse - w), gate) << "n " << len << " offset " << offset << " row " << r;
-          if (op == k::Op::state) ASSERT_EQ(out[static_cast<std::size_t>(r)], static_cast<float>(m)) << "m, row " << r;
-        }
-        all.insert(all.end(), out.begin(), out.begin() + (op == k::Op::logsumexp ? rows : 2 * rows));
-      }
-      got.push_back(all);
-      cudaFree(din);
-      cudaFree(dstat);
-    }
-    for (std::size_t v = 1; v < got.size(); ++v)
-      for (std::size_t i = 0; i < got[0].size(); ++i)
-        ASSERT_EQ(std::memcmp(&got[v][i], &got[0][i], sizeof(float)), 0)
-            << "n " << len << " layout " << v << " stat " << i << ": " << got[v][i] << " against " << got[0][i];
-  }
 }
 
 }  // namespace
