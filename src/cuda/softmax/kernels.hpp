@@ -291,11 +291,19 @@ struct ClusterStageLast {
 ClusterStageLast& cluster_stage_last();
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
+// The warp_per_row configuration of the dispatcher's last backward call (softmax_cuda.cpp softmax_backward; tests:
+// which lanes and elements a lane the rule chose: session 9 review, F10; direct launcher calls leave it as it
+// is). Atomic: every dispatched backward warp call writes it, from whichever host thread calls.
+struct WarpBackwardLast {
+  std::atomic<int> lanes{0}, elems{0}, grid{-1};
+};
+WarpBackwardLast& warp_backward_last();
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // The backward passes read twice (backward_reread.cu, mid9; block_per_row's rows): a loop over the row for
 // s = Σ dy·y (or Σ dy), then y and dy read again for dx, no row held in registers, kBackwardRereadThreads threads a
-// row, two blocks an SM. Any row of up to kBackwardRereadMaxN, any layout, temperature and output type; its launches
-// since the process started (tests: which kernel served).
+// row, two blocks an SM. 16-bit log-softmax backward rows of up to kBackwardRereadMaxN (what the rule sends there;
+// other dtypes and ops throw Error(unsupported)), any layout, temperature and output type; its launches since the
+// process started (tests: which kernel served).
 constexpr int kBackwardRereadThreads = 1024;
 constexpr std::int64_t kBackwardRereadMaxN = 32768;
 void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s);

@@ -6,7 +6,8 @@
 // give the same bits (split_row's one-launch kernel, three kernels or split_stream; the warp grid; block_per_row's
 // rows-ahead and re-read kernels), each pair held to that by a bitwise test:
 //   the reduced dimension not unit-stride in the input   strided_inner
-//   n ≤ kWarpMaxN (1024)                                 warp_per_row
+//   n ≤ kWarpMaxN (1024)                                 warp_per_row (64 bytes a lane; the backward's f32 rows of
+//                                                        17..256 and 16-bit rows to 64 on 32, short8 / short9)
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
 //                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16;
 //                                                        on by default since fwd16's run, session 7)
@@ -14,6 +15,8 @@
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
 //                                                        registers): 16-bit rows from 2048, f32 from 16385
+//   16-bit log-softmax backward, n of 28673 … 32768      backward_reread (read twice, no row in registers; mid9,
+//                                                        one shape timed: the review's F4)
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
 //   (16-bit and f32 since vocab8)                        memory, read once; where the device runs its cluster)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
@@ -50,6 +53,11 @@ namespace smk::cuda {
 namespace kernels {
 
 int current_device() { return current_device_ordinal(); }
+
+WarpBackwardLast& warp_backward_last() {
+  static WarpBackwardLast last;
+  return last;
+}
 
 // From the per-device cache (cuda/device_attrs.hpp): no lock and no CUDA call after a device's first use.
 const DeviceFacts& device_facts() {
@@ -198,16 +206,19 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 //                         94.0 / 93.7 → 97.3
 // It wins only at 16-bit log-softmax backward 8192×32000 (1.7 %; the old kernel's two timings 0.13 % apart), where the
 // old one prefetches (from kBackwardPrefetchFromN): so 16-bit log-softmax backward rows from there take it, the bound
-// between 24576 (lost) and 32000 (won); f16 and dx in f32 not timed (the same kernel). backward_reread.hpp's override
-// (tests) sends every row of 4097..32768 to it, as the run's rule did.
+// between 24576 (lost) and 32000 (won); f16 and dx in f32 not timed (the same kernel). One sample at one shape (the
+// session's review, F4: to be timed at 28673 / 30000 / 32000 / 32768, bf16 and f16, before it is trusted).
+// backward_reread.hpp's override (tests) sends every 16-bit log-softmax backward row of 4097..32768 to it (the run's
+// rule sent every dtype and both ops; the kernel is built for these rows only since the review's F17).
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
 constexpr std::int64_t kBackwardRereadFromN16Log = kBackwardPrefetchFromN;  // 28673
 bool backward_reread_takes(DType t, kernels::Op op, std::int64_t n) {
   if (n < kBackwardRereadFromN || n > kBackwardRereadToN) return false;
+  if (t == DType::f32 || op != kernels::Op::log_softmax_backward) return false;  // built for these rows only
   const int force = kernels::backward_reread_tuning().force;
   if (force >= 0) return force == 1;
-  return t != DType::f32 && op == kernels::Op::log_softmax_backward && n >= kBackwardRereadFromN16Log;
+  return n >= kBackwardRereadFromN16Log;
 }
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
@@ -749,7 +760,14 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   rp.out_dtype = dx.dtype;
   set_temperature(rp, options);
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_backward_warp_rows(rp, warp_config(p.n, y.dtype, rp.op), s);
+    case SoftmaxPath::warp_per_row: {
+      const kernels::WarpConfig c = warp_config(p.n, y.dtype, rp.op);
+      kernels::WarpBackwardLast& last = kernels::warp_backward_last();
+      last.lanes.store(c.lanes, std::memory_order_relaxed);
+      last.elems.store(c.elems, std::memory_order_relaxed);
+      last.grid.store(c.grid, std::memory_order_relaxed);
+      return kernels::launch_backward_warp_rows(rp, c, s);
+    }
     case SoftmaxPath::block_per_row: {
       // mid9: read twice, no row in registers (backward_reread.cu), where it was faster.
       if (backward_reread_takes(y.dtype, rp.op, p.n)) return kernels::launch_backward_reread_rows(rp, s);

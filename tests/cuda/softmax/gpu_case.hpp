@@ -536,7 +536,23 @@ inline Case random_case(const std::string& name, Op op, DType in, DType out, std
   return c;
 }
 
-// Two decoded outputs are the same: equal, or both NaN.
+// A backward case: y a softmax (or log-softmax) of random scores computed in float64 and rounded to y's dtype, as a
+// forward pass gives it; dy ~ N(0, 1) in that dtype (seed + 1).
+inline Case backward_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
+                          std::uint64_t seed) {
+  Case c = random_case(name, op, in, out, rows, n, seed);
+  std::vector<double> y(c.x.size());
+  const Layout f64 = contiguous(DType::f64, {rows, n});
+  if (op == Op::softmax_backward)
+    cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+  else
+    cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
+  for (auto& v : y) v = round_to(in, v);
+  c.x = y;
+  c.dy = random_values(in, rows * n, 1.0, 0.0, seed + 1);
+  return c;
+}
+
 // The options and special rows the long-row paths' tests share (cluster_stage, split_row's one launch): a
 // temperature, per-row temperatures, a boolean mask emptying row 1 under both empty-row policies, non-finite rows
 // (+inf, NaN, all −inf); `rows` (3) rows of n, seeds taken from `seed` in that order.
@@ -567,6 +583,7 @@ inline std::vector<Case> option_cases(Op op, std::int64_t rows, std::int64_t n, 
   return cases;
 }
 
+// Two decoded outputs are the same: equal, or both NaN.
 inline bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 // Two results of one case agree element for element: the outputs and, for the state, the row sums.

@@ -1,11 +1,12 @@
-// The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9), on every block_per_row row of
-// 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes it for 16-bit log-softmax backward rows
-// from 28673 only, DispatcherRule). Each case runs the public call (automatic path) with dx poisoned (0xFF) first,
+// The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9), on every block_per_row 16-bit
+// log-softmax backward row of 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes it from 28673
+// only, DispatcherRule; the kernel is built for 16-bit log-softmax backward alone since the session's review, F17). Each case runs the public call (automatic path) with dx poisoned (0xFF) first,
 // asserts that the re-read kernel served it, and checks every element
 // against the float64 CPU reference with gpu_case.hpp's backward gates; the same rows strided and unaligned (y, dy and
 // dx each off a 16-byte boundary: element-by-element loads and stores) must give the contiguous rows' bits (the sum's
-// order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; f32, bf16
-// (and bf16 → f32 dx), f16; per-row temperatures; many rows (more than two blocks an SM hold at once).
+// order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; bf16 (and
+// bf16 → f32 dx), f16; per-row temperatures; many rows (more than two blocks an SM hold at once). f32 rows and softmax
+// backward, even under the override, keep backward.cu's blocks, and a direct launch of them throws (OutsideTheBuild).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs): fewer rows and lengths.
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ namespace {
 
 namespace k = cuda::kernels;
 
-// Every block_per_row backward row of 4097..32768 to the re-read kernel (backward_reread.hpp's override: what the
+// Every block_per_row 16-bit log-softmax backward row of 4097..32768 to the re-read kernel (backward_reread.hpp's override: what the
 // dispatcher's rule was in mid9's run), put back after each test.
 class GpuBackwardReread : public ::testing::Test {
  protected:
@@ -34,22 +35,6 @@ class GpuBackwardReread : public ::testing::Test {
   }
   void TearDown() override { k::backward_reread_tuning().force = -1; }
 };
-
-// y: a softmax (or log-softmax) of random scores in y's dtype, as a forward pass gives it; dy ~ N(0, 1).
-Case backward_case(const std::string& name, Op op, DType in, DType out, std::int64_t rows, std::int64_t n,
-                   std::uint64_t seed) {
-  Case c = random_case(name, op, in, out, rows, n, seed);
-  std::vector<double> y(c.x.size());
-  const Layout f64 = contiguous(DType::f64, {rows, n});
-  if (op == Op::softmax_backward)
-    cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
-  else
-    cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
-  for (auto& v : y) v = round_to(in, v);
-  c.x = y;
-  c.dy = random_values(in, rows * n, 1.0, 0.0, seed + 1);
-  return c;
-}
 
 // Runs c through the dispatcher, asserts the re-read kernel served it and that every element is within its gate.
 Result run_checked(const Case& c) {
@@ -62,15 +47,15 @@ Result run_checked(const Case& c) {
   return r;
 }
 
-TEST_F(GpuBackwardReread, EveryDtypeBothOpsAgainstReference) {
+TEST_F(GpuBackwardReread, SixteenBitLogSoftmaxAgainstReference) {
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   std::uint64_t seed = 9300;
   std::vector<std::int64_t> lengths = {4097, 8192, 12289, 16384, 30001, 32768};
   if (small_mode()) lengths = {4097, 30001};
   for (std::int64_t n : lengths)
-    for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
-      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    for (Op op : {Op::log_softmax_backward})
+      for (DType t : {DType::bf16, DType::f16}) {
         // Many rows at the shortest and longest lengths (every block walks one row at a time; more rows than fit).
         const std::int64_t rows = small_mode() ? 3 : (n == 4097 || n == 32768 ? 2 * sms + 7 : 5);
         const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
@@ -93,12 +78,49 @@ TEST_F(GpuBackwardReread, EveryDtypeBothOpsAgainstReference) {
           f.out = contiguous(DType::f32, {rows, n});
           (void)run_checked(f);
         }
-        if (t == DType::f32 && rows <= 5) {  // per-row temperatures (not exact: the gate's 2u·|dx|)
+        if (t == DType::bf16 && rows <= 5) {  // per-row temperatures (not exact: the gate's 2u·|dx|)
           Case tc = backward_case(tag + " row temperatures", op, t, t, 3, n, ++seed);
           tc.row_temperature = {0.5, 3.0, 0.25};
           (void)run_checked(tc);
         }
       }
+}
+
+// Outside what the kernel is built for: under the override, f32 rows and softmax backward keep backward.cu's blocks
+// (the re-read kernel does not run; the result within the gates), and the launcher called directly with them throws
+// smk::Error naming the op (unsupported), launching nothing.
+TEST_F(GpuBackwardReread, OutsideTheBuild) {
+  std::uint64_t seed = 9700;
+  struct Other {
+    DType t;
+    Op op;
+  };
+  for (const Other& o : {Other{DType::f32, Op::log_softmax_backward}, Other{DType::f32, Op::softmax_backward},
+                         Other{DType::bf16, Op::softmax_backward}}) {
+    const std::string tag = std::string(dtype_name(o.t)) + " 3x8192 " + op_name(o.op);
+    SCOPED_TRACE(tag);
+    const Case c = backward_case(tag, o.op, o.t, o.t, 3, 8192, ++seed);
+    const std::uint64_t before = k::backward_reread_launch_count();
+    const Result r = run_gpu(c, cuda::SoftmaxPath::automatic);
+    ASSERT_TRUE(r.ran) << r.reason;
+    EXPECT_EQ(k::backward_reread_launch_count(), before) << "the re-read kernel ran";
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    k::RowProblem p;
+    p.op = o.op == Op::softmax_backward ? k::Op::softmax_backward : k::Op::log_softmax_backward;
+    p.x_dtype = p.out_dtype = o.t;
+    p.rows = 1;
+    p.n = 8192;
+    p.step[k::kX] = p.step[k::kDy] = p.step[k::kOut] = 1;
+    try {
+      k::launch_backward_reread_rows(p, nullptr);  // null pointers: it must refuse before any launch
+      ADD_FAILURE() << "no error";
+    } catch (const smk::Error& e) {
+      EXPECT_EQ(e.code(), smk::ErrorCode::unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("log_softmax_backward"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("16-bit"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(k::backward_reread_launch_count(), before) << "launched";
+  }
 }
 
 // The dispatcher's own rule (softmax_cuda.cpp backward_reread_takes): 16-bit log-softmax backward rows of

@@ -73,21 +73,10 @@ struct TuningGuard {
 };
 
 Case warp_case(Op op, DType t, std::int64_t rows, std::int64_t n, bool odd_pitch, std::uint64_t seed) {
-  Case c = random_case("warp " + std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
-                           (odd_pitch ? " odd pitch" : ""),
-                       op, t, t, rows, n, seed);
-  if (is_backward(op)) {
-    // y: a softmax (or log-softmax) of the scores in y's dtype, as a forward pass would give; dy normal(0, 1).
-    std::vector<double> y(c.x.size());
-    const Layout f64 = contiguous(DType::f64, {rows, n});
-    if (op == Op::softmax_backward)
-      cpu::reference::softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
-    else
-      cpu::reference::log_softmax(f64.view(y.data(), Device::cpu()), f64.view(c.x.data(), Device::cpu()));
-    for (auto& v : y) v = round_to(t, v);
-    c.x = y;
-    c.dy = random_values(t, rows * n, 1.0, 0.0, seed + 1);
-  }
+  const std::string name = "warp " + std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" +
+                           std::to_string(n) + (odd_pitch ? " odd pitch" : "");
+  // Backward: y a softmax (or log-softmax) of the scores in y's dtype, dy ~ N(0, 1) (gpu_case.hpp backward_case).
+  Case c = is_backward(op) ? backward_case(name, op, t, t, rows, n, seed) : random_case(name, op, t, t, rows, n, seed);
   if (odd_pitch) {
     c.in.strides = {n + 1, 1};
     c.in.offset = 1;
@@ -140,6 +129,45 @@ TEST_F(GpuWarpRow, ForwardGridsBitwiseF32) { grids_bitwise(DType::f32, false, 40
 TEST_F(GpuWarpRow, ForwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, false, 500); }
 TEST_F(GpuWarpRow, BackwardGridsBitwiseF32) { grids_bitwise(DType::f32, true, 600); }
 TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 700); }
+
+// The backward's lanes (softmax_cuda.cpp warp_config; short8 and short9, the session's review F10): which
+// configuration the dispatcher's last backward call served (kernels.hpp warp_backward_last: lanes, elements a lane,
+// grid) at the rule's bounds, for both backward ops, each call checked against the float64 reference. The expected
+// values come from the rule as stated (lanes = the power of two ≥ n / (lane bytes / element size), at most 32;
+// elements = the power of two ≥ n / lanes, 4..32), not from the code: 32 bytes a lane for f32 rows of 17..256 and
+// 16-bit rows up to 64, 64 bytes otherwise (rows of ≤ 16 on one lane either way); the grid of 8 for f32, persistent
+// (0) for 16-bit. Before short9 f32 17 was L2 E16, 256 L16 E16, 16-bit 64 L2 E32: a bound off by one, or E16 where
+// E8 is due, fails here though every reference gate would pass it.
+TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
+  struct Want {
+    DType t;
+    std::int64_t n;
+    int lanes, elems, grid;
+  };
+  std::uint64_t seed = 800;
+  for (const Want& w : {Want{DType::f32, 16, 1, 16, 8}, Want{DType::f32, 17, 4, 8, 8}, Want{DType::f32, 256, 32, 8, 8},
+                        Want{DType::f32, 257, 32, 16, 8}, Want{DType::bf16, 16, 1, 16, 0},
+                        Want{DType::bf16, 32, 2, 16, 0}, Want{DType::bf16, 33, 4, 16, 0},
+                        Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
+                        Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0}})
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      const std::int64_t rows = 1000;
+      const Case c = warp_case(op, w.t, rows, w.n, false, ++seed);
+      SCOPED_TRACE(c.name + " " + op_name(op));
+      auto& last = cuda::kernels::warp_backward_last();
+      last.lanes = 0;
+      last.elems = 0;
+      last.grid = -1;
+      // The automatic path: rows of ≤ 1024 contiguous elements take warp_per_row (the rule under test).
+      const Result r = run_gpu(c, SoftmaxPath::automatic);
+      ASSERT_TRUE(r.ran) << r.reason;
+      EXPECT_FALSE(r.stray_write);
+      check(c, r, reference(c));
+      EXPECT_EQ(last.lanes.load(), w.lanes) << "lanes";
+      EXPECT_EQ(last.elems.load(), w.elems) << "elements a lane";
+      EXPECT_EQ(last.grid.load(), w.grid) << "grid";
+    }
+}
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }
