@@ -158,35 +158,6 @@ struct NextRow {
   }
 };
 
-// kHint (vocab9, session 9): the L2 policy of fetch's copies. none: __pipeline_memcpy_async as before (the kernels
-// of block_row.cu and backward.cu, unchanged); evict_first / evict_last: 16-byte cp.async.cg with an L2::cache_hint
-// policy (createpolicy.fractional, the whole access): split_stream's second read of a chunk is its last use
-// (evict_first, so it does not push out the chunks still to be re-read), its first read the one L2 should keep.
-enum class LaneHint { none, evict_first, evict_last };
-
-template <LaneHint kHint>
-__device__ __forceinline__ void lane_copy16(void* dst, const void* src, std::uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "l"(policy)
-               : "memory");
-#else
-  (void)dst, (void)src, (void)policy;
-#endif
-}
-
-template <LaneHint kHint>
-__device__ __forceinline__ std::uint64_t lane_policy() {
-  std::uint64_t policy = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kHint == LaneHint::evict_first)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  else if constexpr (kHint == LaneHint::evict_last)
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
-#endif
-  return policy;
-}
-
 // A thread's own share of a row (RowTile's element-to-thread map) kept in shared memory: vector k of the thread
 // `slot` among `slots` at s[k·slots + slot], so a warp's accesses are consecutive 16-byte words, and only that thread
 // ever reads or writes its vectors: its own cp.async wait orders them, no barrier. fetch starts the copy of row[0, n)
@@ -206,20 +177,14 @@ struct LaneStage {
   static_assert(sizeof(Vec) == 4 || sizeof(Vec) == 8 || sizeof(Vec) == 16, "cp.async moves 4, 8 or 16 bytes");
   static constexpr std::size_t bytes_per_thread = std::size_t{K} * sizeof(Vec);
 
-  template <LaneHint kHint = LaneHint::none>
   __device__ __forceinline__ static void fetch(Vec* s, const In* row, int n, std::int64_t step, int g, int G,
                                                int slot, int slots, float pad) {
-    static_assert(kHint == LaneHint::none || sizeof(Vec) == 16, "the hinted copies move 16-byte vectors");
     const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
-    [[maybe_unused]] const std::uint64_t policy = kHint == LaneHint::none ? 0 : lane_policy<kHint>();
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int i0 = Tile::index(k, g, G);
       if (vec && i0 + V <= n) {
-        if constexpr (kHint == LaneHint::none)
-          __pipeline_memcpy_async(&s[k * slots + slot], row + i0, sizeof(Vec));
-        else
-          lane_copy16<kHint>(&s[k * slots + slot], row + i0, policy);
+        __pipeline_memcpy_async(&s[k * slots + slot], row + i0, sizeof(Vec));
       } else {
         Vec w;
 #pragma unroll
