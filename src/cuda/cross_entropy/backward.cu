@@ -198,8 +198,9 @@ __global__ void __launch_bounds__(kRowThreads) target_kernel(const Args a, const
     const float p = rg.norm.softmax(z);
     // −Σ_{j≠t} p_j from p_t ≥ ½ on (it keeps its digits as p_t → 1); below ½, p_t − 1 itself (p_t's error scaled by
     // p_t < ½), where the chunk sums carry every p_j's error (as fused.cu; ce6, session 8). Since ce9 (session 9) in
-    // double, with the upstream scale exact (the mean's g₁ / Σ w_t is not an f32), rounded once: f32's
-    // fl(fl(p_t − 1)·fl(g)) rounded three times (ce6's comparison with torch: ~2 ulps under the mean, torch ~1.6).
+    // double, with the upstream scale exact (the mean's g₁ / Σ w_t is not an f32), rounded once to f32 (a 16-bit
+    // gradient then rounds once more, from that f32, as before): f32's fl(fl(p_t − 1)·fl(g)) rounded three times
+    // (ce6's comparison with torch: ~2 ulps under the mean, torch ~1.6).
     const double pm1 = p < 0.5f ? static_cast<double>(p) - 1.0 : -static_cast<double>(rest);
     double gd = rg.g_ce;  // none: the row's f32 upstream gradient; sum: g₁
     if (a.reduction == Reduction::mean)
