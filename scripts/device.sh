@@ -1764,6 +1764,8 @@ fi
 # entry formed in double (the mean's scale exact). Binaries built off the device for sm_90a, carried as
 # build/ce9-bin.tar.xz (new/: tune_cross_entropy, test_cuda_cross_entropy, test_cuda_linear_cross_entropy,
 # libsmk_lce_capi.so; old/: the tune binary of the tree before). In the order of what matters most, logs kept after each; SMK_CE9_PARTS picks the parts.
+# (fixce9, after the review's F15 / F6: the tail launch is removed, with tune's fused/tN variants; the test that
+# pinned its bits is now PdlRuleAndSameBits: the shipped rule's pdl flag and dependent launches bitwise plain.)
 if want ce9; then
   carried ce9 build/ce9-bin.tar.xz
   c9=$bin
@@ -1799,7 +1801,7 @@ if want ce9; then
   if c9_part memcheck; then
     run_step ce9x-memcheck timeout "${SMK_CE9_SAN_S:-40}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$c9/new/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuFused.FusedTail*:CrossEntropyGpu*.TargetEntry*:CrossEntropyGpuFused.EveryDtype*'
+      --gtest_filter='CrossEntropyGpuFused.PdlRule*:CrossEntropyGpu*.TargetEntry*:CrossEntropyGpuFused.EveryDtype*'
     keep_logs ce9
   fi
   if c9_part lcetest; then

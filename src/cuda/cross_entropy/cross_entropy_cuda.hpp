@@ -51,30 +51,25 @@ namespace smk::cuda::ce {
 // bf16 1430 / 1529, f16 1431 / 1520); f32 still slower (8192×32000 749 / 599).
 constexpr bool kFusedStage16 = true;
 constexpr bool kFusedStageF32 = false;
-// The tail launch (fused.cu launch_tail): the rows of a single-block launch's last, partial round, taken on clusters
-// of kFusedTail blocks with the same bits (0: off). Dependent launches (kFusedPdl): the one-read kernel, the tail and
-// the reduction start as programmatic dependents of the kernel before each (griddepcontrol), so each is scheduled
-// while the one before drains; the dispatcher asks for them on single-block launches (cluster 1) only.
+// Dependent launches (kFusedPdl): the one-read kernel and the reduction after it start as programmatic dependents
+// of the kernel before each (griddepcontrol), so each is scheduled while the one before drains; the dispatcher asks
+// for them on single-block launches (cluster 1) only (test: CrossEntropyGpuFused.PdlRuleAndSameBits).
 // Measured (ce9, session 9, H200, two calls of 6553958 at 13:04 and 13:06 UTC, tune_cross_entropy, in place, mean,
 // median of 9 / 21 repeats a sample; docs/bench/ce9-s9-2026-11-30.md), µs:
 //   8192×32000 f32:  dependent 572.3–583.3 (7 samples, median 577.8: 85.0 % of the 2n bound) against plain
 //                    579.6–604.1 (14, median 582.9); bf16 375.2–378.6 (median 377.1) against 377.6–382.8 (379.4);
 //   4096×151936 (5-block clusters): f32 1762.5 / 1731.5 against 1722.1 / 1732.4, bf16 1442.0 / 1444.9 against
-//                    1441.4 / 1441.9: no gain, so clusters launch plain;
-//   the tail launch, every shape (16, 8, 4 blocks; one an SM or not), slower than none: f32 8192×32000 medians
-//                    592.2–596.4 plain (against 582.9), 580.9–587.2 dependent (against 577.8); bf16 388.9–394.6 plain
-//                    (379.4), 381.0–387.9 dependent (377.1): its launch costs more than the partial round of 8 rows it
-//                    spreads, so it stays off (kept for tuning; FusedTailSameBits holds its bits to the single block's).
-constexpr int kFusedTail = 0;
+//                    1441.4 / 1441.9: no gain, so clusters launch plain.
+// The same runs timed a tail launch (the last partial round's rows on clusters, the same bits) slower at every shape
+// (f32 8192×32000 medians 592.2–596.4 plain, 580.9–587.2 dependent); it was removed after the session's review
+// (F15; 6553958 has it).
 constexpr bool kFusedPdl = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
-  int tail = -1;             // −1: kFusedTail; 0: off; N: clusters of up to N blocks (a divisor of the row's warps)
-  int pdl = -1;              // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
-  bool tail_spread = false;  // the tail's blocks one an SM (each asks for 120 KB of shared memory)
+  int pdl = -1;  // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -82,7 +77,6 @@ void set_fused_tuning(const FusedTuning& t);
 // SMs for one block a row) and the grid's blocks.
 struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
-  int tail_cluster = 0, tail_rows = 0;  // the tail launch's blocks a cluster and rows (0: none)
   bool pdl = false;
 };
 FusedLaunch last_fused_launch();

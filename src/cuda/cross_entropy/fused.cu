@@ -49,8 +49,8 @@
 // are programmatic dependents of the target scan, and the mean after them of this kernel (griddepcontrol: the kernel
 // waits for the scan's totals, then lets the next grid be scheduled): f32 8192×32000 577.8 µs at the median of seven
 // samples (572.3–583.3; 85.0 % of the 2n bound, 491.1 µs) against 582.9 plain (579.6–604.1, fourteen), bf16 377.1
-// against 379.4; 5-block clusters no faster (4096×151936), so they launch plain. The tail launch (kFlat below: the
-// last partial round's rows on clusters, the same bits) ran slower at every shape tried and is off (kFusedTail).
+// against 379.4; 5-block clusters no faster (4096×151936), so they launch plain. A tail launch (the last partial
+// round's rows on clusters, the same bits) ran slower at every shape tried; removed (review F15; 6553958 has it).
 // The target entry's f32 form is unchanged: a precise form (double, or f32 with the mean's scale in two parts) made
 // ptxas spill 68–92 bytes a thread in the f32 wide kernel, which has none (64 registers; CUDA 13.0, sm_90a).
 #include <cooperative_groups.h>
@@ -132,7 +132,6 @@ struct FusedArgs {
   std::int64_t gl_stride = 0;
   RowOut out;  // the forward's per-row outputs
   bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next rows into shared memory
-  std::int64_t row0 = 0;  // the launch's first row (the tail launch's: the rows after the full rounds)
 };
 
 // One row's partial result as a block hands it to the others: the state of its logits other than the target,
@@ -178,13 +177,7 @@ struct Divider {
 // p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
 // tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth, 82:
 // still an upper bound, 10 + 12 + 12 = 34 would do).
-//
-// kFlat (the tail launch, launch_tail below): a cluster whose warps are at most 32 in all takes one exchange through
-// distributed shared memory: lane i of every warp reads warp i of the cluster (block i / warps, its warp i % warps)
-// after one cluster barrier, and combine_parts runs over those 32 lanes. With G = cluster × T equal to a single
-// block's threads, every thread holds the logits it holds in that block (RowTile::index depends on g and G only) and
-// lane i meets warp i's state as there, so the row's bits are that block's (test: FusedTailSameBits).
-template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks, bool kFlat>
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
   using Tile = RowTile<In, kElems>;
@@ -204,13 +197,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
   const int lane = tid % 32, warp = tid / 32, warps = T / 32;
   const int g = rank * T + tid, G = cluster * T;
   const int n = static_cast<int>(a.classes);
-  const std::int64_t first = (kFlat ? f.row0 : 0) + blockIdx.x / cluster, stride = gridDim.x / cluster;
+  const std::int64_t first = blockIdx.x / cluster, stride = gridDim.x / cluster;
 
   // A programmatic dependent launch (FusedTuning::pdl): the totals are the scan's, so wait for it before reading
-  // them; then let the next grid (the tail launch, the reduction) be scheduled as SMs free up. At once when the launch
-  // was plain. The tail launch waits at its end instead (below): it reads nothing the main launch writes (its rows
-  // are its own), and the main launch's blocks let it start only after their own wait (the scan's totals visible).
-  if constexpr (!kFlat) kernels::pdl_wait();
+  // them; then let the next grid (the reduction) be scheduled as SMs free up. At once when the launch was plain.
+  kernels::pdl_wait();
   kernels::pdl_launch_dependents();
 
   // Row-invariant: the reduction's scale of the upstream gradient (the CPU's formula, in double), the smoothing
@@ -373,8 +364,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     if (t_local >= 0) zt_slot[parity] = zt_mine;
     if constexpr (kRing)
       if (tid == 0) __pipeline_wait_prior(0);  // row i + 2's target has landed (t_ring above)
-    if constexpr (kFlat) cg::this_cluster().sync();  // the cluster's warps' parts, read remotely below
-    else __syncthreads();
+    __syncthreads();
     // Every thread has read the stage: refill it with the next row.
     if (f.prefetch) {
       if (tid == 0 && row + nst * stride < a.rows) {
@@ -386,18 +376,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     }
     State rs = State::empty();
     float rsm = 0;
-    if (lane < (kFlat ? warps * cluster : warps)) {
-      const RowPart p = kFlat ? *cg::this_cluster().map_shared_rank(&warp_part[parity][lane % warps], lane / warps)
-                              : warp_part[parity][lane];
+    if (lane < warps) {
+      const RowPart p = warp_part[parity][lane];
       rs = State::from_fields(p.m, p.d);
       rsm = p.smooth;
     }
     rs = combine_parts(rs);
     if (smoothing) rsm = kernels::group_sum(rsm, 32);
     float zt = 0;
-    if constexpr (kFlat) {
-      if (valid) zt = *cg::this_cluster().map_shared_rank(&zt_slot[parity], owner_rank);
-    } else if (cluster > 1) {
+    if (cluster > 1) {
       if (tid == 0)
         block_part[parity] =
             RowPart{rs.m, rs.d, rsm, valid && owner_rank == rank ? zt_slot[parity] : -detail::inf_<float>()};
@@ -484,8 +471,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
     Tile::template store<Out>(gr, v, n, f.g_col_stride, g, G);
   }
-  // The tail launch completes only after the main launch has (the reduction after it reads every row's loss).
-  if constexpr (kFlat) kernels::pdl_wait();
   // A block's shared memory must outlive every remote read of it.
   if (cluster > 1) cg::this_cluster().sync();
 }
@@ -556,59 +541,9 @@ cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attrs, int cluster, int t
   return cfg;
 }
 
-// The tail (FusedTuning::tail, kFusedTail): a single-block launch whose rows are not a multiple of its resident blocks
-// ends in a partial round, e.g. 8192 rows on 132 blocks: 62 full rounds, then 8 blocks run a 63rd row while 124 SMs
-// idle (ce6: one row time, 9.3 µs, 1.6 % of f32 8192×32000). The tail launch takes those rows on clusters of
-// `cluster` blocks of G / cluster threads (the same G, so the same bits: fused_kernel's kFlat), one row a cluster
-// spread over `cluster` SMs. `spread`: each block asks for kTailSpreadSmem of shared memory, so no two share an SM.
-// Returns the tail cluster (0: no tail launch for this shape).
-constexpr std::size_t kTailSpreadSmem = 120 * 1024;
-// A tail block's threads: G / cluster ≤ 1024 / 2. Compiled for that (launch bounds 512: up to 128 registers a thread;
-// at the wide block's 64 the flat kernel spilled 316 bytes, ptxas, CUDA 13.0, sm_90a).
-constexpr int kTailMaxThreads = kWideThreads / 2;
-int tail_cluster(int G, int want) {
-  const int warps = G / 32;
-  if (want < 2 || G % 32 != 0) return 0;
-  for (int c = std::min({want, warps, kFusedMaxCluster}); c >= 2; --c)
-    if (warps % c == 0) return c;
-  return 0;
-}
-
-// The tail kernel, its attributes set; `resident`: its clusters resident at once (0: not schedulable here, no tail).
-template <typename In, typename Out>
-auto tail_kernel(int G, int cluster, bool spread, cudaStream_t s, int& resident) {
-  const auto kernel = fused_kernel<In, Out, kTailMaxThreads, kWideElems, 1, true>;
-  static kernels::DeviceOnce attrs;
-  kernel_attrs(attrs, kernel, kTailSpreadSmem);
-  cudaLaunchAttribute at[2];
-  cudaLaunchConfig_t cfg = cluster_config(at, cluster, G / cluster, spread ? kTailSpreadSmem : 0, false, s);
-  if (cudaOccupancyMaxActiveClusters(&resident, kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    resident = 0;
-  }
-  return kernel;
-}
-
-template <typename In, typename Out>
-void launch_tail(const Args& a, const FusedArgs& f, const Totals* totals, int G, int cluster, int resident,
-                 std::int64_t row0, bool spread, bool pdl, cudaStream_t s) {
-  const auto kernel = fused_kernel<In, Out, kTailMaxThreads, kWideElems, 1, true>;  // attributes: tail_kernel
-  cudaLaunchAttribute at[2];
-  cudaLaunchConfig_t cfg = cluster_config(at, cluster, G / cluster, spread ? kTailSpreadSmem : 0, pdl, s);
-  const std::int64_t rows = a.rows - row0;
-  const std::int64_t clusters = std::min<std::int64_t>(rows, resident);
-  cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
-  FusedArgs ft = f;
-  ft.prefetch = false;  // a row a cluster: nothing ahead to stage
-  ft.row0 = row0;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, ft, totals, cluster));
-  g_last_launch.tail_cluster = cluster;
-  g_last_launch.tail_rows = static_cast<int>(rows);
-}
-
 template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
-  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks, false>;
+  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
   using Stage = kernels::RowStage<In, kElems>;
   const std::size_t smem = f.prefetch ? kStages<In> * Stage::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
@@ -627,28 +562,10 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   }
   if (resident <= 0) return false;  // not schedulable here: the caller takes the two-read path
   cfg = cluster_config(at, shape.cluster, shape.threads, smem, pdl, s);
-  // The tail: only the wide single block (the flat kernel is instantiated for it), rows past one full round, and a
-  // tail shape the GPU can schedule.
-  const int want_tail = g_tuning.tail >= 0 ? g_tuning.tail : kFusedTail;
-  int tc = kThreads == kWideThreads && shape.cluster == 1 && a.rows > resident && a.rows % resident != 0
-               ? tail_cluster(shape.threads, want_tail)
-               : 0;
-  int tail_resident = 0;
-  if constexpr (kThreads == kWideThreads) {
-    if (tc > 0) (void)tail_kernel<In, Out>(shape.threads, tc, g_tuning.tail_spread, s, tail_resident);
-  }
-  if (tail_resident <= 0) tc = 0;
-  Args am = a;
-  if (tc > 0) am.rows = a.rows - a.rows % resident;
-  const std::int64_t clusters = std::min<std::int64_t>(am.rows, resident);
-  g_last_launch = FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster)};
-  g_last_launch.pdl = pdl;
+  const std::int64_t clusters = std::min<std::int64_t>(a.rows, resident);
+  g_last_launch = FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster), pdl};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * shape.cluster));
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, am, f, totals, shape.cluster));
-  if constexpr (kThreads == kWideThreads) {
-    if (tc > 0)
-      launch_tail<In, Out>(a, f, totals, shape.threads, tc, tail_resident, am.rows, g_tuning.tail_spread, pdl, s);
-  }
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, shape.cluster));
   return true;
 }
 

@@ -28,6 +28,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
@@ -737,6 +738,22 @@ EitherSide either_side_case(DType dt, DType out, std::int64_t C) {
   return e;
 }
 
+// A row's float64 max M, Σ_j e^(z_j − M), p_t and 1 − p_t (the latter as Σ_{j≠t} p_j: no cancellation next to 1).
+struct TargetProbability {
+  double M, s, p, q;
+};
+TargetProbability target_probability(const double* x, std::int64_t C, std::int64_t t) {
+  double M = -kInf;
+  for (std::int64_t j = 0; j < C; ++j) M = std::max(M, x[j]);
+  double s = 0, rest = 0;
+  for (std::int64_t j = 0; j < C; ++j) {
+    const double ej = std::exp(x[j] - M);
+    s += ej;
+    if (j != t) rest += ej;
+  }
+  return {M, s, std::exp(x[t] - M) / s, rest / s};
+}
+
 void TargetEntryEitherSideOfOneHalf_body(bool fused) {
   std::vector<std::int64_t> widths = {2, 8193, 151936};  // one block / one chunk; 2 chunks; 5 wide blocks, 19 chunks
   if (small_mode()) widths.pop_back();
@@ -768,15 +785,7 @@ void TargetEntryEitherSideOfOneHalf_body(bool fused) {
       for (std::int64_t i = 0; i < c.rows; ++i) {
         const double* x = c.x.data() + i * C;
         const std::int64_t t = c.t[i];
-        double M = -kInf;
-        for (std::int64_t j = 0; j < C; ++j) M = std::max(M, x[j]);
-        double s = 0, rest = 0;
-        for (std::int64_t j = 0; j < C; ++j) {
-          const double ej = std::exp(x[j] - M);
-          s += ej;
-          if (j != t) rest += ej;
-        }
-        const double p = std::exp(x[t] - M) / s, q = rest / s;  // p_t and 1 − p_t, without cancellation
+        const auto [M, s, p, q] = target_probability(x, C, t);  // p_t and 1 − p_t, without cancellation
         const double lse = M + std::log(s);
         if (e.aim[i] < 0.5) ASSERT_LT(p, 0.5 - std::ldexp(1.0, -10)) << c.name << ", row " << i;
         if (e.aim[i] > 0.5) ASSERT_GT(p, 0.5 + std::ldexp(1.0, -10)) << c.name << ", row " << i;
@@ -831,8 +840,10 @@ TEST(CrossEntropyGpuFused, TargetEntryEitherSideOfOneHalf) {
 // below ½ and (1 − p_t)·(p_t·ε + u) from ½; two-read as there (r from the LSE read back); then g·that, plus half an
 // ulp of the entry for the one rounding, plus 2^-50 relatively for the double arithmetic. The old form misses such a
 // gate (the one-read kernel's, p_t = e_t / l) on 23-98 of 400 rows in an f32 emulation (exponentials correctly
-// rounded, counts 3 to 1234; at most 2.2 gates) where the new one stays within 0.96 of it.
-void TargetEntryUnderTheMean_body(bool fused) {
+// rounded, counts 3 to 1234; at most 2.2 gates) where the new one stays within 0.96 of it. Two-read only: the
+// one-read gate and branch were removed after the session's review (F8), as nothing ran them.
+TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
+  SMK_REQUIRE_GPU_OR_CPU_MODE();
   std::vector<std::int64_t> widths = {8193, 32000};
   for (const std::int64_t C : widths) {
     EitherSide e;
@@ -868,36 +879,21 @@ void TargetEntryUnderTheMean_body(bool fused) {
     ASSERT_EQ(count, 68);
     check_case(c);
     if (cpu_mode()) continue;
-    const std::string mode = fused ? " (one read)" : " (two reads)";
-    if (fused) smk::cuda::ce::set_last_fused_launch({});
+    const std::string mode = " (two reads)";
     const GpuOut g = run_gpu(c, true);
     ASSERT_TRUE(g.error.empty()) << c.name << mode << ": " << g.error;
-    if (fused) EXPECT_GE(smk::cuda::ce::last_fused_launch().cluster, 1) << c.name << ": not the one-read kernel";
     const double u = kU, eps = 5.5 * kU, gl = 1.0 / count;
     int failures = 0;
     double worst = 0;
     for (std::int64_t i = 0; i < c.rows; ++i) {
       const std::int64_t t = c.t[i];
       if (t < 0) continue;
-      const double* x = c.x.data() + i * C;
-      double M = -kInf;
-      for (std::int64_t j = 0; j < C; ++j) M = std::max(M, x[j]);
-      double s = 0, rest = 0;
-      for (std::int64_t j = 0; j < C; ++j) {
-        const double ej = std::exp(x[j] - M);
-        s += ej;
-        if (j != t) rest += ej;
-      }
-      const double p = std::exp(x[t] - M) / s, q = rest / s;
+      const auto [M, s, p, q] = target_probability(c.x.data() + i * C, C, t);
       const int E = e.others[i];
-      double hard;
-      if (fused) {
-        hard = p < 0.5 ? p * (q * eps + u) : q * (p * eps + u);
-      } else {
-        const double delta = std::fabs(g.lse[i] - (M + std::log(s)));
-        const double r = std::expm1(delta) + std::exp(delta) * eps;
-        hard = p < 0.5 ? p * r : q * (r + (E - 1) * u);
-      }
+      // r from the LSE read back (the forward's LSE error δ; check_case above gated that LSE against float64).
+      const double delta = std::fabs(g.lse[i] - (M + std::log(s)));
+      const double r = std::expm1(delta) + std::exp(delta) * eps;
+      const double hard = p < 0.5 ? p * r : q * (r + (E - 1) * u);
       if (std::fabs(p - 0.5) < std::ldexp(1.0, -10)) continue;  // not built there
       const double want = -gl * q;
       const double tol = gl * hard + 0.5 * ulp_of(DType::f32, want) + std::ldexp(std::fabs(want), -50);
@@ -912,69 +908,80 @@ void TargetEntryUnderTheMean_body(bool fused) {
     std::printf("%s%s: worst target entry %.3f of its gate\n", c.name.c_str(), mode.c_str(), worst);
   }
 }
-TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
-  SMK_REQUIRE_GPU_OR_CPU_MODE();
-  TargetEntryUnderTheMean_body(false);
-}
 
-// The tail launch (fused.cu launch_tail, ce9): the rows of a single-block launch's last partial round run on
-// clusters whose warps meet in one exchange (fused_kernel's kFlat), and must give the single block's bits. Rows =
-// the resident blocks + 7 (so a tail of 7 rows; the launch record says so), label smoothing, z-loss and class
-// weights on (every term of the exchange), mean and none; every tail shape and dependent launches against the
-// tail off. Inputs and outputs as every case (outputs poisoned with NaN before each call); with the tail on 16 blocks
-// the whole batch is also checked against the float64 reference (check_case's gates).
-TEST(CrossEntropyGpuFused, FusedTailSameBits) {
+// Dependent launches (fused.cu, kFusedPdl; ce9): the dispatcher launches single-block shapes as programmatic
+// dependents (target scan -> one-read kernel -> the mean's reduction, griddepcontrol) and clusters plain (review F6,
+// session 9; this replaces the tail launch's FusedTailSameBits, removed with the tail). Pinned here, at single-block
+// shapes (32000 and 5000 classes: one wide block a row; rows = the resident blocks + 7, a partial last round) and a
+// cluster shape (151936 classes: 5 wide blocks a row; 48 rows, more than one round of 22 clusters): the launch
+// record's pdl flag under the default tuning (by the rule: on at cluster 1, off on clusters), and the dependent launch
+// (FusedTuning::pdl 1) and the default bitwise equal to the plain one (pdl 0) under mean, sum and none, with label
+// smoothing, z-loss and class weights on (every term of the exchange). Outputs are poisoned with NaN before every
+// call (run_gpu). An ordering bug in the chain (a dependent reading its primary's output early) would show as an
+// occasional wrong result that one call rarely catches, so under the mean and the sum the default launch of the
+// single-block shapes is repeated kRepeats times against the plain launch's bits; the default is also checked once
+// against float64 under the mean (check_case's gates).
+TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
   SMK_REQUIRE_GPU();
   FusedMode fused;
   namespace ce = smk::cuda::ce;
-  std::vector<std::pair<DType, std::int64_t>> shapes = {{DType::f32, 32000}, {DType::bf16, 32000}, {DType::f32, 5000}};
-  if (small_mode()) shapes.resize(1);
-  for (const auto& [dt, C] : shapes)
-    for (Reduction red : {Reduction::mean, Reduction::none}) {
-      // The resident blocks of this shape: one call's launch record.
-      ce::set_fused_tuning({0, -1, false, 0, 0, 0, false});
+  struct Shape {
+    DType dt;
+    std::int64_t C;
+    int cluster;  // the dispatcher's wide blocks a row: ⌈C / (1024 × 32)⌉
+  };
+  std::vector<Shape> shapes = {
+      {DType::f32, 32000, 1}, {DType::bf16, 32000, 1}, {DType::f32, 5000, 1}, {DType::bf16, 151936, 5}};
+  const int kRepeats = small_mode() ? 10 : 50;
+  if (small_mode()) shapes = {{DType::f32, 32000, 1}, {DType::bf16, 151936, 5}};
+  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
+    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
+    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
+                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
+      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
+      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
+    }
+  };
+  for (const Shape& sh : shapes) {
+    // The resident blocks of a single-block shape: one call's launch record.
+    int rows = 48;
+    if (sh.cluster == 1) {
+      ce::set_fused_tuning({});
       ce::set_last_fused_launch({});
-      (void)run_gpu(random_case("probe", dt, 1, C, 5), true);
-      const int resident = ce::last_fused_launch().resident, warps = ce::last_fused_launch().threads / 32;
-      ASSERT_GT(resident, 0);
-      ASSERT_EQ(ce::last_fused_launch().cluster, 1) << "C=" << C << ": not a single-block launch";
-      CeCase c = random_case("tail", dt, resident + 7, C, 211 + C, red);
+      (void)run_gpu(random_case("probe", sh.dt, 1, sh.C, 5), true);
+      ASSERT_GT(ce::last_fused_launch().resident, 0);
+      rows = ce::last_fused_launch().resident + 7;
+    }
+    for (Reduction red : {Reduction::mean, Reduction::sum, Reduction::none}) {
+      CeCase c = random_case("pdl", sh.dt, rows, sh.C, 307 + sh.C, red);
       c.opt.label_smoothing = 0.1f;
       c.opt.z_loss = 1e-4f;
-      c.weights.resize(C);
-      for (std::int64_t j = 0; j < C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
-      c.name = std::string("tail, ") + dtype_name(dt) + ", C=" + std::to_string(C);
-      const GpuOut base = run_gpu(c, true);
-      ASSERT_TRUE(base.error.empty()) << base.error;
-      EXPECT_EQ(ce::last_fused_launch().tail_rows, 0);
-      struct Tail {
-        int cluster, pdl;
-        bool spread;
-      };
-      for (const Tail tl : {Tail{16, 0, false}, Tail{8, 1, true}, Tail{4, 1, false}}) {
-        ce::set_fused_tuning({0, -1, false, 0, tl.cluster, tl.pdl, tl.spread});
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.name = std::string("dependent launches, ") + dtype_name(sh.dt) + ", C=" + std::to_string(sh.C) + ", " +
+               std::to_string(rows) + " rows, " +
+               (red == Reduction::mean ? "mean" : red == Reduction::sum ? "sum" : "none");
+      auto launch = [&](ce::FusedTuning tuning, bool want_pdl, const std::string& what) {
+        ce::set_fused_tuning(tuning);
         ce::set_last_fused_launch({});
-        const GpuOut o = run_gpu(c, true);
+        GpuOut o = run_gpu(c, true);
         const ce::FusedLaunch fl = ce::last_fused_launch();
-        ASSERT_TRUE(o.error.empty()) << o.error;
-        // The tail's blocks a cluster: the largest divisor of the row's warps up to the one asked for (none: 0).
-        int want_c = 0;
-        for (int k = std::min({tl.cluster, warps, 16}); k >= 2 && want_c == 0; --k)
-          if (warps % k == 0) want_c = k;
-        EXPECT_EQ(fl.tail_cluster, want_c) << c.name << " tail " << tl.cluster;
-        EXPECT_EQ(fl.tail_rows, want_c > 0 ? 7 : 0) << c.name << " tail " << tl.cluster;
-        EXPECT_EQ(fl.grid, resident) << c.name;
-        const std::string what = c.name + ", tail on " + std::to_string(fl.tail_cluster) + " blocks" +
-                                 (tl.pdl ? ", dependent launches" : "") + (tl.spread ? ", spread" : "");
-        EXPECT_EQ(o.loss, base.loss) << what;
-        EXPECT_EQ(o.lse, base.lse) << what;
-        EXPECT_EQ(o.z, base.z) << what;
-        ASSERT_EQ(o.grad.size(), base.grad.size());
-        EXPECT_EQ(std::memcmp(o.grad.data(), base.grad.data(), o.grad.size() * sizeof(double)), 0) << what;
-        if (tl.cluster == 16 && C == 32000) check_case(c);  // under this tuning: the tail launch against float64
-      }
+        EXPECT_EQ(fl.cluster, sh.cluster) << c.name << ", " << what << ": not the one-read kernel's expected shape";
+        EXPECT_EQ(fl.pdl, want_pdl) << c.name << ", " << what;
+        return o;
+      };
+      const GpuOut base = launch({0, -1, false, 0, 0}, false, "plain");
+      ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+      same_bits(launch({0, -1, false, 0, 1}, true, "dependent"), base, c.name + ", dependent");
+      same_bits(launch({}, sh.cluster == 1, "default"), base, c.name + ", default");
+      if (red != Reduction::none && sh.cluster == 1)  // the default's dependent chain (clusters launch plain)
+        for (int k = 0; k < kRepeats && !HasFailure(); ++k)
+          same_bits(launch({}, sh.cluster == 1, "default"), base, c.name + ", default, call " + std::to_string(k));
       ce::set_fused_tuning({});
+      if (red == Reduction::mean) check_case(c);  // the default launch against float64
     }
+  }
+  ce::set_fused_tuning({});
 }
 
 void InPlaceStridedAndUnaligned_body();

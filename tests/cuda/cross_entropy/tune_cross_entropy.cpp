@@ -9,11 +9,8 @@
 //                  bulk-copying its share of the next row into shared memory (row_stage.cuh)
 //   fused/nostage  the same, rows loaded straight into registers
 //   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
-//   fused/base     the dispatcher's launch with the tail launch and dependent launches off (the kernels before ce9)
-//   fused/pdl      the same with dependent launches (scan -> one-read kernel [-> tail] -> reduction, griddepcontrol)
-//   fused/tN[s][p] the tail launch (fused.cu launch_tail): a single-block launch's last partial round on clusters of
-//                  N blocks, the same bits; s: its blocks one an SM; p: dependent launches too (session 9, ce9: the
-//                  f32 8192x32000 tail round, 8 rows on 132 blocks)
+//   fused/base     the dispatcher's launch with dependent launches off (the launches before ce9)
+//   fused/pdl      the same with dependent launches (scan -> one-read kernel -> reduction, griddepcontrol)
 //   fused/cN       (--clusters N,...) the one-read kernel on clusters of N wide blocks (when N is at least what a
 //                  row needs), staged by the dispatcher's rule: the cluster shapes of session 8 (ce6), for rows
 //                  whose fewest blocks leave SMs idle (4096×151936 on 5 blocks: 22 clusters resident, 110 SMs)
@@ -179,13 +176,8 @@ int main(int argc, char** argv) {
       // The one-read kernel at every width (the dispatcher takes the two calls above 49152 classes), on each block
       // kind with the fewest blocks that hold a row, then with more.
       namespace ce = smk::cuda::ce;
-      tuned("fused/base", {0, -1, false, 0, 0, 0, false});
-      tuned("fused/pdl", {0, -1, false, 0, 0, 1, false});
-      for (int tc : {16, 8, 4})
-        for (int spread = 0; spread < 2; ++spread)
-          for (int pdl = 0; pdl < 2; ++pdl)
-            tuned("fused/t" + std::to_string(tc) + (spread ? "s" : "") + (pdl ? "p" : ""),
-                  {0, -1, false, 0, tc, pdl, spread != 0});
+      tuned("fused/base", {0, -1, false, 0, 0});
+      tuned("fused/pdl", {0, -1, false, 0, 1});
       tuned("fused/stage", {0, 1, true, 1024});
       tuned("fused/nostage", {0, 0, true, 1024});
       if (narrow) tuned("fused/narrow", {0, 0, true, 512});
@@ -239,20 +231,15 @@ int main(int argc, char** argv) {
         if (fl.cluster > 0)
           std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s", fl.cluster, fl.threads, fl.resident,
                         fl.grid, fl.pdl ? " pdl" : "");
-        if (fl.tail_cluster > 0)
-          std::snprintf(launch + std::strlen(launch), sizeof launch - std::strlen(launch), " tail c%d rows %d",
-                        fl.tail_cluster, fl.tail_rows);
         std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%  [%.1f-%.1f]%s\n", smk::dtype_name(dt), shape.c_str(),
                     v.name.c_str(), us, gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps),
                     1000.0 * ms.front(), 1000.0 * ms.back(), launch);
         char line[320];
         std::snprintf(line, sizeof line,
                       "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f, "
-                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"tail_cluster\": %d, "
-                      "\"tail_rows\": %d, \"pdl\": %d},\n",
+                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d},\n",
                       smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
-                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.tail_cluster, fl.tail_rows,
-                      fl.pdl ? 1 : 0);
+                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0);
         out += line;
       }
       cudaEventDestroy(e0);
