@@ -178,9 +178,10 @@ struct PlainTile {
   // the default policy: SASS STG.E.128, where __stwb gives STG.E.128.STRONG.SM): written as a plain assignment beside
   // the ragged end's guarded element stores, the compiler merged the two branches into per-element stores (SASS:
   // STG.E / STG.E.U16 only), and the first build of these kernels ran 1.3–2× slower than the generic ones for it
-  // (few7's first H200 run).
+  // (few7's first H200 run). `streaming` makes the full vectors streaming stores (st.global.cs: split_stream's
+  // outputs, which nothing reads back soon).
   template <typename Out>
-  __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n) {
+  __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n, bool streaming = false) {
     using W = OutVec<Out>;
     static_assert(sizeof(W) == 16, "PlainTile stores 16-byte vectors of the input's type");
     const int g = threadIdx.x;
@@ -193,9 +194,14 @@ struct PlainTile {
         for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
         uint4 b;
         memcpy(&b, &w, sizeof(b));
-        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
-                     "r"(b.w)
-                     : "memory");
+        if (streaming)
+          asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
+                       "r"(b.w)
+                       : "memory");
+        else
+          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
+                       "r"(b.w)
+                       : "memory");
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j)

@@ -343,38 +343,6 @@ __device__ __forceinline__ void stream_load(float (&v)[kBlockElems], const In* r
   }
 }
 
-// v to row[0, n) as In (PlainTile::store's vectors), full vectors as streaming stores (st.global.cs) when `hints`.
-template <typename In>
-__device__ __forceinline__ void stream_store(In* row, const float (&v)[kBlockElems], int n, bool hints) {
-  using Tile = PlainTile<In>;
-  using W = typename Tile::template OutVec<In>;
-  constexpr int V = Tile::V, K = Tile::K;
-  const int g = threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int i0 = RowTile<In, kBlockElems>::index(k, g, kSplitThreads);
-    if (i0 + V <= n) {
-      W w;
-#pragma unroll
-      for (int j = 0; j < V; ++j) w.v[j] = from_f32<In>(v[k * V + j]);
-      uint4 b;
-      memcpy(&b, &w, sizeof(b));
-      if (hints)
-        asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
-                     "r"(b.w)
-                     : "memory");
-      else
-        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + i0), "r"(b.x), "r"(b.y), "r"(b.z),
-                     "r"(b.w)
-                     : "memory");
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        if (i0 + j < n) row[i0 + j] = from_f32<In>(v[k * V + j]);
-    }
-  }
-}
-
 // Item t of 2 · rows · chunks: whether it normalises, its row and chunk (the order in the comment above).
 __device__ __forceinline__ void stream_item(std::int64_t t, std::int64_t rows, std::int64_t chunks, std::int64_t lead,
                                             bool& norm, std::int64_t& row, std::int64_t& c) {
@@ -460,7 +428,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
       const float* f = reinterpret_cast<const float*>(row_states + row);
       const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
       normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
-      stream_store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len, hints != 0);
+      PlainTile<In>::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len,
+                                        hints != 0);
     }
   }
 }
