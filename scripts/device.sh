@@ -15,6 +15,7 @@
 #   pfx9
 #   dec9
 #   fair9
+#   vocab10
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1941,6 +1942,38 @@ if want fair9; then
     --rounds "${SMK_FAIR9_ROUNDS:-20}" --deadline-s "${SMK_FAIR9_DEADLINE_S:-60}"
   keep_logs fair9
   cp "$OUT/fair9.md" "$OUT/fair9.json" "$outer/" 2>/dev/null
+  end_carried
+fi
+# vocab10 (session 10, issue 3): row_loop.cu, split_row's many-row calls in one persistent launch (each block walking
+# whole rows twice, bitwise the three kernels). Binaries built off the device for sm_90a (build/vocab10-bin.tar.xz:
+# bin/ tune_softmax, test_cuda_row_loop, test_cuda_few_rows; lib/). First the timing alone on the GPU (tune_softmax
+# --vocab10: the dispatcher's split_row first and last, the row loop's variants between), then in parallel: the row
+# loop's test at full size, test_cuda_few_rows in small mode, memcheck on the row loop's test (small). Caps:
+# SMK_V10_TUNE_S (default 35 s), SMK_V10_TEST_S (45 s); SMK_V10_SKIP may name tune. Back: vocab10-summary.txt,
+# vocab10-tune.txt, vocab10-logs.tgz.
+if want vocab10; then
+  carried vocab10 build/vocab10-bin.tar.xz
+  v10=$bin
+  if [[ " ${SMK_V10_SKIP:-} " != *" tune "* ]]; then
+    run_step vocab10-tune timeout "${SMK_V10_TUNE_S:-35}" stdbuf -oL "$v10/bin/tune_softmax" --vocab10
+    keep_logs vocab10
+  fi
+  v10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  v10_t=${SMK_V10_TEST_S:-45}
+  v10_bg vocab10x-loop timeout "$v10_t" "$v10/bin/test_cuda_row_loop"
+  v10_bg vocab10x-few timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 "$v10/bin/test_cuda_few_rows"
+  v10_bg vocab10x-memcheck timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$v10/bin/test_cuda_row_loop"
+  wait
+  for f in "$OUT"/vocab10x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs vocab10
+  rm -f "$outer"/vocab10x-*.txt  # their pass / fail lines are in vocab10-summary.txt, the logs in vocab10-logs.tgz
   end_carried
 fi
 echo

@@ -135,6 +135,35 @@ __device__ __forceinline__ std::int64_t plain_offset(const RowProblem& p, std::i
   return p.map.rank == 0 ? 0 : row * p.map.stride[slot][0];
 }
 
+// How PlainTile::load reads its full 16-byte vectors (vocab10): kLoadPlain the default policy (ld.global.v4);
+// kLoadEvictFirst ld.global.cs (the data's last use: L2 evict-first, split_stream's and row_loop's re-reads);
+// kLoadEvictLast an L2 evict-last cache hint (createpolicy.fractional.L2::evict_last, as Triton's evict_last loads
+// compile to; row_loop's first read, which the same block reads again one row's time later).
+constexpr int kLoadPlain = 0;
+constexpr int kLoadEvictFirst = 1;
+constexpr int kLoadEvictLast = 2;
+template <int kHint, typename Vec>
+__device__ __forceinline__ Vec load_vec(const Vec* q) {
+  static_assert(sizeof(Vec) == 16, "load_vec reads 16-byte vectors");
+  if constexpr (kHint == kLoadPlain) {
+    return *q;
+  } else {
+    uint4 b;
+    if constexpr (kHint == kLoadEvictFirst) {
+      b = __ldcs(reinterpret_cast<const uint4*>(q));
+    } else {
+      asm volatile(
+          "{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+          "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+          : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+          : "l"(q));
+    }
+    Vec w;
+    memcpy(&w, &b, sizeof(w));
+    return w;
+  }
+}
+
 // E elements a thread (kBlockElems: a chunk; fewer: the normalising pass's sub-tiles), kSplitThreads threads.
 template <typename In, int E = kBlockElems>
 struct PlainTile {
@@ -145,7 +174,9 @@ struct PlainTile {
   using OutVec = typename Tile::template OutVec<Out>;
 
   // row[0, n) into v; positions past n read as `pad` (−inf: nothing to a max or a sum of exponentials; the backward's
-  // 0: nothing to a plain sum). `row` is 16-byte aligned.
+  // 0: nothing to a plain sum). `row` is 16-byte aligned. kHint (vocab10): how the full vectors are read, as
+  // load_vec says; the default kLoadPlain compiles to what this function was before the hint.
+  template <int kHint = kLoadPlain>
   __device__ __forceinline__ static void load(float (&v)[E], const In* row, int n,
                                               float pad = -detail::inf_<float>()) {
     const int g = threadIdx.x;
@@ -153,7 +184,7 @@ struct PlainTile {
       const Vec* q = reinterpret_cast<const Vec*>(row) + g;
       Vec w[K];
 #pragma unroll
-      for (int k = 0; k < K; ++k) w[k] = q[k * kSplitThreads];
+      for (int k = 0; k < K; ++k) w[k] = load_vec<kHint>(q + k * kSplitThreads);
 #pragma unroll
       for (int k = 0; k < K; ++k)
 #pragma unroll
@@ -164,7 +195,7 @@ struct PlainTile {
     for (int k = 0; k < K; ++k) {  // the row's last chunk: whole vectors, then at most one ragged one
       const int i0 = Tile::index(k, g, kSplitThreads);
       if (i0 + V <= n) {
-        const Vec w = *reinterpret_cast<const Vec*>(row + i0);
+        const Vec w = load_vec<kHint>(reinterpret_cast<const Vec*>(row + i0));
 #pragma unroll
         for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
       } else {

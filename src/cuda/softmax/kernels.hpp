@@ -245,6 +245,25 @@ unsigned split_stream_last_grid();
 // and a few hundred bytes of static shared memory: no more than this kernel's), and falls back to split_row where it
 // is 0.
 int split_row_active_clusters(int blocks);
+// row_loop (vocab10, row_loop.cu): split_row's many-row calls in one persistent launch, block b walking rows b, b + G,
+// … twice (chunk states as split_row's chunk kernel forms them, merged in its merge kernel's order, then the chunks
+// again in reverse, normalised or the gradient formed): bitwise the three kernels' outputs, forward (softmax,
+// log-softmax) and backward, the common call only, rows of 2 … kRowLoopMaxChunks chunks (forward 393216, backward
+// 262144). launch_*_row_loop_rows return false, launching nothing, where the kernels do not serve the call or the
+// rule (row_loop_rule) does not send it there; the caller then takes the three kernels.
+constexpr int kRowLoopMaxChunks = 32;
+struct RowLoopTuning {
+  int use = -1;           // -1 the rule (row_loop_rule), 0 never, 1 wherever the kernels serve the call
+  int blocks_per_sm = 0;  // 0: the kernel's occupancy (2); else that many blocks an SM
+  int max_blocks = 0;     // tests only: caps the grid (0: no cap), so that each block walks many rows
+  bool hints = true;      // pass 1 L2 evict-last, pass 2 evict-first loads and streaming stores
+};
+RowLoopTuning& row_loop_tuning();  // for tests and timing only; process-wide, not thread-safe
+bool row_loop_rule(Op op, DType t, std::int64_t rows, std::int64_t n);
+bool launch_row_loop_rows(const RowProblem& p, cudaStream_t s);           // softmax, log-softmax
+bool launch_backward_row_loop_rows(const RowProblem& p, cudaStream_t s);  // both backward ops
+std::uint64_t row_loop_launch_count();
+unsigned row_loop_last_grid();
 // grid_row: split_row's chunks and merge (bitwise its results) in one cooperative, grid-resident launch, chunks
 // staged in shared memory across the grid barrier (grid_row.cu). Forward only. Workspace: rows · chunks states.
 void launch_grid_rows(const RowProblem& p, cudaStream_t s);

@@ -786,7 +786,10 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
     }
     case SoftmaxPath::cluster_row:
       return kernels::launch_backward_block_rows(rp, cluster_config(p.n, kernels::kBackwardBlockElems), s);
-    case SoftmaxPath::split_row: return kernels::launch_backward_split_rows(rp, s);
+    case SoftmaxPath::split_row:
+      // vocab10: row_loop.cu (bitwise the split kernels, one launch) where its rule takes the call.
+      if (kernels::launch_backward_row_loop_rows(rp, s)) return;
+      return kernels::launch_backward_split_rows(rp, s);
     case SoftmaxPath::strided_inner:
       return kernels::launch_backward_strided_inner(rp, strided_config(p.n, rp.inner, /*cache_ok=*/false), s);
     default: refuse(op, path, "not a backward path");

@@ -711,6 +711,7 @@ template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   if (launch_cluster<In>(p, chunks, s)) return;
+  if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
   if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);

@@ -5,12 +5,13 @@
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
-//                        --short8 | --short9 | --mid9]
+//                        --short8 | --short9 | --mid9 | --vocab10]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -130,6 +131,7 @@ struct Variant {
   WarpConfig warp{};
   BlockConfig block{};
   WarpRowTuning tuning{};  // short8: warp_per_row's grid (kernels.hpp; the default: the dispatcher's)
+  RowLoopTuning loop{0};   // vocab10: kind 'L' runs row_loop.cu under it; every other kind with the row loop off
 };
 
 void report(const char* shape, DType t, Op op, const Variant& v, double us, double bytes) {
@@ -157,11 +159,15 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
         // The backward wide block prefetches the next row only for 16-bit rows; f32 would time the unstaged kernel.
         if (v.kind == 'b' && v.block.dy_shared && v.block.staged && t == DType::f32) continue;
         warp_row_tuning() = v.tuning;
+        row_loop_tuning() = v.loop;
         const double us = median_us(b, reps, [&](int i) {
           if (bwd) {
             const RowProblem p = backward_problem(op, rows, n, t, b, i);
             if (v.kind == 'w') launch_backward_warp_rows(p, v.warp, nullptr);
             else if (v.kind == 'r') launch_backward_reread_rows(p, nullptr);  // mid9: the backward read twice
+            else if (v.kind == 'L') {  // vocab10: the row loop, which must serve the call
+              if (!launch_backward_row_loop_rows(p, nullptr)) std::abort();
+            }
             else if (v.kind == 'b') launch_backward_block_rows(p, v.block, nullptr);
             else launch_backward_split_rows(p, nullptr);
             return;
@@ -169,10 +175,17 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
           const RowProblem p = problem(op, rows, n, t, b, i);
           if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
           else if (v.kind == 'b') launch_block_rows(p, v.block, nullptr);
-          else launch_split_rows(p, nullptr);
+          else if (v.kind == 'L') {  // vocab10: the row loop, which must serve the call
+            if (!launch_row_loop_rows(p, nullptr)) std::abort();
+          } else if (v.kind == 'c') {  // vocab10: cluster_stage
+            if (!launch_cluster_stage_rows(p, nullptr)) std::abort();
+          } else {
+            launch_split_rows(p, nullptr);
+          }
         });
         report(shape, t, op, v, us, bytes);
       }
+      row_loop_tuning() = RowLoopTuning{};
     }
     free_buffers(b);
   }
@@ -195,6 +208,12 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
+// vocab10: row_loop.cu at `per_sm` blocks an SM (0: its occupancy, 2), with or without its cache hints.
+Variant row_loop(int per_sm, bool hints) {
+  Variant v{"row_loop " + std::to_string(per_sm == 0 ? 2 : per_sm) + "/SM" + (hints ? " hints" : ""), 'L', {}, {}};
+  v.loop = RowLoopTuning{1, per_sm, 0, hints};
+  return v;
+}
 // short8 (session 8): warp_per_row at E, L on a grid of up to `grid` times the resident blocks (0: persistent).
 Variant warpg(int elems, int lanes, int grid) {
   Variant v = warp(elems, lanes);
@@ -406,6 +425,25 @@ int main(int argc, char** argv) {
     run_shape(524288, 64, bf16_set(32, 2), bf16, bwd, r9);
     run_shape(131072, 256, bf16_set(32, 8), bf16, bwd, r9);
     run_shape(65536, 512, bf16_set(32, 16), bf16, bwd, r9);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--vocab10") == 0) {
+    // vocab10 (session 10, docs/perf-notebook.md): the many-row vocabulary shapes, split_row as the dispatcher runs
+    // it before vocab10 (the three kernels; f32 log-softmax of >= 256 rows split_stream; the row loop off), timed
+    // first and last, beside row_loop.cu at two and one blocks an SM, with and without its cache hints; forward and
+    // both backward ops, f32 and bf16. 8192x65536 forward also on cluster_stage (the dispatcher's path there).
+    const std::vector<DType> both2 = {DType::f32, DType::bf16};
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::softmax_backward, Op::log_softmax_backward};
+    const std::vector<Variant> loop = {split(), row_loop(0, true), row_loop(1, true), row_loop(0, false),
+                                       row_loop(1, false), split()};
+    const int r10 = 11;
+    run_shape(4096, 151936, loop, both2, ops, r10);
+    run_shape(1024, 262144, loop, both2, ops, r10);
+    run_shape(256, 151936, loop, both2, ops, r10);
+    std::vector<Variant> at64k = loop;
+    at64k.insert(at64k.begin() + 1, Variant{"cluster_stage", 'c', {}, {}});
+    run_shape(8192, 65536, at64k, both2, {Op::softmax, Op::log_softmax}, r10);
+    run_shape(8192, 65536, loop, both2, {Op::softmax_backward, Op::log_softmax_backward}, r10);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--mid9") == 0) {

@@ -1,0 +1,175 @@
+// row_loop (src/cuda/softmax/row_loop.cu, vocab10): split_row's many-row calls in one persistent launch, each block
+// walking whole rows twice. Its outputs must be bitwise the three kernels' (the dispatcher may pick either by the
+// size of the call, which batch invariance allows only for kernels that give the same bits), so every case runs:
+// against the float64 CPU reference with the output poisoned first (gpu_case.hpp's gates, stray writes), then on the
+// row loop under several grids (each block then walks many rows: max_blocks 1, 3, 7), with and without the cache
+// hints and at one block an SM, each output poisoned and compared bit for bit with the three kernels' (the one-launch
+// kernel and split_stream off). Forward softmax / log-softmax and both backward passes; f32, bf16, f16; rows of 2 …
+// 32 chunks with +inf, NaN and all −inf rows under both empty-row policies. And: the calls it does not serve (a
+// temperature, a mask, a pitched unaligned row, 33 chunks) run the three kernels (its launch count does not move).
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+namespace k = cuda::kernels;
+
+struct Guard {
+  k::SplitRowTuning split = k::split_row_tuning();
+  k::RowLoopTuning loop = k::row_loop_tuning();
+  ~Guard() {
+    k::split_row_tuning() = split;
+    k::row_loop_tuning() = loop;
+  }
+};
+
+class GpuRowLoop : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+Result run_checked(const Case& c, SoftmaxPath path) {
+  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op));
+  const Result r = run_gpu(c, path);
+  EXPECT_TRUE(r.ran) << r.reason;
+  if (r.ran) {
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    EXPECT_FALSE(r.stray_write);
+  }
+  return r;
+}
+
+// The three kernels' result (row loop, one-launch kernel and split_stream off), checked against the reference.
+Result three_kernels(const Case& c) {
+  k::row_loop_tuning().use = 0;
+  k::split_row_tuning().active_clusters = 0;
+  k::split_row_tuning().stream = 0;
+  return run_checked(c, SoftmaxPath::split_row);
+}
+
+struct Variant {
+  int max_blocks, blocks_per_sm;
+  bool hints;
+};
+
+// The row loop under each variant, output poisoned (0xFF: NaN), bitwise `three`; asserts that it ran and on which grid.
+void expect_row_loop_bitwise(const Case& c, const Result& three, std::int64_t rows) {
+  for (const Variant& v : {Variant{0, 0, true}, Variant{0, 0, false}, Variant{0, 1, true}, Variant{1, 0, true},
+                           Variant{3, 0, false}, Variant{7, 0, true}}) {
+    k::row_loop_tuning().use = 1;
+    k::row_loop_tuning().max_blocks = v.max_blocks;
+    k::row_loop_tuning().blocks_per_sm = v.blocks_per_sm;
+    k::row_loop_tuning().hints = v.hints;
+    const std::uint64_t before = k::row_loop_launch_count();
+    const Result loop = run_gpu(c, SoftmaxPath::split_row);
+    ASSERT_TRUE(loop.ran) << loop.reason;
+    EXPECT_EQ(k::row_loop_launch_count(), before + 1) << c.name << ": row_loop did not run";
+    EXPECT_FALSE(loop.stray_write) << c.name;
+    const unsigned grid = k::row_loop_last_grid();
+    if (v.max_blocks > 0) EXPECT_EQ(static_cast<std::int64_t>(grid), std::min<std::int64_t>(v.max_blocks, rows));
+    else EXPECT_TRUE(grid >= 1 && grid <= rows) << c.name << ": grid " << grid;
+    expect_same_bits(loop, three,
+                     c.name + " " + op_name(c.op) + " " + dtype_name(c.in.dtype) + ": row_loop (grid " +
+                         std::to_string(grid) + ", hints " + std::to_string(v.hints) + ") / three kernels");
+  }
+}
+
+TEST_F(GpuRowLoop, ForwardBitwiseTheThreeKernels) {
+  Guard guard;
+  // 2 chunks, 3 (the last ragged, not a whole vector), 13 (the vocabulary row), 32 (the kernel's bound).
+  std::vector<std::int64_t> lengths = {12289, 12288 * 3 - 5, 151936, 393216};
+  if (small_mode()) lengths = {12289, 30001};
+  std::uint64_t seed = 31000;
+  for (std::int64_t n : lengths) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (std::int64_t rows : small_mode() ? std::vector<std::int64_t>{3, 9} : std::vector<std::int64_t>{3, 37}) {
+          if (t == DType::f16 && rows != 3) continue;  // f16 is bf16's code
+          if (!small_mode() && n > 200000 && rows > 3) continue;  // 37 × 393216 adds time, not paths
+          Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+          c.in.strides = {pitch, 1};
+          c.out.strides = {pitch, 1};
+          c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
+          c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
+          for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+          c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+          const Result three = three_kernels(c);
+          ASSERT_TRUE(three.ran);
+          expect_row_loop_bitwise(c, three, rows);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuRowLoop, BackwardBitwiseTheThreeKernels) {
+  Guard guard;
+  // 2 chunks of 8192, 19 (the vocabulary row, ragged), 32 (the bound).
+  std::vector<std::int64_t> lengths = {8193, 151936, 262144};
+  if (small_mode()) lengths = {8193, 30001};
+  std::uint64_t seed = 32000;
+  for (std::int64_t n : lengths) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        for (std::int64_t rows : small_mode() ? std::vector<std::int64_t>{2, 9} : std::vector<std::int64_t>{2, 37}) {
+          if (t == DType::f16 && rows != 2) continue;
+          if (!small_mode() && n > 200000 && rows > 2) continue;
+          const Case c = backward_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          const Result three = three_kernels(c);
+          ASSERT_TRUE(three.ran);
+          expect_row_loop_bitwise(c, three, rows);
+        }
+      }
+    }
+  }
+}
+
+// Calls outside the kernels (a temperature, a boolean mask, a pitched unaligned input, 33 chunks forward / backward):
+// with use = 1 the row loop still does not run, and the three kernels give the reference's answer.
+TEST_F(GpuRowLoop, CallsItDoesNotServe) {
+  Guard guard;
+  const std::int64_t n = small_mode() ? 30001 : 151936;
+  std::uint64_t seed = 33000;
+  std::vector<Case> cases;
+  Case t = random_case("temperature", Op::softmax, DType::f32, DType::f32, 3, n, ++seed);
+  t.options.temperature = 0.5f;
+  cases.push_back(t);
+  Case m = random_case("mask", Op::log_softmax, DType::bf16, DType::bf16, 3, n, ++seed);
+  m.mask = contiguous(DType::b8, {3, n});
+  m.mask_values.assign(static_cast<std::size_t>(3 * n), 1.0);
+  m.mask_values[5] = 0.0;
+  cases.push_back(m);
+  Case u = random_case("unaligned", Op::softmax, DType::f32, DType::f32, 3, n, ++seed);
+  u.in.strides = {n + 3, 1};
+  u.in.offset = 1;
+  cases.push_back(u);
+  cases.push_back(random_case("33_chunks", Op::softmax, DType::bf16, DType::bf16, 2, 12288 * 32 + 1, ++seed));
+  Case bt = backward_case("bwd_temperature", Op::softmax_backward, DType::f32, DType::f32, 3, n, ++seed);
+  bt.options.temperature = 0.5f;
+  cases.push_back(bt);
+  cases.push_back(backward_case("bwd_33_chunks", Op::log_softmax_backward, DType::bf16, DType::bf16, 2,
+                                8192 * 32 + 1, ++seed));
+  for (const Case& c : cases) {
+    k::row_loop_tuning() = k::RowLoopTuning{};
+    k::row_loop_tuning().use = 1;
+    k::split_row_tuning().active_clusters = 0;
+    const std::uint64_t before = k::row_loop_launch_count();
+    run_checked(c, SoftmaxPath::split_row);
+    EXPECT_EQ(k::row_loop_launch_count(), before) << c.name << ": row_loop ran on a call it does not serve";
+  }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
