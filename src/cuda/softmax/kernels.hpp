@@ -186,6 +186,16 @@ bool& split_row_pdl();
 // outputs) for calls of few enough chunks (true, the library's choice), or always the three kernels (false). For
 // tests and timing only; process-wide, not thread-safe.
 bool& split_row_cluster();
+// lse_stream (lse10, session 10; lse_stream.cu): logsumexp and the state read once with a running (m, ties, rest) a
+// thread, no row held across a barrier. lanes > 0: that many lanes a row (8, 16 or 32) in 256-thread blocks; 0: one
+// block of `threads` (128, 256 or 512) a row. Its results are a function of n and this configuration alone (not
+// bitwise block_per_row's). Throws Error for softmax / log-softmax or another configuration.
+struct LseStreamConfig {
+  int lanes = 0;
+  int threads = 256;
+};
+void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s);
+std::uint64_t lse_stream_launch_count();  // its launches since the process started (tests: that it served a call)
 // The variant's bounds: rows of at most kSplitClusterMaxChunks chunks (a cluster of up to 16 blocks, an H100/H200
 // extension), calls of at most kSplitClusterMaxWaves × the clusters of that size the device runs at once
 // (split_row_active_clusters; before split6, × the resident blocks of 512 threads: rows · chunks ≤ 264). Measured

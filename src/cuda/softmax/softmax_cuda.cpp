@@ -587,6 +587,25 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
     refuse(op, path, "rows of " + std::to_string(n) + " elements exceed its capacity of " + std::to_string(capacity));
 }
 
+// lse10 (session 10): logsumexp and the state on rows of kLseStreamFromN … kLseStreamMaxN (the warp and block paths)
+// take lse_stream.cu's kernels: each element read once into a running (m, ties, rest) a thread, no max pass, no row in
+// registers across a barrier. Rows to kLseStreamWarpMaxN: kLseStreamLanes lanes a row; longer: one block of
+// kLseStreamThreads a row. The configuration is a function of n alone (the results' tree with it). Chosen before the
+// run that measures it (tune_softmax --lse10); see docs/perf-notebook.md "session 10 — lse10" for what it showed.
+constexpr bool kLseStreamOn = true;
+constexpr std::int64_t kLseStreamFromN = 1024;
+constexpr std::int64_t kLseStreamWarpMaxN = 1024;
+constexpr std::int64_t kLseStreamMaxN = 32768;
+constexpr int kLseStreamLanes = 32;
+constexpr int kLseStreamThreads = 256;
+bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
+  (void)t;
+  if (!kLseStreamOn || n < kLseStreamFromN || n > kLseStreamMaxN) return false;
+  c.lanes = n <= kLseStreamWarpMaxN ? kLseStreamLanes : 0;
+  c.threads = kLseStreamThreads;
+  return true;
+}
+
 // Whether the current device runs cluster_row's cluster for rows of n (split_row_active_clusters: none below compute
 // capability 9.0, nor where a MIG or MPS slice has no room for it; then split_row serves those rows instead).
 bool clusters_run(std::int64_t n, bool backward) {
@@ -712,6 +731,12 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       forced_softmax_path() == SoftmaxPath::automatic && cluster_stage_takes(rp.op, in.dtype, p.n) &&
       kernels::launch_cluster_stage_rows(rp, s))
     return;
+  // lse10: logsumexp and the state read once with a running state a thread (lse_stream.cu) where its rule takes them.
+  if (row_out && forced_softmax_path() == SoftmaxPath::automatic &&
+      (path == SoftmaxPath::warp_per_row || path == SoftmaxPath::block_per_row)) {
+    kernels::LseStreamConfig lc;
+    if (lse_stream_config(in.dtype, p.n, lc)) return kernels::launch_lse_stream_rows(rp, lc, s);
+  }
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype, rp.op), s);
     case SoftmaxPath::block_per_row: {

@@ -6,12 +6,19 @@
 // dispatcher's choice for these rows (automatic) is checked against the float64 CPU reference (gpu_case.hpp's gates)
 // on the same inputs, and the direct kernel is checked to have written every row.
 //
+// lse10 (session 10): lse_stream.cu's kernels (the dispatcher's for logsumexp and the state on rows of 1024..32768), every
+// configuration launched directly against the float64 reference on rows shaped to stress the running state (sorted
+// ascending: the max rises in every chunk; descending; constant: every score a tie; a planted tied max), aligned and
+// unaligned (the same bits), run twice (the same bits); the dispatcher's rows with temperatures, masks and non-finite
+// rows; the launcher's refusals.
+//
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps one many-rows shape and the few-row ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "cuda/softmax/gpu_case.hpp"
@@ -147,29 +154,26 @@ TEST_F(GpuBlockRow, AheadF32BitwiseTheDirectKernel) { ahead_bitwise(DType::f32, 
 TEST_F(GpuBlockRow, AheadBf16BitwiseTheDirectKernel) { ahead_bitwise(DType::bf16, 8100); }
 TEST_F(GpuBlockRow, AheadF16BitwiseTheDirectKernel) { ahead_bitwise(DType::f16, 8200); }
 
-// The dispatcher's path for read-only rows of 1025..16384 (the kernel with its next row ahead, wherever the rule sends
-// it) against the float64 reference, many rows (the persistent grid walks them) and an unaligned pitch; on the aligned
-// rows, which kernel the rule (softmax_cuda.cpp block_ahead_rows) sends them to: re-read for f32 of 6145..10240 and
-// 16-bit of 1537..10240, one row ahead for 16-bit rows past 12288, the direct (or lane-staged) kernel elsewhere.
+// The dispatcher's path for read-only rows of 1025..32768 against the float64 reference, many rows and an unaligned
+// pitch (bitwise the aligned rows' results); which kernel served: since lse10 (session 10) lse_stream.cu for every row of
+// 1024..32768 (softmax_cuda.cpp lse_stream_config), so neither the re-read nor the rows-ahead kernel.
 TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
   std::uint64_t seed = 8300;
   const std::int64_t elements = small_mode() ? (1 << 15) : (1 << 19);
   for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (std::int64_t n : {1025, 4096, 8192, 10240, 10241, 12289, 16384}) {
+    for (std::int64_t n : {1024, 1025, 4096, 8192, 10240, 10241, 12289, 16384, 32000, 32768}) {
       const std::int64_t rows = std::max<std::int64_t>(2, elements / n) + 3;
-      const bool aligned = (n * static_cast<std::int64_t>(dtype_size(t))) % 16 == 0;
-      const bool want_reread =
-          aligned && (t == DType::f32 ? n >= 6145 && n <= 10240 : n >= 1537 && n <= 10240);
-      const bool want_ahead = t != DType::f32 && n > 12288;
       for (Op op : {Op::logsumexp, Op::state}) {
         const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n);
         SCOPED_TRACE(tag + " " + op_name(op));
-        Case c = random_case("ahead " + tag, op, t, t, rows, n, ++seed);
-        const std::uint64_t ahead0 = k::block_ahead_launch_count(), reread0 = k::block_reread_launch_count();
+        Case c = random_case("read-only " + tag, op, t, t, rows, n, ++seed);
+        const std::uint64_t ahead0 = k::block_ahead_launch_count(), reread0 = k::block_reread_launch_count(),
+                            stream0 = k::lse_stream_launch_count();
         const Result a = run_gpu(c, cuda::SoftmaxPath::automatic);
         ASSERT_TRUE(a.ran) << a.reason;
-        EXPECT_EQ(k::block_reread_launch_count() > reread0, want_reread) << "re-read kernel ran";
-        EXPECT_EQ(k::block_ahead_launch_count() > ahead0, want_ahead) << "rows-ahead kernel ran";
+        EXPECT_FALSE(k::block_reread_launch_count() > reread0) << "re-read kernel ran";
+        EXPECT_FALSE(k::block_ahead_launch_count() > ahead0) << "rows-ahead kernel ran";
+        EXPECT_TRUE(k::lse_stream_launch_count() > stream0) << "lse_stream did not run";
         check(c, a, reference(c));
         Case odd = c;
         odd.name = "odd pitch " + tag;
@@ -184,6 +188,152 @@ TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
         for (std::size_t i = 0; i < a.out2.size(); ++i) ASSERT_EQ(a.out2[i], b.out2[i]) << "l of row " << i;
       }
     }
+}
+
+// ---- lse10: lse_stream.cu's kernels launched directly, every configuration ----------------------------------------
+
+// A contiguous rows × n read-only case through launch_lse_stream_rows, `offset` elements before the first row (1: every
+// row unaligned, loaded element by element through the same map), the statistics poisoned (0xFF: NaN) first.
+Result run_stream(const Case& c, k::LseStreamConfig cfg, std::int64_t offset) {
+  const std::int64_t rows = c.in.shape[0], n = c.in.shape[1];
+  const DType t = c.in.dtype;
+  std::vector<double> xs(static_cast<std::size_t>(offset), 0.0);
+  xs.insert(xs.end(), c.x.begin(), c.x.end());
+  const std::vector<unsigned char> host = pack(contiguous(t, {rows * n + offset}), xs, 0);
+  void* din = nullptr;
+  float* dstat = nullptr;
+  const std::size_t bytes = 2 * sizeof(float) * static_cast<std::size_t>(rows);
+  Result r;
+  EXPECT_EQ(cudaMalloc(&din, host.size()), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), bytes), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dstat, 0xFF, bytes), cudaSuccess);
+  k::RowProblem p;
+  p.op = c.op == Op::logsumexp ? k::Op::logsumexp : k::Op::state;
+  p.x = static_cast<const unsigned char*>(din) + offset * static_cast<std::int64_t>(dtype_size(t));
+  p.stat0 = dstat;
+  p.stat1 = dstat + rows;
+  p.x_dtype = p.out_dtype = t;
+  p.rows = rows;
+  p.n = n;
+  p.map.rank = 1;
+  p.map.size[0] = rows;
+  p.map.stride[k::kX][0] = n;
+  p.map.stride[k::kStat0][0] = 1;
+  p.map.stride[k::kStat1][0] = 1;
+  p.step[k::kX] = 1;
+  const std::uint64_t before = k::lse_stream_launch_count();
+  k::launch_lse_stream_rows(p, cfg, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_GT(k::lse_stream_launch_count(), before);
+  std::vector<float> got(bytes / sizeof(float));
+  EXPECT_EQ(cudaMemcpy(got.data(), dstat, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(din);
+  cudaFree(dstat);
+  r.ran = true;
+  for (std::int64_t i = 0; i < rows; ++i) r.out.push_back(got[static_cast<std::size_t>(i)]);
+  if (c.op == Op::state)
+    for (std::int64_t i = 0; i < rows; ++i) r.out2.push_back(got[static_cast<std::size_t>(rows + i)]);
+  return r;
+}
+
+std::string config_name(k::LseStreamConfig cfg) {
+  return cfg.lanes > 0 ? "lanes " + std::to_string(cfg.lanes) : "threads " + std::to_string(cfg.threads);
+}
+
+// Rows shaped to stress the running state: random (rows 0, 3, …), sorted ascending (the max rises in every chunk: the
+// most rescales), descending (never after the first chunk), constant (every score a tie of the max: l = n exactly) and
+// a planted tied max at both ends.
+void shape_rows(Case& c, std::int64_t rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    auto first = c.x.begin() + r * n, last = first + n;
+    switch (r % 5) {
+      case 1: std::sort(first, last); break;
+      case 2: std::sort(first, last, std::greater<double>()); break;
+      case 3: std::fill(first, last, *first); break;
+      case 4: *first = 60.0; *(last - 1) = 60.0; break;
+      default: break;
+    }
+  }
+}
+
+void stream_configs(DType t, std::uint64_t seed) {
+  struct Item {
+    k::LseStreamConfig cfg;
+    std::vector<std::int64_t> ns;
+  };
+  std::vector<Item> items = {
+      {{8, 256}, {1, 2, 3, 31, 32, 33, 255, 1023, 1024, 1025}},
+      {{16, 256}, {1, 33, 255, 1024, 2049}},
+      {{32, 256}, {1, 2, 31, 32, 33, 255, 1023, 1024, 1025, 4097}},
+      {{0, 128}, {1, 33, 1025, 4097, 16384}},
+      {{0, 256}, {1, 3, 255, 1025, 2047, 2049, 4097, 16384, 30001, 32768, 65537}},
+      {{0, 512}, {1, 2049, 16384, 30001, 32768, 151936}},
+  };
+  for (const Item& it : items)
+    for (std::int64_t n : it.ns) {
+      if (small_mode() && n > 4097) continue;
+      const std::int64_t rows = n > 30000 ? 10 : 12;
+      for (Op op : {Op::logsumexp, Op::state}) {
+        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
+                                " " + config_name(it.cfg) + " " + op_name(op);
+        SCOPED_TRACE(tag);
+        Case c = random_case("lse_stream " + tag, op, t, t, rows, n, ++seed);
+        shape_rows(c, rows, n);
+        const Reference ref = reference(c);
+        const Result a = run_stream(c, it.cfg, 0);
+        check(c, a, ref);
+        // Every row finite, so a NaN is a row never written; the constant rows' l is n exactly (every score a tie).
+        for (std::int64_t r = 0; r < rows; ++r) {
+          ASSERT_TRUE(std::isfinite(a.out[static_cast<std::size_t>(r)])) << "row " << r << " not written";
+          if (op == Op::state && r % 5 == 3)
+            ASSERT_EQ(a.out2[static_cast<std::size_t>(r)], static_cast<double>(n)) << "constant row " << r;
+        }
+        const Result b = run_stream(c, it.cfg, 1);  // unaligned: the same bits
+        for (std::size_t i = 0; i < a.out.size(); ++i)
+          ASSERT_TRUE(same_bits(a.out[i], b.out[i])) << "unaligned row " << i << ": " << b.out[i] << " vs " << a.out[i];
+        for (std::size_t i = 0; i < a.out2.size(); ++i)
+          ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << "unaligned l " << i;
+        const Result again = run_stream(c, it.cfg, 0);  // run to run: the same bits
+        for (std::size_t i = 0; i < a.out.size(); ++i) ASSERT_TRUE(same_bits(a.out[i], again.out[i])) << "rerun " << i;
+      }
+    }
+}
+
+TEST_F(GpuBlockRow, LseStreamF32EveryConfigAgainstReference) { stream_configs(DType::f32, 8500); }
+TEST_F(GpuBlockRow, LseStreamBf16EveryConfigAgainstReference) { stream_configs(DType::bf16, 8600); }
+TEST_F(GpuBlockRow, LseStreamF16EveryConfigAgainstReference) { stream_configs(DType::f16, 8700); }
+
+// The dispatcher's lse_stream rows with the options and special rows the long-row paths share (gpu_case.hpp
+// option_cases: temperatures, per-row temperatures, a boolean mask emptying a row, +inf, NaN and all −inf rows).
+TEST_F(GpuBlockRow, LseStreamOptionsAndSpecialRows) {
+  std::uint64_t seed = 8800;
+  for (std::int64_t n : {1024, 4097, 32000})
+    for (Op op : {Op::logsumexp, Op::state})
+      for (Case& c : option_cases(op, 3, n, seed))
+        for (DType t : {DType::f32, DType::bf16}) {
+          Case ct = c;
+          ct.in.dtype = t;
+          for (auto& v : ct.x) v = round_to(t, v);
+          SCOPED_TRACE(ct.name + " " + dtype_name(t) + " n " + std::to_string(n));
+          const std::uint64_t before = k::lse_stream_launch_count();
+          const Result r = run_gpu(ct, cuda::SoftmaxPath::automatic);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_GT(k::lse_stream_launch_count(), before) << "lse_stream did not run";
+          check(ct, r, reference(ct));
+        }
+}
+
+// Bad configurations and the ops it does not compute: Error naming the op.
+TEST_F(GpuBlockRow, LseStreamRefusesWhatItDoesNotServe) {
+  k::RowProblem p;
+  p.op = k::Op::logsumexp;
+  p.rows = 1;
+  p.n = 8;
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {4, 256}, nullptr), Error);
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {0, 1024}, nullptr), Error);
+  p.op = k::Op::softmax;
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {32, 256}, nullptr), Error);
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ struct Variant {
   char kind;  // 'w' warp, 'b' block/cluster, 's' split
   WarpConfig warp{};
   BlockConfig block{};
+  LseStreamConfig lse{};   // lse10: kind 'l', lse_stream.cu's kernels (tune_softmax --lse10 | --lse10-ncu | --lse10-f4)
   WarpRowTuning tuning{};  // short8: warp_per_row's grid (kernels.hpp; the default: the dispatcher's)
   RowLoopTuning loop{0};   // vocab10: kind 'L' runs row_loop.cu under it; every other kind with the row loop off
 };
@@ -174,6 +175,7 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
           }
           const RowProblem p = problem(op, rows, n, t, b, i);
           if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
+          else if (v.kind == 'l') launch_lse_stream_rows(p, v.lse, nullptr);  // lse10
           else if (v.kind == 'b') launch_block_rows(p, v.block, nullptr);
           else if (v.kind == 'L') {  // vocab10: the row loop, which must serve the call
             if (!launch_row_loop_rows(p, nullptr)) std::abort();
@@ -274,6 +276,39 @@ Variant bcluster_old(std::int64_t n) {  // the dispatcher's cluster_row backward
   const std::int64_t per = (n + std::int64_t{cluster} * kBackwardBlockElems - 1) / (std::int64_t{cluster} * kBackwardBlockElems);
   Variant v = block(static_cast<int>(std::max<std::int64_t>(32, (per + 31) / 32 * 32)), cluster);
   v.name = "bwd cluster C" + std::to_string(cluster) + " T" + std::to_string(v.block.threads);
+  return v;
+}
+
+// lse10 (session 10): lse_stream.cu's kernels, `lanes` a row (8, 16, 32) or one block of `threads` a row (lanes 0).
+Variant lse_stream(int lanes, int threads) {
+  Variant v{lanes > 0 ? "stream L" + std::to_string(lanes) : "stream T" + std::to_string(threads), 'l', {}, {}};
+  v.lse.lanes = lanes;
+  v.lse.threads = threads;
+  return v;
+}
+// The dispatcher's kernel for logsumexp / the state before lse10 (softmax_cuda.cpp at 2280faa: warp_config,
+// block_row_config, wide_row_pipeline_pays, block_lane_stages, block_ahead_rows), named "default".
+Variant old_default(std::int64_t n, DType t) {
+  Variant v;
+  const bool half = t != DType::f32;
+  if (n <= 1024) {
+    const std::int64_t target = (half ? 64 : 128) / static_cast<std::int64_t>(smk::dtype_size(t));
+    int lanes = 1;
+    while (lanes < 32 && lanes * target < n) lanes *= 2;
+    int elems = 4;
+    while (elems < 32 && std::int64_t{elems} * lanes < n) elems *= 2;
+    v = warp(elems, lanes);
+  } else if (n > 16384) {
+    v = wide(n, true);
+  } else if (n > 12288) {
+    v = half ? ahead(n, 1, false) : direct(n);
+  } else {
+    v = fit(n, 1);
+    if (half && n >= 7168) v.block.lane_stages = 1;
+    if (half ? n >= 1537 && n <= 10240 : n >= 6145 && n <= 10240) v.block.ahead = kAheadReread;
+  }
+  v.name = "default " + v.name + (v.block.ahead == kAheadReread ? " reread" : v.block.ahead > 0 ? " ahead1" : "") +
+           (v.block.lane_stages > 0 ? " lane1" : "");
   return v;
 }
 
@@ -521,6 +556,57 @@ int main(int argc, char** argv) {
   if (bw16) {
     // Old beside new in one process (docs/perf-notebook.md "bw16"). The backward above 16384: cluster_row (the
     // dispatcher before) against the wide block with dy in shared memory, prefetching (16-bit) or not; at 16384 also
+  if (argc > 1 && std::strcmp(argv[1], "--lse10") == 0) {
+    // lse10 (session 10, docs/perf-notebook.md "session 10 — lse10"): logsumexp and the state, the dispatcher's kernel
+    // before lse10 ("default", timed first and last) beside lse_stream.cu's configurations, f32 and bf16 (f16 at
+    // 4096×16384).
+    const std::vector<Op> lse = {Op::logsumexp, Op::state};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{4096, 16384}, {8192, 8192}, {16384, 4096},
+                                  {32768, 1024}, {8192, 32000}, {65536, 2048}, {2048, 24576}})
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        if (t == DType::f16 && n != 16384) continue;
+        std::vector<Variant> vs = {old_default(n, t)};
+        if (n <= 1024) {
+          for (int lanes : {16, 32}) vs.push_back(lse_stream(lanes, 0));
+          vs.push_back(lse_stream(0, 128));
+        } else {
+          for (int threads : {128, 256, 512}) vs.push_back(lse_stream(0, threads));
+        }
+        vs.push_back(old_default(n, t));
+        run_shape(rows, n, vs, {t}, lse, 20);
+      }
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--lse10-f4") == 0) {
+    // lse10, the session 9 review's F4: 16-bit log-softmax backward at 8192 × 28673 / 30000 / 32000 / 32768 (the
+    // backward_reread rule's range, set from one shape), the dy-shared prefetching block beside backward_reread,
+    // alternated twice (two samples each).
+    const Variant rr{"bwd reread", 'r', {}, {}};
+    for (std::int64_t n : {28673, 30000, 32000, 32768})
+      run_shape(8192, n, {bshared(n, true), rr, bshared(n, true), rr}, {DType::bf16, DType::f16},
+                {Op::log_softmax_backward}, 15);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--lse10-ncu") == 0) {
+    // One launch of each for Nsight Compute (scripts/device.sh lse10): logsumexp 4096×16384 f32, the direct wide block
+    // (the dispatcher's before lse10) then lse_stream T256 and T512; bf16 32768×1024, warp E32 L32 then lse_stream L32.
+    {
+      Buffers b = make_buffers(4096, 16384, DType::f32);
+      const RowProblem p = problem(Op::logsumexp, 4096, 16384, DType::f32, b, 0);
+      launch_block_rows(p, direct(16384).block, nullptr);
+      launch_lse_stream_rows(p, {0, 256}, nullptr);
+      launch_lse_stream_rows(p, {0, 512}, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    Buffers b = make_buffers(32768, 1024, DType::bf16);
+    const RowProblem p = problem(Op::logsumexp, 32768, 1024, DType::bf16, b, 0);
+    launch_warp_rows(p, {32, 32}, nullptr);
+    launch_lse_stream_rows(p, {32, 256}, nullptr);
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    return 0;
+  }
     // the 16 + 16 wide block (the dispatcher's there).
     const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
     const std::vector<DType> three = {DType::f32, DType::bf16, DType::f16};

@@ -1,0 +1,278 @@
+// lse_stream (lse10, session 10, issue 3): logsumexp and the online state read once, holding nothing — no row in
+// registers across a barrier, no max pass before the sum. Each thread keeps a running (m, ties, rest) over its share of
+// the row (RowTile's element map: vector k·G + g of the row is thread g's k-th), a chunk of kUnroll 16-byte vectors at
+// a time: all the chunk's loads issued first, then the chunk's max; where it rises above the running max the thread's
+// mass rescales once, (ties + rest)·exp_diff(m, m'), and the chunk's terms are formed against the running max with
+// the log ops' tier (log_term_exp_ftz for f32, log_term_exp16 for 16-bit, the ties counted as thread_log_rest counts
+// them). At the end the G threads of a row merge: the group's max, each thread's mass rescaled to it once, the rests
+// summed and the ties counted (what block_row's kernels do after their max pass), then across a block's warps through
+// OnlineSoftmaxState::merge (group_merge). The result is a function of n and the launch configuration (G, kUnroll)
+// alone: an unaligned or strided row loads its elements one by one through the same map and chunks.
+//
+// Traffic per element: 4 B (f32), 2 B (16-bit) read; 4-8 B a row written. Floor at the read ceiling (4.42 TB/s,
+// compare-s9's anchor): 4096×16384 f32 (268 MB) 60.7 µs, bf16 30.4; 8192×32000 bf16 118.6; 32768×1024 bf16 15.2,
+// f32 30.4. Target (issue 3): 90 % of read.
+//
+// Why (mid8's Nsight Compute, docs/perf-notebook.md "session 8 — mid8"): the direct wide block spent 27.5
+// lane-instructions an element (Triton 18.1); at 132 SMs × 4 schedulers × ~1.7 GHz that alone is ~64 µs at
+// 4096×16384 f32, above the 60.7 µs floor: instructions, not bytes, set its time. Here an element costs its share of a
+// 16-byte load and of the chunk's max (1), its term (f32 8: log_term_exp_ftz; 16-bit 3 plus the conversion), the tie
+// compare, select and count (3) and one add; the rescale (~20) runs once a chunk at most. Counted from SASS: see
+// docs/perf-notebook.md "session 10 — lse10".
+//
+// Accuracy: the terms are the tier's of block_row (the same gate: tests/cuda/softmax/gpu_case.hpp). The rescale is
+// exp_diff (TwoSum: the subtraction's rounding folded back), within ~2 ulp, applied at most once a chunk to a thread's
+// mass; a row that rises in every chunk (sorted ascending) pays it K = ⌈n / (G·V·kUnroll)⌉ times (K ≤ 4 on the rules'
+// shapes), which test_lse_stream_gpu's ascending rows check against the gate.
+// Measured: see softmax_cuda.cpp kLseStream* (the rule) and docs/perf-notebook.md "session 10 — lse10".
+#include <atomic>
+
+#include "cuda/softmax/common.cuh"
+#include "cuda/softmax/launch.hpp"
+#include "softmaxkit/core/error.hpp"
+
+namespace smk::cuda::kernels {
+
+namespace {
+
+constexpr int kUnroll = 4;  // 16-byte vectors a thread has in flight: 64 B, 128 KB an SM at 2048 threads
+
+template <typename In>
+struct alignas(16) LseVec {
+  static constexpr int V = 16 / int(sizeof(In));
+  In v[V];
+};
+
+// A thread's running share of a row: m its max so far, ties the count of its scores equal to m, rest Σ exp(x − m) over
+// its scores below m (OnlineSoftmaxState::from_max_ties_and_rest's three numbers).
+struct RunningLse {
+  float m;
+  int ties;
+  float rest;
+};
+
+template <typename In>
+__device__ __forceinline__ float lse_term(float x, float shift) {
+  if constexpr (sizeof(In) == 2) return log_term_exp16(x, shift);
+  else return log_term_exp_ftz(x, shift);
+}
+
+// The chunk's max cm rose above the running max (or either is NaN): move m there, rescaling the thread's mass once.
+// Regimes as OnlineSoftmaxState::push decides them: NaN sticks, +inf saturates (the state then ignores ties and
+// rest), an empty thread (m = −inf) starts from nothing.
+__device__ __forceinline__ void lse_rise(RunningLse& s, float cm) {
+  if (cm != cm || s.m != s.m) {
+    s.m = detail::nan_<float>();
+  } else if (s.m == -detail::inf_<float>() || cm == detail::inf_<float>()) {
+    s.m = cm;
+    s.ties = 0;
+    s.rest = 0.0f;
+  } else {  // finite m < cm ≤ finite
+    s.rest = (static_cast<float>(s.ties) + s.rest) * exp_diff(s.m, cm);
+    s.ties = 0;
+    s.m = cm;
+  }
+}
+
+template <typename In, int C>
+__device__ __forceinline__ void lse_push(RunningLse& s, const float (&x)[C]) {
+  const float cm = tree_max<C>(x);
+  if (!(cm <= s.m)) lse_rise(s, cm);
+  // For an empty thread (m = −inf: every score so far, this chunk's too, −inf) shift 0 makes every term exp(−inf) = 0
+  // and no tie (x = −inf ≠ 0); for m = +inf the +inf scores count as ties and the rest's terms are 0 (the saturated
+  // state ignores both); for m = NaN the state is NaN whatever these hold.
+  const float shift = OnlineSoftmaxState<float>::shift_for(s.m);
+  float r[C];
+  int ties = 0;
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const bool tie = x[i] == shift;
+    r[i] = tie ? 0.0f : lse_term<In>(x[i], shift);
+    ties += tie ? 1 : 0;
+  }
+  s.ties += ties;
+  s.rest += tree_sum<C>(r);
+}
+
+// Thread g of the G that share a row: its running state over the row. kUnroll vectors a chunk, all loaded before any
+// is used; positions past n read as −inf (nothing to a max or a sum). kGeneral: any row (unaligned or strided loads
+// element by element, a temperature or mask applied); else the host has checked that every row is unit-stride and
+// 16-byte aligned with no transform (lse_plain_call), and only a row's last vector may be partial. Both take the same
+// elements in the same chunks: the same bits.
+template <typename In, int G, bool kGeneral>
+__device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, std::int64_t step, int g,
+                                                 const RowTransform& t) {
+  constexpr int V = LseVec<In>::V, C = kUnroll * V;
+  RunningLse s{-detail::inf_<float>(), 0, 0.0f};
+  const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
+  const std::int64_t nv = (n + V - 1) / V;
+  const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
+  for (std::int64_t k0 = g; k0 < nv; k0 += std::int64_t{kUnroll} * G) {
+    float x[C];
+    if (vec && (k0 + std::int64_t{kUnroll - 1} * G + 1) * V <= n) {  // the common case: kUnroll whole vectors
+      LseVec<In> w[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) w[u] = pv[k0 + std::int64_t{u} * G];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w[u].v[j]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
+        if (vec && i0 + V <= n) {
+          const LseVec<In> w = pv[k0 + std::int64_t{u} * G];
+#pragma unroll
+          for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? to_f32(row[(i0 + j) * step]) : -detail::inf_<float>();
+        }
+      }
+    }
+    if (kGeneral && t.active()) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], i0 + j);
+      }
+    }
+    lse_push<In, C>(s, x);
+  }
+  return s;
+}
+
+// The state of `width` lanes' running shares (an aligned group of a warp; every lane of it returns it): the group's
+// max, each lane's mass rescaled to it once (exp_diff), the rests summed and the ties counted in fixed trees. Where the
+// max is not finite the state is decided by it alone (from_max_ties_and_rest), whatever the sums hold.
+__device__ __forceinline__ OnlineSoftmaxState<float> lse_group(const RunningLse& s, int width) {
+  const float M = group_max(s.m, width);
+  float rest = s.rest;
+  int ties = s.ties;
+  if (s.m != M && M > -detail::inf_<float>() && M < detail::inf_<float>()) {
+    rest = s.m == -detail::inf_<float>() ? 0.0f : (static_cast<float>(ties) + rest) * exp_diff(s.m, M);
+    ties = 0;
+  }
+  rest = group_sum(rest, width);
+  ties = group_count(ties, width);
+  return OnlineSoftmaxState<float>::from_max_ties_and_rest(M, ties, rest);
+}
+
+// One block of kThreads a row (a grid-stride loop over rows). The warps' states merge in warp 0 (group_merge, a fixed
+// butterfly), which writes the row's statistics; the warps' slots are double-buffered by row parity, so one barrier a
+// row suffices (warp 0 reads row r's slots before it reaches row r + 1's barrier, which every warp must pass before
+// it writes row r + 2's).
+// Registers: at most 64 a thread, 1024 threads an SM (32 and 40, for 2048 and 1536 threads, spilled 48-600 B; ptxas
+// -v, CUDA 13.0, sm_90a). 1024 threads × 64 B in flight is 64 KB an SM, over the ~27 KB that the read ceiling needs at
+// ~0.8 µs of latency.
+template <typename In>
+constexpr int kLseMinThreadsPerSm = 1024;
+template <typename In, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_kernel(const RowProblem p) {
+  __shared__ float2 warp_state[2][kThreads / 32];
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  int parity = 0;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
+    const RowRef o{row, 0};
+    const RunningLse s =
+        lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, row_transform(p, o));
+    const auto ws = lse_group(s, 32);
+    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
+    __syncthreads();
+    if (warp == 0) {
+      auto st = OnlineSoftmaxState<float>::empty();
+      if (lane < kThreads / 32) st = OnlineSoftmaxState<float>::from_fields(warp_state[parity][lane].x,
+                                                                            warp_state[parity][lane].y);
+      st = group_merge(st, 32);
+      if (lane == 0) write_row_stats(p, o, st);
+    }
+  }
+}
+
+// kLanes lanes a row (8, 16 or 32; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over row groups
+// that keeps each warp together (the group reductions shuffle across the whole warp).
+constexpr int kLseWarpBlock = 256;
+template <typename In, int kLanes, bool kGeneral>
+__global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseWarpBlock) lse_warp_kernel(
+    const RowProblem p) {
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t warp = (std::int64_t{blockIdx.x} * kLseWarpBlock + threadIdx.x) / 32;
+  const std::int64_t warps = std::int64_t{gridDim.x} * (kLseWarpBlock / 32);
+  for (std::int64_t base = warp * kRowsPerWarp; base < p.rows; base += warps * kRowsPerWarp) {
+    const std::int64_t row = base + lane / kLanes;
+    const bool live = row < p.rows;
+    const RowRef o{live ? row : 0, 0};
+    // A lane group past the last row reduces an empty row (n = 0) so that its lanes still join the shuffles.
+    const RunningLse s =
+        lse_thread<In, kLanes, kGeneral>(at<In>(p.x, o.off(p, kX)), live ? p.n : 0, p.step[kX], lane % kLanes,
+                                         row_transform(p, o));
+    const auto st = lse_group(s, kLanes);
+    if (live && lane % kLanes == 0) write_row_stats(p, o, st);
+  }
+}
+
+std::atomic<std::uint64_t>& lse_stream_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
+// Every row unit-stride with its first element 16-byte aligned (the base and each row-map stride), no temperature nor
+// mask: the kernels' plain form serves the call.
+template <typename In>
+bool lse_plain_call(const RowProblem& p) {
+  if (p.step[kX] != 1 || p.scale || p.has_mask || reinterpret_cast<std::uintptr_t>(p.x) % 16 != 0) return false;
+  for (int d = 0; d < p.map.rank; ++d)
+    if (p.map.size[d] > 1 && (p.map.stride[kX][d] * static_cast<std::int64_t>(sizeof(In))) % 16 != 0) return false;
+  return true;
+}
+
+template <typename In, bool kGeneral>
+void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
+  if (c.lanes > 0) {
+    const std::int64_t rows_per_block = (kLseWarpBlock / 32) * (32 / c.lanes);
+    const unsigned grid = capped_grid((p.rows + rows_per_block - 1) / rows_per_block);
+    switch (c.lanes) {
+      case 8: lse_warp_kernel<In, 8, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
+      case 16: lse_warp_kernel<In, 16, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
+      default: lse_warp_kernel<In, 32, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
+    }
+    SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
+  } else {
+    const unsigned grid = capped_grid(p.rows);
+    switch (c.threads) {
+      case 128: lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p); break;
+      case 512: lse_block_kernel<In, 512, kGeneral><<<grid, 512, 0, s>>>(p); break;
+      default: lse_block_kernel<In, 256, kGeneral><<<grid, 256, 0, s>>>(p); break;
+    }
+    SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
+  }
+}
+
+template <typename In>
+void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
+  if (lse_plain_call<In>(p)) launch_form<In, false>(p, c, s);
+  else launch_form<In, true>(p, c, s);
+  lse_stream_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
+  if (writes_rows(p.op))
+    smk::throw_unsupported("softmax (lse_stream rows)", "lse_stream computes logsumexp and the state only");
+  const bool lanes_ok = c.lanes == 0 || c.lanes == 8 || c.lanes == 16 || c.lanes == 32;
+  const bool threads_ok = c.lanes != 0 || c.threads == 128 || c.threads == 256 || c.threads == 512;
+  if (!lanes_ok || !threads_ok)
+    smk::throw_invalid_argument(p.op == Op::logsumexp ? "logsumexp (lse_stream rows)" : "softmax_state (lse_stream rows)",
+                                "config", "lanes 0, 8, 16 or 32; threads 128, 256 or 512");
+  if (p.rows == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch_typed<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
+}
+
+std::uint64_t lse_stream_launch_count() { return lse_stream_launches().load(std::memory_order_relaxed); }
+
+}  // namespace smk::cuda::kernels
