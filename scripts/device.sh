@@ -1891,6 +1891,61 @@ if want mid9; then
   rm -f "$outer"/mid9x-*.txt  # their pass / fail lines are in mid9-summary.txt, the logs in mid9-logs.tgz
   end_carried
 fi
+# lse10 (session 10, issue 3: logsumexp and the state at the read bandwidth): lse_stream.cu's kernels beside the
+# dispatcher's before (tune_softmax --lse10), then their tests, memcheck and Nsight Compute. Binaries built off the device
+# for sm_90a (build/lse10-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_softmax; lib/). In order, each
+# part only while the call is younger than SMK_LSE10_DEADLINE_S (default 50 s): the timing alone on the GPU; in
+# parallel test_cuda_block_row at full size, test_cuda_softmax's forward cases, memcheck on the lse_stream tests
+# (small); Nsight Compute (a few metrics) on ours (tune_softmax --lse10-ncu); the review's F4 timing (--lse10-f4);
+# torch.compile's logsumexp under Nsight Compute (scripts/ncu_torch_lse10.py).
+# Back: lse10-summary.txt, lse10-tune.txt, lse10-ncu.txt, lse10-f4.txt, lse10-torch.txt, lse10-logs.tgz.
+if want lse10; then
+  carried lse10 build/lse10-bin.tar.xz
+  l10=$bin
+  l10_t0=$SECONDS
+  l10_go() { (( SECONDS - l10_t0 < ${SMK_LSE10_DEADLINE_S:-50} )); }
+  l10_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,smsp__inst_executed.sum,smsp__thread_inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_registers
+  run_step lse10-tune timeout "${SMK_LSE10_TUNE_S:-30}" stdbuf -oL "$l10/bin/tune_softmax" --lse10
+  keep_logs lse10
+  if l10_go; then
+    l10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+      local name=$1; shift
+      ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+    }
+    l10_t=${SMK_LSE10_TEST_S:-25}
+    l10_bg lse10x-blockrow timeout "$l10_t" "$l10/bin/test_cuda_block_row"
+    l10_bg lse10x-softmax timeout "$l10_t" "$l10/bin/test_cuda_softmax" \
+      --gtest_filter="${SMK_LSE10_SOFTMAX_FILTER:-*EveryPathEveryLength*:*SixteenBitLogTerms*:*SlicedStrided*:*TemperatureAndMasks*:*NonFiniteRows*:*DominantScore*:*BitwiseDeterministic*:*BatchInvariance*}"
+    l10_bg lse10x-memcheck timeout "$l10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$l10/bin/test_cuda_block_row" --gtest_filter='*LseStream*:*Dispatched*'
+    # The plain kernels' SASS (instructions an element, counted off the device), into the logs' tarball only.
+    ( timeout 15 cuobjdump -sass "$l10/bin/tune_softmax" | awk '/Function : .*lse_(block|warp)_kernel.*Lb0E/ {p = 1}
+        p {print} /^[[:space:]]*[.]{10}/ {p = 0}' >"$OUT/lse10s-sass.log" 2>&1 ) &
+    wait
+    for f in "$OUT"/lse10x-*.log; do
+      summary+=("$(tail -n 1 "$f")")
+      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+    done
+    keep_logs lse10
+  fi
+  if l10_go; then
+    run_step lse10-ncu timeout 12 ncu --metrics "$l10_metrics" --clock-control none -k regex:"lse_|rows_kernel" \
+      "$l10/bin/tune_softmax" --lse10-ncu
+    keep_logs lse10
+  fi
+  if l10_go; then
+    run_step lse10-f4 timeout 12 stdbuf -oL "$l10/bin/tune_softmax" --lse10-f4
+    keep_logs lse10
+  fi
+  if l10_go; then
+    run_step lse10-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/lse10-inductor timeout "${SMK_LSE10_TORCH_S:-20}" \
+      ncu --metrics "$l10_metrics" --clock-control none --profile-from-start off -k regex:triton -c 1 \
+      python3 scripts/ncu_torch_lse10.py
+    keep_logs lse10
+  fi
+  rm -f "$outer"/lse10x-*.txt  # their pass / fail lines are in lse10-summary.txt, the logs in lse10-logs.tgz
+  end_carried
+fi
 # short9 (session 9, issue 3: short rows' backward): the backward passes' warp configurations timed beside the
 # dispatcher's before short9 in one process (tune_softmax --short9). Binaries built off the device for sm_90a
 # (build/short9-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). First the timing alone on
@@ -1954,61 +2009,6 @@ fi
 # vocab10-tune.txt, vocab10-logs.tgz.
 if want vocab10; then
   carried vocab10 build/vocab10-bin.tar.xz
-# lse10 (session 10, issue 3: logsumexp and the state at the read bandwidth): lse_stream.cu's kernels beside the
-# dispatcher's before (tune_softmax --lse10), then their tests, memcheck and Nsight Compute. Binaries built off the device
-# for sm_90a (build/lse10-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_softmax; lib/). In order, each
-# part only while the call is younger than SMK_LSE10_DEADLINE_S (default 50 s): the timing alone on the GPU; in
-# parallel test_cuda_block_row at full size, test_cuda_softmax's forward cases, memcheck on the lse_stream tests
-# (small); Nsight Compute (a few metrics) on ours (tune_softmax --lse10-ncu); the review's F4 timing (--lse10-f4);
-# torch.compile's logsumexp under Nsight Compute (scripts/ncu_torch_lse10.py).
-# Back: lse10-summary.txt, lse10-tune.txt, lse10-ncu.txt, lse10-f4.txt, lse10-torch.txt, lse10-logs.tgz.
-if want lse10; then
-  carried lse10 build/lse10-bin.tar.xz
-  l10=$bin
-  l10_t0=$SECONDS
-  l10_go() { (( SECONDS - l10_t0 < ${SMK_LSE10_DEADLINE_S:-50} )); }
-  l10_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,smsp__inst_executed.sum,smsp__thread_inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_registers
-  run_step lse10-tune timeout "${SMK_LSE10_TUNE_S:-30}" stdbuf -oL "$l10/bin/tune_softmax" --lse10
-  keep_logs lse10
-  if l10_go; then
-    l10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-      local name=$1; shift
-      ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-    }
-    l10_t=${SMK_LSE10_TEST_S:-25}
-    l10_bg lse10x-blockrow timeout "$l10_t" "$l10/bin/test_cuda_block_row"
-    l10_bg lse10x-softmax timeout "$l10_t" "$l10/bin/test_cuda_softmax" \
-      --gtest_filter="${SMK_LSE10_SOFTMAX_FILTER:-*EveryPathEveryLength*:*SixteenBitLogTerms*:*SlicedStrided*:*TemperatureAndMasks*:*NonFiniteRows*:*DominantScore*:*BitwiseDeterministic*:*BatchInvariance*}"
-    l10_bg lse10x-memcheck timeout "$l10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$l10/bin/test_cuda_block_row" --gtest_filter='*LseStream*:*Dispatched*'
-    # The plain kernels' SASS (instructions an element, counted off the device), into the logs' tarball only.
-    ( timeout 15 cuobjdump -sass "$l10/bin/tune_softmax" | awk '/Function : .*lse_(block|warp)_kernel.*Lb0E/ {p = 1}
-        p {print} /^[[:space:]]*[.]{10}/ {p = 0}' >"$OUT/lse10s-sass.log" 2>&1 ) &
-    wait
-    for f in "$OUT"/lse10x-*.log; do
-      summary+=("$(tail -n 1 "$f")")
-      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-    done
-    keep_logs lse10
-  fi
-  if l10_go; then
-    run_step lse10-ncu timeout 12 ncu --metrics "$l10_metrics" --clock-control none -k regex:"lse_|rows_kernel" \
-      "$l10/bin/tune_softmax" --lse10-ncu
-    keep_logs lse10
-  fi
-  if l10_go; then
-    run_step lse10-f4 timeout 12 stdbuf -oL "$l10/bin/tune_softmax" --lse10-f4
-    keep_logs lse10
-  fi
-  if l10_go; then
-    run_step lse10-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/lse10-inductor timeout "${SMK_LSE10_TORCH_S:-20}" \
-      ncu --metrics "$l10_metrics" --clock-control none --profile-from-start off -k regex:triton -c 1 \
-      python3 scripts/ncu_torch_lse10.py
-    keep_logs lse10
-  fi
-  rm -f "$outer"/lse10x-*.txt  # their pass / fail lines are in lse10-summary.txt, the logs in lse10-logs.tgz
-  end_carried
-fi
   v10=$bin
   if [[ " ${SMK_V10_SKIP:-} " != *" tune "* ]]; then
     run_step vocab10-tune timeout "${SMK_V10_TUNE_S:-35}" stdbuf -oL "$v10/bin/tune_softmax" --vocab10
