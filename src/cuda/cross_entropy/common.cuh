@@ -147,6 +147,22 @@ struct RowOut {
   }
 };
 
+// The mean's target entry of an f32 gradient, formed after the one-read kernel by the mean's kernel (ce10, session 10;
+// fused.cu, forward.cu reduce_kernel): the one-read kernel's owner thread leaves its row's R = Σ_{j≠t} e_j, e_t (both
+// against the row's max), the rest of the entry (label smoothing's and the z-loss's terms, in f32 as before) and
+// (1 − ε)·w_t; the mean's kernel forms g·(1 − ε)·w_t·(−R / (R + e_t)) + rest in double with g = grad_loss / Σ w_t
+// unrounded and rounds once. In the kernel the same entry took three f32 roundings (p_t − 1 or −R·(1 / l), the mean's
+// scale g, the product), and every precise form there spilled (ce9: 68–92 bytes a thread in the f32 wide kernel).
+struct alignas(16) TargetParts {
+  float R, et, rest, hard;
+};
+struct TargetFix {
+  const TargetParts* parts = nullptr;  // null: nothing to do
+  float* grad = nullptr;
+  std::int64_t row_stride = 0, col_stride = 0;
+  const float* grad_loss = nullptr;  // the scalar upstream gradient (null: 1)
+};
+
 // The scaling of one row's gradient by the upstream gradient: per row (none) or the scalar over the mean's
 // denominators, as the CPU forms it (in double, then rounded).
 __device__ __forceinline__ double safe_div(double num, double den, bool nothing_is_zero) {

@@ -64,12 +64,20 @@ constexpr bool kFusedStageF32 = false;
 // (f32 8192×32000 medians 592.2–596.4 plain, 580.9–587.2 dependent); it was removed after the session's review
 // (F15; 6553958 has it).
 constexpr bool kFusedPdl = true;
+// The mean's f32 target entries re-formed in double by the mean's kernel (ce10, session 10; TargetFix in
+// common.cuh): an f32 gradient under the mean. Timed beside the launch without it (FusedTuning::target_fix 0) in
+// ce10's run (docs/bench/ce10-s10-2026-11-30.md).
+constexpr bool kFusedTargetFix = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
   int pdl = -1;  // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
+  // The instruction diet (ce10, session 10; fused.cu diet_exp), bf16 logits and gradient on the wide block only:
+  // 0 off (the dispatcher's); 1 the 16-bit tier's exponent by one FFMA; 2 that and MUFU.EX2 with subnormals flushed.
+  int diet = 0;
+  int target_fix = -1;  // −1: kFusedTargetFix; 0 off; 1 on
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -78,6 +86,7 @@ void set_fused_tuning(const FusedTuning& t);
 struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
   bool pdl = false;
+  int diet = 0;  // the kernel's FusedTuning::diet
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -7,7 +7,9 @@
 //      W·(LSE − r) − Σ w_c (z_c − r) cancels only the row's spread, never its offset);
 //   3. rows (one thread per row): merges the chunk states in chunk order, adds the target logit z_t last, and forms
 //      nll = LSE − z_t = softplus(LSE_rest − z_t), exact to f32 even when p_t → 1 (where LSE − z_t would cancel);
-//   4. reduce (one block, sum / mean only): Σ over rows in double in a fixed order.
+//   4. reduce (one block, sum / mean only): Σ over rows in double in a fixed order. After the one-read kernel
+//      (fused.cu) under the mean with an f32 gradient it also re-forms each row's target entry in double from the
+//      parts that kernel left (TargetFix, common.cuh; ce10, session 10): 16 B read and 4 B written a row.
 //
 // Traffic per element: the logits are read once, 4 B (f32) or 2 B (bf16 / f16); the per-row values, the targets
 // and the chunk states are < 0.1 % of it at the issue's shapes. Floor on the H200 at the read ceiling of 4.30 TB/s
@@ -271,10 +273,38 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(const Args a, const S
 // Sum / mean over rows: one block, each thread a fixed stride of rows in double, then a fixed tree.
 __global__ void __launch_bounds__(kScanThreads) reduce_kernel(const Args a, const float* ce_rows,
                                                               const float* zl_rows, const Totals* totals,
-                                                              float* loss, float* z) {
+                                                              float* loss, float* z, const TargetFix fix) {
   kernels::pdl_wait();  // launched as a dependent (launch_reduce's `dependent`): the rows' losses are complete
   __shared__ double sh[2][kScanThreads];
   const int tid = static_cast<int>(threadIdx.x);
+  if (fix.parts) {  // the mean's f32 target entries (TargetFix, common.cuh), each rounded once from double
+    const double g = safe_div(fix.grad_loss ? static_cast<double>(fix.grad_loss[0]) : 1.0, totals->den_ce,
+                              a.nothing_is_zero);
+    // Four rows a thread at a time, their loads issued before any store (a store to the gradient could alias them
+    // as far as the compiler knows, so it would not hoist the next row's loads above it): 8192 rows are two rounds
+    // of load latency, not eight. A row not valid has no parts (its slot is not written): read, never used.
+    constexpr int kAhead = 4;
+    for (std::int64_t r0 = tid; r0 < a.rows; r0 += kAhead * kScanThreads) {
+      std::int64_t t[kAhead];
+      TargetParts p[kAhead];
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k) {
+        const std::int64_t r = r0 + k * kScanThreads;
+        t[k] = r < a.rows ? target_of(a, r) : a.ignore;
+        if (r < a.rows) p[k] = fix.parts[r];
+      }
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k) {
+        const std::int64_t r = r0 + k * kScanThreads;
+        if (r >= a.rows || row_kind(a, t[k]) != RowKind::valid) continue;  // the kernel's 0 or NaN stays
+        const double R = p[k].R, l = static_cast<double>(p[k].R) + p[k].et;
+        // A row the kernel's f32 arithmetic did not carry through finitely keeps the kernel's entry (the same
+        // regimes as every other entry of its row).
+        if (!(l > 0) || !isfinite(l) || !isfinite(p[k].rest) || !isfinite(g)) continue;
+        fix.grad[r * fix.row_stride + t[k] * fix.col_stride] = static_cast<float>(g * p[k].hard * (-R / l) + p[k].rest);
+      }
+    }
+  }
   double ce = 0, zl = 0;
   for (std::int64_t r = tid; r < a.rows; r += kScanThreads) {
     ce += ce_rows[r];
@@ -363,7 +393,7 @@ void launch_rows(const Args& a, DType x_dtype, const State* states, const float*
   SMK_CUDA_CHECK_LAUNCH("cross_entropy rows_kernel");
 }
 void launch_reduce(const Args& a, const float* ce_rows, const float* zl_rows, const Totals* totals, float* loss,
-                   float* z, cudaStream_t s, bool dependent) {
+                   float* z, cudaStream_t s, bool dependent, const TargetFix& fix) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(1);
   cfg.blockDim = dim3(kScanThreads);
@@ -373,7 +403,7 @@ void launch_reduce(const Args& a, const float* ce_rows, const float* zl_rows, co
   attr.val.programmaticStreamSerializationAllowed = dependent && current_device_attrs().cc_major >= 9 ? 1 : 0;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_kernel, a, ce_rows, zl_rows, totals, loss, z));
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, reduce_kernel, a, ce_rows, zl_rows, totals, loss, z, fix));
 }
 
 void finish(const char* op, const Args& a, void* workspace, cudaStream_t s) {
@@ -467,7 +497,7 @@ void cross_entropy_forward(const char* op, const detail::CrossEntropyProblem& p,
     }
     if (!per_row) {
       reduce_kernel<<<1, kScanThreads, 0, s>>>(a, o.ce_rows, o.zl_rows, totals, static_cast<float*>(loss.data),
-                                               static_cast<float*>(z_loss.data));
+                                               static_cast<float*>(z_loss.data), TargetFix{});
       SMK_CUDA_CHECK_LAUNCH("cross_entropy reduce_kernel");
     }
     return true;

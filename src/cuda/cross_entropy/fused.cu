@@ -59,6 +59,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <type_traits>
 
 #include "cuda/device_attrs.hpp"
 #include "cuda/cross_entropy/common.cuh"
@@ -132,6 +133,7 @@ struct FusedArgs {
   std::int64_t gl_stride = 0;
   RowOut out;  // the forward's per-row outputs
   bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next rows into shared memory
+  TargetParts* target_parts = nullptr;  // f32 gradient under the mean: each row's TargetParts (common.cuh), else null
 };
 
 // One row's partial result as a block hands it to the others: the state of its logits other than the target,
@@ -151,6 +153,28 @@ __device__ __forceinline__ State combine_parts(const State s) {
   const float M = kernels::group_max(s.m, 32);
   const float share = (1.0f + s.d) * exp_diff(s.m, State::shift_for(M));
   return State::from_max_and_sum(M, kernels::group_sum(share, 32));
+}
+
+// The instruction diet's exponential (ce10, session 10; tuning only, FusedTuning::diet), for the 16-bit tier's terms
+// e_j = 2^t: t = fma(z_j, log2 e, c) with c = fl(−m_w·log2 e), one FFMA where exp_shifted takes FADD and FMUL. The
+// constant's rounding c_lo = −m_w·log2 e − c (exact by one FMA) is the same for every term of the warp, so it is not
+// left in the terms (it would put |m_w|·u on each, 10^3·u for logits near ±10^3) but taken once a warp:
+// κ = 2^c_lo multiplies the warp's sum and its gradient factor A_w. Error on a term, relative (u = 2^-24, d = z_j −
+// m_w): the FFMA's rounding of t, u·|d·log2 e| (u·|d| on the term), log2 e's 0.23u·|d|, exp2's 2 ulp: ≤ (1.25·|d| +
+// 4)·u, within exp_shifted's (2.25·|d| + 4)·u (common.cuh); κ's own rounding adds u once a warp.
+//   kDiet 1: exp2f(t), which keeps subnormal terms: FSETP, two predicated FMULs and MUFU.EX2 (4 SASS);
+//   kDiet 2: ex2.approx.ftz.f32, MUFU.EX2 alone: terms below 2^-126 of their warp's max are flushed to 0, so a
+//            bf16 gradient entry below 2^-126·A_w reads 0 instead of a bf16 subnormal, which docs/semantics.md §12
+//            does not allow today (exp2f "keeps subnormal terms"): timed only.
+template <int kDiet>
+__device__ __forceinline__ float diet_exp(float t) {
+  if constexpr (kDiet == 2) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+    return r;
+  } else {
+    return exp2f(t);
+  }
 }
 
 // n / d for n·d < 2^32 by one multiplication: ⌊n·m / 2^32⌋ with m = ⌈2^32 / d⌉ (d a power of two: m exact) is exact
@@ -177,7 +201,7 @@ struct Divider {
 // p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
 // tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth, 82:
 // still an upper bound, 10 + 12 + 12 = 34 would do).
-template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks, int kDiet = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
   using Tile = RowTile<In, kElems>;
@@ -353,9 +377,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The warp's state: its max (exact in any order), e_j = exp_diff(z_j, m_w) in place, their sum.
     const float mw = kernels::group_max(kernels::tree_max<E>(v), 32);
     const float sw_shift = State::shift_for(mw);
+    float kappa = 1.0f;  // the diet's warp factor 2^c_lo (diet_exp)
+    if constexpr (kDiet > 0) {  // tuning only (FusedTuning::diet): the exponent by one FFMA, diet_exp
+      const float c = -sw_shift * kLog2e;
+      const float c_lo = fmaf(-sw_shift, kLog2e, -c);  // exact: −m_w·log2 e = c + c_lo
+      if (isfinite(c)) kappa = exp2f(c_lo);
 #pragma unroll
-    for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
-    const float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
+      for (int i = 0; i < E; ++i) v[i] = diet_exp<kDiet>(fmaf(v[i], kLog2e, c));
+    } else {
+#pragma unroll
+      for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
+    }
+    float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
+    if constexpr (kDiet > 0) lw *= kappa;
     State sw = State::from_max_and_sum(mw, lw);
     if (smoothing) sm = kernels::group_sum(sm, 32);
 
@@ -440,7 +474,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       // warp's max and A_w = A·exp(m_w − M). A warp with no finite logit has e_j = 0 and factor 0 (exp(0 − M) could
       // overflow); A is NaN for a row whose max is not finite, and NaN·0 keeps that.
       const float A = (g_ce * hard + g_ce * soft * W + zc) * inv;
-      const float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
+      float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
+      if constexpr (kDiet > 0) Aw *= kappa;
       const float B = -g_ce * soft;
       if (smoothing && a.weights) {
 #pragma unroll
@@ -466,6 +501,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 #pragma unroll
         for (int i = 0; i < E; ++i)
           if (i == t_local) v[i] = dt;
+        // The mean's kernel re-forms this entry in double (TargetFix, common.cuh); only f32 gradients take it.
+        if (f.target_parts) f.target_parts[row] = TargetParts{R, et, g_ce * soft * (W * pt - wt) + zc * pt, hard};
       }
     }
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
@@ -541,9 +578,9 @@ cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attrs, int cluster, int t
   return cfg;
 }
 
-template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks, int kDiet = 0>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
-  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
+  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks, kDiet>;
   using Stage = kernels::RowStage<In, kElems>;
   const std::size_t smem = f.prefetch ? kStages<In> * Stage::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
@@ -563,7 +600,8 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   if (resident <= 0) return false;  // not schedulable here: the caller takes the two-read path
   cfg = cluster_config(at, shape.cluster, shape.threads, smem, pdl, s);
   const std::int64_t clusters = std::min<std::int64_t>(a.rows, resident);
-  g_last_launch = FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster), pdl};
+  g_last_launch =
+      FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster), pdl, kDiet};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * shape.cluster));
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, shape.cluster));
   return true;
@@ -576,6 +614,11 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
   if (a.rows == 0) return true;
   FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
   f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
+  // The instruction diet (tuning only, bf16 logits and gradient on the wide block: two instantiations).
+  if constexpr (std::is_same_v<In, __nv_bfloat16> && std::is_same_v<Out, __nv_bfloat16>)
+    if (shape.wide && g_tuning.diet > 0)
+      return g_tuning.diet == 1 ? launch_shape<In, Out, kWideThreads, kWideElems, 1, 1>(a, f, totals, shape, s)
+                                : launch_shape<In, Out, kWideThreads, kWideElems, 1, 2>(a, f, totals, shape, s);
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }
@@ -618,6 +661,10 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   CallWorkspace ws;
   const std::size_t off_ce = ws.add(per_row ? 0 : sizeof(float) * p.rows);
   const std::size_t off_zl = ws.add(per_row ? 0 : sizeof(float) * p.rows);
+  // The mean's f32 target entries, re-formed by the mean's kernel (TargetFix): f32 gradient, reduction mean.
+  const bool fix_on = g_tuning.target_fix >= 0 ? g_tuning.target_fix > 0 : kFusedTargetFix;
+  const bool fix_targets = fix_on && options.reduction == Reduction::mean && grad_logits.dtype == DType::f32;
+  const std::size_t off_tp = ws.add(fix_targets ? sizeof(TargetParts) * p.rows : 0);
   ws.alloc(s);
   const Totals* totals = ws.totals();
   FusedArgs f;
@@ -627,6 +674,12 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   f.grad_loss = static_cast<const float*>(grad_loss.data);
   f.gl_stride = grad_loss.data && grad_loss.rank == 1 ? grad_loss.strides[0] : 0;
   f.out = make_row_out(options.reduction, loss, z_loss, lse, ws.at<float>(off_ce), ws.at<float>(off_zl));
+  TargetFix fix;
+  if (fix_targets) {
+    f.target_parts = ws.at<TargetParts>(off_tp);
+    fix = TargetFix{f.target_parts, static_cast<float*>(grad_logits.data), grad_logits.strides[0],
+                    grad_logits.strides[1], f.grad_loss};
+  }
   const std::size_t esize = dtype_size(logits.dtype);
   f.prefetch = logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
@@ -647,7 +700,7 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
       SMK_CUDA_CHECK_LAUNCH("cross_entropy fused_kernel");
       if (!per_row)
         launch_reduce(a, f.out.ce_rows, f.out.zl_rows, totals, static_cast<float*>(loss.data),
-                      static_cast<float*>(z_loss.data), s, last_fused_launch().pdl);
+                      static_cast<float*>(z_loss.data), s, last_fused_launch().pdl, fix);
     }
     return ok;
   });

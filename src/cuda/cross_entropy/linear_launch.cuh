@@ -15,8 +15,9 @@ void launch_rows(const Args& a, DType x_dtype, const State* states, const float*
                  float* zl_rows, cudaStream_t s);
 // Sum / mean over a.rows rows of ce_rows / zl_rows into the scalar `loss` (and `z`, when not null). dependent: a
 // programmatic dependent launch of the kernel before it (which must have let it: griddepcontrol.launch_dependents).
+// fix: the mean's f32 target entries to re-form (TargetFix, common.cuh; the one-read kernel's), or none.
 void launch_reduce(const Args& a, const float* ce_rows, const float* zl_rows, const Totals* totals, float* loss,
-                   float* z, cudaStream_t s, bool dependent = false);
+                   float* z, cudaStream_t s, bool dependent = false, const TargetFix& fix = {});
 // The gradient ∂loss/∂x · grad_loss of f32 logits (a.x), written in `out_dtype` (f32, f16, bf16) to `grad`
 // ([a.rows, a.classes], row stride `grad_row_stride`, columns contiguous), from the forward's LSE. `rest`
 // ([a.rows · a.chunks]) and `xt` ([a.rows]) are scratch. grad_loss: per row (stride gl_stride) for none, [0] else.

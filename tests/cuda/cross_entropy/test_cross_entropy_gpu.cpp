@@ -909,6 +909,72 @@ TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
   }
 }
 
+// The one-read kernel's f32 target entry under the mean (ce10, session 10; TargetFix in common.cuh): the kernel's
+// owner thread leaves R = Σ_{j≠t} e_j and e_t, and the mean's kernel forms g·(−R / (R + e_t)) in double with
+// g = grad_loss / count unrounded, rounding once. The rows of TargetEntryUnderTheMean: every sum before the row's
+// scalars is exact (the others' terms are 1 against their own max, the −200 logits' shares 0 in f32), so R and e_t
+// are exact but for one exponential, exp_diff(a, M) or exp_diff(z_t, M) (the other is the max's, exactly 1), off by
+// ρ, |ρ| ≤ ε = 5.5u relatively (expf's 2 ulps, the TwoSum's rounding, second order). Then 1 − p̂_t = R / (R + e_t) is
+// off by p_t·|ρ| relatively: d log(R / (R + e_t)) = p_t·(ρ_R − ρ_t). The double arithmetic adds ~2^-52; the final
+// rounding half an ulp of the entry. Gate: g·(1 − p_t)·p_t·ε + ½ ulp. The f32 form before (p_t − 1 or −R·(1 / l),
+// then the f32 scale and the product: three roundings) is ~1.5 ulps: over this gate wherever p_t·ε is small.
+TEST(CrossEntropyGpuFused, TargetEntryUnderTheMean) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  for (const std::int64_t C : {std::int64_t{8193}, std::int64_t{32000}, std::int64_t{151936}}) {
+    CeCase c;
+    c.name = "one-read target entry under the mean, C=" + std::to_string(C);
+    c.dtype = DType::f32;
+    c.grad_dtype = DType::f32;
+    c.classes = C;
+    c.opt.reduction = Reduction::mean;
+    c.grad_loss = {1.0};
+    std::vector<double> ps, others;
+    for (int k = 0; k < 64; ++k) ps.push_back(1e-4 + (0.2 - 1e-4) * k / 63);
+    for (double p : {0.6, 0.75, 0.9, 0.99}) ps.push_back(p);
+    int count = 0;
+    for (std::size_t k = 0; k < ps.size() + 2; ++k) {
+      const std::int64_t i = c.rows++;
+      const std::int64_t t = (i * 7919 + 5) % C;
+      c.x.resize(static_cast<std::size_t>(c.rows * C), -200.0);
+      const bool ignored = k == 17 || k == 50;
+      const double p = ignored ? 0.25 : ps[k - (k > 17) - (k > 50)];
+      const int E = k % 3 == 0 ? 8 : 1;
+      c.t.push_back(ignored ? -100 : t);
+      c.x[i * C + t] = round_to(DType::f32, std::log(p));
+      const double a = round_to(DType::f32, std::log((1 - p) / E));
+      for (int m = 0; m < E; ++m) c.x[i * C + (t + 1 + (m * C / E + C / 2) % (C - 1)) % C] = a;
+      count += !ignored;
+    }
+    ASSERT_EQ(count, 68);
+    ce::set_last_fused_launch({});
+    check_case(c);
+    ASSERT_GT(ce::last_fused_launch().cluster, 0) << c.name << ": not the one-read kernel";
+    const GpuOut g = run_gpu(c, true);
+    ASSERT_TRUE(g.error.empty()) << c.name << ": " << g.error;
+    const double eps = 5.5 * kU, gl = 1.0 / count;
+    int failures = 0;
+    double worst = 0;
+    for (std::int64_t i = 0; i < c.rows; ++i) {
+      const std::int64_t t = c.t[i];
+      if (t < 0) continue;
+      const auto [M, s, p, q] = target_probability(c.x.data() + i * C, C, t);
+      (void)M, (void)s;
+      const double want = -gl * q;
+      const double tol = gl * q * p * eps + 0.5 * ulp_of(DType::f32, want) + std::ldexp(std::fabs(want), -50);
+      const double got = g.grad[i * C + t];
+      worst = std::max(worst, std::fabs(got - want) / tol);
+      if (!(std::fabs(got - want) <= tol) && ++failures <= 8)
+        ADD_FAILURE() << c.name << ", row " << i << " (p_t " << p << "): got " << got << ", want " << want
+                      << ", error " << std::fabs(got - want) << " > gate " << tol << " ("
+                      << std::fabs(got - want) / ulp_of(DType::f32, want) << " ulps)";
+    }
+    EXPECT_EQ(failures, 0) << c.name;
+    std::printf("%s: worst target entry %.3f of its gate\n", c.name.c_str(), worst);
+  }
+}
+
 // Dependent launches (fused.cu, kFusedPdl; ce9): the dispatcher launches single-block shapes as programmatic
 // dependents (target scan -> one-read kernel -> the mean's reduction, griddepcontrol) and clusters plain (review F6,
 // session 9; this replaces the tail launch's FusedTailSameBits, removed with the tail). Pinned here, at single-block
@@ -979,6 +1045,46 @@ TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
           same_bits(launch({}, sh.cluster == 1, "default"), base, c.name + ", default, call " + std::to_string(k));
       ce::set_fused_tuning({});
       if (red == Reduction::mean) check_case(c);  // the default launch against float64
+    }
+  }
+  ce::set_fused_tuning({});
+}
+
+// The instruction diet (ce10; fused.cu diet_exp, FusedTuning::diet, tuning only): bf16 logits and gradient on the
+// wide block with the 16-bit tier's exponent by one FFMA (1) and with MUFU.EX2 alone (2), against float64 under the
+// same gates as every one-read case (check_case): a single block (32000) and 5-block clusters (151936); every
+// option on (smoothing, z-loss, weights, mean), and rows of logits near +1000 and -1000 (bf16 steps of 4 to 8 there),
+// where a term's exponent FFMA sees |m_w·log2 e| ≈ 1443: the constant's rounding, taken out once a warp (κ), would
+// otherwise put up to |m_w|·u on every term of the warp and on l.
+TEST(CrossEntropyGpuFused, DietAgainstFloat64) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  for (int diet : {1, 2}) {
+    for (std::int64_t C : {std::int64_t{32000}, std::int64_t{151936}}) {
+      std::vector<CeCase> cases;
+      CeCase all = random_case("diet, every option", DType::bf16, 6, C, 811 + C, Reduction::mean);
+      all.opt.label_smoothing = 0.1f;
+      all.opt.z_loss = 1e-4f;
+      all.weights.resize(C);
+      for (std::int64_t j = 0; j < C; ++j) all.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      cases.push_back(all);
+      for (double offset : {1000.0, -1000.0}) {
+        CeCase c = random_case("diet, logits near " + std::to_string(static_cast<int>(offset)), DType::bf16, 5, C,
+                               907 + C, Reduction::none);
+        for (double& x : c.x) x = round_to(DType::bf16, x * 8 + offset);
+        cases.push_back(c);
+      }
+      for (CeCase& c : cases) {
+        c.name += ", diet " + std::to_string(diet) + ", C=" + std::to_string(C);
+        ce::set_fused_tuning({0, -1, false, 0, -1, diet});
+        ce::set_last_fused_launch({});
+        check_case(c);
+        const ce::FusedLaunch fl = ce::last_fused_launch();
+        EXPECT_EQ(fl.diet, diet) << c.name << ": not the diet kernel";
+        EXPECT_EQ(fl.cluster, C > 32768 ? 5 : 1) << c.name;
+        ce::set_fused_tuning({});
+      }
     }
   }
   ce::set_fused_tuning({});
