@@ -17,6 +17,7 @@
 #   dec9
 #   fair9
 #   vocab10
+#   dec10
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -2030,6 +2031,87 @@ if want vocab10; then
   done
   keep_logs vocab10
   rm -f "$outer"/vocab10x-*.txt  # their pass / fail lines are in vocab10-summary.txt, the logs in vocab10-logs.tgz
+  end_carried
+fi
+# dec10 (session 10, issue 8): the decode kernel's K and V tiles by TMA (decode_mma.cu's TMA variant, DecodeConfig::
+# tma) beside the cp.async tiles. Binaries built off the device for sm_90a (build/dec10-bin.tar.xz: bin/
+# test_cuda_decode, test_cuda, bench_decode, libsmk_attention_capi.so; lib/). In order: the registers of both kernels;
+# a smoke test (the TMA-vs-cp.async bitwise test, small); the timing alone on the GPU (bench_decode --tma: cp.async and
+# TMA alternating, 4 samples each per row; then sdpa_interleaved.py's decode rows, ours = the TMA build's dispatcher,
+# against cuDNN and FLASH); then in parallel: test_cuda_decode (all), test_cuda's merge tests, memcheck on the small
+# TMA / causal-band / bad-input cases. Caps: SMK_DEC10_BENCH_S (25 s), SMK_DEC10_FAIR_S (30), SMK_DEC10_TEST_S (40).
+# Back: dec10-summary.txt, dec10-bench.txt, dec10-fair.md, dec10-logs.tgz.
+if want dec10; then
+  carried dec10 build/dec10-bin.tar.xz
+  d10=$bin
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d10/bin/bench_decode" 2>/dev/null |
+    grep -A1 "decode_mma" | grep -o "decode_mma_[a-z]*kernel\|REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" |
+    paste - - - - - | sort | uniq -c >"$OUT/dec10-registers.log"
+  run_step dec10x-smoke timeout 20 env SMK_GPU_TEST_SMALL=1 "$d10/bin/test_cuda_decode" --gtest_filter='*TmaTiles*'
+  keep_logs dec10
+  run_step dec10-bench timeout "${SMK_DEC10_BENCH_S:-25}" stdbuf -oL "$d10/bin/bench_decode" --tma \
+    --json "$OUT/dec10-bench.json"
+  keep_logs dec10
+  run_step dec10-fair timeout "${SMK_DEC10_FAIR_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$d10/bin/libsmk_attention_capi.so" --only decode --out "$OUT/dec10-fair.md" --json "$OUT/dec10-fair.json" \
+    --rounds "${SMK_DEC10_ROUNDS:-12}" --deadline-s 25
+  keep_logs dec10
+  d10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  d10_t=${SMK_DEC10_TEST_S:-40}
+  d10_bg dec10x-test timeout "$d10_t" "$d10/bin/test_cuda_decode"
+  d10_bg dec10x-merge timeout "$d10_t" "$d10/bin/test_cuda" --gtest_filter='*Merge*'
+  d10_bg dec10x-memcheck timeout "$d10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d10/bin/test_cuda_decode" \
+    --gtest_filter='*TmaTiles*:*CausalBand*:*BadInputs*:*Programmatic*'
+  wait
+  for f in "$OUT"/dec10x-test.log "$OUT"/dec10x-merge.log "$OUT"/dec10x-memcheck.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs dec10
+  cp "$OUT/dec10-fair.md" "$outer/" 2>/dev/null
+  rm -f "$outer"/dec10x-*.txt "$outer"/dec10-registers.txt  # in dec10-summary.txt / dec10-logs.tgz
+  cat "$OUT/dec10-registers.log" >>"$outer/dec10-summary.txt" 2>/dev/null
+  end_carried
+fi
+# short10 (session 10, issue 3: 16-bit short rows, forward and backward): the rows held packed in registers
+# (WarpConfig::packed, src/cuda/softmax/packed16.cuh) and rows of 32 on 4 lanes timed beside the dispatcher's kernels in
+# one process (tune_softmax --short10), then the packed kernels' bitwise tests, the warp tests and softmax's backward
+# cases at full size, and memcheck on the small bf16 packed cases, in parallel. Binaries built off the device for
+# sm_90a (build/short10-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). SMK_S10_DEADLINE_S
+# (default 40) starts no part after it. Back: short10-summary.txt, short10-tune.txt, short10-logs.tgz.
+if want short10; then
+  carried short10 build/short10-bin.tar.xz
+  s10=$bin
+  s10_t0=$SECONDS
+  s10_go() { (( SECONDS - s10_t0 < ${SMK_S10_DEADLINE_S:-40} )); }
+  if s10_go; then
+    run_step short10-tune timeout "${SMK_S10_TUNE_S:-25}" stdbuf -oL "$s10/bin/tune_softmax" --short10
+    keep_logs short10
+  fi
+  s10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  if s10_go; then
+    s10_t=${SMK_S10_TEST_S:-35}
+    s10_bg short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" \
+      --gtest_filter='*Packed*:*BackwardLanes*:*GridsBitwiseBf16*'
+    s10_bg short10x-softmax timeout "$s10_t" "$s10/bin/test_cuda_softmax" \
+      --gtest_filter='*BackwardEveryPath*:*EveryPathEveryLength*:*NonFiniteRows*'
+    s10_bg short10x-memcheck timeout "$s10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*Bf16*'
+    wait
+    for f in "$OUT"/short10x-*.log; do
+      summary+=("$(tail -n 1 "$f")")
+      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+    done
+    keep_logs short10
+    rm -f "$outer"/short10x-*.txt  # their pass / fail lines are in short10-summary.txt, the logs in short10-logs.tgz
+  fi
   end_carried
 fi
 echo

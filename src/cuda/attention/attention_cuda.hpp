@@ -236,6 +236,9 @@ struct DecodeConfig {
   // (cudaLaunchAttributeProgrammaticStreamSerialization, sm_90+): its blocks may be scheduled while that kernel's last
   // blocks drain, and wait in griddepcontrol.wait before their first global load (kDecodePdl below).
   DecodeToggle pdl = DecodeToggle::dispatcher;
+  // K and V tiles by the tensor memory accelerator (decode_mma.cu's TMA variant, session 10: 2 ring stages, sm_90+,
+  // where the driver encodes the caches' tensor maps; else the cp.async kernel) or by cp.async (kDecodeTma below).
+  DecodeToggle tma = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -290,6 +293,10 @@ inline constexpr bool kDecodeSpreadCluster = false;
 // within 0.3 µs of the plain launch. So on. Never taken while the stream captures a graph or when the call zeroes
 // counters with a memset (its predecessor is then no kernel).
 inline constexpr bool kDecodePdl = true;
+// Session 10 (dec10): the TMA variant (DecodeConfig::tma). Not yet measured when built: the run decides.
+inline constexpr bool kDecodeTma = true;
+// How many times the TMA variant was launched in this process (tests check that a forced TMA call took it).
+std::uint64_t decode_tma_launches();
 
 // attention_decode after validation (src/attention/args.cpp): src/cuda/attention/decode.cu.
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,

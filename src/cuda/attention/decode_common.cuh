@@ -84,9 +84,11 @@ inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
 // merge through distributed shared memory (only where decode_mma_active_clusters says the device runs that size).
 // spread: one block an SM (kDecodeSpreadSmem). device: the current device (the kernel's attributes are set once per
 // device, each to what its launches ask: the spread bytes only once a spread launch or query needs them). pdl: a
-// programmatic dependent launch (only where the device is sm_90+; decode_pdl_wait in the kernel).
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, bool pdl, cudaStream_t s);
+// programmatic dependent launch (only where the device is sm_90+; decode_pdl_wait in the kernel). tma (session 10):
+// K and V tiles by the tensor memory accelerator (2 stages, sm_90+, where the driver encodes the caches' tensor maps:
+// `batch` sequences, `hkv` KV heads), else by cp.async; returns whether the TMA kernel was launched.
+bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
+                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv);
 // How many clusters of that size (and spread) the device runs at once: 0 where it runs none, has no clusters, or
 // (spread) cannot give one block kDecodeSpreadSmem bytes of shared memory (sm_86/89 allow 99 KB a block).
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);

@@ -47,6 +47,13 @@
 // tried. The same run, this kernel: 3 ring stages (two blocks an SM) 152.2 against 151.6 µs at 16 x 8192, 53.0
 // against 53.2 at (1, 32768); K and V stored head-major (torch's layout, through strides) 151.7 and 53.3: neither the
 // ring's depth at the same bytes an SM nor the cache's layout is the gap to cuDNN.
+// Session 10 (dec10): the TMA variant (decode_mma_tma_kernel, DecodeConfig::tma, kDecodeTma): each warp's lane 0
+// fills the warp's ring slot with 2·D/64 boxes of 16 keys × 64 dimensions (2 KB each, 128-byte swizzle: 4 copy-engine
+// operations a tile at D = 128, where dec9's bulk copies took 32) completing on one mbarrier a slot, instead of 16
+// cp.async a lane. Same bytes per element, same floor. A box's bounds are S_max, not the sequence's length, so the
+// keys past the visible window land too (NaN in the tests): K's scores are masked to −inf as before, V's rows are
+// zeroed in shared memory after landing (with fence.proxy.async before the slot's next copy), so the ring holds what
+// cp.async's zero-fill gave and the two give the same bits (test_decode TmaTilesGiveTheCpAsyncBits).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -75,6 +82,7 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cudaTypedefs.h>  // CUtensorMap and the encoder's type (header only: no libcuda link)
 
 #include <atomic>
 #include <climits>
@@ -301,8 +309,39 @@ __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64
 #endif
 }
 
-template <typename T, int D, int kStages, bool kCluster>
-__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
+// The TMA variant's tensor maps over the K and V caches (host-encoded per call, passed by value as a __grid_constant__
+// parameter): [B, S_max, Hkv, D] with boxes of 64 dimensions × 1 head × kKeys keys × 1 sequence, 128-byte swizzle.
+struct DecodeMaps {
+  CUtensorMap k, v;
+};
+
+// Element offset of (row, col) in a [kKeys][D] tile as the TMA lands it with 128-byte swizzle: panels of 64 columns
+// (kKeys rows of 128 bytes, 2 KB, each at a multiple of 1024 bytes), the 16-byte chunk of a row XORed with row % 8
+// (address bits 4-6 with bits 7-9). The 8 rows of an ldmatrix phase then fall in 8 different bank groups, as with
+// ptx::swizzled, the cp.async ring's layout (one [kKeys][D] row-major tile, the chunk's low 3 bits swizzled).
+template <int D>
+__device__ __forceinline__ int tma_swizzled(int row, int col) {
+  return (col >> 6) * (kKeys * 64) + row * 64 + ((((col >> 3) & 7) ^ (row & 7)) << 3) + (col & 7);
+}
+template <int D, bool kTma>
+__device__ __forceinline__ int tile_offset(int row, int col) {
+  if constexpr (kTma) return tma_swizzled<D>(row, col);
+  else return ptx::swizzled<D>(row, col);
+}
+
+// The ring's bytes (all warps), and where the TMA variant puts its per-slot mbarriers: past the ring and the up to
+// 1023 bytes that align it to 1024 (the 128-byte swizzle's pattern repeats every 1024 bytes and the TMA needs its
+// boxes' destinations so aligned), so that the fold and the merges after the loop, which use shared memory from its
+// start, never overwrite a barrier.
+template <typename T, int D, int kStages>
+inline constexpr std::size_t kRingBytes = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
+template <typename T, int D, int kStages>
+inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
+
+// kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
+// completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
+__device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUtensorMap* kmap, const CUtensorMap* vmap) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
   constexpr int kTile = kKeys * D;                     // elements of one K or V tile
@@ -310,7 +349,11 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   constexpr int kCopies = 2 * kKeys * kChunks / 32;    // cp.async per lane per tile (K and V)
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  T* const ring = reinterpret_cast<T*>(smem) + warp * kStages * 2 * kTile;  // [kStages][K, V][kKeys][D], swizzled
+  // [kStages][K, V][kKeys][D], swizzled (tile_offset); the TMA's ring starts at the first 1024-byte boundary.
+  const std::uint32_t smem0 = ptx::smem_addr(smem);
+  const std::uint32_t ring_pad = kTma ? ((smem0 + 1023u) & ~1023u) - smem0 : 0u;
+  T* const ring = reinterpret_cast<T*>(smem + ring_pad) + warp * kStages * 2 * kTile;
+  const std::uint32_t bars = smem0 + static_cast<std::uint32_t>(kTmaBarOffset<T, D, kStages>) + warp * kStages * 8;
 
   // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
   // split are (round 2's order).
@@ -365,23 +408,47 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   const auto issue = [&](int i) {  // this warp's i-th tile into ring slot i % kStages
     T* st = ring + (i % kStages) * 2 * kTile;
     const int j0 = first_key(i);
+    if constexpr (kTma) {
+      // One arrival with the tile's bytes, then the boxes: keys past S_max land as zeros (and count), keys past
+      // the sequence's visible window are real cache rows (any value): K's are masked (−inf scores), V's zeroed
+      // after landing (below), since a box's bounds are S_max, not the length.
+      if (lane == 0) {
+        const std::uint32_t bar = bars + (i % kStages) * 8, dst = ptx::smem_addr(st);
+        ptx::mbar_arrive_expect_tx(bar, 2 * kTile * sizeof(T));
 #pragma unroll
-    for (int x = 0; x < kCopies; ++x) {
-      const int id = x * 32 + lane;
-      const int which = id / (kKeys * kChunks);  // 0: K, 1: V (compile-time per x)
-      const int rem = id % (kKeys * kChunks);
-      const int row = rem / kChunks, col = (rem % kChunks) * 8;
-      const int j = j0 + row;
-      const bool ok = j < (which ? v_end : kv_end);
-      const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
-      ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
+        for (int pnl = 0; pnl < D / 64; ++pnl) {
+          ptx::tma_load_4d(dst + pnl * kKeys * 128, kmap, 64 * pnl, hk, j0, static_cast<int>(b), bar);
+          ptx::tma_load_4d(dst + kTile * sizeof(T) + pnl * kKeys * 128, vmap, 64 * pnl, hk, j0, static_cast<int>(b),
+                           bar);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int x = 0; x < kCopies; ++x) {
+        const int id = x * 32 + lane;
+        const int which = id / (kKeys * kChunks);  // 0: K, 1: V (compile-time per x)
+        const int rem = id % (kKeys * kChunks);
+        const int row = rem / kChunks, col = (rem % kChunks) * 8;
+        const int j = j0 + row;
+        const bool ok = j < (which ? v_end : kv_end);
+        const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
+        ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
+      }
     }
   };
   const auto prologue = [&] {  // the first kStages − 1 tiles in flight
+    if constexpr (kTma) {
+      if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < kStages; ++s) ptx::mbar_init(bars + s * 8, 1);
+        ptx::fence_mbar_init();  // the barriers' initialisation visible to the TMA unit before its first copy
+      }
+      __syncwarp();
+    }
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
       if (s < my_tiles) issue(s);
-      ptx::cp_async_commit();
+      if constexpr (!kTma) ptx::cp_async_commit();
     }
   };
 
@@ -421,19 +488,35 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 
   for (int i = 0; i < my_tiles; ++i) {
     if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
-    __syncwarp();                       // and every other lane's
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);
     const int mi = lane / 8;
+    if constexpr (kTma) {
+      ptx::mbar_wait(bars + (i % kStages) * 8, (i / kStages) & 1);  // tile i's K and V have landed
+      if (j0 + kKeys > v_end) {  // V rows no row of the block multiplies (what cp.async zero-fills): zeros
+        // Whole 128-byte rows of each panel, so the swizzle does not matter; then the fence: these generic stores
+        // must be ordered before the TMA's next write of this slot (HOPPER.md), which the __syncwarp at the end of
+        // the iteration orders after every lane's fence.
+        for (int id = lane; id < kKeys * kChunks; id += 32) {
+          const int row = id / kChunks, ch = id % kChunks;
+          if (j0 + row >= v_end)
+            *reinterpret_cast<uint4*>(const_cast<T*>(sv) + tma_swizzled<D>(row, ch * 8)) = make_uint4(0, 0, 0, 0);
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      }
+      __syncwarp();  // every lane's zeros are in before any lane's ldmatrix
+    } else {
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
+      __syncwarp();                       // and every other lane's
+    }
 
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
       std::uint32_t bf[4];
-      ptx::ldmatrix_x4(bf, ptx::smem_addr(sk + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
+      ptx::ldmatrix_x4(bf, ptx::smem_addr(sk + tile_offset<D, kTma>((mi / 2) * 8 + lane % 8, kk * 16 + (mi % 2) * 8)));
       const std::uint32_t qf[4] = {qa[kk][0], 0u, qa[kk][1], 0u};
       ptx::mma_16816<T>(s[0], qf, bf[0], bf[1]);
       ptx::mma_16816<T>(s[1], qf, bf[2], bf[3]);
@@ -481,7 +564,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
 #pragma unroll
     for (int mt = 0; mt < kSteps; ++mt) {
       std::uint32_t va[4];
-      ptx::ldmatrix_x4_trans(va, ptx::smem_addr(sv + ptx::swizzled<D>((mi / 2) * 8 + lane % 8, mt * 16 + (mi % 2) * 8)));
+      ptx::ldmatrix_x4_trans(va, ptx::smem_addr(sv + tile_offset<D, kTma>((mi / 2) * 8 + lane % 8, mt * 16 + (mi % 2) * 8)));
       ptx::mma_16816<T>(acc[mt], va, pb0, pb1);
     }
 
@@ -581,12 +664,35 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArg
   }
 }
 
-template <typename T, int D, int kStages>
+template <typename T, int D, int kStages, bool kCluster>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
+  decode_mma_body<T, D, kStages, kCluster, false>(a, nullptr, nullptr);
+}
+// The TMA variant (session 10, dec10): built for 2 ring stages only (the dispatcher's), sm_90+.
+template <typename T, int D, bool kCluster>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const DecodeArgs a,
+                                                                     const __grid_constant__ DecodeMaps maps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  decode_mma_body<T, D, 2, kCluster, true>(a, &maps.k, &maps.v);
+#else
+  (void)a, (void)maps;
+  __trap();  // never launched: the host takes the TMA path on sm_90+ only
+#endif
+}
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
+constexpr auto kernel_of() {
+  if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
+  else return decode_mma_kernel<T, D, kStages, kCluster>;
+}
+
+template <typename T, int D, int kStages, bool kTma = false>
 constexpr std::size_t smem_bytes() {
-  constexpr std::size_t ring = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
+  constexpr std::size_t ring = kRingBytes<T, D, kStages>;
   constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitLimit * D * sizeof(float);  // the fused merge's
   static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
   static_assert(kPartEnd<D> <= ring, "the cluster merge's partials fit in the ring: no more shared memory per block");
+  // TMA: the ring aligned to 1024 bytes, then the barriers (kTmaBarOffset): 65.1 KB at D = 128, still 3 blocks an SM.
+  if constexpr (kTma) return kTmaBarOffset<T, D, kStages> + std::size_t{kWarps} * kStages * 8;
   return ring > kPartEnd<D> ? ring : kPartEnd<D>;
 }
 
@@ -601,7 +707,7 @@ constexpr std::size_t smem_bytes() {
 // ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
 // launch's set and its launch (found in session 6's review).
 constexpr int kDevicesKept = kMaxDevices;
-template <typename T, int D, int kStages, bool kCluster>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
   static std::mutex mu;
@@ -610,8 +716,8 @@ void attributes_set(int device, bool spread) {
   if (kept && level[device].load(std::memory_order_acquire) >= want) return;
   std::lock_guard<std::mutex> lock(mu);
   if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
-  auto* kernel = decode_mma_kernel<T, D, kStages, kCluster>;
-  constexpr std::size_t own = smem_bytes<T, D, kStages>();
+  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma>();
+  constexpr std::size_t own = smem_bytes<T, D, kStages, kTma>();
   const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   if (kCluster) SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -627,11 +733,11 @@ bool spread_fits(int device) {
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
 // programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
-template <typename T, int D, int kStages, bool kCluster>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
                            cudaLaunchAttribute* attrs) {
-  constexpr std::size_t bytes = smem_bytes<T, D, kStages>();
-  attributes_set<T, D, kStages, kCluster>(device, spread);
+  constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma>();
+  attributes_set<T, D, kStages, kCluster, kTma>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
@@ -654,8 +760,22 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
 }
 
 template <typename T, int D, int kStages>
-void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s) {
+void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s,
+            const DecodeMaps* maps) {
   cudaLaunchAttribute attrs[2]{};
+  if constexpr (kStages == 2) {
+    if (maps != nullptr) {
+      if (cluster > 0) {
+        const cudaLaunchConfig_t cfg = prepare<T, D, 2, true, true>(device, grid, cluster, spread, pdl, s, attrs);
+        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, true>, a, *maps));
+      } else {
+        const cudaLaunchConfig_t cfg = prepare<T, D, 2, false, true>(device, grid, 0, spread, pdl, s, attrs);
+        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, false>, a, *maps));
+      }
+      SMK_CUDA_CHECK_LAUNCH("decode_mma_tma_kernel");
+      return;
+    }
+  }
   if (cluster > 0) {
     const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, pdl, s, attrs);
     SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
@@ -693,15 +813,61 @@ int active_clusters(int device, int cluster, bool spread) {
 
 template <typename T>
 void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device, bool pdl,
-              cudaStream_t s) {
+              cudaStream_t s, const DecodeMaps* maps) {
   if (d == 64) {
-    stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, pdl, s)
-                : launch<T, 64, 3>(a, grid, cluster, spread, device, pdl, s);
+    stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, pdl, s, maps)
+                : launch<T, 64, 3>(a, grid, cluster, spread, device, pdl, s, nullptr);
   } else {
-    stages == 2 ? launch<T, 128, 2>(a, grid, cluster, spread, device, pdl, s)
-                : launch<T, 128, 3>(a, grid, cluster, spread, device, pdl, s);
+    stages == 2 ? launch<T, 128, 2>(a, grid, cluster, spread, device, pdl, s, maps)
+                : launch<T, 128, 3>(a, grid, cluster, spread, device, pdl, s, nullptr);
   }
 }
+
+// The driver's tensor-map encoder, reached through the runtime (cudaGetDriverEntryPointByVersion: nothing links
+// libcuda); null on a driver without it. prefill_wgmma.cu reaches it the same way for its own maps.
+PFN_cuTensorMapEncodeTiled_v12000 decode_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status) !=
+            cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      f = nullptr;
+      (void)cudaGetLastError();  // not left for the next launch check to report
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// One cache [B, S_max, Hkv, D] (element strides st[0..2] of dims 0..2, D contiguous) as a tensor map with boxes of
+// 64 dimensions × 1 head × kKeys keys × 1 sequence, 128-byte swizzle, zeros outside [0, S_max). False where the
+// driver refuses the view (a base not 16-byte aligned, a stride not a multiple of 16 bytes, ...): the caller then
+// takes the cp.async kernel, which reads any view attention_decode accepts.
+bool encode_cache(CUtensorMap* map, const void* base, bool bf16, std::int64_t batch, std::int64_t s_max,
+                  std::int64_t hkv, int d, const std::int64_t (&st)[3]) {
+  if (decode_map_encoder() == nullptr) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(hkv),
+                              static_cast<cuuint64_t>(s_max), static_cast<cuuint64_t>(batch)};
+  // Byte strides of dims 1..3; an extent-1 dimension's stride is never used, so a packed one stands in (TMA
+  // refuses strides that are not multiples of 16, which such a dimension may have in a valid view).
+  constexpr std::int64_t es = 2;
+  const std::int64_t sh = hkv > 1 ? st[2] * es : d * es;
+  const std::int64_t ss = s_max > 1 ? st[1] * es : sh * hkv;
+  const std::int64_t sb = batch > 1 ? st[0] * es : ss * s_max;
+  if (sh <= 0 || ss <= 0 || sb <= 0) return false;
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(sh), static_cast<cuuint64_t>(ss),
+                                 static_cast<cuuint64_t>(sb)};
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(kKeys), 1};
+  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  const CUresult r = decode_map_encoder()(
+      map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
+      strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+std::atomic<std::uint64_t> g_tma_launches{0};
 
 template <typename T>
 int active_d(int device, int d, int stages, int cluster, bool spread) {
@@ -714,11 +880,20 @@ int active_d(int device, int d, int stages, int cluster, bool spread) {
 
 }  // namespace
 
-void launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, bool pdl, cudaStream_t s) {
-  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s);
-  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s);
+bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
+                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv) {
+  DecodeMaps maps{};
+  const bool use_tma = tma && stages == 2 && device_attrs(device).cc_major >= 9 &&
+                       encode_cache(&maps.k, a.k, bf16, batch, a.s_max, hkv, d, a.ks) &&
+                       encode_cache(&maps.v, a.v, bf16, batch, a.s_max, hkv, d, a.vs);
+  const DecodeMaps* m = use_tma ? &maps : nullptr;
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s, m);
+  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s, m);
+  if (use_tma) g_tma_launches.fetch_add(1, std::memory_order_relaxed);
+  return use_tma;
 }
+
+std::uint64_t decode_tma_launches() { return g_tma_launches.load(std::memory_order_relaxed); }
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;

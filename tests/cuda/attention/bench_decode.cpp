@@ -27,7 +27,10 @@
 // just four calls at (1, 32768): empty, full, empty, full, for Nsight Compute (skip 2 launches, profile 2).
 // --ab (session 9) times only the dispatcher (twice), 3 stages and head-major K and V: the old-beside-new samples of
 // one device call (the other fields are -1, which scripts/compare_torch_decode.py prints as n/a).
-//   usage: bench_decode [--json FILE] [--quick | --ab] [--ncu]
+// --tma (session 10, dec10) times only the tensor-core kernel with K and V tiles by cp.async (DecodeConfig::tma off)
+// and by TMA (on), alternating, kTmaSamples of each per row, under the dispatcher's merge: the A/B of one device call
+// (json: us_cp / us_tma, the samples' medians, and every sample).
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -72,12 +75,13 @@ int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  bool quick = false, ncu = false, ab = false;
+  bool quick = false, ncu = false, ab = false, tma_ab = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
     else if (std::strcmp(argv[i], "--ab") == 0) ab = quick = true;
+    else if (std::strcmp(argv[i], "--tma") == 0) tma_ab = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -223,6 +227,36 @@ int main(int argc, char** argv) {
     double merge_us = 0, merge_mk = 0, unused = 0;
     const DecodeConfig plain{0, kDisp, DecodeKernel::dispatcher, 0, DecodeMerge::dispatcher, 0, 0, kT, kT,
                              DecodeToggle::off};
+    if (tma_ab) {
+      constexpr int kTmaSamples = 4;
+      const DecodeConfig cp{0, kDisp, kMma, 2, DecodeMerge::dispatcher, 0, 0, kT, kT, kT, DecodeToggle::off};
+      const DecodeConfig tma{0, kDisp, kMma, 2, DecodeMerge::dispatcher, 0, 0, kT, kT, kT, DecodeToggle::on};
+      std::vector<double> t_cp, t_tma;
+      for (int k = 0; k < kTmaSamples; ++k) {
+        t_cp.push_back(measure(cp, unused));
+        t_tma.push_back(measure(tma, unused));
+      }
+      const double m_cp = median(t_cp), m_tma = median(t_tma);
+      const double bytes = 2.0 * static_cast<double>(nkv) * 2;
+      char label[64];
+      std::snprintf(label, sizeof label, "%lld, %lld, %lld, %lld, %lld", (long long)r.B, (long long)r.S,
+                    (long long)r.hq, (long long)r.hkv, (long long)r.d);
+      std::string cs, ts;
+      for (int k = 0; k < kTmaSamples; ++k) {
+        cs += (k ? ", " : "") + std::to_string(t_cp[k]);
+        ts += (k ? ", " : "") + std::to_string(t_tma[k]);
+      }
+      std::printf("%-26s cp.async %8.1f us (%5.2f TB/s)  TMA %8.1f us (%5.2f TB/s)  cp/TMA %.3f   samples cp [%s] "
+                  "tma [%s]\n",
+                  label, m_cp, bytes / m_cp / 1e6, m_tma, bytes / m_tma / 1e6, m_cp / m_tma, cs.c_str(), ts.c_str());
+      json += (json.size() > 1 ? ", " : "") + std::string("{\"B\": ") + std::to_string(r.B) +
+              ", \"S\": " + std::to_string(r.S) + ", \"Hq\": " + std::to_string(r.hq) +
+              ", \"Hkv\": " + std::to_string(r.hkv) + ", \"D\": " + std::to_string(r.d) +
+              ", \"kv_bytes\": " + std::to_string(bytes) + ", \"us_cp\": " + std::to_string(m_cp) +
+              ", \"us_tma\": " + std::to_string(m_tma) + ", \"cp_samples\": [" + cs + "], \"tma_samples\": [" + ts +
+              "]}";
+      continue;
+    }
     const double us = measure({}, merge_us);
     const double us_nopdl = ab ? -1 : measure(plain, unused);
     const double us_after = ab ? -1 : measure({}, unused, false, nullptr, false, true);

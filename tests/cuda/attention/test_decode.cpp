@@ -23,9 +23,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/args.hpp"
@@ -155,6 +157,21 @@ const DecodeConfig kPdlFused{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, 
                              0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
 const DecodeConfig kPdlCluster8{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
                                 0, 8, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::on};
+// Session 10 (dec10): K and V tiles by TMA forced on (fused merge, cluster merge) and forced off (the cp.async
+// kernel, under the dispatcher's merge). The two fill the ring with the same values where the block reads them (V rows
+// past the visible window zero in both, K rows there masked to −inf scores in both), so the same bits.
+const DecodeConfig kTmaFused{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
+                             0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
+                             DecodeToggle::on};
+const DecodeConfig kTmaCluster{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::cluster,
+                               0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
+                               DecodeToggle::on};
+const DecodeConfig kCpAsyncFused{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::fused,
+                                 0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
+                                 DecodeToggle::off};
+const DecodeConfig kCpAsyncCluster{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
+                                   smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
+                                   DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::off};
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -179,6 +196,10 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kNoPdl) return "tensor cores, plain launch (no programmatic dependent launch)";
   if (config == &kPdlFused) return "tensor cores, fused merge, programmatic dependent launch";
   if (config == &kPdlCluster8) return "tensor cores, cluster merge up to 8, programmatic dependent launch";
+  if (config == &kTmaFused) return "tensor cores, TMA tiles, fused merge";
+  if (config == &kTmaCluster) return "tensor cores, TMA tiles, cluster merge";
+  if (config == &kCpAsyncFused) return "tensor cores, cp.async tiles, fused merge";
+  if (config == &kCpAsyncCluster) return "tensor cores, cp.async tiles, cluster merge";
   return "cuda cores";
 }
 
@@ -880,6 +901,62 @@ TEST(CudaAttentionDecode, MergeOpIdentityCommutativityAssociativity) {
       for (std::int64_t x = 0; x < d; ++x) scale = std::max(scale, std::fabs((*p)[r * d + x]));
     for (std::int64_t x = 0; x < d; ++x) ASSERT_NEAR(lo[r * d + x], ro[r * d + x], 8e-6 * scale) << r;
     ASSERT_NEAR(ll[r], rl[r], 4e-6 + 4.8e-7 * std::fabs(ll[r])) << r;
+  }
+}
+
+// Session 10: the TMA tiles (DecodeConfig::tma on) against the cp.async tiles (off), bitwise, and both against the
+// float64 reference: NaN planted at and past every length (the TMA's boxes reach S_max, so those V rows land and
+// must be zeroed), mixed lengths whose other splits are all padding, sinks, the issue's lengths with 32/8-style
+// groups of 4 and GQA 64/8 (groups of 8: 8 rows a block), D = 64 and 128, bf16 and f16, causal multi-token rows
+// with a NaN in the causal band (the V rows the block zeroes and adds on the CUDA cores), and 100003 keys (16
+// splits, the last partial). Each forced-TMA call must have launched the TMA kernel (the launch count grows).
+// SMK_GPU_TEST_SMALL (the sanitizer's runs) drops the 100003-key case.
+template <typename T>
+void tma_matches_cp_async(Case<T>& c, bool mma_bound = true) {
+  const Expected e = expected_of(c);
+  for (const auto& [tma, cp] : {std::pair{&kTmaFused, &kCpAsyncFused}, std::pair{&kTmaCluster, &kCpAsyncCluster}}) {
+    SCOPED_TRACE(name_of(tma));
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    const Result t = run_gpu(c, tma);
+    EXPECT_EQ(smk::cuda::decode_tma_launches(), before + 1) << "the TMA kernel was not launched";
+    const Result ref = run_gpu(c, cp);
+    EXPECT_EQ(smk::cuda::decode_tma_launches(), before + 1) << "the cp.async call launched the TMA kernel";
+    EXPECT_TRUE(bitwise_equal(t.o, ref.o));
+    EXPECT_TRUE(bitwise_equal(t.lse, ref.lse));
+    expect_matches(c, e, t, mma_bound);
+  }
+}
+TEST(CudaAttentionDecode, TmaTilesGiveTheCpAsyncBits) {
+  SMK_REQUIRE_GPU();
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  {
+    SCOPED_TRACE("bf16 D=128, groups of 4, mixed lengths (padding splits), sinks");
+    Case<smk::bfloat16_t> c(8, 1, 8, 2, 128, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 121);
+    tma_matches_cp_async(c);
+  }
+  {
+    SCOPED_TRACE("f16 D=64, groups of 4, mixed lengths, no sinks");
+    Case<smk::half_t> c(8, 1, 8, 2, 64, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 122);
+    c.with_sinks = false;
+    tma_matches_cp_async(c);
+  }
+  {
+    SCOPED_TRACE("bf16 D=128, GQA 64/8 scaled down (16/2: groups of 8), issue lengths, sinks");
+    Case<smk::bfloat16_t> c(6, 1, 16, 2, 128, 4097, {1, 2, 255, 256, 257, 4097}, 123);
+    tma_matches_cp_async(c);
+  }
+  {
+    SCOPED_TRACE("bf16 D=128, causal 4 tokens, NaN in the causal band");
+    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 124);
+    c.causal = true;
+    for (std::int64_t b = 0; b < c.B; ++b) c.v[((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5] =
+        nan_value<smk::bfloat16_t>();
+    tma_matches_cp_async(c);
+  }
+  if (!small) {
+    SCOPED_TRACE("bf16 D=128, 100003 keys, 64/8-style group of 8");
+    Case<smk::bfloat16_t> c(1, 1, 8, 1, 128, 100003, {100003}, 125);
+    tma_matches_cp_async(c);
   }
 }
 
