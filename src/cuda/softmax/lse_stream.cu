@@ -17,14 +17,27 @@
 // lane-instructions an element (Triton 18.1); at 132 SMs × 4 schedulers × ~1.7 GHz that alone is ~64 µs at
 // 4096×16384 f32, above the 60.7 µs floor: instructions, not bytes, set its time. Here an element costs its share of a
 // 16-byte load and of the chunk's max (1), its term (f32 8: log_term_exp_ftz; 16-bit 3 plus the conversion), the tie
-// compare, select and count (3) and one add; the rescale (~20) runs once a chunk at most. Counted from SASS: see
-// docs/perf-notebook.md "session 10 — lse10".
+// compare, select and count (3) and one add; the rescale (~20) runs once a chunk at most; then a row's merge, a fixed
+// cost a thread that fewer than ~4 vectors a thread do not amortise.
 //
 // Accuracy: the terms are the tier's of block_row (the same gate: tests/cuda/softmax/gpu_case.hpp). The rescale is
 // exp_diff (TwoSum: the subtraction's rounding folded back), within ~2 ulp, applied at most once a chunk to a thread's
-// mass; a row that rises in every chunk (sorted ascending) pays it K = ⌈n / (G·V·kUnroll)⌉ times (K ≤ 4 on the rules'
-// shapes), which test_lse_stream_gpu's ascending rows check against the gate.
-// Measured: see softmax_cuda.cpp kLseStream* (the rule) and docs/perf-notebook.md "session 10 — lse10".
+// mass; a row that rises in every chunk (sorted ascending) pays it K = ⌈n / (G·V·kUnroll)⌉ times, which the tests'
+// ascending rows check against the gate (passed in the run below, K up to 19: T512 at 151936).
+//
+// Registers (ptxas -v, CUDA 13.0, sm_90a; __launch_bounds__ for 1024 threads an SM): plain form f32 51-56, 16-bit
+// 62-64, no spill but the 16-bit 8- and 16-lane warp kernels (16 B); general form f32 56, 16-bit 64 spilling 16-24 B.
+// Measured (H200, 2026-11-30, lse10's run of fc6036d, tune_softmax --lse10, median µs, L2 not reused: inputs rotated;
+// docs/bench/lse10-s10-2026-11-30.md), logsumexp, the dispatcher's kernel before → this one's best configuration
+// (% of the 4.42 TB/s read ceiling): 4096×16384 f32 85.8 → 73.5 (T128, 83 %), bf16 64.2 → 45.8 (66 %), f16 64.3 → 43.7;
+// 8192×32000 f32 327.8 → 243.3 (T128, 4.31 TB/s, 97 %), bf16 261.0 → 145.3 (82 %); 16384×4096 f32 93.8 → 77.5, bf16
+// 71.2 → 57.2; 8192×8192 f32 93.3 → 72.7, bf16 71.9 → 49.1; 2048×24576 f32 80.6 → 56.4, bf16 63.2 → 35.4;
+// 32768×1024 f32 43.0 → 41.2 (L16), bf16 35.7 → 29.4 (L16); 65536×2048 f32 175.0 → 170.2, bf16 128.7 → 252.9 (slower:
+// two vectors a thread). The state alike. Nsight Compute, 4096×16384 f32 (one pass, a few metrics): the direct wide
+// block 84.9 µs, DRAM 66 % busy, 27.4 lane-instructions an element, issue slots 69 %, 64 registers; this kernel T256
+// 70.6 µs, DRAM 79 %, 19.2 an element (target ≤ 12: missed; the per-row merges and early-chunk rescales are the rest),
+// issue 64 %, 53 registers; T512 87.2 µs, 21.9 an element. bf16 32768×1024: warp E32 L32 30.7 µs, 17.6 an element;
+// this kernel L32 27.0 µs, 16.6 an element.
 #include <atomic>
 
 #include "cuda/softmax/common.cuh"

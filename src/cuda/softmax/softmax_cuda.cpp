@@ -587,21 +587,38 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
     refuse(op, path, "rows of " + std::to_string(n) + " elements exceed its capacity of " + std::to_string(capacity));
 }
 
-// lse10 (session 10): logsumexp and the state on rows of kLseStreamFromN … kLseStreamMaxN (the warp and block paths)
-// take lse_stream.cu's kernels: each element read once into a running (m, ties, rest) a thread, no max pass, no row in
-// registers across a barrier. Rows to kLseStreamWarpMaxN: kLseStreamLanes lanes a row; longer: one block of
-// kLseStreamThreads a row. The configuration is a function of n alone (the results' tree with it). Chosen before the
-// run that measures it (tune_softmax --lse10); see docs/perf-notebook.md "session 10 — lse10" for what it showed.
+// lse10 (session 10): logsumexp and the state take lse_stream.cu's kernels (each element read once into a running
+// (m, ties, rest) a thread, no max pass, no row in registers across a barrier) where its run showed them faster: rows
+// of exactly kLseStreamWarpN on kLseStreamLanes lanes a row, and rows of kLseStreamBlockFromN (f32) /
+// kLseStreamBlockFromN16 (16-bit) … kLseStreamMaxN on one block of kLseStreamThreads a row. The configuration is a
+// function of n and the dtype alone (the results' tree with it). H200, 2026-11-30, lse10's run of fc6036d, tune_softmax
+// --lse10, median µs, logsumexp (the state alike), the dispatcher's kernel before (timed first and last) → lse_stream
+// L16 / L32 or T128 / T256 / T512:
+//   32768×1024   f32 43.0 / 42.9 → L16 41.2, L32 43.6;    bf16 35.7 / 35.6 → L16 29.4, L32 32.3 (T128 93 / 141)
+//   65536×2048   f32 175.0 / 173.9 → T128 170.2, T256 353; bf16 128.7 / 129.8 (re-read) → T128 252.9 (slower: kept)
+//   16384×4096   f32 93.8 / 94.1 → T128 77.5, T256 100.5;  bf16 71.2 / 70.8 → T128 57.2, T256 137
+//   8192×8192    f32 93.3 / 93.0 → T128 72.7, T256 81.8;   bf16 71.9 / 72.2 → T128 49.1, T256 59.1
+//   4096×16384   f32 85.8 / 88.4 → T128 73.5, T256 75.8;   bf16 64.2 / 64.5 → T128 45.8; f16 64.3 / 61.8 → 43.7
+//   2048×24576   f32 80.6 / 80.9 → T128 56.4;              bf16 63.2 / 63.8 → T128 35.4
+//   8192×32000   f32 327.8 / 328.0 → T128 243.3 (4.31 TB/s), T256 251.9; bf16 261.0 / 259.3 → T128 145.3
+// T512 was slower than T128 everywhere (e.g. 16384×4096 f32 208). Fewer than 4 vectors a thread lose to the per-row
+// merge (bf16 2048 on T128: 2 a thread). Lengths between those timed follow the nearest timed ones: 1025..2047 (f32)
+// and 1025..4095 (16-bit) keep the kernels before, as do rows under 1024 (not timed).
 constexpr bool kLseStreamOn = true;
-constexpr std::int64_t kLseStreamFromN = 1024;
-constexpr std::int64_t kLseStreamWarpMaxN = 1024;
+constexpr std::int64_t kLseStreamWarpN = 1024;
+constexpr int kLseStreamLanes = 16;
+constexpr std::int64_t kLseStreamBlockFromN = 2048;
+constexpr std::int64_t kLseStreamBlockFromN16 = 4096;
 constexpr std::int64_t kLseStreamMaxN = 32768;
-constexpr int kLseStreamLanes = 32;
-constexpr int kLseStreamThreads = 256;
+constexpr int kLseStreamThreads = 128;
 bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
-  (void)t;
-  if (!kLseStreamOn || n < kLseStreamFromN || n > kLseStreamMaxN) return false;
-  c.lanes = n <= kLseStreamWarpMaxN ? kLseStreamLanes : 0;
+  if (!kLseStreamOn) return false;
+  if (n == kLseStreamWarpN) {
+    c.lanes = kLseStreamLanes;
+    return true;
+  }
+  if (n < (t == DType::f32 ? kLseStreamBlockFromN : kLseStreamBlockFromN16) || n > kLseStreamMaxN) return false;
+  c.lanes = 0;
   c.threads = kLseStreamThreads;
   return true;
 }
