@@ -17,6 +17,7 @@
 #   dec9
 #   fair9
 #   vocab10
+#   short10
 #   dec10
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
@@ -2075,6 +2076,43 @@ if want dec10; then
   cp "$OUT/dec10-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec10x-*.txt "$outer"/dec10-registers.txt  # in dec10-summary.txt / dec10-logs.tgz
   cat "$OUT/dec10-registers.log" >>"$outer/dec10-summary.txt" 2>/dev/null
+  end_carried
+fi
+# short10 (session 10, issue 3: 16-bit short rows, forward and backward): the rows held packed in registers
+# (WarpConfig::packed, src/cuda/softmax/packed16.cuh) and rows of 32 on 4 lanes timed beside the dispatcher's kernels in
+# one process (tune_softmax --short10), then the packed kernels' bitwise tests, the warp tests and softmax's backward
+# cases at full size, and memcheck on the small bf16 packed cases, in parallel. Binaries built off the device for
+# sm_90a (build/short10-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). SMK_S10_DEADLINE_S
+# (default 40) starts no part after it. Back: short10-summary.txt, short10-tune.txt, short10-logs.tgz.
+if want short10; then
+  carried short10 build/short10-bin.tar.xz
+  s10=$bin
+  s10_t0=$SECONDS
+  s10_go() { (( SECONDS - s10_t0 < ${SMK_S10_DEADLINE_S:-40} )); }
+  if s10_go; then
+    run_step short10-tune timeout "${SMK_S10_TUNE_S:-25}" stdbuf -oL "$s10/bin/tune_softmax" --short10
+    keep_logs short10
+  fi
+  s10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  if s10_go; then
+    s10_t=${SMK_S10_TEST_S:-35}
+    s10_bg short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" \
+      --gtest_filter='*Packed*:*BackwardLanes*:*GridsBitwiseBf16*'
+    s10_bg short10x-softmax timeout "$s10_t" "$s10/bin/test_cuda_softmax" \
+      --gtest_filter='*BackwardEveryPath*:*EveryPathEveryLength*:*NonFiniteRows*'
+    s10_bg short10x-memcheck timeout "$s10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*Bf16*'
+    wait
+    for f in "$OUT"/short10x-*.log; do
+      summary+=("$(tail -n 1 "$f")")
+      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+    done
+    keep_logs short10
+    rm -f "$outer"/short10x-*.txt  # their pass / fail lines are in short10-summary.txt, the logs in short10-logs.tgz
+  fi
   end_carried
 fi
 echo

@@ -65,6 +65,7 @@
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/packed16.cuh"
 #include "cuda/softmax/row_stage.cuh"
 
 namespace smk::cuda::kernels {
@@ -150,6 +151,46 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
     }
     const float s = group_sum(thread_terms(p, y, dy), lanes);
     if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
+  }
+}
+
+// short10 (session 10): the 16-bit warp kernel with y and dy held packed (packed16.cuh): E/2 + E/2 registers of row
+// instead of E + E, each element unpacked once for s (pass 0) and once more where its gradient is formed and stored
+// (pass 1, its own selectors), a vector at a time. Dense rows only (packed16.cuh packed_dense: n = lanes · E, aligned,
+// unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
+// terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
+// kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40).
+template <typename In, int E, int kMinBlocks>
+__global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed_kernel(const RowProblem p, int lanes) {
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int rows_per_warp = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  const bool softmax = p.op == Op::softmax_backward;
+  // lanes ≤ 32, so lanes >> 6 is 0; the compiler cannot know it (packed16.cuh: the later pass's selectors).
+  const PackedKeys k1 = packed_keys<In>(static_cast<std::uint32_t>(lanes) >> 6);
+  const In* const ys = static_cast<const In*>(p.x);
+  const In* const dys = static_cast<const In*>(p.dy);
+  In* const dxs = static_cast<In*>(p.out);
+  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
+    const std::int64_t row = base + group;
+    const bool active = row < p.rows;
+    PackedRow<In, E> y, dy;
+    if (active) {
+      y.load(ys + row * p.map.stride[kX][0], g, lanes);
+      dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
+    } else {
+      y.fill(from_f32<In>(0.0f));
+      dy.fill(from_f32<In>(0.0f));
+    }
+    // thread_terms' terms and tree, each term formed where the tree adds it
+    const float s = group_sum(tree_sum_of<E>([&](int i) { return softmax ? dy.get0(i) * y.get0(i) : dy.get0(i); }), lanes);
+    if (!active) continue;
+    store_packed_row<In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
+      const float yi = y.get(i, k1), di = dy.get(i, k1);
+      return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
+    });
   }
 }
 
@@ -519,9 +560,17 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 
 // ---- launchers -------------------------------------------------------------------------------------------------------
 
+// short10: backward_warp_packed_kernel's blocks an SM (__launch_bounds__), by elements a lane.
+template <int E>
+constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
+
 template <typename In, int E>
 void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
-  const auto kernel = backward_warp_kernel<In, E>;
+  auto kernel = backward_warp_kernel<In, E>;
+  // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
+  if constexpr (sizeof(In) == 2 && E >= 8)
+    if (warp_packed(c) && packed_dense(p, c.lanes, E))
+      kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
   const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.

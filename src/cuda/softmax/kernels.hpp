@@ -77,6 +77,9 @@ struct WarpConfig {
   int elems = 4;
   int lanes = 1;
   int grid = 0;
+  // short10: 16-bit rows (elems ≥ 8) held packed as loaded, two elements a register, unpacked at each use
+  // (packed16.cuh); bitwise the unpacked kernels. Ignored for f32 and where a kernel has no packed form.
+  bool packed = false;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
@@ -159,8 +162,14 @@ void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s);
 struct WarpRowTuning {
   int grid = -1;
   int max_blocks = 0;
+  // short10: ≥ 0 replaces WarpConfig::packed on every warp_per_row launch (0 unpacked, 1 packed where a packed kernel
+  // exists); -1 leaves the dispatcher's. The same bits either way.
+  int packed = -1;
 };
 WarpRowTuning& warp_row_tuning();
+inline bool warp_packed(WarpConfig c) {
+  return warp_row_tuning().packed >= 0 ? warp_row_tuning().packed != 0 : c.packed;
+}
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a
 // grid of k > 0 up to k · resident, never more than `needed`; then at most max_blocks if the tuning sets it.
 inline unsigned warp_grid(unsigned resident, std::int64_t needed, WarpConfig c) {

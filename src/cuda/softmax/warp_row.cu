@@ -53,6 +53,7 @@
 // 70.30 (90.0 % of the 4.24 TB/s copy; floor 63.3), 1048576×32 78.82 → 72.98 (86.7 %); bf16 unchanged (41-48 µs).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/packed16.cuh"
 
 namespace smk::cuda::kernels {
 
@@ -139,6 +140,83 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
+// short10 (session 10): warp_rows_kernel for dense 16-bit rows (packed16.cuh packed_dense: n = lanes · E, aligned,
+// unit steps, outputs in the input dtype, no temperature, no mask), the row held packed as loaded (E/2 registers of row
+// instead of E) and unpacked at each pass: the max (pass 0), the sum of terms (pass 1), and for the ops that write rows
+// the outputs, formed a vector at a time where they are stored (pass 2; softmax recomputes its term
+// out_exp<Out>(x, shift), the same function of the same values, so the same bits). The same trees, terms and
+// normalizer as warp_rows_kernel: bitwise its outputs (test_warp_row_gpu, Packed*). kMinBlocks as there unless
+// measured otherwise (short10: the packed row leaves room for more).
+template <typename In, typename Out, int E, bool kLog>
+__global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_kernel(const RowProblem p, int lanes) {
+  constexpr int R = kRowsAtOnce<E>;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int groups = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  // lanes ≤ 32: lanes >> 6 and lanes >> 7 are 0, which the compiler cannot know (packed16.cuh).
+  const PackedKeys k1 = packed_keys<In>(static_cast<std::uint32_t>(lanes) >> 6);
+  const PackedKeys k2 = packed_keys<In>(static_cast<std::uint32_t>(lanes) >> 7);
+  const In* const xs = static_cast<const In*>(p.x);
+  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
+    PackedRow<In, E> v[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row < p.rows) v[r].load(xs + row * p.map.stride[kX][0], g, lanes);
+      else v[r].fill(from_f32<In>(-detail::inf_<float>()));
+    }
+    float m[R], rest[R];
+    int ties[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max_of<E>([&](int i) { return v[r].get0(i); }), lanes);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      ties[r] = 0;
+      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
+      if constexpr (kLog) {
+        // thread_log_rest_in<In>'s terms, ties and tree
+        rest[r] = group_sum(tree_sum_of<E>([&](int i) {
+                              const float x = v[r].get(i, k1);
+                              const bool tie = x == shift;
+                              ties[r] += tie ? 1 : 0;
+                              return tie ? 0.0f : log_term_exp16(x, shift);
+                            }),
+                            lanes);
+        ties[r] = group_count(ties[r], lanes);
+      } else {
+        // thread_exp_rest<Out>'s terms (no ties) and tree
+        rest[r] = group_sum(tree_sum_of<E>([&](int i) { return out_exp<Out>(v[r].get(i, k1), shift); }), lanes);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row >= p.rows) continue;
+      const auto state = state_from(m[r], ties[r], rest[r], kLog);
+      if (!writes_rows(p.op)) {  // write_row_stats on a one-dimensional row map
+        if (g == 0) {
+          if (p.op == Op::logsumexp) {
+            p.stat0[row * p.map.stride[kStat0][0]] = state.lse();
+          } else {
+            p.stat0[row * p.map.stride[kStat0][0]] = state.m;
+            p.stat1[row * p.map.stride[kStat1][0]] = state.l();
+          }
+        }
+        continue;
+      }
+      const auto norm = state.normalizer(p.empty_rows);
+      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
+      store_packed_row<In, E>(static_cast<In*>(p.out) + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
+        const float x = v[r].get(i, k2);
+        if constexpr (kLog) return norm.log_softmax(x);  // finish_rows' log-softmax
+        else return norm.softmax_from_exp(out_exp<Out>(x, shift));  // the term again, then finish_rows' softmax
+      });
+    }
+  }
+}
+
 // Where 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp) here: rows of 32 elements a lane shared by
 // two lanes or more. Measured (H200, 2026-11-30, tier16's run of 77c64e6, bench old → new, µs): bf16 32768×1024
 // (32 lanes a row) 48.8 → 41.7, 262144×128 (4 lanes) 46.6 → 42.2, f16 47.8 → 42.0 and 45.4 → 40.7; but a row a lane
@@ -156,6 +234,15 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true> : warp_rows_kernel<In, void, E, false>;
   if constexpr (sizeof(In) == 2 && E == 32)
     if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false>;
+  // WarpConfig::packed (short10): the same kernel with the row held packed, where the scores are the loaded values
+  // (no temperature, no mask); the same choice of Out, hence the same bits.
+  if constexpr (sizeof(In) == 2 && E >= 8) {
+    if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
+      kernel = p.op != Op::softmax ? warp_rows_packed_kernel<In, void, E, true> : warp_rows_packed_kernel<In, void, E, false>;
+      if constexpr (E == 32)
+        if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_packed_kernel<In, In, E, false>;
+    }
+  }
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.

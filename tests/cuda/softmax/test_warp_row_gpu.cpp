@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
@@ -168,6 +169,68 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
       EXPECT_EQ(last.grid.load(), w.grid) << "grid";
     }
 }
+
+// short10 (session 10): 16-bit rows held packed (kernels.hpp WarpConfig::packed, src/cuda/softmax/packed16.cuh) against
+// the unpacked kernels, bitwise: the same values in the same trees, so every output and every l must be the same bits
+// (the unpacked kernel's outputs are checked against the float64 reference here too). Rows of 8 ... 1024, every
+// lanes / elements configuration the dispatcher takes for them (E8, E16, E32 packed; rows of ≤ 4 have no packed form),
+// rows not a multiple of a lane's vector (29, 100: scalar tails padded), rows at an odd pitch (scalar loads and
+// stores), a temperature (the backward's packed kernel divides by it; the forward falls back to the unpacked kernel),
+// and grids capped at 7 blocks (every block walks many row groups). Both forward kernels' output types (softmax's 16-bit
+// tier at E32 with lanes > 1) and both backward ops.
+void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
+  TuningGuard guard;
+  auto& tune = cuda::kernels::warp_row_tuning();
+  const std::vector<Op> ops = backward ? std::vector<Op>{Op::softmax_backward, Op::log_softmax_backward}
+                                       : std::vector<Op>{Op::softmax, Op::log_softmax, Op::logsumexp, Op::state};
+  for (std::int64_t n : {8, 16, 29, 32, 64, 100, 128, 256, 512, 1024}) {
+    for (int variant : {0, 1, 2, 3}) {  // 0 dense, 1 odd pitch, 2 a temperature of 0.75, 3 non-finite scores
+      if (variant > 0 && n != 100 && n != 128 && n != 32) continue;
+      const std::int64_t elements = small_mode() ? (1 << 15) : 400'000;
+      const std::int64_t rows = elements / n + 5;
+      for (Op op : ops) {
+        Case c = warp_case(op, t, rows, n, variant == 1, ++seed);
+        if (variant == 2) {
+          c.options.temperature = 0.75f;
+          c.exact_scaling = false;
+          c.name += " T 0.75";
+        }
+        if (variant == 3) {
+          // Row 0 all −inf (a fully masked row), row 1 one +inf, row 2 one NaN, row 3 every other score −inf, row 4
+          // two ties at a −inf-free max: the max, tie and non-finite branches of both kernels.
+          const double inf = std::numeric_limits<double>::infinity();
+          for (std::int64_t j = 0; j < n; ++j) {
+            c.x[j] = -inf;
+            if (j % 2) c.x[3 * n + j] = -inf;
+          }
+          c.x[n + n / 2] = inf;
+          c.x[2 * n + 1] = std::numeric_limits<double>::quiet_NaN();
+          c.x[4 * n] = c.x[4 * n + n - 1] = 64.0;
+          c.name += " non-finite";
+        }
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        tune = {};
+        tune.packed = 0;
+        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        if (variant != 3) check(c, base, reference(c));  // non-finite rows: the two kernels' bits only
+        for (int cap : {0, 7}) {
+          tune.packed = 1;
+          tune.max_blocks = cap;
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_FALSE(r.stray_write) << "packed, max_blocks " << cap;
+          expect_same_bits(base, r, "packed, max_blocks " + std::to_string(cap));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuWarpRow, PackedForwardBitwiseBf16) { packed_bitwise(DType::bf16, false, 900); }
+TEST_F(GpuWarpRow, PackedForwardBitwiseF16) { packed_bitwise(DType::f16, false, 1000); }
+TEST_F(GpuWarpRow, PackedBackwardBitwiseBf16) { packed_bitwise(DType::bf16, true, 1100); }
+TEST_F(GpuWarpRow, PackedBackwardBitwiseF16) { packed_bitwise(DType::f16, true, 1200); }
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }

@@ -5,7 +5,7 @@
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
-//                        --short8 | --short9 | --mid9 | --vocab10]
+//                        --short8 | --short9 | --mid9 | --vocab10 | --short10]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -460,6 +460,54 @@ int main(int argc, char** argv) {
     run_shape(524288, 64, bf16_set(32, 2), bf16, bwd, r9);
     run_shape(131072, 256, bf16_set(32, 8), bf16, bwd, r9);
     run_shape(65536, 512, bf16_set(32, 16), bf16, bwd, r9);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--short10") == 0) {
+    // short10 (session 10, docs/perf-notebook.md "session 10 — short10"): 16-bit rows of 32 ... 512 (2^25 elements),
+    // each op at the dispatcher's configuration before short10 ("default", timed first and last: the spread of one
+    // kernel) beside the same configuration with the row held packed (WarpConfig::packed, packed16.cuh) and other
+    // lanes: rows of 32 on 4 lanes at 8 elements (16-byte loads, 8 rows a warp), the backward at the other lane width.
+    const int r10 = 30;
+    auto packed = [](Variant v) {
+      v.warp.packed = true;
+      v.name += " packed";
+      return v;
+    };
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {524288, 64}, {262144, 128},
+                                  {131072, 256}, {65536, 512}})
+      for (DType t : {DType::bf16, DType::f16}) {
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::softmax_backward, Op::log_softmax_backward}) {
+          const bool bwd = op == Op::softmax_backward || op == Op::log_softmax_backward;
+          // The dispatcher's before short10 (softmax_cuda.cpp warp_config): 64 bytes a lane (E32), 32 (E16) for the
+          // backward to 64 and log-softmax to 32.
+          const bool narrow = (bwd && n <= 64) || (op == Op::log_softmax && n <= 32);
+          const int e = narrow ? 16 : 32, l = static_cast<int>(n) / e;
+          const Variant def = wv(e, l, 0);
+          std::vector<Variant> vs = {def, packed(def)};
+          if (n == 32) {
+            vs.push_back(wv(8, 4, 0));
+            vs.push_back(packed(wv(8, 4, 0)));
+          }
+          if (e == 16) vs.push_back(packed(wv(32, l / 2 > 0 ? l / 2 : 1, 0)));
+          if (e == 32 && (bwd || n == 32)) vs.push_back(packed(wv(16, 2 * l, 0)));
+          vs.push_back(def);
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
+          for (const Variant& v : vs) {
+            warp_row_tuning() = v.tuning;
+            const double us = median_us(b, r10, [&](int i) {
+              if (bwd) launch_backward_warp_rows(backward_problem(op, rows, n, t, b, i), v.warp, nullptr);
+              else launch_warp_rows(problem(op, rows, n, t, b, i), v.warp, nullptr);
+            });
+            report(shape, t, op, v, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+    warp_row_tuning() = {};
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--vocab10") == 0) {
