@@ -32,7 +32,7 @@
 // (% of the 4.42 TB/s read ceiling): 4096×16384 f32 85.8 → 73.5 (T128, 83 %), bf16 64.2 → 45.8 (66 %), f16 64.3 → 43.7;
 // 8192×32000 f32 327.8 → 243.3 (T128, 4.31 TB/s, 97 %), bf16 261.0 → 145.3 (82 %); 16384×4096 f32 93.8 → 77.5, bf16
 // 71.2 → 57.2; 8192×8192 f32 93.3 → 72.7, bf16 71.9 → 49.1; 2048×24576 f32 80.6 → 56.4, bf16 63.2 → 35.4;
-// 32768×1024 f32 43.0 → 41.2 (L16), bf16 35.7 → 29.4 (L16); 65536×2048 f32 175.0 → 170.2, bf16 128.7 → 252.9 (slower:
+// 32768×1024 f32 43.0 → 41.2 (L16), bf16 35.7 → 29.4 (L16); 65536×2048 f32 175.0 → 170.2, bf16 130.7 → 255.2 (slower:
 // two vectors a thread). The state alike. Nsight Compute, 4096×16384 f32 (one pass, a few metrics): the direct wide
 // block 84.9 µs, DRAM 66 % busy, 27.4 lane-instructions an element, issue slots 69 %, 64 registers; this kernel T256
 // 70.6 µs, DRAM 79 %, 19.2 an element (target ≤ 12: missed; the per-row merges and early-chunk rescales are the rest),

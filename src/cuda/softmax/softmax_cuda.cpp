@@ -597,7 +597,7 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 // --lse10, median µs, logsumexp (the state alike), the dispatcher's kernel before (timed first and last) → lse_stream
 // L16 / L32 or T128 / T256 / T512:
 //   32768×1024   f32 43.0 / 42.9 → L16 41.2, L32 43.6;    bf16 35.7 / 35.6 → L16 29.4, L32 32.3 (T128 93 / 141)
-//   65536×2048   f32 175.0 / 173.9 → T128 170.2, T256 353; bf16 128.7 / 129.8 (re-read) → T128 252.9 (slower: kept)
+//   65536×2048   f32 175.0 / 173.9 → T128 170.2, T256 353; bf16 130.7 / 130.2 (re-read) → T128 255.2 (slower: kept)
 //   16384×4096   f32 93.8 / 94.1 → T128 77.5, T256 100.5;  bf16 71.2 / 70.8 → T128 57.2, T256 137
 //   8192×8192    f32 93.3 / 93.0 → T128 72.7, T256 81.8;   bf16 71.9 / 72.2 → T128 49.1, T256 59.1
 //   4096×16384   f32 85.8 / 88.4 → T128 73.5, T256 75.8;   bf16 64.2 / 64.5 → T128 45.8; f16 64.3 / 61.8 → 43.7
