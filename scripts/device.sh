@@ -16,6 +16,7 @@
 #   pfx9
 #   dec9
 #   fair9
+#   pfx10
 #   vocab10
 #   short10
 #   dec10
@@ -2113,6 +2114,45 @@ if want short10; then
     keep_logs short10
     rm -f "$outer"/short10x-*.txt  # their pass / fail lines are in short10-summary.txt, the logs in short10-logs.tgz
   fi
+  end_carried
+fi
+# pfx10 (session 10, issue 7): the D = 128 prefill kernel's build with S_{j+1} = Q·K_{j+1}ᵀ issued into a second
+# accumulator before tile j's softmax (PrefillConfig::s_ahead, prefill_wgmma.cu's kAhead) against the default, and
+# review F9's varlen case of the trim / schedule test. Binaries built off the device for sm_90a, carried as
+# build/pfx10-bin.tar.xz (bin/: test_cuda_prefill, tune_prefill, libsmk_attention_capi.so; lib/). In order, each
+# capped: the variant's tests (reference, non-finite V, bitwise and batch invariance) with the trim / schedule test
+# and the bad-config test; the interleaved timing (scripts/sdpa_interleaved.py --ahead: ours and the variant in both
+# layouts, cuDNN and FLASH, one process, the order rotated each round; the issue's four rows); Nsight Compute, one
+# launch each of the default and the variant at (4, 32, 4096, 128) full (tune_prefill SMK_TUNE_PROFILE=1; a few
+# sections, then the raw pipe / stall / issue metrics of the report); memcheck and racecheck on the small bits test.
+# Back: p10-sdpa.txt (the table), p10-ncu.txt, p10-summary.txt, p10-logs.tgz (every log, the .ncu-rep, the JSON).
+if want pfx10; then
+  carried pfx10 build/pfx10-bin.tar.xz
+  p10=$bin
+  run_step p10x-test timeout "${SMK_PFX10_TEST_S:-30}" "$p10/bin/test_cuda_prefill" \
+    --gtest_filter="${SMK_PFX10_TEST_FILTER:-*WgmmaAhead*:*WgmmaCausalScheduleAndTrim*:*ClearErrors*}"
+  keep_logs p10
+  run_step p10-sdpa timeout "${SMK_PFX10_SDPA_S:-40}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$p10/bin/libsmk_attention_capi.so" --only prefill --ahead --rounds "${SMK_PFX10_ROUNDS:-20}" \
+    --out "$OUT/p10-sdpa.md" --json "$OUT/p10-sdpa.json"
+  keep_logs p10
+  p10_ncu() {  # (a shell function: each command carries its own timeout)
+    timeout "${SMK_PFX10_NCU_S:-25}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+      --section LaunchStats -o "$OUT/p10" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p10/bin/tune_prefill" &&
+      timeout 10 ncu --import "$OUT/p10.ncu-rep" --page details &&
+      timeout 10 ncu --import "$OUT/p10.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|gmma|inst_issued|\
+issue_active|warps_eligible|stalled|cycles_elapsed.avg.per_second|sm__throughput|sm__cycles_active.avg "
+  }
+  run_step p10-ncu p10_ncu
+  keep_logs p10
+  run_step p10x-memcheck timeout "${SMK_PFX10_MEMCHECK_S:-15}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$p10/bin/test_cuda_prefill" --gtest_filter='*WgmmaAheadSameBits*'
+  keep_logs p10
+  run_step p10x-racecheck timeout "${SMK_PFX10_RACECHECK_S:-15}" compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$p10/bin/test_cuda_prefill" --gtest_filter='*WgmmaAheadSameBits*'
+  keep_logs p10
+  cp "$OUT/p10-sdpa.md" "$outer/" 2>/dev/null
   end_carried
 fi
 echo

@@ -46,6 +46,10 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
+  // wgmma kernel with TMA: the build that issues S_{j+1} = Q·K_{j+1}ᵀ into a second accumulator before tile j's
+  // softmax (prefill_wgmma.cu's kAhead, session 10). Built for kPrefillWgmmaAhead's variants only (`on` for another,
+  // or with pin_softmax on, is refused); a call that takes cp.async runs the other kernel (the same bits).
+  PrefillToggle s_ahead = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -113,6 +117,10 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
+// The variants also built with S_{j+1} issued ahead of tile j's softmax (PrefillConfig::s_ahead), TMA only: the
+// D = 128 default (session 10, pfx10; the same bits). Off until an interleaved H200 run shows it faster.
+inline constexpr PrefillVariant kPrefillWgmmaAhead[] = {{128, 9, 1, 128, 3}};
+inline constexpr bool kPrefillWgmmaAheadOn = false;
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
 // mma.sync kernel's default on every row of the issue's table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at
