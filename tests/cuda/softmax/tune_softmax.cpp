@@ -556,54 +556,6 @@ int main(int argc, char** argv) {
       run_shape(8192, n, {bshared(n, true), rr, bshared(n, true)}, {DType::bf16, DType::f16}, bwd, reps);
     return 0;
   }
-  if (mid16) {
-    // mid16 (docs/perf-notebook.md): 16-bit forward rows of 1025..12288 on the 512-thread block_per_row, the direct
-    // kernel (the dispatcher's before) beside the lane-staged one at 1, 2 and 3 rows ahead, same threads; ~2^26
-    // elements a shape (the bench's sweep) and the 16384×4096. The warp kernel at 1024 for reference; f32 is
-    // the direct kernel only (lane_stages is ignored there), timed as the reference it was.
-    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
-    const std::vector<DType> half = {DType::bf16, DType::f16};
-    for (const std::int64_t n : {std::int64_t{1025}, std::int64_t{2048}, std::int64_t{3000}, std::int64_t{4096},
-                                 std::int64_t{6144}, std::int64_t{8192}, std::int64_t{12288}}) {
-      const std::int64_t rows = (std::int64_t{1} << 26) / n;
-      run_shape(rows, n, {fit(n, 1), lane(n, 1), lane(n, 2), lane(n, 3)}, half, ops, reps);
-      run_shape(rows, n, {fit(n, 1)}, {DType::f32}, ops, reps);
-    }
-    run_shape(65536, 1024, {warp(32, 32), fit(1024, 1), lane(1024, 2)}, half, ops, reps);
-    return 0;
-  }
-  if (fwd16) {
-    // fwd16 (session 7, docs/perf-notebook.md): warp_per_row's elements a lane for each forward op on the short rows,
-    // f32 and bf16 (the dispatcher's kWarpLaneBytes and kWarpReadOnlyWideFromNF32), and block_per_row at 1024.
-    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
-    run_shape(1048576, 32, {warp(32, 1), warp(16, 2), warp(8, 4)}, both, ops, reps);
-    run_shape(524288, 64, {warp(32, 2), warp(16, 4), warp(8, 8)}, both, ops, reps);
-    run_shape(262144, 128, {warp(32, 4), warp(16, 8), warp(8, 16)}, both, ops, reps);
-    run_shape(131072, 256, {warp(32, 8), warp(16, 16)}, both, ops, reps);
-    run_shape(65536, 512, {warp(32, 16), warp(16, 32)}, both, ops, reps);
-    run_shape(32768, 1024, {warp(32, 32), fit(1024, 1), block(128, 1)}, both, ops, reps);
-    return 0;
-  }
-  if (bw16b) {
-    // bw16's second run: y and dy distinct (two copies at least). The backward: the dispatcher's kernels before bw16
-    // (cluster_row above 16384, the 1024 × (16 + 16) wide block above 8192, the 512-thread block, staged for 16-bit
-    // rows, below) beside the dy-shared block, prefetching or not. (The run of d4f4d06 also timed a warp_per_row
-    // kernel staged by cp.async beside the direct one; dropped: docs/perf-notebook.md "bw16".)
-    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
-    run_shape(8192, 32000, {bcluster_old(32000), bshared(32000, false), bshared(32000, true)}, both, bwd, reps);
-    run_shape(4096, 16384, {bwide16(16384), bshared(16384, false)}, both, bwd, reps);
-    run_shape(8192, 12288, {bwide16(12288), bshared(12288, false)}, both, bwd, reps);
-    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{16384, 4096}, {65536, 2048}, {32768, 1025}}) {
-      const int old_threads = static_cast<int>(std::min<std::int64_t>(512, ((n + kBackwardBlockElems - 1) / kBackwardBlockElems + 31) / 32 * 32));
-      Variant b16 = block(old_threads, 1, true), f32b = block(old_threads, 1);
-      b16.name += " (16-bit)";
-      run_shape(rows, n, {f32b, b16, bshared(n, false)}, both, bwd, reps);
-    }
-    return 0;
-  }
-  if (bw16) {
-    // Old beside new in one process (docs/perf-notebook.md "bw16"). The backward above 16384: cluster_row (the
-    // dispatcher before) against the wide block with dy in shared memory, prefetching (16-bit) or not; at 16384 also
   if (argc > 1 && std::strcmp(argv[1], "--lse10") == 0) {
     // lse10 (session 10, docs/perf-notebook.md "session 10 — lse10"): logsumexp and the state, the dispatcher's kernel
     // before lse10 ("default", timed first and last) beside lse_stream.cu's configurations, f32 and bf16 (f16 at
@@ -655,6 +607,54 @@ int main(int argc, char** argv) {
     free_buffers(b);
     return 0;
   }
+  if (mid16) {
+    // mid16 (docs/perf-notebook.md): 16-bit forward rows of 1025..12288 on the 512-thread block_per_row, the direct
+    // kernel (the dispatcher's before) beside the lane-staged one at 1, 2 and 3 rows ahead, same threads; ~2^26
+    // elements a shape (the bench's sweep) and the 16384×4096. The warp kernel at 1024 for reference; f32 is
+    // the direct kernel only (lane_stages is ignored there), timed as the reference it was.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    const std::vector<DType> half = {DType::bf16, DType::f16};
+    for (const std::int64_t n : {std::int64_t{1025}, std::int64_t{2048}, std::int64_t{3000}, std::int64_t{4096},
+                                 std::int64_t{6144}, std::int64_t{8192}, std::int64_t{12288}}) {
+      const std::int64_t rows = (std::int64_t{1} << 26) / n;
+      run_shape(rows, n, {fit(n, 1), lane(n, 1), lane(n, 2), lane(n, 3)}, half, ops, reps);
+      run_shape(rows, n, {fit(n, 1)}, {DType::f32}, ops, reps);
+    }
+    run_shape(65536, 1024, {warp(32, 32), fit(1024, 1), lane(1024, 2)}, half, ops, reps);
+    return 0;
+  }
+  if (fwd16) {
+    // fwd16 (session 7, docs/perf-notebook.md): warp_per_row's elements a lane for each forward op on the short rows,
+    // f32 and bf16 (the dispatcher's kWarpLaneBytes and kWarpReadOnlyWideFromNF32), and block_per_row at 1024.
+    const std::vector<Op> ops = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    run_shape(1048576, 32, {warp(32, 1), warp(16, 2), warp(8, 4)}, both, ops, reps);
+    run_shape(524288, 64, {warp(32, 2), warp(16, 4), warp(8, 8)}, both, ops, reps);
+    run_shape(262144, 128, {warp(32, 4), warp(16, 8), warp(8, 16)}, both, ops, reps);
+    run_shape(131072, 256, {warp(32, 8), warp(16, 16)}, both, ops, reps);
+    run_shape(65536, 512, {warp(32, 16), warp(16, 32)}, both, ops, reps);
+    run_shape(32768, 1024, {warp(32, 32), fit(1024, 1), block(128, 1)}, both, ops, reps);
+    return 0;
+  }
+  if (bw16b) {
+    // bw16's second run: y and dy distinct (two copies at least). The backward: the dispatcher's kernels before bw16
+    // (cluster_row above 16384, the 1024 × (16 + 16) wide block above 8192, the 512-thread block, staged for 16-bit
+    // rows, below) beside the dy-shared block, prefetching or not. (The run of d4f4d06 also timed a warp_per_row
+    // kernel staged by cp.async beside the direct one; dropped: docs/perf-notebook.md "bw16".)
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    run_shape(8192, 32000, {bcluster_old(32000), bshared(32000, false), bshared(32000, true)}, both, bwd, reps);
+    run_shape(4096, 16384, {bwide16(16384), bshared(16384, false)}, both, bwd, reps);
+    run_shape(8192, 12288, {bwide16(12288), bshared(12288, false)}, both, bwd, reps);
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{16384, 4096}, {65536, 2048}, {32768, 1025}}) {
+      const int old_threads = static_cast<int>(std::min<std::int64_t>(512, ((n + kBackwardBlockElems - 1) / kBackwardBlockElems + 31) / 32 * 32));
+      Variant b16 = block(old_threads, 1, true), f32b = block(old_threads, 1);
+      b16.name += " (16-bit)";
+      run_shape(rows, n, {f32b, b16, bshared(n, false)}, both, bwd, reps);
+    }
+    return 0;
+  }
+  if (bw16) {
+    // Old beside new in one process (docs/perf-notebook.md "bw16"). The backward above 16384: cluster_row (the
+    // dispatcher before) against the wide block with dy in shared memory, prefetching (16-bit) or not; at 16384 also
     // the 16 + 16 wide block (the dispatcher's there).
     const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
     const std::vector<DType> three = {DType::f32, DType::bf16, DType::f16};
