@@ -186,15 +186,6 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // cannot serve).
 std::uint64_t block_ahead_launch_count();
 std::uint64_t block_reread_launch_count();
-// Uses a stream-ordered workspace of rows · (chunks + 1) states.
-void launch_split_rows(const RowProblem& p, cudaStream_t s);
-// split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the
-// library's choice) or by plain launches (false). For tests and timing only; process-wide, not thread-safe.
-bool& split_row_pdl();
-// split_row's one-launch variant (split_row.cu cluster_split_kernel: one cluster per row, bitwise the three kernels'
-// outputs) for calls of few enough chunks (true, the library's choice), or always the three kernels (false). For
-// tests and timing only; process-wide, not thread-safe.
-bool& split_row_cluster();
 // lse_stream (lse10, session 10; lse_stream.cu): logsumexp and the state read once with a running (m, ties, rest) a
 // thread, no row held across a barrier. lanes > 0: that many lanes a row (8, 16 or 32) in 256-thread blocks; 0: one
 // block of `threads` (128, 256 or 512) a row. Its results are a function of n and this configuration alone (not
@@ -205,6 +196,15 @@ struct LseStreamConfig {
 };
 void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s);
 std::uint64_t lse_stream_launch_count();  // its launches since the process started (tests: that it served a call)
+// Uses a stream-ordered workspace of rows · (chunks + 1) states.
+void launch_split_rows(const RowProblem& p, cudaStream_t s);
+// split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the
+// library's choice) or by plain launches (false). For tests and timing only; process-wide, not thread-safe.
+bool& split_row_pdl();
+// split_row's one-launch variant (split_row.cu cluster_split_kernel: one cluster per row, bitwise the three kernels'
+// outputs) for calls of few enough chunks (true, the library's choice), or always the three kernels (false). For
+// tests and timing only; process-wide, not thread-safe.
+bool& split_row_cluster();
 // The variant's bounds: rows of at most kSplitClusterMaxChunks chunks (a cluster of up to 16 blocks, an H100/H200
 // extension), calls of at most kSplitClusterMaxWaves × the clusters of that size the device runs at once
 // (split_row_active_clusters; before split6, × the resident blocks of 512 threads: rows · chunks ≤ 264). Measured
