@@ -2024,7 +2024,7 @@ if want vocab10; then
   v10_t=${SMK_V10_TEST_S:-45}
   v10_bg vocab10x-loop timeout "$v10_t" "$v10/bin/test_cuda_row_loop"
   v10_bg vocab10x-few timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 "$v10/bin/test_cuda_few_rows"
-  v10_bg vocab10x-memcheck timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  v10_bg vocab10x-memcheck timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$v10/bin/test_cuda_row_loop"
   wait
   for f in "$OUT"/vocab10x-*.log; do
