@@ -53,6 +53,15 @@
 // round's rows on clusters, the same bits) ran slower at every shape tried; removed (review F15; 6553958 has it).
 // The target entry's f32 form is unchanged: a precise form (double, or f32 with the mean's scale in two parts) made
 // ptxas spill 68–92 bytes a thread in the f32 wide kernel, which has none (64 registers; CUDA 13.0, sm_90a).
+// Session 10 (ce10, H200 run of 86188de at 14:56 UTC, docs/bench/ce10-s10-2026-11-30.md): (1) the mean's f32 target
+// entry formed outside this kernel: the owner thread leaves R, e_t, the rest of the entry and (1 − ε)·w_t
+// (TargetParts, 16 B a row; still 64 registers and no spill in the f32 wide kernel) and the mean's kernel re-forms it
+// in double (forward.cu reduce_kernel); its test passed, but it timed slower (f32 8192×32000 median 613.5 µs against
+// 601.1 over seven samples; 4096×151936 ~1775 against ~1750), so it is off by default (kFusedTargetFix). (2) The
+// instruction diet (diet_exp below, tuning only): bf16 4096×151936 1405.7–1407.9 µs against 1450.3–1460.9 (−3.2 %
+// at the medians), but it flushes subnormal terms, which §12 does not allow; 8192×32000 even. This run's dispatcher kernels: bf16
+// 4096×151936 1453.9 µs (median of 4; 40.1 % of the 2n bound, 583 µs), 8192×32000 391.4 (62.7 %); f32 8192×32000
+// 601.1 (81.7 %: the machine's state in this run was slower than ce9's 577.8 for the same kernel), 4096×151936 ~1750.
 #include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime_api.h>
@@ -155,26 +164,28 @@ __device__ __forceinline__ State combine_parts(const State s) {
   return State::from_max_and_sum(M, kernels::group_sum(share, 32));
 }
 
-// The instruction diet's exponential (ce10, session 10; tuning only, FusedTuning::diet), for the 16-bit tier's terms
-// e_j = 2^t: t = fma(z_j, log2 e, c) with c = fl(−m_w·log2 e), one FFMA where exp_shifted takes FADD and FMUL. The
+// The instruction diet's exponential (ce10, session 10; tuning only, FusedTuning::diet 2, off by default), for the
+// 16-bit tier's terms e_j = 2^t: t = fma(z_j, log2 e, c) with c = fl(−m_w·log2 e), one FFMA where exp_shifted takes
+// FADD and FMUL, and ex2.approx.ftz.f32: MUFU.EX2 alone, without exp2f's subnormal scaling (FSETP and two predicated
+// FMULs): 6 SASS an element → 2 (static count of the bf16 wide kernel, CUDA 13.0: 4944 → 4832 instructions). The
 // constant's rounding c_lo = −m_w·log2 e − c (exact by one FMA) is the same for every term of the warp, so it is not
 // left in the terms (it would put |m_w|·u on each, 10^3·u for logits near ±10^3) but taken once a warp:
 // κ = 2^c_lo multiplies the warp's sum and its gradient factor A_w. Error on a term, relative (u = 2^-24, d = z_j −
 // m_w): the FFMA's rounding of t, u·|d·log2 e| (u·|d| on the term), log2 e's 0.23u·|d|, exp2's 2 ulp: ≤ (1.25·|d| +
-// 4)·u, within exp_shifted's (2.25·|d| + 4)·u (common.cuh); κ's own rounding adds u once a warp.
-//   kDiet 1: exp2f(t), which keeps subnormal terms: FSETP, two predicated FMULs and MUFU.EX2 (4 SASS);
-//   kDiet 2: ex2.approx.ftz.f32, MUFU.EX2 alone: terms below 2^-126 of their warp's max are flushed to 0, so a
-//            bf16 gradient entry below 2^-126·A_w reads 0 instead of a bf16 subnormal, which docs/semantics.md §12
-//            does not allow today (exp2f "keeps subnormal terms"): timed only.
-template <int kDiet>
+// 4)·u, within exp_shifted's (2.25·|d| + 4)·u (common.cuh); κ's own rounding adds u once a warp. But terms below
+// 2^-126 of their warp's max are flushed to 0, so a bf16 gradient entry below 2^-126·A_w reads 0 where the
+// float64 value is a bf16 subnormal: docs/semantics.md §12 does not allow that today (exp2f "keeps subnormal terms"),
+// so this stays a tuning variant until the lead decides (test DietAgainstFloat64 pins exactly that difference).
+// Measured (ce10's H200 run of 86188de, 2026-11-30 14:56 UTC, tune_cross_entropy, in place, mean, medians of 7
+// repeats a sample, four samples; docs/bench/ce10-s10-2026-11-30.md): bf16 4096×151936 1405.7–1407.9 µs against
+// the dispatcher's 1450.3–1460.9 (−3.2 % at the medians, 1407.1 against 1453.9; the ranges apart); 8192×32000
+// 387.7–401.5 against 381.2–396.3 (even).
+// The FFMA alone with exp2f (diet 1 in that run: 4920 instructions) was slower, 1465.8–1472.9 µs at 4096×151936 and
+// 385.6–409.8 at 8192×32000, and was removed (86188de has it).
 __device__ __forceinline__ float diet_exp(float t) {
-  if constexpr (kDiet == 2) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
-    return r;
-  } else {
-    return exp2f(t);
-  }
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+  return r;
 }
 
 // n / d for n·d < 2^32 by one multiplication: ⌊n·m / 2^32⌋ with m = ⌈2^32 / d⌉ (d a power of two: m exact) is exact
@@ -383,7 +394,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       const float c_lo = fmaf(-sw_shift, kLog2e, -c);  // exact: −m_w·log2 e = c + c_lo
       if (isfinite(c)) kappa = exp2f(c_lo);
 #pragma unroll
-      for (int i = 0; i < E; ++i) v[i] = diet_exp<kDiet>(fmaf(v[i], kLog2e, c));
+      for (int i = 0; i < E; ++i) v[i] = diet_exp(fmaf(v[i], kLog2e, c));
     } else {
 #pragma unroll
       for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
@@ -614,11 +625,10 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
   if (a.rows == 0) return true;
   FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
   f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
-  // The instruction diet (tuning only, bf16 logits and gradient on the wide block: two instantiations).
+  // The instruction diet (tuning only, bf16 logits and gradient on the wide block: one instantiation).
   if constexpr (std::is_same_v<In, __nv_bfloat16> && std::is_same_v<Out, __nv_bfloat16>)
-    if (shape.wide && g_tuning.diet > 0)
-      return g_tuning.diet == 1 ? launch_shape<In, Out, kWideThreads, kWideElems, 1, 1>(a, f, totals, shape, s)
-                                : launch_shape<In, Out, kWideThreads, kWideElems, 1, 2>(a, f, totals, shape, s);
+    if (shape.wide && g_tuning.diet == 2)
+      return launch_shape<In, Out, kWideThreads, kWideElems, 1, 2>(a, f, totals, shape, s);
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }

@@ -11,9 +11,8 @@
 //   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
 //   fused/base     the dispatcher's launch with dependent launches off (the launches before ce9)
 //   fused/pdl      the same with dependent launches (scan -> one-read kernel -> reduction, griddepcontrol)
-//   fused/diet1    the dispatcher's launch, bf16 on the wide block with the 16-bit tier's exponent by one FFMA
-//                  (fused.cu diet_exp; ce10); other dtypes: the dispatcher's kernel
-//   fused/diet2    diet1 with MUFU.EX2 alone (subnormal terms flushed)
+//   fused/diet2    the dispatcher's launch, bf16 on the wide block with the 16-bit tier's exponent by one FFMA and
+//                  MUFU.EX2 alone, subnormal terms flushed (fused.cu diet_exp; ce10); other dtypes: the dispatcher's
 //   fused/nofix    the dispatcher's launch without the mean's f32 target entries re-formed in double by the mean's
 //                  kernel (kFusedTargetFix, ce10): the launches before ce10
 //   fused/cN       (--clusters N,...) the one-read kernel on clusters of N wide blocks (when N is at least what a
@@ -183,7 +182,6 @@ int main(int argc, char** argv) {
       namespace ce = smk::cuda::ce;
       tuned("fused/base", {0, -1, false, 0, 0});
       tuned("fused/pdl", {0, -1, false, 0, 1});
-      tuned("fused/diet1", {0, -1, false, 0, -1, 1});
       tuned("fused/diet2", {0, -1, false, 0, -1, 2});
       tuned("fused/nofix", {0, -1, false, 0, -1, 0, 0});
       tuned("fused/stage", {0, 1, true, 1024});
