@@ -20,6 +20,7 @@
 #   vocab10
 #   short10
 #   dec10
+#   ce10
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -1812,6 +1813,67 @@ if want ce9; then
   if c9_part lcetest; then
     run_step ce9x-lcetest timeout "${SMK_CE9_LCE_S:-30}" "$c9/new/test_cuda_linear_cross_entropy"
     keep_logs ce9
+  fi
+  end_carried
+fi
+# ce10 (session 10, issue 5): the one-read cross-entropy's instruction diet (fused.cu diet_exp: FusedTuning::diet 2,
+# bf16 on the wide block; diet 1 was removed after the run of 86188de) beside the dispatcher's kernel, and the mean's
+# f32 target entries re-formed in double by the mean's kernel (on at 86188de; kFusedTargetFix off since, so the
+# fused/pdl and fused/base lines are then the fix-off kernel) beside fused/nofix, all in one tune binary; then the
+# GPU tests, memcheck (small), vs_torch_ce.py and the linear cross-entropy test. Binaries built off the device for
+# sm_90a (build/ce10-bin.tar.xz: bin/ tune_cross_entropy, test_cuda_cross_entropy, test_cuda_linear_cross_entropy,
+# libsmk_lce_capi.so; lib/). Caps: SMK_CE10_TUNE_S (default 45 s), SMK_CE10_TEST_S (90), SMK_CE10_ACC_S (40),
+# SMK_CE10_SAN_S (40), SMK_CE10_LCE_S (30), SMK_CE10_NCU_S (30); SMK_CE10_PARTS picks the parts. Back:
+# ce10-summary.txt, ce10-tune.txt, ce10-acc.txt, ce10-ncu.txt, ce10-logs.tgz (the tune's JSON and vs_torch_ce's tables).
+if want ce10; then
+  carried ce10 build/ce10-bin.tar.xz
+  c10=$bin/bin
+  c10_part() { [[ " ${SMK_CE10_PARTS:-tune test memcheck acc lcetest ncu} " == *" $1 "* ]]; }
+  c10_t0=$SECONDS
+  if c10_part tune; then
+    c10_tune() {  # the samples: each shape listed n times is n samples of every variant picked
+      local tb=$c10/tune_cross_entropy
+      stdbuf -oL "$tb" --reps 7 --dtypes bf16 --only fused/base,fused/diet \
+        --shapes 4096x151936,4096x151936,4096x151936,4096x151936 --json "$OUT/ce10_bf16_152k.json" || return 1
+      stdbuf -oL "$tb" --reps 9 --dtypes bf16 --only fused/pdl,fused/diet \
+        --shapes 8192x32000,8192x32000,8192x32000,8192x32000 --json "$OUT/ce10_bf16_32k.json" || return 1
+      stdbuf -oL "$tb" --reps 15 --dtypes f32 --only fused/pdl,fused/nofix \
+        --shapes 8192x32000,8192x32000,8192x32000,8192x32000,8192x32000,8192x32000,8192x32000 \
+        --json "$OUT/ce10_f32_32k.json" || return 1
+      stdbuf -oL "$tb" --reps 7 --dtypes f32 --only fused/base,fused/nofix --shapes 4096x151936,4096x151936 \
+        --json "$OUT/ce10_f32_152k.json"
+    }
+    run_step ce10-tune timeout "${SMK_CE10_TUNE_S:-45}" bash -c "$(declare -f c10_tune); c10=$c10 OUT=$OUT c10_tune"
+    keep_logs ce10
+  fi
+  if c10_part test; then
+    # (ce10's call of 86188de capped this at 45 s: it ended inside PdlRuleAndSameBits, 25 of 32 done; give it 90.)
+    run_step ce10x-test timeout "${SMK_CE10_TEST_S:-90}" "$c10/test_cuda_cross_entropy" --gtest_filter='-*SixtyFourBit*'
+    keep_logs ce10
+  fi
+  if c10_part memcheck; then
+    run_step ce10x-memcheck timeout "${SMK_CE10_SAN_S:-40}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$c10/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuFused.Diet*:CrossEntropyGpu*.TargetEntry*:CrossEntropyGpuFused.PdlRule*:CrossEntropyGpuFused.EveryDtype*'
+    keep_logs ce10
+  fi
+  if c10_part acc; then
+    run_step ce10-acc timeout "${SMK_CE10_ACC_S:-40}" python3 scripts/vs_torch_ce.py --lib "$c10/libsmk_lce_capi.so" \
+      --out "$OUT"
+    keep_logs ce10
+  fi
+  if c10_part lcetest; then
+    run_step ce10x-lcetest timeout "${SMK_CE10_LCE_S:-30}" "$c10/test_cuda_linear_cross_entropy"
+    keep_logs ce10
+  fi
+  # Instructions a logit of the three bf16 kernels at 4096×151936 (two launches each: --reps 0), by Nsight Compute's
+  # counters, only while the step is younger than SMK_CE10_NCU_BEFORE_S (default 50 s).
+  if c10_part ncu && ((SECONDS - c10_t0 < ${SMK_CE10_NCU_BEFORE_S:-50})); then
+    run_step ce10-ncu timeout "${SMK_CE10_NCU_S:-30}" ncu --clock-control none --kernel-name-base demangled \
+      -k regex:fused_kernel -c 6 --metrics smsp__inst_executed.sum,smsp__thread_inst_executed.sum,\
+gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      "$c10/tune_cross_entropy" --reps 0 --dtypes bf16 --only fused/base,fused/diet --shapes 4096x151936
+    keep_logs ce10
   fi
   end_carried
 fi
