@@ -118,7 +118,11 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
 // The variants also built with S_{j+1} issued ahead of tile j's softmax (PrefillConfig::s_ahead), TMA only: the
-// D = 128 default (session 10, pfx10; the same bits). Off until an interleaved H200 run shows it faster.
+// D = 128 default (session 10, pfx10; the same bits). Measured in the H200 run of b1e44d1 (2026-11-30, interleaved
+// with the default and cuDNN in one process, 16 rounds, bf16; variant / default TFLOP/s, medians, the ratio formed
+// in each round): (4, 32, 4096, 128) full 543.4 / 587.2, 0.929 (0.870-0.971); causal 465.2 / 518.5, 0.902
+// (0.870-0.974); (1, 32, 16384, 128) causal 599.7 / 594.8, 1.003 (0.888-1.078). Slower in every round at S = 4096,
+// even at 16384: off (docs/perf-notebook.md, "session 10 — pfx10", has the profile that says why).
 inline constexpr PrefillVariant kPrefillWgmmaAhead[] = {{128, 9, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaAheadOn = false;
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,

@@ -98,6 +98,16 @@
 // (C7512 / C7515); P_j·V_j left in flight under the next softmax (FlashAttention-3's order) would need O, P and
 // both S at once (224 registers of data against 240). In SASS (CUDA 13.0): the 66 MUFU.EX2 between S_{j+1}'s issue
 // and its wait, up to R236, no spill. The same bits as the default (every O is ((O·α_j) + P_j·V_j) in order).
+// Measured (H200 run of b1e44d1, 2026-11-30 14:59 UTC, scripts/sdpa_interleaved.py --ahead: the default, the
+// variant, cuDNN and FLASH interleaved in one process, 16 rounds, bf16; docs/bench/pfx10-s10-2026-11-30.md):
+// slower. Variant / default at (4, 32, 4096, 128) full 543.4 / 587.2 TFLOP/s (0.929 of it, 0.870-0.971 by round),
+// causal 465.2 / 518.5 (0.902), (1, 32, 16384, 128) causal 599.7 / 594.8 (1.003, 0.888-1.078). Nsight Compute at
+// the full row (one launch each): tensor pipe active 68.5 % of cycles for the default against 63.6 %; its gmma
+// stall went (0.36 → 0.03 cycles an issued instruction) but the default's warps wait mostly on their own
+// dependency chains ("wait" 1.50) and the ping-pong barrier (0.81), with 2.2 warps a scheduler and 39 % of issue
+// slots used, so hiding the products' latency inside a warpgroup buys nothing and the 64 moves cost. Off
+// (kPrefillWgmmaAheadOn). The default against cuDNN in the same run: 0.920 full, 0.881 causal at S = 4096, 1.040 at
+// (1, 32, 16384, 128) causal, 0.949 at (16, 16, 2048, 64) full.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
