@@ -249,7 +249,7 @@ struct DecodeConfig {
   // blocks drain, and wait in griddepcontrol.wait before their first global load (kDecodePdl below).
   DecodeToggle pdl = DecodeToggle::dispatcher;
   // K and V tiles by the tensor memory accelerator (decode_mma.cu's TMA variant, session 10: 2 ring stages, sm_90+,
-  // where the driver encodes the caches' tensor maps; else the cp.async kernel) or by cp.async (kDecodeTma below).
+  // where the driver encodes the caches' tensor maps; else the cp.async kernel) or by cp.async (decode_tma_rule below).
   DecodeToggle tma = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
@@ -305,8 +305,23 @@ inline constexpr bool kDecodeSpreadCluster = false;
 // within 0.3 µs of the plain launch. So on. Never taken while the stream captures a graph or when the call zeroes
 // counters with a memset (its predecessor is then no kernel).
 inline constexpr bool kDecodePdl = true;
-// Session 10 (dec10): the TMA variant (DecodeConfig::tma). Not yet measured when built: the run decides.
-inline constexpr bool kDecodeTma = true;
+// Session 10 (dec10): the TMA variant (DecodeConfig::tma), measured against the cp.async tiles in one H200 call
+// (2026-11-30, binaries of 1290b84, bench_decode --tma, 4 samples of each alternating, the dispatcher's merge; cp.async
+// / TMA µs, medians): (1, 32768) 53.1 / 53.4, (1, 131072) 142.2 / 143.3, 16 × 8192 151.3 / 148.1, 64 × 4096 271.8 /
+// 272.5, 128 × 1024 145.5 / 143.0, 64/8 heads (1, 32768) 56.1 / 56.3 and 16 × 8192 155.7 / 155.7 (the samples of
+// each within 0.5 µs but 128 × 1024's cp.async, 143.9-145.6). So TMA where that run found it faster: caches of at
+// most kDecodeTmaOneSplit keys (one split: 128 × 1024) and of kDecodeTmaLo + 1 .. kDecodeTmaHi (8 splits of 1024
+// keys: 16 × 8192); cp.async elsewhere (4096: 0.26 % slower with TMA; the single-sequence rows 0.3-0.8 %). Both give the
+// same bits, so the choice cannot change a result; it is a function of the cache's length S_max alone (never the
+// batch). Only those three lengths were timed: the gain appeared at the two 1024-block grids (2.59 waves) and not at
+// the 2048-block one, so it may be the partial last wave's rather than the length's (docs/perf-notebook.md, dec10).
+inline constexpr bool kDecodeTma = true;  // the rule below applies; false: cp.async everywhere
+inline constexpr std::int64_t kDecodeTmaOneSplit = 1024;
+inline constexpr std::int64_t kDecodeTmaLo = 4096;
+inline constexpr std::int64_t kDecodeTmaHi = 8192;
+inline constexpr bool decode_tma_rule(std::int64_t s_max) {
+  return kDecodeTma && (s_max <= kDecodeTmaOneSplit || (s_max > kDecodeTmaLo && s_max <= kDecodeTmaHi));
+}
 // How many times the TMA variant was launched in this process (tests check that a forced TMA call took it).
 std::uint64_t decode_tma_launches();
 

@@ -709,7 +709,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   try {
     if (mma) {
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s,
-                        on(config.tma, kDecodeTma), p.batch, p.hkv);
+                        on(config.tma, decode_tma_rule(p.s_max)), p.batch, p.hkv);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

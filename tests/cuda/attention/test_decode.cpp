@@ -960,6 +960,31 @@ TEST(CudaAttentionDecode, TmaTilesGiveTheCpAsyncBits) {
   }
 }
 
+// The dispatcher's TMA rule (attention_cuda.hpp, from dec10's run): TMA at caches of 1..1024 and 4097..8192 keys,
+// cp.async at 1025..4096 and above 8192. A rule of the cache's length alone (it never sees the batch).
+TEST(CudaAttentionDecode, TmaRuleBounds) {
+  using smk::cuda::decode_tma_rule;
+  if (!smk::cuda::kDecodeTma) GTEST_SKIP() << "kDecodeTma is off: cp.async everywhere";
+  for (std::int64_t s : {1, 2, 255, 1024, 4097, 8000, 8192}) EXPECT_TRUE(decode_tma_rule(s)) << s;
+  for (std::int64_t s : {1025, 2048, 4096, 8193, 16384, 32768, 100003, 131072}) EXPECT_FALSE(decode_tma_rule(s)) << s;
+}
+// The dispatcher takes the TMA kernel where its rule says so and the cp.async kernel elsewhere, with the same bits.
+TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
+  SMK_REQUIRE_GPU();
+  if (!smk::cuda::kDecodeTma) GTEST_SKIP() << "kDecodeTma is off";
+  for (std::int64_t smax : {1000, 3000, 8192, 9000}) {
+    SCOPED_TRACE(testing::Message() << "S_max " << smax);
+    Case<smk::bfloat16_t> c(2, 1, 8, 2, 128, smax, {static_cast<std::int32_t>(smax), 7}, 126);
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    const Result disp = run_gpu(c);
+    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, smk::cuda::decode_tma_rule(smax) ? 1u : 0u);
+    const Result cp = run_gpu(c, &kCpAsyncCluster);
+    EXPECT_TRUE(bitwise_equal(disp.o, cp.o));
+    EXPECT_TRUE(bitwise_equal(disp.lse, cp.lse));
+    expect_matches_reference(c, disp, true);
+  }
+}
+
 // The split rule of decode_split.hpp: contiguous chunks that cover [0, L) exactly, at most the cap.
 TEST(CudaAttentionDecode, SplitRuleCoversEveryKeyOnce) {
   for (int sms : {1, 8, 132, 200}) {
