@@ -2104,19 +2104,21 @@ fi
 # TMA alternating, 4 samples each per row; then sdpa_interleaved.py's decode rows, ours = the TMA build's dispatcher,
 # against cuDNN and FLASH); then in parallel: test_cuda_decode (all), test_cuda's merge tests, memcheck on the small
 # TMA / causal-band / bad-input cases. Caps: SMK_DEC10_BENCH_S (25 s), SMK_DEC10_FAIR_S (30), SMK_DEC10_TEST_S (40).
+# SMK_DEC10_PARTS picks the parts (default: smoke bench fair tests); SMK_DEC10_FILTER narrows test_cuda_decode.
 # Back: dec10-summary.txt, dec10-bench.txt, dec10-fair.md, dec10-logs.tgz.
 if want dec10; then
   carried dec10 build/dec10-bin.tar.xz
   d10=$bin
+  d10_part() { [[ " ${SMK_DEC10_PARTS:-smoke bench fair tests} " == *" $1 "* ]]; }
   command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d10/bin/bench_decode" 2>/dev/null |
     grep -A1 "decode_mma" | grep -o "decode_mma_[a-z]*kernel\|REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" |
     paste - - - - - | sort | uniq -c >"$OUT/dec10-registers.log"
-  run_step dec10x-smoke timeout 20 env SMK_GPU_TEST_SMALL=1 "$d10/bin/test_cuda_decode" --gtest_filter='*TmaTiles*'
+  d10_part smoke && run_step dec10x-smoke timeout 20 env SMK_GPU_TEST_SMALL=1 "$d10/bin/test_cuda_decode" --gtest_filter='*TmaTiles*'
   keep_logs dec10
-  run_step dec10-bench timeout "${SMK_DEC10_BENCH_S:-25}" stdbuf -oL "$d10/bin/bench_decode" --tma \
+  d10_part bench && run_step dec10-bench timeout "${SMK_DEC10_BENCH_S:-25}" stdbuf -oL "$d10/bin/bench_decode" --tma \
     --json "$OUT/dec10-bench.json"
   keep_logs dec10
-  run_step dec10-fair timeout "${SMK_DEC10_FAIR_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+  d10_part fair && run_step dec10-fair timeout "${SMK_DEC10_FAIR_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
     --lib "$d10/bin/libsmk_attention_capi.so" --only decode --out "$OUT/dec10-fair.md" --json "$OUT/dec10-fair.json" \
     --rounds "${SMK_DEC10_ROUNDS:-12}" --deadline-s 25
   keep_logs dec10
@@ -2125,13 +2127,15 @@ if want dec10; then
     ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
   }
   d10_t=${SMK_DEC10_TEST_S:-40}
-  d10_bg dec10x-test timeout "$d10_t" "$d10/bin/test_cuda_decode"
-  d10_bg dec10x-merge timeout "$d10_t" "$d10/bin/test_cuda" --gtest_filter='*Merge*'
-  d10_bg dec10x-memcheck timeout "$d10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  d10_bg dec10x-test timeout "$d10_t" "$d10/bin/test_cuda_decode" --gtest_filter="${SMK_DEC10_FILTER:-*}"
+  d10_part tests || wait
+  d10_part tests && d10_bg dec10x-merge timeout "$d10_t" "$d10/bin/test_cuda" --gtest_filter='*Merge*'
+  d10_part tests && d10_bg dec10x-memcheck timeout "$d10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$d10/bin/test_cuda_decode" \
     --gtest_filter='*TmaTiles*:*CausalBand*:*BadInputs*:*Programmatic*'
   wait
   for f in "$OUT"/dec10x-test.log "$OUT"/dec10x-merge.log "$OUT"/dec10x-memcheck.log; do
+    [ -f "$f" ] || continue
     summary+=("$(tail -n 1 "$f")")
     [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
   done
