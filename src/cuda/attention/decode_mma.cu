@@ -53,7 +53,15 @@
 // cp.async a lane. Same bytes per element, same floor. A box's bounds are S_max, not the sequence's length, so the
 // keys past the visible window land too (NaN in the tests): K's scores are masked to −inf as before, V's rows are
 // zeroed in shared memory after landing (with fence.proxy.async before the slot's next copy), so the ring holds what
-// cp.async's zero-fill gave and the two give the same bits (test_decode TmaTilesGiveTheCpAsyncBits).
+// cp.async's zero-fill gave and the two give the same bits (test_decode TmaTilesGiveTheCpAsyncBits). 105-109
+// registers at D = 128 against 122-123. Measured (H200 call of 15:00 UTC 2026-11-30, binaries of 1290b84,
+// bench_decode --tma, 4 samples each alternating, docs/bench/dec10-s10-2026-11-30.md), cp.async / TMA µs: (1, 32768)
+// 53.1 / 53.4, (1, 131072) 142.2 / 143.3, 16 x 8192 151.3 / 148.1, 64 x 4096 271.8 / 272.5, 128 x 1024 145.5 / 143.0,
+// 64/8 56.1 / 56.3 and 155.7 / 155.7. So the bytes in flight of cp.async were not the cap dec9 looked for: the
+// copy engine's tiles change the rate by -0.8..+2.1 %, and gain only on the two grids of 1024 blocks (2.59 waves of
+// three blocks an SM). The dispatcher takes TMA where it was faster (attention_cuda.hpp's decode_tma_rule); in the
+// same call, interleaved with cuDNN (that build: TMA on every row), ours / cuDNN 0.926 / 0.954 / 0.908 / 0.938 /
+// 0.958 / 0.872 / 0.865 on the issue's rows (cuDNN 49.5 / 138.6 / 134.4 / 255.0 / 137.0 / 49.6 / 134.5 µs).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
