@@ -307,7 +307,8 @@ Variant old_default(std::int64_t n, DType t) {
     if (half && n >= 7168) v.block.lane_stages = 1;
     if (half ? n >= 1537 && n <= 10240 : n >= 6145 && n <= 10240) v.block.ahead = kAheadReread;
   }
-  v.name = "default " + v.name + (v.block.ahead == kAheadReread ? " reread" : v.block.ahead > 0 ? " ahead1" : "") +
+  // ahead() names its rows ahead already; fit()'s re-read and lane stages are named here.
+  v.name = "default " + v.name + (n <= 12288 && v.block.ahead == kAheadReread ? " reread" : "") +
            (v.block.lane_stages > 0 ? " lane1" : "");
   return v;
 }
