@@ -28,7 +28,14 @@
 // kernel, 3.6-3.95 TB/s): here both passes run at once on different SMs' blocks, and a row's re-read follows its
 // first read by one row's time (264 rows in flight: f32 158 MB, bf16 79 MB against 50 MB of L2, so part of pass 2
 // hits; at one block an SM, 132 rows, bf16's 40 MB nearly fits).
-// Measured: see the vocab10 section of docs/perf-notebook.md (filled in from the run; this line is updated with it).
+// Measured (H200, 2026-11-30, vocab10's run of a39b8b6's binaries, tune_softmax --vocab10, median µs, the dispatcher's
+// split_row → row_loop at 2 blocks an SM with hints; row_loop_rule has every number): 4096×151936 f32 softmax 2014 →
+// 1806 (64.6 % of copy; torch.compile 1815 in compare-s9), bf16 softmax 1287 → 1045 (compile 1339), log-softmax 1349 →
+// 1022 (compile 1128), softmax bwd 1635 → 1491 (compile 1484), log-softmax bwd 1312 → 1205 (compile 1242, eager 1186);
+// f32 log-softmax 1735 → 1746 (split_stream stays), f32 backward 2807 → 2860 / 2277 → 2336 (slower: three kernels
+// stay). At one block an SM (fewer rows in flight, more of pass 2 from L2: the count's other lever) slower
+// everywhere but the f32 backward (even). The floors (1166 / 583 / 875 µs) stay far: 55-65 % of copy forward.
+// Not profiled (no device time left for Nsight Compute): the rates of the two passes and pass 2's L2 hit rate.
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
 
@@ -221,10 +228,29 @@ bool takes(const RowProblem& p, std::int64_t chunks, bool backward) {
 }  // namespace
 
 // The rule: which calls the dispatcher sends here (by op, dtype, rows and n; the bits are the three kernels' whatever
-// it picks). Not yet measured: none.
+// it picks, so choosing by the number of rows keeps a row's result the same alone or in a batch, as split_row's
+// one-launch kernel and split_stream do). From vocab10's run (H200, 2026-11-30, binaries of a39b8b6's tree,
+// tune_softmax --vocab10, inputs rotated, median µs; split_row as the dispatcher ran it timed first and last →
+// row_loop at two blocks an SM with the cache hints, the library's configuration):
+//   4096×151936  f32  softmax 2014 / 2013 → 1806; log-softmax (split_stream) 1734 / 1736 → 1746;
+//                     softmax bwd 2807 / 2804 → 2860; log-softmax bwd 2277 / 2274 → 2336
+//                bf16 softmax 1287 / 1292 → 1045; log-softmax 1349 / 1349 → 1022; softmax bwd 1635 / 1628 → 1491;
+//                     log-softmax bwd 1312 / 1312 → 1205
+//   1024×262144  f32  871 / 866 → 809; 754 / 753 → 777; 1213 / 1212 → 1267; 985 / 986 → 1033
+//                bf16 551 / 544 → 453; 573 / 573 → 449; 697 / 709 → 651; 572 / 578 → 543
+//   256×151936   f32  141 / 139 → 128; 124 / 125 → 124; 185 / 185 → 190; 156 / 155 → 161
+//                bf16 95.3 / 95.9 → 75.0; 97.1 / 97.2 → 74.5; 111.1 / 111.6 → 103.2; 93.7 / 93.6 → 84.4
+// So: bf16 every op, f32 softmax; f32 log-softmax stays on split_stream (even at best), the f32 backward on the three
+// kernels (slower at two blocks an SM; at one an SM 2745 / 2268 at 4096×151936, even, but 1248 / 1032 at 1024×262144,
+// slower). f16 is bf16's code but was not timed: not sent. kRowLoopMinRows: 256, the fewest rows timed (a win there
+// for every op sent); fewer rows keep the three kernels (or the one-launch kernel) until timed. Row lengths between
+// 65536 and the kernels' bound reach here (shorter rows take cluster_stage / cluster_row); two of them were timed.
+constexpr std::int64_t kRowLoopMinRows = 256;
 bool row_loop_rule(Op op, DType t, std::int64_t rows, std::int64_t n) {
-  (void)op, (void)t, (void)rows, (void)n;
-  return false;
+  (void)n;  // the kernels' bound is checked by the caller
+  if (rows < kRowLoopMinRows) return false;
+  if (t == DType::bf16) return true;
+  return t == DType::f32 && op == Op::softmax;
 }
 
 RowLoopTuning& row_loop_tuning() {

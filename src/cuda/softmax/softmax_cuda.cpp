@@ -23,7 +23,9 @@
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row (one launch, a cluster per row, where the whole
 //                                                        call fits the device at once; f32 log-softmax of ≥ 256 rows
-//                                                        split_stream, vocab8; else three kernels: the same bits)
+//                                                        split_stream, vocab8; bf16 forward and backward and f32
+//                                                        softmax of ≥ 256 rows row_loop, vocab10; else three
+//                                                        kernels: the same bits)
 // logsumexp / the state, rows of 1024 and of 2048 (f32) lse_stream (lse10: each element read once into a running
 //   / 4096 (16-bit) … 32768 (automatic only)            state a thread; softmax_cuda.cpp lse_stream_config)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).

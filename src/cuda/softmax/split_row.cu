@@ -71,6 +71,9 @@
 // 2441-2512 µs at f32 4096×151936), while a lag past ~24 f32 rows of 151936 overflows the L2 the re-read needs (40:
 // 2022, 48: 2109): the two bounds meet for f32; bf16 rows, half the bytes, gain over the unpipelined kernel but not
 // over the three kernels. The dispatcher's rule is unchanged (f32 log-softmax of ≥ 256 rows on the unpipelined kernel).
+// vocab10 (session 10): launch() hands a call to row_loop.cu first where its rule takes it (bf16 softmax / log-softmax
+// and f32 softmax of ≥ 256 rows: one persistent launch, each block walking whole rows twice, bitwise these kernels);
+// 4096×151936 f32 softmax 2014 → 1806 µs, bf16 1287 → 1045, bf16 log-softmax 1349 → 1022 (row_loop.cu has the table).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.

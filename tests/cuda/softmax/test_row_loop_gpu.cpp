@@ -7,6 +7,7 @@
 // kernel and split_stream off). Forward softmax / log-softmax and both backward passes; f32, bf16, f16; rows of 2 …
 // 32 chunks with +inf, NaN and all −inf rows under both empty-row policies. And: the calls it does not serve (a
 // temperature, a mask, a pitched unaligned row, 33 chunks) run the three kernels (its launch count does not move).
+// The dispatcher's rule: its bounds on the host (RowLoopRule, runs without a GPU) and under the automatic path.
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases; SMK_ROW_LOOP_FEW=1 (memcheck, whose launches cost
 // ~100×) times two of the six variants (the default grid, and 3 blocks walking many rows without hints).
 #include <gtest/gtest.h>
@@ -130,7 +131,12 @@ TEST_F(GpuRowLoop, BackwardBitwiseTheThreeKernels) {
         for (std::int64_t rows : small_mode() ? std::vector<std::int64_t>{2, 9} : std::vector<std::int64_t>{2, 37}) {
           if (t == DType::f16 && rows != 2) continue;
           if (!small_mode() && n > 200000 && rows > 2) continue;
-          const Case c = backward_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          Case c = backward_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          // Pitched to whole 16-byte vectors (y, dy and dx share the layout): 8193 and 30001 rows packed would not be
+          // the common call, and the row loop would not run (vocab10's run of a39b8b6 found the test so).
+          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;
+          c.in.strides = {pitch, 1};
+          c.out.strides = {pitch, 1};
           const Result three = three_kernels(c);
           ASSERT_TRUE(three.ran);
           expect_row_loop_bitwise(c, three, rows);
@@ -172,6 +178,62 @@ TEST_F(GpuRowLoop, CallsItDoesNotServe) {
     const std::uint64_t before = k::row_loop_launch_count();
     run_checked(c, SoftmaxPath::split_row);
     EXPECT_EQ(k::row_loop_launch_count(), before) << c.name << ": row_loop ran on a call it does not serve";
+  }
+}
+
+// The dispatcher's rule (row_loop.cu row_loop_rule) at its bounds, on the host (no GPU: CI runs it): bf16 every
+// forward and backward op and f32 softmax from kRowLoopMinRows (256) rows; f32 log-softmax (split_stream's), the f32
+// backward and f16 (not timed) never; 255 rows never.
+TEST(RowLoopRule, AtItsBounds) {
+  using KOp = k::Op;
+  for (KOp op : {KOp::softmax, KOp::log_softmax, KOp::softmax_backward, KOp::log_softmax_backward}) {
+    EXPECT_TRUE(k::row_loop_rule(op, DType::bf16, 256, 151936));
+    EXPECT_TRUE(k::row_loop_rule(op, DType::bf16, 4096, 262144));
+    EXPECT_FALSE(k::row_loop_rule(op, DType::bf16, 255, 151936));
+    EXPECT_FALSE(k::row_loop_rule(op, DType::f16, 4096, 151936));
+    EXPECT_EQ(k::row_loop_rule(op, DType::f32, 4096, 151936), op == KOp::softmax);
+  }
+  EXPECT_FALSE(k::row_loop_rule(KOp::softmax, DType::f32, 255, 151936));
+}
+
+// The rule under the dispatcher (automatic path) at 256 rows of 70000 (6 forward chunks, 9 backward): the row loop ran
+// where the rule says (bf16 softmax and log-softmax backward, f32 softmax) and not where it does not (f32 log-softmax),
+// the reference's gates hold, the result is bitwise the three kernels', and the last row alone (one row: split_row's
+// one-launch kernel, or the three kernels for the backward) is bitwise the batch's last row.
+TEST_F(GpuRowLoop, RuleUnderTheDispatcher) {
+  if (small_mode()) GTEST_SKIP() << "256 rows of more than 65536 (the rule's least): not a small case";
+  Guard guard;
+  const std::int64_t rows = 256, n = 70000;
+  std::uint64_t seed = 34000;
+  struct Pick {
+    Op op;
+    DType t;
+    bool loop;
+  };
+  for (const Pick& pk : {Pick{Op::softmax, DType::bf16, true}, Pick{Op::softmax, DType::f32, true},
+                         Pick{Op::log_softmax, DType::f32, false}, Pick{Op::log_softmax_backward, DType::bf16, true}}) {
+    const Case c = is_backward(pk.op) ? backward_case("256x70000", pk.op, pk.t, pk.t, rows, n, ++seed)
+                                      : random_case("256x70000", pk.op, pk.t, pk.t, rows, n, ++seed);
+    k::row_loop_tuning() = k::RowLoopTuning{};
+    k::split_row_tuning() = k::SplitRowTuning{};
+    const std::uint64_t before = k::row_loop_launch_count();
+    const Result automatic = run_checked(c, SoftmaxPath::automatic);
+    EXPECT_EQ(k::row_loop_launch_count() > before, pk.loop) << c.name << " " << op_name(pk.op);
+    const Result three = three_kernels(c);
+    expect_same_bits(automatic, three, c.name + " " + op_name(pk.op) + ": automatic / three kernels");
+    k::row_loop_tuning() = k::RowLoopTuning{};
+    k::split_row_tuning() = k::SplitRowTuning{};
+    Case one = c;
+    one.in = contiguous(c.in.dtype, {1, n});
+    one.out = contiguous(c.out.dtype, {1, n});
+    one.x.assign(c.x.end() - n, c.x.end());
+    if (is_backward(pk.op)) one.dy.assign(c.dy.end() - n, c.dy.end());
+    const Result alone = run_checked(one, SoftmaxPath::automatic);
+    ASSERT_TRUE(alone.ran && automatic.ran);
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_TRUE(same_bits(alone.out[static_cast<std::size_t>(i)],
+                            automatic.out[static_cast<std::size_t>((rows - 1) * n + i)]))
+          << c.name << " " << op_name(pk.op) << ": element " << i << " of the last row, alone vs in the batch";
   }
 }
 
