@@ -33,8 +33,9 @@
 // 1806 (64.6 % of copy; torch.compile 1815 in compare-s9), bf16 softmax 1287 → 1045 (compile 1339), log-softmax 1349 →
 // 1022 (compile 1128), softmax bwd 1635 → 1491 (compile 1484), log-softmax bwd 1312 → 1205 (compile 1242, eager 1186);
 // f32 log-softmax 1735 → 1746 (split_stream stays), f32 backward 2807 → 2860 / 2277 → 2336 (slower: three kernels
-// stay). At one block an SM (fewer rows in flight, more of pass 2 from L2: the count's other lever) slower
-// everywhere but the f32 backward (even). The floors (1166 / 583 / 875 µs) stay far: 55-65 % of copy forward.
+// stay). At one block an SM (fewer rows in flight, more of pass 2 from L2: the count's other lever) 5-33 % slower on
+// every forward and 16-bit row; the f32 backward there is mixed (0.84-1.05× split_row by shape). The floors (1166 /
+// 583 / 875 µs) stay far: 55-65 % of copy forward.
 // Not profiled (no device time left for Nsight Compute): the rates of the two passes and pass 2's L2 hit rate.
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
