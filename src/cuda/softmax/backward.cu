@@ -51,6 +51,15 @@
 // 65.4. Nsight Compute (same run): bf16 262144×128 (E32 L4) 128 registers, 25 % occupancy, DRAM 73 %; f32 (E16 L8,
 // grid of 8) 80 registers, 38 %, DRAM 87 %. Timed there and not kept (code in c16e5c4): a tighter __launch_bounds__
 // (spills: 0.52-0.92×) and 16-bit y and dy held packed (ptxas kept the converted values: 0.52-0.98×).
+// short10 (session 10, 2026-11-30; docs/bench/short10-s10-2026-11-30.md; tune_softmax --short10, run of 809a984, µs,
+// median of 30, the default timed first and last): 16-bit y and dy held packed as loaded (backward_warp_packed_kernel,
+// packed16.cuh; dense rows, packed_rule.hpp), the same bits. ptxas (CUDA 13.0, sm_90a): E32 62 registers (4 blocks an
+// SM) against 128 (2), E16 40 (6; 8 B of stack) against 80 (3), E8 36 against 60. Same 6 B an element; floor of 2^25
+// elements 47.3 µs at the run's 4.26 TB/s copy. bf16 softmax backward 1048576×32 61.95 / 62.08 → 56.26 (E8 L4
+// packed, 83.8 % of copy), 524288×64 61.86 / 62.82 → 59.04, 262144×128 64.22 / 63.58 → 58.14 (81.1 %), 131072×256
+// 59.62 / 60.67 → 56.61, 65536×512 59.30 / 60.06 → 55.71 (84.6 %); log-softmax backward 64.00 / 64.00 → 56.77, 65.22 /
+// 64.99 → 61.73, 66.11 / 66.02 → 60.54, 63.10 / 62.46 → 58.98, 63.42 / 62.88 → 60.16; f16 alike (softmax_cuda.cpp
+// warp_packed_rule). Still above compile's 52-53 µs at 32 and 128 (compare-s9).
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -156,7 +165,7 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 
 // short10 (session 10): the 16-bit warp kernel with y and dy held packed (packed16.cuh): E/2 + E/2 registers of row
 // instead of E + E, each element unpacked once for s (pass 0) and once more where its gradient is formed and stored
-// (pass 1, its own selectors), a vector at a time. Dense rows only (packed16.cuh packed_dense: n = lanes · E, aligned,
+// (pass 1, its own selectors), a vector at a time. Dense rows only (packed_rule.hpp packed_dense: n = lanes · E, aligned,
 // unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
 // terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
 // kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40).

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "cuda/softmax/common.cuh"
+#include "cuda/softmax/packed_rule.hpp"
 
 namespace smk::cuda::kernels {
 
@@ -83,7 +84,7 @@ struct PackedRow {
   static_assert(V == 8, "16-byte vectors");
   std::uint32_t w[kWords];
 
-  // The dense rows only (packed_dense below): every vector whole and aligned.
+  // The dense rows only (packed_rule.hpp packed_dense): every vector whole and aligned.
   __device__ __forceinline__ void load(const In* row, int g, int G) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -128,24 +129,6 @@ __device__ __forceinline__ void store_packed_row(In* row, int g, int G, F&& f) {
     for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(f(k * Tile::V + j));
     *reinterpret_cast<W*>(row + Tile::index(k, g, G)) = o;
   }
-}
-
-// Whether a problem is one the packed kernels serve (host side): 16-bit rows that are dense for `lanes` lanes of E
-// elements (n = lanes · E, so every lane's vectors are whole), one row dimension, unit steps, 16-byte aligned base
-// pointers and row strides, outputs in the input dtype, no temperature and no mask. The row's offset is then
-// row · stride and every access a 16-byte vector: the registers a lane spends on anything but its row stay few (the
-// general addressing, scalar tails and run-time output type took ~40 of them: ptxas, packed kernels at 6 blocks an
-// SM spilled at E = 8). Anything else takes the unpacked kernels (the same bits).
-inline bool packed_dense(const RowProblem& p, int lanes, int elems) {
-  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-  const bool bwd = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
-  if (dtype_size(p.x_dtype) != 2 || elems < 8 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1) return false;
-  if (p.scale || p.has_mask || p.step[kX] != 1 || !aligned(p.x) || p.map.stride[kX][0] % 8 != 0) return false;
-  if (bwd && (p.step[kDy] != 1 || !aligned(p.dy) || p.map.stride[kDy][0] % 8 != 0)) return false;
-  if (writes_rows(p.op) &&
-      (p.out_dtype != p.x_dtype || p.step[kOut] != 1 || !aligned(p.out) || p.map.stride[kOut][0] % 8 != 0))
-    return false;
-  return true;
 }
 
 }  // namespace smk::cuda::kernels

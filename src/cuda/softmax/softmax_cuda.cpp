@@ -46,6 +46,7 @@
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/packed_rule.hpp"
 #include "softmax/layout.hpp"
 #include "softmax/path.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -381,6 +382,33 @@ constexpr std::int64_t kWarpBackwardF32NarrowMinN = 17;
 constexpr std::int64_t kWarpBackwardF32NarrowMaxN = 256;
 constexpr int kWarpLaneBytesBackwardF32Narrow = 32;
 constexpr int kWarpGridF32 = 8;
+// short10 (session 10; H200, 2026-11-30, tune_softmax --short10 on the tree of 809a984, rotated inputs, median of 30,
+// µs, the default timed first and last; docs/bench/short10-s10-2026-11-30.md): 16-bit rows of kWarpPacked16MinN ..
+// kWarpPacked16MaxN held packed (WarpConfig::packed, packed16.cuh; dense rows only, packed_rule.hpp: anything else
+// the unpacked kernels, the same bits) where it ran faster, bf16 (f16 alike):
+// - both backward ops at every length timed, E32 62 registers (4 blocks an SM) against 128 (2): softmax backward
+//   262144×128 64.22 / 63.58 → 58.14, 131072×256 59.62 / 60.67 → 56.61, 65536×512 59.30 / 60.06 → 55.71, 524288×64
+//   (E16 L4, 40 registers, 6 blocks) 61.86 / 62.82 → 59.04; log-softmax backward 66.11 / 66.02 → 60.54, 63.10 / 62.46
+//   → 58.98, 63.42 / 62.88 → 60.16, 65.22 / 64.99 → 61.73. Rows of 17..kWarpBackward16PackedQuadMaxN, when dense for
+//   4 lanes of 8 (16-byte loads of y and of dy, 8 rows a warp, 36 registers): 1048576×32 softmax backward 61.95 /
+//   62.08 → 56.26 (E16 L2 packed 58.98; E8 L4 unpacked 69.38), log-softmax backward 64.00 / 64.00 → 56.77.
+// - logsumexp at every length timed: 1048576×32 31.78 / 31.49 → 29.63, 524288×64 32.61 / 32.61 → 30.46, 262144×128
+//   34.78 / 34.53 → 32.70, 131072×256 34.02 / 34.11 → 32.32, 65536×512 34.85 / 34.75 → 33.25.
+// - log-softmax at 32, 128, 256, 512: 47.04 / 48.19 → 43.52, 45.02 / 44.93 → 44.19, 44.42 / 44.38 → 43.46, 45.02 /
+//   44.93 → 42.34; not at 64 (43.78 / 43.74 → 45.31; f16 44.51 / 45.06 → 46.21): rows of
+//   kWarpLogSoftmax16PackedSkipMinN..kWarpLogSoftmax16PackedSkipMaxN stay unpacked.
+// - not softmax (its term computed again at the store: 0.78-0.89× at every length), nor the state (not timed).
+constexpr std::int64_t kWarpPacked16MinN = 32;
+constexpr std::int64_t kWarpPacked16MaxN = 512;
+constexpr std::int64_t kWarpLogSoftmax16PackedSkipMinN = 33;
+constexpr std::int64_t kWarpLogSoftmax16PackedSkipMaxN = 64;
+constexpr std::int64_t kWarpBackward16PackedQuadMaxN = 32;
+bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
+  using kernels::Op;
+  if (t == DType::f32 || n < kWarpPacked16MinN || n > kWarpPacked16MaxN) return false;
+  if (op == Op::log_softmax) return n < kWarpLogSoftmax16PackedSkipMinN || n > kWarpLogSoftmax16PackedSkipMaxN;
+  return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
+}
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
   const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
@@ -397,6 +425,18 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   c.grid = t == DType::f32 && kernels::writes_rows(op) ? kWarpGridF32 : 0;
+  c.packed = warp_packed_rule(n, t, op);
+  return c;
+}
+// The backward's configuration for the call: warp_config's, but 16-bit rows of up to kWarpBackward16PackedQuadMaxN
+// that are dense for 4 lanes of 8 elements take those, packed (short10, above); unpacked there they lost (E8 L4 69.38
+// against E16 L2's 61.95), so rows the packed kernel cannot serve keep warp_config's lanes.
+kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
+  kernels::WarpConfig c = warp_config(rp.n, t, rp.op);
+  if (c.packed && rp.n <= kWarpBackward16PackedQuadMaxN && kernels::packed_dense(rp, 4, 8)) {
+    c.lanes = 4;
+    c.elems = 8;
+  }
   return c;
 }
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
@@ -807,7 +847,7 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   set_temperature(rp, options);
   switch (path) {
     case SoftmaxPath::warp_per_row: {
-      const kernels::WarpConfig c = warp_config(p.n, y.dtype, rp.op);
+      const kernels::WarpConfig c = warp_backward_config(rp, y.dtype);
       kernels::WarpBackwardLast& last = kernels::warp_backward_last();
       last.lanes.store(c.lanes, std::memory_order_relaxed);
       last.elems.store(c.elems, std::memory_order_relaxed);

@@ -51,6 +51,16 @@
 // stay persistent. Cache hints on the loads / stores and two rows at once at E16 were timed too and not kept.
 // The bench (run of 6740400, 2026-11-30 10:38 UTC, L2 flushed, median, old → new µs): f32 262144×128 softmax 75.06 →
 // 70.30 (90.0 % of the 4.24 TB/s copy; floor 63.3), 1048576×32 78.82 → 72.98 (86.7 %); bf16 unchanged (41-48 µs).
+// short10 (session 10, 2026-11-30; docs/bench/short10-s10-2026-11-30.md; tune_softmax --short10, run of 809a984, µs,
+// median of 30, the default timed first and last): 16-bit rows held packed as loaded (warp_rows_packed_kernel,
+// packed16.cuh; dense rows, packed_rule.hpp), the same bits. ptxas (CUDA 13.0, sm_90a): E32 64 registers (4 blocks an
+// SM) against 80 (3), E16 and E8 40 (6) against 64 / 72, no stack. bf16 logsumexp 1048576×32 31.78 / 31.49 → 29.63
+// (2.26 TB/s, 53 % of copy), 262144×128 34.78 / 34.53 → 32.70, 65536×512 34.85 / 34.75 → 33.25; log-softmax 1048576×32
+// (E16 L2) 47.04 / 48.19 → 43.52 (72 %), 262144×128 45.02 / 44.93 → 44.19, 65536×512 45.02 / 44.93 → 42.34, but
+// 524288×64 43.78 / 43.74 → 45.31 (slower: not taken); softmax slower at every length (it forms its term again at the
+// store: 49.50 / 49.28 → 63.62 at 1048576×32, 43.84 / 44.13 → 49.12 at 262144×128): not taken. Rows of 32 on 4 lanes
+// of 8 (16-byte loads, 8 rows a warp) lost in every forward op, packed or not (softmax 75.8, logsumexp 49.5-64.1).
+// Where: softmax_cuda.cpp warp_packed_rule.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -140,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
-// short10 (session 10): warp_rows_kernel for dense 16-bit rows (packed16.cuh packed_dense: n = lanes · E, aligned,
+// short10 (session 10): warp_rows_kernel for dense 16-bit rows (packed_rule.hpp packed_dense: n = lanes · E, aligned,
 // unit steps, outputs in the input dtype, no temperature, no mask), the row held packed as loaded (E/2 registers of row
 // instead of E) and unpacked at each pass: the max (pass 0), the sum of terms (pass 1), and for the ops that write rows
 // the outputs, formed a vector at a time where they are stored (pass 2; softmax recomputes its term

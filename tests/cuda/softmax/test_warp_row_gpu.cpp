@@ -139,21 +139,26 @@ TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 
 // 16-bit rows up to 64, 64 bytes otherwise (rows of ≤ 16 on one lane either way); the grid of 8 for f32, persistent
 // (0) for 16-bit. Before short9 f32 17 was L2 E16, 256 L16 E16, 16-bit 64 L2 E32: a bound off by one, or E16 where
 // E8 is due, fails here though every reference gate would pass it.
+// short10: 16-bit rows of 17..32 that are dense for 4 lanes of 8 (here n = 32, contiguous and aligned) take L4 E8
+// (packed); the same rows at an odd pitch (`odd`) keep L2 E16.
 TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
   struct Want {
     DType t;
     std::int64_t n;
     int lanes, elems, grid;
+    bool odd = false;
   };
   std::uint64_t seed = 800;
   for (const Want& w : {Want{DType::f32, 16, 1, 16, 8}, Want{DType::f32, 17, 4, 8, 8}, Want{DType::f32, 256, 32, 8, 8},
                         Want{DType::f32, 257, 32, 16, 8}, Want{DType::bf16, 16, 1, 16, 0},
-                        Want{DType::bf16, 32, 2, 16, 0}, Want{DType::bf16, 33, 4, 16, 0},
+                        Want{DType::bf16, 32, 4, 8, 0}, Want{DType::bf16, 32, 2, 16, 0, true},
+                        Want{DType::f16, 32, 4, 8, 0}, Want{DType::bf16, 31, 2, 16, 0},
+                        Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 8},
                         Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
                         Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0}})
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
       const std::int64_t rows = 1000;
-      const Case c = warp_case(op, w.t, rows, w.n, false, ++seed);
+      const Case c = warp_case(op, w.t, rows, w.n, w.odd, ++seed);
       SCOPED_TRACE(c.name + " " + op_name(op));
       auto& last = cuda::kernels::warp_backward_last();
       last.lanes = 0;
