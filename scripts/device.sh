@@ -2165,11 +2165,12 @@ if want short10; then
     ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
   }
   if s10_go; then
-    s10_t=${SMK_S10_TEST_S:-35}
-    s10_bg short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" \
-      --gtest_filter='*Packed*:*BackwardLanes*:*GridsBitwiseBf16*'
+    # (The run of 809a984 capped these at 30 s with the grid tests first: the packed tests never finished at full size.
+    # Since then the packed and lane tests alone, 60 s.)
+    s10_t=${SMK_S10_TEST_S:-60}
+    s10_bg short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*:*BackwardLanes*'
     s10_bg short10x-softmax timeout "$s10_t" "$s10/bin/test_cuda_softmax" \
-      --gtest_filter='*BackwardEveryPath*:*EveryPathEveryLength*:*NonFiniteRows*'
+      --gtest_filter='*BackwardEveryPath*:*NonFiniteRows*:*SlicedStridedUnaligned*'
     s10_bg short10x-memcheck timeout "$s10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*Bf16*'
     wait
