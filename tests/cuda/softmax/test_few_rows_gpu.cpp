@@ -245,7 +245,11 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
 // The test hook of split_row (SplitRowTuning, split6), restored after each test.
 struct TuningGuard {
   cuda::kernels::SplitRowTuning saved = cuda::kernels::split_row_tuning();
-  ~TuningGuard() { cuda::kernels::split_row_tuning() = saved; }
+  cuda::kernels::RowLoopTuning saved_loop = cuda::kernels::row_loop_tuning();  // vocab10's row loop
+  ~TuningGuard() {
+    cuda::kernels::split_row_tuning() = saved;
+    cuda::kernels::row_loop_tuning() = saved_loop;
+  }
 };
 
 // split_row's three kernels on calls of many chunks (more than are resident at once) with 16-bit chunks normalised
@@ -527,7 +531,8 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
 // only because the kernels give the same bits. At the rule's own shapes (256 × 70000: 6 chunks; 256 × 151936: 13),
 // automatic path: split_stream ran (its launch count), the reference's gates hold, the result is bitwise the three
 // kernels' (stream 0, no one-launch kernel), and the last row alone (one row: split_row's one-launch kernel) is bitwise
-// the batch's last row. f32 softmax at 256 rows stays on the three kernels (the rule is log-softmax's). (With
+// the batch's last row. f32 softmax at 256 rows does not take split_stream (the rule is log-softmax's; since vocab10 it
+// takes row_loop.cu, bitwise the three kernels, which test_row_loop_gpu.cpp covers). (With
 // vocab9's pipelined kernel gone, review F14, split_stream_kernel is the one kernel the launch count can mean.) And the
 // rule's bound: f32 log-softmax of 255 rows does not take split_stream.
 TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
@@ -545,9 +550,11 @@ TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
       EXPECT_EQ(streamed, op == Op::log_softmax) << c.name << " " << op_name(op) << ": split_stream ran " << streamed;
       cuda::kernels::split_row_tuning().active_clusters = 0;
       cuda::kernels::split_row_tuning().stream = 0;
+      cuda::kernels::row_loop_tuning().use = 0;  // the three kernels themselves, not vocab10's row loop
       const Result three = run_gpu(c, SoftmaxPath::split_row, 0x00);
       expect_same_bits(automatic, three, c.name + " " + op_name(op) + ": automatic / three kernels");
       cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+      cuda::kernels::row_loop_tuning() = cuda::kernels::RowLoopTuning{};
       expect_last_row_alone(c, automatic, 0, c.name + " " + op_name(op));
     }
   }
