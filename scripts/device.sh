@@ -981,9 +981,19 @@ if want final || want final-tests; then
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
       build/default/tests/test_cuda_cross_entropy --gtest_filter='*Pdl*:*TargetEntry*' || return 9
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_prefill --gtest_filter='*CausalScheduleAndTrim*'
+      build/default/tests/test_cuda_prefill --gtest_filter='*CausalScheduleAndTrim*' || return 9
+    # Session 10: row_loop (forward and backward; racecheck on its shared chunk states), the decode's TMA tiles. The
+    # packed 16-bit warp kernels and lse_stream are in test_cuda_warp_row / test_cuda_block_row above.
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      build/default/tests/test_cuda_row_loop --gtest_filter="${SMK_SAN_ROW_LOOP:-*}" || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_row_loop \
+      --gtest_filter="${SMK_RACE_ROW_LOOP:-*}" || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      build/default/tests/test_cuda_decode --gtest_filter='*Tma*'
   }
-  run_step san-new env SMK_GPU_TEST_SMALL=1 timeout 150 bash -c "$(declare -f san_new); san_new"
+  run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout 240 bash -c "$(declare -f san_new); san_new"
+  # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
+  run_step vs-torch-ce timeout 60 python3 scripts/vs_torch_ce.py --lib build/default/tests/libsmk_lce_capi.so --out "$OUT"
 fi
 if want final || want final-compare; then
   # The issue grid (for the comparison) and the row-length sweep (for the README's plot), cuDNN beside ours; then
