@@ -7,7 +7,7 @@
 #   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
 #   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
 #   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-compare
+#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-san final-compare
 #   vocab9
 #   mid9
 #   lse10
@@ -943,9 +943,9 @@ fi
 # beside ours), the plot and the comparison with torch. Each step is capped so that one slow step cannot take the rest;
 # the comparison ends by SMK_FINAL_DEADLINE_S seconds into the script (default 570, under the device's 600 a call),
 # and SMK_FINAL_COMPILE_S caps torch.compile's share of it.
-# final = final-tests + final-compare. Split across two back-to-back calls (the second finds the first's build on the
+# final = final-tests + final-san + final-compare. Split across back-to-back calls (the second finds the first's build on the
 # still-warm machine and only relinks), the comparison gets a call of its own instead of what the suite leaves.
-if want final || want final-tests || want final-compare; then
+if want final || want final-tests || want final-san || want final-compare; then
   run_step configure cmake --preset default
   run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
@@ -961,6 +961,10 @@ if want final || want final-tests; then
     run_step vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$acc_dump" --out "$OUT/vs-torch.md"
     rm -rf "$acc_dump"
   fi
+fi
+# final-san: the sanitizers and cross-entropy's accuracy beside torch, a call of their own since session 10 (the
+# suite, the accuracy tables and the sanitizers together outgrew one call's 600 s).
+if want final || want final-san; then
   run_step san-memcheck-softmax env SMK_GPU_TEST_SMALL=1 timeout 45 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_softmax
   # Session 8's new kernels and launch rules, small: block_per_row's rows-ahead / re-read kernels, the warp grids
