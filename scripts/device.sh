@@ -947,7 +947,7 @@ fi
 # still-warm machine and only relinks), the comparison gets a call of its own instead of what the suite leaves.
 if want final || want final-tests || want final-san || want final-compare; then
   run_step configure cmake --preset default
-  run_step build timeout 150 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
+  run_step build timeout 240 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
 if want final || want final-tests; then
   # SMK_FINAL_CTEST_R narrows the suite to the tests a late fix touched (ctest -R); SMK_FINAL_SKIP_ACCURACY=1 skips
