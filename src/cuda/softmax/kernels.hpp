@@ -187,15 +187,23 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 std::uint64_t block_ahead_launch_count();
 std::uint64_t block_reread_launch_count();
 // lse_stream (lse10, session 10; lse_stream.cu): logsumexp and the state read once with a running (m, ties, rest) a
-// thread, no row held across a barrier. lanes > 0: that many lanes a row (8, 16 or 32) in 256-thread blocks; 0: one
-// block of `threads` (128, 256 or 512) a row. Its results are a function of n and this configuration alone (not
-// bitwise block_per_row's). Throws Error for softmax / log-softmax or another configuration.
+// thread, no row held across a barrier. Two configurations, the dispatcher's (softmax_cuda.cpp lse_stream_config):
+// lanes 16 (16 lanes a row in 256-thread blocks), or lanes 0 with threads 128 (one block of 128 a row); the others
+// lse10 timed (8 / 32 lanes, 256 / 512 threads) lost and were removed (session 10 review, F3). Its results are a
+// function of n and this configuration alone (not bitwise block_per_row's). Throws Error for softmax / log-softmax or
+// another configuration.
 struct LseStreamConfig {
   int lanes = 0;
-  int threads = 256;
+  int threads = 128;
 };
 void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s);
 std::uint64_t lse_stream_launch_count();  // its launches since the process started (tests: that it served a call)
+// The configuration of the dispatcher's last lse_stream call (softmax_cuda.cpp; tests: which one the rule chose,
+// session 10 review F2; direct launcher calls leave it as it is). Atomic: every dispatched lse_stream call writes it.
+struct LseStreamLast {
+  std::atomic<int> lanes{-1}, threads{-1};
+};
+LseStreamLast& lse_stream_last_config();
 // Uses a stream-ordered workspace of rows · (chunks + 1) states.
 void launch_split_rows(const RowProblem& p, cudaStream_t s);
 // split_row's merge and normalising kernels start as programmatic dependents of the kernel before them (true, the

@@ -20,13 +20,28 @@
 // compare, select and count (3) and one add; the rescale (~20) runs once a chunk at most; then a row's merge, a fixed
 // cost a thread that fewer than ~4 vectors a thread do not amortise.
 //
-// Accuracy: the terms are the tier's of block_row (the same gate: tests/cuda/softmax/gpu_case.hpp). The rescale is
-// exp_diff (TwoSum: the subtraction's rounding folded back), within ~2 ulp, applied at most once a chunk to a thread's
-// mass; a row that rises in every chunk (sorted ascending) pays it K = ⌈n / (G·V·kUnroll)⌉ times, which the tests'
-// ascending rows check against the gate (passed in the run below, K up to 19: T512 at 151936).
+// Accuracy: the terms are the tier's of block_row (log_term_exp_ftz / log_term_exp16). The summation is not block_row's
+// tree (session 10 review, F1): with K = ⌈n / (G·V·kUnroll)⌉ chunks a thread, a term's worst first-order path is
+//   tree_sum<C> log2 C (C = kUnroll·V: 4 f32, 5 16-bit) + the K − 1 chunk sums added in sequence into rest (K − 1)
+//   + up to K − 1 rises, each (ties + rest)·exp_diff: an add, exp_diff's α = 5u and the product (7 each)
+//   + the group's rescale to its max (7) and group_sum (log2 of 32 or 16: 5 or 4)
+//   + (T128 only) the 4 warps' states merged in 2 levels, each 1 + d, exp_diff, the product and the add (α + 3 = 8 each),
+// so D_stream = log2 C + 8K + 20 (T128; 8K + 24 f32, 8K + 25 16-bit) and log2 C + 8K + 3 (L16), in u, where the
+// gates (docs/semantics.md §6) allow every path D = L + 4 (L = ⌈log2 n⌉). At the dispatched configurations: f32 L16 at
+// 1024 (K = 4) 39 against 14, 16-bit L16 at 1024 (K = 2) 24 against 14; f32 T128 at 2048 (K = 1) 32 against 15, at 32768
+// (K = 16) 152 against 19; 16-bit T128 at 4096 (K = 1) 33 against 16, at 32768 (K = 8) 89 against 19. The bound does not
+// fit at any of them, not even at K = 1 (the merges alone cost ~23u), so no narrower rule fits either: this is open
+// (docs/semantics.md §6). What is measured instead: the tests hold l and the LSE to the common gate (gpu_case.hpp, l
+// relative (L + 11 + log_term_u·ln n)u: 36u f32 at 32768), with the F1 slow ramp x_i = i·2^-16 (every chunk rises and
+// every chunk's mass counts) and its reverse among the rows; a CPU emulation of this summation (float, exp correctly
+// rounded, so the sum's and the rescales' roundings only; fixlse10, session 10) gave l within 6.3u on the f32 ramp at
+// 32768 (T128, K = 16) and within 1.9u on every other row tried (ramps, sorted, mass in the first chunk with 1e-3 rises).
+// The ramp rows have not run on a GPU yet.
 //
 // Registers (ptxas -v, CUDA 13.0, sm_90a; __launch_bounds__ for 1024 threads an SM): plain form f32 51-56, 16-bit
 // 62-64, no spill but the 16-bit 8- and 16-lane warp kernels (16 B); general form f32 56, 16-bit 64 spilling 16-24 B.
+// Built: L16 and T128 (3 dtypes × 2 forms: 12 kernels), the dispatcher's two; L8, L32, T256 and T512 (the other 24,
+// dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
 // Measured (H200, 2026-11-30, lse10's run of fc6036d, tune_softmax --lse10, median µs, L2 not reused: inputs rotated;
 // docs/bench/lse10-s10-2026-11-30.md), logsumexp, the dispatcher's kernel before → this one's best configuration
 // (% of the 4.42 TB/s read ceiling): 4096×16384 f32 85.8 → 73.5 (T128, 83 %), bf16 64.2 → 45.8 (66 %), f16 64.3 → 43.7;
@@ -205,8 +220,8 @@ __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) 
   }
 }
 
-// kLanes lanes a row (8, 16 or 32; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over row groups
-// that keeps each warp together (the group reductions shuffle across the whole warp).
+// kLanes lanes a row (16, the one width built; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over
+// row groups that keeps each warp together (the group reductions shuffle across the whole warp).
 constexpr int kLseWarpBlock = 256;
 template <typename In, int kLanes, bool kGeneral>
 __global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseWarpBlock) lse_warp_kernel(
@@ -248,19 +263,11 @@ void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (c.lanes > 0) {
     const std::int64_t rows_per_block = (kLseWarpBlock / 32) * (32 / c.lanes);
     const unsigned grid = capped_grid((p.rows + rows_per_block - 1) / rows_per_block);
-    switch (c.lanes) {
-      case 8: lse_warp_kernel<In, 8, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
-      case 16: lse_warp_kernel<In, 16, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
-      default: lse_warp_kernel<In, 32, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p); break;
-    }
+    lse_warp_kernel<In, 16, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
   } else {
     const unsigned grid = capped_grid(p.rows);
-    switch (c.threads) {
-      case 128: lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p); break;
-      case 512: lse_block_kernel<In, 512, kGeneral><<<grid, 512, 0, s>>>(p); break;
-      default: lse_block_kernel<In, 256, kGeneral><<<grid, 256, 0, s>>>(p); break;
-    }
+    lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
   }
 }
@@ -277,15 +284,18 @@ void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
 void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (writes_rows(p.op))
     smk::throw_unsupported("softmax (lse_stream rows)", "lse_stream computes logsumexp and the state only");
-  const bool lanes_ok = c.lanes == 0 || c.lanes == 8 || c.lanes == 16 || c.lanes == 32;
-  const bool threads_ok = c.lanes != 0 || c.threads == 128 || c.threads == 256 || c.threads == 512;
-  if (!lanes_ok || !threads_ok)
+  if (!(c.lanes == 16 || (c.lanes == 0 && c.threads == 128)))
     smk::throw_invalid_argument(p.op == Op::logsumexp ? "logsumexp (lse_stream rows)" : "softmax_state (lse_stream rows)",
-                                "config", "lanes 0, 8, 16 or 32; threads 128, 256 or 512");
+                                "config", "lanes 16, or lanes 0 with threads 128");
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) { launch_typed<std::remove_pointer_t<decltype(tag)>>(p, c, s); });
 }
 
 std::uint64_t lse_stream_launch_count() { return lse_stream_launches().load(std::memory_order_relaxed); }
+
+LseStreamLast& lse_stream_last_config() {
+  static LseStreamLast last;
+  return last;
+}
 
 }  // namespace smk::cuda::kernels

@@ -648,7 +648,6 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 // T512 was slower than T128 everywhere (e.g. 16384×4096 f32 208). Fewer than 4 vectors a thread lose to the per-row
 // merge (bf16 2048 on T128: 2 a thread). Lengths between those timed follow the nearest timed ones: 1025..2047 (f32)
 // and 1025..4095 (16-bit) keep the kernels before, as do rows under 1024 (not timed).
-constexpr bool kLseStreamOn = true;
 constexpr std::int64_t kLseStreamWarpN = 1024;
 constexpr int kLseStreamLanes = 16;
 constexpr std::int64_t kLseStreamBlockFromN = 2048;
@@ -656,7 +655,6 @@ constexpr std::int64_t kLseStreamBlockFromN16 = 4096;
 constexpr std::int64_t kLseStreamMaxN = 32768;
 constexpr int kLseStreamThreads = 128;
 bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
-  if (!kLseStreamOn) return false;
   if (n == kLseStreamWarpN) {
     c.lanes = kLseStreamLanes;
     return true;
@@ -796,7 +794,12 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   if (row_out && forced_softmax_path() == SoftmaxPath::automatic &&
       (path == SoftmaxPath::warp_per_row || path == SoftmaxPath::block_per_row)) {
     kernels::LseStreamConfig lc;
-    if (lse_stream_config(in.dtype, p.n, lc)) return kernels::launch_lse_stream_rows(rp, lc, s);
+    if (lse_stream_config(in.dtype, p.n, lc)) {
+      kernels::LseStreamLast& last = kernels::lse_stream_last_config();
+      last.lanes.store(lc.lanes, std::memory_order_relaxed);
+      last.threads.store(lc.lanes > 0 ? 0 : lc.threads, std::memory_order_relaxed);
+      return kernels::launch_lse_stream_rows(rp, lc, s);
+    }
   }
   switch (path) {
     case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype, rp.op), s);

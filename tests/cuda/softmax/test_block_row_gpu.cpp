@@ -6,11 +6,14 @@
 // dispatcher's choice for these rows (automatic) is checked against the float64 CPU reference (gpu_case.hpp's gates)
 // on the same inputs, and the direct kernel is checked to have written every row.
 //
-// lse10 (session 10): lse_stream.cu's kernels (the dispatcher's for logsumexp and the state on rows of 1024..32768), every
-// configuration launched directly against the float64 reference on rows shaped to stress the running state (sorted
-// ascending: the max rises in every chunk; descending; constant: every score a tie; a planted tied max), aligned and
-// unaligned (the same bits), run twice (the same bits); the dispatcher's rows with temperatures, masks and non-finite
-// rows; the launcher's refusals.
+// lse10 (session 10): lse_stream.cu's kernels (the dispatcher's for logsumexp and the state on rows of 1024..32768), both
+// configurations (L16, T128: the dispatcher's, the only ones built since the session 10 review's F3) launched directly
+// against the float64 reference on rows shaped to stress the running state (sorted ascending: the max rises in every
+// chunk; descending; constant: every score a tie; a planted tied max; the review's F1 slow ramp x_i = i·2^-16 and its
+// reverse: every chunk raises the max and every chunk's mass still counts), aligned and unaligned (the same bits), run
+// twice (the same bits, m and l); which configuration the dispatcher chose (lse_stream_last_config) and the rule's
+// bounds; the dispatcher's rows with temperatures, masks and non-finite rows, f32, bf16 and f16; the launcher's
+// refusals.
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps one many-rows shape and the few-row ones.
 #include <gtest/gtest.h>
@@ -156,31 +159,41 @@ TEST_F(GpuBlockRow, AheadF16BitwiseTheDirectKernel) { ahead_bitwise(DType::f16, 
 
 // The dispatcher's path for read-only rows of 1024..32768 against the float64 reference, many rows and an unaligned
 // pitch (bitwise the aligned rows' results); which kernel served: since lse10 (session 10) lse_stream.cu for rows of
-// 1024 and of 2048 (f32) / 4096 (16-bit) … 32768 (softmax_cuda.cpp lse_stream_config); elsewhere the rule before it
-// (block_ahead_rows: re-read for f32 of 6145..10240 and 16-bit of 1537..10240, one row ahead for 16-bit rows past
-// 12288, on aligned rows).
+// 1024 (16 lanes a row) and of 2048 (f32) / 4096 (16-bit) … 32768 (one block of 128 a row) (softmax_cuda.cpp
+// lse_stream_config; the configuration checked through kernels.hpp lse_stream_last_config; 1023, 1025, 2047 (f32),
+// 4095 (16-bit) and 32769 lie just outside it); elsewhere the rule before it (block_ahead_rows: re-read for f32 of
+// 6145..10240 and 16-bit of 1537..10240, one row ahead for 16-bit rows past 12288, on aligned rows; rows past 32768 leave
+// block_per_row).
 TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
   std::uint64_t seed = 8300;
   const std::int64_t elements = small_mode() ? (1 << 15) : (1 << 19);
   for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (std::int64_t n : {1024, 1025, 2047, 2048, 4095, 4096, 8192, 10240, 10241, 12289, 16384, 32000, 32768}) {
+    for (std::int64_t n :
+         {1023, 1024, 1025, 2047, 2048, 4095, 4096, 8192, 10240, 10241, 12289, 16384, 32000, 32768, 32769}) {
       const std::int64_t rows = std::max<std::int64_t>(2, elements / n) + 3;
       const bool aligned = (n * static_cast<std::int64_t>(dtype_size(t))) % 16 == 0;
-      const bool want_stream = n == 1024 || n >= (t == DType::f32 ? 2048 : 4096);
+      const bool want_stream = n == 1024 || (n >= (t == DType::f32 ? 2048 : 4096) && n <= 32768);
       const bool want_reread =
           !want_stream && aligned && (t == DType::f32 ? n >= 6145 && n <= 10240 : n >= 1537 && n <= 10240);
-      const bool want_ahead = !want_stream && t != DType::f32 && n > 12288;
+      const bool want_ahead = !want_stream && t != DType::f32 && n > 12288 && n <= 32768;
       for (Op op : {Op::logsumexp, Op::state}) {
         const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n);
         SCOPED_TRACE(tag + " " + op_name(op));
         Case c = random_case("read-only " + tag, op, t, t, rows, n, ++seed);
         const std::uint64_t ahead0 = k::block_ahead_launch_count(), reread0 = k::block_reread_launch_count(),
                             stream0 = k::lse_stream_launch_count();
+        k::LseStreamLast& last = k::lse_stream_last_config();
+        last.lanes.store(-1);
+        last.threads.store(-1);
         const Result a = run_gpu(c, cuda::SoftmaxPath::automatic);
         ASSERT_TRUE(a.ran) << a.reason;
         EXPECT_EQ(k::block_reread_launch_count() > reread0, want_reread) << "re-read kernel ran";
         EXPECT_EQ(k::block_ahead_launch_count() > ahead0, want_ahead) << "rows-ahead kernel ran";
         EXPECT_EQ(k::lse_stream_launch_count() > stream0, want_stream) << "lse_stream ran";
+        // Which configuration: 16 lanes a row at 1024 (L16), one block of 128 a row from 2048 (f32) / 4096 (16-bit)
+        // to 32768 (T128); untouched (-1) where lse_stream did not serve.
+        EXPECT_EQ(last.lanes.load(), !want_stream ? -1 : n == 1024 ? 16 : 0) << "lse_stream lanes";
+        EXPECT_EQ(last.threads.load(), !want_stream ? -1 : n == 1024 ? 0 : 128) << "lse_stream threads";
         check(c, a, reference(c));
         Case odd = c;
         odd.name = "odd pitch " + tag;
@@ -248,17 +261,26 @@ std::string config_name(k::LseStreamConfig cfg) {
   return cfg.lanes > 0 ? "lanes " + std::to_string(cfg.lanes) : "threads " + std::to_string(cfg.threads);
 }
 
-// Rows shaped to stress the running state: random (rows 0, 3, …), sorted ascending (the max rises in every chunk: the
-// most rescales), descending (never after the first chunk), constant (every score a tie of the max: l = n exactly) and
-// a planted tied max at both ends.
-void shape_rows(Case& c, std::int64_t rows, std::int64_t n) {
+// Rows shaped to stress the running state (kShapes of them, by r % kShapes): random (rows 0, 7, …), sorted ascending
+// (the max rises in every chunk: the most rescales), descending (never after the first chunk), constant (every score a
+// tie of the max: l = n exactly), a planted tied max at both ends, and the session 10 review's F1 worst case: a slow
+// ramp x_i = i·2^-16 (rounded to the dtype: a staircase in 16-bit, still rising in every chunk of a thread, whose
+// chunks lie G·V·kUnroll ≥ 256 elements apart), so every chunk raises the max and every chunk's mass still counts
+// (the row spans at most 0.5: the first chunk's terms weigh at least e^-0.5 of the last's), then its reverse.
+constexpr std::int64_t kShapes = 7;
+void shape_rows(Case& c, std::int64_t rows, std::int64_t n, DType t) {
   for (std::int64_t r = 0; r < rows; ++r) {
     auto first = c.x.begin() + r * n, last = first + n;
-    switch (r % 5) {
+    switch (r % kShapes) {
       case 1: std::sort(first, last); break;
       case 2: std::sort(first, last, std::greater<double>()); break;
       case 3: std::fill(first, last, *first); break;
       case 4: *first = 60.0; *(last - 1) = 60.0; break;
+      case 5:
+      case 6:
+        for (std::int64_t i = 0; i < n; ++i)
+          first[i] = round_to(t, std::ldexp(static_cast<double>(r % kShapes == 5 ? i : n - 1 - i), -16));
+        break;
       default: break;
     }
   }
@@ -269,13 +291,11 @@ void stream_configs(DType t, std::uint64_t seed) {
     k::LseStreamConfig cfg;
     std::vector<std::int64_t> ns;
   };
+  // The two configurations built (the dispatcher's), each at the lengths the rule gives it (L16: 1024; T128: 2048 (f32),
+  // 4096, 32000, 32768) and around them, tails and lengths past the rule included.
   std::vector<Item> items = {
-      {{8, 256}, {1, 2, 3, 31, 32, 33, 255, 1023, 1024, 1025}},
-      {{16, 256}, {1, 33, 255, 1024, 2049}},
-      {{32, 256}, {1, 2, 31, 32, 33, 255, 1023, 1024, 1025, 4097}},
-      {{0, 128}, {1, 33, 1025, 2048, 4097, 16384, 30001, 32768}},
-      {{0, 256}, {1, 3, 255, 1025, 2047, 2049, 4097, 16384, 30001, 32768, 65537}},
-      {{0, 512}, {1, 2049, 16384, 30001, 32768, 151936}},
+      {{16, 0}, {1, 2, 3, 31, 32, 33, 255, 1023, 1024, 1025, 2049}},
+      {{0, 128}, {1, 3, 33, 255, 1025, 2047, 2048, 2049, 4096, 4097, 16384, 30001, 32000, 32768, 65537}},
   };
   for (const Item& it : items)
     for (std::int64_t n : it.ns) {
@@ -286,14 +306,14 @@ void stream_configs(DType t, std::uint64_t seed) {
                                 " " + config_name(it.cfg) + " " + op_name(op);
         SCOPED_TRACE(tag);
         Case c = random_case("lse_stream " + tag, op, t, t, rows, n, ++seed);
-        shape_rows(c, rows, n);
+        shape_rows(c, rows, n, t);
         const Reference ref = reference(c);
         const Result a = run_stream(c, it.cfg, 0);
         check(c, a, ref);
         // Every row finite, so a NaN is a row never written; the constant rows' l is n exactly (every score a tie).
         for (std::int64_t r = 0; r < rows; ++r) {
           ASSERT_TRUE(std::isfinite(a.out[static_cast<std::size_t>(r)])) << "row " << r << " not written";
-          if (op == Op::state && r % 5 == 3)
+          if (op == Op::state && r % kShapes == 3)
             ASSERT_EQ(a.out2[static_cast<std::size_t>(r)], static_cast<double>(n)) << "constant row " << r;
         }
         const Result b = run_stream(c, it.cfg, 1);  // unaligned: the same bits
@@ -303,6 +323,9 @@ void stream_configs(DType t, std::uint64_t seed) {
           ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << "unaligned l " << i;
         const Result again = run_stream(c, it.cfg, 0);  // run to run: the same bits
         for (std::size_t i = 0; i < a.out.size(); ++i) ASSERT_TRUE(same_bits(a.out[i], again.out[i])) << "rerun " << i;
+        ASSERT_EQ(a.out2.size(), again.out2.size());
+        for (std::size_t i = 0; i < a.out2.size(); ++i)
+          ASSERT_TRUE(same_bits(a.out2[i], again.out2[i])) << "rerun l " << i;
       }
     }
 }
@@ -315,10 +338,10 @@ TEST_F(GpuBlockRow, LseStreamF16EveryConfigAgainstReference) { stream_configs(DT
 // option_cases: temperatures, per-row temperatures, a boolean mask emptying a row, +inf, NaN and all −inf rows).
 TEST_F(GpuBlockRow, LseStreamOptionsAndSpecialRows) {
   std::uint64_t seed = 8800;
-  for (std::int64_t n : {1024, 4097, 32000})  // lse_stream's rows under the rule (f32 and bf16)
+  for (std::int64_t n : {1024, 4097, 32000})  // lse_stream's rows under the rule (f32, bf16 and f16)
     for (Op op : {Op::logsumexp, Op::state})
       for (Case& c : option_cases(op, 3, n, seed))
-        for (DType t : {DType::f32, DType::bf16}) {
+        for (DType t : {DType::f32, DType::bf16, DType::f16}) {
           Case ct = c;
           ct.in.dtype = t;
           for (auto& v : ct.x) v = round_to(t, v);
@@ -339,8 +362,13 @@ TEST_F(GpuBlockRow, LseStreamRefusesWhatItDoesNotServe) {
   p.n = 8;
   EXPECT_THROW(k::launch_lse_stream_rows(p, {4, 256}, nullptr), Error);
   EXPECT_THROW(k::launch_lse_stream_rows(p, {0, 1024}, nullptr), Error);
+  // The configurations lse10 timed and the review's F3 removed (not built): refused, not launched.
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {8, 0}, nullptr), Error);
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {32, 0}, nullptr), Error);
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {0, 256}, nullptr), Error);
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {0, 512}, nullptr), Error);
   p.op = k::Op::softmax;
-  EXPECT_THROW(k::launch_lse_stream_rows(p, {32, 256}, nullptr), Error);
+  EXPECT_THROW(k::launch_lse_stream_rows(p, {16, 0}, nullptr), Error);
 }
 
 }  // namespace

@@ -279,7 +279,8 @@ Variant bcluster_old(std::int64_t n) {  // the dispatcher's cluster_row backward
   return v;
 }
 
-// lse10 (session 10): lse_stream.cu's kernels, `lanes` a row (8, 16, 32) or one block of `threads` a row (lanes 0).
+// lse10 (session 10): lse_stream.cu's kernels, 16 lanes a row (lanes 16) or one block of 128 threads a row (lanes 0,
+// threads 128): the two configurations built since the session 10 review's F3.
 Variant lse_stream(int lanes, int threads) {
   Variant v{lanes > 0 ? "stream L" + std::to_string(lanes) : "stream T" + std::to_string(threads), 'l', {}, {}};
   v.lse.lanes = lanes;
@@ -559,7 +560,8 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--lse10") == 0) {
     // lse10 (session 10, docs/perf-notebook.md "session 10 — lse10"): logsumexp and the state, the dispatcher's kernel
-    // before lse10 ("default", timed first and last) beside lse_stream.cu's configurations, f32 and bf16 (f16 at
+    // before lse10 ("default", timed first and last) beside lse_stream.cu's two configurations (L16, T128; the L32,
+    // T256 and T512 that lse10 also timed were removed after they lost: session 10 review, F3), f32 and bf16 (f16 at
     // 4096×16384).
     const std::vector<Op> lse = {Op::logsumexp, Op::state};
     for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{4096, 16384}, {8192, 8192}, {16384, 4096},
@@ -567,12 +569,8 @@ int main(int argc, char** argv) {
       for (DType t : {DType::f32, DType::bf16, DType::f16}) {
         if (t == DType::f16 && n != 16384) continue;
         std::vector<Variant> vs = {old_default(n, t)};
-        if (n <= 1024) {
-          for (int lanes : {16, 32}) vs.push_back(lse_stream(lanes, 0));
-          vs.push_back(lse_stream(0, 128));
-        } else {
-          for (int threads : {128, 256, 512}) vs.push_back(lse_stream(0, threads));
-        }
+        if (n <= 1024) vs.push_back(lse_stream(16, 0));
+        vs.push_back(lse_stream(0, 128));
         vs.push_back(old_default(n, t));
         run_shape(rows, n, vs, {t}, lse, 20);
       }
@@ -590,20 +588,20 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--lse10-ncu") == 0) {
     // One launch of each for Nsight Compute (scripts/device.sh lse10): logsumexp 4096×16384 f32, the direct wide block
-    // (the dispatcher's before lse10) then lse_stream T256 and T512; bf16 32768×1024, warp E32 L32 then lse_stream L32.
+    // (the dispatcher's before lse10) then lse_stream T128; bf16 32768×1024, warp E32 L32 then lse_stream L16 (lse10's
+    // run profiled T256, T512 and L32, removed since: session 10 review, F3).
     {
       Buffers b = make_buffers(4096, 16384, DType::f32);
       const RowProblem p = problem(Op::logsumexp, 4096, 16384, DType::f32, b, 0);
       launch_block_rows(p, direct(16384).block, nullptr);
-      launch_lse_stream_rows(p, {0, 256}, nullptr);
-      launch_lse_stream_rows(p, {0, 512}, nullptr);
+      launch_lse_stream_rows(p, {0, 128}, nullptr);
       SMK_CUDA_CHECK(cudaDeviceSynchronize());
       free_buffers(b);
     }
     Buffers b = make_buffers(32768, 1024, DType::bf16);
     const RowProblem p = problem(Op::logsumexp, 32768, 1024, DType::bf16, b, 0);
     launch_warp_rows(p, {32, 32}, nullptr);
-    launch_lse_stream_rows(p, {32, 256}, nullptr);
+    launch_lse_stream_rows(p, {16, 0}, nullptr);
     SMK_CUDA_CHECK(cudaDeviceSynchronize());
     free_buffers(b);
     return 0;
