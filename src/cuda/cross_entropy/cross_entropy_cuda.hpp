@@ -65,24 +65,21 @@ constexpr bool kFusedStageF32 = false;
 // (F15; 6553958 has it).
 constexpr bool kFusedPdl = true;
 // The mean's f32 target entries re-formed in double by the mean's kernel (ce10, session 10; TargetFix in
-// common.cuh): an f32 gradient under the mean. Off by default: ce10's H200 run of 86188de (2026-11-30 14:56 UTC,
+// common.cuh): an f32 gradient under the mean. On by default since the session's review (the lead's decision: never
+// less accurate than PyTorch on the same input). ce10's H200 run of 86188de (2026-11-30 14:56 UTC,
 // tune_cross_entropy, in place, mean; docs/bench/ce10-s10-2026-11-30.md) timed it slower, f32 8192×32000 598.4–638.6
-// µs (median of 7 samples 613.5) against 588.6–617.5 (601.1) without it, 4096×151936 1772.0 / 1777.3 against
-// 1753.2 / 1747.7; it ran first in every sample (slot order not rotated), so part of that may be position. Its test
-// (CrossEntropyGpuFused.TargetEntryUnderTheMean, tuning on) passed there at 0.728 of a gate of half an ulp plus
-// g·(1 − p_t)·p_t·5.5u, which the f32 form (about 1.5 ulps) does not meet; vs_torch_ce.py did not run in that call,
-// so whether it closes the two comparisons worse than torch (f32 target entries under the mean) is not measured.
-constexpr bool kFusedTargetFix = false;
+// µs (median of 7 samples 613.5, 2.1 %) against 588.6–617.5 (601.1) without it, 4096×151936 1772.0 / 1777.3 against
+// 1753.2 / 1747.7 (1.4 %); it ran first in every sample (slot order not rotated), so part of that may be position.
+// Its test (CrossEntropyGpuFused.TargetEntryUnderTheMean) passed there at 0.728 of a gate of half an ulp plus
+// g·(1 − p_t)·p_t·5.5u, which the f32 form (about 1.5 ulps) does not meet; whether it closes vs_torch_ce.py's two
+// comparisons worse than torch (f32 target entries under the mean) has not been measured on a GPU.
+constexpr bool kFusedTargetFix = true;
 struct FusedTuning {
   int cluster = 0;
   int stage = -1;
   bool any_width = false;
   int threads = 0;
   int pdl = -1;  // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
-  // The instruction diet (ce10, session 10; fused.cu diet_exp), bf16 logits and gradient on the wide block only:
-  // 0 off (the dispatcher's); 2 the 16-bit tier's exponent by one FFMA and MUFU.EX2 with subnormal terms flushed
-  // (diet 1, the FFMA alone, measured slower and removed).
-  int diet = 0;
   int target_fix = -1;  // −1: kFusedTargetFix; 0 off; 1 on
 };
 void set_fused_tuning(const FusedTuning& t);
@@ -92,7 +89,6 @@ void set_fused_tuning(const FusedTuning& t);
 struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
   bool pdl = false;
-  int diet = 0;  // the kernel's FusedTuning::diet
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -282,21 +282,28 @@ __global__ void __launch_bounds__(kScanThreads) reduce_kernel(const Args a, cons
                               a.nothing_is_zero);
     // Four rows a thread at a time, their loads issued before any store (a store to the gradient could alias them
     // as far as the compiler knows, so it would not hoist the next row's loads above it): 8192 rows are two rounds
-    // of load latency, not eight. A row not valid has no parts (its slot is not written): read, never used.
+    // of the targets' and the parts' load latency, not eight. A row not valid has no parts (its slot is not
+    // written), so its parts are not read (review F15: no read of uninitialised workspace).
     constexpr int kAhead = 4;
     for (std::int64_t r0 = tid; r0 < a.rows; r0 += kAhead * kScanThreads) {
+      bool valid[kAhead];
       std::int64_t t[kAhead];
       TargetParts p[kAhead];
 #pragma unroll
       for (int k = 0; k < kAhead; ++k) {
         const std::int64_t r = r0 + k * kScanThreads;
         t[k] = r < a.rows ? target_of(a, r) : a.ignore;
-        if (r < a.rows) p[k] = fix.parts[r];
       }
 #pragma unroll
       for (int k = 0; k < kAhead; ++k) {
         const std::int64_t r = r0 + k * kScanThreads;
-        if (r >= a.rows || row_kind(a, t[k]) != RowKind::valid) continue;  // the kernel's 0 or NaN stays
+        valid[k] = r < a.rows && row_kind(a, t[k]) == RowKind::valid;
+        if (valid[k]) p[k] = fix.parts[r];
+      }
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k) {
+        const std::int64_t r = r0 + k * kScanThreads;
+        if (!valid[k]) continue;  // the kernel's 0 or NaN stays
         const double R = p[k].R, l = static_cast<double>(p[k].R) + p[k].et;
         // A row the kernel's f32 arithmetic did not carry through finitely keeps the kernel's entry (the same
         // regimes as every other entry of its row).

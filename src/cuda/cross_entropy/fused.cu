@@ -56,10 +56,15 @@
 // Session 10 (ce10, H200 run of 86188de at 14:56 UTC, docs/bench/ce10-s10-2026-11-30.md): (1) the mean's f32 target
 // entry formed outside this kernel: the owner thread leaves R, e_t, the rest of the entry and (1 − ε)·w_t
 // (TargetParts, 16 B a row; still 64 registers and no spill in the f32 wide kernel) and the mean's kernel re-forms it
-// in double (forward.cu reduce_kernel); its test passed, but it timed slower (f32 8192×32000 median 613.5 µs against
-// 601.1 over seven samples; 4096×151936 ~1775 against ~1750), so it is off by default (kFusedTargetFix). (2) The
-// instruction diet (diet_exp below, tuning only): bf16 4096×151936 1405.7–1407.9 µs against 1450.3–1460.9 (−3.2 %
-// at the medians), but it flushes subnormal terms, which §12 does not allow; 8192×32000 even. This run's dispatcher kernels: bf16
+// in double (forward.cu reduce_kernel); its test passed; it timed slower, 2.1 % at f32 8192×32000 (median 613.5 µs
+// against 601.1 over seven samples) and 1.4 % at 4096×151936 (~1775 against ~1750), slot order not rotated; it is on
+// by default since the session's review (kFusedTargetFix, the lead's decision: never less accurate than PyTorch on
+// the same input; it is meant to close the last 2 of vs_torch_ce.py's 120 comparisons, f32 target entries under the
+// mean, which no GPU run has measured with it yet). (2) The instruction diet (the 16-bit tier's exponent by one FFMA
+// and ex2.approx.ftz, a tuning variant of the bf16 wide kernel): bf16 4096×151936 1405.7–1407.9 µs against 1450.3–1460.9
+// (−3.2 % at the medians), 8192×32000 even; it flushes subnormal terms (bf16-subnormal gradient entries read 0),
+// which docs/semantics.md §12 does not allow, so it was removed after the session's review (F14; 86188de and 53bf3d2
+// have it, 53bf3d2 with its test DietAgainstFloat64). This run's dispatcher kernels (without the target fix): bf16
 // 4096×151936 1453.9 µs (median of 4; 40.1 % of the 2n bound, 583 µs), 8192×32000 391.4 (62.7 %); f32 8192×32000
 // 601.1 (81.7 %: the machine's state in this run was slower than ce9's 577.8 for the same kernel), 4096×151936 ~1750.
 #include <cooperative_groups.h>
@@ -164,30 +169,6 @@ __device__ __forceinline__ State combine_parts(const State s) {
   return State::from_max_and_sum(M, kernels::group_sum(share, 32));
 }
 
-// The instruction diet's exponential (ce10, session 10; tuning only, FusedTuning::diet 2, off by default), for the
-// 16-bit tier's terms e_j = 2^t: t = fma(z_j, log2 e, c) with c = fl(−m_w·log2 e), one FFMA where exp_shifted takes
-// FADD and FMUL, and ex2.approx.ftz.f32: MUFU.EX2 alone, without exp2f's subnormal scaling (FSETP and two predicated
-// FMULs): 6 SASS an element → 2 (static count of the bf16 wide kernel, CUDA 13.0: 4944 → 4832 instructions). The
-// constant's rounding c_lo = −m_w·log2 e − c (exact by one FMA) is the same for every term of the warp, so it is not
-// left in the terms (it would put |m_w|·u on each, 10^3·u for logits near ±10^3) but taken once a warp:
-// κ = 2^c_lo multiplies the warp's sum and its gradient factor A_w. Error on a term, relative (u = 2^-24, d = z_j −
-// m_w): the FFMA's rounding of t, u·|d·log2 e| (u·|d| on the term), log2 e's 0.23u·|d|, exp2's 2 ulp: ≤ (1.25·|d| +
-// 4)·u, within exp_shifted's (2.25·|d| + 4)·u (common.cuh); κ's own rounding adds u once a warp. But terms below
-// 2^-126 of their warp's max are flushed to 0, so a bf16 gradient entry below 2^-126·A_w reads 0 where the
-// float64 value is a bf16 subnormal: docs/semantics.md §12 does not allow that today (exp2f "keeps subnormal terms"),
-// so this stays a tuning variant until the lead decides (test DietAgainstFloat64 pins exactly that difference).
-// Measured (ce10's H200 run of 86188de, 2026-11-30 14:56 UTC, tune_cross_entropy, in place, mean, medians of 7
-// repeats a sample, four samples; docs/bench/ce10-s10-2026-11-30.md): bf16 4096×151936 1405.7–1407.9 µs against
-// the dispatcher's 1450.3–1460.9 (−3.2 % at the medians, 1407.1 against 1453.9; the ranges apart); 8192×32000
-// 387.7–401.5 against 381.2–396.3 (even).
-// The FFMA alone with exp2f (diet 1 in that run: 4920 instructions) was slower, 1465.8–1472.9 µs at 4096×151936 and
-// 385.6–409.8 at 8192×32000, and was removed (86188de has it).
-__device__ __forceinline__ float diet_exp(float t) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
-  return r;
-}
-
 // n / d for n·d < 2^32 by one multiplication: ⌊n·m / 2^32⌋ with m = ⌈2^32 / d⌉ (d a power of two: m exact) is exact
 // while n·(m − 2^32/d) < 2^32/d, i.e. for every n < 2^32/d. The fused kernel divides n < 2^16 by d ≤ 16·1024.
 struct Divider {
@@ -212,7 +193,7 @@ struct Divider {
 // p_j gains exp_diff's 5u for its warp's factor and one rounding of A_w.
 // tests/cuda/cross_entropy/test_cross_entropy_gpu.cpp gates the one-read path with that depth (kFusedSumDepth, 82:
 // still an upper bound, 10 + 12 + 12 = 34 would do).
-template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks, int kDiet = 0>
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args a, const FusedArgs f,
                                                                      const Totals* totals, int cluster) {
   using Tile = RowTile<In, kElems>;
@@ -388,19 +369,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
     // The warp's state: its max (exact in any order), e_j = exp_diff(z_j, m_w) in place, their sum.
     const float mw = kernels::group_max(kernels::tree_max<E>(v), 32);
     const float sw_shift = State::shift_for(mw);
-    float kappa = 1.0f;  // the diet's warp factor 2^c_lo (diet_exp)
-    if constexpr (kDiet > 0) {  // tuning only (FusedTuning::diet): the exponent by one FFMA, diet_exp
-      const float c = -sw_shift * kLog2e;
-      const float c_lo = fmaf(-sw_shift, kLog2e, -c);  // exact: −m_w·log2 e = c + c_lo
-      if (isfinite(c)) kappa = exp2f(c_lo);
 #pragma unroll
-      for (int i = 0; i < E; ++i) v[i] = diet_exp(fmaf(v[i], kLog2e, c));
-    } else {
-#pragma unroll
-      for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
-    }
-    float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
-    if constexpr (kDiet > 0) lw *= kappa;
+    for (int i = 0; i < E; ++i) v[i] = grad_exp<Out>(v[i], sw_shift);  // the 16-bit tier (common.cuh)
+    const float lw = kernels::group_sum(kernels::tree_sum<E>(v), 32);
     State sw = State::from_max_and_sum(mw, lw);
     if (smoothing) sm = kernels::group_sum(sm, 32);
 
@@ -485,8 +456,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       // warp's max and A_w = A·exp(m_w − M). A warp with no finite logit has e_j = 0 and factor 0 (exp(0 − M) could
       // overflow); A is NaN for a row whose max is not finite, and NaN·0 keeps that.
       const float A = (g_ce * hard + g_ce * soft * W + zc) * inv;
-      float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
-      if constexpr (kDiet > 0) Aw *= kappa;
+      const float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
       const float B = -g_ce * soft;
       if (smoothing && a.weights) {
 #pragma unroll
@@ -589,9 +559,9 @@ cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* attrs, int cluster, int t
   return cfg;
 }
 
-template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks, int kDiet = 0>
+template <typename In, typename Out, int kThreads, int kElems, int kMinBlocks>
 bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const FusedShape& shape, cudaStream_t s) {
-  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks, kDiet>;
+  const auto kernel = fused_kernel<In, Out, kThreads, kElems, kMinBlocks>;
   using Stage = kernels::RowStage<In, kElems>;
   const std::size_t smem = f.prefetch ? kStages<In> * Stage::bytes(shape.threads) : 0;
   static kernels::DeviceOnce attrs;
@@ -611,8 +581,7 @@ bool launch_shape(const Args& a, const FusedArgs& f, const Totals* totals, const
   if (resident <= 0) return false;  // not schedulable here: the caller takes the two-read path
   cfg = cluster_config(at, shape.cluster, shape.threads, smem, pdl, s);
   const std::int64_t clusters = std::min<std::int64_t>(a.rows, resident);
-  g_last_launch =
-      FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster), pdl, kDiet};
+  g_last_launch = FusedLaunch{shape.cluster, shape.threads, resident, static_cast<int>(clusters * shape.cluster), pdl};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * shape.cluster));
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, shape.cluster));
   return true;
@@ -625,10 +594,6 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
   if (a.rows == 0) return true;
   FusedArgs f = stageable;  // prefetch: the rows can be staged; whether they are is the rule's (or tuning's) call
   f.prefetch = f.prefetch && (g_tuning.stage >= 0 ? g_tuning.stage > 0 : stage_rule(sizeof(In), shape.cluster));
-  // The instruction diet (tuning only, bf16 logits and gradient on the wide block: one instantiation).
-  if constexpr (std::is_same_v<In, __nv_bfloat16> && std::is_same_v<Out, __nv_bfloat16>)
-    if (shape.wide && g_tuning.diet == 2)
-      return launch_shape<In, Out, kWideThreads, kWideElems, 1, 2>(a, f, totals, shape, s);
   return shape.wide ? launch_shape<In, Out, kWideThreads, kWideElems, 1>(a, f, totals, shape, s)
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }

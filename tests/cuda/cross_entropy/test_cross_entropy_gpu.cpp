@@ -828,12 +828,53 @@ TEST(CrossEntropyGpuFused, TargetEntryEitherSideOfOneHalf) {
   TargetEntryEitherSideOfOneHalf_body(true);
 }
 
+// The rows of both TargetEntryUnderTheMean tests (review F22's D2: one construction): f32 logits and gradient, the
+// mean, upstream gradient 1, C classes; 70 rows, two of them ignored (17 and 50), the others' p_t aimed at 64 values
+// from 1e-4 to 0.2 and at 0.6, 0.75, 0.9, 0.99: the target at log p_t, E others (8 every third row, else 1) at
+// log((1 − p_t) / E), the rest at −200. *count: the rows not ignored; e.aim / e.others: each row's p_t and E.
+EitherSide target_entry_mean_case(const std::string& name, std::int64_t C, int* count) {
+  EitherSide e;
+  CeCase& c = e.c;
+  c.name = name + ", C=" + std::to_string(C);
+  c.dtype = DType::f32;
+  c.grad_dtype = DType::f32;
+  c.classes = C;
+  c.opt.reduction = Reduction::mean;
+  c.grad_loss = {1.0};
+  std::vector<double> ps;
+  for (int k = 0; k < 64; ++k) ps.push_back(1e-4 + (0.2 - 1e-4) * k / 63);
+  for (double p : {0.6, 0.75, 0.9, 0.99}) ps.push_back(p);
+  *count = 0;
+  for (std::size_t k = 0; k < ps.size() + 2; ++k) {
+    const std::int64_t i = c.rows++;
+    const std::int64_t t = (i * 7919 + 5) % C;
+    c.x.resize(static_cast<std::size_t>(c.rows * C), -200.0);
+    const bool ignored = k == 17 || k == 50;
+    const double p = ignored ? 0.25 : ps[k - (k > 17) - (k > 50)];
+    const int E = k % 3 == 0 ? 8 : 1;
+    c.t.push_back(ignored ? -100 : t);
+    c.x[i * C + t] = round_to(DType::f32, std::log(p));
+    const double a = round_to(DType::f32, std::log((1 - p) / E));
+    for (int m = 0; m < E; ++m) {
+      const std::int64_t off = 1 + (m * C / E + C / 2) % (C - 1);
+      c.x[i * C + (t + off) % C] = a;
+    }
+    e.aim.push_back(p);
+    e.others.push_back(E);
+    *count += !ignored;
+  }
+  return e;
+}
+
 // The target entry under the mean (ce9, session 9): g = g₁ / Σ w_t is not an f32, and the entry g·(p_t − 1) was
 // fl(fl(p_t − 1)·fl(g)), three roundings (ce6's comparison with torch: ~2 ulps on f32 rows, torch ~1.6). Since ce9
 // the two-read backward's target_kernel forms it in double from its f32 p_t (or Σ_{j≠t} p_j), with g exact, and rounds
-// once. The one-read kernel keeps the f32 form: every variant of this arithmetic built into it (in double, before or
+// once. The one-read kernel kept the f32 form: every variant of this arithmetic built into it (in double, before or
 // after the row's store; in f32 with a Fast2Sum and g's low part) made ptxas spill 68-92 bytes a thread in the f32
-// wide kernel, which has none (CUDA 13.0, sm_90a), so it has no test here. Rows as TargetEntryEitherSideOfOneHalf's (target ln p, E others ln((1 − p) / E), the rest −200),
+// wide kernel, which has none (CUDA 13.0, sm_90a); since ce10 the mean's kernel re-forms its entry in double
+// (TargetFix, on by default since session 10's review), tested by CrossEntropyGpuFused.TargetEntryUnderTheMean below
+// on these rows (target_entry_mean_case). Rows as TargetEntryEitherSideOfOneHalf's (target ln p, E others
+// ln((1 − p) / E), the rest −200),
 // p swept over 64 values in [10^-4, 0.2] where p_t's own error (scaled by p_t) is small beside an ulp, and four from ½
 // on; two rows ignored; 68 rows counted, so g = 1/68 rounds in f32. Gate, derived as that test's: one-read p̂_t =
 // e_t / l with l rounded once, |ρ| ≤ (1 − p_t)·ε + u (ε = 5.5u, exp_diff), so |Δ(p_t − 1)| ≤ p_t·((1 − p_t)·ε + u)
@@ -846,36 +887,9 @@ TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
   SMK_REQUIRE_GPU_OR_CPU_MODE();
   std::vector<std::int64_t> widths = {8193, 32000};
   for (const std::int64_t C : widths) {
-    EitherSide e;
-    CeCase& c = e.c;
-    c.name = "target entry under the mean, C=" + std::to_string(C);
-    c.dtype = DType::f32;
-    c.grad_dtype = DType::f32;
-    c.classes = C;
-    c.opt.reduction = Reduction::mean;
-    c.grad_loss = {1.0};
-    std::vector<double> ps;
-    for (int k = 0; k < 64; ++k) ps.push_back(1e-4 + (0.2 - 1e-4) * k / 63);
-    for (double p : {0.6, 0.75, 0.9, 0.99}) ps.push_back(p);
     int count = 0;
-    for (std::size_t k = 0; k < ps.size() + 2; ++k) {
-      const std::int64_t i = c.rows++;
-      const std::int64_t t = (i * 7919 + 5) % C;
-      c.x.resize(static_cast<std::size_t>(c.rows * C), -200.0);
-      const bool ignored = k == 17 || k == 50;
-      const double p = ignored ? 0.25 : ps[k - (k > 17) - (k > 50)];
-      const int E = k % 3 == 0 ? 8 : 1;
-      c.t.push_back(ignored ? -100 : t);
-      c.x[i * C + t] = round_to(DType::f32, std::log(p));
-      const double a = round_to(DType::f32, std::log((1 - p) / E));
-      for (int m = 0; m < E; ++m) {
-        const std::int64_t off = 1 + (m * C / E + C / 2) % (C - 1);
-        c.x[i * C + (t + off) % C] = a;
-      }
-      e.aim.push_back(p);
-      e.others.push_back(E);
-      count += !ignored;
-    }
+    EitherSide e = target_entry_mean_case("target entry under the mean", C, &count);
+    CeCase& c = e.c;
     ASSERT_EQ(count, 68);
     check_case(c);
     if (cpu_mode()) continue;
@@ -909,9 +923,10 @@ TEST(CrossEntropyGpu, TargetEntryUnderTheMean) {
   }
 }
 
-// The one-read kernel's f32 target entry under the mean (ce10, session 10; TargetFix in common.cuh, off by default:
-// kFusedTargetFix; FusedTuning::target_fix 1 here): the kernel's
-// owner thread leaves R = Σ_{j≠t} e_j and e_t, and the mean's kernel forms g·(−R / (R + e_t)) in double with
+// The one-read kernel's f32 target entry under the mean (ce10, session 10; TargetFix in common.cuh, on by default
+// since the session's review: kFusedTargetFix; FusedTuning::target_fix 1 here, so the gate holds the fix whatever the
+// default, and the default launch must give the same bits): the kernel's owner thread leaves R = Σ_{j≠t} e_j and
+// e_t, and the mean's kernel forms g·(−R / (R + e_t)) in double with
 // g = grad_loss / count unrounded, rounding once. The rows of TargetEntryUnderTheMean: every sum before the row's
 // scalars is exact (the others' terms are 1 against their own max, the −200 logits' shares 0 in f32), so R and e_t
 // are exact but for one exponential, exp_diff(a, M) or exp_diff(z_t, M) (the other is the max's, exactly 1), off by
@@ -924,32 +939,10 @@ TEST(CrossEntropyGpuFused, TargetEntryUnderTheMean) {
   FusedMode fused;
   namespace ce = smk::cuda::ce;
   for (const std::int64_t C : {std::int64_t{8193}, std::int64_t{32000}, std::int64_t{151936}}) {
-    CeCase c;
-    c.name = "one-read target entry under the mean, C=" + std::to_string(C);
-    c.dtype = DType::f32;
-    c.grad_dtype = DType::f32;
-    c.classes = C;
-    c.opt.reduction = Reduction::mean;
-    c.grad_loss = {1.0};
-    std::vector<double> ps, others;
-    for (int k = 0; k < 64; ++k) ps.push_back(1e-4 + (0.2 - 1e-4) * k / 63);
-    for (double p : {0.6, 0.75, 0.9, 0.99}) ps.push_back(p);
     int count = 0;
-    for (std::size_t k = 0; k < ps.size() + 2; ++k) {
-      const std::int64_t i = c.rows++;
-      const std::int64_t t = (i * 7919 + 5) % C;
-      c.x.resize(static_cast<std::size_t>(c.rows * C), -200.0);
-      const bool ignored = k == 17 || k == 50;
-      const double p = ignored ? 0.25 : ps[k - (k > 17) - (k > 50)];
-      const int E = k % 3 == 0 ? 8 : 1;
-      c.t.push_back(ignored ? -100 : t);
-      c.x[i * C + t] = round_to(DType::f32, std::log(p));
-      const double a = round_to(DType::f32, std::log((1 - p) / E));
-      for (int m = 0; m < E; ++m) c.x[i * C + (t + 1 + (m * C / E + C / 2) % (C - 1)) % C] = a;
-      count += !ignored;
-    }
+    CeCase c = target_entry_mean_case("one-read target entry under the mean", C, &count).c;
     ASSERT_EQ(count, 68);
-    ce::FusedTuning fix;  // on whatever kFusedTargetFix says (off by default since ce10's run)
+    ce::FusedTuning fix;  // on whatever kFusedTargetFix says (on by default since the session's review)
     fix.target_fix = 1;
     ce::set_fused_tuning(fix);
     ce::set_last_fused_launch({});
@@ -958,6 +951,11 @@ TEST(CrossEntropyGpuFused, TargetEntryUnderTheMean) {
     const GpuOut g = run_gpu(c, true);
     ce::set_fused_tuning({});
     ASSERT_TRUE(g.error.empty()) << c.name << ": " << g.error;
+    const GpuOut d = run_gpu(c, true);  // the default launch: the fix is on by default (kFusedTargetFix)
+    ASSERT_TRUE(d.error.empty()) << c.name << ", default: " << d.error;
+    ASSERT_EQ(d.grad.size(), g.grad.size()) << c.name;
+    EXPECT_EQ(std::memcmp(d.grad.data(), g.grad.data(), g.grad.size() * sizeof(double)), 0)
+        << c.name << ": the default launch's gradient differs from the fix's";
     const double eps = 5.5 * kU, gl = 1.0 / count;
     int failures = 0;
     double worst = 0;
@@ -991,7 +989,9 @@ TEST(CrossEntropyGpuFused, TargetEntryUnderTheMean) {
 // call (run_gpu). An ordering bug in the chain (a dependent reading its primary's output early) would show as an
 // occasional wrong result that one call rarely catches, so under the mean and the sum the default launch of the
 // single-block shapes is repeated kRepeats times against the plain launch's bits; the default is also checked once
-// against float64 under the mean (check_case's gates).
+// against float64 under the mean (check_case's gates). Under the mean the f32 shapes' target entries are rewritten
+// by the mean's kernel, the chain's last dependent (TargetFix, on by default since session 10's review), so the
+// chain's order covers those gradient entries too.
 TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
   SMK_REQUIRE_GPU();
   FusedMode fused;
@@ -1050,73 +1050,6 @@ TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
           same_bits(launch({}, sh.cluster == 1, "default"), base, c.name + ", default, call " + std::to_string(k));
       ce::set_fused_tuning({});
       if (red == Reduction::mean) check_case(c);  // the default launch against float64
-    }
-  }
-  ce::set_fused_tuning({});
-}
-
-// The instruction diet (ce10; fused.cu diet_exp, FusedTuning::diet 2, tuning only): bf16 logits and gradient on the
-// wide block with the 16-bit tier's exponent by one FFMA and MUFU.EX2 alone, against float64: a single block (32000)
-// and 5-block clusters (151936); every option on (smoothing, z-loss, weights, mean), and rows of logits near +1000
-// and -1000 (spread ±16, bf16 steps of 4 to 8 there), where a term's exponent FFMA sees |m_w·log2 e| ≈ 1443: the
-// constant's rounding, taken out once a warp (κ), would otherwise put up to |m_w|·u on every term and on l. The
-// loss, z-loss and LSE meet check_case's gates; every gradient entry meets them too, except what the variant is
-// documented to do differently: an entry whose float64 value is below 2^-126 in magnitude (a bf16 subnormal; those
-// rows have terms e^-100 below their max) may read 0 (the flushed term), never anything else. ce10's run of 86188de
-// (H200), with check_case's whole-gate check: every failure it printed (six a case, its cap) was such an entry (want
-// −7.7e-40, got 0), in the four rows-near-±1000 cases; the every-option cases passed. This form has not run on a GPU.
-TEST(CrossEntropyGpuFused, DietAgainstFloat64) {
-  SMK_REQUIRE_GPU();
-  FusedMode fused;
-  namespace ce = smk::cuda::ce;
-  const double tiny = std::ldexp(1.0, -126);
-  for (std::int64_t C : {std::int64_t{32000}, std::int64_t{151936}}) {
-    std::vector<CeCase> cases;
-    CeCase all = random_case("diet, every option", DType::bf16, 6, C, 811 + C, Reduction::mean);
-    all.opt.label_smoothing = 0.1f;
-    all.opt.z_loss = 1e-4f;
-    all.weights.resize(C);
-    for (std::int64_t j = 0; j < C; ++j) all.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
-    cases.push_back(all);
-    for (double offset : {1000.0, -1000.0}) {
-      CeCase c = random_case("diet, logits near " + std::to_string(static_cast<int>(offset)), DType::bf16, 5, C,
-                             907 + C, Reduction::none);
-      for (double& x : c.x) x = round_to(DType::bf16, x * 8 + offset);
-      cases.push_back(c);
-    }
-    for (CeCase& c : cases) {
-      c.name += ", diet 2, C=" + std::to_string(C);
-      ce::set_fused_tuning({0, -1, false, 0, -1, 2});
-      ce::set_last_fused_launch({});
-      const GpuOut g = run_gpu(c, true);
-      const ce::FusedLaunch fl = ce::last_fused_launch();
-      ce::set_fused_tuning({});
-      ASSERT_TRUE(g.error.empty()) << c.name << ": " << g.error;
-      EXPECT_EQ(fl.diet, 2) << c.name << ": not the diet kernel";
-      EXPECT_EQ(fl.cluster, C > 32768 ? 5 : 1) << c.name;
-      const Ref r = reference(c, true);
-      int failures = 0, flushed = 0;
-      auto expect = [&](const char* what, std::size_t i, double got, double want, double tol, DType out) {
-        std::string why;
-        if (close(got, want, tol, out, &why)) return;
-        if (++failures <= 6)
-          ADD_FAILURE() << c.name << ": " << what << "[" << i << "]: got " << got << ", want " << want << " (" << why
-                        << ")";
-      };
-      for (std::size_t i = 0; i < r.loss.size(); ++i) expect("loss", i, g.loss[i], r.loss[i], r.loss_tol[i], DType::f32);
-      for (std::size_t i = 0; i < r.z.size(); ++i) expect("z_loss", i, g.z[i], r.z[i], r.z_tol[i], DType::f32);
-      const double Lam = sum_depth(c.classes) + 9 + 2 * std::log(static_cast<double>(c.classes));
-      for (std::size_t i = 0; i < r.lse.size(); ++i)
-        expect("lse", i, g.lse[i], r.lse[i], (std::fabs(r.lse[i]) + Lam) * kU, DType::f32);
-      for (std::size_t i = 0; i < r.grad.size(); ++i) {
-        if (std::fabs(r.grad[i]) < tiny && g.grad[i] == 0) {
-          ++flushed;
-          continue;
-        }
-        expect("grad", i, g.grad[i], r.grad[i], r.grad_tol[i], DType::bf16);
-      }
-      EXPECT_EQ(failures, 0) << c.name;
-      std::printf("%s: %d entries flushed to 0 (float64 below 2^-126)\n", c.name.c_str(), flushed);
     }
   }
   ce::set_fused_tuning({});

@@ -11,10 +11,8 @@
 //   fused/narrow   (--narrow) the narrow blocks (512 × 24), no default uses them
 //   fused/base     the dispatcher's launch with dependent launches off (the launches before ce9)
 //   fused/pdl      the same with dependent launches (scan -> one-read kernel -> reduction, griddepcontrol)
-//   fused/diet2    the dispatcher's launch, bf16 on the wide block with the 16-bit tier's exponent by one FFMA and
-//                  MUFU.EX2 alone, subnormal terms flushed (fused.cu diet_exp; ce10); other dtypes: the dispatcher's
 //   fused/nofix    the dispatcher's launch without the mean's f32 target entries re-formed in double by the mean's
-//                  kernel (kFusedTargetFix, ce10): the launches before ce10
+//                  kernel (kFusedTargetFix, ce10; on by default since session 10's review): the launches before ce10
 //   fused/cN       (--clusters N,...) the one-read kernel on clusters of N wide blocks (when N is at least what a
 //                  row needs), staged by the dispatcher's rule: the cluster shapes of session 8 (ce6), for rows
 //                  whose fewest blocks leave SMs idle (4096×151936 on 5 blocks: 22 clusters resident, 110 SMs)
@@ -182,8 +180,7 @@ int main(int argc, char** argv) {
       namespace ce = smk::cuda::ce;
       tuned("fused/base", {0, -1, false, 0, 0});
       tuned("fused/pdl", {0, -1, false, 0, 1});
-      tuned("fused/diet2", {0, -1, false, 0, -1, 2});
-      tuned("fused/nofix", {0, -1, false, 0, -1, 0, 0});
+      tuned("fused/nofix", {0, -1, false, 0, -1, 0});
       tuned("fused/stage", {0, 1, true, 1024});
       tuned("fused/nostage", {0, 0, true, 1024});
       if (narrow) tuned("fused/narrow", {0, 0, true, 512});
@@ -235,17 +232,17 @@ int main(int argc, char** argv) {
         smk::cuda::ce::set_last_fused_launch(none);
         char launch[160] = "";
         if (fl.cluster > 0)
-          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s diet %d", fl.cluster, fl.threads,
-                        fl.resident, fl.grid, fl.pdl ? " pdl" : "", fl.diet);
+          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s", fl.cluster, fl.threads, fl.resident,
+                        fl.grid, fl.pdl ? " pdl" : "");
         std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%  [%.1f-%.1f]%s\n", smk::dtype_name(dt), shape.c_str(),
                     v.name.c_str(), us, gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps),
                     1000.0 * ms.front(), 1000.0 * ms.back(), launch);
         char line[320];
         std::snprintf(line, sizeof line,
                       "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f, "
-                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d, \"diet\": %d},\n",
+                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d},\n",
                       smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
-                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0, fl.diet);
+                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0);
         out += line;
       }
       cudaEventDestroy(e0);
