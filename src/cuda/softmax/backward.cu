@@ -577,9 +577,14 @@ template <typename In, int E>
 void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   auto kernel = backward_warp_kernel<In, E>;
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
-  if constexpr (sizeof(In) == 2 && E >= 8)
-    if (warp_packed(c) && packed_dense(p, c.lanes, E))
+  bool packed = false;
+  if constexpr (sizeof(In) == 2 && E >= 8) {
+    if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
       kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
+      packed = true;
+    }
+  }
+  warp_backward_last().packed.store(packed, std::memory_order_relaxed);
   const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.

@@ -78,7 +78,8 @@ struct WarpConfig {
   int lanes = 1;
   int grid = 0;
   // short10: 16-bit rows (elems ≥ 8) held packed as loaded, two elements a register, unpacked at each use
-  // (packed16.cuh); bitwise the unpacked kernels. Ignored for f32 and where a kernel has no packed form.
+  // (packed16.cuh); bitwise the unpacked kernels. Ignored for f32 and where a kernel has no packed form (forward
+  // softmax has none: measured 0.78-0.89×, session 10 review F13).
   bool packed = false;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
@@ -170,6 +171,14 @@ WarpRowTuning& warp_row_tuning();
 inline bool warp_packed(WarpConfig c) {
   return warp_row_tuning().packed >= 0 ? warp_row_tuning().packed != 0 : c.packed;
 }
+// The last forward warp_per_row launch (warp_row.cu launch_warp_rows, direct launcher calls included; tests: session
+// 10 review, F10): its lanes, elements a lane, and whether it took the packed kernel (the log ops only: softmax has
+// none). Atomic: every launch writes it, from whichever host thread calls.
+struct WarpRowLast {
+  std::atomic<int> lanes{0}, elems{0};
+  std::atomic<bool> packed{false};
+};
+WarpRowLast& warp_row_last();
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a
 // grid of k > 0 up to k · resident, never more than `needed`; then at most max_blocks if the tuning sets it.
 inline unsigned warp_grid(unsigned resident, std::int64_t needed, WarpConfig c) {
@@ -340,8 +349,11 @@ void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s
 // The warp_per_row configuration of the dispatcher's last backward call (softmax_cuda.cpp softmax_backward; tests:
 // which lanes and elements a lane the rule chose: session 9 review, F10; direct launcher calls leave it as it
 // is). Atomic: every dispatched backward warp call writes it, from whichever host thread calls.
+// packed: whether backward.cu's last warp launch took the packed kernel; unlike the rest, written by every launch,
+// direct launcher calls included (session 10 review, F10).
 struct WarpBackwardLast {
   std::atomic<int> lanes{0}, elems{0}, grid{-1};
+  std::atomic<bool> packed{false};
 };
 WarpBackwardLast& warp_backward_last();
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);

@@ -389,9 +389,10 @@ constexpr int kWarpGridF32 = 8;
 // - both backward ops at every length timed, E32 62 registers (4 blocks an SM) against 128 (2): softmax backward
 //   262144×128 64.22 / 63.58 → 58.14, 131072×256 59.62 / 60.67 → 56.61, 65536×512 59.30 / 60.06 → 55.71, 524288×64
 //   (E16 L4, 40 registers, 6 blocks) 61.86 / 62.82 → 59.04; log-softmax backward 66.11 / 66.02 → 60.54, 63.10 / 62.46
-//   → 58.98, 63.42 / 62.88 → 60.16, 65.22 / 64.99 → 61.73. Rows of 17..kWarpBackward16PackedQuadMaxN, when dense for
-//   4 lanes of 8 (16-byte loads of y and of dy, 8 rows a warp, 36 registers): 1048576×32 softmax backward 61.95 /
-//   62.08 → 56.26 (E16 L2 packed 58.98; E8 L4 unpacked 69.38), log-softmax backward 64.00 / 64.00 → 56.77.
+//   → 58.98, 63.42 / 62.88 → 60.16, 65.22 / 64.99 → 61.73. Rows of 32 (the one length both packed, n ≥ 32, and
+//   dense for 4 lanes of 8, n = 32) on 4 lanes of 8 (16-byte loads of y and of dy, 8 rows a warp, 36 registers):
+//   1048576×32 softmax backward 61.95 / 62.08 → 56.26 (E16 L2 packed 58.98; E8 L4 unpacked 69.38), log-softmax
+//   backward 64.00 / 64.00 → 56.77.
 // - logsumexp at every length timed: 1048576×32 31.78 / 31.49 → 29.63, 524288×64 32.61 / 32.61 → 30.46, 262144×128
 //   34.78 / 34.53 → 32.70, 131072×256 34.02 / 34.11 → 32.32, 65536×512 34.85 / 34.75 → 33.25.
 // - log-softmax at 32, 128, 256, 512: 47.04 / 48.19 → 43.52, 45.02 / 44.93 → 44.19, 44.42 / 44.38 → 43.46, 45.02 /
@@ -402,7 +403,6 @@ constexpr std::int64_t kWarpPacked16MinN = 32;
 constexpr std::int64_t kWarpPacked16MaxN = 512;
 constexpr std::int64_t kWarpLogSoftmax16PackedSkipMinN = 33;
 constexpr std::int64_t kWarpLogSoftmax16PackedSkipMaxN = 64;
-constexpr std::int64_t kWarpBackward16PackedQuadMaxN = 32;
 bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
   using kernels::Op;
   if (t == DType::f32 || n < kWarpPacked16MinN || n > kWarpPacked16MaxN) return false;
@@ -428,12 +428,18 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
   c.packed = warp_packed_rule(n, t, op);
   return c;
 }
-// The backward's configuration for the call: warp_config's, but 16-bit rows of up to kWarpBackward16PackedQuadMaxN
-// that are dense for 4 lanes of 8 elements take those, packed (short10, above); unpacked there they lost (E8 L4 69.38
-// against E16 L2's 61.95), so rows the packed kernel cannot serve keep warp_config's lanes.
+// The backward's configuration for the call: warp_config's, but 16-bit rows of 32 that are dense for 4 lanes of 8
+// elements take those, packed (short10, above); unpacked there they lost (E8 L4 69.38 against E16 L2's 61.95), so rows
+// the packed kernel cannot serve keep warp_config's lanes (E16 L2). So a row of 32 takes L4 E8 or L2 E16 by its layout
+// (packed_dense needs one row dimension: a row alone, an odd pitch, a batch that does not merge take L2 E16), and batch
+// invariance rests on a tree identity: with RowTile's interleave ((k·G + g)·V) and group_sum's butterfly from width/2
+// down, L2 E16's lane 0 holds 16-byte vectors 0 and 2 (its tree_sum<16> is v0 + v2, the shuffle adds v1 + v3), and
+// L4 E8's xor-2 step forms v0 + v2 and its xor-1 step adds v1 + v3: s is the same expression and dx elementwise, so
+// the same bits (test_softmax_gpu BatchInvariance, n = 32 backward, bf16 and f16). A change to either tree's order or
+// to the tile map breaks it.
 kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
   kernels::WarpConfig c = warp_config(rp.n, t, rp.op);
-  if (c.packed && rp.n <= kWarpBackward16PackedQuadMaxN && kernels::packed_dense(rp, 4, 8)) {
+  if (c.packed && rp.n == 4 * 8 && kernels::packed_dense(rp, 4, 8)) {
     c.lanes = 4;
     c.elems = 8;
   }

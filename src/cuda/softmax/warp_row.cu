@@ -58,7 +58,8 @@
 // (2.26 TB/s, 53 % of copy), 262144×128 34.78 / 34.53 → 32.70, 65536×512 34.85 / 34.75 → 33.25; log-softmax 1048576×32
 // (E16 L2) 47.04 / 48.19 → 43.52 (72 %), 262144×128 45.02 / 44.93 → 44.19, 65536×512 45.02 / 44.93 → 42.34, but
 // 524288×64 43.78 / 43.74 → 45.31 (slower: not taken); softmax slower at every length (it forms its term again at the
-// store: 49.50 / 49.28 → 63.62 at 1048576×32, 43.84 / 44.13 → 49.12 at 262144×128): not taken. Rows of 32 on 4 lanes
+// store: 49.50 / 49.28 → 63.62 at 1048576×32, 43.84 / 44.13 → 49.12 at 262144×128): not taken, and since the
+// session 10 review (F13) not compiled: warp_rows_packed_kernel is the log ops' alone. Rows of 32 on 4 lanes
 // of 8 (16-byte loads, 8 rows a warp) lost in every forward op, packed or not (softmax 75.8, logsumexp 49.5-64.1).
 // Where: softmax_cuda.cpp warp_packed_rule.
 #include "cuda/softmax/common.cuh"
@@ -70,6 +71,11 @@ namespace smk::cuda::kernels {
 WarpRowTuning& warp_row_tuning() {
   static WarpRowTuning t;
   return t;
+}
+
+WarpRowLast& warp_row_last() {
+  static WarpRowLast last;
+  return last;
 }
 
 namespace {
@@ -150,14 +156,15 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
-// short10 (session 10): warp_rows_kernel for dense 16-bit rows (packed_rule.hpp packed_dense: n = lanes · E, aligned,
-// unit steps, outputs in the input dtype, no temperature, no mask), the row held packed as loaded (E/2 registers of row
-// instead of E) and unpacked at each pass: the max (pass 0), the sum of terms (pass 1), and for the ops that write rows
-// the outputs, formed a vector at a time where they are stored (pass 2; softmax recomputes its term
-// out_exp<Out>(x, shift), the same function of the same values, so the same bits). The same trees, terms and
-// normalizer as warp_rows_kernel: bitwise its outputs (test_warp_row_gpu, Packed*). kMinBlocks as there unless
-// measured otherwise (short10: the packed row leaves room for more).
-template <typename In, typename Out, int E, bool kLog>
+// short10 (session 10): warp_rows_kernel<In, void, E, true> (the log ops: log-softmax, logsumexp, the state) for
+// dense 16-bit rows (packed_rule.hpp packed_dense: n = lanes · E, aligned, unit steps, outputs in the input dtype, no
+// temperature, no mask), the row held packed as loaded (E/2 registers of row instead of E) and unpacked at each pass:
+// the max (pass 0), the sum of terms (pass 1), and for log-softmax the outputs, formed a vector at a time where they
+// are stored (pass 2). The same trees, terms and normalizer as warp_rows_kernel: bitwise its outputs
+// (test_warp_row_gpu, Packed*). Log ops only: packed softmax ran 0.78-0.89× (short10's run of 809a984; it forms its
+// term again at the store) and is neither taken by the rule nor compiled. kMinBlocks as there unless measured
+// otherwise (short10: the packed row leaves room for more).
+template <typename In, int E>
 __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_kernel(const RowProblem p, int lanes) {
   constexpr int R = kRowsAtOnce<E>;
   const int lane = threadIdx.x % 32;
@@ -185,26 +192,21 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
     for (int r = 0; r < R; ++r) {
       ties[r] = 0;
       const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
-      if constexpr (kLog) {
-        // thread_log_rest_in<In>'s terms, ties and tree
-        rest[r] = group_sum(tree_sum_of<E>([&](int i) {
-                              const float x = v[r].get(i, k1);
-                              const bool tie = x == shift;
-                              ties[r] += tie ? 1 : 0;
-                              return tie ? 0.0f : log_term_exp16(x, shift);
-                            }),
-                            lanes);
-        ties[r] = group_count(ties[r], lanes);
-      } else {
-        // thread_exp_rest<Out>'s terms (no ties) and tree
-        rest[r] = group_sum(tree_sum_of<E>([&](int i) { return out_exp<Out>(v[r].get(i, k1), shift); }), lanes);
-      }
+      // thread_log_rest_in<In>'s terms, ties and tree
+      rest[r] = group_sum(tree_sum_of<E>([&](int i) {
+                            const float x = v[r].get(i, k1);
+                            const bool tie = x == shift;
+                            ties[r] += tie ? 1 : 0;
+                            return tie ? 0.0f : log_term_exp16(x, shift);
+                          }),
+                          lanes);
+      ties[r] = group_count(ties[r], lanes);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
       if (row >= p.rows) continue;
-      const auto state = state_from(m[r], ties[r], rest[r], kLog);
+      const auto state = state_from(m[r], ties[r], rest[r], true);
       if (!writes_rows(p.op)) {  // write_row_stats on a one-dimensional row map
         if (g == 0) {
           if (p.op == Op::logsumexp) {
@@ -217,11 +219,8 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
         continue;
       }
       const auto norm = state.normalizer(p.empty_rows);
-      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
       store_packed_row<In, E>(static_cast<In*>(p.out) + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
-        const float x = v[r].get(i, k2);
-        if constexpr (kLog) return norm.log_softmax(x);  // finish_rows' log-softmax
-        else return norm.softmax_from_exp(out_exp<Out>(x, shift));  // the term again, then finish_rows' softmax
+        return norm.log_softmax(v[r].get(i, k2));  // finish_rows' log-softmax
       });
     }
   }
@@ -244,15 +243,19 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true> : warp_rows_kernel<In, void, E, false>;
   if constexpr (sizeof(In) == 2 && E == 32)
     if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false>;
-  // WarpConfig::packed (short10): the same kernel with the row held packed, where the scores are the loaded values
-  // (no temperature, no mask); the same choice of Out, hence the same bits.
+  // WarpConfig::packed (short10): the log ops' kernel with the row held packed, where the scores are the loaded
+  // values (no temperature, no mask): the same bits. Softmax has no packed kernel (above) and ignores it.
+  bool packed = false;
   if constexpr (sizeof(In) == 2 && E >= 8) {
-    if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
-      kernel = p.op != Op::softmax ? warp_rows_packed_kernel<In, void, E, true> : warp_rows_packed_kernel<In, void, E, false>;
-      if constexpr (E == 32)
-        if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_packed_kernel<In, In, E, false>;
+    if (p.op != Op::softmax && warp_packed(c) && packed_dense(p, c.lanes, E)) {
+      kernel = warp_rows_packed_kernel<In, E>;
+      packed = true;
     }
   }
+  WarpRowLast& last = warp_row_last();
+  last.lanes.store(c.lanes, std::memory_order_relaxed);
+  last.elems.store(E, std::memory_order_relaxed);
+  last.packed.store(packed, std::memory_order_relaxed);
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.

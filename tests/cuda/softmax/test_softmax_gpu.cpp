@@ -351,6 +351,46 @@ TEST_F(GpuSoftmax, BatchInvariance) {
       }
     }
   }
+  // 16-bit rows (session 10 review, F11 and F2's bf16 half), each against a batch at an odd pitch and a dense batch:
+  // - bf16 and f16 backward at n = 32: the row alone (rank 0) and the odd pitch take warp_config's L2 E16 unpacked, the
+  //   dense batch L4 E8 packed (softmax_cuda.cpp warp_backward_config): the same bits by a tree identity stated there;
+  // - bf16 logsumexp and the state at n = 1024 and 4097 (lse_stream.cu's rows alone against the batch).
+  struct Wide {
+    DType t;
+    std::int64_t n;
+    Op op;
+  };
+  std::vector<Wide> wides;
+  for (DType t : {DType::bf16, DType::f16})
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) wides.push_back({t, 32, op});
+  for (std::int64_t n : {1024, 4097})
+    for (Op op : {Op::logsumexp, Op::state}) wides.push_back({DType::bf16, n, op});
+  for (const Wide& w : wides)
+    for (bool odd : {true, false}) {
+      const std::int64_t n = w.n, rows = 37;
+      Case batch = plain_case("batch16_" + std::to_string(n), w.op, w.t, w.t, rows, n, 19);
+      if (odd) {
+        batch.in.strides = {n + 1, 1};
+        batch.in.offset = 1;
+      }
+      const Result all = run_gpu(batch, SoftmaxPath::automatic);
+      ASSERT_TRUE(all.ran) << all.reason;
+      for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+        Case one = plain_case("alone16", w.op, w.t, w.t, 1, n, 19);
+        one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
+        if (is_backward(w.op)) one.dy.assign(batch.dy.begin() + r * n, batch.dy.begin() + (r + 1) * n);
+        const Result alone = run_gpu(one, SoftmaxPath::automatic);
+        ASSERT_TRUE(alone.ran) << alone.reason;
+        const std::int64_t width = is_row_op(w.op) ? 1 : n;
+        for (std::int64_t i = 0; i < width; ++i) {
+          const double a = alone.out[i], b = all.out[r * width + i];
+          ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || a == b)
+              << dtype_name(w.t) << " " << op_name(w.op) << " n=" << n << (odd ? " odd pitch" : " dense") << " row "
+              << r << " element " << i << ": alone " << a << ", batch " << b;
+        }
+        if (w.op == Op::state) ASSERT_EQ(alone.out2[0], all.out2[r]);
+      }
+    }
 }
 
 // The row pipeline (block_row.cu, backward.cu, row_stage.cuh), which the dispatcher runs for log-softmax, logsumexp

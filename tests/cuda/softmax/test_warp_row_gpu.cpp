@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
@@ -152,7 +153,8 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
   for (const Want& w : {Want{DType::f32, 16, 1, 16, 8}, Want{DType::f32, 17, 4, 8, 8}, Want{DType::f32, 256, 32, 8, 8},
                         Want{DType::f32, 257, 32, 16, 8}, Want{DType::bf16, 16, 1, 16, 0},
                         Want{DType::bf16, 32, 4, 8, 0}, Want{DType::bf16, 32, 2, 16, 0, true},
-                        Want{DType::f16, 32, 4, 8, 0}, Want{DType::bf16, 31, 2, 16, 0},
+                        Want{DType::f16, 32, 4, 8, 0}, Want{DType::f16, 32, 2, 16, 0, true},
+                        Want{DType::bf16, 31, 2, 16, 0}, Want{DType::f16, 31, 2, 16, 0},
                         Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 8},
                         Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
                         Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0}})
@@ -180,9 +182,21 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
 // (the unpacked kernel's outputs are checked against the float64 reference here too). Rows of 8 ... 1024, every
 // lanes / elements configuration the dispatcher takes for them (E8, E16, E32 packed; rows of ≤ 4 have no packed form),
 // rows not a multiple of a lane's vector (29, 100: scalar tails padded), rows at an odd pitch (scalar loads and
-// stores), a temperature (the backward's packed kernel divides by it; the forward falls back to the unpacked kernel),
-// and grids capped at 7 blocks (every block walks many row groups). Both forward kernels' output types (softmax's 16-bit
-// tier at E32 with lanes > 1) and both backward ops.
+// stores), a temperature, and grids capped at 7 blocks (every block walks many row groups); both backward ops. The
+// packed kernels serve dense rows only (packed_rule.hpp packed_dense: n = lanes · E with E ≥ 8, unit steps, aligned, no
+// temperature, no mask) and only the log ops forward (softmax has no packed kernel: session 10 review, F13): for the
+// other cases (29, 100, the odd pitch, the temperature, softmax, E4) both runs take the unpacked kernel, which the
+// launch records (kernels.hpp warp_row_last / warp_backward_last `packed`) must show, as they must show the packed
+// kernel wherever it is due (review F10).
+// The last warp_per_row launch's records (kernels.hpp): whether it took the packed kernel; its lanes and elements.
+bool ran_packed(bool backward) {
+  return backward ? cuda::kernels::warp_backward_last().packed.load() : cuda::kernels::warp_row_last().packed.load();
+}
+std::pair<int, int> last_config(bool backward) {
+  if (backward) return {cuda::kernels::warp_backward_last().lanes.load(), cuda::kernels::warp_backward_last().elems.load()};
+  return {cuda::kernels::warp_row_last().lanes.load(), cuda::kernels::warp_row_last().elems.load()};
+}
+
 void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
   TuningGuard guard;
   auto& tune = cuda::kernels::warp_row_tuning();
@@ -218,6 +232,7 @@ void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
         tune.packed = 0;
         const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
         ASSERT_TRUE(base.ran) << base.reason;
+        EXPECT_FALSE(ran_packed(backward)) << "tune.packed = 0";
         if (variant != 3) check(c, base, reference(c));  // non-finite rows: the two kernels' bits only
         for (int cap : {0, 7}) {
           tune.packed = 1;
@@ -225,6 +240,11 @@ void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
           const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
           ASSERT_TRUE(r.ran) << r.reason;
           EXPECT_FALSE(r.stray_write) << "packed, max_blocks " << cap;
+          // packed_dense for the launch's lanes and elements (variant 3 is dense too), and a packed kernel for the op
+          const auto [lanes, elems] = last_config(backward);
+          const bool dense = (variant == 0 || variant == 3) && elems >= 8 && n == std::int64_t{lanes} * elems;
+          EXPECT_EQ(ran_packed(backward), dense && op != Op::softmax)
+              << "packed kernel, max_blocks " << cap << ", L" << lanes << " E" << elems;
           expect_same_bits(base, r, "packed, max_blocks " + std::to_string(cap));
         }
       }
@@ -236,6 +256,38 @@ TEST_F(GpuWarpRow, PackedForwardBitwiseBf16) { packed_bitwise(DType::bf16, false
 TEST_F(GpuWarpRow, PackedForwardBitwiseF16) { packed_bitwise(DType::f16, false, 1000); }
 TEST_F(GpuWarpRow, PackedBackwardBitwiseBf16) { packed_bitwise(DType::bf16, true, 1100); }
 TEST_F(GpuWarpRow, PackedBackwardBitwiseF16) { packed_bitwise(DType::f16, true, 1200); }
+
+// The dispatcher's packed rule (softmax_cuda.cpp warp_packed_rule; session 10 review, F10) at its bounds, bf16 and f16:
+// with no tuning, a forced warp_per_row call takes the packed kernel exactly where the rule asks (logsumexp and both
+// backward ops at 32..512, log-softmax at 32 and 65..512, never softmax or the state) and the rows are dense
+// (contiguous, aligned, n a power of two here: 32, 64, 512; 31, 33, 65, 513 are not). The expectations are the rule
+// as written, not the code. The same rows at an odd pitch never take it. Each call is checked against the float64
+// reference.
+TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
+  TuningGuard guard;
+  cuda::kernels::warp_row_tuning() = {};
+  std::uint64_t seed = 1300;
+  auto rule = [](Op op, std::int64_t n) {
+    if (n < 32 || n > 512) return false;
+    if (op == Op::log_softmax) return n < 33 || n > 64;
+    return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
+  };
+  for (DType t : {DType::bf16, DType::f16})
+    for (std::int64_t n : {31, 32, 33, 64, 65, 512, 513})
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state, Op::softmax_backward,
+                    Op::log_softmax_backward})
+        for (bool odd : {false, true}) {
+          if (odd && n != 32 && n != 512) continue;
+          const bool backward = is_backward(op);
+          const Case c = warp_case(op, t, 1000, n, odd, ++seed);
+          SCOPED_TRACE(c.name + " " + op_name(op));
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          check(c, r, reference(c));
+          const bool dense = !odd && (n == 32 || n == 64 || n == 512);
+          EXPECT_EQ(ran_packed(backward), rule(op, n) && dense);
+        }
+}
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }
