@@ -285,8 +285,9 @@ int split_row_active_clusters(int blocks);
 // … twice (chunk states as split_row's chunk kernel forms them, merged in its merge kernel's order, then the chunks
 // again in reverse, normalised or the gradient formed): bitwise the three kernels' outputs, forward (softmax,
 // log-softmax) and backward, the common call only, rows of 2 … kRowLoopMaxChunks chunks (forward 393216, backward
-// 262144). launch_*_row_loop_rows return false, launching nothing, where the kernels do not serve the call or the
-// rule (row_loop_rule) does not send it there; the caller then takes the three kernels.
+// 262144). Built only where the rule sends calls (row_loop_built_for: bf16 every op, f32 softmax).
+// launch_*_row_loop_rows return false, launching nothing, where no kernel is built for the call, the kernels do not
+// serve it or the rule (row_loop_rule) does not send it there; the caller then takes the three kernels.
 constexpr int kRowLoopMaxChunks = 32;
 struct RowLoopTuning {
   int use = -1;           // -1 the rule (row_loop_rule), 0 never, 1 wherever the kernels serve the call
@@ -295,6 +296,7 @@ struct RowLoopTuning {
   bool hints = true;      // pass 1 L2 evict-last, pass 2 evict-first loads and streaming stores
 };
 RowLoopTuning& row_loop_tuning();  // for tests and timing only; process-wide, not thread-safe
+bool row_loop_built_for(Op op, DType t);  // a row_loop kernel exists for (op, input dtype)
 bool row_loop_rule(Op op, DType t, std::int64_t rows, std::int64_t n);
 bool launch_row_loop_rows(const RowProblem& p, cudaStream_t s);           // softmax, log-softmax
 bool launch_backward_row_loop_rows(const RowProblem& p, cudaStream_t s);  // both backward ops

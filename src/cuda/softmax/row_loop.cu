@@ -126,18 +126,22 @@ __global__ void __launch_bounds__(kSplitThreads, 2) row_loop_backward_kernel(con
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const In* y = at<In>(p.x, plain_offset(p, row, kX));
     const In* dy = at<In>(p.dy, plain_offset(p, row, kDy));
+    // y and dy of one chunk, with the cache hint kHint where hints, plain loads where not.
+    auto load_pair = [&]<int kHint>(float (&a)[E], float (&b)[E], std::int64_t first, int len) {
+      if (hints != 0) {
+        Tile::template load<kHint>(a, y + first, len, 0.0f);
+        Tile::template load<kHint>(b, dy + first, len, 0.0f);
+      } else {
+        Tile::load(a, y + first, len, 0.0f);
+        Tile::load(b, dy + first, len, 0.0f);
+      }
+    };
     // Pass 1: no barrier; each chunk's warp sums (block_sum's first stage) wait in shared memory.
     for (int c = 0; c < chunks; ++c) {
       const std::int64_t first = std::int64_t{c} * kBackwardSplitChunk;
       const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
       float a[E], b[E];
-      if (hints != 0) {
-        Tile::template load<kLoadEvictLast>(a, y + first, len, 0.0f);
-        Tile::template load<kLoadEvictLast>(b, dy + first, len, 0.0f);
-      } else {
-        Tile::load(a, y + first, len, 0.0f);
-        Tile::load(b, dy + first, len, 0.0f);
-      }
+      load_pair.template operator()<kLoadEvictLast>(a, b, first, len);
       float t[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) t[i] = kLogBw ? b[i] : b[i] * a[i];
@@ -168,13 +172,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) row_loop_backward_kernel(con
       const std::int64_t first = std::int64_t{c} * kBackwardSplitChunk;
       const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
       float a[E], b[E];
-      if (hints != 0) {
-        Tile::template load<kLoadEvictFirst>(a, y + first, len, 0.0f);
-        Tile::template load<kLoadEvictFirst>(b, dy + first, len, 0.0f);
-      } else {
-        Tile::load(a, y + first, len, 0.0f);
-        Tile::load(b, dy + first, len, 0.0f);
-      }
+      load_pair.template operator()<kLoadEvictFirst>(a, b, first, len);
       if constexpr (kLogBw) {
 #pragma unroll
         for (int i = 0; i < E; ++i) a[i] = b[i] - expf(a[i]) * rs;
@@ -246,12 +244,14 @@ bool takes(const RowProblem& p, std::int64_t chunks, bool backward) {
 // slower). f16 is bf16's code but was not timed: not sent. kRowLoopMinRows: 256, the fewest rows timed (a win there
 // for every op sent); fewer rows keep the three kernels (or the one-launch kernel) until timed. Row lengths between
 // 65536 and the kernels' bound reach here (shorter rows take cluster_stage / cluster_row); two of them were timed.
+// Only the kernels the rule sends calls to are built (the session's review, F8): bf16's four and f32 softmax; f16
+// (bf16's code, never timed), the f32 log-softmax forward and the f32 backward (slower in that run) are not, and no
+// tuning reaches them (use = 1 there runs the three kernels). Commit 709add7 has all twelve.
 constexpr std::int64_t kRowLoopMinRows = 256;
+bool row_loop_built_for(Op op, DType t) { return t == DType::bf16 || (t == DType::f32 && op == Op::softmax); }
 bool row_loop_rule(Op op, DType t, std::int64_t rows, std::int64_t n) {
   (void)n;  // the kernels' bound is checked by the caller
-  if (rows < kRowLoopMinRows) return false;
-  if (t == DType::bf16) return true;
-  return t == DType::f32 && op == Op::softmax;
+  return rows >= kRowLoopMinRows && row_loop_built_for(op, t);
 }
 
 RowLoopTuning& row_loop_tuning() {
@@ -264,30 +264,28 @@ unsigned row_loop_last_grid() { return last_grid().load(std::memory_order_relaxe
 bool launch_row_loop_rows(const RowProblem& p, cudaStream_t s) {
   if (p.op != Op::softmax && p.op != Op::log_softmax) return false;
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
-  bool served = false;
-  with_in_type(p.x_dtype, [&](auto* tag) {
-    using In = std::remove_pointer_t<decltype(tag)>;
-    if (p.rows < 1 || !takes<In>(p, chunks, false)) return;
-    if (p.op == Op::softmax) launch_kernel<row_loop_kernel<In, false>>(p, chunks, s);
-    else launch_kernel<row_loop_kernel<In, true>>(p, chunks, s);
-    served = true;
-  });
-  return served;
+  if (p.rows < 1 || !row_loop_built_for(p.op, p.x_dtype)) return false;
+  if (p.x_dtype == DType::f32) {
+    if (!takes<float>(p, chunks, false)) return false;
+    launch_kernel<row_loop_kernel<float, false>>(p, chunks, s);
+    return true;
+  }
+  using In = __nv_bfloat16;
+  if (!takes<In>(p, chunks, false)) return false;
+  if (p.op == Op::softmax) launch_kernel<row_loop_kernel<In, false>>(p, chunks, s);
+  else launch_kernel<row_loop_kernel<In, true>>(p, chunks, s);
+  return true;
 }
 
 bool launch_backward_row_loop_rows(const RowProblem& p, cudaStream_t s) {
   if (p.op != Op::softmax_backward && p.op != Op::log_softmax_backward) return false;
   const std::int64_t chunks = (p.n + kBackwardSplitChunk - 1) / kBackwardSplitChunk;
-  bool served = false;
-  with_in_type(p.x_dtype, [&](auto* tag) {
-    using In = std::remove_pointer_t<decltype(tag)>;
-    if (p.rows < 1 || !takes<In>(p, chunks, true)) return;
-    if (p.op == Op::softmax_backward)
-      launch_kernel<row_loop_backward_kernel<In, false>>(p, chunks, s);
-    else launch_kernel<row_loop_backward_kernel<In, true>>(p, chunks, s);
-    served = true;
-  });
-  return served;
+  if (p.rows < 1 || !row_loop_built_for(p.op, p.x_dtype)) return false;
+  using In = __nv_bfloat16;  // bf16 only: the f32 backward is not built
+  if (!takes<In>(p, chunks, true)) return false;
+  if (p.op == Op::softmax_backward) launch_kernel<row_loop_backward_kernel<In, false>>(p, chunks, s);
+  else launch_kernel<row_loop_backward_kernel<In, true>>(p, chunks, s);
+  return true;
 }
 
 }  // namespace smk::cuda::kernels

@@ -3,8 +3,8 @@
 // The dispatcher picks the path from the layout, the op, the dtype and the row length n alone — never from the
 // number of rows — so a row's result is bitwise the same alone or in a batch (each path's reduction tree is a
 // function of n and the dtype). Within a path, a kernel may be chosen by the size of the call only where the kernels
-// give the same bits (split_row's one-launch kernel, three kernels or split_stream; the warp grid; block_per_row's
-// rows-ahead and re-read kernels), each pair held to that by a bitwise test:
+// give the same bits (split_row's one-launch kernel, three kernels, split_stream or row_loop; the warp grid;
+// block_per_row's rows-ahead and re-read kernels), each pair held to that by a bitwise test:
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row (64 bytes a lane; the backward's f32 rows of
 //                                                        17..256 and 16-bit rows to 64 on 32, short8 / short9)

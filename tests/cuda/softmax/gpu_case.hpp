@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "conformance/numerics.hpp"
+#include "cuda/softmax/kernels.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
@@ -596,5 +597,16 @@ inline void expect_same_bits(const Result& a, const Result& b, const std::string
     ASSERT_TRUE(same_bits(a.out2[i], b.out2[i])) << what << ": l of row " << i << ": " << a.out2[i] << " vs "
                                                  << b.out2[i];
 }
+
+// split_row's and the row loop's process-wide tunings (cuda/softmax/kernels.hpp), restored when the scope ends: for the
+// tests that change either.
+struct SplitRowTuningGuard {
+  cuda::kernels::SplitRowTuning split = cuda::kernels::split_row_tuning();
+  cuda::kernels::RowLoopTuning loop = cuda::kernels::row_loop_tuning();
+  ~SplitRowTuningGuard() {
+    cuda::kernels::split_row_tuning() = split;
+    cuda::kernels::row_loop_tuning() = loop;
+  }
+};
 
 }  // namespace smk::gpu_test

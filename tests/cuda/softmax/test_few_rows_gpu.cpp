@@ -242,22 +242,12 @@ TEST_F(GpuFewRows, GraphCaptureReplaysTheSameBits) {
   run_checked(c, SoftmaxPath::automatic);
 }
 
-// The test hook of split_row (SplitRowTuning, split6), restored after each test.
-struct TuningGuard {
-  cuda::kernels::SplitRowTuning saved = cuda::kernels::split_row_tuning();
-  cuda::kernels::RowLoopTuning saved_loop = cuda::kernels::row_loop_tuning();  // vocab10's row loop
-  ~TuningGuard() {
-    cuda::kernels::split_row_tuning() = saved;
-    cuda::kernels::row_loop_tuning() = saved_loop;
-  }
-};
-
 // split_row's three kernels on calls of many chunks (more than are resident at once) with 16-bit chunks normalised
 // from whole tiles and f32 chunks from sub-tiles: the reference's gates, and bitwise the rows alone on one launch
 // (the chunk kernel and the normalising kernel's reads on pitched rows whose chunks are only sometimes 16-byte
 // aligned, and on an unaligned input).
 TEST_F(GpuFewRows, ManyChunksPitchedAndUnaligned) {
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   const std::int64_t n = small_mode() ? 24577 : 151936, rows = small_mode() ? 6 : 30;
   std::uint64_t seed = 6100;
   for (const std::int64_t extra : {std::int64_t{0}, std::int64_t{1}}) {
@@ -288,7 +278,7 @@ TEST_F(GpuFewRows, ManyChunksPitchedAndUnaligned) {
 // whole number of vectors (the compact kernel's) and by one element more (the generic kernel's: its row starts are
 // unaligned), non-finite rows (+inf, NaN, all −inf) under both empty-row policies, and temperatures.
 TEST_F(GpuFewRows, CommonCallKernelBitwiseTheGenericOne) {
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   std::vector<std::int64_t> lengths = {1, 7, 12288, 12291, 151936, 196607};
   if (small_mode()) lengths = {7, 12291, 30001};
   std::uint64_t seed = 7100;
@@ -355,7 +345,7 @@ TEST_F(GpuFewRows, CommonCallKernelBitwiseTheGenericOne) {
 // outputs), the dispatcher sends cluster_row's rows to split_row (the reference's gates), and forcing cluster_row
 // is refused with Error(unsupported) instead of a failed launch.
 TEST_F(GpuFewRows, NoClusterFallback) {
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   // Below Hopper no cluster runs at all: the fallback is then the only path, and the checks that clusters serve
   // (cluster_row forced with the device's own answer, the answer itself) do not apply.
   int cc_major = 0;
@@ -455,7 +445,7 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
 // and NaN in a row and an all −inf row under both empty-row policies; each also on grids capped at 1, 3 and 7 blocks,
 // so that a block takes many items in turn. 33 chunks, a temperature: the three kernels.
 TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   std::vector<std::int64_t> lengths = {12289, 12288 * 3 - 8, 151936, 393216};
   if (small_mode()) lengths = {12289, 30001};
   const std::vector<std::int64_t> row_counts = small_mode() ? std::vector<std::int64_t>{2, 9}
@@ -536,7 +526,7 @@ TEST_F(GpuFewRows, StreamBitwiseTheThreeKernels) {
 // vocab9's pipelined kernel gone, review F14, split_stream_kernel is the one kernel the launch count can mean.) And the
 // rule's bound: f32 log-softmax of 255 rows does not take split_stream.
 TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   std::uint64_t seed = 8900;
   const std::vector<std::int64_t> lengths = small_mode() ? std::vector<std::int64_t>{70000}
                                                          : std::vector<std::int64_t>{70000, 151936};
@@ -573,7 +563,7 @@ TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
 TEST_F(GpuFewRows, StreamTiming) {
   const char* on = std::getenv("SMK_STREAM_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "a timing tool: set SMK_STREAM_TIMING=1 to time";
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   cuda::StreamOwner owner;
   const cudaStream_t s = owner.get();
   const Stream stream{s};
@@ -637,7 +627,7 @@ TEST_F(GpuFewRows, StreamTiming) {
 TEST_F(GpuFewRows, StreamProfileCalls) {
   const char* on = std::getenv("SMK_STREAM_NCU");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_STREAM_NCU=1 for the profiler's calls";
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   const Device dev = Device::cuda(0);
   const std::int64_t rows = 4096, n = 151936;
   cuda::DeviceBuffer<unsigned char> x(static_cast<std::size_t>(rows * n * 4)), y(static_cast<std::size_t>(rows * n * 4));
@@ -774,7 +764,7 @@ TEST_F(GpuFewRows, FixedCostTiming) {
 TEST_F(GpuFewRows, SplitRowVariantsTiming) {
   const char* on = std::getenv("SMK_FEW_ROWS_TIMING");
   if (on == nullptr || on[0] != '1') GTEST_SKIP() << "set SMK_FEW_ROWS_TIMING=1 to time";
-  TuningGuard guard;
+  SplitRowTuningGuard guard;
   cuda::StreamOwner owner;
   const cudaStream_t s = owner.get();
   const Stream stream{s};

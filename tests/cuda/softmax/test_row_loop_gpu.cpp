@@ -4,18 +4,22 @@
 // against the float64 CPU reference with the output poisoned first (gpu_case.hpp's gates, stray writes), then on the
 // row loop under several grids (each block then walks many rows: max_blocks 1, 3, 7), with and without the cache
 // hints and at one block an SM, each output poisoned and compared bit for bit with the three kernels' (the one-launch
-// kernel and split_stream off). Forward softmax / log-softmax and both backward passes; f32, bf16, f16; rows of 2 …
-// 32 chunks with +inf, NaN and all −inf rows under both empty-row policies. And: the calls it does not serve (a
-// temperature, a mask, a pitched unaligned row, 33 chunks) run the three kernels (its launch count does not move).
+// kernel and split_stream off). The kernels built (row_loop_built_for, the rule's: bf16 softmax, log-softmax and both
+// backward passes, f32 softmax); rows of 2 … 32 chunks with +inf, NaN and all −inf rows under both empty-row
+// policies. And: the calls it does not serve (a temperature, a mask, a pitched unaligned row, 33 chunks, a kernel not
+// built: f16, f32 log-softmax, the f32 backward) run the three kernels (its launch count does not move).
 // The dispatcher's rule: its bounds on the host (RowLoopRule, runs without a GPU) and under the automatic path.
-// SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases; SMK_ROW_LOOP_FEW=1 (memcheck, whose launches cost
-// ~100×) times two of the six variants (the default grid, and 3 blocks walking many rows without hints).
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer) keeps the short cases, backward ones included (bf16, 2 and 4 chunks, which
+// take the row loop: asserted); SMK_ROW_LOOP_FEW=1 (memcheck, whose launches cost ~100×) runs two of the six variants
+// (the default grid, and 3 blocks walking many rows without hints). OneForwardCase / OneBackwardCase: one small case
+// each (9 rows on 3 blocks), for racecheck.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/softmax/gpu_case.hpp"
@@ -28,14 +32,24 @@ namespace {
 using cuda::SoftmaxPath;
 namespace k = cuda::kernels;
 
-struct Guard {
-  k::SplitRowTuning split = k::split_row_tuning();
-  k::RowLoopTuning loop = k::row_loop_tuning();
-  ~Guard() {
-    k::split_row_tuning() = split;
-    k::row_loop_tuning() = loop;
+using Guard = SplitRowTuningGuard;
+
+// The kernels' op for the test's.
+k::Op kernel_op(Op op) {
+  switch (op) {
+    case Op::log_softmax: return k::Op::log_softmax;
+    case Op::softmax_backward: return k::Op::softmax_backward;
+    case Op::log_softmax_backward: return k::Op::log_softmax_backward;
+    default: return k::Op::softmax;
   }
-};
+}
+
+// Rows pitched to whole 16-byte vectors (y, dy and dx, or x and the output, share the layout): still the common call.
+void pitch_to_vectors(Case& c, std::int64_t n) {
+  const std::int64_t pitch = (n + 7) / 8 * 8 + 8;
+  c.in.strides = {pitch, 1};
+  c.out.strides = {pitch, 1};
+}
 
 class GpuRowLoop : public ::testing::Test {
  protected:
@@ -79,7 +93,7 @@ void expect_row_loop_bitwise(const Case& c, const Result& three, std::int64_t ro
     const std::uint64_t before = k::row_loop_launch_count();
     const Result loop = run_gpu(c, SoftmaxPath::split_row);
     ASSERT_TRUE(loop.ran) << loop.reason;
-    EXPECT_EQ(k::row_loop_launch_count(), before + 1) << c.name << ": row_loop did not run";
+    ASSERT_EQ(k::row_loop_launch_count(), before + 1) << c.name << ": row_loop did not run";
     EXPECT_FALSE(loop.stray_write) << c.name;
     const unsigned grid = k::row_loop_last_grid();
     if (v.max_blocks > 0) EXPECT_EQ(static_cast<std::int64_t>(grid), std::min<std::int64_t>(v.max_blocks, rows));
@@ -97,15 +111,13 @@ TEST_F(GpuRowLoop, ForwardBitwiseTheThreeKernels) {
   if (small_mode()) lengths = {12289, 30001};
   std::uint64_t seed = 31000;
   for (std::int64_t n : lengths) {
-    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    for (DType t : {DType::f32, DType::bf16}) {
       for (Op op : {Op::softmax, Op::log_softmax}) {
+        if (!k::row_loop_built_for(kernel_op(op), t)) continue;  // f32 log-softmax: CallsItDoesNotServe
         for (std::int64_t rows : small_mode() ? std::vector<std::int64_t>{3, 9} : std::vector<std::int64_t>{3, 37}) {
-          if (t == DType::f16 && rows != 3) continue;  // f16 is bf16's code
           if (!small_mode() && n > 200000 && rows > 3) continue;  // 37 × 393216 adds time, not paths
           Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
-          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
-          c.in.strides = {pitch, 1};
-          c.out.strides = {pitch, 1};
+          pitch_to_vectors(c, n);
           c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
           c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
           for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
@@ -126,17 +138,14 @@ TEST_F(GpuRowLoop, BackwardBitwiseTheThreeKernels) {
   if (small_mode()) lengths = {8193, 30001};
   std::uint64_t seed = 32000;
   for (std::int64_t n : lengths) {
-    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    for (DType t : {DType::bf16}) {  // the f32 backward is not built: CallsItDoesNotServe
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
         for (std::int64_t rows : small_mode() ? std::vector<std::int64_t>{2, 9} : std::vector<std::int64_t>{2, 37}) {
-          if (t == DType::f16 && rows != 2) continue;
           if (!small_mode() && n > 200000 && rows > 2) continue;
           Case c = backward_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
-          // Pitched to whole 16-byte vectors (y, dy and dx share the layout): 8193 and 30001 rows packed would not be
-          // the common call, and the row loop would not run (vocab10's run of a39b8b6 found the test so).
-          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;
-          c.in.strides = {pitch, 1};
-          c.out.strides = {pitch, 1};
+          // Pitched (8193 and 30001 rows packed would not be the common call, and the row loop would not run:
+          // vocab10's run of a39b8b6 found the test so); expect_row_loop_bitwise asserts that it ran.
+          pitch_to_vectors(c, n);
           const Result three = three_kernels(c);
           ASSERT_TRUE(three.ran);
           expect_row_loop_bitwise(c, three, rows);
@@ -144,6 +153,41 @@ TEST_F(GpuRowLoop, BackwardBitwiseTheThreeKernels) {
       }
     }
   }
+}
+
+// One small case each way, for racecheck (and memcheck): 9 rows of 30001 (3 forward chunks, an odd count, so wmax's
+// parity alternates across rows; 4 backward chunks) on grids of 3 blocks, each walking 3 rows (the shared arrays
+// reused row after row) and on the default grid; bf16 log-softmax (every shared array, ties included) and bf16 softmax
+// backward. Each asserts that the row loop ran and matches the three kernels bit for bit.
+void one_case(const Case& c) {
+  Guard guard;
+  const Result three = three_kernels(c);
+  ASSERT_TRUE(three.ran);
+  for (int max_blocks : {3, 0}) {
+    k::row_loop_tuning() = k::RowLoopTuning{};
+    k::row_loop_tuning().use = 1;
+    k::row_loop_tuning().max_blocks = max_blocks;
+    const std::uint64_t before = k::row_loop_launch_count();
+    const Result loop = run_checked(c, SoftmaxPath::split_row);
+    ASSERT_TRUE(loop.ran);
+    ASSERT_EQ(k::row_loop_launch_count(), before + 1) << c.name << ": row_loop did not run";
+    expect_same_bits(loop, three, c.name + " " + op_name(c.op) + ": row_loop / three kernels");
+  }
+}
+
+TEST_F(GpuRowLoop, OneForwardCase) {
+  const std::int64_t n = 30001;
+  Case c = random_case("9x30001", Op::log_softmax, DType::bf16, DType::bf16, 9, n, 35001);
+  pitch_to_vectors(c, n);
+  c.x[static_cast<std::size_t>(n + 7)] = kInf;  // row 1: +inf
+  one_case(c);
+}
+
+TEST_F(GpuRowLoop, OneBackwardCase) {
+  const std::int64_t n = 30001;
+  Case c = backward_case("9x30001", Op::softmax_backward, DType::bf16, DType::bf16, 9, n, 35002);
+  pitch_to_vectors(c, n);
+  one_case(c);
 }
 
 // Calls outside the kernels (a temperature, a boolean mask, a pitched unaligned input, 33 chunks forward / backward):
@@ -171,6 +215,17 @@ TEST_F(GpuRowLoop, CallsItDoesNotServe) {
   cases.push_back(bt);
   cases.push_back(backward_case("bwd_33_chunks", Op::log_softmax_backward, DType::bf16, DType::bf16, 2,
                                 8192 * 32 + 1, ++seed));
+  // Calls the kernels would serve but for which none is built (row_loop_built_for): pitched, the common call.
+  for (const auto& [op, t] :
+       {std::pair{Op::softmax, DType::f16}, std::pair{Op::log_softmax, DType::f32},
+        std::pair{Op::softmax_backward, DType::f32}, std::pair{Op::log_softmax_backward, DType::f32},
+        std::pair{Op::log_softmax_backward, DType::f16}}) {
+    EXPECT_FALSE(k::row_loop_built_for(kernel_op(op), t));
+    Case nb = is_backward(op) ? backward_case("not_built", op, t, t, 3, n, ++seed)
+                              : random_case("not_built", op, t, t, 3, n, ++seed);
+    pitch_to_vectors(nb, n);
+    cases.push_back(nb);
+  }
   for (const Case& c : cases) {
     k::row_loop_tuning() = k::RowLoopTuning{};
     k::row_loop_tuning().use = 1;
@@ -194,10 +249,17 @@ TEST(RowLoopRule, AtItsBounds) {
     EXPECT_EQ(k::row_loop_rule(op, DType::f32, 4096, 151936), op == KOp::softmax);
   }
   EXPECT_FALSE(k::row_loop_rule(KOp::softmax, DType::f32, 255, 151936));
+  // The kernels built are the ones the rule sends to (the session's review, F8).
+  for (KOp op : {KOp::softmax, KOp::log_softmax, KOp::softmax_backward, KOp::log_softmax_backward}) {
+    EXPECT_TRUE(k::row_loop_built_for(op, DType::bf16));
+    EXPECT_FALSE(k::row_loop_built_for(op, DType::f16));
+    EXPECT_EQ(k::row_loop_built_for(op, DType::f32), op == KOp::softmax);
+  }
 }
 
 // The rule under the dispatcher (automatic path) at 256 rows of 70000 (6 forward chunks, 9 backward): the row loop ran
-// where the rule says (bf16 softmax and log-softmax backward, f32 softmax) and not where it does not (f32 log-softmax),
+// where the rule says (bf16 softmax, log-softmax and both backward ops, f32 softmax) and not where it does not (f32
+// log-softmax, f32 softmax backward),
 // the reference's gates hold, the result is bitwise the three kernels', and the last row alone (one row: split_row's
 // one-launch kernel, or the three kernels for the backward) is bitwise the batch's last row.
 TEST_F(GpuRowLoop, RuleUnderTheDispatcher) {
@@ -210,8 +272,11 @@ TEST_F(GpuRowLoop, RuleUnderTheDispatcher) {
     DType t;
     bool loop;
   };
-  for (const Pick& pk : {Pick{Op::softmax, DType::bf16, true}, Pick{Op::softmax, DType::f32, true},
-                         Pick{Op::log_softmax, DType::f32, false}, Pick{Op::log_softmax_backward, DType::bf16, true}}) {
+  for (const Pick& pk :
+       {Pick{Op::softmax, DType::bf16, true}, Pick{Op::log_softmax, DType::bf16, true},
+        Pick{Op::softmax, DType::f32, true}, Pick{Op::log_softmax, DType::f32, false},
+        Pick{Op::softmax_backward, DType::bf16, true}, Pick{Op::log_softmax_backward, DType::bf16, true},
+        Pick{Op::softmax_backward, DType::f32, false}}) {
     const Case c = is_backward(pk.op) ? backward_case("256x70000", pk.op, pk.t, pk.t, rows, n, ++seed)
                                       : random_case("256x70000", pk.op, pk.t, pk.t, rows, n, ++seed);
     k::row_loop_tuning() = k::RowLoopTuning{};
