@@ -989,9 +989,10 @@ if want final || want final-san; then
     # Session 10: row_loop (forward and backward; racecheck on its shared chunk states), the decode's TMA tiles. The
     # packed 16-bit warp kernels and lse_stream are in test_cuda_warp_row / test_cuda_block_row above.
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_row_loop --gtest_filter="${SMK_SAN_ROW_LOOP:-*}" || return 9
+      build/default/tests/test_cuda_row_loop \
+      --gtest_filter="${SMK_SAN_ROW_LOOP:-GpuRowLoop.BackwardBitwiseTheThreeKernels:GpuRowLoop.One*Case}" || return 9
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_row_loop \
-      --gtest_filter="${SMK_RACE_ROW_LOOP:-*}" || return 9
+      --gtest_filter="${SMK_RACE_ROW_LOOP:-GpuRowLoop.One*Case}" || return 9
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
       build/default/tests/test_cuda_decode --gtest_filter='*Tma*'
   }
