@@ -2208,6 +2208,8 @@ fi
 # launch each of the default and the variant at (4, 32, 4096, 128) full (tune_prefill SMK_TUNE_PROFILE=1; a few
 # sections, then the raw pipe / stall / issue metrics of the report); memcheck and racecheck on the small bits test.
 # Back: p10-sdpa.txt (the table), p10-ncu.txt, p10-summary.txt, p10-logs.tgz (every log, the .ncu-rep, the JSON).
+# Ran on b1e44d1's binaries (results in 6a59875). Since review F16 the variant, its tests (*WgmmaAhead*),
+# sdpa_interleaved.py --ahead and tune_prefill's SMK_TUNE_PROFILE are removed: this step runs only from b1e44d1's tree.
 if want pfx10; then
   carried pfx10 build/pfx10-bin.tar.xz
   p10=$bin

@@ -71,19 +71,15 @@ class Ours:
                                                    c_float, p, ctypes.c_char_p, c_int]
         self.lib.smk_attention_decode.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, p, c_int, c_int,
                                                   c_float, p, ctypes.c_char_p, c_int]
-        if hasattr(self.lib, "smk_attention_forward_cfg"):  # session 10 (pfx10): one prefill launch option
-            self.lib.smk_attention_forward_cfg.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, c_int,
-                                                           c_int, c_float, p, c_int, ctypes.c_char_p, c_int]
         self.err = ctypes.create_string_buffer(1024)
 
     @staticmethod
     def arr(vals):
         return (ctypes.c_int64 * 4)(*[int(x) for x in vals])
 
-    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None, option=None):
+    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None):
         """A no-argument callable for one configuration (the arrays built once, outside the timed calls).
-        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None.
-        option: smk_attention_forward_cfg's int (s_ahead: 1 on, 2 off) after the stream."""
+        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None."""
         import torch
         args = [out.data_ptr(), self.arr(out.stride()), lse.data_ptr() if lse is not None else None, q.data_ptr(),
                 self.arr(q.shape), self.arr(q.stride()), k.data_ptr(), v.data_ptr(), self.arr(k.shape),
@@ -94,9 +90,7 @@ class Ours:
         err = self.err
 
         def call():
-            st = torch.cuda.current_stream().cuda_stream
-            rc = (f(*args, BF16, int(causal), 0.0, st, err, len(err)) if option is None else
-                  f(*args, BF16, int(causal), 0.0, st, int(option), err, len(err)))
+            rc = f(*args, BF16, int(causal), 0.0, torch.cuda.current_stream().cuda_stream, err, len(err))
             if rc != 0:
                 raise RuntimeError(err.value.decode())
         return call
@@ -178,9 +172,7 @@ def summarize(label, unit, per_round, impls, times, pos, ours_names, ref="cudnn"
         cells.append(f"{med[n]:.1f} ({lo[n]:.1f}–{hi[n]:.1f})")
     ratios = {}
     for o in ours_names:
-        # (--ahead: the variant also against our default in the same round, > 1: the variant faster)
-        mine = ("ours bshd" if o.endswith("bshd") else "ours",) if o.startswith("ours ahead") else ()
-        for theirs in ("cudnn", "flash") + mine:
+        for theirs in ("cudnn", "flash"):
             if theirs not in times or o not in times:
                 continue
             rr = [t_them / t_us for t_us, t_them in zip(times[o], times[theirs])]  # > 1: ours faster
@@ -209,9 +201,6 @@ def main():
     ap.add_argument("--decode-calls", type=int, default=20)
     ap.add_argument("--only", choices=["prefill", "decode"])
     ap.add_argument("--deadline-s", type=float, default=1e9, help="start no new row after this many seconds")
-    ap.add_argument("--ahead", action="store_true",
-                    help="prefill: also time the build with S_{j+1} ahead of the softmax (smk_attention_forward_cfg, "
-                         "s_ahead on) in both layouts, as 'ours ahead' and 'ours ahead bshd' (session 10, pfx10)")
     ap.add_argument("--rows", help="prefill rows to run, by index into PREFILL_ROWS (e.g. 0,1,3)")
     args = ap.parse_args()
     t0 = time.time()
@@ -283,32 +272,11 @@ def main():
                 errs[name] = max((out.float() - ref).abs().max().item(), (out2.float() - ref).abs().max().item())
             torch.cuda.synchronize()
             bad = [n for n, e in errs.items() if not (e <= GATE)]
-            ahead_names = []
-            if args.ahead and D == 128:  # built at D = 128 only; its outputs must be ours' bits (poisoned first)
-                out3, out4 = torch.full_like(out, float("nan")), torch.full_like(out, float("nan"))
-                ahead = [("ours ahead", ours.bind("smk_attention_forward_cfg", out3, lse, qv, kv, vv, causal,
-                                                  option=1)),
-                         ("ours ahead bshd", ours.bind("smk_attention_forward_cfg", out4, lse, qc, kc, vc, causal,
-                                                       option=1))]
-                for _, fn in ahead:
-                    fn()
-                torch.cuda.synchronize()
-                same = bool(torch.equal(out3.view(torch.int16), out.view(torch.int16)) and
-                            torch.equal(out4.view(torch.int16), out2.view(torch.int16)))
-                errs["ahead bitwise ours"] = 0.0 if same else float("inf")
-                print(f"ours ahead bitwise ours on {label}: {same}", flush=True)
-                if not same:
-                    bad.append("ahead bitwise ours")
-                impls += ahead
-                ahead_names = [n for n, _ in ahead]
             flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
             tf = lambda us: flop / (us * 1e-6) / 1e12
             times, pos = rounds(impls, args.rounds, args.calls, torch)
             after = smi()
-            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos,
-                                           ["ours", "ours bshd"] + ahead_names)
-            if args.ahead:  # rows differ in columns (no variant at D = 64): a header of their own each
-                head = None
+            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos, ["ours", "ours bshd"])
             if head is None:
                 head = ["B, H, S, D, mask"] + [f"{n} TFLOP/s" for n, _ in impls] + rnames + \
                        ["max abs err vs cudnn / flash", "nvidia-smi before → after (sm MHz, mem MHz, W, °C, throttle)"]

@@ -46,10 +46,6 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
-  // wgmma kernel with TMA: the build that issues S_{j+1} = Q·K_{j+1}ᵀ into a second accumulator before tile j's
-  // softmax (prefill_wgmma.cu's kAhead, session 10). Built for kPrefillWgmmaAhead's variants only (`on` for another,
-  // or with pin_softmax on, is refused); a call that takes cp.async runs the other kernel (the same bits).
-  PrefillToggle s_ahead = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -117,14 +113,9 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
-// The variants also built with S_{j+1} issued ahead of tile j's softmax (PrefillConfig::s_ahead), TMA only: the
-// D = 128 default (session 10, pfx10; the same bits). Measured in the H200 run of b1e44d1 (2026-11-30, interleaved
-// with the default and cuDNN in one process, 16 rounds, bf16; variant / default TFLOP/s, medians, the ratio formed
-// in each round): (4, 32, 4096, 128) full 543.4 / 587.2, 0.929 (0.870-0.971); causal 465.2 / 518.5, 0.902
-// (0.870-0.974); (1, 32, 16384, 128) causal 599.7 / 594.8, 1.003 (0.888-1.078). Slower in every round at S = 4096,
-// even at 16384: off (docs/perf-notebook.md, "session 10 — pfx10", has the profile that says why).
-inline constexpr PrefillVariant kPrefillWgmmaAhead[] = {{128, 9, 1, 128, 3}};
-inline constexpr bool kPrefillWgmmaAheadOn = false;
+// S_{j+1} issued ahead of tile j's softmax (session 10, pfx10: PrefillConfig::s_ahead, kPrefillWgmmaAhead, the D = 128
+// default's build) measured 0.929 / 0.902 of the default at (4, 32, 4096, 128) full / causal and 1.003 at
+// (1, 32, 16384, 128) causal in the H200 run of b1e44d1, and was removed (prefill_wgmma.cu's opening comment).
 // The dispatcher's kernel per head dimension, from tune_prefill on the H200, tree of commit 27b9277, bf16,
 // 2026-11-30 (docs/perf-notebook.md, docs/bench/prefill-wgmma-2026-11-30.md): the wgmma kernel with TMA beat the
 // mma.sync kernel's default on every row of the issue's table and sweep, 1.09-1.63x (495.8 against 331.5 TFLOP/s at
@@ -315,6 +306,8 @@ inline constexpr bool kDecodePdl = true;
 // same bits, so the choice cannot change a result; it is a function of the cache's length S_max alone (never the
 // batch). Only those three lengths were timed: the gain appeared at the two 1024-block grids (2.59 waves) and not at
 // the 2048-block one, so it may be the partial last wave's rather than the length's (docs/perf-notebook.md, dec10).
+// The rule is fitted to those three lengths (gains of 1.7 and 2.1 %, losses of 0.26-0.8 %); whether the length or
+// the grid's last wave decides is the open question, for a sweep over S_max × B (review F18 / F19).
 inline constexpr bool kDecodeTma = true;  // the rule below applies; false: cp.async everywhere
 inline constexpr std::int64_t kDecodeTmaOneSplit = 1024;
 inline constexpr std::int64_t kDecodeTmaLo = 4096;

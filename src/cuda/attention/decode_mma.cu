@@ -90,7 +90,6 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cudaTypedefs.h>  // CUtensorMap and the encoder's type (header only: no libcuda link)
 
 #include <atomic>
 #include <climits>
@@ -101,6 +100,7 @@
 #include "cuda/attention/decode_split.hpp"
 #include "cuda/attention/lse_fold.cuh"
 #include "cuda/attention/ptx.cuh"
+#include "cuda/attention/tma_map.hpp"
 #include "cuda/device_attrs.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/core/online_state.hpp"
@@ -831,50 +831,6 @@ void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bo
   }
 }
 
-// The driver's tensor-map encoder, reached through the runtime (cudaGetDriverEntryPointByVersion: nothing links
-// libcuda); null on a driver without it. prefill_wgmma.cu reaches it the same way for its own maps.
-PFN_cuTensorMapEncodeTiled_v12000 decode_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status) !=
-            cudaSuccess ||
-        status != cudaDriverEntryPointSuccess) {
-      f = nullptr;
-      (void)cudaGetLastError();  // not left for the next launch check to report
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// One cache [B, S_max, Hkv, D] (element strides st[0..2] of dims 0..2, D contiguous) as a tensor map with boxes of
-// 64 dimensions × 1 head × kKeys keys × 1 sequence, 128-byte swizzle, zeros outside [0, S_max). False where the
-// driver refuses the view (a base not 16-byte aligned, a stride not a multiple of 16 bytes, ...): the caller then
-// takes the cp.async kernel, which reads any view attention_decode accepts.
-bool encode_cache(CUtensorMap* map, const void* base, bool bf16, std::int64_t batch, std::int64_t s_max,
-                  std::int64_t hkv, int d, const std::int64_t (&st)[3]) {
-  if (decode_map_encoder() == nullptr) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(hkv),
-                              static_cast<cuuint64_t>(s_max), static_cast<cuuint64_t>(batch)};
-  // Byte strides of dims 1..3; an extent-1 dimension's stride is never used, so a packed one stands in (TMA
-  // refuses strides that are not multiples of 16, which such a dimension may have in a valid view).
-  constexpr std::int64_t es = 2;
-  const std::int64_t sh = hkv > 1 ? st[2] * es : d * es;
-  const std::int64_t ss = s_max > 1 ? st[1] * es : sh * hkv;
-  const std::int64_t sb = batch > 1 ? st[0] * es : ss * s_max;
-  if (sh <= 0 || ss <= 0 || sb <= 0) return false;
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(sh), static_cast<cuuint64_t>(ss),
-                                 static_cast<cuuint64_t>(sb)};
-  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(kKeys), 1};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
-  const CUresult r = decode_map_encoder()(
-      map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
-      strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS;
-}
-
 std::atomic<std::uint64_t> g_tma_launches{0};
 
 template <typename T>
@@ -892,8 +848,8 @@ bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 g
                        int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv) {
   DecodeMaps maps{};
   const bool use_tma = tma && stages == 2 && device_attrs(device).cc_major >= 9 &&
-                       encode_cache(&maps.k, a.k, bf16, batch, a.s_max, hkv, d, a.ks) &&
-                       encode_cache(&maps.v, a.v, bf16, batch, a.s_max, hkv, d, a.vs);
+                       encode_bshd(&maps.k, a.k, bf16, batch, a.s_max, hkv, d, a.ks[0], a.ks[1], a.ks[2], kKeys) &&
+                       encode_bshd(&maps.v, a.v, bf16, batch, a.s_max, hkv, d, a.vs[0], a.vs[1], a.vs[2], kKeys);
   const DecodeMaps* m = use_tma ? &maps : nullptr;
   if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s, m);
   else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s, m);

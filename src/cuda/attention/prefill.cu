@@ -599,18 +599,6 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                            "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
                                std::to_string(variant.block_n) + "-key tiles)");
   a.pin = pinned_built && tma && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
-  // S_{j+1} ahead of tile j's softmax (prefill_wgmma.cu's kAhead, session 10): built for kPrefillWgmmaAhead's
-  // variants, TMA path only, as the pin above; not together with the pin (no such build).
-  bool ahead_built = false;
-  for (const PrefillVariant& x : kPrefillWgmmaAhead) ahead_built = ahead_built || (wg && same(x));
-  if (config.s_ahead == PrefillToggle::on && !ahead_built)
-    throw_invalid_argument(op, "config",
-                           "s_ahead is built only for the wgmma kernel's kPrefillWgmmaAhead variants (asked for D " +
-                               std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
-                               std::to_string(variant.block_n) + "-key tiles)");
-  if (config.s_ahead == PrefillToggle::on && config.pin_softmax == PrefillToggle::on)
-    throw_invalid_argument(op, "config", "s_ahead and pin_softmax together: no such build");
-  a.ahead = !a.pin && ahead_built && tma && toggle(config.s_ahead, kPrefillWgmmaAheadOn) ? 1 : 0;
   // Session 9 (pfx9): the causal schedule (prefill_wgmma.cu's launch sizes its chunks) and the trimmed diagonal.
   a.chunk_heads = wg && o.causal && !varlen && toggle(config.causal_schedule, kPrefillWgmmaCausalSchedule) ? 1 : 0;
   a.trim = wg && toggle(config.trim_diagonal, kPrefillWgmmaTrim) ? 1 : 0;

@@ -88,7 +88,9 @@
 // clock falls about 12 % after two or three columns of the full row, so position decides more than the kernel).
 // Not in this version: a ring deeper than one tile ahead, S over half a trimmed tile (m64n64k16 beside m64n128k16
 // on the same registers made ptxas serialise every product, C7515).
-// Session 10 (pfx10): S_{j+1} ahead (kAhead, PrefillConfig::s_ahead; built for the D = 128 default only, TMA).
+// Session 10 (pfx10): S_{j+1} ahead (kAhead, PrefillConfig::s_ahead; built for the D = 128 default only, TMA),
+// measured slower and removed after the review (F16): its design, SASS reading, profile and code stay in b1e44d1
+// and docs/perf-notebook.md (pfx10).
 // Read in the SASS of the default first: the loop body of a 128-key tile is 820 instructions a consumer warp (16
 // HGMMA, 66 MUFU.EX2; about 525 run on a tile with no mask and no rescale), and the P·V wait sits above the row
 // maxima (pfx8), so within a warpgroup the softmax ran under no product. kAhead issues S_{j+1} = Q·K_{j+1}ᵀ into a
@@ -105,13 +107,11 @@
 // the full row (one launch each): tensor pipe active 68.5 % of cycles for the default against 63.6 %; its gmma
 // stall went (0.36 → 0.03 cycles an issued instruction) but the default's warps wait mostly on their own
 // dependency chains ("wait" 1.50) and the ping-pong barrier (0.81), with 2.2 warps a scheduler and 39 % of issue
-// slots used, so hiding the products' latency inside a warpgroup buys nothing and the 64 moves cost. Off
-// (kPrefillWgmmaAheadOn). The default against cuDNN in the same run: 0.920 full, 0.881 causal at S = 4096, 1.040 at
+// slots used, so hiding the products' latency inside a warpgroup buys nothing and the 64 moves cost. Off,
+// then removed (above). The default against cuDNN in the same run: 0.920 full, 0.881 causal at S = 4096, 1.040 at
 // (1, 32, 16384, 128) causal, 0.949 at (16, 16, 2048, 64) full.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-
-#include <cudaTypedefs.h>  // CUtensorMap and the encoder's type (header only: no libcuda link)
 
 #include <cmath>
 #include <cstdint>
@@ -121,6 +121,7 @@
 #include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/prefill_exact_pv.cuh"
 #include "cuda/attention/ptx.cuh"
+#include "cuda/attention/tma_map.hpp"
 #include "softmaxkit/core/online_state.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -188,13 +189,11 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kAhead = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kWS || (kTma && (kWG == 2 || kWG == 3)), "the producer warpgroup feeds 2 or 3 warpgroups by TMA");
-  static_assert(!kAhead || (kWS && kWG == 2 && !kPin), "S_{j+1} ahead: the two-consumer producer kernel only");
   // P packed from S after the P·V wait (three consumer warpgroups: registers), else during the softmax into a
   // second P (kConsumerRegs says why; both give the same bits).
   constexpr bool kLatePack = kWG == 3;
@@ -271,17 +270,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
       ptx::wgmma_rs<T, D>(o, p[kk], ptx::desc_add(v_desc, stage * kStage + kk * 16 * 128), 1);
-  };
-  // kAhead: the same product with the first k-step's accumulator as outputs only (ptx.cuh's wgmma_ss_first), so the
-  // old scores are dead once packed into P and their registers free until this issue.
-  const auto qk_fresh = [&](float(&s)[kBlockN / 2], int stage) {
-    ptx::wgmma_ss_first<T, kBlockN>(s, q_desc, ptx::desc_add(k_desc, stage * kStage));
-#pragma unroll
-    for (int kk = 1; kk < D / 16; ++kk) {
-      const std::uint32_t in_panel = (kk & 3) * 32;
-      ptx::wgmma_ss<T, kBlockN>(s, ptx::desc_add(q_desc, (kk >> 2) * (kBlockM * 128) + in_panel),
-                                ptx::desc_add(k_desc, stage * kStage + (kk >> 2) * kKVPanel + in_panel), 1);
-    }
   };
   // The trimmed diagonal tile (a.trim, 128-key tiles; see `dead_hi` below): P·V over the tile's first 64 keys (P's
   // first 4 key steps). S stays m64n128k16 over the whole tile: S over the first 64 keys alone (m64n64k16 into s's
@@ -367,9 +355,9 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       pn[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
     }
   };
-  // The online softmax of tile j on s (the scores of that tile: kAhead keeps two such arrays): mask, new maxima,
-  // the probabilities (in s), P into pn (unless kLatePack: then the caller packs s after the P·V wait), and the
-  // sums; returns the rescale factors of the two rows through alpha.
+  // The online softmax of tile j on s: mask, new maxima, the probabilities (in s), P into pn (unless kLatePack:
+  // then the caller packs s after the P·V wait), and the sums; returns the rescale factors of the two rows through
+  // alpha.
   const auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], auto& pn) {
     if (!fold) {
 #pragma unroll
@@ -568,98 +556,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     }
   };
   const int j_cross = first_crossing(wg_diag);  // the warpgroup's first crossing tile
-  if constexpr (kAhead) {
-    // S_{j+1} ahead (session 10, pfx10): tile j's softmax runs while the tensor cores compute S_{j+1} = Q·K_{j+1}ᵀ
-    // into a second accumulator (s2), then P_j·V_j is issued and both are waited for before S_{j+2} is issued.
-    // Why not also keep P_j·V_j in flight under the next softmax (FlashAttention-3's order, which step() has)?
-    // Then O, P_j and both S would be live at once: 224 registers of data a thread against setmaxnreg's 240 for
-    // everything, so ptxas would spill. Here at most O, both S and the P being packed are live. O is rescaled
-    // before P_j·V_j is issued (it is idle then), so every O is ((O·α_j) + P_j·V_j): the same operations in the
-    // same order as step()'s, the same bits (the tests check it).
-    float s2[kBlockN / 2];
-#pragma unroll
-    for (int i = 0; i < kBlockN / 2; ++i) s2[i] = 0.0f;  // (the last step moves it unwritten)
-    const auto astep = [&](int jj, float(&sc)[kBlockN / 2], float(&sn)[kBlockN / 2], auto checked) {
-      constexpr bool kChecked = decltype(checked)::value;
-      const int cur = jj % kStages;
-      if (jj + 1 < n_tiles) {  // S_{j+1}, as soon as its tile landed (no turn: it is the only product in flight)
-        const int nxt = (jj + 1) % kStages;
-        ptx::mbar_wait<false>(full_bar(nxt), static_cast<std::uint32_t>((jj + 1) / kStages) & 1u);
-        ptx::wgmma_fence();
-        qk_fresh(sn, nxt);
-        ptx::wgmma_commit();
-      }
-      float alpha[2];
-      softmax(sc, jj, alpha, p);  // P_{j−1}·V_{j−1} was waited for, so p is free
-      bool exact = false, half = false;
-      if constexpr (kChecked) {
-        half = __any_sync(0xffffffffu, dead_hi(jj));
-        exact = crosses(jj) && ptx::bar_or(kWG + 1 + wg, 128,
-                                           scan(std::integral_constant<int, 128>{}, jj, cur, wg_diag,
-                                                static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
-        exact = __any_sync(0xffffffffu, exact);
-      }
-      // The softmax (its row sums, so every exponential) ahead of S_{j+1}'s wait in SASS: without this ptxas put
-      // the wait right after the first row-max instruction, as it does with step()'s P·V wait (pfx8; ptx.cuh's
-      // keep_ahead_of_wait), and the softmax ran under nothing.
-      ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
-      // S_{j+1} done before O is touched: a non-wgmma write of O while a wgmma of the same pipeline stage (from
-      // its issue to its wait) is in flight makes ptxas serialise every product (C7515).
-      ptx::wgmma_wait<0>();
-      ptx::fence_regs(sn);
-      // S_{j+1} into sc for the next step (P_j is in p): 64 moves a tile. The roles of the two arrays cannot
-      // alternate instead: with the steps unrolled by two (each parity its own code, s and s2 swapped), ptxas spilled
-      // 72-272 bytes and serialised every product (C7512 / C7515, CUDA 13.0); with one body it does neither.
-#pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i) sc[i] = sn[i];
-      if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-        for (int t = 0; t < kDT; ++t) {
-          o[4 * t + 0] *= alpha[0];
-          o[4 * t + 1] *= alpha[0];
-          o[4 * t + 2] *= alpha[1];
-          o[4 * t + 3] *= alpha[1];
-        }
-      }
-      ptx::bar_sync(1 + wg, 2 * 128);  // this warpgroup's turn to issue P_j·V_j (the ping-pong)
-      if (!exact) {
-        ptx::wgmma_fence();
-        if (half)
-          pv_half(o, p, cur);
-        else
-          pv(o, p, cur);
-        ptx::wgmma_commit();
-      }
-      if (wg != kWG - 1 || jj + 1 < n_tiles) ptx::bar_arrive(1 + (wg + 1) % kWG, 2 * 128);
-      ptx::wgmma_wait<0>();  // P_j·V_j
-      ptx::fence_regs(o);
-      ptx::fence_regs(p);
-      // After the wait: exact_pv writes O, and ptxas, which does not know that it runs only where P_j·V_j was not
-      // issued, would count that as a write of an accumulator inside P_j·V_j's pipeline stage (C7515).
-      if constexpr (kChecked) {
-        if (exact) exact_pv(jj, cur);
-      }
-      // Tile j's stage is free (its K read by S_j, its V by P_j·V_j); the producer waits for it only to load tile
-      // j + kStages.
-      if (jj + kStages < n_tiles && lane == 0) ptx::mbar_arrive(empty_bar(cur));
-    };
-    // Tile j's scores in s, S_{j+1} computed into s2 and moved into s once tile j is packed.
-    int j = 0;
-    const auto run = [&](int j_end, auto checked) {
-      for (; j < j_end; ++j) astep(j, s, s2, checked);
-    };
-    if (n_tiles > 0) {
-      ptx::mbar_wait<false>(q_bar, 0);
-      ptx::mbar_wait<false>(full_bar(0), 0);
-      ptx::wgmma_fence();
-      qk(s, 0);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-      ptx::fence_regs(s);
-    }
-    run(j_cross, std::false_type{});
-    run(n_tiles, std::true_type{});
-  } else {
   int j = 0;
   for (; j < j_cross; ++j) step(j, std::false_type{});
   for (; j < n_tiles; ++j) step(j, std::true_type{});
@@ -679,7 +575,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   } else if constexpr (!kTma) {
     ptx::cp_async_wait<0>();  // no tile: Q's copies may still be landing; let none outlive the CTA
   }
-  }  // kAhead
 
   // Finish: quad sums, the state (with the sink), O normalised once, the LSE.
 #pragma unroll
@@ -711,53 +606,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-// Encodes one tensor map over a [B, S, H, D] view (strides in elements, D contiguous) with boxes of 64 columns ×
-// 1 head × `rows` rows × 1 batch entry, 128-byte swizzle, zeros outside the view. The driver's encoder is reached
-// through the runtime (cudaGetDriverEntryPointByVersion), so nothing links libcuda.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    // A driver without it (older than CUDA 12.0): null, and every call takes the cp.async path.
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &status) !=
-            cudaSuccess ||
-        status != cudaDriverEntryPointSuccess) {
-      f = nullptr;
-      (void)cudaGetLastError();  // not left for the next launch check to report
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// False where the driver refuses the view (a stride of 0, say, which attention_forward's checks let through):
-// the caller then takes the cp.async path, which reads any such view.
-template <typename T>
-bool encode_map(CUtensorMap* map, const void* base, std::int64_t batch, std::int64_t seq, std::int64_t heads, int d,
-                std::int64_t stride_b, std::int64_t stride_s, std::int64_t stride_h, int rows) {
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(heads),
-                              static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(batch)};
-  // Byte strides of dims 1..3; an extent-1 dimension may have any stride in the view, which TMA would refuse
-  // unless it is a multiple of 16: its stride is never used, so the packed one stands in.
-  const std::int64_t es = static_cast<std::int64_t>(sizeof(T));
-  std::int64_t sh = heads > 1 ? stride_h * es : d * es;
-  std::int64_t ss = seq > 1 ? stride_s * es : sh * heads;
-  std::int64_t sb = batch > 1 ? stride_b * es : ss * seq;
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(sh), static_cast<cuuint64_t>(ss),
-                                 static_cast<cuuint64_t>(sb)};
-  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(rows), 1};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType type =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  if (!tensor_map_encoder()) return false;
-  const CUresult r = tensor_map_encoder()(map, type, 4, const_cast<void*>(base), dims, strides, box, elem,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS;
-}
-
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kAhead = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -765,14 +614,17 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   PrefillMaps maps{};
   if constexpr (kTma) {
     const std::int64_t hkv = hq / a.group;
-    if (!encode_map<T>(&maps.q, a.q, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM) ||
-        !encode_map<T>(&maps.k, a.k, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN) ||
-        !encode_map<T>(&maps.v, a.v, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
+    // (tma_map.hpp: false where the driver refuses a view, a stride of 0, say, which attention_forward's checks let
+    // through; the cp.async path reads any such view.)
+    constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
+    if (!encode_bshd(&maps.q, a.q, bf16, batch, a.sq, hq, D, a.q_b, a.q_s, a.q_h, kBlockM) ||
+        !encode_bshd(&maps.k, a.k, bf16, batch, a.sk, hkv, D, a.k_b, a.k_s, a.k_h, kBlockN) ||
+        !encode_bshd(&maps.v, a.v, bf16, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kAhead>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -820,11 +672,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
     if (a.pin) {
       if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
-      return false;
-    }
-    // S_{j+1} ahead of tile j's softmax (kAhead, attention_cuda.hpp's kPrefillWgmmaAhead), TMA only.
-    if (a.ahead) {
-      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
   }

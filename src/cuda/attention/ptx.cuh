@@ -353,40 +353,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
     SMK_WGMMA("m64n128k16", "f16", SMK_WGMMA_REGS64, SMK_WGMMA_D64, "{%64, %65, %66, %67}", "%68", "%69", ", 1",
               "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
 }
-// wgmma_ss's first k-step of a fresh product (d = A·B, `accumulate` 0) with d as outputs only ("=f"): the "+f" of
-// wgmma_ss tells the compiler the old d is read, which keeps it live up to this issue (prefill_wgmma.cu's kAhead,
-// session 10, holds two score accumulators and needs the old one dead once it is packed into P).
-#define SMK_WGMMA_O32 \
-  "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]), \
-  "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]), \
-  "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), \
-  "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
-#define SMK_WGMMA_O64 \
-  SMK_WGMMA_O32, \
-  "=f"(d[32]), "=f"(d[33]), "=f"(d[34]), "=f"(d[35]), "=f"(d[36]), "=f"(d[37]), "=f"(d[38]), "=f"(d[39]), \
-  "=f"(d[40]), "=f"(d[41]), "=f"(d[42]), "=f"(d[43]), "=f"(d[44]), "=f"(d[45]), "=f"(d[46]), "=f"(d[47]), \
-  "=f"(d[48]), "=f"(d[49]), "=f"(d[50]), "=f"(d[51]), "=f"(d[52]), "=f"(d[53]), "=f"(d[54]), "=f"(d[55]), \
-  "=f"(d[56]), "=f"(d[57]), "=f"(d[58]), "=f"(d[59]), "=f"(d[60]), "=f"(d[61]), "=f"(d[62]), "=f"(d[63])
-template <typename T, int N>
-__device__ __forceinline__ void wgmma_ss_first(float (&d)[N / 2], std::uint64_t a_desc, std::uint64_t b_desc) {
-  static_assert(N == 64 || N == 128, "m64n64k16 or m64n128k16");
-  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  if constexpr (N == 64 && kBf16)
-    SMK_WGMMA("m64n64k16", "bf16", SMK_WGMMA_REGS32, SMK_WGMMA_O32, "%32", "%33", "%34", ", 0, 0", "l"(a_desc),
-              "l"(b_desc), "r"(0));
-  else if constexpr (N == 64)
-    SMK_WGMMA("m64n64k16", "f16", SMK_WGMMA_REGS32, SMK_WGMMA_O32, "%32", "%33", "%34", ", 0, 0", "l"(a_desc),
-              "l"(b_desc), "r"(0));
-  else if constexpr (kBf16)
-    SMK_WGMMA("m64n128k16", "bf16", SMK_WGMMA_REGS64, SMK_WGMMA_O64, "%64", "%65", "%66", ", 0, 0", "l"(a_desc),
-              "l"(b_desc), "r"(0));
-  else
-    SMK_WGMMA("m64n128k16", "f16", SMK_WGMMA_REGS64, SMK_WGMMA_O64, "%64", "%65", "%66", ", 0, 0", "l"(a_desc),
-              "l"(b_desc), "r"(0));
-}
-#undef SMK_WGMMA_O64
-#undef SMK_WGMMA_O32
 #undef SMK_WGMMA
 #undef SMK_WGMMA_D64
 #undef SMK_WGMMA_D32

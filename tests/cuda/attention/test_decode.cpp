@@ -968,11 +968,22 @@ TEST(CudaAttentionDecode, TmaRuleBounds) {
   for (std::int64_t s : {1, 2, 255, 1024, 4097, 8000, 8192}) EXPECT_TRUE(decode_tma_rule(s)) << s;
   for (std::int64_t s : {1025, 2048, 4096, 8193, 16384, 32768, 100003, 131072}) EXPECT_FALSE(decode_tma_rule(s)) << s;
 }
-// The dispatcher takes the TMA kernel where its rule says so and the cp.async kernel elsewhere, with the same bits.
+// The dispatcher takes the TMA kernel where its rule says so and the cp.async kernel elsewhere, with the same bits,
+// at the rule's bounds (1024 / 1025, 4096 / 4097, 8192 / 8193) and between them. The count means something only if
+// the dispatcher runs the tensor-core kernel with 2 ring stages here (the TMA variant's only build) and the driver
+// encodes the maps: both asserted first (a forced TMA call must launch it), else the test would pass on a 0 count.
 TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
   SMK_REQUIRE_GPU();
   if (!smk::cuda::kDecodeTma) GTEST_SKIP() << "kDecodeTma is off";
-  for (std::int64_t smax : {1000, 3000, 8192, 9000}) {
+  ASSERT_TRUE(is_mma(nullptr)) << "the dispatcher's decode kernel is not the tensor-core one";
+  ASSERT_EQ(smk::cuda::kDecodeMmaStages, 2) << "the dispatcher's ring stages: the TMA variant is built for 2 only";
+  {
+    Case<smk::bfloat16_t> c(2, 1, 8, 2, 128, 1000, {1000, 7}, 126);
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    (void)run_gpu(c, &kTmaCluster);
+    ASSERT_EQ(smk::cuda::decode_tma_launches() - before, 1u) << "a forced TMA call did not launch the TMA kernel";
+  }
+  for (std::int64_t smax : {1000, 1024, 1025, 3000, 4096, 4097, 8192, 8193, 9000}) {
     SCOPED_TRACE(testing::Message() << "S_max " << smax);
     Case<smk::bfloat16_t> c(2, 1, 8, 2, 128, smax, {static_cast<std::int32_t>(smax), 7}, 126);
     const std::uint64_t before = smk::cuda::decode_tma_launches();

@@ -543,19 +543,6 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
         EXPECT_NE(std::string(e.what()).find("pin_softmax"), std::string::npos) << e.what();
       }
     }
-    // S_{j+1} ahead where no such build exists (two warpgroups, 64-key tiles), and together with the pin.
-    {
-      smk::cuda::PrefillConfig ahead{8, 1, 64, 3};
-      ahead.kernel = smk::cuda::PrefillKernel::wgmma;
-      ahead.s_ahead = smk::cuda::PrefillToggle::on;
-      try {
-        smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, ahead, {});
-        ADD_FAILURE() << "s_ahead accepted with 8 warps";
-      } catch (const smk::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("s_ahead"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("attention_forward"), std::string::npos) << e.what();
-      }
-    }
   }
   // A base pointer off the 16-byte grid.
   const auto odd = TensorView::contiguous(h.data() + 1, DType::bf16, dev, {1, 2, 2, 64});
@@ -666,19 +653,12 @@ TEST(CudaAttentionPrefill, WgmmaSameBitsAndBatchInvariant) {
         cfg.pin_softmax = PrefillToggle::on;
         r.emplace_back(x, cfg);
       }
-    for (const auto& x : smk::cuda::kPrefillWgmmaAhead)  // S_{j+1} ahead: the same bits as every other
-      if (x.d == d) {
-        auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-        cfg.s_ahead = PrefillToggle::on;
-        r.emplace_back(x, cfg);
-      }
     return r;
   };
   expect_same_bits_per_tile_size("wgmma configurations", 13, variants, [](smk::cuda::PrefillConfig cfg) {
     cfg.skip_rescale = PrefillToggle::off;
     cfg.tma = PrefillToggle::off;  // the copy path changes no bit either
     cfg.pin_softmax = PrefillToggle::dispatcher;  // (no pinned cp.async build)
-    cfg.s_ahead = PrefillToggle::dispatcher;      // (nor an ahead one)
     return cfg;
   });
   for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
@@ -709,95 +689,6 @@ TEST(CudaAttentionPrefill, WgmmaTmaNonFiniteVNeverLeaksPastTheMask) {
       cfg.pin_softmax = smk::cuda::PrefillToggle::on;
       check_case(cd, cfg, diagonal_plant(c));
     }
-}
-
-// Session 10 (pfx10): the build with S_{j+1} = Q·K_{j+1}ᵀ issued before tile j's softmax into a second accumulator
-// (kPrefillWgmmaAhead, TMA only; prefill_wgmma.cu's kAhead). Against the float64 reference on the variant cases and
-// on rows whose key-tile count is odd and even (the two score arrays alternate by a tile's parity, each parity its
-// own code); the diagonal's non-finite V (its own exact_pv branch), with and without the trim.
-TEST(CudaAttentionPrefill, WgmmaAheadMatchesTheReference) {
-  SMK_REQUIRE_GPU();
-  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
-  using smk::cuda::PrefillToggle;
-  for (const auto& x : smk::cuda::kPrefillWgmmaAhead)
-    for (DType dt : {DType::bf16, DType::f16}) {
-      const std::string tag = "wgmma " + name_of(x) + " tma ahead " + (dt == DType::bf16 ? "bf16" : "f16");
-      const std::vector<Case> cases = {
-          {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
-          {tag + " causal 200x77 (Sq>Sk, rows with no key)", dt, 1, 200, 77, 2, 1, x.d, true},
-          {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
-          {tag + " 1000x1000 causal", dt, 1, 1000, 1000, 2, 1, x.d, true},
-          {tag + " 300x1000 (8 tiles)", dt, 1, 300, 1000, 2, 1, x.d, false},
-          {tag + " 257x897 (7 tiles) causal sinks", dt, 1, 257, 897, 2, 2, x.d, true, true},
-          {tag + " 64x1 one key", dt, 1, 64, 1, 1, 1, x.d, false},
-      };
-      auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-      cfg.s_ahead = PrefillToggle::on;
-      for (const Case& c : cases) check_case(c, cfg);
-    }
-  for (const auto& x : smk::cuda::kPrefillWgmmaAhead)
-    for (const auto trim : {smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::off})
-      for (const Case& c : diagonal_cases(x.d)) {
-        Case cd = c;
-        cd.name = "wgmma " + name_of(x) + " tma ahead" + (trim == smk::cuda::PrefillToggle::off ? " untrimmed " : " ") +
-                  c.name;
-        auto cfg = wgmma_config(x, smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::on);
-        cfg.s_ahead = smk::cuda::PrefillToggle::on;
-        cfg.trim_diagonal = trim;
-        check_case(cd, cfg, diagonal_plant(c));
-      }
-}
-
-// The same build gives the bits of its variant without it (the same operations on O in the same order:
-// prefill_wgmma.cu says why), with each causal schedule / trim combination, and batch entry 2 alone gives what it
-// gives in the batch. Small cases: scripts/device.sh runs this one under memcheck and racecheck.
-TEST(CudaAttentionPrefill, WgmmaAheadSameBitsAndBatchInvariant) {
-  SMK_REQUIRE_GPU();
-  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
-  using smk::cuda::PrefillToggle;
-  for (const auto& x : smk::cuda::kPrefillWgmmaAhead) {
-    const std::vector<Case> cases = {
-        {"causal 300x300 gqa", DType::bf16, 3, 300, 300, 4, 2, x.d, true},
-        {"causal 129x300 (Sq<Sk) sinks", DType::f16, 2, 129, 300, 4, 1, x.d, true, true},
-        {"causal 300x129 (Sq>Sk)", DType::bf16, 2, 300, 129, 2, 2, x.d, true},
-        {"causal 130x130 265 pairs", DType::bf16, 5, 130, 130, 53, 1, x.d, true},
-        {"full 200x1000 gqa (8 tiles)", DType::bf16, 2, 200, 1000, 4, 2, x.d, false},
-        {"full 130x897 (7 tiles)", DType::f16, 1, 130, 897, 2, 1, x.d, false},
-    };
-    for (const Case& c : cases) {
-      SCOPED_TRACE("wgmma " + name_of(x) + " tma ahead " + c.name);
-      std::mt19937 rng(31);
-      Tensor4 q{c.b, c.sq, c.hq, c.d}, k{c.b, c.sk, c.hkv, c.d}, v{c.b, c.sk, c.hkv, c.d};
-      q.fill(rng, c.dtype, 1);
-      k.fill(rng, c.dtype, 1);
-      v.fill(rng, c.dtype, 1);
-      std::vector<float> sinks(static_cast<std::size_t>(c.hq), 0.5f);
-      const auto cfg = [&](PrefillToggle ahead, PrefillToggle sched, PrefillToggle trim) {
-        auto r = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-        r.s_ahead = ahead;
-        r.causal_schedule = sched;
-        r.trim_diagonal = trim;
-        return r;
-      };
-      const Result base =
-          run_gpu(c, q, k, v, sinks, {}, {}, cfg(PrefillToggle::off, PrefillToggle::off, PrefillToggle::off));
-      for (const auto& [sched, trim] : {std::pair{PrefillToggle::off, PrefillToggle::off},
-                                        {PrefillToggle::on, PrefillToggle::off},
-                                        {PrefillToggle::off, PrefillToggle::on},
-                                        {PrefillToggle::on, PrefillToggle::on}}) {
-        const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg(PrefillToggle::on, sched, trim));
-        const std::string what = std::string("ahead") + (sched == PrefillToggle::on ? " schedule" : "") +
-                                 (trim == PrefillToggle::on ? " trim" : "");
-        EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), r.o.size() * sizeof(double))) << what;
-        EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << what;
-      }
-    }
-  }
-  for (const auto& x : smk::cuda::kPrefillWgmmaAhead) {
-    auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
-    cfg.s_ahead = PrefillToggle::on;
-    expect_batch_invariant(cfg, x.d, name_of(x) + " ahead");
-  }
 }
 
 // Session 9 (pfx9): the causal schedule (prefill_args.hpp's prefill_block: a 1-D grid walking chunks of (batch,

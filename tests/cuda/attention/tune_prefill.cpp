@@ -89,19 +89,6 @@ std::vector<Config> configs(std::int64_t d) {
     r.push_back({"dispatcher", {}});
     return r;
   }
-  // SMK_TUNE_PFX10=1 (session 10): the D = 128 default and its build with S_{j+1} ahead of the softmax
-  // (PrefillConfig::s_ahead), then the dispatcher; at D = 64 (no such build) the dispatcher alone.
-  if (const char* e = std::getenv("SMK_TUNE_PFX10"); e && std::string(e) == "1") {
-    if (d == 128) {
-      smk::cuda::PrefillConfig cfg{};
-      cfg.s_ahead = off;
-      r.push_back({"default", cfg});
-      cfg.s_ahead = on;
-      r.push_back({"ahead", cfg});
-    }
-    r.push_back({"dispatcher", {}});
-    return r;
-  }
   if (mode == "only") {
     if (smk::cuda::prefill_wgmma_available(0))
       for (const auto& x : smk::cuda::kPrefillWgmmaVariants) {
@@ -199,24 +186,6 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
-  // SMK_TUNE_PROFILE=1 (session 10, for Nsight Compute: one launch each): (4, 32, 4096, 128) full under the D = 128
-  // default, then under its build with S_{j+1} ahead; nothing timed.
-  if (const char* e = std::getenv("SMK_TUNE_PROFILE"); e && std::string(e) == "1") {
-    const Row row{4, 32, 4096, 128, false};
-    const auto dev = smk::Device::cuda(0);
-    const auto view = [&](void* p) {
-      return smk::TensorView::contiguous(p, smk::DType::bf16, dev, {row.b, row.s, row.h, row.d});
-    };
-    smk::cuda::PrefillConfig cfg{};
-    for (const auto ahead : {smk::cuda::PrefillToggle::off, smk::cuda::PrefillToggle::on}) {
-      cfg.s_ahead = ahead;
-      smk::cuda::attention_forward(view(o), smk::TensorView::of(lse, {row.b, row.h, row.s}, dev), view(q), view(k),
-                                   view(v), {}, false, row.b, row.s, row.s, 1.0 / std::sqrt(128.0), cfg, {});
-    }
-    SMK_CUDA_CHECK(cudaDeviceSynchronize());
-    std::printf("profile: default and ahead launched once each\n");
-    return 0;
-  }
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   std::int64_t header_d = 0;
