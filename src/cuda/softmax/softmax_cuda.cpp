@@ -211,8 +211,10 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 //                         94.0 / 93.7 → 97.3
 // It wins only at 16-bit log-softmax backward 8192×32000 (1.7 %; the old kernel's two timings 0.13 % apart), where the
 // old one prefetches (from kBackwardPrefetchFromN): so 16-bit log-softmax backward rows from there take it, the bound
-// between 24576 (lost) and 32000 (won); f16 and dx in f32 not timed (the same kernel). One sample at one shape (the
-// session's review, F4: to be timed at 28673 / 30000 / 32000 / 32768, bf16 and f16, before it is trusted).
+// between 24576 (lost) and 32000 (won); dx in f32 not timed (the same kernel). Re-timed in session 10 (review F4;
+// tune_softmax --lse10-f4, H200, 8192 rows, two samples each, old → re-read, µs): 28673 bf16 1405 → 1133, f16 1393 →
+// 1107 (odd: no vectors for either); 30000 bf16 442 → 436, f16 443 → 394; 32000 bf16 448 → 440, f16 446 → 399; 32768
+// bf16 449 → 451 (even), f16 450 → 409. The rule stands (docs/perf-notebook.md, session 10's lead section).
 // backward_reread.hpp's override (tests) sends every 16-bit log-softmax backward row of 4097..32768 to it (the run's
 // rule sent every dtype and both ops; the kernel is built for these rows only since the review's F17).
 constexpr std::int64_t kBackwardRereadFromN = 4097;
