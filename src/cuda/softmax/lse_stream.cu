@@ -31,7 +31,8 @@
 // 1024 (K = 4) 39 against 14, 16-bit L16 at 1024 (K = 2) 24 against 14; f32 T128 at 2048 (K = 1) 32 against 15, at 32768
 // (K = 16) 152 against 19; 16-bit T128 at 4096 (K = 1) 33 against 16, at 32768 (K = 8) 89 against 19. The bound does not
 // fit at any of them, not even at K = 1 (the merges alone cost ~23u), so no narrower rule fits either. Decided
-// (session 10's lead, docs/semantics.md §6): lse_stream is held to this bound of its own and stays dispatched. What is measured instead: the tests hold l and the LSE to the common gate (gpu_case.hpp, l
+// (session 10's lead, docs/semantics.md §6): lse_stream is held to this bound of its own and stays dispatched.
+// What is measured instead: the tests hold l and the LSE to the common gate (gpu_case.hpp, l
 // relative (L + 11 + log_term_u·ln n)u: 36u f32 at 32768), with the F1 slow ramp x_i = i·2^-16 (every chunk rises and
 // every chunk's mass counts) and its reverse among the rows; a CPU emulation of this summation (float, exp correctly
 // rounded, so the sum's and the rescales' roundings only; fixlse10, session 10) gave l within 6.3u on the f32 ramp at
