@@ -609,4 +609,17 @@ struct SplitRowTuningGuard {
   }
 };
 
+// One case through a forced path, checked against the float64 reference and for stray writes past the outputs; the
+// result returned for further comparison (bitwise checks between kernels). test_few_rows and test_row_loop share it.
+inline Result run_checked(const Case& c, cuda::SoftmaxPath path) {
+  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op) + ", path " + cuda::to_string(path));
+  const Result r = run_gpu(c, path);
+  EXPECT_TRUE(r.ran) << r.reason;
+  if (r.ran) {
+    EXPECT_EQ(check(c, r, reference(c)), 0);
+    EXPECT_FALSE(r.stray_write);
+  }
+  return r;
+}
+
 }  // namespace smk::gpu_test

@@ -31,16 +31,6 @@ namespace {
 
 using cuda::SoftmaxPath;
 
-Result run_checked(const Case& c, SoftmaxPath path) {
-  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op) + ", path " + cuda::to_string(path));
-  const Result r = run_gpu(c, path);
-  EXPECT_TRUE(r.ran) << r.reason;
-  if (r.ran) {
-    EXPECT_EQ(check(c, r, reference(c)), 0);
-    EXPECT_FALSE(r.stray_write);
-  }
-  return r;
-}
 
 class GpuFewRows : public ::testing::Test {
  protected:

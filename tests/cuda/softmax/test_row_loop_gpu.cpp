@@ -56,16 +56,6 @@ class GpuRowLoop : public ::testing::Test {
   void SetUp() override { SMK_REQUIRE_GPU(); }
 };
 
-Result run_checked(const Case& c, SoftmaxPath path) {
-  SCOPED_TRACE("case " + c.name + ", op " + op_name(c.op));
-  const Result r = run_gpu(c, path);
-  EXPECT_TRUE(r.ran) << r.reason;
-  if (r.ran) {
-    EXPECT_EQ(check(c, r, reference(c)), 0);
-    EXPECT_FALSE(r.stray_write);
-  }
-  return r;
-}
 
 // The three kernels' result (row loop, one-launch kernel and split_stream off), checked against the reference.
 Result three_kernels(const Case& c) {
