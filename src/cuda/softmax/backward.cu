@@ -112,13 +112,8 @@ __device__ __forceinline__ void write_grads(const RowProblem& p, const RowRef& o
                                             const float (&dy)[E], float s, int n, std::int64_t first, int g,
                                             int G) {
   using Tile = RowTile<In, E>;
-  if (p.op == Op::softmax_backward) {
-#pragma unroll
-    for (int i = 0; i < E; ++i) y[i] = y[i] * (dy[i] - s);
-  } else {
-#pragma unroll
-    for (int i = 0; i < E; ++i) y[i] = dy[i] - expf(y[i]) * s;
-  }
+  if (p.op == Op::softmax_backward) backward_grads<false>(y, dy, s);
+  else backward_grads<true>(y, dy, s);
   if (p.scale) {
     const float t = row_temperature(p, o);
 #pragma unroll
@@ -509,13 +504,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
     const int len = load_plain_chunk<In>(p, idx, chunks, narrow, row, first, y, dy);
     pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel)
     const float s = row_sums[row];
-    if constexpr (kLogBw) {
-#pragma unroll
-      for (int i = 0; i < E; ++i) y[i] = dy[i] - expf(y[i]) * s;
-    } else {
-#pragma unroll
-      for (int i = 0; i < E; ++i) y[i] = y[i] * (dy[i] - s);
-    }
+    backward_grads<kLogBw>(y, dy, s);
     Tile::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + first, y, len);
   }
 }

@@ -495,4 +495,18 @@ __device__ __forceinline__ float thread_log_rest_in(const float (&v)[E], float s
   return thread_log_rest<E, sizeof(In) == 2>(v, shift, ties);
 }
 
+// A backward pass's dx before any temperature, from y, dy and the row's sum s: softmax backward y·(dy − s), log-softmax
+// backward dy − exp(y)·s (s = Σ dy·y or Σ dy), written over y. The one expression of backward.cu's blocks and
+// elementwise pass and of row_loop.cu, whose outputs are compared bit for bit.
+template <bool kLogBw, int E>
+__device__ __forceinline__ void backward_grads(float (&y)[E], const float (&dy)[E], float s) {
+  if constexpr (kLogBw) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) y[i] = dy[i] - expf(y[i]) * s;
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) y[i] = y[i] * (dy[i] - s);
+  }
+}
+
 }  // namespace smk::cuda::kernels

@@ -173,13 +173,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) row_loop_backward_kernel(con
       const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
       float a[E], b[E];
       load_pair.template operator()<kLoadEvictFirst>(a, b, first, len);
-      if constexpr (kLogBw) {
-#pragma unroll
-        for (int i = 0; i < E; ++i) a[i] = b[i] - expf(a[i]) * rs;
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i) a[i] = a[i] * (b[i] - rs);
-      }
+      backward_grads<kLogBw>(a, b, rs);
       Tile::template store<In>(dx + first, a, len, hints != 0);
     }
     // The next row's pass 1 rewrites wsum only after this row's second barrier (behind every read of it), and csum
