@@ -26,6 +26,8 @@
 // one through the same map. Rounding depth: (K − 1) + log2 V + 10 with K = ⌈n / (T·V)⌉ ≤ 8 (f32 at 32768) — at most
 // 19 = ⌈log2 32768⌉ + 4, the D of the backward's gate (docs/semantics.md §6; tests/cuda/softmax/gpu_case.hpp).
 #include <atomic>
+#include <cstdint>
+#include <type_traits>
 
 #include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/common.cuh"
@@ -44,18 +46,28 @@ __device__ __forceinline__ float reread_row_temperature(const RowProblem& p, con
   return (v > 0.0f && v <= 3.402823466e38f) ? v : detail::nan_<float>();
 }
 
-template <typename In, int V>
-struct alignas(16) InVec {
-  In v[V];
-};
-template <typename In, int V, bool kLast>
-__device__ __forceinline__ InVec<In, V> load_vec(const In* row, int i0) {
-  static_assert(sizeof(InVec<In, V>) == 16, "16-byte vectors");
+// A 16-byte vector of y or dy kept as the four 32-bit words it was loaded as, each element unpacked to f32 at its use
+// (mid11, session 11). Before, the vector was copied into an array of eight 16-bit values: the PTX split each word into
+// two 16-bit registers right after the load, ptxas hoisted those splits (the PRMTs) ahead of the expf range reductions
+// and 16 unpacked values were live in the second loop under the 32-register cap of two 1024-thread blocks an SM: bf16
+// spilled 12 B (dx in f32: 14 B) inside the hot loop (STL.S16 after the loads, LDL.LU before the store; session 10,
+// lead's section). Here a bf16 element is one 32-bit shift or mask of its word at the use, so only the eight words are
+// live. The unpack is exact (a bf16 is the high half of its f32; cvt.f32.f16 is exact): the same values as to_f32,
+// so the same outputs bit for bit.
+template <typename In, bool kLast>
+__device__ __forceinline__ uint4 load_words(const In* row, int i0) {
   const uint4* q = reinterpret_cast<const uint4*>(row + i0);
-  const uint4 u = kLast ? __ldcs(q) : *q;
-  InVec<In, V> w;
-  memcpy(&w, &u, sizeof(w));
-  return w;
+  return kLast ? __ldcs(q) : *q;
+}
+template <typename In>
+__device__ __forceinline__ float word_elem(const uint4& q, int j) {
+  static_assert(sizeof(In) == 2, "16-bit rows only");
+  const std::uint32_t w = (j >> 1) == 0 ? q.x : (j >> 1) == 1 ? q.y : (j >> 1) == 2 ? q.z : q.w;
+  if constexpr (std::is_same_v<In, __nv_bfloat16>) {
+    return __uint_as_float((j & 1) != 0 ? (w & 0xffff0000u) : (w << 16));
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>((j & 1) != 0 ? (w >> 16) : (w & 0xffffu))));
+  }
 }
 
 template <typename In, typename Out, bool kLog>
@@ -84,14 +96,14 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
     if (whole) {
 #pragma unroll 1
       for (; i0 + V <= n; i0 += T * V) {
-        const auto b = load_vec<In, V, false>(dy, i0);
+        const uint4 b = load_words<In, false>(dy, i0);
         if constexpr (kLog) {
 #pragma unroll
-          for (int j = 0; j < V; ++j) acc[j] += to_f32(b.v[j]);
+          for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b, j);
         } else {
-          const auto a = load_vec<In, V, false>(y, i0);
+          const uint4 a = load_words<In, false>(y, i0);
 #pragma unroll
-          for (int j = 0; j < V; ++j) acc[j] += to_f32(b.v[j]) * to_f32(a.v[j]);
+          for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b, j) * word_elem<In>(a, j);
         }
       }
     }
@@ -116,11 +128,11 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
     if (whole_out) {
 #pragma unroll 1
       for (; i0 + V <= n; i0 += T * V) {
-        const auto a = load_vec<In, V, true>(y, i0);
-        const auto b = load_vec<In, V, true>(dy, i0);
+        const uint4 a = load_words<In, true>(y, i0);
+        const uint4 b = load_words<In, true>(dy, i0);
         OutVec w;
 #pragma unroll
-        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(grad(to_f32(a.v[j]), to_f32(b.v[j])));
+        for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(grad(word_elem<In>(a, j), word_elem<In>(b, j)));
         *reinterpret_cast<OutVec*>(dx + i0) = w;
       }
     }
@@ -141,9 +153,9 @@ std::atomic<std::uint64_t>& reread_backward_launches() {
   return n;
 }
 
-template <typename In, typename Out>
+template <typename In, typename Out, bool kLog>
 void launch_reread(const RowProblem& p, cudaStream_t s) {
-  const auto kernel = backward_reread_kernel<In, Out, true>;
+  const auto kernel = backward_reread_kernel<In, Out, kLog>;
   // The fewest warps that give every thread at least one vector, up to 1024 threads (a function of n alone: the
   // sum's order with it).
   constexpr std::int64_t V = 16 / sizeof(In);
@@ -160,17 +172,20 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;
   if (p.n > kBackwardRereadMaxN)
     smk::throw_invalid_argument("softmax backward (re-read rows)", "n", "rows of at most 32768 elements");
-  // Built for what the rule sends here only, 16-bit log-softmax backward (the session's review, F17: the six other
-  // instantiations, f32 and softmax backward, were slower in mid9's run and reachable by the tests' override alone;
-  // their launch is in commit 625272c). The kernel keeps its kLog parameter, so the softmax backward can come back.
-  if (p.op != Op::log_softmax_backward || p.x_dtype == DType::f32)
-    smk::throw_unsupported("log_softmax_backward (re-read rows)",
-                           "built for 16-bit log-softmax backward only (kernels.hpp launch_backward_reread_rows)");
+  // Built for 16-bit rows only (session 9's review, F17: the f32 instantiations were slower in mid9's run at every
+  // shape; their launch is in commit 625272c). Softmax backward, removed by F17 too, is built again since mid11
+  // (session 11) to time it without the spill: tune_softmax --mid11.
+  const bool log = p.op == Op::log_softmax_backward;
+  if ((!log && p.op != Op::softmax_backward) || p.x_dtype == DType::f32)
+    smk::throw_unsupported(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
+                           "built for 16-bit softmax and log-softmax backward only (kernels.hpp "
+                           "launch_backward_reread_rows)");
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     if constexpr (sizeof(In) == 2) {
-      if (p.out_dtype != DType::f32) return launch_reread<In, In>(p, s);
-      launch_reread<In, float>(p, s);
+      if (p.out_dtype != DType::f32) return log ? launch_reread<In, In, true>(p, s) : launch_reread<In, In, false>(p, s);
+      if (log) return launch_reread<In, float, true>(p, s);
+      launch_reread<In, float, false>(p, s);
     }
   });
 }

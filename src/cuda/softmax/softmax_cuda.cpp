@@ -222,10 +222,10 @@ constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32
 constexpr std::int64_t kBackwardRereadFromN16Log = kBackwardPrefetchFromN;  // 28673
 bool backward_reread_takes(DType t, kernels::Op op, std::int64_t n) {
   if (n < kBackwardRereadFromN || n > kBackwardRereadToN) return false;
-  if (t == DType::f32 || op != kernels::Op::log_softmax_backward) return false;  // built for these rows only
+  if (t == DType::f32) return false;  // built for 16-bit rows only
   const int force = kernels::backward_reread_tuning().force;
   if (force >= 0) return force == 1;
-  return n >= kBackwardRereadFromN16Log;
+  return op == kernels::Op::log_softmax_backward && n >= kBackwardRereadFromN16Log;
 }
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and
@@ -411,6 +411,20 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
   if (op == Op::log_softmax) return n < kWarpLogSoftmax16PackedSkipMinN || n > kWarpLogSoftmax16PackedSkipMaxN;
   return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
 }
+// short11 (session 11): which forward problems take warp_rows_dense_kernel (WarpConfig::dense; warp_row.cu builds it
+// for f32 at E16 and E32 and for 16-bit softmax at E32 on two lanes or more, and the launcher takes it only for dense
+// rows, packed_rule.hpp row_dense, else the general kernel with the same bits). PREDICTED, not yet measured: every
+// forward op on f32 rows of kWarpDenseF32MinN..kWarpMaxN, 16-bit softmax of kWarpDense16MinN..kWarpMaxN; and 16-bit
+// log-softmax held packed up to kWarpLogSoftmax16PackedMaxN (was kWarpPacked16MaxN).
+constexpr std::int64_t kWarpDenseF32MinN = 16;
+constexpr std::int64_t kWarpDense16MinN = 64;
+constexpr std::int64_t kWarpLogSoftmax16PackedMaxN = 1024;
+bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
+  using kernels::Op;
+  if (op == Op::softmax_backward || op == Op::log_softmax_backward || n > kWarpMaxN) return false;
+  if (t == DType::f32) return n >= kWarpDenseF32MinN;
+  return op == Op::softmax && n >= kWarpDense16MinN;
+}
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
   const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
@@ -427,7 +441,10 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   c.grid = t == DType::f32 && kernels::writes_rows(op) ? kWarpGridF32 : 0;
-  c.packed = warp_packed_rule(n, t, op);
+  c.packed = warp_packed_rule(n, t, op) ||
+             (t != DType::f32 && op == kernels::Op::log_softmax && n > kWarpPacked16MaxN &&
+              n <= kWarpLogSoftmax16PackedMaxN);  // short11
+  c.dense = warp_dense_rule(n, t, op);  // short11
   return c;
 }
 // The backward's configuration for the call: warp_config's, but 16-bit rows of 32 that are dense for 4 lanes of 8

@@ -1,12 +1,14 @@
 // The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9), on every block_per_row 16-bit
-// log-softmax backward row of 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes it from 28673
-// only, DispatcherRule; the kernel is built for 16-bit log-softmax backward alone since the session's review, F17). Each case runs the public call (automatic path) with dx poisoned (0xFF) first,
+// softmax and log-softmax backward row of 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes
+// 16-bit log-softmax backward from 28673 only, DispatcherRule; built for 16-bit rows alone since session 9's review,
+// F17, softmax backward built again by mid11). Each case runs the public call (automatic path) with dx poisoned
+// (0xFF) first,
 // asserts that the re-read kernel served it, and checks every element
 // against the float64 CPU reference with gpu_case.hpp's backward gates; the same rows strided and unaligned (y, dy and
 // dx each off a 16-byte boundary: element-by-element loads and stores) must give the contiguous rows' bits (the sum's
 // order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; bf16 (and
-// bf16 → f32 dx), f16; per-row temperatures; many rows (more than two blocks an SM hold at once). f32 rows and softmax
-// backward, even under the override, keep backward.cu's blocks, and a direct launch of them throws (OutsideTheBuild).
+// bf16 → f32 dx), f16; per-row temperatures; many rows (more than two blocks an SM hold at once). f32 rows, even under
+// the override, keep backward.cu's blocks, and a direct launch of them throws (OutsideTheBuild).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs): fewer rows and lengths.
 #include <gtest/gtest.h>
@@ -25,8 +27,8 @@ namespace {
 
 namespace k = cuda::kernels;
 
-// Every block_per_row 16-bit log-softmax backward row of 4097..32768 to the re-read kernel (backward_reread.hpp's override: what the
-// dispatcher's rule was in mid9's run), put back after each test.
+// Every block_per_row 16-bit softmax and log-softmax backward row of 4097..32768 to the re-read kernel
+// (backward_reread.hpp's override), put back after each test.
 class GpuBackwardReread : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,14 +49,14 @@ Result run_checked(const Case& c) {
   return r;
 }
 
-TEST_F(GpuBackwardReread, SixteenBitLogSoftmaxAgainstReference) {
+TEST_F(GpuBackwardReread, SixteenBitAgainstReference) {
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   std::uint64_t seed = 9300;
   std::vector<std::int64_t> lengths = {4097, 8192, 12289, 16384, 30001, 32768};
   if (small_mode()) lengths = {4097, 30001};
   for (std::int64_t n : lengths)
-    for (Op op : {Op::log_softmax_backward})
+    for (Op op : {Op::log_softmax_backward, Op::softmax_backward})
       for (DType t : {DType::bf16, DType::f16}) {
         // Many rows at the shortest and longest lengths (every block walks one row at a time; more rows than fit).
         const std::int64_t rows = small_mode() ? 3 : (n == 4097 || n == 32768 ? 2 * sms + 7 : 5);
@@ -86,17 +88,16 @@ TEST_F(GpuBackwardReread, SixteenBitLogSoftmaxAgainstReference) {
       }
 }
 
-// Outside what the kernel is built for: under the override, f32 rows and softmax backward keep backward.cu's blocks
-// (the re-read kernel does not run; the result within the gates), and the launcher called directly with them throws
-// smk::Error naming the op (unsupported), launching nothing.
+// Outside what the kernel is built for: under the override, f32 rows keep backward.cu's blocks (the re-read kernel
+// does not run; the result within the gates), and the launcher called directly with them throws smk::Error naming
+// the op (unsupported), launching nothing.
 TEST_F(GpuBackwardReread, OutsideTheBuild) {
   std::uint64_t seed = 9700;
   struct Other {
     DType t;
     Op op;
   };
-  for (const Other& o : {Other{DType::f32, Op::log_softmax_backward}, Other{DType::f32, Op::softmax_backward},
-                         Other{DType::bf16, Op::softmax_backward}}) {
+  for (const Other& o : {Other{DType::f32, Op::log_softmax_backward}, Other{DType::f32, Op::softmax_backward}}) {
     const std::string tag = std::string(dtype_name(o.t)) + " 3x8192 " + op_name(o.op);
     SCOPED_TRACE(tag);
     const Case c = backward_case(tag, o.op, o.t, o.t, 3, 8192, ++seed);
@@ -116,7 +117,7 @@ TEST_F(GpuBackwardReread, OutsideTheBuild) {
       ADD_FAILURE() << "no error";
     } catch (const smk::Error& e) {
       EXPECT_EQ(e.code(), smk::ErrorCode::unsupported) << e.what();
-      EXPECT_NE(std::string(e.what()).find("log_softmax_backward"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(op_name(o.op)), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("16-bit"), std::string::npos) << e.what();
     }
     EXPECT_EQ(k::backward_reread_launch_count(), before) << "launched";
