@@ -17,6 +17,7 @@
 #   dec9
 #   fair9
 #   pfx10
+#   pfx11
 #   vocab10
 #   short10
 #   dec10
@@ -2289,6 +2290,43 @@ issue_active|warps_eligible|stalled|cycles_elapsed.avg.per_second|sm__throughput
     "$p10/bin/test_cuda_prefill" --gtest_filter='*WgmmaAheadSameBits*'
   keep_logs p10
   cp "$OUT/p10-sdpa.md" "$outer/" 2>/dev/null
+  end_carried
+fi
+# pfx11 (session 11, issue 7): the prefill kernel's builds whose softmax takes the row max and sum as balanced trees
+# (PrefillConfig::short_chains, prefill_wgmma.cu's kChains; the D = 128 and D = 64 defaults, TMA) against the default.
+# Binaries built off the device for sm_90a, carried as build/pfx11-bin.tar.xz (bin/: test_cuda_prefill,
+# tune_prefill, libsmk_attention_capi.so; lib/). In order, each capped: the variant's tests (*WgmmaChains*: reference,
+# non-finite V, bitwise / batch invariance / trim and schedule) and the bad-config test; the interleaved timing
+# (scripts/sdpa_interleaved.py --chains: ours in both layouts, the variant, cuDNN and FLASH in one process, order
+# rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the variant at
+# (4, 32, 4096, 128) full; memcheck and racecheck on the variant's bits test.
+# Back: p11-sdpa.md (the table), p11-ncu.txt, p11-summary.txt, p11-logs.tgz (every log, the .ncu-rep, the JSON).
+if want pfx11; then
+  carried pfx11 build/pfx11-bin.tar.xz
+  p11=$bin
+  run_step p11x-test timeout "${SMK_PFX11_TEST_S:-20}" "$p11/bin/test_cuda_prefill" \
+    --gtest_filter="${SMK_PFX11_TEST_FILTER:-*WgmmaChains*:*ClearErrors*}"
+  keep_logs p11
+  run_step p11-sdpa timeout "${SMK_PFX11_SDPA_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$p11/bin/libsmk_attention_capi.so" --only prefill --chains --rounds "${SMK_PFX11_ROUNDS:-14}" \
+    --out "$OUT/p11-sdpa.md" --json "$OUT/p11-sdpa.json"
+  keep_logs p11
+  p11_ncu() {  # (a shell function: each command carries its own timeout)
+    timeout "${SMK_PFX11_NCU_S:-16}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+      -o "$OUT/p11" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p11/bin/tune_prefill" &&
+      timeout 5 ncu --import "$OUT/p11.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|gmma|inst_issued|\
+issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|gpu__time_duration.sum"
+  }
+  run_step p11-ncu p11_ncu
+  keep_logs p11
+  run_step p11x-memcheck timeout "${SMK_PFX11_MEMCHECK_S:-10}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$p11/bin/test_cuda_prefill" --gtest_filter='*WgmmaChainsSameBits*'
+  keep_logs p11
+  run_step p11x-racecheck timeout "${SMK_PFX11_RACECHECK_S:-10}" compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$p11/bin/test_cuda_prefill" --gtest_filter='*WgmmaChainsSameBits*'
+  keep_logs p11
+  cp "$OUT/p11-sdpa.md" "$outer/" 2>/dev/null
   end_carried
 fi
 echo

@@ -46,6 +46,11 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
+  // wgmma kernel with TMA: the build whose softmax takes the row max and the row sum as balanced trees (session 11,
+  // pfx11; prefill_wgmma.cu's kChains). The sum's order differs from the default's, so its bits do: deterministic
+  // and batch-invariant, but not the default's. Built for kPrefillWgmmaChains' variants only (`on` for another, or
+  // with pin_softmax on, is refused); a call that takes cp.async (varlen, ...) runs the default's softmax.
+  PrefillToggle short_chains = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -113,6 +118,10 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
+// The variants also built with the row max and sum as trees (PrefillConfig::short_chains), TMA only: the two
+// defaults (session 11, pfx11). Off until an H200 run decides.
+inline constexpr PrefillVariant kPrefillWgmmaChains[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
+inline constexpr bool kPrefillWgmmaChainsOn = false;
 // S_{j+1} issued ahead of tile j's softmax (session 10, pfx10: PrefillConfig::s_ahead, kPrefillWgmmaAhead, the D = 128
 // default's build) measured 0.929 / 0.902 of the default at (4, 32, 4096, 128) full / causal and 1.003 at
 // (1, 32, 16384, 128) causal in the H200 run of b1e44d1, and was removed (prefill_wgmma.cu's opening comment).
@@ -242,6 +251,10 @@ struct DecodeConfig {
   // K and V tiles by the tensor memory accelerator (decode_mma.cu's TMA variant, session 10: 2 ring stages, sm_90+,
   // where the driver encodes the caches' tensor maps; else the cp.async kernel) or by cp.async (decode_tma_rule below).
   DecodeToggle tma = DecodeToggle::dispatcher;
+  // Warps per block of the tensor-core kernel (session 11, dec11): 0 is kDecodeMmaWarps (4); 3 (D = 128, 2 ring
+  // stages) holds 48 KB of ring a block, so 4 blocks share an SM instead of 3. Different bits from 4 warps (the fold
+  // of the warps' states is another order), the same bits cp.async or TMA, alone or in any batch.
+  int mma_warps = 0;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter

@@ -139,6 +139,17 @@ __device__ __forceinline__ std::uint32_t sw128_offset(int row, int ch) {
   return static_cast<std::uint32_t>((ch >> 3) * (kRows * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
 }
 
+// kChains' balanced reduction of v[0..N) into v[0], in place: v[i] = v[i] op v[i + w] for w = N/2, N/4, ..., 1
+// (op: + for kSum, else fmaxf). A plain function (a generic lambda for it inside the kernel crashed cicc, CUDA 13)
+// recursing on w (a `w /= 2` loop was not unrolled: v went to local memory, 128 bytes of stack a thread).
+template <int N, bool kSum, int W = N / 2>
+__device__ __forceinline__ void tree_reduce(float (&v)[N]) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int i = 0; i < W; ++i) v[i] = kSum ? v[i] + v[i + W] : fmaxf(v[i], v[i + W]);
+  if constexpr (W > 1) tree_reduce<N, kSum, W / 2>(v);
+}
+
 // Copies `valid` rows (≤ kRows) of a [kRows][D] tile from global (row stride `stride` elements) into the swizzled
 // shared tile at byte address `s`, zero-filling the rest without reading them. Thread t copies chunk t % (D/8) of
 // rows t / (D/8) + i·kRowStep; kRowStep is a multiple of 8, so the swizzle is the same in every pass.
@@ -189,7 +200,9 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+// kChains (session 11, pfx11; PrefillConfig::short_chains, built for kPrefillWgmmaChains' variants, TMA only): the
+// softmax's row max and row sum as balanced trees (`tree` below) instead of one running value each.
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kChains = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -410,6 +423,72 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     }
     if constexpr (!kLatePack) pack(s, pn);
   };
+  // kChains: the same softmax with the row max and the row sum as balanced trees. The default's running max is a
+  // chain of kNT + 2 dependent FMNMX and its running sum a chain of kBlockN / 4 dependent FADD a row, each waiting
+  // for the one before (4 cycles of fixed latency apiece, the profile's "wait" stall); here the depth is
+  // log2(kNT) + 1 for both. The max is exact in any order (the same bits); the sum's order is the tree's, a function
+  // of the tile shape alone (each thread's 2·kNT values of a row: pairs (t, e = 0, 1), then t with t + kNT/2, ...),
+  // so the result is deterministic and batch-invariant but its bits differ from the default's.
+  const auto softmax_tree = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], auto& pn) {
+    if (!fold) {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i) s[i] *= c2;
+    }
+    const std::int64_t n0 = static_cast<std::int64_t>(j) * kBlockN;
+    const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
+    if (edge) {  // (the mask exactly as softmax's)
+      const std::int64_t row0 = m0 + wrow + g, last = sk - 1 - n0 - 2 * c;
+      const auto rel = [&](std::int64_t row) {
+        std::int64_t x = a.causal ? row + sk - sq - n0 - 2 * c : last;
+        x = x < last ? x : last;
+        return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
+      };
+      const int lim0 = rel(row0), lim1 = rel(row0 + 8);
+#pragma unroll
+      for (int t = 0; t < kNT; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (t * 8 + e > lim0) s[4 * t + e] = -INFINITY;
+          if (t * 8 + e > lim1) s[4 * t + 2 + e] = -INFINITY;
+        }
+    }
+    float mx[2], shift[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v[kNT];
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) v[t] = fmaxf(s[4 * t + 2 * r], s[4 * t + 2 * r + 1]);
+      tree_reduce<kNT, false>(v);
+      mx[r] = v[0];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {  // (both rows' shuffles issued before either is used)
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      if (fold) mx[r] *= c2;  // the max of the scaled scores: rounding is monotone
+      mx[r] = fmaxf(mx[r], m_run[r]);
+      shift[r] = mx[r] == -INFINITY ? 0.0f : mx[r];  // (as softmax: never −inf − −inf)
+      alpha[r] = ptx::exp2_approx(m_run[r] - shift[r]);
+      m_run[r] = mx[r];
+    }
+#pragma unroll
+    for (int i = 0; i < kBlockN / 2; ++i) {
+      const int r = (i / 2) % 2;  // s[4t + 2r + e]
+      s[i] = ptx::exp2_approx(fold ? fmaf(s[i], c2, -shift[r]) : s[i] - shift[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v[kNT];
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) v[t] = s[4 * t + 2 * r] + s[4 * t + 2 * r + 1];
+      tree_reduce<kNT, true>(v);
+      l_run[r] = l_run[r] * alpha[r] + v[0];
+    }
+    if constexpr (!kLatePack) pack(s, pn);
+  };
 
   // Prologue: Q and tile 0 (one cp.async group, or two TMA barriers). A CTA with no visible key loads nothing.
   if constexpr (kWS) {
@@ -515,7 +594,10 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // P of tile j − 1 is still being read by the tensor cores: the new probabilities go to other registers, and
     // the old ones are kept live (an empty asm reading them) until the wait, so no register is reused under it.
     std::uint32_t pn[kLatePack ? 1 : kBlockN / 16][4];
-    softmax(s, j, alpha, pn);
+    if constexpr (kChains)
+      softmax_tree(s, j, alpha, pn);
+    else
+      softmax(s, j, alpha, pn);
     // kPin: the softmax (its row sums, so every exponential) stays ahead of the P·V wait in SASS (ptx.cuh's
     // keep_ahead_of_wait says why it would not).
     if constexpr (kPin) ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
@@ -606,7 +688,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kChains = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -622,9 +704,10 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
         !encode_bshd(&maps.v, a.v, bf16, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
+      // (kChains has no cp.async build: such a fallback runs the default's softmax, other bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kChains>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -672,6 +755,12 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
     if (a.pin) {
       if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
+      return false;
+    }
+    // The short-chain builds (kChains, attention_cuda.hpp's kPrefillWgmmaChains): prefill.cu asks for them there.
+    if (a.chains) {
+      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
   }
