@@ -44,6 +44,7 @@ DECODE_D = 128
 # Sanity gate on max |ours − SDPA| (bf16 outputs of softmax-weighted randn values, |O| ≲ 4): a few bf16 ulps at the
 # output's magnitude. A wrong kernel (wrong scale, mask, head mapping) misses it by orders of magnitude.
 GATE = 0.0625
+DECODE_LIB2_NAME = "ours w3"  # --decode-lib2's column (session 11, dec11)
 
 
 def smi():
@@ -179,7 +180,7 @@ def summarize(label, unit, per_round, impls, times, pos, ours_names, ref="cudnn"
     ratios = {}
     for o in ours_names:
         # (--chains: the variant also against our default in the same round, > 1: the variant faster)
-        mine = ("ours",) if o == "ours chains" else ()
+        mine = ("ours",) if o == "ours chains" or o == DECODE_LIB2_NAME else ()
         for theirs in ("cudnn", "flash") + mine:
             if theirs not in times or o not in times:
                 continue
@@ -214,6 +215,8 @@ def main():
                     help="prefill: also time the build with the row max and sum as trees (smk_attention_forward_cfg, "
                          "short_chains on) in torch's layout, as 'ours chains' (session 11, pfx11); its output is "
                          "checked against cuDNN's by the same gate, and bitwise against a second run of itself")
+    ap.add_argument("--decode-lib2", help="decode: also time this build of the C entry point (session 11, dec11: the "
+                    "dispatcher built with 3 warps a block) in torch's layout, as 'ours w3'; checked by the same gate")
     args = ap.parse_args()
     t0 = time.time()
     import torch
@@ -221,6 +224,7 @@ def main():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     ours = Ours(args.lib)
+    ours2 = Ours(args.decode_lib2) if args.decode_lib2 else None
     dev = "cuda"
     lines, record = [], {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                          "rounds": args.rounds, "calls": args.calls, "decode_calls": args.decode_calls,
@@ -281,7 +285,8 @@ def main():
                     print(f"{name} failed on {label}: {str(e).splitlines()[0]}", flush=True)
                     impls = [(n, f) for n, f in impls if n != name]
                     continue
-                errs[name] = max((out.float() - ref).abs().max().item(), (out2.float() - ref).abs().max().item())
+                errs[name] = torch.stack([(o.float() - ref).abs().max()  # torch's max keeps a NaN
+                                          for o in [out, out2] + ([out3] if ours2 is not None else [])]).max().item()
             torch.cuda.synchronize()
             chain_names = []
             if args.chains:  # built at both defaults; other bits than ours', so checked against cuDNN (poisoned first)
@@ -351,6 +356,11 @@ def main():
             out2.fill_(float("nan"))
             impls[0][1]()
             impls[1][1]()
+            if ours2 is not None:  # --decode-lib2: its output joins out2's check below (the same gate)
+                out3 = torch.empty_like(out).fill_(float("nan"))
+                impls.append((DECODE_LIB2_NAME, ours2.bind("smk_attention_decode", out3, None, qv, kv, vv, False,
+                                                           seqlens)))
+                impls[-1][1]()
             for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
                 fn = sdpa_fn(backend, q, k, v, False, gqa=True)
                 try:
@@ -377,7 +387,8 @@ def main():
             for n in list(times):  # ratios pair by the backend's plain name
                 if n.endswith(" x"):
                     times[n[:-2]], pos[n[:-2]] = times.pop(n), pos.pop(n)
-            cells, rnames, rec = summarize(label, "TB/s", tb, impls, times, pos, ["ours", "ours bshd"])
+            cells, rnames, rec = summarize(label, "TB/s", tb, impls, times, pos,
+                                           ["ours", "ours bshd"] + ([DECODE_LIB2_NAME] if ours2 is not None else []))
             if head is None:
                 head = ["B, S, Hq/Hkv, D"] + [f"{n} TB/s" for n in times] + rnames + \
                        ["max abs err vs " + " / ".join(errs), "nvidia-smi before → after"]

@@ -30,7 +30,13 @@
 // --tma (session 10, dec10) times only the tensor-core kernel with K and V tiles by cp.async (DecodeConfig::tma off)
 // and by TMA (on), alternating, kTmaSamples of each per row, under the dispatcher's merge: the A/B of one device call
 // (json: us_cp / us_tma, the samples' medians, and every sample).
-//   usage: bench_decode [--json FILE] [--quick | --ab | --tma] [--ncu]
+// --sweep (session 11, dec11) times the tensor-core kernel over S_max ∈ {1024, ..., 32768} × B ∈ {1, 8, 16, 64}
+// (32/8 heads, D = 128, every sequence S_max long) and the other rows ((128, 1024), (1, 131072), 64/8 heads):
+// K and V tiles by cp.async and by TMA (the data of decode_tma_rule), each with 4 warps a block (the dispatcher's)
+// and with 3 (DecodeConfig::mma_warps: 48 KB of ring, 4 blocks an SM instead of 3), kSweepSamples of each
+// alternating, kSweepReps calls a sample after the same flush; the grid's blocks and its waves at 3 and 4 blocks an
+// SM; cp.async and TMA outputs compared bit for bit (outputs poisoned first).
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -75,13 +81,14 @@ int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  bool quick = false, ncu = false, ab = false, tma_ab = false;
+  bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
     else if (std::strcmp(argv[i], "--ab") == 0) ab = quick = true;
     else if (std::strcmp(argv[i], "--tma") == 0) tma_ab = true;
+    else if (std::strcmp(argv[i], "--sweep") == 0) sweep = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -122,6 +129,140 @@ int main(int argc, char** argv) {
   const auto dev = smk::Device::cuda(0);
 
   std::string json = "[";
+  if (sweep) {
+    using smk::cuda::DecodeConfig;
+    using smk::cuda::DecodeMerge;
+    using smk::cuda::DecodeToggle;
+    constexpr int kSweepSamples = 3, kSweepReps = 40;
+    constexpr std::int64_t kHq = 32, kHkv = 8, kD = 128;
+    const std::int64_t lens_s[] = {1024, 2048, 4096, 8192, 16384, 32768};
+    const std::int64_t batches[] = {1, 8, 16, 64};
+    const std::size_t max_kv = std::size_t{64} * 32768 * kHkv * kD, max_q = std::size_t{128} * 64 * kD;
+    DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
+    DeviceBuffer<float> lse(128 * 64);
+    // The pool once from the host, then doubled on the device (8.6 GB of K and V).
+    const auto fill_big = [&](smk::bfloat16_t* dst, std::size_t n) {
+      std::size_t have = std::min(pool.size(), n);
+      fill(dst, have);
+      while (have < n) {
+        const std::size_t c = std::min(have, n - have);
+        SMK_CUDA_CHECK(cudaMemcpy(dst + have, dst, c * 2, cudaMemcpyDeviceToDevice));
+        have += c;
+      }
+    };
+    fill(q.data(), max_q);
+    fill_big(k.data(), max_kv);
+    fill_big(v.data(), max_kv);
+    // cp.async and TMA tiles with 4 warps a block (the dispatcher's) and with 3 (DecodeConfig::mma_warps: 4 blocks an
+    // SM instead of 3); each pair gives the same bits (checked below), 3 and 4 warps do not (another fold order).
+    constexpr int kConfigs = 4;
+    DecodeConfig cfg[kConfigs];
+    const char* cfg_name[kConfigs] = {"cp4", "tma4", "cp3", "tma3"};
+    for (int c = 0; c < kConfigs; ++c) {
+      cfg[c].kernel = smk::cuda::DecodeKernel::mma;
+      cfg[c].mma_stages = 2;
+      cfg[c].tma = c % 2 ? DecodeToggle::on : DecodeToggle::off;
+      cfg[c].mma_warps = c < 2 ? 4 : 3;
+    }
+    int sms = 0;
+    SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int max_splits = smk::cuda::decode_max_splits(sms);
+    std::printf("%-16s %6s %7s %7s  %8s %8s %8s %8s  %7s %7s %7s  %s\n", "S_max, B, Hq", "blocks", "waves4",
+                "waves3", "cp4 us", "tma4 us", "cp3 us", "tma3 us", "cp4/tma4", "cp4/cp3", "tma4/tma3",
+                "same bits (cp/TMA at 4, at 3); samples cp4, tma4, cp3, tma3");
+    struct Cell {
+      std::int64_t S, B, hq;
+    };
+    std::vector<Cell> cells;
+    for (const std::int64_t S : lens_s)
+      for (const std::int64_t B : batches) cells.push_back({S, B, kHq});
+    // The rows the product misses: (128, 1024), (1, 131072), and 64 query heads.
+    for (const Cell c : {Cell{1024, 128, kHq}, Cell{131072, 1, kHq}, Cell{32768, 1, 64}, Cell{8192, 16, 64}})
+      cells.push_back(c);
+    for (const Cell& cell : cells) {
+      {
+        const std::int64_t S = cell.S, B = cell.B, kHq = cell.hq;
+        const std::vector<std::int32_t> lens_host(B, static_cast<std::int32_t>(S));
+        auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
+        const auto O = TensorView::of(o.data(), {B, 1, kHq, kD}, dev);
+        const auto L = TensorView::of(lse.data(), {B, kHq, 1}, dev);
+        const auto Q = TensorView::of(q.data(), {B, 1, kHq, kD}, dev);
+        const auto K = TensorView::of(k.data(), {B, S, kHkv, kD}, dev);
+        const auto V = TensorView::of(v.data(), {B, S, kHkv, kD}, dev);
+        const auto N = TensorView::of(lens.data(), {B}, dev);
+        const smk::AttentionDecodeOptions opt;
+        const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+        const auto call = [&](const DecodeConfig& c) {
+          smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, c);
+        };
+        const auto time = [&](const DecodeConfig& c) {
+          for (int i = 0; i < kWarmup; ++i) call(c);
+          for (int i = 0; i < kSweepReps; ++i) {
+            SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+            SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
+            call(c);
+            SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+          }
+          SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+          std::vector<double> t;
+          for (int i = 0; i < kSweepReps; ++i) {
+            float a = 0;
+            SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[2 * i], ev[2 * i + 1]));
+            t.push_back(1e3 * a);
+          }
+          return median(t);
+        };
+        // The outputs of one call, poisoned first (0xFF: NaN in bf16 and f32), for the bitwise comparison.
+        const auto result = [&](const DecodeConfig& c) {
+          SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * kHq * kD * 2, s));
+          SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * kHq * 4, s));
+          call(c);
+          SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+          std::vector<unsigned char> h(B * kHq * kD * 2 + B * kHq * 4);
+          SMK_CUDA_CHECK(cudaMemcpy(h.data(), o.data(), B * kHq * kD * 2, cudaMemcpyDeviceToHost));
+          SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * kHq * kD * 2, lse.data(), B * kHq * 4, cudaMemcpyDeviceToHost));
+          return h;
+        };
+        const bool same4 = result(cfg[0]) == result(cfg[1]), same3 = result(cfg[2]) == result(cfg[3]);
+        const bool same = same4 && same3;
+        std::vector<double> t[kConfigs];
+        for (int k2 = 0; k2 < kSweepSamples; ++k2)
+          for (int c = 0; c < kConfigs; ++c) t[c].push_back(time(cfg[c]));
+        double m[kConfigs];
+        for (int c = 0; c < kConfigs; ++c) m[c] = median(t[c]);
+        // Rows of 8 query rows a block: Hq / Hkv ≤ 8 here, one row chunk.
+        const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
+        const double waves = static_cast<double>(blocks) / (3.0 * sms), waves3 = blocks / (4.0 * sms);
+        std::string samples;
+        for (int c = 0; c < kConfigs; ++c) {
+          samples += c ? ", [" : "[";
+          for (int k2 = 0; k2 < kSweepSamples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
+          samples += "]";
+        }
+        std::printf("%6lld, %3lld, %2lld %6lld %7.2f %7.2f  %8.1f %8.1f %8.1f %8.1f  %7.3f %7.3f %7.3f  %s %s  %s\n",
+                    (long long)S, (long long)B, (long long)kHq, blocks, waves, waves3, m[0], m[1], m[2], m[3],
+                    m[0] / m[1], m[0] / m[2], m[1] / m[3], same4 ? "yes" : "NO", same3 ? "yes" : "NO",
+                    samples.c_str());
+        std::fflush(stdout);
+        std::string us;
+        for (int c = 0; c < kConfigs; ++c) us += ", \"us_" + std::string(cfg_name[c]) + "\": " + std::to_string(m[c]);
+        json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
+                ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(kHq) +
+                ", \"blocks\": " + std::to_string(blocks) + us + ", \"same_bits\": " + (same ? "true" : "false") +
+                ", \"samples\": [" + samples + "]}";
+        if (!same) std::printf("bench_decode --sweep: cp.async and TMA differ at S_max %lld, B %lld\n", (long long)S,
+                               (long long)B);
+      }
+    }
+    json += "]\n";
+    if (!json_path.empty()) {
+      if (FILE* f = std::fopen(json_path.c_str(), "w")) {
+        std::fputs(json.c_str(), f);
+        std::fclose(f);
+      }
+    }
+    return 0;
+  }
   std::printf("%-26s %10s %10s %9s %8s\n", "B, S, Hq, Hkv, D", "us", "floor us", "TB/s", "% copy");
   using smk::cuda::DecodeConfig;
   using smk::cuda::DecodeKernel;
