@@ -23,6 +23,7 @@
 #   dec10
 #   ce10
 #   ce11
+#   dec11
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
@@ -2327,6 +2328,50 @@ issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|g
     "$p11/bin/test_cuda_prefill" --gtest_filter='*WgmmaChainsSameBits*'
   keep_logs p11
   cp "$OUT/p11-sdpa.md" "$outer/" 2>/dev/null
+  end_carried
+fi
+# dec11 (session 11, issue 8: split-KV decode): the tensor-core kernel with 3 warps a block (4 blocks an SM) beside
+# 4, cp.async and TMA tiles, over S_max 1024..32768 x B 1..64 and the issue's rows (bench_decode --sweep: the TMA
+# rule's data too), then ours (4 warps) and ours w3 (the C entry point built with 3) interleaved with cuDNN and FLASH
+# on the issue's rows, then test_cuda_decode whole in three shards, the merge tests and memcheck (small) on the 3-warp
+# and bad-input tests, in parallel. Binaries built off the device for sm_90a (build/dec11-bin.tar.xz: bin/
+# bench_decode, test_cuda_decode, test_cuda, libsmk_attention_capi.so; w3/libsmk_attention_capi.so; lib/).
+# Back: dec11-summary.txt, dec11-sweep.txt, dec11-fair.md, dec11-logs.tgz.
+if want dec11; then
+  carried dec11 build/dec11-bin.tar.xz
+  d11=$bin
+  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d11/bin/bench_decode" 2>/dev/null |
+    grep -A1 "decode_mma" | grep -o "decode_mma_[a-z]*kernel[^ ]*\|REG:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" |
+    paste - - - - | sort | uniq -c >"$OUT/dec11-registers.log"
+  run_step dec11-sweep timeout "${SMK_DEC11_SWEEP_S:-30}" stdbuf -oL "$d11/bin/bench_decode" --sweep \
+    --json "$OUT/dec11-sweep.json"
+  keep_logs dec11
+  run_step dec11-fair timeout "${SMK_DEC11_FAIR_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$d11/bin/libsmk_attention_capi.so" --decode-lib2 "$d11/w3/libsmk_attention_capi.so" --only decode \
+    --out "$OUT/dec11-fair.md" --json "$OUT/dec11-fair.json" --rounds "${SMK_DEC11_ROUNDS:-8}" --deadline-s 22
+  keep_logs dec11
+  d11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  d11_t=${SMK_DEC11_TEST_S:-40}
+  d11_a='*IssueLengths*:*CausalMultiToken*:*CausalBand*:*StridedViews*'
+  d11_b='*Tma*:*ThreeWarp*:*Bitwise*'
+  d11_bg dec11x-testa timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_a"
+  d11_bg dec11x-testb timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_b"
+  d11_bg dec11x-testc timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="-$d11_a:$d11_b"
+  d11_bg dec11x-merge timeout "$d11_t" "$d11/bin/test_cuda" --gtest_filter='*Merge*'
+  d11_bg dec11x-memcheck timeout "$d11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d11/bin/test_cuda_decode" --gtest_filter='*ThreeWarp*:*BadInputs*'
+  wait
+  for f in "$OUT"/dec11x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs dec11
+  cp "$OUT/dec11-fair.md" "$outer/" 2>/dev/null
+  rm -f "$outer"/dec11x-*.txt "$outer"/dec11-registers.txt "$outer"/dec11-fair.txt  # in the summary / logs.tgz
+  cat "$OUT/dec11-registers.log" >>"$outer/dec11-summary.txt" 2>/dev/null
   end_carried
 fi
 echo
