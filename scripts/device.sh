@@ -23,6 +23,7 @@
 #   dec10
 #   ce10
 #   ce11
+#   short11
 #   dec11
 #   (default: all but tune)
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
@@ -2372,6 +2373,43 @@ if want dec11; then
   cp "$OUT/dec11-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec11x-*.txt "$outer"/dec11-registers.txt "$outer"/dec11-fair.txt  # in the summary / logs.tgz
   cat "$OUT/dec11-registers.log" >>"$outer/dec11-summary.txt" 2>/dev/null
+  end_carried
+fi
+# short11 (session 11, issue 3: the forward ops on rows of 32 ... 1024): the dense warp kernel (WarpConfig::dense,
+# warp_rows_dense_kernel: fewer registers, more blocks an SM), 16-bit log-softmax packed at 1024 and block_per_row on
+# small blocks at 1024, timed beside the dispatcher's kernels before short11 in one binary (tune_softmax --short11),
+# alone on the GPU; then in parallel: test_cuda_warp_row whole (6 shards), test_cuda_softmax's cases that cover the warp
+# path (3 shards), memcheck on the small Dense cases. Binaries built off the device for sm_90a
+# (build/short11-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}, lib/). Caps: SMK_S11_TUNE_S (25
+# s), SMK_S11_TEST_S (30). Back: short11-tune.txt, short11-summary.txt, short11-logs.tgz.
+if want short11; then
+  carried short11 build/short11-bin.tar.xz
+  s11=$bin
+  run_step short11-tune timeout "${SMK_S11_TUNE_S:-25}" stdbuf -oL "$s11/bin/tune_softmax" --short11
+  keep_logs short11
+  s11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  s11_t=${SMK_S11_TEST_S:-30}
+  # gtest's shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX): the float64 references on 16 CPUs at once, every test
+  # run once across the shards.
+  for i in 0 1 2 3 4 5; do
+    s11_bg "short11x-warp$i" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout "$s11_t" "$s11/bin/test_cuda_warp_row"
+  done
+  for i in 0 1 2; do
+    s11_bg "short11x-softmax$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s11_t" \
+      "$s11/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*:*SixteenBitSoftmaxWithinItsPlainExponentialBound*'
+  done
+  s11_bg short11x-memcheck timeout "$s11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s11/bin/test_cuda_warp_row" --gtest_filter='*DenseKernelBitwiseF32*:*DenseKernelBitwiseBf16*'
+  wait
+  for f in "$OUT"/short11x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs short11
+  rm -f "$outer"/short11x-*.txt  # their pass / fail lines are in short11-summary.txt, the logs in short11-logs.tgz
   end_carried
 fi
 echo

@@ -81,6 +81,11 @@ struct WarpConfig {
   // (packed16.cuh); bitwise the unpacked kernels. Ignored for f32 and where a kernel has no packed form (forward
   // softmax has none: measured 0.78-0.89×, session 10 review F13).
   bool packed = false;
+  // short11: dense rows (packed_rule.hpp row_dense) on warp_rows_dense_kernel (warp_row.cu): one row dimension, unit
+  // steps, aligned, outputs in the input dtype, no temperature, no mask, so the lane's addressing is row · stride +
+  // 16-byte vectors and the kernel runs at fewer registers (more blocks an SM). Bitwise the general kernel. Where a
+  // dense kernel is built for (dtype, E, op class); else ignored. packed, where it applies, comes first.
+  bool dense = false;
 };
 // block_per_row and cluster_row: `threads` per block, `cluster` blocks per row (1 = block_per_row, up to 16),
 // kBlockElems elements per thread in registers. Capacity threads · cluster · kBlockElems. 24 is the most that
@@ -166,10 +171,15 @@ struct WarpRowTuning {
   // short10: ≥ 0 replaces WarpConfig::packed on every warp_per_row launch (0 unpacked, 1 packed where a packed kernel
   // exists); -1 leaves the dispatcher's. The same bits either way.
   int packed = -1;
+  // short11: ≥ 0 replaces WarpConfig::dense the same way (0 general kernel, 1 dense where built). The same bits.
+  int dense = -1;
 };
 WarpRowTuning& warp_row_tuning();
 inline bool warp_packed(WarpConfig c) {
   return warp_row_tuning().packed >= 0 ? warp_row_tuning().packed != 0 : c.packed;
+}
+inline bool warp_dense(WarpConfig c) {  // short11
+  return warp_row_tuning().dense >= 0 ? warp_row_tuning().dense != 0 : c.dense;
 }
 // The last forward warp_per_row launch (warp_row.cu launch_warp_rows, direct launcher calls included; tests: session
 // 10 review, F10): its lanes, elements a lane, and whether it took the packed kernel (the log ops only: softmax has
@@ -177,6 +187,7 @@ inline bool warp_packed(WarpConfig c) {
 struct WarpRowLast {
   std::atomic<int> lanes{0}, elems{0};
   std::atomic<bool> packed{false};
+  std::atomic<bool> dense{false};  // short11: it took warp_rows_dense_kernel
 };
 WarpRowLast& warp_row_last();
 // A warp_per_row launch's blocks: `resident` (persistent_grid's: the blocks that fit, at most `needed`), or with a

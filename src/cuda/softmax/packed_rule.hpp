@@ -26,4 +26,20 @@ inline bool packed_dense(const RowProblem& p, int lanes, int elems) {
   return true;
 }
 
+// short11 (session 11): the forward problems warp_rows_dense_kernel (warp_row.cu, WarpConfig::dense) serves: rows
+// dense for `lanes` lanes of `elems` elements with whole 16-byte vectors a lane (f32 E ≥ 4, 16-bit E ≥ 8), one row
+// dimension, unit steps, 16-byte aligned base pointers and row strides, outputs in the input dtype, no temperature and
+// no mask: packed_dense's conditions for any input dtype, forward ops only.
+inline bool row_dense(const RowProblem& p, int lanes, int elems) {
+  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  const auto size = static_cast<std::int64_t>(dtype_size(p.x_dtype));
+  if (p.op == Op::softmax_backward || p.op == Op::log_softmax_backward) return false;
+  if (elems * size % 16 != 0 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1) return false;
+  if (p.scale || p.has_mask || p.step[kX] != 1 || !aligned(p.x) || p.map.stride[kX][0] * size % 16 != 0) return false;
+  if (writes_rows(p.op) &&
+      (p.out_dtype != p.x_dtype || p.step[kOut] != 1 || !aligned(p.out) || p.map.stride[kOut][0] * size % 16 != 0))
+    return false;
+  return true;
+}
+
 }  // namespace smk::cuda::kernels

@@ -226,6 +226,98 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
   }
 }
 
+// short11 (session 11): warp_rows_kernel for dense rows (packed_rule.hpp row_dense: n = lanes · E, whole aligned
+// 16-byte vectors a lane, one row dimension, unit steps, outputs in the input dtype, no temperature, no mask). The
+// general kernel's row offset (row_offset over a rank-4 map), scalar tails, transform and run-time output type hold
+// registers that a dense row does not need (short10 counted ~40 of them in the packed kernels): here the addressing is
+// row · stride + Tile::index, so the kernel fits under a tighter __launch_bounds__ (kMinBlocks) and an SM holds more
+// warps, each with its loads in flight (short8's Nsight Compute: torch.compile's f32 kernel runs 64 warps an SM at 32
+// registers against our 32 at 63). The same loads, trees, terms (TermOut: out_exp's tier as warp_rows_kernel<In, Out,
+// E, false> takes it: TermOut = In where plain_exp_pays, float (exp_diff) elsewhere; the log ops thread_log_rest_in),
+// normalizer and conversions: bitwise warp_rows_kernel's outputs (test_warp_row_gpu, Dense*).
+template <typename In, typename TermOut, int E, bool kLog, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(const RowProblem p, int lanes) {
+  using Tile = RowTile<In, E>;
+  using Vec = typename Tile::Vec;
+  using W = typename Tile::template OutVec<In>;
+  constexpr int R = kRowsAtOnce<E>;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int groups = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  const In* const xs = static_cast<const In*>(p.x);
+  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
+    float v[R][E];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row < p.rows) {
+        const Vec* q = reinterpret_cast<const Vec*>(xs + row * p.map.stride[kX][0]) + g;
+        Vec w[Tile::K];
+#pragma unroll
+        for (int k = 0; k < Tile::K; ++k) w[k] = q[k * lanes];
+#pragma unroll
+        for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+          for (int j = 0; j < Tile::V; ++j) v[r][k * Tile::V + j] = to_f32(w[k].v[j]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
+      }
+    }
+    float m[R], rest[R];
+    int ties[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      ties[r] = 0;
+      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
+      if constexpr (kLog) {
+        rest[r] = group_sum(thread_log_rest_in<In>(v[r], shift, ties[r]), lanes);
+        ties[r] = group_count(ties[r], lanes);
+      } else {
+        rest[r] = group_sum(thread_exp_rest<TermOut>(v[r], shift, true, false, ties[r]), lanes);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row >= p.rows) continue;
+      const auto state = state_from(m[r], ties[r], rest[r], kLog);
+      if (!writes_rows(p.op)) {  // write_row_stats on a one-dimensional row map
+        if (g == 0) {
+          if (p.op == Op::logsumexp) {
+            p.stat0[row * p.map.stride[kStat0][0]] = state.lse();
+          } else {
+            p.stat0[row * p.map.stride[kStat0][0]] = state.m;
+            p.stat1[row * p.map.stride[kStat1][0]] = state.l();
+          }
+        }
+        continue;
+      }
+      finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
+      W* q = reinterpret_cast<W*>(static_cast<In*>(p.out) + row * p.map.stride[kOut][0]) + g;
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        W o;
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(v[r][k * Tile::V + j]);
+        q[k * lanes] = o;
+      }
+    }
+  }
+}
+
+// The dense kernels built (short11), each with its kMinBlocks from ptxas -v (CUDA 13, sm_90a): the most blocks an SM
+// at which it does not spill. f32 rows of 32..512 written back (E16) and 1024 (E32), f32 logsumexp / the state (E16
+// at 32, E32 from 128), 16-bit softmax at E32 on two lanes or more (the tier's terms).
+template <typename In, int E, bool kLog>
+constexpr int kDenseMinBlocks = sizeof(In) == 4 ? (E == 16 ? 6 : 4) : 4;
+template <typename In, int E>
+constexpr bool kDenseBuilt = sizeof(In) == 4 ? (E == 16 || E == 32) : E == 32;
+
 // Where 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp) here: rows of 32 elements a lane shared by
 // two lanes or more. Measured (H200, 2026-11-30, tier16's run of 77c64e6, bench old → new, µs): bf16 32768×1024
 // (32 lanes a row) 48.8 → 41.7, 262144×128 (4 lanes) 46.6 → 42.2, f16 47.8 → 42.0 and 45.4 → 40.7; but a row a lane
@@ -252,10 +344,29 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
       packed = true;
     }
   }
+  // WarpConfig::dense (short11): the same problem on warp_rows_dense_kernel where one is built and the rows are dense.
+  bool dense = false;
+  if constexpr (kDenseBuilt<In, E>) {
+    if (!packed && warp_dense(c) && row_dense(p, c.lanes, E)) {
+      if (p.op != Op::softmax) {
+        if constexpr (sizeof(In) == 4) {
+          kernel = warp_rows_dense_kernel<In, float, E, true, kDenseMinBlocks<In, E, true>>;
+          dense = true;
+        }
+      } else if constexpr (sizeof(In) == 4) {
+        kernel = warp_rows_dense_kernel<In, float, E, false, kDenseMinBlocks<In, E, false>>;
+        dense = true;
+      } else if (plain_exp_pays<In, E>(p, c)) {
+        kernel = warp_rows_dense_kernel<In, In, E, false, kDenseMinBlocks<In, E, false>>;
+        dense = true;
+      }
+    }
+  }
   WarpRowLast& last = warp_row_last();
   last.lanes.store(c.lanes, std::memory_order_relaxed);
   last.elems.store(E, std::memory_order_relaxed);
   last.packed.store(packed, std::memory_order_relaxed);
+  last.dense.store(dense, std::memory_order_relaxed);
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.

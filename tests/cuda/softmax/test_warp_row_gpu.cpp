@@ -289,6 +289,106 @@ TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
         }
 }
 
+// short11 (session 11): the dense forward kernel (kernels.hpp WarpConfig::dense, warp_row.cu warp_rows_dense_kernel:
+// the general kernel's arithmetic at fewer registers, for rows that packed_rule.hpp row_dense accepts) against the
+// general kernel, bitwise, in f32, bf16 and f16: rows of 16 ... 1024 on every lanes / elements configuration the
+// dispatcher takes for them, ragged rows (29, 100: not dense), rows at an odd pitch, a temperature (both: the general
+// kernel), non-finite scores (dense), grids capped at 7 blocks; each forward op. The general kernel's outputs are
+// checked against the float64 reference. The launch record (warp_row_last().dense) must show the dense kernel exactly
+// where it is built (f32 at E16 and E32; 16-bit softmax at E32 on two lanes or more) and the rows are dense.
+bool ran_dense() { return cuda::kernels::warp_row_last().dense.load(); }
+bool dense_built(DType t, Op op, int lanes, int elems) {
+  if (t == DType::f32) return elems == 16 || elems == 32;
+  return op == Op::softmax && elems == 32 && lanes > 1;
+}
+
+void dense_bitwise(DType t, std::uint64_t seed) {
+  TuningGuard guard;
+  auto& tune = cuda::kernels::warp_row_tuning();
+  for (std::int64_t n : {16, 29, 32, 64, 100, 128, 512, 1024}) {
+    for (int variant : {0, 1, 2, 3}) {  // 0 dense, 1 odd pitch, 2 a temperature of 0.75, 3 non-finite scores
+      if (variant > 0 && n != 128 && n != 32 && !(variant == 3 && n == 1024)) continue;
+      const std::int64_t elements = small_mode() ? (1 << 15) : 400'000;
+      const std::int64_t rows = elements / n + 5;
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        Case c = warp_case(op, t, rows, n, variant == 1, ++seed);
+        if (variant == 2) {
+          c.options.temperature = 0.75f;
+          c.exact_scaling = false;
+          c.name += " T 0.75";
+        }
+        if (variant == 3) {  // as packed_bitwise's: the max, tie and non-finite branches
+          const double inf = std::numeric_limits<double>::infinity();
+          for (std::int64_t j = 0; j < n; ++j) {
+            c.x[j] = -inf;
+            if (j % 2) c.x[3 * n + j] = -inf;
+          }
+          c.x[n + n / 2] = inf;
+          c.x[2 * n + 1] = std::numeric_limits<double>::quiet_NaN();
+          c.x[4 * n] = c.x[4 * n + n - 1] = 64.0;
+          c.name += " non-finite";
+        }
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        tune = {};
+        tune.packed = 0;
+        tune.dense = 0;
+        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        EXPECT_FALSE(ran_dense()) << "tune.dense = 0";
+        if (variant != 3) check(c, base, reference(c));
+        for (int cap : {0, 7}) {
+          tune.dense = 1;
+          tune.max_blocks = cap;
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_FALSE(r.stray_write) << "dense, max_blocks " << cap;
+          const auto [lanes, elems] = last_config(false);
+          const bool layout = (variant == 0 || variant == 3) && n == std::int64_t{lanes} * elems;
+          EXPECT_EQ(ran_dense(), layout && dense_built(t, op, lanes, elems))
+              << "dense kernel, max_blocks " << cap << ", L" << lanes << " E" << elems;
+          expect_same_bits(base, r, "dense, max_blocks " + std::to_string(cap));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuWarpRow, DenseKernelBitwiseF32) { dense_bitwise(DType::f32, 1500); }
+TEST_F(GpuWarpRow, DenseKernelBitwiseBf16) { dense_bitwise(DType::bf16, 1600); }
+TEST_F(GpuWarpRow, DenseKernelBitwiseF16) { dense_bitwise(DType::f16, 1700); }
+
+// The dispatcher's short11 rules at their bounds (softmax_cuda.cpp warp_dense_rule, kWarpLogSoftmax16PackedMaxN), with
+// no tuning: a forced warp_per_row call takes the dense kernel exactly where the rule asks and one is built (the rule
+// as written: f32 forward rows of 16..1024, 16-bit softmax of 64..1024), and 16-bit log-softmax at 1024 the packed
+// kernel; dense rows only (the odd pitch never). Each call checked against the float64 reference. (A forced
+// warp_per_row call skips lse_stream, which serves logsumexp and the state at 1024 under the automatic choice.)
+TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
+  TuningGuard guard;
+  cuda::kernels::warp_row_tuning() = {};
+  std::uint64_t seed = 1800;
+  auto rule = [](DType t, Op op, std::int64_t n) {
+    if (t == DType::f32) return n >= 16 && n <= 1024;
+    return op == Op::softmax && n >= 64 && n <= 1024;
+  };
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    for (std::int64_t n : {8, 16, 32, 64, 512, 1024})
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+        for (bool odd : {false, true}) {
+          if (odd && n != 32 && n != 1024) continue;
+          const Case c = warp_case(op, t, 1000, n, odd, ++seed);
+          SCOPED_TRACE(c.name + " " + op_name(op));
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          check(c, r, reference(c));
+          const auto [lanes, elems] = last_config(false);
+          const bool packed = t != DType::f32 && op == Op::log_softmax && n == 1024 && !odd;
+          if (n == 1024 && op == Op::log_softmax && t != DType::f32) EXPECT_EQ(ran_packed(false), packed);
+          const bool layout = !odd && n == std::int64_t{lanes} * elems;
+          EXPECT_EQ(ran_dense(), !packed && rule(t, op, n) && layout && dense_built(t, op, lanes, elems))
+              << "L" << lanes << " E" << elems;
+        }
+}
+
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }
 TEST_F(GpuWarpRow, DenseF16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f16, 300); }
