@@ -22,6 +22,7 @@
 #   short10
 #   dec10
 #   ce10
+#   one11
 #   ce11
 #   short11
 #   dec11
@@ -2410,6 +2411,37 @@ if want short11; then
   done
   keep_logs short11
   rm -f "$outer"/short11x-*.txt  # their pass / fail lines are in short11-summary.txt, the logs in short11-logs.tgz
+  end_carried
+fi
+# one11 (session 11, issue 3): split_row's few-row levers (SplitRowTuning::l2_hints, chunk_ahead) timed beside the
+# library's split_row in one binary (tune_softmax --one11), then the GPU tests of the area in parallel: the levers'
+# bitwise test alone (test_cuda_few_rows AheadAndHints*), the rest of test_cuda_few_rows, test_cuda_row_loop and
+# test_cuda_grid_row whole, memcheck on the small cases. Binaries built off the device for sm_90a
+# (build/one11-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_row_loop,test_cuda_grid_row}, lib/).
+# Caps: SMK_O11_TUNE_S (25 s), SMK_O11_TEST_S (30). Back: one11-tune.txt, one11-summary.txt, one11-logs.tgz.
+if want one11; then
+  carried one11 build/one11-bin.tar.xz
+  o11=$bin
+  run_step one11-tune timeout "${SMK_O11_TUNE_S:-25}" stdbuf -oL "$o11/bin/tune_softmax" --one11
+  keep_logs one11
+  o11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  o11_t=${SMK_O11_TEST_S:-30}
+  o11_bg one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
+  o11_bg one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='-*AheadAndHints*'
+  o11_bg one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop"
+  o11_bg one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row"
+  o11_bg one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
+  wait
+  for f in "$OUT"/one11x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs one11
+  rm -f "$outer"/one11x-*.txt  # their pass / fail lines are in one11-summary.txt, the logs in one11-logs.tgz
   end_carried
 fi
 echo

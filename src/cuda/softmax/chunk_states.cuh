@@ -243,7 +243,9 @@ struct PlainTile {
 };
 
 // normalize_chunk for the common call: the same sub-tiles and the same normalize_values, so the same bits.
-template <typename In>
+// kStream (one11, session 11): the loads evict-first (the input's last use) and the stores streaming, so that neither
+// pushes out of L2 the chunks still to be re-read; false compiles to what this function was before.
+template <typename In, bool kStream = false>
 __device__ __forceinline__ void normalize_plain_chunk(In* out, const RowNormalizer<float>& norm, Op op, const In* x,
                                                       int len) {
   constexpr int E = kSubElems<In>;
@@ -251,9 +253,9 @@ __device__ __forceinline__ void normalize_plain_chunk(In* out, const RowNormaliz
   for (int at0 = 0; at0 < len; at0 += kSub) {
     const int sub = len - at0 < kSub ? len - at0 : kSub;
     float v[E];
-    PlainTile<In, E>::load(v, x + at0, sub);
+    PlainTile<In, E>::template load<kStream ? kLoadEvictFirst : kLoadPlain>(v, x + at0, sub);
     normalize_values<In>(v, norm, op);
-    PlainTile<In, E>::template store<In>(out + at0, v, sub);
+    PlainTile<In, E>::template store<In>(out + at0, v, sub, kStream);
   }
 }
 

@@ -228,9 +228,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // values in the same registers and the same arithmetic as chunk_states_kernel and normalize_kernel, so the same bits,
 // at a fraction of the code (few7: the generic kernels are 51–81 KB of SASS, these 11–20 KB; the one-launch kernel's
 // time was its instruction stream, and these run the decode batches past one wave, e.g. 32×128256).
-template <typename In, typename Out, bool kLog>
+// kL2 (one11, session 11; SplitRowTuning::l2_hints 2): chunks from fit_from on (the call's last l2_fit_bytes, which
+// the normalising kernel reads first) load L2 evict-last, the ones before evict-first; false: the kernel before.
+template <typename In, typename Out, bool kLog, bool kL2 = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
-                                                                           State* states) {
+                                                                           State* states, std::int64_t fit_from) {
   __shared__ ChunkScratch scratch;
   pdl_launch_dependents();  // as chunk_states_kernel
   const std::int64_t total = p.rows * chunks;
@@ -239,7 +241,71 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
     std::int64_t row, c;
     split_chunk_index(idx, chunks, narrow, row, c);
     float v[kBlockElems];
-    PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
+    const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
+    if constexpr (kL2) {
+      if (idx >= fit_from) PlainTile<In>::template load<kLoadEvictLast>(v, x, chunk_len(p.n, c));
+      else PlainTile<In>::template load<kLoadEvictFirst>(v, x, chunk_len(p.n, c));
+    } else {
+      PlainTile<In>::load(v, x, chunk_len(p.n, c));
+    }
+    const State st = chunk_state<kLog, Out>(v, scratch);
+    if (threadIdx.x == 0) states[idx] = st;
+  }
+}
+
+// one11 (session 11; SplitRowTuning::chunk_ahead): chunk_states_plain_kernel on a persistent grid, each block issuing
+// its next chunk's loads (into raw 16-byte vectors) before it reduces the current chunk, so that a block's loads stay
+// in flight through its reduction and its barriers (split6's Nsight Compute of the chunk kernel at 1×16777216: DRAM
+// 57 % f32 / 29 % bf16, each block loading its chunk then reducing with nothing in flight). A full chunk's vectors
+// become v exactly as PlainTile::load's all-full branch converts them (the same values in the same registers), a row's
+// ragged last chunk is PlainTile::load itself, and chunk_state is the same call: the same bits as the kernel above,
+// whichever block takes a chunk. One block an SM at up to 128 registers: the current chunk and the next in registers.
+template <typename In, typename Out, bool kLog, bool kL2>
+__global__ void __launch_bounds__(kSplitThreads, 1) chunk_states_ahead_kernel(const RowProblem p, std::int64_t chunks,
+                                                                           State* states, std::int64_t fit_from) {
+  using Tile = PlainTile<In>;
+  using Vec = typename Tile::Vec;
+  constexpr int K = Tile::K, V = Tile::V;
+  __shared__ ChunkScratch scratch;
+  pdl_launch_dependents();  // as chunk_states_kernel
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  const bool whole_last = p.n % kSplitChunk == 0;  // a row's last chunk is full too
+  Vec w[K];
+  // Issues chunk idx's loads into w where the chunk is full (every vector of every thread); false where it is a row's
+  // ragged last chunk, which the loop then reads by PlainTile::load.
+  auto issue = [&](std::int64_t idx) {
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    if (c == chunks - 1 && !whole_last) return false;
+    const Vec* q = reinterpret_cast<const Vec*>(at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c)) + threadIdx.x;
+    if (!kL2) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadPlain>(q + k * kSplitThreads);
+    } else if (idx >= fit_from) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadEvictLast>(q + k * kSplitThreads);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadEvictFirst>(q + k * kSplitThreads);
+    }
+    return true;
+  };
+  bool have = static_cast<std::int64_t>(blockIdx.x) < total && issue(blockIdx.x);
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
+    float v[kBlockElems];
+    if (have) {
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
+    } else {
+      std::int64_t row, c;
+      split_chunk_index(idx, chunks, narrow, row, c);
+      Tile::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
+    }
+    const std::int64_t next = idx + gridDim.x;
+    have = next < total && issue(next);
     const State st = chunk_state<kLog, Out>(v, scratch);
     if (threadIdx.x == 0) states[idx] = st;
   }
@@ -247,7 +313,10 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 
 // kLogSoftmax: the op (softmax otherwise). 16-bit chunks from whole tiles loaded before the dependency wait, f32
 // chunks by sub-tiles after it, as normalize_kernel.
-template <typename In, bool kLogSoftmax>
+// kStream (one11, session 11; SplitRowTuning::l2_hints ≥ 1): loads evict-first and stores streaming (the input's
+// last use; the outputs nothing here reads back), so that neither pushes out of L2 the chunks still to be re-read;
+// false: the kernel before.
+template <typename In, bool kLogSoftmax, bool kStream = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                         const State* row_states) {
   constexpr bool kWholeTile = sizeof(In) == 2;
@@ -264,12 +333,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const
     const int len = chunk_len(p.n, c);
     if constexpr (kWholeTile) {
       float v[kBlockElems];
-      PlainTile<In>::load(v, x, len);
+      PlainTile<In>::template load<kStream ? kLoadEvictFirst : kLoadPlain>(v, x, len);
       pdl_wait();
       normalize_values<In>(v, row_states[row].normalizer(p.empty_rows), op);
-      PlainTile<In>::template store<In>(out, v, len);
+      PlainTile<In>::template store<In>(out, v, len, kStream);
     } else {
-      normalize_plain_chunk<In>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
+      normalize_plain_chunk<In, kStream>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
     }
   }
 }
@@ -668,6 +737,10 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   return true;
 }
 
+std::atomic<std::uint64_t>& ahead_launches() {  // one11: chunk_states_ahead_kernel's launches (tests: that it ran)
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
 std::atomic<std::uint64_t>& stream_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
@@ -722,25 +795,53 @@ void launch(const RowProblem& p, cudaStream_t s) {
   auto* states = static_cast<State*>(ws.get());
   State* row_states = states + total;
   // The common call (common_call) takes the compact chunk and normalising kernels, bitwise the generic ones.
-  const bool plain = split_row_tuning().common_call && common_call<In>(p);
+  const SplitRowTuning& tn = split_row_tuning();
+  const bool plain = tn.common_call && common_call<In>(p);
+  // one11: the few-row levers (SplitRowTuning::l2_hints, chunk_ahead), on the compact kernels only.
+  const int hints = plain ? tn.l2_hints : 0;
+  const bool l2 = hints >= 2, stream_out = hints >= 1;
+  const std::int64_t fit_from = total - tn.l2_fit_bytes / (kSplitChunk * static_cast<std::int64_t>(sizeof(In)));
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    const auto kernel =
-        plain ? (p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
-                                     : chunk_states_plain_kernel<In, In, false>)
-              : (p.op != Op::softmax ? chunk_states_kernel<In, float, true>
-                                     : (out16 ? chunk_states_kernel<In, In, false>
-                                              : chunk_states_kernel<In, float, false>));
-    kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
-    SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
+    if (plain && tn.chunk_ahead) {
+      const bool log = p.op != Op::softmax;
+      const auto kernel = log ? (l2 ? chunk_states_ahead_kernel<In, float, true, true>
+                                    : chunk_states_ahead_kernel<In, float, true, false>)
+                              : (l2 ? chunk_states_ahead_kernel<In, In, false, true>
+                                    : chunk_states_ahead_kernel<In, In, false, false>);
+      const int per_sm = std::min(blocks_per_sm(kernel, kSplitThreads, 0), tn.ahead_per_sm > 0 ? tn.ahead_per_sm : 64);
+      std::int64_t grid = std::min<std::int64_t>(total, std::int64_t{std::max(per_sm, 1)} * device_facts().sm_count);
+      if (tn.ahead_max_blocks > 0) grid = std::min<std::int64_t>(grid, tn.ahead_max_blocks);
+      kernel<<<static_cast<unsigned>(grid), kSplitThreads, 0, s>>>(p, chunks, states, fit_from);
+      SMK_CUDA_CHECK_LAUNCH("chunk_states_ahead_kernel");
+      ahead_launches().fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const auto kernel =
+          plain ? (p.op != Op::softmax ? (l2 ? chunk_states_plain_kernel<In, float, true, true>
+                                             : chunk_states_plain_kernel<In, float, true>)
+                                       : (l2 ? chunk_states_plain_kernel<In, In, false, true>
+                                             : chunk_states_plain_kernel<In, In, false>))
+                : nullptr;
+      if (plain) {
+        kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states, fit_from);
+      } else {
+        const auto generic = p.op != Op::softmax ? chunk_states_kernel<In, float, true>
+                                                 : (out16 ? chunk_states_kernel<In, In, false>
+                                                          : chunk_states_kernel<In, float, false>);
+        generic<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+      }
+      SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
+    }
   }
   launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
                    static_cast<const State*>(states), row_states);
   if (writes_rows(p.op) && total > 0) {
     const auto kernel = !plain ? normalize_kernel<In>
-                               : (p.op == Op::softmax ? normalize_plain_kernel<In, false>
-                                                      : normalize_plain_kernel<In, true>);
+                               : (p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
+                                                                    : normalize_plain_kernel<In, false>)
+                                                      : (stream_out ? normalize_plain_kernel<In, true, true>
+                                                                    : normalize_plain_kernel<In, true>));
     launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
                      static_cast<const State*>(row_states));
   }
@@ -766,6 +867,7 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
+std::uint64_t split_ahead_launch_count() { return ahead_launches().load(std::memory_order_relaxed); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 

@@ -133,6 +133,7 @@ struct Variant {
   LseStreamConfig lse{};   // lse10: kind 'l', lse_stream.cu's kernels (tune_softmax --lse10 | --lse10-ncu | --lse10-f4)
   WarpRowTuning tuning{};  // short8: warp_per_row's grid (kernels.hpp; the default: the dispatcher's)
   RowLoopTuning loop{0};   // vocab10: kind 'L' runs row_loop.cu under it; every other kind with the row loop off
+  SplitRowTuning split{};  // one11: split_row's tuning for this variant (the default: the library's)
 };
 
 void report(const char* shape, DType t, Op op, const Variant& v, double us, double bytes) {
@@ -161,6 +162,7 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
         if (v.kind == 'b' && v.block.dy_shared && v.block.staged && t == DType::f32) continue;
         warp_row_tuning() = v.tuning;
         row_loop_tuning() = v.loop;
+        split_row_tuning() = v.split;  // one11
         const double us = median_us(b, reps, [&](int i) {
           if (bwd) {
             const RowProblem p = backward_problem(op, rows, n, t, b, i);
@@ -586,6 +588,34 @@ int main(int argc, char** argv) {
         free_buffers(b);
       }
     warp_row_tuning() = {};
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--one11") == 0) {
+    // one11 (session 11, docs/perf-notebook.md): split_row's few-row levers (SplitRowTuning::l2_hints, chunk_ahead)
+    // beside the library's split_row (first and last), as the dispatcher calls it (the row loop under its rule, the
+    // one-launch kernel where it serves): every variant gives the same bits, so only the time differs. Forward ops
+    // with every variant; the backward passes (no lever) with the default once.
+    auto sv = [](const char* name, int hints, bool ahead) {
+      Variant v{name, 's', {}, {}};
+      v.loop = RowLoopTuning{};  // the library's row-loop rule, as the dispatcher runs split_row
+      v.split.l2_hints = hints;
+      v.split.chunk_ahead = ahead;
+      return v;
+    };
+    const std::vector<Variant> all = {sv("split default", 0, false), sv("hints1 (norm cs)", 1, false),
+                                      sv("hints2 (+chunk L2)", 2, false), sv("ahead", 0, true),
+                                      sv("ahead+hints2", 2, true), sv("split default", 0, false)};
+    const std::vector<Variant> dflt = {sv("split default", 0, false)};
+    const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    const int r = 31;
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                  {32, 128256}, {256, 151936}}) {
+      run_shape(rows, n, all, both, fwd, rows == 256 ? 11 : r);
+      run_shape(rows, n, dflt, both, bwd, rows == 256 ? 5 : 11);
+    }
+    // 4096x151936: only logsumexp reaches the three kernels (softmax and log-softmax take the row loop / split_stream).
+    run_shape(4096, 151936, {all[0], all[2], all[3], all[4], all[5]}, both, {Op::logsumexp}, 5);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--vocab10") == 0) {
