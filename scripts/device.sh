@@ -2304,21 +2304,23 @@ fi
 # rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the variant at
 # (4, 32, 4096, 128) full; memcheck and racecheck on the variant's bits test.
 # Back: p11-sdpa.md (the table), p11-ncu.txt, p11-summary.txt, p11-logs.tgz (every log, the .ncu-rep, the JSON).
+# Ran on 087be37's binaries at 16:51 UTC with SMK_PFX11_MEMCHECK_S=9 SMK_PFX11_RACECHECK_S=8 (40.9 s in all; results
+# in docs/perf-notebook.md, "session 11 — pfx11").
 if want pfx11; then
   carried pfx11 build/pfx11-bin.tar.xz
   p11=$bin
-  run_step p11x-test timeout "${SMK_PFX11_TEST_S:-20}" "$p11/bin/test_cuda_prefill" \
+  run_step p11x-test timeout "${SMK_PFX11_TEST_S:-12}" "$p11/bin/test_cuda_prefill" \
     --gtest_filter="${SMK_PFX11_TEST_FILTER:-*WgmmaChains*:*ClearErrors*}"
   keep_logs p11
-  run_step p11-sdpa timeout "${SMK_PFX11_SDPA_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
-    --lib "$p11/bin/libsmk_attention_capi.so" --only prefill --chains --rounds "${SMK_PFX11_ROUNDS:-14}" \
-    --out "$OUT/p11-sdpa.md" --json "$OUT/p11-sdpa.json"
+  run_step p11-sdpa timeout "${SMK_PFX11_SDPA_S:-24}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$p11/bin/libsmk_attention_capi.so" --only prefill --chains --rounds "${SMK_PFX11_ROUNDS:-12}" \
+    --deadline-s "${SMK_PFX11_DEADLINE_S:-14}" --out "$OUT/p11-sdpa.md" --json "$OUT/p11-sdpa.json"
   keep_logs p11
   p11_ncu() {  # (a shell function: each command carries its own timeout)
-    timeout "${SMK_PFX11_NCU_S:-16}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
+    timeout "${SMK_PFX11_NCU_S:-12}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
       -o "$OUT/p11" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p11/bin/tune_prefill" &&
-      timeout 5 ncu --import "$OUT/p11.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|gmma|inst_issued|\
+      timeout 3 ncu --import "$OUT/p11.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|gmma|inst_issued|\
 issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|gpu__time_duration.sum"
   }
   run_step p11-ncu p11_ncu

@@ -119,7 +119,12 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
 // The variants also built with the row max and sum as trees (PrefillConfig::short_chains), TMA only: the two
-// defaults (session 11, pfx11). Off until an H200 run decides.
+// defaults (session 11, pfx11). Measured in the H200 run of 087be37 (2026-11-30, interleaved with the default, cuDNN
+// and FLASH in one process, 12 rounds, bf16; variant / default, medians of the ratio formed in each round):
+// (4, 32, 4096, 128) full 0.994 (0.949-1.020), causal 0.993 (0.927-1.028), (16, 16, 2048, 64) full 1.000
+// (0.998-1.002), (1, 32, 16384, 128) causal 1.041 (0.939-1.135). Not faster where the rounds agree: off (the SASS
+// says why: prefill_wgmma.cu's opening comment). Kept built, not the default: it did not clearly lose either, and
+// its bits differ from the cp.async kernels', which a default must match.
 inline constexpr PrefillVariant kPrefillWgmmaChains[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaChainsOn = false;
 // S_{j+1} issued ahead of tile j's softmax (session 10, pfx10: PrefillConfig::s_ahead, kPrefillWgmmaAhead, the D = 128

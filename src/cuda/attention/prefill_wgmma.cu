@@ -110,6 +110,23 @@
 // slots used, so hiding the products' latency inside a warpgroup buys nothing and the 64 moves cost. Off,
 // then removed (above). The default against cuDNN in the same run: 0.920 full, 0.881 causal at S = 4096, 1.040 at
 // (1, 32, 16384, 128) causal, 0.949 at (16, 16, 2048, 64) full.
+// Session 11 (pfx11): kChains (PrefillConfig::short_chains; the D = 128 and D = 64 defaults, TMA: 4 kernels, 34 in
+// the file): the row max and the row sum as balanced trees (tree_reduce), dependent depth 19 → 7 FMNMX and 32 → 5
+// FADD a row, the softmax's longest fixed-latency chain 67 → 23 (SASS of the D = 128 bf16 build, CUDA 13.0). No
+// spill at D = 128 (the D = 64 build spills its default's 40 bytes), no C7512 / C7515; the 30 other kernels' SASS
+// unchanged. Another summation order: other bits than the default's, deterministic and batch-invariant (the tests
+// check it against the float64 reference and bit for bit with itself). Measured (H200 run of 087be37, 2026-11-30
+// 16:51 UTC, scripts/sdpa_interleaved.py --chains, 12 rounds, bf16; docs/bench/pfx11-s11-2026-11-30.md): variant /
+// default 0.994 (0.949-1.020 by round) at (4, 32, 4096, 128) full, 0.993 causal, 1.000 at (16, 16, 2048, 64) full,
+// 1.041 (0.939-1.135) at (1, 32, 16384, 128) causal; Nsight Compute at the full row: 1.72 ms both, tensor pipe
+// 68.4 / 68.5 %, "wait" stall 1.54 / 1.50. Off (kPrefillWgmmaChainsOn). Why: the chains were not what bound the
+// loop. The stall counts ptxas writes into the control words (read from the SASS) give the mask-free tile's issue
+// schedule a warp: 525 instructions, 1162 cycles of fixed stalls (the variant 1202), of which the 64 FMNMX of the
+// row maxima take about 130 (the ALU pipe's throughput, two cycles each, tree or chain), the 66 MUFU.EX2 521 (the
+// MUFU pipe's throughput, about eight cycles each: every other instruction of that stretch fills its gaps), and the
+// 17 HGMMA with their uniform descriptor arithmetic 266, before the ping-pong's arrive. The profile's "wait" stall
+// is those counts, not dependency chains: the levers left are fewer MUFU (exponentials partly on the FMA pipe) and
+// cheaper product issue (docs/perf-notebook.md, "session 11 — pfx11").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
