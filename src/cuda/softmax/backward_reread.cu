@@ -12,12 +12,19 @@
 // × 132 SMs × a row of y and dy, 34 MB at bf16 32000, 67 MB at f32 32000, over the H200's 50 MB L2), dx written:
 // 12 B (f32), 6 B (bf16) — the floor of backward.cu's blocks. Floor at 4.27 TB/s: 8192×32000 f32 737 µs, bf16 368;
 // 16384×4096 and 4096×16384 f32 189 µs, bf16 94.
-// Registers (ptxas -v, CUDA 13.0, sm_90a): f32 32, no spill; 16-bit 31-32, spilling 0-14 B (bf16).
-// Measured (H200, 2026-11-30, mid9's run of c16e5c4, tune_softmax --mid9, median µs, the kernel before → this one;
+// Registers (ptxas -v, CUDA 13.0, sm_90a; 16-bit rows only are built): 31-32, no spill since mid11 (bf16 spilled
+// 12-14 B in the hot loop before: word_elem below).
+// Measured (mid11, session 11; H200, 2026-11-30, mid11's run of 7d1df6d, tune_softmax --mid11, median µs, the
+// dy-shared block → this kernel; docs/bench/mid11-s11-2026-11-30.md): bf16 8192×32000 log-softmax backward 454 →
+// 404.5 (91 % of copy; this kernel before the fix 446 / 444: the fix 9 %, f16's speed), softmax backward 414 → 396
+// (93 %); 8192×30000 451 → 398 and 411 → 399; 8192×32768 454 → 412 and 442 → 399; 2048×24576 log-softmax 93.4 →
+// 87.2, softmax 83.2 → 86.7 (slower); at 16384 and below slower for both ops (4096×16384 log-softmax 102 → 116,
+// 16384×4096 103 → 125). The rule since: 16-bit log-softmax backward 24576..32768, softmax backward 28673..32768.
+// Before (mid9's run of c16e5c4, tune_softmax --mid9, median µs, the kernel before → this one;
 // docs/bench/mid9-s9-2026-11-30.md): slower everywhere but one shape — softmax backward f32 8192×32000 729 → 1145 (the
 // rows in flight overflow the L2: both reads reach DRAM), bf16 410 → 478, f32 16384×4096 193 → 206, bf16 102 → 119;
 // log-softmax backward f32 8192×32000 743 → 844, bf16 **449 → 442** (the one win, 1.7 %), 16384×4096 bf16 102 → 133.
-// backward.cu's blocks were already at 92-101 % of copy on these shapes but bf16 8192×32000. So the dispatcher sends
+// backward.cu's blocks were already at 92-101 % of copy on these shapes but bf16 8192×32000. So mid9's rule sent
 // only 16-bit log-softmax backward rows of 28673..32768 here (softmax_cuda.cpp backward_reread_takes).
 //
 // The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's

@@ -15,8 +15,8 @@
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
 //                                                        registers): 16-bit rows from 2048, f32 from 16385
-//   16-bit log-softmax backward, n of 28673 … 32768      backward_reread (read twice, no row in registers; mid9,
-//                                                        one shape timed: the review's F4)
+//   16-bit log-softmax backward, n of 24576 … 32768;     backward_reread (read twice, no row in registers; mid9;
+//   16-bit softmax backward, n of 28673 … 32768          rule from mid11's run, session 11)
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
 //   (16-bit and f32 since vocab8)                        memory, read once; where the device runs its cluster)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
@@ -215,17 +215,32 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 // tune_softmax --lse10-f4, H200, 8192 rows, two samples each, old → re-read, µs): 28673 bf16 1405 → 1133, f16 1393 →
 // 1107 (odd: no vectors for either); 30000 bf16 442 → 436, f16 443 → 394; 32000 bf16 448 → 440, f16 446 → 399; 32768
 // bf16 449 → 451 (even), f16 450 → 409. The rule stands (docs/perf-notebook.md, session 10's lead section).
-// backward_reread.hpp's override (tests) sends every 16-bit log-softmax backward row of 4097..32768 to it (the run's
-// rule sent every dtype and both ops; the kernel is built for these rows only since the review's F17).
+// mid11 (session 11): the bf16 kernel's spill removed (each element unpacked from its 32-bit word at its use: 12 B of
+// spill in the hot loop → 0; the same bits, compared by hash on the H200), and 16-bit softmax backward built on it
+// again. H200, 2026-11-30, mid11's run of 7d1df6d, tune_softmax --mid11, inputs rotated, median of 30, µs, the
+// dispatcher's dy-shared block (timed first and last) → the re-read kernel (docs/bench/mid11-s11-2026-11-30.md):
+//   log-softmax bwd  bf16 8192×32000 453.9 / 454.1 → 404.5 (the re-read kernel before the fix: 446.2, 444.2);
+//                    8192×30000 450.4 / 451.3 → 397.7 (before: 440.5, 439.2); 8192×32768 453.7 / 454.4 → 412.1;
+//                    2048×24576 93.7 / 93.1 → 87.2; 4096×16384 102.5 / 102.1 → 116.5; 8192×8192 102.9 / 101.6 →
+//                    133.9; 16384×4096 102.8 / 102.9 → 124.6; f16 alike (32000 449.1 / 449.0 → 402.7, 24576 93.4 /
+//                    93.7 → 87.3, 16384 103.4 / 102.6 → 116.2)
+//   softmax bwd      bf16 8192×32000 413.6 / 414.9 → 396.1; 30000 413.7 / 408.8 → 399.3; 32768 441.9 / 443.1 →
+//                    399.4; 2048×24576 83.4 / 83.0 → 86.7 (slower); 16384 and below slower (4096×16384 100.7 / 100.6
+//                    → 106.2); f16 32000 412.1 / 410.7 → 391.8, 30000 411.2 / 409.1 → 395.8, 24576 82.9 / 82.5 →
+//                    84.7 (slower)
+// So 16-bit log-softmax backward takes it from 24576 (the shortest row timed where it won; 16384 lost, 16385..24575
+// not timed), 16-bit softmax backward from kBackwardPrefetchFromN (between 24576, lost, and 30000, won).
+// backward_reread.hpp's override (tests) sends every 16-bit softmax or log-softmax backward row of 4097..32768 to it.
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
-constexpr std::int64_t kBackwardRereadFromN16Log = kBackwardPrefetchFromN;  // 28673
+constexpr std::int64_t kBackwardRereadFromN16Log = 24576;
+constexpr std::int64_t kBackwardRereadFromN16Softmax = kBackwardPrefetchFromN;  // 28673
 bool backward_reread_takes(DType t, kernels::Op op, std::int64_t n) {
   if (n < kBackwardRereadFromN || n > kBackwardRereadToN) return false;
   if (t == DType::f32) return false;  // built for 16-bit rows only
   const int force = kernels::backward_reread_tuning().force;
   if (force >= 0) return force == 1;
-  return op == kernels::Op::log_softmax_backward && n >= kBackwardRereadFromN16Log;
+  return n >= (op == kernels::Op::log_softmax_backward ? kBackwardRereadFromN16Log : kBackwardRereadFromN16Softmax);
 }
 // Above this row length the dispatcher takes split_row rather than cluster_row. Measured on the H200
 // (tune_softmax, 2026-11-29, docs/perf-notebook.md): at n = 32000 (8192 rows) cluster_row moved 2.58 TB/s and

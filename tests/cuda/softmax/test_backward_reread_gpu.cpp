@@ -124,8 +124,9 @@ TEST_F(GpuBackwardReread, OutsideTheBuild) {
   }
 }
 
-// The dispatcher's own rule (softmax_cuda.cpp backward_reread_takes): 16-bit log-softmax backward rows of
-// 28673..32768 take the re-read kernel; 28672, softmax backward and f32 rows do not. Against the reference too.
+// The dispatcher's own rule (softmax_cuda.cpp backward_reread_takes, mid11's): 16-bit log-softmax backward rows of
+// 24576..32768 and softmax backward rows of 28673..32768 take the re-read kernel; 24575, 28672 (softmax backward)
+// and f32 rows do not. Against the reference too.
 TEST(GpuBackwardRereadRule, DispatcherRule) {
   SMK_REQUIRE_GPU();
   ASSERT_EQ(k::backward_reread_tuning().force, -1);
@@ -136,10 +137,13 @@ TEST(GpuBackwardRereadRule, DispatcherRule) {
     std::int64_t n;
     bool reread;
   };
-  for (const Want& w : {Want{DType::bf16, Op::log_softmax_backward, 28673, true},
+  for (const Want& w : {Want{DType::bf16, Op::log_softmax_backward, 24576, true},
                         Want{DType::f16, Op::log_softmax_backward, 32768, true},
-                        Want{DType::bf16, Op::log_softmax_backward, 28672, false},
-                        Want{DType::bf16, Op::softmax_backward, 32000, false},
+                        Want{DType::bf16, Op::log_softmax_backward, 24575, false},
+                        Want{DType::bf16, Op::softmax_backward, 28673, true},
+                        Want{DType::f16, Op::softmax_backward, 32768, true},
+                        Want{DType::bf16, Op::softmax_backward, 28672, false},
+                        Want{DType::f32, Op::softmax_backward, 32000, false},
                         Want{DType::f32, Op::log_softmax_backward, 32000, false}}) {
     const std::string tag = std::string(dtype_name(w.t)) + " 3x" + std::to_string(w.n) + " " + op_name(w.op);
     SCOPED_TRACE(tag);
