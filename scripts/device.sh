@@ -20,6 +20,7 @@
 #   pfx11
 #   vocab10
 #   short10
+#   mid11
 #   dec10
 #   ce10
 #   one11
@@ -2444,6 +2445,45 @@ if want one11; then
   done
   keep_logs one11
   rm -f "$outer"/one11x-*.txt  # their pass / fail lines are in one11-summary.txt, the logs in one11-logs.tgz
+  end_carried
+fi
+# mid11 (session 11, issue 3: the 16-bit backward re-read kernel without its bf16 spill; softmax backward on it).
+# Binaries built off the device for sm_90a (build/mid11-bin.tar.xz: bin/ tune_softmax, tune_softmax_old (the re-read
+# kernel of HEAD before the fix), test_cuda_backward_reread, test_cuda_softmax; lib/). In order, each capped: the
+# timing alone on the GPU, old / new / old (tune_softmax --mid11 [old]; each prints FNV hashes of the re-read dx, which
+# must agree between the builds: the fix leaves the arithmetic unchanged); then in parallel test_cuda_backward_reread
+# at full size, test_cuda_softmax's BackwardEveryPath at full size, memcheck on test_cuda_backward_reread (small).
+# Back: mid11-old1.txt, mid11-tune.txt, mid11-old2.txt, mid11-summary.txt, mid11-logs.tgz.
+if want mid11; then
+  carried mid11 build/mid11-bin.tar.xz
+  m11=$bin
+  # SMK_MID11_SKIP=tune: the tests alone (mid11's run of 7d1df6d timed, then hit its limit before the tests; the
+  # tarball since holds the test binaries of 432ed13's rule, ~30 s of tests).
+  if [[ " ${SMK_MID11_SKIP:-} " != *" tune "* ]]; then
+    run_step mid11-old1 timeout "${SMK_MID11_OLD_S:-12}" stdbuf -oL "$m11/bin/tune_softmax_old" --mid11 old
+    keep_logs mid11
+    run_step mid11-tune timeout "${SMK_MID11_TUNE_S:-30}" stdbuf -oL "$m11/bin/tune_softmax" --mid11
+    keep_logs mid11
+    run_step mid11-old2 timeout "${SMK_MID11_OLD_S:-12}" stdbuf -oL "$m11/bin/tune_softmax_old" --mid11 old
+    keep_logs mid11
+  fi
+  m11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  m11_t=${SMK_MID11_TEST_S:-30}
+  m11_bg mid11x-bwd timeout "$m11_t" "$m11/bin/test_cuda_backward_reread"
+  m11_bg mid11x-softmax timeout "$m11_t" "$m11/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
+  m11_bg mid11x-memcheck timeout "$m11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$m11/bin/test_cuda_backward_reread"
+  wait
+  for f in "$OUT"/mid11x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  { grep -h "^hash" "$OUT"/mid11-*.log | sort | uniq -c; } >"$OUT/mid11-hashes.log"
+  keep_logs mid11
+  rm -f "$outer"/mid11x-*.txt  # their pass / fail lines are in mid11-summary.txt, the logs in mid11-logs.tgz
   end_carried
 fi
 echo

@@ -668,6 +668,53 @@ int main(int argc, char** argv) {
       run_shape(8192, n, {bshared(n, true), rr, bshared(n, true)}, {DType::bf16, DType::f16}, bwd, reps);
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--mid11") == 0) {
+    // mid11 (session 11, docs/perf-notebook.md "session 11 — mid11"): the 16-bit backward passes, the dispatcher's
+    // dy-shared block (prefetching from 28673; "default", timed first and last) beside the re-read kernel
+    // (backward_reread.cu, the kind 'r') at the shapes and the re-read rule's range, bf16 and f16. With
+    // "old" as the second argument (a binary built with the re-read kernel before mid11's unpack fix, which has no
+    // softmax backward): the re-read log-softmax backward alone, at 8192 × 32000 and 30000 (the dispatched rows;
+    // fewer shapes: the host fill of the inputs is most of the time). After each re-read timing, an FNV-1a hash of its dx
+    // (copy 0's y and dy, the same random data in every binary) is printed, so that two builds' outputs can be
+    // compared bit for bit.
+    const bool old_build = argc > 2 && std::strcmp(argv[2], "old") == 0;
+    const Variant rr{"bwd reread", 'r', {}, {}};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{8192, 32000}, {4096, 16384}, {16384, 4096},
+                                  {8192, 8192}, {2048, 24576}, {8192, 30000}, {8192, 32768}})
+      for (DType t : {DType::bf16, DType::f16}) {
+        if (old_build && rows * n != 8192 * 32000 && rows * n != 8192 * 30000) continue;
+        rng_state = 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(n);  // the same data whichever shapes ran before
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        const double bytes = 3.0 * static_cast<double>(rows * n) * static_cast<double>(smk::dtype_size(t));
+        for (Op op : {Op::log_softmax_backward, Op::softmax_backward}) {
+          if (old_build && op == Op::softmax_backward) continue;
+          const Variant dflt = bshared(n, n >= 28673);
+          std::vector<Variant> vs = {rr};
+          if (!old_build) vs = {dflt, rr, dflt};
+          for (const Variant& v : vs) {
+            const double us = median_us(b, 30, [&](int i) {
+              const RowProblem p = backward_problem(op, rows, n, t, b, i);
+              if (v.kind == 'r') launch_backward_reread_rows(p, nullptr);
+              else launch_backward_block_rows(p, v.block, nullptr);
+            });
+            report(shape, t, op, v, us, bytes);
+            if (v.kind != 'r') continue;
+            launch_backward_reread_rows(backward_problem(op, rows, n, t, b, 0), nullptr);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            std::vector<unsigned char> host(static_cast<std::size_t>(bytes / 3.0));
+            SMK_CUDA_CHECK(cudaMemcpy(host.data(), b.out, host.size(), cudaMemcpyDeviceToHost));
+            std::uint64_t h = 0xcbf29ce484222325ull;
+            for (unsigned char c : host) h = (h ^ c) * 0x100000001b3ull;
+            std::printf("hash %s %s %s reread %016llx\n", shape, smk::dtype_name(t),
+                        op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", static_cast<unsigned long long>(h));
+          }
+        }
+        free_buffers(b);
+      }
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--lse10") == 0) {
     // lse10 (session 10, docs/perf-notebook.md "session 10 — lse10"): logsumexp and the state, the dispatcher's kernel
     // before lse10 ("default", timed first and last) beside lse_stream.cu's two configurations (L16, T128; the L32,
