@@ -2345,6 +2345,12 @@ fi
 if want dec11; then
   carried dec11 build/dec11-bin.tar.xz
   d11=$bin
+  if [ -n "${SMK_DEC11_GRIDS:-}" ]; then  # only the SDPA backends' kernels and grids (scripts/decode_kernel_grids.py)
+    run_step dec11-grids timeout 40 env PYTHONUNBUFFERED=1 python3 scripts/decode_kernel_grids.py \
+      --out "$OUT/dec11-grids.md" --json "$OUT/dec11-grids.json"
+    keep_logs dec11
+    cp "$OUT/dec11-grids.md" "$outer/" 2>/dev/null
+  else
   command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d11/bin/bench_decode" 2>/dev/null |
     grep -A1 "decode_mma" | grep -o "decode_mma_[a-z]*kernel[^ ]*\|REG:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" |
     paste - - - - | sort | uniq -c >"$OUT/dec11-registers.log"
@@ -2377,6 +2383,7 @@ if want dec11; then
   cp "$OUT/dec11-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec11x-*.txt "$outer"/dec11-registers.txt "$outer"/dec11-fair.txt  # in the summary / logs.tgz
   cat "$OUT/dec11-registers.log" >>"$outer/dec11-summary.txt" 2>/dev/null
+  fi
   end_carried
 fi
 # short11 (session 11, issue 3: the forward ops on rows of 32 ... 1024): the dense warp kernel (WarpConfig::dense,
