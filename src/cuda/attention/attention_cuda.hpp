@@ -258,7 +258,11 @@ struct DecodeConfig {
   DecodeToggle tma = DecodeToggle::dispatcher;
   // Warps per block of the tensor-core kernel (session 11, dec11): 0 is kDecodeMmaWarps (4); 3 (D = 128, 2 ring
   // stages) holds 48 KB of ring a block, so 4 blocks share an SM instead of 3. Different bits from 4 warps (the fold
-  // of the warps' states is another order), the same bits cp.async or TMA, alone or in any batch.
+  // of the warps' states is another order), the same bits cp.async or TMA, alone or in any batch. Measured, not
+  // dispatched (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07, bench_decode --sweep): 12 % faster on grids of
+  // 512 blocks, within -1.6..+1.8 % on grids of 1024, up to 1.7 % slower on larger grids and 7-18 % slower on grids of
+  // 256 blocks or fewer: the gain follows the grid's waves, which a rule of the length cannot see, and the bits differ
+  // (decode_mma.cu's opening comment has the numbers).
   int mma_warps = 0;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
@@ -326,6 +330,16 @@ inline constexpr bool kDecodePdl = true;
 // the 2048-block one, so it may be the partial last wave's rather than the length's (docs/perf-notebook.md, dec10).
 // The rule is fitted to those three lengths (gains of 1.7 and 2.1 %, losses of 0.26-0.8 %); whether the length or
 // the grid's last wave decides is the open question, for a sweep over S_max × B (review F18 / F19).
+// Session 11 (dec11) swept it (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07, bench_decode --sweep, 32/8
+// heads, D = 128, 3 samples alternating, cp.async µs / TMA µs, B = 1, 8, 16, 64): S_max 1024: 0.966, 1.000, 1.006,
+// 1.052 (B = 128: 1.001); 2048: 0.965, 0.991, 0.995, 1.026; 4096: 0.973, 0.992, 1.058, 0.998; 8192: 0.990, 1.064,
+// 1.023, 0.999; 16384: 0.995, 1.019, 0.993, 0.997; 32768: 0.999, 1.002, 0.994, 1.000; 131072 (B = 1): 0.994. TMA
+// gains 5.2-6.4 % on the three grids of 512 blocks (1.29 waves) and 1.9-2.6 % on three of the five of 1024 (2.59
+// waves; 0.1-0.2 % at 128 × 1024 and 8 × 32768), loses 0.5-3.5 % on one-block-an-SM grids (B = 1) and ties (±0.7 %)
+// on grids of 2048 blocks and more: the gain follows the grid, not the length. As a function of S_max alone, the
+// geometric mean over those four batches picks TMA at 1024 (+0.6 %) and 8192 (+1.9 %), cp.async at 2048 (-0.6 %),
+// and ties at 16384 (+0.1 %), 32768 (-0.1 %) and 4096 (+0.5 %, but -2.7 % at B = 1 and -0.2 % at 64 × 4096): the
+// rule below, unchanged.
 inline constexpr bool kDecodeTma = true;  // the rule below applies; false: cp.async everywhere
 inline constexpr std::int64_t kDecodeTmaOneSplit = 1024;
 inline constexpr std::int64_t kDecodeTmaLo = 4096;

@@ -62,6 +62,22 @@
 // three blocks an SM). The dispatcher takes TMA where it was faster (attention_cuda.hpp's decode_tma_rule); in the
 // same call, interleaved with cuDNN (that build: TMA on every row), ours / cuDNN 0.926 / 0.954 / 0.908 / 0.938 /
 // 0.958 / 0.872 / 0.865 on the issue's rows (cuDNN 49.5 / 138.6 / 134.4 / 255.0 / 137.0 / 49.6 / 134.5 µs).
+// Session 11 (dec11): the warps a block as a template parameter W, 4 (the dispatcher's, SASS unchanged) or 3
+// (DecodeConfig::mma_warps, bf16/f16 at D = 128 with 2 stages: 48 KB of ring, 4 blocks an SM, 528 resident instead of
+// 396; 122 / 105-109 registers). Same bytes per element, same floor. 3 warps fold in another order (other bits), so
+// only a rule of the length could choose them. Measured (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07,
+// bench_decode --sweep, 3 samples alternating; docs/bench/dec11-s11-2026-11-30.md), 4 warps' µs / 3 warps' with the
+// same tiles: 1.121-1.127 (cp.async) and 1.049-1.067 (TMA) on the grids of 512 blocks (1.29 waves at 3 an SM: S_max
+// 1024 × 64, 4096 × 16, 8192 × 8), 0.984-1.018 on the grids of 1024 (2.59 waves; cp.async at 64/8 heads 0.905),
+// 0.983-1.005 on grids of 2048 and more, 0.82-0.97 on grids of 256 blocks or fewer (one sequence: 0.88-0.93) — a
+// function of the grid, not of the length, so not dispatched. The dispatcher's kernel
+// in that call: 52.4 µs at (1, 32768) (2.56 TB/s), 140.0 at (1, 131072) (3.83), 149.4 / 267.1 / 140.8 (cp.async) and
+// 146.0 / 267.5 / 140.7 (TMA) on the batch rows, 55.4 and 153.6 at 64/8; interleaved against cuDNN (dispatcher =
+// decode_tma_rule) 0.938 / 0.967 / 0.905 / 0.938 / 0.959 / 0.891 / 0.858 on the issue's rows. cuDNN's own kernel on
+// those rows (torch.profiler, same day): 4 warps, 183 registers, 86 KB of shared memory (2 an SM), one block per
+// (sequence, KV head) without a merge at 16 × 8192 (128 blocks), 64 × 4096 (512) and 128 × 1024 (1024), and 32 splits
+// plus a reduction kernel only at one sequence: its split count follows the batch, which this kernel's (batch
+// invariance, decode_split.hpp) may not.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
