@@ -280,21 +280,15 @@ struct SplitRowTuning {
   // stream_max_blocks (tests only): caps split_stream's persistent grid (0: no cap), so that each block takes many
   // items (small test cases otherwise get about one item a block). Any grid of at least one block finishes.
   int stream_max_blocks = 0;
-  // one11 (session 11): levers of the three kernels for few long rows (1×16777216), on the common call only, each
-  // bitwise the kernels before (only cache hints and when a chunk's loads are issued change, never the values or the
-  // arithmetic). l2_hints: 0 none (the kernels before); 1 the normalising pass's loads evict-first (ld.global.cs) and
-  // its stores streaming (st.global.cs); 2 that, and the chunk pass's loads L2 evict-last for the call's last
-  // l2_fit_bytes of chunks (those the normalising pass, walking in reverse, reads first) and evict-first before them.
-  // chunk_ahead: the chunk pass on a persistent grid (ahead_per_sm blocks an SM, 0: the kernel's occupancy;
-  // ahead_max_blocks caps it, tests only), each block issuing its next chunk's loads before reducing the current one.
-  int l2_hints = 0;
-  std::int64_t l2_fit_bytes = std::int64_t{40} << 20;
-  bool chunk_ahead = false;
-  int ahead_per_sm = 0;
-  int ahead_max_blocks = 0;
+  // one11 (session 11): split_row's normalising kernel (the compact one, the common call) with cache hints, bitwise
+  // the kernel without: 1 (the library's) its loads evict-first (ld.global.cs, the input's last use) and its stores
+  // streaming (st.global.cs), 0 plain loads and stores (the kernel before). Measured (one11's H200 run of ec84571):
+  // 1-4 % faster at 1×16777216 and 4×4194304 softmax / log-softmax, within noise at 32×128256 (split_row.cu
+  // normalize_plain_kernel has the numbers). The chunk pass's loads L2 evict-last and a persistent chunk kernel loading a chunk ahead were timed
+  // in the same run and not kept (docs/perf-notebook.md "one11"; their code is in ec84571).
+  int l2_hints = 1;
 };
 SplitRowTuning& split_row_tuning();
-std::uint64_t split_ahead_launch_count();  // one11: launches of the chunk_ahead kernel since the process started
 // split_stream's launches since the process started, and its last launch's grid (tests: that it served, capped).
 std::uint64_t split_stream_launch_count();
 unsigned split_stream_last_grid();

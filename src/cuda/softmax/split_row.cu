@@ -74,6 +74,13 @@
 // vocab10 (session 10): launch() hands a call to row_loop.cu first where its rule takes it (bf16 softmax / log-softmax
 // and f32 softmax of ≥ 256 rows: one persistent launch, each block walking whole rows twice, bitwise these kernels);
 // 4096×151936 f32 softmax 2014 → 1806 µs, bf16 1287 → 1045, bf16 log-softmax 1349 → 1022 (row_loop.cu has the table).
+// one11 (session 11): the compact normalising kernel's loads evict-first and stores streaming (SplitRowTuning::l2_hints,
+// on by default; bitwise the kernel without). H200, one11's run of ec84571 (tune_softmax --one11, µs, the kernel
+// before → with the hints): 1×16777216 f32 softmax 72.1 → 70.5 (1.90 TB/s), bf16 48.0 → 46.6 (1.44 TB/s); 4×4194304
+// f32 70.8 → 69.4, bf16 47.1 → 45.3; 32×128256 f32 28.7 → 28.3. Timed in the same run and removed (code in ec84571):
+// the chunk pass's loads L2 evict-last (mixed, ±3-5 %) and a persistent chunk kernel issuing its next chunk's loads
+// before reducing the current one (one block an SM: slower everywhere, 1×16M f32 softmax 83.6, 4096×151936 f32
+// logsumexp 702 → 993). 1×16M is still ~1.9 / 1.4 TB/s (target 3): the chunk pass reads at 1.94 (f32) / 1.05 (bf16).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -228,11 +235,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // values in the same registers and the same arithmetic as chunk_states_kernel and normalize_kernel, so the same bits,
 // at a fraction of the code (few7: the generic kernels are 51–81 KB of SASS, these 11–20 KB; the one-launch kernel's
 // time was its instruction stream, and these run the decode batches past one wave, e.g. 32×128256).
-// kL2 (one11, session 11; SplitRowTuning::l2_hints 2): chunks from fit_from on (the call's last l2_fit_bytes, which
-// the normalising kernel reads first) load L2 evict-last, the ones before evict-first; false: the kernel before.
-template <typename In, typename Out, bool kLog, bool kL2 = false>
+template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
-                                                                           State* states, std::int64_t fit_from) {
+                                                                           State* states) {
   __shared__ ChunkScratch scratch;
   pdl_launch_dependents();  // as chunk_states_kernel
   const std::int64_t total = p.rows * chunks;
@@ -241,71 +246,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
     std::int64_t row, c;
     split_chunk_index(idx, chunks, narrow, row, c);
     float v[kBlockElems];
-    const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
-    if constexpr (kL2) {
-      if (idx >= fit_from) PlainTile<In>::template load<kLoadEvictLast>(v, x, chunk_len(p.n, c));
-      else PlainTile<In>::template load<kLoadEvictFirst>(v, x, chunk_len(p.n, c));
-    } else {
-      PlainTile<In>::load(v, x, chunk_len(p.n, c));
-    }
-    const State st = chunk_state<kLog, Out>(v, scratch);
-    if (threadIdx.x == 0) states[idx] = st;
-  }
-}
-
-// one11 (session 11; SplitRowTuning::chunk_ahead): chunk_states_plain_kernel on a persistent grid, each block issuing
-// its next chunk's loads (into raw 16-byte vectors) before it reduces the current chunk, so that a block's loads stay
-// in flight through its reduction and its barriers (split6's Nsight Compute of the chunk kernel at 1×16777216: DRAM
-// 57 % f32 / 29 % bf16, each block loading its chunk then reducing with nothing in flight). A full chunk's vectors
-// become v exactly as PlainTile::load's all-full branch converts them (the same values in the same registers), a row's
-// ragged last chunk is PlainTile::load itself, and chunk_state is the same call: the same bits as the kernel above,
-// whichever block takes a chunk. One block an SM at up to 128 registers: the current chunk and the next in registers.
-template <typename In, typename Out, bool kLog, bool kL2>
-__global__ void __launch_bounds__(kSplitThreads, 1) chunk_states_ahead_kernel(const RowProblem p, std::int64_t chunks,
-                                                                           State* states, std::int64_t fit_from) {
-  using Tile = PlainTile<In>;
-  using Vec = typename Tile::Vec;
-  constexpr int K = Tile::K, V = Tile::V;
-  __shared__ ChunkScratch scratch;
-  pdl_launch_dependents();  // as chunk_states_kernel
-  const std::int64_t total = p.rows * chunks;
-  const bool narrow = total <= 0xffffffffll;
-  const bool whole_last = p.n % kSplitChunk == 0;  // a row's last chunk is full too
-  Vec w[K];
-  // Issues chunk idx's loads into w where the chunk is full (every vector of every thread); false where it is a row's
-  // ragged last chunk, which the loop then reads by PlainTile::load.
-  auto issue = [&](std::int64_t idx) {
-    std::int64_t row, c;
-    split_chunk_index(idx, chunks, narrow, row, c);
-    if (c == chunks - 1 && !whole_last) return false;
-    const Vec* q = reinterpret_cast<const Vec*>(at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c)) + threadIdx.x;
-    if (!kL2) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadPlain>(q + k * kSplitThreads);
-    } else if (idx >= fit_from) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadEvictLast>(q + k * kSplitThreads);
-    } else {
-#pragma unroll
-      for (int k = 0; k < K; ++k) w[k] = load_vec<kLoadEvictFirst>(q + k * kSplitThreads);
-    }
-    return true;
-  };
-  bool have = static_cast<std::int64_t>(blockIdx.x) < total && issue(blockIdx.x);
-  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
-    float v[kBlockElems];
-    if (have) {
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
-    } else {
-      std::int64_t row, c;
-      split_chunk_index(idx, chunks, narrow, row, c);
-      Tile::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
-    }
-    const std::int64_t next = idx + gridDim.x;
-    have = next < total && issue(next);
+    PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
     const State st = chunk_state<kLog, Out>(v, scratch);
     if (threadIdx.x == 0) states[idx] = st;
   }
@@ -313,9 +254,16 @@ __global__ void __launch_bounds__(kSplitThreads, 1) chunk_states_ahead_kernel(co
 
 // kLogSoftmax: the op (softmax otherwise). 16-bit chunks from whole tiles loaded before the dependency wait, f32
 // chunks by sub-tiles after it, as normalize_kernel.
-// kStream (one11, session 11; SplitRowTuning::l2_hints ≥ 1): loads evict-first and stores streaming (the input's
-// last use; the outputs nothing here reads back), so that neither pushes out of L2 the chunks still to be re-read;
-// false: the kernel before.
+// kStream (one11, session 11; SplitRowTuning::l2_hints, on by default): loads evict-first (ld.global.cs: the input's
+// last use) and stores streaming (st.global.cs: nothing here reads the outputs back), so that neither pushes out of L2
+// the chunks still to be re-read (the walk is in reverse: the chunks the chunk kernel read last come first); the same
+// values and arithmetic, so the same bits (test_few_rows NormalizeHintsBitwiseTheKernelsBefore). false: the kernel
+// before. Measured (one11's H200 run of ec84571, tune_softmax --one11, µs, median of 31 after rotating 512 MB of
+// inputs; the kernels before timed first and last → with the hints): 1×16777216 f32 softmax 72.10 / 72.16 → 70.53,
+// log-softmax 68.96 / 68.80 → 67.87, bf16 softmax 48.38 / 47.58 → 46.62, log-softmax 46.91 / 47.33 → 45.76; 4×4194304
+// f32 70.91 / 70.66 → 69.41, 67.68 / 67.68 → 66.46, bf16 47.26 / 46.85 → 45.31, 46.66 / 46.43 → 45.25; 32×128256 f32
+// 28.51 / 28.83 → 28.29, 26.62 / 27.20 → 26.27, bf16 24.61 / 23.42 → 23.78, 22.75 / 23.14 → 23.20 (the one not
+// faster: within the default's own spread). 1–4 % where the input passes the L2; the issue's 3 TB/s is not reached.
 template <typename In, bool kLogSoftmax, bool kStream = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                         const State* row_states) {
@@ -737,10 +685,6 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   return true;
 }
 
-std::atomic<std::uint64_t>& ahead_launches() {  // one11: chunk_states_ahead_kernel's launches (tests: that it ran)
-  static std::atomic<std::uint64_t> count{0};
-  return count;
-}
 std::atomic<std::uint64_t>& stream_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
@@ -797,42 +741,19 @@ void launch(const RowProblem& p, cudaStream_t s) {
   // The common call (common_call) takes the compact chunk and normalising kernels, bitwise the generic ones.
   const SplitRowTuning& tn = split_row_tuning();
   const bool plain = tn.common_call && common_call<In>(p);
-  // one11: the few-row levers (SplitRowTuning::l2_hints, chunk_ahead), on the compact kernels only.
-  const int hints = plain ? tn.l2_hints : 0;
-  const bool l2 = hints >= 2, stream_out = hints >= 1;
-  const std::int64_t fit_from = total - tn.l2_fit_bytes / (kSplitChunk * static_cast<std::int64_t>(sizeof(In)));
+  // one11: the normalising kernel's cache hints (SplitRowTuning::l2_hints), on the compact kernels only.
+  const bool stream_out = plain && tn.l2_hints >= 1;
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    if (plain && tn.chunk_ahead) {
-      const bool log = p.op != Op::softmax;
-      const auto kernel = log ? (l2 ? chunk_states_ahead_kernel<In, float, true, true>
-                                    : chunk_states_ahead_kernel<In, float, true, false>)
-                              : (l2 ? chunk_states_ahead_kernel<In, In, false, true>
-                                    : chunk_states_ahead_kernel<In, In, false, false>);
-      const int per_sm = std::min(blocks_per_sm(kernel, kSplitThreads, 0), tn.ahead_per_sm > 0 ? tn.ahead_per_sm : 64);
-      std::int64_t grid = std::min<std::int64_t>(total, std::int64_t{std::max(per_sm, 1)} * device_facts().sm_count);
-      if (tn.ahead_max_blocks > 0) grid = std::min<std::int64_t>(grid, tn.ahead_max_blocks);
-      kernel<<<static_cast<unsigned>(grid), kSplitThreads, 0, s>>>(p, chunks, states, fit_from);
-      SMK_CUDA_CHECK_LAUNCH("chunk_states_ahead_kernel");
-      ahead_launches().fetch_add(1, std::memory_order_relaxed);
-    } else {
-      const auto kernel =
-          plain ? (p.op != Op::softmax ? (l2 ? chunk_states_plain_kernel<In, float, true, true>
-                                             : chunk_states_plain_kernel<In, float, true>)
-                                       : (l2 ? chunk_states_plain_kernel<In, In, false, true>
-                                             : chunk_states_plain_kernel<In, In, false>))
-                : nullptr;
-      if (plain) {
-        kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states, fit_from);
-      } else {
-        const auto generic = p.op != Op::softmax ? chunk_states_kernel<In, float, true>
-                                                 : (out16 ? chunk_states_kernel<In, In, false>
-                                                          : chunk_states_kernel<In, float, false>);
-        generic<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
-      }
-      SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
-    }
+    const auto kernel =
+        plain ? (p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
+                                     : chunk_states_plain_kernel<In, In, false>)
+              : (p.op != Op::softmax ? chunk_states_kernel<In, float, true>
+                                     : (out16 ? chunk_states_kernel<In, In, false>
+                                              : chunk_states_kernel<In, float, false>));
+    kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+    SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
   launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
                    static_cast<const State*>(states), row_states);
@@ -867,7 +788,6 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
-std::uint64_t split_ahead_launch_count() { return ahead_launches().load(std::memory_order_relaxed); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 
