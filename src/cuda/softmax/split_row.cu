@@ -74,13 +74,14 @@
 // vocab10 (session 10): launch() hands a call to row_loop.cu first where its rule takes it (bf16 softmax / log-softmax
 // and f32 softmax of ≥ 256 rows: one persistent launch, each block walking whole rows twice, bitwise these kernels);
 // 4096×151936 f32 softmax 2014 → 1806 µs, bf16 1287 → 1045, bf16 log-softmax 1349 → 1022 (row_loop.cu has the table).
-// one11 (session 11): the compact normalising kernel's loads evict-first and stores streaming (SplitRowTuning::l2_hints,
-// on by default; bitwise the kernel without). H200, one11's run of ec84571 (tune_softmax --one11, µs, the kernel
-// before → with the hints): 1×16777216 f32 softmax 72.1 → 70.5 (1.90 TB/s), bf16 48.0 → 46.6 (1.44 TB/s); 4×4194304
-// f32 70.8 → 69.4, bf16 47.1 → 45.3; 32×128256 f32 28.7 → 28.3. Timed in the same run and removed (code in ec84571):
-// the chunk pass's loads L2 evict-last (mixed, ±3-5 %) and a persistent chunk kernel issuing its next chunk's loads
-// before reducing the current one (one block an SM: slower everywhere, 1×16M f32 softmax 83.6, 4096×151936 f32
-// logsumexp 702 → 993). 1×16M is still ~1.9 / 1.4 TB/s (target 3): the chunk pass reads at 1.94 (f32) / 1.05 (bf16).
+// one11 (session 11): the compact normalising kernel's loads evict-first and stores streaming
+// (SplitRowTuning::l2_hints, on by default; bitwise the kernel without). H200, 2026-11-30, one11's run of ec84571
+// (tune_softmax --one11, µs, the kernel before → with the hints): 1×16777216 f32 softmax 72.1 → 70.5 (1.90 TB/s),
+// bf16 48.0 → 46.6 (1.44 TB/s); 4×4194304 f32 70.8 → 69.4, bf16 47.1 → 45.3; 32×128256 f32 28.7 → 28.3. Timed in the
+// same run and removed (code in ec84571): the chunk pass's loads L2 evict-last (mixed, ±3-5 %) and a persistent
+// chunk kernel issuing its next chunk's loads before reducing the current one (one block an SM: slower everywhere,
+// 1×16M f32 softmax 83.6, 4096×151936 f32 logsumexp 702 → 993). 1×16M is still ~1.9 / 1.4 TB/s (target 3): the
+// chunk pass reads at 1.94 (f32) / 1.05 (bf16) TB/s.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
