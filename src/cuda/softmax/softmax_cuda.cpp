@@ -229,7 +229,9 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 //                    → 106.2); f16 32000 412.1 / 410.7 → 391.8, 30000 411.2 / 409.1 → 395.8, 24576 82.9 / 82.5 →
 //                    84.7 (slower)
 // So 16-bit log-softmax backward takes it from 24576 (the shortest row timed where it won; 16384 lost, 16385..24575
-// not timed), 16-bit softmax backward from kBackwardPrefetchFromN (between 24576, lost, and 30000, won).
+// not timed), 16-bit softmax backward from kBackwardPrefetchFromN (between 24576, lost, and 30000, won). The
+// dy-shared block's prefetch (16-bit, from kBackwardPrefetchFromN) is thereby reached only with the override at 0
+// (test_backward_reread_gpu.cpp PrefetchingBlockWithTheOverrideOff).
 // backward_reread.hpp's override (tests) sends every 16-bit softmax or log-softmax backward row of 4097..32768 to it.
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
