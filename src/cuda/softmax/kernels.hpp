@@ -379,8 +379,8 @@ WarpBackwardLast& warp_backward_last();
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // The backward passes read twice (backward_reread.cu, mid9; block_per_row's rows): a loop over the row for
 // s = Σ dy·y (or Σ dy), then y and dy read again for dx, no row held in registers, kBackwardRereadThreads threads a
-// row, two blocks an SM. 16-bit log-softmax backward rows of up to kBackwardRereadMaxN (what the rule sends there;
-// other dtypes and ops throw Error(unsupported)), any layout, temperature and output type; its launches since the
+// row, two blocks an SM. 16-bit softmax and log-softmax backward rows of up to kBackwardRereadMaxN (softmax backward
+// built again by mid11; f32 rows throw Error(unsupported)), any layout, temperature and output type; its launches since the
 // process started (tests: which kernel served).
 constexpr int kBackwardRereadThreads = 1024;
 constexpr std::int64_t kBackwardRereadMaxN = 32768;
