@@ -380,8 +380,8 @@ void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t
 // The backward passes read twice (backward_reread.cu, mid9; block_per_row's rows): a loop over the row for
 // s = Σ dy·y (or Σ dy), then y and dy read again for dx, no row held in registers, kBackwardRereadThreads threads a
 // row, two blocks an SM. 16-bit softmax and log-softmax backward rows of up to kBackwardRereadMaxN (softmax backward
-// built again by mid11; f32 rows throw Error(unsupported)), any layout, temperature and output type; its launches since the
-// process started (tests: which kernel served).
+// built again by mid11; f32 rows throw Error(unsupported)), any layout, temperature and output type; its launches
+// since the process started (tests: which kernel served).
 constexpr int kBackwardRereadThreads = 1024;
 constexpr std::int64_t kBackwardRereadMaxN = 32768;
 void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s);
