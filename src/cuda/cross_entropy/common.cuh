@@ -169,6 +169,127 @@ __device__ __forceinline__ double safe_div(double num, double den, bool nothing_
   return den == 0 && nothing_is_zero ? 0.0 : num / den;
 }
 
+// The one-read kernel's (fused.cu) and the row loop's (row_loop.cuh) arguments beyond Args: the gradient, the upstream
+// gradient, the per-row outputs.
+struct FusedArgs {
+  void* grad = nullptr;
+  std::int64_t g_row_stride = 0, g_col_stride = 0;
+  const float* grad_loss = nullptr;  // null: 1
+  std::int64_t gl_stride = 0;
+  RowOut out;  // the forward's per-row outputs
+  bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next rows into shared memory
+  TargetParts* target_parts = nullptr;  // f32 gradient under the mean: each row's TargetParts (common.cuh), else null
+  // The row loop (row_loop.cuh): the logits' / the gradient's rows 16-byte aligned with unit stride (16-byte vectors),
+  // else element by element through the same map.
+  bool loop_vec_in = false, loop_vec_out = false;
+};
+
+// One row's partial result as a block hands it to the others: the state of its logits other than the target,
+// label smoothing's partial Σ w_c (z_c − r), and the target logit (−inf in every block but the one holding it).
+struct alignas(16) RowPart {
+  float m, d, smooth, zt;
+};
+
+// The combined state of one state per lane (empty beyond the parts): the max by an xor butterfly (exact in any order),
+// then each lane's share l_i = (1 + d_i)·exp(m_i − M) summed by an xor butterfly. ≈ 45 instructions a thread where the
+// xor tree of OnlineSoftmaxState::merge took ≈ 350 (five levels, each a merge with its regime branches and an
+// exp_diff; SASS, CUDA 13.0, sm_90a): every thread of the block runs it once a row, so at 32 logits a thread it cost
+// ≈ 11 instructions a logit (ce4's count). The regimes fall out of the arithmetic: an empty lane adds 0·0; a +inf or
+// NaN max decides the state in from_max_and_sum, whatever the sum. Error on l: (1 + d_i) and the product u each,
+// exp_diff 5u, the butterfly's 5 levels: ≤ 12u, against ≤ 8u a level (40u) for the merge tree.
+__device__ __forceinline__ State combine_parts(const State s) {
+  const float M = kernels::group_max(s.m, 32);
+  const float share = (1.0f + s.d) * exp_diff(s.m, State::shift_for(M));
+  return State::from_max_and_sum(M, kernels::group_sum(share, 32));
+}
+
+// ---- A row's scalars, shared by the one-read kernel (fused.cu) and the row loop (row_loop.cuh): one home per formula.
+// The row-invariant scales of the upstream gradient under sum / mean (the CPU's formula, in double); 1 under none.
+__device__ __forceinline__ void reduction_scales(const Args& a, const float* grad_loss, const Totals* totals,
+                                                 float& g_ce_all, float& g_z_all) {
+  g_ce_all = g_z_all = 1;
+  if (a.reduction != Reduction::none) {
+    const double g1 = grad_loss ? static_cast<double>(grad_loss[0]) : 1.0;
+    if (a.reduction == Reduction::sum) {
+      g_ce_all = g_z_all = static_cast<float>(g1);
+    } else {
+      g_ce_all = static_cast<float>(safe_div(g1, totals->den_ce, a.nothing_is_zero));
+      g_z_all = static_cast<float>(safe_div(g1, totals->den_z, a.nothing_is_zero));
+    }
+  }
+}
+
+// The row from the state `rs` of its logits other than the target and the target logit zt: M = max(the others' max,
+// z_t), R = Σ_{j≠t} exp(z_j − M) = (1 + d)·exp(m − M), e_t, l = R + e_t, the LSE and 1 / l (NaN for a row whose max
+// is not finite). An ignored or bad row (valid false) is the state of every logit.
+struct RowScalars {
+  float M, shift, R, et, l, lse, inv;
+};
+__device__ __forceinline__ RowScalars row_scalars(const State& rs, float zt, bool valid) {
+  RowScalars r;
+  r.M = valid ? kernels::max_nan(rs.m, zt) : rs.m;
+  r.shift = State::shift_for(r.M);
+  r.R = (1.0f + rs.d) * exp_diff(rs.m, r.shift);  // 0 for an empty rest (1 + d = 0, exp(−inf) = 0)
+  r.et = valid ? exp_diff(zt, r.shift) : 0.0f;
+  r.l = valid ? r.R + r.et : r.R;
+  const State st = valid ? State::from_max_and_sum(r.M, r.l) : rs;
+  r.lse = st.lse();
+  r.inv = st.normalizer().inv_sum;
+  return r;
+}
+
+// The row's loss and z-loss, written by one thread: log1p(R) when the target holds the max (exact as p_t → 1), else
+// (M − z_t) + log l; label smoothing's (ε/C)·(W·(LSE − r) − Σ w_c (z_c − r)) with r the row's first logit (`r0`) and
+// `rsm` that sum; NaN for a bad target (the host throws; never a silent 0).
+__device__ __forceinline__ void row_loss(const Args& a, const Totals* totals, const RowOut& out, std::int64_t row,
+                                         RowKind kind, const RowScalars& r, float zt, float hard, float soft,
+                                         bool smoothing, float r0, float rsm) {
+  float ce = 0, zl = 0;
+  if (kind == RowKind::bad) {
+    ce = detail::nan_<float>();
+  } else if (kind == RowKind::valid) {
+    float nll;
+    if (isfinite(r.M) && isfinite(zt)) nll = zt == r.M ? log1pf(r.R) : (r.M - zt) + logf(r.l);
+    else nll = r.lse - zt;  // inf − inf = NaN, as on the CPU
+    ce = hard * nll;
+    if (smoothing) {
+      const double smd = totals->weight_total * (static_cast<double>(r.lse) - r0) - static_cast<double>(rsm);
+      ce += soft * static_cast<float>(smd);
+    }
+    if (a.s > 0) zl = a.s * r.lse * r.lse;
+  }
+  out.write(row, r.lse, ce, zl);
+}
+
+// ∂loss/∂z_j = g·((1 − ε)w_t·p_j + ε/C·(W·p_j − w_j)) + zc·p_j = e_j·A + B·w_j for j ≠ t (e_j = exp(z_j − M));
+// zc = 2s·g_z·LSE. A is NaN for a row whose max is not finite.
+struct GradCoeffs {
+  float A, B, zc;
+};
+__device__ __forceinline__ GradCoeffs grad_coeffs(const Args& a, const RowScalars& r, float g_ce, float g_z,
+                                                  float hard, float soft, float W) {
+  GradCoeffs c;
+  c.zc = a.s > 0 ? g_z * 2 * a.s * r.lse : 0.0f;
+  c.A = (g_ce * hard + g_ce * soft * W + c.zc) * r.inv;
+  c.B = -g_ce * soft;
+  return c;
+}
+
+// The target's entry, formed in f32 before rounding: g·((1 − ε)w_t·(p_t − 1) + ε/C·(W·p_t − w_t)) + zc·p_t. From
+// p_t ≥ ½ on, p_t − 1 is −R / l (R = l − e_t): it keeps its digits as p_t → 1, where p_t − 1 cancels. Below ½,
+// p_t − 1 itself: p_t's error is scaled by p_t < ½ and the subtraction rounds once, where −R·(1 / l) carried three
+// roundings (l, 1 / l, the product). ce6's comparison with torch (scripts/vs_torch_ce.py, H200 run of b2405b6) had
+// −R / l at 1.8 ulps on f32 rows of random logits (torch's exp(log p_t) − 1: 0.5), the gradient 1.5–1.7× torch's
+// error norm-wise there (the target entries dominate the norm). `parts` (an f32 gradient under the mean, else null):
+// the row's TargetParts, from which the mean's kernel re-forms the entry in double (TargetFix).
+__device__ __forceinline__ float target_entry(const RowScalars& r, const GradCoeffs& c, float g_ce, float hard,
+                                              float soft, float W, float wt, TargetParts* parts, std::int64_t row) {
+  const float pt = r.et * r.inv;
+  const float pm1 = pt < 0.5f ? pt - 1.0f : -r.R * r.inv;
+  if (parts) parts[row] = TargetParts{r.R, r.et, g_ce * soft * (W * pt - wt) + c.zc * pt, hard};
+  return g_ce * (hard * pm1 + soft * (W * pt - wt)) + c.zc * pt;
+}
+
 }  // namespace smk::cuda::ce
 
 // Host side of the launchers, shared by forward.cu and backward.cu.

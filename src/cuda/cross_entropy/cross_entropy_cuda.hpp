@@ -81,6 +81,12 @@ struct FusedTuning {
   int threads = 0;
   int pdl = -1;  // −1: kFusedPdl on single-block launches, plain on clusters; 0 off; 1 on
   int target_fix = -1;  // −1: kFusedTargetFix; 0 off; 1 on
+  // The row loop (ce11, row_loop.cuh): −1 the dispatcher's rule (fused.cu row_loop_rule), 0 never, 1 every row it
+  // serves; its blocks an SM (0: the kernel's occupancy, two) and its cache hints (−1 / 1 on, 0 off). Neither the
+  // blocks nor the hints change a bit of the results (the grid only changes which block owns a row).
+  int row_loop = -1;
+  int loop_blocks = 0;
+  int loop_hints = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -89,9 +95,16 @@ void set_fused_tuning(const FusedTuning& t);
 struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
   bool pdl = false;
+  bool row_loop = false;  // the row loop (row_loop.cuh) ran: cluster 1, `resident` its blocks an SM × SMs
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options);
+// The dispatcher's rule for the row loop (fused.cu), by the classes and the logits' dtype alone.
+bool row_loop_rule(std::int64_t classes, DType logits);
+// Whether cross_entropy_forward_backward runs the row loop for these logits and options under the current tuning:
+// row_loop 1, or −1 with the rule (and no tuning override of the one-read kernel's shape: cluster, threads or
+// any_width); never for soft-capped rows or rows over its 32-bit element indices.
+bool row_loop_takes(std::int64_t classes, DType logits, const CrossEntropyOptions& options);
 }  // namespace smk::cuda::ce

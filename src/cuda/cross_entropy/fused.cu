@@ -80,6 +80,7 @@
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
 #include "cuda/cross_entropy/linear_launch.cuh"
 #include "cuda/device_guard.hpp"
+#include "cuda/cross_entropy/row_loop.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/row_stage.cuh"
 #include "softmaxkit/core/error.hpp"
@@ -125,6 +126,11 @@ constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;       
 // unstaged / two calls: 8192×32000 bf16 390 / 511 / 1044, f16 379 / 515 / 1039; 4096×151936 (5 blocks) bf16 1430 /
 // 1529 / 1582, f16 1431 / 1520 / 1563: f16 above 65536, timed for the first time, takes the one-read kernel as bf16.
 constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
+// The row loop's rule (ce11, row_loop.cuh; row_loop_rule below): rows of at least kRowLoopMinCols classes, every
+// dtype, up to kRowLoopMaxCols (its element indices are 32-bit). Off (kRowLoopOn) until ce11's run has timed it.
+constexpr bool kRowLoopOn = false;
+constexpr std::int64_t kRowLoopMinCols = 65537;
+constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
 template <typename In>
@@ -138,35 +144,6 @@ constexpr int kStages = sizeof(In) == 2 ? 2 : 1;
 inline bool stage_rule(std::size_t in_size, int cluster) {
   (void)cluster;
   return in_size == 2 ? kFusedStage16 : kFusedStageF32;
-}
-
-struct FusedArgs {
-  void* grad = nullptr;
-  std::int64_t g_row_stride = 0, g_col_stride = 0;
-  const float* grad_loss = nullptr;  // null: 1
-  std::int64_t gl_stride = 0;
-  RowOut out;  // the forward's per-row outputs
-  bool prefetch = false;  // every row 16-byte aligned with unit stride: bulk-copy the next rows into shared memory
-  TargetParts* target_parts = nullptr;  // f32 gradient under the mean: each row's TargetParts (common.cuh), else null
-};
-
-// One row's partial result as a block hands it to the others: the state of its logits other than the target,
-// label smoothing's partial Σ w_c (z_c − r), and the target logit (−inf in every block but the one holding it).
-struct alignas(16) RowPart {
-  float m, d, smooth, zt;
-};
-
-// The combined state of one state per lane (empty beyond the parts): the max by an xor butterfly (exact in any order),
-// then each lane's share l_i = (1 + d_i)·exp(m_i − M) summed by an xor butterfly. ≈ 45 instructions a thread where the
-// xor tree of OnlineSoftmaxState::merge took ≈ 350 (five levels, each a merge with its regime branches and an
-// exp_diff; SASS, CUDA 13.0, sm_90a): every thread of the block runs it once a row, so at 32 logits a thread it cost
-// ≈ 11 instructions a logit (ce4's count). The regimes fall out of the arithmetic: an empty lane adds 0·0; a +inf or
-// NaN max decides the state in from_max_and_sum, whatever the sum. Error on l: (1 + d_i) and the product u each,
-// exp_diff 5u, the butterfly's 5 levels: ≤ 12u, against ≤ 8u a level (40u) for the merge tree.
-__device__ __forceinline__ State combine_parts(const State s) {
-  const float M = kernels::group_max(s.m, 32);
-  const float share = (1.0f + s.d) * exp_diff(s.m, State::shift_for(M));
-  return State::from_max_and_sum(M, kernels::group_sum(share, 32));
 }
 
 // n / d for n·d < 2^32 by one multiplication: ⌊n·m / 2^32⌋ with m = ⌈2^32 / d⌉ (d a power of two: m exact) is exact
@@ -222,16 +199,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 
   // Row-invariant: the reduction's scale of the upstream gradient (the CPU's formula, in double), the smoothing
   // constants.
-  float g_ce_all = 1, g_z_all = 1;
-  if (a.reduction != Reduction::none) {
-    const double g1 = f.grad_loss ? static_cast<double>(f.grad_loss[0]) : 1.0;
-    if (a.reduction == Reduction::sum) {
-      g_ce_all = g_z_all = static_cast<float>(g1);
-    } else {
-      g_ce_all = static_cast<float>(safe_div(g1, totals->den_ce, a.nothing_is_zero));
-      g_z_all = static_cast<float>(safe_div(g1, totals->den_z, a.nothing_is_zero));
-    }
-  }
+  float g_ce_all, g_z_all;
+  reduction_scales(a, f.grad_loss, totals, g_ce_all, g_z_all);
   const float soft = a.eps / static_cast<float>(a.classes);
   const float W = static_cast<float>(totals->weight_total);
   // The row pipeline (f.prefetch: every row 16-byte aligned, unit stride): thread 0 bulk-copies the block's share of
@@ -414,35 +383,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
       zt = zt_slot[parity];
     }
 
-    // The row: M = max(the others' max, z_t), R = Σ_{j≠t} exp(z_j − M) = (1 + d)·exp(m − M), l = R + e_t.
-    const float M = valid ? kernels::max_nan(rs.m, zt) : rs.m;
-    const float shift = State::shift_for(M);
-    const float R = (1.0f + rs.d) * exp_diff(rs.m, shift);  // 0 for an empty rest (1 + d = 0, exp(−inf) = 0)
-    const float et = valid ? exp_diff(zt, shift) : 0.0f;
-    const float l = valid ? R + et : R;
-    const State st = valid ? State::from_max_and_sum(M, l) : rs;
-    const float lse = st.lse();
-    const RowNormalizer<float> norm = st.normalizer();  // inv_sum: 1 / l, NaN for a row whose max is not finite
+    // The row (common.cuh row_scalars): M, R = Σ_{j≠t} exp(z_j − M), e_t, l = R + e_t, the LSE, 1 / l.
+    const RowScalars rsc = row_scalars(rs, zt, valid);
 
     // The loss, by one thread.
     const float hard = (1 - a.eps) * wt;
-    if (g == 0) {
-      float ce = 0, zl = 0;
-      if (kind == RowKind::bad) {
-        ce = detail::nan_<float>();  // the host throws; never a silent 0
-      } else if (valid) {
-        float nll;
-        if (isfinite(M) && isfinite(zt)) nll = zt == M ? log1pf(R) : (M - zt) + logf(l);
-        else nll = lse - zt;  // inf − inf = NaN, as on the CPU
-        ce = hard * nll;
-        if (smoothing) {
-          const double smd = totals->weight_total * (static_cast<double>(lse) - r0) - static_cast<double>(rsm);
-          ce += soft * static_cast<float>(smd);
-        }
-        if (a.s > 0) zl = a.s * lse * lse;
-      }
-      f.out.write(row, lse, ce, zl);
-    }
+    if (g == 0) row_loss(a, totals, f.out, row, kind, rsc, zt, hard, soft, smoothing, r0, rsm);
 
     // The gradient.
     if (!valid) {  // ignored: 0; a bad target: NaN
@@ -450,14 +396,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 #pragma unroll
       for (int i = 0; i < E; ++i) v[i] = fill;
     } else {
-      const float zc = a.s > 0 ? g_z * 2 * a.s * lse : 0.0f;
-      const float inv = norm.inv_sum;
-      // ∂loss/∂z_j = g·((1 − ε)w_t·p_j + ε/C·(W·p_j − w_j)) + zc·p_j = e_j·A_w + B_j for j ≠ t, with e_j against the
-      // warp's max and A_w = A·exp(m_w − M). A warp with no finite logit has e_j = 0 and factor 0 (exp(0 − M) could
-      // overflow); A is NaN for a row whose max is not finite, and NaN·0 keeps that.
-      const float A = (g_ce * hard + g_ce * soft * W + zc) * inv;
-      const float Aw = A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, shift));
-      const float B = -g_ce * soft;
+      // ∂loss/∂z_j = e_j·A_w + B_j for j ≠ t (common.cuh grad_coeffs), with e_j against the warp's max and
+      // A_w = A·exp(m_w − M). A warp with no finite logit has e_j = 0 and factor 0 (exp(0 − M) could overflow); A is
+      // NaN for a row whose max is not finite, and NaN·0 keeps that.
+      const GradCoeffs gc = grad_coeffs(a, rsc, g_ce, g_z, hard, soft, W);
+      const float Aw = gc.A * (mw == -detail::inf_<float>() ? 0.0f : exp_diff(mw, rsc.shift));
+      const float B = gc.B;
       if (smoothing && a.weights) {
 #pragma unroll
         for (int k = 0; k < Tile::K; ++k)
@@ -470,20 +414,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_kernel(const Args 
 #pragma unroll
         for (int i = 0; i < E; ++i) v[i] = fmaf(v[i], Aw, B);
       }
-      if (t_local >= 0) {  // the target: p_t − 1, formed in f32 before rounding
-        const float pt = et * inv;
-        // From p_t ≥ ½ on, −R / l (R = l − e_t): it keeps its digits as p_t → 1, where p_t − 1 cancels. Below ½,
-        // p_t − 1 itself: p_t's error is scaled by p_t < ½ and the subtraction rounds once, where −R·(1 / l) carried
-        // three roundings (l, 1 / l, the product). ce6's comparison with torch (scripts/vs_torch_ce.py, H200 run of
-        // b2405b6) had −R / l at 1.8 ulps on f32 rows of random logits (torch's exp(log p_t) − 1: 0.5), the
-        // gradient 1.5–1.7× torch's error norm-wise there (the target entries dominate the norm).
-        const float pm1 = pt < 0.5f ? pt - 1.0f : -R * inv;
-        const float dt = g_ce * (hard * pm1 + soft * (W * pt - wt)) + zc * pt;
+      if (t_local >= 0) {  // the target: p_t − 1, formed in f32 before rounding (common.cuh target_entry); the
+                           // mean's kernel re-forms it in double where f.target_parts (TargetFix: f32 gradients)
+        const float dt = target_entry(rsc, gc, g_ce, hard, soft, W, wt, f.target_parts, row);
 #pragma unroll
         for (int i = 0; i < E; ++i)
           if (i == t_local) v[i] = dt;
-        // The mean's kernel re-forms this entry in double (TargetFix, common.cuh); only f32 gradients take it.
-        if (f.target_parts) f.target_parts[row] = TargetParts{R, et, g_ce * soft * (W * pt - wt) + zc * pt, hard};
       }
     }
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
@@ -598,6 +534,27 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }
 
+// The row loop (row_loop.cuh) on a persistent grid: its blocks an SM (tuning, or the kernel's occupancy) × SMs, never
+// more than the rows. A programmatic dependent of the scan where kFusedPdl (tuning's pdl overrides), as the
+// single-block one-read launch. False when the kernel cannot be resident here (the caller takes another path).
+template <typename In, typename Out>
+bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
+  const auto kernel = ce_row_loop_kernel<In, Out>;
+  const int per_sm =
+      g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, 0);
+  if (per_sm <= 0) return false;
+  const std::int64_t resident = std::int64_t{per_sm} * kernels::device_facts().sm_count;
+  const std::int64_t grid = std::max<std::int64_t>(1, std::min(a.rows, resident));
+  const bool pdl = g_tuning.pdl >= 0 ? g_tuning.pdl > 0 : kFusedPdl;
+  cudaLaunchAttribute at[2];
+  cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, 0, pdl, s);
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
+  g_last_launch = FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true};
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints));
+  return true;
+}
+
 __global__ void fill_kernel(float* p, std::int64_t n, float value) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -609,6 +566,18 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 FusedLaunch last_fused_launch() { return g_last_launch; }
 void set_last_fused_launch(const FusedLaunch& l) { g_last_launch = l; }
+
+bool row_loop_rule(std::int64_t classes, DType logits) {
+  (void)logits;
+  return kRowLoopOn && classes >= kRowLoopMinCols && classes <= kRowLoopMaxCols;
+}
+
+bool row_loop_takes(std::int64_t classes, DType logits, const CrossEntropyOptions& options) {
+  if (options.softcap != 0 || classes <= 0 || classes > kRowLoopMaxCols) return false;
+  if (g_tuning.row_loop >= 0) return g_tuning.row_loop > 0;
+  const bool fused_forced = g_tuning.any_width || g_tuning.cluster > 0 || g_tuning.threads > 0;
+  return !fused_forced && row_loop_rule(classes, logits);
+}
 
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options) {
   const std::int64_t limit = g_tuning.any_width ? kFusedMaxCols : kFusedAutoMaxCols;
@@ -628,7 +597,9 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   DeviceGuard guard(logits.device.index);
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const bool per_row = options.reduction == Reduction::none;
-  if (!fused_supported(logits, options) || p.rows == 0) {
+  // The row loop (row_loop.cuh) where its rule (or tuning) takes the call, else the one-read kernel where a row fits.
+  const bool use_loop = row_loop_takes(logits.shape[1], logits.dtype, options);
+  if ((!use_loop && !fused_supported(logits, options)) || p.rows == 0) {
     fused_two_read(op, p, loss, grad_logits, logits, targets, options, grad_loss, lse, z_loss, stream);
     return;
   }
@@ -658,9 +629,33 @@ void cross_entropy_forward_backward(const char* op, const detail::CrossEntropyPr
   const std::size_t esize = dtype_size(logits.dtype);
   f.prefetch = logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(logits.data) % 16 == 0 &&
                (static_cast<std::size_t>(logits.strides[0]) * esize) % 16 == 0;
+  const std::size_t gsize = dtype_size(grad_logits.dtype);
+  f.loop_vec_in = f.prefetch;
+  f.loop_vec_out = grad_logits.strides[1] == 1 && reinterpret_cast<std::uintptr_t>(grad_logits.data) % 16 == 0 &&
+                   (static_cast<std::size_t>(grad_logits.strides[0]) * gsize) % 16 == 0;
   const bool launched = ws.run(op, a, s, [&] {
     bool ok = false;
     const bool f32_out = grad_logits.dtype == DType::f32;
+    if (use_loop) {
+      switch (logits.dtype) {
+        case DType::f16:
+          ok = f32_out ? launch_row_loop<__half, float>(a, f, totals, s) : launch_row_loop<__half, __half>(a, f, totals, s);
+          break;
+        case DType::bf16:
+          ok = f32_out ? launch_row_loop<__nv_bfloat16, float>(a, f, totals, s)
+                       : launch_row_loop<__nv_bfloat16, __nv_bfloat16>(a, f, totals, s);
+          break;
+        default: ok = launch_row_loop<float, float>(a, f, totals, s); break;
+      }
+      if (ok) {
+        SMK_CUDA_CHECK_LAUNCH("cross_entropy row_loop");
+        if (!per_row)
+          launch_reduce(a, f.out.ce_rows, f.out.zl_rows, totals, static_cast<float*>(loss.data),
+                        static_cast<float*>(z_loss.data), s, last_fused_launch().pdl, fix);
+        return true;
+      }
+      if (!fused_supported(logits, options)) return false;
+    }
     switch (logits.dtype) {
       case DType::f16:
         ok = f32_out ? launch_fused<__half, float>(a, f, totals, s) : launch_fused<__half, __half>(a, f, totals, s);

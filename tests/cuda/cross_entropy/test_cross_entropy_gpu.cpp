@@ -215,11 +215,24 @@ struct Ref {
 // levels: 10) and merges the warps' and the blocks' states (OnlineSoftmaxState::merge) in up to ⌈log2 32⌉ +
 // ⌈log2 16⌉ = 9 levels; a level adds at most 8u on the side it rescales ((1 + d) and exp_diff's 5u, the product,
 // the sum), so its depth is 10 + 8·9 = 82 roundings, whatever C. The fused call's cases use that (g_fused).
+// The row loop (row_loop.cuh, ce11), where the fused call takes it (ce::row_loop_takes): each thread's running sum
+// over K = ⌈C / (2048·V)⌉ steps (512 threads × 4 vectors of V = 16 / sizeof(dtype) logits a step): a step's terms by
+// a pairwise tree (log2 of 4V: at most 5), the steps' sums added in order (K − 1), up to K − 1 rescales when a step's
+// max rises (exp_diff's 5u, the product, the add: 7 each), then (1 + d) and the two combinations (combine_parts,
+// 12u each: the warp's lanes, the block's warps): 5 + 8K + 25 roundings.
+double row_loop_depth(std::int64_t C, DType dt) {
+  const double V = 16.0 / static_cast<double>(dtype_size(dt));
+  const double K = std::ceil(static_cast<double>(C) / (2048.0 * V));
+  return 8 * K + 30;
+}
 constexpr double kFusedSumDepth = 10 + 8 * 9;
-double sum_depth(std::int64_t C) {
+double sum_depth(const CeCase& c) {
+  const std::int64_t C = c.classes;
   const double L = std::ceil(std::log2(std::max<double>(static_cast<double>(C), 1)));
   const double chunks = std::ceil(static_cast<double>(C) / 8192.0);
   const double two_read = std::max(L, 16 + 2 * chunks);
+  if (g_fused && !cpu_mode() && smk::cuda::ce::row_loop_takes(C, c.dtype, c.opt))
+    return std::max(two_read, row_loop_depth(C, c.dtype));
   return g_fused ? std::max(two_read, kFusedSumDepth) : two_read;
 }
 
@@ -254,7 +267,7 @@ Ref reference(const CeCase& c, bool backward) {
 
   // The gates.
   const double u = kU, eps = opt.label_smoothing, s = opt.z_loss;
-  const double L = sum_depth(C), Lam = L + 9 + 2 * std::log(std::max<double>(C, 1));
+  const double L = sum_depth(c), Lam = L + 9 + 2 * std::log(std::max<double>(C, 1));
   double W = 0, den_ce = 0, den_z = 0;
   for (std::int64_t j = 0; j < C; ++j) W += w.empty() ? 1 : w[j];
   std::vector<double> row_tol(n, 0), row_ztol(n, 0);
@@ -418,7 +431,7 @@ int check_case(const CeCase& c, bool backward = true) {
   };
   for (std::size_t i = 0; i < r.loss.size(); ++i) expect("loss", i, g.loss[i], r.loss[i], r.loss_tol[i], DType::f32);
   for (std::size_t i = 0; i < r.z.size(); ++i) expect("z_loss", i, g.z[i], r.z[i], r.z_tol[i], DType::f32);
-  const double Lam = sum_depth(c.classes) + 9 + 2 * std::log(std::max<double>(c.classes, 1));
+  const double Lam = sum_depth(c) + 9 + 2 * std::log(std::max<double>(c.classes, 1));
   for (std::size_t i = 0; i < r.lse.size(); ++i) {
     double ez = 0;
     for (std::int64_t j = 0; j < c.classes && c.opt.softcap > 0; ++j) {
@@ -1033,6 +1046,7 @@ TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
                std::to_string(rows) + " rows, " +
                (red == Reduction::mean ? "mean" : red == Reduction::sum ? "sum" : "none");
       auto launch = [&](ce::FusedTuning tuning, bool want_pdl, const std::string& what) {
+        tuning.row_loop = 0;  // the one-read kernel's rule (the row loop has its own test: CrossEntropyGpuRowLoop)
         ce::set_fused_tuning(tuning);
         ce::set_last_fused_launch({});
         GpuOut o = run_gpu(c, true);
@@ -1206,7 +1220,7 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
     check_case(c);
   }
   if (!small_mode()) {
-    CeCase wide = random_case("200003 wide: two reads", DType::bf16, 3, 200003, 113, Reduction::mean);
+    CeCase wide = random_case("200003 wide: past the one-read kernel", DType::bf16, 3, 200003, 113, Reduction::mean);
     wide.in_place = true;
     check_case(wide);
   }
@@ -1289,9 +1303,13 @@ TEST(CrossEntropyGpuFused, DefaultUpstreamWideRowsAndClusterSizes) {
   }
 }
 
+void FusedBadTargets_body();
 TEST(CrossEntropyGpuFused, BadTargetsRaiseAndNaN) {
-  SMK_REQUIRE_GPU();
   FusedMode fused;
+  FusedBadTargets_body();
+}
+void FusedBadTargets_body() {
+  SMK_REQUIRE_GPU();
   for (bool softcap : {false, true}) {  // the one-read kernel and the two-read path
     CeCase c = random_case("bad target", DType::f32, 6, 300, 81);
     c.opt.softcap = softcap ? 20.0f : 0.0f;
@@ -1307,6 +1325,144 @@ TEST(CrossEntropyGpuFused, BadTargetsRaiseAndNaN) {
       ASSERT_TRUE(std::isfinite(g.grad[0 * 300 + j])) << j;
     }
   }
+}
+
+// ---- the row loop (ce11, src/cuda/cross_entropy/row_loop.cuh) ------------------------------------------------------
+// Row-loop mode: the fused call with tuning's row_loop 1, so every case of the bodies above runs the row loop whatever
+// its width (soft-capped cases still take the two calls); the gates take its summation depth (row_loop_depth).
+struct RowLoopMode {
+  FusedMode fused;
+  explicit RowLoopMode(int blocks = 0, int hints = -1) {
+    smk::cuda::ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_blocks = blocks;
+    t.loop_hints = hints;
+    smk::cuda::ce::set_fused_tuning(t);
+  }
+  ~RowLoopMode() { smk::cuda::ce::set_fused_tuning({}); }
+  RowLoopMode(const RowLoopMode&) = delete;
+  RowLoopMode& operator=(const RowLoopMode&) = delete;
+};
+// (In cpu_mode the bodies would run the CPU path a third time, after CrossEntropyGpu's and CrossEntropyGpuFused's
+// runs of it: skipped.)
+#define SMK_ROW_LOOP_TEST(name, body)                                                        \
+  TEST(CrossEntropyGpuRowLoop, name) {                                                       \
+    if (cpu_mode()) GTEST_SKIP() << "the CPU path runs under CrossEntropyGpu(Fused) already"; \
+    RowLoopMode loop;                                                                        \
+    body();                                                                                  \
+  }
+SMK_ROW_LOOP_TEST(EveryDtypeTargetTypeAndLength, EveryDtypeTargetTypeAndLength_body)
+SMK_ROW_LOOP_TEST(EveryReductionAndUpstream, EveryReductionAndUpstream_body)
+SMK_ROW_LOOP_TEST(IgnoreIndex, IgnoreIndex_body)
+SMK_ROW_LOOP_TEST(EveryRowIgnored, EveryRowIgnored_body)
+SMK_ROW_LOOP_TEST(LabelSmoothing, LabelSmoothing_body)
+SMK_ROW_LOOP_TEST(ClassWeightsZLossSoftcap, ClassWeightsZLossSoftcap_body)
+SMK_ROW_LOOP_TEST(ArticleExample, ArticleExample_body)
+SMK_ROW_LOOP_TEST(DominantLogitBf16, DominantLogitBf16_body)
+SMK_ROW_LOOP_TEST(InPlaceStridedAndUnaligned, InPlaceStridedAndUnaligned_body)
+SMK_ROW_LOOP_TEST(NonFiniteRows, NonFiniteRows_body)
+SMK_ROW_LOOP_TEST(BadTargetsRaiseAndNaN, FusedBadTargets_body)
+SMK_ROW_LOOP_TEST(DeterministicAndBatchInvariant, DeterministicAndBatchInvariant_body)
+#undef SMK_ROW_LOOP_TEST
+
+// The row loop's bits do not depend on its grid (blocks an SM: which block owns a row, how many rows a block walks) nor
+// on its cache hints, nor on the batch: a batch of more rows than the grid holds (rows wrap around the blocks) under
+// every reduction, with label smoothing, z-loss and class weights on, against the same call at 1 and 2 blocks an SM
+// and without hints, and single rows against the batch's. Outputs poisoned before every call (run_gpu). The default
+// launch is checked against float64 too (check_case), and its launch record says the row loop ran.
+TEST(CrossEntropyGpuRowLoop, SameBitsAtEveryGridHintAndBatch) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C, rows;
+  };
+  // Rows: more than one block an SM holds (132 SMs on the H200), so that at 1 block an SM rows wrap; the narrower
+  // shapes more than two blocks an SM hold (264), so that they wrap at the default too.
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 140}, {DType::f32, DType::f32, 100000, 140},
+                               {DType::f16, DType::f32, 32000, 300}, {DType::bf16, DType::bf16, 30001, 300}};
+  if (small_mode()) shapes = {{DType::bf16, DType::bf16, 8193, 40}, {DType::f32, DType::f32, 4099, 40}};
+  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
+    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
+    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
+                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
+      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
+      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
+    }
+  };
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::mean, Reduction::none}) {
+      const std::int64_t rows = sh.rows;
+      CeCase c = random_case("row loop", sh.dt, rows, sh.C, 401 + sh.C, red);
+      c.grad_dtype = sh.grad;
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.name = std::string("row loop, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(sh.C) + (red == Reduction::mean ? ", mean" : ", none");
+      auto launch = [&](int blocks, int hints, const CeCase& cc, const std::string& what) {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        t.loop_blocks = blocks;
+        t.loop_hints = hints;
+        ce::set_fused_tuning(t);
+        ce::set_last_fused_launch({});
+        GpuOut o = run_gpu(cc, true);
+        const ce::FusedLaunch fl = ce::last_fused_launch();
+        EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+        if (blocks > 0 && fl.row_loop) {
+          EXPECT_EQ(fl.resident % blocks, 0) << cc.name << ", " << what;
+        }
+        ce::set_fused_tuning({});
+        return o;
+      };
+      const GpuOut base = launch(0, -1, c, "default");
+      ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+      same_bits(launch(0, -1, c, "again"), base, c.name + ", again");
+      same_bits(launch(1, -1, c, "1 block an SM"), base, c.name + ", 1 block an SM");
+      same_bits(launch(2, 0, c, "2 blocks an SM, no hints"), base, c.name + ", no hints");
+      for (std::int64_t r : {std::int64_t{0}, rows - 1}) {
+        CeCase one = c;
+        one.rows = 1;
+        one.x.assign(c.x.begin() + r * sh.C, c.x.begin() + (r + 1) * sh.C);
+        one.t = {c.t[r]};
+        one.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[r]} : c.grad_loss;
+        const GpuOut o = launch(0, -1, one, "one row");
+        ASSERT_TRUE(o.error.empty()) << o.error;
+        EXPECT_EQ(o.lse[0], base.lse[r]) << c.name << ", row " << r;
+        if (red == Reduction::none) {
+          EXPECT_EQ(o.loss[0], base.loss[r]) << c.name << ", row " << r;
+          EXPECT_EQ(std::memcmp(o.grad.data(), base.grad.data() + r * sh.C, sh.C * 8), 0) << c.name << ", row " << r;
+        }
+      }
+      {
+        RowLoopMode loop;
+        check_case(c);
+      }
+    }
+}
+
+// The dispatcher takes the row loop exactly where its rule (fused.cu row_loop_rule, by C and the dtype) says so, and
+// the one-read kernel (or the two calls) elsewhere; the dispatched call is checked against float64 at each width,
+// 262144 included (past the one-read kernel's widest row: the two calls before ce11).
+TEST(CrossEntropyGpuRowLoop, DispatcherTakesItByTheRule) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  ce::set_fused_tuning({});
+  std::vector<std::int64_t> widths = {8192, 32000, 65536, 65537, 100000, 151936, 262144};
+  if (small_mode()) widths = {8192, 65537};
+  for (DType dt : {DType::bf16, DType::f32, DType::f16})
+    for (std::int64_t C : widths) {
+      CeCase c = random_case(std::string("dispatcher, ") + dtype_name(dt) + ", C=" + std::to_string(C), dt, 3, C,
+                             503 + C, Reduction::mean);
+      ce::set_last_fused_launch({});
+      check_case(c);
+      const ce::FusedLaunch fl = ce::last_fused_launch();
+      EXPECT_EQ(fl.row_loop, ce::row_loop_rule(C, dt)) << c.name;
+    }
 }
 
 // More than 2^32 logits (bf16, 8.6 GB): zeros, so every row's loss is log C and the gradient 1/C, 1/C − 1.

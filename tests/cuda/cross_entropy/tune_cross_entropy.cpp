@@ -16,6 +16,11 @@
 //   fused/cN       (--clusters N,...) the one-read kernel on clusters of N wide blocks (when N is at least what a
 //                  row needs), staged by the dispatcher's rule: the cluster shapes of session 8 (ce6), for rows
 //                  whose fewest blocks leave SMs idle (4096×151936 on 5 blocks: 22 clusters resident, 110 SMs)
+//   fused/one      (ce11) the dispatcher without the row loop: the one-read kernel where a row fits, else the two calls
+//   loop/b2        (ce11) the row loop (row_loop.cuh) at any width, two blocks an SM (its occupancy), cache hints on
+//   loop/b1        the same at one block an SM (half the rows in flight: more of pass 2 from L2)
+//   loop/nohint    loop/b2 with plain loads and stores
+// (fused, the dispatcher's choice, takes the row loop where fused.cu row_loop_rule says so since ce11.)
 // Every one-read variant's line ends with its launch (fused.cu last_fused_launch): blocks a cluster, threads a block,
 // clusters resident at once, and the grid's blocks.
 // (set_fused_tuning): the measurements behind fused.cu's launch shape, kFusedAutoMaxCols and kFusedStage16 /
@@ -184,6 +189,20 @@ int main(int argc, char** argv) {
       tuned("fused/stage", {0, 1, true, 1024});
       tuned("fused/nostage", {0, 0, true, 1024});
       if (narrow) tuned("fused/narrow", {0, 0, true, 512});
+      // ce11: the one-read kernel where it holds the row (else the two calls), never the row loop: the dispatcher
+      // before ce11; and the row loop (row_loop.cuh) at two blocks an SM (its occupancy), at one, and without its
+      // cache hints.
+      auto loop_tuning = [](int row_loop, int blocks, int hints) {
+        smk::cuda::ce::FusedTuning t;
+        t.row_loop = row_loop;
+        t.loop_blocks = blocks;
+        t.loop_hints = hints;
+        return t;
+      };
+      tuned("fused/one", loop_tuning(0, 0, -1));
+      tuned("loop/b2", loop_tuning(1, 0, -1));
+      tuned("loop/b1", loop_tuning(1, 1, -1));
+      tuned("loop/nohint", loop_tuning(1, 0, 0));
       for (std::size_t at = 0; at < cluster_list.size();) {  // --clusters: wide clusters, the dispatcher's staging
         const std::size_t end = std::min(cluster_list.find(',', at), cluster_list.size());
         const int c = std::atoi(cluster_list.substr(at, end - at).c_str());
@@ -227,22 +246,22 @@ int main(int argc, char** argv) {
         const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
         // The one-read variants' launch (fused.cu); the others launch other kernels (or it fell back: cluster 0).
         smk::cuda::ce::FusedLaunch fl{};
-        if (v.name.rfind("fused", 0) == 0) fl = smk::cuda::ce::last_fused_launch();
+        if (v.name.rfind("fused", 0) == 0 || v.name.rfind("loop", 0) == 0) fl = smk::cuda::ce::last_fused_launch();
         const smk::cuda::ce::FusedLaunch none{};
         smk::cuda::ce::set_last_fused_launch(none);
         char launch[160] = "";
         if (fl.cluster > 0)
-          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s", fl.cluster, fl.threads, fl.resident,
-                        fl.grid, fl.pdl ? " pdl" : "");
+          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s%s", fl.cluster, fl.threads, fl.resident,
+                        fl.grid, fl.pdl ? " pdl" : "", fl.row_loop ? " row-loop" : "");
         std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%  [%.1f-%.1f]%s\n", smk::dtype_name(dt), shape.c_str(),
                     v.name.c_str(), us, gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps),
                     1000.0 * ms.front(), 1000.0 * ms.back(), launch);
         char line[320];
         std::snprintf(line, sizeof line,
                       "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f, "
-                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d},\n",
+                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d, \"row_loop\": %d},\n",
                       smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
-                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0);
+                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0, fl.row_loop ? 1 : 0);
         out += line;
       }
       cudaEventDestroy(e0);

@@ -1,0 +1,299 @@
+// softmaxkit (internal, device code; included by fused.cu only): cross-entropy forward + backward at vocabulary rows
+// as a persistent row loop (ce11, session 11): one launch, block b owns rows b, b + G, b + 2G, … (G the grid, a
+// function of the device alone), and walks each row twice, as softmax's row_loop (cuda/softmax/row_loop.cu) and
+// torch.compile's Triton kernels do:
+//   pass 1  the row in steps of kLoopUnroll 16-byte vectors a thread (vector s·U·T + u·T + g is thread g's u-th of
+//           step s), loaded with an L2 evict-last hint; each thread keeps a running (m, Σ exp(z − m)) over its
+//           logits other than the target, rescaled once a step at most when the step's max rises (lse_stream's
+//           running state, without the ties: the loss needs R = Σ_{j≠t} e_j, not d), the target logit taken out by
+//           its owner thread, label smoothing's Σ w_c (z_c − r) alongside;
+//   row     the threads' states combined as the one-read kernel combines its warps' (combine_parts: each warp, then
+//           the block's 16 warps through one barrier), then the same per-row scalars, loss, LSE and target entry
+//           (common.cuh row_scalars, row_loss, grad_coeffs, target_entry: one home for each formula);
+//   pass 2  the steps again in reverse (the ones read last are the likeliest still in L2), evict-first loads, the
+//           gradient e_j·A + B_j with e_j = exp(z_j − M) by the 16-bit tier's grad_exp (exp_diff for an f32
+//           gradient), the target's entry patched by its owner, streaming stores (in place allowed: a thread reads
+//           its elements before it writes them, and every read of pass 1 is behind the row's barrier).
+// Every sum is a fixed tree whose shape depends on C alone (the element map, the step order and the combines are
+// functions of C and the compile-time T, U): a row's loss, LSE and gradient are bitwise the same alone or in any
+// batch and at any grid (tested: CrossEntropyGpuRowLoop.*). Its bits differ from the one-read kernel's (e_j against
+// M rather than the warp's max times exp(m_w − M); the steps' running sums), so the dispatcher chooses between them by
+// C and the dtype alone (fused.cu row_loop_rule).
+// The common call only: unit-stride logits and gradient whose rows start 16-byte aligned; no soft-capping (the
+// dispatcher sends soft-capped rows to the two calls, as before).
+//
+// Bytes per element: logits read twice, gradient written once: 16-bit 6 B, f32 12 B, 16-bit logits with an f32
+// gradient 8 B; what pass 2 finds in L2 comes off the second read. Floor (read once + write once) at the copy
+// ceiling of 4.27 TB/s (ANCHORS.md): 4096×151936 bf16 583 µs, f32 1166; 8192×32000 bf16 246, f32 491; 1024×262144
+// bf16 252, f32 503. The three-pass traffic (no L2 reuse) at the same rate: 4096×151936 bf16 875 µs, f32 1749.
+// Count (ce11): 264 blocks (512 threads, two an SM) hold 264 rows in flight, bf16 4096×151936 80 MB against the
+// 50 MB L2, so the tail of each row (roughly the last 40-60 % a block read) can still be there in pass 2; at
+// 8192×32000 bf16 264 × 64 KB = 17 MB, all of pass 2 from L2. Instructions an element (SASS estimate): pass 1 a
+// conversion, the max, exp_shifted (FADD, FMUL, MUFU + subnormal scaling, ~5) and an add, ~9; pass 2 the same
+// exponential, an FFMA, a conversion and the store's share, ~10 (f32 gradient: exp_diff's ~15): ~20 a logit, at the
+// H200's ~3.3·10^13 lane-instructions a second 380 µs at 4096×151936, below the bytes' time: memory-bound if the loads
+// are kept in flight (U = 4 vectors a thread, 64 B, 64 KB an SM at 1024 threads).
+// Predicted: bf16 4096×151936 900-1000 µs (softmax's row_loop log-softmax ran 1022 µs with a barrier a chunk;
+// lse_stream's pass alone reads at 82-97 % of the read ceiling), against the one-read kernel's ~1410-1450.
+// Measured: see fused.cu row_loop_rule (H200, 2026-11-30, ce11's run).
+#pragma once
+
+#include "cuda/cross_entropy/common.cuh"
+#include "cuda/softmax/chunk_states.cuh"
+#include "cuda/softmax/launch.hpp"
+
+namespace smk::cuda::ce {
+
+// 512 threads, two blocks an SM (≤ 64 registers a thread); kLoopUnroll 16-byte vectors a thread a step.
+constexpr int kLoopThreads = 512;
+constexpr int kLoopUnroll = 4;
+
+template <typename T>
+struct alignas(16) LoopVec {
+  static constexpr int V = 16 / static_cast<int>(sizeof(T));
+  T v[V];
+};
+
+// A thread's running share of a row's logits other than the target: m its max so far, sum Σ exp(z − m) (the max's own
+// term included, as the one-read kernel's warp sums: R = (1 + d)·exp(m − M) takes it back out exactly).
+struct RunningSum {
+  float m, sum;
+};
+
+// The step's max cm rose above the running max (or either is NaN): move m there, rescaling the sum once. Regimes as
+// OnlineSoftmaxState's: NaN sticks, +inf saturates (the sum is then ignored), an empty thread starts from nothing.
+__device__ __forceinline__ void running_rise(RunningSum& s, float cm) {
+  if (cm != cm || s.m != s.m) {
+    s.m = detail::nan_<float>();
+  } else if (s.m == -detail::inf_<float>() || cm == detail::inf_<float>()) {
+    s.m = cm;
+    s.sum = 0.0f;
+  } else {  // finite m < cm ≤ finite
+    s.sum *= exp_diff(s.m, cm);
+    s.m = cm;
+  }
+}
+
+// One step's C = U·V values of thread `g` (the step's vector u is s·U·T + u·T + g): loaded with hint kHint (kernels::
+// load_vec), positions past n read as `pad`. `vec`: the row is 16-byte aligned with unit stride, read in 16-byte
+// vectors; else element by element at stride `step` through the same map (the same values in the same registers: the
+// same bits).
+template <int kHint, typename In, int U>
+__device__ __forceinline__ void loop_load(float (&x)[U * LoopVec<In>::V], const In* row, int n, int s, int g, int T,
+                                          float pad, bool vec, std::int64_t step) {
+  constexpr int V = LoopVec<In>::V;
+  const int k0 = s * U * T + g;
+  const auto* pv = reinterpret_cast<const LoopVec<In>*>(row);
+  if (!vec) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i0 = (k0 + u * T) * V;
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? kernels::to_f32(row[(i0 + j) * step]) : pad;
+    }
+    return;
+  }
+  if ((k0 + (U - 1) * T + 1) * V <= n) {  // every vector whole: all the loads in flight first
+    LoopVec<In> w[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) w[u] = kernels::load_vec<kHint>(pv + k0 + u * T);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
+    return;
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int i0 = (k0 + u * T) * V;
+    if (i0 + V <= n) {
+      const LoopVec<In> w = kernels::load_vec<kHint>(pv + k0 + u * T);
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w.v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? kernels::to_f32(row[i0 + j]) : pad;
+    }
+  }
+}
+
+// The step's values as Out, at the positions loop_load read them from (V of In's elements a vector: one 16-byte
+// store, two for a 16-bit row's f32 gradient; `vec` false: element by element at stride `step`); streaming stores
+// (st.global.cs) where `streaming`.
+template <typename In, typename Out, int U>
+__device__ __forceinline__ void loop_store(Out* row, const float (&x)[U * LoopVec<In>::V], int n, int s, int g, int T,
+                                           bool streaming, bool vec, std::int64_t step) {
+  constexpr int V = LoopVec<In>::V;
+  constexpr int kWords = V * static_cast<int>(sizeof(Out)) / 16;  // 16-byte stores a vector: 1 or 2
+  const int k0 = s * U * T + g;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int i0 = (k0 + u * T) * V;
+    if (!vec) {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (i0 + j < n) row[(i0 + j) * step] = kernels::from_f32<Out>(x[u * V + j]);
+    } else if (i0 + V <= n) {
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) {
+        LoopVec<Out> o;
+#pragma unroll
+        for (int j = 0; j < LoopVec<Out>::V; ++j) o.v[j] = kernels::from_f32<Out>(x[u * V + w * LoopVec<Out>::V + j]);
+        uint4 b;
+        memcpy(&b, &o, sizeof(b));
+        auto* q = reinterpret_cast<uint4*>(row + i0) + w;
+        if (streaming) __stcs(q, b);
+        else *q = b;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (i0 + j < n) row[i0 + j] = kernels::from_f32<Out>(x[u * V + j]);
+    }
+  }
+}
+
+// The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
+// pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
+template <typename In, typename Out>
+__global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
+                                                                      const Totals* totals, int hints) {
+  constexpr int T = kLoopThreads, U = kLoopUnroll, V = LoopVec<In>::V, C = U * V, kWarps = T / 32;
+  __shared__ RowPart warp_part[2][kWarps];  // by row parity: rewritten two rows later, behind the next row's barrier
+  __shared__ float zt_slot[2];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int n = static_cast<int>(a.classes);
+  const int nv = (n + V - 1) / V, per_step = U * T, steps = (nv + per_step - 1) / per_step;
+
+  kernels::pdl_wait();  // the scan's totals (a plain launch: at once)
+  kernels::pdl_launch_dependents();
+  float g_ce_all, g_z_all;
+  reduction_scales(a, f.grad_loss, totals, g_ce_all, g_z_all);
+  const float soft = a.eps / static_cast<float>(a.classes);
+  const float W = static_cast<float>(totals->weight_total);
+
+  std::int64_t t_next = blockIdx.x < a.rows ? target_of(a, blockIdx.x) : 0;
+  int parity = 0;
+  for (std::int64_t row = blockIdx.x; row < a.rows; row += gridDim.x, parity ^= 1) {
+    const In* xr = row_ptr<In>(a, row);
+    const std::int64_t t = t_next;
+    if (row + gridDim.x < a.rows) t_next = target_of(a, row + gridDim.x);  // in flight through this row
+    const RowKind kind = row_kind(a, t);
+    const bool valid = kind == RowKind::valid;
+    const float wt = valid ? weight_of(a, t) : 0.0f;
+    float g_ce = g_ce_all, g_z = g_z_all;
+    if (a.reduction == Reduction::none && f.grad_loss) g_ce = g_z = f.grad_loss[row * f.gl_stride];
+    const bool smoothing = a.eps > 0 && valid;
+    float r0 = 0;
+    if (smoothing) {
+      r0 = kernels::to_f32(xr[0]);
+      r0 = isfinite(r0) ? r0 : 0.0f;
+    }
+    // Where the target sits in the element map: step s_t, thread g_t, register slot_t (−1: no target).
+    int s_t = -1, g_t = -1, slot_t = -1;
+    if (valid) {
+      const int ti = static_cast<int>(t), vi = ti / V;
+      s_t = vi / per_step;
+      const int r = vi - s_t * per_step, u = r / T;
+      g_t = r - u * T;
+      slot_t = u * V + ti % V;
+    }
+
+    // Pass 1.
+    RunningSum run{-detail::inf_<float>(), 0.0f};
+    float sm = 0, zt_mine = -detail::inf_<float>();
+    for (int s = 0; s < steps; ++s) {
+      float x[C];
+      if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      if (smoothing) {  // Σ w_c (z_c − r) over this thread's logits, the target's included (r: the row's first logit)
+        const int k0 = s * per_step + tid;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          float terms[V];
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const int i = (k0 + u * T) * V + j;
+            terms[j] = i < n ? weight_of(a, i) * (x[u * V + j] - r0) : 0.0f;
+          }
+          sm += kernels::tree_sum<V>(terms);
+        }
+      }
+      if (s == s_t && tid == g_t) {  // the target leaves the sums (−inf: no term), its logit kept
+#pragma unroll
+        for (int i = 0; i < C; ++i)
+          if (i == slot_t) {
+            zt_mine = x[i];
+            x[i] = -detail::inf_<float>();
+          }
+      }
+      const float cm = kernels::tree_max<C>(x);
+      if (!(cm <= run.m)) running_rise(run, cm);
+      // m = −inf (every score so far −inf): shift 0, every term exp(−inf) = 0; m = +inf or NaN: the state is decided
+      // by m whatever the sum holds.
+      const float shift = State::shift_for(run.m);
+#pragma unroll
+      for (int i = 0; i < C; ++i) x[i] = exp_shifted(x[i], shift);
+      run.sum += kernels::tree_sum<C>(x);
+    }
+    // The row: each warp's threads combined, then the block's warps (one barrier), as the one-read kernel's exchange.
+    const State sw = combine_parts(State::from_max_and_sum(run.m, run.sum));
+    if (smoothing) sm = kernels::group_sum(sm, 32);
+    if (lane == 0) warp_part[parity][warp] = RowPart{sw.m, sw.d, sm, 0.0f};
+    if (tid == g_t) zt_slot[parity] = zt_mine;
+    __syncthreads();
+    State rs = State::empty();
+    float rsm = 0;
+    if (lane < kWarps) {
+      const RowPart p = warp_part[parity][lane];
+      rs = State::from_fields(p.m, p.d);
+      rsm = p.smooth;
+    }
+    rs = combine_parts(rs);
+    if (smoothing) rsm = kernels::group_sum(rsm, 32);
+    const float zt = valid ? zt_slot[parity] : 0.0f;
+    const RowScalars rsc = row_scalars(rs, zt, valid);
+    const float hard = (1 - a.eps) * wt;
+    if (tid == 0) row_loss(a, totals, f.out, row, kind, rsc, zt, hard, soft, smoothing, r0, rsm);
+
+    // Pass 2: the steps in reverse.
+    Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
+    if (!valid) {  // ignored: 0; a bad target: NaN; nothing to read
+      float fill[C];
+#pragma unroll
+      for (int i = 0; i < C; ++i) fill[i] = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
+      for (int s = steps - 1; s >= 0; --s) loop_store<In, Out, U>(gr, fill, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
+      continue;
+    }
+    const GradCoeffs gc = grad_coeffs(a, rsc, g_ce, g_z, hard, soft, W);
+    float dt = 0;
+    if (tid == g_t) dt = target_entry(rsc, gc, g_ce, hard, soft, W, wt, f.target_parts, row);
+    const bool weighted = smoothing && a.weights;
+    for (int s = steps - 1; s >= 0; --s) {
+      float x[C];
+      if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      if (weighted) {
+        const int k0 = s * per_step + tid;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const int i = (k0 + u * T) * V + j;
+            x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, i < n ? gc.B * weight_of(a, i) : 0.0f);
+          }
+      } else {
+#pragma unroll
+        for (int i = 0; i < C; ++i) x[i] = fmaf(grad_exp<Out>(x[i], rsc.shift), gc.A, gc.B);
+      }
+      if (s == s_t && tid == g_t) {
+#pragma unroll
+        for (int i = 0; i < C; ++i)
+          if (i == slot_t) x[i] = dt;
+      }
+      loop_store<In, Out, U>(gr, x, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
+    }
+  }
+}
+
+}  // namespace smk::cuda::ce
