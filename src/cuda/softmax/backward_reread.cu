@@ -190,7 +190,10 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     if constexpr (sizeof(In) == 2) {
-      if (p.out_dtype != DType::f32) return log ? launch_reread<In, In, true>(p, s) : launch_reread<In, In, false>(p, s);
+      if (p.out_dtype != DType::f32) {
+        if (log) return launch_reread<In, In, true>(p, s);
+        return launch_reread<In, In, false>(p, s);
+      }
       if (log) return launch_reread<In, float, true>(p, s);
       launch_reread<In, float, false>(p, s);
     }
