@@ -127,8 +127,9 @@ constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;       
 // 1529 / 1582, f16 1431 / 1520 / 1563: f16 above 65536, timed for the first time, takes the one-read kernel as bf16.
 constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
 // The row loop's rule (ce11, row_loop.cuh; row_loop_rule below): rows of at least kRowLoopMinCols classes, every
-// dtype, up to kRowLoopMaxCols (its element indices are 32-bit). Off (kRowLoopOn) until ce11's run has timed it.
-constexpr bool kRowLoopOn = false;
+// dtype, up to kRowLoopMaxCols (its element indices are 32-bit). PROVISIONAL (on above 65536 classes, where the
+// one-read kernel needs a cluster), as ce11's run tested it; to be set from that run's timings.
+constexpr bool kRowLoopOn = true;
 constexpr std::int64_t kRowLoopMinCols = 65537;
 constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
