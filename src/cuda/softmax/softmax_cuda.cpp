@@ -428,19 +428,21 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
   if (op == Op::log_softmax) return n < kWarpLogSoftmax16PackedSkipMinN || n > kWarpLogSoftmax16PackedSkipMaxN;
   return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
 }
-// short11 (session 11): which forward problems take warp_rows_dense_kernel (WarpConfig::dense; warp_row.cu builds it
-// for f32 at E16 and E32 and for 16-bit softmax at E32 on two lanes or more, and the launcher takes it only for dense
-// rows, packed_rule.hpp row_dense, else the general kernel with the same bits). PREDICTED, not yet measured: every
-// forward op on f32 rows of kWarpDenseF32MinN..kWarpMaxN, 16-bit softmax of kWarpDense16MinN..kWarpMaxN; and 16-bit
-// log-softmax held packed up to kWarpLogSoftmax16PackedMaxN (was kWarpPacked16MaxN).
-constexpr std::int64_t kWarpDenseF32MinN = 16;
-constexpr std::int64_t kWarpDense16MinN = 64;
+// short11 (session 11; H200, 2026-11-30, tune_softmax --short11 on the tree of 542e967, rotated inputs, median of 30,
+// µs, the default timed first and last; docs/bench/short11-s11-2026-11-30.md):
+// - 16-bit softmax of kWarpDense16MinN..kWarpMaxN (rows of 1024: E32 L32) on warp_rows_dense_kernel (WarpConfig::dense;
+//   64 registers, 4 blocks an SM against 80 and 3; dense rows only, packed_rule.hpp row_dense, else the general kernel,
+//   the same bits): bf16 44.48 / 45.31 → 43.65, f16 44.51 / 43.71 → 43.14. At 512 and 128 within the default's spread
+//   or slower (f16 128: 44.03 / 43.30 → 45.06): not taken. The f32 forms lost or tied everywhere (1048576×32 softmax
+//   74.43 / 73.60 → 82.69, 32768×1024 log-softmax 72.90 / 73.44 → 81.41, logsumexp 262144×128 43.04 / 44.06 → 51.07)
+//   and are not built (warp_row.cu).
+// - 16-bit log-softmax at kWarpLogSoftmax16PackedMaxN (1024) held packed (was up to kWarpPacked16MaxN): bf16 45.95 /
+//   45.34 → 43.62, f16 44.64 / 44.86 → 43.36. (Logsumexp at 1024 stays on lse_stream: 29.57 / 29.25 against the packed
+//   warp kernel's 33.44. block_per_row on blocks of 64 or 128 threads at 1024: 1.2-3.4× slower in every op.)
+constexpr std::int64_t kWarpDense16MinN = 1024;
 constexpr std::int64_t kWarpLogSoftmax16PackedMaxN = 1024;
 bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
-  using kernels::Op;
-  if (op == Op::softmax_backward || op == Op::log_softmax_backward || n > kWarpMaxN) return false;
-  if (t == DType::f32) return n >= kWarpDenseF32MinN;
-  return op == Op::softmax && n >= kWarpDense16MinN;
+  return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;

@@ -62,6 +62,12 @@
 // session 10 review (F13) not compiled: warp_rows_packed_kernel is the log ops' alone. Rows of 32 on 4 lanes
 // of 8 (16-byte loads, 8 rows a warp) lost in every forward op, packed or not (softmax 75.8, logsumexp 49.5-64.1).
 // Where: softmax_cuda.cpp warp_packed_rule.
+// short11 (session 11, 2026-11-30; docs/bench/short11-s11-2026-11-30.md; tune_softmax --short11, run of 542e967, H200,
+// copy 4.23 TB/s in that process, µs, median of 30, the default timed first and last): 16-bit softmax at 1024 on
+// warp_rows_dense_kernel (below; 64 registers, 4 blocks an SM) bf16 44.48 / 45.31 → 43.65 (3.08 TB/s, 72 % of copy;
+// floor 31.7), f16 44.51 / 43.71 → 43.14; 16-bit log-softmax at 1024 packed bf16 45.95 / 45.34 → 43.62, f16 44.64 /
+// 44.86 → 43.36. The f32 rows stay on warp_rows_kernel (its dense form lost: below), at 84-87 % of copy in this run
+// (floor 63.5 µs: 1048576×32 softmax 74.4 / 73.6, 262144×128 72.8 / 72.5, 32768×1024 73.0 / 72.5).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -235,6 +241,16 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
 // registers against our 32 at 63). The same loads, trees, terms (TermOut: out_exp's tier as warp_rows_kernel<In, Out,
 // E, false> takes it: TermOut = In where plain_exp_pays, float (exp_diff) elsewhere; the log ops thread_log_rest_in),
 // normalizer and conversions: bitwise warp_rows_kernel's outputs (test_warp_row_gpu, Dense*).
+// Measured (H200, 2026-11-30, short11's run of 542e967, tune_softmax --short11, median of 30 µs, default first / last
+// → dense): 16-bit softmax at 1024 (E32 L32, 64 registers and 4 blocks an SM against 80 and 3) bf16 44.48 / 45.31 →
+// 43.65, f16 44.51 / 43.71 → 43.14; at 512 and 128 within the default's spread (bf16 43.97 / 43.74 → 43.30, 43.39 /
+// 43.33 → 43.42) or slower (f16 at 128: 44.03 / 43.30 → 45.06). The f32 forms (E16 at 6 blocks an SM, 40 registers;
+// E32 at 4) lost or tied on every shape on the dispatcher's grid of 8: softmax 1048576×32 74.43 / 73.60 → 82.69,
+// 262144×128 72.80 / 72.45 → 72.58, 32768×1024 73.02 / 72.48 → 72.96; log-softmax 32768×1024 72.90 / 73.44 → 81.41
+// (48 B of spill); logsumexp 262144×128 43.04 / 44.06 → 51.07; on the persistent grid 10-15 % slower still. More warps
+// an SM did not bring more bytes in flight at the rate the fewer, fuller warps do: not built (their code is in
+// 542e967). So the kernel is built for 16-bit softmax at E32 only (kDenseBuilt), and taken at 1024
+// (softmax_cuda.cpp warp_dense_rule).
 template <typename In, typename TermOut, int E, bool kLog, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
@@ -310,13 +326,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
   }
 }
 
-// The dense kernels built (short11), each with its kMinBlocks from ptxas -v (CUDA 13, sm_90a): the most blocks an SM
-// at which it does not spill. f32 rows of 32..512 written back (E16) and 1024 (E32), f32 logsumexp / the state (E16
-// at 32, E32 from 128), 16-bit softmax at E32 on two lanes or more (the tier's terms).
-template <typename In, int E, bool kLog>
-constexpr int kDenseMinBlocks = sizeof(In) == 4 ? (E == 16 ? 6 : 4) : 4;
+// The dense kernels built (short11): 16-bit softmax at E32 on two lanes or more (the tier's terms), at 4 blocks an SM
+// (ptxas -v, CUDA 13, sm_90a: 64 registers, no spill; the general kernel 80 at 3).
+constexpr int kDenseMinBlocks = 4;
 template <typename In, int E>
-constexpr bool kDenseBuilt = sizeof(In) == 4 ? (E == 16 || E == 32) : E == 32;
+constexpr bool kDenseBuilt = sizeof(In) == 2 && E == 32;
 
 // Where 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp) here: rows of 32 elements a lane shared by
 // two lanes or more. Measured (H200, 2026-11-30, tier16's run of 77c64e6, bench old → new, µs): bf16 32768×1024
@@ -347,19 +361,9 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   // WarpConfig::dense (short11): the same problem on warp_rows_dense_kernel where one is built and the rows are dense.
   bool dense = false;
   if constexpr (kDenseBuilt<In, E>) {
-    if (!packed && warp_dense(c) && row_dense(p, c.lanes, E)) {
-      if (p.op != Op::softmax) {
-        if constexpr (sizeof(In) == 4) {
-          kernel = warp_rows_dense_kernel<In, float, E, true, kDenseMinBlocks<In, E, true>>;
-          dense = true;
-        }
-      } else if constexpr (sizeof(In) == 4) {
-        kernel = warp_rows_dense_kernel<In, float, E, false, kDenseMinBlocks<In, E, false>>;
-        dense = true;
-      } else if (plain_exp_pays<In, E>(p, c)) {
-        kernel = warp_rows_dense_kernel<In, In, E, false, kDenseMinBlocks<In, E, false>>;
-        dense = true;
-      }
+    if (!packed && warp_dense(c) && row_dense(p, c.lanes, E) && plain_exp_pays<In, E>(p, c)) {
+      kernel = warp_rows_dense_kernel<In, In, E, false, kDenseMinBlocks>;
+      dense = true;
     }
   }
   WarpRowLast& last = warp_row_last();
