@@ -20,6 +20,7 @@
 #   pfx11
 #   vocab10
 #   short10
+#   sbwd11
 #   mid11
 #   dec10
 #   ce10
@@ -2215,6 +2216,39 @@ if want dec10; then
   cp "$OUT/dec10-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec10x-*.txt "$outer"/dec10-registers.txt  # in dec10-summary.txt / dec10-logs.tgz
   cat "$OUT/dec10-registers.log" >>"$outer/dec10-summary.txt" 2>/dev/null
+  end_carried
+fi
+# sbwd11 (session 11, issue 3: the backward passes on rows of 32 ... 1024): tune_softmax --sbwd11 alone on the GPU
+# (the dispatcher's warp kernels timed first and last beside the f32 dense kernel's bounds, hints and grids, 16-bit
+# rows of 1024 held packed, the packed rows' grids, block_per_row's 64-thread block at 1024), then in parallel, each
+# capped: test_cuda_warp_backward (the dense kernel bitwise the general one) and test_cuda_warp_row's backward cases at
+# full size, test_cuda_softmax's BackwardEveryPath / BatchInvariance, memcheck on test_cuda_warp_backward (small).
+# Binaries built off the device for sm_90a (build/sbwd11-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_backward,
+# test_cuda_warp_row, test_cuda_softmax; lib/). Back: sbwd11-tune.txt, sbwd11-summary.txt, sbwd11-logs.tgz.
+if want sbwd11; then
+  carried sbwd11 build/sbwd11-bin.tar.xz
+  sb11=$bin
+  run_step sbwd11-tune timeout "${SMK_SB11_TUNE_S:-20}" stdbuf -oL "$sb11/bin/tune_softmax" --sbwd11
+  keep_logs sbwd11
+  sb11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
+    local name=$1; shift
+    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  }
+  sb11_t=${SMK_SB11_TEST_S:-25}
+  sb11_bg sbwd11x-dense timeout "$sb11_t" "$sb11/bin/test_cuda_warp_backward"
+  sb11_bg sbwd11x-warp timeout "$sb11_t" "$sb11/bin/test_cuda_warp_row" \
+    --gtest_filter='*PackedBackward*:*BackwardLanes*:*BackwardGrids*:*PackedRule*'
+  sb11_bg sbwd11x-softmax timeout "$sb11_t" "$sb11/bin/test_cuda_softmax" \
+    --gtest_filter='*BackwardEveryPath*:*BatchInvariance*'
+  sb11_bg sbwd11x-memcheck timeout "$sb11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$sb11/bin/test_cuda_warp_backward"
+  wait
+  for f in "$OUT"/sbwd11x-*.log; do
+    summary+=("$(tail -n 1 "$f")")
+    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  keep_logs sbwd11
+  rm -f "$outer"/sbwd11x-*.txt  # their pass / fail lines are in sbwd11-summary.txt, the logs in sbwd11-logs.tgz
   end_carried
 fi
 # short10 (session 10, issue 3: 16-bit short rows, forward and backward): the rows held packed in registers

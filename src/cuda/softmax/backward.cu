@@ -76,6 +76,7 @@
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
 #include "cuda/softmax/row_stage.cuh"
+#include "cuda/softmax/warp_backward.hpp"
 
 namespace smk::cuda::kernels {
 
@@ -195,6 +196,87 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
       const float yi = y.get(i, k1), di = dy.get(i, k1);
       return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
     });
+  }
+}
+
+// sbwd11 (session 11): f32 rows dense for the launch's lanes and elements (warp_backward.hpp backward_dense_f32), with
+// the addressing reduced to row · stride plus whole 16-byte vectors so that the kernel fits more blocks an SM
+// (kMinBlocks), and optional cache hints (kHint, WarpBackwardDense::hint). The arithmetic is backward_warp_kernel's in
+// the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise its.
+namespace dense_hints {
+__device__ __forceinline__ std::uint64_t evict_first_policy() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+template <int kHint>
+__device__ __forceinline__ float4 load(const float4* a, std::uint64_t policy) {
+  if constexpr (kHint == 0) {
+    return *a;
+  } else {
+    float4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+        : "l"(a), "l"(policy));
+    return v;
+  }
+}
+template <int kHint>
+__device__ __forceinline__ void store(float4* a, float4 v) {
+  if constexpr (kHint == 2) {
+    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(a), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                 : "memory");
+  } else {
+    *a = v;
+  }
+}
+}  // namespace dense_hints
+
+template <int E, int kMinBlocks, int kHint>
+__global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
+  using Tile = RowTile<float, E>;
+  constexpr int K = Tile::K;
+  static_assert(Tile::V == 4, "16-byte vectors");
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int rows_per_warp = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  const std::uint64_t policy = kHint != 0 ? dense_hints::evict_first_policy() : 0;
+  const bool softmax = p.op == Op::softmax_backward;
+  const float* const ys = static_cast<const float*>(p.x);
+  const float* const dys = static_cast<const float*>(p.dy);
+  float* const dxs = static_cast<float*>(p.out);
+  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
+    const std::int64_t row = base + group;
+    const bool active = row < p.rows;
+    float y[E], dy[E];
+    if (active) {
+      // RowTile's layout: element k·4 + j of the lane is row position (k·lanes + g)·4 + j; y's vectors, then dy's.
+      const float4* const yv = reinterpret_cast<const float4*>(ys + row * p.map.stride[kX][0]) + g;
+      const float4* const dv = reinterpret_cast<const float4*>(dys + row * p.map.stride[kDy][0]) + g;
+      float4 a[K], b[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) a[k] = dense_hints::load<kHint>(yv + k * lanes, policy);
+#pragma unroll
+      for (int k = 0; k < K; ++k) b[k] = dense_hints::load<kHint>(dv + k * lanes, policy);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        y[4 * k] = a[k].x, y[4 * k + 1] = a[k].y, y[4 * k + 2] = a[k].z, y[4 * k + 3] = a[k].w;
+        dy[4 * k] = b[k].x, dy[4 * k + 1] = b[k].y, dy[4 * k + 2] = b[k].z, dy[4 * k + 3] = b[k].w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = dy[i] = 0.0f;
+    }
+    const float s = group_sum(thread_terms(p, y, dy), lanes);
+    if (!active) continue;
+    if (softmax) backward_grads<false>(y, dy, s);
+    else backward_grads<true>(y, dy, s);
+    float4* const xv = reinterpret_cast<float4*>(dxs + row * p.map.stride[kOut][0]) + g;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      dense_hints::store<kHint>(xv + k * lanes, make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]));
   }
 }
 
@@ -562,9 +644,56 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 template <int E>
 constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
 
+// sbwd11: backward_warp_dense_kernel's built bounds (blocks an SM) by E, each with hints 0, 1 and 2.
+template <int E, int kHint>
+auto dense_kernel(int blocks) -> void (*)(const RowProblem, int) {
+  if constexpr (E == 8) {
+    switch (blocks) {
+      case 4: return backward_warp_dense_kernel<8, 4, kHint>;
+      case 6: return backward_warp_dense_kernel<8, 6, kHint>;
+      case 8: return backward_warp_dense_kernel<8, 8, kHint>;
+    }
+  } else if constexpr (E == 16) {
+    switch (blocks) {
+      case 3: return backward_warp_dense_kernel<16, 3, kHint>;
+      case 4: return backward_warp_dense_kernel<16, 4, kHint>;
+      case 5: return backward_warp_dense_kernel<16, 5, kHint>;
+    }
+  } else if constexpr (E == 32) {
+    switch (blocks) {
+      case 2: return backward_warp_dense_kernel<32, 2, kHint>;
+      case 3: return backward_warp_dense_kernel<32, 3, kHint>;
+    }
+  }
+  return nullptr;
+}
+template <int E>
+auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
+  switch (d.hint) {
+    case 1: return dense_kernel<E, 1>(d.blocks);
+    case 2: return dense_kernel<E, 2>(d.blocks);
+    default: return dense_kernel<E, 0>(d.blocks);
+  }
+}
+
 template <typename In, int E>
-void launch_warp(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStream_t s) {
   auto kernel = backward_warp_kernel<In, E>;
+  // sbwd11: f32 rows dense for the launch's lanes and elements on the dense kernel, where one is built for (E, d).
+  WarpBackwardDense took{};
+  if constexpr (std::is_same_v<In, float>) {
+    if (warp_backward_dense_tuning().on) d = warp_backward_dense_tuning().dense;
+    if constexpr (E >= 8) {
+      if (d.blocks > 0 && backward_dense_f32(p, c.lanes, E)) {
+        if (const auto k = dense_kernel<E>(d)) {
+          kernel = k;
+          took = d;
+        }
+      }
+    }
+    warp_backward_dense_last().blocks.store(took.blocks, std::memory_order_relaxed);
+    warp_backward_dense_last().hint.store(took.hint, std::memory_order_relaxed);
+  }
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
   bool packed = false;
   if constexpr (sizeof(In) == 2 && E >= 8) {
@@ -674,16 +803,27 @@ void launch_strided(const RowProblem& p, StridedConfig c, cudaStream_t s) {
 }  // namespace
 
 void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s) {
+  launch_backward_warp_rows(p, c, WarpBackwardDense{}, s);
+}
+void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     switch (c.elems) {
-      case 4: return launch_warp<In, 4>(p, c, s);
-      case 8: return launch_warp<In, 8>(p, c, s);
-      case 16: return launch_warp<In, 16>(p, c, s);
-      default: return launch_warp<In, 32>(p, c, s);
+      case 4: return launch_warp<In, 4>(p, c, d, s);
+      case 8: return launch_warp<In, 8>(p, c, d, s);
+      case 16: return launch_warp<In, 16>(p, c, d, s);
+      default: return launch_warp<In, 32>(p, c, d, s);
     }
   });
+}
+WarpBackwardDenseTuning& warp_backward_dense_tuning() {
+  static WarpBackwardDenseTuning tuning;
+  return tuning;
+}
+WarpBackwardDenseLast& warp_backward_dense_last() {
+  static WarpBackwardDenseLast last;
+  return last;
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/warp_backward.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -520,6 +521,114 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--short11") == 0) {
     // short11 (session 11, docs/perf-notebook.md "session 11 — short11"): the forward ops on rows of 32 ... 1024 (2^25
+  if (argc > 1 && std::strcmp(argv[1], "--sbwd11") == 0) {
+    // sbwd11 (session 11, docs/perf-notebook.md "sbwd11"): both backward ops on rows of 32 ... 1024 (2^25 elements),
+    // f32, bf16 and f16, the dispatcher's configuration as of e44d455 ("default", timed first and last) beside:
+    // f32 — the dense kernel (warp_backward.hpp; d<blocks>: its __launch_bounds__ blocks an SM, h1 evict-first loads,
+    // h2 those and streaming stores) at the same lanes and elements, on grids of 8 (the dispatcher's), 4, 16 and the
+    // persistent one; 16-bit — rows of 1024 held packed (E32 L32, packed16.cuh), the packed rows on grids of 4 and 8;
+    // and at 1024 block_per_row's backward block of 64 threads (16 + 16 a thread), unstaged.
+    const int r11 = 50;
+    struct V11 {
+      std::string name;
+      WarpConfig warp{};
+      WarpBackwardDense dense{};
+      int block = 0;  // > 0: launch_backward_block_rows at this many threads
+    };
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}, {65536, 512},
+                                  {32768, 1024}})
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        const bool f32 = t == DType::f32;
+        // The dispatcher's (softmax_cuda.cpp warp_config / warp_backward_config at e44d455).
+        WarpConfig def;
+        if (f32) {
+          def.elems = n <= 256 ? 8 : n / 32;
+          def.lanes = static_cast<int>(n) / def.elems;
+          def.grid = 8;
+        } else {
+          def.elems = n == 32 ? 8 : 32;
+          def.lanes = static_cast<int>(n) / def.elems;
+          def.packed = n <= 512;
+        }
+        auto name = [&](const WarpConfig& c) {
+          return "E" + std::to_string(c.elems) + " L" + std::to_string(c.lanes) + " g" + std::to_string(c.grid) +
+                 (c.packed ? " packed" : "");
+        };
+        std::vector<V11> vs = {{"default " + name(def), def}};
+        if (f32) {
+          const std::vector<int> bounds = def.elems == 8 ? std::vector<int>{4, 6, 8}
+                                          : def.elems == 16 ? std::vector<int>{3, 4, 5} : std::vector<int>{2, 3};
+          for (int b : bounds) vs.push_back({name(def) + " d" + std::to_string(b), def, {b, 0}});
+          const int mid = def.elems == 8 ? 6 : def.elems == 16 ? 4 : 2;
+          for (int h : {1, 2})
+            vs.push_back({name(def) + " d" + std::to_string(mid) + " h" + std::to_string(h), def, {mid, h}});
+          for (int g : {0, 4, 16}) {
+            WarpConfig c = def;
+            c.grid = g;
+            vs.push_back({name(c) + " d" + std::to_string(mid), c, {mid, 0}});
+          }
+        } else {
+          WarpConfig c = def;
+          c.packed = true;
+          if (n == 1024) vs.push_back({name(c), c});
+          for (int g : {4, 8}) {
+            c.grid = g;
+            vs.push_back({name(c), c});
+          }
+        }
+        if (n == 1024) vs.push_back({"block T64", {}, {}, 64});
+        vs.push_back(vs.front());
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * 3;
+          for (const V11& v : vs) {
+            warp_row_tuning() = {};
+            warp_backward_dense_tuning() = {};
+            const double us = median_us(b, r11, [&](int i) {
+              const RowProblem p = backward_problem(op, rows, n, t, b, i);
+              if (v.block > 0) launch_backward_block_rows(p, BlockConfig{v.block, 1}, nullptr);
+              else launch_backward_warp_rows(p, v.warp, v.dense, nullptr);
+            });
+            // The kernel that served the last launch must be the one named (the dense kernel where asked).
+            if (f32 && v.block == 0 && warp_backward_dense_last().blocks.load() != v.dense.blocks) {
+              std::printf("sbwd11: %s did not take the dense kernel asked for\n", v.name.c_str());
+              return 1;
+            }
+            report(shape, t, op, Variant{v.name, 'w'}, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--one11") == 0) {
+    // one11 (session 11, docs/perf-notebook.md "one11"): split_row as the dispatcher calls it (the row loop under its
+    // rule, the one-launch kernel where it serves), the library's (the normalising kernel's cache hints on) beside the
+    // kernel before (SplitRowTuning::l2_hints 0), timed first and last; the same bits either way. The run of ec84571
+    // also timed the chunk pass's evict-last loads and a persistent chunk kernel loading a chunk ahead (removed since).
+    auto sv = [](const char* name, int hints) {
+      Variant v{name, 's', {}, {}};
+      v.loop = RowLoopTuning{};  // the library's row-loop rule, as the dispatcher runs split_row
+      v.split.l2_hints = hints;
+      return v;
+    };
+    const std::vector<Variant> all = {sv("hints off (before)", 0), sv("split default", 1), sv("hints off (before)", 0)};
+    const std::vector<Variant> dflt = {sv("split default", 1)};
+    const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
+    const int r = 31;
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                  {32, 128256}, {256, 151936}}) {
+      run_shape(rows, n, all, both, fwd, rows == 256 ? 11 : r);
+      run_shape(rows, n, dflt, both, bwd, rows == 256 ? 5 : 11);
+    }
+    // 4096x151936: only logsumexp reaches the three kernels (softmax and log-softmax take the row loop / split_stream).
+    run_shape(4096, 151936, dflt, both, {Op::logsumexp}, 5);
+    return 0;
+  }
     // elements), f32, bf16 and f16, at the dispatcher's configuration before short11 ("default", timed first and last:
     // the spread of one kernel) beside the same configuration on the dense kernel (WarpConfig::dense,
     // warp_rows_dense_kernel: fewer registers, more blocks an SM; f32 also on the persistent grid and 16 times it),

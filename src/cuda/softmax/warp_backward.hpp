@@ -1,0 +1,68 @@
+// softmaxkit (internal, host side; sbwd11, session 11): the f32 dense form of the warp_per_row backward
+// (backward.cu backward_warp_dense_kernel) and how a launch asks for it. Its own header so that kernels.hpp (shared by
+// every softmax kernel file) carries none of it.
+//
+// The dense kernel serves f32 rows that are dense for the launch's lanes and elements (n = lanes · E, one row
+// dimension, unit steps, 16-byte aligned base pointers and row strides, dx in f32, no temperature, no mask): the lane's
+// addressing is row · stride plus whole 16-byte vectors, so the kernel needs fewer registers than backward_warp_kernel
+// (whose general addressing, scalar tails and run-time output type cost ~20 of them) and can run more blocks an SM.
+// Its arithmetic is backward_warp_kernel's in the same order (thread_terms' terms, tree_sum, group_sum,
+// backward_grads): the same bits. Anything else takes backward_warp_kernel.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cuda/softmax/kernels.hpp"
+
+namespace smk::cuda::kernels {
+
+// Which dense kernel a launch takes (0 in `blocks`: backward_warp_kernel).
+//   blocks: __launch_bounds__'s blocks an SM (256 threads), one of the built bounds for the launch's E
+//           (kWarpBackwardDenseBlocks in backward.cu), or 0 for none (the general kernel).
+//   hint:   0 plain loads and stores; 1 loads by ld.global.nc.L1::no_allocate with an L2 evict-first policy (each
+//           element is read once); 2 those and streaming stores (st.global.cs).
+struct WarpBackwardDense {
+  int blocks = 0;
+  int hint = 0;
+};
+// Tests and timing: when `on`, replaces the dispatcher's WarpBackwardDense on every f32 warp_per_row backward launch.
+struct WarpBackwardDenseTuning {
+  bool on = false;
+  WarpBackwardDense dense{};
+};
+WarpBackwardDenseTuning& warp_backward_dense_tuning();
+// The last f32 warp_per_row backward launch's dense kernel (blocks 0: it took backward_warp_kernel). Tests.
+struct WarpBackwardDenseLast {
+  std::atomic<int> blocks{0}, hint{0};
+};
+WarpBackwardDenseLast& warp_backward_dense_last();
+
+// The dense kernel's built bounds (backward.cu dense_kernel): blocks an SM by elements a lane, each with hints 0, 1, 2.
+constexpr bool backward_dense_built(int elems, int blocks) {
+  switch (elems) {
+    case 8: return blocks == 4 || blocks == 6 || blocks == 8;
+    case 16: return blocks == 3 || blocks == 4 || blocks == 5;
+    case 32: return blocks == 2 || blocks == 3;
+    default: return false;
+  }
+}
+
+// True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.
+inline bool backward_dense_f32(const RowProblem& p, int lanes, int elems) {
+  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  if (p.x_dtype != DType::f32 || p.out_dtype != DType::f32) return false;
+  if (p.op != Op::softmax_backward && p.op != Op::log_softmax_backward) return false;
+  if (elems < 4 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1 || p.scale || p.has_mask) return false;
+  for (int slot : {kX, kDy, kOut}) {
+    const void* base = slot == kX ? p.x : slot == kDy ? p.dy : p.out;
+    if (p.step[slot] != 1 || !aligned(base) || p.map.stride[slot][0] % 4 != 0) return false;
+  }
+  return true;
+}
+
+// launch_backward_warp_rows (kernels.hpp) with the dense kernel asked for where it can serve; the kernels.hpp form
+// is this with no dense kernel.
+void launch_backward_warp_rows(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStream_t s);
+
+}  // namespace smk::cuda::kernels

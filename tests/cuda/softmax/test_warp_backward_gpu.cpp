@@ -1,0 +1,114 @@
+// The f32 dense form of warp_per_row's backward (sbwd11, session 11; src/cuda/softmax/backward.cu
+// backward_warp_dense_kernel, warp_backward.hpp) against the general kernel (backward_warp_kernel), bitwise: the same
+// terms, tree_sum, group_sum and backward_grads in the same order, so every dx must be the same bits. The general
+// kernel's outputs are checked against the float64 reference here too (outputs poisoned with 0xFF first, stray writes
+// checked). Rows of 8 ... 1024 at the dispatcher's lanes and elements (E8, E16, E32), every built bound (blocks an SM)
+// and every hint (plain, evict-first loads, those and streaming stores), grids uncapped and capped at 7 blocks (every
+// block walks many row groups); bounds that are not built must fall back to the general kernel. The dense kernel
+// serves only rows dense for the launch (warp_backward.hpp backward_dense_f32): rows of 29 and 100, an odd pitch and a
+// temperature must take the general kernel, which the launch record (warp_backward_dense_last) must show.
+//
+// SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "cuda/softmax/gpu_case.hpp"
+#include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/warp_backward.hpp"
+#include "support/gpu.hpp"
+
+namespace smk::gpu_test {
+namespace {
+
+using cuda::SoftmaxPath;
+namespace k = cuda::kernels;
+
+class GpuWarpBackward : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+};
+
+struct TuningGuard {
+  ~TuningGuard() {
+    k::warp_row_tuning() = k::WarpRowTuning{};
+    k::warp_backward_dense_tuning() = k::WarpBackwardDenseTuning{};
+  }
+};
+
+// The dispatcher's lanes and elements for an f32 backward row of n (softmax_cuda.cpp warp_config, as the rule is
+// written: 32 bytes a lane for rows of 17..256, else 64, at most 32 lanes, elements 4..32).
+std::pair<int, int> f32_lanes_elems(std::int64_t n) {
+  const std::int64_t target = n >= 17 && n <= 256 ? 8 : 16;
+  int lanes = 1;
+  while (lanes < (n + target - 1) / target && lanes < 32) lanes *= 2;
+  int elems = 4;
+  while (elems * lanes < n && elems < 32) elems *= 2;
+  return {lanes, elems};
+}
+
+TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
+  TuningGuard guard;
+  auto& dense = k::warp_backward_dense_tuning();
+  auto& last = k::warp_backward_dense_last();
+  std::uint64_t seed = 4100;
+  for (std::int64_t n : {8, 16, 29, 32, 64, 100, 128, 256, 512, 1024}) {
+    const auto [lanes, elems] = f32_lanes_elems(n);
+    for (int variant : {0, 1, 2, 3}) {  // 0 dense, 1 odd pitch, 2 a temperature of 0.75, 3 non-finite y
+      if (variant > 0 && n != 32 && n != 100 && n != 1024) continue;
+      const std::int64_t elements = small_mode() ? (1 << 15) : 400'000;
+      const std::int64_t rows = elements / n + 5;
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        std::string name = "f32 " + std::to_string(rows) + "x" + std::to_string(n);
+        Case c = backward_case(name, op, DType::f32, DType::f32, rows, n, ++seed);
+        if (variant == 1) {
+          c.in.strides = {n + 1, 1};
+          c.in.offset = 1;
+          c.name += " odd pitch";
+        }
+        if (variant == 2) {
+          c.options.temperature = 0.75f;
+          c.exact_scaling = false;
+          c.name += " T 0.75";
+        }
+        if (variant == 3) {
+          // Row 0 one +inf and one NaN in y, row 1 all −inf (log-softmax of a fully masked row), row 2 a huge dy.
+          c.x[static_cast<std::size_t>(n / 2)] = std::numeric_limits<double>::infinity();
+          c.x[0] = std::numeric_limits<double>::quiet_NaN();
+          for (std::int64_t j = 0; j < n; ++j) c.x[static_cast<std::size_t>(n + j)] = -std::numeric_limits<double>::infinity();
+          c.dy[static_cast<std::size_t>(2 * n)] = 3.0e38;
+          c.name += " non-finite";
+        }
+        SCOPED_TRACE(c.name + " " + op_name(op) + " L" + std::to_string(lanes) + " E" + std::to_string(elems));
+        const bool is_dense = (variant == 0 || variant == 3) && n == std::int64_t{lanes} * elems && elems >= 8;
+        k::warp_row_tuning() = {};
+        dense = {true, {0, 0}};
+        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        EXPECT_FALSE(base.stray_write);
+        EXPECT_EQ(last.blocks.load(), 0) << "general kernel asked for";
+        if (variant != 3) check(c, base, reference(c));  // non-finite rows: the two kernels' bits only
+        for (int blocks = 1; blocks <= 8; ++blocks)
+          for (int hint : {0, 1, 2})
+            for (int cap : {0, 7}) {
+              if (!k::backward_dense_built(elems, blocks) && (hint > 0 || cap > 0)) continue;
+              const std::string what = "dense d" + std::to_string(blocks) + " h" + std::to_string(hint) +
+                                       " max_blocks " + std::to_string(cap);
+              k::warp_row_tuning().max_blocks = cap;
+              dense = {true, {blocks, hint}};
+              const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+              ASSERT_TRUE(r.ran) << r.reason;
+              EXPECT_FALSE(r.stray_write) << what;
+              const bool took = is_dense && k::backward_dense_built(elems, blocks);
+              EXPECT_EQ(last.blocks.load(), took ? blocks : 0) << what;
+              EXPECT_EQ(last.hint.load(), took ? hint : 0) << what;
+              expect_same_bits(base, r, what);
+            }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smk::gpu_test
