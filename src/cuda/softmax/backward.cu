@@ -60,6 +60,20 @@
 // 59.62 / 60.67 → 56.61, 65536×512 59.30 / 60.06 → 55.71 (84.6 %); log-softmax backward 64.00 / 64.00 → 56.77, 65.22 /
 // 64.99 → 61.73, 66.11 / 66.02 → 60.54, 63.10 / 62.46 → 58.98, 63.42 / 62.88 → 60.16; f16 alike (softmax_cuda.cpp
 // warp_packed_rule). Still above compile's 52-53 µs at 32 and 128 (compare-s9).
+// sbwd11 (session 11, 2026-11-30; docs/bench/sbwd11-s11-2026-11-30.md; tune_softmax --sbwd11, H200 run of the
+// binaries of 90f1614 at 17:16 UTC, µs, median of 50, the default timed first and last; copy 4.22 TB/s in the same
+// process): floor of 2^25 elements f32 (12 B an element) 95.4 µs, 16-bit (6 B) 47.7. f32 rows dense for their lanes on
+// backward_warp_dense_kernel (addressing row · stride + 16-byte vectors; ptxas, CUDA 13.0, sm_90a: E16 64 registers at
+// 4 blocks an SM against backward_warp_kernel's 80 (16 B spilled) at 3; E32 128, no spill, against 128 with 16 B):
+// softmax backward 65536×512 101.54 / 101.82 → 99.36 (94.9 % of copy), 32768×1024 on a grid of 16 100.70 / 100.70 →
+// 99.17 (95.1 %); log-softmax backward 101.79 / 101.95 → 99.49, 100.96 / 100.83 → 99.30. 16-bit rows of 1024 held
+// packed (backward_warp_packed_kernel E32 L32, 62 registers, 4 blocks) and the packed E32 rows on a grid of 8: bf16
+// softmax backward 32768×1024 60.19 / 59.90 → 53.76 (87.7 %), 262144×128 56.45 / 56.13 → 54.62, 65536×512 56.26 /
+// 56.13 → 54.56; log-softmax backward 64.32 / 64.74 → 54.88, 58.08 / 57.92 → 55.39, 57.57 / 57.47 → 54.72 (f16
+// alike). Rows of 32 (1048576×32): f32 101.50 / 101.09 softmax backward, 101.15 / 101.63 log-softmax backward (93 %,
+// unchanged: the dense kernel even), bf16 55.49 / 55.97 and 56.74 / 56.74 (85 / 83 %). Timed and not taken: cache hints
+// (evict-first loads 0.87-0.95×; with streaming stores 0.98-1.02×), other bounds (E8 at 4 / 6 / 8 blocks, E16 at 3 /
+// 5, E32 at 3; 8, 5 and 3 spill: 0.99-1.01× of the default, slower than those taken), the persistent grid for f32 (0.94-0.95×), block_per_row's 64-thread block at 1024.
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -201,8 +215,9 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
 
 // sbwd11 (session 11): f32 rows dense for the launch's lanes and elements (warp_backward.hpp backward_dense_f32), with
 // the addressing reduced to row · stride plus whole 16-byte vectors so that the kernel fits more blocks an SM
-// (kMinBlocks), and optional cache hints (kHint, WarpBackwardDense::hint). The arithmetic is backward_warp_kernel's in
-// the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise its.
+// (kMinBlocks), and optional cache hints (kHint, WarpBackwardDense::hint; only kHint 0 is built, dense_kernel). The
+// arithmetic is backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the
+// outputs are bitwise its.
 namespace dense_hints {
 __device__ __forceinline__ std::uint64_t evict_first_policy() {
   std::uint64_t p;
@@ -644,36 +659,15 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 template <int E>
 constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
 
-// sbwd11: backward_warp_dense_kernel's built bounds (blocks an SM) by E, each with hints 0, 1 and 2.
-template <int E, int kHint>
-auto dense_kernel(int blocks) -> void (*)(const RowProblem, int) {
-  if constexpr (E == 8) {
-    switch (blocks) {
-      case 4: return backward_warp_dense_kernel<8, 4, kHint>;
-      case 6: return backward_warp_dense_kernel<8, 6, kHint>;
-      case 8: return backward_warp_dense_kernel<8, 8, kHint>;
-    }
-  } else if constexpr (E == 16) {
-    switch (blocks) {
-      case 3: return backward_warp_dense_kernel<16, 3, kHint>;
-      case 4: return backward_warp_dense_kernel<16, 4, kHint>;
-      case 5: return backward_warp_dense_kernel<16, 5, kHint>;
-    }
-  } else if constexpr (E == 32) {
-    switch (blocks) {
-      case 2: return backward_warp_dense_kernel<32, 2, kHint>;
-      case 3: return backward_warp_dense_kernel<32, 3, kHint>;
-    }
-  }
-  return nullptr;
-}
+// sbwd11: backward_warp_dense_kernel's builds, the ones the dispatcher takes (softmax_cuda.cpp kWarpBackwardDense*;
+// warp_backward.hpp backward_dense_built): E16 at 4 blocks an SM, E32 at 2, plain loads and stores. The run of 90f1614
+// timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and the hints (1: 0.87-0.95×; 2: 0.98-1.02×) too: not built since.
 template <int E>
 auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
-  switch (d.hint) {
-    case 1: return dense_kernel<E, 1>(d.blocks);
-    case 2: return dense_kernel<E, 2>(d.blocks);
-    default: return dense_kernel<E, 0>(d.blocks);
-  }
+  if (!backward_dense_built(E, d.blocks, d.hint)) return nullptr;
+  if constexpr (E == 16) return backward_warp_dense_kernel<16, 4, 0>;
+  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2, 0>;
+  else return nullptr;
 }
 
 template <typename In, int E>

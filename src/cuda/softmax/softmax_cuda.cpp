@@ -47,6 +47,7 @@
 #include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/packed_rule.hpp"
+#include "cuda/softmax/warp_backward.hpp"
 #include "softmax/layout.hpp"
 #include "softmax/path.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -422,8 +423,16 @@ constexpr std::int64_t kWarpPacked16MinN = 32;
 constexpr std::int64_t kWarpPacked16MaxN = 512;
 constexpr std::int64_t kWarpLogSoftmax16PackedSkipMinN = 33;
 constexpr std::int64_t kWarpLogSoftmax16PackedSkipMaxN = 64;
+// sbwd11 (session 11; H200, 2026-11-30 17:16 UTC, tune_softmax --sbwd11 on the binaries of 90f1614, rotated inputs,
+// median of 50, µs, the default timed first and last; docs/bench/sbwd11-s11-2026-11-30.md): both 16-bit backward ops
+// packed to kWarpBackwardPacked16MaxN (E32 L32 at 1024: 62 registers, 4 blocks an SM, against 128 and 2): 32768×1024
+// softmax backward bf16 60.19 / 59.90 → 55.81, f16 60.13 / 60.19 → 55.97; log-softmax backward bf16 64.32 / 64.74 →
+// 59.17, f16 62.72 / 62.85 → 57.98; on the grid of 8 (kWarpGridPacked16Backward, below) 53.76, 54.14, 54.88, 55.20.
+constexpr std::int64_t kWarpBackwardPacked16MaxN = 1024;
 bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
   using kernels::Op;
+  const bool backward = op == Op::softmax_backward || op == Op::log_softmax_backward;
+  if (t != DType::f32 && backward && n > kWarpPacked16MaxN && n <= kWarpBackwardPacked16MaxN) return true;
   if (t == DType::f32 || n < kWarpPacked16MinN || n > kWarpPacked16MaxN) return false;
   if (op == Op::log_softmax) return n < kWarpLogSoftmax16PackedSkipMinN || n > kWarpLogSoftmax16PackedSkipMaxN;
   return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
@@ -475,13 +484,48 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
 // L4 E8's xor-2 step forms v0 + v2 and its xor-1 step adds v1 + v3: s is the same expression and dx elementwise, so
 // the same bits (test_softmax_gpu BatchInvariance, n = 32 backward, bf16 and f16). A change to either tree's order or
 // to the tile map breaks it.
+// sbwd11 (session 11; the run above, µs, default first / last → variant; f32 on the grid of 8):
+// - 16-bit rows the packed kernel serves at 32 elements a lane (dense rows of 128..1024) on a grid of up to
+//   kWarpGridPacked16Backward times the resident blocks, not the persistent grid: bf16 softmax backward 262144×128
+//   56.45 / 56.13 → 54.62, 65536×512 56.26 / 56.13 → 54.56, 32768×1024 (packed) 55.81 → 53.76; log-softmax backward
+//   58.08 / 57.92 → 55.39, 57.57 / 57.47 → 54.72, 59.17 → 54.88; f16 alike (56.35 / 56.61 → 54.56, 56.80 / 55.94 →
+//   54.62, 55.97 → 54.14; 59.01 / 59.36 → 55.17, 57.38 / 57.89 → 55.01, 57.98 → 55.20). (256, the same kernel, was not
+//   timed.) A grid of 4 was as fast or slower. Rows of 32 on E8 L4: softmax backward 1.01-1.04× on the grid of 8
+//   (bf16 55.49 / 55.97 → 53.79), log-softmax backward even (56.74 / 56.74 → 56.70): left persistent (the lanes test,
+//   test_warp_row_gpu.cpp BackwardLanesAtTheRuleBounds, holds one grid for both ops there).
+// - f32 rows dense for their lanes on backward_warp_dense_kernel (warp_backward.hpp; bitwise backward_warp_kernel):
+//   512 (E16 L32) at kWarpBackwardDenseBlocksE16 blocks an SM (64 registers against 80: 4 blocks, not 3): softmax
+//   backward 101.54 / 101.82 → 99.36, log-softmax backward 101.79 / 101.95 → 99.49; 1024 (E32 L32) at
+//   kWarpBackwardDenseBlocksE32 (128 registers, no spill against 16 B) on a grid of kWarpGridF32Dense1024: 100.70 /
+//   100.70 → 99.17, 100.96 / 100.83 → 99.30 (on the grid of 8: 100.16, 99.87). Rows of 32 and 128 (E8) were even
+//   on it (101.50 / 101.09 → 100.99 at 6 blocks, 99.94 / 99.68 → 99.74), 8 blocks slower: they keep the general
+//   kernel. Not taken: evict-first loads (L1 no-allocate, L2 evict-first) 0.87-0.95×, with streaming stores 0.98-1.02×;
+//   the persistent grid 0.94-0.95×; block_per_row's 64-thread block at 1024 f32 99.10 / 99.39 (other bits), 16-bit
+//   58.78 / 64.32 (slower than packed).
+constexpr int kWarpGridPacked16Backward = 8;
+constexpr int kWarpBackwardDenseBlocksE16 = 4;
+constexpr int kWarpBackwardDenseBlocksE32 = 2;
+constexpr int kWarpGridF32Dense1024 = 16;
 kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
   kernels::WarpConfig c = warp_config(rp.n, t, rp.op);
   if (c.packed && rp.n == 4 * 8 && kernels::packed_dense(rp, 4, 8)) {
     c.lanes = 4;
     c.elems = 8;
   }
+  if (c.packed && c.elems == 32 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16Backward;
   return c;
+}
+// sbwd11: the f32 dense kernel the call takes (blocks 0: the general kernel), by n alone; the launcher falls back to
+// the general kernel (the same bits) where the rows are not dense for the configuration. Sets the grid for it.
+kernels::WarpBackwardDense warp_backward_dense(const kernels::RowProblem& rp, DType t, kernels::WarpConfig& c) {
+  kernels::WarpBackwardDense d;
+  if (t != DType::f32 || !kernels::backward_dense_f32(rp, c.lanes, c.elems)) return d;
+  if (c.elems == 16 && c.lanes == 32) d.blocks = kWarpBackwardDenseBlocksE16;
+  if (c.elems == 32 && c.lanes == 32) {
+    d.blocks = kWarpBackwardDenseBlocksE32;
+    c.grid = kWarpGridF32Dense1024;
+  }
+  return d;
 }
 kernels::BlockConfig block_config(std::int64_t n, int elems) {
   return {std::min<int>(kBlockMaxThreads, round_up32(ceil_div(n, elems))), 1};
@@ -894,12 +938,13 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
   set_temperature(rp, options);
   switch (path) {
     case SoftmaxPath::warp_per_row: {
-      const kernels::WarpConfig c = warp_backward_config(rp, y.dtype);
+      kernels::WarpConfig c = warp_backward_config(rp, y.dtype);
+      const kernels::WarpBackwardDense d = warp_backward_dense(rp, y.dtype, c);  // sbwd11
       kernels::WarpBackwardLast& last = kernels::warp_backward_last();
       last.lanes.store(c.lanes, std::memory_order_relaxed);
       last.elems.store(c.elems, std::memory_order_relaxed);
       last.grid.store(c.grid, std::memory_order_relaxed);
-      return kernels::launch_backward_warp_rows(rp, c, s);
+      return kernels::launch_backward_warp_rows(rp, c, d, s);
     }
     case SoftmaxPath::block_per_row: {
       // mid9: read twice, no row in registers (backward_reread.cu), where it was faster.

@@ -18,10 +18,11 @@
 namespace smk::cuda::kernels {
 
 // Which dense kernel a launch takes (0 in `blocks`: backward_warp_kernel).
-//   blocks: __launch_bounds__'s blocks an SM (256 threads), one of the built bounds for the launch's E
-//           (kWarpBackwardDenseBlocks in backward.cu), or 0 for none (the general kernel).
+//   blocks: __launch_bounds__'s blocks an SM (256 threads), a built bound for the launch's E (backward_dense_built),
+//           or 0 for none (the general kernel).
 //   hint:   0 plain loads and stores; 1 loads by ld.global.nc.L1::no_allocate with an L2 evict-first policy (each
-//           element is read once); 2 those and streaming stores (st.global.cs).
+//           element is read once); 2 those and streaming stores (st.global.cs). Only 0 is built (timed: 1 0.87-0.95×,
+//           2 0.98-1.02× of 0; docs/perf-notebook.md "sbwd11").
 struct WarpBackwardDense {
   int blocks = 0;
   int hint = 0;
@@ -38,14 +39,11 @@ struct WarpBackwardDenseLast {
 };
 WarpBackwardDenseLast& warp_backward_dense_last();
 
-// The dense kernel's built bounds (backward.cu dense_kernel): blocks an SM by elements a lane, each with hints 0, 1, 2.
-constexpr bool backward_dense_built(int elems, int blocks) {
-  switch (elems) {
-    case 8: return blocks == 4 || blocks == 6 || blocks == 8;
-    case 16: return blocks == 3 || blocks == 4 || blocks == 5;
-    case 32: return blocks == 2 || blocks == 3;
-    default: return false;
-  }
+// The dense kernel's builds (backward.cu dense_kernel): E16 at 4 blocks an SM and E32 at 2, hint 0. (The run of
+// 90f1614 timed E8 at 4 / 6 / 8, E16 at 3 / 5, E32 at 3 and hints 1 and 2 as well; none is built since.) Asked for
+// anything else, a launch takes backward_warp_kernel.
+constexpr bool backward_dense_built(int elems, int blocks, int hint) {
+  return hint == 0 && ((elems == 16 && blocks == 4) || (elems == 32 && blocks == 2));
 }
 
 // True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.

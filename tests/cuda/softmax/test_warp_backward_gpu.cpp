@@ -2,9 +2,10 @@
 // backward_warp_dense_kernel, warp_backward.hpp) against the general kernel (backward_warp_kernel), bitwise: the same
 // terms, tree_sum, group_sum and backward_grads in the same order, so every dx must be the same bits. The general
 // kernel's outputs are checked against the float64 reference here too (outputs poisoned with 0xFF first, stray writes
-// checked). Rows of 8 ... 1024 at the dispatcher's lanes and elements (E8, E16, E32), every built bound (blocks an SM)
-// and every hint (plain, evict-first loads, those and streaming stores), grids uncapped and capped at 7 blocks (every
-// block walks many row groups); bounds that are not built must fall back to the general kernel. The dense kernel
+// checked). Rows of 8 ... 1024 at the dispatcher's lanes and elements (E8, E16, E32), every built (bound, hint) (blocks
+// an SM; plain loads and stores) on grids uncapped and capped at 7 blocks (every block walks many row groups); every
+// other bound 1..8 and hint 0..2 asked for must fall back to the general kernel. (The run of 90f1614 built E8 at 4 / 6
+// / 8, E16 at 3 / 4 / 5, E32 at 2 / 3, each with hints 0, 1, 2: all passed here in small mode under memcheck.) The dense kernel
 // serves only rows dense for the launch (warp_backward.hpp backward_dense_f32): rows of 29 and 100, an odd pitch and a
 // temperature must take the general kernel, which the launch record (warp_backward_dense_last) must show.
 //
@@ -13,6 +14,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
@@ -92,7 +94,7 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
         for (int blocks = 1; blocks <= 8; ++blocks)
           for (int hint : {0, 1, 2})
             for (int cap : {0, 7}) {
-              if (!k::backward_dense_built(elems, blocks) && (hint > 0 || cap > 0)) continue;
+              if (!k::backward_dense_built(elems, blocks, hint) && cap > 0) continue;
               const std::string what = "dense d" + std::to_string(blocks) + " h" + std::to_string(hint) +
                                        " max_blocks " + std::to_string(cap);
               k::warp_row_tuning().max_blocks = cap;
@@ -100,7 +102,7 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
               const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
               ASSERT_TRUE(r.ran) << r.reason;
               EXPECT_FALSE(r.stray_write) << what;
-              const bool took = is_dense && k::backward_dense_built(elems, blocks);
+              const bool took = is_dense && k::backward_dense_built(elems, blocks, hint);
               EXPECT_EQ(last.blocks.load(), took ? blocks : 0) << what;
               EXPECT_EQ(last.hint.load(), took ? hint : 0) << what;
               expect_same_bits(base, r, what);
@@ -108,6 +110,57 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
       }
     }
   }
+}
+
+// The dispatcher's backward rule for these rows (softmax_cuda.cpp, sbwd11) at its bounds, through the automatic path,
+// each call checked against the float64 reference: f32 rows of 512 dense for E16 L32 take the dense kernel at 4 blocks
+// an SM on the grid of 8; rows of 1024 dense for E32 L32 the dense kernel at 2 blocks on a grid of 16; every other f32
+// row (256, 257, 511, 513, 1023, 1024 at an odd pitch) the general kernel on the grid of 8. 16-bit rows (bf16, f16)
+// of 128, 512 and 1024, dense, take the packed kernel on the grid of 8; 513 and 1024 at an odd pitch the unpacked one
+// on the persistent grid (0). The expectations are the rule as written, not the code.
+TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
+  TuningGuard guard;
+  k::warp_row_tuning() = {};
+  k::warp_backward_dense_tuning() = {};
+  struct Want {
+    DType t;
+    std::int64_t n;
+    bool odd;
+    int dense_blocks;  // f32: the dense kernel's blocks an SM (0: the general kernel)
+    bool packed;       // 16-bit: the packed kernel
+    int grid;
+  };
+  std::uint64_t seed = 4500;
+  std::vector<Want> wants = {{DType::f32, 256, false, 0, false, 8},  {DType::f32, 257, false, 0, false, 8},
+                             {DType::f32, 511, false, 0, false, 8},  {DType::f32, 512, false, 4, false, 8},
+                             {DType::f32, 512, true, 0, false, 8},   {DType::f32, 513, false, 0, false, 8},
+                             {DType::f32, 1023, false, 0, false, 8}, {DType::f32, 1024, false, 2, false, 16},
+                             {DType::f32, 1024, true, 0, false, 8}};
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Want& w : {Want{t, 128, false, 0, true, 8}, Want{t, 512, false, 0, true, 8},
+                          Want{t, 513, false, 0, false, 0}, Want{t, 1024, false, 0, true, 8},
+                          Want{t, 1024, true, 0, false, 0}})
+      wants.push_back(w);
+  for (const Want& w : wants)
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      Case c = backward_case("rule " + std::string(dtype_name(w.t)) + " 300x" + std::to_string(w.n), op, w.t, w.t, 300,
+                             w.n, ++seed);
+      if (w.odd) {
+        c.in.strides = {w.n + 1, 1};
+        c.in.offset = 1;
+        c.name += " odd pitch";
+      }
+      SCOPED_TRACE(c.name + " " + op_name(op));
+      auto& last = k::warp_backward_last();
+      last.grid = -1;
+      const Result r = run_gpu(c, SoftmaxPath::automatic);
+      ASSERT_TRUE(r.ran) << r.reason;
+      EXPECT_FALSE(r.stray_write);
+      check(c, r, reference(c));
+      EXPECT_EQ(last.grid.load(), w.grid) << "grid";
+      if (w.t == DType::f32) EXPECT_EQ(k::warp_backward_dense_last().blocks.load(), w.dense_blocks) << "dense kernel";
+      else EXPECT_EQ(last.packed.load(), w.packed) << "packed kernel";
+    }
 }
 
 }  // namespace
