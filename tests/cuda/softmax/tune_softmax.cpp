@@ -5,7 +5,8 @@
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
-//                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11]
+//                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
+//                        --sbwd11 | --one11 | --mid11 [old]]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -521,6 +522,76 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--short11") == 0) {
     // short11 (session 11, docs/perf-notebook.md "session 11 — short11"): the forward ops on rows of 32 ... 1024 (2^25
+    // elements), f32, bf16 and f16, at the dispatcher's configuration before short11 ("default", timed first and last:
+    // the spread of one kernel) beside the same configuration on the dense kernel (WarpConfig::dense,
+    // warp_rows_dense_kernel: fewer registers, more blocks an SM; f32 also on the persistent grid and 16 times it),
+    // 16-bit log-softmax at 1024 held packed, logsumexp at 1024 on the warp kernel (its default is lse_stream), and at
+    // 1024 block_per_row's kernel on blocks of 64 and 128 threads (Triton's shape: a row a block, few registers).
+    const int r11 = 30;
+    auto dense = [](Variant v) {
+      v.warp.dense = true;
+      v.name += " dense";
+      return v;
+    };
+    auto packed = [](Variant v) {
+      v.warp.packed = true;
+      v.name += " packed";
+      return v;
+    };
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}, {65536, 512},
+                                  {32768, 1024}})
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        const bool f32 = t == DType::f32;
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+          // The dispatcher's before short11 (softmax_cuda.cpp warp_config, warp_packed_rule, lse_stream_config).
+          const bool lse_stream_n = op == Op::logsumexp && n == 1024;
+          int e = 0;
+          if (f32) e = op == Op::logsumexp && n >= 128 ? 32 : 16;
+          else e = op == Op::log_softmax && n <= 32 ? 16 : 32;
+          if (n >= 1024) e = 32;
+          const int l = std::max(1, static_cast<int>(n) / e);
+          Variant def = wv(e, l, f32 && op != Op::logsumexp ? 8 : 0);
+          def.warp.packed = !f32 && !lse_stream_n && (op == Op::logsumexp || (op == Op::log_softmax && n != 1024));
+          if (def.warp.packed) def.name += " packed";
+          if (lse_stream_n) def = lse_stream(16, 0);
+          def.name = "default " + def.name;
+          std::vector<Variant> vs = {def};
+          const Variant w = wv(e, l, f32 && op != Op::logsumexp ? 8 : 0);
+          if (f32 || (op == Op::softmax && l > 1)) {
+            vs.push_back(dense(w));
+            if (f32 && op != Op::logsumexp) {
+              vs.push_back(dense(wv(e, l, 0)));
+              vs.push_back(dense(wv(e, l, 16)));
+            }
+          }
+          if (lse_stream_n) vs.push_back(f32 ? dense(w) : packed(w));
+          if (!f32 && op == Op::log_softmax && n == 1024) vs.push_back(packed(w));
+          if (n == 1024 && op != Op::logsumexp) {
+            vs.push_back(block(64, 1));
+            vs.push_back(block(128, 1));
+          }
+          vs.push_back(def);
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * (writes_rows(op) ? 2 : 1);
+          for (const Variant& v : vs) {
+            warp_row_tuning() = v.tuning;
+            const double us = median_us(b, r11, [&](int i) {
+              const RowProblem p = problem(op, rows, n, t, b, i);
+              if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
+              else if (v.kind == 'l') launch_lse_stream_rows(p, v.lse, nullptr);
+              else launch_block_rows(p, v.block, nullptr);
+            });
+            report(shape, t, op, v, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+    warp_row_tuning() = {};
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--sbwd11") == 0) {
     // sbwd11 (session 11, docs/perf-notebook.md "sbwd11"): both backward ops on rows of 32 ... 1024 (2^25 elements),
     // f32, bf16 and f16, the dispatcher's configuration as of e44d455 ("default", timed first and last) beside:
@@ -607,101 +678,6 @@ int main(int argc, char** argv) {
         }
         free_buffers(b);
       }
-    return 0;
-  }
-  if (argc > 1 && std::strcmp(argv[1], "--one11") == 0) {
-    // one11 (session 11, docs/perf-notebook.md "one11"): split_row as the dispatcher calls it (the row loop under its
-    // rule, the one-launch kernel where it serves), the library's (the normalising kernel's cache hints on) beside the
-    // kernel before (SplitRowTuning::l2_hints 0), timed first and last; the same bits either way. The run of ec84571
-    // also timed the chunk pass's evict-last loads and a persistent chunk kernel loading a chunk ahead (removed since).
-    auto sv = [](const char* name, int hints) {
-      Variant v{name, 's', {}, {}};
-      v.loop = RowLoopTuning{};  // the library's row-loop rule, as the dispatcher runs split_row
-      v.split.l2_hints = hints;
-      return v;
-    };
-    const std::vector<Variant> all = {sv("hints off (before)", 0), sv("split default", 1), sv("hints off (before)", 0)};
-    const std::vector<Variant> dflt = {sv("split default", 1)};
-    const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
-    const std::vector<Op> bwd = {Op::softmax_backward, Op::log_softmax_backward};
-    const int r = 31;
-    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
-                                  {32, 128256}, {256, 151936}}) {
-      run_shape(rows, n, all, both, fwd, rows == 256 ? 11 : r);
-      run_shape(rows, n, dflt, both, bwd, rows == 256 ? 5 : 11);
-    }
-    // 4096x151936: only logsumexp reaches the three kernels (softmax and log-softmax take the row loop / split_stream).
-    run_shape(4096, 151936, dflt, both, {Op::logsumexp}, 5);
-    return 0;
-  }
-    // elements), f32, bf16 and f16, at the dispatcher's configuration before short11 ("default", timed first and last:
-    // the spread of one kernel) beside the same configuration on the dense kernel (WarpConfig::dense,
-    // warp_rows_dense_kernel: fewer registers, more blocks an SM; f32 also on the persistent grid and 16 times it),
-    // 16-bit log-softmax at 1024 held packed, logsumexp at 1024 on the warp kernel (its default is lse_stream), and at
-    // 1024 block_per_row's kernel on blocks of 64 and 128 threads (Triton's shape: a row a block, few registers).
-    const int r11 = 30;
-    auto dense = [](Variant v) {
-      v.warp.dense = true;
-      v.name += " dense";
-      return v;
-    };
-    auto packed = [](Variant v) {
-      v.warp.packed = true;
-      v.name += " packed";
-      return v;
-    };
-    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}, {65536, 512},
-                                  {32768, 1024}})
-      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
-        Buffers b = make_buffers(rows, n, t);
-        char shape[64];
-        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
-        const bool f32 = t == DType::f32;
-        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
-          // The dispatcher's before short11 (softmax_cuda.cpp warp_config, warp_packed_rule, lse_stream_config).
-          const bool lse_stream_n = op == Op::logsumexp && n == 1024;
-          int e = 0;
-          if (f32) e = op == Op::logsumexp && n >= 128 ? 32 : 16;
-          else e = op == Op::log_softmax && n <= 32 ? 16 : 32;
-          if (n >= 1024) e = 32;
-          const int l = std::max(1, static_cast<int>(n) / e);
-          Variant def = wv(e, l, f32 && op != Op::logsumexp ? 8 : 0);
-          def.warp.packed = !f32 && !lse_stream_n && (op == Op::logsumexp || (op == Op::log_softmax && n != 1024));
-          if (def.warp.packed) def.name += " packed";
-          if (lse_stream_n) def = lse_stream(16, 0);
-          def.name = "default " + def.name;
-          std::vector<Variant> vs = {def};
-          const Variant w = wv(e, l, f32 && op != Op::logsumexp ? 8 : 0);
-          if (f32 || (op == Op::softmax && l > 1)) {
-            vs.push_back(dense(w));
-            if (f32 && op != Op::logsumexp) {
-              vs.push_back(dense(wv(e, l, 0)));
-              vs.push_back(dense(wv(e, l, 16)));
-            }
-          }
-          if (lse_stream_n) vs.push_back(f32 ? dense(w) : packed(w));
-          if (!f32 && op == Op::log_softmax && n == 1024) vs.push_back(packed(w));
-          if (n == 1024 && op != Op::logsumexp) {
-            vs.push_back(block(64, 1));
-            vs.push_back(block(128, 1));
-          }
-          vs.push_back(def);
-          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
-                               static_cast<double>(smk::dtype_size(t)) * (writes_rows(op) ? 2 : 1);
-          for (const Variant& v : vs) {
-            warp_row_tuning() = v.tuning;
-            const double us = median_us(b, r11, [&](int i) {
-              const RowProblem p = problem(op, rows, n, t, b, i);
-              if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
-              else if (v.kind == 'l') launch_lse_stream_rows(p, v.lse, nullptr);
-              else launch_block_rows(p, v.block, nullptr);
-            });
-            report(shape, t, op, v, us, bytes);
-          }
-        }
-        free_buffers(b);
-      }
-    warp_row_tuning() = {};
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--one11") == 0) {
