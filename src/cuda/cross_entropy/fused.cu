@@ -8,6 +8,10 @@
 // default: stage_rule). Rows wider than a cluster holds, soft-capped rows, and launches the GPU cannot
 // schedule take the two-read path (cross_entropy then cross_entropy_backward: fused_two_read below); so do rows above
 // kFusedAutoMaxCols (163840), where nothing was measured.
+// Since ce11 (session 11) the dispatcher sends 16-bit rows of 65537 classes and more, and every row above
+// kFusedAutoMaxCols, to the row loop instead (row_loop.cuh: a persistent grid of blocks that each own whole rows and
+// read them twice; row_loop_rule below has the run that chose it): bf16 4096×151936 1434-1469 → 902-909 µs (64 % of
+// the 2n bound), 1024×262144 691 (two calls) → 415. f32 rows the one-read kernel holds stay here (1729 against 1803).
 //
 // Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, combined across the
 // block and the cluster (combine_parts), the target logit and label smoothing's Σ w_c (z_c − r) carried with
@@ -126,11 +130,21 @@ constexpr std::int64_t kFusedMaxCols = kWideBlockCols * kFusedMaxCluster;       
 // unstaged / two calls: 8192×32000 bf16 390 / 511 / 1044, f16 379 / 515 / 1039; 4096×151936 (5 blocks) bf16 1430 /
 // 1529 / 1582, f16 1431 / 1520 / 1563: f16 above 65536, timed for the first time, takes the one-read kernel as bf16.
 constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
-// The row loop's rule (ce11, row_loop.cuh; row_loop_rule below): rows of at least kRowLoopMinCols classes, every
-// dtype, up to kRowLoopMaxCols (its element indices are 32-bit). PROVISIONAL (on above 65536 classes, where the
-// one-read kernel needs a cluster), as ce11's run tested it; to be set from that run's timings.
-constexpr bool kRowLoopOn = true;
-constexpr std::int64_t kRowLoopMinCols = 65537;
+// The row loop's rule (ce11, row_loop.cuh; row_loop_rule below), by C and the dtype: 16-bit logits above
+// kRowLoop16MinCols − 1 classes (where the one-read kernel needs a cluster of 3 or more wide blocks); every dtype above
+// kFusedAutoMaxCols (where the two calls served before); up to kRowLoopMaxCols (its element indices are 32-bit).
+// From ce11's H200 run of e711d37's binaries (2026-11-30 17:21 UTC, tune_cross_entropy, in place, mean, median µs of
+// 7-9 repeats, two samples at the issue's shapes; the one-read kernel or the two calls → the row loop at two blocks an
+// SM with its cache hints; docs/bench/ce11-s11-2026-11-30.md):
+//   bf16  4096×151936  1469.3 / 1434.0 → 909.1 / 901.5;   8192×32000  378.7 / 376.9 → 423.0 / 422.8 (slower)
+//         1024×262144  690.8 (two calls) → 415.2;          256×151936  125.2 → 84.5
+//   f32   4096×151936  1731.5 / 1727.4 → 1804.3 / 1801.3 (slower);  8192×32000  590.2 / 595.1 → 653.9 / 652.9 (slower)
+//         1024×262144  946.3 (two calls) → 816.6;          256×151936  156.8 → 145.3
+// So f32 keeps the one-read kernel wherever it holds the row (its 256-row gain is one sample; the rule cannot see the
+// rows), and takes the row loop only past it. Not timed: 16-bit rows between 65537 and 151935 classes (they take the
+// row loop by this rule: the cluster kernel ran there at 40-45 % of the bound in sessions 6-8, the row loop at 60-65 %
+// at 151936 and 262144), f16 (it shares bf16's code path: the same loads, the same 16-bit tier).
+constexpr std::int64_t kRowLoop16MinCols = 65537;
 constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
@@ -569,8 +583,8 @@ FusedLaunch last_fused_launch() { return g_last_launch; }
 void set_last_fused_launch(const FusedLaunch& l) { g_last_launch = l; }
 
 bool row_loop_rule(std::int64_t classes, DType logits) {
-  (void)logits;
-  return kRowLoopOn && classes >= kRowLoopMinCols && classes <= kRowLoopMaxCols;
+  const bool wide16 = dtype_size(logits) == 2 && classes >= kRowLoop16MinCols;
+  return (wide16 || classes > kFusedAutoMaxCols) && classes <= kRowLoopMaxCols;
 }
 
 bool row_loop_takes(std::int64_t classes, DType logits, const CrossEntropyOptions& options) {

@@ -35,7 +35,16 @@
 // are kept in flight (U = 4 vectors a thread, 64 B, 64 KB an SM at 1024 threads).
 // Predicted: bf16 4096×151936 900-1000 µs (softmax's row_loop log-softmax ran 1022 µs with a barrier a chunk;
 // lse_stream's pass alone reads at 82-97 % of the read ceiling), against the one-read kernel's ~1410-1450.
-// Measured: see fused.cu row_loop_rule (H200, 2026-11-30, ce11's run).
+// Measured (H200, 2026-11-30 17:21 UTC, ce11's run of e711d37's binaries, tune_cross_entropy, in place, mean, two
+// samples; all numbers in fused.cu's row_loop_rule and docs/bench/ce11-s11-2026-11-30.md): bf16 4096×151936 901.5 /
+// 909.1 µs at two blocks an SM with hints (64.1-64.7 % of the 2n bound; the 3n bytes of two reads and a write in that
+// time are 4.11-4.14 TB/s, 96-97 % of copy: the kernel runs at the three-pass floor, 875 µs, and what is left is pass
+// 2's share from L2; one block an SM, half the rows in flight, ran slower), 957-975 without hints, 1096-1102 at one
+// block an SM; the one-read kernel 1434 / 1469. bf16 1024×262144 415 (two calls 691), 256×151936 84.5 (125). f32
+// 4096×151936 1801-1804 (the same 4.14 TB/s of 3n; the one-read kernel 1727-1732), 1024×262144 817 (two calls 946);
+// 8192×32000 slower than the one-read kernel in both dtypes (bf16 423 / 377, f32 653 / 590). ptxas (CUDA 13.0,
+// sm_90a): 64 registers, 16-24 B of spill a thread for 16-bit logits, 52 B for f32, outside the element loops.
+// Not profiled (no device time left): pass 2's L2 hit rate, the two passes' rates.
 #pragma once
 
 #include "cuda/cross_entropy/common.cuh"
@@ -159,6 +168,7 @@ template <typename In, typename Out>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
                                                                       const Totals* totals, int hints) {
   constexpr int T = kLoopThreads, U = kLoopUnroll, V = LoopVec<In>::V, C = U * V, kWarps = T / 32;
+  constexpr float kPad = -detail::inf_<float>();  // past the row's end: nothing to a max or a sum of exponentials
   __shared__ RowPart warp_part[2][kWarps];  // by row parity: rewritten two rows later, behind the next row's barrier
   __shared__ float zt_slot[2];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -204,8 +214,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     float sm = 0, zt_mine = -detail::inf_<float>();
     for (int s = 0; s < steps; ++s) {
       float x[C];
-      if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
-      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (smoothing) {  // Σ w_c (z_c − r) over this thread's logits, the target's included (r: the row's first logit)
         const int k0 = s * per_step + tid;
 #pragma unroll
@@ -262,7 +272,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
       float fill[C];
 #pragma unroll
       for (int i = 0; i < C; ++i) fill[i] = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
-      for (int s = steps - 1; s >= 0; --s) loop_store<In, Out, U>(gr, fill, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
+      for (int s = steps - 1; s >= 0; --s)
+        loop_store<In, Out, U>(gr, fill, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
       continue;
     }
     const GradCoeffs gc = grad_coeffs(a, rsc, g_ce, g_z, hard, soft, W);
@@ -271,8 +282,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     const bool weighted = smoothing && a.weights;
     for (int s = steps - 1; s >= 0; --s) {
       float x[C];
-      if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
-      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, -detail::inf_<float>(), f.loop_vec_in, a.col_stride);
+      if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (weighted) {
         const int k0 = s * per_step + tid;
 #pragma unroll
