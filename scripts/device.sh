@@ -3,34 +3,21 @@
 #   builds softmaxkit for the H200, runs the whole test suite (GPU tests included), compute-sanitizer memcheck and
 #   racecheck over the GPU tests, the demo, and the benchmarks; prints a short table last.
 # Logs go to $OUT (the device tool brings that folder back) or ./out.
-#   usage: scripts/device.sh [steps...]   steps: build test sanitize demo bench compare python accuracy tune prefill ce decode
-#   excess decode-mma lce logterm cefused decode-r2 warpdiet wgmma decode-r3 rowpipe fewrows fewrows-flush final
-#   wideblock bw16 fixcost ce3 decode-r4 fixcost2 ce4
-#   pfx dec5 pfx2
-#   split6 tier16 mid16 fwd16 vocab7 ce5 few7 dec6 ce6 mid8 vocab8 short8 pfx8 final-tests final-san final-compare
-#   vocab9
-#   mid9
-#   lse10
-#   short9
-#   ce9
-#   pfx9
-#   dec9
-#   fair9
-#   pfx10
-#   pfx11
-#   vocab10
-#   short10
-#   sbwd11
-#   mid11
-#   dec10
-#   ce10
-#   one11
-#   ce11
-#   short11
-#   dec11
-#   (default: all but tune)
+#   usage: scripts/device.sh [steps...]   steps:
+#     build test sanitize demo bench compare python accuracy tune (default: build test sanitize demo bench compare
+#       python accuracy)
+#     the lead's integrated run: final (= final-tests final-san final-compare, each also a step of its own)
+#     one area at a time, built here: prefill ce decode lce; fair9 (ours beside torch SDPA, interleaved)
+#     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
+#       logterm rowpipe warpdiet fewrows fewrows-flush
+#     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
+#       short10 pfx10 pfx11 dec11 short11 one11 mid11
+#   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
+#   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
+#   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
-#   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step).
+#   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step); tests run
+#   side by side with `bg_step` and are counted with `bg_tally`.
 #   python: pip-installs the Python package (CUDA on) with the image's scikit-build-core and nanobind, then runs
 #   tests/python, GPU tests (torch, CuPy, JAX) included; it needs no other step.
 #   accuracy: docs/accuracy.md's table on every GPU kernel path ($OUT/accuracy-gpu.md) and our error beside torch's on
@@ -55,6 +42,27 @@ run_step() {  # run_step NAME COMMAND...: logs to $OUT/NAME.log, shows its tail,
   tail -n 25 "$OUT/$name.log"
   summary+=("$(printf '%-12s %-8s %5ss' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAIL:$rc")" $((SECONDS - t0)))")
   return $rc
+}
+# Parts run side by side (review F21):
+#   bg_step NAME COMMAND...: COMMAND in the background, its output in $OUT/NAME.log and "exit STATUS NAME" that log's
+#     last line.
+#   bg_tally: waits for every background job, then appends the last line of each bg_step log started since the last
+#     bg_tally to the summary, in the order started, and counts each that is not "exit 0 ..." as a failed step.
+bg_logs=()
+bg_step() {
+  local name=$1; shift
+  ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
+  bg_logs+=("$OUT/$name.log")
+}
+bg_tally() {
+  local f last
+  wait
+  for f in "${bg_logs[@]}"; do
+    last=$(tail -n 1 "$f" 2>/dev/null)
+    summary+=("$last")
+    [[ "$last" == "exit 0 "* ]] || failed=$((failed + 1))
+  done
+  bg_logs=()
 }
 
 # A one-off A/B step's opening and closing, shared by the steps below. Binaries built off the device for sm_90a travel
@@ -441,472 +449,6 @@ if want fewrows-flush; then
       --gtest_filter='*LeversTiming*'
   done
 fi
-# wideblock: issue 3's wide block_per_row (1024 threads × 32 elements, backward × 16) in one ~150 s call, no build:
-# binaries built on the workstation for sm_90a and carried compressed in build/wideblock-bin/bins.tar.xz (old/softmaxkit:
-# the tree before the change; new/softmaxkit and new/test_cuda_softmax: with it). Timings first: the old and the new
-# dispatcher (--path auto) on the mid rows and the control, old then new; then logsumexp forced on cluster_row and split_row
-# (routing by op); the wide block's GPU tests; memcheck on its edge cases. Each step capped; logs straight into $OUT.
-if want wideblock; then
-  outer=$OUT
-  OUT=/tmp/wbo && mkdir -p "$OUT"
-  wb_keep() {  # after each step: the tables, a summary and every log back in $outer (at most 8 files come back)
-    for f in wb-old wb-new wb-lse; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
-    { cat "$OUT/wb-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/wb-test.log \
-        "$OUT"/wb-memcheck.log 2>/dev/null | head -n 200; } >"$outer/wb-summary.txt"
-    tar -czf "$outer/wb-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  wb=/tmp/wb && mkdir -p "$wb" && tar -xJf build/wideblock-bin/bins.tar.xz -C "$wb"
-  # The bench links cuDNN and fmt: the image's own first, then cuDNN's wheel and the carried fmt.
-  wb_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${wb_cudnn:+$wb_cudnn:}$wb/lib"
-  ldd "$wb/old/softmaxkit" "$wb/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/wb-ldd.txt"
-  wb_bench() {  # wb_bench CLI NAME [extra bench flags]
-    local cli=$1 name=$2; shift 2
-    "$cli" bench --dtype f32,bf16 --no-cudnn --target-ms 5 --format table --json "$OUT/$name.json" "$@"
-  }
-  wb_grid="--op softmax,log_softmax,logsumexp,softmax_backward --shape 4096x16384,8192x32000,2048x24576,16384x4096"
-  run_step wb-old timeout 30 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/old/softmaxkit bench_old $wb_grid --path auto"
-  wb_keep
-  run_step wb-new timeout 30 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/new/softmaxkit bench_new $wb_grid --path auto"
-  wb_keep
-  run_step wb-lse timeout 25 bash -c "$(declare -f wb_bench); OUT=$OUT wb_bench $wb/new/softmaxkit bench_lse \
-    --op logsumexp --shape 4096x16384,8192x32000,2048x65536,4096x40000 --path auto,cluster_row,split_row"
-  wb_keep
-  run_step wb-test timeout 35 "$wb/new/test_cuda_softmax" --gtest_filter='*WideBlock*:*ForcedPathsRefuse*'
-  wb_keep
-  run_step wb-memcheck timeout 25 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    "$wb/new/test_cuda_softmax" --gtest_filter='*WideBlockEdges*'
-  wb_keep
-  OUT=$outer
-fi
-# bw16: issue 3's bandwidth gaps against torch.compile (docs/perf-notebook.md "bw16"): the backward's wide block with
-# dy in shared memory (16385..32768), the forward's wide block staged, the short rows' configurations. No build:
-# binaries built on the workstation for sm_90a, carried in build/bw16-bin.tar.xz (new/{softmaxkit,test_cuda_softmax,
-# tune_softmax}, lib/libfmt). In order, each capped: tune_softmax --bw16 (the kernels before and after side by side in
-# one process), the GPU tests of the new paths, memcheck on them (SMK_GPU_TEST_SMALL; SMK_BW_SAN="memcheck racecheck"
-# adds racecheck), Nsight Compute on
-# six kernels (tune_softmax --bw16-ncu; SMK_BW_NCU=0 skips it), the bench (the dispatcher) on $SMK_BW_SHAPES. The tune
-# mode is $SMK_BW_TUNE (--bw16, run 1; --bw16b, run 2), each step's cap SMK_BW_TUNE_S / SMK_BW_TEST_S; test_cuda_warp_row
-# runs when carried. Logs in /tmp/o; after each step the tables, a summary and a tarball of every log go to $OUT.
-if want bw16; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  bw_keep() {
-    for f in bw-tune bw-bench bw-ncu; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
-    { cat "$OUT/bw-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/bw-test.log \
-        "$OUT"/bw-warp-test.log "$OUT"/bw-memcheck*.log "$OUT"/bw-racecheck*.log 2>/dev/null | head -n 200
-    } >"$outer/bw-summary.txt"
-    tar -czf "$outer/bw-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  bw=/tmp/bw && mkdir -p "$bw" && tar -xJf build/bw16-bin.tar.xz -C "$bw"
-  bw_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${bw_cudnn:+$bw_cudnn:}$bw/lib"
-  ldd "$bw/new/softmaxkit" "$bw/new/test_cuda_softmax" | grep -E "not found|cudnn|fmt" >"$OUT/bw-ldd.txt"
-  run_step bw-tune timeout "${SMK_BW_TUNE_S:-45}" "$bw/new/tune_softmax" "${SMK_BW_TUNE:---bw16}"
-  bw_keep
-  run_step bw-test timeout "${SMK_BW_TEST_S:-30}" "$bw/new/test_cuda_softmax" \
-    --gtest_filter="${SMK_BW_TEST_FILTER:-*WideShared*:*ForcedPathsRefuse*}"
-  bw_keep
-  # warp_per_row over many steps of its persistent grid (the staged kernel's two buffers), when carried.
-  if [ -x "$bw/new/test_cuda_warp_row" ]; then
-    run_step bw-warp-test timeout 25 "$bw/new/test_cuda_warp_row"
-    bw_keep
-  fi
-  for tool in ${SMK_BW_SAN:-memcheck}; do
-    run_step "bw-$tool" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
-      --error-exitcode 9 "$bw/new/test_cuda_softmax" --gtest_filter='*WideShared*'
-    bw_keep
-    if [ -x "$bw/new/test_cuda_warp_row" ]; then
-      run_step "bw-$tool-warp" timeout 12 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
-        --report-api-errors no --error-exitcode 9 "$bw/new/test_cuda_warp_row"
-      bw_keep
-    fi
-  done
-  [ "${SMK_BW_NCU:-1}" = 0 ] || run_step bw-ncu timeout 25 ncu --clock-control none --kernel-name-base demangled \
-    -k regex:'warp_rows_kernel|block_rows_kernel|backward_block_kernel|backward_wide_shared_kernel' -c 6 \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
-    --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
-    "$bw/new/tune_softmax" --bw16-ncu
-  bw_keep
-  run_step bw-bench timeout 20 "$bw/new/softmaxkit" bench \
-    --op softmax,log_softmax,softmax_backward,log_softmax_backward --dtype f32,bf16 \
-    --shape ${SMK_BW_SHAPES:-8192x32000,4096x16384,2048x24576} --path auto --no-cudnn --target-ms 5 \
-    --format table --json "$OUT/bench_bw16.json"
-  bw_keep
-  OUT=$outer
-fi
-# fixcost: issue 3's fixed cost of a call and the few long rows (docs/perf-notebook.md "fixcost"). No build: binaries
-# built on the workstation for sm_90a, carried in build/fixcost-bin/bins.tar.xz (old/softmaxkit: the dispatcher before
-# the change, tree of 2feaa39; new/{softmaxkit,test_cuda_few_rows,test_cuda_grid_row,test_cuda_softmax}; lib/libfmt).
-# In order, each capped: the new bench on the few-row shapes (with the host / loop / graph columns) and 4096x151936
-# (the many-row check of the same row length), the fixed-cost timing (test_cuda_few_rows FixedCostTiming: PDL on /
-# off, the wide cluster's sizes, the parts of a call's host time), the new GPU tests, the old bench on the few-row
-# shapes, split_row's and the dispatcher's existing tests, memcheck on the small cases. Logs in /tmp/fco; after each step the tables, a summary and a tarball of every log go to $OUT.
-if want fixcost; then
-  outer=$OUT
-  OUT=/tmp/fco && mkdir -p "$OUT"
-  fc_keep() {
-    for f in fc-old fc-new fc-timing; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
-    { cat "$OUT/fc-ldd.txt" 2>/dev/null; printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|host parts" "$OUT"/fc-test*.log \
-        "$OUT"/fc-memcheck.log "$OUT"/fc-timing.log 2>/dev/null | head -n 200; } >"$outer/fc-summary.txt"
-    tar -czf "$outer/fc-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  fc=/tmp/fc && mkdir -p "$fc" && tar -xJf build/fixcost-bin/bins.tar.xz -C "$fc"
-  # The bench links cuDNN and fmt: the image's own first, then cuDNN's wheel and the carried fmt.
-  fc_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${fc_cudnn:+$fc_cudnn:}$fc/lib"
-  ldd "$fc/old/softmaxkit" "$fc/new/softmaxkit" "$fc/new/test_cuda_few_rows" | grep -E "not found|cudnn|fmt" \
-    >"$OUT/fc-ldd.txt"
-  fc_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
-  fc_few="1x32,1x151936,32x128256,1x16777216"
-  run_step fc-new timeout 40 "$fc/new/softmaxkit" bench $fc_ops --shape "$fc_few,4096x151936" \
-    --path auto,split_row,cluster_row --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new.json"
-  fc_keep
-  run_step fc-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
-  fc_keep
-  run_step fc-test timeout 30 "$fc/new/test_cuda_few_rows"
-  fc_keep
-  run_step fc-old timeout 20 "$fc/old/softmaxkit" bench $fc_ops --shape "$fc_few" --path auto,cluster_row \
-    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_old.json"
-  fc_keep
-  run_step fc-test-grid timeout 15 "$fc/new/test_cuda_grid_row" \
-    --gtest_filter='*IssueLengthsFewRows*:*TemperatureMasksNonFinite*:*RefusesBackward*'
-  fc_keep
-  run_step fc-test-softmax timeout 15 "$fc/new/test_cuda_softmax" --gtest_filter='*ForcedPathsRefuse*:*BatchInvariance*'
-  fc_keep
-  run_step fc-memcheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*WideClusterRows*:*SplitRowDependent*:*Graph*'
-  fc_keep
-  OUT=$outer
-fi
-# fixcost2: the second fixcost call: split_row's one-launch variant (a cluster per row, bitwise the three kernels)
-# beside the three kernels. Binaries carried in build/fixcost-bin2/bins.tar.xz (new/{softmaxkit,test_cuda_few_rows,
-# test_cuda_grid_row}, lib/libfmt). The bench (auto, split_row: the variant where it serves) on the few-row shapes and
-# 4096x151936, the fixed-cost timing (one launch / three kernels / no PDL / cluster_row), the GPU tests (the variant
-# bitwise the three kernels; grid_row bitwise split_row), memcheck and racecheck on the small cases.
-if want fixcost2; then
-  outer=$OUT
-  OUT=/tmp/fco2 && mkdir -p "$OUT"
-  fc2_keep() {
-    for f in fc2-bench fc2-timing; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$outer/$f.txt"; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:|host parts" "$OUT"/fc2-test*.log \
-        "$OUT"/fc2-memcheck.log "$OUT"/fc2-racecheck.log "$OUT"/fc2-timing.log 2>/dev/null | head -n 200; } \
-      >"$outer/fc2-summary.txt"
-    tar -czf "$outer/fc2-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  fc=/tmp/fc2 && mkdir -p "$fc" && tar -xJf build/fixcost-bin2/bins.tar.xz -C "$fc"
-  fc_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${fc_cudnn:+$fc_cudnn:}$fc/lib"
-  run_step fc2-bench timeout 40 "$fc/new/softmaxkit" bench \
-    --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn \
-    --shape 1x151936,4x151936,32x128256,64x65537,1x16777216,4096x151936 --path auto,split_row \
-    --target-ms 3 --max-reps 100 --format table --json "$OUT/bench_new2.json"
-  fc2_keep
-  run_step fc2-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$fc/new/test_cuda_few_rows" --gtest_filter='*FixedCostTiming*'
-  fc2_keep
-  run_step fc2-test timeout 40 "$fc/new/test_cuda_few_rows"
-  fc2_keep
-  run_step fc2-test-grid timeout 25 "$fc/new/test_cuda_grid_row" \
-    --gtest_filter='*IssueLengthsFewRows*:*TemperatureMasksNonFinite*:*SlicedStrided*'
-  fc2_keep
-  for tool in memcheck racecheck; do
-    run_step "fc2-$tool" timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" --report-api-errors no \
-      --error-exitcode 9 "$fc/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*SplitRowDependent*:*Graph*'
-    fc2_keep
-  done
-  OUT=$outer
-fi
-# ce3: the fused cross-entropy kernel (issue 5, fused.cu: one state exchange a row, the wide block, the next row's
-# target with its staging) beside the previous fused.cu in one run, torch's F.cross_entropy beside both, memcheck,
-# then linear cross-entropy's logit_rows splits beside its default at the issue's row. Binaries built here for
-# sm_90a and carried as build/ce3-bin.tar.xz (old/: tune_cross_entropy with the previous fused.cu; new/:
-# test_cuda_cross_entropy, tune_cross_entropy, libsmk_lce_capi.so). At most 8 files come back: the ce3-*.txt logs,
-# a summary and a tarball of everything.
-if want ce3; then
-  ce3_outer=$OUT
-  OUT=/tmp/ce3o && mkdir -p "$OUT"
-  ce3_keep() {
-    for f in ce3-test ce3-tune-new ce3-tune-old ce3-torch ce3-lce; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce3_outer/$f.txt"; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce3-test.log \
-        "$OUT"/ce3-memcheck.log 2>/dev/null | head -n 200; } >"$ce3_outer/ce3-summary.txt"
-    tar -czf "$ce3_outer/ce3-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  ce3b=/tmp/ce3b && mkdir -p "$ce3b" && tar -xJf build/ce3-bin.tar.xz -C "$ce3b"
-  run_step ce3-test timeout 45 "$ce3b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*'
-  ce3_keep
-  run_step ce3-tune-new timeout 25 "$ce3b/new/tune_cross_entropy" --reps 7 --json "$OUT/tune_new.json"
-  ce3_keep
-  run_step ce3-tune-old timeout 25 "$ce3b/old/tune_cross_entropy" --reps 7 --json "$OUT/tune_old.json"
-  ce3_keep
-  run_step ce3-torch timeout 30 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
-    --old-tune-json "$OUT/tune_old.json" --out "$OUT" --rep-ms 50
-  ce3_keep
-  run_step ce3-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$ce3b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*'
-  ce3_keep
-  if [ -f "$ce3b/new/libsmk_lce_capi.so" ]; then  # carried only when linear cross-entropy is to be timed
-    run_step ce3-lce timeout 60 python3 scripts/compare_torch_lce.py --lib "$ce3b/new/libsmk_lce_capi.so" --out "$OUT" \
-      --shapes 8192x4096x151936 --chunks 0,1024/256,1024/384,1280/256,1536/192 --reps 5
-    ce3_keep
-  fi
-  OUT=$ce3_outer
-fi
-# ce4 (session 6, issue 5): the fused cross-entropy kernel with the 16-bit tier (a 16-bit gradient's exponentials
-# without the TwoSum) and bulk-copy staging of the next row (row_stage.cuh), and the forward's chunk kernel taking two
-# chunks a block for 16-bit logits; old (HEAD before ce4: tune_cross_entropy) beside new in one call, torch's
-# F.cross_entropy beside both, then the cross-entropy GPU suite and memcheck on it. Binaries built here for sm_90a
-# and carried as build/ce4-bin.tar.xz (old/tune_cross_entropy; new/test_cuda_cross_entropy, new/tune_cross_entropy).
-# fwd0/ (optional): tune_cross_entropy linked with an older forward.cu, timing the forward alone (--only forward).
-# SMK_CE4_TESTS=0 skips the suite and memcheck. At most 8 files come back: machine.txt, the tune / torch / test logs
-# as ce4-*.txt, a summary (memcheck's verdict in it), and a tarball of everything.
-if want ce4; then
-  ce4_outer=$OUT
-  OUT=/tmp/ce4o && mkdir -p "$OUT"
-  ce4_keep() {
-    for f in ce4-tune-new ce4-tune-old ce4-tune-fwd0 ce4-torch ce4-test; do [ -f "$OUT/$f.log" ] && cp "$OUT/$f.log" "$ce4_outer/$f.txt"; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce4-test.log \
-        "$OUT"/ce4-memcheck.log 2>/dev/null | head -n 200; } >"$ce4_outer/ce4-summary.txt"
-    tar -czf "$ce4_outer/ce4-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  ce4b=/tmp/ce4b && mkdir -p "$ce4b" && tar -xJf build/ce4-bin.tar.xz -C "$ce4b"
-  # In the order of what matters most; each step's logs kept as it ends (a call cut short still brings them back).
-  run_step ce4-tune-new timeout 35 "$ce4b/new/tune_cross_entropy" --reps 5 --json "$OUT/tune_new.json"
-  ce4_keep
-  run_step ce4-tune-old timeout 35 "$ce4b/old/tune_cross_entropy" --reps 5 --json "$OUT/tune_old.json"
-  ce4_keep
-  if [ -x "$ce4b/fwd0/tune_cross_entropy" ]; then  # the forward alone with the pre-ce4 chunk kernel
-    run_step ce4-tune-fwd0 timeout 30 "$ce4b/fwd0/tune_cross_entropy" --reps 5 --only forward --json "$OUT/tune_fwd0.json"
-    ce4_keep
-  fi
-  if [ "${SMK_CE4_TESTS:-1}" != 0 ]; then
-    run_step ce4-test timeout 60 "$ce4b/new/test_cuda_cross_entropy"
-    ce4_keep
-  fi
-  run_step ce4-torch timeout 45 python3 scripts/compare_torch_ce.py --tune-json "$OUT/tune_new.json" \
-    --old-tune-json "$OUT/tune_old.json" --out "$OUT" --rep-ms 50
-  ce4_keep
-  if [ "${SMK_CE4_TESTS:-1}" != 0 ]; then
-    run_step ce4-memcheck timeout 60 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$ce4b/new/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
-    ce4_keep
-  fi
-  OUT=$ce4_outer
-fi
-# pfx: issue 7 round (session 5): the non-finite-V fix on the causal diagonal and the warp-specialised wgmma variant
-# (producer warpgroup, ping-pong), old beside new in one call. Binaries built on the workstation for sm_90a and carried
-# (build/pfx-bin/bins.tar.xz: new/ and old/ tune_prefill and test_cuda_prefill; old = the kernels of the parent
-# commit). Timings first (tune_prefill's TMA columns, old then new, on SMK_PFX_ROWS, default the issue's four rows;
-# torch's SDPA backends on the same rows), then the new prefill test, the new non-finite test on the old kernels
-# (expected to fail: it shows the test sees the leak), memcheck and racecheck on the smallest wgmma cases.
-if want pfx; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  pb=/tmp/pfxbin && mkdir -p "$pb" && tar -xJf build/pfx-bin/bins.tar.xz -C "$pb"
-  pfx_keep() {
-    cp "$OUT"/prefill_vs_sdpa.md "$OUT"/tune_*.json "$outer/" 2>/dev/null
-    { printf '%s\n' "${summary[@]}"; grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure" \
-        "$OUT"/pfx-test*.log "$OUT"/pfx-*check.log 2>/dev/null | head -n 120; } >"$outer/pfx-summary.txt"
-    tar -czf "$outer/pfx-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  rows=${SMK_PFX_ROWS:-issue}
-  run_step pfx-tune-old env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 "$pb/old/tune_prefill" \
-    --json "$OUT/tune_old_raw.json"
-  # The old binary's columns as "old ...", its ws2 column dropped (the old kernels have no producer warpgroup).
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
-for x in r: x["tflops"]={"old "+k: v for k, v in x["tflops"].items() if not k.startswith("ws2")}
-json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old_raw.json" "$OUT/tune_old.json"
-  run_step pfx-tune-new env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 "$pb/new/tune_prefill" \
-    --json "$OUT/tune_new.json"
-  # Old again after new (A B A): the H200's clock drifts over a run by a few per cent, so one order would favour one.
-  if [ -n "${SMK_PFX_ABA:-}" ]; then
-    run_step pfx-tune-old2 env SMK_TUNE_TMA="${SMK_PFX_TMA-only}" SMK_TUNE_ROWS="$rows" timeout 60 \
-      "$pb/old/tune_prefill" --json "$OUT/tune_old2_raw.json"
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
-for x in r: x["tflops"]={"old2 "+k: v for k, v in x["tflops"].items() if not k.startswith("ws2")}
-json.dump(r, open(sys.argv[2], "w"))' "$OUT/tune_old2_raw.json" "$OUT/tune_old2.json"
-  fi
-  pfx_keep
-  run_step pfx-sdpa timeout 60 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "$OUT/tune_old.json" \
-    $(ls "$OUT/tune_old2.json" 2>/dev/null) \
-    --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
-  pfx_keep
-  run_step pfx-test-nf timeout 40 "$pb/new/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
-  pfx_keep
-  run_step pfx-test timeout "${SMK_PFX_TEST_S:-80}" "$pb/new/test_cuda_prefill" \
-    --gtest_filter="${SMK_PFX_FILTER:--*NonFiniteV*}"
-  pfx_keep
-  run_step pfx-memcheck timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*:*ClearErrors*'
-  pfx_keep
-  [ -n "${SMK_PFX_OLD_TEST-1}" ] && run_step pfx-test-old timeout 20 "$pb/old/test_cuda_prefill" --gtest_filter='*NonFiniteV*'
-  run_step pfx-racecheck timeout 20 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-  pfx_keep
-  OUT=$outer
-fi
-# split6: issue 3's few long rows (split_row's one-launch cluster, its fallback, 1x16M). Binaries built here for
-# sm_90a and carried as build/split6-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, and new/ (softmaxkit
-# and the three softmax GPU suites) when present. SMK_S6=prof: Nsight Compute (--set full) on split_row's kernels at
-# 1x32, 1x151936 and 1x16777216 (f32/bf16, softmax/logsumexp) and on cluster_row at 1x151936, old binary (and new when
-# carried). SMK_S6=ab (default): the bench old beside new on the few-row shapes (host/loop/graph columns), the
-# variants' graph timings, the GPU suites, memcheck on the few-row cases. At most 8 files come back: s6-*.txt and a
-# tarball of the rest.
-if want split6; then
-  carried s6 build/split6-bin.tar.xz
-  s6=$bin
-  s6_keep() { keep_logs s6; }
-  s6_ops="--op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
-  if [ "${SMK_S6:-ab}" = prof ]; then
-    s6_ncu() {  # s6_ncu NAME BIN KERNEL-REGEX COUNT BENCH-ARGS...
-      local name=$1 bin=$2 k=$3 c=$4; shift 4
-      run_step "s6x-ncu-$name" timeout 60 ncu --set full --clock-control none --kernel-name-base demangled \
-        -k "regex:$k" -c "$c" --print-summary none -o "$OUT/ncu-$name" "$bin" bench --no-cudnn --min-reps 1 \
-        --max-reps 1 --target-ms 0.01 "$@"
-      ncu --import "$OUT/ncu-$name.ncu-rep" --page details --print-units base >"$OUT/s6x-ncu-$name.txt" 2>&1
-      grep -E "^  [a-z_]+.*\(|Duration|Elapsed Cycles|DRAM Throughput|Registers Per|Achieved Occupancy|Waves Per SM|Block Limit|Cluster|Theoretical Occ|Memory Throughput|L2 Hit|Executed Ipc|Stall|One or More|No Eligible" \
-        "$OUT/s6x-ncu-$name.txt" >>"$OUT/s6-ncu.log"
-    }
-    for b in old new; do
-      [ -x "$s6/$b/softmaxkit" ] || continue
-      for dt in f32 bf16; do
-        for op in softmax logsumexp; do
-          s6_ncu "$b-$op-$dt-32" "$s6/$b/softmaxkit" cluster_split 1 --op $op --dtype $dt --shape 1x32 --path split_row
-          s6_ncu "$b-$op-$dt-151936" "$s6/$b/softmaxkit" cluster_split 1 --op $op --dtype $dt --shape 1x151936 \
-            --path split_row
-        done
-        s6_ncu "$b-softmax-$dt-16M" "$s6/$b/softmaxkit" "chunk_states|merge_states|normalize_kernel" 3 --op softmax \
-          --dtype $dt --shape 1x16777216 --path split_row
-      done
-      s6_ncu "$b-cluster-row-f32-151936" "$s6/$b/softmaxkit" block_rows 1 --op softmax --dtype f32 --shape 1x151936 \
-        --path cluster_row
-      s6_keep
-    done
-  else
-    # In the order of what matters most, each step's logs kept as it ends (a call cut short still brings them back).
-    s6_few="1x32,1x151936,32x128256,1x16777216,4096x151936"
-    run_step s6x-test-few timeout 90 "$s6/new/test_cuda_few_rows"
-    s6_keep
-    run_step s6-timing timeout 30 env SMK_FEW_ROWS_TIMING=1 "$s6/new/test_cuda_few_rows" --gtest_filter='*Split6Timing*'
-    s6_keep
-    run_step s6x-memcheck timeout 30 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$s6/new/test_cuda_few_rows" --gtest_filter='*OneLaunch*:*ManyChunks*:*NoCluster*:*Graph*'
-    s6_keep
-    run_step s6-bench-new timeout 25 "$s6/new/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto \
-      --target-ms 2 --max-reps 50 --format table --json "$OUT/bench_new.json"
-    s6_keep
-    run_step s6-bench-old timeout 25 "$s6/old/softmaxkit" bench $s6_ops --shape "$s6_few" --path auto \
-      --target-ms 2 --max-reps 50 --format table --json "$OUT/bench_old.json"
-    s6_keep
-    run_step s6x-test-grid timeout 30 "$s6/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
-    s6_keep
-    run_step s6x-test-softmax timeout 40 "$s6/new/test_cuda_softmax" \
-      --gtest_filter="${SMK_S6_SOFTMAX_FILTER:-*EveryPathEveryLength*:*BatchInvariance*:*ForcedPaths*:*NonFiniteRows*}"
-    s6_keep
-  fi
-  OUT=$outer
-fi
-# pfx2 (session 6, issue 7): the producer-warpgroup wgmma kernel with 128-key tiles (ptx.cuh's mbar_wait: no trap
-# under setmaxnreg) and the producer warpgroup's scan of the diagonal tiles' V, old beside new in one call. Binaries
-# built here for sm_90a and carried as build/pfx2-bin.tar.xz: new/ (tune_prefill, test_cuda_prefill), old/ (HEAD's
-# prefill sources), nocheck/ (new with the diagonal check compiled out: timing only), cscan/ (new with the consumer
-# warpgroups' scan instead of the producer's). Timings (TMA columns): old, new (issue rows and the sweep), nocheck,
-# cscan, old again, new again; torch's SDPA backends on every row; then the prefill test, memcheck and racecheck.
-if want pfx2; then
-  pfx2_outer=$OUT
-  OUT=/tmp/pfx2o && mkdir -p "$OUT"
-  pb=/tmp/pfx2bin && mkdir -p "$pb" && tar -xJf build/pfx2-bin.tar.xz -C "$pb"
-  pfx2_keep() {
-    cp "$OUT"/prefill_vs_sdpa.md "$OUT"/tune_new_all.json "$pfx2_outer/" 2>/dev/null
-    { printf '%s\n' "${summary[@]}"; grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure" \
-        "$OUT"/pfx2-test*.log "$OUT"/pfx2-*check.log 2>/dev/null | head -n 120; } >"$pfx2_outer/pfx2-summary.txt"
-    tar -czf "$pfx2_outer/pfx2-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  # SMK_PFX2_TUNES: the timings in order, each a binary's name with an optional repeat number (old2: old again).
-  # "new" and "nocheck" time the issue's rows and the sweep, the others (and their repeats) the issue's rows.
-  others=()
-  for v in ${SMK_PFX2_TUNES:-old new nocheck cscan old2 new2}; do
-    bin=${v%%[0-9]*}
-    rows=issue && [[ "$v" = new || "$v" = nocheck ]] && rows=all
-    run_step "pfx2-tune-$v" env SMK_TUNE_TMA=only SMK_TUNE_ROWS="$rows" timeout 60 "$pb/$bin/tune_prefill" \
-      --json "$OUT/tune_$v.json"
-    [ "$v" = new ] || others+=("$v=$OUT/tune_$v.json")
-  done
-  cp "$OUT/tune_new.json" "$OUT/tune_new_all.json"
-  pfx2_keep
-  # bench_sdpa.py: "ours" is the new binary's best column; the others join as prefixed columns.
-  run_step pfx2-sdpa timeout 90 python3 scripts/bench_sdpa.py --ours "$OUT/tune_new.json" "${others[@]}" \
-    --out "$OUT/prefill_vs_sdpa.md" --save-sdpa "$OUT/tune_sdpa.json"
-  pfx2_keep
-  run_step pfx2-test timeout "${SMK_PFX2_TEST_S:-100}" "$pb/new/test_cuda_prefill"
-  pfx2_keep
-  run_step pfx2-memcheck timeout "${SMK_PFX2_MEMCHECK_S:-40}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$pb/new/test_cuda_prefill" --gtest_filter="${SMK_PFX2_MEMCHECK:-*WgmmaSameBits*:*ClearErrors*}"
-  pfx2_keep
-  run_step pfx2-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$pb/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-  pfx2_keep
-  OUT=$pfx2_outer
-fi
-# tier16 (session 6, issue 3): the 16-bit-output tier of the element arithmetic (common.cuh out_exp) and the log ops'
-# terms by log_term_exp_ftz on the block / cluster / split paths. No build: binaries built on the workstation for
-# sm_90a, carried as build/tier16-bin.tar.xz: old/softmaxkit (the tree before, db68988), lib/libfmt, and new/
-# (softmaxkit, test_cuda_softmax, test_cuda_warp_row, test_cuda_few_rows, test_cuda_grid_row, accuracy_report). In
-# order, each capped: the bench old beside new (softmax, log-softmax, logsumexp; f32, bf16, f16; the issue grid but
-# the few-row shapes), 4096x151936 forced on cluster_row and on split_row (new), the tier's own GPU case in full, the
-# accuracy report and vs torch, few rows, grid_row and warp_row (the bitwise one-launch / three-kernel / grid_row
-# checks), the softmax suite on small rows, memcheck. Logs in /tmp/o; at most 8 files come back: t16-*.txt, a summary and a tarball.
-if want tier16; then
-  carried t16 build/tier16-bin.tar.xz
-  t16=$bin
-  t16_keep() { keep_logs t16; }
-  # SMK_T16=acc: only the accuracy report, one path at a time (each its own table and verdict, so a cap cuts whole
-  # paths), on the paths of SMK_T16_PATHS.
-  if [ "${SMK_T16:-ab}" = acc ]; then
-    for path in ${SMK_T16_PATHS:-warp_per_row block_per_row cluster_row split_row}; do
-      run_step "t16-acc-$path" timeout 40 "$t16/new/accuracy_report" --backend "gpu_$path" \
-        --out "$OUT/accuracy-$path.md"
-      t16_keep
-    done
-  else
-    t16_shapes=${SMK_T16_SHAPES:-4096x151936,8192x32000,4096x16384,16384x4096,32768x1024,262144x128,1048576x32}
-    t16_bench="bench --op softmax,log_softmax,logsumexp --dtype f32,bf16,f16 --no-cudnn --target-ms 2 --min-reps 5"
-    t16_bench="$t16_bench --max-reps 50 --format table --shape $t16_shapes"
-    run_step t16-bench-new timeout "${SMK_T16_BENCH_S:-70}" "$t16/new/softmaxkit" $t16_bench --path auto \
-      --json "$OUT/bench_new.json"
-    t16_keep
-    run_step t16-bench-old timeout "${SMK_T16_BENCH_S:-70}" "$t16/old/softmaxkit" $t16_bench --path auto \
-      --json "$OUT/bench_old.json"
-    t16_keep
-    run_step t16-paths timeout 30 "$t16/new/softmaxkit" bench --op softmax,log_softmax,logsumexp --dtype bf16,f16,f32 \
-      --shape 4096x151936 --path cluster_row,split_row --no-cudnn --target-ms 2 --min-reps 5 --max-reps 20 \
-      --format table --json "$OUT/bench_paths.json"
-    t16_keep
-    run_step t16x-tier timeout 30 "$t16/new/test_cuda_softmax" --gtest_filter='*SixteenBit*'
-    t16_keep
-    t16_dump=$(mktemp -d)
-    run_step t16-accuracy timeout 60 "$t16/new/accuracy_report" --gpu --out "$OUT/accuracy-gpu.md" --dump "$t16_dump"
-    run_step t16-vs-torch timeout 60 python3 tests/conformance/vs_torch.py "$t16_dump" --out "$OUT/vs-torch.md"
-    rm -rf "$t16_dump"
-    t16_keep
-    run_step t16x-few timeout 40 "$t16/new/test_cuda_few_rows"
-    run_step t16x-grid timeout 30 "$t16/new/test_cuda_grid_row"
-    run_step t16x-warp timeout 25 "$t16/new/test_cuda_warp_row"
-    t16_keep
-    run_step t16x-softmax-small timeout 60 env SMK_GPU_TEST_SMALL=1 "$t16/new/test_cuda_softmax"
-    t16_keep
-    run_step t16x-memcheck timeout 40 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$t16/new/test_cuda_softmax" \
-      --gtest_filter='*EveryPathEveryLength*:*SixteenBit*:*WideBlockRows*'
-    t16_keep
-  fi
-  OUT=$outer
-fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi
@@ -1033,815 +575,8 @@ if want final || want final-compare; then
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
 
-# decode-r4: decode round 4 (the counters' lease, the spread cluster merge at 16 splits, the fixed cost counted), old
-# beside new in one call: binaries built on the workstation for sm_90a and carried in build/dec4-bin.tar.xz (new/:
-# bench_decode, test_cuda_decode; old/: round 3's bench_decode, from the tree of a002de0); bench_decode new then old,
-# torch SDPA FLASH and cuDNN (clean L2 too) beside them, the GPU test, then memcheck last on the cases with the fewest
-# keys and the merges' bitwise test. Logs in /tmp/o; $OUT gets the table, the JSONs, the summary and a tarball.
-if want decode-r4; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  d4=/tmp/d4 && mkdir -p "$d4" && tar -xJf build/dec4-bin.tar.xz -C "$d4"
-  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d4/new/bench_decode" 2>/dev/null |
-    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
-    sort | uniq -c >"$OUT/decode-registers.txt"
-  run_step decode-bench timeout 45 "$d4/new/bench_decode" --json "$OUT/bench_decode.json"
-  run_step decode-bench-old timeout 35 "$d4/old/bench_decode" --json "$OUT/bench_decode_old.json"
-  run_step decode-sdpa timeout 50 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" \
-    --old "$OUT/bench_decode_old.json" --clean --out "$OUT/decode_vs_sdpa.md"
-  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
-  run_step decode-test timeout "${SMK_DEC_TEST_S:-60}" "$d4/new/test_cuda_decode" \
-    --gtest_filter="${SMK_DEC_TEST_FILTER:-*}"
-  run_step decode-memcheck timeout 35 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    "$d4/new/test_cuda_decode" --gtest_filter='*CausalBand*:*BadInputs*:*ClusterMerge*:*KeptCounters*:*Strided*'
-  grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
-    "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
-  cat "$OUT/decode-registers.txt" >>"$OUT/decode-summary.txt" 2>/dev/null
-  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$outer/" 2>/dev/null
-  tar -czf "$outer/decode-r4-logs.tgz" -C "$OUT" . 2>/dev/null
-  OUT=$outer
-fi
 
-# dec5: decode session 6 (issue 8; the split kernel as a programmatic dependent launch, the fixed cost split by Nsight
-# Compute), in one call of at most ~140 s: binaries built on the workstation for sm_90a and carried in
-# build/dec5-bin.tar.xz (bench_decode, test_cuda_decode; old/bench_decode: the tree of 77c64e6, before session 6's
-# decode changes, whose kernel is round 4's, e84495d's); bench_decode --quick (the dispatcher beside the plain launch,
-# alone and after a small kernel, the empty calls, the merge's share, clean L2), the old one beside it, torch SDPA
-# FLASH and cuDNN (clean L2 too); the GPU tests that exercise the session's changes; ncu (--set full) on the empty
-# call and the (1, 32768) call; memcheck on the smallest cases and the programmatic launch's own test; the table,
-# JSONs, summary, ncu page and a tarball of the logs go to $OUT; then the rest of the GPU test, whose log goes
-# straight to $OUT (the call may end during it).
-if want dec5; then
-  outer=$OUT
-  OUT=/tmp/o && mkdir -p "$OUT"
-  d5=/tmp/d5 && mkdir -p "$d5" && tar -xJf build/dec5-bin.tar.xz -C "$d5"
-  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d5/bench_decode" 2>/dev/null |
-    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
-    sort | uniq -c >"$OUT/decode-registers.txt"
-  run_step decode-bench timeout 30 "$d5/bench_decode" --quick --json "$OUT/bench_decode.json"
-  oldjson=()
-  run_step decode-bench-old timeout 25 "$d5/old/bench_decode" --json "$OUT/bench_decode_old.json" &&
-    oldjson=(--old "$OUT/bench_decode_old.json")
-  [ "${SMK_DEC5_SHORT:-0}" = 1 ] ||  # SMK_DEC5_SHORT=1: benches, the tests the changes touch and memcheck only
-    run_step decode-sdpa timeout 30 python3 scripts/bench_decode.py --ours "$OUT/bench_decode.json" "${oldjson[@]}" \
-    --clean --out "$OUT/decode_vs_sdpa.md"
-  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$outer/" 2>/dev/null  # kept if a later step runs out of time
-  run_step decode-test timeout 30 "$d5/test_cuda_decode" \
-    --gtest_filter='*Programmatic*:*ClusterMerge*:*BitwiseDeterministic*:*GraphCapture*:*CausalBand*:*CausalMulti*'
-  if [ "${SMK_DEC5_NCU:-1}" != 0 ] && [ "${SMK_DEC5_SHORT:-0}" != 1 ]; then  # SMK_DEC5_NCU=0: no profile
-    run_step decode-ncu timeout 20 ncu --clock-control none --set full -k regex:decode_mma_kernel --launch-skip 2 \
-      --launch-count 2 -f -o "$OUT/dec5" "$d5/bench_decode" --ncu
-    ncu -i "$OUT/dec5.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
-    ncu -i "$OUT/dec5.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>&1
-  fi
-  run_step decode-memcheck timeout 12 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    "$d5/test_cuda_decode" --gtest_filter='*BadInputs*:*Programmatic*'
-  grep -h -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY" "$OUT"/decode-test.log \
-    "$OUT"/decode-memcheck.log >"$OUT/decode-summary.txt" 2>/dev/null
-  cat "$OUT/decode-registers.txt" >>"$OUT/decode-summary.txt" 2>/dev/null
-  cp "$OUT"/decode_vs_sdpa.md "$OUT"/bench_decode*.json "$OUT/decode-summary.txt" "$OUT/ncu-details.txt" "$outer/" \
-    2>/dev/null
-  tar -czf "$outer/dec5-logs.tgz" -C "$OUT" . 2>/dev/null
-  OUT=$outer
-  [ "${SMK_DEC5_SHORT:-0}" = 1 ] || run_step decode-test-rest timeout "${SMK_DEC_REST_S:-40}" "$d5/test_cuda_decode" \
-    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
-fi
-if want mid16; then
-  # mid16 (issue 3: 16-bit forward rows of 1025..12288), one call from binaries built for sm_90a off the device
-  # (build/mid16-bin.tar.xz: new/ the tree's tune_softmax, softmaxkit and test_cuda_softmax, old/ the softmaxkit of the
-  # commit before): the kernels side by side (tune_softmax --mid16: direct beside lane-staged at 1-3 rows ahead), the
-  # bench old beside new per dtype (the sweep's lengths at 2^26 elements and the issue's shapes), the GPU tests small
-  # and memcheck. Line-buffered, so a step cut by its limit keeps what it printed.
-  carried m16 build/mid16-bin.tar.xz
-  m16=$bin
-  m16_keep() {
-    for f in tune bench; do cat "$OUT"/m16-$f*.log >"$outer/m16-$f.txt" 2>/dev/null; done
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/m16x-*.log \
-        2>/dev/null | head -n 200; } >"$outer/m16-summary.txt"
-    tar -czf "$outer/m16-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  run_step m16-tune timeout "${SMK_M16_TUNE_S:-25}" stdbuf -oL "$m16/new/tune_softmax" --mid16
-  m16_keep
-  m16_shapes=${SMK_M16_SHAPES:-32768x1024,32768x2048,16384x4096,8192x8192,5461x12288,4096x16384}
-  for dt in bf16 f16 f32; do
-    for v in new old; do
-      run_step "m16-bench-$dt-$v" timeout "${SMK_M16_BENCH_S:-7}" stdbuf -oL "$m16/$v/softmaxkit" bench \
-        --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype $dt --no-cudnn \
-        --target-ms 1 --min-reps 5 --max-reps 30 --format table --shape "$m16_shapes" --path auto
-    done
-    m16_keep
-  done
-  run_step m16x-lane timeout "${SMK_M16_LANE_S:-8}" "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
-  run_step m16x-softmax-small timeout "${SMK_M16_TEST_S:-12}" env SMK_GPU_TEST_SMALL=1 "$m16/new/test_cuda_softmax" \
-    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
-  m16_keep
-  run_step m16x-memcheck timeout "${SMK_M16_SAN_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$m16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
-  m16_keep
-  OUT=$outer
-fi
-# fwd16 (session 7, issue 3: the forward ops on rows up to 32768, 16-bit first), one call from binaries built off the
-# device for sm_90a (build/fwd16-bin.tar.xz: new/{softmaxkit,test_cuda_softmax,test_cuda_warp_row,tune_softmax,
-# accuracy_report} from the tree, old/softmaxkit from the commit before), in this order of need: the lane-staged
-# block_per_row's bitwise test in full (more rows than any persistent grid) and under memcheck, the dispatcher's GPU
-# tests (small rows) and test_cuda_warp_row, the bench old beside new, the accuracy report beside torch, tune_softmax
-# --fwd16 (warp_per_row's elements a lane per op), ncu on the short rows' warp kernels. SMK_F16_SKIP: parts to leave
-# out, of "lane tests bench acc tune ncu"; a part starts only while the call is younger than SMK_F16_DEADLINE_S.
-# Logs in /tmp/o; the tables, a summary and a tarball of every log come back.
-if want fwd16; then
-  carried f16 build/fwd16-bin.tar.xz
-  f16=$bin
-  f16_t0=$SECONDS
-  # A part runs only while the call is younger than SMK_F16_DEADLINE_S (default 140 s): the parts go in order of need.
-  f16_go() { [[ " ${SMK_F16_SKIP:-} " != *" $1 "* ]] && (( SECONDS - f16_t0 < ${SMK_F16_DEADLINE_S:-140} )); }
-  if f16_go lane; then
-    run_step f16x-lane timeout "${SMK_F16_LANE_S:-40}" "$f16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
-    keep_logs f16
-    run_step f16x-lanemem timeout "${SMK_F16_SAN_S:-35}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$f16/new/test_cuda_softmax" --gtest_filter='*LaneStaged*'
-    keep_logs f16
-  fi
-  if f16_go tests; then
-    run_step f16x-softmax timeout "${SMK_F16_TEST_S:-25}" env SMK_GPU_TEST_SMALL=1 "$f16/new/test_cuda_softmax" \
-      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*:*SixteenBit*'
-    [ -x "$f16/new/test_cuda_warp_row" ] && run_step f16x-warp timeout 20 "$f16/new/test_cuda_warp_row"
-    keep_logs f16
-  fi
-  if f16_go bench; then
-    f16_shapes=${SMK_F16_SHAPES:-1048576x32,262144x128,131072x256,65536x512,32768x1024,32768x2048,16384x4096,8192x8192}
-    f16_shapes=${SMK_F16_SHAPES:-$f16_shapes,5461x12288,4096x16384,8192x32000}
-    f16_bench="bench --op softmax,log_softmax,logsumexp --dtype ${SMK_F16_DTYPES:-bf16,f32} --no-cudnn --target-ms 1"
-    f16_bench="$f16_bench --min-reps 5 --max-reps 30 --format table --path auto --shape $f16_shapes"
-    run_step f16-bench-old timeout "${SMK_F16_BENCH_S:-25}" stdbuf -oL "$f16/old/softmaxkit" $f16_bench
-    keep_logs f16
-    run_step f16-bench-new timeout "${SMK_F16_BENCH_S:-25}" stdbuf -oL "$f16/new/softmaxkit" $f16_bench
-    keep_logs f16
-  fi
-  if f16_go acc; then
-    f16_dump=$(mktemp -d)
-    run_step f16x-acc timeout "${SMK_F16_ACC_S:-35}" "$f16/new/accuracy_report" --backend gpu_automatic \
-      --backend gpu_warp_per_row --backend gpu_block_per_row --out "$OUT/f16-accuracy.md" --dump "$f16_dump"
-    run_step f16x-vstorch timeout 30 python3 tests/conformance/vs_torch.py "$f16_dump" --out "$OUT/f16-vs-torch.md"
-    cat "$OUT/f16-accuracy.md" "$OUT/f16-vs-torch.md" >>"$OUT/f16x-vstorch.log" 2>/dev/null
-    rm -rf "$f16_dump"
-    keep_logs f16
-  fi
-  if f16_go tune; then
-    run_step f16-tune timeout "${SMK_F16_TUNE_S:-20}" stdbuf -oL "$f16/new/tune_softmax" --fwd16
-    keep_logs f16
-  fi
-  if f16_go ncu; then
-    f16_ncu() {  # the dispatcher's warp_per_row kernel on one short-row shape per call: stalls, issue, bytes in flight
-      local spec specs="softmax:bf16:262144x128 logsumexp:bf16:262144x128 logsumexp:bf16:1048576x32"
-      for spec in ${SMK_F16_NCU:-$specs softmax:f32:1048576x32}; do
-        IFS=: read -r op dt shape <<<"$spec"
-        echo "=== ncu: $op $dt $shape"
-        timeout 12 ncu --clock-control none --kernel-name-base demangled -k regex:warp_rows_kernel -c 1 \
-          --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
-          --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
-          "$f16/new/softmaxkit" bench --op "$op" --dtype "$dt" --shape "$shape" --no-cudnn --min-reps 1 --max-reps 1 \
-          --target-ms 0.01 --path auto --format csv
-      done
-    }
-    run_step f16-ncu f16_ncu
-    keep_logs f16
-  fi
-  end_carried
-fi
-if want vocab7; then
-  # vocab7 (issue 3: vocabulary-size forward rows, cluster_stage.cu), one call from binaries built for sm_90a off the
-  # device (build/vocab7-bin.tar.xz: bin/ softmaxkit and test_cuda_cluster_stage of the tree, lib/ libfmt): the GPU
-  # test, its timing (cluster sizes, old path), the bench, new (--path auto: cluster_stage) beside the old
-  # paths in the same binary (--path split_row, cluster_row: what the dispatcher took before) on the issue's long
-  # rows, then memcheck and racecheck on the test's small cases.
-  carried v7 build/vocab7-bin.tar.xz
-  v7=$bin
-  run_step v7x-test timeout "${SMK_V7_TEST_S:-40}" "$v7/bin/test_cuda_cluster_stage"
-  keep_logs v7
-  run_step v7-timing timeout "${SMK_V7_TIMING_S:-25}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
-    "$v7/bin/test_cuda_cluster_stage" --gtest_filter='*Timing*'
-  keep_logs v7
-  for dt in f32 bf16; do
-    run_step "v7-bench-$dt" timeout "${SMK_V7_BENCH_S:-25}" stdbuf -oL "$v7/bin/softmaxkit" bench \
-      --op softmax,log_softmax,logsumexp --dtype $dt --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
-      --format table --shape "${SMK_V7_SHAPES:-4096x151936,8192x65536,1024x262144,4096x40000}" \
-      --path auto,split_row,cluster_row
-    keep_logs v7
-  done
-  for tool in memcheck racecheck; do
-    run_step "v7x-$tool" timeout "${SMK_V7_SAN_S:-20}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool $tool \
-      --report-api-errors no --error-exitcode 9 "$v7/bin/test_cuda_cluster_stage" \
-      --gtest_filter="${SMK_V7_SAN_FILTER:-*EveryOpEveryLength*:*Bitwise*}"
-    keep_logs v7
-  done
-  end_carried
-fi
-# ce5 (session 7, issue 5: the fused cross-entropy in 16-bit; the forward alone), one call from binaries built off the
-# device for sm_90a (build/ce5-bin.tar.xz: old/ and new/ tune_cross_entropy and test_cuda_cross_entropy; old = HEAD
-# before ce5's kernel change, new = the tree). SMK_CE5_PARTS picks, of "ncu tune test memcheck torch" (default all):
-#   ncu      Nsight Compute --set full on the fused kernel (bf16 8192x32000 and 4096x151936) and the forward's chunk
-#            kernel (bf16 8192x32000), of $SMK_CE5_NCU_BIN (old|new, default old): the details page and the SASS
-#            source page (executed instructions and stall samples per instruction) as text, in the tarball
-#            (SMK_CE5_NCU_WHICH: a subset of "fused32k fused152k fwd32k");
-#   tune     tune_cross_entropy new then old (--reps ${SMK_CE5_REPS:-5}) over $SMK_CE5_DTYPES, $SMK_CE5_SHAPES and
-#            the variants $SMK_CE5_ONLY (old: SMK_CE5_OLD_DTYPES, _SHAPES, _ONLY where set);
-#   test     the new cross-entropy GPU suite; memcheck: the same under compute-sanitizer (small rows);
-#   torch    scripts/compare_torch_ce.py beside new and old.
-# Back: machine.txt, ce5-tune-new.txt, ce5-tune-old.txt, ce5-torch.txt, ce5-summary.txt, ce5-logs.tgz.
-if want ce5; then
-  carried ce5 build/ce5-bin.tar.xz
-  c5=$bin
-  c5_part() { [[ " ${SMK_CE5_PARTS:-ncu tune test memcheck torch} " == *" $1 "* ]]; }
-  c5_dt=${SMK_CE5_DTYPES:-bf16,f16,f32}
-  c5_sh=${SMK_CE5_SHAPES:-4096x151936,8192x32000,4096x65536,16384x8192}
-  if c5_part ncu; then
-    c5_ncu() {  # c5_ncu NAME KERNEL-REGEX VARIANT SHAPE
-      run_step "ce5n-$1" timeout 60 ncu --set full --clock-control none --kernel-name-base demangled -k "regex:$2" \
-        -c 1 -o "$OUT/ncu-$1" "$c5/${SMK_CE5_NCU_BIN:-old}/tune_cross_entropy" --only "$3" --reps 1 --dtypes bf16 \
-        --shapes "$4"
-      ncu --import "$OUT/ncu-$1.ncu-rep" --page details --print-units base >"$OUT/ce5n-$1-details.txt" 2>&1
-      ncu --import "$OUT/ncu-$1.ncu-rep" --page source --csv --print-source sass >"$OUT/ce5n-$1-sass.csv" 2>&1
-      rm -f "$OUT/ncu-$1.ncu-rep"
-      keep_logs ce5
-    }
-    c5_which=${SMK_CE5_NCU_WHICH:-fused32k fused152k fwd32k}
-    [[ " $c5_which " == *" fused32k "* ]] && c5_ncu fused32k fused_kernel fused 8192x32000
-    [[ " $c5_which " == *" fused152k "* ]] && c5_ncu fused152k fused_kernel fused 4096x151936
-    [[ " $c5_which " == *" fwd32k "* ]] && c5_ncu fwd32k stats_kernel forward 8192x32000
-  fi
-  if c5_part tune; then
-    run_step ce5-tune-new timeout "${SMK_CE5_TUNE_S:-60}" stdbuf -oL "$c5/new/tune_cross_entropy" \
-      --reps "${SMK_CE5_REPS:-5}" --dtypes "$c5_dt" --shapes "$c5_sh" --only "${SMK_CE5_ONLY:-}" \
-      --json "$OUT/tune_new.json"
-    keep_logs ce5
-    run_step ce5-tune-old timeout "${SMK_CE5_TUNE_S:-60}" stdbuf -oL "$c5/old/tune_cross_entropy" \
-      --reps "${SMK_CE5_REPS:-5}" --dtypes "${SMK_CE5_OLD_DTYPES:-$c5_dt}" --shapes "${SMK_CE5_OLD_SHAPES:-$c5_sh}" \
-      --only "${SMK_CE5_OLD_ONLY:-${SMK_CE5_ONLY:-}}" --json "$OUT/tune_old.json"
-    keep_logs ce5
-  fi
-  if c5_part test; then
-    run_step ce5x-test timeout "${SMK_CE5_TEST_S:-90}" "$c5/new/test_cuda_cross_entropy"
-    keep_logs ce5
-  fi
-  if c5_part memcheck; then
-    run_step ce5x-memcheck timeout "${SMK_CE5_SAN_S:-60}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$c5/new/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
-    keep_logs ce5
-  fi
-  if c5_part torch && [ -f "$OUT/tune_new.json" ]; then
-    run_step ce5-torch timeout "${SMK_CE5_TORCH_S:-60}" python3 scripts/compare_torch_ce.py --tune-json \
-      "$OUT/tune_new.json" $([ -f "$OUT/tune_old.json" ] && echo --old-tune-json "$OUT/tune_old.json") \
-      --out "$OUT" --rep-ms 50
-    keep_logs ce5
-  fi
-  end_carried
-fi
-# ce6 (session 8, issue 5): the fused cross-entropy's cluster shapes at 151936 classes (every size from
-# tune_cross_entropy --clusters, with each launch's resident clusters), f32 / bf16 8192x32000 timed three times,
-# Nsight Compute --set full on the fastest 151936 shape, the GPU tests and memcheck, linear cross-entropy's
-# chunk_rows / logit_rows splits beside torch, cross-entropy's accuracy beside torch (scripts/vs_torch_ce.py).
-# Binaries built off the device for sm_90a, carried as build/ce6-bin.tar.xz (new/: tune_cross_entropy,
-# test_cuda_cross_entropy, test_cuda_linear_cross_entropy, libsmk_lce_capi.so). SMK_CE6_PARTS picks the parts.
-if want ce6; then
-  carried ce6 build/ce6-bin.tar.xz
-  c6=$bin
-  c6_keep() {  # at most 8 files come back: the summary, four concatenations, the tarball of every log
-    { printf '%s\n' "${summary[@]}"
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|ERROR SUMMARY|Failure|rror:" "$OUT"/ce6x-*.log 2>/dev/null |
-        head -n 200; } >"$outer/ce6-summary.txt"
-    cat "$OUT"/ce6-tune.log "$OUT"/ce6-tune32k.log "$OUT"/ce6-torch.log >"$outer/ce6-tune.txt" 2>/dev/null
-    cat "$OUT"/ce6-ncu-which.log "$OUT"/ce6-ncu-details.log >"$outer/ce6-ncu.txt" 2>/dev/null
-    cat "$OUT"/ce6-lce-*.log >"$outer/ce6-lce.txt" 2>/dev/null
-    cat "$OUT"/ce6-acc.log >"$outer/ce6-acc.txt" 2>/dev/null
-    tar -czf "$outer/ce6-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  c6_part() { [[ " ${SMK_CE6_PARTS:-tune ncu test memcheck lce acc torch} " == *" $1 "* ]]; }
-  if c6_part tune; then
-    run_step ce6-tune timeout "${SMK_CE6_TUNE_S:-60}" stdbuf -oL "$c6/new/tune_cross_entropy" --reps "${SMK_CE6_REPS:-5}" \
-      --dtypes "${SMK_CE6_DTYPES:-bf16,f32}" --shapes "${SMK_CE6_SHAPES:-4096x151936}" \
-      --clusters "${SMK_CE6_CLUSTERS:-6,7,8,9,10,11,12,16}" --only "${SMK_CE6_ONLY:-fused,forward}" \
-      --json "$OUT/tune_ce6.json"
-    c6_keep
-    run_step ce6-tune32k timeout "${SMK_CE6_TUNE_S:-60}" stdbuf -oL "$c6/new/tune_cross_entropy" --reps 5 \
-      --dtypes bf16,f32 --shapes "${SMK_CE6_SHAPES32K:-8192x32000,8192x32000,8192x32000}" --only fused,forward \
-      --json "$OUT/tune_ce6_32k.json"
-    c6_keep
-  fi
-  if c6_part ncu && [ -f "$OUT/tune_ce6.json" ]; then
-    # The fastest bf16 4096x151936 one-read variant of the tune above (fused = the dispatcher's 5 blocks).
-    c6_win=$(python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1])) if x["dtype"]=="bf16" and x["cols"]==151936 and (x["variant"]=="fused" or x["variant"].startswith("fused/c"))]; print(min(r,key=lambda x:x["median_us"])["variant"] if r else "fused")' "$OUT/tune_ce6.json")
-    echo "ncu on $c6_win" >"$OUT/ce6-ncu-which.log"
-    run_step ce6-ncu timeout "${SMK_CE6_NCU_S:-45}" ncu --set full --clock-control none --kernel-name-base demangled \
-      -k regex:fused_kernel -c 1 -o "$OUT/ncu-ce6" "$c6/new/tune_cross_entropy" --only "$c6_win" --reps 1 \
-      --dtypes bf16 --shapes 4096x151936 --clusters "${c6_win#fused/c}"
-    ncu --import "$OUT/ncu-ce6.ncu-rep" --page details --print-units base >"$OUT/ce6-ncu-details.log" 2>&1
-    rm -f "$OUT/ncu-ce6.ncu-rep"
-    c6_keep
-  fi
-  if c6_part test; then
-    run_step ce6x-test timeout "${SMK_CE6_TEST_S:-90}" "$c6/new/test_cuda_cross_entropy" \
-      --gtest_filter="${SMK_CE6_TEST_FILTER:--*SixtyFourBit*}"
-    c6_keep
-  fi
-  if c6_part lcetest; then
-    run_step ce6x-lcetest timeout 60 "$c6/new/test_cuda_linear_cross_entropy"
-    c6_keep
-  fi
-  if c6_part memcheck; then
-    run_step ce6x-memcheck timeout "${SMK_CE6_SAN_S:-60}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$c6/new/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuFused.*:CrossEntropyGpu.EveryDtype*:CrossEntropyGpu.InPlace*'
-    c6_keep
-  fi
-  if c6_part torch && [ -f "$OUT/tune_ce6.json" ]; then
-    python3 -c 'import json,sys; json.dump(sum((json.load(open(f)) for f in sys.argv[2:] if __import__("os").path.exists(f)), []), open(sys.argv[1], "w"), indent=1)' \
-      "$OUT/tune_ce6_all.json" "$OUT/tune_ce6.json" "$OUT/tune_ce6_32k.json"
-    run_step ce6-torch timeout "${SMK_CE6_TORCH_S:-60}" python3 scripts/compare_torch_ce.py --tune-json \
-      "$OUT/tune_ce6_all.json" --out "$OUT" --rep-ms 50
-    c6_keep
-  fi
-  if c6_part lce; then  # both shapes in one process (one torch import), every split at each
-    run_step ce6-lce timeout "${SMK_CE6_LCE_S:-90}" python3 scripts/compare_torch_lce.py \
-      --lib "$c6/new/libsmk_lce_capi.so" --shapes "${SMK_CE6_LCE_SHAPES:-8192x4096x151936,4096x2048x32000}" \
-      --chunks "${SMK_CE6_LCE_CHUNKS:-0,1024/256,1280/128,1536/128,1792/64,2048/128,4096/1024,8192/256}" \
-      --out "$OUT/lce"
-    cp "$OUT/lce/compare_lce.md" "$OUT/ce6-lce-table.log" 2>/dev/null
-    c6_keep
-  fi
-  if c6_part acc; then
-    run_step ce6-acc timeout "${SMK_CE6_ACC_S:-60}" python3 scripts/vs_torch_ce.py --lib "$c6/new/libsmk_lce_capi.so" \
-      --out "$OUT"
-    c6_keep
-  fi
-  end_carried
-fi
-# few7 (session 7, issue 3): split_row's compact kernels for the common call (one launch, the three kernels, the
-# backward's), the 16-bit chunk terms, the backward's dependent launches; old beside new in one call. Binaries built
-# here for sm_90a, carried as build/few7-bin.tar.xz: old/softmaxkit (the tree before), lib/libfmt, new/ (softmaxkit,
-# test_cuda_few_rows, test_cuda_grid_row, test_cuda_softmax). In the order of what matters most, logs kept after each.
-if want few7; then
-  carried f7 build/few7-bin.tar.xz
-  f7=$bin
-  f7_bench="bench --op softmax,log_softmax,logsumexp,softmax_backward,log_softmax_backward --dtype f32,bf16 --no-cudnn"
-  # split_row forced: the kernels this step compares (1x32 is the one-launch kernel's fixed cost; every other shape
-  # takes split_row under the dispatcher of the tree before).
-  f7_bench="$f7_bench --shape 1x32,1x151936,32x128256,1x16777216,4x65536 --path split_row --target-ms 2 --max-reps 50"
-  run_step f7x-few timeout "${SMK_F7_TEST_S:-40}" "$f7/new/test_cuda_few_rows"
-  keep_logs f7
-  run_step f7-bench-new timeout 25 "$f7/new/softmaxkit" $f7_bench --format table --json "$OUT/bench_new.json"
-  keep_logs f7
-  run_step f7-bench-old timeout 25 "$f7/old/softmaxkit" $f7_bench --format table --json "$OUT/bench_old.json"
-  keep_logs f7
-  run_step f7-timing timeout 20 env SMK_FEW_ROWS_TIMING=1 "$f7/new/test_cuda_few_rows" \
-    --gtest_filter='*SplitRowVariantsTiming*'
-  keep_logs f7
-  run_step f7x-memcheck timeout 20 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*:*BackwardSplit*'
-  keep_logs f7
-  run_step f7x-racecheck timeout 15 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$f7/new/test_cuda_few_rows" --gtest_filter='*CommonCall*'
-  keep_logs f7
-  run_step f7x-grid timeout "${SMK_F7_GRID_S:-30}" "$f7/new/test_cuda_grid_row" --gtest_filter='-*LeversTiming*'
-  keep_logs f7
-  run_step f7x-softmax timeout 20 env SMK_GPU_TEST_SMALL=1 "$f7/new/test_cuda_softmax" \
-    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*'
-  keep_logs f7
-  end_carried
-fi
-if want dec6; then
-  # dec6 (issue 8, session 7): decode attention's pieces taken from an atomic cursor, one call from binaries built for
-  # sm_90a off the device (build/dec6-bin.tar.xz: new/ bench_decode and test_cuda_decode of 6545701 — run 2 05f387e's
-  # bench_decode —, whose code was withdrawn after the runs (4252d28), old/bench_decode dec5's of e9af5e6, the kernel
-  # of HEAD before this session). Old beside new, torch's FLASH and cuDNN in the same call
-  # (scripts/compare_torch_decode.py), the GPU tests, memcheck and racecheck, Nsight Compute on 16 x 8192 (the rule of
-  # sessions 2-6 and the default) and on (1, 32768). At most 8 files come back: d6_keep after each step.
-  carried d6 build/dec6-bin.tar.xz
-  d6=$bin
-  d6_keep() {
-    { printf '%s\n' "${summary[@]}"; cat "$OUT/d6-registers.txt" 2>/dev/null
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|^\[       OK \]|tests ran|ERROR SUMMARY|Failure|rror:" \
-        "$OUT"/d6x-*.log 2>/dev/null | head -n 150; } >"$outer/d6-summary.txt"
-    cat "$OUT"/d6-bench.log "$OUT"/d6-bench-old.log >"$outer/d6-bench.txt" 2>/dev/null
-    cp "$OUT"/bench_decode.json "$OUT"/bench_decode_old.json "$OUT"/decode_vs_torch.md "$outer/" 2>/dev/null
-    cat "$OUT"/d6-ncu-*.txt >"$outer/d6-ncu.txt" 2>/dev/null
-    tar -czf "$outer/d6-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d6/new/bench_decode" 2>/dev/null |
-    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
-    sort | uniq -c >"$OUT/d6-registers.txt"
-  run_step d6-bench timeout 40 "$d6/new/bench_decode" --quick --json "$OUT/bench_decode.json"
-  run_step d6-bench-old timeout 25 "$d6/old/bench_decode" --quick --json "$OUT/bench_decode_old.json"
-  d6_keep
-  [ "${SMK_DEC6_TORCH:-1}" = 0 ] || run_step d6-torch timeout 60 python3 scripts/compare_torch_decode.py --ours "$OUT/bench_decode.json" \
-    --old "$OUT/bench_decode_old.json" --out "$OUT/decode_vs_torch.md" --torch-json "$OUT/torch.json"
-  d6_keep
-  [ "${SMK_DEC6_TESTS:-1}" = 0 ] || run_step d6x-test timeout 45 "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursor*:*BitwiseDeterministic*:*ClusterMerge*:*GraphCapture*:*Programmatic*:*CausalBand*:*CausalMulti*'
-  d6_keep
-  [ "${SMK_DEC6_TESTS:-1}" = 0 ] || run_step d6x-memcheck timeout 40 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-    "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursorSmall*:*BadInputs*:*Programmatic*'
-  [ "${SMK_DEC6_TESTS:-1}" = 0 ] || run_step d6x-racecheck timeout 30 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$d6/new/test_cuda_decode" --gtest_filter='*PiecesFromACursorSmall*'
-  d6_keep
-  [ "${SMK_DEC6_REST:-1}" = 0 ] || [ "${SMK_DEC6_TESTS:-1}" = 0 ] || run_step d6x-rest timeout "${SMK_DEC6_REST_S:-45}" "$d6/new/test_cuda_decode" \
-    --gtest_filter='*IssueLengths*:*KeptCounters*:*Strided*:*MergeOp*:*SplitRule*:*BadInputs*'
-  d6_keep
-  [ "${SMK_DEC6_NCU:-1}" = 0 ] || for r in ${SMK_DEC6_NCU_ROWS:-2 0}; do  # SMK_DEC6_NCU=0: no profile
-    run_step d6-ncu-$r timeout 30 ncu --clock-control none --section SpeedOfLight --section LaunchStats \
-      --section Occupancy --section WarpStateStats --section SchedulerStats --metrics \
-      sm__cycles_active.max,sm__cycles_active.avg,sm__cycles_active.min,sm__cycles_elapsed.avg \
-      -k regex:decode_mma_kernel --launch-skip 2 --launch-count 2 "$d6/new/bench_decode" --ncu-row $r
-    cp "$OUT/d6-ncu-$r.log" "$OUT/d6-ncu-$r.txt"
-    d6_keep
-  done
-  end_carried
-fi
-# dec9 (session 9, issue 8): decode's K and V rows by the bulk copy engine (cp.async.bulk into padded rows, one
-# transaction barrier a ring slot) instead of 16-byte cp.async. Binaries built off the device for sm_90a
-# (build/dec9-bin.tar.xz: new/ bench_decode, test_cuda_decode, test_cuda; old/bench_decode: the same bench source
-# linked with HEAD's decode_mma.cu before the change). In order of need, each part only while the call is younger
-# than SMK_DEC9_DEADLINE_S (default 80 s): old beside new (bench_decode --ab: the dispatcher twice, 3 stages,
-# head-major K and V), the decode GPU tests and the merge op's, memcheck on the small cases, torch's FLASH and cuDNN
-# (scripts/compare_torch_decode.py), then more samples of both and the table redrawn from them. Back:
-# d9-summary.txt, d9-bench.txt, decode_vs_torch.md, the JSONs, d9-logs.tgz.
-if want dec9; then
-  carried d9 build/dec9-bin.tar.xz
-  d9=$bin
-  d9_left() { [ $SECONDS -lt "${SMK_DEC9_DEADLINE_S:-80}" ]; }
-  d9_keep() {
-    { printf '%s\n' "${summary[@]}"; cat "$OUT/d9-registers.txt" 2>/dev/null
-      grep -h -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests ran|ERROR SUMMARY|Failure|rror:" \
-        "$OUT"/d9x-*.log 2>/dev/null | head -n 150; } >"$outer/d9-summary.txt"
-    cat "$OUT"/d9-bench-*.log >"$outer/d9-bench.txt" 2>/dev/null
-    cp "$OUT"/decode_vs_torch.md "$OUT"/torch.json "$outer/" 2>/dev/null
-    tar -czf "$outer/d9-logs.tgz" -C "$OUT" . 2>/dev/null
-  }
-  command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage "$d9/new/bench_decode" 2>/dev/null |
-    grep -A1 decode_mma_kernel | grep -o "REG:[0-9]*\|STACK:[0-9]*\|SHARED:[0-9]*\|LOCAL:[0-9]*" | paste - - - - |
-    sort | uniq -c >"$OUT/d9-registers.txt"
-  d9_new=() d9_old=()
-  d9_ab() {  # one sample of each: d9_ab N
-    run_step d9-bench-new$1 timeout 25 "$d9/new/bench_decode" --ab --json "$OUT/new$1.json" &&
-      d9_new+=(--ours "$OUT/new$1.json")
-    run_step d9-bench-old$1 timeout 25 "$d9/old/bench_decode" --ab --json "$OUT/old$1.json" &&
-      d9_old+=(--old "$OUT/old$1.json")
-    d9_keep
-  }
-  d9_ab 1
-  d9_left && run_step d9x-test timeout 50 "$d9/new/test_cuda_decode"
-  d9_left && run_step d9x-merge timeout 15 "$d9/new/test_cuda" --gtest_filter='*Merge*'
-  d9_keep
-  d9_left && run_step d9x-memcheck timeout 30 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$d9/new/test_cuda_decode" --gtest_filter='*CausalBand*:*CausalMulti*:*BadInputs*:*Programmatic*'
-  d9_keep
-  ((${#d9_new[@]})) && d9_left && run_step d9-torch timeout 40 python3 scripts/compare_torch_decode.py "${d9_new[@]}" \
-    "${d9_old[@]}" --out "$OUT/decode_vs_torch.md" --torch-json "$OUT/torch.json"
-  d9_keep
-  for n in 2 3; do d9_left && d9_ab $n; done
-  [ -f "$OUT/torch.json" ] && run_step d9-table timeout 10 python3 scripts/compare_torch_decode.py "${d9_new[@]}" \
-    "${d9_old[@]}" --out "$OUT/decode_vs_torch.md" --torch-in "$OUT/torch.json"
-  d9_keep
-  end_carried
-fi
-# mid8 (session 8, issue 3): logsumexp / the state on block_per_row with the next rows' loads in flight in registers
-# (block_row.cu block_rows_ahead_kernel). Binaries built off the device for sm_90a (build/mid8-bin.tar.xz: new/
-# tune_softmax, test_cuda_block_row, test_cuda_softmax, lib/libfmt.so.9). In order of need, each part only while the
-# call is younger than SMK_MID8_DEADLINE_S (default 150 s): the kernel's bitwise test; tune_softmax --mid8 (direct
-# beside 1 / 2 rows ahead, plain / evict-first loads); Nsight Compute (full set) on our kernels (tune_softmax
-# --mid8-ncu) and on torch.compile's (scripts/ncu_torch_mid8.py: f32 logsumexp 4096x16384, bf16 log-softmax backward
-# 8192x32000); memcheck over the new test; the softmax suite's dispatcher cases. Back: mid8-summary.txt, mid8-tune.txt,
-# mid8-ncu.txt, mid8-torch.txt, mid8-logs.tgz.
-if want mid8; then
-  carried mid8 build/mid8-bin.tar.xz
-  m8=$bin
-  m8_t0=$SECONDS
-  m8_go() { [[ " ${SMK_MID8_SKIP:-} " != *" $1 "* ]] && (( SECONDS - m8_t0 < ${SMK_MID8_DEADLINE_S:-150} )); }
-  m8_keep() {
-    keep_logs mid8
-    cat "$OUT"/mid8-ncu-ours.txt "$OUT"/mid8-ncu-ours.log >"$outer/mid8-ncu.txt" 2>/dev/null
-    cat "$OUT"/mid8-ncu-torch.txt "$OUT"/mid8-ncu-torch.log >"$outer/mid8-torch.txt" 2>/dev/null
-    rm -f "$outer"/mid8-ncu-*.txt
-  }
-  if m8_go test; then
-    run_step mid8x-ahead timeout "${SMK_MID8_TEST_S:-40}" "$m8/new/test_cuda_block_row"
-    m8_keep
-  fi
-  if m8_go tune; then
-    run_step mid8-tune timeout "${SMK_MID8_TUNE_S:-40}" stdbuf -oL "$m8/new/tune_softmax" --mid8
-    m8_keep
-  fi
-  if m8_go ncu; then
-    run_step mid8-ncu-ours timeout "${SMK_MID8_NCU_S:-45}" ncu --set full --clock-control none \
-      --kernel-name-base demangled -k regex:'block_rows|backward' -c 8 --print-summary none -o "$OUT/ncu-ours" \
-      "$m8/new/tune_softmax" --mid8-ncu
-    ncu --import "$OUT/ncu-ours.ncu-rep" --page details --print-units base >"$OUT/mid8-ncu-ours.txt" 2>&1
-    rm -f "$OUT/ncu-ours.ncu-rep"
-    m8_keep
-  fi
-  if m8_go torch; then
-    run_step mid8-ncu-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/mid8-inductor timeout "${SMK_MID8_TORCH_S:-70}" \
-      ncu --set full --clock-control none --profile-from-start off -k regex:triton -c 4 --print-summary none \
-      -o "$OUT/ncu-torch" python3 scripts/ncu_torch_mid8.py
-    ncu --import "$OUT/ncu-torch.ncu-rep" --page details --print-units base >"$OUT/mid8-ncu-torch.txt" 2>&1
-    rm -f "$OUT/ncu-torch.ncu-rep"
-    m8_keep
-  fi
-  if m8_go memcheck; then
-    run_step mid8x-memcheck timeout "${SMK_MID8_SAN_S:-35}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$m8/new/test_cuda_block_row"
-    m8_keep
-  fi
-  if m8_go suite && [ -x "$m8/new/test_cuda_softmax" ]; then
-    run_step mid8x-softmax timeout "${SMK_MID8_SUITE_S:-30}" env SMK_GPU_TEST_SMALL=1 "$m8/new/test_cuda_softmax" \
-      --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*TemperatureAndMasks*'
-    m8_keep
-  fi
-  end_carried
-fi
-# vocab8 (session 8, issue 3: vocabulary-size rows): split_stream (split_row.cu: the three kernels' work in one
-# persistent launch, a row's second read from L2), cluster_stage's review fixes and its one-row cost. One call from
-# binaries built off the device for sm_90a (build/vocab8-bin.tar.xz: bin/ softmaxkit, test_cuda_cluster_stage,
-# test_cuda_few_rows; lib/ libfmt). SMK_V8_PARTS picks, in this order, of
-# "stage few stime otime ncu memcheck racecheck onencu torch bench" (default all):
-#   stage     the whole cluster_stage GPU test (the review's StagesRefillAtFewClusters, DispatcherRule)
-#   few       split_stream's bitwise test and the split_row tests it can change
-#   stime     StreamTiming: split_stream by lag and hints beside the three kernels (SMK_STREAM_SHAPES=1: two shapes)
-#   otime     cluster_stage's OneRowTiming (one row; slice caps)
-#   ncu       Nsight Compute on split_row's chunk / normalising kernels and split_stream at f32 and bf16 4096x151936
-#   memcheck, racecheck: compute-sanitizer on the small cases of both tests
-#   onencu    Nsight Compute on one row: cluster_stage (bf16 1x65536, f32 1x40000) beside split_row's one launch
-#   torch     Nsight Compute on torch.compile's kernels at 4096x151936 (scripts/ncu_torch_vocab8.py), Inductor's source
-#   bench     softmaxkit bench, the dispatcher (--path auto) on the long rows
-# Back: machine.txt, v8-summary.txt, v8-logs.tgz and the timing / profile logs as .txt (at most 8 files).
-if want vocab8; then
-  carried v8 build/vocab8-bin.tar.xz
-  v8=$bin
-  v8_go() { [[ " ${SMK_V8_PARTS:-stage few stime otime ncu memcheck racecheck onencu torch bench} " == *" $1 "* ]]; }
-  v8_keep() {
-    keep_logs v8
-    rm -f "$outer"/v8x-*.txt  # the tests' logs travel in the tarball; the summary has their result lines
-  }
-  v8_ncu_sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy"
-  v8_ncu_sections="$v8_ncu_sections --section WarpStateStats --section SchedulerStats"
-  if v8_go stage; then
-    run_step v8x-stage timeout "${SMK_V8_STAGE_S:-45}" "$v8/bin/test_cuda_cluster_stage" \
-      --gtest_filter="${SMK_V8_STAGE_FILTER:-*}"
-    v8_keep
-  fi
-  if v8_go few; then
-    run_step v8x-few timeout "${SMK_V8_FEW_S:-45}" "$v8/bin/test_cuda_few_rows" \
-      --gtest_filter="${SMK_V8_FEW_FILTER:-*StreamBitwise*:*ManyChunks*:*CommonCall*}"
-    v8_keep
-  fi
-  if v8_go stime; then
-    run_step v8-stime timeout "${SMK_V8_STIME_S:-30}" env SMK_STREAM_TIMING=1 stdbuf -oL "$v8/bin/test_cuda_few_rows" \
-      --gtest_filter='*StreamTiming*'
-    v8_keep
-  fi
-  if v8_go otime; then
-    run_step v8-otime timeout "${SMK_V8_OTIME_S:-20}" env SMK_CLUSTER_STAGE_TIMING=1 stdbuf -oL \
-      "$v8/bin/test_cuda_cluster_stage" --gtest_filter='*OneRowTiming*'
-    v8_keep
-  fi
-  if v8_go ncu; then
-    # f32 then bf16: chunk_states_plain, normalize_plain (the three kernels), split_stream.
-    run_step v8-ncu timeout "${SMK_V8_NCU_S:-45}" env SMK_STREAM_NCU=1 ncu --clock-control none \
-      --kernel-name-base demangled -k regex:"chunk_states_plain|normalize_plain|split_stream" -c 6 $v8_ncu_sections \
-      --print-units base "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamProfileCalls*'
-    v8_keep
-  fi
-  if v8_go memcheck; then
-    run_step v8x-memcheck timeout "${SMK_V8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$v8/bin/test_cuda_cluster_stage" \
-      --gtest_filter='*StagesRefill*:*Bitwise*:*DispatcherRule*'
-    run_step v8x-memcheck-few timeout "${SMK_V8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
-    v8_keep
-  fi
-  if v8_go racecheck; then
-    run_step v8x-racecheck timeout "${SMK_V8_RACE_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-      --error-exitcode 9 "$v8/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*'
-    run_step v8x-racecheck-few timeout "${SMK_V8_RACE_S:-15}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer \
-      --tool racecheck --error-exitcode 9 "$v8/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
-    v8_keep
-  fi
-  if v8_go onencu; then
-    v8_onencu() {  # one row, GPU time and where it goes: cluster_stage (auto) beside split_row's one launch
-      local spec
-      command -v cuobjdump >/dev/null && cuobjdump -sass "$v8/bin/softmaxkit" 2>/dev/null |
-        awk '/Function : /{f=$3} /^ +\/\*[0-9a-f]{4}\*\//{n[f]++} END{for (k in n) print n[k] * 16, k}' |
-        grep -E "cluster_stage_kernel|cluster_split_plain" | sort -n
-      for spec in auto:bf16:1x65536 split_row:bf16:1x65536 auto:f32:1x40000 split_row:f32:1x40000; do
-        IFS=: read -r path dt shape <<<"$spec"
-        echo "=== ncu: softmax $dt $shape --path $path"
-        timeout 15 ncu --clock-control none --kernel-name-base demangled -k regex:"cluster_stage|cluster_split" -c 1 \
-          --section SpeedOfLight --section LaunchStats --section WarpStateStats --section SchedulerStats \
-          --section InstructionStats --metrics sm__cycles_active.max,sm__cycles_active.avg,gpu__time_duration.sum \
-          --print-units base "$v8/bin/softmaxkit" bench --op softmax --dtype "$dt" --shape "$shape" --no-cudnn \
-          --min-reps 1 --max-reps 1 --target-ms 0.01 --path "$path" --format csv
-      done
-    }
-    run_step v8-onencu v8_onencu
-    v8_keep
-  fi
-  if v8_go torch; then
-    run_step v8-torch timeout "${SMK_V8_TORCH_S:-60}" env TORCH_LOGS=output_code ncu --profile-from-start off \
-      --clock-control none $v8_ncu_sections --print-units base python3 scripts/ncu_torch_vocab8.py \
-      ${SMK_V8_TORCH_SPECS:-softmax:f32 log_softmax:bf16}
-    v8_keep
-  fi
-  if v8_go bench; then
-    run_step v8-bench timeout "${SMK_V8_BENCH_S:-30}" stdbuf -oL "$v8/bin/softmaxkit" bench --op softmax,log_softmax \
-      --dtype f32,bf16 --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 --format table \
-      --shape "${SMK_V8_SHAPES:-4096x151936,1024x262144,32x128256,1x151936}" --path auto
-    v8_keep
-  fi
-  end_carried
-fi
-# short8 (session 8): warp_per_row's short rows (issue 3). Binaries built off the device (build/short8-bin.tar.xz:
-# softmaxkit, tune_softmax, test_cuda_warp_row, lib/). Parts in order of need, each started only while the call is
-# younger than SMK_S8_DEADLINE_S (default 110 s): tune (tune_softmax --short8: every variant beside the kernel as it
-# was), test (the variants bitwise the default kernel, which is checked against float64) and memcheck on it (small
-# mode), ncu (Nsight Compute --set full on our warp kernels: f32 262144x128 and 1048576x32 softmax, bf16 1048576x32 and
-# 32768x1024 softmax backward), torch (--set full on torch.compile's kernels for f32 262144x128 softmax and bf16
-# 1048576x32 softmax backward, scripts/ncu_torch_short8.py, with their Triton source and PTX loads / stores), bench
-# (softmaxkit bench on the short rows, the dispatcher's path; old/softmaxkit first where the tarball has one).
-if want short8; then
-  carried s8 build/short8-bin.tar.xz
-  s8=$bin
-  s8_t0=$SECONDS
-  s8_go() { [[ " ${SMK_S8_SKIP:-} " != *" $1 "* ]] && (( SECONDS - s8_t0 < ${SMK_S8_DEADLINE_S:-110} )); }
-  if s8_go tune; then
-    run_step s8-tune timeout "${SMK_S8_TUNE_S:-30}" stdbuf -oL "$s8/tune_softmax" --short8
-    keep_logs s8
-  fi
-  if s8_go test; then
-    run_step s8x-test timeout "${SMK_S8_TEST_S:-35}" "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Grids*}"
-    keep_logs s8
-  fi
-  if s8_go memcheck; then
-    run_step s8x-memcheck timeout "${SMK_S8_SAN_S:-25}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$s8/test_cuda_warp_row" --gtest_filter="${SMK_S8_TESTS:-*Grids*}"
-    keep_logs s8
-  fi
-  if s8_go ncu; then
-    s8_ncu() {
-      local spec specs="softmax:f32:262144x128 softmax:f32:1048576x32 softmax_backward:bf16:1048576x32"
-      for spec in ${SMK_S8_NCU:-$specs softmax_backward:bf16:32768x1024}; do
-        IFS=: read -r op dt shape <<<"$spec"
-        echo "=== ncu: $op $dt $shape"
-        # A backward op's bench runs a forward softmax first (its y): match the backward kernel only.
-        local kernel=warp_rows_kernel
-        [[ $op == *backward ]] && kernel=backward_warp_kernel
-        timeout 20 ncu --set full --clock-control none --kernel-name-base demangled --print-units base \
-          -k regex:"$kernel" -c 1 "$s8/softmaxkit" bench --op "$op" --dtype "$dt" \
-          --shape "$shape" --no-cudnn --min-reps 1 --max-reps 1 --target-ms 0.01 --path auto --format csv
-      done
-    }
-    run_step s8-ncu s8_ncu
-    keep_logs s8
-  fi
-  if s8_go torch; then
-    run_step s8-torch timeout "${SMK_S8_TORCH_S:-50}" env TORCH_LOGS=output_code TRITON_CACHE_DIR=/tmp/s8-triton \
-      ncu --profile-from-start off --set full --clock-control none --print-units base python3 scripts/ncu_torch_short8.py
-    keep_logs s8
-  fi
-  if s8_go bench; then
-    # The dispatcher's path; with old/softmaxkit in the tarball (run 2: the warp kernels as before short8's rule) old
-    # then new, one after the other.
-    for s8_which in old new; do
-      s8_cli=$s8/softmaxkit
-      [ "$s8_which" = old ] && { [ -x "$s8/old/softmaxkit" ] || continue; s8_cli=$s8/old/softmaxkit; }
-      run_step "s8-bench-$s8_which" timeout "${SMK_S8_BENCH_S:-20}" stdbuf -oL "$s8_cli" bench \
-        --op "${SMK_S8_OPS:-softmax,log_softmax,softmax_backward,log_softmax_backward}" --dtype f32,bf16 --no-cudnn \
-        --target-ms 1 --min-reps 5 --max-reps 30 --format table --path auto \
-        --shape "${SMK_S8_SHAPES:-262144x128,1048576x32,32768x1024}"
-      keep_logs s8
-    done
-  fi
-  end_carried
-fi
-# pfx8 (session 8, issue 7): the prefill kernel's softmax pinned ahead of the P·V wait (ptx.cuh keep_ahead_of_wait:
-# ptxas had moved the wait above the exponentials) and three consumer warpgroups under the producer at D = 64
-# (warps = 13). Binaries built here for sm_90a, carried as build/pfx8-bin.tar.xz (new/: tune_prefill,
-# test_cuda_prefill; lib/): the unpinned and pinned builds are columns of one tune_prefill, so one binary is the A/B.
-# SMK_PFX8_PARTS (default "tune sdpa test memcheck racecheck"; "sweep" adds the sequence-length sweep) picks, in this
-# order, each capped: tune (issue rows, TMA columns), SDPA FLASH and cuDNN three times each, tune twice more (the
-# second in reverse column order), the sweep, the prefill test, memcheck (SMK_PFX8_MEMCHECK: its gtest filter) and
-# racecheck. Logs in /tmp/o; back: p8-*.txt, a summary and a tarball.
-if want pfx8; then
-  carried p8 build/pfx8-bin.tar.xz
-  p8=$bin
-  p8_go() { [[ " ${SMK_PFX8_PARTS:-tune sdpa test memcheck racecheck} " == *" $1 "* ]]; }
-  # p8_tune NAME [ROWS [CAP [REVERSE]]]: REVERSE=1 times the columns in reverse order (tune_prefill says why).
-  p8_tune() { run_step "$1" env SMK_TUNE_TMA=only SMK_TUNE_ROWS="${2:-issue}" SMK_TUNE_REVERSE="${4:-0}" \
-    timeout "${3:-30}" "$p8/new/tune_prefill" --json "$OUT/$1.json"; keep_logs p8; }
-  p8_go tune && p8_tune p8-tune1
-  if p8_go sdpa; then
-    run_step p8-sdpa timeout "${SMK_PFX8_SDPA_S:-60}" python3 scripts/bench_sdpa.py --ours "$OUT/p8-tune1.json" \
-      --backends flash,cudnn --repeat 3 --out "$OUT/p8-vs-sdpa.md" --save-sdpa "$OUT/p8-sdpa.json"
-    keep_logs p8
-  fi
-  p8_go tune && p8_tune p8-tune2 issue 30 1 && p8_tune p8-tune3
-  p8_go sweep && p8_tune p8-sweep all "${SMK_PFX8_SWEEP_S:-60}"
-  if p8_go test; then
-    run_step p8x-test timeout "${SMK_PFX8_TEST_S:-60}" "$p8/new/test_cuda_prefill"
-    keep_logs p8
-  fi
-  if p8_go memcheck; then
-    run_step p8x-memcheck timeout "${SMK_PFX8_MEMCHECK_S:-30}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-      "$p8/new/test_cuda_prefill" --gtest_filter="${SMK_PFX8_MEMCHECK:-*WgmmaSameBits*:*ClearErrors*}"
-    keep_logs p8
-  fi
-  if p8_go racecheck; then
-    run_step p8x-racecheck timeout "${SMK_PFX8_RACECHECK_S:-25}" compute-sanitizer --tool racecheck --error-exitcode 9 \
-      "$p8/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-    keep_logs p8
-  fi
-  end_carried
-fi
 
-# pfx9 (session 9, issue 7): the causal schedule (chunks of (batch, head) pairs, heaviest query block first) and the
-# trimmed diagonal tile of the prefill kernel, A/B in one binary (tune_prefill SMK_TUNE_PFX9=1: base / sched / trim /
-# both / dispatcher columns). Binaries built here for sm_90a, carried as build/pfx9-bin.tar.xz (new/: tune_prefill,
-# test_cuda_prefill; lib/). Order, each capped: tune (issue rows), SDPA FLASH and cuDNN three times each, the prefill
-# test, tune in reverse column order, memcheck and racecheck (WgmmaSameBits: causal cases on the new default), tune
-# twice more (forward, reverse). Logs in /tmp/o; back: p9-*.txt, a summary and a tarball (8 files with machine.txt).
-if want pfx9; then
-  carried p9 build/pfx9-bin.tar.xz
-  p9=$bin
-  p9_tune() { run_step "$1" env SMK_TUNE_PFX9=1 SMK_TUNE_ROWS=issue SMK_TUNE_REVERSE="$2" timeout 20 \
-    "$p9/new/tune_prefill" --json "$OUT/$1.json"; keep_logs p9; }
-  p9_tune p9-tune1 0
-  run_step p9-sdpa timeout "${SMK_PFX9_SDPA_S:-45}" python3 scripts/bench_sdpa.py --ours "$OUT/p9-tune1.json" \
-    --backends flash,cudnn --repeat 3 --pick "64=both;128=both" --out "$OUT/p9-vs-sdpa.md" \
-    --save-sdpa "$OUT/p9-sdpa.json"
-  keep_logs p9
-  run_step p9x-test timeout "${SMK_PFX9_TEST_S:-60}" "$p9/new/test_cuda_prefill"
-  keep_logs p9
-  p9_tune p9-tune2 1
-  run_step p9x-memcheck timeout "${SMK_PFX9_MEMCHECK_S:-25}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$p9/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-  keep_logs p9
-  run_step p9x-racecheck timeout "${SMK_PFX9_RACECHECK_S:-25}" compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$p9/new/test_cuda_prefill" --gtest_filter='*WgmmaSameBits*'
-  keep_logs p9
-  p9_tune p9-tune3 0
-  p9_tune p9-tune4 1
-  end_carried
-fi
-# ce9 (session 9, issue 5): the fused cross-entropy's tail launch (the last partial round of a single-block launch on
-# clusters, the same bits) and dependent launches, timed beside the launch before them in one binary; the f32 target
-# entry formed in double (the mean's scale exact). Binaries built off the device for sm_90a, carried as
-# build/ce9-bin.tar.xz (new/: tune_cross_entropy, test_cuda_cross_entropy, test_cuda_linear_cross_entropy,
-# libsmk_lce_capi.so; old/: the tune binary of the tree before). In the order of what matters most, logs kept after each; SMK_CE9_PARTS picks the parts.
-# (fixce9, after the review's F15 / F6: the tail launch is removed, with tune's fused/tN variants; the test that
-# pinned its bits is now PdlRuleAndSameBits: the shipped rule's pdl flag and dependent launches bitwise plain.)
-if want ce9; then
-  carried ce9 build/ce9-bin.tar.xz
-  c9=$bin
-  c9_part() { [[ " ${SMK_CE9_PARTS:-tune test acc memcheck lcetest} " == *" $1 "* ]]; }
-  if c9_part tune; then
-    run_step ce9-tune32k timeout "${SMK_CE9_TUNE_S:-30}" stdbuf -oL "$c9/new/tune_cross_entropy" \
-      --reps "${SMK_CE9_REPS:-9}" --dtypes f32,bf16 --shapes "${SMK_CE9_SHAPES:-8192x32000,8192x32000,8192x32000}" \
-      --only fused --json "$OUT/tune_ce9_32k.json"
-    keep_logs ce9
-    # The tree before (old/: build/ce6's tune_cross_entropy, the kernels of HEAD before ce9), then ours again: the
-    # dispatcher's launch before and after, beside each other in this run.
-    if [ -x "$c9/old/tune_cross_entropy" ]; then
-      run_step ce9-tuneold timeout 25 stdbuf -oL "$c9/old/tune_cross_entropy" --reps "${SMK_CE9_REPS:-9}" \
-        --dtypes f32,bf16 --shapes 8192x32000,8192x32000,8192x32000 --only fused --json "$OUT/tune_ce9_old.json"
-      run_step ce9-tunenew2 timeout 20 stdbuf -oL "$c9/new/tune_cross_entropy" --reps "${SMK_CE9_REPS:-9}" \
-        --dtypes f32 --shapes 8192x32000,8192x32000 --only fused --json "$OUT/tune_ce9_new2.json"
-      keep_logs ce9
-    fi
-    run_step ce9-tune152k timeout "${SMK_CE9_TUNE152_S:-25}" stdbuf -oL "$c9/new/tune_cross_entropy" --reps 7 \
-      --dtypes bf16,f32 --shapes 4096x151936 --only fused/base,fused/pdl --json "$OUT/tune_ce9_152k.json"
-    keep_logs ce9
-  fi
-  if c9_part test; then
-    run_step ce9x-test timeout "${SMK_CE9_TEST_S:-60}" "$c9/new/test_cuda_cross_entropy" \
-      --gtest_filter="${SMK_CE9_TEST_FILTER:--*SixtyFourBit*}"
-    keep_logs ce9
-  fi
-  if c9_part acc; then
-    run_step ce9-acc timeout "${SMK_CE9_ACC_S:-40}" python3 scripts/vs_torch_ce.py --lib "$c9/new/libsmk_lce_capi.so" \
-      --out "$OUT"
-    keep_logs ce9
-  fi
-  if c9_part memcheck; then
-    run_step ce9x-memcheck timeout "${SMK_CE9_SAN_S:-40}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$c9/new/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuFused.PdlRule*:CrossEntropyGpu*.TargetEntry*:CrossEntropyGpuFused.EveryDtype*'
-    keep_logs ce9
-  fi
-  if c9_part lcetest; then
-    run_step ce9x-lcetest timeout "${SMK_CE9_LCE_S:-30}" "$c9/new/test_cuda_linear_cross_entropy"
-    keep_logs ce9
-  fi
-  end_carried
-fi
 # ce10 (session 10, issue 5): the one-read cross-entropy's instruction diet (fused.cu diet_exp: FusedTuning::diet 2,
 # bf16 on the wide block; diet 1 was removed after the run of 86188de) beside the dispatcher's kernel, and the mean's
 # f32 target entries re-formed in double by the mean's kernel (on at 86188de; kFusedTargetFix off since, so the
@@ -1954,85 +689,6 @@ if want ce11; then
   fi
   end_carried
 fi
-# vocab9 (session 9, issue 3: vocabulary rows): split_stream pipelined (split_row.cu split_stream_pipe_kernel) beside
-# vocab8's kernel and the three kernels. Binaries built off the device for sm_90a (build/vocab9-bin.tar.xz: bin/
-# test_cuda_few_rows, test_cuda_cluster_stage, lib/). First the timing alone on the GPU (test_few_rows StreamTiming:
-# auto, three kernels, the unpipelined kernel, the pipelined one by lag and hints; 4096x151936, 1024x262144,
-# 256x151936, 8192x65536; f32 and bf16 softmax / log-softmax), then in parallel: the whole cluster_stage and few_rows
-# suites (small mode unless SMK_V9_SMALL=0; step 0's cached_occupancy / option_cases refactor), memcheck on the
-# Stream tests and racecheck on StreamBitwise (small). Back: v9-summary.txt, v9-stime.txt, v9-logs.tgz.
-# (fixsplit9, after the review's F14: the pipelined kernel is removed, so binaries of this tree time and test
-# split_stream_kernel alone, StreamBitwise also on grids capped at 1, 3 and 7 blocks; StreamTiming ends skipped, a tool.)
-if want vocab9; then
-  carried v9 build/vocab9-bin.tar.xz
-  v9=$bin
-  v9_small=${SMK_V9_SMALL:-1}
-  if [[ " ${SMK_V9_SKIP:-} " != *" stime "* ]]; then
-    run_step v9-stime timeout "${SMK_V9_STIME_S:-45}" env SMK_STREAM_TIMING=1 stdbuf -oL "$v9/bin/test_cuda_few_rows" \
-      --gtest_filter='*StreamTiming*'
-    keep_logs v9
-  fi
-  v9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
-  [[ " ${SMK_V9_SKIP:-} " == *" stage "* ]] ||
-    v9_bg v9x-stage timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_cluster_stage"
-  v9_bg v9x-few timeout "${SMK_V9_TEST_S:-70}" env SMK_GPU_TEST_SMALL="$v9_small" "$v9/bin/test_cuda_few_rows"
-  v9_bg v9x-memcheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*Stream*'
-  v9_bg v9x-racecheck timeout "${SMK_V9_SAN_S:-70}" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --kernel-name kns=split_stream --error-exitcode 9 "$v9/bin/test_cuda_few_rows" --gtest_filter='*StreamBitwise*'
-  wait
-  for f in "$OUT"/v9x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
-  keep_logs v9
-  end_carried
-fi
-# mid9 (session 9, issue 3: middle rows): f32 logsumexp / the state re-read in four parts with the ftz terms
-# (block_row.cu, kAheadReread4) and the backward passes read twice (backward_reread.cu). Binaries built off the device
-# for sm_90a (build/mid9-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_backward_reread,
-# test_cuda_softmax; lib/). First the timing alone on the GPU (tune_softmax --mid9: old beside new in one process),
-# then in parallel: the two kernels' tests at full size, test_cuda_softmax's backward / invariance / wide-block tests,
-# memcheck on both kernels' tests (small). Back: mid9-summary.txt, mid9-tune.txt, mid9-logs.tgz.
-if want mid9; then
-  carried mid9 build/mid9-bin.tar.xz
-  m9=$bin
-  if [[ " ${SMK_MID9_SKIP:-} " != *" tune "* ]]; then
-    run_step mid9-tune timeout "${SMK_MID9_TUNE_S:-45}" stdbuf -oL "$m9/bin/tune_softmax" --mid9
-    keep_logs mid9
-  fi
-  m9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
-  # SMK_MID9_SKIP may also name blockrow bwd softmax memcheck; SMK_MID9_SMALL=1 runs the suites in small mode;
-  # SMK_MID9_SOFTMAX_FILTER / SMK_MID9_BWD_FILTER narrow test_cuda_softmax / test_cuda_backward_reread.
-  m9_skip() { [[ " ${SMK_MID9_SKIP:-} " == *" $1 "* ]]; }
-  m9_t=${SMK_MID9_TEST_S:-50}
-  m9_small=${SMK_MID9_SMALL:-0}
-  m9_skip blockrow || m9_bg mid9x-blockrow timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" "$m9/bin/test_cuda_block_row"
-  m9_skip bwd || m9_bg mid9x-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" \
-    "$m9/bin/test_cuda_backward_reread" --gtest_filter="${SMK_MID9_BWD_FILTER:-*}"
-  m9_skip softmax || m9_bg mid9x-softmax timeout "$m9_t" env SMK_GPU_TEST_SMALL="$m9_small" \
-    "$m9/bin/test_cuda_softmax" --gtest_filter="${SMK_MID9_SOFTMAX_FILTER:-*BackwardEveryPath*:*BatchInvariance*:*BitwiseDeterministic*:*WideBlock*:*WideShared*}"
-  if ! m9_skip memcheck; then
-    m9_bg mid9x-memcheck-row timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_block_row"
-    m9_bg mid9x-memcheck-bwd timeout "$m9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$m9/bin/test_cuda_backward_reread"
-  fi
-  wait
-  for f in "$OUT"/mid9x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
-  keep_logs mid9
-  rm -f "$outer"/mid9x-*.txt  # their pass / fail lines are in mid9-summary.txt, the logs in mid9-logs.tgz
-  end_carried
-fi
 # lse10 (session 10, issue 3: logsumexp and the state at the read bandwidth): lse_stream.cu's kernels beside the
 # dispatcher's before (tune_softmax --lse10), then their tests, memcheck and Nsight Compute. Binaries built off the device
 # for sm_90a (build/lse10-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_softmax; lib/). In order, each
@@ -2050,24 +706,16 @@ if want lse10; then
   run_step lse10-tune timeout "${SMK_LSE10_TUNE_S:-30}" stdbuf -oL "$l10/bin/tune_softmax" --lse10
   keep_logs lse10
   if l10_go; then
-    l10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-      local name=$1; shift
-      ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-    }
     l10_t=${SMK_LSE10_TEST_S:-25}
-    l10_bg lse10x-blockrow timeout "$l10_t" "$l10/bin/test_cuda_block_row"
-    l10_bg lse10x-softmax timeout "$l10_t" "$l10/bin/test_cuda_softmax" \
+    bg_step lse10x-blockrow timeout "$l10_t" "$l10/bin/test_cuda_block_row"
+    bg_step lse10x-softmax timeout "$l10_t" "$l10/bin/test_cuda_softmax" \
       --gtest_filter="${SMK_LSE10_SOFTMAX_FILTER:-*EveryPathEveryLength*:*SixteenBitLogTerms*:*SlicedStrided*:*TemperatureAndMasks*:*NonFiniteRows*:*DominantScore*:*BitwiseDeterministic*:*BatchInvariance*}"
-    l10_bg lse10x-memcheck timeout "$l10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    bg_step lse10x-memcheck timeout "$l10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$l10/bin/test_cuda_block_row" --gtest_filter='*LseStream*:*Dispatched*'
     # The plain kernels' SASS (instructions an element, counted off the device), into the logs' tarball only.
     ( timeout 15 cuobjdump -sass "$l10/bin/tune_softmax" | awk '/Function : .*lse_(block|warp)_kernel.*Lb0E/ {p = 1}
         p {print} /^[[:space:]]*[.]{10}/ {p = 0}' >"$OUT/lse10s-sass.log" 2>&1 ) &
-    wait
-    for f in "$OUT"/lse10x-*.log; do
-      summary+=("$(tail -n 1 "$f")")
-      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-    done
+    bg_tally
     keep_logs lse10
   fi
   if l10_go; then
@@ -2088,59 +736,32 @@ if want lse10; then
   rm -f "$outer"/lse10x-*.txt  # their pass / fail lines are in lse10-summary.txt, the logs in lse10-logs.tgz
   end_carried
 fi
-# short9 (session 9, issue 3: short rows' backward): the backward passes' warp configurations timed beside the
-# dispatcher's before short9 in one process (tune_softmax --short9). Binaries built off the device for sm_90a
-# (build/short9-bin.tar.xz: bin/ tune_softmax, test_cuda_warp_row, test_cuda_softmax; lib/). First the timing alone on
-# the GPU, then in parallel: the warp grids' bitwise tests at full size (the dispatcher's configuration against
-# float64), test_cuda_softmax's backward tests, memcheck on the backward grids (small). Each part capped; none starts
-# after SMK_S9_DEADLINE_S (default 85 s). The run of c16e5c4 also profiled register variants with Nsight Compute
-# (tune_softmax --short9-ncu, since removed with them). Back: short9-summary.txt, short9-tune.txt, short9-logs.tgz.
-if want short9; then
-  carried short9 build/short9-bin.tar.xz
-  s9=$bin
-  s9_t0=$SECONDS
-  s9_go() { [[ " ${SMK_S9_SKIP:-} " != *" $1 "* ]] && (( SECONDS - s9_t0 < ${SMK_S9_DEADLINE_S:-85} )); }
-  if s9_go tune; then
-    run_step short9-tune timeout "${SMK_S9_TUNE_S:-30}" stdbuf -oL "$s9/bin/tune_softmax" --short9
-    keep_logs short9
-  fi
-  s9_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
-  if s9_go test; then
-    s9_t=${SMK_S9_TEST_S:-40}
-    s9_bg short9x-warp timeout "$s9_t" "$s9/bin/test_cuda_warp_row" \
-      --gtest_filter='*BackwardGrids*'
-    s9_bg short9x-softmax timeout "$s9_t" "$s9/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
-    s9_bg short9x-memcheck timeout "$s9_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$s9/bin/test_cuda_warp_row" --gtest_filter='*BackwardGrids*'
-    wait
-    for f in "$OUT"/short9x-*.log; do
-      summary+=("$(tail -n 1 "$f")")
-      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-    done
-    keep_logs short9
-    rm -f "$outer"/short9x-*.txt  # their pass / fail lines are in short9-summary.txt, the logs in short9-logs.tgz
-  fi
-  end_carried
-fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and
-# the C entry points' error path. Binaries built off the device for sm_90a, carried as build/fair9-bin.tar.xz (bin/
-# libsmk_attention_capi.so; lib/libfmt.so.9). SMK_FAIR9_S caps the script (default 80 s); it starts no row after
-# SMK_FAIR9_DEADLINE_S (default 60 s); SMK_FAIR9_ROUNDS rounds (default 20). Back: fair9-sdpa.txt (the log),
-# fair9.md, fair9.json, fair9-summary.txt, fair9-logs.tgz.
+# the C entry points' error path. It needs only the C entry point (libsmk_attention_capi.so, target smk_attention_capi):
+# taken from build/fair9-bin.tar.xz when carried (bin/libsmk_attention_capi.so, lib/; session 9's way: no compile on
+# the device), else built here (a relink after `build` or `final`; minutes on a cold machine). SMK_FAIR9_S caps the
+# script (default 80 s); it starts no row after SMK_FAIR9_DEADLINE_S (default 60 s); SMK_FAIR9_ROUNDS rounds (default
+# 20). Back: fair9-sdpa.txt (the log), fair9.md, fair9.json, fair9-summary.txt, fair9-logs.tgz when carried; else
+# fair9-build.log, fair9-sdpa.log, fair9.md, fair9.json in $OUT.
 if want fair9; then
-  carried fair9 build/fair9-bin.tar.xz
-  f9=$bin
+  if [ -f build/fair9-bin.tar.xz ]; then
+    carried fair9 build/fair9-bin.tar.xz
+    f9_lib=$bin/bin/libsmk_attention_capi.so
+  else
+    [ -f build/default/build.ninja ] || run_step configure cmake --preset default
+    run_step fair9-build cmake --build --preset default --parallel "$jobs" --target smk_attention_capi
+    f9_lib=build/default/tests/libsmk_attention_capi.so
+  fi
   run_step fair9-sdpa timeout "${SMK_FAIR9_S:-80}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
-    --lib "$f9/bin/libsmk_attention_capi.so" --out "$OUT/fair9.md" --json "$OUT/fair9.json" \
+    --lib "$f9_lib" --out "$OUT/fair9.md" --json "$OUT/fair9.json" \
     --rounds "${SMK_FAIR9_ROUNDS:-20}" --deadline-s "${SMK_FAIR9_DEADLINE_S:-60}"
-  keep_logs fair9
-  cp "$OUT/fair9.md" "$OUT/fair9.json" "$outer/" 2>/dev/null
-  end_carried
+  if [ -f build/fair9-bin.tar.xz ]; then
+    keep_logs fair9
+    cp "$OUT/fair9.md" "$OUT/fair9.json" "$outer/" 2>/dev/null
+    end_carried
+  fi
 fi
 # vocab10 (session 10, issue 3): row_loop.cu, split_row's many-row calls in one persistent launch (each block walking
 # whole rows twice, bitwise the three kernels). Binaries built off the device for sm_90a (build/vocab10-bin.tar.xz:
@@ -2156,20 +777,12 @@ if want vocab10; then
     run_step vocab10-tune timeout "${SMK_V10_TUNE_S:-35}" stdbuf -oL "$v10/bin/tune_softmax" --vocab10
     keep_logs vocab10
   fi
-  v10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   v10_t=${SMK_V10_TEST_S:-45}
-  v10_bg vocab10x-loop timeout "$v10_t" "$v10/bin/test_cuda_row_loop"
-  v10_bg vocab10x-few timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 "$v10/bin/test_cuda_few_rows"
-  v10_bg vocab10x-memcheck timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 compute-sanitizer --tool memcheck \
+  bg_step vocab10x-loop timeout "$v10_t" "$v10/bin/test_cuda_row_loop"
+  bg_step vocab10x-few timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 "$v10/bin/test_cuda_few_rows"
+  bg_step vocab10x-memcheck timeout "$v10_t" env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$v10/bin/test_cuda_row_loop"
-  wait
-  for f in "$OUT"/vocab10x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs vocab10
   rm -f "$outer"/vocab10x-*.txt  # their pass / fail lines are in vocab10-summary.txt, the logs in vocab10-logs.tgz
   end_carried
@@ -2199,23 +812,14 @@ if want dec10; then
     --lib "$d10/bin/libsmk_attention_capi.so" --only decode --out "$OUT/dec10-fair.md" --json "$OUT/dec10-fair.json" \
     --rounds "${SMK_DEC10_ROUNDS:-12}" --deadline-s 25
   keep_logs dec10
-  d10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   d10_t=${SMK_DEC10_TEST_S:-40}
-  d10_bg dec10x-test timeout "$d10_t" "$d10/bin/test_cuda_decode" --gtest_filter="${SMK_DEC10_FILTER:-*}"
+  bg_step dec10x-test timeout "$d10_t" "$d10/bin/test_cuda_decode" --gtest_filter="${SMK_DEC10_FILTER:-*}"
   d10_part tests || wait
-  d10_part tests && d10_bg dec10x-merge timeout "$d10_t" "$d10/bin/test_cuda" --gtest_filter='*Merge*'
-  d10_part tests && d10_bg dec10x-memcheck timeout "$d10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  d10_part tests && bg_step dec10x-merge timeout "$d10_t" "$d10/bin/test_cuda" --gtest_filter='*Merge*'
+  d10_part tests && bg_step dec10x-memcheck timeout "$d10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$d10/bin/test_cuda_decode" \
     --gtest_filter='*TmaTiles*:*CausalBand*:*BadInputs*:*Programmatic*'
-  wait
-  for f in "$OUT"/dec10x-test.log "$OUT"/dec10x-merge.log "$OUT"/dec10x-memcheck.log; do
-    [ -f "$f" ] || continue
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs dec10
   cp "$OUT/dec10-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec10x-*.txt "$outer"/dec10-registers.txt  # in dec10-summary.txt / dec10-logs.tgz
@@ -2234,23 +838,15 @@ if want sbwd11; then
   sb11=$bin
   run_step sbwd11-tune timeout "${SMK_SB11_TUNE_S:-20}" stdbuf -oL "$sb11/bin/tune_softmax" --sbwd11
   keep_logs sbwd11
-  sb11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   sb11_t=${SMK_SB11_TEST_S:-25}
-  sb11_bg sbwd11x-dense timeout "$sb11_t" "$sb11/bin/test_cuda_warp_backward"
-  sb11_bg sbwd11x-warp timeout "$sb11_t" "$sb11/bin/test_cuda_warp_row" \
+  bg_step sbwd11x-dense timeout "$sb11_t" "$sb11/bin/test_cuda_warp_backward"
+  bg_step sbwd11x-warp timeout "$sb11_t" "$sb11/bin/test_cuda_warp_row" \
     --gtest_filter='*PackedBackward*:*BackwardLanes*:*BackwardGrids*:*PackedRule*'
-  sb11_bg sbwd11x-softmax timeout "$sb11_t" "$sb11/bin/test_cuda_softmax" \
+  bg_step sbwd11x-softmax timeout "$sb11_t" "$sb11/bin/test_cuda_softmax" \
     --gtest_filter='*BackwardEveryPath*:*BatchInvariance*'
-  sb11_bg sbwd11x-memcheck timeout "$sb11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  bg_step sbwd11x-memcheck timeout "$sb11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$sb11/bin/test_cuda_warp_backward"
-  wait
-  for f in "$OUT"/sbwd11x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs sbwd11
   rm -f "$outer"/sbwd11x-*.txt  # their pass / fail lines are in sbwd11-summary.txt, the logs in sbwd11-logs.tgz
   end_carried
@@ -2270,24 +866,16 @@ if want short10; then
     run_step short10-tune timeout "${SMK_S10_TUNE_S:-25}" stdbuf -oL "$s10/bin/tune_softmax" --short10
     keep_logs short10
   fi
-  s10_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   if s10_go; then
     # (The run of 809a984 capped these at 30 s with the grid tests first: the packed tests never finished at full size.
     # Since then the packed and lane tests alone, 60 s.)
     s10_t=${SMK_S10_TEST_S:-60}
-    s10_bg short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*:*BackwardLanes*'
-    s10_bg short10x-softmax timeout "$s10_t" "$s10/bin/test_cuda_softmax" \
+    bg_step short10x-warp timeout "$s10_t" "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*:*BackwardLanes*'
+    bg_step short10x-softmax timeout "$s10_t" "$s10/bin/test_cuda_softmax" \
       --gtest_filter='*BackwardEveryPath*:*NonFiniteRows*:*SlicedStridedUnaligned*'
-    s10_bg short10x-memcheck timeout "$s10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    bg_step short10x-memcheck timeout "$s10_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$s10/bin/test_cuda_warp_row" --gtest_filter='*Packed*'
-    wait
-    for f in "$OUT"/short10x-*.log; do
-      summary+=("$(tail -n 1 "$f")")
-      [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-    done
+    bg_tally
     keep_logs short10
     rm -f "$outer"/short10x-*.txt  # their pass / fail lines are in short10-summary.txt, the logs in short10-logs.tgz
   fi
@@ -2399,24 +987,16 @@ if want dec11; then
     --lib "$d11/bin/libsmk_attention_capi.so" --decode-lib2 "$d11/w3/libsmk_attention_capi.so" --only decode \
     --out "$OUT/dec11-fair.md" --json "$OUT/dec11-fair.json" --rounds "${SMK_DEC11_ROUNDS:-8}" --deadline-s 22
   keep_logs dec11
-  d11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   d11_t=${SMK_DEC11_TEST_S:-40}
   d11_a='*IssueLengths*:*CausalMultiToken*:*CausalBand*:*StridedViews*'
   d11_b='*Tma*:*ThreeWarp*:*Bitwise*'
-  d11_bg dec11x-testa timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_a"
-  d11_bg dec11x-testb timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_b"
-  d11_bg dec11x-testc timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="-$d11_a:$d11_b"
-  d11_bg dec11x-merge timeout "$d11_t" "$d11/bin/test_cuda" --gtest_filter='*Merge*'
-  d11_bg dec11x-memcheck timeout "$d11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  bg_step dec11x-testa timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_a"
+  bg_step dec11x-testb timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_b"
+  bg_step dec11x-testc timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="-$d11_a:$d11_b"
+  bg_step dec11x-merge timeout "$d11_t" "$d11/bin/test_cuda" --gtest_filter='*Merge*'
+  bg_step dec11x-memcheck timeout "$d11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$d11/bin/test_cuda_decode" --gtest_filter='*ThreeWarp*:*BadInputs*'
-  wait
-  for f in "$OUT"/dec11x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs dec11
   cp "$OUT/dec11-fair.md" "$outer/" 2>/dev/null
   rm -f "$outer"/dec11x-*.txt "$outer"/dec11-registers.txt "$outer"/dec11-fair.txt  # in the summary / logs.tgz
@@ -2436,27 +1016,19 @@ if want short11; then
   s11=$bin
   run_step short11-tune timeout "${SMK_S11_TUNE_S:-25}" stdbuf -oL "$s11/bin/tune_softmax" --short11
   keep_logs short11
-  s11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   s11_t=${SMK_S11_TEST_S:-30}
   # gtest's shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX): the float64 references on 16 CPUs at once, every test
   # run once across the shards.
   for i in 0 1 2 3 4 5; do
-    s11_bg "short11x-warp$i" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout "$s11_t" "$s11/bin/test_cuda_warp_row"
+    bg_step "short11x-warp$i" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout "$s11_t" "$s11/bin/test_cuda_warp_row"
   done
   for i in 0 1 2; do
-    s11_bg "short11x-softmax$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s11_t" \
+    bg_step "short11x-softmax$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s11_t" \
       "$s11/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*:*SixteenBitSoftmaxWithinItsPlainExponentialBound*'
   done
-  s11_bg short11x-memcheck timeout "$s11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  bg_step short11x-memcheck timeout "$s11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$s11/bin/test_cuda_warp_row" --gtest_filter='*DenseKernelBitwiseF32*:*DenseKernelBitwiseBf16*'
-  wait
-  for f in "$OUT"/short11x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs short11
   rm -f "$outer"/short11x-*.txt  # their pass / fail lines are in short11-summary.txt, the logs in short11-logs.tgz
   end_carried
@@ -2473,32 +1045,24 @@ if want one11; then
   o11=$bin
   run_step one11-tune timeout "${SMK_O11_TUNE_S:-25}" stdbuf -oL "$o11/bin/tune_softmax" --one11
   keep_logs one11
-  o11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   o11_t=${SMK_O11_TEST_S:-30}
   if [ "${SMK_O11_PASS:-1}" = 1 ]; then  # the first run (ec84571): the levers' test, then each suite from its start
-    o11_bg one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
-    o11_bg one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='-*AheadAndHints*'
-    o11_bg one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop"
-    o11_bg one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row"
-    o11_bg one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    bg_step one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
+    bg_step one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='-*AheadAndHints*'
+    bg_step one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop"
+    bg_step one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row"
+    bg_step one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
   else  # the second run (the shipped form): the hints' test, and the suites' tests the first run's caps cut
-    o11_bg one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*:*CommonCall*'
-    o11_bg one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NoCluster*:*Stream*'
-    o11_bg one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop" \
+    bg_step one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*:*CommonCall*'
+    bg_step one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NoCluster*:*Stream*'
+    bg_step one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop" \
       --gtest_filter='-*ForwardBitwise*:*BackwardBitwise*:*OneForward*:*OneBackward*:*CallsItDoesNot*'
-    o11_bg one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row" --gtest_filter='-*IssueLengthsFewRows*'
-    o11_bg one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    bg_step one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row" --gtest_filter='-*IssueLengthsFewRows*'
+    bg_step one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
       --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*'
   fi
-  wait
-  for f in "$OUT"/one11x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   keep_logs one11
   rm -f "$outer"/one11x-*.txt  # their pass / fail lines are in one11-summary.txt, the logs in one11-logs.tgz
   end_carried
@@ -2523,20 +1087,12 @@ if want mid11; then
     run_step mid11-old2 timeout "${SMK_MID11_OLD_S:-12}" stdbuf -oL "$m11/bin/tune_softmax_old" --mid11 old
     keep_logs mid11
   fi
-  m11_bg() {  # NAME COMMAND...: in the background, its exit status the log's last line
-    local name=$1; shift
-    ( "$@" >"$OUT/$name.log" 2>&1; echo "exit $? $name" >>"$OUT/$name.log" ) &
-  }
   m11_t=${SMK_MID11_TEST_S:-30}
-  m11_bg mid11x-bwd timeout "$m11_t" "$m11/bin/test_cuda_backward_reread"
-  m11_bg mid11x-softmax timeout "$m11_t" "$m11/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
-  m11_bg mid11x-memcheck timeout "$m11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+  bg_step mid11x-bwd timeout "$m11_t" "$m11/bin/test_cuda_backward_reread"
+  bg_step mid11x-softmax timeout "$m11_t" "$m11/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
+  bg_step mid11x-memcheck timeout "$m11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$m11/bin/test_cuda_backward_reread"
-  wait
-  for f in "$OUT"/mid11x-*.log; do
-    summary+=("$(tail -n 1 "$f")")
-    [[ "$(tail -n 1 "$f")" == "exit 0 "* ]] || failed=$((failed + 1))
-  done
+  bg_tally
   { grep -h "^hash" "$OUT"/mid11-*.log | sort | uniq -c; } >"$OUT/mid11-hashes.log"
   keep_logs mid11
   rm -f "$outer"/mid11x-*.txt  # their pass / fail lines are in mid11-summary.txt, the logs in mid11-logs.tgz
