@@ -1033,12 +1033,14 @@ if want short11; then
   rm -f "$outer"/short11x-*.txt  # their pass / fail lines are in short11-summary.txt, the logs in short11-logs.tgz
   end_carried
 fi
-# one11 (session 11, issue 3): split_row's few-row levers (SplitRowTuning::l2_hints, chunk_ahead) timed beside the
-# library's split_row in one binary (tune_softmax --one11), then the GPU tests of the area in parallel: the levers'
-# bitwise test alone (test_cuda_few_rows AheadAndHints*), the rest of test_cuda_few_rows, test_cuda_row_loop and
-# test_cuda_grid_row whole, memcheck on the small cases. Binaries built off the device for sm_90a
+# one11 (session 11, issue 3): split_row's normalising kernel with its cache hints (SplitRowTuning::l2_hints) timed
+# beside the kernel without (hints 0) in one binary (tune_softmax --one11), then the GPU tests of the area in parallel:
+# the hints' tests (test_cuda_few_rows *NormalizeHints*:*CommonCall*), test_cuda_few_rows' *NoCluster*:*Stream*,
+# test_cuda_row_loop and test_cuda_grid_row less the tests ec84571's run passed before its caps, memcheck on the
+# small hints' cases (*NormalizeHints*). Binaries built off the device for sm_90a
 # (build/one11-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_row_loop,test_cuda_grid_row}, lib/).
-# Caps: SMK_O11_TUNE_S (25 s), SMK_O11_TEST_S (30). SMK_O11_PASS=2: the second run's test filters (below).
+# Caps: SMK_O11_TUNE_S (25 s), SMK_O11_TEST_S (30). (ec84571's first run also timed chunk_ahead and ran its
+# AheadAndHints test; both were removed in a449afe, and with them this step's first-run filters.)
 # Back: one11-tune.txt, one11-summary.txt, one11-logs.tgz.
 if want one11; then
   carried one11 build/one11-bin.tar.xz
@@ -1046,22 +1048,13 @@ if want one11; then
   run_step one11-tune timeout "${SMK_O11_TUNE_S:-25}" stdbuf -oL "$o11/bin/tune_softmax" --one11
   keep_logs one11
   o11_t=${SMK_O11_TEST_S:-30}
-  if [ "${SMK_O11_PASS:-1}" = 1 ]; then  # the first run (ec84571): the levers' test, then each suite from its start
-    bg_step one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
-    bg_step one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='-*AheadAndHints*'
-    bg_step one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop"
-    bg_step one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row"
-    bg_step one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*AheadAndHints*'
-  else  # the second run (the shipped form): the hints' test, and the suites' tests the first run's caps cut
-    bg_step one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*:*CommonCall*'
-    bg_step one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NoCluster*:*Stream*'
-    bg_step one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop" \
-      --gtest_filter='-*ForwardBitwise*:*BackwardBitwise*:*OneForward*:*OneBackward*:*CallsItDoesNot*'
-    bg_step one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row" --gtest_filter='-*IssueLengthsFewRows*'
-    bg_step one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*'
-  fi
+  bg_step one11x-levers timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*:*CommonCall*'
+  bg_step one11x-few timeout "$o11_t" "$o11/bin/test_cuda_few_rows" --gtest_filter='*NoCluster*:*Stream*'
+  bg_step one11x-loop timeout "$o11_t" "$o11/bin/test_cuda_row_loop" \
+    --gtest_filter='-*ForwardBitwise*:*BackwardBitwise*:*OneForward*:*OneBackward*:*CallsItDoesNot*'
+  bg_step one11x-grid timeout "$o11_t" "$o11/bin/test_cuda_grid_row" --gtest_filter='-*IssueLengthsFewRows*'
+  bg_step one11x-memcheck timeout "$o11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$o11/bin/test_cuda_few_rows" --gtest_filter='*NormalizeHints*'
   bg_tally
   keep_logs one11
   rm -f "$outer"/one11x-*.txt  # their pass / fail lines are in one11-summary.txt, the logs in one11-logs.tgz
