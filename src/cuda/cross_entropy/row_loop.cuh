@@ -19,8 +19,8 @@
 // batch and at any grid (tested: CrossEntropyGpuRowLoop.*). Its bits differ from the one-read kernel's (e_j against
 // M rather than the warp's max times exp(m_w − M); the steps' running sums), so the dispatcher chooses between them by
 // C and the dtype alone (fused.cu row_loop_rule).
-// The common call only: unit-stride logits and gradient whose rows start 16-byte aligned; no soft-capping (the
-// dispatcher sends soft-capped rows to the two calls, as before).
+// Any column stride: 16-byte vectors where the rows are unit-stride and aligned, else element by element (loop_load,
+// loop_store); no soft-capping (the dispatcher sends soft-capped rows to the two calls, as before).
 //
 // Bytes per element: logits read twice, gradient written once: 16-bit 6 B, f32 12 B, 16-bit logits with an f32
 // gradient 8 B; what pass 2 finds in L2 comes off the second read. Floor (read once + write once) at the copy
