@@ -690,6 +690,11 @@ std::atomic<std::uint64_t>& stream_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
+// The three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel), counted for the tests.
+std::atomic<std::uint64_t>& plain_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
 std::atomic<unsigned>& stream_last_grid() {
   static std::atomic<unsigned> grid{0};
   return grid;
@@ -755,6 +760,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
                                               : chunk_states_kernel<In, float, false>));
     kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
+    if (plain) plain_launches().fetch_add(1, std::memory_order_relaxed);
   }
   launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
                    static_cast<const State*>(states), row_states);
@@ -766,6 +772,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
                                                                     : normalize_plain_kernel<In, true>));
     launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
                      static_cast<const State*>(row_states));
+    if (plain) plain_launches().fetch_add(1, std::memory_order_relaxed);
   }
   ws.release();
 }
@@ -791,6 +798,10 @@ SplitRowTuning& split_row_tuning() {
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
+// Declared here and in the test that reads it (test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'
+// launches by the three-kernel path since the process started (2 a softmax / log-softmax call, 1 a logsumexp).
+std::uint64_t split_plain_launch_count();
+std::uint64_t split_plain_launch_count() { return plain_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

@@ -26,6 +26,12 @@
 #include "support/gpu.hpp"
 #include "support/graph_timing.hpp"
 
+namespace smk::cuda::kernels {
+// split_row.cu: the three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel) since the
+// process started; declared here, not in kernels.hpp, for NormalizeHintsBitwiseTheKernelsBefore only.
+std::uint64_t split_plain_launch_count();
+}  // namespace smk::cuda::kernels
+
 namespace smk::gpu_test {
 namespace {
 
@@ -434,7 +440,9 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
 // pitched by whole vectors (still the common call). The one-launch kernel is off (active_clusters 0): the three
 // kernels. (In ec84571 this test also covered the chunk pass's evict-last loads and a persistent chunk kernel loading
 // a chunk ahead, as AheadAndHintsBitwiseTheThreeKernels, and passed on the H200 in full and under memcheck; those
-// levers were slower or mixed and are gone.)
+// levers were slower or mixed and are gone.) Both runs assert by split_plain_launch_count that the compact kernels
+// served (the chunk kernel and the normalising kernel: 2 launches a softmax / log-softmax call, 1 a logsumexp), so the
+// common call was not refused into the generic kernels; bf16 5 rows at the ragged length also run in place.
 TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
   SplitRowTuningGuard guard;
   std::vector<std::int64_t> lengths = {12288 * 7, 12288 * 4 + 77, 151936};
@@ -444,29 +452,40 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
     for (DType t : {DType::f32, DType::bf16, DType::f16}) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
         for (std::int64_t rows : {std::int64_t{1}, std::int64_t{5}}) {
-          if (t == DType::f16 && rows != 5) continue;  // f16 is bf16's code
-          Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t,
-                               is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
-          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
-          c.in.strides = {pitch, 1};
-          if (!is_row_op(op)) c.out.strides = {pitch, 1};
-          if (rows >= 3) {
-            c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
-            c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
-            for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
-            c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+          for (bool in_place : {false, true}) {
+            if (t == DType::f16 && rows != 5) continue;  // f16 is bf16's code
+            if (in_place && (n != lengths[1] || t != DType::bf16 || rows != 5 || is_row_op(op))) continue;
+            Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + (in_place ? " in place" : ""), op, t,
+                                 is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
+            c.in_place = in_place;
+            const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+            c.in.strides = {pitch, 1};
+            if (!is_row_op(op)) c.out.strides = {pitch, 1};
+            if (rows >= 3) {
+              c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
+              c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
+              for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+              c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+            }
+            auto& tn = cuda::kernels::split_row_tuning();
+            tn = cuda::kernels::SplitRowTuning{};
+            EXPECT_EQ(tn.l2_hints, 1) << "the library's default";
+            tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+            const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
+            tn.l2_hints = 0;
+            std::uint64_t count = cuda::kernels::split_plain_launch_count();
+            const Result before = run_checked(c, SoftmaxPath::split_row);
+            EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact)
+                << c.name << " " << op_name(op) << " " << dtype_name(t) << ", hints 0: not the compact kernels";
+            tn.l2_hints = 1;
+            count = cuda::kernels::split_plain_launch_count();
+            const Result with = run_checked(c, SoftmaxPath::split_row);
+            EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact)
+                << c.name << " " << op_name(op) << " " << dtype_name(t) << ", hints 1: not the compact kernels";
+            ASSERT_TRUE(before.ran && with.ran);
+            expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
+                                               ": the normalising kernel with / without its cache hints");
           }
-          auto& tn = cuda::kernels::split_row_tuning();
-          tn = cuda::kernels::SplitRowTuning{};
-          EXPECT_EQ(tn.l2_hints, 1) << "the library's default";
-          tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
-          tn.l2_hints = 0;
-          const Result before = run_checked(c, SoftmaxPath::split_row);
-          tn.l2_hints = 1;
-          const Result with = run_checked(c, SoftmaxPath::split_row);
-          ASSERT_TRUE(before.ran && with.ran);
-          expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
-                                             ": the normalising kernel with / without its cache hints");
         }
       }
     }
