@@ -27,14 +27,15 @@
 // The block with dy in shared memory (BlockConfig::dy_shared, backward_wide_shared_kernel): y's 32 a thread in
 // registers, dy copied by cp.async into the thread's own slots of shared memory (row_stage.cuh LaneStage) and read
 // there twice, so up to 32768 a row fit one block of 1024 threads at 64 registers (ptxas -v, CUDA 13.0, sm_90a: f32
-// 0 B spilled, 16-bit 16 B, prefetching 24 B); 128 KB of shared memory at 1024 f32 threads. kPrefetch (16-bit): the
-// next row's y and dy copied in during this one (a persistent grid). Traffic the same 12 B / 6 B an element; floor
+// 0 B spilled, 16-bit 16 B, prefetching 24 B); 128 KB of shared memory at 1024 f32 threads. Prefetching (16-bit, until
+// session 11): the next row's y and dy copied in during this one (a persistent grid); removed when mid11 gave its rows
+// (28673..32768) to backward_reread.cu (review F13). Traffic the same 12 B / 6 B an element; floor
 // 8192×32000 f32 737 µs, bf16 368 µs. Measured (H200, 2026-11-30, bw16's runs of e7a1abd and d4f4d06, docs/perf-
 // notebook.md "bw16"): softmaxkit bench --path auto, 8192×32000 softmax backward f32 727 µs (101 % of copy: two thirds
 // of the traffic are reads, which run above the copy's rate), bf16 411 (prefetching; 90 %; 514 without), log-softmax
 // backward f32 744, bf16 448; 4096×16384 bf16 102.5 µs (92 %), 16384×4096 bf16 101.6 (93 %); tune_softmax, old kernel
 // → this one: 8192×32000 f32 897 → 731, bf16 749 → 416; 8192×12288 bf16 232 → 149; 65536×2048 bf16 202 → 192. Where
-// the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32, kBackwardPrefetchFromN).
+// the dispatcher takes it: softmax_cuda.cpp (kBackwardSharedFromN16 / F32).
 // warp_per_row (short8, session 8, 2026-11-30; docs/bench/short8-s8-2026-11-30.md; tune_softmax --short8, run of
 // c47a42b, µs): f32 rows on a grid of up to 8 times the resident blocks (softmax_cuda.cpp kWarpGridF32; kernel
 // unchanged) softmax backward 262144×128 111.3 → 103.5 (floor 95.0 at 4.24 TB/s), 1048576×32 117.8 → 113.7,
@@ -73,7 +74,8 @@
 // alike). Rows of 32 (1048576×32): f32 101.50 / 101.09 softmax backward, 101.15 / 101.63 log-softmax backward (93 %,
 // unchanged: the dense kernel even), bf16 55.49 / 55.97 and 56.74 / 56.74 (85 / 83 %). Timed and not taken: cache hints
 // (evict-first loads 0.87-0.95×; with streaming stores 0.98-1.02×), other bounds (E8 at 4 / 6 / 8 blocks, E16 at 3 /
-// 5, E32 at 3; 8, 5 and 3 spill: 0.99-1.01× of the default, slower than those taken), the persistent grid for f32 (0.94-0.95×), block_per_row's 64-thread block at 1024.
+// 5, E32 at 3; 8, 5 and 3 spill: 0.99-1.01× of the default, slower than those taken), the persistent grid for f32
+// (0.94-0.95×), block_per_row's 64-thread block at 1024.
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -215,39 +217,10 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
 
 // sbwd11 (session 11): f32 rows dense for the launch's lanes and elements (warp_backward.hpp backward_dense_f32), with
 // the addressing reduced to row · stride plus whole 16-byte vectors so that the kernel fits more blocks an SM
-// (kMinBlocks), and optional cache hints (kHint, WarpBackwardDense::hint; only kHint 0 is built, dense_kernel). The
-// arithmetic is backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the
-// outputs are bitwise its.
-namespace dense_hints {
-__device__ __forceinline__ std::uint64_t evict_first_policy() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-template <int kHint>
-__device__ __forceinline__ float4 load(const float4* a, std::uint64_t policy) {
-  if constexpr (kHint == 0) {
-    return *a;
-  } else {
-    float4 v;
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-        : "l"(a), "l"(policy));
-    return v;
-  }
-}
-template <int kHint>
-__device__ __forceinline__ void store(float4* a, float4 v) {
-  if constexpr (kHint == 2) {
-    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(a), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                 : "memory");
-  } else {
-    *a = v;
-  }
-}
-}  // namespace dense_hints
-
-template <int E, int kMinBlocks, int kHint>
+// (kMinBlocks). Plain loads and stores (the cache hints timed by the run of 90f1614 were not kept). The arithmetic is
+// backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise
+// its.
+template <int E, int kMinBlocks>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<float, E>;
   constexpr int K = Tile::K;
@@ -257,7 +230,6 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
   const int rows_per_warp = 32 / lanes;
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
-  const std::uint64_t policy = kHint != 0 ? dense_hints::evict_first_policy() : 0;
   const bool softmax = p.op == Op::softmax_backward;
   const float* const ys = static_cast<const float*>(p.x);
   const float* const dys = static_cast<const float*>(p.dy);
@@ -272,9 +244,9 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
       const float4* const dv = reinterpret_cast<const float4*>(dys + row * p.map.stride[kDy][0]) + g;
       float4 a[K], b[K];
 #pragma unroll
-      for (int k = 0; k < K; ++k) a[k] = dense_hints::load<kHint>(yv + k * lanes, policy);
+      for (int k = 0; k < K; ++k) a[k] = yv[k * lanes];
 #pragma unroll
-      for (int k = 0; k < K; ++k) b[k] = dense_hints::load<kHint>(dv + k * lanes, policy);
+      for (int k = 0; k < K; ++k) b[k] = dv[k * lanes];
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         y[4 * k] = a[k].x, y[4 * k + 1] = a[k].y, y[4 * k + 2] = a[k].z, y[4 * k + 3] = a[k].w;
@@ -291,7 +263,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
     float4* const xv = reinterpret_cast<float4*>(dxs + row * p.map.stride[kOut][0]) + g;
 #pragma unroll
     for (int k = 0; k < K; ++k)
-      dense_hints::store<kHint>(xv + k * lanes, make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]));
+      xv[k * lanes] = make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]);
   }
 }
 
@@ -403,51 +375,30 @@ using SharedShare = LaneStage<In, kBackwardWideSharedElems>;
 
 // The backward of rows up to 32768 in one block of up to 1024 threads: y in registers (32 a thread), dy in shared
 // memory, read there twice (the sum, then dx), so the row fits the 64 registers of one 1024-thread block an SM where
-// 2 × 32 registers of row would not. kPrefetch (16-bit only: 2 × 64 KB at 1024 threads): a persistent grid, and each
-// thread copies its share of the block's next row — y as soon as this row's y is in registers, dy once this row's dx
-// is written — so the next row's loads are in flight while this one is reduced and written. The sum's tree is
-// thread_terms' (tree_sum over the 32 terms, block_sum), a function of n alone.
-template <typename In, bool kPrefetch>
+// 2 × 32 registers of row would not. The sum's tree is thread_terms' (tree_sum over the 32 terms, block_sum), a
+// function of n alone. (Its 16-bit prefetching form, kPrefetch until session 11 — a persistent grid copying the next
+// row's y and dy in during this one — served 16-bit rows from 28673, which mid11 gave to backward_reread.cu; removed
+// after review F13.)
+template <typename In>
 __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_kernel(const RowProblem p) {
   using S = SharedShare<In>;
   using Tile = typename S::Tile;
   constexpr int E = kBackwardWideSharedElems, K = S::K, V = S::V;
   __shared__ float red[32];
-  extern __shared__ __align__(16) unsigned char wide_shared[];  // dy's shares; kPrefetch: then y's
+  extern __shared__ __align__(16) unsigned char wide_shared[];  // dy's shares
   const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(p.n);
   auto* const sdy = reinterpret_cast<typename S::Vec*>(wide_shared);
-  auto* const sy = sdy + K * T;
   const bool softmax = p.op == Op::softmax_backward;
   auto yrow = [&](std::int64_t row) { return at<In>(p.x, RowRef{row, 0}.off(p, kX)); };
   auto dyrow = [&](std::int64_t row) { return at<In>(p.dy, RowRef{row, 0}.off(p, kDy)); };
-  std::int64_t row = blockIdx.x;
-  if (kPrefetch && row < p.rows) {
-    S::fetch(sy, yrow(row), n, p.step[kX], t, T, t, T, 0.0f);
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const RowRef o{row, 0};
+    float y[E];
     S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T, t, T, 0.0f);
     __pipeline_commit();
-  }
-  for (; row < p.rows; row += gridDim.x) {
-    const RowRef o{row, 0};
-    const std::int64_t next = row + gridDim.x;
-    float y[E];
-    if constexpr (kPrefetch) {
-      __pipeline_wait_prior(0);
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        float w[V];
-        S::read_vec(w, sy, k, t, T);
-#pragma unroll
-        for (int j = 0; j < V; ++j) y[k * V + j] = w[j];
-      }
-      if (next < p.rows) S::fetch(sy, yrow(next), n, p.step[kX], t, T, t, T, 0.0f);
-      __pipeline_commit();
-    } else {
-      S::fetch(sdy, dyrow(row), n, p.step[kDy], t, T, t, T, 0.0f);
-      __pipeline_commit();
-      Tile::load(y, yrow(row), n, p.step[kX], t, T, 0.0f);
-      __pipeline_wait_prior(0);
-    }
+    Tile::load(y, yrow(row), n, p.step[kX], t, T, 0.0f);
+    __pipeline_wait_prior(0);
     float terms[E];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -476,10 +427,6 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
       using Out = std::remove_pointer_t<decltype(tag)>;
       Tile::template store<Out>(at<Out>(p.out, o.off(p, kOut)), y, n, p.step[kOut], t, T);
     });
-    if constexpr (kPrefetch) {
-      if (next < p.rows) S::fetch(sdy, dyrow(next), n, p.step[kDy], t, T, t, T, 0.0f);
-      __pipeline_commit();
-    }
     __syncthreads();  // red is rewritten by the next row
   }
 }
@@ -661,12 +608,13 @@ constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
 
 // sbwd11: backward_warp_dense_kernel's builds, the ones the dispatcher takes (softmax_cuda.cpp kWarpBackwardDense*;
 // warp_backward.hpp backward_dense_built): E16 at 4 blocks an SM, E32 at 2, plain loads and stores. The run of 90f1614
-// timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and the hints (1: 0.87-0.95×; 2: 0.98-1.02×) too: not built since.
+// timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and cache hints (evict-first loads 0.87-0.95×; with streaming
+// stores 0.98-1.02×) too: not built since.
 template <int E>
 auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
-  if (!backward_dense_built(E, d.blocks, d.hint)) return nullptr;
-  if constexpr (E == 16) return backward_warp_dense_kernel<16, 4, 0>;
-  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2, 0>;
+  if (!backward_dense_built(E, d.blocks)) return nullptr;
+  if constexpr (E == 16) return backward_warp_dense_kernel<16, 4>;
+  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2>;
   else return nullptr;
 }
 
@@ -686,7 +634,6 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
       }
     }
     warp_backward_dense_last().blocks.store(took.blocks, std::memory_order_relaxed);
-    warp_backward_dense_last().hint.store(took.hint, std::memory_order_relaxed);
   }
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
   bool packed = false;
@@ -738,17 +685,17 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
-template <typename In, bool kPrefetch>
+template <typename In>
 void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  const auto kernel = backward_wide_shared_kernel<In, kPrefetch>;
-  const std::size_t per_thread = (kPrefetch ? 2 : 1) * SharedShare<In>::bytes_per_thread;  // dy's share, y's
+  const auto kernel = backward_wide_shared_kernel<In>;
+  const std::size_t per_thread = SharedShare<In>::bytes_per_thread;  // dy's share
   static DeviceOnce attributes;
   attributes.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(per_thread * kWideBlockThreads)));
   });
   const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
-  const unsigned grid = kPrefetch ? persistent_grid(kernel, c.threads, smem, p.rows) : capped_grid(p.rows);
+  const unsigned grid = capped_grid(p.rows);
   kernel<<<grid, c.threads, smem, s>>>(p);
   SMK_CUDA_CHECK_LAUNCH("backward_wide_shared_kernel");
 }
@@ -823,13 +770,9 @@ void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t
   if (p.rows == 0 || p.n == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
-    if (c.dy_shared) {
-      // The next row's prefetch only for 16-bit rows: f32 shares of y and dy would take 256 KB at 1024 threads.
-      if constexpr (sizeof(In) == 2) {
-        if (c.staged) return launch_wide_shared<In, true>(p, c, s);
-      }
-      launch_wide_shared<In, false>(p, c, s);
-    } else if (c.wide) launch_block<In, false, kBackwardWideBlockElems, kWideBlockThreads, 1>(p, c, s);
+    // dy_shared ignores c.staged: its 16-bit prefetching form was removed in session 11 (review F13).
+    if (c.dy_shared) launch_wide_shared<In>(p, c, s);
+    else if (c.wide) launch_block<In, false, kBackwardWideBlockElems, kWideBlockThreads, 1>(p, c, s);
     else if (c.staged) launch_block<In, true>(p, c, s);
     else launch_block<In, false>(p, c, s);
   });

@@ -175,19 +175,20 @@ constexpr std::int64_t kBackwardWideBlockMaxN =
 constexpr std::int64_t kWideAutoMaxN = kWideBlockMaxN;                  // softmax, log-softmax
 constexpr std::int64_t kWideAutoMaxNReadOnly = kWideBlockMaxN;          // logsumexp, state
 constexpr std::int64_t kBackwardWideAutoMaxN = kBackwardWideBlockMaxN;  // both backward passes
-// The backward's block with dy in shared memory (BlockConfig::dy_shared; long 16-bit rows also prefetch the next
-// row): y in registers, 32 a thread, so one block of up to 1024 threads holds up to 32768. The dispatcher takes it up
-// to kBackwardWideSharedAutoMaxN, its capacity, instead of cluster_row: faster on every row timed above 16384 (bw16's
-// runs of e7a1abd and d4f4d06, µs softmax backward, cluster_row → dy-shared): 8192×32000 f32 897 → 731, bf16 749 →
-// 416 (prefetching); 2048×24576 f32 162 → 148, bf16 129 → 82. Below 16385, see kBackwardSharedFromN16.
+// The backward's block with dy in shared memory (BlockConfig::dy_shared; until session 11 long 16-bit rows also
+// prefetched the next row): y in registers, 32 a thread, so one block of up to 1024 threads holds up to 32768. The
+// dispatcher takes it up to kBackwardWideSharedAutoMaxN, its capacity, instead of cluster_row: faster on every row
+// timed above 16384 (bw16's runs of e7a1abd and d4f4d06, µs softmax backward, cluster_row → dy-shared): 8192×32000 f32
+// 897 → 731, bf16 749 → 416 (prefetching); 2048×24576 f32 162 → 148, bf16 129 → 82. Below 16385, see
+// kBackwardSharedFromN16.
 constexpr std::int64_t kBackwardWideSharedMaxN =
     std::int64_t{kernels::kWideBlockThreads} * kernels::kBackwardWideSharedElems;  // 32768
 constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
 // block_per_row's backward takes the dy-shared block from these row lengths (16-bit, f32), below them the 512-thread
-// block of 16 + 16 a thread (staged for 16-bit rows) and the 1024-thread wide one; and 16-bit rows of at least
-// kBackwardPrefetchFromN prefetch the next row there (bitwise the same results: only where the data comes from
-// differs). H200, 2026-11-30, bw16's run of d4f4d06, tune_softmax --bw16b, y and dy distinct buffers, µs old → dy-shared
-// (softmax backward; log-softmax backward alike; docs/perf-notebook.md "bw16"):
+// block of 16 + 16 a thread (staged for 16-bit rows) and the 1024-thread wide one. (16-bit rows from 28673 prefetched
+// the next row there until session 11; mid11 gave those rows to backward_reread, and the prefetching form was removed
+// after review F13.) H200, 2026-11-30, bw16's run of d4f4d06, tune_softmax --bw16b, y and dy distinct buffers, µs
+// old → dy-shared (softmax backward; log-softmax backward alike; docs/perf-notebook.md "bw16"):
 //   bf16  8192×32000 cluster_row 749 → 520 (prefetching 416); 8192×12288 wide16 232 → 149; 4096×16384 139 → 103;
 //         16384×4096 512-thread staged 108 → 102; 65536×2048 202 → 192; 32768×1025 143 (unstaged 131) → 146: slower
 //   f32   8192×32000 cluster_row 897 → 731; 4096×16384 wide16 195.3 → 195.7, 8192×12288 284 → 287, 16384×4096 194 →
@@ -197,7 +198,6 @@ constexpr std::int64_t kBackwardWideSharedAutoMaxN = kBackwardWideSharedMaxN;
 //   24576 and 32000, taken half-way (two points: provisional).
 constexpr std::int64_t kBackwardSharedFromN16 = 2048;
 constexpr std::int64_t kBackwardSharedFromNF32 = kBackwardWideAutoMaxN + 1;  // 16385
-constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 // mid9 (session 9): the backward read twice, holding no row in registers (backward_reread.cu: 1024 threads, two blocks
 // an SM, 32 registers, y and dy re-read from L2), as torch.compile's Triton kernel does. Predicted bf16 8192×32000
 // log-softmax backward 443 → ~370 µs; measured (H200, 2026-11-30, mid9's run of c16e5c4, tune_softmax --mid9, inputs
@@ -211,8 +211,8 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 //                    bf16 449.5 / 448.9 → 441.8; 101.7 / 101.9 → 132.7; 102.8 / 102.7 → 126.0; 101.7 / 102.3 → 142.6;
 //                         94.0 / 93.7 → 97.3
 // It wins only at 16-bit log-softmax backward 8192×32000 (1.7 %; the old kernel's two timings 0.13 % apart), where the
-// old one prefetches (from kBackwardPrefetchFromN): so 16-bit log-softmax backward rows from there take it, the bound
-// between 24576 (lost) and 32000 (won); dx in f32 not timed (the same kernel). Re-timed in session 10 (review F4;
+// old one prefetched (from 28673): so 16-bit log-softmax backward rows from there take it, the bound between 24576
+// (lost) and 32000 (won); dx in f32 not timed (the same kernel). Re-timed in session 10 (review F4;
 // tune_softmax --lse10-f4, H200, 8192 rows, two samples each, old → re-read, µs): 28673 bf16 1405 → 1133, f16 1393 →
 // 1107 (odd: no vectors for either); 30000 bf16 442 → 436, f16 443 → 394; 32000 bf16 448 → 440, f16 446 → 399; 32768
 // bf16 449 → 451 (even), f16 450 → 409. The rule stands (docs/perf-notebook.md, session 10's lead section).
@@ -229,15 +229,16 @@ constexpr std::int64_t kBackwardPrefetchFromN = 28673;
 //                    399.4; 2048×24576 83.4 / 83.0 → 86.7 (slower); 16384 and below slower (4096×16384 100.7 / 100.6
 //                    → 106.2); f16 32000 412.1 / 410.7 → 391.8, 30000 411.2 / 409.1 → 395.8, 24576 82.9 / 82.5 →
 //                    84.7 (slower)
+// The f16 numbers above are timings of non-finite arithmetic: tune --mid11's inputs in [16, 24) overflow f16, so
+// every f16 dx was ±inf / NaN (docs/perf-notebook.md "mid11"). The rule rests on bf16's numbers.
 // So 16-bit log-softmax backward takes it from 24576 (the shortest row timed where it won; 16384 lost, 16385..24575
-// not timed), 16-bit softmax backward from kBackwardPrefetchFromN (between 24576, lost, and 30000, won). The
-// dy-shared block's prefetch (16-bit, from kBackwardPrefetchFromN) is thereby reached only with the override at 0
-// (test_backward_reread_gpu.cpp PrefetchingBlockWithTheOverrideOff).
+// not timed), 16-bit softmax backward from 28673, where the dy-shared block had prefetched (between 24576, lost, and
+// 30000, won). That left the prefetch with no automatic call; it was removed (review F13).
 // backward_reread.hpp's override (tests) sends every 16-bit softmax or log-softmax backward row of 4097..32768 to it.
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
 constexpr std::int64_t kBackwardRereadFromN16Log = 24576;
-constexpr std::int64_t kBackwardRereadFromN16Softmax = kBackwardPrefetchFromN;  // 28673
+constexpr std::int64_t kBackwardRereadFromN16Softmax = 28673;
 bool backward_reread_takes(DType t, kernels::Op op, std::int64_t n) {
   if (n < kBackwardRereadFromN || n > kBackwardRereadToN) return false;
   if (t == DType::f32) return false;  // built for 16-bit rows only
@@ -955,7 +956,6 @@ void softmax_backward(const char* op, BackwardKind kind, const SoftmaxProblem& p
         // y's 32 a thread in registers, dy in shared memory (BlockConfig::dy_shared).
         c.threads = round_up32(ceil_div(p.n, kernels::kBackwardWideSharedElems));
         c.dy_shared = true;
-        c.staged = !f32 && p.n >= kBackwardPrefetchFromN;
         return kernels::launch_backward_block_rows(rp, c, s);
       }
       c = block_row_config(p.n, kernels::kBackwardBlockElems, kBackwardBlockMaxN, kernels::kBackwardWideBlockElems);

@@ -20,12 +20,10 @@ namespace smk::cuda::kernels {
 // Which dense kernel a launch takes (0 in `blocks`: backward_warp_kernel).
 //   blocks: __launch_bounds__'s blocks an SM (256 threads), a built bound for the launch's E (backward_dense_built),
 //           or 0 for none (the general kernel).
-//   hint:   0 plain loads and stores; 1 loads by ld.global.nc.L1::no_allocate with an L2 evict-first policy (each
-//           element is read once); 2 those and streaming stores (st.global.cs). Only 0 is built (timed: 1 0.87-0.95×,
-//           2 0.98-1.02× of 0; docs/perf-notebook.md "sbwd11").
+// Plain loads and stores: cache hints were timed (evict-first loads 0.87-0.95×, with streaming stores 0.98-1.02× of
+// plain; docs/perf-notebook.md "sbwd11") and not kept.
 struct WarpBackwardDense {
   int blocks = 0;
-  int hint = 0;
 };
 // Tests and timing: when `on`, replaces the dispatcher's WarpBackwardDense on every f32 warp_per_row backward launch.
 struct WarpBackwardDenseTuning {
@@ -35,15 +33,15 @@ struct WarpBackwardDenseTuning {
 WarpBackwardDenseTuning& warp_backward_dense_tuning();
 // The last f32 warp_per_row backward launch's dense kernel (blocks 0: it took backward_warp_kernel). Tests.
 struct WarpBackwardDenseLast {
-  std::atomic<int> blocks{0}, hint{0};
+  std::atomic<int> blocks{0};
 };
 WarpBackwardDenseLast& warp_backward_dense_last();
 
-// The dense kernel's builds (backward.cu dense_kernel): E16 at 4 blocks an SM and E32 at 2, hint 0. (The run of
-// 90f1614 timed E8 at 4 / 6 / 8, E16 at 3 / 5, E32 at 3 and hints 1 and 2 as well; none is built since.) Asked for
-// anything else, a launch takes backward_warp_kernel.
-constexpr bool backward_dense_built(int elems, int blocks, int hint) {
-  return hint == 0 && ((elems == 16 && blocks == 4) || (elems == 32 && blocks == 2));
+// The dense kernel's builds (backward.cu dense_kernel): E16 at 4 blocks an SM and E32 at 2. (The run of 90f1614 timed
+// E8 at 4 / 6 / 8, E16 at 3 / 5, E32 at 3 and the cache hints as well; none is built since.) Asked for anything else,
+// a launch takes backward_warp_kernel.
+constexpr bool backward_dense_built(int elems, int blocks) {
+  return (elems == 16 && blocks == 4) || (elems == 32 && blocks == 2);
 }
 
 // True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.

@@ -1,10 +1,8 @@
 // The backward passes read twice (src/cuda/softmax/backward_reread.cu, mid9), on every block_per_row 16-bit
 // softmax and log-softmax backward row of 4097..32768 (backward_reread.hpp's override; the dispatcher itself takes
 // 16-bit log-softmax backward from 24576 and softmax backward from 28673, DispatcherRule; built for 16-bit rows alone
-// since session 9's review,
-// F17, softmax backward built again by mid11). Each case runs the public call (automatic path) with dx poisoned
-// (0xFF) first,
-// asserts that the re-read kernel served it, and checks every element
+// since session 9's review, F17, softmax backward built again by mid11). Each case runs the public call (automatic
+// path) with dx poisoned (0xFF) first, asserts that the re-read kernel served it, and checks every element
 // against the float64 CPU reference with gpu_case.hpp's backward gates; the same rows strided and unaligned (y, dy and
 // dx each off a 16-byte boundary: element-by-element loads and stores) must give the contiguous rows' bits (the sum's
 // order is a function of n alone). Row lengths: the rule's ends, a ragged end, the 16-bit vectors' tail; bf16 (and
@@ -155,36 +153,6 @@ TEST(GpuBackwardRereadRule, DispatcherRule) {
     EXPECT_EQ(k::backward_reread_launch_count() > before, w.reread) << "re-read kernel ran";
     EXPECT_EQ(check(c, r, reference(c)), 0);
   }
-}
-
-// Since mid11's rule, every 16-bit backward row the dy-shared block would prefetch (28673..32768) goes to the re-read
-// kernel, so the prefetching block (backward.cu backward_wide_shared_kernel<16-bit, true>) is reached only with the
-// override off (force = 0): checked here against the reference, with more rows than blocks resident (each block walks
-// several rows, the prefetch's case), both ops, bf16 and f16, aligned and at an odd pitch.
-TEST(GpuBackwardRereadRule, PrefetchingBlockWithTheOverrideOff) {
-  SMK_REQUIRE_GPU();
-  k::backward_reread_tuning().force = 0;
-  std::uint64_t seed = 9800;
-  const std::int64_t rows = small_mode() ? 3 : 140;
-  for (std::int64_t n : {std::int64_t{28673}, std::int64_t{32768}})
-    for (Op op : {Op::log_softmax_backward, Op::softmax_backward})
-      for (DType t : {DType::bf16, DType::f16}) {
-        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
-                                " " + op_name(op) + " prefetching block";
-        SCOPED_TRACE(tag);
-        Case c = backward_case(tag, op, t, t, rows, n, ++seed);
-        if (n == 32768) {
-          c.in.strides = {n + 1, 1};
-          c.in.offset = 1;
-        }
-        const std::uint64_t before = k::backward_reread_launch_count();
-        const Result r = run_gpu(c, cuda::SoftmaxPath::automatic);
-        EXPECT_TRUE(r.ran) << r.reason;
-        EXPECT_EQ(k::backward_reread_launch_count(), before) << "the re-read kernel ran";
-        EXPECT_FALSE(r.stray_write);
-        EXPECT_EQ(check(c, r, reference(c)), 0);
-      }
-  k::backward_reread_tuning().force = -1;
 }
 
 }  // namespace

@@ -620,8 +620,10 @@ TEST_F(GpuSoftmax, WideSharedBackwardAndStagedWideForward) {
       run_all_paths(u, paths);
     }
   }
-  // More rows than blocks resident (132 at one block an SM above 16384), so blocks of the persistent (staged) kernels
-  // walk two rows; aligned rows and rows of an odd pitch (some rows staged, some not).
+  // More rows than blocks resident (132 at one block an SM above 16384), so blocks of the persistent (staged) forward
+  // kernels walk two rows; aligned rows and rows of an odd pitch (some rows staged, some not). The bf16 softmax
+  // backward here has gone to the re-read kernel (backward_reread.cu) since mid11's rule (session 11), not to a
+  // staged block: the dy-shared block's prefetching form is removed.
   if (!small_mode()) {
     for (std::int64_t pitch : {std::int64_t{0}, std::int64_t{1}}) {
       const std::int64_t n = 32768, rows = 140;

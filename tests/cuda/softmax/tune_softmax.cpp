@@ -160,8 +160,9 @@ void run_shape(std::int64_t rows, std::int64_t n, const std::vector<Variant>& va
       for (const Variant& v : variants) {
         // More than the 512-thread kernel's launch bound (the wide kernels take up to 1024).
         if (v.kind == 'b' && v.block.threads > 512 && !v.block.wide && !v.block.dy_shared) continue;
-        // The backward wide block prefetches the next row only for 16-bit rows; f32 would time the unstaged kernel.
-        if (v.kind == 'b' && v.block.dy_shared && v.block.staged && t == DType::f32) continue;
+        // The dy-shared block's prefetching form (16-bit) was removed in session 11 (review F13): a launch asking for
+        // it would time the unstaged kernel under the prefetching name, so such variants are skipped.
+        if (v.kind == 'b' && v.block.dy_shared && v.block.staged) continue;
         warp_row_tuning() = v.tuning;
         row_loop_tuning() = v.loop;
         split_row_tuning() = v.split;  // one11
@@ -595,8 +596,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--sbwd11") == 0) {
     // sbwd11 (session 11, docs/perf-notebook.md "sbwd11"): both backward ops on rows of 32 ... 1024 (2^25 elements),
     // f32, bf16 and f16, the dispatcher's configuration as of e44d455 ("default", timed first and last) beside:
-    // f32 — the dense kernel (warp_backward.hpp; d<blocks>: its __launch_bounds__ blocks an SM, h1 evict-first loads,
-    // h2 those and streaming stores) at the same lanes and elements, on grids of 8 (the dispatcher's), 4, 16 and the
+    // f32 — the dense kernel (warp_backward.hpp; d<blocks>: its __launch_bounds__ blocks an SM; the run of 90f1614 also
+    // timed cache hints, since removed) at the same lanes and elements, on grids of 8 (the dispatcher's), 4, 16 and the
     // persistent one; 16-bit — rows of 1024 held packed (E32 L32, packed16.cuh), the packed rows on grids of 4 and 8;
     // and at 1024 block_per_row's backward block of 64 threads (16 + 16 a thread), unstaged.
     const int r11 = 50;
@@ -629,14 +630,12 @@ int main(int argc, char** argv) {
         if (f32) {
           const std::vector<int> bounds = def.elems == 8 ? std::vector<int>{4, 6, 8}
                                           : def.elems == 16 ? std::vector<int>{3, 4, 5} : std::vector<int>{2, 3};
-          for (int b : bounds) vs.push_back({name(def) + " d" + std::to_string(b), def, {b, 0}});
+          for (int b : bounds) vs.push_back({name(def) + " d" + std::to_string(b), def, {b}});
           const int mid = def.elems == 8 ? 6 : def.elems == 16 ? 4 : 2;
-          for (int h : {1, 2})
-            vs.push_back({name(def) + " d" + std::to_string(mid) + " h" + std::to_string(h), def, {mid, h}});
           for (int g : {0, 4, 16}) {
             WarpConfig c = def;
             c.grid = g;
-            vs.push_back({name(c) + " d" + std::to_string(mid), c, {mid, 0}});
+            vs.push_back({name(c) + " d" + std::to_string(mid), c, {mid}});
           }
         } else {
           WarpConfig c = def;
@@ -650,7 +649,7 @@ int main(int argc, char** argv) {
         // sbwd11 (after the run of 90f1614, which timed them all): only the dense builds the dispatcher takes are left
         // (warp_backward.hpp backward_dense_built); asked for another, a launch takes the general kernel.
         std::erase_if(vs, [](const V11& v) {
-          return v.dense.blocks > 0 && !backward_dense_built(v.warp.elems, v.dense.blocks, v.dense.hint);
+          return v.dense.blocks > 0 && !backward_dense_built(v.warp.elems, v.dense.blocks);
         });
         if (n == 1024) vs.push_back({"block T64", {}, {}, 64});
         vs.push_back(vs.front());
@@ -757,7 +756,8 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--mid11") == 0) {
     // mid11 (session 11, docs/perf-notebook.md "session 11 — mid11"): the 16-bit backward passes, the dispatcher's
-    // dy-shared block (prefetching from 28673; "default", timed first and last) beside the re-read kernel
+    // dy-shared block ("default", timed first and last; prefetching from 28673 in mid11's run, a form removed since
+    // (review F13), so this binary times the unstaged block there) beside the re-read kernel
     // (backward_reread.cu, the kind 'r') at the shapes and the re-read rule's range, bf16 and f16. With
     // "old" as the second argument (a binary built with the re-read kernel before mid11's unpack fix, which has no
     // softmax backward): the re-read log-softmax backward alone, at 8192 × 32000 and 30000 (the dispatched rows;
@@ -777,7 +777,7 @@ int main(int argc, char** argv) {
         const double bytes = 3.0 * static_cast<double>(rows * n) * static_cast<double>(smk::dtype_size(t));
         for (Op op : {Op::log_softmax_backward, Op::softmax_backward}) {
           if (old_build && op == Op::softmax_backward) continue;
-          const Variant dflt = bshared(n, n >= 28673);
+          const Variant dflt = bshared(n, false);
           std::vector<Variant> vs = {rr};
           if (!old_build) vs = {dflt, rr, dflt};
           for (const Variant& v : vs) {
