@@ -1027,7 +1027,7 @@ if want short11; then
       "$s11/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*:*SixteenBitSoftmaxWithinItsPlainExponentialBound*'
   done
   bg_step short11x-memcheck timeout "$s11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$s11/bin/test_cuda_warp_row" --gtest_filter='*DenseKernelBitwiseF32*:*DenseKernelBitwiseBf16*'
+    --report-api-errors no --error-exitcode 9 "$s11/bin/test_cuda_warp_row" --gtest_filter='*DenseKernelBitwise*'
   bg_tally
   keep_logs short11
   rm -f "$outer"/short11x-*.txt  # their pass / fail lines are in short11-summary.txt, the logs in short11-logs.tgz

@@ -284,8 +284,8 @@ struct SplitRowTuning {
   // the kernel without: 1 (the library's) its loads evict-first (ld.global.cs, the input's last use) and its stores
   // streaming (st.global.cs), 0 plain loads and stores (the kernel before). Measured (one11's H200 run of ec84571):
   // 1-4 % faster at 1×16777216 and 4×4194304 softmax / log-softmax, within noise at 32×128256 (split_row.cu
-  // normalize_plain_kernel has the numbers). The chunk pass's loads L2 evict-last and a persistent chunk kernel loading a chunk ahead were timed
-  // in the same run and not kept (docs/perf-notebook.md "one11"; their code is in ec84571).
+  // normalize_plain_kernel has the numbers). The chunk pass's loads L2 evict-last and a persistent chunk kernel loading
+  // a chunk ahead were timed in the same run and not kept (docs/perf-notebook.md "one11"; their code is in ec84571).
   int l2_hints = 1;
 };
 SplitRowTuning& split_row_tuning();

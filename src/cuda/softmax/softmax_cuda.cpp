@@ -430,10 +430,13 @@ constexpr std::int64_t kWarpLogSoftmax16PackedSkipMaxN = 64;
 // softmax backward bf16 60.19 / 59.90 → 55.81, f16 60.13 / 60.19 → 55.97; log-softmax backward bf16 64.32 / 64.74 →
 // 59.17, f16 62.72 / 62.85 → 57.98; on the grid of 8 (kWarpGridPacked16Backward, below) 53.76, 54.14, 54.88, 55.20.
 constexpr std::int64_t kWarpBackwardPacked16MaxN = 1024;
+constexpr std::int64_t kWarpLogSoftmax16PackedMaxN = 1024;  // short11 (below)
 bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
   using kernels::Op;
   const bool backward = op == Op::softmax_backward || op == Op::log_softmax_backward;
   if (t != DType::f32 && backward && n > kWarpPacked16MaxN && n <= kWarpBackwardPacked16MaxN) return true;
+  if (t != DType::f32 && op == Op::log_softmax && n > kWarpPacked16MaxN && n <= kWarpLogSoftmax16PackedMaxN)
+    return true;  // short11
   if (t == DType::f32 || n < kWarpPacked16MinN || n > kWarpPacked16MaxN) return false;
   if (op == Op::log_softmax) return n < kWarpLogSoftmax16PackedSkipMinN || n > kWarpLogSoftmax16PackedSkipMaxN;
   return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
@@ -450,7 +453,6 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
 //   45.34 → 43.62, f16 44.64 / 44.86 → 43.36. (Logsumexp at 1024 stays on lse_stream: 29.57 / 29.25 against the packed
 //   warp kernel's 33.44. block_per_row on blocks of 64 or 128 threads at 1024: 1.2-3.4× slower in every op.)
 constexpr std::int64_t kWarpDense16MinN = 1024;
-constexpr std::int64_t kWarpLogSoftmax16PackedMaxN = 1024;
 bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
   return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
@@ -470,9 +472,7 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
   c.grid = t == DType::f32 && kernels::writes_rows(op) ? kWarpGridF32 : 0;
-  c.packed = warp_packed_rule(n, t, op) ||
-             (t != DType::f32 && op == kernels::Op::log_softmax && n > kWarpPacked16MaxN &&
-              n <= kWarpLogSoftmax16PackedMaxN);  // short11
+  c.packed = warp_packed_rule(n, t, op);
   c.dense = warp_dense_rule(n, t, op);  // short11
   return c;
 }

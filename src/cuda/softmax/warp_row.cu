@@ -162,6 +162,17 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
   }
 }
 
+// write_row_stats on a one-dimensional row map (the packed and dense kernels' rows: row · stride).
+__device__ __forceinline__ void write_row_stats_1d(const RowProblem& p, std::int64_t row,
+                                                   const OnlineSoftmaxState<float>& state) {
+  if (p.op == Op::logsumexp) {
+    p.stat0[row * p.map.stride[kStat0][0]] = state.lse();
+  } else {
+    p.stat0[row * p.map.stride[kStat0][0]] = state.m;
+    p.stat1[row * p.map.stride[kStat1][0]] = state.l();
+  }
+}
+
 // short10 (session 10): warp_rows_kernel<In, void, E, true> (the log ops: log-softmax, logsumexp, the state) for
 // dense 16-bit rows (packed_rule.hpp packed_dense: n = lanes · E, aligned, unit steps, outputs in the input dtype, no
 // temperature, no mask), the row held packed as loaded (E/2 registers of row instead of E) and unpacked at each pass:
@@ -213,15 +224,8 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
       const std::int64_t row = base + r * groups + group;
       if (row >= p.rows) continue;
       const auto state = state_from(m[r], ties[r], rest[r], true);
-      if (!writes_rows(p.op)) {  // write_row_stats on a one-dimensional row map
-        if (g == 0) {
-          if (p.op == Op::logsumexp) {
-            p.stat0[row * p.map.stride[kStat0][0]] = state.lse();
-          } else {
-            p.stat0[row * p.map.stride[kStat0][0]] = state.m;
-            p.stat1[row * p.map.stride[kStat1][0]] = state.l();
-          }
-        }
+      if (!writes_rows(p.op)) {
+        if (g == 0) write_row_stats_1d(p, row, state);
         continue;
       }
       const auto norm = state.normalizer(p.empty_rows);
@@ -238,9 +242,10 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
 // registers that a dense row does not need (short10 counted ~40 of them in the packed kernels): here the addressing is
 // row · stride + Tile::index, so the kernel fits under a tighter __launch_bounds__ (kMinBlocks) and an SM holds more
 // warps, each with its loads in flight (short8's Nsight Compute: torch.compile's f32 kernel runs 64 warps an SM at 32
-// registers against our 32 at 63). The same loads, trees, terms (TermOut: out_exp's tier as warp_rows_kernel<In, Out,
-// E, false> takes it: TermOut = In where plain_exp_pays, float (exp_diff) elsewhere; the log ops thread_log_rest_in),
-// normalizer and conversions: bitwise warp_rows_kernel's outputs (test_warp_row_gpu, Dense*).
+// registers against our 32 at 63). Softmax only, taken where plain_exp_pays (the 16-bit tier, In terms): the same
+// loads, trees, terms (warp_rows_kernel<In, In, E, false>'s), normalizer and conversions: bitwise warp_rows_kernel's
+// outputs (test_warp_row_gpu, Dense*). The log-op and separate-term-type forms were dropped (session 11's review F4;
+// SASS of both built kernels identical, cuobjdump).
 // Measured (H200, 2026-11-30, short11's run of 542e967, tune_softmax --short11, median of 30 µs, default first / last
 // → dense): 16-bit softmax at 1024 (E32 L32, 64 registers and 4 blocks an SM against 80 and 3) bf16 44.48 / 45.31 →
 // 43.65, f16 44.51 / 43.71 → 43.14; at 512 and 128 within the default's spread (bf16 43.97 / 43.74 → 43.30, 43.39 /
@@ -251,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
 // an SM did not bring more bytes in flight at the rate the fewer, fuller warps do: not built (their code is in
 // 542e967). So the kernel is built for 16-bit softmax at E32 only (kDenseBuilt), and taken at 1024
 // (softmax_cuda.cpp warp_dense_rule).
-template <typename In, typename TermOut, int E, bool kLog, int kMinBlocks>
+template <typename In, int E, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
   using Vec = typename Tile::Vec;
@@ -290,30 +295,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
     for (int r = 0; r < R; ++r) {
       ties[r] = 0;
       const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
-      if constexpr (kLog) {
-        rest[r] = group_sum(thread_log_rest_in<In>(v[r], shift, ties[r]), lanes);
-        ties[r] = group_count(ties[r], lanes);
-      } else {
-        rest[r] = group_sum(thread_exp_rest<TermOut>(v[r], shift, true, false, ties[r]), lanes);
-      }
+      rest[r] = group_sum(thread_exp_rest<In>(v[r], shift, true, false, ties[r]), lanes);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
       if (row >= p.rows) continue;
-      const auto state = state_from(m[r], ties[r], rest[r], kLog);
-      if (!writes_rows(p.op)) {  // write_row_stats on a one-dimensional row map
-        if (g == 0) {
-          if (p.op == Op::logsumexp) {
-            p.stat0[row * p.map.stride[kStat0][0]] = state.lse();
-          } else {
-            p.stat0[row * p.map.stride[kStat0][0]] = state.m;
-            p.stat1[row * p.map.stride[kStat1][0]] = state.l();
-          }
-        }
+      const auto state = state_from(m[r], ties[r], rest[r], false);
+      // Unreachable (softmax only), kept: without it ptxas allocates the kernel's registers differently (the SASS
+      // changes throughout, 64 registers either way), and the measured kernel is this one.
+      if (!writes_rows(p.op)) {
+        if (g == 0) write_row_stats_1d(p, row, state);
         continue;
       }
-      finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
+      finish_rows(v[r], state.normalizer(p.empty_rows), Op::softmax);
       W* q = reinterpret_cast<W*>(static_cast<In*>(p.out) + row * p.map.stride[kOut][0]) + g;
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k) {
@@ -362,7 +357,7 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   bool dense = false;
   if constexpr (kDenseBuilt<In, E>) {
     if (!packed && warp_dense(c) && row_dense(p, c.lanes, E) && plain_exp_pays<In, E>(p, c)) {
-      kernel = warp_rows_dense_kernel<In, In, E, false, kDenseMinBlocks>;
+      kernel = warp_rows_dense_kernel<In, E, kDenseMinBlocks>;
       dense = true;
     }
   }

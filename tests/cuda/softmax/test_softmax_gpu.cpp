@@ -354,7 +354,10 @@ TEST_F(GpuSoftmax, BatchInvariance) {
   // 16-bit rows (session 10 review, F11 and F2's bf16 half), each against a batch at an odd pitch and a dense batch:
   // - bf16 and f16 backward at n = 32: the row alone (rank 0) and the odd pitch take warp_config's L2 E16 unpacked, the
   //   dense batch L4 E8 packed (softmax_cuda.cpp warp_backward_config): the same bits by a tree identity stated there;
-  // - bf16 logsumexp and the state at n = 1024 and 4097 (lse_stream.cu's rows alone against the batch).
+  // - bf16 logsumexp and the state at n = 1024 and 4097 (lse_stream.cu's rows alone against the batch);
+  // - session 11's layout-chosen kernels (its review, F7), the dense batch against the row alone and the odd pitch (the
+  //   general kernels): bf16 softmax at 1024 (warp_rows_dense_kernel), bf16 log-softmax and softmax backward at 1024
+  //   (packed), f32 backward at 512 and 1024 (backward_warp_dense_kernel).
   struct Wide {
     DType t;
     std::int64_t n;
@@ -365,6 +368,9 @@ TEST_F(GpuSoftmax, BatchInvariance) {
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) wides.push_back({t, 32, op});
   for (std::int64_t n : {1024, 4097})
     for (Op op : {Op::logsumexp, Op::state}) wides.push_back({DType::bf16, n, op});
+  for (Op op : {Op::softmax, Op::log_softmax, Op::softmax_backward}) wides.push_back({DType::bf16, 1024, op});
+  for (std::int64_t n : {512, 1024})
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) wides.push_back({DType::f32, n, op});
   for (const Wide& w : wides)
     for (bool odd : {true, false}) {
       const std::int64_t n = w.n, rows = 37;

@@ -138,10 +138,12 @@ TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 
 // values come from the rule as stated (lanes = the power of two ≥ n / (lane bytes / element size), at most 32;
 // elements = the power of two ≥ n / lanes, 4..32), not from the code: 32 bytes a lane for f32 rows of 17..256 and
 // 16-bit rows up to 64, 64 bytes otherwise (rows of ≤ 16 on one lane either way); the grid of 8 for f32, persistent
-// (0) for 16-bit. Before short9 f32 17 was L2 E16, 256 L16 E16, 16-bit 64 L2 E32: a bound off by one, or E16 where
+// (0) for 16-bit unless packed at E32 (sbwd11, below). Before short9 f32 17 was L2 E16, 256 L16 E16, 16-bit 64 L2 E32: a bound off by one, or E16 where
 // E8 is due, fails here though every reference gate would pass it.
 // short10: 16-bit rows of 17..32 that are dense for 4 lanes of 8 (here n = 32, contiguous and aligned) take L4 E8
 // (packed); the same rows at an odd pitch (`odd`) keep L2 E16.
+// sbwd11: 16-bit rows the packed kernel serves at 32 elements a lane (dense rows of 128..1024) take the grid of 8
+// (softmax_cuda.cpp kWarpGridPacked16Backward): bf16 128 dense L4 E32 grid 8, at an odd pitch grid 0.
 TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
   struct Want {
     DType t;
@@ -157,7 +159,8 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
                         Want{DType::bf16, 31, 2, 16, 0}, Want{DType::f16, 31, 2, 16, 0},
                         Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 8},
                         Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
-                        Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0}})
+                        Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0},
+                        Want{DType::bf16, 128, 4, 32, 8}, Want{DType::bf16, 128, 4, 32, 0, true}})
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
       const std::int64_t rows = 1000;
       const Case c = warp_case(op, w.t, rows, w.n, w.odd, ++seed);
@@ -258,33 +261,34 @@ TEST_F(GpuWarpRow, PackedBackwardBitwiseBf16) { packed_bitwise(DType::bf16, true
 TEST_F(GpuWarpRow, PackedBackwardBitwiseF16) { packed_bitwise(DType::f16, true, 1200); }
 
 // The dispatcher's packed rule (softmax_cuda.cpp warp_packed_rule; session 10 review, F10) at its bounds, bf16 and f16:
-// with no tuning, a forced warp_per_row call takes the packed kernel exactly where the rule asks (logsumexp and both
-// backward ops at 32..512, log-softmax at 32 and 65..512, never softmax or the state) and the rows are dense
-// (contiguous, aligned, n a power of two here: 32, 64, 512; 31, 33, 65, 513 are not). The expectations are the rule
-// as written, not the code. The same rows at an odd pitch never take it. Each call is checked against the float64
-// reference.
+// with no tuning, a forced warp_per_row call takes the packed kernel exactly where the rule asks (logsumexp at 32..512,
+// both backward ops at 32..1024 (sbwd11), log-softmax at 32 and 65..1024 (short11), never softmax or the state) and
+// the rows are dense (contiguous, aligned, n a power of two here: 32, 64, 512, 1024; 31, 33, 65, 513 are not). The
+// expectations are the rule as written, not the code. The same rows at an odd pitch never take it. Each call is
+// checked against the float64 reference.
 TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
   TuningGuard guard;
   cuda::kernels::warp_row_tuning() = {};
   std::uint64_t seed = 1300;
   auto rule = [](Op op, std::int64_t n) {
-    if (n < 32 || n > 512) return false;
+    const bool to_1024 = op == Op::log_softmax || op == Op::softmax_backward || op == Op::log_softmax_backward;
+    if (n < 32 || n > (to_1024 ? 1024 : 512)) return false;
     if (op == Op::log_softmax) return n < 33 || n > 64;
     return op == Op::logsumexp || op == Op::softmax_backward || op == Op::log_softmax_backward;
   };
   for (DType t : {DType::bf16, DType::f16})
-    for (std::int64_t n : {31, 32, 33, 64, 65, 512, 513})
+    for (std::int64_t n : {31, 32, 33, 64, 65, 512, 513, 1024})
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state, Op::softmax_backward,
                     Op::log_softmax_backward})
         for (bool odd : {false, true}) {
-          if (odd && n != 32 && n != 512) continue;
+          if (odd && n != 32 && n != 512 && n != 1024) continue;
           const bool backward = is_backward(op);
           const Case c = warp_case(op, t, 1000, n, odd, ++seed);
           SCOPED_TRACE(c.name + " " + op_name(op));
           const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
           ASSERT_TRUE(r.ran) << r.reason;
           check(c, r, reference(c));
-          const bool dense = !odd && (n == 32 || n == 64 || n == 512);
+          const bool dense = !odd && (n == 32 || n == 64 || n == 512 || n == 1024);
           EXPECT_EQ(ran_packed(backward), rule(op, n) && dense);
         }
 }
@@ -362,6 +366,9 @@ TEST_F(GpuWarpRow, DenseKernelBitwiseF16) { dense_bitwise(DType::f16, 1700); }
 // as written: 16-bit softmax of 1024), and 16-bit log-softmax at 1024 the packed
 // kernel; dense rows only (the odd pitch never). Each call checked against the float64 reference. (A forced
 // warp_per_row call skips lse_stream, which serves logsumexp and the state at 1024 under the automatic choice.)
+// Then row_dense's other conditions one at a time on 16-bit softmax at 1024 (session 11's review F6), each taking the
+// general kernel: f32 outputs (plain_exp_pays refuses them too), a bool mask, and an input one element off a 16-byte
+// boundary at an aligned pitch (1032: the odd pitch above breaks base and pitch together).
 TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
   TuningGuard guard;
   cuda::kernels::warp_row_tuning() = {};
@@ -386,6 +393,34 @@ TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
           EXPECT_EQ(ran_dense(), !packed && rule(t, op, n) && layout && dense_built(t, op, lanes, elems))
               << "L" << lanes << " E" << elems;
         }
+  const std::int64_t rows = 1000, n = 1024;
+  for (DType t : {DType::bf16, DType::f16})
+    for (int variant : {0, 1, 2}) {  // 0 f32 outputs, 1 a bool mask, 2 base off by one element at pitch 1032
+      const std::string tag = std::string(dtype_name(t)) + " 1000x1024";
+      Case c = random_case(tag, Op::softmax, t, variant == 0 ? DType::f32 : t, rows, n, ++seed);
+      if (variant == 1) {
+        c.name += " bool mask";
+        c.mask = contiguous(DType::b8, {rows, n});
+        c.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+        for (std::int64_t i = 0; i < n; i += 3) c.mask_values[static_cast<std::size_t>(i)] = 0.0;
+      }
+      if (variant == 2) {
+        c.name += " offset 1 pitch 1032";
+        c.in.strides = {1032, 1};
+        c.in.offset = 1;
+      }
+      if (variant == 0) c.name += " f32 out";
+      SCOPED_TRACE(c.name);
+      const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+      ASSERT_TRUE(r.ran) << r.reason;
+      EXPECT_FALSE(r.stray_write);
+      check(c, r, reference(c));
+      const auto [lanes, elems] = last_config(false);
+      EXPECT_EQ(lanes, 32);
+      EXPECT_EQ(elems, 32);
+      EXPECT_FALSE(ran_dense());
+      EXPECT_FALSE(ran_packed(false));
+    }
 }
 
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
