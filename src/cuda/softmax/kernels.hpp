@@ -107,8 +107,8 @@ struct BlockConfig {
   bool wide = false;
   // The backward's wide block with dy in shared memory (backward.cu, block_per_row only, cluster 1): y in registers
   // (kBackwardWideSharedElems a thread), dy copied by cp.async into the block's shared memory, each thread's share
-  // where only it reads it, so a row of up to 32768 fits 64 registers. With `staged` too (16-bit only: f32 would need
-  // 256 KB) the next row's y and dy are copied there while the current row is reduced and written.
+  // where only it reads it, so a row of up to 32768 fits 64 registers. (Its 16-bit form with `staged`, copying the next
+  // row's y and dy while the current one was reduced, was removed in session 11, review F13: no call reached it.)
   bool dy_shared = false;
   // The forward's 16-bit block_per_row with its next rows in flight (block_row.cu block_rows_lane_kernel; cluster 1,
   // neither wide nor staged): each thread copies its own share of the block's rows `lane_stages` (1 to

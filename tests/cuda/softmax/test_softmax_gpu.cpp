@@ -593,8 +593,8 @@ TEST_F(GpuSoftmax, WideBlockEdges) {
                       {SoftmaxPath::block_per_row});
 }
 
-// bw16: the backward's block with dy in shared memory (block_per_row up to 32768; 16-bit rows from 2048, prefetching
-// the next row from 28673) and the forward's wide block staged (above 16384), against the float64 reference with poisoned outputs: few rows and more rows than blocks
+// bw16: the backward's block with dy in shared memory (block_per_row up to 32768; 16-bit rows from 2048; its prefetching
+// form was removed in session 11, and 16-bit rows from 24576 / 28673 now take the re-read kernel) and the forward's wide block staged (above 16384), against the float64 reference with poisoned outputs: few rows and more rows than blocks
 // resident (the staged kernel's blocks walk several), f32 / bf16 / f16 in, f32 out, temperatures, rows of an odd pitch
 // (unaligned: cp.async and the bulk copy decline some rows, take others), and rows of a batch bitwise equal to the
 // same rows alone.

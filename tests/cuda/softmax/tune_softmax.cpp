@@ -340,7 +340,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bw16-ncu") == 0) {
     // One launch of each kernel for Nsight Compute (scripts/device.sh bw16): warp_per_row 262144×128 softmax bf16
     // (E32 L4) and f32 (E16 L8); the wide block bf16 8192×32000 softmax unstaged then staged; the backward bf16
-    // 8192×32000 on cluster_row (before bw16) then the wide block with dy in shared memory, prefetching.
+    // 8192×32000 on cluster_row (before bw16) then the wide block with dy in shared memory (prefetching when this was
+    // written; that form was removed in session 11, so the second launch now profiles the unstaged block).
     {
       Buffers b = make_buffers(262144, 128, DType::bf16);
       launch_warp_rows(problem(Op::softmax, 262144, 128, DType::bf16, b, 0), {32, 4}, nullptr);
@@ -365,7 +366,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--mid8-ncu") == 0) {
     // One launch of each kernel for Nsight Compute (scripts/device.sh mid8): logsumexp 4096x16384 f32 then bf16, the
     // direct wide block (T512) then one row ahead; 8192x32000 logsumexp f32 and bf16 on the dispatcher's staged wide
-    // block; the bf16 backward 8192x32000 (softmax, log-softmax) on the dispatcher's dy-shared prefetching block.
+    // block; the bf16 backward 8192x32000 (softmax, log-softmax) on the dy-shared block (the dispatcher's prefetching
+    // block when written; since session 11 the unstaged one: the prefetching form was removed, review F13).
     for (DType t : {DType::f32, DType::bf16}) {
       Buffers b = make_buffers(4096, 16384, t);
       for (const Variant& v : {direct(16384), ahead(16384, 1, false)})
