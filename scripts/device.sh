@@ -11,7 +11,7 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 pfx11 dec11 short11 one11 mid11
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note)
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -922,52 +922,17 @@ issue_active|warps_eligible|stalled|cycles_elapsed.avg.per_second|sm__throughput
   cp "$OUT/p10-sdpa.md" "$outer/" 2>/dev/null
   end_carried
 fi
-# pfx11 (session 11, issue 7): the prefill kernel's builds whose softmax takes the row max and sum as balanced trees
-# (PrefillConfig::short_chains, prefill_wgmma.cu's kChains; the D = 128 and D = 64 defaults, TMA) against the default.
-# Binaries built off the device for sm_90a, carried as build/pfx11-bin.tar.xz (bin/: test_cuda_prefill,
-# tune_prefill, libsmk_attention_capi.so; lib/). In order, each capped: the variant's tests (*WgmmaChains*: reference,
-# non-finite V, bitwise / batch invariance / trim and schedule) and the bad-config test; the interleaved timing
-# (scripts/sdpa_interleaved.py --chains: ours in both layouts, the variant, cuDNN and FLASH in one process, order
-# rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the variant at
-# (4, 32, 4096, 128) full; memcheck and racecheck on the variant's bits test.
-# Back: p11-sdpa.md (the table), p11-ncu.txt, p11-summary.txt, p11-logs.tgz (every log, the .ncu-rep, the JSON).
-# Ran on 087be37's binaries at 16:51 UTC with SMK_PFX11_MEMCHECK_S=9 SMK_PFX11_RACECHECK_S=8 (40.9 s in all; results
-# in docs/perf-notebook.md, "session 11 — pfx11").
-if want pfx11; then
-  carried pfx11 build/pfx11-bin.tar.xz
-  p11=$bin
-  run_step p11x-test timeout "${SMK_PFX11_TEST_S:-12}" "$p11/bin/test_cuda_prefill" \
-    --gtest_filter="${SMK_PFX11_TEST_FILTER:-*WgmmaChains*:*ClearErrors*}"
-  keep_logs p11
-  run_step p11-sdpa timeout "${SMK_PFX11_SDPA_S:-24}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
-    --lib "$p11/bin/libsmk_attention_capi.so" --only prefill --chains --rounds "${SMK_PFX11_ROUNDS:-12}" \
-    --deadline-s "${SMK_PFX11_DEADLINE_S:-14}" --out "$OUT/p11-sdpa.md" --json "$OUT/p11-sdpa.json"
-  keep_logs p11
-  p11_ncu() {  # (a shell function: each command carries its own timeout)
-    timeout "${SMK_PFX11_NCU_S:-12}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
-      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
-      -o "$OUT/p11" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p11/bin/tune_prefill" &&
-      timeout 3 ncu --import "$OUT/p11.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|gmma|inst_issued|\
-issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|gpu__time_duration.sum"
-  }
-  run_step p11-ncu p11_ncu
-  keep_logs p11
-  run_step p11x-memcheck timeout "${SMK_PFX11_MEMCHECK_S:-10}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$p11/bin/test_cuda_prefill" --gtest_filter='*WgmmaChainsSameBits*'
-  keep_logs p11
-  run_step p11x-racecheck timeout "${SMK_PFX11_RACECHECK_S:-10}" compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$p11/bin/test_cuda_prefill" --gtest_filter='*WgmmaChainsSameBits*'
-  keep_logs p11
-  cp "$OUT/p11-sdpa.md" "$outer/" 2>/dev/null
-  end_carried
-fi
-# dec11 (session 11, issue 8: split-KV decode): the tensor-core kernel with 3 warps a block (4 blocks an SM) beside
-# 4, cp.async and TMA tiles, over S_max 1024..32768 x B 1..64 and the issue's rows (bench_decode --sweep: the TMA
-# rule's data too), then ours (4 warps) and ours w3 (the C entry point built with 3) interleaved with cuDNN and FLASH
-# on the issue's rows, then test_cuda_decode whole in three shards, the merge tests and memcheck (small) on the 3-warp
-# and bad-input tests, in parallel. Binaries built off the device for sm_90a (build/dec11-bin.tar.xz: bin/
-# bench_decode, test_cuda_decode, test_cuda, libsmk_attention_capi.so; w3/libsmk_attention_capi.so; lib/).
-# Back: dec11-summary.txt, dec11-sweep.txt, dec11-fair.md, dec11-logs.tgz.
+# pfx11 (session 11, issue 7; ran on 087be37's binaries at 16:51 UTC, results in docs/perf-notebook.md, "session 11
+# — pfx11"): removed with the variant it timed (prefill_wgmma.cu's kChains, review F16); `git show a99afd6:scripts/
+# device.sh` has the step, 087be37 the code it needs.
+# dec11 (session 11, issue 8: split-KV decode): the tensor-core kernel's cp.async and TMA tiles over S_max
+# 1024..32768 x B 1..64 and the issue's rows (bench_decode --sweep: the TMA rule's data; outputs compared bit for bit),
+# with the decode kernels' registers; or, with SMK_DEC11_GRIDS set, only the SDPA backends' kernels and grids
+# (scripts/decode_kernel_grids.py). Binaries built off the device for sm_90a (build/dec11-bin.tar.xz: bin/bench_decode;
+# lib/). Session 11's step also timed and tested blocks of 3 warps (DecodeConfig::mma_warps) and the C entry point
+# built with them (--decode-lib2); those were removed after the review (F17): `git show a99afd6:scripts/device.sh`
+# has that step, e16cc07 the code it needs.
+# Back: dec11-summary.txt, dec11-sweep.txt (or dec11-grids.md), dec11-logs.tgz.
 if want dec11; then
   carried dec11 build/dec11-bin.tar.xz
   d11=$bin
@@ -983,23 +948,7 @@ if want dec11; then
   run_step dec11-sweep timeout "${SMK_DEC11_SWEEP_S:-30}" stdbuf -oL "$d11/bin/bench_decode" --sweep \
     --json "$OUT/dec11-sweep.json"
   keep_logs dec11
-  run_step dec11-fair timeout "${SMK_DEC11_FAIR_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
-    --lib "$d11/bin/libsmk_attention_capi.so" --decode-lib2 "$d11/w3/libsmk_attention_capi.so" --only decode \
-    --out "$OUT/dec11-fair.md" --json "$OUT/dec11-fair.json" --rounds "${SMK_DEC11_ROUNDS:-8}" --deadline-s 22
-  keep_logs dec11
-  d11_t=${SMK_DEC11_TEST_S:-40}
-  d11_a='*IssueLengths*:*CausalMultiToken*:*CausalBand*:*StridedViews*'
-  d11_b='*Tma*:*ThreeWarp*:*Bitwise*'
-  bg_step dec11x-testa timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_a"
-  bg_step dec11x-testb timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="$d11_b"
-  bg_step dec11x-testc timeout "$d11_t" "$d11/bin/test_cuda_decode" --gtest_filter="-$d11_a:$d11_b"
-  bg_step dec11x-merge timeout "$d11_t" "$d11/bin/test_cuda" --gtest_filter='*Merge*'
-  bg_step dec11x-memcheck timeout "$d11_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$d11/bin/test_cuda_decode" --gtest_filter='*ThreeWarp*:*BadInputs*'
-  bg_tally
-  keep_logs dec11
-  cp "$OUT/dec11-fair.md" "$outer/" 2>/dev/null
-  rm -f "$outer"/dec11x-*.txt "$outer"/dec11-registers.txt "$outer"/dec11-fair.txt  # in the summary / logs.tgz
+  rm -f "$outer"/dec11-registers.txt  # in the summary / logs.tgz
   cat "$OUT/dec11-registers.log" >>"$outer/dec11-summary.txt" 2>/dev/null
   fi
   end_carried

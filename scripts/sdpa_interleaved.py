@@ -44,7 +44,6 @@ DECODE_D = 128
 # Sanity gate on max |ours − SDPA| (bf16 outputs of softmax-weighted randn values, |O| ≲ 4): a few bf16 ulps at the
 # output's magnitude. A wrong kernel (wrong scale, mask, head mapping) misses it by orders of magnitude.
 GATE = 0.0625
-DECODE_LIB2_NAME = "ours w3"  # --decode-lib2's column (session 11, dec11)
 
 
 def smi():
@@ -72,19 +71,15 @@ class Ours:
                                                    c_float, p, ctypes.c_char_p, c_int]
         self.lib.smk_attention_decode.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, p, c_int, c_int,
                                                   c_float, p, ctypes.c_char_p, c_int]
-        if hasattr(self.lib, "smk_attention_forward_cfg"):  # session 11 (pfx11): one prefill launch option
-            self.lib.smk_attention_forward_cfg.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, c_int,
-                                                           c_int, c_float, p, c_int, ctypes.c_char_p, c_int]
         self.err = ctypes.create_string_buffer(1024)
 
     @staticmethod
     def arr(vals):
         return (ctypes.c_int64 * 4)(*[int(x) for x in vals])
 
-    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None, option=None):
+    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None):
         """A no-argument callable for one configuration (the arrays built once, outside the timed calls).
-        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None.
-        option: smk_attention_forward_cfg's int (short_chains: 1 on, 2 off) after the stream."""
+        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None."""
         import torch
         args = [out.data_ptr(), self.arr(out.stride()), lse.data_ptr() if lse is not None else None, q.data_ptr(),
                 self.arr(q.shape), self.arr(q.stride()), k.data_ptr(), v.data_ptr(), self.arr(k.shape),
@@ -95,9 +90,7 @@ class Ours:
         err = self.err
 
         def call():
-            st = torch.cuda.current_stream().cuda_stream
-            rc = (f(*args, BF16, int(causal), 0.0, st, err, len(err)) if option is None else
-                  f(*args, BF16, int(causal), 0.0, st, int(option), err, len(err)))
+            rc = f(*args, BF16, int(causal), 0.0, torch.cuda.current_stream().cuda_stream, err, len(err))
             if rc != 0:
                 raise RuntimeError(err.value.decode())
         return call
@@ -179,9 +172,7 @@ def summarize(label, unit, per_round, impls, times, pos, ours_names, ref="cudnn"
         cells.append(f"{med[n]:.1f} ({lo[n]:.1f}–{hi[n]:.1f})")
     ratios = {}
     for o in ours_names:
-        # (--chains: the variant also against our default in the same round, > 1: the variant faster)
-        mine = ("ours",) if o == "ours chains" or o == DECODE_LIB2_NAME else ()
-        for theirs in ("cudnn", "flash") + mine:
+        for theirs in ("cudnn", "flash"):
             if theirs not in times or o not in times:
                 continue
             rr = [t_them / t_us for t_us, t_them in zip(times[o], times[theirs])]  # > 1: ours faster
@@ -211,12 +202,6 @@ def main():
     ap.add_argument("--only", choices=["prefill", "decode"])
     ap.add_argument("--deadline-s", type=float, default=1e9, help="start no new row after this many seconds")
     ap.add_argument("--rows", help="prefill rows to run, by index into PREFILL_ROWS (e.g. 0,1,3)")
-    ap.add_argument("--chains", action="store_true",
-                    help="prefill: also time the build with the row max and sum as trees (smk_attention_forward_cfg, "
-                         "short_chains on) in torch's layout, as 'ours chains' (session 11, pfx11); its output is "
-                         "checked against cuDNN's by the same gate, and bitwise against a second run of itself")
-    ap.add_argument("--decode-lib2", help="decode: also time this build of the C entry point (session 11, dec11: the "
-                    "dispatcher built with 3 warps a block) in torch's layout, as 'ours w3'; checked by the same gate")
     args = ap.parse_args()
     t0 = time.time()
     import torch
@@ -224,7 +209,6 @@ def main():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     ours = Ours(args.lib)
-    ours2 = Ours(args.decode_lib2) if args.decode_lib2 else None
     dev = "cuda"
     lines, record = [], {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                          "rounds": args.rounds, "calls": args.calls, "decode_calls": args.decode_calls,
@@ -285,34 +269,15 @@ def main():
                     print(f"{name} failed on {label}: {str(e).splitlines()[0]}", flush=True)
                     impls = [(n, f) for n, f in impls if n != name]
                     continue
-                errs[name] = torch.stack([(o.float() - ref).abs().max()  # torch's max keeps a NaN
-                                          for o in [out, out2] + ([out3] if ours2 is not None else [])]).max().item()
+                # torch's max keeps a NaN (Python's max(x, nan) returns x, so a poisoned, unwritten output would pass)
+                errs[name] = torch.stack([(o.float() - ref).abs().max() for o in (out, out2)]).max().item()
             torch.cuda.synchronize()
-            chain_names = []
-            if args.chains:  # built at both defaults; other bits than ours', so checked against cuDNN (poisoned first)
-                out3, out4 = torch.full_like(out, float("nan")), torch.full_like(out, float("nan"))
-                fn3 = ours.bind("smk_attention_forward_cfg", out3, lse, qv, kv, vv, causal, option=1)
-                fn4 = ours.bind("smk_attention_forward_cfg", out4, lse, qv, kv, vv, causal, option=1)
-                fn3()
-                fn4()
-                ref = dict(impls)["cudnn"]().transpose(1, 2).float() if "cudnn" in dict(impls) else out.float()
-                torch.cuda.synchronize()
-                errs["chains vs cudnn"] = (out3.float() - ref).abs().max().item()
-                errs["chains vs ours"] = (out3.float() - out.float()).abs().max().item()
-                same = bool(torch.equal(out3.view(torch.int16), out4.view(torch.int16)))
-                errs["chains twice bitwise"] = 0.0 if same else float("inf")
-                print(f"ours chains on {label}: max |chains - cudnn| {errs['chains vs cudnn']:.3g}, "
-                      f"max |chains - ours| {errs['chains vs ours']:.3g}, two runs bitwise equal: {same}", flush=True)
-                impls.append(("ours chains", fn3))
-                chain_names = ["ours chains"]
-                del out4
             bad = [n for n, e in errs.items() if not (e <= GATE)]
             flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
             tf = lambda us: flop / (us * 1e-6) / 1e12
             times, pos = rounds(impls, args.rounds, args.calls, torch)
             after = smi()
-            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos,
-                                           ["ours", "ours bshd"] + chain_names)
+            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos, ["ours", "ours bshd"])
             if head is None:
                 head = ["B, H, S, D, mask"] + [f"{n} TFLOP/s" for n, _ in impls] + rnames + \
                        ["max abs err vs cudnn / flash", "nvidia-smi before → after (sm MHz, mem MHz, W, °C, throttle)"]
@@ -356,11 +321,6 @@ def main():
             out2.fill_(float("nan"))
             impls[0][1]()
             impls[1][1]()
-            if ours2 is not None:  # --decode-lib2: its output joins out2's check below (the same gate)
-                out3 = torch.empty_like(out).fill_(float("nan"))
-                impls.append((DECODE_LIB2_NAME, ours2.bind("smk_attention_decode", out3, None, qv, kv, vv, False,
-                                                           seqlens)))
-                impls[-1][1]()
             for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
                 fn = sdpa_fn(backend, q, k, v, False, gqa=True)
                 try:
@@ -376,7 +336,8 @@ def main():
                         print(f"{name} failed on {label}: {str(e).splitlines()[0]}", flush=True)
                         continue
                 ref = ref.transpose(1, 2).float()
-                errs[name] = max((out.float() - ref).abs().max().item(), (out2.float() - ref).abs().max().item())
+                # torch's max keeps a NaN (Python's max(x, nan) returns x, so a poisoned, unwritten output would pass)
+                errs[name] = torch.stack([(o.float() - ref).abs().max() for o in (out, out2)]).max().item()
                 impls.append((name + marks[name], fn))
             torch.cuda.synchronize()
             bad = [n for n, e in errs.items() if not (e <= GATE)]
@@ -387,8 +348,7 @@ def main():
             for n in list(times):  # ratios pair by the backend's plain name
                 if n.endswith(" x"):
                     times[n[:-2]], pos[n[:-2]] = times.pop(n), pos.pop(n)
-            cells, rnames, rec = summarize(label, "TB/s", tb, impls, times, pos,
-                                           ["ours", "ours bshd"] + ([DECODE_LIB2_NAME] if ours2 is not None else []))
+            cells, rnames, rec = summarize(label, "TB/s", tb, impls, times, pos, ["ours", "ours bshd"])
             if head is None:
                 head = ["B, S, Hq/Hkv, D"] + [f"{n} TB/s" for n in times] + rnames + \
                        ["max abs err vs " + " / ".join(errs), "nvidia-smi before → after"]

@@ -46,11 +46,6 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
-  // wgmma kernel with TMA: the build whose softmax takes the row max and the row sum as balanced trees (session 11,
-  // pfx11; prefill_wgmma.cu's kChains). The sum's order differs from the default's, so its bits do: deterministic
-  // and batch-invariant, but not the default's. Built for kPrefillWgmmaChains' variants only (`on` for another, or
-  // with pin_softmax on, is refused); a call that takes cp.async (varlen, ...) runs the default's softmax.
-  PrefillToggle short_chains = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -118,15 +113,13 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
-// The variants also built with the row max and sum as trees (PrefillConfig::short_chains), TMA only: the two
-// defaults (session 11, pfx11). Measured in the H200 run of 087be37 (2026-11-30, interleaved with the default, cuDNN
-// and FLASH in one process, 12 rounds, bf16; variant / default, medians of the ratio formed in each round):
-// (4, 32, 4096, 128) full 0.994 (0.949-1.020), causal 0.993 (0.927-1.028), (16, 16, 2048, 64) full 1.000
-// (0.998-1.002), (1, 32, 16384, 128) causal 1.041 (0.939-1.135). Not faster where the rounds agree: off (the SASS
-// says why: prefill_wgmma.cu's opening comment). Kept built, not the default: it did not clearly lose either, and
-// its bits differ from the cp.async kernels', which a default must match.
-inline constexpr PrefillVariant kPrefillWgmmaChains[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
-inline constexpr bool kPrefillWgmmaChainsOn = false;
+// The two defaults built with the row max and sum as trees (session 11, pfx11: PrefillConfig::short_chains,
+// kPrefillWgmmaChains, prefill_wgmma.cu's kChains; TMA only) measured in the H200 run of 087be37 (2026-11-30,
+// interleaved with the default, cuDNN and FLASH in one process, 12 rounds, bf16; variant / default, medians of the
+// ratio formed in each round): (4, 32, 4096, 128) full 0.994 (0.949-1.020), causal 0.993 (0.927-1.028),
+// (16, 16, 2048, 64) full 1.000 (0.998-1.002), (1, 32, 16384, 128) causal 1.041 (0.939-1.135). Not faster where the
+// rounds agree (the SASS says why: prefill_wgmma.cu's opening comment), and its bits differ from the cp.async
+// kernels', which a default must match: removed after the session's review (F16); 087be37 has its code.
 // S_{j+1} issued ahead of tile j's softmax (session 10, pfx10: PrefillConfig::s_ahead, kPrefillWgmmaAhead, the D = 128
 // default's build) measured 0.929 / 0.902 of the default at (4, 32, 4096, 128) full / causal and 1.003 at
 // (1, 32, 16384, 128) causal in the H200 run of b1e44d1, and was removed (prefill_wgmma.cu's opening comment).
@@ -256,14 +249,12 @@ struct DecodeConfig {
   // K and V tiles by the tensor memory accelerator (decode_mma.cu's TMA variant, session 10: 2 ring stages, sm_90+,
   // where the driver encodes the caches' tensor maps; else the cp.async kernel) or by cp.async (decode_tma_rule below).
   DecodeToggle tma = DecodeToggle::dispatcher;
-  // Warps per block of the tensor-core kernel (session 11, dec11): 0 is kDecodeMmaWarps (4); 3 (D = 128, 2 ring
-  // stages) holds 48 KB of ring a block, so 4 blocks share an SM instead of 3. Different bits from 4 warps (the fold
-  // of the warps' states is another order), the same bits cp.async or TMA, alone or in any batch. Measured, not
+  // Session 11 (dec11) built the tensor-core kernel with 3 warps a block (DecodeConfig::mma_warps; D = 128, 2 ring
+  // stages: 48 KB of ring a block, so 4 blocks share an SM instead of 3; different bits from 4 warps). Measured, not
   // dispatched (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07, bench_decode --sweep): 12 % faster on grids of
   // 512 blocks, within -1.6..+1.8 % on grids of 1024, up to 1.7 % slower on larger grids and 7-18 % slower on grids of
   // 256 blocks or fewer: the gain follows the grid's waves, which a rule of the length cannot see, and the bits differ
-  // (decode_mma.cu's opening comment has the numbers).
-  int mma_warps = 0;
+  // (decode_mma.cu's opening comment has the numbers). Removed after the session's review (F17); e16cc07 has its code.
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter

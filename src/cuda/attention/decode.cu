@@ -625,9 +625,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   a.scale_log2 = static_cast<float>(scale_log2);
   const int mma_stages = config.mma_stages != 0 ? config.mma_stages : kDecodeMmaStages;
   if (mma_stages != 2 && mma_stages != 3) throw_unsupported(op, "DecodeConfig::mma_stages must be 0, 2 or 3");
-  const int mma_warps = config.mma_warps != 0 ? config.mma_warps : kDecodeMmaWarps;
-  if (mma_warps != 4 && (mma_warps != 3 || p.d != 128 || mma_stages != 2))
-    throw_unsupported(op, "DecodeConfig::mma_warps must be 0 or 4, or 3 at D = 128 with 2 ring stages");
   const int rows_per_block = mma ? kDecodeMmaRows : a.rows <= 4 ? 4 : 8;
   const int vecs = config.vecs != 0 ? config.vecs : kDecodeVecsSmallRows;
   if (vecs != 1 && vecs != 2) throw_unsupported(op, "DecodeConfig::vecs must be 0, 1 or 2");
@@ -712,7 +709,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   try {
     if (mma) {
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s,
-                        on(config.tma, decode_tma_rule(p.s_max)), p.batch, p.hkv, mma_warps);
+                        on(config.tma, decode_tma_rule(p.s_max)), p.batch, p.hkv);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

@@ -68,14 +68,6 @@ __device__ __forceinline__ void decode_pdl_wait() {
 
 // Query rows per block of the tensor-core kernel: the N = 8 of the m16n8k16 product O^T = V^T·P^T.
 inline constexpr int kDecodeMmaRows = 8;
-// Warps per block of the tensor-core kernel (the dispatcher's; DecodeConfig::mma_warps asks for 3, built for bf16 and
-// f16 at D = 128 with 2 ring stages: 48 KB of ring a block, so 4 blocks share an SM instead of 3 — session 11, dec11).
-// SMK_DECODE_MMA_WARPS_DEFAULT: for an A/B build only (scripts/device.sh dec11 times a C entry point built with 3
-// beside the default in one process); never set by the project's CMake.
-#ifndef SMK_DECODE_MMA_WARPS_DEFAULT
-#define SMK_DECODE_MMA_WARPS_DEFAULT 4
-#endif
-inline constexpr int kDecodeMmaWarps = SMK_DECODE_MMA_WARPS_DEFAULT;
 
 // Shared memory a spread launch asks for, used or not: more than half a multiprocessor's (228 KB on the H200, less 1 KB
 // reserved per block), so one block holds an SM. Why: a cluster's blocks are placed within one GPC, as densely as
@@ -94,11 +86,9 @@ inline constexpr std::size_t kDecodeSpreadSmem = 116 * 1024;
 // device, each to what its launches ask: the spread bytes only once a spread launch or query needs them). pdl: a
 // programmatic dependent launch (only where the device is sm_90+; decode_pdl_wait in the kernel). tma (session 10):
 // K and V tiles by the tensor memory accelerator (2 stages, sm_90+, where the driver encodes the caches' tensor maps:
-// `batch` sequences, `hkv` KV heads), else by cp.async; returns whether the TMA kernel was launched. warps: 4, or 3
-// (d = 128 and 2 stages only; the caller checks).
+// `batch` sequences, `hkv` KV heads), else by cp.async; returns whether the TMA kernel was launched.
 bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv,
-                       int warps = kDecodeMmaWarps);
+                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv);
 // How many clusters of that size (and spread) the device runs at once: 0 where it runs none, has no clusters, or
 // (spread) cannot give one block kDecodeSpreadSmem bytes of shared memory (sm_86/89 allow 99 KB a block).
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread);

@@ -65,7 +65,8 @@
 // Session 11 (dec11): the warps a block as a template parameter W, 4 (the dispatcher's, SASS unchanged) or 3
 // (DecodeConfig::mma_warps, bf16/f16 at D = 128 with 2 stages: 48 KB of ring, 4 blocks an SM, 528 resident instead of
 // 396; 122 / 105-109 registers). Same bytes per element, same floor. 3 warps fold in another order (other bits), so
-// only a rule of the length could choose them. Measured (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07,
+// only a rule of the length could choose them. Not dispatched, then removed after the session's review (F17);
+// e16cc07 has its code. Measured (H200 call of 16:53 UTC 2026-11-30, binaries of e16cc07,
 // bench_decode --sweep, 3 samples alternating; docs/bench/dec11-s11-2026-11-30.md), 4 warps' µs / 3 warps' with the
 // same tiles: 1.121-1.127 (cp.async) and 1.049-1.067 (TMA) on the grids of 512 blocks (1.29 waves at 3 an SM: S_max
 // 1024 × 64, 4096 × 16, 8192 × 8), 0.984-1.018 on the grids of 1024 (2.59 waves; cp.async at 64/8 heads 0.905),
@@ -128,9 +129,7 @@ namespace {
 
 using State = OnlineSoftmaxState<float>;
 
-// Warps per block (W below); each takes every W-th tile of the split. 4 by default; 3 (DecodeConfig::mma_warps,
-// session 11, dec11: bf16/f16, D = 128, 2 stages only) makes the block 48 KB of ring, so 4 blocks fit an SM.
-constexpr int kWarps = kDecodeMmaWarps;
+constexpr int kWarps = 4;           // warps per block; each takes every kWarps-th tile of the split
 constexpr int kKeys = 16;           // keys per warp tile: two n-tiles of S, one k-step of P·V
 constexpr int kRows = kDecodeMmaRows;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -203,7 +202,7 @@ __device__ __forceinline__ void weigh_splits(float coef, int nsplit, float (&o)[
 // 55.3 µs at (B, S) = (1, 32768) with 32/8 heads, 57.2 against 60.0 with 64/8, 1.2-2.8 µs less on every row with
 // splits (the dispatcher's two timings in that run differed by at most 0.3 µs). Holding all 32 partial rows in registers instead took the kernel from 124 to 166 registers (ptxas,
 // D = 128); this way it has 120 (72 at D = 64). The arithmetic and its order are round 1's: the same bits.
-template <typename T, int D, int W>
+template <typename T, int D>
 __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
                                               float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
@@ -229,7 +228,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   __syncthreads();
   if (!last) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int r = warp; r < kRows; r += W) {
+  for (int r = warp; r < kRows; r += kWarps) {
     const int row = row_chunk * kRows + r;
     if (row >= a.rows) break;
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
@@ -269,13 +268,13 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
 // Shared memory of the fold after the ring (states [W][8], accumulators [W][8][D], coefficients, LSEs), and where the
 // cluster merge's partial rows [8][D] and their LSEs [8] go after it (f32; the fold's accumulators are read while
 // they are written, so the two must not overlap).
-template <int D, int W>
+template <int D>
 inline constexpr std::size_t kFoldBytes =
-    W * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (W + 1) * sizeof(float);
-template <int D, int W>
-inline constexpr std::size_t kPartOffset = (kFoldBytes<D, W> + 127) / 128 * 128;
-template <int D, int W>
-inline constexpr std::size_t kPartEnd = kPartOffset<D, W> + (kRows * D + kRows) * sizeof(float);
+    kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
+template <int D>
+inline constexpr std::size_t kPartOffset = (kFoldBytes<D> + 127) / 128 * 128;
+template <int D>
+inline constexpr std::size_t kPartEnd = kPartOffset<D> + (kRows * D + kRows) * sizeof(float);
 
 // A barrier over the thread-block cluster with release/acquire semantics on shared memory (barrier.cluster.arrive
 // .release + wait.acquire): sm_90 and later only; the host launches clusters only where the device has them.
@@ -293,7 +292,7 @@ __device__ __forceinline__ void cluster_barrier() {
 // chunk) are the blocks of one thread-block cluster (blockIdx.x = row chunk · grid_splits + split, cluster
 // (grid_splits, 1, 1)), each split's normalised partial rows and LSEs stay in its own shared memory, and after one
 // cluster barrier every block folds a share of the outputs by reading the others' shared memory (distributed shared
-// memory): a unit is one row's 32-dimension slice, one dimension per lane, the units dealt to the nsplit · W
+// memory): a unit is one row's 32-dimension slice, one dimension per lane, the units dealt to the nsplit · kWarps
 // warps in turn. No partial goes to global memory, no counter, no fence, and the fold's critical path is one barrier
 // and one round of remote loads instead of the last block's loads from L2 after every block's atomic.
 // The arithmetic is merge_if_last's, element for element: lane i holds split i's LSE as a state, the same butterfly
@@ -302,7 +301,7 @@ __device__ __forceinline__ void cluster_barrier() {
 // two merges give the same bits (test_decode checks it), and the result depends on the sequence's length alone.
 // A second barrier keeps every block (and its shared memory) alive until the reads of it are done. Blocks past a
 // shorter sequence's nsplit only join the two barriers.
-template <typename T, int D, int W>
+template <typename T, int D>
 __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int split,
                                                  int nsplit, float* part) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -311,7 +310,7 @@ __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64
   cluster.sync();  // every split's partial rows and LSEs are in its shared memory
   constexpr int kSlices = D / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int u = split * W + warp; u < kRows * kSlices; u += nsplit * W) {
+  for (int u = split * kWarps + warp; u < kRows * kSlices; u += nsplit * kWarps) {
     const int r = u / kSlices, x = (u % kSlices) * 32 + lane;
     const int row = row_chunk * kRows + r;
     if (row >= a.rows) break;  // rows grow with u
@@ -359,16 +358,16 @@ __device__ __forceinline__ int tile_offset(int row, int col) {
 // 1023 bytes that align it to 1024 (the 128-byte swizzle's pattern repeats every 1024 bytes and the TMA needs its
 // boxes' destinations so aligned), so that the fold and the merges after the loop, which use shared memory from its
 // start, never overwrite a barrier.
-template <typename T, int D, int kStages, int W>
-inline constexpr std::size_t kRingBytes = std::size_t{W} * kStages * 2 * kKeys * D * sizeof(T);
-template <typename T, int D, int kStages, int W>
-inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages, W> + 1024;
+template <typename T, int D, int kStages>
+inline constexpr std::size_t kRingBytes = std::size_t{kWarps} * kStages * 2 * kKeys * D * sizeof(T);
+template <typename T, int D, int kStages>
+inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
 
 // kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
 // completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
-template <typename T, int D, int kStages, bool kCluster, bool kTma, int W>
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
 __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUtensorMap* kmap, const CUtensorMap* vmap) {
-  constexpr int kThreads = W * 32;
+  constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
   constexpr int kTile = kKeys * D;                     // elements of one K or V tile
   constexpr int kChunks = D / 8;                       // 16-byte chunks per row
@@ -379,7 +378,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   const std::uint32_t smem0 = ptx::smem_addr(smem);
   const std::uint32_t ring_pad = kTma ? ((smem0 + 1023u) & ~1023u) - smem0 : 0u;
   T* const ring = reinterpret_cast<T*>(smem + ring_pad) + warp * kStages * 2 * kTile;
-  const std::uint32_t bars = smem0 + static_cast<std::uint32_t>(kTmaBarOffset<T, D, kStages, W>) + warp * kStages * 8;
+  const std::uint32_t bars = smem0 + static_cast<std::uint32_t>(kTmaBarOffset<T, D, kStages>) + warp * kStages * 8;
 
   // The cluster merge needs the splits of one row chunk side by side (one cluster); otherwise the row chunks of one
   // split are (round 2's order).
@@ -429,8 +428,8 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   const T* kg = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
   const T* vg = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
   const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
-  const int my_tiles = ntiles > warp ? (ntiles - warp + W - 1) / W : 0;
-  const auto first_key = [&](int i) { return k0 + (warp + i * W) * kKeys; };
+  const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
+  const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
   const auto issue = [&](int i) {  // this warp's i-th tile into ring slot i % kStages
     T* st = ring + (i % kStages) * 2 * kTile;
     const int j0 = first_key(i);
@@ -633,9 +632,9 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // Fold the warps in warp order (shared memory: states [W][8], accumulators [W][8][D], then per row the coefficient
   // of each warp's accumulator and the row's LSE), exactly as decode.cu folds its lane groups.
   State* sst = reinterpret_cast<State*>(smem);
-  float* sacc = reinterpret_cast<float*>(sst + W * kRows);
-  float* coef = sacc + W * kRows * D;
-  float* slse = coef + kRows * W;
+  float* sacc = reinterpret_cast<float*>(sst + kWarps * kRows);
+  float* coef = sacc + kWarps * kRows * D;
+  float* slse = coef + kRows * kWarps;
   if (c == 0) {
     // A visible NaN score makes the NaN state (fmaxf kept it out of m_run); a +inf score leaves m_run = +inf and l
     // NaN (inf − inf), which from_max_and_sum reads as the saturated state, as the online state's rules say.
@@ -656,7 +655,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     // The sink joins exactly once: here or in the merge.
     const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
     const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
-    fold_groups<W>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * W, slse[r]);
+    fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r]);
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kRows * D; e += kThreads) {
@@ -664,8 +663,8 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     if (row >= a.rows) break;  // rows grow with e
     float o = 0.0f;
 #pragma unroll
-    for (int i = 0; i < W; ++i) {
-      const float ci = coef[r * W + i];
+    for (int i = 0; i < kWarps; ++i) {
+      const float ci = coef[r * kWarps + i];
       if (ci != 0.0f) o += ci * sacc[(i * kRows + r) * D + x];  // an empty warp is skipped, NaN poisons
     }
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
@@ -673,7 +672,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       store_out<T>(a, b, h, tok, x, o);
       if (x == 0) store_lse(a, b, h, tok, slse[r]);
     } else if constexpr (kCluster) {
-      float* part = reinterpret_cast<float*>(smem + kPartOffset<D, W>);
+      float* part = reinterpret_cast<float*>(smem + kPartOffset<D>);
       part[r * D + x] = o;
       if (x == 0) part[kRows * D + r] = slse[r];
     } else {
@@ -683,43 +682,43 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     }
   }
   if constexpr (kCluster) {
-    if (nsplit > 1) merge_in_cluster<T, D, W>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D, W>));
+    if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
   } else if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
-    merge_if_last<T, D, W>(a, b, hk, row_chunk, nsplit, stage);
+    merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
-template <typename T, int D, int kStages, bool kCluster, int W>
-__global__ void __launch_bounds__(W * 32) decode_mma_kernel(const DecodeArgs a) {
-  decode_mma_body<T, D, kStages, kCluster, false, W>(a, nullptr, nullptr);
+template <typename T, int D, int kStages, bool kCluster>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
+  decode_mma_body<T, D, kStages, kCluster, false>(a, nullptr, nullptr);
 }
 // The TMA variant (session 10, dec10): built for 2 ring stages only (the dispatcher's), sm_90+.
-template <typename T, int D, bool kCluster, int W>
-__global__ void __launch_bounds__(W * 32) decode_mma_tma_kernel(const DecodeArgs a,
+template <typename T, int D, bool kCluster>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const DecodeArgs a,
                                                                      const __grid_constant__ DecodeMaps maps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  decode_mma_body<T, D, 2, kCluster, true, W>(a, &maps.k, &maps.v);
+  decode_mma_body<T, D, 2, kCluster, true>(a, &maps.k, &maps.v);
 #else
   (void)a, (void)maps;
   __trap();  // never launched: the host takes the TMA path on sm_90+ only
 #endif
 }
-template <typename T, int D, int kStages, bool kCluster, bool kTma, int W>
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
 constexpr auto kernel_of() {
-  if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster, W>;
-  else return decode_mma_kernel<T, D, kStages, kCluster, W>;
+  if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
+  else return decode_mma_kernel<T, D, kStages, kCluster>;
 }
 
-template <typename T, int D, int kStages, bool kTma = false, int W = kWarps>
+template <typename T, int D, int kStages, bool kTma = false>
 constexpr std::size_t smem_bytes() {
-  constexpr std::size_t ring = kRingBytes<T, D, kStages, W>;
-  constexpr std::size_t stage = std::size_t{W} * kDecodeSplitLimit * D * sizeof(float);  // the fused merge's
+  constexpr std::size_t ring = kRingBytes<T, D, kStages>;
+  constexpr std::size_t stage = std::size_t{kWarps} * kDecodeSplitLimit * D * sizeof(float);  // the fused merge's
   static_assert(stage <= ring, "the merge's staging fits in the ring: no more shared memory per block");
-  static_assert(kPartEnd<D, W> <= ring, "the cluster merge's partials fit in the ring: no more shared memory per block");
+  static_assert(kPartEnd<D> <= ring, "the cluster merge's partials fit in the ring: no more shared memory per block");
   // TMA: the ring aligned to 1024 bytes, then the barriers (kTmaBarOffset): 65.1 KB at D = 128, still 3 blocks an SM.
-  if constexpr (kTma) return kTmaBarOffset<T, D, kStages, W> + std::size_t{W} * kStages * 8;
-  return ring > kPartEnd<D, W> ? ring : kPartEnd<D, W>;
+  if constexpr (kTma) return kTmaBarOffset<T, D, kStages> + std::size_t{kWarps} * kStages * 8;
+  return ring > kPartEnd<D> ? ring : kPartEnd<D>;
 }
 
 // The kernel's attributes on one device, set at its first launch there (cudaFuncSetAttribute costs host time on
@@ -733,7 +732,7 @@ constexpr std::size_t smem_bytes() {
 // ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
 // launch's set and its launch (found in session 6's review).
 constexpr int kDevicesKept = kMaxDevices;
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false, int W = kWarps>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
   static std::mutex mu;
@@ -742,8 +741,8 @@ void attributes_set(int device, bool spread) {
   if (kept && level[device].load(std::memory_order_acquire) >= want) return;
   std::lock_guard<std::mutex> lock(mu);
   if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
-  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma, W>();
-  constexpr std::size_t own = smem_bytes<T, D, kStages, kTma, W>();
+  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma>();
+  constexpr std::size_t own = smem_bytes<T, D, kStages, kTma>();
   const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   if (kCluster) SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -759,14 +758,14 @@ bool spread_fits(int device) {
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
 // programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false, int W = kWarps>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
                            cudaLaunchAttribute* attrs) {
-  constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma, W>();
-  attributes_set<T, D, kStages, kCluster, kTma, W>(device, spread);
+  constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma>();
+  attributes_set<T, D, kStages, kCluster, kTma>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
-  cfg.blockDim = dim3(W * 32);
+  cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = spread && bytes < kDecodeSpreadSmem ? kDecodeSpreadSmem : bytes;
   cfg.stream = s;
   cfg.attrs = attrs;
@@ -785,29 +784,29 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
   return cfg;
 }
 
-template <typename T, int D, int kStages, int W = kWarps>
+template <typename T, int D, int kStages>
 void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s,
             const DecodeMaps* maps) {
   cudaLaunchAttribute attrs[2]{};
   if constexpr (kStages == 2) {
     if (maps != nullptr) {
       if (cluster > 0) {
-        const cudaLaunchConfig_t cfg = prepare<T, D, 2, true, true, W>(device, grid, cluster, spread, pdl, s, attrs);
-        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, true, W>, a, *maps));
+        const cudaLaunchConfig_t cfg = prepare<T, D, 2, true, true>(device, grid, cluster, spread, pdl, s, attrs);
+        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, true>, a, *maps));
       } else {
-        const cudaLaunchConfig_t cfg = prepare<T, D, 2, false, true, W>(device, grid, 0, spread, pdl, s, attrs);
-        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, false, W>, a, *maps));
+        const cudaLaunchConfig_t cfg = prepare<T, D, 2, false, true>(device, grid, 0, spread, pdl, s, attrs);
+        SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, false>, a, *maps));
       }
       SMK_CUDA_CHECK_LAUNCH("decode_mma_tma_kernel");
       return;
     }
   }
   if (cluster > 0) {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true, false, W>(device, grid, cluster, spread, pdl, s, attrs);
-    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true, W>, a));
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, true>(device, grid, cluster, spread, pdl, s, attrs);
+    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, true>, a));
   } else {
-    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false, false, W>(device, grid, 0, spread, pdl, s, attrs);
-    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false, W>, a));
+    const cudaLaunchConfig_t cfg = prepare<T, D, kStages, false>(device, grid, 0, spread, pdl, s, attrs);
+    SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_kernel<T, D, kStages, false>, a));
   }
   SMK_CUDA_CHECK_LAUNCH("decode_mma_kernel");
 }
@@ -828,7 +827,7 @@ int active_clusters(int device, int cluster, bool spread) {
     cudaLaunchAttribute attrs[2]{};
     const cudaLaunchConfig_t cfg =
         prepare<T, D, kStages, true>(device, dim3(cluster), cluster, spread, false, nullptr, attrs);
-    if (cudaOccupancyMaxActiveClusters(&active, decode_mma_kernel<T, D, kStages, true, kWarps>, &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&active, decode_mma_kernel<T, D, kStages, true>, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();  // not a sticky error: this size is refused, the atomic merge serves
       active = 0;
     }
@@ -839,11 +838,7 @@ int active_clusters(int device, int cluster, bool spread) {
 
 template <typename T>
 void launch_d(const DecodeArgs& a, int d, int stages, dim3 grid, int cluster, bool spread, int device, bool pdl,
-              cudaStream_t s, const DecodeMaps* maps, int warps) {
-  if (warps == 3) {  // built for D = 128, 2 stages only (decode.cu refuses the rest)
-    launch<T, 128, 2, 3>(a, grid, cluster, spread, device, pdl, s, maps);
-    return;
-  }
+              cudaStream_t s, const DecodeMaps* maps) {
   if (d == 64) {
     stages == 2 ? launch<T, 64, 2>(a, grid, cluster, spread, device, pdl, s, maps)
                 : launch<T, 64, 3>(a, grid, cluster, spread, device, pdl, s, nullptr);
@@ -867,15 +862,14 @@ int active_d(int device, int d, int stages, int cluster, bool spread) {
 }  // namespace
 
 bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 grid, int cluster, bool spread,
-                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv,
-                       int warps) {
+                       int device, bool pdl, cudaStream_t s, bool tma, std::int64_t batch, std::int64_t hkv) {
   DecodeMaps maps{};
   const bool use_tma = tma && stages == 2 && device_attrs(device).cc_major >= 9 &&
                        encode_bshd(&maps.k, a.k, bf16, batch, a.s_max, hkv, d, a.ks[0], a.ks[1], a.ks[2], kKeys) &&
                        encode_bshd(&maps.v, a.v, bf16, batch, a.s_max, hkv, d, a.vs[0], a.vs[1], a.vs[2], kKeys);
   const DecodeMaps* m = use_tma ? &maps : nullptr;
-  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s, m, warps);
-  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s, m, warps);
+  if (bf16) launch_d<__nv_bfloat16>(a, d, stages, grid, cluster, spread, device, pdl, s, m);
+  else launch_d<__half>(a, d, stages, grid, cluster, spread, device, pdl, s, m);
   if (use_tma) g_tma_launches.fetch_add(1, std::memory_order_relaxed);
   return use_tma;
 }

@@ -599,18 +599,6 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                            "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
                                std::to_string(variant.block_n) + "-key tiles)");
   a.pin = pinned_built && tma && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
-  // The short-chain softmax (prefill_wgmma.cu's kChains, session 11): built for kPrefillWgmmaChains' variants, TMA
-  // path only, as the pin above; not together with the pin (no such build).
-  bool chains_built = false;
-  for (const PrefillVariant& x : kPrefillWgmmaChains) chains_built = chains_built || (wg && same(x));
-  if (config.short_chains == PrefillToggle::on && !chains_built)
-    throw_invalid_argument(op, "config",
-                           "short_chains is built only for the wgmma kernel's kPrefillWgmmaChains variants (asked "
-                           "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
-                               std::to_string(variant.block_n) + "-key tiles)");
-  if (config.short_chains == PrefillToggle::on && config.pin_softmax == PrefillToggle::on)
-    throw_invalid_argument(op, "config", "short_chains and pin_softmax together: no such build");
-  a.chains = !a.pin && chains_built && tma && toggle(config.short_chains, kPrefillWgmmaChainsOn) ? 1 : 0;
   // Session 9 (pfx9): the causal schedule (prefill_wgmma.cu's launch sizes its chunks) and the trimmed diagonal.
   a.chunk_heads = wg && o.causal && !varlen && toggle(config.causal_schedule, kPrefillWgmmaCausalSchedule) ? 1 : 0;
   a.trim = wg && toggle(config.trim_diagonal, kPrefillWgmmaTrim) ? 1 : 0;

@@ -41,8 +41,6 @@ struct PrefillArgs {
   std::int64_t grid_tiles;  // query blocks of the longest sequence (chunk_heads > 0)
   int trim;  // 1: wgmma kernel, 128-key tiles: a causal diagonal tile whose upper 64 keys no row of a warpgroup sees
              // is multiplied over its lower 64 keys only by that warpgroup (prefill_wgmma.cu says why)
-  int chains;  // 1: the wgmma kernel's build with the row max and sum as trees, where one is built (session 11,
-               // pfx11; prefill_wgmma.cu, kChains)
 };
 
 #if defined(__CUDACC__)

@@ -110,16 +110,16 @@
 // slots used, so hiding the products' latency inside a warpgroup buys nothing and the 64 moves cost. Off,
 // then removed (above). The default against cuDNN in the same run: 0.920 full, 0.881 causal at S = 4096, 1.040 at
 // (1, 32, 16384, 128) causal, 0.949 at (16, 16, 2048, 64) full.
-// Session 11 (pfx11): kChains (PrefillConfig::short_chains; the D = 128 and D = 64 defaults, TMA: 4 kernels, 34 in
-// the file): the row max and the row sum as balanced trees (tree_reduce), dependent depth 19 → 7 FMNMX and 32 → 5
-// FADD a row, the softmax's longest fixed-latency chain 67 → 23 (SASS of the D = 128 bf16 build, CUDA 13.0). No
-// spill at D = 128 (the D = 64 build spills its default's 40 bytes), no C7512 / C7515; the 30 other kernels' SASS
-// unchanged. Another summation order: other bits than the default's, deterministic and batch-invariant (the tests
-// check it against the float64 reference and bit for bit with itself). Measured (H200 run of 087be37, 2026-11-30
-// 16:51 UTC, scripts/sdpa_interleaved.py --chains, 12 rounds, bf16; docs/bench/pfx11-s11-2026-11-30.md): variant /
-// default 0.994 (0.949-1.020 by round) at (4, 32, 4096, 128) full, 0.993 causal, 1.000 at (16, 16, 2048, 64) full,
-// 1.041 (0.939-1.135) at (1, 32, 16384, 128) causal; Nsight Compute at the full row: 1.72 ms both, tensor pipe
-// 68.4 / 68.5 %, "wait" stall 1.54 / 1.50. Off (kPrefillWgmmaChainsOn). Why: the chains were not what bound the
+// Session 11 (pfx11): kChains (PrefillConfig::short_chains; the D = 128 and D = 64 defaults, TMA: 4 kernels more,
+// 34 in the file then): the row max and the row sum as balanced trees (tree_reduce), dependent depth 19 → 7 FMNMX and
+// 32 → 5 FADD a row, the softmax's longest fixed-latency chain 67 → 23 (SASS of the D = 128 bf16 build, CUDA 13.0). No
+// spill at D = 128 (the D = 64 build spilled its default's 40 bytes), no C7512 / C7515; the 30 other kernels' SASS
+// unchanged. Another summation order: other bits than the default's, deterministic and batch-invariant. Measured
+// (H200 run of 087be37, 2026-11-30 16:51 UTC, scripts/sdpa_interleaved.py --chains, 12 rounds, bf16;
+// docs/bench/pfx11-s11-2026-11-30.md): variant / default 0.994 (0.949-1.020 by round) at (4, 32, 4096, 128) full,
+// 0.993 causal, 1.000 at (16, 16, 2048, 64) full, 1.041 (0.939-1.135) at (1, 32, 16384, 128) causal; Nsight Compute
+// at the full row: 1.72 ms both, tensor pipe 68.4 / 68.5 %, "wait" stall 1.54 / 1.50. Off, then removed after the
+// session's review (F16); 087be37 has its code. Why it did not help: the chains were not what bound the
 // loop. The stall counts ptxas writes into the control words (read from the SASS) give the mask-free tile's issue
 // schedule a warp: 525 instructions, 1162 cycles of fixed stalls (the variant 1202), of which the 64 FMNMX of the
 // row maxima take about 130 (the ALU pipe's throughput, two cycles each, tree or chain), the 66 MUFU.EX2 521 (the
@@ -154,17 +154,6 @@ constexpr int kStages = 3;                   // see the opening comment
 template <int kRows>
 __device__ __forceinline__ std::uint32_t sw128_offset(int row, int ch) {
   return static_cast<std::uint32_t>((ch >> 3) * (kRows * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4));
-}
-
-// kChains' balanced reduction of v[0..N) into v[0], in place: v[i] = v[i] op v[i + w] for w = N/2, N/4, ..., 1
-// (op: + for kSum, else fmaxf). A plain function (a generic lambda for it inside the kernel crashed cicc, CUDA 13)
-// recursing on w (a `w /= 2` loop was not unrolled: v went to local memory, 128 bytes of stack a thread).
-template <int N, bool kSum, int W = N / 2>
-__device__ __forceinline__ void tree_reduce(float (&v)[N]) {
-  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
-#pragma unroll
-  for (int i = 0; i < W; ++i) v[i] = kSum ? v[i] + v[i + W] : fmaxf(v[i], v[i + W]);
-  if constexpr (W > 1) tree_reduce<N, kSum, W / 2>(v);
 }
 
 // Copies `valid` rows (≤ kRows) of a [kRows][D] tile from global (row stride `stride` elements) into the swizzled
@@ -217,9 +206,7 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-// kChains (session 11, pfx11; PrefillConfig::short_chains, built for kPrefillWgmmaChains' variants, TMA only): the
-// softmax's row max and row sum as balanced trees (`tree` below) instead of one running value each.
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kChains = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -440,72 +427,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     }
     if constexpr (!kLatePack) pack(s, pn);
   };
-  // kChains: the same softmax with the row max and the row sum as balanced trees. The default's running max is a
-  // chain of kNT + 2 dependent FMNMX and its running sum a chain of kBlockN / 4 dependent FADD a row, each waiting
-  // for the one before (4 cycles of fixed latency apiece, the profile's "wait" stall); here the depth is
-  // log2(kNT) + 1 for both. The max is exact in any order (the same bits); the sum's order is the tree's, a function
-  // of the tile shape alone (each thread's 2·kNT values of a row: pairs (t, e = 0, 1), then t with t + kNT/2, ...),
-  // so the result is deterministic and batch-invariant but its bits differ from the default's.
-  const auto softmax_tree = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], auto& pn) {
-    if (!fold) {
-#pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i) s[i] *= c2;
-    }
-    const std::int64_t n0 = static_cast<std::int64_t>(j) * kBlockN;
-    const bool edge = n0 + kBlockN > sk || (a.causal && n0 + kBlockN - 1 > m0 + sk - sq);
-    if (edge) {  // (the mask exactly as softmax's)
-      const std::int64_t row0 = m0 + wrow + g, last = sk - 1 - n0 - 2 * c;
-      const auto rel = [&](std::int64_t row) {
-        std::int64_t x = a.causal ? row + sk - sq - n0 - 2 * c : last;
-        x = x < last ? x : last;
-        return static_cast<int>(x < -1 ? -1 : (x > kBlockN ? kBlockN : x));
-      };
-      const int lim0 = rel(row0), lim1 = rel(row0 + 8);
-#pragma unroll
-      for (int t = 0; t < kNT; ++t)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          if (t * 8 + e > lim0) s[4 * t + e] = -INFINITY;
-          if (t * 8 + e > lim1) s[4 * t + 2 + e] = -INFINITY;
-        }
-    }
-    float mx[2], shift[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float v[kNT];
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) v[t] = fmaxf(s[4 * t + 2 * r], s[4 * t + 2 * r + 1]);
-      tree_reduce<kNT, false>(v);
-      mx[r] = v[0];
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {  // (both rows' shuffles issued before either is used)
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      if (fold) mx[r] *= c2;  // the max of the scaled scores: rounding is monotone
-      mx[r] = fmaxf(mx[r], m_run[r]);
-      shift[r] = mx[r] == -INFINITY ? 0.0f : mx[r];  // (as softmax: never −inf − −inf)
-      alpha[r] = ptx::exp2_approx(m_run[r] - shift[r]);
-      m_run[r] = mx[r];
-    }
-#pragma unroll
-    for (int i = 0; i < kBlockN / 2; ++i) {
-      const int r = (i / 2) % 2;  // s[4t + 2r + e]
-      s[i] = ptx::exp2_approx(fold ? fmaf(s[i], c2, -shift[r]) : s[i] - shift[r]);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float v[kNT];
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) v[t] = s[4 * t + 2 * r] + s[4 * t + 2 * r + 1];
-      tree_reduce<kNT, true>(v);
-      l_run[r] = l_run[r] * alpha[r] + v[0];
-    }
-    if constexpr (!kLatePack) pack(s, pn);
-  };
 
   // Prologue: Q and tile 0 (one cp.async group, or two TMA barriers). A CTA with no visible key loads nothing.
   if constexpr (kWS) {
@@ -611,10 +532,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // P of tile j − 1 is still being read by the tensor cores: the new probabilities go to other registers, and
     // the old ones are kept live (an empty asm reading them) until the wait, so no register is reused under it.
     std::uint32_t pn[kLatePack ? 1 : kBlockN / 16][4];
-    if constexpr (kChains)
-      softmax_tree(s, j, alpha, pn);
-    else
-      softmax(s, j, alpha, pn);
+    softmax(s, j, alpha, pn);
     // kPin: the softmax (its row sums, so every exponential) stays ahead of the P·V wait in SASS (ptx.cuh's
     // keep_ahead_of_wait says why it would not).
     if constexpr (kPin) ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
@@ -705,7 +623,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kChains = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -721,10 +639,9 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
         !encode_bshd(&maps.v, a.v, bf16, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
-      // (kChains has no cp.async build: such a fallback runs the default's softmax, other bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kChains>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -772,12 +689,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
     if (a.pin) {
       if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
-      return false;
-    }
-    // The short-chain builds (kChains, attention_cuda.hpp's kPrefillWgmmaChains): prefill.cu asks for them there.
-    if (a.chains) {
-      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
   }

@@ -172,20 +172,6 @@ const DecodeConfig kCpAsyncFused{0, DecodeScores::dispatcher, DecodeKernel::mma,
 const DecodeConfig kCpAsyncCluster{0, DecodeScores::dispatcher, DecodeKernel::mma, 2,
                                    smk::cuda::DecodeMerge::cluster, 0, 0, DecodeToggle::dispatcher,
                                    DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::off};
-// Session 11 (dec11): blocks of 3 warps (DecodeConfig::mma_warps; 4 blocks an SM), cp.async and TMA tiles, each merge.
-DecodeConfig warps3(smk::cuda::DecodeMerge merge, DecodeToggle tma) {
-  DecodeConfig c;
-  c.kernel = DecodeKernel::mma;
-  c.mma_stages = 2;
-  c.merge = merge;
-  c.tma = tma;
-  c.mma_warps = 3;
-  return c;
-}
-const DecodeConfig k3TmaFused = warps3(smk::cuda::DecodeMerge::fused, DecodeToggle::on);
-const DecodeConfig k3TmaCluster = warps3(smk::cuda::DecodeMerge::cluster, DecodeToggle::on);
-const DecodeConfig k3CpFused = warps3(smk::cuda::DecodeMerge::fused, DecodeToggle::off);
-const DecodeConfig k3CpCluster = warps3(smk::cuda::DecodeMerge::cluster, DecodeToggle::off);
 bool is_mma(const DecodeConfig* config) {
   const auto kernel = config ? config->kernel : DecodeKernel::dispatcher;
   if (kernel == DecodeKernel::dispatcher && (config == nullptr || (config->vecs == 0 && config->scores == DecodeScores::dispatcher)))
@@ -214,10 +200,6 @@ const char* name_of(const DecodeConfig* config) {
   if (config == &kTmaCluster) return "tensor cores, TMA tiles, cluster merge";
   if (config == &kCpAsyncFused) return "tensor cores, cp.async tiles, fused merge";
   if (config == &kCpAsyncCluster) return "tensor cores, cp.async tiles, cluster merge";
-  if (config == &k3TmaFused) return "tensor cores, 3 warps, TMA tiles, fused merge";
-  if (config == &k3TmaCluster) return "tensor cores, 3 warps, TMA tiles, cluster merge";
-  if (config == &k3CpFused) return "tensor cores, 3 warps, cp.async tiles, fused merge";
-  if (config == &k3CpCluster) return "tensor cores, 3 warps, cp.async tiles, cluster merge";
   return "cuda cores";
 }
 
@@ -975,98 +957,6 @@ TEST(CudaAttentionDecode, TmaTilesGiveTheCpAsyncBits) {
     SCOPED_TRACE("bf16 D=128, 100003 keys, 64/8-style group of 8");
     Case<smk::bfloat16_t> c(1, 1, 8, 1, 128, 100003, {100003}, 125);
     tma_matches_cp_async(c);
-  }
-}
-
-// Session 11 (dec11): blocks of 3 warps (DecodeConfig::mma_warps = 3, bf16 / f16 at D = 128 with 2 stages). Their
-// fold of the warps' states is another order than 4 warps', so they are held to the float64 reference, not to the
-// default's bits; within them, TMA and cp.async tiles and the two merges must give the same bits, a sequence alone
-// and in a batch the same bits (batch invariance), and NaN planted at and past every length, in padding splits and
-// in the causal band must reach no row that does not see it. Other shapes are refused with smk::Error.
-template <typename T>
-void three_warps_match(Case<T>& c) {
-  const Expected e = expected_of(c);
-  const std::uint64_t before = smk::cuda::decode_tma_launches();
-  const Result tf = run_gpu(c, &k3TmaFused), tc = run_gpu(c, &k3TmaCluster);
-  const Result cf = run_gpu(c, &k3CpFused), cc = run_gpu(c, &k3CpCluster);
-  EXPECT_EQ(smk::cuda::decode_tma_launches(), before + 2) << "the forced TMA calls did not both launch it";
-  for (const Result* r : {&tc, &cf, &cc}) {
-    EXPECT_TRUE(bitwise_equal(tf.o, r->o));
-    EXPECT_TRUE(bitwise_equal(tf.lse, r->lse));
-  }
-  expect_matches(c, e, tf, true);
-  expect_matches(c, e, cc, true);
-}
-TEST(CudaAttentionDecode, ThreeWarpBlocksMatchTheReference) {
-  SMK_REQUIRE_GPU();
-  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
-  {
-    SCOPED_TRACE("bf16 D=128, groups of 4, mixed lengths (padding splits), sinks");
-    Case<smk::bfloat16_t> c(8, 1, 8, 2, 128, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 131);
-    three_warps_match(c);
-  }
-  {
-    SCOPED_TRACE("f16 D=128, groups of 4, mixed lengths, no sinks");
-    Case<smk::half_t> c(8, 1, 8, 2, 128, 4097, {1, 2, 255, 256, 257, 4097, 0, 1000}, 132);
-    c.with_sinks = false;
-    three_warps_match(c);
-  }
-  {
-    SCOPED_TRACE("bf16 D=128, GQA 64/8 scaled down (16/2: groups of 8), issue lengths, sinks");
-    Case<smk::bfloat16_t> c(6, 1, 16, 2, 128, 4097, {1, 2, 255, 256, 257, 4097}, 133);
-    three_warps_match(c);
-  }
-  {
-    SCOPED_TRACE("bf16 D=128, causal 4 tokens, NaN in the causal band");
-    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 134);
-    c.causal = true;
-    for (std::int64_t b = 0; b < c.B; ++b) c.v[((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5] =
-        nan_value<smk::bfloat16_t>();
-    three_warps_match(c);
-  }
-  if (!small) {
-    SCOPED_TRACE("bf16 D=128, 100003 keys, group of 8");
-    Case<smk::bfloat16_t> c(1, 1, 8, 1, 128, 100003, {100003}, 135);
-    three_warps_match(c);
-  }
-  {
-    SCOPED_TRACE("batch invariance: each sequence alone gives its bits in the batch");
-    using T = smk::bfloat16_t;
-    const std::vector<std::int32_t> lens = {5000, 300, 9000, 1};
-    Case<T> batch(4, 1, 8, 2, 128, 9000, lens, 136);
-    const std::int64_t per_q = batch.sq * batch.hq * batch.d, per_kv = batch.smax * batch.hkv * batch.d;
-    const std::int64_t per_l = batch.hq * batch.sq;
-    for (const DecodeConfig* config : {&k3TmaCluster, &k3CpFused}) {
-      SCOPED_TRACE(name_of(config));
-      const Result all = run_gpu(batch, config), again = run_gpu(batch, config);
-      EXPECT_TRUE(bitwise_equal(all.o, again.o));
-      for (std::int64_t b = 0; b < batch.B; ++b) {
-        SCOPED_TRACE(testing::Message() << "sequence " << b << " of length " << lens[b]);
-        Case<T> one(1, 1, batch.hq, batch.hkv, batch.d, 1, {0}, 0);
-        one.smax = lens[b];
-        one.lens = {lens[b]};
-        one.q.assign(batch.q.begin() + b * per_q, batch.q.begin() + (b + 1) * per_q);
-        one.k.assign(batch.k.begin() + b * per_kv, batch.k.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
-        one.v.assign(batch.v.begin() + b * per_kv, batch.v.begin() + b * per_kv + lens[b] * batch.hkv * batch.d);
-        one.sinks = batch.sinks;
-        const Result alone = run_gpu(one, config);
-        EXPECT_TRUE(bitwise_equal(alone.o, std::vector<float>(all.o.begin() + b * per_q, all.o.begin() + (b + 1) * per_q)));
-        EXPECT_TRUE(bitwise_equal(alone.lse,
-                                  std::vector<float>(all.lse.begin() + b * per_l, all.lse.begin() + (b + 1) * per_l)));
-      }
-    }
-  }
-  {
-    SCOPED_TRACE("refused shapes");
-    Case<smk::bfloat16_t> d64(1, 1, 8, 2, 64, 300, {300}, 137);
-    EXPECT_THROW((void)run_gpu(d64, &k3CpFused), smk::Error);
-    Case<smk::bfloat16_t> d128(1, 1, 8, 2, 128, 300, {300}, 138);
-    DecodeConfig three_stages = k3CpFused;
-    three_stages.mma_stages = 3;
-    EXPECT_THROW((void)run_gpu(d128, &three_stages), smk::Error);
-    DecodeConfig five = k3CpFused;
-    five.mma_warps = 5;
-    EXPECT_THROW((void)run_gpu(d128, &five), smk::Error);
   }
 }
 

@@ -17,7 +17,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -544,24 +543,6 @@ TEST(CudaAttentionPrefill, ClearErrorsForWhatTheKernelCannotRun) {
         EXPECT_NE(std::string(e.what()).find("pin_softmax"), std::string::npos) << e.what();
       }
     }
-    // The short-chain softmax where none is built (two warpgroups, 64-key tiles), and with the pin (no such build).
-    {
-      smk::cuda::PrefillConfig ch{8, 1, 64, 3};
-      ch.kernel = smk::cuda::PrefillKernel::wgmma;
-      ch.short_chains = smk::cuda::PrefillToggle::on;
-      smk::cuda::PrefillConfig both{13, 1, 128, 3};  // (built with the pin and with short chains, not both)
-      both.kernel = smk::cuda::PrefillKernel::wgmma;
-      both.short_chains = both.pin_softmax = smk::cuda::PrefillToggle::on;
-      for (const auto& cfg : {ch, both}) {
-        try {
-          smk::cuda::attention_forward(o64, {}, q64, q64, q64, {}, false, 1, 8, 8, 0.125, cfg, {});
-          ADD_FAILURE() << "short_chains accepted with " << cfg.warps << " warps";
-        } catch (const smk::Error& e) {
-          EXPECT_NE(std::string(e.what()).find("short_chains"), std::string::npos) << e.what();
-          EXPECT_NE(std::string(e.what()).find("attention_forward"), std::string::npos) << e.what();
-        }
-      }
-    }
   }
   // A base pointer off the 16-byte grid.
   const auto odd = TensorView::contiguous(h.data() + 1, DType::bf16, dev, {1, 2, 2, 64});
@@ -852,96 +833,6 @@ TEST(CudaAttentionPrefill, D64DispatcherRuleAtItsBounds) {
     EXPECT_EQ(last.warps.load(), x.warps);
     EXPECT_EQ(last.block_n.load(), x.block_n);
   }
-}
-
-// Session 11 (pfx11): the builds whose softmax takes the row max and the row sum as balanced trees
-// (PrefillConfig::short_chains, kPrefillWgmmaChains, TMA only; prefill_wgmma.cu's kChains). The sum's order is
-// another than the default's, so the bits are too: each build is checked on its own against the float64 reference
-// (check_case: O and the LSE, outputs poisoned, run twice for the same bits) on the variant cases, rows of 8 key
-// tiles, 4097 keys, f16 and bf16 (the 65x131 case's negative scale takes the multiply-first path); for batch
-// invariance; for the same bits with the trimmed diagonal and the causal schedule on and off; and on the
-// non-finite-V diagonal cases. (Their varlen case takes cp.async, which runs the default's softmax.)
-smk::cuda::PrefillConfig chains_config(const smk::cuda::PrefillVariant& x) {
-  auto cfg = wgmma_config(x, smk::cuda::PrefillToggle::on, smk::cuda::PrefillToggle::on);
-  cfg.short_chains = smk::cuda::PrefillToggle::on;
-  return cfg;
-}
-
-TEST(CudaAttentionPrefill, WgmmaChainsMatchTheReference) {
-  SMK_REQUIRE_GPU();
-  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
-  for (const auto& x : smk::cuda::kPrefillWgmmaChains)
-    for (DType dt : {DType::bf16, DType::f16}) {
-      const std::string tag = "wgmma " + name_of(x) + " tma chains " + (dt == DType::bf16 ? "bf16" : "f16");
-      const std::vector<Case> cases = {
-          {tag + " causal 129x300 (Sq<Sk) gqa sinks", dt, 2, 129, 300, 4, 2, x.d, true, true},
-          {tag + " causal 200x77 (Sq>Sk, rows with no key)", dt, 1, 200, 77, 2, 1, x.d, true},
-          {tag + " 65x131 scale -0.3", dt, 1, 65, 131, 2, 2, x.d, false, false, {}, {}, 0, 0, -0.3f},
-          {tag + " 1000x1000 causal", dt, 1, 1000, 1000, 2, 1, x.d, true},
-          {tag + " 130x1000 (8 key tiles)", dt, 1, 130, 1000, 2, 1, x.d, false},
-          {tag + " 1x4097", dt, 1, 1, 4097, 2, 2, x.d, false, true},
-      };
-      for (const Case& c : cases) check_case(c, chains_config(x));
-    }
-}
-
-TEST(CudaAttentionPrefill, WgmmaChainsSameBitsAndBatchInvariant) {
-  SMK_REQUIRE_GPU();
-  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
-  using smk::cuda::PrefillToggle;
-  for (const auto& x : smk::cuda::kPrefillWgmmaChains) {
-    expect_batch_invariant(chains_config(x), x.d, name_of(x) + " chains");
-    const std::vector<Case> cases = {
-        {"causal 300x300 gqa", DType::bf16, 3, 300, 300, 4, 2, x.d, true},
-        {"causal 129x300 (Sq<Sk) sinks", DType::f16, 2, 129, 300, 4, 1, x.d, true, true},
-        {"causal 130x130 265 pairs", DType::bf16, 5, 130, 130, 53, 1, x.d, true},
-    };
-    for (const Case& c : cases) {
-      SCOPED_TRACE("wgmma " + name_of(x) + " chains " + c.name);
-      std::mt19937 rng(29);
-      Tensor4 q{c.b, c.sq, c.hq, c.d}, k{c.b, c.sk, c.hkv, c.d}, v{c.b, c.sk, c.hkv, c.d};
-      q.fill(rng, c.dtype, 1);
-      k.fill(rng, c.dtype, 1);
-      v.fill(rng, c.dtype, 1);
-      std::vector<float> sinks(static_cast<std::size_t>(c.hq), 0.5f);
-      const auto cfg = [&](PrefillToggle sched, PrefillToggle trim) {
-        auto r = chains_config(x);
-        r.causal_schedule = sched;
-        r.trim_diagonal = trim;
-        return r;
-      };
-      const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg(PrefillToggle::off, PrefillToggle::off));
-      const Result dflt = run_gpu(c, q, k, v, sinks, {}, {}, wgmma_config(x, PrefillToggle::on, PrefillToggle::on));
-      for (const auto& [sched, trim] : {std::pair{PrefillToggle::off, PrefillToggle::off},
-                                        {PrefillToggle::on, PrefillToggle::off},
-                                        {PrefillToggle::off, PrefillToggle::on},
-                                        {PrefillToggle::on, PrefillToggle::on}}) {
-        const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg(sched, trim));
-        const std::string tag = std::string(sched == PrefillToggle::on ? "schedule" : "") +
-                                (trim == PrefillToggle::on ? " trim" : "");
-        EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), r.o.size() * sizeof(double))) << tag;
-        EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << tag;
-      }
-      // That the build ran at all: its sums are in another order, so some output differs from the default's
-      // (not a requirement of correctness; a sign that short_chains reached the kernel). Reported, not asserted
-      // bit for bit: a case could in principle round alike everywhere.
-      const bool differs = std::memcmp(base.lse.data(), dflt.lse.data(), base.lse.size() * sizeof(double)) != 0 ||
-                           std::memcmp(base.o.data(), dflt.o.data(), base.o.size() * sizeof(double)) != 0;
-      std::printf("[ chains ] %s %s: bits %s the default's\n", name_of(x).c_str(), c.name.c_str(),
-                  differs ? "differ from" : "equal");
-    }
-  }
-}
-
-TEST(CudaAttentionPrefill, WgmmaChainsNonFiniteVNeverLeaksPastTheMask) {
-  SMK_REQUIRE_GPU();
-  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
-  for (const auto& x : smk::cuda::kPrefillWgmmaChains)
-    for (const Case& c : diagonal_cases(x.d)) {
-      Case cd = c;
-      cd.name = "wgmma " + name_of(x) + " tma chains " + c.name;
-      check_case(cd, chains_config(x), diagonal_plant(c));
-    }
 }
 
 }  // namespace
