@@ -86,6 +86,30 @@ Case warp_case(Op op, DType t, std::int64_t rows, std::int64_t n, bool odd_pitch
   return c;
 }
 
+// The bitwise tests' variants of a warp case: 0 dense, 1 odd pitch, 2 a temperature of 0.75, 3 non-finite scores (row 0
+// all −inf (a fully masked row), row 1 one +inf, row 2 one NaN, row 3 every other score −inf, row 4 two ties at a
+// −inf-free max: the max, tie and non-finite branches of the kernels compared).
+Case variant_case(Op op, DType t, std::int64_t rows, std::int64_t n, int variant, std::uint64_t seed) {
+  Case c = warp_case(op, t, rows, n, variant == 1, seed);
+  if (variant == 2) {
+    c.options.temperature = 0.75f;
+    c.exact_scaling = false;
+    c.name += " T 0.75";
+  }
+  if (variant == 3) {
+    const double inf = std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < n; ++j) {
+      c.x[j] = -inf;
+      if (j % 2) c.x[3 * n + j] = -inf;
+    }
+    c.x[n + n / 2] = inf;
+    c.x[2 * n + 1] = std::numeric_limits<double>::quiet_NaN();
+    c.x[4 * n] = c.x[4 * n + n - 1] = 64.0;
+    c.name += " non-finite";
+  }
+  return c;
+}
+
 void grids_bitwise(DType t, bool backward, std::uint64_t seed) {
   TuningGuard guard;
   auto& tune = cuda::kernels::warp_row_tuning();
@@ -211,25 +235,7 @@ void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
       const std::int64_t elements = small_mode() ? (1 << 15) : 400'000;
       const std::int64_t rows = elements / n + 5;
       for (Op op : ops) {
-        Case c = warp_case(op, t, rows, n, variant == 1, ++seed);
-        if (variant == 2) {
-          c.options.temperature = 0.75f;
-          c.exact_scaling = false;
-          c.name += " T 0.75";
-        }
-        if (variant == 3) {
-          // Row 0 all −inf (a fully masked row), row 1 one +inf, row 2 one NaN, row 3 every other score −inf, row 4
-          // two ties at a −inf-free max: the max, tie and non-finite branches of both kernels.
-          const double inf = std::numeric_limits<double>::infinity();
-          for (std::int64_t j = 0; j < n; ++j) {
-            c.x[j] = -inf;
-            if (j % 2) c.x[3 * n + j] = -inf;
-          }
-          c.x[n + n / 2] = inf;
-          c.x[2 * n + 1] = std::numeric_limits<double>::quiet_NaN();
-          c.x[4 * n] = c.x[4 * n + n - 1] = 64.0;
-          c.name += " non-finite";
-        }
+        Case c = variant_case(op, t, rows, n, variant, ++seed);
         SCOPED_TRACE(c.name + " " + op_name(op));
         tune = {};
         tune.packed = 0;
@@ -315,23 +321,7 @@ void dense_bitwise(DType t, std::uint64_t seed) {
       const std::int64_t elements = small_mode() ? (1 << 15) : 400'000;
       const std::int64_t rows = elements / n + 5;
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-        Case c = warp_case(op, t, rows, n, variant == 1, ++seed);
-        if (variant == 2) {
-          c.options.temperature = 0.75f;
-          c.exact_scaling = false;
-          c.name += " T 0.75";
-        }
-        if (variant == 3) {  // as packed_bitwise's: the max, tie and non-finite branches
-          const double inf = std::numeric_limits<double>::infinity();
-          for (std::int64_t j = 0; j < n; ++j) {
-            c.x[j] = -inf;
-            if (j % 2) c.x[3 * n + j] = -inf;
-          }
-          c.x[n + n / 2] = inf;
-          c.x[2 * n + 1] = std::numeric_limits<double>::quiet_NaN();
-          c.x[4 * n] = c.x[4 * n + n - 1] = 64.0;
-          c.name += " non-finite";
-        }
+        Case c = variant_case(op, t, rows, n, variant, ++seed);
         SCOPED_TRACE(c.name + " " + op_name(op));
         tune = {};
         tune.packed = 0;
