@@ -14,32 +14,31 @@ namespace smk::cuda::kernels {
 // registers a lane spends on anything but its row stay few (the general addressing, scalar tails and run-time output
 // type took ~40 of them: ptxas, packed kernels at 6 blocks an SM spilled at E = 8). Anything else takes the unpacked
 // kernels (the same bits).
-inline bool packed_dense(const RowProblem& p, int lanes, int elems) {
-  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+// One test for all of them (rows_dense): rows dense for `lanes` lanes of `elems` elements with whole 16-byte vectors a
+// lane, one row dimension, unit steps, 16-byte aligned base pointers and row strides for x, dy (backward ops) and the
+// output (ops that write rows, in x's dtype), no temperature and no mask. packed_dense, row_dense and warp_backward.hpp's
+// backward_dense_f32 narrow it by dtype and op.
+inline bool rows_dense(const RowProblem& p, int lanes, int elems) {
+  auto dense_slot = [&](int slot, const void* base) {
+    const auto size = static_cast<std::int64_t>(dtype_size(p.x_dtype));
+    return p.step[slot] == 1 && reinterpret_cast<std::uintptr_t>(base) % 16 == 0 &&
+           p.map.stride[slot][0] * size % 16 == 0;
+  };
   const bool bwd = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
-  if (dtype_size(p.x_dtype) != 2 || elems < 8 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1) return false;
-  if (p.scale || p.has_mask || p.step[kX] != 1 || !aligned(p.x) || p.map.stride[kX][0] % 8 != 0) return false;
-  if (bwd && (p.step[kDy] != 1 || !aligned(p.dy) || p.map.stride[kDy][0] % 8 != 0)) return false;
-  if (writes_rows(p.op) &&
-      (p.out_dtype != p.x_dtype || p.step[kOut] != 1 || !aligned(p.out) || p.map.stride[kOut][0] % 8 != 0))
-    return false;
-  return true;
+  if (elems * static_cast<std::int64_t>(dtype_size(p.x_dtype)) % 16 != 0) return false;
+  if (p.n != std::int64_t{lanes} * elems || p.map.rank != 1 || p.scale || p.has_mask) return false;
+  if (!dense_slot(kX, p.x) || (bwd && !dense_slot(kDy, p.dy))) return false;
+  return !writes_rows(p.op) || (p.out_dtype == p.x_dtype && dense_slot(kOut, p.out));
 }
 
-// short11 (session 11): the forward problems warp_rows_dense_kernel (warp_row.cu, WarpConfig::dense) serves: rows
-// dense for `lanes` lanes of `elems` elements with whole 16-byte vectors a lane (f32 E ≥ 4, 16-bit E ≥ 8), one row
-// dimension, unit steps, 16-byte aligned base pointers and row strides, outputs in the input dtype, no temperature and
-// no mask: packed_dense's conditions for any input dtype, forward ops only.
+// The packed 16-bit kernels (short10), forward and backward.
+inline bool packed_dense(const RowProblem& p, int lanes, int elems) {
+  return dtype_size(p.x_dtype) == 2 && rows_dense(p, lanes, elems);
+}
+
+// warp_rows_dense_kernel (short11): forward ops only.
 inline bool row_dense(const RowProblem& p, int lanes, int elems) {
-  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-  const auto size = static_cast<std::int64_t>(dtype_size(p.x_dtype));
-  if (p.op == Op::softmax_backward || p.op == Op::log_softmax_backward) return false;
-  if (elems * size % 16 != 0 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1) return false;
-  if (p.scale || p.has_mask || p.step[kX] != 1 || !aligned(p.x) || p.map.stride[kX][0] * size % 16 != 0) return false;
-  if (writes_rows(p.op) &&
-      (p.out_dtype != p.x_dtype || p.step[kOut] != 1 || !aligned(p.out) || p.map.stride[kOut][0] * size % 16 != 0))
-    return false;
-  return true;
+  return p.op != Op::softmax_backward && p.op != Op::log_softmax_backward && rows_dense(p, lanes, elems);
 }
 
 }  // namespace smk::cuda::kernels

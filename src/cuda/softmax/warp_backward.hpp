@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/packed_rule.hpp"
 
 namespace smk::cuda::kernels {
 
@@ -46,15 +47,8 @@ constexpr bool backward_dense_built(int elems, int blocks) {
 
 // True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.
 inline bool backward_dense_f32(const RowProblem& p, int lanes, int elems) {
-  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-  if (p.x_dtype != DType::f32 || p.out_dtype != DType::f32) return false;
-  if (p.op != Op::softmax_backward && p.op != Op::log_softmax_backward) return false;
-  if (elems < 4 || p.n != std::int64_t{lanes} * elems || p.map.rank != 1 || p.scale || p.has_mask) return false;
-  for (int slot : {kX, kDy, kOut}) {
-    const void* base = slot == kX ? p.x : slot == kDy ? p.dy : p.out;
-    if (p.step[slot] != 1 || !aligned(base) || p.map.stride[slot][0] % 4 != 0) return false;
-  }
-  return true;
+  const bool bwd = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
+  return p.x_dtype == DType::f32 && bwd && rows_dense(p, lanes, elems);  // dx in y's dtype: rows_dense's out check
 }
 
 // launch_backward_warp_rows (kernels.hpp) with the dense kernel asked for where it can serve; the kernels.hpp form
