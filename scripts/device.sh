@@ -11,7 +11,7 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note)
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -1038,6 +1038,156 @@ if want mid11; then
   { grep -h "^hash" "$OUT"/mid11-*.log | sort | uniq -c; } >"$OUT/mid11-hashes.log"
   keep_logs mid11
   rm -f "$outer"/mid11x-*.txt  # their pass / fail lines are in mid11-summary.txt, the logs in mid11-logs.tgz
+  end_carried
+fi
+# short12 (session 12, issue 3: the forward ops on rows of 32 ... 1024): 16-bit softmax on two lanes of 16 at 32 (the
+# 16-bit tier at E16, the dense kernel at E16) and packed E16 log ops, timed beside the dispatcher's kernels before
+# short12 in one binary (tune_softmax --short12), alone on the GPU; Nsight Compute (a few metrics) on one launch of
+# each of our kernels at 1048576x32 (tune_softmax --short12-ncu: f32 softmax, bf16 softmax old / new, bf16
+# log-softmax); then in parallel: test_cuda_warp_row's forward tests at full size (6 shards), test_cuda_softmax's
+# cases that cover the warp path (3 shards), memcheck on the small Dense cases, and torch.compile's two softmax kernels
+# at 1048576x32 compiled meanwhile and profiled under the same metrics once the tests are done
+# (scripts/ncu_torch_short12.py; SMK_S12_TORCH=0 skips it). Binaries built off the device for sm_90a
+# (build/short12-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}, lib/). Caps: SMK_S12_TUNE_S (25
+# s), SMK_S12_TEST_S (25), SMK_S12_TORCH_S (50). Back: short12-tune.txt, short12-ncu.txt, short12-torch.txt,
+# short12-summary.txt, short12-logs.tgz.
+if want short12; then
+  carried short12 build/short12-bin.tar.xz
+  s12=$bin
+  s12_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,\
+sm__warps_active.avg.per_cycle_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
+l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+  run_step short12-tune timeout "${SMK_S12_TUNE_S:-25}" stdbuf -oL "$s12/bin/tune_softmax" --short12
+  keep_logs short12
+  run_step short12-ncu timeout "${SMK_S12_NCU_S:-15}" ncu --metrics "$s12_metrics" --clock-control none \
+    -k regex:"warp_rows" "$s12/bin/tune_softmax" --short12-ncu
+  keep_logs short12
+  rm -f /tmp/s12-go
+  if [[ "${SMK_S12_TORCH:-1}" == 1 ]]; then
+    bg_step short12-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/s12-inductor TRITON_CACHE_DIR=/tmp/s12-triton \
+      SMK_S12_GO=/tmp/s12-go timeout "${SMK_S12_TORCH_S:-50}" ncu --metrics "$s12_metrics" --clock-control none \
+      --profile-from-start off -k regex:triton -c 2 python3 scripts/ncu_torch_short12.py
+  fi
+  s12_t=${SMK_S12_TEST_S:-25}
+  s12_pids=()
+  for i in 0 1 2 3 4 5; do
+    bg_step "short12x-warp$i" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout "$s12_t" \
+      "$s12/bin/test_cuda_warp_row" --gtest_filter='-*Backward*'
+    s12_pids+=($!)
+  done
+  for i in 0 1 2; do
+    bg_step "short12x-softmax$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s12_t" \
+      "$s12/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*:*SixteenBitSoftmaxWithinItsPlainExponentialBound*'
+    s12_pids+=($!)
+  done
+  bg_step short12x-memcheck timeout "$s12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s12/bin/test_cuda_warp_row" --gtest_filter='*Dense*:-*Backward*'
+  s12_pids+=($!)
+  wait "${s12_pids[@]}"
+  touch /tmp/s12-go  # the tests are done: torch.compile's kernels are profiled alone on the GPU
+  bg_tally
+  keep_logs short12
+  rm -f "$outer"/short12x-*.txt  # their pass / fail lines are in short12-summary.txt, the logs in short12-logs.tgz
+  end_carried
+fi
+# one12 (session 12, issue 3): split_row's compact chunk and normalising kernels prefetching into L2 the chunk of the
+# next wave (split_row.cu l2_ahead) timed beside the kernels without in one binary (tune_softmax --one12), then the
+# GPU tests of the area in parallel (test_cuda_few_rows, test_cuda_row_loop, test_cuda_grid_row whole, their timing
+# tests excluded; memcheck on the small prefetch cases), then Nsight Compute of the chunk and normalising kernels at
+# 1x16777216 softmax, before and with the prefetch (one launch each). Binaries built off the device for sm_90a
+# (build/one12-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_row_loop,test_cuda_grid_row}).
+# Caps: SMK_O12_TUNE_S (22 s), SMK_O12_TEST_S (25), SMK_O12_NCU_S (12; 0 skips it).
+# Back: one12-tune.txt, one12-summary.txt, one12-ncu.txt, one12-logs.tgz.
+if want one12; then
+  carried one12 build/one12-bin.tar.xz
+  o12=$bin
+  run_step one12-tune timeout "${SMK_O12_TUNE_S:-22}" stdbuf -oL "$o12/bin/tune_softmax" --one12
+  keep_logs one12
+  o12_t=${SMK_O12_TEST_S:-25}
+  o12_skip='*Timing*:*ProfileCalls*'
+  bg_step one12x-few timeout "$o12_t" "$o12/bin/test_cuda_few_rows" --gtest_filter="-$o12_skip"
+  bg_step one12x-loop timeout "$o12_t" "$o12/bin/test_cuda_row_loop" --gtest_filter="-$o12_skip"
+  bg_step one12x-grid timeout "$o12_t" "$o12/bin/test_cuda_grid_row" --gtest_filter="-$o12_skip"
+  bg_step one12x-memcheck timeout "$o12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$o12/bin/test_cuda_few_rows" --gtest_filter='*L2Prefetch*'
+  bg_tally
+  keep_logs one12
+  if [[ "${SMK_O12_NCU_S:-12}" != 0 ]]; then
+    run_step one12-ncu timeout "${SMK_O12_NCU_S:-12}" ncu --clock-control none --kernel-name-base demangled \
+      -k regex:"chunk_states_plain|normalize_plain" -c 8 --section SpeedOfLight --section Occupancy \
+      --metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct \
+      "$o12/bin/tune_softmax" --one12 ncu
+    cp "$OUT/one12-ncu.log" "$outer/one12-ncu.txt" 2>/dev/null
+    keep_logs one12
+  fi
+  rm -f "$outer"/one12x-*.txt  # their pass / fail lines are in one12-summary.txt, the logs in one12-logs.tgz
+  end_carried
+fi
+# dec12 (session 12, issue 8: split-KV decode): the TMA choice by the grid (DecodeConfig::tma_grid) beside the
+# dispatcher's (by S_max), and the split rule's cap at 24 and 32 on the single-sequence rows, in one binary
+# (bench_decode --dec12: 3 samples of each alternating, the two TMA rules' outputs compared bit for bit), alone on the
+# GPU; then sdpa_interleaved.py's decode rows (ours: the dispatcher, dec12's build) against cuDNN and FLASH, alone;
+# then in parallel: test_cuda_decode whole (4 shards), test_cuda's merge tests, memcheck on the small grid-rule and
+# bad-input cases. Binaries built off the device for sm_90a (build/dec12-bin.tar.xz: bin/test_cuda_decode,
+# bench_decode, test_cuda, libsmk_attention_capi.so; lib/libfmt.so.9). Caps: SMK_DEC12_BENCH_S (20 s),
+# SMK_DEC12_FAIR_S (25; 0 skips it), SMK_DEC12_TEST_S (35).
+# Back: dec12-summary.txt, dec12-bench.txt, dec12-fair.md, dec12-logs.tgz.
+if want dec12; then
+  carried dec12 build/dec12-bin.tar.xz
+  d12=$bin
+  run_step dec12-bench timeout "${SMK_DEC12_BENCH_S:-20}" stdbuf -oL "$d12/bin/bench_decode" --dec12 \
+    --json "$OUT/dec12-bench.json"
+  keep_logs dec12
+  d12_f=${SMK_DEC12_FAIR_S:-25}
+  if [ "$d12_f" != 0 ]; then
+    run_step dec12-fair timeout "$d12_f" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+      --lib "$d12/bin/libsmk_attention_capi.so" --only decode --out "$OUT/dec12-fair.md" \
+      --json "$OUT/dec12-fair.json" --rounds "${SMK_DEC12_ROUNDS:-6}" --deadline-s $((d12_f - 6))
+    keep_logs dec12
+  fi
+  d12_t=${SMK_DEC12_TEST_S:-35}
+  for i in 0 1 2 3; do
+    bg_step "dec12x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d12_t" "$d12/bin/test_cuda_decode"
+  done
+  bg_step dec12x-merge timeout "$d12_t" "$d12/bin/test_cuda" --gtest_filter='*Merge*'
+  bg_step dec12x-memcheck timeout "$d12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d12/bin/test_cuda_decode" --gtest_filter='*TmaByTheGrid*:*BadInputs*'
+  bg_tally
+  keep_logs dec12
+  cp "$OUT/dec12-fair.md" "$outer/" 2>/dev/null
+  end_carried
+fi
+# mid12 (session 12, issue 3): the re-read backward's forms (backward_reread.hpp kReread*: evict-last first loop,
+# streaming dx, two vectors a step) beside form 0 and the dy-shared block in one binary (tune_softmax --mid12, alone
+# on the GPU; dx hashed after each form: every form must print form 0's), then in parallel: test_cuda_backward_reread
+# whole, test_cuda_softmax *BackwardEveryPath* at full size, memcheck on the small re-read cases. Binaries built off the
+# device for sm_90a (build/mid12-bin.tar.xz: bin/{tune_softmax,test_cuda_backward_reread,test_cuda_softmax}).
+# Caps: SMK_MID12_TUNE_S (25 s), SMK_MID12_TEST_S (40). Back: mid12-tune.txt, mid12-hashes.txt, mid12-summary.txt,
+# mid12-logs.tgz.
+if want mid12; then
+  carried mid12 build/mid12-bin.tar.xz
+  m12=$bin
+  run_step mid12-tune timeout "${SMK_MID12_TUNE_S:-25}" stdbuf -oL "$m12/bin/tune_softmax" --mid12
+  { grep -h "^hash" "$OUT/mid12-tune.log" | awk '{print $2, $3, $4, $7}' | sort | uniq -c; } >"$OUT/mid12-hashes.log"
+  keep_logs mid12
+  m12_t=${SMK_MID12_TEST_S:-40}
+  bg_step mid12x-bwd timeout "$m12_t" "$m12/bin/test_cuda_backward_reread"
+  bg_step mid12x-softmax timeout "$m12_t" "$m12/bin/test_cuda_softmax" --gtest_filter='*BackwardEveryPath*'
+  bg_step mid12x-memcheck timeout "$m12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$m12/bin/test_cuda_backward_reread"
+  bg_tally
+  keep_logs mid12
+  rm -f "$outer"/mid12x-*.txt  # their pass / fail lines are in mid12-summary.txt, the logs in mid12-logs.tgz
   end_carried
 fi
 echo

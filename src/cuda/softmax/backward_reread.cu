@@ -34,6 +34,7 @@
 // 19 = ⌈log2 32768⌉ + 4, the D of the backward's gate (docs/semantics.md §6; tests/cuda/softmax/gpu_case.hpp).
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/softmax/backward_reread.hpp"
@@ -44,6 +45,10 @@
 namespace smk::cuda::kernels {
 
 namespace {
+
+// The form the dispatcher's calls take (backward_reread.hpp's kReread* levers; mid12 timed them beside 0, the form
+// before mid12).
+constexpr int kRereadDefaultForm = 0;
 
 // The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one (backward.cu's
 // row_temperature, the same rule).
@@ -61,10 +66,31 @@ __device__ __forceinline__ float reread_row_temperature(const RowProblem& p, con
 // lead's section). Here a bf16 element is one 32-bit shift or mask of its word at the use, so only the eight words are
 // live. The unpack is exact (a bf16 is the high half of its f32; cvt.f32.f16 is exact): the same values as to_f32,
 // so the same outputs bit for bit.
-template <typename In, bool kLast>
-__device__ __forceinline__ uint4 load_words(const In* row, int i0) {
+// How a 16-byte vector is loaded: the default policy; ld.global.cs (the data's last use: L2 evict-first); or with the
+// L2 policy `pol`, created once a kernel by evict_last_policy (chunk_states.cuh's load_vec creates its policy at every
+// load: here that cost the 16-bit kernels spills under the 32-register cap).
+constexpr int kLoadPlain = 0;
+constexpr int kLoadEvictFirst = 1;
+constexpr int kLoadEvictLast = 2;
+template <typename In, int kHint>
+__device__ __forceinline__ uint4 load_words(const In* row, int i0, std::uint64_t pol) {
   const uint4* q = reinterpret_cast<const uint4*>(row + i0);
-  return kLast ? __ldcs(q) : *q;
+  if constexpr (kHint == kLoadPlain) {
+    return *q;
+  } else if constexpr (kHint == kLoadEvictFirst) {
+    return __ldcs(q);
+  } else {
+    uint4 b;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+                 : "l"(q), "l"(pol));
+    return b;
+  }
+}
+__device__ __forceinline__ std::uint64_t evict_last_policy() {
+  std::uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
 }
 template <typename In>
 __device__ __forceinline__ float word_elem(const uint4& q, int j) {
@@ -77,13 +103,31 @@ __device__ __forceinline__ float word_elem(const uint4& q, int j) {
   }
 }
 
-template <typename In, typename Out, bool kLog>
+// dx's vector at dx + i0: plain, or streaming (st.global.cs) where kStream; 16 or 32 bytes (dx in f32).
+template <bool kStream, typename OutVec>
+__device__ __forceinline__ void store_out(OutVec* q, const OutVec& w) {
+  if constexpr (!kStream) {
+    *q = w;
+  } else {
+    static_assert(sizeof(OutVec) % 16 == 0, "16-byte parts");
+    uint4 b[sizeof(OutVec) / 16];
+    memcpy(b, &w, sizeof(w));
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(sizeof(OutVec) / 16); ++k) __stcs(reinterpret_cast<uint4*>(q) + k, b[k]);
+  }
+}
+
+// kForm: a sum of backward_reread.hpp's kReread* levers (mid12); every form the same arithmetic in the same order.
+template <typename In, typename Out, bool kLog, int kForm>
 __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_kernel(const RowProblem p) {
   constexpr int V = 16 / static_cast<int>(sizeof(In));
+  constexpr int kFirst = (kForm & kRereadEvictLast) != 0 ? kLoadEvictLast : kLoadPlain;
+  constexpr bool kStream = (kForm & kRereadStreamOut) != 0;
   struct alignas(V * sizeof(Out)) OutVec {
     Out v[V];
   };
   __shared__ float red[32];
+  const std::uint64_t pol = kFirst == kLoadEvictLast ? evict_last_policy() : 0;
   const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
   const int n = static_cast<int>(p.n);
   const std::int64_t sy = p.step[kX], sdy = p.step[kDy], sdx = p.step[kOut];
@@ -101,14 +145,36 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
     for (int j = 0; j < V; ++j) acc[j] = 0.0f;
     int i0 = t * V;
     if (whole) {
+      if constexpr ((kForm & kRereadPairs) != 0) {
+        // Two vectors a step, both loads issued before either is used; summed in the one-vector loop's order
+        // (vector k, then k + T), so the same bits.
+#pragma unroll 1
+        for (; i0 + T * V + V <= n; i0 += 2 * T * V) {
+          const uint4 b0 = load_words<In, kFirst>(dy, i0, pol);
+          const uint4 b1 = load_words<In, kFirst>(dy, i0 + T * V, pol);
+          if constexpr (kLog) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b0, j);
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b1, j);
+          } else {
+            const uint4 a0 = load_words<In, kFirst>(y, i0, pol);
+            const uint4 a1 = load_words<In, kFirst>(y, i0 + T * V, pol);
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b0, j) * word_elem<In>(a0, j);
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b1, j) * word_elem<In>(a1, j);
+          }
+        }
+      }
 #pragma unroll 1
       for (; i0 + V <= n; i0 += T * V) {
-        const uint4 b = load_words<In, false>(dy, i0);
+        const uint4 b = load_words<In, kFirst>(dy, i0, pol);
         if constexpr (kLog) {
 #pragma unroll
           for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b, j);
         } else {
-          const uint4 a = load_words<In, false>(y, i0);
+          const uint4 a = load_words<In, kFirst>(y, i0, pol);
 #pragma unroll
           for (int j = 0; j < V; ++j) acc[j] += word_elem<In>(b, j) * word_elem<In>(a, j);
         }
@@ -135,12 +201,12 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
     if (whole_out) {
 #pragma unroll 1
       for (; i0 + V <= n; i0 += T * V) {
-        const uint4 a = load_words<In, true>(y, i0);
-        const uint4 b = load_words<In, true>(dy, i0);
+        const uint4 a = load_words<In, kLoadEvictFirst>(y, i0, pol);
+        const uint4 b = load_words<In, kLoadEvictFirst>(dy, i0, pol);
         OutVec w;
 #pragma unroll
         for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(grad(word_elem<In>(a, j), word_elem<In>(b, j)));
-        *reinterpret_cast<OutVec*>(dx + i0) = w;
+        store_out<kStream>(reinterpret_cast<OutVec*>(dx + i0), w);
       }
     }
 #pragma unroll 1
@@ -160,9 +226,9 @@ std::atomic<std::uint64_t>& reread_backward_launches() {
   return n;
 }
 
-template <typename In, typename Out, bool kLog>
+template <typename In, typename Out, bool kLog, int kForm>
 void launch_reread(const RowProblem& p, cudaStream_t s) {
-  const auto kernel = backward_reread_kernel<In, Out, kLog>;
+  const auto kernel = backward_reread_kernel<In, Out, kLog, kForm>;
   // The fewest warps that give every thread at least one vector, up to 1024 threads (a function of n alone: the
   // sum's order with it).
   constexpr std::int64_t V = 16 / sizeof(In);
@@ -190,12 +256,28 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     if constexpr (sizeof(In) == 2) {
+      const int form = backward_reread_tuning().form;
       if (p.out_dtype != DType::f32) {
-        if (log) return launch_reread<In, In, true>(p, s);
-        return launch_reread<In, In, false>(p, s);
+        // The timed forms (tune_softmax --mid12), dx in the input's type only.
+        auto timed = [&]<int kForm>() {
+          if (log) return launch_reread<In, In, true, kForm>(p, s);
+          launch_reread<In, In, false, kForm>(p, s);
+        };
+        switch (form < 0 ? kRereadDefaultForm : form) {
+          case 0: return timed.template operator()<0>();
+          case kRereadEvictLast: return timed.template operator()<kRereadEvictLast>();
+          case kRereadEvictLast | kRereadStreamOut:
+            return timed.template operator()<kRereadEvictLast | kRereadStreamOut>();
+          case kRereadPairs: return timed.template operator()<kRereadPairs>();
+          case kRereadEvictLast | kRereadStreamOut | kRereadPairs:
+            return timed.template operator()<kRereadEvictLast | kRereadStreamOut | kRereadPairs>();
+          default:
+            smk::throw_invalid_argument(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
+                                        "form", "a built form (backward_reread.cu launch_backward_reread_rows)");
+        }
       }
-      if (log) return launch_reread<In, float, true>(p, s);
-      launch_reread<In, float, false>(p, s);
+      if (log) return launch_reread<In, float, true, kRereadDefaultForm>(p, s);
+      launch_reread<In, float, false, kRereadDefaultForm>(p, s);
     }
   });
 }

@@ -34,7 +34,10 @@ class GpuBackwardReread : public ::testing::Test {
     SMK_REQUIRE_GPU();
     k::backward_reread_tuning().force = 1;
   }
-  void TearDown() override { k::backward_reread_tuning().force = -1; }
+  void TearDown() override {
+    k::backward_reread_tuning().force = -1;
+    k::backward_reread_tuning().form = -1;
+  }
 };
 
 // Runs c through the dispatcher, asserts the re-read kernel served it and that every element is within its gate.
@@ -85,6 +88,64 @@ TEST_F(GpuBackwardReread, SixteenBitAgainstReference) {
           (void)run_checked(tc);
         }
       }
+}
+
+// mid12's forms (backward_reread.hpp kReread*: evict-last first loop, streaming dx, two vectors a step, and all
+// three): the same arithmetic in the same order as form 0, so the same bits, on contiguous rows (the whole-vector
+// loops the forms change) with a ragged end, the rule's ends and many rows; each also within the reference's gates.
+// A dx in f32 takes the default form whatever the form (built for dx in the input's type only); a form not built
+// throws smk::Error naming the op and "form".
+TEST_F(GpuBackwardReread, FormsGiveTheSameBits) {
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::uint64_t seed = 9800;
+  std::vector<std::int64_t> lengths = {4097, 12289, 24576, 30001, 32768};
+  if (small_mode()) lengths = {4097, 30001};
+  const int forms[] = {k::kRereadEvictLast, k::kRereadEvictLast | k::kRereadStreamOut, k::kRereadPairs,
+                       k::kRereadEvictLast | k::kRereadStreamOut | k::kRereadPairs};
+  for (std::int64_t n : lengths)
+    for (Op op : {Op::log_softmax_backward, Op::softmax_backward})
+      for (DType t : {DType::bf16, DType::f16}) {
+        const std::int64_t rows = small_mode() ? 3 : (n == 4097 || n == 32768 ? 2 * sms + 7 : 5);
+        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
+                                " " + op_name(op);
+        SCOPED_TRACE(tag);
+        const Case c = backward_case(tag, op, t, t, rows, n, ++seed);
+        k::backward_reread_tuning().form = 0;
+        const Result base = run_checked(c);
+        for (int form : forms) {
+          k::backward_reread_tuning().form = form;
+          const Result r = run_checked(c);
+          expect_same_bits(base, r, tag + " form " + std::to_string(form));
+        }
+        k::backward_reread_tuning().form = -1;
+        expect_same_bits(base, run_checked(c), tag + " default form");
+      }
+  // dx in f32 under a timed form: the default form's bits.
+  const Case f = backward_case("bf16 3x30001 to f32", Op::log_softmax_backward, DType::bf16, DType::f32, 3, 30001, ++seed);
+  k::backward_reread_tuning().form = -1;
+  const Result fa = run_checked(f);
+  k::backward_reread_tuning().form = k::kRereadEvictLast | k::kRereadStreamOut | k::kRereadPairs;
+  expect_same_bits(fa, run_checked(f), "bf16 to f32 under form 7");
+  // A form not built: smk::Error before any launch.
+  k::backward_reread_tuning().form = 5;
+  k::RowProblem p;
+  p.op = k::Op::softmax_backward;
+  p.x_dtype = p.out_dtype = DType::bf16;
+  p.rows = 1;
+  p.n = 8192;
+  p.step[k::kX] = p.step[k::kDy] = p.step[k::kOut] = 1;
+  const std::uint64_t before = k::backward_reread_launch_count();
+  try {
+    k::launch_backward_reread_rows(p, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const smk::Error& e) {
+    EXPECT_EQ(e.code(), smk::ErrorCode::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("softmax_backward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("form"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(k::backward_reread_launch_count(), before) << "launched";
+  k::backward_reread_tuning().form = -1;
 }
 
 // Outside what the kernel is built for: under the override, f32 rows keep backward.cu's blocks (the re-read kernel

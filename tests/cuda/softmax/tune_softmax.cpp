@@ -6,7 +6,7 @@
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
 //                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
-//                        --sbwd11 | --one11 | --mid11 [old]]
+//                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu]]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -18,10 +18,16 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/softmax/backward_reread.hpp"  // mid12: BackwardRereadTuning::form
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/warp_backward.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
+
+namespace smk::cuda::kernels {
+int& split_row_chunk_l2_ahead();  // one12: split_row.cu, the L2 prefetch distances (tune_softmax --one12)
+int& split_row_norm_l2_ahead();
+}  // namespace smk::cuda::kernels
 
 namespace {
 
@@ -523,6 +529,95 @@ int main(int argc, char** argv) {
     warp_row_tuning() = {};
     return 0;
   }
+  // short12 (session 12, docs/perf-notebook.md "session 12) — short12"): the forward ops on rows of 32 ... 1024 (2^25
+  // elements), f32, bf16 and f16, at the dispatcher's configuration before short12 ("default", timed first and last:
+  // the spread of one kernel) beside 16-bit softmax on 16 elements a lane (two lanes a row at 32: the 32 bytes a lane
+  // that 16-bit log-softmax takes there) with the 16-bit tier's terms, on the general kernel and on the dense one
+  // (warp_row.cu, E16 at kDenseMinBlocks<16> blocks an SM), 16-bit log-softmax and logsumexp packed at E16, and at
+  // 1024 the default alone. --short12-ncu: one launch of each kernel Nsight Compute looks at (scripts/device.sh short12).
+  const bool s12_ncu = argc > 1 && std::strcmp(argv[1], "--short12-ncu") == 0;
+  if (argc > 1 && (std::strcmp(argv[1], "--short12") == 0 || s12_ncu)) {
+    const int r12 = s12_ncu ? 1 : 40;
+    auto dense = [](Variant v) {
+      v.warp.dense = true;
+      v.name += " dense";
+      return v;
+    };
+    auto packed = [](Variant v) {
+      v.warp.packed = true;
+      v.name += " packed";
+      return v;
+    };
+    using Shape = std::pair<std::int64_t, std::int64_t>;
+    const std::vector<Shape> shapes = s12_ncu ? std::vector<Shape>{{1048576, 32}}
+                                              : std::vector<Shape>{{1048576, 32}, {262144, 128}, {65536, 512},
+                                                                   {32768, 1024}};
+    for (const auto& [rows, n] : shapes)
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        if (s12_ncu && t == DType::f16) continue;
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        const bool f32 = t == DType::f32;
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+          if (s12_ncu && (f32 ? op != Op::softmax : op == Op::logsumexp)) continue;
+          // The dispatcher's before short12 (softmax_cuda.cpp warp_config, warp_packed_rule, warp_dense_rule,
+          // lse_stream_config).
+          const bool lse_stream_n = op == Op::logsumexp && n == 1024;
+          int e = 0;
+          if (f32) e = op == Op::logsumexp && n >= 128 ? 32 : 16;
+          else e = op == Op::log_softmax && n <= 32 ? 16 : 32;
+          if (n >= 1024) e = 32;
+          const int l = std::max(1, static_cast<int>(n) / e);
+          const int g = f32 && op != Op::logsumexp ? 8 : 0;
+          Variant def = wv(e, l, g);
+          if (!f32 && !lse_stream_n && (op == Op::logsumexp || op == Op::log_softmax)) def = packed(def);
+          if (!f32 && op == Op::softmax && n == 1024) def = dense(def);
+          if (lse_stream_n) def = lse_stream(16, 0);
+          def.name = "default " + def.name;
+          std::vector<Variant> vs = {def};
+          if (!f32 && n < 1024) {
+            const int l16 = static_cast<int>(n) / 16;
+            if (op == Op::softmax) {
+              vs.push_back(wv(16, l16, 0));  // the general kernel, the tier's terms (plain_exp_pays at E16)
+              vs.push_back(dense(wv(16, l16, 0)));
+              Variant d8 = dense(wv(16, l16, 0));  // the dense kernel under a bound of 8 blocks an SM
+              d8.tuning.dense_blocks = 8;
+              d8.name += "8";
+              vs.push_back(d8);
+            } else if (op == Op::log_softmax && e != 16) {
+              vs.push_back(packed(wv(16, l16, 0)));
+            } else if (op == Op::logsumexp) {
+              vs.push_back(packed(wv(16, l16, 0)));
+            }
+          }
+          if (!s12_ncu) vs.push_back(def);
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * (writes_rows(op) ? 2 : 1);
+          for (const Variant& v : vs) {
+            warp_row_tuning() = v.tuning;
+            if (s12_ncu) {  // one launch, outside any timing
+              const RowProblem p = problem(op, rows, n, t, b, 0);
+              if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
+              SMK_CUDA_CHECK(cudaDeviceSynchronize());
+              std::printf("ncu launch: %s %s %s %s\n", shape, smk::dtype_name(t),
+                          op == Op::softmax ? "softmax" : op == Op::log_softmax ? "log_softmax" : "logsumexp",
+                          v.name.c_str());
+              continue;
+            }
+            const double us = median_us(b, r12, [&](int i) {
+              const RowProblem p = problem(op, rows, n, t, b, i);
+              if (v.kind == 'w') launch_warp_rows(p, v.warp, nullptr);
+              else launch_lse_stream_rows(p, v.lse, nullptr);
+            });
+            report(shape, t, op, v, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+    warp_row_tuning() = {};
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--short11") == 0) {
     // short11 (session 11, docs/perf-notebook.md "session 11 — short11"): the forward ops on rows of 32 ... 1024 (2^25
     // elements), f32, bf16 and f16, at the dispatcher's configuration before short11 ("default", timed first and last:
@@ -679,6 +774,122 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--sbwd12-ncu") == 0) {
+    // sbwd12: one launch each for Nsight Compute (scripts/device.sh sbwd12): the dispatcher's softmax backward kernels
+    // at bf16 1048576×32 (E8 L4 packed, persistent grid), bf16 262144×128 (E32 L4 packed, grid of 8) and f32
+    // 1048576×32 (E8 L4 general kernel, grid of 8).
+    struct One {
+      std::int64_t rows, n;
+      DType t;
+      WarpConfig c;
+    };
+    for (const One& o : {One{1048576, 32, DType::bf16, {8, 4, 0, true}}, One{262144, 128, DType::bf16, {32, 4, 8, true}},
+                         One{1048576, 32, DType::f32, {8, 4, 8}}}) {
+      Buffers b = make_buffers(o.rows, o.n, o.t);
+      launch_backward_warp_rows(backward_problem(Op::softmax_backward, o.rows, o.n, o.t, b, 0), o.c, nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--sbwd12") == 0) {
+    // sbwd12 (session 12, docs/perf-notebook.md "sbwd12"): both backward ops on rows of 32 ... 1024 (2^25 elements),
+    // f32, bf16 and f16, the dispatcher's configuration as of 775cf6d ("default", timed first and last) beside:
+    // f32 — the dense kernel at E8 (rows of 32 and 128, 4 blocks an SM) and every dense build with streaming stores
+    // (WarpBackwardDense::cs), on grids of 8 and 16; 16-bit — the packed kernel's variants (warp_backward.hpp
+    // WarpBackwardPacked: streaming stores, 8 blocks an SM at E8, 2 and 4 row groups a lane group at once) and grids.
+    const int r12 = 80;
+    struct V12 {
+      std::string name;
+      WarpConfig warp{};
+      WarpBackwardDense dense{};
+      WarpBackwardPacked packed{};  // blocks 0: the packed kernel as the dispatcher asks
+    };
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}, {65536, 512},
+                                  {32768, 1024}})
+      for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        const bool f32 = t == DType::f32;
+        // The dispatcher's (softmax_cuda.cpp warp_config / warp_backward_config / warp_backward_dense at 775cf6d).
+        WarpConfig def;
+        WarpBackwardDense ddef;
+        if (f32) {
+          def.elems = n <= 256 ? 8 : n / 32;
+          def.lanes = static_cast<int>(n) / def.elems;
+          def.grid = n == 1024 ? 16 : 8;
+          ddef.blocks = n == 512 ? 4 : n == 1024 ? 2 : 0;
+        } else {
+          def.elems = n == 32 ? 8 : 32;
+          def.lanes = static_cast<int>(n) / def.elems;
+          def.packed = true;
+          def.grid = n == 32 ? 0 : 8;
+        }
+        auto name = [&](const WarpConfig& c, const WarpBackwardDense& d, const WarpBackwardPacked& pk) {
+          std::string r = "E" + std::to_string(c.elems) + " L" + std::to_string(c.lanes) + " g" + std::to_string(c.grid);
+          if (d.blocks > 0) r += " d" + std::to_string(d.blocks) + (d.cs ? " cs" : "");
+          if (c.packed) r += " packed";
+          if (pk.blocks > 0) r += " b" + std::to_string(pk.blocks) + " R" + std::to_string(pk.rows) + (pk.cs ? " cs" : "");
+          return r;
+        };
+        std::vector<V12> vs = {{"default " + name(def, ddef, {}), def, ddef}};
+        auto add = [&](int grid, WarpBackwardDense d, WarpBackwardPacked pk) {
+          WarpConfig c = def;
+          c.grid = grid;
+          vs.push_back({name(c, d, pk), c, d, pk});
+        };
+        if (f32) {
+          const int b = def.elems == 8 ? 4 : def.elems == 16 ? 4 : 2;
+          if (def.elems == 8) add(8, {b, false}, {});
+          for (int g : {8, 16}) add(g, {b, true}, {});
+        } else if (n == 32) {
+          for (int g : {8, 16}) add(g, {}, {});
+          add(0, {}, {6, 1, true});
+          add(0, {}, {8, 1, false});
+          add(0, {}, {8, 1, true});
+          add(8, {}, {8, 1, false});
+          add(0, {}, {4, 2, false});
+          add(0, {}, {4, 2, true});
+          add(8, {}, {4, 2, false});
+          add(0, {}, {4, 4, false});
+          add(8, {}, {4, 4, false});
+        } else {
+          add(8, {}, {4, 1, true});
+          add(16, {}, {});
+          add(16, {}, {4, 1, true});
+          add(0, {}, {});
+        }
+        vs.push_back(vs.front());
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * 3;
+          for (const V12& v : vs) {
+            warp_row_tuning() = {};
+            warp_backward_dense_tuning() = {};
+            warp_backward_packed_tuning() = {v.packed.blocks > 0, v.packed};
+            const double us = median_us(b, r12, [&](int i) {
+              const RowProblem p = backward_problem(op, rows, n, t, b, i);
+              launch_backward_warp_rows(p, v.warp, v.dense, nullptr);
+            });
+            warp_backward_packed_tuning() = {};
+            // The kernel that served the last launch must be the one named.
+            const bool dense_ok = !f32 || warp_backward_dense_last().blocks.load() == v.dense.blocks;
+            const bool packed_ok = f32 || (warp_backward_last().packed.load() &&
+                                           warp_backward_packed_last().blocks.load() == v.packed.blocks &&
+                                           warp_backward_packed_last().rows.load() == v.packed.rows &&
+                                           warp_backward_packed_last().cs.load() == v.packed.cs);
+            if (!dense_ok || !packed_ok) {
+              std::printf("sbwd12: %s did not take the kernel asked for\n", v.name.c_str());
+              return 1;
+            }
+            report(shape, t, op, Variant{v.name, 'w'}, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--one11") == 0) {
     // one11 (session 11, docs/perf-notebook.md "one11"): split_row as the dispatcher calls it (the row loop under its
     // rule, the one-launch kernel where it serves), the library's (the normalising kernel's cache hints on) beside the
@@ -702,6 +913,71 @@ int main(int argc, char** argv) {
     }
     // 4096x151936: only logsumexp reaches the three kernels (softmax and log-softmax take the row loop / split_stream).
     run_shape(4096, 151936, dflt, both, {Op::logsumexp}, 5);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--one12") == 0) {
+    // one12 (session 12, docs/perf-notebook.md "one12"): split_row as the dispatcher calls it, its compact chunk and
+    // normalising kernels prefetching into L2 the chunk of the next wave (split_row.cu l2_ahead: > 0 chunks, -w waves
+    // of resident blocks) beside the kernels without (0 / 0, the library's before one12), timed first and last; the
+    // same values either way. Forward ops at the few-row shapes and 256x151936; 4096x151936 logsumexp (the one op
+    // there the three kernels serve); the backward ops once (not on these kernels: a record of where they stand).
+    struct V12 {
+      const char* name;
+      int chunk, norm;
+    };
+    const std::vector<V12> vs = {{"none (before)", 0, 0}, {"chunk 1w", -1, 0},     {"chunk 2w", -2, 0},
+                                 {"chunk 132", 132, 0},   {"norm 1w", 0, -1},      {"chunk 1w norm 1w", -1, -1},
+                                 {"chunk 2w norm 1w", -2, -1}, {"none (before)", 0, 0}};
+    const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    auto time12 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps12, bool all) {
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+      for (DType t : both) {
+        Buffers b = make_buffers(rows, n, t);
+        for (Op op : ops) {
+          const bool bwd = op == Op::softmax_backward || op == Op::log_softmax_backward;
+          const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                               static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
+          for (const V12& v : vs) {
+            if (!all && v.chunk != 0) break;  // the library's only
+            if (!writes_rows(op) && v.norm != 0) continue;  // logsumexp: no normalising pass
+            split_row_tuning() = {};
+            row_loop_tuning() = {};  // the library's row-loop rule, as the dispatcher runs split_row
+            split_row_chunk_l2_ahead() = v.chunk;
+            split_row_norm_l2_ahead() = v.norm;
+            const double us = median_us(b, reps12, [&](int i) {
+              if (bwd) launch_backward_split_rows(backward_problem(op, rows, n, t, b, i), nullptr);
+              else launch_split_rows(problem(op, rows, n, t, b, i), nullptr);
+            });
+            report(shape, t, op, Variant{v.name, 's'}, us, bytes);
+          }
+        }
+        free_buffers(b);
+      }
+      split_row_chunk_l2_ahead() = 0;
+      split_row_norm_l2_ahead() = 0;
+    };
+    if (argc > 2 && std::strcmp(argv[2], "ncu") == 0) {
+      // One softmax launch at 1x16777216 a setting and dtype, for Nsight Compute (before f32, bf16; then with both).
+      for (const auto& [chunk, norm] : {std::pair<int, int>{0, 0}, {-1, -1}}) {
+        for (DType t : both) {
+          Buffers b = make_buffers(1, 16777216, t);
+          split_row_chunk_l2_ahead() = chunk;
+          split_row_norm_l2_ahead() = norm;
+          launch_split_rows(problem(Op::softmax, 1, 16777216, t, b, 0), nullptr);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          free_buffers(b);
+        }
+      }
+      return 0;
+    }
+    const int r12 = 21;
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                  {32, 128256}, {256, 151936}})
+      time12(rows, n, fwd, rows == 256 ? 9 : r12, true);
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {32, 128256}})
+      time12(rows, n, {Op::softmax_backward, Op::log_softmax_backward}, 11, false);
+    time12(4096, 151936, {Op::logsumexp}, 5, true);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--vocab10") == 0) {
@@ -752,6 +1028,57 @@ int main(int argc, char** argv) {
       run_shape(rows, n, {bshared(n, n >= 28673), rr, bshared(n, n >= 28673)}, bf16, bwd, reps);
     for (std::int64_t n : {28673, 30000, 32000, 32768})
       run_shape(8192, n, {bshared(n, true), rr, bshared(n, true)}, {DType::bf16, DType::f16}, bwd, reps);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--mid12") == 0) {
+    // mid12 (session 12, docs/perf-notebook.md "session 12 — mid12"): the re-read backward's forms
+    // (backward_reread.hpp kReread*: 0 the kernel before mid12; +1 the first loop's loads L2 evict-last; +2 dx stored
+    // streaming; +4 the first loop two vectors a step) beside the dy-shared block (backward.cu, the dispatcher's kernel
+    // below the re-read rule), timed first and last, form 0 twice; 16-bit softmax and log-softmax backward, median of
+    // 40. After each form's timing, an FNV-1a hash of its dx (copy 0's y and dy): every form must print form 0's.
+    const std::vector<int> forms = {0, kRereadEvictLast, kRereadEvictLast | kRereadStreamOut, kRereadPairs,
+                                    kRereadEvictLast | kRereadStreamOut | kRereadPairs, 0};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{8192, 32000}, {4096, 16384}, {16384, 4096},
+                                  {8192, 8192}, {2048, 24576}})
+      for (DType t : {DType::bf16, DType::f16}) {
+        if (t == DType::f16 && n != 32000) continue;
+        rng_state = 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(n);
+        Buffers b = make_buffers(rows, n, t);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        const double bytes = 3.0 * static_cast<double>(rows * n) * static_cast<double>(smk::dtype_size(t));
+        for (Op op : {Op::log_softmax_backward, Op::softmax_backward}) {
+          const Variant dflt = bshared(n, false);
+          const double us0 = median_us(b, 40, [&](int i) {
+            launch_backward_block_rows(backward_problem(op, rows, n, t, b, i), dflt.block, nullptr);
+          });
+          report(shape, t, op, dflt, us0, bytes);
+          for (const int form : forms) {
+            backward_reread_tuning().form = form;
+            const Variant v{"bwd reread form " + std::to_string(form), 'r', {}, {}};
+            const double us = median_us(b, 40, [&](int i) {
+              launch_backward_reread_rows(backward_problem(op, rows, n, t, b, i), nullptr);
+            });
+            report(shape, t, op, v, us, bytes);
+            SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, static_cast<std::size_t>(bytes / 3.0)));
+            launch_backward_reread_rows(backward_problem(op, rows, n, t, b, 0), nullptr);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            std::vector<unsigned char> host(static_cast<std::size_t>(bytes / 3.0));
+            SMK_CUDA_CHECK(cudaMemcpy(host.data(), b.out, host.size(), cudaMemcpyDeviceToHost));
+            std::uint64_t h = 0xcbf29ce484222325ull;
+            for (unsigned char c : host) h = (h ^ c) * 0x100000001b3ull;
+            std::printf("hash %s %s %s form %d %016llx\n", shape, smk::dtype_name(t),
+                        op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", form,
+                        static_cast<unsigned long long>(h));
+          }
+          backward_reread_tuning().form = -1;
+          const double us1 = median_us(b, 40, [&](int i) {
+            launch_backward_block_rows(backward_problem(op, rows, n, t, b, i), dflt.block, nullptr);
+          });
+          report(shape, t, op, dflt, us1, bytes);
+        }
+        free_buffers(b);
+      }
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--mid11") == 0) {
