@@ -46,6 +46,11 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
+  // wgmma kernel: the build that computes a fixed quarter of the softmax's exponentials as a polynomial on the FMA
+  // pipe (session 12, pfx12; prefill_wgmma.cu's kPoly, exp2_poly.hpp). Other bits than the default's (p within
+  // 8.7e-5 relative for bf16, 3.1e-6 for f16, of 2^x), deterministic and batch-invariant; the same bits by TMA or
+  // cp.async. Built for kPrefillWgmmaPoly's variants only (`on` for another, or with pin_softmax on, is refused).
+  PrefillToggle poly_exp2 = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -113,6 +118,11 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
+// The variants also built with a quarter of the exponentials on the FMA pipe (PrefillConfig::poly_exp2; session 12,
+// pfx12): the two TMA defaults and the 8-warp cp.async kernel at D = 128 (the one the D = 128 default falls back
+// to, and varlen's), whose bits they share. Off until an H200 run decides.
+inline constexpr PrefillVariant kPrefillWgmmaPoly[] = {{128, 9, 1, 128, 3}, {128, 8, 1, 128, 3}, {64, 13, 1, 128, 3}};
+inline constexpr bool kPrefillWgmmaPolyOn = false;
 // The two defaults built with the row max and sum as trees (session 11, pfx11: PrefillConfig::short_chains,
 // kPrefillWgmmaChains, prefill_wgmma.cu's kChains; TMA only) measured in the H200 run of 087be37 (2026-11-30,
 // interleaved with the default, cuDNN and FLASH in one process, 12 rounds, bf16; variant / default, medians of the
@@ -255,6 +265,10 @@ struct DecodeConfig {
   // 512 blocks, within -1.6..+1.8 % on grids of 1024, up to 1.7 % slower on larger grids and 7-18 % slower on grids of
   // 256 blocks or fewer: the gain follows the grid's waves, which a rule of the length cannot see, and the bits differ
   // (decode_mma.cu's opening comment has the numbers). Removed after the session's review (F17); e16cc07 has its code.
+  // Session 12 (dec12): where tma is left to the dispatcher, choose TMA or cp.async by the launch's grid
+  // (decode_tma_grid_rule below: the blocks per SM) instead of by S_max (decode_tma_rule). The two tiles give the same
+  // bits, so a choice by the grid, which sees the batch, cannot change a result: batch invariance holds.
+  DecodeToggle tma_grid = DecodeToggle::dispatcher;
 };
 // The dispatcher's choices, measured on the H200 (bench_decode, commit 8e82348, 2026-11-29, docs/perf-notebook.md):
 // 2 vectors per lane beat 1 on every row (292 against 414 µs at B=1, S=131072, Hq/Hkv=32/8, D=128); the scatter
@@ -337,6 +351,18 @@ inline constexpr std::int64_t kDecodeTmaLo = 4096;
 inline constexpr std::int64_t kDecodeTmaHi = 8192;
 inline constexpr bool decode_tma_rule(std::int64_t s_max) {
   return kDecodeTma && (s_max <= kDecodeTmaOneSplit || (s_max > kDecodeTmaLo && s_max <= kDecodeTmaHi));
+}
+// Session 12 (dec12): the same choice by the grid, from dec11's sweep (cp.async µs / TMA µs, H200, binaries of
+// e16cc07): TMA gained 5.2-6.4 % on the three grids of 512 blocks (3.9 a multiprocessor, 1.29 waves of three) and
+// 0.2-2.6 % on the five of 1024 (7.8 an SM), lost 0.5-3.5 % on grids of at most 256 blocks (1.9 an SM) and tied
+// (-0.7..+0.3 %) from 2048 (15.5 an SM). So TMA where the grid holds more than kDecodeTmaGridLo and at most
+// kDecodeTmaGridHi blocks per multiprocessor: more than one resident wave of 3, fewer than 2048-block grids. On by
+// kDecodeTmaByGrid (DecodeConfig::tma_grid forces it either way).
+inline constexpr bool kDecodeTmaByGrid = false;
+inline constexpr std::int64_t kDecodeTmaGridLo = 3;
+inline constexpr std::int64_t kDecodeTmaGridHi = 8;
+inline constexpr bool decode_tma_grid_rule(std::int64_t blocks, std::int64_t sms) {
+  return blocks > kDecodeTmaGridLo * sms && blocks <= kDecodeTmaGridHi * sms;
 }
 // How many times the TMA variant was launched in this process (tests check that a forced TMA call took it).
 std::uint64_t decode_tma_launches();

@@ -708,8 +708,12 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
   a.pdl = pdl;
   try {
     if (mma) {
+      // TMA or cp.async (the same bits): by S_max, or by the grid's blocks per SM (session 12, tma_grid).
+      const std::int64_t blocks = static_cast<std::int64_t>(grid.x) * grid.y * grid.z;
+      const bool tma_rule = on(config.tma_grid, kDecodeTmaByGrid) ? decode_tma_grid_rule(blocks, sms)
+                                                                  : decode_tma_rule(p.s_max);
       launch_decode_mma(a, bf16, d, mma_stages, grid, cluster, spread && cluster > 0, dev, pdl, s,
-                        on(config.tma, decode_tma_rule(p.s_max)), p.batch, p.hkv);
+                        on(config.tma, tma_rule), p.batch, p.hkv);
       if (merge_start_event != nullptr) SMK_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(merge_start_event), s));
       if (fused) a.part_o = nullptr;  // merged inside the split kernel: no merge kernel
       const bool f16 = q.dtype == DType::f16;

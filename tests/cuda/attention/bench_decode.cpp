@@ -36,7 +36,12 @@
 // calls a sample after the same flush; the grid's blocks and its waves at 3 blocks an SM; cp.async and TMA outputs
 // compared bit for bit (outputs poisoned first). (Session 11 also timed blocks of 3 warps here, DecodeConfig::mma_warps:
 // measured and removed after the session's review, F17; e16cc07 has that code.)
-//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep] [--ncu]
+// --dec12 (session 12) times the dispatcher (TMA by S_max, decode_tma_rule) beside the TMA choice by the grid
+// (DecodeConfig::tma_grid, decode_tma_grid_rule) on the rows and on the sweep's cells where the two rules
+// differ, and, on the single-sequence rows, the split rule's cap at 24 and 32 (DecodeConfig::max_splits; the fused
+// merge) beside its 16: kDec12Samples of each alternating, kSweepReps calls a sample; the two TMA rules' outputs
+// compared bit for bit (outputs poisoned first).
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -81,7 +86,7 @@ int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false;
+  bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false, dec12 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--ab") == 0) ab = quick = true;
     else if (std::strcmp(argv[i], "--tma") == 0) tma_ab = true;
     else if (std::strcmp(argv[i], "--sweep") == 0) sweep = true;
+    else if (std::strcmp(argv[i], "--dec12") == 0) sweep = dec12 = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -154,28 +160,53 @@ int main(int argc, char** argv) {
     fill_big(k.data(), max_kv);
     fill_big(v.data(), max_kv);
     // cp.async and TMA tiles; the two give the same bits (checked below).
-    constexpr int kConfigs = 2;
+    // --dec12: the dispatcher (TMA by S_max), the TMA choice by the grid (same bits, checked), the cap 24, the cap 32.
+    constexpr int kConfigs = 5;
+    const int n_cfg = dec12 ? 5 : 2;
     DecodeConfig cfg[kConfigs];
-    const char* cfg_name[kConfigs] = {"cp4", "tma4"};
+    const char* cfg_name[kConfigs] = {"cp4", "tma4", "cap24", "cap32", "cap32tma"};
+    if (dec12) cfg_name[0] = "len", cfg_name[1] = "grid";
     for (int c = 0; c < kConfigs; ++c) {
       cfg[c].kernel = smk::cuda::DecodeKernel::mma;
       cfg[c].mma_stages = 2;
-      cfg[c].tma = c % 2 ? DecodeToggle::on : DecodeToggle::off;
+      if (!dec12) cfg[c].tma = c % 2 ? DecodeToggle::on : DecodeToggle::off;
+    }
+    if (dec12) {
+      cfg[0] = DecodeConfig{};
+      cfg[0].tma_grid = DecodeToggle::off;
+      cfg[1] = DecodeConfig{};
+      cfg[1].tma_grid = DecodeToggle::on;
+      cfg[2] = DecodeConfig{};
+      cfg[2].max_splits = 24;
+      cfg[3] = DecodeConfig{};
+      cfg[3].max_splits = 32;
+      cfg[4] = cfg[3];
+      cfg[4].tma = DecodeToggle::on;
     }
     int sms = 0;
     SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const int max_splits = smk::cuda::decode_max_splits(sms);
+    if (dec12) std::printf("bench_decode --dec12: columns cp = the dispatcher (TMA by S_max), tma = TMA by the grid\n");
     std::printf("%-16s %6s %7s  %8s %8s  %7s  %s\n", "S_max, B, Hq", "blocks", "waves", "cp us", "tma us", "cp/tma",
                 "same bits (cp/TMA); samples cp, tma");
     struct Cell {
       std::int64_t S, B, hq;
     };
     std::vector<Cell> cells;
-    for (const std::int64_t S : lens_s)
-      for (const std::int64_t B : batches) cells.push_back({S, B, kHq});
-    // The rows the product misses: (128, 1024), (1, 131072), and 64 query heads.
-    for (const Cell c : {Cell{1024, 128, kHq}, Cell{131072, 1, kHq}, Cell{32768, 1, 64}, Cell{8192, 16, 64}})
-      cells.push_back(c);
+    if (dec12) {
+      // The seven rows, then the sweep's cells where the two TMA rules differ, and (1024, 64) where both take
+      // TMA (the control).
+      cells = {{32768, 1, kHq},   {131072, 1, kHq}, {8192, 16, kHq},  {4096, 64, kHq},  {1024, 128, kHq},
+               {32768, 1, 64},    {8192, 16, 64},   {1024, 1, kHq},   {1024, 8, kHq},   {1024, 16, kHq},
+               {2048, 64, kHq},   {4096, 16, kHq},  {8192, 1, kHq},   {8192, 64, kHq},  {16384, 8, kHq},
+               {32768, 8, kHq},   {1024, 64, kHq}};
+    } else {
+      for (const std::int64_t S : lens_s)
+        for (const std::int64_t B : batches) cells.push_back({S, B, kHq});
+      // The rows the product misses: (128, 1024), (1, 131072), and 64 query heads.
+      for (const Cell c : {Cell{1024, 128, kHq}, Cell{131072, 1, kHq}, Cell{32768, 1, 64}, Cell{8192, 16, 64}})
+        cells.push_back(c);
+    }
     for (const Cell& cell : cells) {
       {
         const std::int64_t S = cell.S, B = cell.B, kHq = cell.hq;
@@ -221,25 +252,30 @@ int main(int argc, char** argv) {
           return h;
         };
         const bool same = result(cfg[0]) == result(cfg[1]);
+        // --dec12: the caps only where they change the split count (one sequence of at least 32768 keys).
+        const int nc = dec12 && B == 1 && S >= 32768 ? n_cfg : 2;
         std::vector<double> t[kConfigs];
         for (int k2 = 0; k2 < kSweepSamples; ++k2)
-          for (int c = 0; c < kConfigs; ++c) t[c].push_back(time(cfg[c]));
-        double m[kConfigs];
-        for (int c = 0; c < kConfigs; ++c) m[c] = median(t[c]);
+          for (int c = 0; c < nc; ++c) t[c].push_back(time(cfg[c]));
+        double m[kConfigs] = {-1, -1, -1, -1, -1};
+        for (int c = 0; c < nc; ++c) m[c] = median(t[c]);
         // Rows of 8 query rows a block: Hq / Hkv ≤ 8 here, one row chunk.
         const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
         const double waves = static_cast<double>(blocks) / (3.0 * sms);
         std::string samples;
-        for (int c = 0; c < kConfigs; ++c) {
+        for (int c = 0; c < nc; ++c) {
           samples += c ? ", [" : "[";
           for (int k2 = 0; k2 < kSweepSamples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
           samples += "]";
         }
         std::printf("%6lld, %3lld, %2lld %6lld %7.2f  %8.1f %8.1f  %7.3f  %s  %s\n", (long long)S, (long long)B,
                     (long long)kHq, blocks, waves, m[0], m[1], m[0] / m[1], same ? "yes" : "NO", samples.c_str());
+        if (nc > 2)
+          std::printf("%16s cap 24: %.1f us (16/24 %.3f), cap 32: %.1f us (16/32 %.3f), cap 32 TMA: %.1f us (%.3f)\n",
+                      "", m[2], m[0] / m[2], m[3], m[0] / m[3], m[4], m[0] / m[4]);
         std::fflush(stdout);
         std::string us;
-        for (int c = 0; c < kConfigs; ++c) us += ", \"us_" + std::string(cfg_name[c]) + "\": " + std::to_string(m[c]);
+        for (int c = 0; c < nc; ++c) us += ", \"us_" + std::string(cfg_name[c]) + "\": " + std::to_string(m[c]);
         json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
                 ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(kHq) +
                 ", \"blocks\": " + std::to_string(blocks) + us + ", \"same_bits\": " + (same ? "true" : "false") +

@@ -19,6 +19,7 @@
 // Its other f32 steps (scores from the tensor cores' f32 accumulation, ~24 roundings relative to Σ|q_x·k_x|·scale;
 // the accumulator's ≤ 50 products of 16 keys per warp in series; the warp and split folds; ex2.approx's 2^-22 and the
 // FFMA argument's ln2·|x|·2^-24) stay inside the 2e-4 above. LSE: l sums the unrounded p, so the same 2e-4 + 2u·|LSE|.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -993,6 +994,70 @@ TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
     EXPECT_TRUE(bitwise_equal(disp.o, cp.o));
     EXPECT_TRUE(bitwise_equal(disp.lse, cp.lse));
     expect_matches_reference(c, disp, true);
+  }
+}
+
+// Session 12 (dec12): the TMA choice by the grid (DecodeConfig::tma_grid, decode_tma_grid_rule): TMA for more than
+// kDecodeTmaGridLo and at most kDecodeTmaGridHi blocks per multiprocessor. A host rule: runs without a GPU.
+TEST(CudaAttentionDecode, TmaGridRuleBounds) {
+  using smk::cuda::decode_tma_grid_rule;
+  for (std::int64_t blocks : {1, 8, 128, 256, 396}) EXPECT_FALSE(decode_tma_grid_rule(blocks, 132)) << blocks;
+  for (std::int64_t blocks : {397, 512, 1024, 1056}) EXPECT_TRUE(decode_tma_grid_rule(blocks, 132)) << blocks;
+  for (std::int64_t blocks : {1057, 2048, 4096}) EXPECT_FALSE(decode_tma_grid_rule(blocks, 132)) << blocks;
+}
+// The grid rule sees the batch, so the same sequence takes cp.async alone and TMA inside a large enough batch: the
+// bits must not change (batch invariance rests on the two tiles giving the same bits). Sequences of mixed lengths
+// (one key to S_max, an empty one, NaN at and past every length, sinks) with 8 KV heads and groups of 4 at one split
+// each: B = 1 and 16 launch 8 and 128 blocks (cp.async on the H200's 132 SMs), B = 64 launches 512 (TMA); each
+// sequence alone, its batch of 16 and the batch of 64 give the same bits, the launch counts show which tiles ran
+// (the test fails, rather than passing vacuously, if the three did not take both), and the batch matches the float64
+// reference.
+TEST(CudaAttentionDecode, TmaByTheGridKeepsBatchInvariance) {
+  SMK_REQUIRE_GPU();
+  using T = smk::bfloat16_t;
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const DecodeConfig grid_rule{0, DecodeScores::dispatcher, DecodeKernel::mma, 2, smk::cuda::DecodeMerge::dispatcher,
+                               0, 0, DecodeToggle::dispatcher, DecodeToggle::dispatcher, DecodeToggle::dispatcher,
+                               DecodeToggle::dispatcher, DecodeToggle::on};
+  const std::int64_t smax = small ? 300 : 600, hq = 32, hkv = 8, d = 128;  // one split: blocks = B · 8
+  std::vector<std::int32_t> lens;
+  const std::int32_t pick[] = {1, 2, 255, 256, 257, 0, 555, static_cast<std::int32_t>(smax)};
+  for (int b = 0; b < 64; ++b) lens.push_back(std::min<std::int32_t>(pick[b % 8] + b / 8, smax));
+  Case<T> big(64, 1, hq, hkv, d, smax, lens, 131);
+  const auto slice = [&](std::int64_t b0, std::int64_t n) {
+    Case<T> c(n, 1, hq, hkv, d, 1, std::vector<std::int32_t>(n, 0), 0);
+    const std::int64_t per_q = hq * d, per_kv = smax * hkv * d;
+    c.smax = smax;
+    c.lens.assign(lens.begin() + b0, lens.begin() + b0 + n);
+    c.q.assign(big.q.begin() + b0 * per_q, big.q.begin() + (b0 + n) * per_q);
+    c.k.assign(big.k.begin() + b0 * per_kv, big.k.begin() + (b0 + n) * per_kv);
+    c.v.assign(big.v.begin() + b0 * per_kv, big.v.begin() + (b0 + n) * per_kv);
+    c.v_abs.assign(big.v_abs.begin() + b0 * per_kv, big.v_abs.begin() + (b0 + n) * per_kv);
+    c.sinks = big.sinks;
+    return c;
+  };
+  const auto tma_of = [&](std::int64_t B) { return smk::cuda::decode_tma_grid_rule(B * hkv, sms); };  // 1 split
+  if (tma_of(1) == tma_of(64)) GTEST_SKIP() << sms << " SMs: B = 1 and 64 take the same tiles, nothing to compare";
+  const auto run_counted = [&](const Case<T>& c, bool want_tma) {
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    Result r = run_gpu(c, &grid_rule);
+    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, want_tma ? 1u : 0u) << "B = " << c.B;
+    return r;
+  };
+  const Result r64 = run_counted(big, tma_of(64));
+  expect_matches_reference(big, r64, true);
+  const Case<T> b16 = slice(16, 16);
+  const Result r16 = run_counted(b16, tma_of(16));
+  const std::int64_t per_o = hq * d, per_l = hq;
+  EXPECT_TRUE(bitwise_equal(r16.o, std::vector<float>(r64.o.begin() + 16 * per_o, r64.o.begin() + 32 * per_o)));
+  EXPECT_TRUE(bitwise_equal(r16.lse, std::vector<float>(r64.lse.begin() + 16 * per_l, r64.lse.begin() + 32 * per_l)));
+  for (std::int64_t b : {16, 21, 23, 31, 63}) {
+    SCOPED_TRACE(testing::Message() << "sequence " << b << " of length " << lens[b] << " alone");
+    const Result one = run_counted(slice(b, 1), tma_of(1));
+    EXPECT_TRUE(bitwise_equal(one.o, std::vector<float>(r64.o.begin() + b * per_o, r64.o.begin() + (b + 1) * per_o)));
+    EXPECT_TRUE(bitwise_equal(one.lse, std::vector<float>(r64.lse.begin() + b * per_l, r64.lse.begin() + (b + 1) * per_l)));
   }
 }
 
