@@ -111,6 +111,9 @@
 
 namespace smk::cuda::kernels {
 
+int& split_row_chunk_l2_ahead();
+int& split_row_norm_l2_ahead();
+
 namespace {
 
 using State = ChunkState;
@@ -236,9 +239,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // values in the same registers and the same arithmetic as chunk_states_kernel and normalize_kernel, so the same bits,
 // at a fraction of the code (few7: the generic kernels are 51–81 KB of SASS, these 11–20 KB; the one-launch kernel's
 // time was its instruction stream, and these run the decode batches past one wave, e.g. 32×128256).
+// ahead (one12, split_row_chunk_l2_ahead()): > 0, each block, once its own loads are issued, prefetches into L2
+// the chunk `ahead` indices on (chunk_states.cuh prefetch_chunk_l2; the launcher passes the grid's resident blocks, so
+// the chunk a block of the next wave reads); 0 none (the kernel before). The same loads and arithmetic either way.
 template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
-                                                                           State* states) {
+                                                                           State* states, std::int64_t ahead) {
   __shared__ ChunkScratch scratch;
   pdl_launch_dependents();  // as chunk_states_kernel
   const std::int64_t total = p.rows * chunks;
@@ -248,6 +254,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
     split_chunk_index(idx, chunks, narrow, row, c);
     float v[kBlockElems];
     PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
+    if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx + ahead, chunks, narrow);
     const State st = chunk_state<kLog, Out>(v, scratch);
     if (threadIdx.x == 0) states[idx] = st;
   }
@@ -265,9 +272,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 // f32 70.91 / 70.66 → 69.41, 67.68 / 67.68 → 66.46, bf16 47.26 / 46.85 → 45.31, 46.66 / 46.43 → 45.25; 32×128256 f32
 // 28.51 / 28.83 → 28.29, 26.62 / 27.20 → 26.27, bf16 24.61 / 23.42 → 23.78, 22.75 / 23.14 → 23.20 (the one not
 // faster: within the default's own spread). 1–4 % where the input passes the L2; the issue's 3 TB/s is not reached.
+// ahead (one12, split_row_norm_l2_ahead()): > 0, the block prefetches into L2 the chunk its counterpart `ahead`
+// walk steps on will normalise (chunk index idx − ahead: the walk is in reverse), as chunk_states_plain_kernel does.
 template <typename In, bool kLogSoftmax, bool kStream = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
-                                                                        const State* row_states) {
+                                                                        const State* row_states, std::int64_t ahead) {
   constexpr bool kWholeTile = sizeof(In) == 2;
   constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
   if constexpr (!kWholeTile) pdl_wait();
@@ -283,10 +292,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const
     if constexpr (kWholeTile) {
       float v[kBlockElems];
       PlainTile<In>::template load<kStream ? kLoadEvictFirst : kLoadPlain>(v, x, len);
+      if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx - ahead, chunks, narrow);
       pdl_wait();
       normalize_values<In>(v, row_states[row].normalizer(p.empty_rows), op);
       PlainTile<In>::template store<In>(out, v, len, kStream);
     } else {
+      if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx - ahead, chunks, narrow);
       normalize_plain_chunk<In, kStream>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
     }
   }
@@ -733,6 +744,18 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   ws.release();
 }
 
+// The prefetch distance of a compact chunk or normalising kernel (one12: split_row_chunk_l2_ahead() /
+// split_row_norm_l2_ahead(), below): `setting` > 0 that many chunks, −w w waves of the kernel's resident blocks (the
+// grid is one block a chunk, launched in index order, so the block `resident` indices on is the one of the next wave
+// that takes this block's place), 0 none. A distance past the call's chunks prefetches nothing, so it is returned as 0.
+template <typename Kernel>
+std::int64_t l2_ahead(Kernel kernel, int setting, std::int64_t total) {
+  std::int64_t d = setting;
+  if (setting < 0)
+    d = -std::int64_t{setting} * persistent_grid(kernel, kSplitThreads, 0, std::int64_t{1} << 40);
+  return d < total ? d : 0;
+}
+
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
@@ -752,32 +775,53 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    const auto kernel =
-        plain ? (p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
-                                     : chunk_states_plain_kernel<In, In, false>)
-              : (p.op != Op::softmax ? chunk_states_kernel<In, float, true>
-                                     : (out16 ? chunk_states_kernel<In, In, false>
-                                              : chunk_states_kernel<In, float, false>));
-    kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+    if (plain) {
+      const auto kernel = p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
+                                              : chunk_states_plain_kernel<In, In, false>;
+      kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
+                                                          l2_ahead(kernel, split_row_chunk_l2_ahead(), total));
+      plain_launches().fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const auto kernel = p.op != Op::softmax ? chunk_states_kernel<In, float, true>
+                                              : (out16 ? chunk_states_kernel<In, In, false>
+                                                       : chunk_states_kernel<In, float, false>);
+      kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states);
+    }
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
-    if (plain) plain_launches().fetch_add(1, std::memory_order_relaxed);
   }
   launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
                    static_cast<const State*>(states), row_states);
   if (writes_rows(p.op) && total > 0) {
-    const auto kernel = !plain ? normalize_kernel<In>
-                               : (p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
-                                                                    : normalize_plain_kernel<In, false>)
-                                                      : (stream_out ? normalize_plain_kernel<In, true, true>
-                                                                    : normalize_plain_kernel<In, true>));
-    launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
-                     static_cast<const State*>(row_states));
-    if (plain) plain_launches().fetch_add(1, std::memory_order_relaxed);
+    if (plain) {
+      const auto kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
+                                                            : normalize_plain_kernel<In, false>)
+                                              : (stream_out ? normalize_plain_kernel<In, true, true>
+                                                            : normalize_plain_kernel<In, true>);
+      launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
+                       static_cast<const State*>(row_states), l2_ahead(kernel, split_row_norm_l2_ahead(), total));
+      plain_launches().fetch_add(1, std::memory_order_relaxed);
+    } else {
+      launch_dependent(true, normalize_kernel<In>, capped_grid(total), kSplitThreads, s, p, chunks,
+                       static_cast<const State*>(row_states));
+    }
   }
   ws.release();
 }
 
 }  // namespace
+
+// one12 (session 12): the L2 prefetch distances of the compact chunk and normalising kernels (l2_ahead above: > 0 that
+// many chunks, −w w waves of the kernel's resident blocks, 0 none); the same values either way. For timing and tests,
+// process-wide, not thread-safe; declared where they are read (tune_softmax.cpp, test_few_rows_gpu.cpp), not in
+// kernels.hpp, which two dozen objects include.
+int& split_row_chunk_l2_ahead() {
+  static int ahead = 0;
+  return ahead;
+}
+int& split_row_norm_l2_ahead() {
+  static int ahead = 0;
+  return ahead;
+}
 
 bool& split_row_pdl() {
   static bool on = true;

@@ -30,6 +30,10 @@ namespace smk::cuda::kernels {
 // split_row.cu: the three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel) since the
 // process started; declared here, not in kernels.hpp, for NormalizeHintsBitwiseTheKernelsBefore only.
 std::uint64_t split_plain_launch_count();
+// one12: the L2 prefetch distances of the compact chunk and normalising kernels (split_row.cu l2_ahead), declared
+// here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
+int& split_row_chunk_l2_ahead();
+int& split_row_norm_l2_ahead();
 }  // namespace smk::cuda::kernels
 
 namespace smk::gpu_test {
@@ -487,6 +491,67 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
                                                ": the normalising kernel with / without its cache hints");
           }
         }
+      }
+    }
+  }
+}
+
+// one12 (session 12): the compact chunk and normalising kernels prefetching into L2 the chunk a block `ahead` indices
+// on will read (split_row.cu l2_ahead; cp.async.bulk.prefetch.L2 of the chunk's whole 16-byte vectors) against the
+// reference, and bitwise the kernels without (distance 0 / 0), at distances that cross rows (1, 3; 5 rows of a pitched
+// batch with +inf, NaN and an empty row), prefetch a ragged last chunk (length 12288·k + 77), and, at full size, one
+// wave of resident blocks (−1: 264 on the H200) over 303 chunks; each run asserts by split_plain_launch_count that the
+// compact kernels served. Under memcheck (small mode) it checks that no prefetch reaches past a row.
+TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
+  SplitRowTuningGuard guard;
+  struct AheadGuard {
+    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), norm = cuda::kernels::split_row_norm_l2_ahead();
+    ~AheadGuard() {
+      cuda::kernels::split_row_chunk_l2_ahead() = chunk;
+      cuda::kernels::split_row_norm_l2_ahead() = norm;
+    }
+  } ahead_guard;
+  struct Setting {
+    std::int64_t rows, n;
+    int chunk, norm;
+  };
+  std::vector<Setting> settings = {{5, 12288 * 4 + 77, 1, 1}, {5, 12288 * 4 + 77, 3, 7}, {1, 151936, 1, 1},
+                                   {3, 12288 * 100 + 77, -1, -1}};
+  if (small_mode()) settings = {{5, 12288 * 2 + 77, 1, 1}, {3, 12288 * 3 + 5, 2, 3}};
+  std::uint64_t seed = 12300;
+  for (const Setting& st : settings) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        const std::int64_t rows = st.rows, n = st.n;
+        Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + " ahead " + std::to_string(st.chunk) +
+                                 "/" + std::to_string(st.norm),
+                             op, t, is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
+        const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+        c.in.strides = {pitch, 1};
+        if (!is_row_op(op)) c.out.strides = {pitch, 1};
+        if (rows >= 3) {
+          c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
+          c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
+          for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+          c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+        }
+        auto& tn = cuda::kernels::split_row_tuning();
+        tn = cuda::kernels::SplitRowTuning{};
+        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+        const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
+        cuda::kernels::split_row_chunk_l2_ahead() = 0;
+        cuda::kernels::split_row_norm_l2_ahead() = 0;
+        std::uint64_t count = cuda::kernels::split_plain_launch_count();
+        const Result before = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+        cuda::kernels::split_row_chunk_l2_ahead() = st.chunk;
+        cuda::kernels::split_row_norm_l2_ahead() = st.norm;
+        count = cuda::kernels::split_plain_launch_count();
+        const Result with = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+        ASSERT_TRUE(before.ran && with.ran);
+        expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
+                                           ": the chunk / normalising kernels with / without the L2 prefetch");
       }
     }
   }
