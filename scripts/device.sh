@@ -11,7 +11,7 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -851,6 +851,61 @@ if want sbwd11; then
   rm -f "$outer"/sbwd11x-*.txt  # their pass / fail lines are in sbwd11-summary.txt, the logs in sbwd11-logs.tgz
   end_carried
 fi
+# sbwd12 (session 12, issue 3: the backward passes on rows of 32 ... 1024): tune_softmax --sbwd12 alone on the GPU
+# (the dispatcher's warp kernels timed first and last beside the packed kernel's variants — streaming stores, 8 blocks
+# an SM, 2 / 4 row groups a lane group at once, grids — and the f32 dense kernel at E8 and with streaming stores);
+# Nsight Compute (a few metrics) on one launch each of our softmax backward at bf16 1048576x32 / 262144x128 and f32
+# 1048576x32 (tune_softmax --sbwd12-ncu); then in parallel, each capped: test_cuda_warp_backward whole (every variant
+# bitwise the kernel it replaces) and test_cuda_warp_row's packed / lanes / grid backward tests at full size,
+# test_cuda_softmax's BackwardEveryPath / BatchInvariance, memcheck on test_cuda_warp_backward (small), and
+# torch.compile's softmax backward at the two bf16 shapes compiled meanwhile, profiled once the tests are done
+# (scripts/ncu_torch_sbwd12.py; SMK_SB12_TORCH=0 skips it). Binaries built off the device for sm_90a
+# (build/sbwd12-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_warp_row,test_cuda_softmax}, lib/).
+# Caps: SMK_SB12_TUNE_S (25 s), SMK_SB12_NCU_S (15), SMK_SB12_TEST_S (25), SMK_SB12_TORCH_S (45).
+# Back: sbwd12-tune.txt, sbwd12-ncu.txt, sbwd12-torch.txt, sbwd12-summary.txt, sbwd12-logs.tgz.
+if want sbwd12; then
+  carried sbwd12 build/sbwd12-bin.tar.xz
+  sb12=$bin
+  sb12_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,\
+sm__warps_active.avg.per_cycle_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
+  run_step sbwd12-tune timeout "${SMK_SB12_TUNE_S:-25}" stdbuf -oL "$sb12/bin/tune_softmax" --sbwd12
+  keep_logs sbwd12
+  run_step sbwd12-ncu timeout "${SMK_SB12_NCU_S:-15}" ncu --metrics "$sb12_metrics" --clock-control none \
+    -k regex:"backward_warp" "$sb12/bin/tune_softmax" --sbwd12-ncu
+  keep_logs sbwd12
+  rm -f /tmp/sb12-go
+  if [[ "${SMK_SB12_TORCH:-1}" == 1 ]]; then
+    bg_step sbwd12-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/sb12-inductor SMK_SB12_GO=/tmp/sb12-go \
+      timeout "${SMK_SB12_TORCH_S:-45}" ncu --metrics "$sb12_metrics" --clock-control none --profile-from-start off \
+      -k regex:triton -c 2 python3 scripts/ncu_torch_sbwd12.py
+  fi
+  sb12_t=${SMK_SB12_TEST_S:-25}
+  sb12_pids=()
+  bg_step sbwd12x-warpbwd timeout "$sb12_t" "$sb12/bin/test_cuda_warp_backward"
+  sb12_pids+=($!)
+  bg_step sbwd12x-warp timeout "$sb12_t" "$sb12/bin/test_cuda_warp_row" \
+    --gtest_filter='*PackedBackward*:*BackwardLanes*:*BackwardGrids*:*PackedRule*'
+  sb12_pids+=($!)
+  bg_step sbwd12x-softmax timeout "$sb12_t" "$sb12/bin/test_cuda_softmax" \
+    --gtest_filter='*BackwardEveryPath*:*BatchInvariance*'
+  sb12_pids+=($!)
+  bg_step sbwd12x-memcheck timeout "$sb12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$sb12/bin/test_cuda_warp_backward"
+  sb12_pids+=($!)
+  wait "${sb12_pids[@]}"
+  touch /tmp/sb12-go  # the tests are done: torch.compile's kernels are profiled alone on the GPU
+  bg_tally
+  keep_logs sbwd12
+  rm -f "$outer"/sbwd12x-*.txt  # their pass / fail lines are in sbwd12-summary.txt, the logs in sbwd12-logs.tgz
+  end_carried
+fi
 # short10 (session 10, issue 3: 16-bit short rows, forward and backward): the rows held packed in registers
 # (WarpConfig::packed, src/cuda/softmax/packed16.cuh) and rows of 32 on 4 lanes timed beside the dispatcher's kernels in
 # one process (tune_softmax --short10), then the packed kernels' bitwise tests, the warp tests and softmax's backward
@@ -1172,8 +1227,9 @@ fi
 # on the GPU; dx hashed after each form: every form must print form 0's), then in parallel: test_cuda_backward_reread
 # whole, test_cuda_softmax *BackwardEveryPath* at full size, memcheck on the small re-read cases. Binaries built off the
 # device for sm_90a (build/mid12-bin.tar.xz: bin/{tune_softmax,test_cuda_backward_reread,test_cuda_softmax}).
-# Caps: SMK_MID12_TUNE_S (25 s), SMK_MID12_TEST_S (40). Back: mid12-tune.txt, mid12-hashes.txt, mid12-summary.txt,
-# mid12-logs.tgz.
+# Caps: SMK_MID12_TUNE_S (25 s), SMK_MID12_TEST_S (40), SMK_MID12_NCU_S (0: no Nsight Compute; else one launch of
+# forms 0, 3, 7 at bf16 8192x32000 log-softmax backward, tune_softmax --mid12 ncu). Back: mid12-tune.txt,
+# mid12-hashes.txt, mid12-summary.txt, mid12-logs.tgz (mid12-ncu.txt where profiled).
 if want mid12; then
   carried mid12 build/mid12-bin.tar.xz
   m12=$bin
@@ -1187,6 +1243,13 @@ if want mid12; then
     --report-api-errors no --error-exitcode 9 "$m12/bin/test_cuda_backward_reread"
   bg_tally
   keep_logs mid12
+  if [[ "${SMK_MID12_NCU_S:-0}" != 0 ]]; then
+    run_step mid12-ncu timeout "$SMK_MID12_NCU_S" ncu --clock-control none --kernel-name-base demangled \
+      -k regex:backward_reread -c 3 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+      "$m12/bin/tune_softmax" --mid12 ncu
+    keep_logs mid12
+  fi
   rm -f "$outer"/mid12x-*.txt  # their pass / fail lines are in mid12-summary.txt, the logs in mid12-logs.tgz
   end_carried
 fi

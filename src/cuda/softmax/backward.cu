@@ -181,7 +181,10 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 // unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
 // terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
 // kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40).
-template <typename In, int E, int kMinBlocks>
+// sbwd12 (session 12, tuning variants): kRows row groups a lane group at once (each loop step loads kRows rows of y and
+// dy before the first reduction: kRows times the bytes in flight a thread), kCs streaming stores (st.global.cs). A
+// row's arithmetic is the same in every variant; only which warp walks it changes: the same bits.
+template <typename In, int E, int kMinBlocks, int kRows = 1, bool kCs = false>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed_kernel(const RowProblem p, int lanes) {
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
@@ -194,24 +197,32 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
-  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
-    const std::int64_t row = base + group;
-    const bool active = row < p.rows;
-    PackedRow<In, E> y, dy;
-    if (active) {
-      y.load(ys + row * p.map.stride[kX][0], g, lanes);
-      dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
-    } else {
-      y.fill(from_f32<In>(0.0f));
-      dy.fill(from_f32<In>(0.0f));
+  const std::int64_t step = std::int64_t{rows_per_warp} * kRows;
+  for (std::int64_t base = warp * step; base < p.rows; base += warps * step) {
+    PackedRow<In, E> y[kRows], dy[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const std::int64_t row = base + r * rows_per_warp + group;
+      if (row < p.rows) {
+        y[r].load(ys + row * p.map.stride[kX][0], g, lanes);
+        dy[r].load(dys + row * p.map.stride[kDy][0], g, lanes);
+      } else {
+        y[r].fill(from_f32<In>(0.0f));
+        dy[r].fill(from_f32<In>(0.0f));
+      }
     }
-    // thread_terms' terms and tree, each term formed where the tree adds it
-    const float s = group_sum(tree_sum_of<E>([&](int i) { return softmax ? dy.get0(i) * y.get0(i) : dy.get0(i); }), lanes);
-    if (!active) continue;
-    store_packed_row<In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
-      const float yi = y.get(i, k1), di = dy.get(i, k1);
-      return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
-    });
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const std::int64_t row = base + r * rows_per_warp + group;
+      // thread_terms' terms and tree, each term formed where the tree adds it
+      const float s = group_sum(
+          tree_sum_of<E>([&](int i) { return softmax ? dy[r].get0(i) * y[r].get0(i) : dy[r].get0(i); }), lanes);
+      if (row >= p.rows) continue;
+      store_packed_row_hinted<In, E, kCs>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
+        const float yi = y[r].get(i, k1), di = dy[r].get(i, k1);
+        return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
+      });
+    }
   }
 }
 
@@ -220,7 +231,8 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
 // (kMinBlocks). Plain loads and stores (the cache hints timed by the run of 90f1614 were not kept). The arithmetic is
 // backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise
 // its.
-template <int E, int kMinBlocks>
+// sbwd12 (session 12, tuning variant): kCs streaming stores (st.global.cs); the same values and addresses.
+template <int E, int kMinBlocks, bool kCs = false>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<float, E>;
   constexpr int K = Tile::K;
@@ -262,8 +274,11 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
     else backward_grads<true>(y, dy, s);
     float4* const xv = reinterpret_cast<float4*>(dxs + row * p.map.stride[kOut][0]) + g;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      xv[k * lanes] = make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]);
+    for (int k = 0; k < K; ++k) {
+      const float4 o = make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]);
+      if constexpr (kCs) __stcs(xv + k * lanes, o);
+      else xv[k * lanes] = o;
+    }
   }
 }
 
@@ -610,12 +625,31 @@ constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
 // warp_backward.hpp backward_dense_built): E16 at 4 blocks an SM, E32 at 2, plain loads and stores. The run of 90f1614
 // timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and cache hints (evict-first loads 0.87-0.95×; with streaming
 // stores 0.98-1.02×) too: not built since.
+// sbwd12: E8 at 4 blocks (rows of 32 and 128) and each build with streaming stores (WarpBackwardDense::cs), timed by
+// tune_softmax --sbwd12.
 template <int E>
 auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
   if (!backward_dense_built(E, d.blocks)) return nullptr;
-  if constexpr (E == 16) return backward_warp_dense_kernel<16, 4>;
-  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2>;
+  if constexpr (E == 8) return d.cs ? backward_warp_dense_kernel<8, 4, true> : backward_warp_dense_kernel<8, 4>;
+  else if constexpr (E == 16) return d.cs ? backward_warp_dense_kernel<16, 4, true> : backward_warp_dense_kernel<16, 4>;
+  else if constexpr (E == 32) return d.cs ? backward_warp_dense_kernel<32, 2, true> : backward_warp_dense_kernel<32, 2>;
   else return nullptr;
+}
+
+// sbwd12: the packed kernel's tuning variants (warp_backward.hpp backward_packed_variant_built), or nullptr.
+template <typename In, int E>
+auto packed_variant(WarpBackwardPacked v) -> void (*)(const RowProblem, int) {
+  if (!backward_packed_variant_built(E, v)) return nullptr;
+  if constexpr (E == 8) {
+    if (v.rows == 2) return v.cs ? backward_warp_packed_kernel<In, 8, 4, 2, true> : backward_warp_packed_kernel<In, 8, 4, 2>;
+    if (v.rows == 4) return backward_warp_packed_kernel<In, 8, 4, 4>;
+    if (v.blocks == 8) return v.cs ? backward_warp_packed_kernel<In, 8, 8, 1, true> : backward_warp_packed_kernel<In, 8, 8>;
+    return v.cs ? backward_warp_packed_kernel<In, 8, 6, 1, true> : backward_warp_packed_kernel<In, 8, 6>;
+  } else if constexpr (E == 32) {
+    return v.cs ? backward_warp_packed_kernel<In, 32, 4, 1, true> : backward_warp_packed_kernel<In, 32, 4>;
+  } else {
+    return nullptr;
+  }
 }
 
 template <typename In, int E>
@@ -637,14 +671,26 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
   }
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
   bool packed = false;
+  int rows_at_once = 1;  // sbwd12: the packed variant's row groups a lane group at once
+  WarpBackwardPacked took_packed{};
   if constexpr (sizeof(In) == 2 && E >= 8) {
     if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
       kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
       packed = true;
+      if (warp_backward_packed_tuning().on) {
+        if (const auto k = packed_variant<In, E>(warp_backward_packed_tuning().variant)) {
+          kernel = k;
+          took_packed = warp_backward_packed_tuning().variant;
+          rows_at_once = took_packed.rows;
+        }
+      }
     }
   }
   warp_backward_last().packed.store(packed, std::memory_order_relaxed);
-  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
+  warp_backward_packed_last().blocks.store(took_packed.blocks, std::memory_order_relaxed);
+  warp_backward_packed_last().rows.store(took_packed.rows, std::memory_order_relaxed);
+  warp_backward_packed_last().cs.store(took_packed.cs, std::memory_order_relaxed);
+  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes) * rows_at_once;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
   const unsigned grid = warp_grid(persistent_grid(kernel, kWarpThreads, 0, needed), needed, c);
@@ -764,6 +810,14 @@ WarpBackwardDenseTuning& warp_backward_dense_tuning() {
 }
 WarpBackwardDenseLast& warp_backward_dense_last() {
   static WarpBackwardDenseLast last;
+  return last;
+}
+WarpBackwardPackedTuning& warp_backward_packed_tuning() {
+  static WarpBackwardPackedTuning tuning;
+  return tuning;
+}
+WarpBackwardPackedLast& warp_backward_packed_last() {
+  static WarpBackwardPackedLast last;
   return last;
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
