@@ -135,6 +135,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda/attention/exp2_poly.hpp"
 #include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/prefill_exact_pv.cuh"
 #include "cuda/attention/ptx.cuh"
@@ -206,7 +207,10 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+// kPoly (session 12, pfx12; PrefillConfig::poly_exp2, built for kPrefillWgmmaPoly's variants, TMA and their
+// cp.async kernels): a fixed quarter of the softmax's exponentials (the n-tiles t ≡ 3 mod 4: 16 of a thread's 64 at
+// 128-key tiles) by exp2_poly.hpp on the FMA pipe, the rest by MUFU.EX2.
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kPoly = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -419,7 +423,13 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = s[4 * t + 2 * r + e];
-          x = ptx::exp2_approx(fold ? fmaf(x, c2, -shift) : x - shift);
+          const float arg = fold ? fmaf(x, c2, -shift) : x - shift;
+          // kPoly: the element's place alone picks the unit (deterministic, batch-invariant); f16's P keeps 3 more
+          // bits than bf16's, so its polynomial is a degree higher (exp2_poly.hpp).
+          if (kPoly && (t & 3) == 3)
+            x = exp2_poly::exp2<std::is_same_v<T, __half> ? 4 : 3>(arg);
+          else
+            x = ptx::exp2_approx(arg);
           sum += x;
         }
       }
@@ -623,7 +633,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kPoly = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -639,9 +649,10 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
         !encode_bshd(&maps.v, a.v, bf16, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
-      return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
+      // (kPoly's cp.async kernel is built beside its TMA one: the same bits.)
+      return launch<T, D, kWS ? 2 : kWG, kBlockN, false, false, false, kPoly>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kPoly>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -691,6 +702,22 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
+  }
+  // The builds with a quarter of the exponentials on the FMA pipe (kPoly, attention_cuda.hpp's kPrefillWgmmaPoly):
+  // the two defaults with TMA and the cp.async kernels they take (varlen, or a view the driver will not encode), so
+  // that a call gives the same bits whichever copy path it takes. prefill.cu asks for them there.
+  if (a.poly) {
+    if constexpr (kTma) {
+      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
+      // (No TMA build of the 8-warp kernel with kPoly: asked for, its cp.async one runs, with the same bits.)
+      if (is(128, 8, 128)) return launch<T, 128, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
+    } else {
+      if (is(128, 9, 128) || is(128, 8, 128))
+        return launch<T, 128, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
+      if (is(64, 13, 128)) return launch<T, 64, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
+    }
+    return false;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
