@@ -11,7 +11,7 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12 pfx12
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -1157,9 +1157,9 @@ smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
 fi
 # one12 (session 12, issue 3): split_row's compact chunk and normalising kernels prefetching into L2 the chunk of the
 # next wave (split_row.cu l2_ahead) timed beside the kernels without in one binary (tune_softmax --one12), then the
-# GPU tests of the area in parallel (test_cuda_few_rows, test_cuda_row_loop, test_cuda_grid_row whole, their timing
-# tests excluded; memcheck on the small prefetch cases), then Nsight Compute of the chunk and normalising kernels at
-# 1x16777216 softmax, before and with the prefetch (one launch each). Binaries built off the device for sm_90a
+# GPU tests of the area in parallel (test_cuda_few_rows in four shards, test_cuda_row_loop and test_cuda_grid_row in
+# two, whole but their timing tests; memcheck on the small prefetch cases), then Nsight Compute (a few metrics) of the chunk, merge and
+# normalising kernels at 1x16777216 softmax, before and with the levers (one launch each). Binaries built off the device for sm_90a
 # (build/one12-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_row_loop,test_cuda_grid_row}).
 # Caps: SMK_O12_TUNE_S (22 s), SMK_O12_TEST_S (25), SMK_O12_NCU_S (12; 0 skips it).
 # Back: one12-tune.txt, one12-summary.txt, one12-ncu.txt, one12-logs.tgz.
@@ -1170,17 +1170,26 @@ if want one12; then
   keep_logs one12
   o12_t=${SMK_O12_TEST_S:-25}
   o12_skip='*Timing*:*ProfileCalls*'
-  bg_step one12x-few timeout "$o12_t" "$o12/bin/test_cuda_few_rows" --gtest_filter="-$o12_skip"
-  bg_step one12x-loop timeout "$o12_t" "$o12/bin/test_cuda_row_loop" --gtest_filter="-$o12_skip"
-  bg_step one12x-grid timeout "$o12_t" "$o12/bin/test_cuda_grid_row" --gtest_filter="-$o12_skip"
+  for i in 0 1 2 3; do
+    bg_step "one12x-few$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$o12_t" \
+      "$o12/bin/test_cuda_few_rows" --gtest_filter="-$o12_skip"
+  done
+  for i in 0 1; do
+    bg_step "one12x-loop$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$o12_t" \
+      "$o12/bin/test_cuda_row_loop" --gtest_filter="-$o12_skip"
+    bg_step "one12x-grid$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$o12_t" \
+      "$o12/bin/test_cuda_grid_row" --gtest_filter="-$o12_skip"
+  done
   bg_step one12x-memcheck timeout "$o12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$o12/bin/test_cuda_few_rows" --gtest_filter='*L2Prefetch*'
   bg_tally
   keep_logs one12
   if [[ "${SMK_O12_NCU_S:-12}" != 0 ]]; then
+    o12_m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum
+    o12_m=$o12_m,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
+    o12_m=$o12_m,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
     run_step one12-ncu timeout "${SMK_O12_NCU_S:-12}" ncu --clock-control none --kernel-name-base demangled \
-      -k regex:"chunk_states_plain|normalize_plain" -c 8 --section SpeedOfLight --section Occupancy \
-      --metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct \
+      -k regex:"chunk_states_plain|merge_states|normalize_plain" -c 12 --metrics "$o12_m" \
       "$o12/bin/tune_softmax" --one12 ncu
     cp "$OUT/one12-ncu.log" "$outer/one12-ncu.txt" 2>/dev/null
     keep_logs one12
@@ -1251,6 +1260,46 @@ if want mid12; then
     keep_logs mid12
   fi
   rm -f "$outer"/mid12x-*.txt  # their pass / fail lines are in mid12-summary.txt, the logs in mid12-logs.tgz
+  end_carried
+fi
+# pfx12 (session 12, issue 7): the prefill kernel's builds with a quarter of the softmax's exponentials as a
+# polynomial on the FMA pipe (PrefillConfig::poly_exp2, prefill_wgmma.cu's kPoly, exp2_poly.hpp; the D = 128 and
+# D = 64 defaults with TMA and their cp.async kernels) against the default. Binaries built off the device for sm_90a,
+# carried as build/pfx12-bin.tar.xz (bin/: test_cuda_prefill, tune_prefill, libsmk_attention_capi.so; lib/). In
+# order, each capped: the variant's tests (*WgmmaPoly*: reference with the polynomial's error in the bound, varlen,
+# non-finite V, bitwise / batch invariance / TMA against cp.async / trim and schedule) and the bad-config test; the
+# interleaved timing (scripts/sdpa_interleaved.py --poly: ours in both layouts, the variant, cuDNN and FLASH in one
+# process, order rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the
+# variant at (4, 32, 4096, 128) full; memcheck and racecheck on the variant's non-finite-V test.
+# Back: p12-sdpa.md (the table), p12-ncu.txt, p12-summary.txt, p12-logs.tgz (every log, the .ncu-rep, the JSON).
+if want pfx12; then
+  carried pfx12 build/pfx12-bin.tar.xz
+  p12=$bin
+  run_step p12x-test timeout "${SMK_PFX12_TEST_S:-15}" "$p12/bin/test_cuda_prefill" \
+    --gtest_filter="${SMK_PFX12_TEST_FILTER:-*WgmmaPoly*:*ClearErrors*}"
+  keep_logs p12
+  run_step p12-sdpa timeout "${SMK_PFX12_SDPA_S:-24}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
+    --lib "$p12/bin/libsmk_attention_capi.so" --only prefill --poly --rounds "${SMK_PFX12_ROUNDS:-12}" \
+    --deadline-s "${SMK_PFX12_DEADLINE_S:-14}" --out "$OUT/p12-sdpa.md" --json "$OUT/p12-sdpa.json"
+  keep_logs p12
+  p12_ncu() {  # (a shell function: each command carries its own timeout)
+    timeout "${SMK_PFX12_NCU_S:-12}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+      -o "$OUT/p12" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p12/bin/tune_prefill" &&
+      timeout 3 ncu --import "$OUT/p12.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|pipe_fma|pipe_xu|\
+gmma|inst_issued|issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|gpu__time_duration.sum"
+  }
+  run_step p12-ncu p12_ncu
+  cp "$OUT/p12-ncu.log" "$outer/p12-ncu.txt" 2>/dev/null
+  keep_logs p12
+  run_step p12x-memcheck timeout "${SMK_PFX12_MEMCHECK_S:-10}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
+  keep_logs p12
+  run_step p12x-racecheck timeout "${SMK_PFX12_RACECHECK_S:-10}" compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
+  keep_logs p12
+  cp "$OUT/p12-sdpa.md" "$outer/" 2>/dev/null
+  rm -f "$outer"/p12x-*.txt  # (none: keep_logs copies p12-*.log only; their lines are in p12-summary.txt)
   end_carried
 fi
 echo
