@@ -27,6 +27,7 @@
 namespace smk::cuda::kernels {
 int& split_row_chunk_l2_ahead();  // one12: split_row.cu, the L2 prefetch distances (tune_softmax --one12)
 int& split_row_norm_l2_ahead();
+int& split_row_merge_preload();
 }  // namespace smk::cuda::kernels
 
 namespace {
@@ -918,16 +919,18 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--one12") == 0) {
     // one12 (session 12, docs/perf-notebook.md "one12"): split_row as the dispatcher calls it, its compact chunk and
     // normalising kernels prefetching into L2 the chunk of the next wave (split_row.cu l2_ahead: > 0 chunks, -w waves
-    // of resident blocks) beside the kernels without (0 / 0, the library's before one12), timed first and last; the
-    // same values either way. Forward ops at the few-row shapes and 256x151936; 4096x151936 logsumexp (the one op
+    // of resident blocks) and its merge kernel loading its states before merging, beside the kernels without (the
+    // library's before one12), timed first and last; the same values either way. Forward ops at the few-row shapes and 256x151936; 4096x151936 logsumexp (the one op
     // there the three kernels serve); the backward ops once (not on these kernels: a record of where they stand).
     struct V12 {
       const char* name;
-      int chunk, norm;
+      int chunk, norm, merge;
     };
-    const std::vector<V12> vs = {{"none (before)", 0, 0}, {"chunk 1w", -1, 0},     {"chunk 2w", -2, 0},
-                                 {"chunk 132", 132, 0},   {"norm 1w", 0, -1},      {"chunk 1w norm 1w", -1, -1},
-                                 {"chunk 2w norm 1w", -2, -1}, {"none (before)", 0, 0}};
+    const std::vector<V12> vs = {{"none (before)", 0, 0, 0},       {"chunk 1w", -1, 0, 0},
+                                 {"chunk 2w", -2, 0, 0},           {"chunk 132", 132, 0, 0},
+                                 {"norm 1w", 0, -1, 0},            {"merge preload", 0, 0, 1},
+                                 {"chunk 1w norm 1w", -1, -1, 0},  {"c1w n1w merge", -1, -1, 1},
+                                 {"c2w n1w merge", -2, -1, 1},     {"none (before)", 0, 0, 0}};
     const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
     auto time12 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps12, bool all) {
       char shape[64];
@@ -939,12 +942,13 @@ int main(int argc, char** argv) {
           const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
                                static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
           for (const V12& v : vs) {
-            if (!all && v.chunk != 0) break;  // the library's only
+            if (!all && (v.chunk != 0 || v.merge != 0)) break;  // the library's only
             if (!writes_rows(op) && v.norm != 0) continue;  // logsumexp: no normalising pass
             split_row_tuning() = {};
             row_loop_tuning() = {};  // the library's row-loop rule, as the dispatcher runs split_row
             split_row_chunk_l2_ahead() = v.chunk;
             split_row_norm_l2_ahead() = v.norm;
+            split_row_merge_preload() = v.merge;
             const double us = median_us(b, reps12, [&](int i) {
               if (bwd) launch_backward_split_rows(backward_problem(op, rows, n, t, b, i), nullptr);
               else launch_split_rows(problem(op, rows, n, t, b, i), nullptr);
@@ -956,14 +960,16 @@ int main(int argc, char** argv) {
       }
       split_row_chunk_l2_ahead() = 0;
       split_row_norm_l2_ahead() = 0;
+      split_row_merge_preload() = 0;
     };
     if (argc > 2 && std::strcmp(argv[2], "ncu") == 0) {
-      // One softmax launch at 1x16777216 a setting and dtype, for Nsight Compute (before f32, bf16; then with both).
+      // One softmax launch at 1x16777216 a setting and dtype, for Nsight Compute (before f32, bf16; then with all).
       for (const auto& [chunk, norm] : {std::pair<int, int>{0, 0}, {-1, -1}}) {
         for (DType t : both) {
           Buffers b = make_buffers(1, 16777216, t);
           split_row_chunk_l2_ahead() = chunk;
           split_row_norm_l2_ahead() = norm;
+          split_row_merge_preload() = chunk != 0 ? 1 : 0;
           launch_split_rows(problem(Op::softmax, 1, 16777216, t, b, 0), nullptr);
           SMK_CUDA_CHECK(cudaDeviceSynchronize());
           free_buffers(b);
@@ -1028,6 +1034,19 @@ int main(int argc, char** argv) {
       run_shape(rows, n, {bshared(n, n >= 28673), rr, bshared(n, n >= 28673)}, bf16, bwd, reps);
     for (std::int64_t n : {28673, 30000, 32000, 32768})
       run_shape(8192, n, {bshared(n, true), rr, bshared(n, true)}, {DType::bf16, DType::f16}, bwd, reps);
+    return 0;
+  }
+  if (argc > 2 && std::strcmp(argv[1], "--mid12") == 0 && std::strcmp(argv[2], "ncu") == 0) {
+    // One launch of each for Nsight Compute (scripts/device.sh mid12): bf16 8192×32000 log-softmax backward, the
+    // re-read kernel's forms 0, 3 (evict-last + streaming dx) and 7 (+ two vectors a step).
+    Buffers b = make_buffers(8192, 32000, DType::bf16);
+    for (const int form : {0, kRereadEvictLast | kRereadStreamOut, kRereadEvictLast | kRereadStreamOut | kRereadPairs}) {
+      backward_reread_tuning().form = form;
+      launch_backward_reread_rows(backward_problem(Op::log_softmax_backward, 8192, 32000, DType::bf16, b, 0), nullptr);
+    }
+    backward_reread_tuning().form = -1;
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--mid12") == 0) {
