@@ -453,7 +453,12 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
 //   45.34 → 43.62, f16 44.64 / 44.86 → 43.36. (Logsumexp at 1024 stays on lse_stream: 29.57 / 29.25 against the packed
 //   warp kernel's 33.44. block_per_row on blocks of 64 or 128 threads at 1024: 1.2-3.4× slower in every op.)
 constexpr std::int64_t kWarpDense16MinN = 1024;
+// short12 (session 12): 16-bit softmax rows of 17..kWarpSoftmax16NarrowMaxN take two lanes of 16 elements (32 bytes a
+// lane, as log-softmax's narrow lanes), not one lane of 32, with the 16-bit tier's terms (warp_row.cu plain_exp_pays,
+// E16 since short12) and, where the rows are dense (n = 32), warp_rows_dense_kernel at E16. CANDIDATE until measured.
+constexpr std::int64_t kWarpSoftmax16NarrowMaxN = 32;
 bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
+  if (t != DType::f32 && op == kernels::Op::softmax && n <= kWarpSoftmax16NarrowMaxN) return true;  // short12
   return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
@@ -461,6 +466,7 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
   const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
   const bool wide_lane = t == DType::f32 && !kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32;
   const bool narrow_lane = (t != DType::f32 && ((op == kernels::Op::log_softmax && n <= kWarpLogSoftmax16NarrowMaxN) ||
+                                                (op == kernels::Op::softmax && n <= kWarpSoftmax16NarrowMaxN) ||
                                                 (backward && n <= kWarpBackward16NarrowMaxN))) ||
                            (t == DType::f32 && backward && n >= kWarpBackwardF32NarrowMinN &&
                             n <= kWarpBackwardF32NarrowMaxN);

@@ -322,10 +322,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 }
 
 // The dense kernels built (short11): 16-bit softmax at E32 on two lanes or more (the tier's terms), at 4 blocks an SM
-// (ptxas -v, CUDA 13, sm_90a: 64 registers, no spill; the general kernel 80 at 3).
-constexpr int kDenseMinBlocks = 4;
+// (ptxas -v, CUDA 13, sm_90a: 64 registers, no spill; the general kernel 80 at 3). short12: also at E16 (rows of 17..32
+// on two lanes, softmax_cuda.cpp kWarpSoftmax16NarrowMaxN), at kDenseMinBlocks<16> blocks an SM.
+template <int E>
+constexpr int kDenseMinBlocks = E == 32 ? 4 : 6;
 template <typename In, int E>
-constexpr bool kDenseBuilt = sizeof(In) == 2 && E == 32;
+constexpr bool kDenseBuilt = sizeof(In) == 2 && (E == 32 || E == 16);
 
 // Where 16-bit softmax takes the 16-bit-output tier (common.cuh out_exp) here: rows of 32 elements a lane shared by
 // two lanes or more. Measured (H200, 2026-11-30, tier16's run of 77c64e6, bench old → new, µs): bf16 32768×1024
@@ -335,14 +337,14 @@ constexpr bool kDenseBuilt = sizeof(In) == 2 && E == 32;
 // kernel before the tier, instruction for instruction.
 template <typename In, int E>
 bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
-  return sizeof(In) == 2 && E == 32 && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
+  return sizeof(In) == 2 && (E == 32 || E == 16) && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
 }
 
 template <typename In, int E>
 void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   // Out = void: the output type read from p at the store, and exp_diff for softmax; In: the tier (above).
   auto kernel = p.op != Op::softmax ? warp_rows_kernel<In, void, E, true> : warp_rows_kernel<In, void, E, false>;
-  if constexpr (sizeof(In) == 2 && E == 32)
+  if constexpr (sizeof(In) == 2 && (E == 32 || E == 16))
     if (plain_exp_pays<In, E>(p, c)) kernel = warp_rows_kernel<In, In, E, false>;
   // WarpConfig::packed (short10): the log ops' kernel with the row held packed, where the scores are the loaded
   // values (no temperature, no mask): the same bits. Softmax has no packed kernel (above) and ignores it.
@@ -357,7 +359,9 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   bool dense = false;
   if constexpr (kDenseBuilt<In, E>) {
     if (!packed && warp_dense(c) && row_dense(p, c.lanes, E) && plain_exp_pays<In, E>(p, c)) {
-      kernel = warp_rows_dense_kernel<In, E, kDenseMinBlocks>;
+      kernel = warp_rows_dense_kernel<In, E, kDenseMinBlocks<E>>;
+      if constexpr (E == 16)  // short12: the tighter bound, timed beside the built one (tune_softmax --short12)
+        if (warp_row_tuning().dense_blocks == 8) kernel = warp_rows_dense_kernel<In, E, 8>;
       dense = true;
     }
   }

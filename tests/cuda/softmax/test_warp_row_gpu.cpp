@@ -305,11 +305,13 @@ TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
 // dispatcher takes for them, ragged rows (29, 100: not dense), rows at an odd pitch, a temperature (both: the general
 // kernel), non-finite scores (dense), grids capped at 7 blocks; each forward op. The general kernel's outputs are
 // checked against the float64 reference. The launch record (warp_row_last().dense) must show the dense kernel exactly
-// where it is built (16-bit softmax at E32 on two lanes or more; the f32 forms, measured slower, are not: warp_row.cu)
-// and the rows are dense. (The run of 542e967 passed these with the f32 forms built too, at E16 and E32.)
+// where it is built (16-bit softmax at E32 or, since short12, E16 on two lanes or more; the f32 forms, measured
+// slower, are not: warp_row.cu) and the rows are dense. (The run of 542e967 passed these with the f32 forms built too,
+// at E16 and E32.) Since short12 the dispatcher gives 16-bit softmax rows of 17..32 two lanes of 16 (softmax_cuda.cpp
+// kWarpSoftmax16NarrowMaxN): n = 32 takes the dense kernel at E16 here, 29 the general kernel at E16.
 bool ran_dense() { return cuda::kernels::warp_row_last().dense.load(); }
 bool dense_built(DType t, Op op, int lanes, int elems) {
-  return t != DType::f32 && op == Op::softmax && elems == 32 && lanes > 1;
+  return t != DType::f32 && op == Op::softmax && (elems == 32 || elems == 16) && lanes > 1;
 }
 
 void dense_bitwise(DType t, std::uint64_t seed) {
@@ -363,9 +365,12 @@ TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
   TuningGuard guard;
   cuda::kernels::warp_row_tuning() = {};
   std::uint64_t seed = 1800;
-  auto rule = [](DType t, Op op, std::int64_t n) { return t != DType::f32 && op == Op::softmax && n == 1024; };
+  // short12: and 16-bit softmax of 17..32 (two lanes of 16; dense at 32).
+  auto rule = [](DType t, Op op, std::int64_t n) {
+    return t != DType::f32 && op == Op::softmax && (n == 1024 || (n >= 17 && n <= 32));
+  };
   for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (std::int64_t n : {8, 16, 32, 64, 512, 1024})
+    for (std::int64_t n : {8, 16, 17, 31, 32, 33, 64, 512, 1024})
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
         for (bool odd : {false, true}) {
           if (odd && n != 32 && n != 1024) continue;
@@ -382,6 +387,10 @@ TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
           const bool layout = !odd && n == std::int64_t{lanes} * elems;
           EXPECT_EQ(ran_dense(), !packed && rule(t, op, n) && layout && dense_built(t, op, lanes, elems))
               << "L" << lanes << " E" << elems;
+          if (t != DType::f32 && op == Op::softmax && n >= 17 && n <= 32) {  // short12: two lanes of 16
+            EXPECT_EQ(lanes, 2);
+            EXPECT_EQ(elems, 16);
+          }
         }
   const std::int64_t rows = 1000, n = 1024;
   for (DType t : {DType::bf16, DType::f16})
