@@ -1266,17 +1266,23 @@ fi
 # polynomial on the FMA pipe (PrefillConfig::poly_exp2, prefill_wgmma.cu's kPoly, exp2_poly.hpp; the D = 128 and
 # D = 64 defaults with TMA and their cp.async kernels) against the default. Binaries built off the device for sm_90a,
 # carried as build/pfx12-bin.tar.xz (bin/: test_cuda_prefill, tune_prefill, libsmk_attention_capi.so; lib/). In
-# order, each capped: the variant's tests (*WgmmaPoly*: reference with the polynomial's error in the bound, varlen,
+# order, each capped: side by side the variant's tests (*WgmmaPoly*: reference with the polynomial's error in the bound, varlen,
 # non-finite V, bitwise / batch invariance / TMA against cp.async / trim and schedule) and the bad-config test; the
 # interleaved timing (scripts/sdpa_interleaved.py --poly: ours in both layouts, the variant, cuDNN and FLASH in one
 # process, order rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the
-# variant at (4, 32, 4096, 128) full; memcheck and racecheck on the variant's non-finite-V test.
+# variant at (4, 32, 4096, 128) full. (Memcheck and racecheck on the variant's non-finite-V test run beside the tests.)
 # Back: p12-sdpa.md (the table), p12-ncu.txt, p12-summary.txt, p12-logs.tgz (every log, the .ncu-rep, the JSON).
 if want pfx12; then
   carried pfx12 build/pfx12-bin.tar.xz
   p12=$bin
-  run_step p12x-test timeout "${SMK_PFX12_TEST_S:-15}" "$p12/bin/test_cuda_prefill" \
+  # The tests and the sanitizers side by side (CPU-bound references; nothing timed meanwhile), then the timings.
+  bg_step p12x-test timeout "${SMK_PFX12_TEST_S:-25}" "$p12/bin/test_cuda_prefill" \
     --gtest_filter="${SMK_PFX12_TEST_FILTER:-*WgmmaPoly*:*ClearErrors*}"
+  bg_step p12x-memcheck timeout "${SMK_PFX12_MEMCHECK_S:-20}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
+  bg_step p12x-racecheck timeout "${SMK_PFX12_RACECHECK_S:-20}" compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
+  bg_tally
   keep_logs p12
   run_step p12-sdpa timeout "${SMK_PFX12_SDPA_S:-24}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
     --lib "$p12/bin/libsmk_attention_capi.so" --only prefill --poly --rounds "${SMK_PFX12_ROUNDS:-12}" \
@@ -1291,12 +1297,6 @@ gmma|inst_issued|issue_active|warps_eligible|warps_active|stalled|cycles_elapsed
   }
   run_step p12-ncu p12_ncu
   cp "$OUT/p12-ncu.log" "$outer/p12-ncu.txt" 2>/dev/null
-  keep_logs p12
-  run_step p12x-memcheck timeout "${SMK_PFX12_MEMCHECK_S:-10}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
-  keep_logs p12
-  run_step p12x-racecheck timeout "${SMK_PFX12_RACECHECK_S:-10}" compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
   keep_logs p12
   cp "$OUT/p12-sdpa.md" "$outer/" 2>/dev/null
   rm -f "$outer"/p12x-*.txt  # (none: keep_logs copies p12-*.log only; their lines are in p12-summary.txt)
