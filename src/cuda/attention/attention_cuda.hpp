@@ -356,9 +356,15 @@ inline constexpr bool decode_tma_rule(std::int64_t s_max) {
 // e16cc07): TMA gained 5.2-6.4 % on the three grids of 512 blocks (3.9 a multiprocessor, 1.29 waves of three) and
 // 0.2-2.6 % on the five of 1024 (7.8 an SM), lost 0.5-3.5 % on grids of at most 256 blocks (1.9 an SM) and tied
 // (-0.7..+0.3 %) from 2048 (15.5 an SM). So TMA where the grid holds more than kDecodeTmaGridLo and at most
-// kDecodeTmaGridHi blocks per multiprocessor: more than one resident wave of 3, fewer than 2048-block grids. On by
-// kDecodeTmaByGrid (DecodeConfig::tma_grid forces it either way).
-inline constexpr bool kDecodeTmaByGrid = false;
+// kDecodeTmaGridHi blocks per multiprocessor: more than one resident wave of 3, fewer than 2048-block grids.
+// Measured against the rule of S_max in one H200 call (19:11 UTC 2026-11-30, binaries of 5bb87b3, bench_decode
+// --dec12, 3 samples each alternating, µs by S_max / µs by the grid) on the sweep's nine cells where the two differ:
+// (S_max, B) (1024, 1) 1.032 (cp.async now), (2048, 64) 1.023, (4096, 16) 1.052, (8192, 1) 1.011, (16384, 8) 1.015,
+// (8192, 64) 1.003, (32768, 8) 1.001, (1024, 8) 0.997, (1024, 16) 0.994 (both within the ±0.5 % of the control cell,
+// (1024, 64), where the two rules take the same kernel); every cell the same bits; the seven rows take the
+// same kernel under both rules (0.996-1.003). So the dispatcher chooses by the grid (kDecodeTmaByGrid);
+// DecodeConfig::tma_grid off gives the rule of S_max.
+inline constexpr bool kDecodeTmaByGrid = true;
 inline constexpr std::int64_t kDecodeTmaGridLo = 3;
 inline constexpr std::int64_t kDecodeTmaGridHi = 8;
 inline constexpr bool decode_tma_grid_rule(std::int64_t blocks, std::int64_t sms) {

@@ -16,6 +16,9 @@
 // below reads the SM count from device_attrs.hpp instead of asking the device every call, sets each CUDA-core
 // variant's shared-memory opt-in once per device, and may launch the tensor-core kernel as a programmatic dependent
 // (DecodeConfig::pdl; measured in decode_mma.cu's header).
+// Session 12 (dec12): the host entry point chooses the tensor-core kernel's TMA or cp.async tiles (the same bits) by
+// the launch's blocks per SM (decode_tma_grid_rule) instead of by S_max (decode_tma_rule; DecodeConfig::tma_grid off):
+// 1.1-5.2 % on the cells of dec11's sweep where the two differ, the issue's rows unchanged (attention_cuda.hpp).
 //
 // CUDA cores, not tensor cores — the count, and where it went wrong: one block serves all R = (Hq/Hkv)·Sq_new query
 // rows of one KV head, so each key costs 4·R·D flops (q·k and p·v) for its 4·D bytes: R flops per byte. At 4.27 TB/s

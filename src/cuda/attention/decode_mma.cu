@@ -79,6 +79,12 @@
 // (sequence, KV head) without a merge at 16 × 8192 (128 blocks), 64 × 4096 (512) and 128 × 1024 (1024), and 32 splits
 // plus a reduction kernel only at one sequence: its split count follows the batch, which this kernel's (batch
 // invariance, decode_split.hpp) may not.
+// Session 12 (dec12): this kernel unchanged; the dispatcher takes its TMA or cp.async tiles by the grid's blocks per
+// SM (attention_cuda.hpp, decode_tma_grid_rule). Same bytes per element, same floor. Measured (H200 call of 19:11 UTC
+// 2026-11-30, binaries of 5bb87b3, bench_decode --dec12, 3 samples alternating; docs/bench/dec12-s12-2026-11-30.md):
+// 52.8 µs at (1, 32768) (2.54 TB/s), 142.2 at (1, 131072) (3.78), 148.2 / 271.6 / 143.5 on the batch rows, 55.8 and
+// 155.3 at 64/8; the split rule's cap at 32 instead of 16 slower on the three single-sequence rows (53.4, 144.0,
+// 57.7), at 24 slower still. Interleaved, ours / cuDNN 0.937 / 0.960 / 0.906 / 0.942 / 0.957 / 0.882 / 0.863.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take

@@ -973,6 +973,8 @@ TEST(CudaAttentionDecode, TmaRuleBounds) {
 // at the rule's bounds (1024 / 1025, 4096 / 4097, 8192 / 8193) and between them. The count means something only if
 // the dispatcher runs the tensor-core kernel with 2 ring stages here (the TMA variant's only build) and the driver
 // encodes the maps: both asserted first (a forced TMA call must launch it), else the test would pass on a 0 count.
+// Session 12: the dispatcher's rule is the grid's (kDecodeTmaByGrid): these small grids (at most 64 blocks) take
+// cp.async, so a batch of 64 sequences of 8 KV heads (512 blocks) is added, which takes TMA on the H200.
 TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
   SMK_REQUIRE_GPU();
   if (!smk::cuda::kDecodeTma) GTEST_SKIP() << "kDecodeTma is off";
@@ -984,12 +986,32 @@ TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
     (void)run_gpu(c, &kTmaCluster);
     ASSERT_EQ(smk::cuda::decode_tma_launches() - before, 1u) << "a forced TMA call did not launch the TMA kernel";
   }
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const auto rule = [&](std::int64_t smax, std::int64_t blocks) {
+    return smk::cuda::kDecodeTmaByGrid ? smk::cuda::decode_tma_grid_rule(blocks, sms) : smk::cuda::decode_tma_rule(smax);
+  };
+  const int cap = smk::cuda::decode_max_splits(sms);
+  if (smk::cuda::kDecodeTmaByGrid) {
+    SCOPED_TRACE("64 sequences, 8 KV heads, one split: 512 blocks");
+    std::vector<std::int32_t> lens(64);
+    for (int b = 0; b < 64; ++b) lens[b] = 1 + (b * 37) % 300;
+    Case<smk::bfloat16_t> c(64, 1, 32, 8, 128, 300, lens, 127);
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    const Result disp = run_gpu(c);
+    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, rule(300, 64 * 8) ? 1u : 0u);
+    const Result cp = run_gpu(c, &kCpAsyncCluster);
+    EXPECT_TRUE(bitwise_equal(disp.o, cp.o));
+    EXPECT_TRUE(bitwise_equal(disp.lse, cp.lse));
+    expect_matches_reference(c, disp, true);
+  }
   for (std::int64_t smax : {1000, 1024, 1025, 3000, 4096, 4097, 8192, 8193, 9000}) {
     SCOPED_TRACE(testing::Message() << "S_max " << smax);
     Case<smk::bfloat16_t> c(2, 1, 8, 2, 128, smax, {static_cast<std::int32_t>(smax), 7}, 126);
     const std::uint64_t before = smk::cuda::decode_tma_launches();
     const Result disp = run_gpu(c);
-    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, smk::cuda::decode_tma_rule(smax) ? 1u : 0u);
+    const std::int64_t blocks = 2 * 2 * smk::cuda::decode_grid_splits(smax, cap);
+    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, rule(smax, blocks) ? 1u : 0u);
     const Result cp = run_gpu(c, &kCpAsyncCluster);
     EXPECT_TRUE(bitwise_equal(disp.o, cp.o));
     EXPECT_TRUE(bitwise_equal(disp.lse, cp.lse));
