@@ -13,7 +13,8 @@
 // 12 B (f32), 6 B (bf16) — the floor of backward.cu's blocks. Floor at 4.27 TB/s: 8192×32000 f32 737 µs, bf16 368;
 // 16384×4096 and 4096×16384 f32 189 µs, bf16 94.
 // Registers (ptxas -v, CUDA 13.0, sm_90a; 16-bit rows only are built): 31-32, no spill since mid11 (bf16 spilled
-// 12-14 B in the hot loop before: word_elem below).
+// 12-14 B in the hot loop before: word_elem below); form 7 (mid12) 31-32 without spill for log-softmax backward,
+// softmax backward's form 7 (timing and tests only) 100 B of spill stores.
 // Measured (mid11, session 11; H200, 2026-11-30, mid11's run of 7d1df6d, tune_softmax --mid11, median µs, the
 // dy-shared block → this kernel; docs/bench/mid11-s11-2026-11-30.md): bf16 8192×32000 log-softmax backward 454 →
 // 404.5 (91 % of copy; this kernel before the fix 446 / 444: the fix 9 %, f16's speed), softmax backward 414 → 396
@@ -26,6 +27,18 @@
 // log-softmax backward f32 8192×32000 743 → 844, bf16 **449 → 442** (the one win, 1.7 %), 16384×4096 bf16 102 → 133.
 // backward.cu's blocks were already at 92-101 % of copy on these shapes but bf16 8192×32000. So mid9's rule sent
 // only 16-bit log-softmax backward rows of 28673..32768 here (softmax_cuda.cpp backward_reread_takes).
+//
+// mid12 (session 12; H200, 2026-11-30, mid12's run of 696c98f, tune_softmax --mid12, median of 40 µs; copy 4.23 TB/s
+// in the run): log-softmax backward's first loop loads two vectors a step (kRereadPairs, with the evict-last first
+// loop and streaming dx: form 7, reread_default_form): bf16 8192×32000 399.8 / 400.4 → 381.6 µs (96.5 % of 4.27 TB/s;
+// torch.compile 368.8 in compare-s11), f16 399.8 / 399.2 → 381.9. The count behind it (Nsight Compute, one launch
+// each, bf16 8192×32000 log-softmax backward, --clock-control none): DRAM reads 1.05 GB = y and dy once, writes 0.50 GB
+// = dx, in every form: the re-read already came wholly from L2 (so the evict-last policy changes nothing: form 1
+// 398.6); form 0 keeps one 16-byte vector of dy a thread in flight in the first loop (32 KB an SM, DRAM 81.9 % busy,
+// 393.6 µs under the profiler), form 7 two (86.2 %, 373.3 µs). Softmax backward's first loop loads y too: two vectors
+// a step there spill (48-100 B at 32 registers) and are slower (form 4 456 µs against 391), so it keeps form 0.
+// Not measured (the timing step's 25 s cap ended after 8192×32000: the dx hashes took most of it): 4096×16384,
+// 16384×4096, 8192×8192, 2048×24576; the dispatcher's rule (log-softmax backward from 24576) is unchanged.
 //
 // The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's
 // terms into V running sums, lane j the j-th element of each; tree_sum over the V, then block_sum. A function of n
@@ -46,9 +59,15 @@ namespace smk::cuda::kernels {
 
 namespace {
 
-// The form the dispatcher's calls take (backward_reread.hpp's kReread* levers; mid12 timed them beside 0, the form
-// before mid12).
-constexpr int kRereadDefaultForm = 0;
+// The forms built (backward_reread.hpp's kReread* levers): 0, the kernel before mid12, and kRereadAll. The dispatcher's
+// calls take kRereadAll for log-softmax backward and 0 for softmax backward, where dx is in the input's type; a dx in
+// f32 takes 0 (the same bits). mid12's run of 696c98f (H200, 2026-11-30, tune_softmax --mid12, median of 40 µs, bf16 /
+// f16 8192×32000): log-softmax backward form 0 399.8 / 400.4 (f16 399.8 / 399.2), evict-last first loop (1) 398.6
+// (398.3), with streaming dx (3) 400.1 (399.4), two vectors a step (4) 384.3 (384.9), all three (7) 381.6 (381.9);
+// softmax backward form 0 391.1 / 429.4 (f16 392.9), forms 1, 3, 4, 7 450.7, 435.3, 456.4, 500.3 (they spill 48-100 B
+// under the 32-register cap: y's vectors too in the first loop). Forms 1, 3 and 4 were removed after the run.
+constexpr int kRereadAll = kRereadEvictLast | kRereadStreamOut | kRereadPairs;
+__host__ __device__ constexpr int reread_default_form(bool log) { return log ? kRereadAll : 0; }
 
 // The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one (backward.cu's
 // row_temperature, the same rule).
@@ -258,26 +277,21 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
     if constexpr (sizeof(In) == 2) {
       const int form = backward_reread_tuning().form;
       if (p.out_dtype != DType::f32) {
-        // The timed forms (tune_softmax --mid12), dx in the input's type only.
-        auto timed = [&]<int kForm>() {
+        // The built forms, dx in the input's type only.
+        auto built = [&]<int kForm>() {
           if (log) return launch_reread<In, In, true, kForm>(p, s);
           launch_reread<In, In, false, kForm>(p, s);
         };
-        switch (form < 0 ? kRereadDefaultForm : form) {
-          case 0: return timed.template operator()<0>();
-          case kRereadEvictLast: return timed.template operator()<kRereadEvictLast>();
-          case kRereadEvictLast | kRereadStreamOut:
-            return timed.template operator()<kRereadEvictLast | kRereadStreamOut>();
-          case kRereadPairs: return timed.template operator()<kRereadPairs>();
-          case kRereadEvictLast | kRereadStreamOut | kRereadPairs:
-            return timed.template operator()<kRereadEvictLast | kRereadStreamOut | kRereadPairs>();
+        switch (form < 0 ? reread_default_form(log) : form) {
+          case 0: return built.template operator()<0>();
+          case kRereadAll: return built.template operator()<kRereadAll>();
           default:
             smk::throw_invalid_argument(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
                                         "form", "a built form (backward_reread.cu launch_backward_reread_rows)");
         }
       }
-      if (log) return launch_reread<In, float, true, kRereadDefaultForm>(p, s);
-      launch_reread<In, float, false, kRereadDefaultForm>(p, s);
+      if (log) return launch_reread<In, float, true, 0>(p, s);
+      launch_reread<In, float, false, 0>(p, s);
     }
   });
 }

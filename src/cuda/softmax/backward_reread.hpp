@@ -9,10 +9,11 @@ namespace smk::cuda::kernels {
 // sent every dtype and op there; built for 16-bit rows only since session 9's review, F17; softmax backward built
 // again by mid11, session 11); 0 none does.
 // Process-wide, not synchronised: set it before the calls it should steer.
-// form (mid12, session 12): -1 the kernel's default form (backward_reread.cu kRereadDefaultForm); else a sum of the
-// kReread* levers below, for timing (tune_softmax --mid12) and the bitwise test that every form gives the default's
-// bits (the levers move loads and change cache policies, never the arithmetic or its order). Forms other than the
-// default are built for dx in the input's type only (a dx in f32 always takes the default form).
+// form (mid12, session 12): -1 the dispatcher's form (backward_reread.cu reread_default_form: all three levers below for
+// log-softmax backward, 0 for softmax backward); else a sum of the kReread* levers, for timing (tune_softmax --mid12)
+// and the bitwise test that every form gives form 0's bits (the levers move loads and change cache policies, never the
+// arithmetic or its order). Built: 0 and all three (7; mid12's run also timed 1, 3 and 4, since removed), the latter
+// for dx in the input's type only (a dx in f32 always takes form 0); another form throws smk::Error.
 constexpr int kRereadEvictLast = 1;  // the first loop's loads with an L2 evict-last policy (Triton's evict_last)
 constexpr int kRereadStreamOut = 2;  // dx stored streaming (st.global.cs: nothing here reads it back)
 constexpr int kRereadPairs = 4;      // the first loop loads two vectors a step (twice the bytes in flight)

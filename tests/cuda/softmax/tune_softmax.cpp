@@ -6,7 +6,8 @@
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
 //                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
-//                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu]]
+//                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
+//                        --sbwd12 | --sbwd12-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -776,16 +777,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--sbwd12-ncu") == 0) {
-    // sbwd12: one launch each for Nsight Compute (scripts/device.sh sbwd12): the dispatcher's softmax backward kernels
-    // at bf16 1048576×32 (E8 L4 packed, persistent grid), bf16 262144×128 (E32 L4 packed, grid of 8) and f32
-    // 1048576×32 (E8 L4 general kernel, grid of 8).
+    // sbwd12: one launch each for Nsight Compute (scripts/device.sh sbwd12): the softmax backward kernels of 775cf6d's
+    // dispatcher (before sbwd12's rule) at bf16 1048576×32 (E8 L4 packed, persistent grid; its 6-block build is gone,
+    // this launch now takes the 8-block one), bf16 262144×128 (E32 L4 packed, grid of 8) and f32 1048576×32 (E8 L4
+    // general kernel, grid of 8).
     struct One {
       std::int64_t rows, n;
       DType t;
       WarpConfig c;
     };
     for (const One& o : {One{1048576, 32, DType::bf16, {8, 4, 0, true}}, One{262144, 128, DType::bf16, {32, 4, 8, true}},
-                         One{1048576, 32, DType::f32, {8, 4, 8}}}) {
+                         One{1048576, 32, DType::f32, {8, 4, 8}}}) {  // the configurations before sbwd12's rule
       Buffers b = make_buffers(o.rows, o.n, o.t);
       launch_backward_warp_rows(backward_problem(Op::softmax_backward, o.rows, o.n, o.t, b, 0), o.c, nullptr);
       SMK_CUDA_CHECK(cudaDeviceSynchronize());
@@ -794,70 +796,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--sbwd12") == 0) {
-    // sbwd12 (session 12, docs/perf-notebook.md "sbwd12"): both backward ops on rows of 32 ... 1024 (2^25 elements),
-    // f32, bf16 and f16, the dispatcher's configuration as of 775cf6d ("default", timed first and last) beside:
-    // f32 — the dense kernel at E8 (rows of 32 and 128, 4 blocks an SM) and every dense build with streaming stores
-    // (WarpBackwardDense::cs), on grids of 8 and 16; 16-bit — the packed kernel's variants (warp_backward.hpp
-    // WarpBackwardPacked: streaming stores, 8 blocks an SM at E8, 2 and 4 row groups a lane group at once) and grids.
+    // sbwd12 (session 12, docs/perf-notebook.md "sbwd12"): both backward ops on rows of 32 and 128 (2^25 elements), f32,
+    // bf16 and f16, the dispatcher's configuration (softmax_cuda.cpp warp_backward_config / warp_backward_dense:
+    // 16-bit 32 packed E8 L4 on the grid of 8, f32 32 / 128 the dense E8 kernel with streaming stores on a grid of 16;
+    // "default", timed first and last) beside the configuration before sbwd12 where it is still built (f32: the
+    // general kernel on the grid of 8; 16-bit 32: the packed kernel on the persistent grid, now at 8 blocks an SM; the
+    // 6-block build is gone). The run of 69c6ce5 timed the variants not taken (the packed kernel with streaming stores,
+    // 2 / 4 row groups a lane group, at 6 blocks; the dense E8 kernel with plain stores, E16 / E32 with streaming
+    // stores); their code is in that commit.
     const int r12 = 80;
     struct V12 {
       std::string name;
       WarpConfig warp{};
       WarpBackwardDense dense{};
-      WarpBackwardPacked packed{};  // blocks 0: the packed kernel as the dispatcher asks
     };
-    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}, {65536, 512},
-                                  {32768, 1024}})
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1048576, 32}, {262144, 128}})
       for (DType t : {DType::f32, DType::bf16, DType::f16}) {
         const bool f32 = t == DType::f32;
-        // The dispatcher's (softmax_cuda.cpp warp_config / warp_backward_config / warp_backward_dense at 775cf6d).
-        WarpConfig def;
-        WarpBackwardDense ddef;
-        if (f32) {
-          def.elems = n <= 256 ? 8 : n / 32;
-          def.lanes = static_cast<int>(n) / def.elems;
-          def.grid = n == 1024 ? 16 : 8;
-          ddef.blocks = n == 512 ? 4 : n == 1024 ? 2 : 0;
-        } else {
-          def.elems = n == 32 ? 8 : 32;
-          def.lanes = static_cast<int>(n) / def.elems;
-          def.packed = true;
-          def.grid = n == 32 ? 0 : 8;
-        }
-        auto name = [&](const WarpConfig& c, const WarpBackwardDense& d, const WarpBackwardPacked& pk) {
-          std::string r = "E" + std::to_string(c.elems) + " L" + std::to_string(c.lanes) + " g" + std::to_string(c.grid);
-          if (d.blocks > 0) r += " d" + std::to_string(d.blocks) + (d.cs ? " cs" : "");
-          if (c.packed) r += " packed";
-          if (pk.blocks > 0) r += " b" + std::to_string(pk.blocks) + " R" + std::to_string(pk.rows) + (pk.cs ? " cs" : "");
-          return r;
-        };
-        std::vector<V12> vs = {{"default " + name(def, ddef, {}), def, ddef}};
-        auto add = [&](int grid, WarpBackwardDense d, WarpBackwardPacked pk) {
-          WarpConfig c = def;
-          c.grid = grid;
-          vs.push_back({name(c, d, pk), c, d, pk});
-        };
-        if (f32) {
-          const int b = def.elems == 8 ? 4 : def.elems == 16 ? 4 : 2;
-          if (def.elems == 8) add(8, {b, false}, {});
-          for (int g : {8, 16}) add(g, {b, true}, {});
-        } else if (n == 32) {
-          for (int g : {8, 16}) add(g, {}, {});
-          add(0, {}, {6, 1, true});
-          add(0, {}, {8, 1, false});
-          add(0, {}, {8, 1, true});
-          add(8, {}, {8, 1, false});
-          add(0, {}, {4, 2, false});
-          add(0, {}, {4, 2, true});
-          add(8, {}, {4, 2, false});
-          add(0, {}, {4, 4, false});
-          add(8, {}, {4, 4, false});
-        } else {
-          add(8, {}, {4, 1, true});
-          add(16, {}, {});
-          add(16, {}, {4, 1, true});
-          add(0, {}, {});
-        }
+        if (!f32 && n != 32) continue;
+        const int lanes = static_cast<int>(n) / 8;
+        const WarpConfig def{8, lanes, f32 ? 16 : 8, !f32};
+        std::vector<V12> vs = {{"default E8 g" + std::to_string(def.grid) + (f32 ? " dense" : " packed"), def,
+                                {f32 ? 4 : 0}}};
+        if (f32) vs.push_back({"before: E8 g8 general", WarpConfig{8, lanes, 8}, {0}});
+        else vs.push_back({"before: E8 g0 packed", WarpConfig{8, lanes, 0, true}, {0}});
         vs.push_back(vs.front());
         Buffers b = make_buffers(rows, n, t);
         char shape[64];
@@ -868,19 +830,12 @@ int main(int argc, char** argv) {
           for (const V12& v : vs) {
             warp_row_tuning() = {};
             warp_backward_dense_tuning() = {};
-            warp_backward_packed_tuning() = {v.packed.blocks > 0, v.packed};
             const double us = median_us(b, r12, [&](int i) {
-              const RowProblem p = backward_problem(op, rows, n, t, b, i);
-              launch_backward_warp_rows(p, v.warp, v.dense, nullptr);
+              launch_backward_warp_rows(backward_problem(op, rows, n, t, b, i), v.warp, v.dense, nullptr);
             });
-            warp_backward_packed_tuning() = {};
             // The kernel that served the last launch must be the one named.
-            const bool dense_ok = !f32 || warp_backward_dense_last().blocks.load() == v.dense.blocks;
-            const bool packed_ok = f32 || (warp_backward_last().packed.load() &&
-                                           warp_backward_packed_last().blocks.load() == v.packed.blocks &&
-                                           warp_backward_packed_last().rows.load() == v.packed.rows &&
-                                           warp_backward_packed_last().cs.load() == v.packed.cs);
-            if (!dense_ok || !packed_ok) {
+            if (f32 ? warp_backward_dense_last().blocks.load() != v.dense.blocks
+                    : !warp_backward_last().packed.load()) {
               std::printf("sbwd12: %s did not take the kernel asked for\n", v.name.c_str());
               return 1;
             }
@@ -1038,9 +993,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 2 && std::strcmp(argv[1], "--mid12") == 0 && std::strcmp(argv[2], "ncu") == 0) {
     // One launch of each for Nsight Compute (scripts/device.sh mid12): bf16 8192×32000 log-softmax backward, the
-    // re-read kernel's forms 0, 3 (evict-last + streaming dx) and 7 (+ two vectors a step).
+    // re-read kernel's forms 0 and 7 (evict-last, streaming dx, two vectors a step; mid12's run also profiled 3).
     Buffers b = make_buffers(8192, 32000, DType::bf16);
-    for (const int form : {0, kRereadEvictLast | kRereadStreamOut, kRereadEvictLast | kRereadStreamOut | kRereadPairs}) {
+    for (const int form : {0, kRereadEvictLast | kRereadStreamOut | kRereadPairs}) {
       backward_reread_tuning().form = form;
       launch_backward_reread_rows(backward_problem(Op::log_softmax_backward, 8192, 32000, DType::bf16, b, 0), nullptr);
     }
@@ -1051,12 +1006,12 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "--mid12") == 0) {
     // mid12 (session 12, docs/perf-notebook.md "session 12 — mid12"): the re-read backward's forms
-    // (backward_reread.hpp kReread*: 0 the kernel before mid12; +1 the first loop's loads L2 evict-last; +2 dx stored
-    // streaming; +4 the first loop two vectors a step) beside the dy-shared block (backward.cu, the dispatcher's kernel
+    // (backward_reread.hpp kReread*: 0 the kernel before mid12; 7 = the first loop's loads L2 evict-last, dx stored
+    // streaming, the first loop two vectors a step) beside the dy-shared block (backward.cu, the dispatcher's kernel
     // below the re-read rule), timed first and last, form 0 twice; 16-bit softmax and log-softmax backward, median of
     // 40. After each form's timing, an FNV-1a hash of its dx (copy 0's y and dy): every form must print form 0's.
-    const std::vector<int> forms = {0, kRereadEvictLast, kRereadEvictLast | kRereadStreamOut, kRereadPairs,
-                                    kRereadEvictLast | kRereadStreamOut | kRereadPairs, 0};
+    // Forms 1, 3 and 4 ran in mid12's run of 696c98f and were removed after it (backward_reread.cu has their times).
+    const std::vector<int> forms = {0, kRereadEvictLast | kRereadStreamOut | kRereadPairs, 0};
     for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{8192, 32000}, {4096, 16384}, {16384, 4096},
                                   {8192, 8192}, {2048, 24576}})
       for (DType t : {DType::bf16, DType::f16}) {
