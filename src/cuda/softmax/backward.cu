@@ -180,11 +180,8 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 // (pass 1, its own selectors), a vector at a time. Dense rows only (packed_rule.hpp packed_dense: n = lanes · E, aligned,
 // unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
 // terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
-// kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40).
-// sbwd12 (session 12, tuning variants): kRows row groups a lane group at once (each loop step loads kRows rows of y and
-// dy before the first reduction: kRows times the bytes in flight a thread), kCs streaming stores (st.global.cs). A
-// row's arithmetic is the same in every variant; only which warp walks it changes: the same bits.
-template <typename In, int E, int kMinBlocks, int kRows = 1, bool kCs = false>
+// kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40, 8 at 32).
+template <typename In, int E, int kMinBlocks>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed_kernel(const RowProblem p, int lanes) {
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
@@ -197,41 +194,33 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
-  const std::int64_t step = std::int64_t{rows_per_warp} * kRows;
-  for (std::int64_t base = warp * step; base < p.rows; base += warps * step) {
-    PackedRow<In, E> y[kRows], dy[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const std::int64_t row = base + r * rows_per_warp + group;
-      if (row < p.rows) {
-        y[r].load(ys + row * p.map.stride[kX][0], g, lanes);
-        dy[r].load(dys + row * p.map.stride[kDy][0], g, lanes);
-      } else {
-        y[r].fill(from_f32<In>(0.0f));
-        dy[r].fill(from_f32<In>(0.0f));
-      }
+  for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
+    const std::int64_t row = base + group;
+    const bool active = row < p.rows;
+    PackedRow<In, E> y, dy;
+    if (active) {
+      y.load(ys + row * p.map.stride[kX][0], g, lanes);
+      dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
+    } else {
+      y.fill(from_f32<In>(0.0f));
+      dy.fill(from_f32<In>(0.0f));
     }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const std::int64_t row = base + r * rows_per_warp + group;
-      // thread_terms' terms and tree, each term formed where the tree adds it
-      const float s = group_sum(
-          tree_sum_of<E>([&](int i) { return softmax ? dy[r].get0(i) * y[r].get0(i) : dy[r].get0(i); }), lanes);
-      if (row >= p.rows) continue;
-      store_packed_row_hinted<In, E, kCs>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
-        const float yi = y[r].get(i, k1), di = dy[r].get(i, k1);
-        return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
-      });
-    }
+    // thread_terms' terms and tree, each term formed where the tree adds it
+    const float s = group_sum(tree_sum_of<E>([&](int i) { return softmax ? dy.get0(i) * y.get0(i) : dy.get0(i); }), lanes);
+    if (!active) continue;
+    store_packed_row<In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
+      const float yi = y.get(i, k1), di = dy.get(i, k1);
+      return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
+    });
   }
 }
 
 // sbwd11 (session 11): f32 rows dense for the launch's lanes and elements (warp_backward.hpp backward_dense_f32), with
 // the addressing reduced to row · stride plus whole 16-byte vectors so that the kernel fits more blocks an SM
-// (kMinBlocks). Plain loads and stores (the cache hints timed by the run of 90f1614 were not kept). The arithmetic is
+// (kMinBlocks). Plain loads (the evict-first loads timed by the run of 90f1614 cost 5-13 %). The arithmetic is
 // backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise
-// its.
-// sbwd12 (session 12, tuning variant): kCs streaming stores (st.global.cs); the same values and addresses.
+// its. kCs (sbwd12): dx stored with st.global.cs (streaming: the lines are not read again), the same values and
+// addresses; the E8 build takes it (dense_kernel below).
 template <int E, int kMinBlocks, bool kCs = false>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<float, E>;
@@ -617,39 +606,26 @@ __global__ void __launch_bounds__(512) backward_strided_kernel(const RowProblem 
 
 // ---- launchers -------------------------------------------------------------------------------------------------------
 
-// short10: backward_warp_packed_kernel's blocks an SM (__launch_bounds__), by elements a lane.
+// short10: backward_warp_packed_kernel's blocks an SM (__launch_bounds__), by elements a lane. sbwd12: E8 (16-bit rows
+// of 32 on 4 lanes, the one length it serves) at 8 (32 registers, no spill; 36 at 6): on the grid of 8
+// (softmax_cuda.cpp kWarpGridPacked16BackwardE8) 1.03-1.04× (H200 run of 69c6ce5's binaries; the numbers there).
 template <int E>
-constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : 6;
+constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : E >= 16 ? 6 : 8;
 
 // sbwd11: backward_warp_dense_kernel's builds, the ones the dispatcher takes (softmax_cuda.cpp kWarpBackwardDense*;
 // warp_backward.hpp backward_dense_built): E16 at 4 blocks an SM, E32 at 2, plain loads and stores. The run of 90f1614
 // timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and cache hints (evict-first loads 0.87-0.95×; with streaming
 // stores 0.98-1.02×) too: not built since.
-// sbwd12: E8 at 4 blocks (rows of 32 and 128) and each build with streaming stores (WarpBackwardDense::cs), timed by
-// tune_softmax --sbwd12.
+// sbwd12: E8 at 4 blocks an SM (44 registers) with streaming stores, the build its run timed fastest (rows of 32 and
+// 128 on a grid of 16: 1.007-1.010×; with plain stores on the grid of 8 even, with streaming stores there 0.997×). The
+// E16 and E32 builds with streaming stores were even (0.998-1.002×): not built.
 template <int E>
 auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
   if (!backward_dense_built(E, d.blocks)) return nullptr;
-  if constexpr (E == 8) return d.cs ? backward_warp_dense_kernel<8, 4, true> : backward_warp_dense_kernel<8, 4>;
-  else if constexpr (E == 16) return d.cs ? backward_warp_dense_kernel<16, 4, true> : backward_warp_dense_kernel<16, 4>;
-  else if constexpr (E == 32) return d.cs ? backward_warp_dense_kernel<32, 2, true> : backward_warp_dense_kernel<32, 2>;
+  if constexpr (E == 8) return backward_warp_dense_kernel<8, 4, true>;
+  else if constexpr (E == 16) return backward_warp_dense_kernel<16, 4>;
+  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2>;
   else return nullptr;
-}
-
-// sbwd12: the packed kernel's tuning variants (warp_backward.hpp backward_packed_variant_built), or nullptr.
-template <typename In, int E>
-auto packed_variant(WarpBackwardPacked v) -> void (*)(const RowProblem, int) {
-  if (!backward_packed_variant_built(E, v)) return nullptr;
-  if constexpr (E == 8) {
-    if (v.rows == 2) return v.cs ? backward_warp_packed_kernel<In, 8, 4, 2, true> : backward_warp_packed_kernel<In, 8, 4, 2>;
-    if (v.rows == 4) return backward_warp_packed_kernel<In, 8, 4, 4>;
-    if (v.blocks == 8) return v.cs ? backward_warp_packed_kernel<In, 8, 8, 1, true> : backward_warp_packed_kernel<In, 8, 8>;
-    return v.cs ? backward_warp_packed_kernel<In, 8, 6, 1, true> : backward_warp_packed_kernel<In, 8, 6>;
-  } else if constexpr (E == 32) {
-    return v.cs ? backward_warp_packed_kernel<In, 32, 4, 1, true> : backward_warp_packed_kernel<In, 32, 4>;
-  } else {
-    return nullptr;
-  }
 }
 
 template <typename In, int E>
@@ -671,26 +647,14 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
   }
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
   bool packed = false;
-  int rows_at_once = 1;  // sbwd12: the packed variant's row groups a lane group at once
-  WarpBackwardPacked took_packed{};
   if constexpr (sizeof(In) == 2 && E >= 8) {
     if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
       kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
       packed = true;
-      if (warp_backward_packed_tuning().on) {
-        if (const auto k = packed_variant<In, E>(warp_backward_packed_tuning().variant)) {
-          kernel = k;
-          took_packed = warp_backward_packed_tuning().variant;
-          rows_at_once = took_packed.rows;
-        }
-      }
     }
   }
   warp_backward_last().packed.store(packed, std::memory_order_relaxed);
-  warp_backward_packed_last().blocks.store(took_packed.blocks, std::memory_order_relaxed);
-  warp_backward_packed_last().rows.store(took_packed.rows, std::memory_order_relaxed);
-  warp_backward_packed_last().cs.store(took_packed.cs, std::memory_order_relaxed);
-  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes) * rows_at_once;
+  const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
   const unsigned grid = warp_grid(persistent_grid(kernel, kWarpThreads, 0, needed), needed, c);
@@ -810,14 +774,6 @@ WarpBackwardDenseTuning& warp_backward_dense_tuning() {
 }
 WarpBackwardDenseLast& warp_backward_dense_last() {
   static WarpBackwardDenseLast last;
-  return last;
-}
-WarpBackwardPackedTuning& warp_backward_packed_tuning() {
-  static WarpBackwardPackedTuning tuning;
-  return tuning;
-}
-WarpBackwardPackedLast& warp_backward_packed_last() {
-  static WarpBackwardPackedLast last;
   return last;
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {

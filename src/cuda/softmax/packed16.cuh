@@ -131,26 +131,4 @@ __device__ __forceinline__ void store_packed_row(In* row, int g, int G, F&& f) {
   }
 }
 
-// sbwd12 (session 12): store_packed_row with an optional streaming hint (kCs: st.global.cs, L2 evict-first for the
-// written lines, which are not read again by the kernel) — the same values, the same addresses.
-template <typename In, int E, bool kCs, typename F>
-__device__ __forceinline__ void store_packed_row_hinted(In* row, int g, int G, F&& f) {
-  using Tile = RowTile<In, E>;
-  using W = typename Tile::template OutVec<In>;
-  static_assert(sizeof(W) == sizeof(uint4), "16-byte vectors");
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    W o;
-#pragma unroll
-    for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(f(k * Tile::V + j));
-    if constexpr (kCs) {
-      uint4 q;
-      __builtin_memcpy(&q, &o, sizeof q);
-      __stcs(reinterpret_cast<uint4*>(row + Tile::index(k, g, G)), q);
-    } else {
-      *reinterpret_cast<W*>(row + Tile::index(k, g, G)) = o;
-    }
-  }
-}
-
 }  // namespace smk::cuda::kernels

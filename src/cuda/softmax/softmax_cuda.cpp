@@ -453,9 +453,16 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
 //   45.34 → 43.62, f16 44.64 / 44.86 → 43.36. (Logsumexp at 1024 stays on lse_stream: 29.57 / 29.25 against the packed
 //   warp kernel's 33.44. block_per_row on blocks of 64 or 128 threads at 1024: 1.2-3.4× slower in every op.)
 constexpr std::int64_t kWarpDense16MinN = 1024;
-// short12 (session 12): 16-bit softmax rows of 17..kWarpSoftmax16NarrowMaxN take two lanes of 16 elements (32 bytes a
-// lane, as log-softmax's narrow lanes), not one lane of 32, with the 16-bit tier's terms (warp_row.cu plain_exp_pays,
-// E16 since short12) and, where the rows are dense (n = 32), warp_rows_dense_kernel at E16. CANDIDATE until measured.
+// short12 (session 12; H200, 2026-11-30 19:14 UTC, tune_softmax --short12 on the binaries of a9b96ce, rotated inputs,
+// median of 40, µs, the default timed first and last; docs/bench/short12-s12-2026-11-30.md): 16-bit softmax rows of
+// 17..kWarpSoftmax16NarrowMaxN take two lanes of 16 elements (32 bytes a lane, as log-softmax's narrow lanes), not one
+// lane of 32, with the 16-bit tier's terms (warp_row.cu plain_exp_pays, E16 since short12) and, where the rows are
+// dense (n = 32), warp_rows_dense_kernel at E16 (40 registers, 6 blocks an SM): 1048576×32 bf16 50.21 / 49.95 → 42.08,
+// f16 49.76 / 49.73 → 41.73 (the general kernel at E16: 45.95, 44.70). Rows of 17..31 were not timed (the general
+// kernel at E16, as the non-dense 32). E16 dense at 128 tied (bf16 41.95 against 41.98 / 41.73) and at 512 lost
+// (44.70 against 42.88 / 43.17): rows over 32 keep 64 bytes a lane. A bf16 / f16 softmax with f32 outputs takes two
+// lanes too (the general kernel, exp_diff: 64 registers against 80), not timed. The bits of 16-bit softmax at 17..32
+// change (the tier's terms, another tree), within the gates (test_cuda_softmax, test_cuda_warp_row in that run).
 constexpr std::int64_t kWarpSoftmax16NarrowMaxN = 32;
 bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
   if (t != DType::f32 && op == kernels::Op::softmax && n <= kWarpSoftmax16NarrowMaxN) return true;  // short12
@@ -513,6 +520,25 @@ constexpr int kWarpGridPacked16Backward = 8;
 constexpr int kWarpBackwardDenseBlocksE16 = 4;
 constexpr int kWarpBackwardDenseBlocksE32 = 2;
 constexpr int kWarpGridF32Dense1024 = 16;
+// sbwd12 (session 12; H200, 2026-11-30 19:11 UTC, tune_softmax --sbwd12 on the binaries of 775cf6d + 69c6ce5's
+// backward files, rotated inputs, median of 80, µs, the default timed first and last; copy 4.26 TB/s in the same
+// process; docs/bench/sbwd12-s12-2026-11-30.md):
+// - 16-bit rows of 32 dense for 4 lanes of 8 (packed E8 L4) on the packed kernel at 8 blocks an SM (backward.cu
+//   kWarpBackwardPackedMinBlocks: 32 registers, against 36 and 6 blocks) on a grid of kWarpGridPacked16BackwardE8 times
+//   the resident blocks: bf16 softmax backward 54.78 / 54.82 → 53.22, log-softmax backward 55.04 / 54.91 → 53.02; f16
+//   54.62 / 54.53 → 52.74, 55.26 / 55.30 → 53.09 (1.03-1.04×). The grid of 8 alone (6 blocks) 53.79 / 54.62 (bf16),
+//   16 blocks' grid 53.34 / 56.74; 8 blocks on the persistent grid 54.94 / 55.46; 2 or 4 row groups a lane group at
+//   once (50 / 64 registers) 53.25-56.42 / 54.62-57.63; streaming stores 54.66 / 54.88: none faster in both ops.
+// - f32 rows of 32..256 dense for E8 (lanes 4..32) on the dense kernel at kWarpBackwardDenseBlocksE8 blocks an SM (44
+//   registers against 64) with streaming stores (backward.cu dense_kernel<8>) on a grid of kWarpGridF32DenseE8:
+//   1048576×32 softmax backward 99.55 / 99.81 → 98.69, log-softmax backward 99.62 / 99.36 → 98.75; 262144×128 99.30 /
+//   99.26 → 98.43, 99.42 / 99.52 → 98.69 (1.007-1.010×; the default's own spread 0.04-0.26 %). On the grid of 8 the
+//   dense E8 kernel was even with plain stores (99.68, 99.94, 99.10, 99.52) and 0.997× with streaming ones. 64 and 256
+//   (the same kernel at 8 and 32 lanes) were not timed. E16 (512) and E32 (1024) with streaming stores, and the 16-bit
+//   packed E32 rows (128..1024) with streaming stores or on a grid of 16, were within ±0.6 % of their defaults: unchanged.
+constexpr int kWarpGridPacked16BackwardE8 = 8;
+constexpr int kWarpBackwardDenseBlocksE8 = 4;
+constexpr int kWarpGridF32DenseE8 = 16;
 kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
   kernels::WarpConfig c = warp_config(rp.n, t, rp.op);
   if (c.packed && rp.n == 4 * 8 && kernels::packed_dense(rp, 4, 8)) {
@@ -520,6 +546,7 @@ kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t)
     c.elems = 8;
   }
   if (c.packed && c.elems == 32 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16Backward;
+  if (c.packed && c.elems == 8 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16BackwardE8;
   return c;
 }
 // sbwd11: the f32 dense kernel the call takes (blocks 0: the general kernel), by n alone; the launcher falls back to
@@ -527,6 +554,10 @@ kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t)
 kernels::WarpBackwardDense warp_backward_dense(const kernels::RowProblem& rp, DType t, kernels::WarpConfig& c) {
   kernels::WarpBackwardDense d;
   if (t != DType::f32 || !kernels::backward_dense_f32(rp, c.lanes, c.elems)) return d;
+  if (c.elems == 8 && c.lanes >= 4) {  // sbwd12: rows of 32..256
+    d.blocks = kWarpBackwardDenseBlocksE8;
+    c.grid = kWarpGridF32DenseE8;
+  }
   if (c.elems == 16 && c.lanes == 32) d.blocks = kWarpBackwardDenseBlocksE16;
   if (c.elems == 32 && c.lanes == 32) {
     d.blocks = kWarpBackwardDenseBlocksE32;

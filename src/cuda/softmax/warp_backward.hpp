@@ -21,11 +21,10 @@ namespace smk::cuda::kernels {
 // Which dense kernel a launch takes (0 in `blocks`: backward_warp_kernel).
 //   blocks: __launch_bounds__'s blocks an SM (256 threads), a built bound for the launch's E (backward_dense_built),
 //           or 0 for none (the general kernel).
-// Plain loads and stores: cache hints were timed (evict-first loads 0.87-0.95×, with streaming stores 0.98-1.02× of
-// plain; docs/perf-notebook.md "sbwd11") and not kept.
+// Plain loads: evict-first loads were timed (0.87-0.95×, docs/perf-notebook.md "sbwd11") and not kept. Stores: plain,
+// but streaming (st.global.cs) in the E8 build (sbwd12).
 struct WarpBackwardDense {
   int blocks = 0;
-  bool cs = false;  // sbwd12: streaming stores (st.global.cs), tuning only
 };
 // Tests and timing: when `on`, replaces the dispatcher's WarpBackwardDense on every f32 warp_per_row backward launch.
 struct WarpBackwardDenseTuning {
@@ -39,42 +38,12 @@ struct WarpBackwardDenseLast {
 };
 WarpBackwardDenseLast& warp_backward_dense_last();
 
-// The dense kernel's builds (backward.cu dense_kernel): E16 at 4 blocks an SM and E32 at 2. (The run of 90f1614 timed
-// E8 at 4 / 6 / 8, E16 at 3 / 5, E32 at 3 and the cache hints as well; none is built since.) Asked for anything else,
-// a launch takes backward_warp_kernel.
+// The dense kernel's builds (backward.cu dense_kernel): E8 at 4 blocks an SM with streaming stores (sbwd12), E16 at 4
+// and E32 at 2 with plain stores. (The run of 90f1614 timed E8 at 4 / 6 / 8, E16 at 3 / 5, E32 at 3 and the cache hints
+// as well; the run of 69c6ce5 E8 at 4 plain and E16 / E32 with streaming stores: none of those is built.) Asked for
+// anything else, a launch takes backward_warp_kernel.
 constexpr bool backward_dense_built(int elems, int blocks) {
   return (elems == 8 && blocks == 4) || (elems == 16 && blocks == 4) || (elems == 32 && blocks == 2);
-}
-
-// sbwd12 (session 12, tuning): variants of the 16-bit packed backward kernel (backward.cu backward_warp_packed_kernel)
-// that a launch takes, when `on`, in place of the packed kernel wherever the packed kernel serves and the variant is
-// built (backward_packed_variant_built); anything else the packed kernel as the dispatcher asked. Each variant is
-// bitwise the packed kernel (a row's arithmetic is the same; only which warp walks it changes).
-//   blocks: __launch_bounds__'s blocks an SM; rows: row groups a lane group holds at once (loads of all before the
-//   first reduction); cs: streaming stores.
-struct WarpBackwardPacked {
-  int blocks = 0;
-  int rows = 1;
-  bool cs = false;
-};
-struct WarpBackwardPackedTuning {
-  bool on = false;
-  WarpBackwardPacked variant{};
-};
-WarpBackwardPackedTuning& warp_backward_packed_tuning();
-// The last packed launch's variant (blocks 0: the packed kernel itself, or no packed launch). Tests.
-struct WarpBackwardPackedLast {
-  std::atomic<int> blocks{0}, rows{1};
-  std::atomic<bool> cs{false};
-};
-WarpBackwardPackedLast& warp_backward_packed_last();
-// The builds: E8 at 6 blocks with streaming stores, at 8 with and without, 2 row groups at 4 blocks with and without,
-// 4 row groups at 4; E32 at 4 blocks with streaming stores.
-constexpr bool backward_packed_variant_built(int elems, WarpBackwardPacked v) {
-  if (elems == 8)
-    return (v.rows == 1 && v.blocks == 6 && v.cs) || (v.rows == 1 && v.blocks == 8) || (v.rows == 2 && v.blocks == 4) ||
-           (v.rows == 4 && v.blocks == 4 && !v.cs);
-  return elems == 32 && v.rows == 1 && v.blocks == 4 && v.cs;
 }
 
 // True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.

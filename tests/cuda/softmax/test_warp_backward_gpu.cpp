@@ -3,9 +3,10 @@
 // terms, tree_sum, group_sum and backward_grads in the same order, so every dx must be the same bits. The general
 // kernel's outputs are checked against the float64 reference here too (outputs poisoned with 0xFF first, stray writes
 // checked). Rows of 8 ... 1024 at the dispatcher's lanes and elements (E8, E16, E32), every built bound (blocks an SM:
-// E8 at 4 (sbwd12), E16 at 4, E32 at 2; plain loads and stores, and each with streaming stores, sbwd12) on grids uncapped and capped at 7 blocks (every block walks many row
-// groups); every other bound 1..8 asked for must fall back to the general kernel. (The run of 90f1614 built E8 at 4 /
-// 6 / 8, E16 at 3 / 4 / 5, E32 at 2 / 3, each with three cache hints: all passed here in small mode under memcheck.)
+// E8 at 4 with streaming stores (sbwd12), E16 at 4, E32 at 2 with plain ones) on grids uncapped and capped at 7 blocks
+// (every block walks many row groups); every other bound 1..8 asked for must fall back to the general kernel. (The run
+// of 90f1614 built E8 at 4 / 6 / 8, E16 at 3 / 4 / 5, E32 at 2 / 3, each with three cache hints; the run of 69c6ce5 E8
+// at 4 and E16 / E32 each with and without streaming stores: all passed here, at full size in 69c6ce5's.)
 // The dense kernel serves only rows dense for the launch (warp_backward.hpp backward_dense_f32): rows of 29 and 100,
 // an odd pitch and a temperature must take the general kernel, which the launch record (warp_backward_dense_last) must
 // show. The odd pitch, temperature and non-finite y variants run at 32 (E8), 100, 512 (E16) and 1024 (E32), so both
@@ -38,7 +39,6 @@ struct TuningGuard {
   ~TuningGuard() {
     k::warp_row_tuning() = k::WarpRowTuning{};
     k::warp_backward_dense_tuning() = k::WarpBackwardDenseTuning{};
-    k::warp_backward_packed_tuning() = k::WarpBackwardPackedTuning{};
   }
 };
 
@@ -95,83 +95,31 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
         EXPECT_EQ(last.blocks.load(), 0) << "general kernel asked for";
         if (variant != 3) check(c, base, reference(c));  // non-finite rows: the two kernels' bits only
         for (int blocks = 1; blocks <= 8; ++blocks)
-          for (int cap : {0, 7})
-            for (bool cs : {false, true}) {  // sbwd12: streaming stores
-              if (!k::backward_dense_built(elems, blocks) && (cap > 0 || cs)) continue;
-              const std::string what = "dense d" + std::to_string(blocks) + " max_blocks " + std::to_string(cap) +
-                                       (cs ? " cs" : "");
-              k::warp_row_tuning().max_blocks = cap;
-              dense = {true, {blocks, cs}};
-              const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
-              ASSERT_TRUE(r.ran) << r.reason;
-              EXPECT_FALSE(r.stray_write) << what;
-              const bool took = is_dense && k::backward_dense_built(elems, blocks);
-              EXPECT_EQ(last.blocks.load(), took ? blocks : 0) << what;
-              expect_same_bits(base, r, what);
-            }
+          for (int cap : {0, 7}) {
+            if (!k::backward_dense_built(elems, blocks) && cap > 0) continue;
+            const std::string what = "dense d" + std::to_string(blocks) + " max_blocks " + std::to_string(cap);
+            k::warp_row_tuning().max_blocks = cap;
+            dense = {true, {blocks}};
+            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+            ASSERT_TRUE(r.ran) << r.reason;
+            EXPECT_FALSE(r.stray_write) << what;
+            const bool took = is_dense && k::backward_dense_built(elems, blocks);
+            EXPECT_EQ(last.blocks.load(), took ? blocks : 0) << what;
+            expect_same_bits(base, r, what);
+          }
       }
     }
   }
 }
 
-// sbwd12 (session 12): the packed 16-bit backward kernel's tuning variants (warp_backward.hpp WarpBackwardPacked:
-// streaming stores, 8 blocks an SM, 2 or 4 row groups a lane group at once) against the packed kernel itself, bitwise,
-// and the packed kernel against the float64 reference (outputs poisoned first, stray writes checked). Rows of 32 (E8
-// L4, the dispatcher's), 128 (E32 L4) and 1024 (E32 L32), bf16 and f16, row counts that leave the last row groups
-// part-filled, grids uncapped and capped at 7 blocks (every block walks many row groups); a variant that is not built
-// for the launch's elements must fall back to the packed kernel, which the launch record must show.
-TEST_F(GpuWarpBackward, PackedVariantsBitwiseThePackedKernel) {
-  TuningGuard guard;
-  auto& tuning = k::warp_backward_packed_tuning();
-  auto& last = k::warp_backward_packed_last();
-  std::uint64_t seed = 4700;
-  const std::vector<k::WarpBackwardPacked> variants = {{6, 1, true}, {8, 1, false}, {8, 1, true}, {4, 2, false},
-                                                      {4, 2, true},  {4, 4, false}, {4, 1, true}, {4, 4, true}};
-  for (DType t : {DType::bf16, DType::f16})
-    for (std::int64_t n : {32, 128, 1024}) {
-      const int elems = n == 32 ? 8 : 32;
-      const std::int64_t elements = small_mode() ? (1 << 15) : 1'000'000;
-      const std::int64_t rows = elements / n + 13;
-      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
-        Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n), op,
-                               t, t, rows, n, ++seed);
-        SCOPED_TRACE(c.name + " " + op_name(op));
-        k::warp_row_tuning() = {};
-        tuning = {};
-        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
-        ASSERT_TRUE(base.ran) << base.reason;
-        EXPECT_FALSE(base.stray_write);
-        ASSERT_TRUE(k::warp_backward_last().packed.load()) << "the packed kernel serves these rows";
-        EXPECT_EQ(k::warp_backward_last().elems.load(), elems);
-        EXPECT_EQ(last.blocks.load(), 0);
-        check(c, base, reference(c));
-        for (const k::WarpBackwardPacked& v : variants)
-          for (int cap : {0, 7}) {
-            const std::string what = "b" + std::to_string(v.blocks) + " R" + std::to_string(v.rows) +
-                                     (v.cs ? " cs" : "") + " max_blocks " + std::to_string(cap);
-            k::warp_row_tuning().max_blocks = cap;
-            tuning = {true, v};
-            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
-            ASSERT_TRUE(r.ran) << r.reason;
-            EXPECT_FALSE(r.stray_write) << what;
-            const bool built = k::backward_packed_variant_built(elems, v);
-            EXPECT_EQ(last.blocks.load(), built ? v.blocks : 0) << what;
-            if (built) {
-              EXPECT_EQ(last.rows.load(), v.rows) << what;
-              EXPECT_EQ(last.cs.load(), v.cs) << what;
-            }
-            expect_same_bits(base, r, what);
-          }
-      }
-    }
-}
-
-// The dispatcher's backward rule for these rows (softmax_cuda.cpp, sbwd11) at its bounds, through the automatic path,
-// each call checked against the float64 reference: f32 rows of 512 dense for E16 L32 take the dense kernel at 4 blocks
-// an SM on the grid of 8; rows of 1024 dense for E32 L32 the dense kernel at 2 blocks on a grid of 16; every other f32
-// row (256, 257, 511, 513, 1023, 1024 at an odd pitch) the general kernel on the grid of 8. 16-bit rows (bf16, f16)
-// of 128, 512 and 1024, dense, take the packed kernel on the grid of 8; 513 and 1024 at an odd pitch the unpacked one
-// on the persistent grid (0). The expectations are the rule as written, not the code.
+// The dispatcher's backward rule for these rows (softmax_cuda.cpp, sbwd11 and sbwd12) at its bounds, through the
+// automatic path, each call checked against the float64 reference: f32 rows of 32 and 256 dense for E8 (L4, L32) take
+// the dense kernel at 4 blocks an SM on a grid of 16 (sbwd12); rows of 512 dense for E16 L32 the dense kernel at 4
+// blocks on the grid of 8; rows of 1024 dense for E32 L32 the dense kernel at 2 blocks on a grid of 16; every other f32
+// row (16, 31, 32 at an odd pitch, 257, 511, 513, 1023, 1024 at an odd pitch) the general kernel on the grid of 8.
+// 16-bit rows (bf16, f16) of 32 (packed E8 L4, sbwd12), 128, 512 and 1024, dense, take the packed kernel on the grid of
+// 8; 32, 513 and 1024 at an odd pitch the unpacked one on the persistent grid (0). The expectations are the rule as
+// written, not the code.
 TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
   TuningGuard guard;
   k::warp_row_tuning() = {};
@@ -185,13 +133,16 @@ TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
     int grid;
   };
   std::uint64_t seed = 4500;
-  std::vector<Want> wants = {{DType::f32, 256, false, 0, false, 8},  {DType::f32, 257, false, 0, false, 8},
+  std::vector<Want> wants = {{DType::f32, 16, false, 0, false, 8},   {DType::f32, 31, false, 0, false, 8},
+                             {DType::f32, 32, false, 4, false, 16},  {DType::f32, 32, true, 0, false, 8},
+                             {DType::f32, 256, false, 4, false, 16}, {DType::f32, 257, false, 0, false, 8},
                              {DType::f32, 511, false, 0, false, 8},  {DType::f32, 512, false, 4, false, 8},
                              {DType::f32, 512, true, 0, false, 8},   {DType::f32, 513, false, 0, false, 8},
                              {DType::f32, 1023, false, 0, false, 8}, {DType::f32, 1024, false, 2, false, 16},
                              {DType::f32, 1024, true, 0, false, 8}};
   for (DType t : {DType::bf16, DType::f16})
-    for (const Want& w : {Want{t, 128, false, 0, true, 8}, Want{t, 512, false, 0, true, 8},
+    for (const Want& w : {Want{t, 32, false, 0, true, 8}, Want{t, 32, true, 0, false, 0},
+                          Want{t, 128, false, 0, true, 8}, Want{t, 512, false, 0, true, 8},
                           Want{t, 513, false, 0, false, 0}, Want{t, 1024, false, 0, true, 8},
                           Want{t, 1024, true, 0, false, 0}})
       wants.push_back(w);

@@ -583,10 +583,8 @@ int main(int argc, char** argv) {
             if (op == Op::softmax) {
               vs.push_back(wv(16, l16, 0));  // the general kernel, the tier's terms (plain_exp_pays at E16)
               vs.push_back(dense(wv(16, l16, 0)));
-              Variant d8 = dense(wv(16, l16, 0));  // the dense kernel under a bound of 8 blocks an SM
-              d8.tuning.dense_blocks = 8;
-              d8.name += "8";
-              vs.push_back(d8);
+              // (The run of a9b96ce also timed the dense kernel under a bound of 8 blocks an SM, "dense8": slower,
+              // removed; warp_row.cu kDenseMinBlocks.)
             } else if (op == Op::log_softmax && e != 16) {
               vs.push_back(packed(wv(16, l16, 0)));
             } else if (op == Op::logsumexp) {
