@@ -863,6 +863,9 @@ fi
 # (build/sbwd12-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_warp_row,test_cuda_softmax}, lib/).
 # Caps: SMK_SB12_TUNE_S (25 s), SMK_SB12_NCU_S (15), SMK_SB12_TEST_S (25), SMK_SB12_TORCH_S (45).
 # Back: sbwd12-tune.txt, sbwd12-ncu.txt, sbwd12-torch.txt, sbwd12-summary.txt, sbwd12-logs.tgz.
+# Ran on 69c6ce5's binaries (19:11 UTC, SMK_SB12_TORCH=0, caps 20 / 12 / 20; results in 084e539 and the perf notebook).
+# Since 084e539 the variants are removed and --sbwd12 times the shipped rule against the configuration before; the
+# packed-variant test (*PackedVariants*) is gone.
 if want sbwd12; then
   carried sbwd12 build/sbwd12-bin.tar.xz
   sb12=$bin

@@ -76,6 +76,14 @@
 // (evict-first loads 0.87-0.95×; with streaming stores 0.98-1.02×), other bounds (E8 at 4 / 6 / 8 blocks, E16 at 3 /
 // 5, E32 at 3; 8, 5 and 3 spill: 0.99-1.01× of the default, slower than those taken), the persistent grid for f32
 // (0.94-0.95×), block_per_row's 64-thread block at 1024.
+// sbwd12 (session 12, 2026-11-30; docs/bench/sbwd12-s12-2026-11-30.md; tune_softmax --sbwd12, H200 run of 69c6ce5's
+// binaries at 19:11 UTC, µs, median of 80, the default timed first and last; copy 4.26 TB/s, floors f32 94.5 µs, 16-bit
+// 47.3): 16-bit rows of 32 (packed E8 L4) at 8 blocks an SM (32 registers) on the grid of 8: bf16 softmax backward
+// 54.78 / 54.82 → 53.22 (88.6 % of copy), log-softmax backward 55.04 / 54.91 → 53.02, f16 54.62 / 54.53 → 52.74,
+// 55.26 / 55.30 → 53.09; f32 rows of 32 / 128 on the dense E8 kernel (44 registers, 5 blocks) with streaming stores
+// on a grid of 16: 1048576×32 99.55 / 99.81 → 98.69 (95.6 %), 99.62 / 99.36 → 98.75; 262144×128 99.30 / 99.26 → 98.43,
+// 99.42 / 99.52 → 98.69. Timed and not taken: the packed kernel with streaming stores or 2 / 4 row groups a lane group
+// at once, the packed E32 rows on a grid of 16, the dense E16 / E32 with streaming stores (0.97-1.01×).
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -617,7 +625,7 @@ constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : E >= 16 ? 6 : 8;
 // timed E8 at 4 / 6 / 8 blocks, E16 at 3 / 5, E32 at 3 and cache hints (evict-first loads 0.87-0.95×; with streaming
 // stores 0.98-1.02×) too: not built since.
 // sbwd12: E8 at 4 blocks an SM (44 registers) with streaming stores, the build its run timed fastest (rows of 32 and
-// 128 on a grid of 16: 1.007-1.010×; with plain stores on the grid of 8 even, with streaming stores there 0.997×). The
+// 128 on a grid of 16: 1.007-1.010×; with plain stores on the grid of 8 even, with streaming stores there 0.994-1.000×). The
 // E16 and E32 builds with streaming stores were even (0.998-1.002×): not built.
 template <int E>
 auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {

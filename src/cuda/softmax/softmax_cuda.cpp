@@ -533,9 +533,9 @@ constexpr int kWarpGridF32Dense1024 = 16;
 //   registers against 64) with streaming stores (backward.cu dense_kernel<8>) on a grid of kWarpGridF32DenseE8:
 //   1048576×32 softmax backward 99.55 / 99.81 → 98.69, log-softmax backward 99.62 / 99.36 → 98.75; 262144×128 99.30 /
 //   99.26 → 98.43, 99.42 / 99.52 → 98.69 (1.007-1.010×; the default's own spread 0.04-0.26 %). On the grid of 8 the
-//   dense E8 kernel was even with plain stores (99.68, 99.94, 99.10, 99.52) and 0.997× with streaming ones. 64 and 256
+//   dense E8 kernel was even with plain stores (99.68, 99.94, 99.10, 99.52) and 0.994-1.000× with streaming ones. 64 and 256
 //   (the same kernel at 8 and 32 lanes) were not timed. E16 (512) and E32 (1024) with streaming stores, and the 16-bit
-//   packed E32 rows (128..1024) with streaming stores or on a grid of 16, were within ±0.6 % of their defaults: unchanged.
+//   packed E32 rows (128..1024) with streaming stores or on a grid of 16, were 0.99-1.01× of their defaults: unchanged.
 constexpr int kWarpGridPacked16BackwardE8 = 8;
 constexpr int kWarpBackwardDenseBlocksE8 = 4;
 constexpr int kWarpGridF32DenseE8 = 16;
