@@ -235,6 +235,8 @@ constexpr std::int64_t kBackwardSharedFromNF32 = kBackwardWideAutoMaxN + 1;  // 
 // not timed), 16-bit softmax backward from 28673, where the dy-shared block had prefetched (between 24576, lost, and
 // 30000, won). That left the prefetch with no automatic call; it was removed (review F13).
 // backward_reread.hpp's override (tests) sends every 16-bit softmax or log-softmax backward row of 4097..32768 to it.
+// mid12 (session 12): the kernel's log-softmax backward loads two vectors a step (backward_reread.cu form 7, the same
+// bits): bf16 8192×32000 399.8 → 381.6 µs (H200, mid12's run of 696c98f); the bounds below were not re-timed with it.
 constexpr std::int64_t kBackwardRereadFromN = 4097;
 constexpr std::int64_t kBackwardRereadToN = kernels::kBackwardRereadMaxN;  // 32768
 constexpr std::int64_t kBackwardRereadFromN16Log = 24576;
