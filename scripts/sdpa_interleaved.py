@@ -71,19 +71,15 @@ class Ours:
                                                    c_float, p, ctypes.c_char_p, c_int]
         self.lib.smk_attention_decode.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, p, c_int, c_int,
                                                   c_float, p, ctypes.c_char_p, c_int]
-        if hasattr(self.lib, "smk_attention_forward_cfg"):  # session 12 (pfx12): one prefill launch option
-            self.lib.smk_attention_forward_cfg.argtypes = [p, i64p, p, p, i64p, i64p, p, p, i64p, i64p, i64p, c_int,
-                                                           c_int, c_float, p, c_int, ctypes.c_char_p, c_int]
         self.err = ctypes.create_string_buffer(1024)
 
     @staticmethod
     def arr(vals):
         return (ctypes.c_int64 * 4)(*[int(x) for x in vals])
 
-    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None, option=None):
+    def bind(self, fn, out, lse, q, k, v, causal, seqlens=None):
         """A no-argument callable for one configuration (the arrays built once, outside the timed calls).
-        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None.
-        option: smk_attention_forward_cfg's int (poly_exp2: 1 on, 2 off) after the stream."""
+        q, k, v, out are torch tensors viewed as [B, S, H, D]; lse contiguous [B, Hq, Sq] or None."""
         import torch
         args = [out.data_ptr(), self.arr(out.stride()), lse.data_ptr() if lse is not None else None, q.data_ptr(),
                 self.arr(q.shape), self.arr(q.stride()), k.data_ptr(), v.data_ptr(), self.arr(k.shape),
@@ -94,9 +90,7 @@ class Ours:
         err = self.err
 
         def call():
-            st = torch.cuda.current_stream().cuda_stream
-            rc = (f(*args, BF16, int(causal), 0.0, st, err, len(err)) if option is None else
-                  f(*args, BF16, int(causal), 0.0, st, int(option), err, len(err)))
+            rc = f(*args, BF16, int(causal), 0.0, torch.cuda.current_stream().cuda_stream, err, len(err))
             if rc != 0:
                 raise RuntimeError(err.value.decode())
         return call
@@ -178,9 +172,7 @@ def summarize(label, unit, per_round, impls, times, pos, ours_names, ref="cudnn"
         cells.append(f"{med[n]:.1f} ({lo[n]:.1f}–{hi[n]:.1f})")
     ratios = {}
     for o in ours_names:
-        # (--poly: the variant also against our default in the same round, > 1: the variant faster)
-        mine = ("ours",) if o == "ours poly" else ()
-        for theirs in ("cudnn", "flash") + mine:
+        for theirs in ("cudnn", "flash"):
             if theirs not in times or o not in times:
                 continue
             rr = [t_them / t_us for t_us, t_them in zip(times[o], times[theirs])]  # > 1: ours faster
@@ -210,11 +202,6 @@ def main():
     ap.add_argument("--only", choices=["prefill", "decode"])
     ap.add_argument("--deadline-s", type=float, default=1e9, help="start no new row after this many seconds")
     ap.add_argument("--rows", help="prefill rows to run, by index into PREFILL_ROWS (e.g. 0,1,3)")
-    ap.add_argument("--poly", action="store_true",
-                    help="prefill: also time the build with a quarter of the exponentials on the FMA pipe "
-                         "(smk_attention_forward_cfg, poly_exp2 on) in torch's layout, as 'ours poly' (session 12, "
-                         "pfx12); its output is checked against cuDNN's by the same gate, and bitwise against a "
-                         "second run of itself")
     args = ap.parse_args()
     t0 = time.time()
     import torch
@@ -285,32 +272,12 @@ def main():
                 # torch's max keeps a NaN (Python's max(x, nan) returns x, so a poisoned, unwritten output would pass)
                 errs[name] = torch.stack([(o.float() - ref).abs().max() for o in (out, out2)]).max().item()
             torch.cuda.synchronize()
-            poly_names = []
-            if args.poly:  # other bits than ours', so checked against cuDNN (outputs poisoned first)
-                out3, out4 = torch.full_like(out, float("nan")), torch.full_like(out, float("nan"))
-                fn3 = ours.bind("smk_attention_forward_cfg", out3, lse, qv, kv, vv, causal, option=1)
-                fn4 = ours.bind("smk_attention_forward_cfg", out4, lse, qv, kv, vv, causal, option=1)
-                fn3()
-                fn4()
-                ref = dict(impls)["cudnn"]().transpose(1, 2).float() if "cudnn" in dict(impls) else out.float()
-                torch.cuda.synchronize()
-                # (torch's max keeps a NaN; .item() of a NaN fails the gate below)
-                errs["poly vs cudnn"] = (out3.float() - ref).abs().max().item()
-                errs["poly vs ours"] = (out3.float() - out.float()).abs().max().item()
-                same = bool(torch.equal(out3.view(torch.int16), out4.view(torch.int16)))
-                errs["poly twice bitwise"] = 0.0 if same else float("inf")
-                print(f"ours poly on {label}: max |poly - cudnn| {errs['poly vs cudnn']:.3g}, "
-                      f"max |poly - ours| {errs['poly vs ours']:.3g}, two runs bitwise equal: {same}", flush=True)
-                impls.append(("ours poly", fn3))
-                poly_names = ["ours poly"]
-                del out4
             bad = [n for n, e in errs.items() if not (e <= GATE)]
             flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
             tf = lambda us: flop / (us * 1e-6) / 1e12
             times, pos = rounds(impls, args.rounds, args.calls, torch)
             after = smi()
-            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos,
-                                           ["ours", "ours bshd"] + poly_names)
+            cells, rnames, rec = summarize(label, "TFLOP/s", tf, impls, times, pos, ["ours", "ours bshd"])
             if head is None:
                 head = ["B, H, S, D, mask"] + [f"{n} TFLOP/s" for n, _ in impls] + rnames + \
                        ["max abs err vs cudnn / flash", "nvidia-smi before → after (sm MHz, mem MHz, W, °C, throttle)"]

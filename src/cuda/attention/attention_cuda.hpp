@@ -46,11 +46,6 @@ struct PrefillConfig {
   // wgmma kernel, 128-key tiles, causal: a diagonal tile whose last 64 keys no row of a warpgroup sees is multiplied
   // over its first 64 by that warpgroup (prefill_wgmma.cu's dead_hi). The same bits either way with finite V.
   PrefillToggle trim_diagonal = PrefillToggle::dispatcher;
-  // wgmma kernel: the build that computes a fixed quarter of the softmax's exponentials as a polynomial on the FMA
-  // pipe (session 12, pfx12; prefill_wgmma.cu's kPoly, exp2_poly.hpp). Other bits than the default's (p within
-  // 8.7e-5 relative for bf16, 3.1e-6 for f16, of 2^x), deterministic and batch-invariant; the same bits by TMA or
-  // cp.async. Built for kPrefillWgmmaPoly's variants only (`on` for another, or with pin_softmax on, is refused).
-  PrefillToggle poly_exp2 = PrefillToggle::dispatcher;
 };
 
 // The (D, warps, m_tiles, block_n, stages) combinations prefill.cu instantiates, for f16 and bf16; any other is
@@ -118,11 +113,13 @@ inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
 // session 8, pfx8).
 inline constexpr PrefillVariant kPrefillWgmmaPinned[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
 inline constexpr bool kPrefillWgmmaPin = false;
-// The variants also built with a quarter of the exponentials on the FMA pipe (PrefillConfig::poly_exp2; session 12,
-// pfx12): the two TMA defaults and the 8-warp cp.async kernel at D = 128 (the one the D = 128 default falls back
-// to, and varlen's), whose bits they share. Off until an H200 run decides.
-inline constexpr PrefillVariant kPrefillWgmmaPoly[] = {{128, 9, 1, 128, 3}, {128, 8, 1, 128, 3}, {64, 13, 1, 128, 3}};
-inline constexpr bool kPrefillWgmmaPolyOn = false;
+// A quarter of the softmax's exponentials as a polynomial on the FMA pipe (session 12, pfx12: PrefillConfig::poly_exp2,
+// kPrefillWgmmaPoly, prefill_wgmma.cu's kPoly, exp2_poly.hpp; the two TMA defaults and their cp.async kernels)
+// measured in the H200 run of 47db8d0's binaries (2026-11-30 19:15 UTC, interleaved with the default, cuDNN and FLASH
+// in one process, 12 rounds, bf16; variant / default, medians of the ratio formed in each round): (4, 32, 4096, 128)
+// full 0.948 (0.877-0.984), causal 0.948 (0.909-0.966), (16, 16, 2048, 64) full 0.902 (0.894-0.910),
+// (1, 32, 16384, 128) causal 1.015 (0.907-1.067). Slower: removed (prefill_wgmma.cu's opening comment says why);
+// 46ce98c has its code.
 // The two defaults built with the row max and sum as trees (session 11, pfx11: PrefillConfig::short_chains,
 // kPrefillWgmmaChains, prefill_wgmma.cu's kChains; TMA only) measured in the H200 run of 087be37 (2026-11-30,
 // interleaved with the default, cuDNN and FLASH in one process, 12 rounds, bf16; variant / default, medians of the

@@ -599,18 +599,6 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
                            "for D " + std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
                                std::to_string(variant.block_n) + "-key tiles)");
   a.pin = pinned_built && tma && toggle(config.pin_softmax, kPrefillWgmmaPin) ? 1 : 0;
-  // A quarter of the exponentials on the FMA pipe (prefill_wgmma.cu's kPoly, session 12): built for
-  // kPrefillWgmmaPoly's variants, with TMA and without (the same bits); not together with the pin (no such build).
-  bool poly_built = false;
-  for (const PrefillVariant& x : kPrefillWgmmaPoly) poly_built = poly_built || (wg && same(x));
-  if (config.poly_exp2 == PrefillToggle::on && !poly_built)
-    throw_invalid_argument(op, "config",
-                           "poly_exp2 is built only for the wgmma kernel's kPrefillWgmmaPoly variants (asked for D " +
-                               std::to_string(d) + ", " + std::to_string(variant.warps) + " warps, " +
-                               std::to_string(variant.block_n) + "-key tiles)");
-  if (config.poly_exp2 == PrefillToggle::on && config.pin_softmax == PrefillToggle::on)
-    throw_invalid_argument(op, "config", "poly_exp2 and pin_softmax together: no such build");
-  a.poly = !a.pin && poly_built && toggle(config.poly_exp2, kPrefillWgmmaPolyOn) ? 1 : 0;
   // Session 9 (pfx9): the causal schedule (prefill_wgmma.cu's launch sizes its chunks) and the trimmed diagonal.
   a.chunk_heads = wg && o.causal && !varlen && toggle(config.causal_schedule, kPrefillWgmmaCausalSchedule) ? 1 : 0;
   a.trim = wg && toggle(config.trim_diagonal, kPrefillWgmmaTrim) ? 1 : 0;

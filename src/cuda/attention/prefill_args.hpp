@@ -41,8 +41,6 @@ struct PrefillArgs {
   std::int64_t grid_tiles;  // query blocks of the longest sequence (chunk_heads > 0)
   int trim;  // 1: wgmma kernel, 128-key tiles: a causal diagonal tile whose upper 64 keys no row of a warpgroup sees
              // is multiplied over its lower 64 keys only by that warpgroup (prefill_wgmma.cu says why)
-  int poly;  // 1: the wgmma kernel's build with a quarter of the exponentials on the FMA pipe, where one is built
-             // (session 12, pfx12; prefill_wgmma.cu, kPoly; exp2_poly.hpp)
 };
 
 #if defined(__CUDACC__)

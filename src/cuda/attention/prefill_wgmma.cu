@@ -127,6 +127,27 @@
 // 17 HGMMA with their uniform descriptor arithmetic 266, before the ping-pong's arrive. The profile's "wait" stall
 // is those counts, not dependency chains: the levers left are fewer MUFU (exponentials partly on the FMA pipe) and
 // cheaper product issue (docs/perf-notebook.md, "session 11 — pfx11").
+// Session 12 (pfx12): kPoly (PrefillConfig::poly_exp2; the two TMA defaults and their cp.async kernels: 8 kernels
+// more, 38 then), a fixed quarter of the softmax's exponentials (the n-tiles t ≡ 3 mod 4: 16 of a thread's 64) as a
+// polynomial on the FMA pipe (exp2_poly.hpp: clamp at −127 keeping NaN, floor by a round-down add against 1.5·2^23,
+// minimax p with p(0) = 1, degree 3 for bf16 (8.57e-5 relative) and 4 for f16 (2.96e-6), 2^j through the exponent
+// field; +0 below −126 as ex2.approx.ftz; checked against float64 on the CPU). Counted before the run (SASS of the
+// D = 128 bf16 TMA build, CUDA 13.0, control-word stalls along the mask-free tile's path): 661 instructions and
+// 1099 cycles a warp against the default's 532 and 1182, the first-to-last MUFU stretch 411 cycles against 521 (50
+// MUFU.EX2, issue-bound now); no new spill, no C7512 / C7515, the 30 other kernels' SASS unchanged. Measured (H200 run
+// of 47db8d0's binaries, 2026-11-30 19:15 UTC, scripts/sdpa_interleaved.py --poly, 12 rounds, bf16;
+// docs/bench/pfx12-s12-2026-11-30.md): slower. Variant / default 0.948 (0.877-0.984 by round) at (4, 32, 4096, 128)
+// full, 0.948 causal, 0.902 (0.894-0.910) at (16, 16, 2048, 64) full, 1.015 (0.907-1.067) at (1, 32, 16384, 128)
+// causal. Nsight Compute at the full row: 1.74 → 1.83 ms, tensor pipe 68.5 → 65.0 %; the warps' "wait" stall 1.50 →
+// 0.86 and the barrier's 0.81 → 0.56 (the MUFU's rate no longer paced a warp), but dispatch stalls 0.34 → 0.62 and
+// not-selected 0.27 → 0.46, issue slots used 39.4 → 45.6 %. In all, 5.58 → 4.85 cycles between a warp's issues
+// against 22 % more instructions issued (the loop's 532 → 661): a warp's tile is about 5.58 × 532 ≈ 2970 cycles, not
+// the schedule's 1182, so removing MUFU-paced waits buys less than the 129 extra instructions cost, at about 4.9
+// cycles each when the SMSP's warps (two consumer warps an SMSP, three at D = 64, which lost most) compete for the
+// issue slot. The default's MUFU pipe is 35 % busy (pipe_xu), so its rate was never the kernel's limit. Tests
+// (reference with the polynomial's error in the bound, varlen, bitwise / batch invariance, TMA against cp.async,
+// non-finite V), memcheck and racecheck passed. Removed; 46ce98c has its code (docs/perf-notebook.md,
+// "session 12 — pfx12").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -135,7 +156,6 @@
 #include <string>
 #include <type_traits>
 
-#include "cuda/attention/exp2_poly.hpp"
 #include "cuda/attention/prefill_args.hpp"
 #include "cuda/attention/prefill_exact_pv.cuh"
 #include "cuda/attention/ptx.cuh"
@@ -207,10 +227,7 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-// kPoly (session 12, pfx12; PrefillConfig::poly_exp2, built for kPrefillWgmmaPoly's variants, TMA and their
-// cp.async kernels): a fixed quarter of the softmax's exponentials (the n-tiles t ≡ 3 mod 4: 16 of a thread's 64 at
-// 128-key tiles) by exp2_poly.hpp on the FMA pipe, the rest by MUFU.EX2.
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kPoly = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -423,13 +440,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = s[4 * t + 2 * r + e];
-          const float arg = fold ? fmaf(x, c2, -shift) : x - shift;
-          // kPoly: the element's place alone picks the unit (deterministic, batch-invariant); f16's P keeps 3 more
-          // bits than bf16's, so its polynomial is a degree higher (exp2_poly.hpp).
-          if (kPoly && (t & 3) == 3)
-            x = exp2_poly::exp2<std::is_same_v<T, __half> ? 4 : 3>(arg);
-          else
-            x = ptx::exp2_approx(arg);
+          x = ptx::exp2_approx(fold ? fmaf(x, c2, -shift) : x - shift);
           sum += x;
         }
       }
@@ -633,7 +644,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, bool kPoly = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -649,10 +660,9 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
         !encode_bshd(&maps.v, a.v, bf16, batch, a.sk, hkv, D, a.v_b, a.v_s, a.v_h, kBlockN))
       // (A pinned build falls back to the unpinned cp.async kernel: the same bits.)
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
-      // (kPoly's cp.async kernel is built beside its TMA one: the same bits.)
-      return launch<T, D, kWS ? 2 : kWG, kBlockN, false, false, false, kPoly>(a, batch, hq, max_sq, stream);
+      return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kPoly>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -702,22 +712,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
-  }
-  // The builds with a quarter of the exponentials on the FMA pipe (kPoly, attention_cuda.hpp's kPrefillWgmmaPoly):
-  // the two defaults with TMA and the cp.async kernels they take (varlen, or a view the driver will not encode), so
-  // that a call gives the same bits whichever copy path it takes. prefill.cu asks for them there.
-  if (a.poly) {
-    if constexpr (kTma) {
-      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
-      // (No TMA build of the 8-warp kernel with kPoly: asked for, its cp.async one runs, with the same bits.)
-      if (is(128, 8, 128)) return launch<T, 128, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
-    } else {
-      if (is(128, 9, 128) || is(128, 8, 128))
-        return launch<T, 128, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 13, 128)) return launch<T, 64, 2, 128, false, false, false, true>(a, batch, hq, max_sq, s), true;
-    }
-    return false;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;

@@ -13,8 +13,6 @@
 #include <cstring>
 #include <exception>
 
-#include "attention/args.hpp"
-#include "cuda/attention/attention_cuda.hpp"
 #include "softmaxkit/attention.hpp"
 
 namespace {
@@ -59,39 +57,6 @@ extern "C" int smk_attention_forward(void* out, const std::int64_t* out_strides,
     smk::attention_forward(view4(out, dt, q_shape, out_strides), L, view4(q, dt, q_shape, q_strides),
                            view4(k, dt, kv_shape, k_strides), view4(v, dt, kv_shape, v_strides), o,
                            smk::Stream{stream});
-    return 0;
-  } catch (const std::exception& e) {
-    return report(e.what(), err, err_len);
-  } catch (...) {
-    return report("attention_forward: unknown exception", err, err_len);
-  }
-}
-
-// smk_attention_forward with one launch option of the prefill kernel (session 12, pfx12), so that a variant is timed
-// interleaved with the default and SDPA in one process: poly_exp2 0 leaves it to the dispatcher, 1 asks for the
-// build with a quarter of the exponentials on the FMA pipe (PrefillConfig::poly_exp2 on), 2 refuses it (off). The same
-// checks as the public op (detail::check_attention_args), then the CUDA path with that PrefillConfig.
-extern "C" int smk_attention_forward_cfg(void* out, const std::int64_t* out_strides, void* lse, const void* q,
-                                         const std::int64_t* q_shape, const std::int64_t* q_strides, const void* k,
-                                         const void* v, const std::int64_t* kv_shape, const std::int64_t* k_strides,
-                                         const std::int64_t* v_strides, int dtype, int causal, float scale,
-                                         void* stream, int poly_exp2, char* err, int err_len) {
-  try {
-    const smk::DType dt = dtype_of(dtype);
-    smk::AttentionOptions o;
-    o.causal = causal != 0;
-    if (scale > 0) o.scale = scale;
-    const smk::TensorView L =
-        lse ? smk::TensorView::contiguous(lse, smk::DType::f32, smk::Device::cuda(0), {q_shape[0], q_shape[2], q_shape[1]})
-            : smk::TensorView{};
-    const smk::TensorView O = view4(out, dt, q_shape, out_strides), Q = view4(q, dt, q_shape, q_strides),
-                          K = view4(k, dt, kv_shape, k_strides), V = view4(v, dt, kv_shape, v_strides);
-    const auto p = smk::detail::check_attention_args("attention_forward", O, L, Q, K, V, o);
-    smk::cuda::PrefillConfig cfg;
-    cfg.poly_exp2 = poly_exp2 == 1   ? smk::cuda::PrefillToggle::on
-                    : poly_exp2 == 2 ? smk::cuda::PrefillToggle::off
-                                     : smk::cuda::PrefillToggle::dispatcher;
-    smk::cuda::attention_forward(O, L, Q, K, V, o, p.varlen, p.batch, p.sq, p.sk, p.scale, cfg, smk::Stream{stream});
     return 0;
   } catch (const std::exception& e) {
     return report(e.what(), err, err_len);

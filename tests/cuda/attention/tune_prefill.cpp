@@ -186,25 +186,6 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
-  // SMK_TUNE_PROFILE=1 (session 12, pfx12; for Nsight Compute: one launch each): (4, 32, 4096, 128) full under the
-  // D = 128 default, then under its build with a quarter of the exponentials on the FMA pipe (poly_exp2); nothing
-  // timed.
-  if (const char* e = std::getenv("SMK_TUNE_PROFILE"); e && std::string(e) == "1") {
-    const Row row{4, 32, 4096, 128, false};
-    const auto dev = smk::Device::cuda(0);
-    const auto view = [&](void* p) {
-      return smk::TensorView::contiguous(p, smk::DType::bf16, dev, {row.b, row.s, row.h, row.d});
-    };
-    smk::cuda::PrefillConfig cfg{};
-    for (const auto poly : {smk::cuda::PrefillToggle::off, smk::cuda::PrefillToggle::on}) {
-      cfg.poly_exp2 = poly;
-      smk::cuda::attention_forward(view(o), smk::TensorView::of(lse, {row.b, row.h, row.s}, dev), view(q), view(k),
-                                   view(v), {}, false, row.b, row.s, row.s, 1.0 / std::sqrt(128.0), cfg, {});
-    }
-    SMK_CUDA_CHECK(cudaDeviceSynchronize());
-    std::printf("profile: default and poly_exp2 launched once each\n");
-    return 0;
-  }
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   std::int64_t header_d = 0;
