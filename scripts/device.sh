@@ -1275,6 +1275,9 @@ fi
 # process, order rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the
 # variant at (4, 32, 4096, 128) full. (Memcheck and racecheck on the variant's non-finite-V test run beside the tests.)
 # Back: p12-sdpa.md (the table), p12-ncu.txt, p12-summary.txt, p12-logs.tgz (every log, the .ncu-rep, the JSON).
+# Ran on 46ce98c's binaries (the step of 47db8d0) at 19:15 UTC on a warm machine (29.0 s; results in
+# docs/perf-notebook.md, "session 12 — pfx12"). The variant lost and was removed in 8d74bb0 (so were --poly and the
+# test filters' tests): running this step again needs 46ce98c's tree and binaries.
 if want pfx12; then
   carried pfx12 build/pfx12-bin.tar.xz
   p12=$bin
