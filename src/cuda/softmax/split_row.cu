@@ -113,6 +113,7 @@ namespace smk::cuda::kernels {
 
 int& split_row_chunk_l2_ahead();
 int& split_row_norm_l2_ahead();
+int& split_row_merge_preload();
 
 namespace {
 
@@ -179,15 +180,44 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_kernel(const Ro
   }
 }
 
+// merge_chunk_states with each thread's states loaded before it merges any (one12): thread t's chunks t, t + 512, …
+// (at most kMergePreload of them) read into registers by independent loads, then merged in the same order from the
+// empty state, so the same state bit for bit; merge_chunk_states' loop issues each load after the previous merge,
+// one L2 round trip each (1×16777216: 1366 chunks, three a thread).
+constexpr int kMergePreload = 4;
+__device__ __forceinline__ State merge_chunk_states_preloaded(const State* states, std::int64_t chunks, float* red_m,
+                                                              float* red_d) {
+  const float* f = reinterpret_cast<const float*>(states);
+  float m[kMergePreload], d[kMergePreload];
+#pragma unroll
+  for (int k = 0; k < kMergePreload; ++k) {
+    const std::int64_t c = threadIdx.x + std::int64_t{k} * kSplitThreads;
+    if (c < chunks) {
+      m[k] = __ldcg(f + 2 * c);
+      d[k] = __ldcg(f + 2 * c + 1);
+    }
+  }
+  State s = State::empty();
+#pragma unroll
+  for (int k = 0; k < kMergePreload; ++k)
+    if (threadIdx.x + std::int64_t{k} * kSplitThreads < chunks) s.merge(State::from_fields(m[k], d[k]));
+  return merge_thread_states(s, red_m, red_d);
+}
+
+// preload (one12, split_row_merge_preload()): 1, rows of at most kMergePreload · 512 chunks merge by
+// merge_chunk_states_preloaded (the same bits); 0 merge_chunk_states everywhere (the kernel before).
 __global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
-                                                                     const State* states, State* row_states) {
+                                                                     const State* states, State* row_states,
+                                                                     int preload) {
   __shared__ float red_m[32], red_d[32];
   // Launched dependent on chunk_states_kernel (programmatic dependent launch): wait for its states, then let the
   // normalising kernel be scheduled. A no-op when launched plainly.
   pdl_wait();
   pdl_launch_dependents();
+  const bool pre = preload != 0 && chunks <= std::int64_t{kMergePreload} * kSplitThreads;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const State t = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);  // grid_row merges alike
+    const State t = pre ? merge_chunk_states_preloaded(states + row * chunks, chunks, red_m, red_d)
+                        : merge_chunk_states(states + row * chunks, chunks, red_m, red_d);  // grid_row merges alike
     if (threadIdx.x == 0) {
       if (writes_rows(p.op)) row_states[row] = t;
       else write_row_stats(p, RowRef{row, 0}, t);
@@ -790,7 +820,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
   launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
-                   static_cast<const State*>(states), row_states);
+                   static_cast<const State*>(states), row_states, split_row_merge_preload());
   if (writes_rows(p.op) && total > 0) {
     if (plain) {
       const auto kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
@@ -821,6 +851,11 @@ int& split_row_chunk_l2_ahead() {
 int& split_row_norm_l2_ahead() {
   static int ahead = 0;
   return ahead;
+}
+// one12: the merge kernel's states loaded before merging (merge_chunk_states_preloaded; 0 off), the same bits.
+int& split_row_merge_preload() {
+  static int on = 0;
+  return on;
 }
 
 bool& split_row_pdl() {

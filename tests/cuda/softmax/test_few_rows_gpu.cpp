@@ -30,10 +30,11 @@ namespace smk::cuda::kernels {
 // split_row.cu: the three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel) since the
 // process started; declared here, not in kernels.hpp, for NormalizeHintsBitwiseTheKernelsBefore only.
 std::uint64_t split_plain_launch_count();
-// one12: the L2 prefetch distances of the compact chunk and normalising kernels (split_row.cu l2_ahead), declared
-// here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
+// one12: the L2 prefetch distances of the compact chunk and normalising kernels (split_row.cu l2_ahead) and the merge
+// kernel's preloading switch, declared here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
 int& split_row_chunk_l2_ahead();
 int& split_row_norm_l2_ahead();
+int& split_row_merge_preload();
 }  // namespace smk::cuda::kernels
 
 namespace smk::gpu_test {
@@ -500,15 +501,19 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
 // on will read (split_row.cu l2_ahead; cp.async.bulk.prefetch.L2 of the chunk's whole 16-byte vectors) against the
 // reference, and bitwise the kernels without (distance 0 / 0), at distances that cross rows (1, 3; 5 rows of a pitched
 // batch with +inf, NaN and an empty row), prefetch a ragged last chunk (length 12288·k + 77), and, at full size, one
-// wave of resident blocks (−1: 264 on the H200) over 303 chunks; each run asserts by split_plain_launch_count that the
-// compact kernels served. Under memcheck (small mode) it checks that no prefetch reaches past a row.
+// wave of resident blocks (−1: 264 on the H200) over 303 and 1031 chunks; the merge kernel loading its states first
+// (split_row_merge_preload: 1031 chunks, three states for some threads) in the same runs; each run asserts by
+// split_plain_launch_count that the compact kernels served. Under memcheck (small mode) it checks that no prefetch
+// reaches past a row.
 TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
   SplitRowTuningGuard guard;
   struct AheadGuard {
-    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), norm = cuda::kernels::split_row_norm_l2_ahead();
+    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), norm = cuda::kernels::split_row_norm_l2_ahead(),
+        merge = cuda::kernels::split_row_merge_preload();
     ~AheadGuard() {
       cuda::kernels::split_row_chunk_l2_ahead() = chunk;
       cuda::kernels::split_row_norm_l2_ahead() = norm;
+      cuda::kernels::split_row_merge_preload() = merge;
     }
   } ahead_guard;
   struct Setting {
@@ -516,7 +521,7 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
     int chunk, norm;
   };
   std::vector<Setting> settings = {{5, 12288 * 4 + 77, 1, 1}, {5, 12288 * 4 + 77, 3, 7}, {1, 151936, 1, 1},
-                                   {3, 12288 * 100 + 77, -1, -1}};
+                                   {3, 12288 * 100 + 77, -1, -1}, {1, 12288 * 1030 + 5, -1, -1}};
   if (small_mode()) settings = {{5, 12288 * 2 + 77, 1, 1}, {3, 12288 * 3 + 5, 2, 3}};
   std::uint64_t seed = 12300;
   for (const Setting& st : settings) {
@@ -541,17 +546,19 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
         const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
         cuda::kernels::split_row_chunk_l2_ahead() = 0;
         cuda::kernels::split_row_norm_l2_ahead() = 0;
+        cuda::kernels::split_row_merge_preload() = 0;
         std::uint64_t count = cuda::kernels::split_plain_launch_count();
         const Result before = run_checked(c, SoftmaxPath::split_row);
         EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
         cuda::kernels::split_row_chunk_l2_ahead() = st.chunk;
         cuda::kernels::split_row_norm_l2_ahead() = st.norm;
+        cuda::kernels::split_row_merge_preload() = 1;
         count = cuda::kernels::split_plain_launch_count();
         const Result with = run_checked(c, SoftmaxPath::split_row);
         EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
         ASSERT_TRUE(before.ran && with.ran);
         expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
-                                           ": the chunk / normalising kernels with / without the L2 prefetch");
+                                           ": with / without the L2 prefetch and the merge's preloading");
       }
     }
   }
