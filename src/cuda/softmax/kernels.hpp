@@ -173,9 +173,6 @@ struct WarpRowTuning {
   int packed = -1;
   // short11: ≥ 0 replaces WarpConfig::dense the same way (0 general kernel, 1 dense where built). The same bits.
   int dense = -1;
-  // short12 (tune_softmax): 8 runs the dense kernel at E16 under __launch_bounds__ of 8 blocks an SM (32 registers)
-  // instead of kDenseMinBlocks<16> (warp_row.cu); any other value the built bound. The same bits.
-  int dense_blocks = 0;
 };
 WarpRowTuning& warp_row_tuning();
 inline bool warp_packed(WarpConfig c) {

@@ -68,6 +68,18 @@
 // floor 31.7), f16 44.51 / 43.71 → 43.14; 16-bit log-softmax at 1024 packed bf16 45.95 / 45.34 → 43.62, f16 44.64 /
 // 44.86 → 43.36. The f32 rows stay on warp_rows_kernel (its dense form lost: below), at 84-87 % of copy in this run
 // (floor 63.5 µs: 1048576×32 softmax 74.4 / 73.6, 262144×128 72.8 / 72.5, 32768×1024 73.0 / 72.5).
+// short12 (session 12, 2026-11-30; docs/bench/short12-s12-2026-11-30.md; tune_softmax --short12, run of a9b96ce (the
+// library of 775cf6d with a9b96ce's files), H200, copy 4.24 TB/s in that process, µs, median of 40, the default timed
+// first and last; 16-bit floor at 2n bytes 31.7): 16-bit softmax rows of 17..32 on two lanes of 16 with the tier's
+// terms, dense rows (32) on warp_rows_dense_kernel<In, 16, 6> (40 registers, 6 blocks an SM): 1048576×32 bf16 50.21 /
+// 49.95 → 42.08 (75 % of copy; 1.19×), f16 49.76 / 49.73 → 41.73; the general kernel at E16 45.95 / 44.70. Why the
+// one-lane row was slow (Nsight Compute, one launch each, same run): its 16-byte vectors cover half a 32-byte sector
+// each, so its loads and stores move 4.19M sectors through L1 where two lanes of 16 move 2.10M (L1 hit 55 % against
+// 22 %: the other halves); and 80 registers (3 blocks, 21.7 warps an SM active) against 40 (6, 37.5). Warp
+// instructions 28.1M → 23.6M (26.8 → 22.5 an element), DRAM 48 → 65 % busy, 49.2 → 35.8 µs under ncu. torch.compile's
+// Triton kernel for the same op: 33.4 µs under ncu, 32768 programs of 64 threads, 16 elements a thread (two 16-byte
+// loads: our E16 L2 layout), 32 registers, 53.4 warps an SM, 23.1M warp instructions, DRAM 69 %: the instructions are
+// now even, the warps 0.70× Triton's. E16 at 128 and 512 (dense or not) and the log ops at E16 tied or lost: unchanged.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -322,8 +334,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 }
 
 // The dense kernels built (short11): 16-bit softmax at E32 on two lanes or more (the tier's terms), at 4 blocks an SM
-// (ptxas -v, CUDA 13, sm_90a: 64 registers, no spill; the general kernel 80 at 3). short12: also at E16 (rows of 17..32
-// on two lanes, softmax_cuda.cpp kWarpSoftmax16NarrowMaxN), at kDenseMinBlocks<16> blocks an SM.
+// (ptxas -v, CUDA 13, sm_90a: 64 registers, no spill; the general kernel 80 at 3). short12: also at E16 (rows of 32 on
+// two lanes, softmax_cuda.cpp kWarpSoftmax16NarrowMaxN) at 6 blocks an SM: 40 registers, no spill (the general kernel
+// at E16 64 at 4). Under a bound of 8 (32 registers, 4 B spilled in bf16) it ran slower (short12's run of a9b96ce,
+// 1048576×32 µs: bf16 46.34 against 42.08 at 6, f16 44.03 against 41.73; its code is in a9b96ce): not built.
 template <int E>
 constexpr int kDenseMinBlocks = E == 32 ? 4 : 6;
 template <typename In, int E>
@@ -335,6 +349,9 @@ constexpr bool kDenseBuilt = sizeof(In) == 2 && (E == 32 || E == 16);
 // (n ≤ 32: 1048576×32) 47.4 → 53.0 in both 16-bit types, cause not established (same 80 registers, no spills, 7
 // fewer instructions an element). Those rows, and E < 32 (only rows of ≤ 16), keep exp_diff: Out = void, the
 // kernel before the tier, instruction for instruction.
+// short12: also at E16 on two lanes or more (16-bit softmax rows of 17..32, softmax_cuda.cpp kWarpSoftmax16NarrowMaxN),
+// where rows of 32 ran 1048576×32 bf16 50.21 / 49.95 → 45.95 µs on the general kernel (f16 49.76 / 49.73 → 44.70) and
+// 42.08 (41.73) on the dense one (short12's run of a9b96ce, tune_softmax --short12). The one-lane rows keep exp_diff.
 template <typename In, int E>
 bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
   return sizeof(In) == 2 && (E == 32 || E == 16) && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
@@ -360,8 +377,6 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   if constexpr (kDenseBuilt<In, E>) {
     if (!packed && warp_dense(c) && row_dense(p, c.lanes, E) && plain_exp_pays<In, E>(p, c)) {
       kernel = warp_rows_dense_kernel<In, E, kDenseMinBlocks<E>>;
-      if constexpr (E == 16)  // short12: the tighter bound, timed beside the built one (tune_softmax --short12)
-        if (warp_row_tuning().dense_blocks == 8) kernel = warp_rows_dense_kernel<In, E, 8>;
       dense = true;
     }
   }

@@ -168,6 +168,9 @@ TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 
 // (packed); the same rows at an odd pitch (`odd`) keep L2 E16.
 // sbwd11: 16-bit rows the packed kernel serves at 32 elements a lane (dense rows of 128..1024) take the grid of 8
 // (softmax_cuda.cpp kWarpGridPacked16Backward): bf16 128 dense L4 E32 grid 8, at an odd pitch grid 0.
+// sbwd12 (084e539's rule, softmax_cuda.cpp warp_backward_config / warp_backward_dense): 16-bit rows of 32 packed at L4
+// E8 take the grid of kWarpGridPacked16BackwardE8 (8), f32 rows dense for E8 on four lanes or more (32..256) the grid
+// of kWarpGridF32DenseE8 (16): f32 32 and 256 grid 16, bf16 / f16 32 dense grid 8 (at an odd pitch still 0).
 TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
   struct Want {
     DType t;
@@ -176,12 +179,12 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
     bool odd = false;
   };
   std::uint64_t seed = 800;
-  for (const Want& w : {Want{DType::f32, 16, 1, 16, 8}, Want{DType::f32, 17, 4, 8, 8}, Want{DType::f32, 256, 32, 8, 8},
+  for (const Want& w : {Want{DType::f32, 16, 1, 16, 8}, Want{DType::f32, 17, 4, 8, 8}, Want{DType::f32, 256, 32, 8, 16},
                         Want{DType::f32, 257, 32, 16, 8}, Want{DType::bf16, 16, 1, 16, 0},
-                        Want{DType::bf16, 32, 4, 8, 0}, Want{DType::bf16, 32, 2, 16, 0, true},
-                        Want{DType::f16, 32, 4, 8, 0}, Want{DType::f16, 32, 2, 16, 0, true},
+                        Want{DType::bf16, 32, 4, 8, 8}, Want{DType::bf16, 32, 2, 16, 0, true},
+                        Want{DType::f16, 32, 4, 8, 8}, Want{DType::f16, 32, 2, 16, 0, true},
                         Want{DType::bf16, 31, 2, 16, 0}, Want{DType::f16, 31, 2, 16, 0},
-                        Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 8},
+                        Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 16},
                         Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
                         Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0},
                         Want{DType::bf16, 128, 4, 32, 8}, Want{DType::bf16, 128, 4, 32, 0, true}})
