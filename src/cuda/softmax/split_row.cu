@@ -112,7 +112,6 @@
 namespace smk::cuda::kernels {
 
 int& split_row_chunk_l2_ahead();
-int& split_row_norm_l2_ahead();
 int& split_row_merge_preload();
 
 namespace {
@@ -204,8 +203,11 @@ __device__ __forceinline__ State merge_chunk_states_preloaded(const State* state
   return merge_thread_states(s, red_m, red_d);
 }
 
-// preload (one12, split_row_merge_preload()): 1, rows of at most kMergePreload · 512 chunks merge by
-// merge_chunk_states_preloaded (the same bits); 0 merge_chunk_states everywhere (the kernel before).
+// preload (one12, split_row_merge_preload()): 1 (the library's), rows of at most kMergePreload · 512 chunks merge by
+// merge_chunk_states_preloaded (the same bits); 0 merge_chunk_states everywhere (the kernel before). one12's H200 run
+// of f219827 (µs, before first / last → preloading): 1×16777216 logsumexp f32 32.29 / 32.26 → 31.26, bf16 29.57 /
+// 29.70 → 28.80; Nsight Compute, the merge kernel alone (one block, caches flushed) f32 6.59 → 5.44, bf16 5.44 → 4.45;
+// elsewhere within the before's spread (a row of ≤ 512 chunks gives a thread one state: nothing to overlap).
 __global__ void __launch_bounds__(kSplitThreads) merge_states_kernel(const RowProblem p, std::int64_t chunks,
                                                                      const State* states, State* row_states,
                                                                      int preload) {
@@ -270,8 +272,16 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // at a fraction of the code (few7: the generic kernels are 51–81 KB of SASS, these 11–20 KB; the one-launch kernel's
 // time was its instruction stream, and these run the decode batches past one wave, e.g. 32×128256).
 // ahead (one12, split_row_chunk_l2_ahead()): > 0, each block, once its own loads are issued, prefetches into L2
-// the chunk `ahead` indices on (chunk_states.cuh prefetch_chunk_l2; the launcher passes the grid's resident blocks, so
-// the chunk a block of the next wave reads); 0 none (the kernel before). The same loads and arithmetic either way.
+// the chunk `ahead` indices on (chunk_states.cuh prefetch_chunk_l2; the library's 132, kSplitChunkL2Ahead: the chunk
+// a block of the next wave reads, half a wave on); 0 none (the kernel before). The same loads and arithmetic either
+// way. Counted (one12, cuobjdump -sass of f219827, sm_90a; Nsight Compute of its H200 run at 1×16777216 softmax):
+// 64 registers, two blocks an SM (warps active 46-47 % of the SM's 64), one block a chunk: 1366 blocks, 5.2 waves of
+// 264. A thread's loads: 6 (f32) / 3 (bf16) 16-byte vectors in flight, 48 KB / 24 KB a block, then a max tree, a
+// barrier, the terms and a sum tree, a barrier, nothing in flight; static SASS 880 instructions (f32 softmax) / 760
+// (bf16), the ragged last chunk's path included. Chunk kernel alone, caches flushed: f32 25.4 µs (DRAM
+// 57 %, SM 53 %), bf16 19.4 µs (DRAM 37 %, SM 53 %): neither the DRAM nor the issue slots are full — the two halves
+// of a block's life (loads, then reductions with barriers) run in lockstep across the wave, and prefetching the next
+// wave's chunk into L2 (hit rate 29-31 %) shortens only the first half.
 template <typename In, typename Out, bool kLog>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                            State* states, std::int64_t ahead) {
@@ -302,11 +312,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 // f32 70.91 / 70.66 → 69.41, 67.68 / 67.68 → 66.46, bf16 47.26 / 46.85 → 45.31, 46.66 / 46.43 → 45.25; 32×128256 f32
 // 28.51 / 28.83 → 28.29, 26.62 / 27.20 → 26.27, bf16 24.61 / 23.42 → 23.78, 22.75 / 23.14 → 23.20 (the one not
 // faster: within the default's own spread). 1–4 % where the input passes the L2; the issue's 3 TB/s is not reached.
-// ahead (one12, split_row_norm_l2_ahead()): > 0, the block prefetches into L2 the chunk its counterpart `ahead`
-// walk steps on will normalise (chunk index idx − ahead: the walk is in reverse), as chunk_states_plain_kernel does.
 template <typename In, bool kLogSoftmax, bool kStream = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
-                                                                        const State* row_states, std::int64_t ahead) {
+                                                                        const State* row_states) {
   constexpr bool kWholeTile = sizeof(In) == 2;
   constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
   if constexpr (!kWholeTile) pdl_wait();
@@ -322,12 +330,10 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const
     if constexpr (kWholeTile) {
       float v[kBlockElems];
       PlainTile<In>::template load<kStream ? kLoadEvictFirst : kLoadPlain>(v, x, len);
-      if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx - ahead, chunks, narrow);
       pdl_wait();
       normalize_values<In>(v, row_states[row].normalizer(p.empty_rows), op);
       PlainTile<In>::template store<In>(out, v, len, kStream);
     } else {
-      if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx - ahead, chunks, narrow);
       normalize_plain_chunk<In, kStream>(out, row_states[row].normalizer(p.empty_rows), op, x, len);
     }
   }
@@ -774,10 +780,22 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   ws.release();
 }
 
-// The prefetch distance of a compact chunk or normalising kernel (one12: split_row_chunk_l2_ahead() /
-// split_row_norm_l2_ahead(), below): `setting` > 0 that many chunks, −w w waves of the kernel's resident blocks (the
-// grid is one block a chunk, launched in index order, so the block `resident` indices on is the one of the next wave
-// that takes this block's place), 0 none. A distance past the call's chunks prefetches nothing, so it is returned as 0.
+// The prefetch distance of the compact chunk kernel (one12: split_row_chunk_l2_ahead(), below): `setting` > 0 that
+// many chunks, −w w waves of the kernel's resident blocks (the grid is one block a chunk, launched in index order, so
+// the block `resident` indices on is the one of the next wave that takes this block's place), 0 none. A distance past
+// the call's chunks prefetches nothing, so it is returned as 0.
+// kSplitChunkL2Ahead, the library's: 132 chunks (one a SM on the H200, half a wave of the kernel's 264 resident
+// blocks). one12's H200 run of f219827 (tune_softmax --one12, µs, median of 21 after rotating 512 MB of inputs,
+// "before" timed first / last → 132 chunks; one wave (264) / two waves (528) beside it): 1×16777216 f32 softmax
+// 68.96 / 68.29 → 65.63 (1w 67.84, 2w 73.06), log-softmax 65.70 / 65.95 → 64.13, logsumexp 32.29 / 32.26 → 31.39
+// (1w 32.83, 2w 35.04); bf16 softmax 48.64 / 44.16 → 46.69, log-softmax 43.84 / 43.81 → 42.72; 4×4194304 f32 softmax
+// 67.97 / 67.58 → 65.15, logsumexp 31.46 / 31.20 → 30.14; bf16 softmax 44.16 / 43.84 → 42.59; 4096×151936 logsumexp
+// f32 700.6 / 701.0 → 674.9 (1w 673.1, 2w 721.7), bf16 698.4 / 706.4 → 691.7; 32×128256 within the before's spread
+// (f32 softmax 26.85 / 26.27 → 26.24, bf16 20.96 / 20.83 → 20.96). Two waves lose for f32 everywhere (the prefetched
+// lines wait in L2 longer than the blocks take to reach them, and 12.6 MB a wave more of DRAM queue). Nsight Compute
+// (same run, one launch, caches flushed, one wave ahead): the f32 chunk kernel's L2 hit rate 1.2 → 29 %, but its time
+// 25.4 → 24.8 µs and bf16's 19.4 → 19.1: the kernel is not bound by DRAM latency alone (chunk_states_plain_kernel).
+constexpr int kSplitChunkL2Ahead = 132;
 template <typename Kernel>
 std::int64_t l2_ahead(Kernel kernel, int setting, std::int64_t total) {
   std::int64_t d = setting;
@@ -828,7 +846,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
                                               : (stream_out ? normalize_plain_kernel<In, true, true>
                                                             : normalize_plain_kernel<In, true>);
       launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
-                       static_cast<const State*>(row_states), l2_ahead(kernel, split_row_norm_l2_ahead(), total));
+                       static_cast<const State*>(row_states));
       plain_launches().fetch_add(1, std::memory_order_relaxed);
     } else {
       launch_dependent(true, normalize_kernel<In>, capped_grid(total), kSplitThreads, s, p, chunks,
@@ -840,21 +858,19 @@ void launch(const RowProblem& p, cudaStream_t s) {
 
 }  // namespace
 
-// one12 (session 12): the L2 prefetch distances of the compact chunk and normalising kernels (l2_ahead above: > 0 that
-// many chunks, −w w waves of the kernel's resident blocks, 0 none); the same values either way. For timing and tests,
-// process-wide, not thread-safe; declared where they are read (tune_softmax.cpp, test_few_rows_gpu.cpp), not in
-// kernels.hpp, which two dozen objects include.
+// one12 (session 12): the compact chunk kernel's L2 prefetch distance (l2_ahead above: > 0 that many chunks, −w w
+// waves of the kernel's resident blocks, 0 none; the library's kSplitChunkL2Ahead) and the merge kernel's preloading
+// (merge_chunk_states_preloaded; 1 the library's, 0 the loop before); the same values either way. For timing and
+// tests, process-wide, not thread-safe; declared where they are read (tune_softmax.cpp, test_few_rows_gpu.cpp), not in
+// kernels.hpp, which two dozen objects include. (The normalising kernel prefetching alike was timed in the same run
+// and not kept: 1×16777216 f32 softmax 68.67 against 68.96 / 68.29, bf16 log-softmax 44.64 against 43.84 / 43.81;
+// its code is in f219827.)
 int& split_row_chunk_l2_ahead() {
-  static int ahead = 0;
+  static int ahead = kSplitChunkL2Ahead;
   return ahead;
 }
-int& split_row_norm_l2_ahead() {
-  static int ahead = 0;
-  return ahead;
-}
-// one12: the merge kernel's states loaded before merging (merge_chunk_states_preloaded; 0 off), the same bits.
 int& split_row_merge_preload() {
-  static int on = 0;
+  static int on = 1;
   return on;
 }
 

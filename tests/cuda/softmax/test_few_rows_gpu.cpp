@@ -30,10 +30,9 @@ namespace smk::cuda::kernels {
 // split_row.cu: the three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel) since the
 // process started; declared here, not in kernels.hpp, for NormalizeHintsBitwiseTheKernelsBefore only.
 std::uint64_t split_plain_launch_count();
-// one12: the L2 prefetch distances of the compact chunk and normalising kernels (split_row.cu l2_ahead) and the merge
-// kernel's preloading switch, declared here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
+// one12: the compact chunk kernel's L2 prefetch distance (split_row.cu l2_ahead) and the merge kernel's preloading
+// switch, declared here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
 int& split_row_chunk_l2_ahead();
-int& split_row_norm_l2_ahead();
 int& split_row_merge_preload();
 }  // namespace smk::cuda::kernels
 
@@ -497,39 +496,39 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
   }
 }
 
-// one12 (session 12): the compact chunk and normalising kernels prefetching into L2 the chunk a block `ahead` indices
-// on will read (split_row.cu l2_ahead; cp.async.bulk.prefetch.L2 of the chunk's whole 16-byte vectors) against the
-// reference, and bitwise the kernels without (distance 0 / 0), at distances that cross rows (1, 3; 5 rows of a pitched
-// batch with +inf, NaN and an empty row), prefetch a ragged last chunk (length 12288·k + 77), and, at full size, one
-// wave of resident blocks (−1: 264 on the H200) over 303 and 1031 chunks; the merge kernel loading its states first
-// (split_row_merge_preload: 1031 chunks, three states for some threads) in the same runs; each run asserts by
-// split_plain_launch_count that the compact kernels served. Under memcheck (small mode) it checks that no prefetch
-// reaches past a row.
+// one12 (session 12): the compact chunk kernel prefetching into L2 the chunk a block `ahead` indices on will read
+// (split_row.cu l2_ahead; cp.async.bulk.prefetch.L2 of the chunk's whole 16-byte vectors) and the merge kernel loading
+// its states before merging (split_row_merge_preload), both the library's defaults, against the reference, and
+// bitwise the kernels without (distance 0, preloading 0), at distances that cross rows (1, 3; 5 rows of a pitched
+// batch with +inf, NaN and an empty row), prefetch a ragged last chunk (length 12288·k + 77), and, at full size, the
+// library's distance (132) and one wave of resident blocks (−1: 264 on the H200) over 303 and 1031 chunks (1031: three
+// states for some of the merge's threads); each run asserts by split_plain_launch_count that the compact kernels
+// served. Under memcheck (small mode) it checks that no prefetch reaches past a row. (one12's H200 run of f219827 ran
+// it, full size and under memcheck, with the normalising kernel prefetching as well, a lever since removed.)
 TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
   SplitRowTuningGuard guard;
   struct AheadGuard {
-    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), norm = cuda::kernels::split_row_norm_l2_ahead(),
-        merge = cuda::kernels::split_row_merge_preload();
+    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), merge = cuda::kernels::split_row_merge_preload();
     ~AheadGuard() {
       cuda::kernels::split_row_chunk_l2_ahead() = chunk;
-      cuda::kernels::split_row_norm_l2_ahead() = norm;
       cuda::kernels::split_row_merge_preload() = merge;
     }
   } ahead_guard;
+  EXPECT_EQ(ahead_guard.chunk, 132) << "the library's distance (kSplitChunkL2Ahead)";
+  EXPECT_EQ(ahead_guard.merge, 1) << "the library's merge preloads";
   struct Setting {
     std::int64_t rows, n;
-    int chunk, norm;
+    int chunk;
   };
-  std::vector<Setting> settings = {{5, 12288 * 4 + 77, 1, 1}, {5, 12288 * 4 + 77, 3, 7}, {1, 151936, 1, 1},
-                                   {3, 12288 * 100 + 77, -1, -1}, {1, 12288 * 1030 + 5, -1, -1}};
-  if (small_mode()) settings = {{5, 12288 * 2 + 77, 1, 1}, {3, 12288 * 3 + 5, 2, 3}};
+  std::vector<Setting> settings = {{5, 12288 * 4 + 77, 1},    {5, 12288 * 4 + 77, 3}, {1, 151936, 1},
+                                   {3, 12288 * 100 + 77, -1}, {3, 12288 * 100 + 77, 132}, {1, 12288 * 1030 + 5, 132}};
+  if (small_mode()) settings = {{5, 12288 * 2 + 77, 1}, {3, 12288 * 3 + 5, 2}};
   std::uint64_t seed = 12300;
   for (const Setting& st : settings) {
     for (DType t : {DType::f32, DType::bf16}) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
         const std::int64_t rows = st.rows, n = st.n;
-        Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + " ahead " + std::to_string(st.chunk) +
-                                 "/" + std::to_string(st.norm),
+        Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + " ahead " + std::to_string(st.chunk),
                              op, t, is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
         const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
         c.in.strides = {pitch, 1};
@@ -545,13 +544,11 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
         tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
         const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
         cuda::kernels::split_row_chunk_l2_ahead() = 0;
-        cuda::kernels::split_row_norm_l2_ahead() = 0;
         cuda::kernels::split_row_merge_preload() = 0;
         std::uint64_t count = cuda::kernels::split_plain_launch_count();
         const Result before = run_checked(c, SoftmaxPath::split_row);
         EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
         cuda::kernels::split_row_chunk_l2_ahead() = st.chunk;
-        cuda::kernels::split_row_norm_l2_ahead() = st.norm;
         cuda::kernels::split_row_merge_preload() = 1;
         count = cuda::kernels::split_plain_launch_count();
         const Result with = run_checked(c, SoftmaxPath::split_row);

@@ -26,9 +26,8 @@
 #include "softmaxkit/cuda/runtime.hpp"
 
 namespace smk::cuda::kernels {
-int& split_row_chunk_l2_ahead();  // one12: split_row.cu, the L2 prefetch distances (tune_softmax --one12)
-int& split_row_norm_l2_ahead();
-int& split_row_merge_preload();
+int& split_row_chunk_l2_ahead();  // one12: split_row.cu, the chunk kernel's L2 prefetch distance (tune_softmax --one12)
+int& split_row_merge_preload();    // one12: the merge kernel's preloading
 }  // namespace smk::cuda::kernels
 
 namespace {
@@ -870,20 +869,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--one12") == 0) {
-    // one12 (session 12, docs/perf-notebook.md "one12"): split_row as the dispatcher calls it, its compact chunk and
-    // normalising kernels prefetching into L2 the chunk of the next wave (split_row.cu l2_ahead: > 0 chunks, -w waves
-    // of resident blocks) and its merge kernel loading its states before merging, beside the kernels without (the
-    // library's before one12), timed first and last; the same values either way. Forward ops at the few-row shapes and 256x151936; 4096x151936 logsumexp (the one op
+    // one12 (session 12, docs/perf-notebook.md "one12"): split_row as the dispatcher calls it, the library's (its
+    // compact chunk kernel prefetching into L2 the chunk 132 indices on, its merge kernel loading its states before
+    // merging) beside the kernels before one12 (distance 0, no preloading; timed first and last) and each lever alone;
+    // the same values either way. Forward ops at the few-row shapes and 256x151936; 4096x151936 logsumexp (the one op
     // there the three kernels serve); the backward ops once (not on these kernels: a record of where they stand).
+    // The run of f219827 also timed two waves ahead and the normalising kernel prefetching (removed since).
     struct V12 {
       const char* name;
-      int chunk, norm, merge;
+      int chunk, merge;
     };
-    const std::vector<V12> vs = {{"none (before)", 0, 0, 0},       {"chunk 1w", -1, 0, 0},
-                                 {"chunk 2w", -2, 0, 0},           {"chunk 132", 132, 0, 0},
-                                 {"norm 1w", 0, -1, 0},            {"merge preload", 0, 0, 1},
-                                 {"chunk 1w norm 1w", -1, -1, 0},  {"c1w n1w merge", -1, -1, 1},
-                                 {"c2w n1w merge", -2, -1, 1},     {"none (before)", 0, 0, 0}};
+    const std::vector<V12> vs = {{"none (before)", 0, 0}, {"chunk 1w", -1, 0},      {"chunk 132", 132, 0},
+                                 {"merge preload", 0, 1}, {"default (132 + preload)", 132, 1}, {"none (before)", 0, 0}};
     const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
     auto time12 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps12, bool all) {
       char shape[64];
@@ -895,12 +892,10 @@ int main(int argc, char** argv) {
           const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
                                static_cast<double>(smk::dtype_size(t)) * (bwd ? 3 : writes_rows(op) ? 2 : 1);
           for (const V12& v : vs) {
-            if (!all && (v.chunk != 0 || v.merge != 0)) break;  // the library's only
-            if (!writes_rows(op) && v.norm != 0) continue;  // logsumexp: no normalising pass
+            if (!all && (v.chunk != 0 || v.merge != 0)) break;  // the kernels before only
             split_row_tuning() = {};
             row_loop_tuning() = {};  // the library's row-loop rule, as the dispatcher runs split_row
             split_row_chunk_l2_ahead() = v.chunk;
-            split_row_norm_l2_ahead() = v.norm;
             split_row_merge_preload() = v.merge;
             const double us = median_us(b, reps12, [&](int i) {
               if (bwd) launch_backward_split_rows(backward_problem(op, rows, n, t, b, i), nullptr);
@@ -911,18 +906,16 @@ int main(int argc, char** argv) {
         }
         free_buffers(b);
       }
-      split_row_chunk_l2_ahead() = 0;
-      split_row_norm_l2_ahead() = 0;
-      split_row_merge_preload() = 0;
+      split_row_chunk_l2_ahead() = 132;  // the library's
+      split_row_merge_preload() = 1;
     };
     if (argc > 2 && std::strcmp(argv[2], "ncu") == 0) {
-      // One softmax launch at 1x16777216 a setting and dtype, for Nsight Compute (before f32, bf16; then with all).
-      for (const auto& [chunk, norm] : {std::pair<int, int>{0, 0}, {-1, -1}}) {
+      // One softmax launch at 1x16777216 a setting and dtype, for Nsight Compute (before: f32, bf16; the library's).
+      for (const auto& [chunk, merge] : {std::pair<int, int>{0, 0}, {132, 1}}) {
         for (DType t : both) {
           Buffers b = make_buffers(1, 16777216, t);
           split_row_chunk_l2_ahead() = chunk;
-          split_row_norm_l2_ahead() = norm;
-          split_row_merge_preload() = chunk != 0 ? 1 : 0;
+          split_row_merge_preload() = merge;
           launch_split_rows(problem(Op::softmax, 1, 16777216, t, b, 0), nullptr);
           SMK_CUDA_CHECK(cudaDeviceSynchronize());
           free_buffers(b);
