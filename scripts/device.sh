@@ -11,7 +11,7 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12 pfx12
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12 pfx12 ce12
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -689,6 +689,79 @@ if want ce11; then
   fi
   end_carried
 fi
+# ce12 (session 12, issue 5): the row loop with its first steps staged in shared memory (row_loop.cuh kStaged) beside
+# HEAD's build, and review F21 (the one-read kernel's bits before and after its row formulas moved to common.cuh).
+# Binaries built off the device for sm_90a (build/ce12-bin.tar.xz: bin/ tune_cross_entropy (new), tune_old (the
+# build before, 775cf6d's cross-entropy), test_cuda_cross_entropy, libsmk_lce_capi.so, ce_dump_old (e44d455's
+# cross-entropy objects), ce_dump_new; lib/). Parts (SMK_CE12_PARTS, default all, in this order): tune (old and new
+# alternating at bf16 / f32 4096x151936, twice, then 8192x32000, 1024x262144, 256x151936 once each; old: forward,
+# fused/one and loop/b2, whose choice by ce11's rule is old's dispatcher; new: forward, fused, fused/one, loop/s0,
+# loop/s3, loop/b1s6), torch
+# (compare_torch_ce.py on the issue's shapes, the new build's rows with the old's as old:*), then side by side: the
+# row-loop and fused GPU tests in 6 shards at full size, memcheck (small) on the staged and row-loop tests, F21 (old
+# writes its outputs, new compares them byte for byte), vs_torch_ce.py. Caps: SMK_CE12_TUNE_S (30), SMK_CE12_TORCH_S
+# (25), SMK_CE12_BG_S (30). Back: ce12-summary.txt, ce12-tune.txt, ce12-torch.txt, ce12x-f21.txt, ce12-logs.tgz.
+if want ce12; then
+  carried ce12 build/ce12-bin.tar.xz
+  c12=$bin/bin
+  c12_part() { [[ " ${SMK_CE12_PARTS:-tune torch bg} " == *" $1 "* ]]; }
+  if c12_part tune; then
+    c12_tune() {
+      local v='forward$,fused$,fused/one$,loop/s0,loop/s3,loop/b1s6' k
+      for k in 1 2; do
+        stdbuf -oL "$c12/tune_old" --reps 7 --dtypes bf16,f32 --only forward,fused/one,loop/b2 --shapes 4096x151936 \
+          --json "$OUT/ce12_old$k.json" || return 1
+        stdbuf -oL "$c12/tune_cross_entropy" --reps 7 --dtypes bf16,f32 --only "$v" --shapes 4096x151936 \
+          --json "$OUT/ce12_new$k.json" || return 1
+      done
+      stdbuf -oL "$c12/tune_cross_entropy" --reps 9 --dtypes bf16,f32 --only "$v" \
+        --shapes 8192x32000,1024x262144,256x151936 --json "$OUT/ce12_new3.json" || return 1
+      stdbuf -oL "$c12/tune_old" --reps 9 --dtypes bf16,f32 --only forward,fused/one,loop/b2 \
+        --shapes 8192x32000,1024x262144,256x151936 \
+        --json "$OUT/ce12_old3.json"
+    }
+    run_step ce12-tune timeout "${SMK_CE12_TUNE_S:-30}" bash -c "$(declare -f c12_tune); c12=$c12 OUT=$OUT c12_tune"
+    keep_logs ce12
+  fi
+  if c12_part torch; then
+    c12_merge() {  # the issue's shapes: new rows (sample 2 at 151936) and old rows, for compare_torch_ce.py
+      python3 - "$OUT" <<'PY'
+import json, sys
+o = sys.argv[1]
+def rows(names):
+    out = []
+    for n in names:
+        try:
+            out += [r for r in json.load(open(f"{o}/{n}")) if (r["rows"], r["cols"]) in ((4096, 151936), (8192, 32000))]
+        except (OSError, ValueError):
+            pass
+    return out
+json.dump(rows(["ce12_new2.json", "ce12_new3.json"]), open(f"{o}/ce12_new_issue.json", "w"))
+json.dump(rows(["ce12_old2.json", "ce12_old3.json"]), open(f"{o}/ce12_old_issue.json", "w"))
+PY
+      python3 scripts/compare_torch_ce.py --tune-json "$OUT/ce12_new_issue.json" --old-tune-json "$OUT/ce12_old_issue.json" \
+        --out "$OUT"
+    }
+    run_step ce12-torch timeout "${SMK_CE12_TORCH_S:-25}" bash -c "$(declare -f c12_merge); OUT=$OUT c12_merge"
+    keep_logs ce12
+  fi
+  if c12_part bg; then
+    c12_t=${SMK_CE12_BG_S:-30}
+    for k in 0 1 2 3 4 5; do
+      bg_step "ce12x-test$k" timeout "$c12_t" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$k "$c12/test_cuda_cross_entropy" \
+        --gtest_filter='CrossEntropyGpuRowLoop.*:CrossEntropyGpuFused.*'
+    done
+    bg_step ce12x-memcheck timeout "$c12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$c12/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.InPlace*:CrossEntropyGpuRowLoop.BadTargets*'
+    bg_step ce12x-f21 timeout "$c12_t" bash -c "'$c12/ce_dump_old' --write /tmp/ce12_f21.bin && '$c12/ce_dump_new' --compare /tmp/ce12_f21.bin"
+    bg_step ce12x-acc timeout "$c12_t" python3 scripts/vs_torch_ce.py --lib "$c12/libsmk_lce_capi.so" --out "$OUT"
+    bg_tally
+    keep_logs ce12
+    cp "$OUT/ce12x-f21.log" "$outer/ce12x-f21.txt" 2>/dev/null
+  fi
+  end_carried
+fi
 # lse10 (session 10, issue 3: logsumexp and the state at the read bandwidth): lse_stream.cu's kernels beside the
 # dispatcher's before (tune_softmax --lse10), then their tests, memcheck and Nsight Compute. Binaries built off the device
 # for sm_90a (build/lse10-bin.tar.xz: bin/ tune_softmax, test_cuda_block_row, test_cuda_softmax; lib/). In order, each
@@ -1166,6 +1239,9 @@ fi
 # (build/one12-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_row_loop,test_cuda_grid_row}).
 # Caps: SMK_O12_TUNE_S (22 s), SMK_O12_TEST_S (25), SMK_O12_NCU_S (12; 0 skips it).
 # Back: one12-tune.txt, one12-summary.txt, one12-ncu.txt, one12-logs.tgz.
+# Its run of f219827 (2026-11-30 19:20 UTC, cold, 33.5 s, caps 16 / 18 / 9): the timing 8 s, Nsight Compute 5 s;
+# the tests' 18 s cut six of the nine shards (docs/perf-notebook.md "one12" lists what passed); give them ≥ 60 s.
+# Since then tune_softmax --one12 [ncu] times the shipped levers (132 chunks ahead, the merge preloading).
 if want one12; then
   carried one12 build/one12-bin.tar.xz
   o12=$bin

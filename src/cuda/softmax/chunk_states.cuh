@@ -4,6 +4,8 @@
 // (softmax_cuda.cpp) while a row's result stays the same alone or in a batch: the chunking (kSplitChunk elements,
 // kSplitThreads threads × kBlockElems registers, RowTile's element-to-thread map) and both reduction trees depend
 // on n alone, never on the number of rows, the grid or which kernel ran them.
+// one12 (session 12): prefetch_chunk_l2, the chunk kernel's L2 prefetch of a later chunk (no value changes; split_row.cu
+// kSplitChunkL2Ahead has what it measured).
 #pragma once
 
 #include <cstring>

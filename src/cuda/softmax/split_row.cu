@@ -82,6 +82,18 @@
 // chunk kernel issuing its next chunk's loads before reducing the current one (one block an SM: slower everywhere,
 // 1×16M f32 softmax 83.6, 4096×151936 f32 logsumexp 702 → 993). 1×16M is still ~1.9 / 1.4 TB/s (target 3): the
 // chunk pass reads at 1.94 (f32) / 1.05 (bf16) TB/s.
+// one12 (session 12): the compact chunk kernel prefetches into L2 (one bulk prefetch a block, after its own loads)
+// the chunk 132 indices on, the one a block of the next wave reads (kSplitChunkL2Ahead), and the merge kernel loads a
+// thread's states before merging them (merge_chunk_states_preloaded); same values and order, same bits. H200,
+// 2026-11-30, one12's run of f219827 (tune_softmax --one12, µs, the kernels before timed first / last → 132 chunks
+// ahead): 1×16777216 f32 softmax 68.96 / 68.29 → 65.63 (2.05 TB/s), log-softmax 65.70 / 65.95 → 64.13, logsumexp
+// 32.29 / 32.26 → 31.39 (preloading alone 31.26); bf16 softmax 48.64 / 44.16 → 46.69, logsumexp 29.57 / 29.70 →
+// 29.15 (preloading alone 28.80); 4×4194304 f32 softmax 67.97 / 67.58 → 65.15; 4096×151936 f32 logsumexp 700.6 /
+// 701.0 → 674.9 (3.69 TB/s of read); the pair as shipped was not timed together. Nsight Compute (one launch, caches
+// flushed): the chunk kernel's L2 hit rate 1 → 29-31 % but its time only 25.4 → 24.8 µs (f32) / 19.4 → 19.1 (bf16),
+// SM throughput 53-55 %, DRAM 37-58 %: it is bound neither by DRAM nor by issue but by each block's chain of loads,
+// then reductions and barriers, in lockstep across a wave (chunk_states_plain_kernel has the count). 3 TB/s at 1×16M
+// (f32 softmax ≤ 44.7 µs, bf16 ≤ 22.4) is not reached.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
