@@ -87,6 +87,9 @@ struct FusedTuning {
   int row_loop = -1;
   int loop_blocks = 0;
   int loop_hints = -1;
+  // ce12: the row loop's steps kept in shared memory (row_loop.cuh kStaged; −1: fused.cu loop_stage_steps, 0 none,
+  // up to 6; the same bits whatever the value).
+  int loop_stage = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -96,6 +99,7 @@ struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
   bool pdl = false;
   bool row_loop = false;  // the row loop (row_loop.cuh) ran: cluster 1, `resident` its blocks an SM × SMs
+  int loop_stage = 0;     // its steps staged in shared memory (ce12)
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -151,6 +151,20 @@ constexpr std::int64_t kFusedAutoMaxCols = 5 * kWideBlockCols;  // 163840
 // at 151936 and 262144), f16 (it shares bf16's code path: the same loads, the same 16-bit tier).
 constexpr std::int64_t kRowLoop16MinCols = 65537;
 constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
+// The row loop's staged steps (ce12, row_loop.cuh kStaged): the first steps of a row (32 KB each: 16384 16-bit logits
+// or 8192 f32) kept in shared memory through pass 2, so they are read once. Three steps (96 KB a block) keep two
+// blocks an SM; up to kLoopMaxStageSteps (192 KB, one block an SM) for tuning.
+// Count (ce12, before the run): bf16 4096×151936 has 9 whole steps of 9.3: 3 staged = 49152 of 151936 logits
+// (32 %) not re-read, (2 + 0.68)·n = 2.68n bytes against 3n: at the row loop's measured 4.11-4.14 TB/s ≈ 810 µs
+// (905 before), 72 % of the 2n bound; f32 3 of 18.5 steps (16 %): ≈ 1710 (1803; the one-read kernel 1729).
+// Predicted below the issue's 85 % (690 µs at bf16): the rest of the second read stays.
+constexpr int kLoopMaxStageSteps = 6;
+constexpr int kLoopStage16 = 3;
+constexpr int kLoopStageF32 = 3;
+int loop_stage_steps(std::size_t in_size, std::int64_t classes) {
+  (void)classes;
+  return in_size == 2 ? kLoopStage16 : kLoopStageF32;
+}
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
 template <typename In>
@@ -557,21 +571,32 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
 // The row loop (row_loop.cuh) on a persistent grid: its blocks an SM (tuning, or the kernel's occupancy) × SMs, never
 // more than the rows. A programmatic dependent of the scan where kFusedPdl (tuning's pdl overrides), as the
 // single-block one-read launch. False when the kernel cannot be resident here (the caller takes another path).
+// With staged steps (ce12: loop_stage_steps, or tuning's loop_stage) and rows of 16-byte vectors, the staged kernel
+// (the same bits) with stage_steps · kLoopStepBytes of dynamic shared memory a block; else the plain one.
 template <typename In, typename Out>
 bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
-  const auto kernel = ce_row_loop_kernel<In, Out>;
+  const int stage_steps = f.loop_vec_in ? (g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
+                                                                    : loop_stage_steps(sizeof(In), a.classes))
+                                        : 0;
+  const auto kernel = stage_steps > 0 ? ce_row_loop_kernel<In, Out, true> : ce_row_loop_kernel<In, Out, false>;
+  const std::size_t smem = static_cast<std::size_t>(stage_steps) * kLoopStepBytes;
+  if (stage_steps > 0) {
+    static kernels::DeviceOnce attrs;
+    kernel_attrs(attrs, kernel, std::size_t{kLoopMaxStageSteps} * kLoopStepBytes);
+  }
   const int per_sm =
-      g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, 0);
+      g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, smem);
   if (per_sm <= 0) return false;
   const std::int64_t resident = std::int64_t{per_sm} * kernels::device_facts().sm_count;
   const std::int64_t grid = std::max<std::int64_t>(1, std::min(a.rows, resident));
   const bool pdl = g_tuning.pdl >= 0 ? g_tuning.pdl > 0 : kFusedPdl;
   cudaLaunchAttribute at[2];
-  cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, 0, pdl, s);
+  cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, smem, pdl, s);
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
-  g_last_launch = FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true};
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints));
+  g_last_launch =
+      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps};
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps));
   return true;
 }
 

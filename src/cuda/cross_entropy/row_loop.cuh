@@ -162,18 +162,68 @@ __device__ __forceinline__ void loop_store(Out* row, const float (&x)[U * LoopVe
   }
 }
 
+// The staged variant (ce12, session 12; kStaged below): a step's U vectors of thread g kept in shared memory, at
+// slot (s·U + u)·T + g of the block's stage (consecutive threads, consecutive 16 bytes: no bank conflicts), so pass 2
+// takes them from there instead of reading them again. One step is kLoopStepBytes (32 KB) whatever the dtype.
+constexpr int kLoopStepBytes = kLoopThreads * kLoopUnroll * 16;
+// Staged step s of pass 1: thread g's U whole vectors loaded (evict-first where `hints`: the stage is their only
+// re-read, so they need not stay in L2), kept at their stage slots, and converted as loop_load converts them (the same
+// values in the same registers: the same bits).
+template <typename In, int U>
+__device__ __forceinline__ void stage_load(float (&x)[U * LoopVec<In>::V], LoopVec<In>* slot, const In* row, int s,
+                                           int g, int T, int hints) {
+  constexpr int V = LoopVec<In>::V;
+  const auto* pv = reinterpret_cast<const LoopVec<In>*>(row) + s * U * T + g;
+  LoopVec<In> w[U];
+  if (hints) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) w[u] = kernels::load_vec<kernels::kLoadEvictFirst>(pv + u * T);
+  } else {
+#pragma unroll
+    for (int u = 0; u < U; ++u) w[u] = kernels::load_vec<kernels::kLoadPlain>(pv + u * T);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) slot[u * T + g] = w[u];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
+}
+// Staged step s of pass 2: the same vectors back from the stage (written by this thread in pass 1: no barrier).
+template <typename In, int U>
+__device__ __forceinline__ void stage_read(float (&x)[U * LoopVec<In>::V], const LoopVec<In>* slot, int g, int T) {
+  constexpr int V = LoopVec<In>::V;
+  LoopVec<In> w[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) w[u] = slot[u * T + g];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
+}
+
 // The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
 // pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
-template <typename In, typename Out>
+// kStaged (ce12): the row's first min(stage_steps, whole steps) steps are also kept in the block's dynamic shared
+// memory (stage_steps · kLoopStepBytes, sized by the launch) and pass 2 takes them from there: (2 + (C − K)/C)·n bytes
+// for K staged logits a row instead of 3n. Only for 16-byte vector rows (f.loop_vec_in; the launch checks). The
+// values, their registers and every sum are the unstaged kernel's, so are the bits (tested: StagedSameBits).
+template <typename In, typename Out, bool kStaged = false>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
-                                                                      const Totals* totals, int hints) {
+                                                                      const Totals* totals, int hints,
+                                                                      int stage_steps) {
   constexpr int T = kLoopThreads, U = kLoopUnroll, V = LoopVec<In>::V, C = U * V, kWarps = T / 32;
   constexpr float kPad = -detail::inf_<float>();  // past the row's end: nothing to a max or a sum of exponentials
   __shared__ RowPart warp_part[2][kWarps];  // by row parity: rewritten two rows later, behind the next row's barrier
   __shared__ float zt_slot[2];
+  extern __shared__ __align__(16) unsigned char loop_stage_bytes[];  // kStaged: stage_steps · kLoopStepBytes
+  auto* const stage = reinterpret_cast<LoopVec<In>*>(loop_stage_bytes);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n = static_cast<int>(a.classes);
   const int nv = (n + V - 1) / V, per_step = U * T, steps = (nv + per_step - 1) / per_step;
+  // The staged steps: the first ones, each of whole vectors only (a function of C and the launch's stage_steps).
+  int staged = 0;
+  if constexpr (kStaged) staged = f.loop_vec_in ? min(stage_steps, (n / V) / per_step) : 0;
 
   kernels::pdl_wait();  // the scan's totals (a plain launch: at once)
   kernels::pdl_launch_dependents();
@@ -214,7 +264,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     float sm = 0, zt_mine = -detail::inf_<float>();
     for (int s = 0; s < steps; ++s) {
       float x[C];
-      if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
+      else if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (smoothing) {  // Σ w_c (z_c − r) over this thread's logits, the target's included (r: the row's first logit)
         const int k0 = s * per_step + tid;
@@ -282,7 +333,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     const bool weighted = smoothing && a.weights;
     for (int s = steps - 1; s >= 0; --s) {
       float x[C];
-      if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
+      else if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (weighted) {
         const int k0 = s * per_step + tid;

@@ -1447,6 +1447,104 @@ TEST(CrossEntropyGpuRowLoop, SameBitsAtEveryGridHintAndBatch) {
     }
 }
 
+// The staged row loop (ce12; row_loop.cuh kStaged, FusedTuning::loop_stage): the row's first whole steps kept in
+// shared memory and taken from there by pass 2 give the unstaged kernel's bits, since the values, their registers and
+// every sum are the same. Checked bitwise against loop_stage 0 (ce11's kernel) at 3 steps (two blocks an SM), 6 steps
+// (one block an SM) and the default, under the mean and none, with label smoothing, z-loss and class weights on, rows
+// in place too (the stage holds the logits that pass 2 overwrites), and the launch record's staged steps; the staged
+// launch's single rows against its batch (batch invariance), and check_case against float64. The widths give 0, 1, 2
+// and 9 whole steps (a step is 512 threads × 4 vectors: 16384 16-bit logits, 8192 f32), with a ragged last step.
+// Rows that are not 16-byte vectors (an odd column offset) take the unstaged kernel (record 0) with the same bits.
+TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C, rows;
+    bool in_place;
+  };
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 140, true}, {DType::f32, DType::f32, 100000, 140, false},
+                               {DType::f16, DType::f32, 40000, 300, false},   {DType::bf16, DType::bf16, 30001, 300, false},
+                               {DType::f32, DType::f32, 16385, 300, true},    {DType::bf16, DType::bf16, 8000, 300, false}};
+  if (small_mode())
+    shapes = {{DType::bf16, DType::bf16, 40000, 12, true}, {DType::f32, DType::f32, 20000, 12, false},
+              {DType::f16, DType::f32, 16390, 12, false}};
+  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
+    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
+    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
+                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
+      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
+      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
+    }
+  };
+  auto launch = [](int blocks, int stage, const CeCase& cc, int want_stage, const std::string& what) {
+    ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_blocks = blocks;
+    t.loop_stage = stage;
+    ce::set_fused_tuning(t);
+    ce::set_last_fused_launch({});
+    GpuOut o = run_gpu(cc, true);
+    const ce::FusedLaunch fl = ce::last_fused_launch();
+    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+    if (want_stage >= 0) {
+      EXPECT_EQ(fl.loop_stage, want_stage) << cc.name << ", " << what;
+    }
+    ce::set_fused_tuning({});
+    return o;
+  };
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::mean, Reduction::none}) {
+      CeCase c = random_case("staged", sh.dt, sh.rows, sh.C, 907 + sh.C, red);
+      c.grad_dtype = sh.grad;
+      c.in_place = sh.in_place && sh.grad == sh.dt;
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.t[1] = -100;  // an ignored row (ignore_index's default): its gradient row 0 in both kernels
+      c.name = std::string("staged, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(sh.C) + (red == Reduction::mean ? ", mean" : ", none") + (c.in_place ? ", in place" : "");
+      const GpuOut base = launch(0, 0, c, 0, "unstaged");
+      ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+      const GpuOut staged = launch(0, 3, c, 3, "3 steps");
+      same_bits(staged, base, c.name + ", 3 steps");
+      same_bits(launch(1, 6, c, 6, "6 steps"), base, c.name + ", 6 steps, 1 block an SM");
+      same_bits(launch(0, -1, c, -1, "default"), base, c.name + ", the default's staging");
+      for (std::int64_t r : {std::int64_t{0}, sh.rows - 1}) {
+        CeCase one = c;
+        one.rows = 1;
+        one.x.assign(c.x.begin() + r * sh.C, c.x.begin() + (r + 1) * sh.C);
+        one.t = {c.t[r]};
+        one.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[r]} : c.grad_loss;
+        const GpuOut o = launch(0, 3, one, 3, "one row");
+        ASSERT_TRUE(o.error.empty()) << o.error;
+        EXPECT_EQ(o.lse[0], staged.lse[r]) << c.name << ", row " << r;
+        if (red == Reduction::none) {
+          EXPECT_EQ(o.loss[0], staged.loss[r]) << c.name << ", row " << r;
+          EXPECT_EQ(std::memcmp(o.grad.data(), staged.grad.data() + r * sh.C, sh.C * 8), 0) << c.name << ", row " << r;
+        }
+      }
+      {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        t.loop_stage = 3;
+        ce::set_fused_tuning(t);
+        check_case(c);
+        ce::set_fused_tuning({});
+      }
+    }
+  // Not 16-byte vectors (the logits one element off their aligned base): the unstaged kernel, the same bits as the
+  // aligned rows' staged call.
+  const std::int64_t C = small_mode() ? 40000 : 151936;
+  CeCase c = random_case("staged, unaligned", DType::bf16, 6, C, 991, Reduction::none);
+  const GpuOut aligned = launch(0, 3, c, 3, "aligned");
+  c.offset = 1;
+  c.row_stride = C + 1;
+  same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
+}
+
 // The dispatcher takes the row loop exactly where its rule says so, and the one-read kernel (or the two calls)
 // elsewhere. The rule is written here as stated (fused.cu, ce11's run of e711d37), not through the code's own
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).

@@ -20,6 +20,9 @@
 //   loop/b2        (ce11) the row loop (row_loop.cuh) at any width, two blocks an SM (its occupancy), cache hints on
 //   loop/b1        the same at one block an SM (half the rows in flight: more of pass 2 from L2)
 //   loop/nohint    loop/b2 with plain loads and stores
+//   loop/s0        (ce12) the row loop at two blocks an SM without staged steps (ce11's kernel, as loop/b2 before ce12)
+//   loop/s3        the row loop with its first 3 steps (96 KB a block) kept in shared memory, two blocks an SM
+//   loop/b1s6      the same with 6 steps (192 KB) at one block an SM
 // (fused, the dispatcher's choice, takes the row loop where fused.cu row_loop_rule says so since ce11.)
 // Every one-read variant's line ends with its launch (fused.cu last_fused_launch): blocks a cluster, threads a block,
 // clusters resident at once, and the grid's blocks.
@@ -32,7 +35,8 @@
 // once (2n of the dtype); % is of the H200's measured copy ceiling, 4.27 TB/s (docs/ANCHORS).
 //   tune_cross_entropy [--reps N] [--json FILE] [--narrow] [--only PREFIX,...] [--dtypes bf16,f16,f32]
 //                      [--shapes RxC,...] [--clusters N,...]
-//   (--only: the variants whose names start with one of the prefixes; --dtypes default bf16,f32; --shapes default
+//   (--only: the variants whose names start with one of the prefixes, or exactly NAME for NAME$ (ce12); --dtypes
+//   default bf16,f32; --shapes default
 //   the four below)
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -192,17 +196,21 @@ int main(int argc, char** argv) {
       // ce11: the one-read kernel where it holds the row (else the two calls), never the row loop: the dispatcher
       // before ce11; and the row loop (row_loop.cuh) at two blocks an SM (its occupancy), at one, and without its
       // cache hints.
-      auto loop_tuning = [](int row_loop, int blocks, int hints) {
+      auto loop_tuning = [](int row_loop, int blocks, int hints, int stage = -1) {
         smk::cuda::ce::FusedTuning t;
         t.row_loop = row_loop;
         t.loop_blocks = blocks;
         t.loop_hints = hints;
+        t.loop_stage = stage;
         return t;
       };
       tuned("fused/one", loop_tuning(0, 0, -1));
       tuned("loop/b2", loop_tuning(1, 0, -1));
       tuned("loop/b1", loop_tuning(1, 1, -1));
       tuned("loop/nohint", loop_tuning(1, 0, 0));
+      tuned("loop/s0", loop_tuning(1, 0, -1, 0));
+      tuned("loop/s3", loop_tuning(1, 0, -1, 3));
+      tuned("loop/b1s6", loop_tuning(1, 1, -1, 6));
       for (std::size_t at = 0; at < cluster_list.size();) {  // --clusters: wide clusters, the dispatcher's staging
         const std::size_t end = std::min(cluster_list.find(',', at), cluster_list.size());
         const int c = std::atoi(cluster_list.substr(at, end - at).c_str());
@@ -217,7 +225,8 @@ int main(int argc, char** argv) {
         for (std::size_t at = 0; at <= only.size() && !picked;) {  // --only: a comma-separated list of prefixes
           const std::size_t end = std::min(only.find(',', at), only.size());
           const std::string prefix = only.substr(at, end - at);
-          picked = !prefix.empty() && v.name.rfind(prefix, 0) == 0;
+          if (prefix.size() > 1 && prefix.back() == '$') picked = v.name == prefix.substr(0, prefix.size() - 1);  // exact
+          else picked = !prefix.empty() && v.name.rfind(prefix, 0) == 0;
           at = end + 1;
         }
         if (!picked) continue;
@@ -251,17 +260,19 @@ int main(int argc, char** argv) {
         smk::cuda::ce::set_last_fused_launch(none);
         char launch[160] = "";
         if (fl.cluster > 0)
-          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s%s", fl.cluster, fl.threads, fl.resident,
-                        fl.grid, fl.pdl ? " pdl" : "", fl.row_loop ? " row-loop" : "");
+          std::snprintf(launch, sizeof launch, "  c%d t%d resident %d grid %d%s%s s%d", fl.cluster, fl.threads,
+                        fl.resident, fl.grid, fl.pdl ? " pdl" : "", fl.row_loop ? " row-loop" : "", fl.loop_stage);
         std::printf("%-6s %-14s %-12s %10.1f %9.0f %6.1f%%  [%.1f-%.1f]%s\n", smk::dtype_name(dt), shape.c_str(),
                     v.name.c_str(), us, gbps, 100.0 * gbps / (v.read_only ? kReadGBps : kCopyGBps),
                     1000.0 * ms.front(), 1000.0 * ms.back(), launch);
         char line[320];
         std::snprintf(line, sizeof line,
                       "  {\"dtype\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"variant\": \"%s\", \"median_us\": %.2f, "
-                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d, \"row_loop\": %d},\n",
+                      "\"cluster\": %d, \"threads\": %d, \"resident\": %d, \"grid\": %d, \"pdl\": %d, \"row_loop\": %d, "
+                      "\"loop_stage\": %d},\n",
                       smk::dtype_name(dt), static_cast<long long>(sh.rows), static_cast<long long>(sh.cols),
-                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0, fl.row_loop ? 1 : 0);
+                      v.name.c_str(), us, fl.cluster, fl.threads, fl.resident, fl.grid, fl.pdl ? 1 : 0, fl.row_loop ? 1 : 0,
+                      fl.loop_stage);
         out += line;
       }
       cudaEventDestroy(e0);
