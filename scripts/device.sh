@@ -690,21 +690,23 @@ if want ce11; then
   end_carried
 fi
 # ce12 (session 12, issue 5): the row loop with its first steps staged in shared memory (row_loop.cuh kStaged) beside
-# HEAD's build, and review F21 (the one-read kernel's bits before and after its row formulas moved to common.cuh).
-# Binaries built off the device for sm_90a (build/ce12-bin.tar.xz: bin/ tune_cross_entropy (new), tune_old (the
-# build before, 775cf6d's cross-entropy), test_cuda_cross_entropy, libsmk_lce_capi.so, ce_dump_old (e44d455's
-# cross-entropy objects), ce_dump_new; lib/). Parts (SMK_CE12_PARTS, default all, in this order): tune (old and new
-# alternating at bf16 / f32 4096x151936, twice, then 8192x32000, 1024x262144, 256x151936 once each; old: forward,
-# fused/one and loop/b2, whose choice by ce11's rule is old's dispatcher; new: forward, fused, fused/one, loop/s0,
-# loop/s3, loop/b1s6), torch
-# (compare_torch_ce.py on the issue's shapes, the new build's rows with the old's as old:*), then side by side: the
-# row-loop and fused GPU tests in 6 shards at full size, memcheck (small) on the staged and row-loop tests, F21 (old
-# writes its outputs, new compares them byte for byte), vs_torch_ce.py. Caps: SMK_CE12_TUNE_S (30), SMK_CE12_TORCH_S
-# (25), SMK_CE12_BG_S (30). Back: ce12-summary.txt, ce12-tune.txt, ce12-torch.txt, ce12x-f21.txt, ce12-logs.tgz.
+# the build before, and review F21 (the one-read kernel's bits before and after its row formulas moved to common.cuh).
+# Binaries built off the device for sm_90a (build/ce12-bin.tar.xz, bin/: libsmk_lce_capi.so (da49fbb's library, with
+# the C entry point), tune_cross_entropy and ce_dump_new linked to it; libsmk_head.so (the same with 775cf6d's
+# fused.cu.o) and tune_old (775cf6d's tune) on it; libsmk_old.so (e44d455's cross-entropy objects) and ce_dump_old on
+# it; test_cuda_cross_entropy). Parts (SMK_CE12_PARTS, default all, in this order; each starts only while the step is
+# younger than SMK_CE12_DEADLINE_S, default 40 s): tune (old and new alternating at bf16 / f32 4096x151936, twice;
+# new at 8192x32000, 1024x262144, 256x151936; old: forward, fused/one, loop/b2, whose choice by ce11's rule is the old
+# dispatcher; new: forward, fused, fused/one, loop/s0, loop/s3, loop/b1s6); bg, side by side: the row-loop and fused
+# GPU tests in 6 shards at full size, memcheck (small) on the staged and row-loop tests, F21 (old writes its outputs,
+# new compares them byte for byte), vs_torch_ce.py; torch (compare_torch_ce.py on the issue's shapes, new rows with
+# old:* beside). Caps: SMK_CE12_TUNE_S (18), SMK_CE12_BG_S (20), SMK_CE12_TORCH_S (14). Back: ce12-summary.txt,
+# ce12-tune.txt, ce12-torch.txt, ce12x-f21.txt, ce12-logs.tgz.
 if want ce12; then
   carried ce12 build/ce12-bin.tar.xz
   c12=$bin/bin
-  c12_part() { [[ " ${SMK_CE12_PARTS:-tune torch bg} " == *" $1 "* ]]; }
+  c12_t0=$SECONDS
+  c12_part() { [[ " ${SMK_CE12_PARTS:-tune bg torch} " == *" $1 "* ]] && (( SECONDS - c12_t0 < ${SMK_CE12_DEADLINE_S:-40} )); }
   if c12_part tune; then
     c12_tune() {
       local v='forward$,fused$,fused/one$,loop/s0,loop/s3,loop/b1s6' k
@@ -715,13 +717,25 @@ if want ce12; then
           --json "$OUT/ce12_new$k.json" || return 1
       done
       stdbuf -oL "$c12/tune_cross_entropy" --reps 9 --dtypes bf16,f32 --only "$v" \
-        --shapes 8192x32000,1024x262144,256x151936 --json "$OUT/ce12_new3.json" || return 1
-      stdbuf -oL "$c12/tune_old" --reps 9 --dtypes bf16,f32 --only forward,fused/one,loop/b2 \
-        --shapes 8192x32000,1024x262144,256x151936 \
-        --json "$OUT/ce12_old3.json"
+        --shapes 8192x32000,1024x262144,256x151936 --json "$OUT/ce12_new3.json"
     }
-    run_step ce12-tune timeout "${SMK_CE12_TUNE_S:-30}" bash -c "$(declare -f c12_tune); c12=$c12 OUT=$OUT c12_tune"
+    run_step ce12-tune timeout "${SMK_CE12_TUNE_S:-18}" bash -c "$(declare -f c12_tune); c12=$c12 OUT=$OUT c12_tune"
     keep_logs ce12
+  fi
+  if c12_part bg; then
+    c12_t=${SMK_CE12_BG_S:-20}
+    for k in 0 1 2 3 4 5; do
+      bg_step "ce12x-test$k" timeout "$c12_t" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$k "$c12/test_cuda_cross_entropy" \
+        --gtest_filter='CrossEntropyGpuRowLoop.*:CrossEntropyGpuFused.*'
+    done
+    bg_step ce12x-memcheck timeout "$c12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      --report-api-errors no --error-exitcode 9 "$c12/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.InPlace*:CrossEntropyGpuRowLoop.BadTargets*'
+    bg_step ce12x-f21 timeout "$c12_t" bash -c "'$c12/ce_dump_old' --write /tmp/ce12_f21.bin && '$c12/ce_dump_new' --compare /tmp/ce12_f21.bin"
+    bg_step ce12x-acc timeout "$c12_t" python3 scripts/vs_torch_ce.py --lib "$c12/libsmk_lce_capi.so" --out "$OUT"
+    bg_tally
+    keep_logs ce12
+    cp "$OUT/ce12x-f21.log" "$outer/ce12x-f21.txt" 2>/dev/null
   fi
   if c12_part torch; then
     c12_merge() {  # the issue's shapes: new rows (sample 2 at 151936) and old rows, for compare_torch_ce.py
@@ -737,28 +751,13 @@ def rows(names):
             pass
     return out
 json.dump(rows(["ce12_new2.json", "ce12_new3.json"]), open(f"{o}/ce12_new_issue.json", "w"))
-json.dump(rows(["ce12_old2.json", "ce12_old3.json"]), open(f"{o}/ce12_old_issue.json", "w"))
+json.dump(rows(["ce12_old2.json"]), open(f"{o}/ce12_old_issue.json", "w"))
 PY
       python3 scripts/compare_torch_ce.py --tune-json "$OUT/ce12_new_issue.json" --old-tune-json "$OUT/ce12_old_issue.json" \
-        --out "$OUT"
+        --out "$OUT" --rep-ms 100
     }
-    run_step ce12-torch timeout "${SMK_CE12_TORCH_S:-25}" bash -c "$(declare -f c12_merge); OUT=$OUT c12_merge"
+    run_step ce12-torch timeout "${SMK_CE12_TORCH_S:-14}" bash -c "$(declare -f c12_merge); OUT=$OUT c12_merge"
     keep_logs ce12
-  fi
-  if c12_part bg; then
-    c12_t=${SMK_CE12_BG_S:-30}
-    for k in 0 1 2 3 4 5; do
-      bg_step "ce12x-test$k" timeout "$c12_t" env GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$k "$c12/test_cuda_cross_entropy" \
-        --gtest_filter='CrossEntropyGpuRowLoop.*:CrossEntropyGpuFused.*'
-    done
-    bg_step ce12x-memcheck timeout "$c12_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$c12/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.InPlace*:CrossEntropyGpuRowLoop.BadTargets*'
-    bg_step ce12x-f21 timeout "$c12_t" bash -c "'$c12/ce_dump_old' --write /tmp/ce12_f21.bin && '$c12/ce_dump_new' --compare /tmp/ce12_f21.bin"
-    bg_step ce12x-acc timeout "$c12_t" python3 scripts/vs_torch_ce.py --lib "$c12/libsmk_lce_capi.so" --out "$OUT"
-    bg_tally
-    keep_logs ce12
-    cp "$OUT/ce12x-f21.log" "$outer/ce12x-f21.txt" 2>/dev/null
   fi
   end_carried
 fi
