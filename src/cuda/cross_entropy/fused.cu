@@ -15,8 +15,14 @@
 // ce11's move of the per-row scalars into common.cuh (c2d6f83: row_scalars, row_loss, grad_coeffs, target_entry, the
 // same expressions) changed this one-read kernel's SASS (f9a6775, cuobjdump of the 10 fused_kernel instantiations:
 // scheduling, register allocation, the operand order of commutative FFMAs; not identical). Its tests and vs_torch_ce
-// (0 of 120 comparisons worse than torch) passed on the H200 in the lead's integrated run of afd6839; no bitwise
-// comparison of its loss, LSE and gradient against e44d455's kernel has run.
+// (0 of 120 comparisons worse than torch) passed on the H200 in the lead's integrated run of afd6839. Review F21,
+// closed by ce12 (H200, 2026-11-30 19:32 UTC): e44d455's cross-entropy objects (fused.cu, forward.cu, backward.cu)
+// and da49fbb's (the row loop off: this kernel at every width it holds) ran the same 133 calls of
+// cross_entropy_forward_backward (f32, f16, bf16 logits; 16-bit gradients and f32; C = 1000, 8193, 32000, 32769,
+// 65536, 100000, 151936, 163840 on 128 / 40 rows, more than the resident clusters at 5 blocks; mean, sum, none with
+// an upstream gradient; label smoothing 0.1 / 0.05, z-loss, class weights, ignore_index −100 and 7, in place, every
+// fifth row's target 25 above the rest (p_t → 1), soft-capping's two calls): loss, LSE, z-loss and every gradient
+// row byte for byte the same in all 133 (the gradient compared by a 64-bit hash a row).
 //
 // Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, combined across the
 // block and the cluster (combine_parts), the target logit and label smoothing's Σ w_c (z_c − r) carried with
@@ -158,6 +164,14 @@ constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // (32 %) not re-read, (2 + 0.68)·n = 2.68n bytes against 3n: at the row loop's measured 4.11-4.14 TB/s ≈ 810 µs
 // (905 before), 72 % of the 2n bound; f32 3 of 18.5 steps (16 %): ≈ 1710 (1803; the one-read kernel 1729).
 // Predicted below the issue's 85 % (690 µs at bf16): the rest of the second read stays.
+// Measured (ce12's H200 run of da49fbb's binaries, 2026-11-30 19:32 UTC, tune_cross_entropy, in place, mean, two
+// samples of the median of 7, µs; docs/bench/ce12-s12-2026-11-30.md), 4096×151936, staged 3 steps / unstaged:
+//   bf16  899.7, 918.9 (the dispatcher's launch of it 907.7, 902.2) / 919.3, 919.8 (775cf6d's build 922.5, 907.2)
+//   f32   1746.7, 1734.3 / 1800.1, 1800.0 (the one-read kernel, which the dispatcher keeps at 151936: 1738.8, 1736.7)
+//   6 steps at one block an SM: bf16 1033.3, 1059.5; f32 1890.6, 1886.2 (slower).
+// So the prediction failed for bf16 (~1.5 % at the medians of four samples each, not 10 %) and half held for f32
+// (−3.4 %). Shipped for every row the row loop takes, since it was not slower anywhere it was timed and gives the
+// same bits; timed at 4096×151936 only (1024×262144, 256×151936 and f16 were cut by the run's time cap).
 constexpr int kLoopMaxStageSteps = 6;
 constexpr int kLoopStage16 = 3;
 constexpr int kLoopStageF32 = 3;

@@ -45,6 +45,18 @@
 // 8192×32000 slower than the one-read kernel in both dtypes (bf16 423 / 377, f32 653 / 590). ptxas (CUDA 13.0,
 // sm_90a): 64 registers, 16-24 B of spill a thread for 16-bit logits, 52 B for f32, outside the element loops.
 // Not profiled (no device time left): pass 2's L2 hit rate, the two passes' rates.
+// Staged (ce12, session 12; kStaged below, fused.cu loop_stage_steps): the row's first 3 whole steps (96 KB a block,
+// still two blocks an SM) kept in shared memory through pass 2. Bytes an element: (2 + (C − K)/C)·sizeof a logit read
+// (K staged logits a row) + the gradient written: bf16 4096×151936 K = 49152 (32 %), 2.68n of 2n-traffic units against
+// 3n; f32 K = 24576 (16 %), 2.84n. Predicted at the unstaged kernel's 4.11-4.14 TB/s: bf16 ≈ 810 µs (905), f32 ≈ 1710
+// (1800). Measured (H200, 2026-11-30 19:32 UTC, ce12's run of da49fbb's binaries, tune_cross_entropy, in place, mean,
+// median of 7 a sample; docs/bench/ce12-s12-2026-11-30.md): bf16 4096×151936 staged 899.7 / 918.9 (and the dispatcher's
+// launch of it 907.7 / 902.2) against unstaged 919.3 / 919.8 (and 775cf6d's build 922.5 / 907.2): ~1.5 % at the
+// medians, not the 10 % predicted, so bf16 is not bound by the DRAM bytes of its second read alone (64-65 % of the 2n
+// bound either way); f32 4096×151936 staged 1746.7 / 1734.3 against 1800.1 / 1800.0 (−3.4 %, the one-read kernel's
+// 1738.8 / 1736.7); 6 steps at one block an SM slower (bf16 1033-1059, f32 1886-1891); bf16 8192×32000 (one step
+// staged of two) 437.2 against 432.2 (not the dispatcher's kernel there). Same bits as unstaged (StagedSameBits ran
+// small under memcheck: 0 errors, every bitwise comparison equal).
 #pragma once
 
 #include "cuda/cross_entropy/common.cuh"
