@@ -20,9 +20,10 @@
 // and da49fbb's (the row loop off: this kernel at every width it holds) ran the same 133 calls of
 // cross_entropy_forward_backward (f32, f16, bf16 logits; 16-bit gradients and f32; C = 1000, 8193, 32000, 32769,
 // 65536, 100000, 151936, 163840 on 128 / 40 rows, more than the resident clusters at 5 blocks; mean, sum, none with
-// an upstream gradient; label smoothing 0.1 / 0.05, z-loss, class weights, ignore_index −100 and 7, in place, every
-// fifth row's target 25 above the rest (p_t → 1), soft-capping's two calls): loss, LSE, z-loss and every gradient
-// row byte for byte the same in all 133 (the gradient compared by a 64-bit hash a row).
+// an upstream gradient; label smoothing 0.1 / 0.05, z-loss, class weights, ignore_index 7 (a valid class id) on every
+// seventh row, in place, every fifth row's target 25 above the rest (p_t → 1), soft-capping's two calls): loss, LSE,
+// z-loss and every gradient row byte for byte the same in all 133 (the gradient compared by a 64-bit hash a row;
+// docs/bench/ce12-s12-2026-11-30.md).
 //
 // Per row, one exchange (fused_kernel): each warp's state over its logits other than the target, combined across the
 // block and the cluster (combine_parts), the target logit and label smoothing's Σ w_c (z_c − r) carried with
