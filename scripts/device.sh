@@ -702,6 +702,8 @@ fi
 # new compares them byte for byte), vs_torch_ce.py; torch (compare_torch_ce.py on the shapes, new rows with
 # old:* beside). Caps: SMK_CE12_TUNE_S (18), SMK_CE12_BG_S (20), SMK_CE12_TORCH_S (14). Back: ce12-summary.txt,
 # ce12-tune.txt, ce12-torch.txt, ce12x-f21.txt, ce12-logs.tgz.
+# Ran once (2026-11-30 19:32 UTC, cold, 38.7 s, SMK_CE12_DEADLINE_S=36 TUNE_S=17 BG_S=19): the tune cap cut the shapes
+# after bf16 8192x32000, the test cap two shards, the deadline the torch part; perf-notebook "session 12 — ce12".
 if want ce12; then
   carried ce12 build/ce12-bin.tar.xz
   c12=$bin/bin
