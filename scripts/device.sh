@@ -524,7 +524,7 @@ if want final || want final-san; then
       compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "build/default/tests/$t" || return 9
     done
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*Stream*:*NormalizeHints*' || return 9
+      --gtest_filter='*Stream*:*NormalizeHints*:*L2Prefetch*' || return 9
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cluster_stage \
       --gtest_filter='*StagesRefill*' || return 9
     # Session 9: the Triton-style mid-row backward, the fused cross-entropy's dependent launches, the prefill's trimmed
@@ -547,7 +547,13 @@ if want final || want final-san; then
     # Session 11: the dense f32 warp backward (test_cuda_warp_backward), the dense forward (in test_cuda_warp_row
     # above), split_row's hinted normalising kernel (*NormalizeHints* above), the cross-entropy row loop (*RowLoop*).
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_warp_backward
+      build/default/tests/test_cuda_warp_backward || return 9
+    # Session 12: split_row's L2 prefetch (*L2Prefetch* above), the 16-bit dense warp forward at 16 a lane and the
+    # packed backward at 8 blocks (in test_cuda_warp_row / test_cuda_warp_backward above), the re-read backward's forms
+    # (test_cuda_backward_reread above), the decode's TMA by the grid (*Tma* above); racecheck on the cross-entropy
+    # row loop's staged steps (shared memory written in pass 1, read in pass 2).
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cross_entropy \
+      --gtest_filter='*StagedSameBits*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout 240 bash -c "$(declare -f san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
