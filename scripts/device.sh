@@ -11,7 +11,8 @@
 #     older one-off steps that build here (or take $SMK_*_BIN): wgmma cefused excess decode-mma decode-r2 decode-r3
 #       logterm rowpipe warpdiet fewrows fewrows-flush
 #     sessions 10 / 11's one-off A/B steps, on carried build/<name>-bin.tar.xz: ce10 ce11 lse10 vocab10 dec10 sbwd11
-#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12 mid12 sbwd12 pfx12 ce12
+#       short10 pfx10 dec11 short11 one11 mid11 (pfx11: removed, see its note); session 12's: short12 dec12 one12
+#       mid12 sbwd12 ce12 (pfx12: removed, see its note)
 #   Steps of past sessions whose carried binaries are gone (decode-r4 wideblock bw16 fixcost fixcost2 ce3 ce4 pfx
 #   split6 pfx2 tier16 dec5 mid16 fwd16 vocab7 ce5 ce6 few7 dec6 dec9 mid8 vocab8 short8 pfx8 pfx9 ce9 vocab9 mid9
 #   short9) live in git history: `git show afd6839:scripts/device.sh` has every one of them.
@@ -1348,49 +1349,8 @@ if want mid12; then
   rm -f "$outer"/mid12x-*.txt  # their pass / fail lines are in mid12-summary.txt, the logs in mid12-logs.tgz
   end_carried
 fi
-# pfx12 (session 12, issue 7): the prefill kernel's builds with a quarter of the softmax's exponentials as a
-# polynomial on the FMA pipe (PrefillConfig::poly_exp2, prefill_wgmma.cu's kPoly, exp2_poly.hpp; the D = 128 and
-# D = 64 defaults with TMA and their cp.async kernels) against the default. Binaries built off the device for sm_90a,
-# carried as build/pfx12-bin.tar.xz (bin/: test_cuda_prefill, tune_prefill, libsmk_attention_capi.so; lib/). In
-# order, each capped: side by side the variant's tests (*WgmmaPoly*: reference with the polynomial's error in the bound, varlen,
-# non-finite V, bitwise / batch invariance / TMA against cp.async / trim and schedule) and the bad-config test; the
-# interleaved timing (scripts/sdpa_interleaved.py --poly: ours in both layouts, the variant, cuDNN and FLASH in one
-# process, order rotated each round; the issue's four rows); Nsight Compute, one launch each of the default and the
-# variant at (4, 32, 4096, 128) full. (Memcheck and racecheck on the variant's non-finite-V test run beside the tests.)
-# Back: p12-sdpa.md (the table), p12-ncu.txt, p12-summary.txt, p12-logs.tgz (every log, the .ncu-rep, the JSON).
-# Ran on 46ce98c's binaries (the step of 47db8d0) at 19:15 UTC on a warm machine (29.0 s; results in
-# docs/perf-notebook.md, "session 12 — pfx12"). The variant lost and was removed in 8d74bb0 (so were --poly and the
-# test filters' tests): running this step again needs 46ce98c's tree and binaries.
-if want pfx12; then
-  carried pfx12 build/pfx12-bin.tar.xz
-  p12=$bin
-  # The tests and the sanitizers side by side (CPU-bound references; nothing timed meanwhile), then the timings.
-  bg_step p12x-test timeout "${SMK_PFX12_TEST_S:-25}" "$p12/bin/test_cuda_prefill" \
-    --gtest_filter="${SMK_PFX12_TEST_FILTER:-*WgmmaPoly*:*ClearErrors*}"
-  bg_step p12x-memcheck timeout "${SMK_PFX12_MEMCHECK_S:-20}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
-  bg_step p12x-racecheck timeout "${SMK_PFX12_RACECHECK_S:-20}" compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$p12/bin/test_cuda_prefill" --gtest_filter="${SMK_PFX12_SAN_FILTER:-*WgmmaPolyNonFinite*}"
-  bg_tally
-  keep_logs p12
-  run_step p12-sdpa timeout "${SMK_PFX12_SDPA_S:-24}" env PYTHONUNBUFFERED=1 python3 scripts/sdpa_interleaved.py \
-    --lib "$p12/bin/libsmk_attention_capi.so" --only prefill --poly --rounds "${SMK_PFX12_ROUNDS:-12}" \
-    --deadline-s "${SMK_PFX12_DEADLINE_S:-14}" --out "$OUT/p12-sdpa.md" --json "$OUT/p12-sdpa.json"
-  keep_logs p12
-  p12_ncu() {  # (a shell function: each command carries its own timeout)
-    timeout "${SMK_PFX12_NCU_S:-12}" ncu --clock-control none -k regex:prefill_wgmma_kernel -c 2 \
-      --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
-      -o "$OUT/p12" -f env SMK_TUNE_PROFILE=1 SMK_TUNE_ROWS=issue "$p12/bin/tune_prefill" &&
-      timeout 3 ncu --import "$OUT/p12.ncu-rep" --page raw | grep -E "prefill_wgmma|pipe_tensor|pipe_fma|pipe_xu|\
-gmma|inst_issued|issue_active|warps_eligible|warps_active|stalled|cycles_elapsed.avg.per_second|gpu__time_duration.sum"
-  }
-  run_step p12-ncu p12_ncu
-  cp "$OUT/p12-ncu.log" "$outer/p12-ncu.txt" 2>/dev/null
-  keep_logs p12
-  cp "$OUT/p12-sdpa.md" "$outer/" 2>/dev/null
-  rm -f "$outer"/p12x-*.txt  # (none: keep_logs copies p12-*.log only; their lines are in p12-summary.txt)
-  end_carried
-fi
+# pfx12 (session 12, issue 7; ran at 19:15 UTC, docs/perf-notebook.md "session 12 — pfx12"): removed with the variant
+# it timed (8d74bb0; review F12); `git show 2b771c8:scripts/device.sh` has the step, 46ce98c the code it needs.
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
 printf '%s\n' "${summary[@]}"
