@@ -341,8 +341,12 @@ inline constexpr bool kDecodePdl = true;
 // on grids of 2048 blocks and more: the gain follows the grid, not the length. As a function of S_max alone, the
 // geometric mean over those four batches picks TMA at 1024 (+0.6 %) and 8192 (+1.9 %), cp.async at 2048 (-0.6 %),
 // and ties at 16384 (+0.1 %), 32768 (-0.1 %) and 4096 (+0.5 %, but -2.7 % at B = 1 and -0.2 % at 64 × 4096): the
-// rule below, unchanged.
-inline constexpr bool kDecodeTma = true;  // the rule below applies; false: cp.async everywhere
+// rule below (decode_tma_rule), unchanged by dec11. Since session 12 it is not the default: the dispatcher chooses
+// by the grid (decode_tma_grid_rule, kDecodeTmaByGrid, further below), and decode_tma_rule serves only
+// DecodeConfig::tma_grid off.
+// kDecodeTma true: the dispatcher's rule (either) applies; false: both rules say cp.async, everywhere (a forced
+// DecodeConfig::tma still launches TMA).
+inline constexpr bool kDecodeTma = true;
 inline constexpr std::int64_t kDecodeTmaOneSplit = 1024;
 inline constexpr std::int64_t kDecodeTmaLo = 4096;
 inline constexpr std::int64_t kDecodeTmaHi = 8192;
@@ -360,12 +364,13 @@ inline constexpr bool decode_tma_rule(std::int64_t s_max) {
 // (8192, 64) 1.003, (32768, 8) 1.001, (1024, 8) 0.997, (1024, 16) 0.994 (both within the ±0.5 % of the control cell,
 // (1024, 64), where the two rules take the same kernel); every cell the same bits; the seven rows take the
 // same kernel under both rules (0.996-1.003). So the dispatcher chooses by the grid (kDecodeTmaByGrid);
-// DecodeConfig::tma_grid off gives the rule of S_max.
+// DecodeConfig::tma_grid off gives the rule of S_max. Like decode_tma_rule, it says cp.async everywhere when
+// kDecodeTma is off (review F2; TmaGridRuleBounds pins both).
 inline constexpr bool kDecodeTmaByGrid = true;
 inline constexpr std::int64_t kDecodeTmaGridLo = 3;
 inline constexpr std::int64_t kDecodeTmaGridHi = 8;
 inline constexpr bool decode_tma_grid_rule(std::int64_t blocks, std::int64_t sms) {
-  return blocks > kDecodeTmaGridLo * sms && blocks <= kDecodeTmaGridHi * sms;
+  return kDecodeTma && blocks > kDecodeTmaGridLo * sms && blocks <= kDecodeTmaGridHi * sms;
 }
 // How many times the TMA variant was launched in this process (tests check that a forced TMA call took it).
 std::uint64_t decode_tma_launches();

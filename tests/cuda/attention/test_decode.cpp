@@ -1021,11 +1021,56 @@ TEST(CudaAttentionDecode, DispatcherTakesTmaByTheRule) {
 
 // Session 12 (dec12): the TMA choice by the grid (DecodeConfig::tma_grid, decode_tma_grid_rule): TMA for more than
 // kDecodeTmaGridLo and at most kDecodeTmaGridHi blocks per multiprocessor. A host rule: runs without a GPU.
+// Review F2: kDecodeTma off must mean cp.async everywhere under both rules. The switch is a compile-time constant and
+// the rules are constexpr, so the static_assert pins it at compile time (it has content only in a build with the
+// switch off, the one it guards), and the test checks the off case at run time in such a build.
+static_assert(smk::cuda::kDecodeTma ||
+                  (!smk::cuda::decode_tma_grid_rule(397, 132) && !smk::cuda::decode_tma_grid_rule(1056, 132) &&
+                   !smk::cuda::decode_tma_rule(1) && !smk::cuda::decode_tma_rule(8192)),
+              "kDecodeTma off: decode_tma_grid_rule and decode_tma_rule must say cp.async everywhere");
 TEST(CudaAttentionDecode, TmaGridRuleBounds) {
   using smk::cuda::decode_tma_grid_rule;
+  if constexpr (!smk::cuda::kDecodeTma) {
+    for (std::int64_t blocks : {1, 396, 397, 512, 1024, 1056, 1057, 4096})
+      EXPECT_FALSE(decode_tma_grid_rule(blocks, 132)) << "kDecodeTma off, " << blocks;
+    return;
+  }
   for (std::int64_t blocks : {1, 8, 128, 256, 396}) EXPECT_FALSE(decode_tma_grid_rule(blocks, 132)) << blocks;
   for (std::int64_t blocks : {397, 512, 1024, 1056}) EXPECT_TRUE(decode_tma_grid_rule(blocks, 132)) << blocks;
   for (std::int64_t blocks : {1057, 2048, 4096}) EXPECT_FALSE(decode_tma_grid_rule(blocks, 132)) << blocks;
+}
+// Review F18: the grid rule's upper bound through the dispatcher. At one split (S_max = 64 <= kDecodeMinChunk) with
+// 8 KV heads and groups of 4 (one block of kDecodeMmaRows rows a KV head), a batch of B sequences launches 8·B blocks:
+// B = SMs is 8 blocks an SM, the last grid the rule gives TMA (1056 on the H200's 132 SMs); B = SMs + 1 is past
+// it (1064), so cp.async. Expected launch counts are literals (1 and 0), not the rule's output; each dispatcher call
+// must give the bits of the forced-TMA call (whose launch is counted too, so a 0 cannot pass vacuously) and match
+// the float64 reference. Sequences of 0..64 keys, NaN at and past every length, sinks.
+TEST(CudaAttentionDecode, DispatcherTakesCpAsyncAboveTheGridRule) {
+  SMK_REQUIRE_GPU();
+  if (!smk::cuda::kDecodeTma || !smk::cuda::kDecodeTmaByGrid) GTEST_SKIP() << "the dispatcher's grid rule is off";
+  ASSERT_TRUE(is_mma(nullptr)) << "the dispatcher's decode kernel is not the tensor-core one";
+  ASSERT_EQ(smk::cuda::kDecodeMmaStages, 2) << "the dispatcher's ring stages: the TMA variant is built for 2 only";
+  ASSERT_EQ(smk::cuda::kDecodeTmaGridHi, 8) << "the batches below are set for the rule's bound of 8 blocks an SM";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const std::int64_t smax = 64, hq = 32, hkv = 8, d = 128;
+  ASSERT_EQ(smk::cuda::decode_grid_splits(smax, smk::cuda::decode_max_splits(sms)), 1) << "not one split";
+  for (const std::int64_t B : {static_cast<std::int64_t>(sms), static_cast<std::int64_t>(sms) + 1}) {
+    SCOPED_TRACE(testing::Message() << B << " sequences, " << B * hkv << " blocks on " << sms << " SMs");
+    std::vector<std::int32_t> lens(B);
+    for (std::int64_t b = 0; b < B; ++b) lens[b] = static_cast<std::int32_t>((b * 29) % (smax + 1));  // 0..64
+    Case<smk::bfloat16_t> c(B, 1, hq, hkv, d, smax, lens, 141 + static_cast<std::uint32_t>(B - sms));
+    const std::uint64_t before = smk::cuda::decode_tma_launches();
+    const Result disp = run_gpu(c);
+    EXPECT_EQ(smk::cuda::decode_tma_launches() - before, B == sms ? 1u : 0u)
+        << (B == sms ? "8 blocks an SM must take TMA" : "more than 8 blocks an SM must take cp.async");
+    const std::uint64_t before_tma = smk::cuda::decode_tma_launches();
+    const Result tma = run_gpu(c, &kTmaCluster);
+    ASSERT_EQ(smk::cuda::decode_tma_launches() - before_tma, 1u) << "a forced TMA call did not launch the TMA kernel";
+    EXPECT_TRUE(bitwise_equal(disp.o, tma.o));
+    EXPECT_TRUE(bitwise_equal(disp.lse, tma.lse));
+    expect_matches_reference(c, disp, true);
+  }
 }
 // The grid rule sees the batch, so the same sequence takes cp.async alone and TMA inside a large enough batch: the
 // bits must not change (batch invariance rests on the two tiles giving the same bits). Sequences of mixed lengths
