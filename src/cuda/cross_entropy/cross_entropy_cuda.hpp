@@ -88,7 +88,8 @@ struct FusedTuning {
   int loop_blocks = 0;
   int loop_hints = -1;
   // ce12: the row loop's steps kept in shared memory (row_loop.cuh kStaged; −1: fused.cu loop_stage_steps, 0 none,
-  // up to 6; the same bits whatever the value).
+  // up to 6; the same bits whatever the value; none where the device cannot give a block that many:
+  // row_loop_stage_fit).
   int loop_stage = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
@@ -99,12 +100,19 @@ struct FusedLaunch {
   int cluster = 0, threads = 0, resident = 0, grid = 0;
   bool pdl = false;
   bool row_loop = false;  // the row loop (row_loop.cuh) ran: cluster 1, `resident` its blocks an SM × SMs
-  int loop_stage = 0;     // its steps staged in shared memory (ce12)
+  // Its steps staged in shared memory (ce12): those asked for (tuning's loop_stage or loop_stage_steps; the kernel
+  // uses at most the row's whole steps), or 0 where the rows are not 16-byte vectors or the device cannot give a
+  // block that many (row_loop_stage_fit).
+  int loop_stage = 0;
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);
 // Whether cross_entropy_forward_backward would try the one-read kernel for these logits and options.
 bool fused_supported(const TensorView& logits, const CrossEntropyOptions& options);
+// The row loop's staged steps a device gives a block (fused.cu; review F1 of session 12): `steps` where their dynamic
+// shared memory (steps · 32 KB, row_loop.cuh kLoopStepBytes) and the kernel's static `static_smem` bytes fit the
+// device's opt-in limit `max_smem_optin` (cudaDevAttrMaxSharedMemoryPerBlockOptin), else 0 (the unstaged kernel).
+int row_loop_stage_fit(int steps, int static_smem, int max_smem_optin);
 // The dispatcher's rule for the row loop (fused.cu), by the classes and the logits' dtype alone.
 bool row_loop_rule(std::int64_t classes, DType logits);
 // Whether cross_entropy_forward_backward runs the row loop for these logits and options under the current tuning:

@@ -88,7 +88,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <exception>
+#include <mutex>
 #include <type_traits>
 
 #include "cuda/device_attrs.hpp"
@@ -160,7 +163,9 @@ constexpr std::int64_t kRowLoop16MinCols = 65537;
 constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // The row loop's staged steps (ce12, row_loop.cuh kStaged): the first steps of a row (32 KB each: 16384 16-bit logits
 // or 8192 f32) kept in shared memory through pass 2, so they are read once. Three steps (96 KB a block) keep two
-// blocks an SM; up to kLoopMaxStageSteps (192 KB, one block an SM) for tuning.
+// blocks an SM; up to kLoopMaxStageSteps (192 KB, one block an SM) for tuning. A device whose opt-in limit cannot
+// give a block the steps asked for (row_loop_stage_fit: 3 steps fit every sm_80+ device, 99 KB and up; 6 do not fit
+// an A100's 163 KB) runs the unstaged kernel instead, with the same bits (launch_row_loop).
 // Count (ce12, before the run): bf16 4096×151936 has 9 whole steps of 9.3: 3 staged = 49152 of 151936 logits
 // (32 %) not re-read, (2 + 0.68)·n = 2.68n bytes against 3n: at the row loop's measured 4.11-4.14 TB/s ≈ 810 µs
 // (905 before), 72 % of the 2n bound; f32 3 of 18.5 steps (16 %): ≈ 1710 (1803; the one-read kernel 1729).
@@ -583,22 +588,64 @@ bool launch_fused(const Args& a, const FusedArgs& stageable, const Totals* total
                     : launch_shape<In, Out, kNarrowThreads, kNarrowElems, 2>(a, f, totals, shape, s);
 }
 
+// The staged row loop's dynamic shared memory, opted in to per device as its launches need it (review F1, session 12:
+// ce12 opted in to kLoopMaxStageSteps' 192 KB whatever the device, which cudaFuncSetAttribute refuses where the opt-in
+// limit is smaller, an A100's 163 KB or sm_86 / sm_89's 99 KB, so every staged launch threw there). fit(kernel, steps):
+// the steps the launch gets on the current device (row_loop_stage_fit against the device's max_smem_optin and the
+// kernel's static shared memory, read once a device), after raising the kernel's opt-in to steps · kLoopStepBytes
+// where it was below; 0 (the unstaged kernel) where they do not fit. The opt-in is only ever raised, under a lock, so
+// a launch on another host thread that needed more keeps it; the fast path is two acquire loads.
+class StageOptIn {
+ public:
+  template <typename Kernel>
+  int fit(Kernel kernel, int steps) {
+    const DeviceAttrs& dev = current_device_attrs();
+    Entry& e = entries_[static_cast<std::size_t>(dev.ordinal)];
+    int static_smem = e.static_smem.load(std::memory_order_acquire);
+    if (static_smem < 0) {  // two threads may both read it: the same value
+      cudaFuncAttributes fa{};
+      SMK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+      static_smem = static_cast<int>(fa.sharedSizeBytes);
+      e.static_smem.store(static_smem, std::memory_order_release);
+    }
+    steps = row_loop_stage_fit(steps, static_smem, dev.max_smem_optin);
+    const int bytes = steps * kLoopStepBytes;
+    if (steps > 0 && e.opted.load(std::memory_order_acquire) < bytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (e.opted.load(std::memory_order_relaxed) < bytes) {
+        SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        e.opted.store(bytes, std::memory_order_release);
+      }
+    }
+    return steps;
+  }
+
+ private:
+  struct Entry {
+    std::atomic<int> static_smem{-1};  // the kernel's static shared memory on this device (−1: not read yet)
+    std::atomic<int> opted{0};         // the dynamic shared memory it has opted in to here
+  };
+  std::array<Entry, kMaxDevices> entries_{};
+  std::mutex mutex_;
+};
+
 // The row loop (row_loop.cuh) on a persistent grid: its blocks an SM (tuning, or the kernel's occupancy) × SMs, never
 // more than the rows. A programmatic dependent of the scan where kFusedPdl (tuning's pdl overrides), as the
 // single-block one-read launch. False when the kernel cannot be resident here (the caller takes another path).
 // With staged steps (ce12: loop_stage_steps, or tuning's loop_stage) and rows of 16-byte vectors, the staged kernel
-// (the same bits) with stage_steps · kLoopStepBytes of dynamic shared memory a block; else the plain one.
+// (the same bits) with stage_steps · kLoopStepBytes of dynamic shared memory a block where the device can give a
+// block that much (StageOptIn), else the plain one; the launch record (FusedLaunch::loop_stage) has the steps launched.
 template <typename In, typename Out>
 bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cudaStream_t s) {
-  const int stage_steps = f.loop_vec_in ? (g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
-                                                                    : loop_stage_steps(sizeof(In), a.classes))
-                                        : 0;
+  int stage_steps = f.loop_vec_in ? (g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
+                                                              : loop_stage_steps(sizeof(In), a.classes))
+                                  : 0;
+  if (stage_steps > 0) {
+    static StageOptIn opt_in;  // one per staged kernel (this instantiation's)
+    stage_steps = opt_in.fit(ce_row_loop_kernel<In, Out, true>, stage_steps);
+  }
   const auto kernel = stage_steps > 0 ? ce_row_loop_kernel<In, Out, true> : ce_row_loop_kernel<In, Out, false>;
   const std::size_t smem = static_cast<std::size_t>(stage_steps) * kLoopStepBytes;
-  if (stage_steps > 0) {
-    static kernels::DeviceOnce attrs;
-    kernel_attrs(attrs, kernel, std::size_t{kLoopMaxStageSteps} * kLoopStepBytes);
-  }
   const int per_sm =
       g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, smem);
   if (per_sm <= 0) return false;
@@ -626,6 +673,12 @@ __global__ void fill_kernel(float* p, std::int64_t n, float value) {
 void set_fused_tuning(const FusedTuning& t) { g_tuning = t; }
 FusedLaunch last_fused_launch() { return g_last_launch; }
 void set_last_fused_launch(const FusedLaunch& l) { g_last_launch = l; }
+
+int row_loop_stage_fit(int steps, int static_smem, int max_smem_optin) {
+  if (steps <= 0) return 0;
+  const std::int64_t need = std::int64_t{steps} * kLoopStepBytes + static_smem;
+  return need <= max_smem_optin ? steps : 0;
+}
 
 bool row_loop_rule(std::int64_t classes, DType logits) {
   const bool wide16 = dtype_size(logits) == 2 && classes >= kRowLoop16MinCols;

@@ -1365,6 +1365,45 @@ SMK_ROW_LOOP_TEST(BadTargetsRaiseAndNaN, FusedBadTargets_body)
 SMK_ROW_LOOP_TEST(DeterministicAndBatchInvariant, DeterministicAndBatchInvariant_body)
 #undef SMK_ROW_LOOP_TEST
 
+// One call of the row loop under tuning (row_loop 1; `blocks` an SM, 0 the kernel's occupancy; cache hints `hints`,
+// −1 on, 0 off; `stage` staged steps, −1 the dispatcher's), its launch record checked: the row loop ran, its resident
+// blocks a multiple of `blocks`, its staged steps `want_stage` (−1: not checked). Shared by
+// SameBitsAtEveryGridHintAndBatch and StagedSameBits (review D3, session 12).
+GpuOut launch_row_loop_case(const CeCase& cc, int blocks, int hints, int stage, int want_stage, const std::string& what) {
+  namespace ce = smk::cuda::ce;
+  ce::FusedTuning t;
+  t.row_loop = 1;
+  t.loop_blocks = blocks;
+  t.loop_hints = hints;
+  t.loop_stage = stage;
+  ce::set_fused_tuning(t);
+  ce::set_last_fused_launch({});
+  GpuOut o = run_gpu(cc, true);
+  const ce::FusedLaunch fl = ce::last_fused_launch();
+  EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+  if (blocks > 0 && fl.row_loop) {
+    EXPECT_EQ(fl.resident % blocks, 0) << cc.name << ", " << what;
+  }
+  if (want_stage >= 0) {
+    EXPECT_EQ(fl.loop_stage, want_stage) << cc.name << ", " << what;
+  }
+  ce::set_fused_tuning({});
+  return o;
+}
+
+// The staged steps a row-loop launch asking for `steps` (of 32 KB: 512 threads × 4 vectors × 16 bytes) gets on device
+// 0 (review F1, session 12): all of them where they and the kernel's static shared memory (1552 bytes under CUDA
+// 13.0, sm_90a; up to 3 KB allowed here) fit the device's opt-in limit, none where the steps alone exceed it; −1
+// (not checked) in between. The H200's 227 KB gives 3 and 6; an A100's 163 KB 3 and none of 6; sm_86 / sm_89's
+// 99 KB 3.
+int staged_steps_here(int steps) {
+  int optin = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  const std::int64_t bytes = std::int64_t{steps} * 32768;
+  if (bytes + 3072 <= optin) return steps;
+  return bytes > optin ? 0 : -1;
+}
+
 // The row loop's bits do not depend on its grid (blocks an SM: which block owns a row, how many rows a block walks) nor
 // on its cache hints, nor on the batch: a batch of more rows than the grid holds (rows wrap around the blocks) under
 // every reduction, with label smoothing, z-loss and class weights on, against the same call at 1 and 2 blocks an SM
@@ -1402,21 +1441,8 @@ TEST(CrossEntropyGpuRowLoop, SameBitsAtEveryGridHintAndBatch) {
       for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
       c.name = std::string("row loop, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
                std::to_string(sh.C) + (red == Reduction::mean ? ", mean" : ", none");
-      auto launch = [&](int blocks, int hints, const CeCase& cc, const std::string& what) {
-        ce::FusedTuning t;
-        t.row_loop = 1;
-        t.loop_blocks = blocks;
-        t.loop_hints = hints;
-        ce::set_fused_tuning(t);
-        ce::set_last_fused_launch({});
-        GpuOut o = run_gpu(cc, true);
-        const ce::FusedLaunch fl = ce::last_fused_launch();
-        EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
-        if (blocks > 0 && fl.row_loop) {
-          EXPECT_EQ(fl.resident % blocks, 0) << cc.name << ", " << what;
-        }
-        ce::set_fused_tuning({});
-        return o;
+      auto launch = [](int blocks, int hints, const CeCase& cc, const std::string& what) {
+        return launch_row_loop_case(cc, blocks, hints, -1, -1, what);
       };
       const GpuOut base = launch(0, -1, c, "default");
       ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
@@ -1447,13 +1473,42 @@ TEST(CrossEntropyGpuRowLoop, SameBitsAtEveryGridHintAndBatch) {
     }
 }
 
+// The staged steps a device's opt-in limit allows (fused.cu row_loop_stage_fit; review F1, session 12): steps of 32 KB
+// plus the kernel's static shared memory against cudaDevAttrMaxSharedMemoryPerBlockOptin, at the limits of the H200
+// (232448 bytes), an A100 (166912), sm_86 / sm_89 (101376) and sm_75 (65536), the kernel's 1552 static bytes (ptxas,
+// CUDA 13.0, sm_90a) and on the bound. Host code only: runs without a GPU (and in cpu_mode).
+TEST(CrossEntropyGpuRowLoop, StageFitsTheDevice) {
+  namespace ce = smk::cuda::ce;
+  constexpr int kStatic = 1552;
+  // H200: 3 steps (98304 + 1552 bytes) and 6 (196608 + 1552) fit 232448: the shipped default and tuning's maximum.
+  EXPECT_EQ(ce::row_loop_stage_fit(3, kStatic, 232448), 3);
+  EXPECT_EQ(ce::row_loop_stage_fit(6, kStatic, 232448), 6);
+  // A100: 3 fit; 5 (163840 + 1552 = 165392) fit 166912; 6 (198160) do not, so none are staged.
+  EXPECT_EQ(ce::row_loop_stage_fit(3, kStatic, 166912), 3);
+  EXPECT_EQ(ce::row_loop_stage_fit(5, kStatic, 166912), 5);
+  EXPECT_EQ(ce::row_loop_stage_fit(6, kStatic, 166912), 0);
+  // sm_86 / sm_89: 3 (99856) fit 101376, 4 (132624) do not.
+  EXPECT_EQ(ce::row_loop_stage_fit(3, kStatic, 101376), 3);
+  EXPECT_EQ(ce::row_loop_stage_fit(4, kStatic, 101376), 0);
+  // sm_75: 1 step (34320) fits 65536; 2 (67088) do not.
+  EXPECT_EQ(ce::row_loop_stage_fit(1, kStatic, 65536), 1);
+  EXPECT_EQ(ce::row_loop_stage_fit(2, kStatic, 65536), 0);
+  // On the bound: 3 steps and 3072 static bytes are exactly 101376; one byte more does not fit.
+  EXPECT_EQ(ce::row_loop_stage_fit(3, 3072, 101376), 3);
+  EXPECT_EQ(ce::row_loop_stage_fit(3, 3073, 101376), 0);
+  // None asked: none.
+  EXPECT_EQ(ce::row_loop_stage_fit(0, kStatic, 232448), 0);
+}
+
 // The staged row loop (ce12; row_loop.cuh kStaged, FusedTuning::loop_stage): the row's first whole steps kept in
 // shared memory and taken from there by pass 2 give the unstaged kernel's bits, since the values, their registers and
 // every sum are the same. Checked bitwise against loop_stage 0 (ce11's kernel) at 3 steps (two blocks an SM), 6 steps
 // (one block an SM) and the default, under the mean and none, with label smoothing, z-loss and class weights on, rows
-// in place too (the stage holds the logits that pass 2 overwrites), and the launch record's staged steps; the staged
-// launch's single rows against its batch (batch invariance), and check_case against float64. The widths give 0, 1, 2
-// and 9 whole steps (a step is 512 threads × 4 vectors: 16384 16-bit logits, 8192 f32), with a ragged last step.
+// in place too (the stage holds the logits that pass 2 overwrites), and the launch record's staged steps (the
+// dispatcher's default too, as the literal 3: review F3 of session 12; none where the device cannot give a block the
+// steps asked for: staged_steps_here); the staged launch's single rows against its batch (batch invariance), and
+// check_case against float64. The widths give 0, 1, 2 and 9 whole steps (a step is 512 threads × 4 vectors: 16384
+// 16-bit logits, 8192 f32), with a ragged last step.
 // Rows that are not 16-byte vectors (a row's bytes not a multiple of 16: bf16 30001, f32 16385; or an odd column
 // offset, last) take the unstaged kernel (launch record 0) with the same bits.
 TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
@@ -1480,21 +1535,11 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
     }
   };
   auto launch = [](int blocks, int stage, const CeCase& cc, int want_stage, const std::string& what) {
-    ce::FusedTuning t;
-    t.row_loop = 1;
-    t.loop_blocks = blocks;
-    t.loop_stage = stage;
-    ce::set_fused_tuning(t);
-    ce::set_last_fused_launch({});
-    GpuOut o = run_gpu(cc, true);
-    const ce::FusedLaunch fl = ce::last_fused_launch();
-    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
-    if (want_stage >= 0) {
-      EXPECT_EQ(fl.loop_stage, want_stage) << cc.name << ", " << what;
-    }
-    ce::set_fused_tuning({});
-    return o;
+    return launch_row_loop_case(cc, blocks, -1, stage, want_stage, what);
   };
+  // What this device gives 3 and 6 steps (the H200: all), and the dispatcher's default: 3 steps for every dtype
+  // (fused.cu kLoopStage16 = kLoopStageF32 = 3, ce12), written here as a literal so that a changed default fails.
+  const int three = staged_steps_here(3), six = staged_steps_here(6);
   for (const Shape& sh : shapes)
     for (Reduction red : {Reduction::mean, Reduction::none}) {
       CeCase c = random_case("staged", sh.dt, sh.rows, sh.C, 907 + sh.C, red);
@@ -1511,17 +1556,17 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
       const bool vec = sh.C * static_cast<std::int64_t>(dtype_size(sh.dt)) % 16 == 0;
       const GpuOut base = launch(0, 0, c, 0, "unstaged");
       ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
-      const GpuOut staged = launch(0, 3, c, vec ? 3 : 0, "3 steps");
+      const GpuOut staged = launch(0, 3, c, vec ? three : 0, "3 steps");
       same_bits(staged, base, c.name + ", 3 steps");
-      same_bits(launch(1, 6, c, vec ? 6 : 0, "6 steps"), base, c.name + ", 6 steps, 1 block an SM");
-      same_bits(launch(0, -1, c, -1, "default"), base, c.name + ", the default's staging");
+      same_bits(launch(1, 6, c, vec ? six : 0, "6 steps"), base, c.name + ", 6 steps, 1 block an SM");
+      same_bits(launch(0, -1, c, vec ? three : 0, "default"), base, c.name + ", the default's staging");
       for (std::int64_t r : {std::int64_t{0}, sh.rows - 1}) {
         CeCase one = c;
         one.rows = 1;
         one.x.assign(c.x.begin() + r * sh.C, c.x.begin() + (r + 1) * sh.C);
         one.t = {c.t[r]};
         one.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[r]} : c.grad_loss;
-        const GpuOut o = launch(0, 3, one, vec ? 3 : 0, "one row");
+        const GpuOut o = launch(0, 3, one, vec ? three : 0, "one row");
         ASSERT_TRUE(o.error.empty()) << o.error;
         EXPECT_EQ(o.lse[0], staged.lse[r]) << c.name << ", row " << r;
         if (red == Reduction::none) {
@@ -1542,7 +1587,7 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   // aligned rows' staged call.
   const std::int64_t C = small_mode() ? 40000 : 151936;
   CeCase c = random_case("staged, unaligned", DType::bf16, 6, C, 991, Reduction::none);
-  const GpuOut aligned = launch(0, 3, c, 3, "aligned");
+  const GpuOut aligned = launch(0, 3, c, three, "aligned");
   c.offset = 1;
   c.row_stride = C + 1;
   same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
@@ -1553,12 +1598,15 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).
 // Each width sits on or next to a bound (65536 / 65537 for 16-bit, 163840 / 163841 for f32), plus the and
 // 262144 (past the one-read kernel's widest row: the two calls before ce11); the dispatched call is checked against
-// float64 at each.
+// float64 at each. Its launch record's staged steps too (review F3, session 12): the default, 3 for every dtype
+// (fused.cu loop_stage_steps), written as a literal, where the row loop runs on rows of 16-byte vectors (C·sizeof a
+// multiple of 16: the buffers are aligned), else none.
 TEST(CrossEntropyGpuRowLoop, DispatcherTakesItByTheRule) {
   SMK_REQUIRE_GPU();
   FusedMode fused;
   namespace ce = smk::cuda::ce;
   ce::set_fused_tuning({});
+  const int three = staged_steps_here(3);  // 3 on every sm_80+ device (99 KB of opt-in and up)
   std::vector<std::int64_t> widths = {8192, 32000, 65536, 65537, 100000, 151936, 163840, 163841, 262144};
   if (small_mode()) widths = {65536, 65537, 163840, 163841};
   for (DType dt : {DType::bf16, DType::f32, DType::f16})
@@ -1570,6 +1618,10 @@ TEST(CrossEntropyGpuRowLoop, DispatcherTakesItByTheRule) {
       check_case(c);
       const ce::FusedLaunch fl = ce::last_fused_launch();
       EXPECT_EQ(fl.row_loop, expected) << c.name;
+      const int want_stage = expected && C * static_cast<std::int64_t>(dtype_size(dt)) % 16 == 0 ? three : 0;
+      if (want_stage >= 0) {
+        EXPECT_EQ(fl.loop_stage, want_stage) << c.name << ": staged steps";
+      }
     }
 }
 
