@@ -13,8 +13,8 @@
 // 12 B (f32), 6 B (bf16) — the floor of backward.cu's blocks. Floor at 4.27 TB/s: 8192×32000 f32 737 µs, bf16 368;
 // 16384×4096 and 4096×16384 f32 189 µs, bf16 94.
 // Registers (ptxas -v, CUDA 13.0, sm_90a; 16-bit rows only are built): 31-32, no spill since mid11 (bf16 spilled
-// 12-14 B in the hot loop before: word_elem below); form 7 (mid12) 31-32 without spill for log-softmax backward,
-// softmax backward's form 7 (timing and tests only) 100 B of spill stores.
+// 12-14 B in the hot loop before: word_elem below); form 7 (mid12) 31-32 without spill for log-softmax backward
+// (softmax backward's form 7 spilled 100 B of stores: no longer built, session 12's review F5).
 // Measured (mid11, session 11; H200, 2026-11-30, mid11's run of 7d1df6d, tune_softmax --mid11, median µs, the
 // dy-shared block → this kernel; docs/bench/mid11-s11-2026-11-30.md): bf16 8192×32000 log-softmax backward 454 →
 // 404.5 (91 % of copy; this kernel before the fix 446 / 444: the fix 9 %, f16's speed), softmax backward 414 → 396
@@ -59,13 +59,15 @@ namespace smk::cuda::kernels {
 
 namespace {
 
-// The forms built (backward_reread.hpp's kReread* levers): 0, the kernel before mid12, and kRereadAll. The dispatcher's
-// calls take kRereadAll for log-softmax backward and 0 for softmax backward, where dx is in the input's type; a dx in
-// f32 takes 0 (the same bits). mid12's run of 696c98f (H200, 2026-11-30, tune_softmax --mid12, median of 40 µs, bf16 /
-// f16 8192×32000): log-softmax backward form 0 399.8 / 400.4 (f16 399.8 / 399.2), evict-last first loop (1) 398.6
-// (398.3), with streaming dx (3) 400.1 (399.4), two vectors a step (4) 384.3 (384.9), all three (7) 381.6 (381.9);
-// softmax backward form 0 391.1 / 429.4 (f16 392.9), forms 1, 3, 4, 7 450.7, 435.3, 456.4, 500.3 (they spill 48-100 B
-// under the 32-register cap: y's vectors too in the first loop). Forms 1, 3 and 4 were removed after the run.
+// The forms built (backward_reread.hpp's kReread* levers): 0, the kernel before mid12, and kRereadAll, the latter for
+// log-softmax backward with dx in the input's type only (session 12's review F5: softmax backward's kRereadAll was
+// dispatched nowhere). The dispatcher's calls take kRereadAll for log-softmax backward where dx is in the input's type;
+// softmax backward and a dx in f32 take 0 (the same bits), whatever form is asked for. mid12's run of 696c98f (H200,
+// 2026-11-30, tune_softmax --mid12, median of 40 µs, bf16 / f16 8192×32000): log-softmax backward form 0 399.8 / 400.4
+// (f16 399.8 / 399.2), evict-last first loop (1) 398.6 (398.3), with streaming dx (3) 400.1 (399.4), two vectors a step
+// (4) 384.3 (384.9), all three (7) 381.6 (381.9); softmax backward form 0 391.1 / 429.4 (f16 392.9), forms 1, 3, 4, 7
+// 450.7, 435.3, 456.4, 500.3 (they spill 48-100 B under the 32-register cap: y's vectors too in the first loop). Forms
+// 1, 3 and 4 were removed after the run.
 constexpr int kRereadAll = kRereadEvictLast | kRereadStreamOut | kRereadPairs;
 __host__ __device__ constexpr int reread_default_form(bool log) { return log ? kRereadAll : 0; }
 
@@ -244,6 +246,10 @@ std::atomic<std::uint64_t>& reread_backward_launches() {
   static std::atomic<std::uint64_t> n{0};
   return n;
 }
+std::atomic<int>& reread_last_form() {
+  static std::atomic<int> f{-1};
+  return f;
+}
 
 template <typename In, typename Out, bool kLog, int kForm>
 void launch_reread(const RowProblem& p, cudaStream_t s) {
@@ -256,6 +262,7 @@ void launch_reread(const RowProblem& p, cudaStream_t s) {
   kernel<<<capped_grid(p.rows), threads, 0, s>>>(p);
   SMK_CUDA_CHECK_LAUNCH("backward_reread_kernel");
   reread_backward_launches().fetch_add(1, std::memory_order_relaxed);
+  reread_last_form().store(kForm, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -272,23 +279,19 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
     smk::throw_unsupported(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
                            "built for 16-bit softmax and log-softmax backward only (kernels.hpp "
                            "launch_backward_reread_rows)");
+  const int form = backward_reread_tuning().form;
+  if (form >= 0 && form != 0 && form != kRereadAll)
+    smk::throw_invalid_argument(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)", "form",
+                                "a built form, 0 or 7 (backward_reread.cu launch_backward_reread_rows)");
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     if constexpr (sizeof(In) == 2) {
-      const int form = backward_reread_tuning().form;
       if (p.out_dtype != DType::f32) {
-        // The built forms, dx in the input's type only.
-        auto built = [&]<int kForm>() {
-          if (log) return launch_reread<In, In, true, kForm>(p, s);
-          launch_reread<In, In, false, kForm>(p, s);
-        };
-        switch (form < 0 ? reread_default_form(log) : form) {
-          case 0: return built.template operator()<0>();
-          case kRereadAll: return built.template operator()<kRereadAll>();
-          default:
-            smk::throw_invalid_argument(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
-                                        "form", "a built form (backward_reread.cu launch_backward_reread_rows)");
-        }
+        // kRereadAll: log-softmax backward, dx in the input's type, only.
+        if (!log) return launch_reread<In, In, false, 0>(p, s);
+        if ((form < 0 ? reread_default_form(log) : form) == kRereadAll)
+          return launch_reread<In, In, true, kRereadAll>(p, s);
+        return launch_reread<In, In, true, 0>(p, s);
       }
       if (log) return launch_reread<In, float, true, 0>(p, s);
       launch_reread<In, float, false, 0>(p, s);
@@ -297,6 +300,7 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
 }
 
 std::uint64_t backward_reread_launch_count() { return reread_backward_launches().load(std::memory_order_relaxed); }
+int backward_reread_last_form() { return reread_last_form().load(std::memory_order_relaxed); }
 
 BackwardRereadTuning& backward_reread_tuning() {
   static BackwardRereadTuning t;

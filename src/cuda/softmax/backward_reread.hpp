@@ -13,7 +13,9 @@ namespace smk::cuda::kernels {
 // log-softmax backward, 0 for softmax backward); else a sum of the kReread* levers, for timing (tune_softmax --mid12)
 // and the bitwise test that every form gives form 0's bits (the levers move loads and change cache policies, never the
 // arithmetic or its order). Built: 0 and all three (7; mid12's run also timed 1, 3 and 4, since removed), the latter
-// for dx in the input's type only (a dx in f32 always takes form 0); another form throws smk::Error.
+// for log-softmax backward with dx in the input's type only (session 12's review F5): softmax backward and a dx in f32
+// take form 0 whatever the form (so tune_softmax --mid12's softmax-backward "form 7" rows time form 0); a form other
+// than -1, 0 or 7 throws smk::Error (invalid_argument, "form") before any launch.
 constexpr int kRereadEvictLast = 1;  // the first loop's loads with an L2 evict-last policy (Triton's evict_last)
 constexpr int kRereadStreamOut = 2;  // dx stored streaming (st.global.cs: nothing here reads it back)
 constexpr int kRereadPairs = 4;      // the first loop loads two vectors a step (twice the bytes in flight)
@@ -22,5 +24,8 @@ struct BackwardRereadTuning {
   int form = -1;
 };
 BackwardRereadTuning& backward_reread_tuning();
+// The form the latest launch of the re-read kernel took (-1 before any; session 12's review F4): tests of the
+// dispatcher's form, beside kernels.hpp's backward_reread_launch_count.
+int backward_reread_last_form();
 
 }  // namespace smk::cuda::kernels

@@ -11,6 +11,8 @@
 // an odd pitch and a temperature must take the general kernel, which the launch record (warp_backward_dense_last) must
 // show. The odd pitch, temperature and non-finite y variants run at 32 (E8), 100, 512 (E16) and 1024 (E32), so both
 // built dense kernels see non-finite y and refuse the pitch and the temperature.
+// In place (session 12's review F8): the dense E8 f32 kernel (streaming stores) and the packed E8 16-bit kernel at
+// their rule's bounds with dx written over dy and over y (DispatcherRuleAtItsBounds).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
@@ -44,6 +46,31 @@ struct TuningGuard {
 
 // The dispatcher's lanes and elements for an f32 backward row of n (softmax_cuda.cpp warp_config, as the rule is
 // written: 32 bytes a lane for rows of 17..256, else 64, at most 32 lanes, elements 4..32).
+// c (a backward case, no per-row temperature or mask) through the automatic path with dx written over y, an exact
+// alias the public calls allow (src/softmax/args.cpp); gpu_case.hpp's in_place writes dx over dy. The result is y's
+// buffer after the call.
+Result run_over_y(const Case& c) {
+  using Buf = cuda::DeviceBuffer<unsigned char>;
+  EXPECT_TRUE(c.row_temperature.empty() && c.mask_values.empty()) << c.name;
+  const Device dev = Device::cuda(0);
+  Buf yb = Buf::from_host(pack(c.in, c.x, 0x00));
+  Buf dyb = Buf::from_host(pack(c.in, c.dy, 0x00));
+  const TensorView y = c.in.view(yb.data(), dev), dy = c.in.view(dyb.data(), dev);
+  SoftmaxOptions opt = c.options;
+  opt.dim = c.dim;
+  {
+    cuda::ScopedSoftmaxPath force(SoftmaxPath::automatic);
+    if (c.op == Op::softmax_backward) softmax_backward(y, y, dy, opt);
+    else log_softmax_backward(y, y, dy, opt);
+  }
+  SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  Result r;
+  r.ran = true;
+  r.raw = yb.to_host();
+  r.out = unpack(c.in, r.raw);
+  return r;
+}
+
 std::pair<int, int> f32_lanes_elems(std::int64_t n) {
   const std::int64_t target = n >= 17 && n <= 256 ? 8 : 16;
   int lanes = 1;
@@ -119,7 +146,9 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
 // row (16, 31, 32 at an odd pitch, 257, 511, 513, 1023, 1024 at an odd pitch) the general kernel on the grid of 8.
 // 16-bit rows (bf16, f16) of 32 (packed E8 L4, sbwd12), 128, 512 and 1024, dense, take the packed kernel on the grid of
 // 8; 32, 513 and 1024 at an odd pitch the unpacked one on the persistent grid (0). The expectations are the rule as
-// written, not the code.
+// written, not the code. In place (session 12's review F8): f32 32 and 256 (dense E8, streaming stores) and 16-bit 32
+// (packed E8 at 8 blocks an SM) again with dx written over dy and over y: the same kernel and grid, within the float64
+// reference's gates, and bitwise the out-of-place dx.
 TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
   TuningGuard guard;
   k::warp_row_tuning() = {};
@@ -161,10 +190,32 @@ TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
       const Result r = run_gpu(c, SoftmaxPath::automatic);
       ASSERT_TRUE(r.ran) << r.reason;
       EXPECT_FALSE(r.stray_write);
-      check(c, r, reference(c));
-      EXPECT_EQ(last.grid.load(), w.grid) << "grid";
-      if (w.t == DType::f32) EXPECT_EQ(k::warp_backward_dense_last().blocks.load(), w.dense_blocks) << "dense kernel";
-      else EXPECT_EQ(last.packed.load(), w.packed) << "packed kernel";
+      EXPECT_EQ(check(c, r, reference(c)), 0);
+      auto expect_launch = [&](const std::string& what) {
+        EXPECT_EQ(last.grid.load(), w.grid) << what << ": grid";
+        if (w.t == DType::f32)
+          EXPECT_EQ(k::warp_backward_dense_last().blocks.load(), w.dense_blocks) << what << ": dense kernel";
+        else EXPECT_EQ(last.packed.load(), w.packed) << what << ": packed kernel";
+      };
+      expect_launch("out of place");
+      if (w.odd || !(w.n == 32 || (w.t == DType::f32 && w.n == 256))) continue;
+      Case over_dy = c;
+      over_dy.name += " dx over dy";
+      over_dy.in_place = true;
+      last.grid = -1;
+      const Result a = run_gpu(over_dy, SoftmaxPath::automatic);
+      ASSERT_TRUE(a.ran) << a.reason;
+      EXPECT_EQ(check(over_dy, a, reference(over_dy)), 0);
+      expect_launch(over_dy.name);
+      expect_same_bits(r, a, over_dy.name);
+      Case over_y = c;
+      over_y.name += " dx over y";
+      over_y.in_place = true;  // check(): dx in y's dtype
+      last.grid = -1;
+      const Result b = run_over_y(over_y);
+      EXPECT_EQ(check(over_y, b, reference(over_y)), 0);
+      expect_launch(over_y.name);
+      expect_same_bits(r, b, over_y.name);
     }
 }
 
