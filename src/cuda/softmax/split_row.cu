@@ -83,17 +83,19 @@
 // 1×16M f32 softmax 83.6, 4096×151936 f32 logsumexp 702 → 993). 1×16M is still ~1.9 / 1.4 TB/s (target 3): the
 // chunk pass reads at 1.94 (f32) / 1.05 (bf16) TB/s.
 // one12 (session 12): the compact chunk kernel prefetches into L2 (one bulk prefetch a block, after its own loads)
-// the chunk 132 indices on, the one a block of the next wave reads (kSplitChunkL2Ahead), and the merge kernel loads a
-// thread's states before merging them (merge_chunk_states_preloaded); same values and order, same bits. H200,
-// 2026-11-30, one12's run of f219827 (tune_softmax --one12, µs, the kernels before timed first / last → 132 chunks
-// ahead): 1×16777216 f32 softmax 68.96 / 68.29 → 65.63 (2.05 TB/s), log-softmax 65.70 / 65.95 → 64.13, logsumexp
-// 32.29 / 32.26 → 31.39 (preloading alone 31.26); bf16 softmax 48.64 / 44.16 → 46.69, logsumexp 29.57 / 29.70 →
-// 29.15 (preloading alone 28.80); 4×4194304 f32 softmax 67.97 / 67.58 → 65.15; 4096×151936 f32 logsumexp 700.6 /
-// 701.0 → 674.9 (3.69 TB/s of read); the pair as shipped was not timed together. Nsight Compute (one launch, caches
-// flushed): the chunk kernel's L2 hit rate 1 → 29-31 % but its time only 25.4 → 24.8 µs (f32) / 19.4 → 19.1 (bf16),
-// SM throughput 53-55 %, DRAM 37-58 %: it is bound neither by DRAM nor by issue but by each block's chain of loads,
-// then reductions and barriers, in lockstep across a wave (chunk_states_plain_kernel has the count). 3 TB/s at 1×16M
-// (f32 softmax ≤ 44.7 µs, bf16 ≤ 22.4) is not reached.
+// the chunk 132 indices on (kSplitChunkL2Ahead): half a wave of the kernel's 264 resident blocks (two an SM on the
+// H200's 132 SMs; the block that takes this block's place, one wave on, is 264 on: timed too, below), and the merge
+// kernel loads a thread's states before merging them (merge_chunk_states_preloaded); same values and order, same
+// bits. H200, 2026-11-30, one12's run of f219827 (tune_softmax --one12, µs, the kernels before timed first / last →
+// 132 chunks ahead): 1×16777216 f32 softmax 68.96 / 68.29 → 65.63 (2.05 TB/s), log-softmax 65.70 / 65.95 → 64.13,
+// logsumexp 32.29 / 32.26 → 31.39 (preloading alone 31.26); bf16 softmax 48.64 / 44.16 → 46.69, logsumexp 29.57 /
+// 29.70 → 29.15 (preloading alone 28.80); 4×4194304 f32 softmax 67.97 / 67.58 → 65.15; 4096×151936 f32 logsumexp
+// 700.6 / 701.0 → 674.9 (3.69 TB/s of read); the pair as shipped was not timed together. Nsight Compute (one launch,
+// caches flushed), of the one-wave setting (264 ahead), not the shipped 132: the chunk kernel's L2 hit rate
+// 1 → 29-31 % but its time only 25.4 → 24.8 µs (f32) / 19.4 → 19.1 (bf16), SM throughput 53-55 %, DRAM 37-58 %: it
+// is bound neither by DRAM nor by issue but by each block's chain of loads, then reductions and barriers, in lockstep
+// across a wave (chunk_states_plain_kernel has the count). 3 TB/s at 1×16M (f32 softmax ≤ 44.7 µs, bf16 ≤ 22.4) is
+// not reached.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -114,6 +116,7 @@
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/split_row_tuning.hpp"  // the switches read here (one12) and split_plain_launch_count
 
 #include <cooperative_groups.h>
 
@@ -122,9 +125,6 @@
 #include <utility>
 
 namespace smk::cuda::kernels {
-
-int& split_row_chunk_l2_ahead();
-int& split_row_merge_preload();
 
 namespace {
 
@@ -873,10 +873,10 @@ void launch(const RowProblem& p, cudaStream_t s) {
 // one12 (session 12): the compact chunk kernel's L2 prefetch distance (l2_ahead above: > 0 that many chunks, −w w
 // waves of the kernel's resident blocks, 0 none; the library's kSplitChunkL2Ahead) and the merge kernel's preloading
 // (merge_chunk_states_preloaded; 1 the library's, 0 the loop before); the same values either way. For timing and
-// tests, process-wide, not thread-safe; declared where they are read (tune_softmax.cpp, test_few_rows_gpu.cpp), not in
-// kernels.hpp, which two dozen objects include. (The normalising kernel prefetching alike was timed in the same run
-// and not kept: 1×16777216 f32 softmax 68.67 against 68.96 / 68.29, bf16 log-softmax 44.64 against 43.84 / 43.81;
-// its code is in f219827.)
+// tests, process-wide, not thread-safe; declared in split_row_tuning.hpp (read by tune_softmax.cpp and
+// test_few_rows_gpu.cpp), not in kernels.hpp, which two dozen objects include. (The normalising kernel prefetching
+// alike was timed in the same run and not kept: 1×16777216 f32 softmax 68.67 against 68.96 / 68.29, bf16 log-softmax
+// 44.64 against 43.84 / 43.81; its code is in f219827.)
 int& split_row_chunk_l2_ahead() {
   static int ahead = kSplitChunkL2Ahead;
   return ahead;
@@ -905,9 +905,8 @@ SplitRowTuning& split_row_tuning() {
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
-// Declared here and in the test that reads it (test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'
+// Declared in split_row_tuning.hpp (read by test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'
 // launches by the three-kernel path since the process started (2 a softmax / log-softmax call, 1 a logsumexp).
-std::uint64_t split_plain_launch_count();
 std::uint64_t split_plain_launch_count() { return plain_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {

@@ -22,19 +22,12 @@
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
+// split_plain_launch_count (NormalizeHintsBitwiseTheKernelsBefore, L2PrefetchBitwiseWithout) and one12's switches
+// split_row_chunk_l2_ahead / split_row_merge_preload (L2PrefetchBitwiseWithout)
+#include "cuda/softmax/split_row_tuning.hpp"
 #include "softmax/args.hpp"
 #include "support/gpu.hpp"
 #include "support/graph_timing.hpp"
-
-namespace smk::cuda::kernels {
-// split_row.cu: the three kernels' compact launches (chunk_states_plain_kernel, normalize_plain_kernel) since the
-// process started; declared here, not in kernels.hpp, for NormalizeHintsBitwiseTheKernelsBefore only.
-std::uint64_t split_plain_launch_count();
-// one12: the compact chunk kernel's L2 prefetch distance (split_row.cu l2_ahead) and the merge kernel's preloading
-// switch, declared here and in tune_softmax.cpp, not in kernels.hpp; for L2PrefetchBitwiseWithout.
-int& split_row_chunk_l2_ahead();
-int& split_row_merge_preload();
-}  // namespace smk::cuda::kernels
 
 namespace smk::gpu_test {
 namespace {
@@ -503,8 +496,12 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
 // batch with +inf, NaN and an empty row), prefetch a ragged last chunk (length 12288·k + 77), and, at full size, the
 // library's distance (132) and one wave of resident blocks (−1: 264 on the H200) over 303 and 1031 chunks (1031: three
 // states for some of the merge's threads); each run asserts by split_plain_launch_count that the compact kernels
-// served. Under memcheck (small mode) it checks that no prefetch reaches past a row. (one12's H200 run of f219827 ran
-// it, full size and under memcheck, with the normalising kernel prefetching as well, a lever since removed.)
+// served. Under memcheck (small mode) the run covers the kernels' loads and stores; the prefetch's bounds hold by
+// construction (chunk_states.cuh prefetch_chunk_l2: the chunk's bytes rounded down to 16, never past its row's end,
+// and no index past the last chunk), not by that run (to our knowledge memcheck does not check a bulk L2 prefetch's
+// addresses, and a prefetch past a row of a pitched batch would lie in the same allocation). (one12's H200 run of
+// f219827 ran it, full size and under memcheck, with the normalising kernel prefetching as well, a lever since
+// removed.)
 TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
   SplitRowTuningGuard guard;
   struct AheadGuard {

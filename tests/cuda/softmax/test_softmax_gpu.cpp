@@ -721,9 +721,34 @@ TEST_F(GpuSoftmax, ForcedPathsRefuseWhatTheyCannotServe) {
 // output forms its terms as expf(fl(z − m)), giving up only the subtraction's rounding, so its f32 value p̂ lies within
 // (18 + L + ln(1/p) + ln n)·u of the exact p, relative (softmax_gate_16bit). Rounding is monotonic, so the output can
 // only be one of the roundings of that interval's two ends: where the interval holds no rounding boundary (nearly
-// everywhere) the output must be the correctly rounded value itself, stricter than the suite's 1-ulp gate. The scores
-// are divided by T = 0.7 (z = fl(x / T) in f32, as on the device), so z − m is inexact for most elements (the test
-// first checks that it is: its power), at gaps up to 60 where the lost rounding is largest.
+// everywhere) the output must be the correctly rounded value itself, stricter than the suite's 1-ulp gate.
+// expect_plain_exp_bound runs `c` on the paths and holds every output to that; `exact` is the float64-or-better softmax
+// of the f32 scores the device forms, in c's logical order. `ran(path)` is called after each path that served.
+template <typename Ran>
+void expect_plain_exp_bound(const Case& c, DType t, std::int64_t n, const std::vector<long double>& exact, Ran ran) {
+  const Gate gate{Op::softmax, t, n};
+  for (SoftmaxPath path : {SoftmaxPath::automatic, SoftmaxPath::warp_per_row, SoftmaxPath::block_per_row,
+                           SoftmaxPath::cluster_row, SoftmaxPath::split_row}) {
+    SCOPED_TRACE(std::string("path ") + cuda::to_string(path) + ", " + c.name + ", " + dtype_name(t));
+    const Result res = run_gpu(c, path);
+    if (path == SoftmaxPath::automatic) ASSERT_TRUE(res.ran) << res.reason;  // the dispatcher always serves
+    if (!res.ran) continue;  // a capacity refusal (run_all_paths' tests hold the paths to those)
+    ran(path);
+    int failures = 0;
+    for (std::size_t i = 0; i < exact.size() && failures < 5; ++i) {
+      const double p = static_cast<double>(exact[i]);
+      const double g = (18 + gate.L() - std::log(std::max(p, 1e-30)) + gate.ln_n()) * kU;
+      const double lo = round_to(t, p - g * std::max(p, 1e-30)), hi = round_to(t, p + g * std::max(p, 1e-30));
+      if (res.out[i] == lo || res.out[i] == hi) continue;
+      ++failures;
+      ADD_FAILURE() << "element " << i << ": got " << res.out[i] << ", exact " << p << " rounds to " << lo
+                    << (lo == hi ? "" : " or " + sci(hi)) << " within the bound";
+    }
+  }
+}
+
+// The scores are divided by T = 0.7 (z = fl(x / T) in f32, as on the device), so z − m is inexact for most elements
+// (the test first checks that it is: its power), at gaps up to 60 where the lost rounding is largest.
 TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
   const float T = 0.7f;
   std::uint64_t seed = 9000;
@@ -754,25 +779,63 @@ TEST_F(GpuSoftmax, SixteenBitSoftmaxWithinItsPlainExponentialBound) {
         }
       }
       ASSERT_GT(inexact, rows * n / 4) << "these scores no longer exercise the subtraction's rounding";
-      const Gate gate{Op::softmax, t, n};
-      for (SoftmaxPath path : {SoftmaxPath::automatic, SoftmaxPath::warp_per_row, SoftmaxPath::block_per_row,
-                               SoftmaxPath::cluster_row, SoftmaxPath::split_row}) {
-        SCOPED_TRACE(std::string("path ") + cuda::to_string(path) + ", " + c.name + ", " + dtype_name(t));
-        const Result res = run_gpu(c, path);
-        if (path == SoftmaxPath::automatic) ASSERT_TRUE(res.ran) << res.reason;  // the dispatcher always serves
-        if (!res.ran) continue;  // a capacity refusal (run_all_paths' tests hold the paths to those)
-        int failures = 0;
-        for (std::size_t i = 0; i < exact.size() && failures < 5; ++i) {
-          const double p = static_cast<double>(exact[i]);
-          const double g = (18 + gate.L() - std::log(std::max(p, 1e-30)) + gate.ln_n()) * kU;
-          const double lo = round_to(t, p - g * std::max(p, 1e-30)), hi = round_to(t, p + g * std::max(p, 1e-30));
-          if (res.out[i] == lo || res.out[i] == hi) continue;
-          ++failures;
-          ADD_FAILURE() << "element " << i << ": got " << res.out[i] << ", exact " << p << " rounds to " << lo
-                        << (lo == hi ? "" : " or " + sci(hi)) << " within the bound";
-        }
-      }
+      expect_plain_exp_bound(c, t, n, exact, [](SoftmaxPath) {});
     }
+}
+
+// The same bound on 16-bit softmax rows of 17..32 (softmax_cuda.cpp kWarpSoftmax16NarrowMinN..MaxN, short12: two
+// lanes of 16 elements, the tier's terms), which a temperature keeps off the dense kernel: no temperature here, so
+// z = x. n = 32 with contiguous rows takes warp_rows_dense_kernel at E16; 32 at an odd pitch (base one element off)
+// and 29 (contiguous and odd) the general kernel at E16; forced warp_per_row's launch record must say so. Without a
+// temperature z − m is exact for nearly every element, so each row carries two planted scores of magnitude at most
+// 15·2^-24, with the row's maximum near 40 (bf16; f16: 8, whose outputs underflow sooner): their differences from the
+// maximum need more than f32's 24 bits, inexact (checked: the test's power over the subtraction's lost rounding).
+TEST_F(GpuSoftmax, SixteenBitSoftmaxShortRowsWithinItsPlainExponentialBound) {
+  std::uint64_t seed = 9100;
+  const std::int64_t rows = small_mode() ? 64 : 2048;
+  for (DType t : {DType::bf16, DType::f16})
+    for (std::int64_t n : {std::int64_t{29}, std::int64_t{32}})
+      for (bool odd : {false, true}) {
+        Case c = random_case("plain_exp_short_" + std::to_string(n) + (odd ? "_odd_pitch" : ""), Op::softmax, t, t,
+                             rows, n, ++seed);
+        if (odd) {
+          c.in.strides = {n + 3, 1};
+          c.in.offset = 1;
+        }
+        const double spread = t == DType::f16 ? 16.0 : 60.0, top = t == DType::f16 ? 8.0 : 40.0;
+        std::mt19937_64 rng(seed);
+        std::uniform_real_distribution<double> gap(0.0, spread);
+        for (auto& x : c.x) x = round_to(t, top - gap(rng));
+        // ±(2j + 1)·2^-24, j = r mod 8: exact in bf16 and in f16 (subnormal); its lowest bit 2^-24 lies more than 24
+        // bits below a maximum of 1 or more, so z − m is inexact in f32.
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const double tiny = round_to(t, std::ldexp(static_cast<double>(2 * (r % 8) + 1), -24));
+          c.x[r * n + (r % n)] = tiny;
+          c.x[r * n + ((r + n / 2) % n)] = -tiny;
+        }
+        std::vector<long double> exact(c.x.size());
+        std::int64_t inexact = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          float m = -INFINITY;
+          for (std::int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<float>(c.x[r * n + i]));
+          long double l = 0;
+          for (std::int64_t i = 0; i < n; ++i) l += std::exp(static_cast<long double>(c.x[r * n + i]) - m);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const float z = static_cast<float>(c.x[r * n + i]);
+            exact[r * n + i] = std::exp(static_cast<long double>(z) - m) / l;
+            inexact += static_cast<long double>(z - m) != static_cast<long double>(z) - m;
+          }
+        }
+        ASSERT_GE(inexact, rows * 3 / 2) << "the planted scores no longer exercise the subtraction's rounding";
+        const bool dense = n == 32 && !odd;
+        expect_plain_exp_bound(c, t, n, exact, [&](SoftmaxPath path) {
+          if (path != SoftmaxPath::warp_per_row) return;
+          const auto& last = cuda::kernels::warp_row_last();
+          EXPECT_EQ(last.lanes.load(), 2);
+          EXPECT_EQ(last.elems.load(), 16);
+          EXPECT_EQ(last.dense.load(), dense) << "warp_rows_dense_kernel";
+        });
+      }
 }
 
 // mid16: block_per_row's 16-bit forward lane-staged (BlockConfig::lane_stages: each thread's share of the block's next
