@@ -39,6 +39,8 @@ constexpr double kCopyTBs = 4.27;  // ANCHORS.md: device-to-device copy, 2 GiB f
 
 struct Buffers {
   std::vector<void*> in;
+  // Backward problems' inputs (make_buffers): y a softmax or log-softmax output, dy a gradient; as many copies as `in`.
+  std::vector<void*> y_softmax, y_log_softmax, dy;
   void* out = nullptr;
   float* stats = nullptr;
 };
@@ -51,17 +53,33 @@ float next_uniform() {  // xorshift64*: fast enough to fill gigabytes
   return static_cast<float>((rng_state * 2685821657736338717ull) >> 40) / 16777216.0f;
 }
 
+// The forward problems' scores x: uniform in [16, 24) (rng_state's stream, as before session 12's review F7). The
+// backward problems' inputs (F7: y and dy in [16, 24) made every f16 dx ±inf or NaN): y the softmax (softmax
+// backward) or log-softmax (log-softmax backward) of row 0's scores, computed in float64 and rounded to t, dy uniform
+// in [-1, 1) (its own generator, so rng_state's stream and every x stay as they were); row r holds those rows rotated
+// by r elements (y) and 2r + 1 (dy): each row of y a real softmax / log-softmax output (of row 0's scores permuted),
+// filled in O(n) arithmetic whatever the rows.
 Buffers make_buffers(std::int64_t rows, std::int64_t n, DType t) {
   const std::size_t bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
-  // At least two copies: a backward problem takes y from one and dy from the next (one copy would alias them and
-  // read dy from the L2).
+  const std::size_t esize = smk::dtype_size(t), un = static_cast<std::size_t>(n);
+  // At least two copies: a backward problem takes y and dy from copy i, the next problem from copy i + 1.
   const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
   std::vector<unsigned char> host(bytes);
+  std::vector<double> row0(un);  // row 0's scores as stored
   for (std::size_t i = 0; i < static_cast<std::size_t>(rows * n); ++i) {
     const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+    float stored = v;
     if (t == DType::f32) std::memcpy(host.data() + 4 * i, &v, 4);
-    else if (t == DType::bf16) { const auto b = smk::to_bfloat16(v); std::memcpy(host.data() + 2 * i, &b, 2); }
-    else { const auto h = smk::to_half(v); std::memcpy(host.data() + 2 * i, &h, 2); }
+    else if (t == DType::bf16) {
+      const auto b = smk::to_bfloat16(v);
+      std::memcpy(host.data() + 2 * i, &b, 2);
+      stored = smk::to_float(b);
+    } else {
+      const auto h = smk::to_half(v);
+      std::memcpy(host.data() + 2 * i, &h, 2);
+      stored = smk::to_float(h);
+    }
+    if (i < un) row0[i] = stored;
   }
   Buffers b;
   for (int c = 0; c < copies; ++c) {
@@ -70,12 +88,55 @@ Buffers make_buffers(std::int64_t rows, std::int64_t n, DType t) {
     SMK_CUDA_CHECK(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
     b.in.push_back(p);
   }
+  // The backward inputs: one row each (float64, rounded to t), then every row a rotation of it, in `copies` copies.
+  auto put = [&](std::vector<unsigned char>& dst, std::size_t i, double v) {
+    if (t == DType::f32) { const float f = static_cast<float>(v); std::memcpy(dst.data() + 4 * i, &f, 4); }
+    else if (t == DType::bf16) { const auto h = smk::to_bfloat16(v); std::memcpy(dst.data() + 2 * i, &h, 2); }
+    else { const auto h = smk::to_half(v); std::memcpy(dst.data() + 2 * i, &h, 2); }
+  };
+  double m = -1.0e300, l = 0;
+  for (double v : row0) m = std::max(m, v);
+  for (double v : row0) l += std::exp(v - m);
+  const double lse = m + std::log(l);
+  std::vector<unsigned char> sm_row(un * esize), lsm_row(un * esize), dy_row(un * esize);
+  std::uint64_t g = 0x2545F4914F6CDD1Dull;  // dy's own xorshift64*
+  for (std::size_t j = 0; j < un; ++j) {
+    put(sm_row, j, std::exp(row0[j] - lse));
+    put(lsm_row, j, row0[j] - lse);
+    g ^= g >> 12;
+    g ^= g << 25;
+    g ^= g >> 27;
+    put(dy_row, j, static_cast<double>((g * 2685821657736338717ull) >> 11) / 4503599627370496.0 - 1.0);  // [-1, 1)
+  }
+  struct Kind {
+    const std::vector<unsigned char>* row;
+    std::vector<void*>* dst;
+    std::int64_t step, first;  // row r: rotated left by (first + step·r) mod n elements
+  };
+  for (const Kind& k : {Kind{&sm_row, &b.y_softmax, 1, 0}, Kind{&lsm_row, &b.y_log_softmax, 1, 0},
+                        Kind{&dy_row, &b.dy, 2, 1}}) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::size_t at = static_cast<std::size_t>((k.first + k.step * r) % n) * esize, len = un * esize;
+      unsigned char* d = host.data() + static_cast<std::size_t>(r) * len;
+      std::memcpy(d, k.row->data() + at, len - at);
+      std::memcpy(d + (len - at), k.row->data(), at);
+    }
+    for (int c = 0; c < copies; ++c) {
+      void* p = nullptr;
+      SMK_CUDA_CHECK(cudaMalloc(&p, bytes));
+      if (c == 0) SMK_CUDA_CHECK(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+      else SMK_CUDA_CHECK(cudaMemcpy(p, k.dst->front(), bytes, cudaMemcpyDeviceToDevice));
+      k.dst->push_back(p);
+    }
+  }
   SMK_CUDA_CHECK(cudaMalloc(&b.out, bytes));
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.stats), 2 * sizeof(float) * static_cast<std::size_t>(rows)));
   return b;
 }
 void free_buffers(Buffers& b) {
   for (void* p : b.in) cudaFree(p);
+  for (const auto* v : {&b.y_softmax, &b.y_log_softmax, &b.dy})
+    for (void* p : *v) cudaFree(p);
   cudaFree(b.out);
   cudaFree(b.stats);
   b = {};
@@ -101,10 +162,14 @@ RowProblem problem(Op op, std::int64_t rows, std::int64_t n, DType t, const Buff
   return p;
 }
 
-// A backward problem: y from one input copy, dy from the next (any values: the timing does not depend on them).
+// A backward problem: y (a softmax output for softmax backward, a log-softmax output for log-softmax backward) and dy
+// from make_buffers' copy `copy` (session 12's review F7: before, y and dy were two copies of the forward scores in
+// [16, 24), and every f16 dx was ±inf or NaN).
 RowProblem backward_problem(Op op, std::int64_t rows, std::int64_t n, DType t, const Buffers& b, int copy) {
   RowProblem p = problem(op, rows, n, t, b, copy);
-  p.dy = b.in[static_cast<std::size_t>(copy + 1) % b.in.size()];
+  const std::vector<void*>& y = op == Op::softmax_backward ? b.y_softmax : b.y_log_softmax;
+  p.x = y[static_cast<std::size_t>(copy) % y.size()];
+  p.dy = b.dy[static_cast<std::size_t>(copy) % b.dy.size()];
   p.map.stride[kDy][0] = n;
   p.step[kDy] = 1;
   return p;
