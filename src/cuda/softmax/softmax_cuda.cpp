@@ -508,16 +508,16 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
 //   54.62, 55.97 → 54.14; 59.01 / 59.36 → 55.17, 57.38 / 57.89 → 55.01, 57.98 → 55.20). (256, the same kernel, was not
 //   timed.) A grid of 4 was as fast or slower. Rows of 32 on E8 L4: softmax backward 1.01-1.04× on the grid of 8
 //   (bf16 55.49 / 55.97 → 53.79), log-softmax backward even (56.74 / 56.74 → 56.70): left persistent (the lanes test,
-//   test_warp_row_gpu.cpp BackwardLanesAtTheRuleBounds, holds one grid for both ops there).
+//   test_warp_row_gpu.cpp BackwardLanesAtTheRuleBounds, holds one grid for both ops there) (sbwd12: below).
 // - f32 rows dense for their lanes on backward_warp_dense_kernel (warp_backward.hpp; bitwise backward_warp_kernel):
 //   512 (E16 L32) at kWarpBackwardDenseBlocksE16 blocks an SM (64 registers against 80: 4 blocks, not 3): softmax
 //   backward 101.54 / 101.82 → 99.36, log-softmax backward 101.79 / 101.95 → 99.49; 1024 (E32 L32) at
 //   kWarpBackwardDenseBlocksE32 (128 registers, no spill against 16 B) on a grid of kWarpGridF32Dense1024: 100.70 /
 //   100.70 → 99.17, 100.96 / 100.83 → 99.30 (on the grid of 8: 100.16, 99.87). Rows of 32 and 128 (E8) were even
 //   on it (101.50 / 101.09 → 100.99 at 6 blocks, 99.94 / 99.68 → 99.74), 8 blocks slower: they keep the general
-//   kernel. Not taken: evict-first loads (L1 no-allocate, L2 evict-first) 0.87-0.95×, with streaming stores 0.98-1.02×;
-//   the persistent grid 0.94-0.95×; block_per_row's 64-thread block at 1024 f32 99.10 / 99.39 (other bits), 16-bit
-//   58.78 / 64.32 (slower than packed).
+//   kernel (sbwd12: below). Not taken: evict-first loads (L1 no-allocate, L2 evict-first) 0.87-0.95×, with
+//   streaming stores 0.98-1.02×; the persistent grid 0.94-0.95×; block_per_row's 64-thread block at 1024 f32 99.10 /
+//   99.39 (other bits), 16-bit 58.78 / 64.32 (slower than packed).
 constexpr int kWarpGridPacked16Backward = 8;
 constexpr int kWarpBackwardDenseBlocksE16 = 4;
 constexpr int kWarpBackwardDenseBlocksE32 = 2;
