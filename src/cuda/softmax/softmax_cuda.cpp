@@ -466,8 +466,12 @@ constexpr std::int64_t kWarpDense16MinN = 1024;
 // lanes too (the general kernel, exp_diff: 64 registers against 80), not timed. The bits of 16-bit softmax at 17..32
 // change (the tier's terms, another tree), within the gates (test_cuda_softmax, test_cuda_warp_row in that run).
 constexpr std::int64_t kWarpSoftmax16NarrowMaxN = 32;
+// The dense rule's lower bound for those rows (17: the first row two lanes of 16 share). At n <= 16 a row is one
+// lane, where plain_exp_pays and so the dense kernel refuse anyway (warp_row.cu): the bound changes no dispatch.
+constexpr std::int64_t kWarpSoftmax16NarrowMinN = 17;
 bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
-  if (t != DType::f32 && op == kernels::Op::softmax && n <= kWarpSoftmax16NarrowMaxN) return true;  // short12
+  if (t != DType::f32 && op == kernels::Op::softmax && n >= kWarpSoftmax16NarrowMinN && n <= kWarpSoftmax16NarrowMaxN)
+    return true;  // short12
   return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {

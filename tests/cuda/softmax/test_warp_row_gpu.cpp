@@ -368,7 +368,8 @@ TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
   TuningGuard guard;
   cuda::kernels::warp_row_tuning() = {};
   std::uint64_t seed = 1800;
-  // short12: and 16-bit softmax of 17..32 (two lanes of 16; dense at 32).
+  // short12: and 16-bit softmax of 17..32 (kWarpSoftmax16NarrowMinN..MaxN: two lanes of 16; dense at 32); 8 and 16,
+  // one lane, stay off the dense kernel (review s12 F13: the rule now names its lower bound, no dispatch changed).
   auto rule = [](DType t, Op op, std::int64_t n) {
     return t != DType::f32 && op == Op::softmax && (n == 1024 || (n >= 17 && n <= 32));
   };

@@ -21,14 +21,10 @@
 
 #include "cuda/softmax/backward_reread.hpp"  // mid12: BackwardRereadTuning::form
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/split_row_tuning.hpp"  // one12: the chunk kernel's L2 prefetch distance, the merge's preloading
 #include "cuda/softmax/warp_backward.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
-
-namespace smk::cuda::kernels {
-int& split_row_chunk_l2_ahead();  // one12: split_row.cu, the chunk kernel's L2 prefetch distance (tune_softmax --one12)
-int& split_row_merge_preload();    // one12: the merge kernel's preloading
-}  // namespace smk::cuda::kernels
 
 namespace {
 
