@@ -266,6 +266,31 @@ inline Result run_gpu(const Case& c, cuda::SoftmaxPath path, unsigned char poiso
   return r;
 }
 
+// c (a backward case, no per-row temperature or mask) through the automatic path with dx written over y, an exact
+// alias the public calls allow (src/softmax/args.cpp); run_gpu's in_place writes dx over dy. The result is y's buffer
+// after the call.
+inline Result run_over_y(const Case& c) {
+  using Buf = cuda::DeviceBuffer<unsigned char>;
+  EXPECT_TRUE(c.row_temperature.empty() && c.mask_values.empty()) << c.name;
+  const Device dev = Device::cuda(0);
+  Buf yb = Buf::from_host(pack(c.in, c.x, 0x00));
+  Buf dyb = Buf::from_host(pack(c.in, c.dy, 0x00));
+  const TensorView y = c.in.view(yb.data(), dev), dy = c.in.view(dyb.data(), dev);
+  SoftmaxOptions opt = c.options;
+  opt.dim = c.dim;
+  {
+    cuda::ScopedSoftmaxPath force(cuda::SoftmaxPath::automatic);
+    if (c.op == Op::softmax_backward) softmax_backward(y, y, dy, opt);
+    else log_softmax_backward(y, y, dy, opt);
+  }
+  SMK_CUDA_CHECK(cudaDeviceSynchronize());
+  Result r;
+  r.ran = true;
+  r.raw = yb.to_host();
+  r.out = unpack(c.in, r.raw);
+  return r;
+}
+
 // The float64 reference of the case: the CPU reference on the logical values widened to f64, temperature and mask
 // included (per-row temperatures that are invalid are left out: the GPU's documented answer is a NaN row).
 struct Reference {

@@ -30,31 +30,6 @@ namespace k = cuda::kernels;
 
 constexpr int kForm7 = k::kRereadEvictLast | k::kRereadStreamOut | k::kRereadPairs;
 
-// c (a backward case, no per-row temperature or mask) through the dispatcher with dx written over y, an exact alias
-// the public calls allow (src/softmax/args.cpp); gpu_case.hpp's in_place writes dx over dy. The result is y's buffer
-// after the call.
-Result run_over_y(const Case& c) {
-  using Buf = cuda::DeviceBuffer<unsigned char>;
-  EXPECT_TRUE(c.row_temperature.empty() && c.mask_values.empty()) << c.name;
-  const Device dev = Device::cuda(0);
-  Buf yb = Buf::from_host(pack(c.in, c.x, 0x00));
-  Buf dyb = Buf::from_host(pack(c.in, c.dy, 0x00));
-  const TensorView y = c.in.view(yb.data(), dev), dy = c.in.view(dyb.data(), dev);
-  SoftmaxOptions opt = c.options;
-  opt.dim = c.dim;
-  {
-    cuda::ScopedSoftmaxPath force(cuda::SoftmaxPath::automatic);
-    if (c.op == Op::softmax_backward) softmax_backward(y, y, dy, opt);
-    else log_softmax_backward(y, y, dy, opt);
-  }
-  SMK_CUDA_CHECK(cudaDeviceSynchronize());
-  Result r;
-  r.ran = true;
-  r.raw = yb.to_host();
-  r.out = unpack(c.in, r.raw);
-  return r;
-}
-
 // Every block_per_row 16-bit softmax and log-softmax backward row of 4097..32768 to the re-read kernel
 // (backward_reread.hpp's override), put back after each test.
 class GpuBackwardReread : public ::testing::Test {

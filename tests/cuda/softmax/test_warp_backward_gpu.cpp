@@ -46,31 +46,6 @@ struct TuningGuard {
 
 // The dispatcher's lanes and elements for an f32 backward row of n (softmax_cuda.cpp warp_config, as the rule is
 // written: 32 bytes a lane for rows of 17..256, else 64, at most 32 lanes, elements 4..32).
-// c (a backward case, no per-row temperature or mask) through the automatic path with dx written over y, an exact
-// alias the public calls allow (src/softmax/args.cpp); gpu_case.hpp's in_place writes dx over dy. The result is y's
-// buffer after the call.
-Result run_over_y(const Case& c) {
-  using Buf = cuda::DeviceBuffer<unsigned char>;
-  EXPECT_TRUE(c.row_temperature.empty() && c.mask_values.empty()) << c.name;
-  const Device dev = Device::cuda(0);
-  Buf yb = Buf::from_host(pack(c.in, c.x, 0x00));
-  Buf dyb = Buf::from_host(pack(c.in, c.dy, 0x00));
-  const TensorView y = c.in.view(yb.data(), dev), dy = c.in.view(dyb.data(), dev);
-  SoftmaxOptions opt = c.options;
-  opt.dim = c.dim;
-  {
-    cuda::ScopedSoftmaxPath force(SoftmaxPath::automatic);
-    if (c.op == Op::softmax_backward) softmax_backward(y, y, dy, opt);
-    else log_softmax_backward(y, y, dy, opt);
-  }
-  SMK_CUDA_CHECK(cudaDeviceSynchronize());
-  Result r;
-  r.ran = true;
-  r.raw = yb.to_host();
-  r.out = unpack(c.in, r.raw);
-  return r;
-}
-
 std::pair<int, int> f32_lanes_elems(std::int64_t n) {
   const std::int64_t target = n >= 17 && n <= 256 ? 8 : 16;
   int lanes = 1;
