@@ -776,7 +776,7 @@ fi
 # part only while the call is younger than SMK_LSE10_DEADLINE_S (default 50 s): the timing alone on the GPU; in
 # parallel test_cuda_block_row at full size, test_cuda_softmax's forward cases, memcheck on the lse_stream tests
 # (small); Nsight Compute (a few metrics) on ours (tune_softmax --lse10-ncu); the review's F4 timing (--lse10-f4);
-# torch.compile's logsumexp under Nsight Compute (scripts/ncu_torch_lse10.py).
+# torch.compile's logsumexp under Nsight Compute (scripts/ncu_torch.py).
 # Back: lse10-summary.txt, lse10-tune.txt, lse10-ncu.txt, lse10-f4.txt, lse10-torch.txt, lse10-logs.tgz.
 if want lse10; then
   carried lse10 build/lse10-bin.tar.xz
@@ -811,7 +811,7 @@ if want lse10; then
   if l10_go; then
     run_step lse10-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/lse10-inductor timeout "${SMK_LSE10_TORCH_S:-20}" \
       ncu --metrics "$l10_metrics" --clock-control none --profile-from-start off -k regex:triton -c 1 \
-      python3 scripts/ncu_torch_lse10.py
+      python3 scripts/ncu_torch.py --op logsumexp --shape 4096x16384 --scale 4 --shift 20
     keep_logs lse10
   fi
   rm -f "$outer"/lse10x-*.txt  # their pass / fail lines are in lse10-summary.txt, the logs in lse10-logs.tgz
@@ -940,7 +940,7 @@ fi
 # bitwise the kernel it replaces) and test_cuda_warp_row's packed / lanes / grid backward tests at full size,
 # test_cuda_softmax's BackwardEveryPath / BatchInvariance, memcheck on test_cuda_warp_backward (small), and
 # torch.compile's softmax backward at the two bf16 shapes compiled meanwhile, profiled once the tests are done
-# (scripts/ncu_torch_sbwd12.py; SMK_SB12_TORCH=0 skips it). Binaries built off the device for sm_90a
+# (scripts/ncu_torch.py; SMK_SB12_TORCH=0 skips it). Binaries built off the device for sm_90a
 # (build/sbwd12-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_warp_row,test_cuda_softmax}, lib/).
 # Caps: SMK_SB12_TUNE_S (25 s), SMK_SB12_NCU_S (15), SMK_SB12_TEST_S (25), SMK_SB12_TORCH_S (45).
 # Back: sbwd12-tune.txt, sbwd12-ncu.txt, sbwd12-torch.txt, sbwd12-summary.txt, sbwd12-logs.tgz.
@@ -966,9 +966,10 @@ smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
   keep_logs sbwd12
   rm -f /tmp/sb12-go
   if [[ "${SMK_SB12_TORCH:-1}" == 1 ]]; then
-    bg_step sbwd12-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/sb12-inductor SMK_SB12_GO=/tmp/sb12-go \
+    bg_step sbwd12-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/sb12-inductor \
       timeout "${SMK_SB12_TORCH_S:-45}" ncu --metrics "$sb12_metrics" --clock-control none --profile-from-start off \
-      -k regex:triton -c 2 python3 scripts/ncu_torch_sbwd12.py
+      -k regex:triton -c 2 python3 scripts/ncu_torch.py --op softmax_backward --dtype bf16 \
+      --shape 1048576x32 262144x128 --go /tmp/sb12-go
   fi
   sb12_t=${SMK_SB12_TEST_S:-25}
   sb12_pids=()
@@ -1186,7 +1187,7 @@ fi
 # log-softmax); then in parallel: test_cuda_warp_row's forward tests at full size (6 shards), test_cuda_softmax's
 # cases that cover the warp path (3 shards), memcheck on the small Dense cases, and torch.compile's two softmax kernels
 # at 1048576x32 compiled meanwhile and profiled under the same metrics once the tests are done
-# (scripts/ncu_torch_short12.py; SMK_S12_TORCH=0 skips it). Binaries built off the device for sm_90a
+# (scripts/ncu_torch.py; SMK_S12_TORCH=0 skips it). Binaries built off the device for sm_90a
 # (build/short12-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}, lib/). Caps: SMK_S12_TUNE_S (25
 # s), SMK_S12_TEST_S (25), SMK_S12_TORCH_S (50). Back: short12-tune.txt, short12-ncu.txt, short12-torch.txt,
 # short12-summary.txt, short12-logs.tgz.
@@ -1214,8 +1215,9 @@ smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
   rm -f /tmp/s12-go
   if [[ "${SMK_S12_TORCH:-1}" == 1 ]]; then
     bg_step short12-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/s12-inductor TRITON_CACHE_DIR=/tmp/s12-triton \
-      SMK_S12_GO=/tmp/s12-go timeout "${SMK_S12_TORCH_S:-50}" ncu --metrics "$s12_metrics" --clock-control none \
-      --profile-from-start off -k regex:triton -c 2 python3 scripts/ncu_torch_short12.py
+      timeout "${SMK_S12_TORCH_S:-50}" ncu --metrics "$s12_metrics" --clock-control none \
+      --profile-from-start off -k regex:triton -c 2 python3 scripts/ncu_torch.py --op softmax --dtype f32 bf16 \
+      --shape 1048576x32 --go /tmp/s12-go --ptx
   fi
   s12_t=${SMK_S12_TEST_S:-25}
   s12_pids=()
