@@ -96,8 +96,8 @@ TEST_F(GpuBackwardReread, SixteenBitAgainstReference) {
 
 // mid12's form 7 (backward_reread.hpp kReread*: evict-last first loop, streaming dx, two vectors a step; the
 // dispatcher's for log-softmax backward), and the default form, against form 0: the same arithmetic in the same order,
-// so the same bits, on contiguous rows (the whole-vector
-// loops the forms change) with a ragged end, the rule's ends and many rows; each also within the reference's gates.
+// so the same bits, on contiguous rows (the whole-vector loops the forms change) with a ragged end, the rule's ends
+// and many rows; each also within the reference's gates.
 // Form 7 is built for log-softmax backward with dx in the input's type only (session 12's review F5): softmax backward
 // and a dx in f32 take form 0 whatever the form (the launch record says which served: backward_reread_last_form); a
 // form not built throws smk::Error naming the op and "form".

@@ -429,6 +429,22 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
   return t;
 }
 
+// A case of the compact kernels' common call: rows of n at a pitch of whole 16-byte vectors (and one more), and from
+// three rows on +inf in row 0's last chunk, a NaN in row 1 and row 2 empty, under the empty-row policy the seed picks.
+Case compact_case(const std::string& name, Op op, DType t, std::int64_t rows, std::int64_t n, std::uint64_t seed) {
+  Case c = random_case(name, op, t, is_row_op(op) ? DType::f32 : t, rows, n, seed);
+  const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+  c.in.strides = {pitch, 1};
+  if (!is_row_op(op)) c.out.strides = {pitch, 1};
+  if (rows >= 3) {
+    c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
+    c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
+    for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+    c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+  }
+  return c;
+}
+
 // one11 (session 11): the normalising kernel's cache hints (SplitRowTuning::l2_hints 1, the library's default: loads
 // evict-first, stores streaming) against the reference (outputs poisoned with NaN first) and bitwise the kernel
 // without them (l2_hints 0, the kernel before) on the same case: softmax and log-softmax (logsumexp too: no
@@ -452,18 +468,9 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
           for (bool in_place : {false, true}) {
             if (t == DType::f16 && rows != 5) continue;  // f16 is bf16's code
             if (in_place && (n != lengths[1] || t != DType::bf16 || rows != 5 || is_row_op(op))) continue;
-            Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + (in_place ? " in place" : ""), op, t,
-                                 is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
+            Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + (in_place ? " in place" : ""), op, t,
+                                  rows, n, ++seed);
             c.in_place = in_place;
-            const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
-            c.in.strides = {pitch, 1};
-            if (!is_row_op(op)) c.out.strides = {pitch, 1};
-            if (rows >= 3) {
-              c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
-              c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
-              for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
-              c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
-            }
             auto& tn = cuda::kernels::split_row_tuning();
             tn = cuda::kernels::SplitRowTuning{};
             EXPECT_EQ(tn.l2_hints, 1) << "the library's default";
@@ -525,17 +532,8 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
     for (DType t : {DType::f32, DType::bf16}) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
         const std::int64_t rows = st.rows, n = st.n;
-        Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + " ahead " + std::to_string(st.chunk),
-                             op, t, is_row_op(op) ? DType::f32 : t, rows, n, ++seed);
-        const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
-        c.in.strides = {pitch, 1};
-        if (!is_row_op(op)) c.out.strides = {pitch, 1};
-        if (rows >= 3) {
-          c.x[static_cast<std::size_t>(n - 1)] = kInf;      // row 0: +inf in the last chunk
-          c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;  // row 1: NaN
-          for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
-          c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
-        }
+        Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + " ahead " + std::to_string(st.chunk),
+                              op, t, rows, n, ++seed);
         auto& tn = cuda::kernels::split_row_tuning();
         tn = cuda::kernels::SplitRowTuning{};
         tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
