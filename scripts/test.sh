@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 cmake --preset default
 cmake --build --preset default --parallel "$(nproc)"
 ctest --preset default --parallel "$(nproc)"
-# The libFuzzer target of the CPU API for a bounded ~60 s (its own clang + ASan/UBSan build; tests/fuzz/run.sh).
-tests/fuzz/run.sh 60
+# The libFuzzer targets of the CPU API, 40 s each with a fixed seed (their own clang + ASan/UBSan build;
+# tests/fuzz/run.sh).
+tests/fuzz/run.sh 40
 # The Python package: `pip install .` (scikit-build-core + nanobind; into build/python/venv unless python3 has
 # what it needs, scripts/python-env.sh), then its tests. Without a GPU (CI) the extension is built CPU-only: its
 # CUDA path could not run there, and compiling the CUDA backend a second time would double CUDA compile time. With

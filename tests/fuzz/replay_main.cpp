@@ -1,6 +1,6 @@
-// Replays fuzz inputs through the libFuzzer target without libFuzzer, so every build (GCC included) runs the kept
-// corpus and crash regressions of tests/fuzz/corpus/ as an ordinary test.
-//   fuzz_softmax_replay FILE_OR_DIR...
+// Replays fuzz inputs through a libFuzzer target without libFuzzer, so every build (GCC included) runs the kept
+// corpus and crash regressions of each target (tests/fuzz/CMakeLists.txt) as an ordinary test.
+//   fuzz_<name>_replay FILE_OR_DIR...
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
