@@ -393,7 +393,7 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool rowpipe = argc > 1 && std::strcmp(argv[1], "--rowpipe") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--rowpipe-ncu") == 0) {
-    // One launch of each kernel for Nsight Compute (scripts/device.sh rowpipe): 8192×32000, the direct kernel then
+    // One launch of each kernel for Nsight Compute (device.sh's former step rowpipe): 8192×32000, the direct kernel then
     // the staged one, softmax in f32 and bf16, then logsumexp in bf16.
     const Variant old_v = fit(32000, dispatch_cluster(32000)), new_v = fit(32000, dispatch_cluster(32000), true);
     for (const auto& [t, op] : {std::pair{DType::f32, Op::softmax}, {DType::bf16, Op::softmax},
@@ -406,7 +406,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--bw16-ncu") == 0) {
-    // One launch of each kernel for Nsight Compute (scripts/device.sh bw16): warp_per_row 262144×128 softmax bf16
+    // One launch of each kernel for Nsight Compute (device.sh's former step bw16): warp_per_row 262144×128 softmax bf16
     // (E32 L4) and f32 (E16 L8); the wide block bf16 8192×32000 softmax unstaged then staged; the backward bf16
     // 8192×32000 on cluster_row (before bw16) then the wide block with dy in shared memory (prefetching when this was
     // written; that form was removed in session 11, so the second launch now profiles the unstaged block).
@@ -432,7 +432,7 @@ int main(int argc, char** argv) {
   }
   const bool short8 = argc > 1 && std::strcmp(argv[1], "--short8") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--mid8-ncu") == 0) {
-    // One launch of each kernel for Nsight Compute (scripts/device.sh mid8): logsumexp 4096x16384 f32 then bf16, the
+    // One launch of each kernel for Nsight Compute (device.sh's former step mid8): logsumexp 4096x16384 f32 then bf16, the
     // direct wide block (T512) then one row ahead; 8192x32000 logsumexp f32 and bf16 on the dispatcher's staged wide
     // block; the bf16 backward 8192x32000 (softmax, log-softmax) on the dy-shared block (the dispatcher's prefetching
     // block when written; since session 11 the unstaged one: the prefetching form was removed, review F13).
@@ -596,7 +596,7 @@ int main(int argc, char** argv) {
   // the spread of one kernel) beside 16-bit softmax on 16 elements a lane (two lanes a row at 32: the 32 bytes a lane
   // that 16-bit log-softmax takes there) with the 16-bit tier's terms, on the general kernel and on the dense one
   // (warp_row.cu, E16 at kDenseMinBlocks<16> blocks an SM), 16-bit log-softmax and logsumexp packed at E16, and at
-  // 1024 the default alone. --short12-ncu: one launch of each kernel Nsight Compute looks at (scripts/device.sh short12).
+  // 1024 the default alone. --short12-ncu: one launch of each kernel Nsight Compute looks at (device.sh's former step short12).
   const bool s12_ncu = argc > 1 && std::strcmp(argv[1], "--short12-ncu") == 0;
   if (argc > 1 && (std::strcmp(argv[1], "--short12") == 0 || s12_ncu)) {
     const int r12 = s12_ncu ? 1 : 40;
@@ -835,7 +835,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--sbwd12-ncu") == 0) {
-    // sbwd12: one launch each for Nsight Compute (scripts/device.sh sbwd12): the softmax backward kernels of 775cf6d's
+    // sbwd12: one launch each for Nsight Compute (device.sh's former step sbwd12): the softmax backward kernels of 775cf6d's
     // dispatcher (before sbwd12's rule) at bf16 1048576×32 (E8 L4 packed, persistent grid; its 6-block build is gone,
     // this launch now takes the 8-block one), bf16 262144×128 (E32 L4 packed, grid of 8) and f32 1048576×32 (E8 L4
     // general kernel, grid of 8).
@@ -1044,7 +1044,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 2 && std::strcmp(argv[1], "--mid12") == 0 && std::strcmp(argv[2], "ncu") == 0) {
-    // One launch of each for Nsight Compute (scripts/device.sh mid12): bf16 8192×32000 log-softmax backward, the
+    // One launch of each for Nsight Compute (device.sh's former step mid12): bf16 8192×32000 log-softmax backward, the
     // re-read kernel's forms 0 and 7 (evict-last, streaming dx, two vectors a step; mid12's run also profiled 3).
     Buffers b = make_buffers(8192, 32000, DType::bf16);
     for (const int form : {0, kRereadEvictLast | kRereadStreamOut | kRereadPairs}) {
@@ -1184,7 +1184,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--lse10-ncu") == 0) {
-    // One launch of each for Nsight Compute (scripts/device.sh lse10): logsumexp 4096×16384 f32, the direct wide block
+    // One launch of each for Nsight Compute (device.sh's former step lse10): logsumexp 4096×16384 f32, the direct wide block
     // (the dispatcher's before lse10) then lse_stream T128; bf16 32768×1024, warp E32 L32 then lse_stream L16 (lse10's
     // run profiled T256, T512 and L32, removed since: session 10 review, F3).
     {
