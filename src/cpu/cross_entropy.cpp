@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cross_entropy_internal.hpp"
 #include "cpu/rows.hpp"
 #include "cross_entropy/args.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -37,7 +38,7 @@ void check_targets(const char* op, const TensorView& targets, const CrossEntropy
 }
 
 template <typename Acc>
-std::vector<Acc> load_weights(const CrossEntropyOptions& o, std::int64_t c) {
+std::vector<Acc> load_weights(const char* op, const CrossEntropyOptions& o, std::int64_t c) {
   std::vector<Acc> w(static_cast<std::size_t>(c), Acc(1));
   if (!o.class_weights.data) return w;
   detail::with_type(o.class_weights.dtype, o.class_weights.data, [&](auto* p) {
@@ -45,7 +46,7 @@ std::vector<Acc> load_weights(const CrossEntropyOptions& o, std::int64_t c) {
   });
   for (std::int64_t j = 0; j < c; ++j)
     if (!(w[j] >= 0) || !std::isfinite(static_cast<double>(w[j])))
-      throw_invalid_argument("cross_entropy", "options.class_weights",
+      throw_invalid_argument(op, "options.class_weights",
                              "weight[" + std::to_string(j) + "] must be finite and >= 0");
   return w;
 }
@@ -114,7 +115,7 @@ void forward(const char* op, const TensorView& loss, const TensorView& logits, c
   const CrossEntropyProblem p = smk::detail::check_cross_entropy_args(op, loss, logits, targets, o, lse_out, z_out);
   if (!logits.device.is_cpu()) throw_invalid_argument(op, "logits", "is on " + logits.device.str() + ", expected cpu");
   check_targets(op, targets, p, o.ignore_index);
-  const std::vector<Acc> w = load_weights<Acc>(o, p.classes);
+  const std::vector<Acc> w = load_weights<Acc>(op, o, p.classes);
   const Acc eps = o.label_smoothing, s = o.z_loss, cap = o.softcap, C = static_cast<Acc>(p.classes);
   const bool per_row = o.reduction == Reduction::none;
 
@@ -167,7 +168,7 @@ void backward(const char* op, const TensorView& grad, const TensorView& logits, 
       smk::detail::check_cross_entropy_backward_args(op, grad, logits, targets, grad_loss, o, lse_in);
   if (!logits.device.is_cpu()) throw_invalid_argument(op, "logits", "is on " + logits.device.str() + ", expected cpu");
   check_targets(op, targets, p, o.ignore_index);
-  const std::vector<Acc> w = load_weights<Acc>(o, p.classes);
+  const std::vector<Acc> w = load_weights<Acc>(op, o, p.classes);
   Acc w_total = 0;
   for (Acc v : w) w_total += v;
   const Acc eps = o.label_smoothing, s = o.z_loss, cap = o.softcap, C = static_cast<Acc>(p.classes);
@@ -230,16 +231,27 @@ void backward(const char* op, const TensorView& grad, const TensorView& logits, 
 
 }  // namespace
 
+namespace internal {
+void cross_entropy(const char* op, const TensorView& loss, const TensorView& logits, const TensorView& targets,
+                   const CrossEntropyOptions& options, const TensorView& lse, const TensorView& z_loss) {
+  if (logits.dtype == DType::f64) forward<double>(op, loss, logits, targets, options, lse, z_loss);
+  else forward<float>(op, loss, logits, targets, options, lse, z_loss);
+}
+void cross_entropy_backward(const char* op, const TensorView& grad_logits, const TensorView& logits,
+                            const TensorView& targets, const TensorView& grad_loss, const CrossEntropyOptions& options,
+                            const TensorView& lse) {
+  if (logits.dtype == DType::f64) backward<double>(op, grad_logits, logits, targets, grad_loss, options, lse);
+  else backward<float>(op, grad_logits, logits, targets, grad_loss, options, lse);
+}
+}  // namespace internal
+
 void cross_entropy(const TensorView& loss, const TensorView& logits, const TensorView& targets,
                    const CrossEntropyOptions& options, const TensorView& lse, const TensorView& z_loss) {
-  if (logits.dtype == DType::f64) forward<double>("cpu::cross_entropy", loss, logits, targets, options, lse, z_loss);
-  else forward<float>("cpu::cross_entropy", loss, logits, targets, options, lse, z_loss);
+  internal::cross_entropy("cpu::cross_entropy", loss, logits, targets, options, lse, z_loss);
 }
 void cross_entropy_backward(const TensorView& grad_logits, const TensorView& logits, const TensorView& targets,
                             const TensorView& grad_loss, const CrossEntropyOptions& options, const TensorView& lse) {
-  if (logits.dtype == DType::f64)
-    backward<double>("cpu::cross_entropy_backward", grad_logits, logits, targets, grad_loss, options, lse);
-  else backward<float>("cpu::cross_entropy_backward", grad_logits, logits, targets, grad_loss, options, lse);
+  internal::cross_entropy_backward("cpu::cross_entropy_backward", grad_logits, logits, targets, grad_loss, options, lse);
 }
 
 namespace reference {

@@ -5,7 +5,7 @@
 #include "cross_entropy/args.hpp"
 #include "softmaxkit/build_config.hpp"
 #include "softmaxkit/core/error.hpp"
-#include "softmaxkit/cpu/cross_entropy.hpp"
+#include "cpu/cross_entropy_internal.hpp"
 #if SOFTMAXKIT_HAS_CUDA
 #include "cuda/cross_entropy/cross_entropy_cuda.hpp"
 #endif
@@ -17,7 +17,8 @@ void cross_entropy(const TensorView& loss, const TensorView& logits, const Tenso
                    Stream stream) {
   const detail::CrossEntropyProblem p =
       detail::check_cross_entropy_args("cross_entropy", loss, logits, targets, options, lse, z_loss);
-  if (logits.device.is_cpu()) return cpu::cross_entropy(loss, logits, targets, options, lse, z_loss);
+  if (logits.device.is_cpu())
+    return cpu::internal::cross_entropy("cross_entropy", loss, logits, targets, options, lse, z_loss);
 #if SOFTMAXKIT_HAS_CUDA
   cuda::cross_entropy_forward("cross_entropy", p, loss, logits, targets, options, lse, z_loss, stream);
 #else
@@ -32,7 +33,9 @@ void cross_entropy_backward(const TensorView& grad_logits, const TensorView& log
                             Stream stream) {
   const detail::CrossEntropyProblem p = detail::check_cross_entropy_backward_args(
       "cross_entropy_backward", grad_logits, logits, targets, grad_loss, options, lse);
-  if (logits.device.is_cpu()) return cpu::cross_entropy_backward(grad_logits, logits, targets, grad_loss, options, lse);
+  if (logits.device.is_cpu())
+    return cpu::internal::cross_entropy_backward("cross_entropy_backward", grad_logits, logits, targets, grad_loss,
+                                                 options, lse);
 #if SOFTMAXKIT_HAS_CUDA
   cuda::cross_entropy_backward("cross_entropy_backward", p, grad_logits, logits, targets, grad_loss, options, lse,
                                stream);
@@ -54,7 +57,7 @@ void cross_entropy_forward_backward(const TensorView& loss, const TensorView& gr
   if (logits.device.is_cpu()) {
     // The CPU composes its forward and backward (the backward recomputes the LSE; in place works, as the forward
     // has read the logits before the backward overwrites them). A missing upstream gradient is a tensor of ones.
-    cpu::cross_entropy(loss, logits, targets, options, lse, z_loss);
+    cpu::internal::cross_entropy(op, loss, logits, targets, options, lse, z_loss);
     const bool per_row = options.reduction == Reduction::none;
     const std::size_t n_gl = per_row ? static_cast<std::size_t>(p.rows) : 1;
     std::vector<double> ones64;
@@ -74,7 +77,7 @@ void cross_entropy_forward_backward(const TensorView& loss, const TensorView& gr
       gl = per_row ? TensorView::contiguous(data, dt, Device::cpu(), {p.rows})
                    : TensorView::contiguous(data, dt, Device::cpu(), {});
     }
-    return cpu::cross_entropy_backward(grad_logits, logits, targets, gl, options, lse);
+    return cpu::internal::cross_entropy_backward(op, grad_logits, logits, targets, gl, options, lse);
   }
 #if SOFTMAXKIT_HAS_CUDA
   cuda::cross_entropy_forward_backward(op, p, loss, grad_logits, logits, targets, options, grad_loss, lse, z_loss,

@@ -268,6 +268,42 @@ TEST(CpuCrossEntropy, BadOptionsAreRejected) {
   EXPECT_EQ(loss, 7.0f);
 }
 
+// Errors the CPU finds while running (a bad class weight, a bad target) name the op that was called (found by
+// tests/fuzz/fuzz_cross_entropy.cpp: the weight check named "cross_entropy" from the backward, and the CPU's
+// forward_backward named "cpu::cross_entropy"), and write nothing.
+TEST(CpuCrossEntropy, RunTimeErrorsNameTheOpCalled) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<std::int64_t> good = {0, 2}, bad = {0, 3};
+  const std::vector<float> ok_weights = {1, 1, 1}, bad_weights = {1, std::numeric_limits<float>::quiet_NaN(), 1};
+  float loss = 7, grad_loss = 1, grad[6] = {7, 7, 7, 7, 7, 7};
+  const TensorView logits = TensorView::of(x.data(), {2, 3}), l = TensorView::of(&loss, {}),
+                   gl = TensorView::of(&grad_loss, {}), g = TensorView::of(grad, {2, 3});
+  for (const bool weight_fault : {true, false}) {
+    CrossEntropyOptions o;
+    o.class_weights = TensorView::of((weight_fault ? bad_weights : ok_weights).data(), {3});
+    const TensorView t = TensorView::of((weight_fault ? good : bad).data(), {2});
+    const std::string arg = weight_fault ? "argument 'options.class_weights'" : "argument 'targets'";
+    auto expect_error = [&](const std::string& op, auto&& call) {
+      try {
+        call();
+        ADD_FAILURE() << op << " accepted the bad " << arg;
+      } catch (const smk::Error& e) {
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.rfind(op + ": " + arg, 0), 0u) << msg;
+        EXPECT_EQ(e.code(), smk::ErrorCode::invalid_argument) << msg;
+      }
+    };
+    expect_error("cross_entropy", [&] { smk::cross_entropy(l, logits, t, o); });
+    expect_error("cross_entropy_backward", [&] { smk::cross_entropy_backward(g, logits, t, gl, o); });
+    expect_error("cross_entropy_forward_backward", [&] { smk::cross_entropy_forward_backward(l, g, logits, t, o); });
+    expect_error("cpu::cross_entropy_backward", [&] { smk::cpu::cross_entropy_backward(g, logits, t, gl, o); });
+    expect_error("cpu::reference::cross_entropy_backward",
+                 [&] { smk::cpu::reference::cross_entropy_backward(g, logits, t, gl, o); });
+    EXPECT_EQ(loss, 7.0f);
+    for (float v : grad) EXPECT_EQ(v, 7.0f);
+  }
+}
+
 // bf16 logits with one dominant class: 1 − p_t ≈ (C − 1)e^−20 ≈ 4e-7 must survive into the bf16 gradient (formed
 // as expm1 in f32; p_t − 1 in f32 would round p_t to 1 and give 0).
 TEST(CpuCrossEntropy, DominantLogitGradientKeepsItsDigitsInBf16) {
