@@ -33,14 +33,16 @@ void check_output(const char* op, const char* arg, const TensorView& v, std::ini
 }
 
 // The options prefill and decode share: sinks (f32 [Hq], f64 for f64 tensors, on q's device) and the scale,
-// resolved (0 means 1/√D).
+// resolved (0 means 1/√D). The sinks are an input too: out and lse may not overlap them (docs/semantics.md §4).
 double check_sinks_and_scale(const char* op, const TensorView& sinks, float scale, const TensorView& q,
-                             std::int64_t hq, std::int64_t d) {
+                             std::int64_t hq, std::int64_t d, const TensorView& out, const TensorView& lse) {
   if (sinks.data) {
     check_view(op, "options.sinks", sinks);
     expect_shape(op, "options.sinks", sinks, {hq});
     check_dtype_in(op, "options.sinks", sinks, {stat_dtype(q)});
     check_same_device(op, "options.sinks", sinks, "q", q);
+    check_no_overlap(op, "out", out, "options.sinks", sinks, false);
+    if (lse.data) check_no_overlap(op, "lse", lse, "options.sinks", sinks, false);
   }
   if (!std::isfinite(scale)) throw_invalid_argument(op, "options.scale", "must be finite (0 means 1/sqrt(D))");
   return scale != 0.0f ? static_cast<double>(scale) : 1.0 / std::sqrt(static_cast<double>(d));
@@ -115,7 +117,14 @@ AttentionProblem check_attention_args(const char* op, const TensorView& out, con
     check_same_device(op, "lse", lse, "q", q);
     check_output(op, "lse", lse, {&q, &k, &v, &out}, {"q", "k", "v", "out"});
   }
-  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d);
+  if (varlen) {  // the offsets are read while out and lse are written: no overlap (docs/semantics.md §4)
+    for (auto [name, cu] :
+         {std::pair{"options.cu_seqlens_q", &o.cu_seqlens_q}, {"options.cu_seqlens_k", &o.cu_seqlens_k}}) {
+      check_no_overlap(op, "out", out, name, *cu, false);
+      if (lse.data) check_no_overlap(op, "lse", lse, name, *cu, false);
+    }
+  }
+  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d, out, lse);
   return p;
 }
 
@@ -168,7 +177,7 @@ DecodeProblem check_decode_args(const char* op, const TensorView& out, const Ten
     check_same_device(op, "lse", lse, "q", q);
     check_output(op, "lse", lse, {&q, &k, &v, &seqlens, &out}, {"q", "k_cache", "v_cache", "seqlens", "out"});
   }
-  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d);
+  p.scale = check_sinks_and_scale(op, o.sinks, o.scale, q, p.hq, p.d, out, lse);
   return p;
 }
 

@@ -100,11 +100,13 @@ void attention(const char* op, const TensorView& out, const TensorView& lse, con
                               [&](auto* s) { sink = detail::load<Acc>(s + h * o.sinks.strides[0]); });
             const auto sink_state = OnlineSoftmaxState<Acc>::from_lse(sink);
             const auto w = state.merge_weights(sink_state);
-            for (std::int64_t x = 0; x < p.d; ++x) acc[x] *= w.self;
+            if (visible > 0)  // no key: acc holds no term to rescale (a NaN or +inf sink's NaN weight would poison it)
+              for (std::int64_t x = 0; x < p.d; ++x) acc[x] *= w.self;
             state.merge(sink_state);
           }
-          // No visible key (and no sink): O = 0 by definition, never 0/0.
-          const Acc inv = state.is_empty() ? Acc(0) : Acc(1) / state.l();
+          // No visible key: O = 0 by definition, whatever the sink (the header; NaN or +inf sinks too, as torch's
+          // P·V over no keys); LSE is the sink's. Every key −inf and no sink mass: the empty state, O = 0, never 0/0.
+          const Acc inv = state.is_empty() || visible == 0 ? Acc(0) : Acc(1) / state.l();
           auto* oi = od + ob + (q0 + i) * out.strides[r] + h * out.strides[r + 1];
           for (std::int64_t x = 0; x < p.d; ++x) detail::store(oi + x * out.strides[r + 2], acc[x] * inv);
           if (lse.data) {
@@ -154,11 +156,13 @@ void merge(const char* op, const TensorView& out_o, const TensorView& out_lse, c
         for (std::int64_t x = 0; x < d; ++x) {
           const Acc va = detail::load<Acc>(pa + oa + x * o_a.strides[last]);
           const Acc vb = detail::load<Acc>(pb + ob + x * o_b.strides[last]);
-          // An empty side's weight is exactly 0: skip it so its O (0, or garbage a caller left) cannot make NaN.
-          // NaN weights (a NaN or +inf LSE) fail `!= 0` too, so they reach and poison the sum.
+          // An empty side (LSE −inf) is skipped, so its O (0, or garbage a caller left) cannot make NaN. A non-empty
+          // side is always added, even where its weight underflows to 0: its inf or NaN O then still reaches the sum
+          // (0·NaN = NaN), as the exact e^(L_a − L)·O_a would, and as attention_forward's own P·V does. NaN weights
+          // (a NaN or +inf LSE) poison the sum.
           Acc sum = 0;
-          if (w.self != 0) sum += w.self * va;
-          if (w.other != 0) sum += w.other * vb;
+          if (!a.is_empty()) sum += w.self * va;
+          if (!b.is_empty()) sum += w.other * vb;
           detail::store(po + oo + x * out_o.strides[last], merged.is_empty() ? Acc(0) : sum * inv);
         }
         detail::store(lo + row_offset(out_lse, row, 0), merged.lse());

@@ -219,4 +219,141 @@ TEST(CpuAttention, MisuseIsRejected) {
              "'options.cu_seqlens_k'");
 }
 
+// A row with no visible key gets O = 0 and LSE = the sink, whatever the sink holds (the header): a NaN or +inf sink
+// used to rescale the row's empty accumulator by a NaN weight and give O = NaN (fuzz_attention, session 13). Rows
+// that see keys keep the regimes: a NaN sink poisons them, a +inf sink saturates them (O = NaN, LSE = +inf).
+TEST(CpuAttention, NoVisibleKeyGivesZeroWhateverTheSink) {
+  const std::int64_t sq = 3, sk = 1, h = 4, d = 2;  // causal, bottom-right: rows 0 and 1 see no key, row 2 sees one
+  const std::vector<float> q(sq * h * d, 0.5f), k(sk * h * d, 1.0f), v(sk * h * d, 2.0f);
+  const std::vector<float> sinks = {NAN, INFINITY, -INFINITY, 2.0f};
+  using Fn = void (*)(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                      const AttentionOptions&);
+  for (Fn fn : {static_cast<Fn>(&smk::cpu::attention_forward), static_cast<Fn>(&smk::cpu::reference::attention_forward)}) {
+    std::vector<float> o(sq * h * d, 7.0f), lse(h * sq, 7.0f);
+    AttentionOptions opt;
+    opt.causal = true;
+    opt.sinks = TensorView::of(sinks.data(), {h});
+    fn(TensorView::of(o.data(), {1, sq, h, d}), TensorView::of(lse.data(), {1, h, sq}),
+       TensorView::of(q.data(), {1, sq, h, d}), TensorView::of(k.data(), {1, sk, h, d}),
+       TensorView::of(v.data(), {1, sk, h, d}), opt);
+    for (std::int64_t hh = 0; hh < h; ++hh) {
+      SCOPED_TRACE(testing::Message() << "sink " << sinks[hh]);
+      for (std::int64_t i = 0; i < 2; ++i) {
+        for (std::int64_t x = 0; x < d; ++x) EXPECT_EQ(o[(i * h + hh) * d + x], 0.0f);
+        const float l = lse[hh * sq + i];
+        if (std::isnan(sinks[hh])) EXPECT_TRUE(std::isnan(l));
+        else EXPECT_EQ(l, sinks[hh]);
+      }
+      const float o2 = o[(2 * h + hh) * d], l2 = lse[hh * sq + 2];
+      if (std::isnan(sinks[hh])) {
+        EXPECT_TRUE(std::isnan(o2));
+        EXPECT_TRUE(std::isnan(l2));
+      } else if (sinks[hh] == INFINITY) {
+        EXPECT_TRUE(std::isnan(o2));
+        EXPECT_EQ(l2, INFINITY);
+      } else {  // one key with score 0.5·0.5·2/√2·… : O = its share of v
+        const double s = 0.5 * 1.0 * d / std::sqrt(static_cast<double>(d));
+        const double sink = sinks[hh] == -INFINITY ? -kInf : sinks[hh];
+        const double share = 1 / (1 + std::exp(sink - s));
+        EXPECT_NEAR(o2, 2.0 * share, 1e-6);
+        EXPECT_NEAR(l2, s + std::log1p(std::exp(sink - s)), 1e-6);
+      }
+    }
+  }
+  // Decode: a sequence of length 0.
+  std::vector<float> o(h * d, 7.0f), lse(h, 7.0f);
+  const std::vector<std::int32_t> lens = {0};
+  smk::AttentionDecodeOptions dopt;
+  dopt.sinks = TensorView::of(sinks.data(), {h});
+  smk::attention_decode(TensorView::of(o.data(), {1, 1, h, d}), TensorView::of(lse.data(), {1, h, 1}),
+                        TensorView::of(q.data(), {1, 1, h, d}), TensorView::of(k.data(), {1, sk, h, d}),
+                        TensorView::of(v.data(), {1, sk, h, d}), TensorView::of(lens.data(), {1}), dopt);
+  for (float x : o) EXPECT_EQ(x, 0.0f);
+  EXPECT_TRUE(std::isnan(lse[0]));
+  EXPECT_EQ(lse[1], INFINITY);
+  EXPECT_EQ(lse[2], -INFINITY);
+  EXPECT_EQ(lse[3], 2.0f);
+}
+
+// A non-empty part's inf or NaN O reaches the merge even where its weight e^(L_b − L) underflows to 0 in the compute
+// type (f32: L_b − L_a = −200; f64: −800), as it would in exact arithmetic and as attention_forward's own P·V keeps
+// it; it used to be skipped like an empty part's (fuzz_attention, session 13). An empty part's garbage stays out.
+TEST(CpuAttention, MergeKeepsNonFiniteOfANonEmptyPartWhoseWeightUnderflows) {
+  const auto run = [](auto zero, double lb_value, auto fn) {
+    using T = decltype(zero);
+    const std::vector<T> oa = {1, 2, 3}, ob = {static_cast<T>(kNaN), static_cast<T>(kInf), 5};
+    const std::vector<T> la = {0}, lb = {static_cast<T>(lb_value)}, le = {static_cast<T>(-kInf)};
+    std::vector<T> o(3, 7), l(1, 7);
+    fn(TensorView::of(o.data(), {3}), TensorView::of(l.data(), {}), TensorView::of(oa.data(), {3}),
+       TensorView::of(la.data(), {}), TensorView::of(ob.data(), {3}), TensorView::of(lb.data(), {}));
+    EXPECT_TRUE(std::isnan(o[0]));
+    EXPECT_FALSE(std::isfinite(o[1]));
+    EXPECT_EQ(o[2], 3);
+    EXPECT_EQ(l[0], 0);
+    fn(TensorView::of(o.data(), {3}), TensorView::of(l.data(), {}), TensorView::of(oa.data(), {3}),
+       TensorView::of(la.data(), {}), TensorView::of(ob.data(), {3}), TensorView::of(le.data(), {}));
+    EXPECT_EQ(o, oa);  // the empty part's NaN and inf stay out
+  };
+  using Fn = void (*)(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                      const TensorView&);
+  const Fn cpu = &smk::cpu::merge_attention_states, ref = &smk::cpu::reference::merge_attention_states;
+  for (Fn fn : {cpu, ref}) {
+    run(0.0f, -200.0, fn);
+    run(0.0, -800.0, fn);
+  }
+  run(0.0f, -200.0, [](auto&&... a) { smk::merge_attention_states(a...); });
+}
+
+// Outputs may not overlap the options' inputs (docs/semantics.md §4): the sinks and the varlen offsets are read
+// while out and lse are written. Such calls used to be accepted (fuzz_attention, session 13).
+TEST(CpuAttention, OutputsMayNotOverlapSinksOrOffsets) {
+  const std::int64_t h = 2, d = 4;
+  const std::vector<float> q(3 * h * d, 0.5f), k(3 * h * d, 1.0f);
+  std::vector<float> out(3 * h * d, 7.0f), lse(h * 3, 7.0f);
+  const auto expect_rejected = [&](auto fn, const char* message) {
+    const std::vector<float> out0 = out, lse0 = lse;
+    try {
+      fn();
+      ADD_FAILURE() << "accepted";
+    } catch (const smk::Error& e) {
+      EXPECT_EQ(e.code(), smk::ErrorCode::invalid_argument);
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+    EXPECT_EQ(out, out0);
+    EXPECT_EQ(lse, lse0);
+  };
+  AttentionOptions sinks_in_out;
+  sinks_in_out.sinks = TensorView::of(out.data() + 1, {h});
+  expect_rejected([&] {
+    smk::attention_forward(TensorView::of(out.data(), {1, 3, h, d}), TensorView::of(lse.data(), {1, h, 3}),
+                           TensorView::of(q.data(), {1, 3, h, d}), TensorView::of(k.data(), {1, 3, h, d}),
+                           TensorView::of(k.data(), {1, 3, h, d}), sinks_in_out);
+  }, "attention_forward: argument 'out'");
+  AttentionOptions sinks_in_lse;
+  sinks_in_lse.sinks = TensorView::of(lse.data() + 2, {h});
+  expect_rejected([&] {
+    smk::attention_forward(TensorView::of(out.data(), {1, 3, h, d}), TensorView::of(lse.data(), {1, h, 3}),
+                           TensorView::of(q.data(), {1, 3, h, d}), TensorView::of(k.data(), {1, 3, h, d}),
+                           TensorView::of(k.data(), {1, 3, h, d}), sinks_in_lse);
+  }, "attention_forward: argument 'lse'");
+  // Varlen offsets inside out's bytes (int32 over the f32 buffer).
+  std::vector<std::int32_t> cu = {0, 3};
+  AttentionOptions cu_in_out;
+  cu_in_out.cu_seqlens_q = TensorView::strided(out.data() + 5, smk::DType::i32, smk::Device::cpu(), {2}, {1});
+  cu_in_out.cu_seqlens_k = TensorView::of(cu.data(), {2});
+  expect_rejected([&] {
+    smk::cpu::attention_forward(TensorView::of(out.data(), {3, h, d}), {}, TensorView::of(q.data(), {3, h, d}),
+                                TensorView::of(k.data(), {3, h, d}), TensorView::of(k.data(), {3, h, d}), cu_in_out);
+  }, "cpu::attention_forward: argument 'out'");
+  // Decode: the sinks inside out.
+  const std::vector<std::int32_t> lens = {3};
+  smk::AttentionDecodeOptions dopt;
+  dopt.sinks = TensorView::of(out.data(), {h});
+  expect_rejected([&] {
+    smk::attention_decode(TensorView::of(out.data(), {1, 1, h, d}), {}, TensorView::of(q.data(), {1, 1, h, d}),
+                          TensorView::of(k.data(), {1, 3, h, d}), TensorView::of(k.data(), {1, 3, h, d}),
+                          TensorView::of(lens.data(), {1}), dopt);
+  }, "attention_decode: argument 'out'");
+}
+
 }  // namespace
