@@ -1,5 +1,6 @@
 # Third-party needs, all from Debian packages (scripts/setup.sh installs them):
-#   GoogleTest (tests), CLI11 + fmt (the softmaxkit tool), nlohmann-json (benchmark JSON output).
+#   GoogleTest (tests), Google Benchmark (the CPU benchmark, optional), CLI11 + fmt (the softmaxkit tool),
+#   nlohmann-json (benchmark JSON output).
 # The device machine cannot reach a package registry; scripts/device.sh carries the same Debian files there in
 # .devdeps/ (header-only CLI11, fmt and json; GoogleTest sources), which this file falls back to.
 set(SOFTMAXKIT_DEPS_DIR "${PROJECT_SOURCE_DIR}/.devdeps" CACHE PATH "Fallback folder of carried third-party sources")
@@ -23,6 +24,9 @@ if(SOFTMAXKIT_BUILD_TESTS)
     add_library(GTest::gtest_main ALIAS gtest_main)
     add_library(GTest::gtest ALIAS gtest)
   endif()
+  # Google Benchmark (Debian's libbenchmark-dev), optional: only the CPU backend's benchmark (tests/cpu/bench_cpu.cpp)
+  # uses it, and it is left out where the package is missing (the device machine).
+  find_package(benchmark CONFIG QUIET)
 endif()
 
 if(SOFTMAXKIT_BUILD_APPS)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(cmake ninja-build g++ googletest libgtest-dev libcli11-dev libfmt-dev nlohmann-json3-dev
+debs=(cmake ninja-build g++ googletest libgtest-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
       clang libclang-rt-14-dev)  # clang and its libFuzzer runtime: tests/fuzz/run.sh
 missing=()
 for p in "${debs[@]}"; do
