@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-40}
 shift $(($# > 0 ? 1 : 0))
 # target:corpus, as in tests/fuzz/CMakeLists.txt
-all=(fuzz_softmax:corpus)
+all=(fuzz_softmax:corpus fuzz_cross_entropy:corpus_cross_entropy fuzz_attention:corpus_attention fuzz_softmax_backward:corpus_softmax_backward)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]%%:*}")
 if ! command -v clang++ >/dev/null; then
