@@ -59,7 +59,7 @@ void gather_scores(std::vector<Acc>& z, const In* row, std::int64_t n, std::int6
     if (scale) v = v / t;
     z[i] = v;
   }
-  if (mask == nullptr) return;
+  if (mask == nullptr || n == 0) return;  // (an empty mask's data may be null: no pointer arithmetic on it)
   if (mask->dtype == DType::b8) {
     const auto* m = static_cast<const unsigned char*>(mask->data) + mask_off;
     for (std::int64_t i = 0; i < n; ++i)
@@ -121,7 +121,10 @@ void forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, const Te
   detail::with_type(in.dtype, in.data, [&](auto* pin) {
     detail::with_type(out.dtype, out.data, [&](auto* pout) {
       smk::detail::for_each_row(rows, [&](const std::int64_t* off) {
-        const auto* row = pin + off[kIn];
+        // An empty row (n = 0) reads nothing, and an empty input's data may be null (docs/semantics.md §1): no offset
+        // is applied to it then (null + offset is undefined behaviour; UBSan, via fuzz_softmax_backward).
+        const auto* row = n == 0 ? pin : pin + off[kIn];
+        if (n == 0 && !row_out) return;  // softmax / log-softmax of an empty row: nothing to write
         auto* dst = pout + off[kOut];
         const Acc t = per_row_t ? static_cast<Acc>(temps[off[kTemp]]) : static_cast<Acc>(o.temperature);
         gather_scores<Acc>(z, row, n, sin, per_row_t || o.temperature != 1.0f, t, has_mask ? &o.mask : nullptr,
@@ -137,7 +140,6 @@ void forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, const Te
           }
           return;
         }
-        if (n == 0) return;  // nothing to write
         if constexpr (kNaive) {
           for (std::int64_t i = 0; i < n; ++i) z[i] = smk::detail::exp_(z[i]);
           const Acc sum = detail::pairwise_sum(z.data(), n);

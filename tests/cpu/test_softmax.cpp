@@ -220,6 +220,36 @@ TEST_P(CpuSoftmax, EmptyAndZeroRows) {
   GetParam().logsumexp(TensorView::of(lse.data(), {0}), TensorView::of(nothing.data(), {0, 5}), {});
 }
 
+// Empty rows of null data whose rows sit at non-zero offsets (strides [1, 1]; an empty b8 mask likewise): a row of
+// n = 0 reads nothing, so no offset may be applied to the null pointers (null + offset is undefined behaviour, which
+// UBSan reported for softmax_state from fuzz_softmax_backward, input tests/fuzz/corpus_softmax_backward/
+// crash-053d8d6ceeba9453c97d0ee5374db863e6f77ad4). That shows only under UBSan (tests/fuzz/run.sh replays the input
+// there); here the calls return and logsumexp and the state give the empty row's −inf and (−inf, 0).
+TEST_P(CpuSoftmax, EmptyRowsOfNullStridedData) {
+  const TensorView none = TensorView::strided(nullptr, DType::f32, smk::Device::cpu(), {4, 0}, {1, 1});
+  smk::SoftmaxOptions opt;
+  opt.mask = TensorView::strided(nullptr, DType::b8, smk::Device::cpu(), {4, 0}, {1, 1});
+  GetParam().softmax(none, none, opt);
+  GetParam().log_softmax(none, none, opt);
+  std::vector<float> lse(4, 7.0f);
+  GetParam().logsumexp(TensorView::of(lse.data(), {4}), none, opt);
+  for (float v : lse) EXPECT_EQ(v, -kInf);
+}
+TEST(CpuSoftmaxState, EmptyRowsOfNullStridedData) {
+  const TensorView none = TensorView::strided(nullptr, DType::f32, smk::Device::cpu(), {4, 0}, {1, 1});
+  for (int backend = 0; backend < 3; ++backend) {
+    std::vector<float> m(4, 7.0f), l(4, 7.0f);
+    const TensorView vm = TensorView::of(m.data(), {4}), vl = TensorView::of(l.data(), {4});
+    if (backend == 0) smk::softmax_state(vm, vl, none);
+    else if (backend == 1) smk::cpu::softmax_state(vm, vl, none);
+    else smk::cpu::reference::softmax_state(vm, vl, none);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(m[r], -kInf) << "backend " << backend << " row " << r;
+      EXPECT_EQ(l[r], 0.0f) << "backend " << backend << " row " << r;
+    }
+  }
+}
+
 // Random rows of many lengths against the long-double closed form, with the gates of docs/semantics.md:
 // softmax relative error ≤ (6 + log2 n)·u for p > 1e-30, Σp within (log2 n + 2)·u of 1,
 // LSE absolute error ≤ (|LSE| + log2 n + 3)·u, log-softmax absolute error ≤ (|y| + log2 n + 3)·u.
