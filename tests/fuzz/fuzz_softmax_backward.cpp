@@ -12,7 +12,8 @@
 //     gate; the regimes of §2 where the formula gives no finite value; bytes outside the output views and every
 //     input are untouched;
 //   - a call made invalid on purpose (one defect: shapes of y / dy / dx / out_max / out_sum, dtypes, dim, negative
-//     strides, null data, a self-overlapping or partially aliasing output, bad temperatures scalar or per row)
+//     strides, null data, a self-overlapping or partially aliasing output, per-row temperatures inside an output,
+//     bad temperatures scalar or per row (value, shape, dtype, both at once), an unknown empty_rows for the state)
 //     throws smk::Error(invalid_argument) naming the op and the argument at fault, and writes nothing.
 // A violation prints the case and aborts (keep the input in tests/fuzz/corpus_softmax_backward/; the replay test
 // fuzz.softmax_backward_replay runs that folder in every build).
@@ -415,14 +416,15 @@ void check_backward(const Case& c) {
                num(g[i]) + ", " + (soft ? "s " : "S ") + num(s) + ", sum of |terms| " + num(abs_sum) + ", T " +
                num(T) + ")";
       };
+      // exp(y) beyond the range times a sum whose computed sign the gate does not fix (|s| within the sum's error
+      // bound, 0 included) is an infinity of either sign, or NaN if the sum came out 0: inf · S with an exact S of 0
+      // is NaN, with a computed S of ±2^-1000 it is ±inf.
+      const bool sign_uncertain = std::fabs(s) <= (D + 1) * k.u * abs_sum;
       if (std::isnan(dx)) {
-        if (!std::isnan(got)) violation("dx should be NaN" + where(), c);
+        if (!std::isnan(got) && !(range && sign_uncertain && std::isinf(got))) violation("dx should be NaN" + where(), c);
         continue;
       }
       if (std::isinf(dx)) {
-        // exp(y) beyond the range times a sum whose computed sign the gate does not fix (|s| within the sum's error
-        // bound) is an infinity of either sign, or NaN if the sum came out 0.
-        const bool sign_uncertain = std::fabs(s) <= (D + 1) * k.u * abs_sum;
         if (got == dx || (range && (std::isnan(got) || (std::isinf(got) && sign_uncertain)))) continue;
         violation("dx should be " + num(dx) + where(), c);
       }
@@ -526,13 +528,14 @@ void check_state(const Case& c) {
 enum class Defect {
   none, neg_stride, bad_dtype, dtype_mismatch, bad_out_dtype, shape_a, shape_b, dim_range, null_a, null_b, null_c,
   self_overlap, partial_alias, bad_temperature, bad_row_temperature, both_temperatures, row_temperature_shape,
-  row_temperature_dtype, bad_policy, count
+  row_temperature_dtype, bad_policy, row_temperature_overlap, count
 };
 const char* defect_name(Defect d) {
   static const char* names[] = {"none", "neg_stride", "bad_dtype", "dtype_mismatch", "bad_out_dtype", "shape_a",
                                 "shape_b", "dim_range", "null_a", "null_b", "null_c", "self_overlap", "partial_alias",
                                 "bad_temperature", "bad_row_temperature", "both_temperatures",
-                                "row_temperature_shape", "row_temperature_dtype", "bad_policy"};
+                                "row_temperature_shape", "row_temperature_dtype", "bad_policy",
+                                "row_temperature_overlap"};
   return names[static_cast<int>(d)];
 }
 
@@ -636,18 +639,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Tensor& t0 = c.t[0];
   t0.v = {dt, c.shape, random_strides(r, c.shape), r.below(4)};
   if (r.chance(6)) t0.v.strides[r.below(rank)] = 0;  // a broadcast input (read only, any dimension)
-  bool dy_is_y = false, in_place_dy = false, in_place_y = false;
+  bool dy_is_y = false, dy_shifted = false, in_place_dy = false, in_place_y = false;
   if (bwd) {
     dy_is_y = r.chance(10);
+    dy_shifted = !dy_is_y && r.chance(12);  // dy over y's bytes one element further: inputs may overlap (read only)
     c.t[1].v = dy_is_y ? t0.v : ViewLayout{dt, c.shape, random_strides(r, c.shape), r.below(4)};
-    if (!dy_is_y && r.chance(6)) c.t[1].v.strides[r.below(rank)] = 0;
+    if (dy_shifted) {
+      c.t[1].v = t0.v;
+      c.t[1].v.offset += 1;
+    }
+    if (!dy_is_y && !dy_shifted && r.chance(6)) c.t[1].v.strides[r.below(rank)] = 0;
     const DType dx_t = sixteen && r.chance(2) ? DType::f32 : dt;
     c.t[2].v = {dx_t, c.shape, random_strides(r, c.shape), r.below(4)};
     const bool layout_defect = defect != Defect::none && defect != Defect::dim_range &&
                                defect != Defect::bad_temperature && defect != Defect::bad_row_temperature &&
                                defect != Defect::both_temperatures && defect != Defect::row_temperature_shape &&
                                defect != Defect::row_temperature_dtype;
-    if (dx_t == dt && !layout_defect) {
+    if (dx_t == dt && !layout_defect && !dy_shifted) {
       const std::uint32_t k = r.below(8);
       if (k < 2 && writable_layout(c.t[1].v)) in_place_dy = true;
       else if (k == 2 && writable_layout(t0.v)) in_place_y = true;
@@ -694,19 +702,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (defect) {
     case Defect::neg_stride: {
       const int k = static_cast<int>(r.below(3));
-      if (c.t[k].v.shape.empty() || (bwd && dy_is_y && k < 2)) break;
+      if (c.t[k].v.shape.empty() || (bwd && (dy_is_y || dy_shifted) && k < 2)) break;
       c.t[k].v.strides[r.below(static_cast<std::uint32_t>(c.t[k].v.shape.size()))] = -1 - static_cast<std::int64_t>(r.below(3));
       arg = names[k];
       break;
     }
     case Defect::bad_dtype:
       t0.v.dtype = r.chance(2) ? DType::i32 : DType::b8;
-      if (dy_is_y) c.t[1].v.dtype = t0.v.dtype;
+      if (dy_is_y || dy_shifted) c.t[1].v.dtype = t0.v.dtype;
       arg = names[0];
       break;
     case Defect::dtype_mismatch:
       if (bwd) {  // dy's dtype must be y's
-        if (dy_is_y) break;
+        if (dy_is_y || dy_shifted) break;
         c.t[1].v.dtype = dt == DType::f32 ? (r.chance(2) ? DType::f16 : DType::f64) : DType::f32;
         arg = "'dy'";
       } else {  // out_sum's must be out_max's
@@ -730,7 +738,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case Defect::shape_a:
       if (bwd) {
-        if (dy_is_y) break;
+        if (dy_is_y || dy_shifted) break;
         bump_shape(c.t[1].v);
         arg = "'dy'";
       } else {
@@ -822,7 +830,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   t0.buf = new_buffer(c, bytes_for(t0.v), 0xFF);
   if (bwd) {
-    if (dy_is_y) c.t[1].buf = t0.buf;
+    if (dy_is_y || dy_shifted) c.t[1].buf = t0.buf;  // (y's buffer has 4 elements of padding past its extent)
     else c.t[1].buf = new_buffer(c, bytes_for(c.t[1].v), 0xFF);
     if (in_place_dy) c.t[2].buf = c.t[1].buf;
     else if (in_place_y) c.t[2].buf = t0.buf;
@@ -841,16 +849,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         c.t[2].v.dtype = dt;
         c.t[2].v.offset += 1;
         c.t[2].buf = c.t[k].buf;
-        c.bufs[c.t[k].buf].bytes.resize(static_cast<std::size_t>(bytes_for(c.t[2].v)), 0xFF);
+        auto& bytes = c.bufs[c.t[k].buf].bytes;
+        bytes.resize(std::max(bytes.size(), static_cast<std::size_t>(bytes_for(c.t[2].v))), 0xFF);
         arg = "'dx'";
-      } else if (sixteen && writable_layout(c.t[1].v) && !dy_is_y && numel > 0) {
+      } else if (sixteen && writable_layout(c.t[1].v) && !dy_is_y && !dy_shifted && numel > 0) {
         // f32 dx over 16-bit dy's first element (offsets count elements of each view's own dtype: f32 element
         // ⌊o/2⌋ holds the bytes of 16-bit element o)
         c.t[2].v = c.t[1].v;
         c.t[2].v.dtype = DType::f32;
         c.t[2].v.offset = c.t[1].v.offset / 2;
         c.t[2].buf = c.t[1].buf;
-        c.bufs[c.t[1].buf].bytes.resize(static_cast<std::size_t>(bytes_for(c.t[2].v) * 2), 0xFF);
+        auto& bytes = c.bufs[c.t[1].buf].bytes;
+        bytes.resize(std::max(bytes.size(), static_cast<std::size_t>(bytes_for(c.t[2].v))), 0xFF);
         arg = "'dx'";
       }
     } else if (rows > 0) {
@@ -866,6 +876,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         arg = "'out_max'";
       }
     }
+  }
+  if (defect == Defect::row_temperature_overlap && rows > 0 && numel_of(c.t[bwd ? 2 : 1].v.shape) > 0) {
+    // the per-row temperatures inside dx's (out_max's) bytes: f32 element ⌊B/4⌋ holds the output's first byte B
+    Tensor& o = c.t[bwd ? 2 : 1];
+    if (!per_row) c.t[4].v = reduced_layout(r, DType::f32, c.shape, c.dim, true);
+    per_row = true;
+    c.options.temperature = 1.0f;
+    c.t[4].buf = o.buf;
+    c.t[4].v.offset = o.v.offset * static_cast<std::int64_t>(dtype_size(o.v.dtype)) / 4;
+    auto& bytes = c.bufs[o.buf].bytes;
+    bytes.resize(std::max(bytes.size(), static_cast<std::size_t>(bytes_for(c.t[4].v))), poison);
+    arg = bwd ? "'dx'" : "'out_max'";
   }
   if (!arg) defect = Defect::none;
   c.defect = defect_name(defect);
@@ -916,7 +938,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     };
     store_all(t0, [&](std::int64_t lin) { return xs[static_cast<std::size_t>(lin)]; });
-    if (bwd && !dy_is_y) {
+    if (bwd && !dy_is_y && !dy_shifted) {  // (a shifted dy reads y's values one element on)
       const bool plain = r.chance(2);  // ordinary gradients, or anything (±inf, NaN, huge, tiny)
       store_all(c.t[1], [&](std::int64_t) {
         return plain && !r.chance(50) ? (static_cast<double>(r.below(2001)) - 1000) / 129 : any_value(r);
@@ -940,6 +962,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::int64_t i = 0; i < cnt; ++i) {
       if (c.t[3].v.dtype == DType::b8) c.bufs[c.t[3].buf].bytes[i] = r.chance(4) ? 0 : 1;
       else store(c.t[3].v.dtype, at(c, c.t[3], i), r.chance(3) ? -kInf : any_value(r));
+    }
+  }
+  // Empty tensors may come with null data (docs/semantics.md §1, zero rows): sometimes all of them, on a valid call.
+  if (defect == Defect::none && r.chance(3)) {
+    if (numel == 0) t0.null_data = true;
+    if ((bwd ? numel : rows) == 0) {
+      c.t[1].null_data = true;
+      c.t[2].null_data = true;
     }
   }
   for (auto& b : c.bufs) b.orig = b.bytes;
