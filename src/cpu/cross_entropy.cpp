@@ -123,11 +123,13 @@ void forward(const char* op, const TensorView& loss, const TensorView& logits, c
   Row<Acc> row;
   std::vector<Acc> terms;
   detail::with_type(logits.dtype, logits.data, [&](auto* x) {
+    // An empty row (C = 0) forms no pointer: the logits of an empty tensor may be null, and null + offset is UB.
+    auto row_of = [&](std::int64_t i) { return p.classes > 0 ? x + i * logits.strides[0] : x; };
     for (std::int64_t i = 0; i < p.rows; ++i) {
       const std::int64_t t = target_at(targets, i);
       Acc ce = 0, zl = 0, lse = 0;
       if (t != o.ignore_index) {
-        row.load(x + i * logits.strides[0], p.classes, logits.strides[1], cap);
+        row.load(row_of(i), p.classes, logits.strides[1], cap);
         lse = row.lse();
         ce = (1 - eps) * w[t] * row.lse_minus(row.z[t]);
         if (eps > 0) {  // Σ_c w_c (LSE − z_c): non-negative terms, summed pairwise
@@ -137,7 +139,7 @@ void forward(const char* op, const TensorView& loss, const TensorView& logits, c
         }
         if (s > 0) zl = s * lse * lse;
       } else if (lse_out.data) {
-        row.load(x + i * logits.strides[0], p.classes, logits.strides[1], cap);  // LSE is still reported
+        row.load(row_of(i), p.classes, logits.strides[1], cap);  // LSE is still reported
         lse = row.lse();
       }
       if (lse_out.data) detail::with_type(lse_out.dtype, lse_out.data, [&](auto* o_) { detail::store(o_ + i * lse_out.strides[0], lse); });
@@ -173,6 +175,8 @@ void backward(const char* op, const TensorView& grad, const TensorView& logits, 
   for (Acc v : w) w_total += v;
   const Acc eps = o.label_smoothing, s = o.z_loss, cap = o.softcap, C = static_cast<Acc>(p.classes);
   const bool per_row = o.reduction == Reduction::none;
+  // No classes: no gradient to write, and the rows' pointers (possibly null for an empty tensor) are not formed.
+  if (p.classes == 0) return;
 
   // Upstream scale of each part: grad_loss, divided by the mean's denominators.
   double g_scalar = 0, ce_den = 1, z_den = 1;

@@ -2,6 +2,7 @@
 // the documented formula, gradients against central finite differences in float64, and the edge cases of the issue.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -302,6 +303,27 @@ TEST(CpuCrossEntropy, RunTimeErrorsNameTheOpCalled) {
     EXPECT_EQ(loss, 7.0f);
     for (float v : grad) EXPECT_EQ(v, 7.0f);
   }
+}
+
+// N rows of C = 0 classes (every target ignored) with null logits and gradient, as empty tensors may be: the loss is
+// 0 (or the mean's 0/0), the LSE −inf (an empty sum), nothing else is touched. The CPU formed each row's pointer
+// from the null base (null + offset, undefined behaviour that UBSan reports; found by fuzz_cross_entropy).
+TEST(CpuCrossEntropy, EmptyRowsWithNullLogits) {
+  const std::vector<std::int64_t> t = {-100, -100, -100};
+  const TensorView logits = TensorView::strided(nullptr, DType::f32, smk::Device::cpu(), {3, 0}, {5, 1});
+  const TensorView grad = TensorView::strided(nullptr, DType::f32, smk::Device::cpu(), {3, 0}, {7, 1});
+  float loss[3] = {7, 7, 7}, lse[3] = {7, 7, 7}, grad_loss[3] = {1, 1, 1};
+  CrossEntropyOptions o;
+  o.reduction = Reduction::none;
+  smk::cross_entropy(TensorView::of(loss, {3}), logits, TensorView::of(t.data(), {3}), o, TensorView::of(lse, {3}));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(loss[i], 0.0f);
+    EXPECT_EQ(lse[i], -std::numeric_limits<float>::infinity());
+  }
+  smk::cpu::reference::cross_entropy_backward(grad, logits, TensorView::of(t.data(), {3}), TensorView::of(grad_loss, {3}), o);
+  std::fill(loss, loss + 3, 7.0f);
+  smk::cross_entropy_forward_backward(TensorView::of(loss, {3}), grad, logits, TensorView::of(t.data(), {3}), o);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(loss[i], 0.0f);
 }
 
 // bf16 logits with one dominant class: 1 − p_t ≈ (C − 1)e^−20 ≈ 4e-7 must survive into the bf16 gradient (formed
