@@ -13,8 +13,9 @@
 //   - a target outside [0, C) that is not ignore_index throws smk::Error(invalid_argument) naming 'targets' and the
 //     row (targets[i]), and writes nothing (the CPU checks every target before it writes);
 //   - every other injected defect (shapes, dtypes, negative or self-overlapping strides, null data, option values,
-//     negative / NaN / inf class weights, aliasing outputs) throws smk::Error(invalid_argument) whose message names
-//     the op and the argument at fault, and writes nothing.
+//     negative / NaN / inf class weights, aliasing outputs, a tensor on another device) throws
+//     smk::Error(invalid_argument) whose message names the op and the argument at fault, and writes nothing;
+//   - valid calls on empty tensors (N = 0 or C = 0) may pass null data, which UBSan holds to no pointer arithmetic.
 // A violation prints the case and aborts (libFuzzer keeps the input: add it to tests/fuzz/corpus_cross_entropy/,
 // which fuzz.cross_entropy_replay replays in every build).
 //
@@ -163,7 +164,7 @@ bool has_backward(Api a) { return a == Api::bwd || a == Api::fwd_bwd || a == Api
 
 enum class Defect { none, smoothing, z_loss_opt, softcap, weight_value, weight_view, logits_view, targets_view,
                     loss_view, lse_view, grad_view, grad_loss_view, null_data, alias, reduction, neg_stride,
-                    target_range, grad_self_overlap, z_out_view, count };
+                    target_range, grad_self_overlap, z_out_view, device, count };
 
 struct Case {
   Api api = Api::fwd;
@@ -252,8 +253,8 @@ struct Stats {
       for (int a = 0; a < 7; ++a) std::fprintf(stderr, " %ld", by_api[a]);
       std::fprintf(stderr, "\nfuzz_cross_entropy: largest |error| / gate: loss %.3g, lse %.3g, z_loss %.3g, gradient %.3g",
                    worst[0], worst[1], worst[2], worst[3]);
-      std::fprintf(stderr, "\nfuzz_cross_entropy: rejected calls by defect (1..18):");
-      for (int d = 1; d < 19; ++d) std::fprintf(stderr, " %ld", by_defect[d]);
+      std::fprintf(stderr, "\nfuzz_cross_entropy: rejected calls by defect (1..19):");
+      for (int d = 1; d < 20; ++d) std::fprintf(stderr, " %ld", by_defect[d]);
       std::fprintf(stderr, "\n");
     }
     if (std::getenv("SMK_FUZZ_STATS"))
@@ -696,9 +697,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       k.zout.lay = per_row ? scalar_lay(r, stat) : vector_lay(r, stat, k.n + 1);
       arg = "'z_loss'";
       break;
+    case Defect::device:  // a tensor on another device than the logits (checked before any data is touched)
+      switch (r.below(3)) {
+        case 0: arg = "'targets'"; break;
+        case 1:
+          if (k.loss.present) arg = "'loss'";
+          else if (k.grad.present && !k.in_place) arg = "'grad_logits'";
+          break;
+        default:
+          if (!k.weights.present) {
+            k.weights.present = true;
+            k.weights.lay = vector_lay(r, stat, k.c);
+          }
+          arg = "'options.class_weights'";
+          break;
+      }
+      break;
     default: break;
   }
   if (!arg) defect = Defect::none;
+  // Valid calls may pass null data for empty tensors (docs/semantics.md §1: "null data pointers are accepted for
+  // empty tensors"); a path that still offsets such a pointer is undefined behaviour, which UBSan reports.
+  if (defect == Defect::none && r.chance(3)) {
+    if (numel == 0) k.logits.null_data = k.grad.null_data = true;
+    if (k.n == 0) {
+      k.targets.null_data = true;
+      for (Buf* b : {&k.loss, &k.lse, &k.zout, &k.grad_loss})
+        if (!b->lay.shape.empty()) b->null_data = true;
+    }
+  }
   k.defect = defect;
   k.arg = arg;
 
@@ -816,6 +843,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   if (defect == Defect::z_out_view) zout = k.zout.view();
+  if (defect == Defect::device) {
+    const std::string a(arg);
+    TensorView& v = a == "'targets'" ? targets : a == "'loss'" ? loss : a == "'grad_logits'" ? grad : k.o.class_weights;
+    v.device = Device::cuda(0);
+  }
 
   if (std::getenv("SMK_FUZZ_PRINT")) describe(std::string("case (defect ") + (arg ? arg : "none") + ")", k);
   try {
