@@ -319,7 +319,7 @@ void check_row(const Ctx& c, const RowIn& in, const std::vector<double>& o, bool
     for (std::int64_t x = 0; x < D; ++x)
       if (o[x] != 0) fail("no visible key: O[" + std::to_string(x) + "] = " + num(o[x]) + ", expected 0");
     const double want = in.has_sink ? static_cast<double>(in.sink) : -kInf;
-    if (has_lse && !same_bits_or_both_nan(lse, want))
+    if (has_lse && !equal_or_both_nan(lse, want))  // by value: a sink of −0 gives LSE −0 + log1p(0) = +0
       fail("no visible key: LSE = " + num(lse) + ", expected " + num(want) + " (the sink, or -inf)");
     return;
   }
@@ -984,7 +984,7 @@ void fuzz_attention(Reader& r, bool decode) {
 // ---------------------------------------------------------------------------------------------------------------
 // merge_attention_states against the header's two-state formula in long double: L = log(e^La + e^Lb),
 // O = e^(La − L)·O_a + e^(Lb − L)·O_b. An empty part (LSE −inf) is the identity (weight 1 and l = 1: the other
-// part's LSE comes back bit for bit, its O by value, −0 as +0); two empty parts give O = 0, LSE = −inf; NaN in either
+// part's LSE and O come back by value: −0 may come back +0); two empty parts give O = 0, LSE = −inf; NaN in either
 // LSE gives NaN; a +inf LSE (saturated, semantics §2) gives O = NaN and LSE = +inf.
 // Gates for two finite parts (Acc's u and τ; O_a, O_b and the LSEs exact): the weights e^(L − M) by exp_diff (5u
 // each), the two products and the sum (3), l = 1 + d (a product and an add, 2, and exp_diff's 5 inside d), 1/l and
@@ -1264,10 +1264,10 @@ void fuzz_merge(Reader& r) {
         if (ro.get(off(ro, x)) != 0) fail("two empty parts: O[" + std::to_string(x) + "] is not 0");
       continue;
     }
-    if (La == -INFINITY || Lb == -INFINITY) {  // the identity: the LSE bit for bit, O by value (−0 may come back +0)
+    if (La == -INFINITY || Lb == -INFINITY) {  // the identity, by value (−0 may come back +0)
       const Tensor& keep_o = La == -INFINITY ? ob : oa;
       const LD keep_l = La == -INFINITY ? Lb : La;
-      if (!same_bits_or_both_nan(got_l, static_cast<double>(keep_l)))
+      if (!equal_or_both_nan(got_l, static_cast<double>(keep_l)))
         fail("an empty part is not the identity: LSE = " + num(got_l) + ", expected " + num(keep_l));
       for (std::int64_t x = 0; x < D; ++x)
         if (!equal_or_both_nan(ro.get(off(ro, x)), orig(keep_o, off(keep_o, x))))
