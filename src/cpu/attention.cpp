@@ -189,9 +189,10 @@ void decode(const char* op, const TensorView& out, const TensorView& lse, const 
   fo.scale = o.scale;  // 0 stays 0: attention() resolves 1/√D in its own precision
   fo.causal = o.causal;
   fo.sinks = o.sinks;
-  // One sequence of a [B, ...] view: batch index b, and the first `len` rows of dimension 1.
+  // One sequence of a [B, ...] view: batch index b, and the first `len` rows of dimension 1. An empty view may have
+  // null data (a cache of S_max = 0): no offset is applied to it (null + offset is undefined behaviour).
   const auto slice = [](TensorView t, std::int64_t b, std::int64_t len) {
-    t.data = static_cast<char*>(t.data) + b * t.strides[0] * static_cast<std::int64_t>(dtype_size(t.dtype));
+    if (t.data) t.data = static_cast<char*>(t.data) + b * t.strides[0] * static_cast<std::int64_t>(dtype_size(t.dtype));
     t.shape[0] = 1;
     t.shape[1] = len;
     return t;

@@ -356,4 +356,20 @@ TEST(CpuAttention, OutputsMayNotOverlapSinksOrOffsets) {
   }, "attention_decode: argument 'out'");
 }
 
+// An empty KV cache (S_max = 0) may have null data, as any empty tensor may: decode forms no pointer from it (it
+// added b·stride to null for b ≥ 1, undefined behaviour that UBSan reports; found by fuzz_attention, session 13,
+// whose corpus replays the input under UBSan). Every row sees no key: O = 0, LSE = −inf.
+TEST(CpuAttention, DecodeOverAnEmptyCacheWithNullData) {
+  const std::int64_t B = 3, h = 2, d = 4;
+  const std::vector<float> q(B * h * d, 1.0f);
+  const std::vector<std::int32_t> lens(B, 0);
+  const TensorView empty = TensorView::strided(nullptr, smk::DType::f32, smk::Device::cpu(), {B, 0, h, d},
+                                               {5 * h * d, h * d, d, 1});
+  std::vector<float> o(B * h * d, 7.0f), lse(B * h, 7.0f);
+  smk::attention_decode(TensorView::of(o.data(), {B, 1, h, d}), TensorView::of(lse.data(), {B, h, 1}),
+                        TensorView::of(q.data(), {B, 1, h, d}), empty, empty, TensorView::of(lens.data(), {B}));
+  for (float x : o) EXPECT_EQ(x, 0.0f);
+  for (float x : lse) EXPECT_EQ(x, -INFINITY);
+}
+
 }  // namespace

@@ -864,6 +864,10 @@ void fuzz_attention(Reader& r, bool decode) {
     if (!cu_q_missing) fo.cu_seqlens_q = cu_q.view();
     if (!cu_k_missing) fo.cu_seqlens_k = cu_k.view();
   }
+  // An empty tensor may have null data (check_view accepts it): no path may form an offset from its pointer. (Not
+  // lse: a null lse is no lse.)
+  for (Tensor* t : {&q, &k, &v, &out})
+    if (t->numel() == 0 && r.chance(2)) t->null_data = true;
   TensorView ov = out.view(), lv = with_lse ? lse.view() : TensorView{};
   if (defect == AttnDefect::out_overlaps_input && out.numel() > 0) {
     // out over q's or k's bytes, one element on: a partial overlap when the input spans two elements or more.
@@ -1151,6 +1155,8 @@ void fuzz_merge(Reader& r) {
   const std::uint32_t alias_l = defect == MergeDefect::none && r.chance(4) ? 1 + r.below(2) : 0;
   Tensor* in_o = alias_o == 1 ? &oa : (alias_o == 2 ? &ob : nullptr);
   Tensor* in_l = alias_l == 1 ? &la : (alias_l == 2 ? &lb : nullptr);
+  for (Tensor* t : {&oa, &ob, &la, &lb, &oo, &lo})  // empty tensors with null data, as above
+    if (t->numel() == 0 && r.chance(2)) t->null_data = true;
   TensorView oov = in_o ? in_o->view() : oo.view(), lov = in_l ? in_l->view() : lo.view();
   if (defect == MergeDefect::out_o_partial && oa.extent() - oa.offset >= 2 && oa.dtype == dt) {
     oov = oa.view();
