@@ -1,5 +1,6 @@
 // softmaxkit: public attention entry points. Validate once, then run on the tensors' device.
 #include "attention/args.hpp"
+#include "cpu/attention_internal.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/build_config.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -12,11 +13,12 @@ namespace smk {
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
                        const TensorView& v, const AttentionOptions& options, Stream stream) {
   const auto p = detail::check_attention_args("attention_forward", out, lse, q, k, v, options);
-  if (q.device.is_cpu()) return cpu::attention_forward(out, lse, q, k, v, options);
+  if (q.device.is_cpu()) return cpu::internal::attention_forward("attention_forward", out, lse, q, k, v, options);
 #if SOFTMAXKIT_HAS_CUDA
   cuda::attention_forward(out, lse, q, k, v, options, p.varlen, p.batch, p.sq, p.sk, p.scale, {}, stream);
 #else
   (void)p;
+  (void)stream;
   throw_unsupported("attention_forward", "tensors are on " + q.device.str() + " but softmaxkit was built without CUDA");
 #endif
 }
@@ -25,7 +27,8 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
                       Stream stream) {
   const auto p = detail::check_decode_args("attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
-  if (q.device.is_cpu()) return cpu::attention_decode(out, lse, q, k_cache, v_cache, seqlens, options);
+  if (q.device.is_cpu())
+    return cpu::internal::attention_decode("attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
 #if SOFTMAXKIT_HAS_CUDA
   cuda::attention_decode(out, lse, q, k_cache, v_cache, seqlens, options, p, stream);
 #else

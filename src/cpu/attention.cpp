@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attention/args.hpp"
+#include "cpu/attention_internal.hpp"
 #include "cpu/rows.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -206,10 +207,23 @@ void decode(const char* op, const TensorView& out, const TensorView& lse, const 
 
 }  // namespace
 
+namespace internal {
+void attention_decode(const char* op, const TensorView& out, const TensorView& lse, const TensorView& q,
+                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& seqlens,
+                      const AttentionDecodeOptions& options) {
+  if (q.dtype == DType::f64) decode<double>(op, out, lse, q, k_cache, v_cache, seqlens, options);
+  else decode<float>(op, out, lse, q, k_cache, v_cache, seqlens, options);
+}
+void attention_forward(const char* op, const TensorView& out, const TensorView& lse, const TensorView& q,
+                       const TensorView& k, const TensorView& v, const AttentionOptions& options) {
+  if (q.dtype == DType::f64) attention<double>(op, out, lse, q, k, v, options);
+  else attention<float>(op, out, lse, q, k, v, options);
+}
+}  // namespace internal
+
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options) {
-  if (q.dtype == DType::f64) decode<double>("cpu::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
-  else decode<float>("cpu::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
+  internal::attention_decode("cpu::attention_decode", out, lse, q, k_cache, v_cache, seqlens, options);
 }
 namespace reference {
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
@@ -220,8 +234,7 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
 
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
                        const TensorView& v, const AttentionOptions& options) {
-  if (q.dtype == DType::f64) attention<double>("cpu::attention_forward", out, lse, q, k, v, options);
-  else attention<float>("cpu::attention_forward", out, lse, q, k, v, options);
+  internal::attention_forward("cpu::attention_forward", out, lse, q, k, v, options);
 }
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
                             const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b) {

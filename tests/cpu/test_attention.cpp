@@ -356,6 +356,47 @@ TEST(CpuAttention, OutputsMayNotOverlapSinksOrOffsets) {
   }, "attention_decode: argument 'out'");
 }
 
+// The values of cu_seqlens and seqlens are checked while the CPU runs; those errors name the op that was called (the
+// public one, or cpu::), as every other error does. They named cpu::attention_* from the public entries (found by
+// fuzz_attention, session 13).
+TEST(CpuAttention, RunTimeErrorsNameTheOpCalled) {
+  const std::int64_t h = 2, d = 4;
+  const std::vector<float> q(3 * h * d, 0.5f), k(3 * h * d, 1.0f);
+  std::vector<float> out(3 * h * d, 7.0f);
+  const auto expect_message = [&](auto fn, const std::string& message) {
+    try {
+      fn();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const smk::Error& e) {
+      EXPECT_EQ(e.code(), smk::ErrorCode::invalid_argument);
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+  };
+  const std::vector<std::int32_t> decreasing = {0, 2, 1};  // two sequences; the offsets decrease
+  AttentionOptions varlen;
+  varlen.cu_seqlens_q = TensorView::of(decreasing.data(), {3});
+  varlen.cu_seqlens_k = TensorView::of(decreasing.data(), {3});
+  const auto forward = [&](auto f) {
+    return [&, f] {
+      f(TensorView::of(out.data(), {3, h, d}), TensorView{}, TensorView::of(q.data(), {3, h, d}),
+        TensorView::of(k.data(), {3, h, d}), TensorView::of(k.data(), {3, h, d}), varlen);
+    };
+  };
+  expect_message(forward([](auto... a) { smk::attention_forward(a...); }), "attention_forward: argument 'options.cu_seqlens_");
+  expect_message(forward([](auto... a) { smk::cpu::attention_forward(a...); }),
+                 "cpu::attention_forward: argument 'options.cu_seqlens_");
+  const std::vector<std::int32_t> too_long = {4};  // S_max is 3
+  const auto decode = [&](auto f) {
+    return [&, f] {
+      f(TensorView::of(out.data(), {1, 1, h, d}), TensorView{}, TensorView::of(q.data(), {1, 1, h, d}),
+        TensorView::of(k.data(), {1, 3, h, d}), TensorView::of(k.data(), {1, 3, h, d}),
+        TensorView::of(too_long.data(), {1}));
+    };
+  };
+  expect_message(decode([](auto... a) { smk::attention_decode(a...); }), "attention_decode: argument 'seqlens'");
+  expect_message(decode([](auto... a) { smk::cpu::attention_decode(a...); }), "cpu::attention_decode: argument 'seqlens'");
+}
+
 // An empty KV cache (S_max = 0) may have null data, as any empty tensor may: decode forms no pointer from it (it
 // added b·stride to null for b ≥ 1, undefined behaviour that UBSan reports; found by fuzz_attention, session 13,
 // whose corpus replays the input under UBSan). Every row sees no key: O = 0, LSE = −inf.

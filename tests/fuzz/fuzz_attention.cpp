@@ -418,11 +418,7 @@ struct Call {
       if (!arg) violation("a valid call threw: " + msg);
       if (e.code() != ErrorCode::invalid_argument) violation("wrong error code for an invalid call: " + msg);
       const std::string want = op + ": argument '" + arg + "'";
-      // The public entry validates what it can see and hands the values of cu_seqlens / seqlens to the CPU backend,
-      // whose message names its own op (cpu::attention_*); accepted here, reported to the lead (session 13).
-      const std::string backend = "cpu::" + want;
-      if (msg.rfind(want, 0) != 0 && !(op.rfind("cpu::", 0) != 0 && msg.rfind(backend, 0) == 0))
-        violation("the message does not begin with \"" + want + "\": " + msg);
+      if (msg.rfind(want, 0) != 0) violation("the message does not begin with \"" + want + "\": " + msg);
       for (Tensor* t : inputs)
         if (t->buf != t->orig) violation(std::string("a rejected call wrote into input ") + t->name + ": " + msg);
       for (Tensor* t : outputs)
