@@ -6,7 +6,7 @@
 // dropped, the un-normalised output is rescaled when the max grows, and divided once at the end.
 //
 // Layout (FlashAttention's): q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D], out [B, Sq, Hq, D] in q's dtype, lse
-// [B, Hq, Sq] f32 (natural log); any strides. Hq must be a multiple of Hkv. With variable lengths
+// [B, Hq, Sq] f32 (f64 for f64 tensors on the CPU; natural log); any strides. Hq must be a multiple of Hkv. With variable lengths
 // (`cu_seqlens_q` / `cu_seqlens_k` set, int32 [B + 1] cumulative offsets, as flash_attn_varlen_func), q, k, v and out
 // are packed [total, H, D] and lse is [Hq, total_q].
 //
@@ -16,7 +16,8 @@
 //
 // Sinks (gpt-oss): one learned logit σ_h per query head joins the softmax's denominator only, with no value row:
 // O_i = Σ_j exp(s_j) v_j / (exp(σ_h) + Σ_j exp(s_j)). The LSE includes it (so partial states stay mergeable), and a
-// row with no visible key gets O = 0, LSE = σ_h.
+// row with no visible key gets O = 0, LSE = σ_h — on the CPU whatever σ_h is (NaN and +inf too, since session 13);
+// the GPU kernels have not yet been run on a NaN or +inf sink over a row with no key.
 #pragma once
 
 #include "softmaxkit/core/stream.hpp"
@@ -29,7 +30,7 @@ struct AttentionOptions {
   bool causal = false;
   TensorView cu_seqlens_q{};     // varlen: int32 [B + 1]; both or neither
   TensorView cu_seqlens_k{};
-  TensorView sinks{};            // optional f32 [Hq]
+  TensorView sinks{};            // optional f32 [Hq] (f64 for f64 tensors on the CPU)
 };
 
 void attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k,
@@ -39,7 +40,10 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 // and new tokens — in the online state's algebra: with L = log(e^{L_a} + e^{L_b}),
 //   O = e^{L_a − L}·O_a + e^{L_b − L}·O_b.
 // An empty part (LSE −inf) is the identity; two empty parts give O = 0, LSE = −inf; NaN in either LSE gives NaN;
-// the merge is commutative, and associative up to rounding. Shapes: o_* [..., D] (any rank ≥ 1, any strides, the
+// the merge is commutative, and associative up to rounding. A non-empty part's inf or NaN O is never dropped, even
+// where its weight e^{L_x − L} underflows to 0 (as attention over the same keys would not drop it). The CPU keeps it
+// since session 13; the GPU's merge (src/cuda/attention/lse_fold.cuh) still skips a weight that underflows: a known
+// difference, to be fixed and run on the GPU. Shapes: o_* [..., D] (any rank ≥ 1, any strides, the
 // same for all four), lse_* with o's shape minus its last dimension (f32). `out_o` may alias `o_a` or `o_b`
 // exactly, and `out_lse` `lse_a` or `lse_b` (accumulating in place).
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
