@@ -35,14 +35,6 @@ std::int64_t numel(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
-// One past the highest element offset the layout addresses (relative to the buffer start).
-std::int64_t extent(const ViewLayout& v) {
-  if (numel(v.shape) == 0) return v.offset;
-  std::int64_t last = v.offset;
-  for (std::size_t d = 0; d < v.shape.size(); ++d) last += (v.shape[d] - 1) * v.strides[d];
-  return last + 1;
-}
-
 // Element offset (from the buffer start) of logical row-major index `linear` of a layout.
 std::int64_t offset_of(const ViewLayout& v, std::int64_t linear) {
   std::int64_t off = v.offset;
@@ -131,6 +123,19 @@ void check_untouched(const Problem& p, const RunResult& r, unsigned char poison,
 }
 
 }  // namespace
+
+std::int64_t extent(const ViewLayout& v) {
+  if (numel(v.shape) == 0) return v.offset;
+  std::int64_t last = v.offset;
+  for (std::size_t d = 0; d < v.shape.size(); ++d) last += (v.shape[d] - 1) * std::max<std::int64_t>(v.strides[d], 0);
+  return last + 1;
+}
+
+std::string dims(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
 
 const char* op_name(Op op) {
   switch (op) {

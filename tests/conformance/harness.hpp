@@ -57,6 +57,11 @@ struct ViewLayout {
   std::vector<std::int64_t> shape, strides;
   std::int64_t offset = 0;
 };
+// One past the highest element offset a layout addresses, from the buffer's start (its offset when it is empty); a
+// negative stride counts as 0, so a layout made invalid on purpose still gets a buffer that holds its start.
+std::int64_t extent(const ViewLayout& v);
+// "[2, 3, 4]": a shape or strides for a message.
+std::string dims(const std::vector<std::int64_t>& v);
 
 // A Spec made concrete for one op: buffers and views.
 struct Problem {

@@ -37,7 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "conformance/harness.hpp"
 #include "conformance/numerics.hpp"
+#include "reader.hpp"
 #include "softmaxkit/attention.hpp"
 #include "softmaxkit/core/error.hpp"
 
@@ -47,24 +49,8 @@ using smk::conformance::store;
 
 namespace {
 
-// Reads the fuzzer's bytes as a stream of small choices; past the end every choice is 0.
-class Reader {
- public:
-  Reader(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {}
-  std::uint32_t byte() { return i_ < n_ ? d_[i_++] : 0; }
-  std::uint32_t below(std::uint32_t k) { return k <= 1 ? 0 : (k <= 256 ? byte() % k : ((byte() << 8) | byte()) % k); }
-  bool chance(std::uint32_t one_in) { return below(one_in) == 0; }
-  float f32() {
-    std::uint32_t u = byte() | (byte() << 8) | (byte() << 16) | (byte() << 24);
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-
- private:
-  const std::uint8_t* d_;
-  std::size_t n_, i_ = 0;
-};
+using smk::conformance::dims;
+using smk::fuzz::Reader;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
@@ -210,11 +196,6 @@ Fmt fmt(DType t) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reporting.
-std::string dims(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 std::string g_case;  // a description of the call, printed with a violation
 [[noreturn]] void violation(const std::string& what) {
   std::fprintf(stderr, "CONTRACT VIOLATION: %s\n  %s\n", what.c_str(), g_case.c_str());

@@ -38,7 +38,9 @@
 #include <string>
 #include <vector>
 
+#include "conformance/harness.hpp"
 #include "conformance/numerics.hpp"
+#include "reader.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/cross_entropy.hpp"
 #include "softmaxkit/cross_entropy.hpp"
@@ -52,24 +54,8 @@ using LD = long double;
 
 namespace {
 
-// Reads the fuzzer's bytes as a stream of small choices; past the end every choice is 0.
-class Reader {
- public:
-  Reader(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {}
-  std::uint32_t byte() { return i_ < n_ ? d_[i_++] : 0; }
-  std::uint32_t below(std::uint32_t k) { return k <= 1 ? 0 : (k <= 256 ? byte() % k : ((byte() << 8) | byte()) % k); }
-  bool chance(std::uint32_t one_in) { return below(one_in) == 0; }
-  float f32() {
-    std::uint32_t u = byte() | (byte() << 8) | (byte() << 16) | (byte() << 24);
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-
- private:
-  const std::uint8_t* d_;
-  std::size_t n_, i_ = 0;
-};
+using smk::conformance::dims;
+using smk::fuzz::Reader;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
@@ -104,11 +90,6 @@ std::int64_t extent(const Lay& v) {  // one past the last element addressed, in 
   return last + 1;
 }
 
-std::string dims(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 const char* dtype_str(DType t) {
   switch (t) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "conformance/harness.hpp"
+#include "reader.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
 
@@ -27,24 +28,7 @@ using namespace smk::conformance;
 
 namespace {
 
-// Reads the fuzzer's bytes as a stream of small choices; past the end every choice is 0.
-class Reader {
- public:
-  Reader(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {}
-  std::uint32_t byte() { return i_ < n_ ? d_[i_++] : 0; }
-  std::uint32_t below(std::uint32_t k) { return k <= 1 ? 0 : (k <= 256 ? byte() % k : ((byte() << 8) | byte()) % k); }
-  bool chance(std::uint32_t one_in) { return below(one_in) == 0; }
-  float f32() {
-    std::uint32_t u = byte() | (byte() << 8) | (byte() << 16) | (byte() << 24);
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-
- private:
-  const std::uint8_t* d_;
-  std::size_t n_, i_ = 0;
-};
+using smk::fuzz::Reader;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -57,12 +41,6 @@ double value(Reader& r) {
     case 1: return static_cast<double>(r.f32());                        // any float bit pattern
     default: return (static_cast<double>(r.below(2001)) - 1000) / 37;  // ordinary logits
   }
-}
-
-std::string dims(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 [[noreturn]] void violation(const std::string& what, const Problem& p) {
@@ -135,15 +113,6 @@ TensorView view_of(const ViewLayout& v, unsigned char* base, bool null_data) {
     t.strides[d] = v.strides[d];
   }
   return t;
-}
-
-std::int64_t extent(const ViewLayout& v) {
-  std::int64_t last = v.offset;
-  for (std::size_t d = 0; d < v.shape.size(); ++d) {
-    if (v.shape[d] == 0) return v.offset;
-    last += (v.shape[d] - 1) * std::max<std::int64_t>(v.strides[d], 0);
-  }
-  return last + 1;
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 
 #include "conformance/harness.hpp"
 #include "conformance/numerics.hpp"
+#include "reader.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
 
@@ -44,37 +45,10 @@ using namespace smk::conformance;
 
 namespace {
 
+using smk::fuzz::PastEnd;
+using smk::fuzz::Reader;
+
 using ld = long double;
-
-// Reads the fuzzer's bytes as a stream of small choices. Past the end the bytes come from a generator seeded with a
-// hash of the input (deterministic, so an input always decodes to the same case): a short input still fills its
-// tensors with varied values instead of zeros, while the leading bytes, which libFuzzer mutates, pick the structure.
-class Reader {
- public:
-  Reader(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {
-    for (std::size_t i = 0; i < n; ++i) state_ = (state_ ^ d[i]) * 0x100000001b3ull;  // FNV-1a
-  }
-  std::uint32_t byte() {
-    if (i_ < n_) return d_[i_++];
-    state_ ^= state_ << 13;  // xorshift64
-    state_ ^= state_ >> 7;
-    state_ ^= state_ << 17;
-    return static_cast<std::uint32_t>(state_ >> 56);
-  }
-  std::uint32_t below(std::uint32_t k) { return k <= 1 ? 0 : (k <= 256 ? byte() % k : ((byte() << 8) | byte()) % k); }
-  bool chance(std::uint32_t one_in) { return below(one_in) == 0; }
-  float f32() {
-    const std::uint32_t u = byte() | (byte() << 8) | (byte() << 16) | (byte() << 24);
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-
- private:
-  const std::uint8_t* d_;
-  std::size_t n_, i_ = 0;
-  std::uint64_t state_ = 0xcbf29ce484222325ull;
-};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::nan("");
@@ -130,12 +104,6 @@ struct Case {
   std::string defect = "none";
 };
 
-std::string dims(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 [[noreturn]] void violation(const std::string& what, const Case& c) {
   static const char* names_bwd[] = {"y", "dy", "dx", "mask", "temperature_per_row"};
   static const char* names_state[] = {"in", "out_max", "out_sum", "mask", "temperature_per_row"};
@@ -187,16 +155,6 @@ std::vector<std::int64_t> random_strides(Reader& r, const std::vector<std::int64
     step = step * std::max<std::int64_t>(shape[d], 1) + (r.chance(4) ? r.below(5) : 0);
   }
   return strides;
-}
-
-// One past the last element the layout addresses (its offset when empty).
-std::int64_t extent(const ViewLayout& v) {
-  std::int64_t last = v.offset;
-  for (std::size_t d = 0; d < v.shape.size(); ++d) {
-    if (v.shape[d] == 0) return v.offset;
-    last += (v.shape[d] - 1) * std::max<std::int64_t>(v.strides[d], 0);
-  }
-  return last + 1;
 }
 
 // Rows enumerate every index but `dim`, row-major; idx is the full index of (row, position i along dim).
@@ -605,7 +563,7 @@ void call(Case& c) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  Reader r(data, size);
+  Reader r(data, size, PastEnd::hashed);
   Case c;
   c.op = static_cast<BwdOp>(r.below(3));
   c.path = static_cast<Path>(r.below(3));
