@@ -55,19 +55,6 @@ std::int64_t linear_index(const std::vector<std::int64_t>& shape, int dim, std::
   return (outer_index * shape[dim] + i) * inner + inner_index;
 }
 
-TensorView make_view(const ViewLayout& v, unsigned char* base, bool null_data, Device device) {
-  TensorView t;
-  t.data = null_data ? nullptr : base + v.offset * static_cast<std::int64_t>(dtype_size(v.dtype));
-  t.dtype = v.dtype;
-  t.device = device;
-  t.rank = static_cast<int>(v.shape.size());
-  for (int d = 0; d < t.rank; ++d) {
-    t.shape[d] = v.shape[d];
-    t.strides[d] = v.strides[d];
-  }
-  return t;
-}
-
 void call_op(const Backend& b, Op op, const TensorView& out, const TensorView& in, const SoftmaxOptions& o) {
   switch (b.kind) {
     case BackendKind::cpu_reference:
@@ -123,6 +110,19 @@ void check_untouched(const Problem& p, const RunResult& r, unsigned char poison,
 }
 
 }  // namespace
+
+TensorView make_view(const ViewLayout& v, unsigned char* base, bool null_data, Device device) {
+  TensorView t;
+  t.data = null_data ? nullptr : base + v.offset * static_cast<std::int64_t>(dtype_size(v.dtype));
+  t.dtype = v.dtype;
+  t.device = device;
+  t.rank = static_cast<int>(v.shape.size());
+  for (int d = 0; d < t.rank; ++d) {
+    t.shape[d] = v.shape[d];
+    t.strides[d] = v.strides[d];
+  }
+  return t;
+}
 
 std::int64_t extent(const ViewLayout& v) {
   if (numel(v.shape) == 0) return v.offset;

@@ -62,6 +62,8 @@ struct ViewLayout {
 std::int64_t extent(const ViewLayout& v);
 // "[2, 3, 4]": a shape or strides for a message.
 std::string dims(const std::vector<std::int64_t>& v);
+// The view of a layout over a buffer starting at `base` (null data when `null_data`).
+TensorView make_view(const ViewLayout& v, unsigned char* base, bool null_data, Device device = Device::cpu());
 
 // A Spec made concrete for one op: buffers and views.
 struct Problem {

@@ -103,18 +103,6 @@ void call(bool float_path, Op op, const TensorView& out, const TensorView& in, c
   }
 }
 
-TensorView view_of(const ViewLayout& v, unsigned char* base, bool null_data) {
-  TensorView t;
-  t.data = null_data ? nullptr : base + v.offset * static_cast<std::int64_t>(dtype_size(v.dtype));
-  t.dtype = v.dtype;
-  t.rank = static_cast<int>(v.shape.size());
-  for (int d = 0; d < t.rank; ++d) {
-    t.shape[d] = v.shape[d];
-    t.strides[d] = v.strides[d];
-  }
-  return t;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -270,12 +258,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   RunResult res;
   res.in_bytes = p.in_bytes;
   res.out_bytes.assign(p.out_buffer_bytes, poison);
-  const TensorView in = view_of(p.in, res.in_bytes.data(), defect == Defect::null_in);
-  const TensorView out = alias_in_buffer ? view_of(p.out, res.in_bytes.data(), false)
-                                         : view_of(p.out, res.out_bytes.data(), false);
+  const TensorView in = make_view(p.in, res.in_bytes.data(), defect == Defect::null_in);
+  const TensorView out = alias_in_buffer ? make_view(p.out, res.in_bytes.data(), false)
+                                         : make_view(p.out, res.out_bytes.data(), false);
   SoftmaxOptions options = p.options;
   std::vector<unsigned char> mask = p.mask_bytes;
-  if (p.has_mask) options.mask = view_of(p.mask, mask.data(), false);
+  if (p.has_mask) options.mask = make_view(p.mask, mask.data(), false);
   try {
     call(float_path, op, out, in, options);
   } catch (const Error& e) {

@@ -191,16 +191,8 @@ std::int64_t offset_reduced(const ViewLayout& v, const std::vector<std::int64_t>
 }
 
 TensorView view_of(Case& c, const Tensor& x) {
-  TensorView t;
-  t.dtype = x.v.dtype;
-  t.rank = static_cast<int>(x.v.shape.size());
-  for (int d = 0; d < t.rank; ++d) {
-    t.shape[d] = x.v.shape[d];
-    t.strides[d] = x.v.strides[d];
-  }
-  if (x.buf >= 0 && !x.null_data)
-    t.data = c.bufs[x.buf].bytes.data() + x.v.offset * static_cast<std::int64_t>(dtype_size(x.v.dtype));
-  return t;
+  const bool none = x.buf < 0 || x.null_data;
+  return make_view(x.v, none ? nullptr : c.bufs[x.buf].bytes.data(), none);
 }
 
 int new_buffer(Case& c, std::int64_t bytes, unsigned char fill) {
