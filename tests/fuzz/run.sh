@@ -6,16 +6,18 @@
 #   SMK_FUZZ_SEED: libFuzzer's -seed (default 1). With a fixed seed a run is one deterministic sequence of inputs that
 #     a slower machine only cuts shorter, so CI replays a prefix of what a longer local run with the same seed already
 #     passed; explore with another seed (or SMK_FUZZ_SEED=0, libFuzzer's random one) and a longer time.
-# New interesting inputs go to build/fuzz/corpus-new-<target>, emptied at each run's start (merge them into the target's corpus with
-# `build/fuzz/tests/fuzz/<target> -merge=1 tests/fuzz/<corpus> build/fuzz/corpus-new-<target>`). A crash, timeout or
-# contract violation fails this script and leaves the input as build/fuzz/<target>-crash-* (or -timeout-*): copy it
-# into the target's corpus, where that target's replay test of every build replays it from then on.
+# New interesting inputs go to build/fuzz/corpus-new-<target>, emptied at each run's start (merge them into the
+# target's corpus with `build/fuzz/tests/fuzz/<target> -merge=1 tests/fuzz/<corpus> build/fuzz/corpus-new-<target>`).
+# A crash, timeout or contract violation fails this script and leaves the input as build/fuzz/<target>-crash-* (or
+# -timeout-*): copy it into the target's corpus, where that target's replay test of every build replays it from then
+# on.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-40}
 shift $(($# > 0 ? 1 : 0))
 # target:corpus, as in tests/fuzz/CMakeLists.txt
-all=(fuzz_softmax:corpus fuzz_cross_entropy:corpus_cross_entropy fuzz_attention:corpus_attention fuzz_softmax_backward:corpus_softmax_backward)
+all=(fuzz_softmax:corpus fuzz_cross_entropy:corpus_cross_entropy fuzz_attention:corpus_attention
+     fuzz_softmax_backward:corpus_softmax_backward)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]%%:*}")
 if ! command -v clang++ >/dev/null; then
