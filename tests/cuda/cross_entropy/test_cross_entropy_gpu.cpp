@@ -124,6 +124,16 @@ struct GpuOut {
   std::string error;  // what() of an smk::Error, if one was thrown
 };
 
+// `o` threw nothing and its loss, LSE, z-loss and gradient are byte for byte `base`'s.
+void same_bits(const GpuOut& o, const GpuOut& base, const std::string& what) {
+  ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
+  for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
+                                        std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
+    ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
+    EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
+  }
+}
+
 template <typename T>
 smk::cuda::DeviceBuffer<T> upload(const std::vector<T>& v) {
   return smk::cuda::DeviceBuffer<T>::from_host(std::span<const T>(v.data(), v.size()));
@@ -1018,14 +1028,6 @@ TEST(CrossEntropyGpuFused, PdlRuleAndSameBits) {
       {DType::f32, 32000, 1}, {DType::bf16, 32000, 1}, {DType::f32, 5000, 1}, {DType::bf16, 151936, 5}};
   const int kRepeats = small_mode() ? 10 : 50;
   if (small_mode()) shapes = {{DType::f32, 32000, 1}, {DType::bf16, 151936, 5}};
-  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
-    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
-    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
-                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
-      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
-      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
-    }
-  };
   for (const Shape& sh : shapes) {
     // The resident blocks of a single-block shape: one call's launch record.
     int rows = 48;
@@ -1422,14 +1424,6 @@ TEST(CrossEntropyGpuRowLoop, SameBitsAtEveryGridHintAndBatch) {
   std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 140}, {DType::f32, DType::f32, 100000, 140},
                                {DType::f16, DType::f32, 32000, 300}, {DType::bf16, DType::bf16, 30001, 300}};
   if (small_mode()) shapes = {{DType::bf16, DType::bf16, 8193, 40}, {DType::f32, DType::f32, 4099, 40}};
-  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
-    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
-    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
-                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
-      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
-      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
-    }
-  };
   for (const Shape& sh : shapes)
     for (Reduction red : {Reduction::mean, Reduction::none}) {
       const std::int64_t rows = sh.rows;
@@ -1526,14 +1520,6 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   if (small_mode())
     shapes = {{DType::bf16, DType::bf16, 40000, 12, true}, {DType::f32, DType::f32, 20000, 12, false},
               {DType::f16, DType::f32, 16392, 12, false}, {DType::f16, DType::f16, 16390, 12, false}};
-  auto same_bits = [](const GpuOut& o, const GpuOut& base, const std::string& what) {
-    ASSERT_TRUE(o.error.empty()) << what << ": " << o.error;
-    for (const auto& [got, want, name] : {std::tuple{&o.loss, &base.loss, "loss"}, std::tuple{&o.lse, &base.lse, "lse"},
-                                          std::tuple{&o.z, &base.z, "z"}, std::tuple{&o.grad, &base.grad, "grad"}}) {
-      ASSERT_EQ(got->size(), want->size()) << what << ", " << name;
-      EXPECT_EQ(std::memcmp(got->data(), want->data(), got->size() * sizeof(double)), 0) << what << ", " << name;
-    }
-  };
   auto launch = [](int blocks, int stage, const CeCase& cc, int want_stage, const std::string& what) {
     return launch_row_loop_case(cc, blocks, -1, stage, want_stage, what);
   };
