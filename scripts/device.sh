@@ -342,6 +342,12 @@ if want final || want final-compare; then
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
 
+# --- session 14: short14 step goes here ---
+# --- session 14: pack14 step goes here ---
+# --- session 14: tma14 step goes here ---
+# --- session 14: ce14 step goes here ---
+# --- session 14: pfx14 step goes here ---
+# --- session 14: dec14 step goes here ---
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
