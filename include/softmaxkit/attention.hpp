@@ -16,8 +16,8 @@
 //
 // Sinks (gpt-oss): one learned logit σ_h per query head joins the softmax's denominator only, with no value row:
 // O_i = Σ_j exp(s_j) v_j / (exp(σ_h) + Σ_j exp(s_j)). The LSE includes it (so partial states stay mergeable), and a
-// row with no visible key gets O = 0, LSE = σ_h — on the CPU whatever σ_h is (NaN and +inf too, since session 13);
-// the GPU kernels have not yet been run on a NaN or +inf sink over a row with no key.
+// row with no visible key gets O = 0, LSE = σ_h, whatever σ_h is (NaN and +inf too: the CPU since session 13, the
+// GPU kernels since session 14).
 #pragma once
 
 #include "softmaxkit/core/stream.hpp"
@@ -41,11 +41,10 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
 //   O = e^{L_a − L}·O_a + e^{L_b − L}·O_b.
 // An empty part (LSE −inf) is the identity; two empty parts give O = 0, LSE = −inf; NaN in either LSE gives NaN;
 // the merge is commutative, and associative up to rounding. A non-empty part's inf or NaN O is never dropped, even
-// where its weight e^{L_x − L} underflows to 0 (as attention over the same keys would not drop it). The CPU keeps it
-// since session 13; the GPU's merge (src/cuda/attention/lse_fold.cuh) still skips a weight that underflows: a known
-// difference, to be fixed and run on the GPU. Shapes: o_* [..., D] (any rank ≥ 1, any strides, the
-// same for all four), lse_* with o's shape minus its last dimension (f32). `out_o` may alias `o_a` or `o_b`
-// exactly, and `out_lse` `lse_a` or `lse_b` (accumulating in place).
+// where its weight e^{L_x − L} underflows to 0 (as attention over the same keys would not drop it): the CPU since
+// session 13, the GPU (and attention_decode's merge of its splits) since session 14. Shapes: o_* [..., D] (any rank
+// ≥ 1, any strides, the same for all four), lse_* with o's shape minus its last dimension (f32). `out_o` may alias
+// `o_a` or `o_b` exactly, and `out_lse` `lse_a` or `lse_b` (accumulating in place).
 void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, const TensorView& o_a,
                             const TensorView& lse_a, const TensorView& o_b, const TensorView& lse_b, Stream stream = {});
 

@@ -435,6 +435,9 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
 #pragma unroll
     for (int x = 0; x < V; ++x) pv[i][x] = po[x];
   }
+  // The splits that hold terms (LSE not −inf): only an empty split is skipped below, not one whose coefficient
+  // underflows to 0, whose NaN or inf partial must still reach O (0·NaN = NaN), as on the CPU.
+  const unsigned live = __ballot_sync(kFull, lane < n && my_lse != -detail::inf_<float>());
   PartFold fold;
   float c = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -451,8 +454,8 @@ __global__ void __launch_bounds__(kMergeWarps * 32) decode_merge_kernel(const De
   for (int i = 0; i < kDecodeSplitLimit; ++i) {
     const float ci = __shfl_sync(kFull, c, i);
 #pragma unroll
-    for (int x = 0; x < V; ++x)  // an empty split (or one drowned by the others) is skipped, NaN poisons
-      o[x] = ci != 0.0f ? fmaf(ci, pv[i][x], o[x]) : o[x];
+    for (int x = 0; x < V; ++x)  // an empty split (and lanes ≥ n) is skipped, NaN poisons
+      o[x] = (live >> i) & 1u ? fmaf(ci, pv[i][x], o[x]) : o[x];
   }
   T* out = static_cast<T*>(a.out) + b * a.os[0] + tok * a.os[1] + h * a.os[2];
 #pragma unroll

@@ -160,7 +160,8 @@ __device__ __forceinline__ void store_lse(const DecodeArgs& a, std::int64_t b, i
 // normalizer applied to its LSE — exp(LSE_i − m)/l: the splits' LSEs are the scores of one more softmax.
 struct SplitWeights {
   State total;
-  float coef;  // this lane's split's weight in the output; 0 past nsplit and for an empty split
+  float coef;     // this lane's split's weight in the output; 0 past nsplit and for an empty split
+  unsigned live;  // bit i: split i < nsplit holds terms (LSE not −inf); the same on every lane
 };
 __device__ __forceinline__ SplitWeights split_weights(float mine, int lane, int nsplit, bool has_sink,
                                                       float sink_lse) {
@@ -170,20 +171,22 @@ __device__ __forceinline__ SplitWeights split_weights(float mine, int lane, int 
     st.merge(State::from_fields(__shfl_xor_sync(kFull, st.m, o2), __shfl_xor_sync(kFull, st.d, o2)));
   if (has_sink) st.merge(State::from_lse(sink_lse));
   const RowNormalizer<float> nrm = st.normalizer(EmptyRowPolicy::zeros);
-  return {st, lane < nsplit ? nrm.softmax(mine) : 0.0f};
+  const unsigned live = __ballot_sync(kFull, lane < nsplit && mine != -detail::inf_<float>());
+  return {st, lane < nsplit ? nrm.softmax(mine) : 0.0f, live};
 }
 // o = fmaf(c_i, part_i, o) over splits i = 0 .. nsplit − 1 in order (nsplit ≤ N, the same on every lane), c_i from
-// lane i's coefficient; a split whose c_i is 0 (empty) is skipped, and NaN, which is not 0, poisons. part(i, pv)
+// lane i's coefficient; an empty split (LSE −inf) is skipped, one whose c_i underflows to 0 is not (its NaN or inf
+// partial reaches O, as on the CPU; until session 14 every c_i = 0 was skipped), and NaN poisons. part(i, pv)
 // gives this lane's V values of split i's partial row. Until session 6 the loop ran to N (32 for the fused merge)
 // and skipped the splits past nsplit by their zero coefficients: the same fmaf sequence, so the same bits, but 32
 // shuffles and tests on the merge's critical path where the rule makes at most 16 splits.
 template <int N, int V, typename Part>
-__device__ __forceinline__ void weigh_splits(float coef, int nsplit, float (&o)[V], const Part& part) {
+__device__ __forceinline__ void weigh_splits(const SplitWeights& w, int nsplit, float (&o)[V], const Part& part) {
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     if (i >= nsplit) break;
-    const float ci = __shfl_sync(kFull, coef, i);
-    if (ci == 0.0f) continue;
+    const float ci = __shfl_sync(kFull, w.coef, i);
+    if (!((w.live >> i) & 1u)) continue;
     float pv[V];
     part(i, pv);
 #pragma unroll
@@ -255,7 +258,7 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     ptx::cp_async_wait<0>();
     __syncwarp();  // every lane's copies have landed
     // One 16-byte (8 at D = 64) shared load a split: consecutive lanes, consecutive vectors, no conflict.
-    weigh_splits<kDecodeSplitLimit>(w.coef, nsplit, o, [&](int i, float (&pv)[V]) {
+    weigh_splits<kDecodeSplitLimit>(w, nsplit, o, [&](int i, float (&pv)[V]) {
       if constexpr (V == 4) {
         const float4 t = *reinterpret_cast<const float4*>(mine_stage + i * D + lane * V);
         pv[0] = t.x, pv[1] = t.y, pv[2] = t.z, pv[3] = t.w;
@@ -303,7 +306,7 @@ __device__ __forceinline__ void cluster_barrier() {
 // and one round of remote loads instead of the last block's loads from L2 after every block's atomic.
 // The arithmetic is merge_if_last's, element for element: lane i holds split i's LSE as a state, the same butterfly
 // of OnlineSoftmaxState::merge (every lane ends with the same total), the sink, each split's coefficient from the
-// total's normalizer, then o = fmaf(c_i, partial_i, o) in split order skipping c_i = 0 — so for the same split rule the
+// total's normalizer, then o = fmaf(c_i, partial_i, o) in split order skipping empty splits — so for the same split rule the
 // two merges give the same bits (test_decode checks it), and the result depends on the sequence's length alone.
 // A second barrier keeps every block (and its shared memory) alive until the reads of it are done. Blocks past a
 // shorter sequence's nsplit only join the two barriers.
@@ -329,7 +332,7 @@ __device__ __forceinline__ void merge_in_cluster(const DecodeArgs& a, std::int64
     for (int i = 0; i < kDecodeClusterMax; ++i) pv[i] = i < nsplit ? cluster.map_shared_rank(part, i)[r * D + x] : 0.0f;
     const SplitWeights w = split_weights(mine, lane, nsplit, a.sinks != nullptr, sink);
     float o[1] = {0.0f};
-    weigh_splits<kDecodeClusterMax>(w.coef, nsplit, o, [&](int i, float (&p)[1]) { p[0] = pv[i]; });
+    weigh_splits<kDecodeClusterMax>(w, nsplit, o, [&](int i, float (&p)[1]) { p[0] = pv[i]; });
     store_out<T>(a, b, h, tok, x, o[0]);
     if (x == 0) store_lse(a, b, h, tok, w.total.lse());
   }

@@ -12,28 +12,36 @@ namespace smk::cuda {
 
 struct PartFold {
   using State = OnlineSoftmaxState<float>;
-  using Weights = State::MergeWeights;
+  // The weights of one step (State::MergeWeights' self and other) and whether each side holds any term: the fold so
+  // far (self) and the part (other). An empty side is the empty state (LSE −inf), not a side whose weight is 0.
+  struct Step {
+    float self, other;
+    bool self_live, other_live;
+  };
   State state = State::empty();
 
   // Merges `part` into the fold; returns the weights of the accumulator so far (self) and of the part (other).
-  __device__ __forceinline__ Weights add(const State& part) {
-    const Weights w = state.merge_weights(part);
+  __device__ __forceinline__ Step add(const State& part) {
+    const auto w = state.merge_weights(part);
+    const Step s{w.self, w.other, !state.is_empty(), !part.is_empty()};
     state.merge(part);
-    return w;
+    return s;
   }
-  // acc·w.self + part·w.other. A side whose weight is exactly 0 (an empty part, or an empty fold so far) is skipped,
-  // so whatever its accumulator holds cannot make NaN; NaN weights (a NaN or +inf part) are not 0 and poison.
+  // acc·w.self + part·w.other. An empty side is skipped, so whatever its accumulator holds (0, or what a caller left
+  // there) cannot make NaN. A side that holds terms is always added, also where its weight underflows to 0: its NaN
+  // or inf then reaches the sum (0·NaN = NaN), as the exact e^(L_i − L)·O_i would and as the CPU's merge does (the
+  // GPU skipped every zero weight until session 14). NaN weights (a NaN or +inf part) poison.
   // Both products are rounded before the sum (__fmul_rn/__fadd_rn forbid the FMA contraction the compiler would
   // otherwise make of one of them): a fused a·x + fl(b·y) is not fl(b·y + a·x) bitwise, and the merge of two parts
   // must not depend on their order (the H200 run of f32fb18 saw merge(a, b) and merge(b, a) differ in the last bit).
-  __device__ __forceinline__ static float combine(float acc, float part, const Weights& w) {
+  __device__ __forceinline__ static float combine(float acc, float part, const Step& w) {
     float r = 0.0f;
-    if (w.self != 0.0f) r = __fmul_rn(acc, w.self);
-    if (w.other != 0.0f) r = __fadd_rn(r, __fmul_rn(w.other, part));
+    if (w.self_live) r = __fmul_rn(acc, w.self);
+    if (w.other_live) r = __fadd_rn(r, __fmul_rn(w.other, part));
     return r;
   }
   // The same for a coefficient: how much an earlier part's accumulator weighs after this step.
-  __device__ __forceinline__ static float carry(float coef, const Weights& w) {
+  __device__ __forceinline__ static float carry(float coef, const Step& w) {
     return w.self != 0.0f ? coef * w.self : 0.0f;
   }
   // The factor that turns the folded accumulator into the output: 1/l; 0 for an empty fold (O = 0 by definition);
@@ -44,7 +52,9 @@ struct PartFold {
 
 // One row's N groups of a block (group i's state at states[i · stride]), folded in group order, then the sink once
 // if `has_sink` (its LSE `sink_lse`): writes coef[i], the weight of group i's accumulator in the row's output (its
-// share of the total times 1/l), and `lse`. `bad` (a sequence whose length was out of range) makes both NaN.
+// share of the total times 1/l), and `lse`. `bad` (a sequence whose length was out of range) makes both NaN. A row
+// whose groups are all empty (no key) gets coefficients 0, so O = 0, whatever the sink (a NaN or +inf sink's NaN
+// weights would otherwise reach O); its LSE is the sink's (−inf without one).
 template <int N>
 __device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* states, int stride, bool has_sink,
                                             float sink_lse, bool bad, float* coef, float& lse) {
@@ -57,6 +67,7 @@ __device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* sta
     for (int p = 0; p < i; ++p) c[p] = PartFold::carry(c[p], w);
     c[i] = w.other;
   }
+  const bool no_key = fold.state.is_empty();
   if (has_sink) {
     const auto w = fold.add(OnlineSoftmaxState<float>::from_lse(sink_lse));
 #pragma unroll
@@ -64,7 +75,7 @@ __device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* sta
   }
   const float inv = fold.inv_sum();
 #pragma unroll
-  for (int i = 0; i < N; ++i) coef[i] = bad ? detail::nan_<float>() : c[i] * inv;
+  for (int i = 0; i < N; ++i) coef[i] = bad ? detail::nan_<float>() : no_key ? 0.0f : c[i] * inv;
   lse = bad ? detail::nan_<float>() : fold.lse();
 }
 

@@ -68,7 +68,8 @@ __global__ void merge_kernel(MergeArgs a) {
     const T* ob = static_cast<const T*>(a.o_b) + off_o[2];
     T* oo = static_cast<T*>(a.out_o) + off_o[0];
     for (std::int64_t x = lane; x < a.d; x += 32) {
-      // An empty side (weight exactly 0) is skipped, so whatever its O holds cannot make NaN.
+      // An empty side (LSE −inf) is skipped, so whatever its O holds cannot make NaN; a side with terms is added even
+      // where its weight underflows to 0 (its NaN or inf O stays in, as on the CPU).
       const float acc = PartFold::combine(0.0f, to_f32(oa[x * a.so_last[1]]), wa);
       oo[x * a.so_last[0]] = from_f32<T>(PartFold::combine(acc, to_f32(ob[x * a.so_last[2]]), wb) * inv);
     }

@@ -403,13 +403,14 @@ __global__ void __launch_bounds__(kWarps * 32) prefill_kernel(const PrefillArgs 
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       auto st = OnlineSoftmaxState<float>::from_max_and_sum(m_run[mt][r] * kLn2, l);
+      const bool no_key = st.is_empty();  // O = 0 then, whatever the sink (a NaN or +inf one too): the CPU's rule
       float w = 1.0f;
       if (a.sinks) {
         const auto sink = OnlineSoftmaxState<float>::from_lse(a.sinks[h * a.sinks_stride]);
         w = st.merge_weights(sink).self;
         st.merge(sink);
       }
-      const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
+      const float factor = no_key ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
       const int lrow = mt * 16 + g + 8 * r;  // within the warp's rows
       const std::int64_t row = m0 + wrow + lrow;
       if (o_smem) {

@@ -621,13 +621,14 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     auto st = OnlineSoftmaxState<float>::from_max_and_sum(m_run[r] * kLn2, l);
+    const bool no_key = st.is_empty();  // O = 0 then, whatever the sink (a NaN or +inf one too): the CPU's rule
     float w = 1.0f;
     if (a.sinks) {
       const auto sink = OnlineSoftmaxState<float>::from_lse(a.sinks[h * a.sinks_stride]);
       w = st.merge_weights(sink).self;
       st.merge(sink);
     }
-    const float factor = st.is_empty() ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
+    const float factor = no_key ? 0.0f : w * st.normalizer(EmptyRowPolicy::zeros).inv_sum;
     const std::int64_t row = m0 + wrow + g + 8 * r;
     if (row >= sq) continue;
     T* og = static_cast<T*>(a.o) + b * a.o_b + (q0 + row) * a.o_s + h * a.o_h;

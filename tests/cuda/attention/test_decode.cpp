@@ -1222,4 +1222,47 @@ TEST(CudaAttentionDecode, BadInputs) {
   }
 }
 
+// A row that sees no key (an empty sequence, or a causal token before the cache's first key) gets O = 0 and LSE = the
+// sink, whatever the sink — NaN and +inf too, the CPU's rule since session 13 (tests/cpu/test_attention.cpp,
+// NoVisibleKeyGivesZeroWhateverTheSink); until session 14 the GPU's fold gave O = NaN there. Rows that see keys follow
+// the float64 reference (a NaN sink poisons them, a +inf one gives O = NaN and LSE = +inf), one split or several
+// (5000 keys: the merge's fold meets the NaN and +inf sinks too). Every kernel variant and merge.
+template <typename T>
+void no_key_whatever_the_sink(std::int64_t d) {
+  const std::vector<float> sinks = {NAN, INFINITY, -INFINITY, 2.0f};
+  for (const DecodeConfig* config :
+       {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
+        &kMmaCap32, &kMmaCluster8, &kTmaFused, &kCpAsyncCluster}) {
+    SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
+    const bool mma = is_mma(config);
+    {
+      Case<T> c(4, 1, 4, 1, d, 5000, {0, 3, 0, 5000}, 31);
+      c.sinks = sinks;
+      SCOPED_TRACE("empty sequences beside 3 and 5000 keys");
+      expect_matches_reference(c, run_gpu(c, config), mma);
+      const Result got = run_gpu(c, config);
+      for (const std::int64_t b : {0, 2})
+        for (std::int64_t h = 0; h < c.hq; ++h) {
+          for (std::int64_t x = 0; x < d; ++x) ASSERT_EQ(got.o[(b * c.hq + h) * d + x], 0.0f) << b << "," << h;
+          const float l = got.lse[b * c.hq + h];
+          if (std::isnan(sinks[h])) EXPECT_TRUE(std::isnan(l)) << b << "," << h;
+          else EXPECT_EQ(l, sinks[h]) << b << "," << h;
+        }
+    }
+    {
+      Case<T> c(2, 3, 4, 1, d, 1500, {1, 1500}, 32);  // tokens 0 and 1 of sequence 0 see no key
+      c.causal = true;
+      c.sinks = sinks;
+      SCOPED_TRACE("causal, 3 tokens over 1 and 1500 keys");
+      expect_matches_reference(c, run_gpu(c, config), mma);
+    }
+  }
+}
+
+TEST(CudaAttentionDecode, NoVisibleKeyGivesZeroWhateverTheSink) {
+  SMK_REQUIRE_GPU();
+  no_key_whatever_the_sink<smk::bfloat16_t>(128);
+  no_key_whatever_the_sink<smk::half_t>(64);
+}
+
 }  // namespace

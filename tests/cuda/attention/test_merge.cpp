@@ -96,4 +96,39 @@ TEST(CudaMergeAttentionStates, Bf16InPlaceAccumulation) {
   }
 }
 
+// A part with terms whose weight underflows to 0 (LSE_b = −200 against LSE_a = 0: e^−200 is below f32's smallest
+// subnormal) keeps its NaN and inf O in the sum, as the exact e^(L_b − L)·O_b = 0·NaN would and as the CPU's merge does
+// (tests/cpu/test_attention.cpp, MergeKeepsNonFiniteOfANonEmptyPartWhoseWeightUnderflows, beside which this runs);
+// an empty part (LSE −inf) keeps its NaN out. The GPU skipped every zero weight until session 14. Both orders of the
+// parts, since the merge is commutative.
+TEST(CudaMergeAttentionStates, KeepsNonFiniteOfANonEmptyPartWhoseWeightUnderflows) {
+  SMK_REQUIRE_GPU();
+  const std::vector<float> oa = {1, 2, 3}, ob = {NAN, INFINITY, 5};
+  const auto dev = smk::Device::cuda(0);
+  for (const float lb : {-200.0f, -INFINITY}) {
+    for (const bool swap : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "lse_b " << lb << (swap ? ", parts swapped" : ""));
+      const std::vector<float> la = {0.0f}, lbv = {lb};
+      auto d_oa = DeviceBuffer<float>::from_host(oa), d_ob = DeviceBuffer<float>::from_host(ob);
+      auto d_la = DeviceBuffer<float>::from_host(la), d_lb = DeviceBuffer<float>::from_host(lbv);
+      DeviceBuffer<float> d_o(3), d_l(1);
+      d_o.fill_bytes(0xFF);
+      d_l.fill_bytes(0xFF);
+      const TensorView va = TensorView::of(d_oa.data(), {1, 3}, dev), vb = TensorView::of(d_ob.data(), {1, 3}, dev);
+      const TensorView wa = TensorView::of(d_la.data(), {1}, dev), wb = TensorView::of(d_lb.data(), {1}, dev);
+      smk::merge_attention_states(TensorView::of(d_o.data(), {1, 3}, dev), TensorView::of(d_l.data(), {1}, dev),
+                                  swap ? vb : va, swap ? wb : wa, swap ? va : vb, swap ? wa : wb);
+      const auto o = d_o.to_host(), l = d_l.to_host();
+      EXPECT_EQ(l[0], 0.0f);  // log(1 + e^−200) rounds to 0 in f32; log(1 + 0) = 0
+      if (lb == -INFINITY) {
+        EXPECT_EQ(o, oa);  // the empty part's NaN and inf stay out
+      } else {
+        EXPECT_TRUE(std::isnan(o[0])) << o[0];   // 0·NaN
+        EXPECT_TRUE(std::isnan(o[1])) << o[1];   // 0·inf
+        EXPECT_EQ(o[2], 3.0f);                   // 3·1 + 5·0
+      }
+    }
+  }
+}
+
 }  // namespace

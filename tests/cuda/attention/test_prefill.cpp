@@ -835,4 +835,74 @@ TEST(CudaAttentionPrefill, D64DispatcherRuleAtItsBounds) {
   }
 }
 
+// A query row that sees no key gets O = 0 and LSE = the sink, whatever the sink — NaN and +inf too, the CPU's rule
+// since session 13 (tests/cpu/test_attention.cpp, NoVisibleKeyGivesZeroWhateverTheSink); until session 14 the GPU
+// gave O = NaN there (the sink's NaN merge weight times the empty row's zero accumulator). Rows that see keys follow
+// the float64 reference: a NaN sink poisons them, a +inf one gives O = NaN and LSE = +inf. Causal 70 × 5, so the
+// first 65 rows (two tiles of 64 query rows) see no key; heads' sinks NaN, +inf, −inf, 2. The dispatcher's kernel,
+// the mma.sync kernel and every wgmma variant (TMA and cp.async), D = 64 and 128, bf16 and f16.
+TEST(CudaAttentionPrefill, NoVisibleKeyGivesZeroWhateverTheSink) {
+  SMK_REQUIRE_GPU();
+  using smk::cuda::PrefillToggle;
+  const std::vector<float> sinks = {NAN, INFINITY, -INFINITY, 2.0f};
+  const std::int64_t sq = 70, sk = 5, hq = 4;
+  for (const std::int64_t d : {64, 128}) {
+    std::vector<std::pair<std::string, smk::cuda::PrefillConfig>> configs = {{"dispatcher", {}}};
+    for (const auto& x : smk::cuda::kPrefillVariants)
+      if (x.d == d) configs.emplace_back("mma " + name_of(x), config_of(x, PrefillToggle::on));
+    if (wgmma_here())
+      for (const auto& x : smk::cuda::kPrefillWgmmaVariants)
+        for (const PrefillToggle tma : {PrefillToggle::on, PrefillToggle::off})
+          if (x.d == d && !(x.warps % 4 == 1 && tma == PrefillToggle::off))
+            configs.emplace_back("wgmma " + name_of(x) + tma_name(tma), wgmma_config(x, PrefillToggle::on, tma));
+    for (const DType dt : {DType::bf16, DType::f16}) {
+      const Case c{std::string("no key, sinks NaN +inf -inf 2, D") + std::to_string(d) +
+                       (dt == DType::bf16 ? " bf16" : " f16"),
+                   dt, 1, sq, sk, hq, 1, d, true, true};
+      std::mt19937 rng(static_cast<std::uint32_t>(std::hash<std::string>{}(c.name)));
+      Tensor4 q{1, sq, hq, d}, k{1, sk, 1, d}, v{1, sk, 1, d};
+      q.fill(rng, dt, 1.0);
+      k.fill(rng, dt, 1.0);
+      v.fill(rng, dt, 1.0);
+      const Reference want = run_reference(c, q, k, v, sinks, {}, {});
+      const double u = dt == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+      const double s1 = max_abs_dot(c, q, k) / std::sqrt(static_cast<double>(d));
+      const double lse_floor = static_cast<double>(d) * std::ldexp(1.0, -24) * s1;
+      for (const auto& [name, cfg] : configs) {
+        SCOPED_TRACE(c.name + ", " + name);
+        const Result got = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+        int bad = 0;
+        for (std::int64_t i = 0; i < sq && bad < 10; ++i)
+          for (std::int64_t h = 0; h < hq; ++h) {
+            const bool sees_a_key = i + (sk - sq) >= 0;
+            const double wl = want.lse[h * sq + i], gl = got.lse[h * sq + i];
+            if (!sees_a_key) {  // the reference's own rule, checked here too: LSE the sink's, O exactly 0
+              ASSERT_TRUE(std::isnan(sinks[h]) ? std::isnan(wl) : wl == sinks[h]) << i << "," << h;
+            }
+            const bool lse_ok = std::isnan(wl)   ? std::isnan(gl)
+                                : std::isinf(wl) ? gl == wl
+                                                 : std::fabs(gl - wl) <= 2 * (lse_floor + std::ldexp(1 + std::fabs(wl), -22));
+            if (!lse_ok) ++bad;
+            EXPECT_TRUE(lse_ok) << "LSE row " << i << " head " << h << ": " << gl << ", reference " << wl;
+            for (std::int64_t x = 0; x < d; ++x) {
+              const std::size_t e = static_cast<std::size_t>((i * hq + h) * d + x);
+              const double g = got.o[e], w = want.o[e];
+              bool ok;
+              if (!sees_a_key) ok = g == 0.0;
+              else if (!std::isfinite(w)) ok = std::isnan(w) ? std::isnan(g) : !std::isfinite(g);
+              else
+                ok = std::fabs(g - w) <= u * (want.o_abs[e] + std::fabs(w)) + std::ldexp(want.o_abs[e], -18) +
+                                             (dt == DType::f16 ? std::ldexp(1.0, -25) : 0.0);
+              if (!ok) {
+                ++bad;
+                ADD_FAILURE() << "O row " << i << " head " << h << " dim " << x << ": " << g << ", reference " << w;
+                break;
+              }
+            }
+          }
+      }
+    }
+  }
+}
+
 }  // namespace
