@@ -343,11 +343,303 @@ if want final || want final-compare; then
 fi
 
 # --- session 14: short14 step goes here ---
+# short14 (session 14, issue 3: the f32 forward ops on rows of 32 ... 1024 at torch.compile's occupancy): warp_row.cu's
+# warp_rows_occ_kernel (blocks of 64 threads, one row group a warp, 16 / 24 / 28 blocks an SM) timed beside the
+# dispatcher's kernels in one binary (tune_softmax --short14: two rounds of every variant), alone on the GPU; Nsight
+# Compute (a few metrics) on one launch each at 1048576x32 and 262144x128 softmax (--short14-ncu); then in parallel:
+# test_cuda_warp_row's forward tests (4 shards; the Occ* tests among them), test_cuda_softmax's cases that cover the
+# warp path (2 shards), memcheck on the small Occ* cases (no shared memory: no racecheck). Binaries built off the
+# device for sm_90a (build/short14-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}). Caps:
+# SMK_S14_TUNE_S (25 s), SMK_S14_NCU_S (15), SMK_S14_TEST_S (30). Back: short14-tune.txt, short14-ncu.txt,
+# short14-summary.txt, short14-logs.tgz.
+if want short14; then
+  carried short14 build/short14-bin.tar.xz
+  s14=$bin
+  s14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,\
+sm__warps_active.avg.per_cycle_active,l1tex__t_sector_hit_rate.pct,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
+  run_step short14-tune timeout "${SMK_S14_TUNE_S:-25}" stdbuf -oL "$s14/bin/tune_softmax" --short14
+  keep_logs short14
+  run_step short14-ncu timeout "${SMK_S14_NCU_S:-15}" ncu --metrics "$s14_metrics" --clock-control none \
+    -k regex:"warp_rows" "$s14/bin/tune_softmax" --short14-ncu
+  keep_logs short14
+  s14_t=${SMK_S14_TEST_S:-30}
+  for i in 0 1 2 3; do
+    bg_step "short14x-warp$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$s14_t" \
+      "$s14/bin/test_cuda_warp_row" --gtest_filter='-*Backward*'
+  done
+  for i in 0 1; do
+    bg_step "short14x-softmax$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$s14_t" \
+      "$s14/bin/test_cuda_softmax" \
+      --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*'
+  done
+  bg_step short14x-memcheck timeout "$s14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s14/bin/test_cuda_warp_row" --gtest_filter='*Occ*'
+  bg_tally
+  keep_logs short14
+  rm -f "$outer"/short14x-*.txt  # their pass / fail lines are in short14-summary.txt, the logs in short14-logs.tgz
+  end_carried
+fi
 # --- session 14: pack14 step goes here ---
+# pack14 (session 14, issue 3: the 16-bit backward passes at rows of 32 / 128 and 4096 ... 16384): the packed warp
+# kernel at E16 on 8 blocks an SM and the dy-shared block with y held packed, timed beside the dispatcher's kernels in
+# one binary (tune_softmax --pack14: bf16 and f16, alternating rounds, dx compared byte for byte), alone on the GPU;
+# Nsight Compute (a few metrics) on one launch each of the 16384x4096 kernels (--pack14-ncu); then in parallel:
+# test_cuda_warp_backward whole, test_cuda_backward_reread whole, test_cuda_softmax's backward cases, memcheck and
+# racecheck on the small pack14 cases. Binaries built off the device for sm_90a (build/pack14-bin.tar.xz:
+# bin/{tune_softmax,test_cuda_warp_backward,test_cuda_backward_reread,test_cuda_softmax}). Caps: SMK_P14_TUNE_S (40
+# s), SMK_P14_NCU_S (15), SMK_P14_TEST_S (30); SMK_P14_SKIP=tune skips the timing. Back: pack14-tune.txt,
+# pack14-ncu.txt, pack14-summary.txt, pack14-logs.tgz.
+if want pack14; then
+  carried pack14 build/pack14-bin.tar.xz
+  p14=$bin
+  p14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_registers,\
+launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
+  if [[ "${SMK_P14_SKIP:-}" != tune ]]; then
+    run_step pack14-tune timeout "${SMK_P14_TUNE_S:-40}" stdbuf -oL "$p14/bin/tune_softmax" --pack14
+    keep_logs pack14
+    run_step pack14-ncu timeout "${SMK_P14_NCU_S:-15}" ncu --metrics "$p14_metrics" --clock-control none \
+      -k regex:"backward_(wide_shared|shared_packed|reread)" "$p14/bin/tune_softmax" --pack14-ncu
+    keep_logs pack14
+  fi
+  p14_t=${SMK_P14_TEST_S:-30}
+  bg_step pack14x-warpbwd timeout "$p14_t" "$p14/bin/test_cuda_warp_backward"
+  bg_step pack14x-reread timeout "$p14_t" "$p14/bin/test_cuda_backward_reread"
+  bg_step pack14x-softmax timeout "$p14_t" "$p14/bin/test_cuda_softmax" --gtest_filter='*Backward*:*BatchInvariance*'
+  bg_step pack14x-memcheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$p14/bin/test_cuda_warp_backward" \
+    --gtest_filter='*SharedPacked*:*PackedE16*:*DispatcherRule*'
+  bg_step pack14x-racecheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p14/bin/test_cuda_warp_backward" --gtest_filter='*SharedPacked*'
+  bg_tally
+  keep_logs pack14
+  rm -f "$outer"/pack14x-*.txt  # their pass / fail lines are in pack14-summary.txt, the logs in pack14-logs.tgz
+  end_carried
+fi
 # --- session 14: tma14 step goes here ---
+# tma14 (session 14, issue 3: 1x16M and the long-row reductions): split_row's compact chunk kernel on a persistent grid
+# with its chunks staged in shared memory by bulk copies (chunk_tma.cuh), timed beside the kernel before in one binary
+# (tune_softmax --tma14: 2 / 3 / 4 stages, f32 and bf16, alternating rounds, outputs compared byte for byte), alone
+# on the GPU; Nsight Compute (a few metrics) on the chunk kernels of one 1x16M softmax, before and 2 stages
+# (--tma14-ncu); then in parallel: TmaChunksBitwiseThePlainKernel at full size, test_cuda_few_rows' other tests (3
+# shards), memcheck and racecheck on the small TmaChunks cases. Binaries built off the device for sm_90a
+# (build/tma14-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/). Caps: SMK_T14_TUNE_S (30 s), SMK_T14_NCU_S
+# (15), SMK_T14_TEST_S (25). Back: tma14-tune.txt, tma14-ncu.txt, tma14-summary.txt, tma14-logs.tgz.
+if want tma14; then
+  carried tma14 build/tma14-bin.tar.xz
+  t14=$bin
+  t14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,\
+launch__grid_size,launch__occupancy_limit_shared_mem,sm__warps_active.avg.pct_of_peak_sustained_active,\
+lts__t_sector_hit_rate.pct,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+  run_step tma14-tune timeout "${SMK_T14_TUNE_S:-30}" stdbuf -oL "$t14/bin/tune_softmax" --tma14
+  keep_logs tma14
+  run_step tma14-ncu timeout "${SMK_T14_NCU_S:-15}" ncu --metrics "$t14_metrics" --clock-control none \
+    -k regex:"chunk_states" "$t14/bin/tune_softmax" --tma14-ncu
+  keep_logs tma14
+  t14_t=${SMK_T14_TEST_S:-25}
+  bg_step tma14x-tma timeout "$t14_t" "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*'
+  for i in 0 1 2; do
+    bg_step "tma14x-few$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$t14_t" \
+      "$t14/bin/test_cuda_few_rows" --gtest_filter='-*TmaChunks*:*Timing*:*ProfileCalls*'
+  done
+  bg_step tma14x-memcheck timeout "$t14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*'
+  bg_step tma14x-racecheck timeout "$t14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*'
+  bg_tally
+  keep_logs tma14
+  rm -f "$outer"/tma14x-*.txt  # their pass / fail lines are in tma14-summary.txt, the logs in tma14-logs.tgz
+  end_carried
+fi
 # --- session 14: ce14 step goes here ---
+# ce14 (session 14, issue 5): the cross-entropy row loop (row_loop.cuh) profiled, and ce14's L2 prefetches of its
+# later steps (FusedTuning::loop_l2) timed beside its default in one process (tune_cross_entropy --ce14: rounds
+# alternating the variants, each variant's outputs first compared byte for byte with the default's), alone on the GPU;
+# then HEAD's row loop (tune_old) and this build's default launch alternating (ce14-old); then Nsight Compute on one
+# launch each of the default, pass 1 alone and the a1n2 prefetch at bf16 and f32 4096x151936 (tune_cross_entropy
+# --ce14-ncu); then side by side: L2PrefetchSameBits at full size, StagedSameBits, SameBits* and Dispatcher* at full
+# size (2 shards), memcheck and racecheck (small) on L2PrefetchSameBits and StagedSameBits. Binaries built off the device for sm_90a
+# (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (18),
+# SMK_CE14_OLD_S (12), SMK_CE14_NCU_S (18), SMK_CE14_TEST_S (18). Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt,
+# ce14-summary.txt, ce14-logs.tgz.
+if want ce14; then
+  carried ce14 build/ce14-bin.tar.xz
+  c14=$bin/bin
+  run_step ce14-tune timeout "${SMK_CE14_TUNE_S:-18}" stdbuf -oL "$c14/tune_cross_entropy" --ce14 --reps 7 \
+    --dtypes bf16,f32 --shapes "${SMK_CE14_SHAPES:-4096x151936}"
+  keep_logs ce14
+  c14_old() {  # HEAD's row loop (tune_old: HEAD's fused.cu.o) against this build's default launch, alternating, twice
+    local k
+    for k in 1 2; do
+      stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 || return 1
+      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 || return 1
+    done
+  }
+  run_step ce14-old timeout "${SMK_CE14_OLD_S:-12}" bash -c "$(declare -f c14_old); c14=$c14 c14_old"
+  keep_logs ce14
+  c14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sector_op_read_hit_rate.pct,lts__t_sectors_op_read.sum,\
+smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,\
+launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__throughput.avg.pct_of_peak_sustained_elapsed,\
+sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,\
+sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_selected_per_issue_active.ratio
+  run_step ce14-ncu timeout "${SMK_CE14_NCU_S:-18}" ncu --metrics "$c14_metrics" --clock-control none \
+    -k regex:ce_row_loop "$c14/tune_cross_entropy" --ce14-ncu --dtypes bf16,f32 --shapes 4096x151936 --only pass1,a1n2
+  keep_logs ce14
+  c14_t=${SMK_CE14_TEST_S:-18}
+  bg_step ce14x-l2 timeout "$c14_t" "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.L2PrefetchSameBits'
+  for k in 0 1; do
+    bg_step "ce14x-test$k" timeout "$c14_t" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$k "$c14/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.SameBits*:CrossEntropyGpuRowLoop.Dispatcher*'
+  done
+  for tool in memcheck racecheck; do
+    bg_step "ce14x-$tool" timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
+      --report-api-errors no --error-exitcode 9 "$c14/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuRowLoop.L2PrefetchSameBits:CrossEntropyGpuRowLoop.StagedSameBits'
+  done
+  bg_tally
+  keep_logs ce14
+  end_carried
+fi
 # --- session 14: pfx14 step goes here ---
+# pfx14 (session 14, issue 7): the wgmma prefill kernel's product issue with fewer instructions a tile (kLean,
+# prefill_wgmma.cu; the same bits) against the form before it, both the dispatcher's kernel in one binary. Binaries
+# built off the device for sm_90a, carried as build/pfx14-bin.tar.xz (bin/: tune_prefill, test_cuda_prefill). In
+# order, each capped: tune_prefill SMK_TUNE_PFX14=1 alone on the GPU (before / lean / before again interleaved on the
+# issue's four rows, SMK_PFX14_ROUNDS rounds); torch SDPA's cuDNN backend on the same rows (bench_sdpa.py joined to
+# those medians); then side by side the two WgmmaLeanIssue tests, memcheck and racecheck on the bitwise one
+# (SMK_GPU_TEST_SMALL). Back: pfx14-tune.txt, pfx14-sdpa.txt, pfx14-sdpa.md, pfx14-summary.txt, pfx14-logs.tgz.
+if want pfx14; then
+  carried pfx14 build/pfx14-bin.tar.xz
+  p14=$bin
+  run_step pfx14-tune timeout "${SMK_PFX14_TUNE_S:-30}" env SMK_TUNE_PFX14=1 SMK_PFX14_ROUNDS="${SMK_PFX14_ROUNDS:-16}" \
+    "$p14/bin/tune_prefill" --json "$OUT/pfx14-tune.json"
+  keep_logs pfx14
+  run_step pfx14-sdpa timeout "${SMK_PFX14_SDPA_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/bench_sdpa.py \
+    --ours "$OUT/pfx14-tune.json" --backends cudnn --repeat "${SMK_PFX14_SDPA_REPEAT:-3}" --out "$OUT/pfx14-sdpa.md"
+  keep_logs pfx14
+  p14_t=${SMK_PFX14_TEST_S:-25}
+  bg_step pfx14x-test timeout "$p14_t" "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssue*'
+  bg_step pfx14x-memcheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssueGivesTheSameBits*'
+  bg_step pfx14x-racecheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssueGivesTheSameBits*'
+  bg_tally
+  keep_logs pfx14
+  cp "$OUT/pfx14-sdpa.md" "$outer/" 2>/dev/null
+  end_carried
+fi
 # --- session 14: dec14 step goes here ---
+# dec14 (session 14, issue 8: split-KV decode): the tensor-core kernel's cp.async tile issue from lane terms formed
+# once beside the issue as before (bench_decode --dec14: 2 and 3 ring stages, 5 samples of each in turn, outputs
+# compared bit for bit), alone on the GPU; then in parallel test_cuda_decode whole (4 shards), memcheck on the small
+# new, TMA and bad-input cases and racecheck on the small new case (the ring: cp.async writes, ldmatrix reads across
+# lanes), while torch starts and warms up cuDNN's SDPA at (1, 32768) and 64 x 4096 (32/8 heads, D = 128, bf16; K and V
+# [B, Hkv, S, D]); then Nsight Compute (--set full and the SMs' busiest / least busy cycles) on one call of each issue
+# of ours at those two rows (bench_decode --dec14-ncu), alone, and last on cuDNN's kernels of one call of each row.
+# Binaries built off the device for sm_90a (build/dec14-bin.tar.xz: bin/{bench_decode,test_cuda_decode}). Caps:
+# SMK_DEC14_BENCH_S (25 s), SMK_DEC14_TEST_S (25), SMK_DEC14_NCU_S (40), SMK_DEC14_CUDNN_S (90: torch). Back:
+# dec14-bench.txt, dec14-ncu.txt (ours: the details page), dec14-cudnn.txt (its details page), dec14-summary.txt,
+# dec14-logs.tgz (also the source pages and the raw metrics with PM sampling's instances, as csv).
+if want dec14; then
+  carried dec14 build/dec14-bin.tar.xz
+  d14=$bin
+  run_step dec14-bench timeout "${SMK_DEC14_BENCH_S:-25}" stdbuf -oL "$d14/bin/bench_decode" --dec14 \
+    --json "$OUT/dec14-bench.json"
+  keep_logs dec14
+  d14_m=sm__cycles_active.max,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_elapsed.max,\
+gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+  mkdir -p /tmp/d14rep
+  rm -f /tmp/d14-go
+  cat >/tmp/d14_cudnn.py <<'PY'
+import os, sys, time
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+D = 128
+cases = []
+for B, S, hq, hkv in ((1, 32768, 32, 8), (64, 4096, 32, 8)):
+    g = torch.Generator(device="cuda").manual_seed(7)
+    q = torch.randn(B, hq, 1, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(B, hkv, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(B, hkv, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    cases.append(((B, S, hq, hkv), q, k, v))
+def call(q, k, v):
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+for _ in range(3):
+    outs = [call(q, k, v) for _, q, k, v in cases]
+torch.cuda.synchronize()
+for (row, q, k, v), o in zip(cases, outs):  # query head h reads KV head h // (Hq / Hkv)
+    B, hkv = k.shape[0], k.shape[1]
+    qg = q.double().reshape(B, hkv, -1, D)
+    ref = torch.softmax(qg @ k.double().transpose(-1, -2) / D ** 0.5, -1) @ v.double()
+    err = (o.double().reshape(B, hkv, -1, D) - ref).abs().max().item()
+    print(f"cuDNN SDPA {row}: max abs error against float64 {err:.3g}", flush=True)
+    del qg, ref
+deadline = time.monotonic() + 120
+while not os.path.exists("/tmp/d14-go") and time.monotonic() < deadline:
+    time.sleep(0.2)
+print("go" if os.path.exists("/tmp/d14-go") else "no go file: profiling anyway", flush=True)
+torch.cuda.cudart().cudaProfilerStart()
+for _, q, k, v in cases:
+    call(q, k, v)
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStop()
+PY
+  bg_step dec14-cudnn timeout "${SMK_DEC14_CUDNN_S:-90}" bash -c "ncu --clock-control none --set full --metrics $d14_m \
+    --profile-from-start off -c 6 -f -o /tmp/d14rep/cudnn python3 /tmp/d14_cudnn.py && \
+    ncu -i /tmp/d14rep/cudnn.ncu-rep --page details && ncu -i /tmp/d14rep/cudnn.ncu-rep --page raw --csv \
+    --print-metric-instances values >$OUT/dec14-raw-cudnn.csv"
+  d14_t=${SMK_DEC14_TEST_S:-25}
+  d14_pids=()
+  for i in 0 1 2 3; do
+    bg_step "dec14x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d14_t" "$d14/bin/test_cuda_decode"
+    d14_pids+=($!)
+  done
+  bg_step dec14x-memcheck timeout "$d14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d14/bin/test_cuda_decode" \
+    --gtest_filter='*LeanCpAsync*:*TmaTiles*:*BadInputs*'
+  d14_pids+=($!)
+  bg_step dec14x-racecheck timeout "$d14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$d14/bin/test_cuda_decode" --gtest_filter='*LeanCpAsync*'
+  d14_pids+=($!)
+  wait "${d14_pids[@]}"
+  run_step dec14-ncu timeout "${SMK_DEC14_NCU_S:-40}" bash -c "ncu --clock-control none --set full --metrics $d14_m \
+    -k regex:decode_mma -c 4 -f -o /tmp/d14rep/ours '$d14/bin/bench_decode' --dec14-ncu && ncu -i \
+    /tmp/d14rep/ours.ncu-rep --page details && ncu -i /tmp/d14rep/ours.ncu-rep --page raw --csv \
+    --print-metric-instances values >$OUT/dec14-raw-ours.csv; ncu -i /tmp/d14rep/ours.ncu-rep --page source --csv \
+    --print-source sass >$OUT/dec14-src-ours.csv"
+  touch /tmp/d14-go  # our kernels are done: cuDNN's are profiled alone on the GPU
+  bg_tally
+  ncu -i /tmp/d14rep/cudnn.ncu-rep --page source --csv --print-source sass >"$OUT/dec14-src-cudnn.csv" 2>&1
+  keep_logs dec14
+  rm -f "$outer"/dec14x-*.txt  # their pass / fail lines are in dec14-summary.txt, the logs in dec14-logs.tgz
+  end_carried
+fi
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -794,6 +794,83 @@ TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
   }
 }
 
+// Session 14 (pfx14): kLean (prefill_wgmma.cu: the wgmma descriptors from a per-tile base by 64-bit adds of
+// immediates, and the empty commit group only where no P·V is issued) changes which instructions form the
+// descriptors and nothing else. For the two builds that have it (the TMA defaults: D = 128 warps 9, D = 64 warps 13,
+// 128-key tiles), f16 and bf16, it must give the bits of the form before it (prefill_wgmma_set_issue_form(1)): full
+// with GQA; causal Sq = Sk (the trimmed diagonal's half P·V), Sq < Sk with sinks, Sq > Sk (rows with no key), 1000
+// rows (several tiles of every stage); one query over 4097 keys; each causal case again with the diagonal's
+// non-finite V planted (exact_pv in place of a tile's P·V: the branch with the empty group). The lean launch counter
+// must move (the lean kernels ran, not the fallback). SMK_GPU_TEST_SMALL (the sanitizers' runs) leaves out the 1000-row
+// case. WgmmaLeanIssueMatchesTheReference: under kLean, the odd cases of each head dimension and the diagonal plants
+// against the float64 reference (check_case: poisoned outputs, bounds, run twice for the same bits).
+struct LeanFormBack {  // the default form for the tests after these, whatever fails in them
+  ~LeanFormBack() { smk::cuda::prefill_wgmma_set_issue_form(0); }
+};
+const smk::cuda::PrefillVariant kLeanBuilt[] = {{128, 9, 1, 128, 3}, {64, 13, 1, 128, 3}};
+
+TEST(CudaAttentionPrefill, WgmmaLeanIssueGivesTheSameBits) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  const LeanFormBack form_back;
+  for (const auto& x : kLeanBuilt)
+    for (const DType dt : {DType::bf16, DType::f16}) {
+      const std::vector<Case> cases = {
+          {"full 300x300 gqa", dt, 2, 300, 300, 4, 2, x.d},
+          {"causal 300x300", dt, 2, 300, 300, 4, 2, x.d, true},
+          {"causal 129x300 (Sq<Sk) sinks", dt, 2, 129, 300, 4, 1, x.d, true, true},
+          {"causal 300x129 (Sq>Sk)", dt, 2, 300, 129, 2, 2, x.d, true},
+          {"causal 1000x1000", dt, 1, 1000, 1000, 2, 2, x.d, true},
+          {"1x4097 sinks", dt, 1, 1, 4097, 2, 1, x.d, false, true},
+      };
+      for (const Case& c : cases)
+        for (const bool planted : {false, true}) {
+          if ((planted && !c.causal) || (c.sq == 1000 && smk::gpu_test::small_mode())) continue;
+          SCOPED_TRACE("wgmma " + name_of(x) + (dt == DType::bf16 ? " bf16 " : " f16 ") + c.name +
+                       (planted ? " non-finite V planted" : ""));
+          std::mt19937 rng(31);
+          Tensor4 q{c.b, c.sq, c.hq, c.d}, k{c.b, c.sk, c.hkv, c.d}, v{c.b, c.sk, c.hkv, c.d};
+          q.fill(rng, dt, 1);
+          k.fill(rng, dt, 1);
+          v.fill(rng, dt, 1);
+          if (planted) diagonal_plant(c)(v, {});
+          std::vector<float> sinks(static_cast<std::size_t>(c.hq), 0.5f);
+          const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+          smk::cuda::prefill_wgmma_set_issue_form(1);
+          const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+          const std::int64_t n0 = smk::cuda::prefill_wgmma_lean_launches();
+          smk::cuda::prefill_wgmma_set_issue_form(2);
+          const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+          EXPECT_EQ(smk::cuda::prefill_wgmma_lean_launches(), n0 + 1) << "the lean kernel did not run";
+          EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), r.o.size() * sizeof(double))) << "O";
+          EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << "LSE";
+        }
+    }
+}
+
+TEST(CudaAttentionPrefill, WgmmaLeanIssueMatchesTheReference) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  const LeanFormBack form_back;
+  smk::cuda::prefill_wgmma_set_issue_form(2);
+  for (const auto& x : kLeanBuilt) {
+    const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+    for (const Case& c : odd_cases()) {
+      if (c.d != x.d) continue;
+      Case cd = c;
+      cd.name = "wgmma " + name_of(x) + " tma lean " + c.name;
+      check_case(cd, cfg);
+    }
+    for (const Case& c : diagonal_cases(x.d)) {
+      Case cd = c;
+      cd.name = "wgmma " + name_of(x) + " tma lean " + c.name;
+      check_case(cd, cfg, diagonal_plant(c));
+    }
+  }
+}
+
 // The dispatcher's D = 64 rule at its bounds (review F15; attention_cuda.hpp, kPrefillWgmmaD64Three{Full,Causal}):
 // with TMA, three consumer warpgroups and the producer (13 warps) with 128-key tiles from kPrefillWgmmaD64ThreeFull
 // query rows (full) and kPrefillWgmmaD64ThreeCausal (causal), two warpgroups (8 warps) with 64-key tiles one row
