@@ -108,6 +108,10 @@ namespace {
 
 namespace cg = cooperative_groups;
 constexpr int kWarpThreads = 256;
+// pack14: the packed dy-shared kernel's launch bound (threads a block: rows of up to 512 · 32 = 16384) and the build the
+// dispatcher's calls take (blocks an SM; 0: none, the unpacked kernel).
+constexpr int kSharedPackedMaxThreads = 512;
+constexpr int kBackwardSharedPackedBlocks = 3;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
 
@@ -443,6 +447,69 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
   }
 }
 
+// pack14 (session 14): backward_wide_shared_kernel for dense 16-bit rows of at most kSharedPackedMaxThreads · 32
+// (4096 .. 16384 as the dispatcher sizes the block: n = T · 32) with y held packed as loaded (packed16.cuh: 16
+// registers of row instead of 32) and dy in shared memory as there, under __launch_bounds__(kSharedPackedMaxThreads,
+// kMinBlocks): 32 registers at 4 (64 warps an SM) against the unpacked kernel's 64 (32 warps). Dense rows only
+// (packed_rule.hpp packed_dense at T lanes of 32: n = T · 32, one row dimension, unit steps, 16-byte aligned rows, dx in
+// y's dtype, no temperature); anything else takes backward_wide_shared_kernel. The same element map (RowTile's
+// (k·T + t)·V + j, dy's vector k of thread t at slot k·T + t), the same terms and tree (tree_sum<32> splits at 16 and
+// 8: the four vectors' trees of 8 added as (v0 + v1) + (v2 + v3), each leaf formed where the tree takes it), block_sum
+// and the same gradient arithmetic: the outputs are bitwise the unpacked kernel's (tests/cuda/softmax/
+// test_warp_backward_gpu.cpp SharedPackedBitwiseTheUnpackedBlock).
+// Traffic as the unpacked kernel: 6 B an element (y and dy read once, dx written); floor 16384×4096 bf16 (403 MB)
+// 94.3 µs at 4.27 TB/s.
+template <typename In, int kMinBlocks>
+__global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks) backward_shared_packed_kernel(const RowProblem p) {
+  using S = SharedShare<In>;
+  using Tile = typename S::Tile;
+  constexpr int E = kBackwardWideSharedElems, K = S::K, V = S::V;
+  static_assert(V == 8 && K * V == E, "16-bit rows, 16-byte vectors");
+  __shared__ float red[32];
+  extern __shared__ __align__(16) unsigned char packed_shared[];  // dy's shares
+  const int T = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  auto* const sdy = reinterpret_cast<uint4*>(packed_shared);
+  const bool softmax = p.op == Op::softmax_backward;
+  // T ≤ 512, so T >> 10 is 0; the compiler cannot know it (packed16.cuh: the later pass's selectors).
+  const PackedKeys k1 = packed_keys<In>(static_cast<std::uint32_t>(T) >> 10);
+  const In* const ys = static_cast<const In*>(p.x);
+  const In* const dys = static_cast<const In*>(p.dy);
+  In* const dxs = static_cast<In*>(p.out);
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const In* const dyr = dys + row * p.map.stride[kDy][0];
+#pragma unroll
+    for (int k = 0; k < K; ++k) __pipeline_memcpy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), sizeof(uint4));
+    __pipeline_commit();
+    PackedRow<In, E> y;
+    y.load(ys + row * p.map.stride[kX][0], t, T);
+    __pipeline_wait_prior(0);
+    // Vector k's tree of 8 terms (pass 0's unpack for y; dy's words as read from shared memory).
+    auto vec_sum = [&](int k) {
+      const uint4 q = sdy[k * T + t];
+      const std::uint32_t w[4] = {q.x, q.y, q.z, q.w};
+      return tree_sum_of<V>([&](int j) {
+        const float d = unpack0<In>(w[j / 2], j % 2);
+        return softmax ? d * y.get0(k * V + j) : d;
+      });
+    };
+    const float s = block_sum((vec_sum(0) + vec_sum(1)) + (vec_sum(2) + vec_sum(3)), red);
+    In* const dxr = dxs + row * p.map.stride[kOut][0];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const uint4 q = sdy[k * T + t];
+      const std::uint32_t w[4] = {q.x, q.y, q.z, q.w};
+      typename Tile::template OutVec<In> o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float yi = y.get(k * V + j, k1), di = unpack0<In>(w[j / 2], j % 2);
+        o.v[j] = from_f32<In>(softmax ? yi * (di - s) : di - expf(yi) * s);  // backward_wide_shared_kernel's arithmetic
+      }
+      *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
+    }
+    __syncthreads();  // red and the shares are rewritten by the next row
+  }
+}
+
 // ---- split_row -------------------------------------------------------------------------------------------------------
 
 template <typename In>
@@ -658,6 +725,10 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
   if constexpr (sizeof(In) == 2 && E >= 8) {
     if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
       kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
+      if constexpr (E == 16) {  // pack14: E16 at 8 blocks an SM (32 registers) where the launch or the tuning asks
+        const int want = backward_packed_tuning().e16_blocks > 0 ? backward_packed_tuning().e16_blocks : d.packed_blocks;
+        if (want == 8) kernel = backward_warp_packed_kernel<In, 16, 8>;
+      }
       packed = true;
     }
   }
@@ -703,10 +774,34 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
+// pack14: the packed dy-shared kernel's builds (blocks an SM under __launch_bounds__(512, ·)): 4 (32 registers) and 3
+// (40), for timing; kBackwardSharedPackedBlocks the one the dispatcher's calls take (0: none).
+template <typename In>
+auto shared_packed_kernel(int blocks) -> void (*)(const RowProblem) {
+  if constexpr (sizeof(In) == 2) {
+    if (blocks == 4) return backward_shared_packed_kernel<In, 4>;
+    if (blocks == 3) return backward_shared_packed_kernel<In, 3>;
+  }
+  return nullptr;
+}
+
 template <typename In>
 void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const auto kernel = backward_wide_shared_kernel<In>;
   const std::size_t per_thread = SharedShare<In>::bytes_per_thread;  // dy's share
+  // pack14: dense 16-bit rows of up to kSharedPackedMaxThreads threads on the packed form (the same bits).
+  const int want = backward_packed_tuning().shared_blocks >= 0 ? backward_packed_tuning().shared_blocks
+                                                               : kBackwardSharedPackedBlocks;
+  int took = 0;
+  if (const auto packed = shared_packed_kernel<In>(want);
+      packed != nullptr && c.threads <= kSharedPackedMaxThreads && packed_dense(p, c.threads, kBackwardWideSharedElems)) {
+    const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
+    packed<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
+    SMK_CUDA_CHECK_LAUNCH("backward_shared_packed_kernel");
+    took = want;
+  }
+  backward_packed_last().shared_blocks.store(took, std::memory_order_relaxed);
+  if (took > 0) return;
   static DeviceOnce attributes;
   attributes.run([&] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -782,6 +877,14 @@ WarpBackwardDenseTuning& warp_backward_dense_tuning() {
 }
 WarpBackwardDenseLast& warp_backward_dense_last() {
   static WarpBackwardDenseLast last;
+  return last;
+}
+BackwardPackedTuning& backward_packed_tuning() {
+  static BackwardPackedTuning tuning;
+  return tuning;
+}
+BackwardPackedLast& backward_packed_last() {
+  static BackwardPackedLast last;
   return last;
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
