@@ -143,6 +143,21 @@ constexpr unsigned kFull = 0xffffffffu;
 
 // to_f32, from_f32: decode_common.cuh.
 
+// x, kept in a register the compiler cannot see into (an empty asm that may change it): it is then formed once where
+// written and not formed again from the kernel's parameters at each use (dec14's cp.async issue, below).
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+__device__ __forceinline__ std::uint64_t opaque(std::uint64_t x) {
+  asm volatile("" : "+l"(x));
+  return x;
+}
+__device__ __forceinline__ std::int64_t opaque(std::int64_t x) {
+  asm volatile("" : "+l"(x));
+  return x;
+}
+
 // Where a row's outputs go: element x of O (query token tok, head h of sequence b) and the row's LSE (if wanted).
 template <typename T>
 __device__ __forceinline__ void store_out(const DecodeArgs& a, std::int64_t b, int h, int tok, int x, float o) {
@@ -374,7 +389,7 @@ inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
 
 // kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
 // completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
-template <typename T, int D, int kStages, bool kCluster, bool kTma>
+template <typename T, int D, int kStages, bool kCluster, bool kTma, bool kOldIssue = false>
 __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUtensorMap* kmap, const CUtensorMap* vmap) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -436,6 +451,31 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   const float sl2 = a.scale_log2;
   const T* kg = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
   const T* vg = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
+  // The cp.async issue's lane terms (session 14, dec14), formed once here instead of every tile. A copy instruction
+  // of the warp covers kRowsPerCopy rows: lane moves 16-byte chunk lc of row xr + lr, xr a compile-time multiple of
+  // kRowsPerCopy, lr < kRowsPerCopy, so (xr + lr) % 8 = (xr % 8) ^ lr and ptx::swizzled's chunk is lc ^ lr ^ (xr % 8):
+  // one shared-memory byte offset a value of xr % 8 (dst_lane), one global pointer a cache (klane, vlane) plus
+  // (j0 + xr)·stride. Until dec14 the loop formed every address from (x · 32 + lane) afresh each tile: 327 of the
+  // ~556 SASS instructions of the cp.async kernel's tile at D = 128 (bf16, 2 stages; cuobjdump of 124eebc's object);
+  // this way the tile takes 360 (the issue 127). The terms pass through opaque (above) so that the compiler keeps
+  // them in registers: without it, it formed them again from the kernel's parameters for every copy (a first build of
+  // this code: 622 instructions a tile).
+  constexpr int kRowsPerCopy = 32 / kChunks;  // 2 at D = 128, 4 at D = 64
+  static_assert(32 % kChunks == 0 && kRowsPerCopy <= 8, "a copy instruction covers whole rows");
+  const int lr = lane / kChunks, lc = lane % kChunks;
+  std::uint32_t dst_lane[8 / kRowsPerCopy];
+#pragma unroll
+  for (int sw = 0; sw < 8 / kRowsPerCopy; ++sw)
+    dst_lane[sw] = opaque(
+        static_cast<std::uint32_t>((lr * D + (((lc ^ lr) ^ (sw * kRowsPerCopy)) << 3)) * sizeof(T)));
+  constexpr std::int64_t kElem = sizeof(T);
+  const std::int64_t ks1b = opaque(a.ks[1] * kElem), vs1b = opaque(a.vs[1] * kElem);  // bytes a cache row
+  const std::uint64_t kbase = opaque(reinterpret_cast<std::uint64_t>(kg));
+  const std::uint64_t vbase = opaque(reinterpret_cast<std::uint64_t>(vg));
+  const std::uint64_t kstep = opaque(static_cast<std::uint64_t>(kRowsPerCopy * ks1b));
+  const std::uint64_t vstep = opaque(static_cast<std::uint64_t>(kRowsPerCopy * vs1b));
+  const std::uint64_t klane = opaque(kbase + static_cast<std::uint64_t>(lr * ks1b + lc * 8 * kElem));
+  const std::uint64_t vlane = opaque(vbase + static_cast<std::uint64_t>(lr * vs1b + lc * 8 * kElem));
   const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
   const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
   const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
@@ -456,7 +496,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
                            bar);
         }
       }
-    } else {
+    } else if constexpr (kOldIssue) {  // before session 14: every address formed afresh a tile (dec14's A/B only)
 #pragma unroll
       for (int x = 0; x < kCopies; ++x) {
         const int id = x * 32 + lane;
@@ -467,6 +507,27 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
         const bool ok = j < (which ? v_end : kv_end);
         const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
         ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
+      }
+    } else {
+      // Copy x moves row xr(x) + lr of K (x < kHalf) or V, chunk lc: the same rows, bytes and slots as the loop
+      // above, from the lane's terms formed once (dst_lane, klane, vlane, the steps) plus one product a tile.
+      const std::uint32_t slot = ptx::smem_addr(st);
+      const int kl = kv_end - j0 - lr, vl = v_end - j0 - lr;  // row xr + lr is visible iff xr < kl (K), vl (V)
+      std::uint64_t kp = klane + static_cast<std::uint64_t>(static_cast<std::int64_t>(j0) * ks1b);
+      std::uint64_t vp = vlane + static_cast<std::uint64_t>(static_cast<std::int64_t>(j0) * vs1b);
+#pragma unroll
+      for (int x = 0; x < kCopies; ++x) {
+        constexpr int kHalf = kCopies / 2;
+        const bool is_v = x >= kHalf;                // compile-time per x
+        const int xr = (x % kHalf) * kRowsPerCopy;  // compile-time per x
+        const bool ok = xr < (is_v ? vl : kl);
+        // Past the visible rows the copy reads nothing (size 0) from the cache's own start, as the loop above.
+        const std::uint64_t src = is_v ? (ok ? vp : vbase) : (ok ? kp : kbase);
+        const std::uint32_t dst = slot + static_cast<std::uint32_t>(((is_v ? kTile : 0) + xr * D) * sizeof(T)) +
+                                  dst_lane[(xr & 7) / kRowsPerCopy];
+        ptx::cp_async_16(dst, reinterpret_cast<const void*>(src), ok ? 16 : 0);
+        if (is_v) vp += vstep;
+        else kp += kstep;
       }
     }
   };
@@ -702,6 +763,12 @@ template <typename T, int D, int kStages, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   decode_mma_body<T, D, kStages, kCluster, false>(a, nullptr, nullptr);
 }
+// Session 14 (dec14): the cp.async kernel with the issue as it was before the lane terms, for the A/B in one binary
+// (decode_mma_old_issue); bf16 and f16 at D = 128 without clusters only, where the measured rows run.
+template <typename T, int D, int kStages>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_old_issue_kernel(const DecodeArgs a) {
+  decode_mma_body<T, D, kStages, false, false, true>(a, nullptr, nullptr);
+}
 // The TMA variant (session 10, dec10): built for 2 ring stages only (the dispatcher's), sm_90+.
 template <typename T, int D, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const DecodeArgs a,
@@ -713,9 +780,10 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const Decod
   __trap();  // never launched: the host takes the TMA path on sm_90+ only
 #endif
 }
-template <typename T, int D, int kStages, bool kCluster, bool kTma>
+template <typename T, int D, int kStages, bool kCluster, bool kTma, bool kOld = false>
 constexpr auto kernel_of() {
   if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
+  else if constexpr (kOld) return decode_mma_old_issue_kernel<T, D, kStages>;
   else return decode_mma_kernel<T, D, kStages, kCluster>;
 }
 
@@ -741,7 +809,7 @@ constexpr std::size_t smem_bytes() {
 // ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
 // launch's set and its launch (found in session 6's review).
 constexpr int kDevicesKept = kMaxDevices;
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false, bool kOld = false>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
   static std::mutex mu;
@@ -750,7 +818,7 @@ void attributes_set(int device, bool spread) {
   if (kept && level[device].load(std::memory_order_acquire) >= want) return;
   std::lock_guard<std::mutex> lock(mu);
   if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
-  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma>();
+  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma, kOld>();
   constexpr std::size_t own = smem_bytes<T, D, kStages, kTma>();
   const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
@@ -767,11 +835,11 @@ bool spread_fits(int device) {
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
 // programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false, bool kOld = false>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
                            cudaLaunchAttribute* attrs) {
   constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma>();
-  attributes_set<T, D, kStages, kCluster, kTma>(device, spread);
+  attributes_set<T, D, kStages, kCluster, kTma, kOld>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
@@ -793,6 +861,11 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
   return cfg;
 }
 
+// dec14's A/B switch (decode_mma_old_issue): the cp.async launches at D = 128 without a cluster take
+// decode_mma_old_issue_kernel while it is set.
+std::atomic<bool> g_old_issue{false};
+std::atomic<std::uint64_t> g_old_issue_launches{0};
+
 template <typename T, int D, int kStages>
 void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s,
             const DecodeMaps* maps) {
@@ -807,6 +880,16 @@ void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device
         SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, false>, a, *maps));
       }
       SMK_CUDA_CHECK_LAUNCH("decode_mma_tma_kernel");
+      return;
+    }
+  }
+  if constexpr (D == 128) {
+    if (cluster == 0 && g_old_issue.load(std::memory_order_relaxed)) {
+      const cudaLaunchConfig_t cfg =
+          prepare<T, D, kStages, false, false, true>(device, grid, 0, spread, pdl, s, attrs);
+      SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_old_issue_kernel<T, D, kStages>, a));
+      SMK_CUDA_CHECK_LAUNCH("decode_mma_old_issue_kernel");
+      g_old_issue_launches.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
@@ -884,6 +967,11 @@ bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 g
 }
 
 std::uint64_t decode_tma_launches() { return g_tma_launches.load(std::memory_order_relaxed); }
+
+std::uint64_t decode_mma_old_issue(bool old) {
+  g_old_issue.store(old, std::memory_order_relaxed);
+  return g_old_issue_launches.load(std::memory_order_relaxed);
+}
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;

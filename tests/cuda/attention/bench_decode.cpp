@@ -41,7 +41,10 @@
 // differ, and, on the single-sequence rows, the split rule's cap at 24 and 32 (DecodeConfig::max_splits; the fused
 // merge) beside its 16: kDec12Samples of each alternating, kSweepReps calls a sample; the two TMA rules' outputs
 // compared bit for bit (outputs poisoned first).
-//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12] [--ncu]
+// --dec14 (session 14) times the cp.async tile issue from lane terms formed once beside the issue as before (a switch,
+// decode_mma_old_issue), at 2 and 3 ring stages, on the cells where the dispatcher takes cp.async (dec14_mode below);
+// --dec14-ncu makes one call of each issue at (1, 32768) and 64 × 4096 for Nsight Compute.
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -80,13 +83,170 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// --dec14 (session 14): the tensor-core kernel's cp.async tile issue from lane terms formed once (the dispatcher's
+// since dec14) beside the issue as before (smk::cuda::decode_mma_old_issue), each with 2 ring stages (the dispatcher's)
+// and 3, on the cells where the dispatcher takes the cp.async tiles: the single-sequence rows (one block an SM or
+// fewer), 64 × 4096 (2048 blocks) and two small batches of one wave or less. kDec14Samples of each configuration in
+// turn (old, new, old 3 stages, new 3 stages, ...), kDec14Reps calls a sample after the 256 MB flush; the four outputs
+// compared bit for bit (poisoned first). --dec14-ncu: one call of each issue at (1, 32768) and 64 × 4096 (no flush:
+// Nsight Compute flushes before each replay), the dispatcher's configuration otherwise.
+int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s,
+               void* flush, std::vector<cudaEvent_t>& ev) {
+  using smk::TensorView;
+  using smk::cuda::DecodeConfig;
+  using smk::cuda::DeviceBuffer;
+  constexpr int kDec14Samples = 5, kDec14Reps = 100;
+  constexpr std::int64_t kHkv = 8, kD = 128;
+  struct Cell {
+    std::int64_t S, B, hq;
+  };
+  std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {4096, 64, 32}, {32768, 1, 64},
+                             {8192, 1, 32},  {2048, 8, 32},   {1024, 16, 32}};
+  if (ncu_only) cells = {{32768, 1, 32}, {4096, 64, 32}};
+  std::size_t max_kv = 0, max_q = 0;
+  for (const Cell& c : cells) {
+    max_kv = std::max<std::size_t>(max_kv, c.B * c.S * kHkv * kD);
+    max_q = std::max<std::size_t>(max_q, c.B * c.hq * kD);
+  }
+  DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
+  DeviceBuffer<float> lse(max_q / kD);
+  // Random values (never time on zeros): the pool from the host, then doubled on the device.
+  const auto fill = [&](smk::bfloat16_t* dst, std::size_t n) {
+    std::size_t have = std::min(pool.size(), n);
+    SMK_CUDA_CHECK(cudaMemcpy(dst, pool.data(), have * 2, cudaMemcpyHostToDevice));
+    while (have < n) {
+      const std::size_t c = std::min(have, n - have);
+      SMK_CUDA_CHECK(cudaMemcpy(dst + have, dst, c * 2, cudaMemcpyDeviceToDevice));
+      have += c;
+    }
+  };
+  fill(q.data(), max_q);
+  fill(k.data(), max_kv);
+  fill(v.data(), max_kv);
+  const auto dev = smk::Device::cuda(0);
+  DecodeConfig three{};
+  three.mma_stages = 3;
+  struct Variant {
+    const char* name;
+    bool old;
+    const DecodeConfig* cfg;
+  };
+  const DecodeConfig dflt{};
+  const Variant var[4] = {{"old", true, &dflt}, {"new", false, &dflt}, {"old3", true, &three}, {"new3", false, &three}};
+  int sms = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int max_splits = smk::cuda::decode_max_splits(sms);
+  std::string json = "[";
+  if (!ncu_only)
+    std::printf("bench_decode --dec14: old = the cp.async issue before dec14, new = its lane terms; 3 = 3 ring stages"
+                "\n%-16s %6s %8s %8s %8s %8s  %9s %9s  %s\n",
+                "S, B, Hq", "blocks", "old us", "new us", "old3 us", "new3 us", "old/new", "new/new3",
+                "same bits; samples old, new, old3, new3 (min-max)");
+  for (const Cell& cell : cells) {
+    const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
+    const std::vector<std::int32_t> lens_host(B, static_cast<std::int32_t>(S));
+    auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
+    const auto O = TensorView::of(o.data(), {B, 1, hq, kD}, dev);
+    const auto L = TensorView::of(lse.data(), {B, hq, 1}, dev);
+    const auto Q = TensorView::of(q.data(), {B, 1, hq, kD}, dev);
+    const auto K = TensorView::of(k.data(), {B, S, kHkv, kD}, dev);
+    const auto V = TensorView::of(v.data(), {B, S, kHkv, kD}, dev);
+    const auto N = TensorView::of(lens.data(), {B}, dev);
+    const smk::AttentionDecodeOptions opt;
+    const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
+    const auto call = [&](const Variant& x) {
+      smk::cuda::decode_mma_old_issue(x.old);
+      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, *x.cfg);
+    };
+    if (ncu_only) {  // one call of the new issue, then one of the old, at 2 ring stages
+      call(var[1]);
+      call(var[0]);
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      smk::cuda::decode_mma_old_issue(false);
+      std::printf("bench_decode --dec14-ncu: (%lld, %lld, %lld): new issue, then old issue\n", (long long)B,
+                  (long long)S, (long long)hq);
+      continue;
+    }
+    const auto time = [&](const Variant& x) {
+      for (int i = 0; i < 5; ++i) call(x);
+      for (int i = 0; i < kDec14Reps; ++i) {
+        SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, std::size_t{256} << 20, s));
+        SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
+        call(x);
+        SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+      }
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<double> t;
+      for (int i = 0; i < kDec14Reps; ++i) {
+        float a = 0;
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[2 * i], ev[2 * i + 1]));
+        t.push_back(1e3 * a);
+      }
+      return median(t);
+    };
+    const auto result = [&](const Variant& x) {
+      SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * hq * kD * 2, s));
+      SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * hq * 4, s));
+      call(x);
+      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<unsigned char> h(B * hq * kD * 2 + B * hq * 4);
+      SMK_CUDA_CHECK(cudaMemcpy(h.data(), o.data(), B * hq * kD * 2, cudaMemcpyDeviceToHost));
+      SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * hq * kD * 2, lse.data(), B * hq * 4, cudaMemcpyDeviceToHost));
+      return h;
+    };
+    const auto ref = result(var[0]);
+    bool same = true;
+    for (int c = 1; c < 4; ++c) same = same && result(var[c]) == ref;
+    std::vector<double> t[4];
+    for (int k2 = 0; k2 < kDec14Samples; ++k2)
+      for (int c = 0; c < 4; ++c) t[c].push_back(time(var[c]));
+    smk::cuda::decode_mma_old_issue(false);
+    double m[4];
+    std::string samples, spread;
+    for (int c = 0; c < 4; ++c) {
+      m[c] = median(t[c]);
+      samples += c ? ", [" : "[";
+      for (int k2 = 0; k2 < kDec14Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
+      samples += "]";
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
+                    *std::max_element(t[c].begin(), t[c].end()));
+      spread += b;
+    }
+    const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
+    const double kv = 2.0 * B * S * kHkv * kD * 2;
+    char label[48];
+    std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
+    std::printf("%-16s %6lld %8.1f %8.1f %8.1f %8.1f  %9.3f %9.3f  %s; %s (%.2f TB/s new)\n", label, blocks, m[0],
+                m[1], m[2], m[3], m[0] / m[1], m[1] / m[3], same ? "yes" : "NO", spread.c_str(), kv / m[1] / 1e6);
+    std::fflush(stdout);
+    json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
+            ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
+            ", \"blocks\": " + std::to_string(blocks) + ", \"kv_bytes\": " + std::to_string(kv) +
+            ", \"us_old\": " + std::to_string(m[0]) + ", \"us_new\": " + std::to_string(m[1]) +
+            ", \"us_old3\": " + std::to_string(m[2]) + ", \"us_new3\": " + std::to_string(m[3]) +
+            ", \"same_bits\": " + (same ? "true" : "false") + ", \"samples\": [" + samples + "]}";
+    if (!same) std::printf("bench_decode --dec14: the variants' outputs differ at (%lld, %lld)\n", (long long)S,
+                           (long long)B);
+  }
+  json += "]\n";
+  if (!json_path.empty()) {
+    if (FILE* f = std::fopen(json_path.c_str(), "w")) {
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using smk::TensorView;
   using smk::cuda::DeviceBuffer;
   std::string json_path;
-  bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false, dec12 = false;
+  bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false, dec12 = false, dec14 = false,
+       dec14_ncu = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
@@ -95,6 +255,8 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--tma") == 0) tma_ab = true;
     else if (std::strcmp(argv[i], "--sweep") == 0) sweep = true;
     else if (std::strcmp(argv[i], "--dec12") == 0) sweep = dec12 = true;
+    else if (std::strcmp(argv[i], "--dec14") == 0) dec14 = true;
+    else if (std::strcmp(argv[i], "--dec14-ncu") == 0) dec14_ncu = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -135,6 +297,7 @@ int main(int argc, char** argv) {
   const auto dev = smk::Device::cuda(0);
 
   std::string json = "[";
+  if (dec14 || dec14_ncu) return dec14_mode(dec14_ncu, json_path, pool, s, flush, ev);
   if (sweep) {
     using smk::cuda::DecodeConfig;
     using smk::cuda::DecodeMerge;
