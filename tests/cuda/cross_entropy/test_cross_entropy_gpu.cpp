@@ -1579,6 +1579,89 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
 }
 
+// ce14 (session 14): the row loop's L2 prefetches (row_loop.cuh kLoopL2*, FusedTuning::loop_l2) change where a load
+// finds its line, never a value: every setting (pass 1's distance 1, 2 and 15 steps, the next row's 3 / 15 steps,
+// pass 2's, together) on the staged and the unstaged kernel gives loop_l2 0's gradient, LSE, loss and z-loss byte for
+// byte, with label smoothing, z-loss and class weights, under none (and the mean for bf16), in place where the dtypes
+// allow (the prefetches read rows that other blocks overwrite: only L2 traffic). One block an SM (132 on the H200) and
+// 140 rows, so that rows wrap around the grid and the next-row prefetch runs; then the default grid. The widths give a
+// ragged last step (the prefetch cut at the row's last whole vector), and 15 steps reach past the row's end. The
+// launch record has the setting launched (0 where the rows are not 16-byte vectors: a column offset of one element,
+// last); the default launch (loop_l2 −1: fused.cu kLoopL2) is checked against float64 too.
+TEST(CrossEntropyGpuRowLoop, L2PrefetchSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C;
+    bool in_place, mean;
+  };
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 100000, true, true},
+                               {DType::f32, DType::f32, 60000, false, false},
+                               {DType::f16, DType::f32, 40000, false, false}};
+  if (small_mode()) shapes = {{DType::bf16, DType::bf16, 16400, true, true}, {DType::f32, DType::f32, 8200, false, false}};
+  const std::int64_t rows = 140;
+  // loop_l2 settings: pass 1's distance (bits 0-3), the next row's steps (4-7), pass 2's (bit 8).
+  const std::vector<int> settings = {0x1, 0x2, 0xF, 0x30, 0xF0, 0x121, 0x1FF};
+  auto launch = [](const CeCase& cc, int blocks, int stage, int l2, int want_l2, const std::string& what) {
+    ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_blocks = blocks;
+    t.loop_stage = stage;
+    t.loop_l2 = l2;
+    ce::set_fused_tuning(t);
+    ce::set_last_fused_launch({});
+    GpuOut o = run_gpu(cc, true);
+    const ce::FusedLaunch fl = ce::last_fused_launch();
+    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+    EXPECT_EQ(fl.loop_l2, want_l2) << cc.name << ", " << what;
+    ce::set_fused_tuning({});
+    return o;
+  };
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::none, Reduction::mean}) {
+      if (red == Reduction::mean && !sh.mean) continue;
+      CeCase c = random_case("l2 prefetch", sh.dt, rows, sh.C, 1409 + sh.C, red);
+      c.grad_dtype = sh.grad;
+      c.in_place = sh.in_place && sh.grad == sh.dt;
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.t[1] = -100;  // an ignored row
+      c.name = std::string("l2 prefetch, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(sh.C) + (red == Reduction::mean ? ", mean" : ", none") + (c.in_place ? ", in place" : "");
+      ASSERT_EQ(sh.C * static_cast<std::int64_t>(dtype_size(sh.dt)) % 16, 0) << c.name << ": rows of 16-byte vectors";
+      for (int stage : {0, 3}) {
+        const std::string st = stage ? ", staged" : ", unstaged";
+        const GpuOut base = launch(c, 1, stage, 0, 0, "no prefetch" + st);
+        ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+        for (int l2 : settings) {
+          char what[64];
+          std::snprintf(what, sizeof what, "l2 0x%x%s", l2, st.c_str());
+          same_bits(launch(c, 1, stage, l2, l2, what), base, c.name + ", " + what);
+        }
+        same_bits(launch(c, 0, stage, 0x121, 0x121, "l2 0x121, the default grid" + st), base,
+                  c.name + ", l2 0x121, the default grid" + st);
+      }
+      {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        ce::set_fused_tuning(t);
+        check_case(c);
+        ce::set_fused_tuning({});
+      }
+    }
+  // Not 16-byte vectors (one element off the aligned base): no prefetch launched, the aligned call's bits.
+  const std::int64_t C = small_mode() ? 16400 : 100000;
+  CeCase c = random_case("l2 prefetch, unaligned", DType::bf16, 6, C, 1993, Reduction::none);
+  const GpuOut aligned = launch(c, 0, -1, 0x121, 0x121, "aligned");
+  c.offset = 1;
+  c.row_stride = C + 1;
+  same_bits(launch(c, 0, -1, 0x121, 0, "unaligned"), aligned, c.name);
+}
+
 // The dispatcher takes the row loop exactly where its rule says so, and the one-read kernel (or the two calls)
 // elsewhere. The rule is written here as stated (fused.cu, ce11's run of e711d37), not through the code's own
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).

@@ -95,6 +95,169 @@ std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint
   return b;
 }
 
+// --ce14 (session 14): the row loop (row_loop.cuh) at its default (3 staged steps, no prefetch) beside ce14's L2
+// prefetches (FusedTuning::loop_l2, row_loop.cuh kLoopL2*), alternated in rounds in one process on the same inputs:
+// each round times every variant (median of `reps` calls, each after the logits are restored from a pristine copy),
+// so a drift of the card shows in every variant alike. "pass1" runs pass 1 alone (loss and LSE, no gradient): the
+// time of the read and the row's reductions, so that the default's time less it is pass 2's. Before timing, each
+// variant's outputs (gradient in place, per-row LSE, loss) are compared byte for byte with the default's: the L2
+// prefetches change no value. --ce14-ncu: one call of each variant, no warm-up and no check, for Nsight Compute.
+// Shapes (--shapes) default 4096x151936 and 1024x262144; dtypes (--dtypes) bf16 and f32 (the row loop forced: f32
+// rows of 151936 take the one-read kernel by the dispatcher's rule).
+int run_ce14(bool ncu, const std::string& dtypes, const std::string& shape_list, const std::string& only, int rounds,
+             int reps) {
+  namespace ce = smk::cuda::ce;
+  struct V {
+    const char* name;
+    int l2;  // row_loop.cuh: bits 0-3 pass 1's distance, 4-7 the next row's steps, 8 pass 2's, 12 pass 1 alone
+  };
+  std::vector<V> variants = {{"default", 0}, {"a1", 0x1},     {"a2", 0x2},       {"n2", 0x20},
+                             {"a1n2", 0x21},  {"a2n3", 0x32}, {"a1n2b", 0x121}, {"pass1", 0x1000}};
+  if (!only.empty())  // --only NAME,...: those variants (the default always, first: the others are checked against it)
+    std::erase_if(variants, [&](const V& v) {
+      return v.l2 != 0 && ("," + only + ",").find("," + std::string(v.name) + ",") == std::string::npos;
+    });
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{4096, 151936}, {1024, 262144}};
+  if (!shape_list.empty()) {
+    shapes.clear();
+    for (std::size_t at = 0; at < shape_list.size();) {
+      const std::size_t end = std::min(shape_list.find(',', at), shape_list.size());
+      long long r = 0, c = 0;
+      if (std::sscanf(shape_list.substr(at, end - at).c_str(), "%lldx%lld", &r, &c) == 2 && r > 0 && c > 0)
+        shapes.push_back({r, c});
+      at = end + 1;
+    }
+  }
+  int bad = 0;
+  std::printf("ce14: %d rounds, median of %d calls a round; µs, %% of the 2n bound at 4270 GB/s\n", rounds, reps);
+  for (const auto& [name, dt] : {std::pair{"bf16", smk::DType::bf16}, std::pair{"f16", smk::DType::f16},
+                                 std::pair{"f32", smk::DType::f32}}) {
+    if (("," + dtypes + ",").find(std::string(",") + name + ",") == std::string::npos) continue;
+    for (const auto& [rows, cols] : shapes) {
+      const std::int64_t n = rows * cols;
+      const std::size_t bytes = static_cast<std::size_t>(n) * smk::dtype_size(dt);
+      void *x = nullptr, *pristine = nullptr, *t = nullptr, *loss = nullptr, *lse = nullptr;
+      check(cudaMalloc(&x, bytes), "cudaMalloc x");
+      check(cudaMalloc(&pristine, bytes), "cudaMalloc pristine");
+      check(cudaMalloc(&t, rows * 8), "cudaMalloc t");
+      check(cudaMalloc(&loss, 4), "cudaMalloc loss");
+      check(cudaMalloc(&lse, rows * 4), "cudaMalloc lse");
+      {
+        const auto hx = logits_bytes(dt, n, 20261130);
+        check(cudaMemcpy(pristine, hx.data(), bytes, cudaMemcpyHostToDevice), "upload x");
+        std::vector<std::int64_t> ht(rows);
+        std::mt19937_64 rng(7);
+        for (auto& v : ht) v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(cols));
+        check(cudaMemcpy(t, ht.data(), rows * 8, cudaMemcpyHostToDevice), "upload t");
+      }
+      const smk::Device dev = smk::Device::cuda(0);
+      const smk::TensorView xv = smk::TensorView::contiguous(x, dt, dev, {rows, cols});
+      const smk::TensorView tv = smk::TensorView::contiguous(t, smk::DType::i64, dev, {rows});
+      const smk::TensorView lv = smk::TensorView::contiguous(loss, smk::DType::f32, dev, {});
+      const smk::TensorView lsev = smk::TensorView::contiguous(lse, smk::DType::f32, dev, {rows});
+      auto call = [&](int l2) {
+        ce::FusedTuning tu;
+        tu.row_loop = 1;
+        tu.loop_l2 = l2;
+        ce::set_fused_tuning(tu);
+        ce::set_last_fused_launch({});
+        smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
+        ce::set_fused_tuning({});
+      };
+      auto restore = [&] {
+        check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
+        check(cudaMemset(lse, 0xFF, rows * 4), "poison lse");
+        check(cudaMemset(loss, 0xFF, 4), "poison loss");
+        check(cudaDeviceSynchronize(), "sync");
+      };
+      const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+      if (ncu) {
+        for (const V& v : variants) {
+          restore();
+          call(v.l2);
+          check(cudaDeviceSynchronize(), "sync");
+          std::printf("ncu %s %s %s (l2 0x%x)\n", name, shape.c_str(), v.name, v.l2);
+        }
+      } else {
+        // Same bits: each variant's gradient, LSE and loss against the default's (pass1: LSE and loss only).
+        std::vector<unsigned char> g0(bytes), g(bytes);
+        std::vector<float> lse0(rows), lse1(rows);
+        float loss0 = 0, loss1 = 0;
+        for (const V& v : variants) {
+          restore();
+          call(v.l2);
+          check(cudaDeviceSynchronize(), "sync");
+          auto& gd = v.l2 == 0 ? g0 : g;
+          auto& ld = v.l2 == 0 ? lse0 : lse1;
+          float& lo = v.l2 == 0 ? loss0 : loss1;
+          check(cudaMemcpy(ld.data(), lse, rows * 4, cudaMemcpyDeviceToHost), "lse");
+          check(cudaMemcpy(&lo, loss, 4, cudaMemcpyDeviceToHost), "loss");
+          const ce::FusedLaunch fl = ce::last_fused_launch();
+          if (!fl.row_loop || fl.loop_l2 != v.l2) {
+            std::printf("FAIL %s %s %s: launch record row_loop %d l2 0x%x\n", name, shape.c_str(), v.name, fl.row_loop,
+                        fl.loop_l2);
+            ++bad;
+          }
+          if (v.l2 & 0x1000) {
+            const bool same = std::memcmp(ld.data(), lse0.data(), rows * 4) == 0 && std::memcmp(&lo, &loss0, 4) == 0;
+            std::printf("bits %s %s %-8s LSE and loss %s the default's\n", name, shape.c_str(), v.name,
+                        same ? "==" : "DIFFER from");
+            bad += same ? 0 : 1;
+            continue;
+          }
+          check(cudaMemcpy(gd.data(), x, bytes, cudaMemcpyDeviceToHost), "grad");
+          if (v.l2 == 0) continue;
+          const bool same = std::memcmp(g.data(), g0.data(), bytes) == 0 &&
+                            std::memcmp(ld.data(), lse0.data(), rows * 4) == 0 && std::memcmp(&lo, &loss0, 4) == 0;
+          std::printf("bits %s %s %-8s gradient, LSE and loss %s the default's\n", name, shape.c_str(), v.name,
+                      same ? "==" : "DIFFER from");
+          bad += same ? 0 : 1;
+        }
+        cudaEvent_t e0, e1;
+        check(cudaEventCreate(&e0), "event");
+        check(cudaEventCreate(&e1), "event");
+        std::vector<std::vector<double>> med(variants.size());
+        for (int r = 0; r < rounds; ++r)
+          for (std::size_t k = 0; k < variants.size(); ++k) {
+            std::vector<float> ms;
+            for (int i = 0; i < reps + (r == 0 ? 2 : 0); ++i) {
+              restore();
+              check(cudaEventRecord(e0), "record");
+              call(variants[k].l2);
+              check(cudaEventRecord(e1), "record");
+              check(cudaEventSynchronize(e1), "sync");
+              float m = 0;
+              check(cudaEventElapsedTime(&m, e0, e1), "elapsed");
+              if (r > 0 || i >= 2) ms.push_back(m);
+            }
+            std::sort(ms.begin(), ms.end());
+            med[k].push_back(1000.0 * ms[ms.size() / 2]);
+          }
+        const double floor_us = 2.0 * static_cast<double>(bytes) / 4270e3;
+        for (std::size_t k = 0; k < variants.size(); ++k) {
+          std::vector<double> m = med[k];
+          std::sort(m.begin(), m.end());
+          const double mid = m[m.size() / 2];
+          std::printf("%-5s %-12s %-8s l2 0x%04x  median %8.1f  [%.1f-%.1f]  %5.1f%% of 2n  x%.3f of default  rounds:",
+                      name, shape.c_str(), variants[k].name, variants[k].l2, mid, m.front(), m.back(),
+                      100.0 * floor_us / mid, [&] {
+                        std::vector<double> d = med[0];
+                        std::sort(d.begin(), d.end());
+                        return d[d.size() / 2] / mid;
+                      }());
+          for (double u : med[k]) std::printf(" %.1f", u);
+          std::printf("\n");
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+      }
+      for (void* p : {x, pristine, t, loss, lse}) cudaFree(p);
+    }
+  }
+  std::printf("ce14: %s\n", bad ? "SAME-BITS OR LAUNCH CHECK FAILED" : "every variant gave the default's bits");
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +278,9 @@ int main(int argc, char** argv) {
     std::printf("no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
     return 0;
   }
+  for (int i = 1; i < argc; ++i)  // ce14 (session 14): the row loop's L2 prefetches beside its default
+    if (!std::strcmp(argv[i], "--ce14") || !std::strcmp(argv[i], "--ce14-ncu"))
+      return run_ce14(!std::strcmp(argv[i], "--ce14-ncu"), dtypes, shape_list, only, 5, std::max(3, std::min(reps, 7)));
   struct Shape {
     std::int64_t rows, cols;
   };
