@@ -91,9 +91,6 @@ struct FusedTuning {
   // up to 6; the same bits whatever the value; none where the device cannot give a block that many:
   // row_loop_stage_fit).
   int loop_stage = -1;
-  // ce14: the row loop's L2 prefetches (row_loop.cuh kLoopL2*: bits 0-3 pass 1's distance in steps, 4-7 the next
-  // row's steps, 8 pass 2's; bit 12 pass 1 alone, for tuning only); −1: fused.cu kLoopL2. No value changes by them.
-  int loop_l2 = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -107,7 +104,6 @@ struct FusedLaunch {
   // uses at most the row's whole steps), or 0 where the rows are not 16-byte vectors or the device cannot give a
   // block that many (row_loop_stage_fit).
   int loop_stage = 0;
-  int loop_l2 = 0;  // ce14: the row loop's L2 prefetch setting launched (row_loop.cuh kLoopL2*; 0 none)
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -181,8 +181,6 @@ constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 constexpr int kLoopMaxStageSteps = 6;
 constexpr int kLoopStage16 = 3;
 constexpr int kLoopStageF32 = 3;
-// The row loop's L2 prefetches (ce14, row_loop.cuh kLoopL2*): none by default until a run measures one faster.
-constexpr int kLoopL2 = 0;
 int loop_stage_steps(std::size_t in_size, std::int64_t classes) {
   (void)classes;
   return in_size == 2 ? kLoopStage16 : kLoopStageF32;
@@ -658,10 +656,9 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, smem, pdl, s);
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
-  const int l2 = f.loop_vec_in ? (g_tuning.loop_l2 >= 0 ? g_tuning.loop_l2 : kLoopL2) : 0;
   g_last_launch =
-      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps, l2};
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps, l2));
+      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps};
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps));
   return true;
 }
 

@@ -214,35 +214,8 @@ __device__ __forceinline__ void stage_read(float (&x)[U * LoopVec<In>::V], const
     for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
 }
 
-// ce14 (session 14): L2 prefetches of the row loop's later steps, the kernel's `l2` argument (FusedTuning::loop_l2;
-// fused.cu kLoopL2): one thread of the block issues a bulk prefetch into L2 (PTX cp.async.bulk.prefetch.L2, sm_90: no
-// register holds the data and nothing waits on it, so no value changes, only where a later load finds its line, as
-// softmax's chunk kernel, chunk_states.cuh prefetch_chunk_l2) of one step's 32 KB (kLoopStepBytes) of the row, cut at
-// the row's last whole 16-byte vector. Only where the rows are 16-byte vectors (f.loop_vec_in). Fields:
-//   kLoopL2Ahead  (bits 0-3) pass 1: as step s starts, step s + D (D the field; at the row's first step, steps 1 .. D)
-//   kLoopL2Next   (bits 4-7) at pass 2's start, the next row this block owns: its first P steps (P the field)
-//   kLoopL2Back   (bit 8)    pass 2: as step s starts, step s − D (steps that are not staged; D from bits 0-3)
-//   kLoopL2Pass1  (bit 12)   tuning and profiling only: the loss and LSE stored, pass 2 skipped (no gradient)
-constexpr int kLoopL2AheadMask = 0xF, kLoopL2NextShift = 4, kLoopL2NextMask = 0xF0, kLoopL2Back = 1 << 8,
-              kLoopL2Pass1 = 1 << 12;
-// Step s of `row` (bytes [s · kLoopStepBytes, (s + 1) · kLoopStepBytes) of a row of `row_bytes`, 16-byte aligned) into
-// L2; nothing where the step starts past the row's last whole vector.
-__device__ __forceinline__ void loop_prefetch_l2(const void* row, std::int64_t row_bytes, int s) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const std::int64_t at = std::int64_t{s} * kLoopStepBytes;
-  const std::int64_t left = (row_bytes - at) / 16 * 16;
-  if (s < 0 || left <= 0) return;
-  const unsigned bytes = static_cast<unsigned>(left < kLoopStepBytes ? left : kLoopStepBytes);
-  const char* p = static_cast<const char*>(row) + at;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)row, (void)row_bytes, (void)s;
-#endif
-}
-
 // The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
-// pass 2. `l2`: ce14's L2 prefetches (above; 0 none). Outputs as fused_kernel's (FusedArgs: the gradient, the per-row
-// values, the mean's TargetParts).
+// pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
 // kStaged (ce12): the row's first min(stage_steps, whole steps) steps are also kept in the block's dynamic shared
 // memory (stage_steps · kLoopStepBytes, sized by the launch) and pass 2 takes them from there: (2 + (C − K)/C)·n bytes
 // for K staged logits a row instead of 3n. Only for 16-byte vector rows (f.loop_vec_in; the launch checks). The
@@ -250,7 +223,7 @@ __device__ __forceinline__ void loop_prefetch_l2(const void* row, std::int64_t r
 template <typename In, typename Out, bool kStaged = false>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
                                                                       const Totals* totals, int hints,
-                                                                      int stage_steps, int l2) {
+                                                                      int stage_steps) {
   constexpr int T = kLoopThreads, U = kLoopUnroll, V = LoopVec<In>::V, C = U * V, kWarps = T / 32;
   constexpr float kPad = -detail::inf_<float>();  // past the row's end: nothing to a max or a sum of exponentials
   __shared__ RowPart warp_part[2][kWarps];  // by row parity: rewritten two rows later, behind the next row's barrier
@@ -263,11 +236,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
   // The staged steps: the first ones, each of whole vectors only (a function of C and the launch's stage_steps).
   int staged = 0;
   if constexpr (kStaged) staged = f.loop_vec_in ? min(stage_steps, (n / V) / per_step) : 0;
-  // ce14's prefetches (thread 0; rows of 16-byte vectors only): pass 1's distance, the next row's steps, pass 2's.
-  if (!f.loop_vec_in) l2 = 0;
-  const int ahead = l2 & kLoopL2AheadMask, next_steps = (l2 & kLoopL2NextMask) >> kLoopL2NextShift;
-  const bool back = (l2 & kLoopL2Back) != 0 && ahead > 0, pf = tid == 0 && (l2 & ~kLoopL2Pass1) != 0;
-  const std::int64_t row_bytes = std::int64_t{n} * static_cast<std::int64_t>(sizeof(In));
 
   kernels::pdl_wait();  // the scan's totals (a plain launch: at once)
   kernels::pdl_launch_dependents();
@@ -307,12 +275,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     RunningSum run{-detail::inf_<float>(), 0.0f};
     float sm = 0, zt_mine = -detail::inf_<float>();
     for (int s = 0; s < steps; ++s) {
-      if (pf && ahead > 0) {
-        if (s == 0)
-          for (int k = 1; k <= ahead; ++k) loop_prefetch_l2(xr, row_bytes, k);
-        else
-          loop_prefetch_l2(xr, row_bytes, s + ahead);
-      }
       float x[C];
       if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
       else if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
@@ -366,11 +328,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     const RowScalars rsc = row_scalars(rs, zt, valid);
     const float hard = (1 - a.eps) * wt;
     if (tid == 0) row_loss(a, totals, f.out, row, kind, rsc, zt, hard, soft, smoothing, r0, rsm);
-    if (pf && next_steps > 0 && row + gridDim.x < a.rows) {  // the next row's first steps, read after this pass 2
-      const In* xn = row_ptr<In>(a, row + gridDim.x);
-      for (int k = 0; k < next_steps; ++k) loop_prefetch_l2(xn, row_bytes, k);
-    }
-    if (l2 & kLoopL2Pass1) continue;  // tuning: pass 1 alone
 
     // Pass 2: the steps in reverse.
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
@@ -387,7 +344,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     if (tid == g_t) dt = target_entry(rsc, gc, g_ce, hard, soft, W, wt, f.target_parts, row);
     const bool weighted = smoothing && a.weights;
     for (int s = steps - 1; s >= 0; --s) {
-      if (pf && back && s - ahead >= staged) loop_prefetch_l2(xr, row_bytes, s - ahead);
       float x[C];
       if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
       else if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
