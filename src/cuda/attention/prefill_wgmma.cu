@@ -153,16 +153,24 @@
 // D = 128 bf16 default, CUDA 13.0 ptxas, cuobjdump 13.x): the mask-free tile's loop body is 826 instructions a
 // consumer warp, of which 105 on the uniform datapath (UMOV 25, UIADD3.64 20, ULEA.HI 14, ULOP3 11, ...): each of
 // the 16 products had its descriptors rebuilt from the shared-memory address, 3-5 uniform instructions (desc_add's
-// 64-bit add of (stage · kStage + offset) >> 4 split into ULEA.HI, UMOV, UIADD3.64, and the high word's UMOV), and an
-// empty HGMMA 64x8x16 with its WARPGROUP.ARRIVE ran on every tile after the P·V branch (the second commit group,
-// empty only when there is no P·V). kLean takes each stage's K and V descriptor once a tile as an opaque 64-bit
-// value (desc_opaque: so the compiler cannot fold the stage's offset back into every product) and moves it by an
-// immediate per product (one UIADD3.64), and commits the P·V group inside its branch (the empty group only where no
-// P·V was issued). SASS: the loop body 826 → 775 instructions (uniform 105 → 53), the product issue from the turn's
-// BAR.SYNC to its BAR.ARV 102 → 63 instructions, 295 → 258 cycles of control-word stalls; D = 64 (three consumer
-// warpgroups) 774 → 731, uniform 89 → 45, the turn 82 → 51 instructions, 235 → 188 cycles. Registers and spills as
-// the defaults' (D = 128: 168 at entry; D = 64: 128 and its 32 bytes of stack), no C7510-C7520 but the C7519 remarks
-// the defaults have; the 30 other kernels' SASS identical to the same tree's without kLean.
+// 64-bit add of (stage · kStage + offset) >> 4 split into ULEA.HI, UMOV, UIADD3.64, and the high word's UMOV). kLean
+// takes each stage's K and V descriptor once a tile as an opaque 64-bit value (desc_opaque: so the compiler cannot
+// fold the stage's offset back into every product) and moves it by an immediate per product (one UIADD3.64). SASS:
+// the loop body 826 → 774 instructions (uniform 105 → 53), the product issue from the turn's BAR.SYNC to its
+// BAR.ARV 102 → 62 instructions, 295 → 243 cycles of control-word stalls; D = 64 (three consumer warpgroups)
+// 774 → 730, uniform 89 → 45, the turn 82 → 50 instructions, 235 → 173 cycles. Registers and spills as the
+// defaults' (D = 128: 168 at entry; D = 64: 128 and its 32 bytes of stack), no C7510-C7520 but the C7519 remarks the
+// defaults have; the 30 other kernels' SASS identical to the same tree's without kLean.
+// Read on the way (the same SASS): the P·V of tile j − 1 does not run under tile j's softmax within a warpgroup, in
+// the default or in kLean. The P·V branch (none on the first tile or where exact_pv takes the tile) is followed by
+// one commit, which ptxas closes with an empty HGMMA 64x8x16 group at the join on every tile, so wgmma_wait<1>
+// ("S_j is in registers; P·V may still run") leaves only that empty group pending: P·V is complete before the
+// softmax starts (the overlap is between the two warpgroups' turns only). A first kLean committed inside each branch
+// (the empty group only where no P·V): P·V then ran on under the softmax, and ptxas gave the softmax's temporaries
+// R152-R155, P's registers that P·V was still reading; the H200 run of 0851d44 timed it 1.02-1.06x the default, and
+// its bitwise test failed under compute-sanitizer memcheck (O's bits moved with the timing) though it passed
+// without. A P·V issued with no branch around it (the first tile peeled) made ptxas serialise every product
+// (C7513). So the P·V group keeps one commit after the branch.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -597,16 +605,19 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     if constexpr (kLean) {
       qk_lean(s, desc_opaque(k_base + static_cast<std::uint32_t>(cur) * kStageWords));
       ptx::wgmma_commit();
-      if (j > 0 && !exact_prev) {  // as below; each branch closes its own group (the empty one only where no P·V)
-        const std::uint64_t v_st = desc_opaque(v_base + static_cast<std::uint32_t>(prev) * kStageWords);
+      const std::uint64_t v_st = desc_opaque(v_base + static_cast<std::uint32_t>(prev) * kStageWords);
+      // One commit after the branch, as below: ptxas closes it with an empty HGMMA group on every tile, so the
+      // wait for S_j below also waits for this P·V (session 14: committing inside each branch let P·V run on under
+      // the softmax, and ptxas then reused P's registers R152-R155 for the softmax's temporaries while P·V read
+      // them: O's bits moved under compute-sanitizer in the H200 run of 0851d44; an unconditional P·V instead made
+      // ptxas serialise every product, C7513).
+      if (j > 0 && !exact_prev) {
         if (half_prev)
           pv_lean(o, p, v_st, std::integral_constant<int, kBlockN / 32>{});
         else
           pv_lean(o, p, v_st, std::integral_constant<int, kBlockN / 16>{});
-        ptx::wgmma_commit();
-      } else {
-        ptx::wgmma_commit();
       }
+      ptx::wgmma_commit();
     } else {
       qk(s, cur);
       ptx::wgmma_commit();
