@@ -392,7 +392,9 @@ fi
 # test_cuda_warp_backward whole, test_cuda_backward_reread whole, test_cuda_softmax's backward cases, memcheck and
 # racecheck on the small pack14 cases. Binaries built off the device for sm_90a (build/pack14-bin.tar.xz:
 # bin/{tune_softmax,test_cuda_warp_backward,test_cuda_backward_reread,test_cuda_softmax}). Caps: SMK_P14_TUNE_S (40
-# s), SMK_P14_NCU_S (15), SMK_P14_TEST_S (30); SMK_P14_SKIP=tune skips the timing. Back: pack14-tune.txt,
+# s), SMK_P14_NCU_S (15), SMK_P14_TEST_S (30); SMK_P14_SKIP=tune skips the timing and the profile, SMK_P14_QUICK=1
+# times only the rows pack14's rule changed (tune_softmax --pack14 quick) and skips the profile, SMK_P14_REREAD
+# filters test_cuda_backward_reread (default: all; whole it needs more than 30 s). Back: pack14-tune.txt,
 # pack14-ncu.txt, pack14-summary.txt, pack14-logs.tgz.
 if want pack14; then
   carried pack14 build/pack14-bin.tar.xz
@@ -406,19 +408,23 @@ smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
   if [[ "${SMK_P14_SKIP:-}" != tune ]]; then
-    run_step pack14-tune timeout "${SMK_P14_TUNE_S:-40}" stdbuf -oL "$p14/bin/tune_softmax" --pack14
+    run_step pack14-tune timeout "${SMK_P14_TUNE_S:-40}" stdbuf -oL "$p14/bin/tune_softmax" --pack14 \
+      $([[ "${SMK_P14_QUICK:-0}" == 1 ]] && echo quick)
     keep_logs pack14
-    run_step pack14-ncu timeout "${SMK_P14_NCU_S:-15}" ncu --metrics "$p14_metrics" --clock-control none \
-      -k regex:"backward_(wide_shared|shared_packed|reread)" "$p14/bin/tune_softmax" --pack14-ncu
-    keep_logs pack14
+    if [[ "${SMK_P14_QUICK:-0}" != 1 ]]; then
+      run_step pack14-ncu timeout "${SMK_P14_NCU_S:-15}" ncu --metrics "$p14_metrics" --clock-control none \
+        -k regex:"backward_(wide_shared|shared_packed|reread)" "$p14/bin/tune_softmax" --pack14-ncu
+      keep_logs pack14
+    fi
   fi
   p14_t=${SMK_P14_TEST_S:-30}
   bg_step pack14x-warpbwd timeout "$p14_t" "$p14/bin/test_cuda_warp_backward"
-  bg_step pack14x-reread timeout "$p14_t" "$p14/bin/test_cuda_backward_reread"
+  bg_step pack14x-reread timeout "$p14_t" "$p14/bin/test_cuda_backward_reread" \
+    --gtest_filter="${SMK_P14_REREAD:-*}"
   bg_step pack14x-softmax timeout "$p14_t" "$p14/bin/test_cuda_softmax" --gtest_filter='*Backward*:*BatchInvariance*'
   bg_step pack14x-memcheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$p14/bin/test_cuda_warp_backward" \
-    --gtest_filter='*SharedPacked*:*PackedE16*:*DispatcherRule*'
+    --gtest_filter='*SharedPacked*:*SixteenBitRowsOf64To128*:*DispatcherRule*'
   bg_step pack14x-racecheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
     --error-exitcode 9 "$p14/bin/test_cuda_warp_backward" --gtest_filter='*SharedPacked*'
   bg_tally
@@ -474,6 +480,9 @@ fi
 # (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (18),
 # SMK_CE14_OLD_S (12), SMK_CE14_NCU_S (18), SMK_CE14_TEST_S (18). Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt,
 # ce14-summary.txt, ce14-logs.tgz.
+# Ran once (2026-12-01 00:10 UTC, warm, 43.6 s; binaries of 02349f1 with tune_old of 124eebc): the full-size test parts
+# hit their caps, the rest completed; perf-notebook "session 14 — ce14". The prefetches, --ce14 and L2PrefetchSameBits
+# were removed after the run (8bc4e55): to run this step again, build its binaries from 02349f1.
 if want ce14; then
   carried ce14 build/ce14-bin.tar.xz
   c14=$bin/bin
@@ -553,13 +562,14 @@ if want pfx14; then
   end_carried
 fi
 # --- session 14: dec14 step goes here ---
-# dec14 (session 14, issue 8: split-KV decode): the tensor-core kernel's cp.async tile issue from lane terms formed
-# once beside the issue as before (bench_decode --dec14: 2 and 3 ring stages, 5 samples of each in turn, outputs
-# compared bit for bit), alone on the GPU; then in parallel test_cuda_decode whole (4 shards), memcheck on the small
-# new, TMA and bad-input cases and racecheck on the small new case (the ring: cp.async writes, ldmatrix reads across
+# dec14 (session 14, issue 8: split-KV decode). As run at 00:08 UTC 2026-12-01 (binaries of f68c7e8) it timed the
+# tensor-core kernel's cp.async tile issue from lane terms formed once beside the issue as before (since removed);
+# bench_decode --dec14 now times the dispatcher's 2 ring stages beside 3 (5 samples of each in turn, outputs compared
+# bit for bit), alone on the GPU. Then in parallel: test_cuda_decode whole (4 shards), memcheck on the small TMA and
+# bad-input cases, racecheck on the causal band's cp.async cases (the ring: cp.async writes, ldmatrix reads across
 # lanes), while torch starts and warms up cuDNN's SDPA at (1, 32768) and 64 x 4096 (32/8 heads, D = 128, bf16; K and V
-# [B, Hkv, S, D]); then Nsight Compute (--set full and the SMs' busiest / least busy cycles) on one call of each issue
-# of ours at those two rows (bench_decode --dec14-ncu), alone, and last on cuDNN's kernels of one call of each row.
+# [B, Hkv, S, D]). Then Nsight Compute (--set full and the SMs' busiest / least busy cycles) on one call of ours at
+# each of those rows (bench_decode --dec14-ncu), alone, and last on cuDNN's kernels of one call of each row.
 # Binaries built off the device for sm_90a (build/dec14-bin.tar.xz: bin/{bench_decode,test_cuda_decode}). Caps:
 # SMK_DEC14_BENCH_S (25 s), SMK_DEC14_TEST_S (25), SMK_DEC14_NCU_S (40), SMK_DEC14_CUDNN_S (90: torch). Back:
 # dec14-bench.txt, dec14-ncu.txt (ours: the details page), dec14-cudnn.txt (its details page), dec14-summary.txt,
@@ -622,14 +632,14 @@ PY
   done
   bg_step dec14x-memcheck timeout "$d14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$d14/bin/test_cuda_decode" \
-    --gtest_filter='*LeanCpAsync*:*TmaTiles*:*BadInputs*'
+    --gtest_filter='*TmaTiles*:*BadInputs*'
   d14_pids+=($!)
   bg_step dec14x-racecheck timeout "$d14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$d14/bin/test_cuda_decode" --gtest_filter='*LeanCpAsync*'
+    --error-exitcode 9 "$d14/bin/test_cuda_decode" --gtest_filter='*CausalBand*'
   d14_pids+=($!)
   wait "${d14_pids[@]}"
   run_step dec14-ncu timeout "${SMK_DEC14_NCU_S:-40}" bash -c "ncu --clock-control none --set full --metrics $d14_m \
-    -k regex:decode_mma -c 4 -f -o /tmp/d14rep/ours '$d14/bin/bench_decode' --dec14-ncu && ncu -i \
+    -k regex:decode_mma -c 2 -f -o /tmp/d14rep/ours '$d14/bin/bench_decode' --dec14-ncu && ncu -i \
     /tmp/d14rep/ours.ncu-rep --page details && ncu -i /tmp/d14rep/ours.ncu-rep --page raw --csv \
     --print-metric-instances values >$OUT/dec14-raw-ours.csv; ncu -i /tmp/d14rep/ours.ncu-rep --page source --csv \
     --print-source sass >$OUT/dec14-src-ours.csv"

@@ -85,6 +85,17 @@
 // 52.8 µs at (1, 32768) (2.54 TB/s), 142.2 at (1, 131072) (3.78), 148.2 / 271.6 / 143.5 on the batch rows, 55.8 and
 // 155.3 at 64/8; the split rule's cap at 32 instead of 16 slower on the three single-sequence rows (53.4, 144.0,
 // 57.7), at 24 slower still. Interleaved, ours / cuDNN 0.937 / 0.960 / 0.906 / 0.942 / 0.957 / 0.882 / 0.863.
+// Session 14 (dec14): the cp.async issue from lane terms formed once (below, before the tile loop): a tile's hot path
+// 556 -> 360 SASS instructions at D = 128, the same bytes per element and floor, the same bits. Measured beside the
+// issue as before in one binary (H200 call of 00:08 UTC 2026-12-01, binaries of f68c7e8, bench_decode --dec14, 5
+// samples each in turn; docs/bench/dec14-s14-2026-11-30.md), old / new µs: (1, 32768) 52.7 / 52.0 (2.58 TB/s),
+// (1, 131072) 139.5 / 138.0 (3.89), 64 × 4096 267.4 / 264.7 (4.06), 64/8 55.3 / 54.8, (1, 8192) 28.2 / 27.3,
+// 8 × 2048 34.3 / 34.0, 16 × 1024 31.4 / 30.7: 1.009-1.034x, every spread ≤ 0.3 µs. 3 ring stages were slower on six
+// of those seven cells (0.987-0.993x), faster only at (1, 8192) (64 blocks: 26.3 µs). Nsight Compute, same call
+// (PM sampling, 1.5-µs samples): at (1, 32768) this kernel streams at cuDNN's DRAM rate (90-99 % of peak a sample,
+// ~20 samples each) but then runs ~3 µs with every block folding and no DRAM traffic, and ~6 µs with only the 8
+// merging blocks (one per KV head) active; cuDNN drains in ~3 µs and reduces in a 3.9-µs kernel. At 64 × 4096 it
+// streams at 93 % of peak a sample against cuDNN's 97 % (2048 blocks with their folds and merges against 512).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -389,7 +400,7 @@ inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
 
 // kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
 // completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
-template <typename T, int D, int kStages, bool kCluster, bool kTma, bool kOldIssue = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
 __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUtensorMap* kmap, const CUtensorMap* vmap) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -496,21 +507,10 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
                            bar);
         }
       }
-    } else if constexpr (kOldIssue) {  // before session 14: every address formed afresh a tile (dec14's A/B only)
-#pragma unroll
-      for (int x = 0; x < kCopies; ++x) {
-        const int id = x * 32 + lane;
-        const int which = id / (kKeys * kChunks);  // 0: K, 1: V (compile-time per x)
-        const int rem = id % (kKeys * kChunks);
-        const int row = rem / kChunks, col = (rem % kChunks) * 8;
-        const int j = j0 + row;
-        const bool ok = j < (which ? v_end : kv_end);
-        const T* src = which ? vg + (ok ? j * a.vs[1] + col : 0) : kg + (ok ? j * a.ks[1] + col : 0);
-        ptx::cp_async_16(ptx::smem_addr(st + which * kTile + ptx::swizzled<D>(row, col)), src, ok ? 16 : 0);
-      }
     } else {
-      // Copy x moves row xr(x) + lr of K (x < kHalf) or V, chunk lc: the same rows, bytes and slots as the loop
-      // above, from the lane's terms formed once (dst_lane, klane, vlane, the steps) plus one product a tile.
+      // Copy x moves row xr(x) + lr of K (x < kHalf) or V, chunk lc: the same rows, bytes and slots as the issue
+      // before dec14 (commit f68c7e8 has it), from the lane's terms formed once (dst_lane, klane, vlane, the steps)
+      // plus one product a tile.
       const std::uint32_t slot = ptx::smem_addr(st);
       const int kl = kv_end - j0 - lr, vl = v_end - j0 - lr;  // row xr + lr is visible iff xr < kl (K), vl (V)
       std::uint64_t kp = klane + static_cast<std::uint64_t>(static_cast<std::int64_t>(j0) * ks1b);
@@ -521,7 +521,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
         const bool is_v = x >= kHalf;                // compile-time per x
         const int xr = (x % kHalf) * kRowsPerCopy;  // compile-time per x
         const bool ok = xr < (is_v ? vl : kl);
-        // Past the visible rows the copy reads nothing (size 0) from the cache's own start, as the loop above.
+        // Past the visible rows the copy reads nothing (size 0) from the cache's own start, as before dec14.
         const std::uint64_t src = is_v ? (ok ? vp : vbase) : (ok ? kp : kbase);
         const std::uint32_t dst = slot + static_cast<std::uint32_t>(((is_v ? kTile : 0) + xr * D) * sizeof(T)) +
                                   dst_lane[(xr & 7) / kRowsPerCopy];
@@ -763,12 +763,6 @@ template <typename T, int D, int kStages, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_kernel(const DecodeArgs a) {
   decode_mma_body<T, D, kStages, kCluster, false>(a, nullptr, nullptr);
 }
-// Session 14 (dec14): the cp.async kernel with the issue as it was before the lane terms, for the A/B in one binary
-// (decode_mma_old_issue); bf16 and f16 at D = 128 without clusters only, where the measured rows run.
-template <typename T, int D, int kStages>
-__global__ void __launch_bounds__(kWarps * 32) decode_mma_old_issue_kernel(const DecodeArgs a) {
-  decode_mma_body<T, D, kStages, false, false, true>(a, nullptr, nullptr);
-}
 // The TMA variant (session 10, dec10): built for 2 ring stages only (the dispatcher's), sm_90+.
 template <typename T, int D, bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const DecodeArgs a,
@@ -780,10 +774,9 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const Decod
   __trap();  // never launched: the host takes the TMA path on sm_90+ only
 #endif
 }
-template <typename T, int D, int kStages, bool kCluster, bool kTma, bool kOld = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma>
 constexpr auto kernel_of() {
   if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
-  else if constexpr (kOld) return decode_mma_old_issue_kernel<T, D, kStages>;
   else return decode_mma_kernel<T, D, kStages, kCluster>;
 }
 
@@ -809,7 +802,7 @@ constexpr std::size_t smem_bytes() {
 // ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
 // launch's set and its launch (found in session 6's review).
 constexpr int kDevicesKept = kMaxDevices;
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false, bool kOld = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
   static std::mutex mu;
@@ -818,7 +811,7 @@ void attributes_set(int device, bool spread) {
   if (kept && level[device].load(std::memory_order_acquire) >= want) return;
   std::lock_guard<std::mutex> lock(mu);
   if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
-  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma, kOld>();
+  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma>();
   constexpr std::size_t own = smem_bytes<T, D, kStages, kTma>();
   const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
@@ -835,11 +828,11 @@ bool spread_fits(int device) {
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
 // programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false, bool kOld = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
                            cudaLaunchAttribute* attrs) {
   constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma>();
-  attributes_set<T, D, kStages, kCluster, kTma, kOld>(device, spread);
+  attributes_set<T, D, kStages, kCluster, kTma>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
@@ -861,11 +854,6 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
   return cfg;
 }
 
-// dec14's A/B switch (decode_mma_old_issue): the cp.async launches at D = 128 without a cluster take
-// decode_mma_old_issue_kernel while it is set.
-std::atomic<bool> g_old_issue{false};
-std::atomic<std::uint64_t> g_old_issue_launches{0};
-
 template <typename T, int D, int kStages>
 void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s,
             const DecodeMaps* maps) {
@@ -880,16 +868,6 @@ void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device
         SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tma_kernel<T, D, false>, a, *maps));
       }
       SMK_CUDA_CHECK_LAUNCH("decode_mma_tma_kernel");
-      return;
-    }
-  }
-  if constexpr (D == 128) {
-    if (cluster == 0 && g_old_issue.load(std::memory_order_relaxed)) {
-      const cudaLaunchConfig_t cfg =
-          prepare<T, D, kStages, false, false, true>(device, grid, 0, spread, pdl, s, attrs);
-      SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_old_issue_kernel<T, D, kStages>, a));
-      SMK_CUDA_CHECK_LAUNCH("decode_mma_old_issue_kernel");
-      g_old_issue_launches.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
@@ -967,11 +945,6 @@ bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 g
 }
 
 std::uint64_t decode_tma_launches() { return g_tma_launches.load(std::memory_order_relaxed); }
-
-std::uint64_t decode_mma_old_issue(bool old) {
-  g_old_issue.store(old, std::memory_order_relaxed);
-  return g_old_issue_launches.load(std::memory_order_relaxed);
-}
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;

@@ -72,11 +72,4 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
   return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
 }
 
-// Session 14 (dec14): a switch for the A/B of one binary (bench_decode --dec14, test_decode), not an option. While it
-// is set, the tensor-core kernel's cp.async launches at D = 128 without a cluster form their copies' addresses as
-// before dec14 (every tile afresh) instead of from the lane terms formed once (decode_mma.cu): the same bytes into the
-// same ring slots, so the same bits. Returns how many launches took the old issue so far (tests check that one did).
-// Defined in decode_mma.cu; process-wide, not thread-safe against calls in flight.
-std::uint64_t decode_mma_old_issue(bool old);
-
 }  // namespace smk::cuda

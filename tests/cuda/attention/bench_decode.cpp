@@ -41,9 +41,9 @@
 // differ, and, on the single-sequence rows, the split rule's cap at 24 and 32 (DecodeConfig::max_splits; the fused
 // merge) beside its 16: kDec12Samples of each alternating, kSweepReps calls a sample; the two TMA rules' outputs
 // compared bit for bit (outputs poisoned first).
-// --dec14 (session 14) times the cp.async tile issue from lane terms formed once beside the issue as before (a switch,
-// decode_mma_old_issue), at 2 and 3 ring stages, on the cells where the dispatcher takes cp.async (dec14_mode below);
-// --dec14-ncu makes one call of each issue at (1, 32768) and 64 × 4096 for Nsight Compute.
+// --dec14 (session 14) times 2 and 3 ring stages on the cells where the dispatcher takes cp.async (dec14_mode below;
+// in session 14 also the cp.async issue before dec14, since removed); --dec14-ncu makes one call at (1, 32768) and one
+// at 64 × 4096 for Nsight Compute.
 //   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
@@ -83,13 +83,12 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// --dec14 (session 14): the tensor-core kernel's cp.async tile issue from lane terms formed once (the dispatcher's
-// since dec14) beside the issue as before (smk::cuda::decode_mma_old_issue), each with 2 ring stages (the dispatcher's)
-// and 3, on the cells where the dispatcher takes the cp.async tiles: the single-sequence rows (one block an SM or
-// fewer), 64 × 4096 (2048 blocks) and two small batches of one wave or less. kDec14Samples of each configuration in
-// turn (old, new, old 3 stages, new 3 stages, ...), kDec14Reps calls a sample after the 256 MB flush; the four outputs
-// compared bit for bit (poisoned first). --dec14-ncu: one call of each issue at (1, 32768) and 64 × 4096 (no flush:
-// Nsight Compute flushes before each replay), the dispatcher's configuration otherwise.
+// --dec14 (session 14): the dispatcher (2 ring stages) beside 3 ring stages on the cells where the dispatcher takes the
+// cp.async tiles: the single-sequence rows (one block an SM or fewer), 64 × 4096 (2048 blocks) and two small batches of
+// one wave or less. kDec14Samples of each in turn, kDec14Reps calls a sample after the 256 MB flush; the outputs
+// compared bit for bit (poisoned first). As run in session 14 (commit f68c7e8) it also timed the cp.async issue as
+// before dec14 (a switch since removed): old / new 1.009-1.034x, docs/bench/dec14-s14-2026-11-30.md. --dec14-ncu: one
+// call at (1, 32768) and one at 64 × 4096 (no flush: Nsight Compute flushes before each replay).
 int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s,
                void* flush, std::vector<cudaEvent_t>& ev) {
   using smk::TensorView;
@@ -126,22 +125,16 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   const auto dev = smk::Device::cuda(0);
   DecodeConfig three{};
   three.mma_stages = 3;
-  struct Variant {
-    const char* name;
-    bool old;
-    const DecodeConfig* cfg;
-  };
+  constexpr int kVariants = 2;
   const DecodeConfig dflt{};
-  const Variant var[4] = {{"old", true, &dflt}, {"new", false, &dflt}, {"old3", true, &three}, {"new3", false, &three}};
+  const DecodeConfig* var[kVariants] = {&dflt, &three};
   int sms = 0;
   SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int max_splits = smk::cuda::decode_max_splits(sms);
   std::string json = "[";
   if (!ncu_only)
-    std::printf("bench_decode --dec14: old = the cp.async issue before dec14, new = its lane terms; 3 = 3 ring stages"
-                "\n%-16s %6s %8s %8s %8s %8s  %9s %9s  %s\n",
-                "S, B, Hq", "blocks", "old us", "new us", "old3 us", "new3 us", "old/new", "new/new3",
-                "same bits; samples old, new, old3, new3 (min-max)");
+    std::printf("bench_decode --dec14: the dispatcher (2 ring stages) and 3 ring stages\n%-16s %6s %8s %8s  %9s  %s\n",
+                "S, B, Hq", "blocks", "2st us", "3st us", "2st/3st", "same bits; samples 2, 3 stages (min-max)");
   for (const Cell& cell : cells) {
     const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
     const std::vector<std::int32_t> lens_host(B, static_cast<std::int32_t>(S));
@@ -154,20 +147,17 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
     const auto N = TensorView::of(lens.data(), {B}, dev);
     const smk::AttentionDecodeOptions opt;
     const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    const auto call = [&](const Variant& x) {
-      smk::cuda::decode_mma_old_issue(x.old);
-      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, *x.cfg);
+    const auto call = [&](const DecodeConfig* x) {
+      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, *x);
     };
-    if (ncu_only) {  // one call of the new issue, then one of the old, at 2 ring stages
-      call(var[1]);
+    if (ncu_only) {  // one call of the dispatcher's configuration
       call(var[0]);
       SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      smk::cuda::decode_mma_old_issue(false);
-      std::printf("bench_decode --dec14-ncu: (%lld, %lld, %lld): new issue, then old issue\n", (long long)B,
-                  (long long)S, (long long)hq);
+      std::printf("bench_decode --dec14-ncu: (%lld, %lld, %lld): one call\n", (long long)B, (long long)S,
+                  (long long)hq);
       continue;
     }
-    const auto time = [&](const Variant& x) {
+    const auto time = [&](const DecodeConfig* x) {
       for (int i = 0; i < 5; ++i) call(x);
       for (int i = 0; i < kDec14Reps; ++i) {
         SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, std::size_t{256} << 20, s));
@@ -184,7 +174,7 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
       }
       return median(t);
     };
-    const auto result = [&](const Variant& x) {
+    const auto result = [&](const DecodeConfig* x) {
       SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * hq * kD * 2, s));
       SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * hq * 4, s));
       call(x);
@@ -194,16 +184,13 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
       SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * hq * kD * 2, lse.data(), B * hq * 4, cudaMemcpyDeviceToHost));
       return h;
     };
-    const auto ref = result(var[0]);
-    bool same = true;
-    for (int c = 1; c < 4; ++c) same = same && result(var[c]) == ref;
-    std::vector<double> t[4];
+    const bool same = result(var[0]) == result(var[1]);
+    std::vector<double> t[kVariants];
     for (int k2 = 0; k2 < kDec14Samples; ++k2)
-      for (int c = 0; c < 4; ++c) t[c].push_back(time(var[c]));
-    smk::cuda::decode_mma_old_issue(false);
-    double m[4];
+      for (int c = 0; c < kVariants; ++c) t[c].push_back(time(var[c]));
+    double m[kVariants];
     std::string samples, spread;
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < kVariants; ++c) {
       m[c] = median(t[c]);
       samples += c ? ", [" : "[";
       for (int k2 = 0; k2 < kDec14Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
@@ -217,16 +204,15 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
     const double kv = 2.0 * B * S * kHkv * kD * 2;
     char label[48];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
-    std::printf("%-16s %6lld %8.1f %8.1f %8.1f %8.1f  %9.3f %9.3f  %s; %s (%.2f TB/s new)\n", label, blocks, m[0],
-                m[1], m[2], m[3], m[0] / m[1], m[1] / m[3], same ? "yes" : "NO", spread.c_str(), kv / m[1] / 1e6);
+    std::printf("%-16s %6lld %8.1f %8.1f  %9.3f  %s; %s (%.2f TB/s at 2 stages)\n", label, blocks, m[0], m[1],
+                m[0] / m[1], same ? "yes" : "NO", spread.c_str(), kv / m[0] / 1e6);
     std::fflush(stdout);
     json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
             ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
             ", \"blocks\": " + std::to_string(blocks) + ", \"kv_bytes\": " + std::to_string(kv) +
-            ", \"us_old\": " + std::to_string(m[0]) + ", \"us_new\": " + std::to_string(m[1]) +
-            ", \"us_old3\": " + std::to_string(m[2]) + ", \"us_new3\": " + std::to_string(m[3]) +
+            ", \"us\": " + std::to_string(m[0]) + ", \"us_3stages\": " + std::to_string(m[1]) +
             ", \"same_bits\": " + (same ? "true" : "false") + ", \"samples\": [" + samples + "]}";
-    if (!same) std::printf("bench_decode --dec14: the variants' outputs differ at (%lld, %lld)\n", (long long)S,
+    if (!same) std::printf("bench_decode --dec14: 2 and 3 stages' outputs differ at (%lld, %lld)\n", (long long)S,
                            (long long)B);
   }
   json += "]\n";
