@@ -84,6 +84,14 @@
 // on a grid of 16: 1048576×32 99.55 / 99.81 → 98.69 (95.6 %), 99.62 / 99.36 → 98.75; 262144×128 99.30 / 99.26 → 98.43,
 // 99.42 / 99.52 → 98.69. Timed and not taken: the packed kernel with streaming stores or 2 / 4 row groups a lane group
 // at once, the packed E32 rows on a grid of 16, the dense E16 / E32 with streaming stores (0.97-1.01×).
+// pack14 (session 14, 2026-12-01; docs/bench/pack14-s14-2026-11-30.md; tune_softmax --pack14, H200 runs of 600c491's
+// kernels and of the final rule, median of 3 alternating rounds of 40, µs): the dy-shared block with y held packed
+// (backward_shared_packed_kernel, 40 registers, 3 blocks of 512 an SM) on dense 16-bit rows of 2048..16384, the same
+// bits: bf16 / f16 4096..16384 1.008-1.022× (e.g. 4096×16384 log-softmax backward 101.76 / 101.73 → 99.62, 94.7 % of
+// copy); its 32-register build (4 blocks, spilling) 0.88-0.90×, removed. The warp kernel (softmax_cuda.cpp rules): 16-bit
+// rows of 64 packed E16 L4 on the grid of 8 1.08-1.10× (bf16 57.60 → 53.22), 128 at E8 L16 1.017-1.028× (53.70 →
+// 52.80), not-dense 100 at E8 L16 1.51-1.55× (175.0 → 113.6); the packed E16 build at 8 blocks (32 registers, 24 B
+// spilled) 0.87-0.90×, removed. f16 backward re-timed on real softmax outputs (session 12's review F7): as bf16.
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy
@@ -108,8 +116,13 @@ namespace {
 
 namespace cg = cooperative_groups;
 constexpr int kWarpThreads = 256;
-// pack14: the packed dy-shared kernel's launch bound (threads a block: rows of up to 512 · 32 = 16384) and the build the
-// dispatcher's calls take (blocks an SM; 0: none, the unpacked kernel).
+// pack14 (session 14): the packed dy-shared kernel's launch bound (threads a block: rows of up to 512 · 32 = 16384) and
+// the build the dispatcher's calls take (blocks an SM; 0: none, the unpacked kernel). 3 blocks of 512 (40 registers):
+// H200, tune_softmax --pack14 (run of 600c491's kernels, 2026-12-01 00:07 UTC, median of 3 alternating rounds of 40,
+// µs, the unpacked kernel timed first and last → packed), softmax backward bf16 16384×4096 100.45 / 100.38 → 99.49,
+// 8192×8192 99.65 / 99.46 → 98.53, 4096×16384 99.97 / 99.90 → 98.34; log-softmax backward 100.74 / 100.48 → 99.33,
+// 100.83 / 100.83 → 99.46, 101.76 / 101.73 → 99.62; f16 alike (99.36 / 99.10 → 98.34 … 101.44 / 101.57 → 100.06):
+// 1.008-1.022×, 94.2-95.9 % of copy (docs/bench/pack14-s14-2026-11-30.md).
 constexpr int kSharedPackedMaxThreads = 512;
 constexpr int kBackwardSharedPackedBlocks = 3;
 constexpr int kBlockMaxThreads = 512;
@@ -448,19 +461,22 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 }
 
 // pack14 (session 14): backward_wide_shared_kernel for dense 16-bit rows of at most kSharedPackedMaxThreads · 32
-// (4096 .. 16384 as the dispatcher sizes the block: n = T · 32) with y held packed as loaded (packed16.cuh: 16
+// (2048 .. 16384 as the dispatcher sizes the block: n = T · 32) with y held packed as loaded (packed16.cuh: 16
 // registers of row instead of 32) and dy in shared memory as there, under __launch_bounds__(kSharedPackedMaxThreads,
-// kMinBlocks): 32 registers at 4 (64 warps an SM) against the unpacked kernel's 64 (32 warps). Dense rows only
-// (packed_rule.hpp packed_dense at T lanes of 32: n = T · 32, one row dimension, unit steps, 16-byte aligned rows, dx in
-// y's dtype, no temperature); anything else takes backward_wide_shared_kernel. The same element map (RowTile's
+// kMinBlocks): 40 registers at 3 (48 warps an SM) against the unpacked kernel's 64 (32 warps). Dense rows only
+// (packed_rule.hpp packed_dense at T lanes of 32: n = T · 32, one row dimension, unit steps, 16-byte aligned rows, dx
+// in y's dtype, no temperature); anything else takes backward_wide_shared_kernel. The same element map (RowTile's
 // (k·T + t)·V + j, dy's vector k of thread t at slot k·T + t), the same terms and tree (tree_sum<32> splits at 16 and
 // 8: the four vectors' trees of 8 added as (v0 + v1) + (v2 + v3), each leaf formed where the tree takes it), block_sum
 // and the same gradient arithmetic: the outputs are bitwise the unpacked kernel's (tests/cuda/softmax/
 // test_warp_backward_gpu.cpp SharedPackedBitwiseTheUnpackedBlock).
 // Traffic as the unpacked kernel: 6 B an element (y and dy read once, dx written); floor 16384×4096 bf16 (403 MB)
-// 94.3 µs at 4.27 TB/s.
+// 94.3 µs at 4.27 TB/s. Measured (pack14, kBackwardSharedPackedBlocks below): 98.3-100.1 µs at 4096..16384, 94-96 % of
+// copy; Nsight Compute at bf16 16384×4096 softmax backward (one launch each, clocks unlocked): unpacked 94.2 µs, DRAM
+// 85.0 %, warps active 47.8 %, 10.1 long-scoreboard stall cycles an issue; packed 89.5 µs, 88.5 %, 71.1 %, 15.6.
 template <typename In, int kMinBlocks>
-__global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks) backward_shared_packed_kernel(const RowProblem p) {
+__global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
+    backward_shared_packed_kernel(const RowProblem p) {
   using S = SharedShare<In>;
   using Tile = typename S::Tile;
   constexpr int E = kBackwardWideSharedElems, K = S::K, V = S::V;
@@ -725,10 +741,6 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
   if constexpr (sizeof(In) == 2 && E >= 8) {
     if (warp_packed(c) && packed_dense(p, c.lanes, E)) {
       kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>>;
-      if constexpr (E == 16) {  // pack14: E16 at 8 blocks an SM (32 registers) where the launch or the tuning asks
-        const int want = backward_packed_tuning().e16_blocks > 0 ? backward_packed_tuning().e16_blocks : d.packed_blocks;
-        if (want == 8) kernel = backward_warp_packed_kernel<In, 16, 8>;
-      }
       packed = true;
     }
   }
@@ -774,12 +786,13 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, c.cluster));
 }
 
-// pack14: the packed dy-shared kernel's builds (blocks an SM under __launch_bounds__(512, ·)): 4 (32 registers) and 3
-// (40), for timing; kBackwardSharedPackedBlocks the one the dispatcher's calls take (0: none).
+// pack14: the packed dy-shared kernel's build (blocks an SM under __launch_bounds__(512, ·)): 3 (40 registers, no
+// spill), the one the dispatcher's calls take (kBackwardSharedPackedBlocks). The build at 4 (32 registers, 24 B spilled
+// in the row loop) ran 0.88-0.90× of the unpacked kernel (its local-memory traffic: 144 MB of DRAM writes against 116
+// at 16384×4096 under Nsight Compute); its code is in 600c491.
 template <typename In>
 auto shared_packed_kernel(int blocks) -> void (*)(const RowProblem) {
   if constexpr (sizeof(In) == 2) {
-    if (blocks == 4) return backward_shared_packed_kernel<In, 4>;
     if (blocks == 3) return backward_shared_packed_kernel<In, 3>;
   }
   return nullptr;
@@ -793,8 +806,9 @@ void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const int want = backward_packed_tuning().shared_blocks >= 0 ? backward_packed_tuning().shared_blocks
                                                                : kBackwardSharedPackedBlocks;
   int took = 0;
-  if (const auto packed = shared_packed_kernel<In>(want);
-      packed != nullptr && c.threads <= kSharedPackedMaxThreads && packed_dense(p, c.threads, kBackwardWideSharedElems)) {
+  const auto packed = shared_packed_kernel<In>(want);
+  if (packed != nullptr && c.threads <= kSharedPackedMaxThreads &&
+      packed_dense(p, c.threads, kBackwardWideSharedElems)) {
     const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
     packed<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("backward_shared_packed_kernel");

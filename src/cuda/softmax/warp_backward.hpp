@@ -23,11 +23,8 @@ namespace smk::cuda::kernels {
 //           or 0 for none (the general kernel).
 // Plain loads: evict-first loads were timed (0.87-0.95×, docs/perf-notebook.md "sbwd11") and not kept. Stores: plain,
 // but streaming (st.global.cs) in the E8 build (sbwd12).
-// packed_blocks (pack14): a 16-bit launch at E16 held packed takes backward_warp_packed_kernel's 8-block build (32
-// registers) when 8, else the 6-block one (kWarpBackwardPackedMinBlocks<16>); f32 launches ignore it.
 struct WarpBackwardDense {
   int blocks = 0;
-  int packed_blocks = 0;
 };
 // Tests and timing: when `on`, replaces the dispatcher's WarpBackwardDense on every f32 warp_per_row backward launch.
 struct WarpBackwardDenseTuning {
@@ -49,14 +46,13 @@ constexpr bool backward_dense_built(int elems, int blocks) {
   return (elems == 8 && blocks == 4) || (elems == 16 && blocks == 4) || (elems == 32 && blocks == 2);
 }
 
-// pack14 (session 14), for tests and timing: e16_blocks 8 or 6 sends a packed 16-bit E16 launch to
-// backward_warp_packed_kernel's build at that many blocks an SM (8: 32 registers, 6: 40), 0 leaves the launch's
-// (WarpBackwardDense::packed_blocks); shared_blocks asks the dy-shared
-// block (BlockConfig::dy_shared) for its packed form at that many blocks an SM (backward.cu backward_shared_packed_kernel:
-// 4 or 3 built; 0 none, -1 the dispatcher's kBackwardSharedPackedBlocks), which serves dense 16-bit rows of up to 512
-// threads and falls back to the unpacked kernel (the same bits) elsewhere. Process-wide, not synchronised.
+// pack14 (session 14), for tests and timing: shared_blocks asks the dy-shared block (BlockConfig::dy_shared) for its
+// packed form at that many blocks an SM (backward.cu backward_shared_packed_kernel: 3 built; 0 none, -1 the
+// dispatcher's kBackwardSharedPackedBlocks, 3), which serves dense 16-bit rows of up to 512 threads and falls back to
+// the unpacked kernel (the same bits) elsewhere; a count not built takes the unpacked kernel. Process-wide, not
+// synchronised. (The packed warp kernel's E16 build at 8 blocks an SM, selectable here in 600c491, ran 0.87-0.90× of
+// the builds the dispatcher takes and was removed.)
 struct BackwardPackedTuning {
-  int e16_blocks = 0;
   int shared_blocks = -1;
 };
 BackwardPackedTuning& backward_packed_tuning();
