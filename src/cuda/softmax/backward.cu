@@ -88,10 +88,11 @@
 // kernels and of the final rule, median of 3 alternating rounds of 40, µs): the dy-shared block with y held packed
 // (backward_shared_packed_kernel, 40 registers, 3 blocks of 512 an SM) on dense 16-bit rows of 2048..16384, the same
 // bits: bf16 / f16 4096..16384 1.008-1.022× (e.g. 4096×16384 log-softmax backward 101.76 / 101.73 → 99.62, 94.7 % of
-// copy); its 32-register build (4 blocks, spilling) 0.88-0.90×, removed. The warp kernel (softmax_cuda.cpp rules): 16-bit
-// rows of 64 packed E16 L4 on the grid of 8 1.08-1.10× (bf16 57.60 → 53.22), 128 at E8 L16 1.017-1.028× (53.70 →
-// 52.80), not-dense 100 at E8 L16 1.51-1.55× (175.0 → 113.6); the packed E16 build at 8 blocks (32 registers, 24 B
-// spilled) 0.87-0.90×, removed. f16 backward re-timed on real softmax outputs (session 12's review F7): as bf16.
+// copy); its 32-register build (4 blocks, spilling) 0.88-0.90×, removed. The warp kernel (softmax_cuda.cpp rules):
+// 16-bit rows of 64 packed E16 L4 on the grid of 8 1.08-1.10× (bf16 57.60 → 53.22), 128 at E8 L16 1.017-1.028× (53.70
+// → 52.80), not-dense 100 at E8 L16 1.51-1.55× (175.0 → 113.6); the packed E16 build at 8 blocks (32 registers, 24 B
+// spilled) 0.88-0.92× at 32 and 128, 0.96-0.97× at 64 (against its persistent-grid default), removed. f16 backward
+// re-timed on real softmax outputs (session 12's review F7): as bf16.
 // split_row (few7, session 7): the merge and elementwise kernels as programmatic dependent launches (y and dy loaded
 // before the wait for the row sums), and compact chunk-sum and elementwise kernels for the common call (unit-stride
 // aligned y, dy, dx, no temperature; bitwise the generic ones). Traffic 20 B (f32) / 10 B (bf16) an element (y and dy

@@ -50,8 +50,8 @@ constexpr bool backward_dense_built(int elems, int blocks) {
 // packed form at that many blocks an SM (backward.cu backward_shared_packed_kernel: 3 built; 0 none, -1 the
 // dispatcher's kBackwardSharedPackedBlocks, 3), which serves dense 16-bit rows of up to 512 threads and falls back to
 // the unpacked kernel (the same bits) elsewhere; a count not built takes the unpacked kernel. Process-wide, not
-// synchronised. (The packed warp kernel's E16 build at 8 blocks an SM, selectable here in 600c491, ran 0.87-0.90× of
-// the builds the dispatcher takes and was removed.)
+// synchronised. (The packed warp kernel's E16 build at 8 blocks an SM, selectable here in 600c491, ran 0.88-0.97× of
+// the builds the dispatcher took and was removed.)
 struct BackwardPackedTuning {
   int shared_blocks = -1;
 };
