@@ -13,6 +13,8 @@
 // built dense kernels see non-finite y and refuse the pitch and the temperature.
 // In place (session 12's review F8): the dense E8 f32 kernel (streaming stores) and the packed E8 16-bit kernel at
 // their rule's bounds with dx written over dy and over y (DispatcherRuleAtItsBounds).
+// pack14 (session 14): the dy-shared block's packed form bitwise the unpacked block
+// (SharedPackedBitwiseTheUnpackedBlock) and the 16-bit rows of 64..128 that pack14's rule moved (SixteenBitRowsOf64To128).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
@@ -41,6 +43,7 @@ struct TuningGuard {
   ~TuningGuard() {
     k::warp_row_tuning() = k::WarpRowTuning{};
     k::warp_backward_dense_tuning() = k::WarpBackwardDenseTuning{};
+    k::backward_packed_tuning() = k::BackwardPackedTuning{};
   }
 };
 
@@ -119,8 +122,9 @@ TEST_F(GpuWarpBackward, DenseF32BitwiseTheGeneralKernel) {
 // the dense kernel at 4 blocks an SM on a grid of 16 (sbwd12); rows of 512 dense for E16 L32 the dense kernel at 4
 // blocks on the grid of 8; rows of 1024 dense for E32 L32 the dense kernel at 2 blocks on a grid of 16; every other f32
 // row (16, 31, 32 at an odd pitch, 257, 511, 513, 1023, 1024 at an odd pitch) the general kernel on the grid of 8.
-// 16-bit rows (bf16, f16) of 32 (packed E8 L4, sbwd12), 128, 512 and 1024, dense, take the packed kernel on the grid of
-// 8; 32, 513 and 1024 at an odd pitch the unpacked one on the persistent grid (0). The expectations are the rule as
+// 16-bit rows (bf16, f16) of 32 (packed E8 L4, sbwd12), 64 (packed E16 L4, pack14), 128 (packed E8 L16, pack14), 256,
+// 512 and 1024, dense, take the packed kernel on the grid of 8; 65, 129, 513 and 32, 64, 128, 1024 at an odd pitch the
+// unpacked one on the persistent grid (0). The expectations are the rule as
 // written, not the code. In place (session 12's review F8): f32 32 and 256 (dense E8, streaming stores) and 16-bit 32
 // (packed E8 at 8 blocks an SM) again with dx written over dy and over y: the same kernel and grid, within the float64
 // reference's gates, and bitwise the out-of-place dx.
@@ -146,7 +150,10 @@ TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
                              {DType::f32, 1024, true, 0, false, 8}};
   for (DType t : {DType::bf16, DType::f16})
     for (const Want& w : {Want{t, 32, false, 0, true, 8}, Want{t, 32, true, 0, false, 0},
-                          Want{t, 128, false, 0, true, 8}, Want{t, 512, false, 0, true, 8},
+                          Want{t, 64, false, 0, true, 8}, Want{t, 64, true, 0, false, 0},
+                          Want{t, 65, false, 0, false, 0}, Want{t, 128, false, 0, true, 8},
+                          Want{t, 128, true, 0, false, 0}, Want{t, 129, false, 0, false, 0},
+                          Want{t, 256, false, 0, true, 8}, Want{t, 512, false, 0, true, 8},
                           Want{t, 513, false, 0, false, 0}, Want{t, 1024, false, 0, true, 8},
                           Want{t, 1024, true, 0, false, 0}})
       wants.push_back(w);
@@ -192,6 +199,148 @@ TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
       expect_launch(over_y.name);
       expect_same_bits(r, b, over_y.name);
     }
+}
+
+// pack14 (session 14): the dy-shared block (BlockConfig::dy_shared, the dispatcher's 16-bit backward rows of 2048 ..
+// 24575) with y held packed (backward.cu backward_shared_packed_kernel, its build at 3 blocks of 512 threads an SM,
+// the dispatcher's default) against the unpacked kernel (shared_blocks 0), bitwise: the same element map, terms, tree,
+// block sum and gradient arithmetic. Rows dense for T = n / 32 threads (2048, 4096, 8192, 16384: T 64 .. 512) must take
+// the packed form when asked (backward_packed_last), a count not built (4; built and run in 600c491) the unpacked
+// kernel; rows of 4100 (a ragged last vector), 16384 at an odd pitch, 16384 under a temperature and a
+// dx in f32 must fall back to the unpacked kernel, and rows of 24576 (T 768, above the packed build's 512) too. Every
+// result within the float64 reference's gates (the unpacked kernel's) and without stray writes; non-finite y (one +inf
+// and one NaN in row 0, row 1 all −inf) the two kernels' bits only; dx written over dy and over y bitwise the
+// out-of-place dx (the packed form reads a thread's y and dy before it writes them).
+TEST_F(GpuWarpBackward, SharedPackedBitwiseTheUnpackedBlock) {
+  TuningGuard guard;
+  auto& tuning = k::backward_packed_tuning();
+  auto& last = k::backward_packed_last();
+  std::uint64_t seed = 14000;
+  struct Row {
+    std::int64_t n;
+    int variant;  // 0 dense, 1 odd pitch, 2 temperature 0.75, 3 non-finite y, 4 dx in f32
+  };
+  std::vector<Row> rows_of = {{2048, 0}, {4096, 0}, {8192, 0}, {16384, 0}, {4100, 0}, {24576, 0},
+                              {16384, 1}, {16384, 2}, {4096, 3}, {8192, 4}};
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Row& w : rows_of) {
+      if (small_mode() && w.n > 8192 && w.variant == 0) continue;
+      const std::int64_t elements = small_mode() ? (1 << 15) : 1'200'000;
+      const std::int64_t rows = std::max<std::int64_t>(3, elements / w.n + 3);
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(w.n), op,
+                               t, w.variant == 4 ? DType::f32 : t, rows, w.n, ++seed);
+        if (w.variant == 1) {
+          c.in.strides = {w.n + 1, 1};
+          c.in.offset = 1;
+          c.name += " odd pitch";
+        }
+        if (w.variant == 2) {
+          c.options.temperature = 0.75f;
+          c.exact_scaling = false;
+          c.name += " T 0.75";
+        }
+        if (w.variant == 3) {
+          c.x[static_cast<std::size_t>(w.n / 2)] = std::numeric_limits<double>::infinity();
+          c.x[0] = std::numeric_limits<double>::quiet_NaN();
+          for (std::int64_t j = 0; j < w.n; ++j)
+            c.x[static_cast<std::size_t>(w.n + j)] = -std::numeric_limits<double>::infinity();
+          c.name += " non-finite";
+        }
+        if (w.variant == 4) c.name += " dx f32";
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        const bool dense = (w.variant == 0 || w.variant == 3) && w.n % 1024 == 0 && w.n <= 16384;
+        tuning.shared_blocks = 0;
+        const Result base = run_gpu(c, SoftmaxPath::block_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        EXPECT_FALSE(base.stray_write);
+        EXPECT_EQ(last.shared_blocks.load(), 0) << "unpacked kernel asked for";
+        if (w.variant != 3) {
+          EXPECT_EQ(check(c, base, reference(c)), 0);
+        }
+        for (int blocks : {3, 4}) {  // 4: not built, the unpacked kernel
+          const std::string what = "packed " + std::to_string(blocks);
+          tuning.shared_blocks = blocks;
+          const Result r = run_gpu(c, SoftmaxPath::block_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_FALSE(r.stray_write) << what;
+          const bool took = dense && blocks == 3;
+          EXPECT_EQ(last.shared_blocks.load(), took ? blocks : 0) << what;
+          expect_same_bits(base, r, what);
+          if (w.variant != 0 || w.n != 4096 || !took) continue;
+          Case over_dy = c;
+          over_dy.name += " dx over dy";
+          over_dy.in_place = true;
+          const Result a = run_gpu(over_dy, SoftmaxPath::block_per_row);
+          ASSERT_TRUE(a.ran) << a.reason;
+          EXPECT_EQ(last.shared_blocks.load(), blocks) << over_dy.name;
+          expect_same_bits(base, a, what + " " + over_dy.name);
+          Case over_y = c;
+          over_y.name += " dx over y";
+          over_y.in_place = true;
+          const Result b = run_over_y(over_y);
+          EXPECT_EQ(last.shared_blocks.load(), blocks) << over_y.name;
+          expect_same_bits(base, b, what + " " + over_y.name);
+        }
+      }
+    }
+}
+
+// pack14: the 16-bit backward rows pack14's rule moved, through the dispatcher (warp_per_row): 64 (packed E16 L4, now
+// on the grid of 8), 128 (packed E8 L16 on the grid of 8, was E32 L4) and 100 (not dense: the unpacked kernel at E8
+// L16, was E32 L4). Each within the float64 reference's gates and without stray writes; the packed rows on the
+// persistent grid and on a grid capped at 7 blocks (every block walks many row groups) give the dispatcher's bits (the
+// grid changes which block walks a row, never how); the same values at an odd pitch take the unpacked kernel at the
+// same lanes and elements and give them too (one reduction order a length: batch invariance).
+TEST_F(GpuWarpBackward, SixteenBitRowsOf64To128) {
+  TuningGuard guard;
+  std::uint64_t seed = 14500;
+  struct Want {
+    std::int64_t n;
+    int lanes, elems, grid;
+    bool packed;
+  };
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Want& w : {Want{64, 4, 16, 8, true}, Want{128, 16, 8, 8, true}, Want{100, 16, 8, 0, false}})
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        const std::int64_t rows = (small_mode() ? (1 << 15) : 400'000) / w.n + 5;
+        Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(w.n), op,
+                               t, t, rows, w.n, ++seed);
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        k::warp_row_tuning() = {};
+        auto& last = k::warp_backward_last();
+        const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(base.ran) << base.reason;
+        EXPECT_FALSE(base.stray_write);
+        EXPECT_EQ(last.lanes.load(), w.lanes);
+        EXPECT_EQ(last.elems.load(), w.elems);
+        EXPECT_EQ(last.grid.load(), w.grid);
+        EXPECT_EQ(last.packed.load(), w.packed);
+        EXPECT_EQ(check(c, base, reference(c)), 0);
+        if (!w.packed) continue;
+        for (int grid : {0, -1})
+          for (int cap : {0, 7}) {
+            k::warp_row_tuning().grid = grid;
+            k::warp_row_tuning().max_blocks = cap;
+            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+            ASSERT_TRUE(r.ran) << r.reason;
+            EXPECT_FALSE(r.stray_write);
+            EXPECT_TRUE(last.packed.load());
+            expect_same_bits(base, r, "grid " + std::to_string(grid) + ", max_blocks " + std::to_string(cap));
+          }
+        k::warp_row_tuning() = {};
+        Case odd = c;
+        odd.in.strides = {w.n + 1, 1};
+        odd.in.offset = 1;
+        odd.name += " odd pitch";
+        const Result u = run_gpu(odd, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(u.ran) << u.reason;
+        EXPECT_FALSE(u.stray_write);
+        EXPECT_FALSE(last.packed.load());
+        EXPECT_EQ(last.lanes.load(), w.lanes);
+        EXPECT_EQ(last.elems.load(), w.elems);
+        expect_same_bits(base, u, odd.name);
+      }
 }
 
 }  // namespace
