@@ -441,7 +441,28 @@ fi
 # shards), memcheck and racecheck on the small TmaChunks cases. Binaries built off the device for sm_90a
 # (build/tma14-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/). Caps: SMK_T14_TUNE_S (30 s), SMK_T14_NCU_S
 # (15), SMK_T14_TEST_S (25). Back: tma14-tune.txt, tma14-ncu.txt, tma14-summary.txt, tma14-logs.tgz.
-if want tma14; then
+# SMK_T14_PASS=2 (the second call): tune_softmax --tma14b (the rule's threshold: logsumexp at 128 ... 2048 x 151936,
+# plain / 2 stages / the library's rule), then TmaChunksBitwiseThePlainKernel at full size (45 s), TmaRuleByChunkCount,
+# memcheck and racecheck on both (small), and test_cuda_few_rows' tests the first call's caps cut (L2Prefetch*,
+# Stream*). Back: tma14-tuneb.txt, tma14-summary.txt, tma14-logs.tgz.
+if want tma14 && [[ "${SMK_T14_PASS:-1}" == 2 ]]; then
+  carried tma14 build/tma14-bin.tar.xz
+  t14=$bin
+  run_step tma14-tuneb timeout "${SMK_T14_TUNE_S:-30}" stdbuf -oL "$t14/bin/tune_softmax" --tma14b
+  keep_logs tma14
+  t14_t=${SMK_T14_TEST_S:-45}
+  bg_step tma14x-tma timeout "$t14_t" "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*:*TmaRule*'
+  bg_step tma14x-few timeout "$t14_t" "$t14/bin/test_cuda_few_rows" \
+    --gtest_filter='*L2Prefetch*:*StreamBitwise*:*StreamDefaultRule*'
+  bg_step tma14x-memcheck timeout "$t14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*:*TmaRule*'
+  bg_step tma14x-racecheck timeout "$t14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$t14/bin/test_cuda_few_rows" --gtest_filter='*TmaChunks*:*TmaRule*'
+  bg_tally
+  keep_logs tma14
+  rm -f "$outer"/tma14x-*.txt
+  end_carried
+elif want tma14; then
   carried tma14 build/tma14-bin.tar.xz
   t14=$bin
   t14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
@@ -534,33 +555,10 @@ smsp__average_warps_issue_stalled_selected_per_issue_active.ratio
   end_carried
 fi
 # --- session 14: pfx14 step goes here ---
-# pfx14 (session 14, issue 7): the wgmma prefill kernel's product issue with fewer instructions a tile (kLean,
-# prefill_wgmma.cu; the same bits) against the form before it, both the dispatcher's kernel in one binary. Binaries
-# built off the device for sm_90a, carried as build/pfx14-bin.tar.xz (bin/: tune_prefill, test_cuda_prefill). In
-# order, each capped: tune_prefill SMK_TUNE_PFX14=1 alone on the GPU (before / lean / before again interleaved on the
-# issue's four rows, SMK_PFX14_ROUNDS rounds); torch SDPA's cuDNN backend on the same rows (bench_sdpa.py joined to
-# those medians); then side by side the two WgmmaLeanIssue tests, memcheck and racecheck on the bitwise one
-# (SMK_GPU_TEST_SMALL). Back: pfx14-tune.txt, pfx14-sdpa.txt, pfx14-sdpa.md, pfx14-summary.txt, pfx14-logs.tgz.
-if want pfx14; then
-  carried pfx14 build/pfx14-bin.tar.xz
-  p14=$bin
-  run_step pfx14-tune timeout "${SMK_PFX14_TUNE_S:-30}" env SMK_TUNE_PFX14=1 SMK_PFX14_ROUNDS="${SMK_PFX14_ROUNDS:-16}" \
-    "$p14/bin/tune_prefill" --json "$OUT/pfx14-tune.json"
-  keep_logs pfx14
-  run_step pfx14-sdpa timeout "${SMK_PFX14_SDPA_S:-30}" env PYTHONUNBUFFERED=1 python3 scripts/bench_sdpa.py \
-    --ours "$OUT/pfx14-tune.json" --backends cudnn --repeat "${SMK_PFX14_SDPA_REPEAT:-3}" --out "$OUT/pfx14-sdpa.md"
-  keep_logs pfx14
-  p14_t=${SMK_PFX14_TEST_S:-25}
-  bg_step pfx14x-test timeout "$p14_t" "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssue*'
-  bg_step pfx14x-memcheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --error-exitcode 9 "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssueGivesTheSameBits*'
-  bg_step pfx14x-racecheck timeout "$p14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$p14/bin/test_cuda_prefill" --gtest_filter='*WgmmaLeanIssueGivesTheSameBits*'
-  bg_tally
-  keep_logs pfx14
-  cp "$OUT/pfx14-sdpa.md" "$outer/" 2>/dev/null
-  end_carried
-fi
+# pfx14 (session 14, issue 7; ran at 00:08 and 00:15 UTC 2026-12-01, docs/perf-notebook.md "session 14 — pfx14"):
+# removed with the variant it timed (kLean: even with the kernel before it). `git show 09c0fde:scripts/device.sh` has
+# the step, 09c0fde the code its binaries were built from (tune_prefill SMK_TUNE_PFX14=1, the WgmmaLeanIssue tests,
+# memcheck and racecheck on the bitwise one).
 # --- session 14: dec14 step goes here ---
 # dec14 (session 14, issue 8: split-KV decode). As run at 00:08 UTC 2026-12-01 (binaries of f68c7e8) it timed the
 # tensor-core kernel's cp.async tile issue from lane terms formed once beside the issue as before (since removed);

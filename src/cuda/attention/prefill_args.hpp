@@ -124,13 +124,5 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
                           std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream);
 // True when this build holds the sm_90a code of the wgmma kernel and `device` is compute capability 9.0.
 bool prefill_wgmma_available(int device);
-// Session 14 (pfx14), for tune_prefill and test_prefill: the form of the wgmma kernel's product issue that later
-// launches take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's
-// kPrefillWgmmaLeanIssue), 1 the descriptors by 64-bit adds (the kernel before session 14), 2 kLean (the descriptors
-// from 32-bit low words; built for the two TMA defaults, D = 128 warps 9 and D = 64 warps 13, 128-key tiles; other
-// variants run their usual build). Every form gives the same bits.
-void prefill_wgmma_set_issue_form(int form);
-// kLean kernels launched so far in this process (a test's proof that the form it asked for ran).
-std::int64_t prefill_wgmma_lean_launches();
 
 }  // namespace smk::cuda

@@ -148,33 +148,38 @@
 // (reference with the polynomial's error in the bound, varlen, bitwise / batch invariance, TMA against cp.async,
 // non-finite V), memcheck and racecheck passed. Removed; 46ce98c has its code (docs/perf-notebook.md,
 // "session 12 — pfx12").
-// Session 14 (pfx14): kLean (prefill_wgmma_set_issue_form; built for the two TMA defaults, f16 and bf16: 4 kernels
-// more, 34), the tile loop's product issue with fewer instructions and the same bits. Counted first (SASS of the
-// D = 128 bf16 default, CUDA 13.0 ptxas, cuobjdump 13.x): the mask-free tile's loop body is 826 instructions a
-// consumer warp, of which 105 on the uniform datapath (UMOV 25, UIADD3.64 20, ULEA.HI 14, ULOP3 11, ...): each of
-// the 16 products had its descriptors rebuilt from the shared-memory address, 3-5 uniform instructions (desc_add's
-// 64-bit add of (stage · kStage + offset) >> 4 split into ULEA.HI, UMOV, UIADD3.64, and the high word's UMOV). kLean
-// takes each stage's K and V descriptor once a tile as an opaque 64-bit value (desc_opaque: so the compiler cannot
-// fold the stage's offset back into every product) and moves it by an immediate per product (one UIADD3.64). SASS:
-// the loop body 826 → 774 instructions (uniform 105 → 53), the product issue from the turn's BAR.SYNC to its
-// BAR.ARV 102 → 62 instructions, 295 → 243 cycles of control-word stalls; D = 64 (three consumer warpgroups)
-// 774 → 730, uniform 89 → 45, the turn 82 → 50 instructions, 235 → 173 cycles. Registers and spills as the
-// defaults' (D = 128: 168 at entry; D = 64: 128 and its 32 bytes of stack), no C7510-C7520 but the C7519 remarks the
-// defaults have; the 30 other kernels' SASS identical to the same tree's without kLean.
-// Read on the way (the same SASS): the P·V of tile j − 1 does not run under tile j's softmax within a warpgroup, in
-// the default or in kLean. The P·V branch (none on the first tile or where exact_pv takes the tile) is followed by
-// one commit, which ptxas closes with an empty HGMMA 64x8x16 group at the join on every tile, so wgmma_wait<1>
-// ("S_j is in registers; P·V may still run") leaves only that empty group pending: P·V is complete before the
-// softmax starts (the overlap is between the two warpgroups' turns only). A first kLean committed inside each branch
+// Session 14 (pfx14): kLean (built for the two TMA defaults, f16 and bf16: 4 kernels more, 34 then), the tile loop's
+// product issue with fewer instructions and the same bits. Counted first (SASS of the D = 128 bf16 default, CUDA 13.0
+// ptxas, cuobjdump 13.x): the mask-free tile's loop body is 826 instructions a consumer warp, 105 of them on the
+// uniform datapath (UMOV 25, UIADD3.64 20, ULEA.HI 14, ULOP3 11, ...): each of the 16 products had its descriptors
+// rebuilt from the shared-memory address, 3-5 uniform instructions (desc_add's 64-bit add of (stage · kStage +
+// offset) >> 4 split into ULEA.HI, UMOV, UIADD3.64, and the high word's UMOV). kLean took each stage's K and V
+// descriptor once a tile as an opaque 64-bit value (a non-volatile mov.b64 asm, so that the compiler could not fold
+// the stage's offset back into every product) moved by one UIADD3.64 per product: the loop body 826 → 774
+// instructions (uniform 105 → 53), the ping-pong turn's product issue (BAR.SYNC to BAR.ARV) 102 → 62 instructions and
+// 295 → 243 cycles of control-word stalls; D = 64, three consumer warpgroups: 774 → 730, 89 → 45, 82 → 50, 235 → 173.
+// Registers, spills and the 30 other kernels' SASS unchanged. Measured (H200 run of 09c0fde's binaries, 2026-12-01
+// 00:15 UTC, tune_prefill SMK_TUNE_PFX14=1: the dispatcher's kernel before / kLean / before again interleaved, 20
+// rounds, bf16; docs/bench/pfx14-s14-2026-11-30.md): kLean / before 1.002 (0.977-1.027 by round) at (4, 32, 4096,
+// 128) full, 1.000 (0.975-1.009) causal, 1.007 (0.980-1.026) at (16, 16, 2048, 64) full, 1.000 (0.923-1.100) at
+// (1, 32, 16384, 128) causal, against before-again / before 0.996-0.999: even, so removed (09c0fde has its code, its
+// tests WgmmaLeanIssue* and tune_prefill's SMK_TUNE_PFX14). 50 uniform instructions fewer a tile bought nothing
+// measurable: the uniform datapath's issue is not what the SMSP's warps wait for.
+// Read on the way (the same SASS): P·V of tile j − 1 does not run under tile j's softmax within a warpgroup, in
+// this kernel as it stands. The P·V branch (none on the first tile, or where exact_pv takes the tile) is followed by
+// one commit, which ptxas closes with an empty HGMMA 64x8x16 group at the join on every tile; so wgmma_wait<1>
+// ("S_j is in registers; P·V may still run") leaves only that empty group pending, and P·V is complete before the
+// softmax starts (the overlap is the two warpgroups' turns only). kLean's first form committed inside each branch
 // (the empty group only where no P·V): P·V then ran on under the softmax, and ptxas gave the softmax's temporaries
-// R152-R155, P's registers that P·V was still reading; the H200 run of 0851d44 timed it 1.02-1.06x the default, and
-// its bitwise test failed under compute-sanitizer memcheck (O's bits moved with the timing) though it passed
-// without. A P·V issued with no branch around it (the first tile peeled) made ptxas serialise every product
-// (C7513). So the P·V group keeps one commit after the branch.
+// R152-R155, P's registers that P·V was still reading. The H200 run of 0851d44 timed that form at 1.062
+// (1.038-1.079) at (4, 32, 4096, 128) full, 1.037 causal, 1.018 at D = 64, 1.056 at 16384 causal (before-again /
+// before 0.991-1.000), and its bitwise test against this kernel failed under compute-sanitizer memcheck (O's bits
+// moved with the timing; it passed without): a race, not shipped (2856786 has it). A P·V with no branch around it
+// (the first tile peeled) made ptxas serialise every product (C7513). So a P·V that truly overlaps the softmax looks
+// worth a few per cent, but needs P in registers ptxas cannot hand out under it (docs/perf-notebook.md, pfx14).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -193,28 +198,6 @@ namespace {
 
 constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
 constexpr int kStages = 3;                   // see the opening comment
-
-// kLean (session 14, pfx14): a wgmma descriptor from its two 32-bit words. The low word holds the start address
-// (bits 0-13, 16-byte units) and the leading byte offset (16-29); the high word the stride byte offset and the
-// swizzle mode, one value for every Q, K and V descriptor of this file (SBO 1024 bytes, 128-byte swizzle). A move
-// within shared memory changes only the start-address field, so it is a 32-bit add on the low word (no carry out of
-// the field: shared memory is under 256 KB, as for ptx::desc_add): the same descriptor bits as desc_add's 64-bit add.
-__device__ __forceinline__ std::uint64_t desc_opaque(std::uint64_t x) {
-  std::uint64_t d;
-  asm("mov.b64 %0, %1;" : "=l"(d) : "l"(x));
-  return d;
-}
-
-// Which form of the tile loop's product issue a launch takes (prefill_args.hpp's prefill_wgmma_set_issue_form):
-// 0 the default (kPrefillWgmmaLeanIssue), 1 the 64-bit desc_add form, 2 kLean.
-std::atomic<int> g_issue_form{0};
-std::atomic<std::int64_t> g_lean_launches{0};  // kLean kernels launched (prefill_wgmma_lean_launches)
-// kLean on by default: off until an H200 run decides (session 14, pfx14).
-constexpr bool kPrefillWgmmaLeanIssue = false;
-bool lean_issue() {
-  const int f = g_issue_form.load(std::memory_order_relaxed);
-  return f == 2 || (f == 0 && kPrefillWgmmaLeanIssue);
-}
 
 // Byte offset of the 16-byte chunk `ch` (of D/8) of row `row` in a [kRows][D] tile stored as 128-byte-swizzled
 // panels of 64 columns (kRows·128 bytes each).
@@ -273,8 +256,7 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kLean = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -365,26 +347,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 32; ++kk)
       ptx::wgmma_rs<T, D>(o, p[kk], ptx::desc_add(v_desc, stage * kStage + kk * 16 * 128), 1);
-  };
-  // kLean (session 14, pfx14): the same products, the same descriptors, from 32-bit low words (desc_words): the
-  // stage's K and V words are one add a tile (k_st, v_st), each product's one add of an immediate more, where qk and
-  // pv's 64-bit desc_add became three to five uniform instructions a product (ULEA.HI, UMOV, UIADD3.64, and the high
-  // word's UMOV; the opening comment has the count).
-  constexpr std::uint32_t kStageWords = kStage >> 4;  // a stage's move of the start-address field
-  const std::uint64_t q_base = desc_opaque(q_desc), k_base = desc_opaque(k_desc), v_base = desc_opaque(v_desc);
-  const auto qk_lean = [&](float(&s)[kBlockN / 2], std::uint64_t k_st) {
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const std::uint32_t in_panel = (kk & 3) * 32;
-      ptx::wgmma_ss<T, kBlockN>(s, q_base + (((kk >> 2) * (kBlockM * 128) + in_panel) >> 4),
-                                k_st + (((kk >> 2) * kKVPanel + in_panel) >> 4), kk > 0);
-    }
-  };
-  // kSteps 16-key steps of P·V: kBlockN / 16, or kBlockN / 32 for the trimmed tile (pv_half).
-  const auto pv_lean = [&](float(&o)[D / 2], const std::uint32_t(&p)[kBlockN / 16][4], std::uint64_t v_st,
-                           auto steps) {
-#pragma unroll
-    for (int kk = 0; kk < decltype(steps)::value; ++kk) ptx::wgmma_rs<T, D>(o, p[kk], v_st + ((kk * 16 * 128) >> 4), 1);
   };
 
   // This thread's rows (within the CTA): 64·wg + 16·warp + g + 8r, r = 0, 1.
@@ -599,36 +561,17 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     const bool half_prev = kChecked && trimmed;
     bool half = false;
     if constexpr (kChecked) half = __any_sync(0xffffffffu, dead_hi(j));
-    const int cur = j % kStages;
-    const int prev = kLean ? (cur == 0 ? kStages - 1 : cur - 1) : (j + kStages - 1) % kStages;  // the same stage
+    const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
     ptx::wgmma_fence();
-    if constexpr (kLean) {
-      qk_lean(s, desc_opaque(k_base + static_cast<std::uint32_t>(cur) * kStageWords));
-      ptx::wgmma_commit();
-      const std::uint64_t v_st = desc_opaque(v_base + static_cast<std::uint32_t>(prev) * kStageWords);
-      // One commit after the branch, as below: ptxas closes it with an empty HGMMA group on every tile, so the
-      // wait for S_j below also waits for this P·V (session 14: committing inside each branch let P·V run on under
-      // the softmax, and ptxas then reused P's registers R152-R155 for the softmax's temporaries while P·V read
-      // them: O's bits moved under compute-sanitizer in the H200 run of 0851d44; an unconditional P·V instead made
-      // ptxas serialise every product, C7513).
-      if (j > 0 && !exact_prev) {
-        if (half_prev)
-          pv_lean(o, p, v_st, std::integral_constant<int, kBlockN / 32>{});
-        else
-          pv_lean(o, p, v_st, std::integral_constant<int, kBlockN / 16>{});
-      }
-      ptx::wgmma_commit();
-    } else {
-      qk(s, cur);
-      ptx::wgmma_commit();
-      if (j > 0 && !exact_prev) {  // P of tile j − 1 (registers), V of tile j − 1
-        if (half_prev)
-          pv_half(o, p, prev);
-        else
-          pv(o, p, prev);
-      }
-      ptx::wgmma_commit();
+    qk(s, cur);
+    ptx::wgmma_commit();
+    if (j > 0 && !exact_prev) {  // P of tile j − 1 (registers), V of tile j − 1
+      if (half_prev)
+        pv_half(o, p, prev);
+      else
+        pv(o, p, prev);
     }
+    ptx::wgmma_commit();
     if constexpr (kWS) {
       // The next warpgroup's turn (none left after the last warpgroup's last tile).
       if (wg != kWG - 1 || j + 1 < n_tiles) ptx::bar_arrive(1 + (wg + 1) % kWG, 2 * 128);
@@ -731,8 +674,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kLean = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -750,7 +692,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kLean>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -781,7 +723,6 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   }
   kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(la, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
-  if constexpr (kLean) g_lean_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
@@ -800,12 +741,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
-    }
-    // The lean product issue (kLean, session 14): built for the two TMA defaults; another variant asked for it runs
-    // its usual build, whose bits are the same (only the instructions that form the descriptors differ).
-    if (lean_issue()) {
-      if (is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
-      if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
     }
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
@@ -832,9 +767,6 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
   return bf16 ? launch_t<__nv_bfloat16, false>(d, warps, block_n, a, batch, hq, max_sq, stream)
               : launch_t<__half, false>(d, warps, block_n, a, batch, hq, max_sq, stream);
 }
-
-void prefill_wgmma_set_issue_form(int form) { g_issue_form.store(form, std::memory_order_relaxed); }
-std::int64_t prefill_wgmma_lean_launches() { return g_lean_launches.load(std::memory_order_relaxed); }
 
 bool prefill_wgmma_available(int device) {
 #if defined(SMK_CUDA_BUILT_SM90A)

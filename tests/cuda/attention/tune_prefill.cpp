@@ -6,8 +6,6 @@
 // `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
 // docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
-// SMK_TUNE_PFX14=1 (session 14, pfx14): pfx14() below instead: the dispatcher's kernel with the product issue before
-// session 14 and with kLean (prefill_args.hpp's prefill_wgmma_set_issue_form) interleaved on the issue's rows.
 //   usage: tune_prefill [--json FILE]
 #include <cuda_runtime_api.h>
 
@@ -168,77 +166,6 @@ double time_ms(const Row& row, const smk::cuda::PrefillConfig& cfg, void* q, voi
   return ms[ms.size() / 2];
 }
 
-// Session 14 (pfx14): the dispatcher's kernel on the issue's four rows under the product issue before session 14
-// ("before", form 1) and kLean ("lean", form 2), and "before" a second time ("again": the spread of one kernel
-// against itself), interleaved in each round (the order rotating by round, so no form always runs first), for
-// SMK_PFX14_ROUNDS rounds (default 20); each timing is time_ms's median of 10. Prints, per row, the median TFLOP/s
-// of each form and the medians (min-max) of the per-round ratios lean / before and again / before; --json gets the
-// medians in tune_prefill's format (bench_sdpa.py --ours joins torch's SDPA backends to them).
-int pfx14(std::FILE* json, void* q, void* k, void* v, void* o, float* lse) {
-  int rounds = 20;
-  if (const char* e = std::getenv("SMK_PFX14_ROUNDS")) rounds = std::max(1, std::atoi(e));
-  const std::vector<Row> rs = {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {16, 16, 2048, 64, false},
-                               {1, 32, 16384, 128, true}};
-  const char* names[3] = {"before", "lean", "again"};
-  const int forms[3] = {1, 2, 1};
-  // t[row][form][round], ms
-  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(3));
-  for (int rd = 0; rd < rounds; ++rd)
-    for (std::size_t ri = 0; ri < rs.size(); ++ri)
-      for (int i = 0; i < 3; ++i) {
-        const int f = (i + rd) % 3;
-        smk::cuda::prefill_wgmma_set_issue_form(forms[f]);
-        t[ri][f].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
-      }
-  smk::cuda::prefill_wgmma_set_issue_form(0);
-  const auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
-  };
-  std::printf("pfx14: %d rounds, TFLOP/s medians; ratios of TFLOP/s per round: median (min-max)\n", rounds);
-  std::printf("%-24s %9s %9s %9s   %-26s %-26s\n", "B,H,S,D,mask (bf16)", "before", "lean", "again", "lean/before",
-              "again/before");
-  if (json) std::fprintf(json, "[\n");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    const Row& r = rs[ri];
-    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
-    double tf[3];
-    for (int f = 0; f < 3; ++f) tf[f] = flops / median(t[ri][f]) / 1e9;
-    std::vector<double> lean, again;
-    for (int rd = 0; rd < rounds; ++rd) {
-      lean.push_back(t[ri][0][rd] / t[ri][1][rd]);
-      again.push_back(t[ri][0][rd] / t[ri][2][rd]);
-    }
-    const auto span = [&](const std::vector<double>& x) {
-      char b[64];
-      std::snprintf(b, sizeof b, "%.3f (%.3f-%.3f)", median(x), *std::min_element(x.begin(), x.end()),
-                    *std::max_element(x.begin(), x.end()));
-      return std::string(b);
-    };
-    char name[64];
-    std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
-                  static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
-                  r.causal ? "causal" : "full");
-    std::printf("%-24s %9.1f %9.1f %9.1f   %-26s %-26s\n", name, tf[0], tf[1], tf[2], span(lean).c_str(),
-                span(again).c_str());
-    if (json)
-      std::fprintf(json,
-                   "%s  {\"b\": %lld, \"h\": %lld, \"s\": %lld, \"d\": %lld, \"causal\": %s, \"tflops\": "
-                   "{\"%s\": %.1f, \"%s\": %.1f, \"%s\": %.1f}}",
-                   ri ? ",\n" : "", static_cast<long long>(r.b), static_cast<long long>(r.h),
-                   static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "true" : "false", names[0],
-                   tf[0], names[1], tf[1], names[2], tf[2]);
-  }
-  if (json) std::fprintf(json, "\n]\n");
-  std::printf("per round, ms (before lean again):\n");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    std::printf("row %zu:", ri);
-    for (int rd = 0; rd < rounds; ++rd) std::printf(" %.3f/%.3f/%.3f", t[ri][0][rd], t[ri][1][rd], t[ri][2][rd]);
-    std::printf("\n");
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,11 +186,6 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
-  if (const char* e = std::getenv("SMK_TUNE_PFX14"); e && std::string(e) == "1") {
-    const int rc = pfx14(json, q, k, v, o, lse);
-    if (json) std::fclose(json);
-    return rc;
-  }
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   std::int64_t header_d = 0;
