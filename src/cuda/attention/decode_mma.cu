@@ -86,7 +86,7 @@
 // 155.3 at 64/8; the split rule's cap at 32 instead of 16 slower on the three single-sequence rows (53.4, 144.0,
 // 57.7), at 24 slower still. Interleaved, ours / cuDNN 0.937 / 0.960 / 0.906 / 0.942 / 0.957 / 0.882 / 0.863.
 // Session 14 (dec14): the cp.async issue from lane terms formed once (below, before the tile loop): a tile's hot path
-// 556 -> 360 SASS instructions at D = 128, the same bytes per element and floor, the same bits. Measured beside the
+// 557 -> 360 SASS instructions at D = 128, the same bytes per element and floor, the same bits. Measured beside the
 // issue as before in one binary (H200 call of 00:08 UTC 2026-12-01, binaries of f68c7e8, bench_decode --dec14, 5
 // samples each in turn; docs/bench/dec14-s14-2026-11-30.md), old / new µs: (1, 32768) 52.7 / 52.0 (2.58 TB/s),
 // (1, 131072) 139.5 / 138.0 (3.89), 64 × 4096 267.4 / 264.7 (4.06), 64/8 55.3 / 54.8, (1, 8192) 28.2 / 27.3,
@@ -466,9 +466,9 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // of the warp covers kRowsPerCopy rows: lane moves 16-byte chunk lc of row xr + lr, xr a compile-time multiple of
   // kRowsPerCopy, lr < kRowsPerCopy, so (xr + lr) % 8 = (xr % 8) ^ lr and ptx::swizzled's chunk is lc ^ lr ^ (xr % 8):
   // one shared-memory byte offset a value of xr % 8 (dst_lane), one global pointer a cache (klane, vlane) plus
-  // (j0 + xr)·stride. Until dec14 the loop formed every address from (x · 32 + lane) afresh each tile: 327 of the
-  // ~556 SASS instructions of the cp.async kernel's tile at D = 128 (bf16, 2 stages; cuobjdump of 124eebc's object);
-  // this way the tile takes 360 (the issue 127). The terms pass through opaque (above) so that the compiler keeps
+  // (j0 + xr)·stride. Until dec14 the loop formed every address from (x · 32 + lane) afresh each tile: 332 of the
+  // 557 SASS instructions of the cp.async kernel's tile at D = 128 (bf16, 2 stages; the loop's head to LDGDEPBAR,
+  // cuobjdump of 2dff047's object); this way the tile takes 360 (the issue 135). The terms pass through opaque (above) so that the compiler keeps
   // them in registers: without it, it formed them again from the kernel's parameters for every copy (a first build of
   // this code: 622 instructions a tile).
   constexpr int kRowsPerCopy = 32 / kChunks;  // 2 at D = 128, 4 at D = 64
