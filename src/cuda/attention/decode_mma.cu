@@ -468,9 +468,9 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // one shared-memory byte offset a value of xr % 8 (dst_lane), one global pointer a cache (klane, vlane) plus
   // (j0 + xr)·stride. Until dec14 the loop formed every address from (x · 32 + lane) afresh each tile: 332 of the
   // 557 SASS instructions of the cp.async kernel's tile at D = 128 (bf16, 2 stages; the loop's head to LDGDEPBAR,
-  // cuobjdump of 2dff047's object); this way the tile takes 360 (the issue 135). The terms pass through opaque (above) so that the compiler keeps
-  // them in registers: without it, it formed them again from the kernel's parameters for every copy (a first build of
-  // this code: 622 instructions a tile).
+  // cuobjdump of 2dff047's object); this way the tile takes 360 (the issue 135). The terms pass through opaque
+  // (above) so that the compiler keeps them in registers: without it, it formed them again from the kernel's
+  // parameters for every copy (a first build of this code: 622 instructions a tile).
   constexpr int kRowsPerCopy = 32 / kChunks;  // 2 at D = 128, 4 at D = 64
   static_assert(32 % kChunks == 0 && kRowsPerCopy <= 8, "a copy instruction covers whole rows");
   const int lr = lane / kChunks, lc = lane % kChunks;
