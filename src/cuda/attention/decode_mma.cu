@@ -90,7 +90,7 @@
 // issue as before in one binary (H200 call of 00:08 UTC 2026-12-01, binaries of f68c7e8, bench_decode --dec14, 5
 // samples each in turn; docs/bench/dec14-s14-2026-11-30.md), old / new µs: (1, 32768) 52.7 / 52.0 (2.58 TB/s),
 // (1, 131072) 139.5 / 138.0 (3.89), 64 × 4096 267.4 / 264.7 (4.06), 64/8 55.3 / 54.8, (1, 8192) 28.2 / 27.3,
-// 8 × 2048 34.3 / 34.0, 16 × 1024 31.4 / 30.7: 1.009-1.034x, every spread ≤ 0.3 µs. 3 ring stages were slower on six
+// 8 × 2048 34.3 / 34.0, 16 × 1024 31.4 / 30.7: 1.009-1.034x, every spread ≤ 0.5 µs. 3 ring stages were slower on six
 // of those seven cells (0.987-0.993x), faster only at (1, 8192) (64 blocks: 26.3 µs). Nsight Compute, same call
 // (PM sampling, 1.5-µs samples): at (1, 32768) this kernel streams at cuDNN's DRAM rate (90-99 % of peak a sample,
 // ~20 samples each) but then runs ~3 µs with every block folding and no DRAM traffic, and ~6 µs with only the 8
