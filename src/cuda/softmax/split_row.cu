@@ -115,6 +115,7 @@
 // (bf16 softmax 2271, logsumexp 1368; f32 2711, 1479), so kClusterAutoMaxN stays.
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
+#include "cuda/softmax/chunk_tma.cuh"  // tma14: the chunk kernel with its chunks staged by bulk copies
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/split_row_tuning.hpp"  // the switches read here (one12) and split_plain_launch_count
 
@@ -816,6 +817,81 @@ std::int64_t l2_ahead(Kernel kernel, int setting, std::int64_t total) {
   return d < total ? d : 0;
 }
 
+std::atomic<std::uint64_t>& chunk_tma_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// tma14 (session 14): the library's rule for chunk_states_tma_kernel (chunk_tma.cuh): kChunkTmaStages stages on the
+// calls that read their rows once (logsumexp, the state: no normalising pass) with at least kChunkTmaMinChunksF32 (f32)
+// / kChunkTmaMinChunks16 (16-bit) chunks (rows × chunks a row); chunk_states_plain_kernel elsewhere. The same bits
+// either way, so the choice by the call's size keeps batch invariance. tma14's H200 runs (tune_softmax --tma14 and
+// --tma14b, µs, medians of 21 (9 at 1024-2048 rows, 5 at 4096) over rotated inputs, two alternating rounds, the plain
+// kernel → 2 stages; docs/bench/tma14-s14-2026-11-30.md has every variant): logsumexp ×151936 at 128 / 512 / 1024 /
+// 2048 / 4096 rows (1664 / 6656 / 13312 / 26624 / 53248 chunks): f32 33.5 → 35.2 (slower), 94.7 → 94.9 (even),
+// 176.9 → 174.4, 342.7 → 332.9, 673.2 → 651.7 (3.82 TB/s, −3.2 %); bf16 33.3 → 31.5, 96.4 → 91.7, 181.1 → 171.3,
+// 352.2 → 330.9, 691.6 → 649.8 (−5.4 to −6.1 % from 1664 chunks on). Slower or even below: 1×16777216 (1366 chunks)
+// f32 softmax 65.8-66.1 → 68.4-69.3, logsumexp 30.8 → 32.6-33.4, bf16 softmax 42.5-43.4 → 42.6-43.2 (even),
+// logsumexp 30.0-30.2 → 29.9-30.2 (even); 32×128256 (352) f32 softmax 26.2-26.7 → 27.8-27.9, bf16 logsumexp 15.9-16.0
+// → 16.6-16.7. So f32 from 13312 chunks and 16-bit from 1664, the smallest counts timed faster (f16: bf16's code, not
+// timed). Softmax and log-softmax keep the plain kernel: timed only at 1366 and 352 chunks (slower or even), and at
+// many rows most of them take row_loop.cu or split_stream. 3 and 4 stages: f32 one block an SM, 796 µs at 4096×151936
+// (slower); bf16 as 2. Nsight Compute at 1×16M softmax (same run): the two f32 kernels issue ~13.9 M warp
+// instructions at 64-66 % issue-active, the TMA kernel 25.3 µs against 24.1 (bf16 20.1 against 19.0): at that size
+// the chunk pass is bound by its instructions, not by loads waiting, and a persistent grid leaves a ragged last round
+// (1366 = 5.17 × 264 blocks); over many rounds the overlap pays.
+constexpr int kChunkTmaStages = 2;
+constexpr std::int64_t kChunkTmaMinChunksF32 = 13312;
+constexpr std::int64_t kChunkTmaMinChunks16 = 1664;
+
+// chunk_states_tma_kernel on a persistent grid (the blocks its stages' shared memory and its registers let an SM hold,
+// at most one a chunk, capped by ChunkTmaTuning::max_blocks). The dynamic shared-memory limit is raised once per device
+// to kChunkTmaMaxStages stages (f32: 192 KB; Hopper's opt-in limit is 227 KB; launch_chunk_tma asks for sm_90+).
+template <typename In, typename Out, bool kLog>
+void launch_chunk_tma_kernel(const RowProblem& p, std::int64_t chunks, State* states, int stages, std::int64_t total,
+                             cudaStream_t s) {
+  constexpr auto kernel = chunk_states_tma_kernel<In, Out, kLog>;
+  static DeviceOnce attributes;
+  attributes.run([] {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kChunkTmaMaxStages * chunk_tma_stage_bytes<In>())));
+  });
+  const ChunkTmaTuning& t = split_row_chunk_tma();
+  const std::size_t smem = static_cast<std::size_t>(stages) * chunk_tma_stage_bytes<In>();
+  unsigned grid = persistent_grid(kernel, kSplitThreads, smem, total);
+  if (t.max_blocks > 0) grid = std::min(grid, static_cast<unsigned>(t.max_blocks));
+  std::int64_t ahead = t.ahead < 0 ? -std::int64_t{t.ahead} * grid : t.ahead;
+  if (ahead >= total) ahead = 0;
+  kernel<<<grid, kSplitThreads, smem, s>>>(p, chunks, states, stages, ahead);
+}
+
+// The stages chunk_states_tma_kernel runs a call of `total` chunks at (0: chunk_states_plain_kernel), by
+// ChunkTmaTuning (split_row_tuning.hpp): its stages where set, else the library's rule (kChunkTmaMinChunksF32 / 16).
+template <typename In>
+int chunk_tma_rule(const RowProblem& p, std::int64_t total) {
+  const ChunkTmaTuning& t = split_row_chunk_tma();
+  const int stages = std::is_same_v<In, float> ? t.stages_f32 : t.stages_16;
+  if (stages >= 0) return stages;
+  std::int64_t min = std::is_same_v<In, float> ? kChunkTmaMinChunksF32 : kChunkTmaMinChunks16;
+  if (t.min_chunks >= 0) min = t.min_chunks;
+  return !writes_rows(p.op) && total >= min ? kChunkTmaStages : 0;
+}
+
+// Whether chunk_states_tma_kernel serves the common call's chunk pass (chunk_tma_rule's stages > 0, on sm_90+, where
+// bulk copies and the shared memory exist); launches it if so.
+template <typename In>
+bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, std::int64_t total, cudaStream_t s) {
+  const int stages = chunk_tma_rule<In>(p, total);
+  if (stages < 1 || stages > kChunkTmaMaxStages || current_device_attrs().cc_major < 9) return false;
+  // The attribute set below (kChunkTmaMaxStages stages and the static scratch) must fit the device's opt-in limit.
+  if (static_cast<std::size_t>(device_facts().max_smem_optin) < kChunkTmaMaxStages * chunk_tma_stage_bytes<In>() + 1024)
+    return false;
+  if (p.op != Op::softmax) launch_chunk_tma_kernel<In, float, true>(p, chunks, states, stages, total, s);
+  else launch_chunk_tma_kernel<In, In, false>(p, chunks, states, stages, total, s);
+  chunk_tma_launches().fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
@@ -835,7 +911,9 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    if (plain) {
+    if (plain && launch_chunk_tma<In>(p, chunks, states, total, s)) {  // tma14: the same bits, staged by bulk copies
+      plain_launches().fetch_add(1, std::memory_order_relaxed);
+    } else if (plain) {
       const auto kernel = p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
                                               : chunk_states_plain_kernel<In, In, false>;
       kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
@@ -908,6 +986,13 @@ unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_o
 // Declared in split_row_tuning.hpp (read by test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'
 // launches by the three-kernel path since the process started (2 a softmax / log-softmax call, 1 a logsumexp).
 std::uint64_t split_plain_launch_count() { return plain_launches().load(std::memory_order_relaxed); }
+// tma14 (split_row_tuning.hpp): chunk_states_tma_kernel's settings (-1: the library's rule, chunk_tma_rule) and its
+// launches.
+ChunkTmaTuning& split_row_chunk_tma() {
+  static ChunkTmaTuning t;
+  return t;
+}
+std::uint64_t split_chunk_tma_launch_count() { return chunk_tma_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

@@ -18,4 +18,22 @@ int& split_row_merge_preload();
 // process started: 2 a softmax / log-softmax call, 1 a logsumexp.
 std::uint64_t split_plain_launch_count();
 
+// tma14 (session 14): the compact chunk kernel with its chunks staged in shared memory by bulk copies, on a persistent
+// grid (chunk_tma.cuh chunk_states_tma_kernel; the same bits as chunk_states_plain_kernel). stages: the chunk buffers a
+// block keeps, f32 and 16-bit inputs apart: > 0 that many on every call the compact kernels serve (at most
+// kChunkTmaMaxStages), 0 never (the kernel before, one block a chunk), -1 the library's rule (split_row.cu
+// chunk_tma_rule: kChunkTmaStages on logsumexp / state calls of at least min_chunks chunks, -1 there being
+// kChunkTmaMinChunksF32 / kChunkTmaMinChunks16).
+// ahead: the kernel's L2 prefetch distance (> 0 chunks, −w w grids, 0 none). max_blocks (tests): caps the grid so
+// that small cases give a block many chunks.
+struct ChunkTmaTuning {
+  int stages_f32 = -1, stages_16 = -1;
+  std::int64_t min_chunks = -1;
+  int ahead = 0;
+  int max_blocks = 0;
+};
+ChunkTmaTuning& split_row_chunk_tma();
+// chunk_states_tma_kernel's launches since the process started (tests: that it served).
+std::uint64_t split_chunk_tma_launch_count();
+
 }  // namespace smk::cuda::kernels

@@ -23,7 +23,8 @@
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
 // split_plain_launch_count (NormalizeHintsBitwiseTheKernelsBefore, L2PrefetchBitwiseWithout) and one12's switches
-// split_row_chunk_l2_ahead / split_row_merge_preload (L2PrefetchBitwiseWithout)
+// split_row_chunk_l2_ahead / split_row_merge_preload (L2PrefetchBitwiseWithout); tma14's split_row_chunk_tma and
+// split_chunk_tma_launch_count (TmaChunksBitwiseThePlainKernel)
 #include "cuda/softmax/split_row_tuning.hpp"
 #include "softmax/args.hpp"
 #include "support/gpu.hpp"
@@ -551,6 +552,109 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
         ASSERT_TRUE(before.ran && with.ran);
         expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
                                            ": with / without the L2 prefetch and the merge's preloading");
+      }
+    }
+  }
+}
+
+// tma14 (session 14): the chunk kernel with its chunks staged in shared memory by bulk copies on a persistent grid
+// (chunk_tma.cuh chunk_states_tma_kernel, ChunkTmaTuning) against the reference (outputs poisoned first), and bitwise
+// chunk_states_plain_kernel (stages 0, the kernel before) on the same case: softmax, log-softmax, logsumexp; f32 and
+// bf16 (f16 at one setting: bf16's code); 1 to 4 stages; grids capped at 1, 2, 3 and 7 blocks, so that a block takes
+// many chunks and wraps its stages many times (every barrier phase), and uncapped; a ragged last chunk of 77 elements
+// past whole chunks, one of 3 elements (shorter than a 16-byte vector: its bulk copy has no bytes and the phase
+// completes on the arrival alone), one of 5; 5 rows of a pitched batch with +inf, NaN and an empty row (compact_case);
+// the L2 prefetch on (one grid ahead, and 132 chunks). Each run asserts by the launch counts that the kernel asked for
+// served (split_chunk_tma_launch_count; split_plain_launch_count for the compact kernels). The library's settings
+// (-1: the rule, TmaRuleByChunkCount) are whatever split_row.cu says; this test pins the stages explicitly.
+TEST_F(GpuFewRows, TmaChunksBitwiseThePlainKernel) {
+  SplitRowTuningGuard guard;
+  struct TmaGuard {
+    cuda::kernels::ChunkTmaTuning t = cuda::kernels::split_row_chunk_tma();
+    ~TmaGuard() { cuda::kernels::split_row_chunk_tma() = t; }
+  } tma_guard;
+  EXPECT_EQ(tma_guard.t.stages_f32, -1) << "the library's stages";
+  EXPECT_EQ(tma_guard.t.stages_16, -1) << "the library's stages";
+  struct Setting {
+    std::int64_t rows, n;
+    int stages, max_blocks, ahead;
+  };
+  std::vector<Setting> settings = {{5, 12288 * 4 + 77, 2, 3, 0},    {5, 12288 * 4 + 77, 3, 1, 0},
+                                   {5, 12288 * 4 + 77, 1, 2, 0},    {7, 12288 * 2 + 3, 2, 2, 0},
+                                   {1, 151936, 4, 7, 0},            {3, 12288 * 100 + 77, 2, 0, -1},
+                                   {3, 12288 * 100 + 77, 3, 7, 132}, {1, 12288 * 300 + 5, 2, 0, 0}};
+  if (small_mode()) settings = {{5, 12288 * 2 + 77, 2, 3, 0}, {4, 12288 + 3, 1, 1, 0}, {3, 12288 * 3 + 5, 3, 2, -1}};
+  std::uint64_t seed = 14300;
+  for (std::size_t k = 0; k < settings.size(); ++k) {
+    const Setting& st = settings[k];
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      if (t == DType::f16 && k != 0) continue;  // f16 is bf16's code
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+        const std::int64_t rows = st.rows, n = st.n;
+        Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + " stages " + std::to_string(st.stages) +
+                                  " grid " + std::to_string(st.max_blocks) + " ahead " + std::to_string(st.ahead),
+                              op, t, rows, n, ++seed);
+        auto& tn = cuda::kernels::split_row_tuning();
+        tn = cuda::kernels::SplitRowTuning{};
+        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+        const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
+        auto& tma = cuda::kernels::split_row_chunk_tma();
+        tma = cuda::kernels::ChunkTmaTuning{};
+        tma.stages_f32 = tma.stages_16 = 0;  // the kernel before
+        std::uint64_t count = cuda::kernels::split_plain_launch_count();
+        std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
+        const Result before = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+        EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged, 0u) << c.name << ": the TMA kernel ran";
+        tma.stages_f32 = tma.stages_16 = st.stages;
+        tma.max_blocks = st.max_blocks;
+        tma.ahead = st.ahead;
+        count = cuda::kernels::split_plain_launch_count();
+        staged = cuda::kernels::split_chunk_tma_launch_count();
+        const Result with = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+        EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged, 1u) << c.name << ": no TMA kernel ran";
+        ASSERT_TRUE(before.ran && with.ran);
+        expect_same_bits(with, before, c.name + " " + op_name(op) + " " + dtype_name(t) +
+                                           ": chunks staged by bulk copies / loaded by each block");
+      }
+    }
+  }
+}
+
+// tma14: the library's rule (ChunkTmaTuning stages -1: split_row.cu chunk_tma_rule, the TMA kernel on logsumexp / state
+// calls of at least min_chunks chunks, kChunkTmaMinChunksF32 / 16 by default) with the threshold moved to where a
+// small case straddles it: 5 rows of 3 chunks (15) of logsumexp take the TMA kernel at min_chunks 15 and the plain
+// kernel at 16; softmax the plain kernel at both; asserted by the launch counts, each against the reference and
+// bitwise the plain kernel (stages 0); f32 and bf16.
+TEST_F(GpuFewRows, TmaRuleByChunkCount) {
+  SplitRowTuningGuard guard;
+  struct TmaGuard {
+    cuda::kernels::ChunkTmaTuning t = cuda::kernels::split_row_chunk_tma();
+    ~TmaGuard() { cuda::kernels::split_row_chunk_tma() = t; }
+  } tma_guard;
+  EXPECT_EQ(tma_guard.t.min_chunks, -1) << "the library's threshold";
+  std::uint64_t seed = 14400;
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (Op op : {Op::softmax, Op::logsumexp}) {
+      Case c = compact_case("5x" + std::to_string(12288 * 2 + 77) + " rule", op, t, 5, 12288 * 2 + 77, ++seed);
+      auto& tn = cuda::kernels::split_row_tuning();
+      tn = cuda::kernels::SplitRowTuning{};
+      tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+      auto& tma = cuda::kernels::split_row_chunk_tma();
+      tma = cuda::kernels::ChunkTmaTuning{};
+      tma.stages_f32 = tma.stages_16 = 0;
+      const Result plain = run_checked(c, SoftmaxPath::split_row);
+      for (std::int64_t min_chunks : {15, 16}) {
+        tma = cuda::kernels::ChunkTmaTuning{};
+        tma.min_chunks = min_chunks;
+        const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
+        const Result r = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged,
+                  min_chunks <= 15 && op == Op::logsumexp ? 1u : 0u)
+            << c.name << " " << op_name(op) << " " << dtype_name(t) << ", min_chunks " << min_chunks;
+        ASSERT_TRUE(plain.ran && r.ran);
+        expect_same_bits(r, plain, c.name + " " + op_name(op) + " " + dtype_name(t) + ": the rule / the plain kernel");
       }
     }
   }
