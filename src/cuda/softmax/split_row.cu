@@ -96,6 +96,12 @@
 // is bound neither by DRAM nor by issue but by each block's chain of loads, then reductions and barriers, in lockstep
 // across a wave (chunk_states_plain_kernel has the count). 3 TB/s at 1×16M (f32 softmax ≤ 44.7 µs, bf16 ≤ 22.4) is
 // not reached.
+// tma14 (session 14): the chunk pass on a persistent grid whose blocks reduce one chunk from shared memory while the
+// next lands there by bulk copy (chunk_tma.cuh chunk_states_tma_kernel; bitwise the plain kernel), served by a rule on
+// logsumexp / state calls of many chunks (chunk_tma_rule, kChunkTmaMinChunksF32 / 16: 4096×151936 logsumexp f32
+// −3.2 %, bf16 −6.1 %). At 1×16M it is slower (f32) or even (bf16): Nsight Compute shows the chunk kernel there
+// bound by its instructions (~26.6 a thread an element f32, 64-66 % of the issue slots), not by its loads, so one12's
+// "lockstep" reading was not the bound; 1×16M stays on the plain kernel and 3 TB/s is still not reached.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
