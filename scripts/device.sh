@@ -491,65 +491,53 @@ smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
   end_carried
 fi
 # --- session 14: ce14 step goes here ---
-# ce14 (session 14, issue 5): the cross-entropy row loop (row_loop.cuh) profiled, and ce14's L2 prefetches of its
-# later steps (FusedTuning::loop_l2) timed beside its default in one process (tune_cross_entropy --ce14: rounds
-# alternating the variants, each variant's outputs first compared byte for byte with the default's), alone on the GPU;
-# then HEAD's row loop (tune_old) and this build's default launch alternating (ce14-old); then Nsight Compute on one
-# launch each of the default, pass 1 alone and the a1n2 prefetch at bf16 and f32 4096x151936 (tune_cross_entropy
-# --ce14-ncu); then side by side: L2PrefetchSameBits at full size, StagedSameBits, SameBits* and Dispatcher* at full
-# size (2 shards), memcheck and racecheck (small) on L2PrefetchSameBits and StagedSameBits. Binaries built off the device for sm_90a
-# (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (18),
-# SMK_CE14_OLD_S (12), SMK_CE14_NCU_S (18), SMK_CE14_TEST_S (18). Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt,
-# ce14-summary.txt, ce14-logs.tgz.
-# Ran once (2026-12-01 00:10 UTC, warm, 43.6 s; binaries of 02349f1 with tune_old of 124eebc): the full-size test parts
-# hit their caps, the rest completed; perf-notebook "session 14 — ce14". The prefetches, --ce14 and L2PrefetchSameBits
-# were removed after the run (8bc4e55): to run this step again, build its binaries from 02349f1.
+# ce14 (session 14, issue 5): the cross-entropy row loop. Run 1 (2026-12-01 00:10 UTC, binaries of 02349f1 with
+# tune_old of 124eebc, 43.6 s): Nsight Compute of the row loop and its L2 prefetches timed (removed after, 8bc4e55;
+# perf-notebook "session 14 — ce14"). Run 2 (this body): the row loop's exponentials without exp2f's subnormal scaling
+# where a thread's step needs none (row_loop.cuh step_exp) beside exp2f throughout, one process (tune_cross_entropy
+# --ce14: rounds alternating exp2f / fast / exp2f again, each variant's outputs first compared byte for byte with
+# exp2f's), alone on the GPU; HEAD's row loop (tune_old, 124eebc) against the new default, alternating; Nsight Compute
+# on one launch of each form (bf16 4096x151936); then side by side FastExpSameBits at full size, the row-loop tests at
+# full size (3 shards), memcheck (small) on FastExpSameBits, StagedSameBits and InPlace*, racecheck (small) on
+# FastExpSameBits. Binaries built off the device for sm_90a (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,
+# test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (14), SMK_CE14_OLD_S (8), SMK_CE14_NCU_S (10), SMK_CE14_TEST_S (16).
+# Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt, ce14-summary.txt, ce14-logs.tgz.
 if want ce14; then
   carried ce14 build/ce14-bin.tar.xz
   c14=$bin/bin
-  run_step ce14-tune timeout "${SMK_CE14_TUNE_S:-18}" stdbuf -oL "$c14/tune_cross_entropy" --ce14 --reps 7 \
-    --dtypes bf16,f32 --shapes "${SMK_CE14_SHAPES:-4096x151936}"
+  run_step ce14-tune timeout "${SMK_CE14_TUNE_S:-14}" stdbuf -oL "$c14/tune_cross_entropy" --ce14 --reps 7 \
+    --dtypes "${SMK_CE14_DTYPES:-bf16,f32}" --shapes 4096x151936
   keep_logs ce14
-  c14_old() {  # HEAD's row loop (tune_old: HEAD's fused.cu.o) against this build's default launch, alternating, twice
-    local k
-    for k in 1 2; do
-      stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 || return 1
-      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 || return 1
-    done
+  c14_old() {  # HEAD's row loop (tune_old: 124eebc's fused.cu.o) against this build's default launch, alternating
+    stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
+      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
+      stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
+      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936
   }
-  run_step ce14-old timeout "${SMK_CE14_OLD_S:-12}" bash -c "$(declare -f c14_old); c14=$c14 c14_old"
+  run_step ce14-old timeout "${SMK_CE14_OLD_S:-8}" bash -c "$(declare -f c14_old); c14=$c14 c14_old"
   keep_logs ce14
   c14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sector_op_read_hit_rate.pct,lts__t_sectors_op_read.sum,\
-smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,\
-launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__throughput.avg.pct_of_peak_sustained_elapsed,\
-sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,\
-sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,\
+dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,\
+sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,\
 smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_selected_per_issue_active.ratio
-  run_step ce14-ncu timeout "${SMK_CE14_NCU_S:-18}" ncu --metrics "$c14_metrics" --clock-control none \
-    -k regex:ce_row_loop "$c14/tune_cross_entropy" --ce14-ncu --dtypes bf16,f32 --shapes 4096x151936 --only pass1,a1n2
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
+  run_step ce14-ncu timeout "${SMK_CE14_NCU_S:-10}" ncu --metrics "$c14_metrics" --clock-control none \
+    -k regex:ce_row_loop "$c14/tune_cross_entropy" --ce14-ncu --dtypes bf16 --shapes 4096x151936 --only fast
   keep_logs ce14
-  c14_t=${SMK_CE14_TEST_S:-18}
-  bg_step ce14x-l2 timeout "$c14_t" "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.L2PrefetchSameBits'
-  for k in 0 1; do
-    bg_step "ce14x-test$k" timeout "$c14_t" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$k "$c14/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.SameBits*:CrossEntropyGpuRowLoop.Dispatcher*'
+  c14_t=${SMK_CE14_TEST_S:-16}
+  bg_step ce14x-fast timeout "$c14_t" "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits'
+  for k in 0 1 2; do
+    bg_step "ce14x-test$k" timeout "$c14_t" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$k "$c14/test_cuda_cross_entropy" \
+      --gtest_filter='CrossEntropyGpuRowLoop.*:-*FastExp*:*StagedSameBits:*SameBitsAtEvery*:*DispatcherTakes*'
   done
-  for tool in memcheck racecheck; do
-    bg_step "ce14x-$tool" timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
-      --report-api-errors no --error-exitcode 9 "$c14/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuRowLoop.L2PrefetchSameBits:CrossEntropyGpuRowLoop.StagedSameBits'
-  done
+  bg_step ce14x-memcheck timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$c14/test_cuda_cross_entropy" \
+    --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits:CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.InPlace*'
+  bg_step ce14x-racecheck timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits'
   bg_tally
   keep_logs ce14
   end_carried

@@ -7,14 +7,16 @@
 // block_per_row's rows-ahead and re-read kernels), each pair held to that by a bitwise test:
 //   the reduced dimension not unit-stride in the input   strided_inner
 //   n ≤ kWarpMaxN (1024)                                 warp_per_row (64 bytes a lane; the backward's f32 rows of
-//                                                        17..256 and 16-bit rows to 64 on 32, short8 / short9)
+//                                                        17..256 and 16-bit rows to 64 on 32, short8 / short9,
+//                                                        16-bit rows of 65..128 on 16, pack14)
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
 //                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16;
 //                                                        on by default since fwd16's run, session 7)
 //   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16;
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
-//                                                        registers): 16-bit rows from 2048, f32 from 16385
+//                                                        registers): 16-bit rows from 2048, f32 from 16385 (dense
+//                                                        16-bit rows to 16384 with y held packed, pack14)
 //   16-bit log-softmax backward, n of 24576 … 32768;     backward_reread (read twice, no row in registers; mid9;
 //   16-bit softmax backward, n of 28673 … 32768          rule from mid11's run, session 11)
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
@@ -48,6 +50,7 @@
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/packed_rule.hpp"
 #include "cuda/softmax/warp_backward.hpp"
+#include "cuda/softmax/warp_occ.hpp"
 #include "softmax/layout.hpp"
 #include "softmax/path.hpp"
 #include "softmaxkit/core/error.hpp"
@@ -401,6 +404,11 @@ constexpr int kWarpLaneBytesLogSoftmax16Narrow = 32;
 //   would stage 16-bit rows there, which was not timed: rows of 1024 stay on the warp kernel.
 constexpr std::int64_t kWarpBackward16NarrowMaxN = 64;
 constexpr int kWarpLaneBytesBackward16Narrow = 32;
+// pack14 (session 14): 16-bit backward rows of 65..128 at 16 bytes a lane (E8; the measurements at
+// kWarpGridPacked16BackwardE16 below).
+constexpr std::int64_t kWarpBackward16E8MinN = 65;
+constexpr std::int64_t kWarpBackward16E8MaxN = 128;
+constexpr int kWarpLaneBytesBackward16E8 = 16;
 constexpr std::int64_t kWarpBackwardF32NarrowMinN = 17;
 constexpr std::int64_t kWarpBackwardF32NarrowMaxN = 256;
 constexpr int kWarpLaneBytesBackwardF32Narrow = 32;
@@ -474,6 +482,23 @@ bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
     return true;  // short12
   return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
+// short14 (session 14): f32 forward rows dense for warp_config's lanes and elements on warp_rows_occ_kernel (warp_row.cu,
+// warp_occ.hpp: blocks of 64 threads, one row group a warp, at the blocks an SM returned here; 0: the kernels before).
+// Bitwise the general kernel at the same lanes and elements (test_warp_row_gpu OccKernelBitwiseF32), so the rule looks
+// at the op, the dtype and n and changes no lanes or elements: rows of kWarpOccMinNF32..kWarpOccMaxNF32 at 16 elements
+// a lane (softmax and log-softmax to 512; logsumexp and the state below kWarpReadOnlyWideFromNF32, where they keep 64
+// bytes a lane) at kWarpOccBlocksE16 blocks an SM. Rows of 17..31 are not dense for two lanes of 16 and keep the
+// general kernel (the launcher refuses them).
+constexpr std::int64_t kWarpOccMinNF32 = 17;
+constexpr std::int64_t kWarpOccMaxNF32 = 512;
+constexpr int kWarpOccBlocksE16 = 24;
+int warp_occ_rule(std::int64_t n, DType t, kernels::Op op) {
+  using kernels::Op;
+  if (t != DType::f32 || op == Op::softmax_backward || op == Op::log_softmax_backward) return 0;
+  if (n < kWarpOccMinNF32 || n > kWarpOccMaxNF32) return 0;
+  if (!kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32) return 0;
+  return kWarpOccBlocksE16;
+}
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;
   const bool backward = op == kernels::Op::softmax_backward || op == kernels::Op::log_softmax_backward;
@@ -485,8 +510,11 @@ kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernel
                             n <= kWarpBackwardF32NarrowMaxN);
   static_assert(kWarpLaneBytesBackward16Narrow == kWarpLaneBytesLogSoftmax16Narrow &&
                 kWarpLaneBytesBackwardF32Narrow == kWarpLaneBytesLogSoftmax16Narrow);
-  const int lane_bytes = wide_lane ? kWarpLaneBytesReadOnlyF32 : narrow_lane ? kWarpLaneBytesLogSoftmax16Narrow
-                                                                             : kWarpLaneBytes;
+  const bool e8_lane = t != DType::f32 && backward && n >= kWarpBackward16E8MinN && n <= kWarpBackward16E8MaxN;
+  const int lane_bytes = wide_lane     ? kWarpLaneBytesReadOnlyF32
+                         : e8_lane     ? kWarpLaneBytesBackward16E8
+                         : narrow_lane ? kWarpLaneBytesLogSoftmax16Narrow
+                                       : kWarpLaneBytes;
   const std::int64_t target = lane_bytes / static_cast<std::int64_t>(dtype_size(t));
   c.lanes = std::clamp(pow2_ceil(ceil_div(n, target)), 1, 32);
   c.elems = std::clamp(pow2_ceil(ceil_div(n, c.lanes)), 4, 32);
@@ -545,6 +573,22 @@ constexpr int kWarpGridF32Dense1024 = 16;
 constexpr int kWarpGridPacked16BackwardE8 = 8;
 constexpr int kWarpBackwardDenseBlocksE8 = 4;
 constexpr int kWarpGridF32DenseE8 = 16;
+// pack14 (session 14; H200, 2026-12-01 00:07 UTC, tune_softmax --pack14 on the kernels of 600c491, median of 3
+// alternating rounds of 40, µs, the dispatcher's configuration timed first and last in each round → variant; copy
+// 4.27 TB/s; docs/bench/pack14-s14-2026-11-30.md):
+// - 16-bit rows of 64 dense for 4 lanes of 16 (packed E16 L4, 6 blocks an SM) on a grid of kWarpGridPacked16BackwardE16
+//   times the resident blocks, not the persistent grid: bf16 524288×64 softmax backward 57.60 / 57.60 → 53.22,
+//   log-softmax backward 59.04 / 58.82 → 53.54; f16 57.92 / 57.98 → 52.93, 59.04 / 59.17 → 53.82 (1.08-1.10×). The
+//   E16 build at 8 blocks an SM (32 registers, 24 B spilled) ran 59.9-61.3 on either grid: removed (600c491 has it).
+// - 16-bit backward rows of kWarpBackward16E8MinN..kWarpBackward16E8MaxN at 16 bytes a lane (E8: 128 on 16 lanes), so
+//   dense rows of 128 take the packed E8 kernel (8 blocks an SM, 32 registers, no spill) on the grid of 8
+//   (kWarpGridPacked16BackwardE8) instead of E32 L4 (62 registers, 4 blocks): bf16 262144×128 softmax backward 53.70 /
+//   53.92 → 52.80, log-softmax backward 54.66 / 54.46 → 53.15; f16 53.76 / 53.86 → 52.61, 54.56 / 54.53 → 53.63
+//   (1.017-1.028×). E16 L8 (6 blocks) was 53.31-54.14 (1.005-1.014×), at 8 blocks 59.4-60.6. Rows of 65..127 are not
+//   dense and take the unpacked kernel at the same lanes and elements (the same tree, so the same bits as the packed
+//   rows of their length): at 262144×100 E32 L4 ran 174-180 µs and E16 L8 130-135 (1.33×); E8 L16 there is the
+//   follow-up's (below). The sum's tree at 65..128 changes (E8 L16's butterfly over 16 lanes), within the gates.
+constexpr int kWarpGridPacked16BackwardE16 = 8;
 kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
   kernels::WarpConfig c = warp_config(rp.n, t, rp.op);
   if (c.packed && rp.n == 4 * 8 && kernels::packed_dense(rp, 4, 8)) {
@@ -553,6 +597,7 @@ kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t)
   }
   if (c.packed && c.elems == 32 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16Backward;
   if (c.packed && c.elems == 8 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16BackwardE8;
+  if (c.packed && c.elems == 16 && kernels::packed_dense(rp, c.lanes, c.elems)) c.grid = kWarpGridPacked16BackwardE16;
   return c;
 }
 // sbwd11: the f32 dense kernel the call takes (blocks 0: the general kernel), by n alone; the launcher falls back to
@@ -934,7 +979,12 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     }
   }
   switch (path) {
-    case SoftmaxPath::warp_per_row: return kernels::launch_warp_rows(rp, warp_config(p.n, in.dtype, rp.op), s);
+    case SoftmaxPath::warp_per_row: {
+      const kernels::WarpConfig c = warp_config(p.n, in.dtype, rp.op);
+      const int occ = kernels::warp_occ_blocks(warp_occ_rule(p.n, in.dtype, rp.op));  // short14
+      if (occ > 0 && kernels::launch_warp_rows_occ(rp, c, occ, s)) return;
+      return kernels::launch_warp_rows(rp, c, s);
+    }
     case SoftmaxPath::block_per_row: {
       kernels::BlockConfig c = block_row_config(p.n, kernels::kBlockElems, kBlockMaxN, kernels::kWideBlockElems);
       c.staged = c.wide && wide_row_pipeline_pays(in.dtype, rp.op, p.n);

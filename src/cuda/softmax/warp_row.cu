@@ -83,6 +83,7 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
+#include "cuda/softmax/warp_occ.hpp"
 
 namespace smk::cuda::kernels {
 
@@ -93,6 +94,16 @@ WarpRowTuning& warp_row_tuning() {
 
 WarpRowLast& warp_row_last() {
   static WarpRowLast last;
+  return last;
+}
+
+WarpOccTuning& warp_occ_tuning() {  // short14
+  static WarpOccTuning t;
+  return t;
+}
+
+WarpOccLast& warp_occ_last() {
+  static WarpOccLast last;
   return last;
 }
 
@@ -338,6 +349,99 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 // two lanes, softmax_cuda.cpp kWarpSoftmax16NarrowMaxN) at 6 blocks an SM: 40 registers, no spill (the general kernel
 // at E16 64 at 4). Under a bound of 8 (32 registers, 4 B spilled in bf16) it ran slower (short12's run of a9b96ce,
 // 1048576×32 µs: bf16 46.34 against 42.08 at 6, f16 44.03 against 41.73; its code is in a9b96ce): not built.
+// short14 (session 14): f32 forward rows (softmax, log-softmax, logsumexp, the state) that are dense for `lanes` lanes
+// of E (packed_rule.hpp row_dense), at torch.compile's occupancy: blocks of kOccThreads = 64 threads (two warps, as
+// Triton's kernel for these rows), kMinBlocks of them an SM (24: 48 warps at ≤ 40 registers; 28: 56 at ≤ 36; E32 16:
+// 32 warps at ≤ 64), and a grid of one row group a warp (no persistent walk: the hardware hands out the blocks as SMs
+// free up, so no block walks two row groups while another walks one; the loop below runs once unless a test caps the
+// grid). The arithmetic is warp_rows_kernel<float, void, E, kLog>'s (the same loads into the same slots, trees, terms:
+// exp_diff for softmax, log_term_exp_ftz for the log ops, normalizer and stores): bitwise its outputs
+// (test_warp_row_gpu OccKernelBitwiseF32). Traffic as warp_per_row's: 8 B an element (softmax, log-softmax), 4 B
+// (logsumexp, the state); 2^25 f32 elements 63.5 µs at 2n bytes and the 4.23 TB/s copy.
+constexpr int kOccThreads = 64;
+template <int E, bool kLog, int kMinBlocks>
+__global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(const RowProblem p, int lanes) {
+  using Tile = RowTile<float, E>;
+  using Vec = typename Tile::Vec;
+  constexpr int R = kRowsAtOnce<E>;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / lanes, g = lane % lanes;
+  const int groups = 32 / lanes;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * kOccThreads + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kOccThreads / 32;
+  const float* const xs = static_cast<const float*>(p.x);
+  for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
+    float v[R][E];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row < p.rows) {
+        const Vec* q = reinterpret_cast<const Vec*>(xs + row * p.map.stride[kX][0]) + g;
+        Vec w[Tile::K];
+#pragma unroll
+        for (int k = 0; k < Tile::K; ++k) w[k] = q[k * lanes];
+#pragma unroll
+        for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+          for (int j = 0; j < Tile::V; ++j) v[r][k * Tile::V + j] = w[k].v[j];
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
+      }
+    }
+    float m[R], rest[R];
+    int ties[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      ties[r] = 0;
+      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
+      if constexpr (kLog) {
+        rest[r] = group_sum(thread_log_rest_in<float>(v[r], shift, ties[r]), lanes);
+        ties[r] = group_count(ties[r], lanes);
+      } else {
+        rest[r] = group_sum(thread_exp_rest<void>(v[r], shift, true, false, ties[r]), lanes);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = base + r * groups + group;
+      if (row >= p.rows) continue;
+      const auto state = state_from(m[r], ties[r], rest[r], kLog);
+      if (!writes_rows(p.op)) {
+        if (g == 0) write_row_stats_1d(p, row, state);
+        continue;
+      }
+      finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
+      Vec* q = reinterpret_cast<Vec*>(static_cast<float*>(p.out) + row * p.map.stride[kOut][0]) + g;
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        Vec o;
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) o.v[j] = v[r][k * Tile::V + j];
+        q[k * lanes] = o;
+      }
+    }
+  }
+}
+
+// The occupancy kernels built (short14), by (E, op class, blocks an SM), ptxas -v (CUDA 13.0, sm_90a): E16 at 24
+// blocks 40 registers (softmax no spill, the log ops 4 B), at 28 32 registers (28 / 44 B spilled); E4 (four rows at
+// once, kRowsAtOnce) at 24 40 registers (32 / 48 B spilled), at 16; E32 softmax at 16, 64 registers, no spill (the log
+// ops spill 52 B there: not built; f32 logsumexp at 1024 is lse_stream's).
+template <int E>
+constexpr bool occ_built(int blocks, bool log) {
+  return (E == 4 && (blocks == 24 || blocks == 16)) || (E == 16 && (blocks == 24 || blocks == 28)) ||
+         (E == 32 && blocks == 16 && !log);
+}
+template <int E, bool kLog>
+auto occ_kernel(int blocks) {
+  if constexpr (E == 16) return blocks == 28 ? warp_rows_occ_kernel<16, kLog, 28> : warp_rows_occ_kernel<16, kLog, 24>;
+  else if constexpr (E == 32) return warp_rows_occ_kernel<32, false, 16>;
+  else return blocks == 16 ? warp_rows_occ_kernel<4, kLog, 16> : warp_rows_occ_kernel<4, kLog, 24>;
+}
+
 template <int E>
 constexpr int kDenseMinBlocks = E == 32 ? 4 : 6;
 template <typename In, int E>
@@ -355,6 +459,28 @@ constexpr bool kDenseBuilt = sizeof(In) == 2 && (E == 32 || E == 16);
 template <typename In, int E>
 bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
   return sizeof(In) == 2 && (E == 32 || E == 16) && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
+}
+
+// short14: a dense f32 forward problem on warp_rows_occ_kernel at `blocks` blocks an SM (warp_occ.hpp).
+// One row group a warp: the grid is every block needed (capped at 2^31 − 1, the loop takes the rest), unless a test's
+// tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
+template <int E>
+void launch_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
+  auto kernel = p.op != Op::softmax ? occ_kernel<E, true>(blocks) : occ_kernel<E, false>(blocks);
+  WarpRowLast& last = warp_row_last();
+  last.lanes.store(c.lanes, std::memory_order_relaxed);
+  last.elems.store(E, std::memory_order_relaxed);
+  last.packed.store(false, std::memory_order_relaxed);
+  last.dense.store(false, std::memory_order_relaxed);
+  warp_occ_last().blocks.store(blocks, std::memory_order_relaxed);
+  const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
+  const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
+  const WarpRowTuning& t = warp_row_tuning();
+  const unsigned grid = t.grid >= 0 || t.max_blocks > 0
+                            ? warp_grid(persistent_grid(kernel, kOccThreads, 0, needed), needed, c)
+                            : static_cast<unsigned>(std::min<std::int64_t>(needed, 0x7fffffff));
+  kernel<<<grid, kOccThreads, 0, s>>>(p, c.lanes);
+  SMK_CUDA_CHECK_LAUNCH("warp_rows_occ_kernel");
 }
 
 template <typename In, int E>
@@ -385,6 +511,7 @@ void launch(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   last.elems.store(E, std::memory_order_relaxed);
   last.packed.store(packed, std::memory_order_relaxed);
   last.dense.store(dense, std::memory_order_relaxed);
+  warp_occ_last().blocks.store(0, std::memory_order_relaxed);
   const int rows_per_block = (kThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   // WarpConfig::grid (the dispatcher's, softmax_cuda.cpp kWarpGridF32): more blocks than fit for f32 rows.
@@ -404,6 +531,29 @@ void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
 }
 
 }  // namespace
+
+bool warp_occ_built(int elems, int blocks, Op op) {
+  const bool log = op != Op::softmax;
+  switch (elems) {
+    case 4: return occ_built<4>(blocks, log);
+    case 16: return occ_built<16>(blocks, log);
+    case 32: return occ_built<32>(blocks, log);
+    default: return false;
+  }
+}
+
+bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
+  const bool backward = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
+  if (backward || p.x_dtype != DType::f32 || !warp_occ_built(c.elems, blocks, p.op) || !row_dense(p, c.lanes, c.elems))
+    return false;
+  if (p.rows == 0) return true;
+  switch (c.elems) {
+    case 4: launch_occ<4>(p, c, blocks, s); break;
+    case 16: launch_occ<16>(p, c, blocks, s); break;
+    default: launch_occ<32>(p, c, blocks, s); break;
+  }
+  return true;
+}
 
 void launch_warp_rows(const RowProblem& p, WarpConfig c, cudaStream_t s) {
   if (p.rows == 0) return;

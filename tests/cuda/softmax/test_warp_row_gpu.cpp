@@ -11,11 +11,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <span>
 #include <utility>
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/warp_occ.hpp"  // short14
 #include "support/gpu.hpp"
 
 namespace smk::gpu_test {
@@ -429,6 +432,189 @@ TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
 TEST_F(GpuWarpRow, DenseF32RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f32, 100); }
 TEST_F(GpuWarpRow, DenseBf16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::bf16, 200); }
 TEST_F(GpuWarpRow, DenseF16RowsManyStepsMatchReferenceAndUnalignedBits) { dense_rows_many_steps(DType::f16, 300); }
+
+// short14 (session 14): warp_rows_occ_kernel (warp_row.cu, warp_occ.hpp: f32 forward rows that are dense for their
+// lanes, blocks of 64 threads, one row group a warp) against warp_rows_kernel at the same lanes and elements, bitwise.
+// (1) Direct launches on one buffer, the output poisoned (NaN bytes 0xFF) before each: every built form (E4 at 16 / 24
+// blocks, E16 at 24 / 28, E32 softmax at 16) on every length it holds densely, each forward op, 1, 3, 61 rows and
+// many (the last row group partial), uncapped and capped at 7 blocks (each warp walks many row groups); scores ~
+// N(−3, 6) and a row of non-finite ones. The general kernel's outputs here are the ones the dispatcher's tests check
+// against the float64 reference. Forms not built and rows not dense are refused (launch_warp_rows_occ false).
+struct OccGuard {
+  ~OccGuard() {
+    cuda::kernels::warp_occ_tuning() = cuda::kernels::WarpOccTuning{};
+    cuda::kernels::warp_row_tuning() = cuda::kernels::WarpRowTuning{};
+  }
+};
+
+// The kernels' op for a test op (the forward ops, named alike in both enums).
+cuda::kernels::Op kernel_op(Op op) {
+  switch (op) {
+    case Op::log_softmax: return cuda::kernels::Op::log_softmax;
+    case Op::logsumexp: return cuda::kernels::Op::logsumexp;
+    case Op::state: return cuda::kernels::Op::state;
+    default: return cuda::kernels::Op::softmax;
+  }
+}
+
+void occ_direct(Op op, std::int64_t rows, std::int64_t n, int elems, int blocks, std::uint64_t seed) {
+  using cuda::kernels::RowProblem;
+  const std::string tag = std::string(op_name(op)) + " " + std::to_string(rows) + "x" + std::to_string(n) + " E" +
+                          std::to_string(elems) + " b" + std::to_string(blocks);
+  SCOPED_TRACE(tag);
+  std::vector<double> x = random_values(DType::f32, rows * n, 6.0, -3.0, seed);
+  if (rows > 3) {  // row 1: one +inf; row 2: one NaN; row 3: all −inf
+    const double inf = std::numeric_limits<double>::infinity();
+    x[static_cast<std::size_t>(n + n / 3)] = inf;
+    x[static_cast<std::size_t>(2 * n + 1)] = std::numeric_limits<double>::quiet_NaN();
+    for (std::int64_t j = 0; j < n; ++j) x[static_cast<std::size_t>(3 * n + j)] = -inf;
+  }
+  std::vector<float> xf(x.begin(), x.end());
+  auto din = cuda::DeviceBuffer<float>::from_host(std::span<const float>(xf));
+  const std::size_t out_count = static_cast<std::size_t>(cuda::kernels::writes_rows(kernel_op(op)) ? rows * n : 2 * rows);
+  cuda::DeviceBuffer<float> dout(out_count);
+  RowProblem p;
+  p.op = kernel_op(op);
+  p.x = din.data();
+  p.out = dout.data();
+  p.stat0 = dout.data();
+  p.stat1 = dout.data() + rows;
+  p.x_dtype = p.out_dtype = DType::f32;
+  p.rows = rows;
+  p.n = n;
+  p.map.rank = 1;
+  p.map.size[0] = rows;
+  p.map.stride[cuda::kernels::kX][0] = n;
+  p.map.stride[cuda::kernels::kOut][0] = n;
+  p.map.stride[cuda::kernels::kStat0][0] = 1;
+  p.map.stride[cuda::kernels::kStat1][0] = 1;
+  p.step[cuda::kernels::kX] = p.step[cuda::kernels::kOut] = 1;
+  cuda::kernels::WarpConfig c;
+  c.elems = elems;
+  c.lanes = static_cast<int>(n / elems);
+  auto run = [&](bool occ, int cap) {
+    SMK_CUDA_CHECK(cudaMemset(dout.data(), 0xFF, out_count * sizeof(float)));
+    cuda::kernels::warp_row_tuning() = {};
+    cuda::kernels::warp_row_tuning().max_blocks = cap;
+    if (occ) {
+      EXPECT_TRUE(cuda::kernels::launch_warp_rows_occ(p, c, blocks, nullptr));
+      EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), blocks);
+    } else {
+      cuda::kernels::launch_warp_rows(p, c, nullptr);
+      EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
+    }
+    SMK_CUDA_CHECK(cudaGetLastError());
+    std::vector<float> h = dout.to_host();
+    cuda::kernels::warp_row_tuning() = {};
+    return h;
+  };
+  const std::vector<float> base = run(false, 0);
+  // Every output the op writes is off the poison (bits 0xFFFFFFFF, a NaN no kernel produces: a NaN result is the
+  // input's 0x7FC00000 or the default 0x7FFFFFFF); logsumexp leaves stat1's half poisoned.
+  const std::size_t due = static_cast<std::size_t>(op == Op::logsumexp ? rows : op == Op::state ? 2 * rows : rows * n);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &base[i], 4);
+    ASSERT_EQ(bits == 0xFFFFFFFFu, i >= due) << "element " << i << " of the general kernel's output";
+  }
+  for (int cap : {0, 7}) {
+    const std::vector<float> r = run(true, cap);
+    ASSERT_EQ(base.size(), r.size());
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      std::uint32_t a, b;
+      std::memcpy(&a, &base[i], 4);
+      std::memcpy(&b, &r[i], 4);
+      ASSERT_EQ(a, b) << "element " << i << " (max_blocks " << cap << "): general " << base[i] << ", occ " << r[i];
+    }
+  }
+}
+
+TEST_F(GpuWarpRow, OccKernelBitwiseF32) {
+  OccGuard guard;
+  std::uint64_t seed = 2400;
+  struct Form {
+    int elems, blocks;
+  };
+  for (std::int64_t n : {16, 32, 64, 128, 256, 512, 1024})
+    for (const Form f : {Form{4, 16}, Form{4, 24}, Form{16, 24}, Form{16, 28}, Form{32, 16}})
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        if (n % f.elems != 0 || n / f.elems > 32 || n / f.elems < 1) continue;
+        // The forms as listed above (warp_row.cu occ_built): E32 softmax only.
+        const bool built = f.elems != 32 || op == Op::softmax;
+        ASSERT_EQ(cuda::kernels::warp_occ_built(f.elems, f.blocks, kernel_op(op)), built) << "E" << f.elems << " b" << f.blocks;
+        if (!built) continue;
+        const std::int64_t many = small_mode() ? (1 << 15) / n + 3 : 600'000 / n + 3;
+        for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}, std::int64_t{61}, many})
+          occ_direct(op, rows, n, f.elems, f.blocks, ++seed);
+      }
+}
+
+// (2) Through the dispatcher (run_gpu, warp_per_row forced), with WarpOccTuning::blocks at 24 and 28 (E16; E32 at
+// 16): f32 rows of 16 ... 1024 at the dispatcher's lanes and elements, dense, at an odd pitch, with a temperature, with
+// non-finite scores; every forward op; checked against the float64 reference and bitwise against WarpOccTuning 0 (the
+// kernels before). warp_occ_last must show the occupancy kernel exactly where it is built for the dispatcher's E and
+// the rows are dense (row_dense); bf16 never.
+TEST_F(GpuWarpRow, OccThroughTheDispatcher) {
+  OccGuard guard;
+  std::uint64_t seed = 2600;
+  for (DType t : {DType::f32, DType::bf16})
+    for (std::int64_t n : {16, 32, 64, 100, 128, 512, 1024})
+      for (int variant : {0, 1, 2, 3}) {
+        if (variant > 0 && n != 128 && n != 32) continue;
+        if (t == DType::bf16 && (variant > 0 || n != 128)) continue;
+        const std::int64_t rows = (small_mode() ? (1 << 15) : 300'000) / n + 5;
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+          Case c = variant_case(op, t, rows, n, variant, ++seed);
+          SCOPED_TRACE(c.name + " " + op_name(op));
+          cuda::kernels::warp_occ_tuning().blocks = 0;
+          const Result base = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(base.ran) << base.reason;
+          EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
+          if (variant != 3) check(c, base, reference(c));
+          for (int blocks : {24, 28, 16}) {
+            cuda::kernels::warp_occ_tuning().blocks = blocks;
+            const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+            ASSERT_TRUE(r.ran) << r.reason;
+            EXPECT_FALSE(r.stray_write) << "occ b" << blocks;
+            if (variant != 3) check(c, r, reference(c));
+            const auto [lanes, elems] = last_config(false);
+            const bool layout = (variant == 0 || variant == 3) && n == std::int64_t{lanes} * elems;
+            const bool want = t == DType::f32 && layout && cuda::kernels::warp_occ_built(elems, blocks, kernel_op(op));
+            EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), want ? blocks : 0)
+                << "occ b" << blocks << ", L" << lanes << " E" << elems;
+            expect_same_bits(base, r, "occ b" + std::to_string(blocks));
+          }
+        }
+      }
+}
+
+// (3) The dispatcher's rule at its bounds (softmax_cuda.cpp warp_occ_rule; no tuning): a forced warp_per_row call
+// takes the occupancy kernel at 24 blocks an SM exactly for f32 rows of 17..512 dense for the dispatcher's 16 elements a
+// lane (softmax and log-softmax; logsumexp and the state below 128, where they keep 16 elements a lane), never at an
+// odd pitch, never for bf16; each call checked against the float64 reference. The expected values are the rule as
+// written, not read from the code.
+TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
+  OccGuard guard;
+  cuda::kernels::warp_occ_tuning() = {};
+  cuda::kernels::warp_row_tuning() = {};
+  std::uint64_t seed = 2800;
+  for (DType t : {DType::f32, DType::bf16})
+    for (std::int64_t n : {16, 17, 31, 32, 64, 127, 128, 256, 512, 1024})
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
+        for (bool odd : {false, true}) {
+          if (odd && n != 32 && n != 512) continue;
+          if (t == DType::bf16 && n != 32 && n != 128) continue;
+          const Case c = warp_case(op, t, 1000, n, odd, ++seed);
+          SCOPED_TRACE(c.name + " " + op_name(op));
+          const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+          ASSERT_TRUE(r.ran) << r.reason;
+          EXPECT_FALSE(r.stray_write);
+          check(c, r, reference(c));
+          const bool writes = op == Op::softmax || op == Op::log_softmax;
+          const bool dense16 = !odd && (n == 32 || n == 64 || (writes && (n == 128 || n == 256 || n == 512)));
+          EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), t == DType::f32 && dense16 ? 24 : 0);
+        }
+}
 
 }  // namespace
 }  // namespace smk::gpu_test

@@ -7,7 +7,8 @@
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
 //                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
-//                        --sbwd12 | --sbwd12-ncu]
+//                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
+//                        --tma14b]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/split_row_tuning.hpp"  // one12: the chunk kernel's L2 prefetch distance, the merge's preloading
 #include "cuda/softmax/warp_backward.hpp"
+#include "cuda/softmax/warp_occ.hpp"  // short14
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
 
@@ -283,6 +285,137 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
+// tma14 (session 14, issue 3; docs/perf-notebook.md "tma14"): split_row as the dispatcher calls it (the library's
+// row-loop rule, the one-launch kernel where it serves) with its compact chunk pass on the kernel before
+// (chunk_states_plain_kernel, one block a chunk, its L2 prefetch 132 ahead: "plain") or on chunk_states_tma_kernel
+// (chunk_tma.cuh: a persistent grid, the chunks staged in shared memory by bulk copies, 2 / 3 / 4 stages; "+L2 1g":
+// also prefetching into L2 the chunk one grid past the next). Softmax, log-softmax and logsumexp at 1x16777216,
+// 4x4194304, 1x151936, 32x128256 (forward ops), logsumexp at 4096x151936 (the one op the three kernels serve there);
+// f32 and bf16. Each case: the variants in `rounds` alternating rounds, median of `reps` launches over rotated inputs
+// (the L2 does not hold them); then every variant's output on copy 0 (poisoned with 0xFF first) compared byte for byte
+// with the plain kernel's ("same bits" / "DIFFERS"), and whether the TMA kernel ran (its launch count).
+// --tma14-ncu: one softmax launch at 1x16777216 f32 and bf16, plain then 2 stages, for Nsight Compute.
+// --tma14b: the rule's thresholds (split_row.cu kChunkTmaMinChunksF32 / 16): logsumexp at 128 ... 2048 x 151936
+// (1664 ... 26624 chunks) and softmax at 1x16777216, plain beside 2 stages and the library's rule ("default"), as
+// above. (Its run timed the rule before it was narrowed to logsumexp / state and split by dtype.)
+int tma14_mode(bool ncu, bool rule) {
+  struct V14 {
+    const char* name;
+    int stages, ahead;  // ChunkTmaTuning (0 stages: the plain kernel; -1 the library's rule)
+  };
+  const std::vector<V14> vs =
+      rule ? std::vector<V14>{{"plain (before)", 0, 0}, {"tma 2", 2, 0}, {"default (rule)", -1, 0}}
+           : std::vector<V14>{{"plain (before)", 0, 0}, {"tma 2", 2, 0}, {"tma 3", 3, 0}, {"tma 4", 4, 0},
+                              {"tma 2 +L2 1g", 2, -1}};
+  const std::vector<DType> types = {DType::f32, DType::bf16};
+  auto set = [](const V14& v) {
+    split_row_tuning() = {};
+    row_loop_tuning() = {};  // the library's row-loop rule, as the dispatcher runs split_row
+    ChunkTmaTuning& t = split_row_chunk_tma();
+    t = {};
+    t.stages_f32 = t.stages_16 = v.stages;
+    t.ahead = v.ahead;
+  };
+  // The forward inputs alone (make_buffers also fills the backward's, which at 4096x151936 costs seconds of host
+  // time a dtype): 2^24 scores of make_buffers' distribution on the host, repeated across the first copy on the device,
+  // then that copy duplicated, as many copies as make_buffers takes (>= 512 MB in all, at least two).
+  auto fwd_buffers = [](std::int64_t rows, std::int64_t n, DType t) {
+    const std::size_t es = smk::dtype_size(t), elems = static_cast<std::size_t>(rows * n);
+    const std::size_t bytes = elems * es, chunk = std::min<std::size_t>(elems, std::size_t{1} << 24);
+    const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
+    std::vector<unsigned char> host(chunk * es);
+    for (std::size_t i = 0; i < chunk; ++i) {
+      const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+      if (t == DType::f32) {
+        std::memcpy(host.data() + 4 * i, &v, 4);
+      } else {
+        const auto h = smk::to_bfloat16(v);
+        std::memcpy(host.data() + 2 * i, &h, 2);
+      }
+    }
+    Buffers b;
+    for (int c = 0; c < copies; ++c) {
+      void* p = nullptr;
+      SMK_CUDA_CHECK(cudaMalloc(&p, bytes));
+      if (c == 0) {
+        for (std::size_t at = 0; at < bytes; at += host.size())
+          SMK_CUDA_CHECK(cudaMemcpy(static_cast<unsigned char*>(p) + at, host.data(),
+                                    std::min(host.size(), bytes - at), cudaMemcpyHostToDevice));
+      } else {
+        SMK_CUDA_CHECK(cudaMemcpy(p, b.in.front(), bytes, cudaMemcpyDeviceToDevice));
+      }
+      b.in.push_back(p);
+    }
+    SMK_CUDA_CHECK(cudaMalloc(&b.out, bytes));
+    SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.stats), 2 * sizeof(float) * static_cast<std::size_t>(rows)));
+    return b;
+  };
+  if (ncu) {
+    for (DType t : types) {
+      Buffers b = fwd_buffers(1, 16777216, t);
+      for (const V14& v : {vs[0], vs[1]}) {
+        set(v);
+        launch_split_rows(problem(Op::softmax, 1, 16777216, t, b, 0), nullptr);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      free_buffers(b);
+    }
+    split_row_chunk_tma() = {};
+    return 0;
+  }
+  auto time14 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps, int rounds) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    for (DType t : types) {
+      Buffers b = fwd_buffers(rows, n, t);
+      const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+      for (Op op : ops) {
+        const double bytes =
+            static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t)) *
+            (writes_rows(op) ? 2 : 1);
+        for (int round = 0; round < rounds; ++round) {
+          for (const V14& v : vs) {
+            set(v);
+            const std::uint64_t ran = split_chunk_tma_launch_count();
+            const double us =
+                median_us(b, reps, [&](int i) { launch_split_rows(problem(op, rows, n, t, b, i), nullptr); });
+            const bool tma = split_chunk_tma_launch_count() != ran;
+            report(shape, t, op, Variant{std::string(v.name) + (tma ? "" : " [not staged]"), 's'}, us, bytes);
+          }
+        }
+        // The bits: each variant's outputs (rows or stats) on copy 0 against the plain kernel's.
+        const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
+        void* dst = writes_rows(op) ? b.out : static_cast<void*>(b.stats);
+        std::vector<unsigned char> ref(got_bytes), got(got_bytes);
+        for (std::size_t k = 0; k < vs.size(); ++k) {
+          set(vs[k]);
+          SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, got_bytes));
+          launch_split_rows(problem(op, rows, n, t, b, 0), nullptr);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          SMK_CUDA_CHECK(cudaMemcpy(k == 0 ? ref.data() : got.data(), dst, got_bytes, cudaMemcpyDeviceToHost));
+          if (k > 0)
+            std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t),
+                        op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : "log_softmax", vs[k].name,
+                        std::memcmp(ref.data(), got.data(), got_bytes) == 0 ? "same bits" : "DIFFERS");
+        }
+      }
+      free_buffers(b);
+    }
+  };
+  const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+  if (rule) {
+    time14(1, 16777216, {Op::softmax}, 21, 2);
+    for (std::int64_t rows : {128, 512, 1024, 2048}) time14(rows, 151936, {Op::logsumexp}, rows >= 1024 ? 9 : 21, 2);
+  } else {
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                  {32, 128256}})
+      time14(rows, n, fwd, 21, 2);
+    time14(4096, 151936, {Op::logsumexp}, 5, 2);
+  }
+  split_row_tuning() = {};
+  split_row_chunk_tma() = {};
+  return 0;
+}
 // vocab10: row_loop.cu at `per_sm` blocks an SM (0: its occupancy, 2), with or without its cache hints.
 Variant row_loop(int per_sm, bool hints) {
   Variant v{"row_loop " + std::to_string(per_sm == 0 ? 2 : per_sm) + "/SM" + (hints ? " hints" : ""), 'L', {}, {}};
@@ -387,9 +520,213 @@ Variant old_default(std::int64_t n, DType t) {
   return v;
 }
 
+// pack14 (session 14, issue 3; docs/perf-notebook.md "pack14"): the 16-bit backward passes at rows of 32 / 64 / 128
+// (the packed warp kernel: rows of 32 at E8 L4 beside E16 L2; 64 at E16 L4 on the persistent grid beside the grid of 8;
+// 128 at E32 L4, the dispatcher's before pack14, beside E16 L8 and E8 L16; 100, not dense: the unpacked kernel at E32
+// L4, E16 L8 and E8 L16), 1024 (the dispatcher's alone: a regression check), 4096 / 8192 / 16384 (the dy-shared
+// block unpacked beside its packed form at 3 blocks of 512 threads an SM and the re-read kernel) and 32000 (the re-read kernel
+// alone), bf16 and f16 (the f16 backward re-timed on sane inputs: review F7 of session 12), softmax and log-softmax
+// backward. Each case: the variants in `rounds` alternating rounds, the first one timed first and last in each round,
+// median of `reps` launches a timing over rotated inputs; then every variant's dx on copy 0 (outputs poisoned with 0xFF
+// first) compared byte for byte with the first one's: "same bits" or "differs" (the 16-bit outputs round away most
+// differences in the sum's last bits: "same bits" here does not show one summation order). The run of 600c491's kernels
+// also timed the packed warp kernel's E16 build at 8 blocks an SM and the packed dy-shared block at 4 (both removed).
+// --pack14 quick: the rows pack14's rule changed only (64, 100, 128, 4096, 16384). --pack14-ncu: one launch each of
+// the 16384×4096 bf16 softmax backward kernels, for Nsight Compute.
+int pack14_mode(bool ncu, bool quick) {
+  struct V14 {
+    std::string name;
+    char kind;  // 'w' warp_per_row, 'b' the dy-shared block, 'r' the re-read kernel
+    WarpConfig warp{};
+    int shared_blocks = 0;  // BackwardPackedTuning::shared_blocks (0: the unpacked dy-shared block)
+    BlockConfig block{};    // 'b': the dispatcher's dy-shared block for n (bshared)
+  };
+  auto launch = [](const V14& v, const RowProblem& p) {
+    backward_packed_tuning() = {v.shared_blocks};
+    warp_row_tuning() = {};
+    if (v.kind == 'w') launch_backward_warp_rows(p, v.warp, nullptr);
+    else if (v.kind == 'r') launch_backward_reread_rows(p, nullptr);
+    else launch_backward_block_rows(p, v.block, nullptr);
+  };
+  // Whether the kernel named served the launch: the packed warp kernel, or the packed dy-shared form at its blocks.
+  auto served = [](const V14& v) {
+    if (v.kind == 'w') return !v.warp.packed || warp_backward_last().packed.load();
+    if (v.kind == 'b') return backward_packed_last().shared_blocks.load() == v.shared_blocks;
+    return true;
+  };
+  if (ncu) {
+    Buffers b = make_buffers(16384, 4096, DType::bf16);
+    const BlockConfig c = bshared(4096, false).block;
+    for (const V14& v :
+         {V14{"dy-shared", 'b', {}, 0, c}, V14{"dy-shared packed 3", 'b', {}, 3, c}, V14{"re-read", 'r'}})
+      launch(v, backward_problem(Op::softmax_backward, 16384, 4096, DType::bf16, b, 0));
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    backward_packed_tuning() = {};
+    return 0;
+  }
+  const int rounds = 3, reps = 40;
+  struct Shape {
+    std::int64_t rows, n;
+  };
+  for (const Shape& sh : {Shape{1048576, 32}, Shape{524288, 64}, Shape{262144, 128}, Shape{262144, 100},
+                          Shape{32768, 1024}, Shape{16384, 4096}, Shape{8192, 8192}, Shape{4096, 16384},
+                          Shape{8192, 32000}}) {
+    const std::int64_t rows = sh.rows, n = sh.n;
+    if (quick && (n == 32 || n == 1024 || n == 8192 || n == 32000)) continue;
+    std::vector<V14> vs;
+    auto w = [](int e, int l, int g) { return WarpConfig{e, l, g, true}; };
+    if (n == 32) {
+      vs = {{"default E8 L4 g8 packed8", 'w', w(8, 4, 8)}, {"E16 L2 g8 packed6", 'w', w(16, 2, 8)}};
+    } else if (n == 64) {
+      vs = {{"before E16 L4 g0 packed6", 'w', w(16, 4, 0)}, {"E16 L4 g8 packed6 (pack14)", 'w', w(16, 4, 8)}};
+    } else if (n == 128) {  // E32 L4 the dispatcher's before pack14, E8 L16 after it
+      vs = {{"before E32 L4 g8 packed4", 'w', w(32, 4, 8)}, {"E16 L8 g8 packed6", 'w', w(16, 8, 8)},
+            {"E8 L16 g8 packed8 (pack14)", 'w', w(8, 16, 8)}};
+    } else if (n == 100) {  // not dense: the unpacked kernel at E32 L4 before pack14, E8 L16 after it (65..127)
+      vs = {{"before E32 L4 g0", 'w', WarpConfig{32, 4, 0}}, {"E16 L8 g0", 'w', WarpConfig{16, 8, 0}},
+            {"E8 L16 g0 (pack14)", 'w', WarpConfig{8, 16, 0}}};
+    } else if (n == 1024) {
+      vs = {{"default E32 L32 g8 packed4", 'w', w(32, 32, 8)}};
+    } else if (n <= 16384) {
+      const BlockConfig c = bshared(n, false).block;
+      vs = {{"before dy-shared T" + std::to_string(c.threads), 'b', {}, 0, c},
+            {"dy-shared packed 3 (pack14)", 'b', {}, 3, c}, {"re-read", 'r'}};
+    } else {
+      vs = {{"default re-read", 'r'}};
+    }
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    for (DType t : {DType::bf16, DType::f16}) {
+      Buffers b = make_buffers(rows, n, t);
+      const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+      const double bytes = 3.0 * static_cast<double>(out_bytes);
+      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        // Timings: the default first and last in each round.
+        std::vector<std::vector<double>> us(vs.size() + 1);
+        for (int r = 0; r < rounds; ++r)
+          for (std::size_t i = 0; i <= vs.size(); ++i) {
+            const V14& v = vs[i == vs.size() ? 0 : i];
+            us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
+            if (!served(v)) {
+              std::printf("pack14: %s did not take the kernel asked for\n", v.name.c_str());
+              return 1;
+            }
+          }
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          std::vector<double> u = us[i];
+          std::sort(u.begin(), u.end());
+          const V14& v = vs[i == vs.size() ? 0 : i];
+          report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
+          std::printf("  rounds");
+          for (double x : us[i]) std::printf(" %.2f", x);
+          std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
+        }
+        // Bits: every variant's dx on copy 0 beside the default's.
+        std::vector<unsigned char> ref(out_bytes), got(out_bytes);
+        for (std::size_t i = 0; i < vs.size(); ++i) {
+          SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+          launch(vs[i], backward_problem(op, rows, n, t, b, 0));
+          SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+          if (i == 0) continue;
+          std::size_t diff = 0;
+          if (std::memcmp(ref.data(), got.data(), out_bytes) != 0)
+            for (std::size_t j = 0; j < out_bytes; j += 2) diff += std::memcmp(&ref[j], &got[j], 2) != 0;
+          std::printf("bits %s %s %s %s: %s (%zu of %zu elements differ)\n", shape, smk::dtype_name(t),
+                      op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                      diff == 0 ? "same bits" : "differs", diff, out_bytes / 2);
+        }
+      }
+      free_buffers(b);
+    }
+  }
+  backward_packed_tuning() = {};
+  return 0;
+}
+
+// short14 (session 14, docs/perf-notebook.md "session 14) — short14"): the f32 forward ops on rows of 32 ... 1024
+// (2^25 elements) at the dispatcher's configuration ("default": warp_rows_kernel on the grid of 8 for softmax and
+// log-softmax, the persistent grid for logsumexp, lse_stream L16 for logsumexp at 1024) beside warp_rows_occ_kernel
+// (warp_row.cu, warp_occ.hpp: blocks of 64 threads, one row group a warp) at the same lanes and elements (the same
+// bits) at 24 and 28 blocks an SM (E32 at 16), and at E4 (four rows a lane group at once, each warp instruction 512
+// contiguous bytes; other bits) at 16 and 24. Two rounds of every variant in turn, median of 30 each: the two rounds
+// of one kernel are its spread. --short14-ncu: one launch of each at 1048576x32 and 262144x128 (softmax).
+int short14(bool ncu) {
+  struct V {
+    Variant v;
+    int blocks;  // > 0: warp_rows_occ_kernel at that many blocks an SM
+  };
+  using Shape = std::pair<std::int64_t, std::int64_t>;
+  const std::vector<Shape> shapes =
+      ncu ? std::vector<Shape>{{1048576, 32}, {262144, 128}}
+          : std::vector<Shape>{{1048576, 32}, {524288, 64}, {262144, 128}, {131072, 256}, {65536, 512}, {32768, 1024}};
+  const DType t = DType::f32;
+  for (const auto& [rows, n] : shapes) {
+    Buffers b = make_buffers(rows, n, t);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+      if (ncu && op != Op::softmax) continue;
+      const bool lse = op == Op::logsumexp;
+      // The dispatcher's (softmax_cuda.cpp warp_config, lse_stream_config).
+      const int e = n == 1024 || (lse && n >= 128) ? 32 : 16;
+      Variant def = lse && n == 1024 ? lse_stream(16, 0) : wv(e, static_cast<int>(n) / e, lse ? 0 : 8);
+      def.name = "default " + def.name;
+      std::vector<V> vs = {{def, 0}};
+      auto occ = [&](int elems, int blocks) {
+        Variant v = wv(elems, static_cast<int>(n) / elems, 0);
+        v.name = "occ E" + std::to_string(elems) + " L" + std::to_string(n / elems) + " b" + std::to_string(blocks);
+        vs.push_back({v, blocks});
+      };
+      if (n <= 512) {
+        occ(16, 24);
+        if (!ncu) occ(16, 28);
+      }
+      if (n == 1024 && op == Op::softmax) occ(32, 16);
+      if (n <= 128) {
+        occ(4, 24);
+        if (!ncu) occ(4, 16);
+      }
+      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 4.0 * (writes_rows(op) ? 2 : 1);
+      for (int round = 0; round < (ncu ? 1 : 2); ++round)
+        for (const V& v : vs) {
+          warp_row_tuning() = v.v.tuning;
+          auto launch = [&](int i) {
+            const RowProblem p = problem(op, rows, n, t, b, i);
+            if (v.blocks > 0) {
+              if (!launch_warp_rows_occ(p, v.v.warp, v.blocks, nullptr)) std::abort();
+            } else if (v.v.kind == 'w') {
+              launch_warp_rows(p, v.v.warp, nullptr);
+            } else {
+              launch_lse_stream_rows(p, v.v.lse, nullptr);
+            }
+          };
+          if (ncu) {  // one launch, outside any timing
+            launch(0);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            std::printf("ncu launch: %s f32 softmax %s\n", shape, v.v.name.c_str());
+            continue;
+          }
+          Variant named = v.v;
+          named.name += round == 0 ? " (1)" : " (2)";
+          report(shape, t, op, named, median_us(b, 30, launch), bytes);
+        }
+    }
+    free_buffers(b);
+  }
+  warp_row_tuning() = {};
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::strcmp(argv[1], "--short14") == 0 || std::strcmp(argv[1], "--short14-ncu") == 0))
+    return short14(std::strcmp(argv[1], "--short14-ncu") == 0);
+  if (argc > 1 && std::strncmp(argv[1], "--tma14", 7) == 0)
+    return tma14_mode(std::strcmp(argv[1], "--tma14-ncu") == 0, std::strcmp(argv[1], "--tma14b") == 0);
+  if (argc > 1 && std::strncmp(argv[1], "--pack14", 8) == 0)
+    return pack14_mode(std::strcmp(argv[1], "--pack14-ncu") == 0, argc > 2 && std::strcmp(argv[2], "quick") == 0);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool rowpipe = argc > 1 && std::strcmp(argv[1], "--rowpipe") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--rowpipe-ncu") == 0) {
