@@ -1579,6 +1579,90 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
 }
 
+// ce14 (session 14): the row loop's exponentials without exp2f's subnormal scaling where no argument of a thread's step
+// is below −126 (row_loop.cuh step_exp, FusedTuning::loop_fast_exp) give exp2f's bits. Checked byte for byte (loss,
+// LSE, z-loss, gradient) against loop_fast_exp 0 (exp2f throughout, the kernel before ce14) for the fast form and the
+// default, staged and unstaged, on rows built so that some threads' steps take the fast form and others exp2f's: a
+// −160 planted every 997 logits (its argument below −126 against a max near 6: that thread's step scales), a row
+// whose max is 120 (every other argument below −126: exp2f everywhere, its terms subnormal or 0), −inf logits (pads
+// and the target's slot take exp2f too), a NaN logit, a row of −inf, a +inf logit (those three under none only), a
+// target at a planted −160; the rest random_case's. Every dtype pair whose pass 2 uses it (bf16 and f16 gradients) and two whose pass 2 keeps exp_diff
+// (bf16 logits with an f32 gradient, f32), under none (pass 2's plain form) and the mean with label smoothing, z-loss
+// and class weights (pass 2's weighted form; pass 1's sums either way), in place where the dtypes allow. The launch
+// record has the form launched; the default is checked against float64 too.
+TEST(CrossEntropyGpuRowLoop, FastExpSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C, rows;
+    bool in_place;
+  };
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 24, true},
+                               {DType::f16, DType::f16, 40000, 24, false},
+                               {DType::bf16, DType::f32, 65536, 24, false},
+                               {DType::f32, DType::f32, 30000, 24, true}};
+  if (small_mode())
+    shapes = {{DType::bf16, DType::bf16, 16400, 10, true}, {DType::f16, DType::f32, 8200, 10, false}};
+  auto launch = [](const CeCase& cc, int stage, int fast, int want_fast, const std::string& what) {
+    ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_stage = stage;
+    t.loop_fast_exp = fast;
+    ce::set_fused_tuning(t);
+    ce::set_last_fused_launch({});
+    GpuOut o = run_gpu(cc, true);
+    const ce::FusedLaunch fl = ce::last_fused_launch();
+    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+    EXPECT_EQ(fl.loop_fast_exp, want_fast) << cc.name << ", " << what;
+    ce::set_fused_tuning({});
+    return o;
+  };
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::none, Reduction::mean}) {
+      const std::int64_t C = sh.C;
+      CeCase c = random_case("fast exp", sh.dt, sh.rows, C, 2203 + C, red);
+      c.grad_dtype = sh.grad;
+      c.in_place = sh.in_place && sh.grad == sh.dt;
+      if (red == Reduction::mean) {
+        c.opt.label_smoothing = 0.1f;
+        c.opt.z_loss = 1e-4f;
+        c.weights.resize(C);
+        for (std::int64_t j = 0; j < C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      }
+      auto at = [&](std::int64_t r, std::int64_t j) -> double& { return c.x[r * C + j]; };
+      auto other = [&](std::int64_t r, std::int64_t j) { return j == c.t[r] ? (j + 1) % C : j; };  // not the target
+      for (std::int64_t r = 0; r < sh.rows; r += 7)  // −160 every 997 logits: those threads' steps take exp2f
+        for (std::int64_t j = r % 997; j < C; j += 997) at(r, other(r, j)) = -160.0;
+      at(1, other(1, C / 3)) = 120.0;  // the max far above: exp2f everywhere
+      for (std::int64_t j : {std::int64_t{5}, C / 2, C - 1}) at(2, other(2, j)) = -kInf;
+      if (red == Reduction::none) {  // non-finite rows (under the mean they would make every output NaN)
+        at(3, other(3, C / 5)) = kNaN;
+        for (std::int64_t j = 0; j < C; ++j) at(4, j) = -kInf;
+        at(5, other(5, C - 3)) = kInf;
+      }
+      at(6, c.t[6]) = -160.0;  // the target far below the max
+      c.name = std::string("fast exp, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(C) + (red == Reduction::mean ? ", mean, smoothing, z-loss, weights" : ", none") +
+               (c.in_place ? ", in place" : "");
+      for (int stage : {0, 3}) {
+        const std::string st = stage ? ", staged" : ", unstaged";
+        const GpuOut base = launch(c, stage, 0, 0, "exp2f" + st);
+        ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+        same_bits(launch(c, stage, 1, 1, "fast" + st), base, c.name + ", fast" + st);
+        same_bits(launch(c, stage, -1, 1, "default" + st), base, c.name + ", default" + st);
+      }
+      {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        ce::set_fused_tuning(t);
+        check_case(c);
+        ce::set_fused_tuning({});
+      }
+    }
+}
+
 // The dispatcher takes the row loop exactly where its rule says so, and the one-read kernel (or the two calls)
 // elsewhere. The rule is written here as stated (fused.cu, ce11's run of e711d37), not through the code's own
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).

@@ -95,6 +95,162 @@ std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint
   return b;
 }
 
+// --ce14 (session 14): the row loop (row_loop.cuh, 3 staged steps) with its exponentials by exp2f throughout (the
+// kernel before ce14: FusedTuning::loop_fast_exp 0) beside step_exp's fast form (1), alternated in rounds in one
+// process on the same inputs: each round times every variant (median of `reps` calls, each after the logits are
+// restored from a pristine copy), so a drift of the card shows in every variant alike; "exp2f" is timed twice a round
+// (its spread). Before timing, each variant's outputs (gradient in place, per-row LSE, loss) are compared byte for byte
+// with exp2f's. --ce14-ncu: one call of each variant, no warm-up and no check, for Nsight Compute. Shapes (--shapes)
+// default 4096x151936; dtypes (--dtypes) default bf16 and f32 (the row loop forced: f32 rows of 151936 take the
+// one-read kernel by the dispatcher's rule).
+int run_ce14(bool ncu, const std::string& dtypes, const std::string& shape_list, const std::string& only, int rounds,
+             int reps) {
+  namespace ce = smk::cuda::ce;
+  struct V {
+    const char* name;
+    int fast;  // FusedTuning::loop_fast_exp: 0 exp2f throughout, 1 step_exp's fast form
+  };
+  std::vector<V> variants = {{"exp2f", 0}, {"fast", 1}, {"exp2f-b", 0}};
+  if (!only.empty())  // --only NAME,...: those variants (exp2f always, first: the others are checked against it)
+    std::erase_if(variants, [&](const V& v) {
+      const std::string name = v.name;
+      return name != "exp2f" && ("," + only + ",").find("," + name + ",") == std::string::npos;
+    });
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{4096, 151936}};
+  if (!shape_list.empty()) {
+    shapes.clear();
+    for (std::size_t at = 0; at < shape_list.size();) {
+      const std::size_t end = std::min(shape_list.find(',', at), shape_list.size());
+      long long r = 0, c = 0;
+      if (std::sscanf(shape_list.substr(at, end - at).c_str(), "%lldx%lld", &r, &c) == 2 && r > 0 && c > 0)
+        shapes.push_back({r, c});
+      at = end + 1;
+    }
+  }
+  int bad = 0;
+  std::printf("ce14: %d rounds, median of %d calls a round; µs, %% of the 2n bound at 4270 GB/s\n", rounds, reps);
+  for (const auto& [name, dt] : {std::pair{"bf16", smk::DType::bf16}, std::pair{"f16", smk::DType::f16},
+                                 std::pair{"f32", smk::DType::f32}}) {
+    if (("," + dtypes + ",").find(std::string(",") + name + ",") == std::string::npos) continue;
+    for (const auto& [rows, cols] : shapes) {
+      const std::int64_t n = rows * cols;
+      const std::size_t bytes = static_cast<std::size_t>(n) * smk::dtype_size(dt);
+      void *x = nullptr, *pristine = nullptr, *t = nullptr, *loss = nullptr, *lse = nullptr;
+      check(cudaMalloc(&x, bytes), "cudaMalloc x");
+      check(cudaMalloc(&pristine, bytes), "cudaMalloc pristine");
+      check(cudaMalloc(&t, rows * 8), "cudaMalloc t");
+      check(cudaMalloc(&loss, 4), "cudaMalloc loss");
+      check(cudaMalloc(&lse, rows * 4), "cudaMalloc lse");
+      {
+        const auto hx = logits_bytes(dt, n, 20261130);
+        check(cudaMemcpy(pristine, hx.data(), bytes, cudaMemcpyHostToDevice), "upload x");
+        std::vector<std::int64_t> ht(rows);
+        std::mt19937_64 rng(7);
+        for (auto& v : ht) v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(cols));
+        check(cudaMemcpy(t, ht.data(), rows * 8, cudaMemcpyHostToDevice), "upload t");
+      }
+      const smk::Device dev = smk::Device::cuda(0);
+      const smk::TensorView xv = smk::TensorView::contiguous(x, dt, dev, {rows, cols});
+      const smk::TensorView tv = smk::TensorView::contiguous(t, smk::DType::i64, dev, {rows});
+      const smk::TensorView lv = smk::TensorView::contiguous(loss, smk::DType::f32, dev, {});
+      const smk::TensorView lsev = smk::TensorView::contiguous(lse, smk::DType::f32, dev, {rows});
+      auto call = [&](int fast) {
+        ce::FusedTuning tu;
+        tu.row_loop = 1;
+        tu.loop_fast_exp = fast;
+        ce::set_fused_tuning(tu);
+        ce::set_last_fused_launch({});
+        smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
+        ce::set_fused_tuning({});
+      };
+      auto restore = [&] {
+        check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
+        check(cudaMemset(lse, 0xFF, rows * 4), "poison lse");
+        check(cudaMemset(loss, 0xFF, 4), "poison loss");
+        check(cudaDeviceSynchronize(), "sync");
+      };
+      const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+      if (ncu) {
+        for (const V& v : variants) {
+          restore();
+          call(v.fast);
+          check(cudaDeviceSynchronize(), "sync");
+          std::printf("ncu %s %s %s (fast %d)\n", name, shape.c_str(), v.name, v.fast);
+        }
+      } else {
+        // Same bits: each variant's gradient, LSE and loss against exp2f's (the first variant).
+        std::vector<unsigned char> g0(bytes), g(bytes);
+        std::vector<float> lse0(rows), lse1(rows);
+        float loss0 = 0, loss1 = 0;
+        for (std::size_t k = 0; k < variants.size(); ++k) {
+          const V& v = variants[k];
+          restore();
+          call(v.fast);
+          check(cudaDeviceSynchronize(), "sync");
+          auto& gd = k == 0 ? g0 : g;
+          auto& ld = k == 0 ? lse0 : lse1;
+          float& lo = k == 0 ? loss0 : loss1;
+          check(cudaMemcpy(ld.data(), lse, rows * 4, cudaMemcpyDeviceToHost), "lse");
+          check(cudaMemcpy(&lo, loss, 4, cudaMemcpyDeviceToHost), "loss");
+          const ce::FusedLaunch fl = ce::last_fused_launch();
+          if (!fl.row_loop || fl.loop_fast_exp != v.fast) {
+            std::printf("FAIL %s %s %s: launch record row_loop %d fast_exp %d\n", name, shape.c_str(), v.name,
+                        fl.row_loop, fl.loop_fast_exp);
+            ++bad;
+          }
+          check(cudaMemcpy(gd.data(), x, bytes, cudaMemcpyDeviceToHost), "grad");
+          if (k == 0) continue;
+          const bool same = std::memcmp(g.data(), g0.data(), bytes) == 0 &&
+                            std::memcmp(ld.data(), lse0.data(), rows * 4) == 0 && std::memcmp(&lo, &loss0, 4) == 0;
+          std::printf("bits %s %s %-8s gradient, LSE and loss %s exp2f's\n", name, shape.c_str(), v.name,
+                      same ? "==" : "DIFFER from");
+          bad += same ? 0 : 1;
+        }
+        cudaEvent_t e0, e1;
+        check(cudaEventCreate(&e0), "event");
+        check(cudaEventCreate(&e1), "event");
+        std::vector<std::vector<double>> med(variants.size());
+        for (int r = 0; r < rounds; ++r)
+          for (std::size_t k = 0; k < variants.size(); ++k) {
+            std::vector<float> ms;
+            for (int i = 0; i < reps + (r == 0 ? 2 : 0); ++i) {
+              restore();
+              check(cudaEventRecord(e0), "record");
+              call(variants[k].fast);
+              check(cudaEventRecord(e1), "record");
+              check(cudaEventSynchronize(e1), "sync");
+              float m = 0;
+              check(cudaEventElapsedTime(&m, e0, e1), "elapsed");
+              if (r > 0 || i >= 2) ms.push_back(m);
+            }
+            std::sort(ms.begin(), ms.end());
+            med[k].push_back(1000.0 * ms[ms.size() / 2]);
+          }
+        const double floor_us = 2.0 * static_cast<double>(bytes) / 4270e3;
+        for (std::size_t k = 0; k < variants.size(); ++k) {
+          std::vector<double> m = med[k];
+          std::sort(m.begin(), m.end());
+          const double mid = m[m.size() / 2];
+          std::printf("%-5s %-12s %-8s fast %d  median %8.1f  [%.1f-%.1f]  %5.1f%% of 2n  x%.3f of exp2f  rounds:",
+                      name, shape.c_str(), variants[k].name, variants[k].fast, mid, m.front(), m.back(),
+                      100.0 * floor_us / mid, [&] {
+                        std::vector<double> d = med[0];
+                        std::sort(d.begin(), d.end());
+                        return d[d.size() / 2] / mid;
+                      }());
+          for (double u : med[k]) std::printf(" %.1f", u);
+          std::printf("\n");
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+      }
+      for (void* p : {x, pristine, t, loss, lse}) cudaFree(p);
+    }
+  }
+  std::printf("ce14: %s\n", bad ? "SAME-BITS OR LAUNCH CHECK FAILED" : "every variant gave exp2f's bits");
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +271,9 @@ int main(int argc, char** argv) {
     std::printf("no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
     return 0;
   }
+  for (int i = 1; i < argc; ++i)  // ce14 (session 14): the row loop's fast exponentials beside exp2f's
+    if (!std::strcmp(argv[i], "--ce14") || !std::strcmp(argv[i], "--ce14-ncu"))
+      return run_ce14(!std::strcmp(argv[i], "--ce14-ncu"), dtypes, shape_list, only, 5, std::max(3, std::min(reps, 7)));
   struct Shape {
     std::int64_t rows, cols;
   };
