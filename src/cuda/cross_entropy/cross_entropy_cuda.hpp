@@ -91,9 +91,6 @@ struct FusedTuning {
   // up to 6; the same bits whatever the value; none where the device cannot give a block that many:
   // row_loop_stage_fit).
   int loop_stage = -1;
-  // ce14: the row loop's exponentials without exp2f's subnormal scaling where no argument needs it (row_loop.cuh
-  // step_exp; −1: fused.cu kLoopFastExp, 0 exp2f throughout, 1 the fast form). The same bits either way.
-  int loop_fast_exp = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -107,7 +104,6 @@ struct FusedLaunch {
   // uses at most the row's whole steps), or 0 where the rows are not 16-byte vectors or the device cannot give a
   // block that many (row_loop_stage_fit).
   int loop_stage = 0;
-  int loop_fast_exp = 0;  // ce14: the row loop's exponential form launched (row_loop.cuh step_exp; 1 fast)
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -181,9 +181,6 @@ constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 constexpr int kLoopMaxStageSteps = 6;
 constexpr int kLoopStage16 = 3;
 constexpr int kLoopStageF32 = 3;
-// The row loop's exponentials without exp2f's subnormal scaling where no argument of the step needs it (ce14,
-// row_loop.cuh step_exp; the same bits). On pending its H200 run (tune_cross_entropy --ce14).
-constexpr bool kLoopFastExp = true;
 int loop_stage_steps(std::size_t in_size, std::int64_t classes) {
   (void)classes;
   return in_size == 2 ? kLoopStage16 : kLoopStageF32;
@@ -659,10 +656,9 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, smem, pdl, s);
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
-  const int fast_exp = g_tuning.loop_fast_exp >= 0 ? (g_tuning.loop_fast_exp > 0 ? 1 : 0) : (kLoopFastExp ? 1 : 0);
-  g_last_launch = FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true,
-                              stage_steps, fast_exp};
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps, fast_exp));
+  g_last_launch =
+      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps};
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps));
   return true;
 }
 

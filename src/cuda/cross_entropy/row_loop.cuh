@@ -214,42 +214,8 @@ __device__ __forceinline__ void stage_read(float (&x)[U * LoopVec<In>::V], const
     for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
 }
 
-// ce14 (session 14): the step's exponentials without exp2f's subnormal scaling where none of them needs it. exp2f(y)
-// (ex2.approx.f32, no flush) is FSETP y < −126, a predicated FMUL by ½, MUFU.EX2 and a predicated FMUL r·r: the two
-// FMULs and the test only change the result for y < −126 (a result below 2^−126). So a thread's step whose smallest
-// argument y = (x − shift)·log2e is ≥ −126 (the min of y is the y of the min logit: the FADD and the FMUL by a positive
-// constant are monotone) takes MUFU.EX2 alone (ex2.approx.ftz.f32), which gives exp2f's bits there; any other step (an
-// argument below −126, −inf pads or the target's −inf slot, or every argument NaN) keeps exp2f. A NaN argument gives
-// NaN either way. The same values, so the same bits (tested: FastExpSameBits). Nsight Compute of the bf16 row loop
-// (ce14, H200): 31.3 lane instructions a logit at 70 % issue, DRAM at 68 %: issue-bound; this removes ~2 a logit a
-// pass (SASS: a step's 32 exponentials 192 → ~100 instructions plus a 31-FMNMX tree).
-__device__ __forceinline__ float ex2_ftz(float y) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
-  return r;
-}
-template <int N>
-__device__ __forceinline__ float tree_min(const float* a) {
-  if constexpr (N == 1) return a[0];
-  else return fminf(tree_min<N / 2>(a), tree_min<N - N / 2>(a + N / 2));
-}
-// x[i] ← exp_shifted(x[i], shift) for the step's C values, bitwise; `fast` 0 (tuning: the exp2f form throughout) or 1.
-template <int C>
-__device__ __forceinline__ void step_exp(float (&x)[C], float shift, int fast) {
-#pragma unroll
-  for (int i = 0; i < C; ++i) x[i] = (x[i] - shift) * kLog2e;  // exp_shifted's argument, the same two roundings
-  if (fast && tree_min<C>(x) >= -126.0f) {
-#pragma unroll
-    for (int i = 0; i < C; ++i) x[i] = ex2_ftz(x[i]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < C; ++i) x[i] = exp2f(x[i]);
-  }
-}
-
 // The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
-// pass 2. `fast_exp` (ce14): 1 the step's exponentials by step_exp's fast form where it gives exp2f's bits, 0 exp2f
-// throughout (tuning). Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
+// pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
 // kStaged (ce12): the row's first min(stage_steps, whole steps) steps are also kept in the block's dynamic shared
 // memory (stage_steps · kLoopStepBytes, sized by the launch) and pass 2 takes them from there: (2 + (C − K)/C)·n bytes
 // for K staged logits a row instead of 3n. Only for 16-byte vector rows (f.loop_vec_in; the launch checks). The
@@ -257,7 +223,7 @@ __device__ __forceinline__ void step_exp(float (&x)[C], float shift, int fast) {
 template <typename In, typename Out, bool kStaged = false>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
                                                                       const Totals* totals, int hints,
-                                                                      int stage_steps, int fast_exp) {
+                                                                      int stage_steps) {
   constexpr int T = kLoopThreads, U = kLoopUnroll, V = LoopVec<In>::V, C = U * V, kWarps = T / 32;
   constexpr float kPad = -detail::inf_<float>();  // past the row's end: nothing to a max or a sum of exponentials
   __shared__ RowPart warp_part[2][kWarps];  // by row parity: rewritten two rows later, behind the next row's barrier
@@ -339,7 +305,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
       // m = −inf (every score so far −inf): shift 0, every term exp(−inf) = 0; m = +inf or NaN: the state is decided
       // by m whatever the sum holds.
       const float shift = State::shift_for(run.m);
-      step_exp<C>(x, shift, fast_exp);  // exp_shifted's values (ce14)
+#pragma unroll
+      for (int i = 0; i < C; ++i) x[i] = exp_shifted(x[i], shift);
       run.sum += kernels::tree_sum<C>(x);
     }
     // The row: each warp's threads combined, then the block's warps (one barrier), as the one-read kernel's exchange.
@@ -390,10 +357,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
             const int i = (k0 + u * T) * V + j;
             x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, i < n ? gc.B * weight_of(a, i) : 0.0f);
           }
-      } else if constexpr (kernels::kPlainExp<Out>) {  // grad_exp's 16-bit tier is exp_shifted: step_exp's values
-        step_exp<C>(x, rsc.shift, fast_exp);
-#pragma unroll
-        for (int i = 0; i < C; ++i) x[i] = fmaf(x[i], gc.A, gc.B);
       } else {
 #pragma unroll
         for (int i = 0; i < C; ++i) x[i] = fmaf(grad_exp<Out>(x[i], rsc.shift), gc.A, gc.B);
