@@ -57,6 +57,17 @@
 // 1738.8 / 1736.7); 6 steps at one block an SM slower (bf16 1033-1059, f32 1886-1891); bf16 8192×32000 (one step
 // staged of two) 437.2 against 432.2 (not the dispatcher's kernel there). Same bits as unstaged (StagedSameBits ran
 // small under memcheck: 0 errors, every bitwise comparison equal).
+// Profiled (ce14, session 14; H200, 2026-12-01 00:10 / 00:25 UTC, Nsight Compute of one launch, bf16 4096×151936, 3
+// staged steps; docs/bench/ce14-s14-2026-11-30.md): 873-883 µs; DRAM read 1.67 GB (1.34n: pass 2 takes half of its
+// 0.68n re-read from DRAM, half from L2), write 1.23 GB, 3.3 TB/s (68 % of DRAM peak); 597-609 M warp instructions
+// (31 lane instructions a logit: pass 1 16.4, pass 2 and the row ~15), issue active 68-70 %, 32 warps an SM (64
+// registers), XU 39 %, long-scoreboard stalls 4.7 an issue. Not DRAM-bound and not issue-bound: two levers that each
+// moved one of those left the time where it was. (a) L2 prefetches of later steps (a bulk prefetch of a 32 KB step by
+// one thread; 02349f1): pass 1 a step ahead 1.013× the same build, every other setting 0.94-0.99× (they evict pass
+// 2's re-read: +0.49 GB of DRAM reads), f32 0.92-0.97×. (b) Steps whose exponent arguments are all ≥ −126 by MUFU.EX2
+// alone (exp2f's bits; 4e3db94): −11.5 % instructions, 1.004× (issue 68 → 61 %, long scoreboard 4.7 → 5.5). What binds
+// is each warp's load → compute chain at 64 B a thread in flight; f32 (the row loop forced at 151936) is DRAM-bound,
+// 3.95 TB/s (93 % of copy), pass 2 re-reading 83 % from DRAM. Both removed; HEAD's kernel ran 886-890 µs beside them.
 #pragma once
 
 #include "cuda/cross_entropy/common.cuh"
