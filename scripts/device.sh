@@ -344,7 +344,7 @@ fi
 
 # --- session 14: short14 step goes here ---
 # short14 (session 14, issue 3: the f32 forward ops on rows of 32 ... 1024 at torch.compile's occupancy): warp_row.cu's
-# warp_rows_occ_kernel (blocks of 64 threads, one row group a warp, 16 / 24 / 28 blocks an SM) timed beside the
+# warp_rows_occ_kernel (blocks of 64 threads, one row group a warp, 24 blocks an SM; E32 16) timed beside the
 # dispatcher's kernels in one binary (tune_softmax --short14: two rounds of every variant), alone on the GPU; Nsight
 # Compute (a few metrics) on one launch each at 1048576x32 and 262144x128 softmax (--short14-ncu); then in parallel:
 # test_cuda_warp_row's forward tests (4 shards; the Occ* tests among them), test_cuda_softmax's cases that cover the
@@ -502,6 +502,8 @@ fi
 # FastExpSameBits. Binaries built off the device for sm_90a (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,
 # test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (14), SMK_CE14_OLD_S (8), SMK_CE14_NCU_S (10), SMK_CE14_TEST_S (16).
 # Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt, ce14-summary.txt, ce14-logs.tgz.
+# Run 2 ran once (2026-12-01 00:25 UTC, warm, 17.4 s, SMK_CE14_DTYPES=bf16, binaries of 4e3db94 with tune_old of
+# 124eebc; every part completed). Its code was removed after (548e9c7): build the binaries from 4e3db94 to run it again.
 if want ce14; then
   carried ce14 build/ce14-bin.tar.xz
   c14=$bin/bin
