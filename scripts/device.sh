@@ -350,8 +350,8 @@ fi
 # test_cuda_warp_row's forward tests (4 shards; the Occ* tests among them), test_cuda_softmax's cases that cover the
 # warp path (2 shards), memcheck on the small Occ* cases (no shared memory: no racecheck). Binaries built off the
 # device for sm_90a (build/short14-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}). Caps:
-# SMK_S14_TUNE_S (25 s), SMK_S14_NCU_S (15), SMK_S14_TEST_S (30). Back: short14-tune.txt, short14-ncu.txt,
-# short14-summary.txt, short14-logs.tgz.
+# SMK_S14_TUNE_S (25 s), SMK_S14_NCU_S (15), SMK_S14_TEST_S (30); SMK_S14_SKIP=tune runs the tests alone. Back:
+# short14-tune.txt, short14-ncu.txt, short14-summary.txt, short14-logs.tgz.
 if want short14; then
   carried short14 build/short14-bin.tar.xz
   s14=$bin
@@ -362,14 +362,16 @@ sm__warps_active.avg.per_cycle_active,l1tex__t_sector_hit_rate.pct,\
 smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
-  run_step short14-tune timeout "${SMK_S14_TUNE_S:-25}" stdbuf -oL "$s14/bin/tune_softmax" --short14
-  keep_logs short14
-  run_step short14-ncu timeout "${SMK_S14_NCU_S:-15}" ncu --metrics "$s14_metrics" --clock-control none \
-    -k regex:"warp_rows" "$s14/bin/tune_softmax" --short14-ncu
-  keep_logs short14
+  if [[ "${SMK_S14_SKIP:-}" != tune ]]; then
+    run_step short14-tune timeout "${SMK_S14_TUNE_S:-25}" stdbuf -oL "$s14/bin/tune_softmax" --short14
+    keep_logs short14
+    run_step short14-ncu timeout "${SMK_S14_NCU_S:-15}" ncu --metrics "$s14_metrics" --clock-control none \
+      -k regex:"warp_rows" "$s14/bin/tune_softmax" --short14-ncu
+    keep_logs short14
+  fi
   s14_t=${SMK_S14_TEST_S:-30}
-  for i in 0 1 2 3; do
-    bg_step "short14x-warp$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$s14_t" \
+  for i in 0 1 2 3 4; do
+    bg_step "short14x-warp$i" env GTEST_TOTAL_SHARDS=5 GTEST_SHARD_INDEX=$i timeout "$s14_t" \
       "$s14/bin/test_cuda_warp_row" --gtest_filter='-*Backward*'
   done
   for i in 0 1; do

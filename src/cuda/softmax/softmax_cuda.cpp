@@ -482,22 +482,34 @@ bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
     return true;  // short12
   return t != DType::f32 && op == kernels::Op::softmax && n >= kWarpDense16MinN && n <= kWarpMaxN;
 }
-// short14 (session 14): f32 forward rows dense for warp_config's lanes and elements on warp_rows_occ_kernel (warp_row.cu,
-// warp_occ.hpp: blocks of 64 threads, one row group a warp, at the blocks an SM returned here; 0: the kernels before).
-// Bitwise the general kernel at the same lanes and elements (test_warp_row_gpu OccKernelBitwiseF32), so the rule looks
-// at the op, the dtype and n and changes no lanes or elements: rows of kWarpOccMinNF32..kWarpOccMaxNF32 at 16 elements
-// a lane (softmax and log-softmax to 512; logsumexp and the state below kWarpReadOnlyWideFromNF32, where they keep 64
-// bytes a lane) at kWarpOccBlocksE16 blocks an SM. Rows of 17..31 are not dense for two lanes of 16 and keep the
-// general kernel (the launcher refuses them).
+// short14 (session 14; H200, 2026-12-01 00:24 UTC, tune_softmax --short14 on the binaries of 6ea8c47, 2^25 elements,
+// median of 30 µs, two rounds each, the dispatcher's kernel → the occupancy kernel; docs/bench/short14-s14-2026-11-30.md):
+// f32 forward rows dense for warp_config's lanes and elements on warp_rows_occ_kernel (warp_row.cu, warp_occ.hpp:
+// blocks of 64 threads, one row group a warp, at the blocks an SM returned here; 0: the kernels before). Bitwise the
+// general kernel at the same lanes and elements (test_warp_row_gpu OccKernelBitwiseF32), so the rule looks at the op,
+// the dtype and n and changes no lanes or elements:
+// - softmax of kWarpOccSoftmaxMinNF32..kWarpMaxN: E16 at kWarpOccBlocksE16 (to 512), E32 at kWarpOccBlocksE32 (1024):
+//   262144×128 71.68 / 71.20 → 70.69 / 70.27, 131072×256 71.26 / 70.98 → 70.24 / 70.11, 65536×512 71.52 / 71.10 →
+//   69.60 / 70.21, 32768×1024 71.81 / 71.39 → 70.91 / 70.69 (1.01-1.02×). At 64 within the default's spread (71.97 /
+//   74.24 → 71.23 / 72.13), at 32 slower (73.31 / 73.31 → 82.59 / 77.06): those keep the general kernel.
+// - logsumexp of kWarpOccMinNF32..kWarpOccLogsumexpMaxNF32 (16 elements a lane; from 128 the dispatcher's 32 are
+//   faster than the occupancy kernel's 16: 41.4 → 45.0): 1048576×32 45.57 / 44.99 → 44.29 / 44.26, 524288×64 45.18 /
+//   45.50 → 44.42 / 44.26 (1.02-1.03×).
+// - log-softmax tied at 64 … 512 (e.g. 71.17 / 70.88 → 71.01 / 71.10 at 512) and slower at 32 (72.48 / 73.15 → 77.57 /
+//   78.75); the state was not timed: both keep the general kernel.
+// Rows of 17..31 (and any row not n = lanes · E) are not dense and keep the general kernel (the launcher refuses them).
 constexpr std::int64_t kWarpOccMinNF32 = 17;
-constexpr std::int64_t kWarpOccMaxNF32 = 512;
+constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
+constexpr std::int64_t kWarpOccLogsumexpMaxNF32 = 64;
 constexpr int kWarpOccBlocksE16 = 24;
+constexpr int kWarpOccBlocksE32 = 16;
 int warp_occ_rule(std::int64_t n, DType t, kernels::Op op) {
   using kernels::Op;
-  if (t != DType::f32 || op == Op::softmax_backward || op == Op::log_softmax_backward) return 0;
-  if (n < kWarpOccMinNF32 || n > kWarpOccMaxNF32) return 0;
-  if (!kernels::writes_rows(op) && n >= kWarpReadOnlyWideFromNF32) return 0;
-  return kWarpOccBlocksE16;
+  if (t != DType::f32) return 0;
+  if (op == Op::softmax && n >= kWarpOccSoftmaxMinNF32 && n <= kWarpMaxN)
+    return n <= kWarpMaxN / 2 ? kWarpOccBlocksE16 : kWarpOccBlocksE32;
+  if (op == Op::logsumexp && n >= kWarpOccMinNF32 && n <= kWarpOccLogsumexpMaxNF32) return kWarpOccBlocksE16;
+  return 0;
 }
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
   kernels::WarpConfig c;

@@ -27,8 +27,8 @@ struct WarpOccLast {
 };
 WarpOccLast& warp_occ_last();
 
-// Whether the occupancy kernel is built for `blocks` blocks an SM at E = elems for the op (warp_row.cu: E4 at 16 and
-// 24, E16 at 24 and 28, E32 softmax at 16).
+// Whether the occupancy kernel is built for `blocks` blocks an SM at E = elems for the op (warp_row.cu: E16 at 24, E32
+// softmax at 16).
 bool warp_occ_built(int elems, int blocks, Op op);
 
 // Launches p on the occupancy kernel at `blocks` blocks an SM where it is built and p's rows are dense for c (f32

@@ -80,6 +80,13 @@
 // Triton kernel for the same op: 33.4 µs under ncu, 32768 programs of 64 threads, 16 elements a thread (two 16-byte
 // loads: our E16 L2 layout), 32 registers, 53.4 warps an SM, 23.1M warp instructions, DRAM 69 %: the instructions are
 // now even, the warps 0.70× Triton's. E16 at 128 and 512 (dense or not) and the log ops at E16 tied or lost: unchanged.
+// short14 (session 14, 2026-12-01; docs/bench/short14-s14-2026-11-30.md; tune_softmax --short14, run of 6ea8c47's
+// binaries, H200, median of 30 µs, two rounds each): f32 softmax rows of 128 … 1024 and logsumexp rows of 32 / 64 on
+// warp_rows_occ_kernel (below: blocks of 64 threads, one row group a warp, 48 warps an SM at 40 registers; the same
+// bits as warp_rows_kernel): softmax 65536×512 71.52 / 71.10 → 69.60 / 70.21 (90 % of copy; 1.01-1.02× at 128 …
+// 1024), logsumexp 1048576×32 45.57 / 44.99 → 44.29 / 44.26 (1.02-1.03×); rows of 32 slower in softmax and
+// log-softmax, log-softmax tied at 64 … 512 (softmax_cuda.cpp warp_occ_rule). f32 softmax keeps exp_diff: a plain
+// expf(fl(x − m)) breaks its relative gate (docs/semantics.md §6) for outputs with |x − m| beyond ~10 + L.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -351,8 +358,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 // 1048576×32 µs: bf16 46.34 against 42.08 at 6, f16 44.03 against 41.73; its code is in a9b96ce): not built.
 // short14 (session 14): f32 forward rows (softmax, log-softmax, logsumexp, the state) that are dense for `lanes` lanes
 // of E (packed_rule.hpp row_dense), at torch.compile's occupancy: blocks of kOccThreads = 64 threads (two warps, as
-// Triton's kernel for these rows), kMinBlocks of them an SM (24: 48 warps at ≤ 40 registers; 28: 56 at ≤ 36; E32 16:
-// 32 warps at ≤ 64), and a grid of one row group a warp (no persistent walk: the hardware hands out the blocks as SMs
+// Triton's kernel for these rows), kMinBlocks of them an SM (E16 24: 48 warps at ≤ 40 registers; E32 16: 32 warps at
+// ≤ 64), and a grid of one row group a warp (no persistent walk: the hardware hands out the blocks as SMs
 // free up, so no block walks two row groups while another walks one; the loop below runs once unless a test caps the
 // grid). The arithmetic is warp_rows_kernel<float, void, E, kLog>'s (the same loads into the same slots, trees, terms:
 // exp_diff for softmax, log_term_exp_ftz for the log ops, normalizer and stores): bitwise its outputs
@@ -426,20 +433,28 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
   }
 }
 
-// The occupancy kernels built (short14), by (E, op class, blocks an SM), ptxas -v (CUDA 13.0, sm_90a): E16 at 24
-// blocks 40 registers (softmax no spill, the log ops 4 B), at 28 32 registers (28 / 44 B spilled); E4 (four rows at
-// once, kRowsAtOnce) at 24 40 registers (32 / 48 B spilled), at 16; E32 softmax at 16, 64 registers, no spill (the log
-// ops spill 52 B there: not built; f32 logsumexp at 1024 is lse_stream's).
+// The occupancy kernels built (short14), ptxas -v (CUDA 13.0, sm_90a): E16 at 24 blocks an SM (48 warps) 40
+// registers (softmax no spill, the log ops 4 B), E32 softmax at 16 (32 warps) 64 registers, no spill. Measured (H200,
+// 2026-12-01 00:24 UTC, short14's run of 6ea8c47's binaries, tune_softmax --short14, 2^25 f32 elements, median of 30
+// µs, two rounds each, default → occ): softmax 262144×128 71.68 / 71.20 → 70.69 / 70.27, 131072×256 71.26 / 70.98 →
+// 70.24 / 70.11, 65536×512 71.52 / 71.10 → 69.60 / 70.21, 32768×1024 (E32) 71.81 / 71.39 → 70.91 / 70.69 (1.01-1.02×;
+// 90 % of the 4.27 TB/s copy at 512); logsumexp 1048576×32 45.57 / 44.99 → 44.29 / 44.26, 524288×64 45.18 / 45.50 →
+// 44.42 / 44.26 (1.02-1.03×). Tied: log-softmax at 64 … 512 (71.9 / 72.0 → 71.4 / 72.0 at 64, 71.2 / 70.9 → 71.0 /
+// 71.1 at 512), softmax at 64 (71.97 / 74.24 → 71.23 / 72.13). Slower: softmax and log-softmax at 32 (73.3 / 73.3 →
+// 82.6 / 77.1, 72.5 / 73.2 → 77.6 / 78.8; Nsight Compute: 40 warps active against 27 but DRAM 73 % against 77 %, 9.5
+// warps stalled on the long scoreboard an issue against 7.1), logsumexp at E16 where the dispatcher has E32 (128 …
+// 512: 41.4 → 45.0, a wider lane wins for a read-only row). Not built (6ea8c47 has them): E16 at 28 blocks (32
+// registers, 28-44 B spilled) 0.66-0.92× everywhere; E4 with four rows a lane group (each warp load 512 contiguous
+// bytes, at 16 or 24 blocks) 0.48-0.99×: twice the warp instructions (Nsight Compute at 262144×128: 73.3M against
+// 35.6M, issue 85 % busy), its per-row reductions four times a lane.
 template <int E>
 constexpr bool occ_built(int blocks, bool log) {
-  return (E == 4 && (blocks == 24 || blocks == 16)) || (E == 16 && (blocks == 24 || blocks == 28)) ||
-         (E == 32 && blocks == 16 && !log);
+  return (E == 16 && blocks == 24) || (E == 32 && blocks == 16 && !log);
 }
 template <int E, bool kLog>
-auto occ_kernel(int blocks) {
-  if constexpr (E == 16) return blocks == 28 ? warp_rows_occ_kernel<16, kLog, 28> : warp_rows_occ_kernel<16, kLog, 24>;
-  else if constexpr (E == 32) return warp_rows_occ_kernel<32, false, 16>;
-  else return blocks == 16 ? warp_rows_occ_kernel<4, kLog, 16> : warp_rows_occ_kernel<4, kLog, 24>;
+auto occ_kernel(int) {
+  if constexpr (E == 32) return warp_rows_occ_kernel<32, false, 16>;
+  else return warp_rows_occ_kernel<16, kLog, 24>;
 }
 
 template <int E>
@@ -534,12 +549,8 @@ void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
 
 bool warp_occ_built(int elems, int blocks, Op op) {
   const bool log = op != Op::softmax;
-  switch (elems) {
-    case 4: return occ_built<4>(blocks, log);
-    case 16: return occ_built<16>(blocks, log);
-    case 32: return occ_built<32>(blocks, log);
-    default: return false;
-  }
+  if (elems == 16) return occ_built<16>(blocks, log);
+  return elems == 32 && occ_built<32>(blocks, log);
 }
 
 bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
@@ -547,11 +558,8 @@ bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStr
   if (backward || p.x_dtype != DType::f32 || !warp_occ_built(c.elems, blocks, p.op) || !row_dense(p, c.lanes, c.elems))
     return false;
   if (p.rows == 0) return true;
-  switch (c.elems) {
-    case 4: launch_occ<4>(p, c, blocks, s); break;
-    case 16: launch_occ<16>(p, c, blocks, s); break;
-    default: launch_occ<32>(p, c, blocks, s); break;
-  }
+  if (c.elems == 16) launch_occ<16>(p, c, blocks, s);
+  else launch_occ<32>(p, c, blocks, s);
   return true;
 }
 

@@ -648,9 +648,9 @@ int pack14_mode(bool ncu, bool quick) {
 // (2^25 elements) at the dispatcher's configuration ("default": warp_rows_kernel on the grid of 8 for softmax and
 // log-softmax, the persistent grid for logsumexp, lse_stream L16 for logsumexp at 1024) beside warp_rows_occ_kernel
 // (warp_row.cu, warp_occ.hpp: blocks of 64 threads, one row group a warp) at the same lanes and elements (the same
-// bits) at 24 and 28 blocks an SM (E32 at 16), and at E4 (four rows a lane group at once, each warp instruction 512
-// contiguous bytes; other bits) at 16 and 24. Two rounds of every variant in turn, median of 30 each: the two rounds
-// of one kernel are its spread. --short14-ncu: one launch of each at 1048576x32 and 262144x128 (softmax).
+// bits) at 24 blocks an SM (E32 at 16). Two rounds of every variant in turn, median of 30 each: the two rounds of one
+// kernel are its spread. --short14-ncu: one launch of each at 1048576x32 and 262144x128 (softmax). (The run of
+// 6ea8c47 timed E16 at 28 blocks and E4 at 16 / 24 too: slower everywhere, not built since.)
 int short14(bool ncu) {
   struct V {
     Variant v;
@@ -678,15 +678,8 @@ int short14(bool ncu) {
         v.name = "occ E" + std::to_string(elems) + " L" + std::to_string(n / elems) + " b" + std::to_string(blocks);
         vs.push_back({v, blocks});
       };
-      if (n <= 512) {
-        occ(16, 24);
-        if (!ncu) occ(16, 28);
-      }
+      if (n <= 512) occ(16, 24);
       if (n == 1024 && op == Op::softmax) occ(32, 16);
-      if (n <= 128) {
-        occ(4, 24);
-        if (!ncu) occ(4, 16);
-      }
       const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 4.0 * (writes_rows(op) ? 2 : 1);
       for (int round = 0; round < (ncu ? 1 : 2); ++round)
         for (const V& v : vs) {
