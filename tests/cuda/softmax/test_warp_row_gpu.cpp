@@ -174,6 +174,8 @@ TEST_F(GpuWarpRow, BackwardGridsBitwiseBf16) { grids_bitwise(DType::bf16, true, 
 // sbwd12 (084e539's rule, softmax_cuda.cpp warp_backward_config / warp_backward_dense): 16-bit rows of 32 packed at L4
 // E8 take the grid of kWarpGridPacked16BackwardE8 (8), f32 rows dense for E8 on four lanes or more (32..256) the grid
 // of kWarpGridF32DenseE8 (16): f32 32 and 256 grid 16, bf16 / f16 32 dense grid 8 (at an odd pitch still 0).
+// pack14 (session 14): 16-bit rows of 64 dense (packed E16 L4) take the grid of kWarpGridPacked16BackwardE16 (8);
+// 16-bit rows of 65..128 take 16 bytes a lane (E8 L16): 65 grid 0 (not dense), 128 dense grid 8, at an odd pitch 0.
 TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
   struct Want {
     DType t;
@@ -188,9 +190,9 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
                         Want{DType::f16, 32, 4, 8, 8}, Want{DType::f16, 32, 2, 16, 0, true},
                         Want{DType::bf16, 31, 2, 16, 0}, Want{DType::f16, 31, 2, 16, 0},
                         Want{DType::bf16, 33, 4, 16, 0}, Want{DType::f32, 32, 4, 8, 16},
-                        Want{DType::bf16, 64, 4, 16, 0}, Want{DType::bf16, 65, 4, 32, 0},
-                        Want{DType::f16, 64, 4, 16, 0}, Want{DType::f16, 65, 4, 32, 0},
-                        Want{DType::bf16, 128, 4, 32, 8}, Want{DType::bf16, 128, 4, 32, 0, true}})
+                        Want{DType::bf16, 64, 4, 16, 8}, Want{DType::bf16, 65, 16, 8, 0},
+                        Want{DType::f16, 64, 4, 16, 8}, Want{DType::f16, 65, 16, 8, 0},
+                        Want{DType::bf16, 128, 16, 8, 8}, Want{DType::bf16, 128, 16, 8, 0, true}})
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
       const std::int64_t rows = 1000;
       const Case c = warp_case(op, w.t, rows, w.n, w.odd, ++seed);
