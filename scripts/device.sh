@@ -314,9 +314,26 @@ if want final || want final-san; then
     # (test_cuda_backward_reread above), the decode's TMA by the grid (*Tma* above); racecheck on the cross-entropy
     # row loop's staged steps (shared memory written in pass 1, read in pass 2).
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cross_entropy \
-      --gtest_filter='*StagedSameBits*'
+      --gtest_filter='*StagedSameBits*' || return 9
+    # Session 14: split_row's chunks staged by bulk copies (tma14), the dy-shared backward block with y packed
+    # (pack14; the rest of test_cuda_warp_backward is in its memcheck above), the f32 occupancy kernel (short14, in
+    # test_cuda_warp_row above), the decode's cp.async issue (dec14), the no-key / sink and merge fixes (lead).
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*TmaChunks*:*TmaRule*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*TmaChunks*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
+      --gtest_filter='*SharedPacked*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*TmaTiles*:*CausalBand*:*IssueLengths*:*BadInputs*:*NoVisibleKey*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*CausalBand*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
+      --gtest_filter='*NoVisibleKey*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda \
+      --gtest_filter='*Merge*'
   }
-  run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout 240 bash -c "$(declare -f san_new); san_new"
+  run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
   run_step vs-torch-ce timeout 60 python3 scripts/vs_torch_ce.py --lib build/default/tests/libsmk_lce_capi.so --out "$OUT"
 fi
