@@ -510,59 +510,11 @@ smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
   end_carried
 fi
 # --- session 14: ce14 step goes here ---
-# ce14 (session 14, issue 5): the cross-entropy row loop. Run 1 (2026-12-01 00:10 UTC, binaries of 02349f1 with
-# tune_old of 124eebc, 43.6 s): Nsight Compute of the row loop and its L2 prefetches timed (removed after, 8bc4e55;
-# perf-notebook "session 14 — ce14"). Run 2 (this body): the row loop's exponentials without exp2f's subnormal scaling
-# where a thread's step needs none (row_loop.cuh step_exp) beside exp2f throughout, one process (tune_cross_entropy
-# --ce14: rounds alternating exp2f / fast / exp2f again, each variant's outputs first compared byte for byte with
-# exp2f's), alone on the GPU; HEAD's row loop (tune_old, 124eebc) against the new default, alternating; Nsight Compute
-# on one launch of each form (bf16 4096x151936); then side by side FastExpSameBits at full size, the row-loop tests at
-# full size (3 shards), memcheck (small) on FastExpSameBits, StagedSameBits and InPlace*, racecheck (small) on
-# FastExpSameBits. Binaries built off the device for sm_90a (build/ce14-bin.tar.xz: bin/{tune_cross_entropy,tune_old,
-# test_cuda_cross_entropy}). Caps: SMK_CE14_TUNE_S (14), SMK_CE14_OLD_S (8), SMK_CE14_NCU_S (10), SMK_CE14_TEST_S (16).
-# Back: ce14-tune.txt, ce14-old.txt, ce14-ncu.txt, ce14-summary.txt, ce14-logs.tgz.
-# Run 2 ran once (2026-12-01 00:25 UTC, warm, 17.4 s, SMK_CE14_DTYPES=bf16, binaries of 4e3db94 with tune_old of
-# 124eebc; every part completed). Its code was removed after (548e9c7): build the binaries from 4e3db94 to run it again.
-if want ce14; then
-  carried ce14 build/ce14-bin.tar.xz
-  c14=$bin/bin
-  run_step ce14-tune timeout "${SMK_CE14_TUNE_S:-14}" stdbuf -oL "$c14/tune_cross_entropy" --ce14 --reps 7 \
-    --dtypes "${SMK_CE14_DTYPES:-bf16,f32}" --shapes 4096x151936
-  keep_logs ce14
-  c14_old() {  # HEAD's row loop (tune_old: 124eebc's fused.cu.o) against this build's default launch, alternating
-    stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
-      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
-      stdbuf -oL "$c14/tune_old" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936 &&
-      stdbuf -oL "$c14/tune_cross_entropy" --reps 7 --dtypes bf16 --only 'loop/s3$' --shapes 4096x151936
-  }
-  run_step ce14-old timeout "${SMK_CE14_OLD_S:-8}" bash -c "$(declare -f c14_old); c14=$c14 c14_old"
-  keep_logs ce14
-  c14_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,smsp__inst_executed.sum,\
-smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
-sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,\
-sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,\
-smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
-  run_step ce14-ncu timeout "${SMK_CE14_NCU_S:-10}" ncu --metrics "$c14_metrics" --clock-control none \
-    -k regex:ce_row_loop "$c14/tune_cross_entropy" --ce14-ncu --dtypes bf16 --shapes 4096x151936 --only fast
-  keep_logs ce14
-  c14_t=${SMK_CE14_TEST_S:-16}
-  bg_step ce14x-fast timeout "$c14_t" "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits'
-  for k in 0 1 2; do
-    bg_step "ce14x-test$k" timeout "$c14_t" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$k "$c14/test_cuda_cross_entropy" \
-      --gtest_filter='CrossEntropyGpuRowLoop.*:-*FastExp*:*StagedSameBits:*SameBitsAtEvery*:*DispatcherTakes*'
-  done
-  bg_step ce14x-memcheck timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$c14/test_cuda_cross_entropy" \
-    --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits:CrossEntropyGpuRowLoop.StagedSameBits:CrossEntropyGpuRowLoop.InPlace*'
-  bg_step ce14x-racecheck timeout "$c14_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$c14/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.FastExpSameBits'
-  bg_tally
-  keep_logs ce14
-  end_carried
-fi
+# ce14 (session 14, issue 5; ran at 00:10 and 00:25 UTC 2026-12-01, docs/perf-notebook.md "session 14 — ce14"):
+# removed with the levers it timed (the row loop's L2 prefetches and its exponentials without exp2f's scaling: neither
+# faster than HEAD's kernel). `git show 7b0f132:scripts/device.sh` has the step (run 2's body: tune_cross_entropy
+# --ce14 / --ce14-ncu, HEAD's row loop beside it, the row-loop tests, memcheck / racecheck), 4e3db94 the code its
+# binaries were built from (02349f1 run 1's).
 # --- session 14: pfx14 step goes here ---
 # pfx14 (session 14, issue 7; ran at 00:08 and 00:15 UTC 2026-12-01, docs/perf-notebook.md "session 14 — pfx14"):
 # removed with the variant it timed (kLean: even with the kernel before it). `git show 09c0fde:scripts/device.sh` has

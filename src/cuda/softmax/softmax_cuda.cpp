@@ -599,7 +599,7 @@ constexpr int kWarpGridF32DenseE8 = 16;
 //   (1.017-1.028×). E16 L8 (6 blocks) was 53.31-54.14 (1.005-1.014×), at 8 blocks 59.4-60.6. Rows of 65..127 are not
 //   dense and take the unpacked kernel at the same lanes and elements (the same tree, so the same bits as the packed
 //   rows of their length): at 262144×100 E32 L4 ran 174-180 µs and E16 L8 130-135 (1.33×); E8 L16 there is the
-//   follow-up's (below). The sum's tree at 65..128 changes (E8 L16's butterfly over 16 lanes), within the gates.
+//   follow-up's (backward.cu's opening comment and the notebook's pack14 section: 1.51-1.55×). The sum's tree at 65..128 changes (E8 L16's butterfly over 16 lanes), within the gates.
 constexpr int kWarpGridPacked16BackwardE16 = 8;
 kernels::WarpConfig warp_backward_config(const kernels::RowProblem& rp, DType t) {
   kernels::WarpConfig c = warp_config(rp.n, t, rp.op);

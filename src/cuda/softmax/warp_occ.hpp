@@ -1,7 +1,7 @@
 // softmaxkit (internal, host side; short14, session 14): warp_per_row's f32 forward rows at torch.compile's occupancy
-// (warp_row.cu warp_rows_occ_kernel: blocks of 64 threads, one row group a warp, 24 or more blocks an SM), beside the
-// general kernel whose outputs it reproduces bit for bit. Its own header, not kernels.hpp: fifteen .cu files include
-// that one.
+// (warp_row.cu warp_rows_occ_kernel: blocks of 64 threads, one row group a warp, 24 blocks an SM at 16 elements a lane,
+// 16 at 32), beside the general kernel whose outputs it reproduces bit for bit. Its own header, not kernels.hpp:
+// fifteen .cu files include that one.
 #pragma once
 
 #include <atomic>

@@ -202,7 +202,7 @@ TEST_F(GpuWarpBackward, DispatcherRuleAtItsBounds) {
 }
 
 // pack14 (session 14): the dy-shared block (BlockConfig::dy_shared, the dispatcher's 16-bit backward rows of 2048 ..
-// 24575) with y held packed (backward.cu backward_shared_packed_kernel, its build at 3 blocks of 512 threads an SM,
+// 24575 for log-softmax backward, 2048 .. 28672 for softmax backward) with y held packed (backward.cu backward_shared_packed_kernel, its build at 3 blocks of 512 threads an SM,
 // the dispatcher's default) against the unpacked kernel (shared_blocks 0), bitwise: the same element map, terms, tree,
 // block sum and gradient arithmetic. Rows dense for T = n / 32 threads (2048, 4096, 8192, 16384: T 64 .. 512) must take
 // the packed form when asked (backward_packed_last), a count not built (4; built and run in 600c491) the unpacked

@@ -553,7 +553,8 @@ TEST_F(GpuWarpRow, OccKernelBitwiseF32) {
       }
 }
 
-// (2) Through the dispatcher (run_gpu, warp_per_row forced), with WarpOccTuning::blocks at 24 (E16) and 16 (E32): f32 rows of 16 ... 1024 at the dispatcher's lanes and elements, dense, at an odd pitch, with a temperature, with
+// (2) Through the dispatcher (run_gpu, warp_per_row forced), with WarpOccTuning::blocks at 24 (E16) and 16 (E32): f32
+// rows of 16 ... 1024 at the dispatcher's lanes and elements, dense, at an odd pitch, with a temperature, with
 // non-finite scores; every forward op; checked against the float64 reference and bitwise against WarpOccTuning 0 (the
 // kernels before). warp_occ_last must show the occupancy kernel exactly where it is built for the dispatcher's E and
 // the rows are dense (row_dense); bf16 never.

@@ -8,7 +8,7 @@
 //                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
-//                        --tma14b]
+//                        --tma14b | --short14 | --short14-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -644,7 +644,7 @@ int pack14_mode(bool ncu, bool quick) {
   return 0;
 }
 
-// short14 (session 14, docs/perf-notebook.md "session 14) — short14"): the f32 forward ops on rows of 32 ... 1024
+// short14 (session 14, docs/perf-notebook.md "(session 14) — short14"): the f32 forward ops on rows of 32 ... 1024
 // (2^25 elements) at the dispatcher's configuration ("default": warp_rows_kernel on the grid of 8 for softmax and
 // log-softmax, the persistent grid for logsumexp, lse_stream L16 for logsumexp at 1024) beside warp_rows_occ_kernel
 // (warp_row.cu, warp_occ.hpp: blocks of 64 threads, one row group a warp) at the same lanes and elements (the same
