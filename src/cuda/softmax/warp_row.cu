@@ -82,11 +82,11 @@
 // now even, the warps 0.70× Triton's. E16 at 128 and 512 (dense or not) and the log ops at E16 tied or lost: unchanged.
 // short14 (session 14, 2026-12-01; docs/bench/short14-s14-2026-11-30.md; tune_softmax --short14, run of 6ea8c47's
 // binaries, H200, median of 30 µs, two rounds each): f32 softmax rows of 128 … 1024 and logsumexp rows of 32 / 64 on
-// warp_rows_occ_kernel (below: blocks of 64 threads, one row group a warp, 48 warps an SM at 40 registers at E16,
-// 32 at 64 at E32; the same bits as warp_rows_kernel): softmax 65536×512 71.52 / 71.10 → 69.60 / 70.21 (90 % of copy;
-// 1.01-1.02× at 128 … 1024), logsumexp 1048576×32 45.57 / 44.99 → 44.29 / 44.26 (1.02-1.03×); rows of 32 slower in softmax and
-// log-softmax, log-softmax tied at 64 … 512 (softmax_cuda.cpp warp_occ_rule). f32 softmax keeps exp_diff: a plain
-// expf(fl(x − m)) breaks its relative gate (docs/semantics.md §6) for outputs with |x − m| beyond ~10 + L.
+// warp_rows_occ_kernel (below: blocks of 64 threads, one row group a warp, 48 warps an SM at 40 registers at E16, 32 at
+// 64 at E32; the same bits as warp_rows_kernel): softmax 65536×512 71.52 / 71.10 → 69.60 / 70.21 (90 % of copy;
+// 1.01-1.02× at 128 … 1024), logsumexp 1048576×32 45.57 / 44.99 → 44.29 / 44.26 (1.02-1.03×); rows of 32 slower in
+// softmax and log-softmax, log-softmax tied at 64 … 512 (softmax_cuda.cpp warp_occ_rule). f32 softmax keeps exp_diff: a
+// plain expf(fl(x − m)) breaks its relative gate (docs/semantics.md §6) for outputs with |x − m| beyond ~10 + L.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
