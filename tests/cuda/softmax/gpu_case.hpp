@@ -29,6 +29,7 @@
 
 #include "conformance/numerics.hpp"
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/split_row_tuning.hpp"
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/core/error.hpp"
 #include "softmaxkit/cpu/softmax.hpp"
@@ -623,14 +624,20 @@ inline void expect_same_bits(const Result& a, const Result& b, const std::string
                                                  << b.out2[i];
 }
 
-// split_row's and the row loop's process-wide tunings (cuda/softmax/kernels.hpp), restored when the scope ends: for the
-// tests that change either.
+// split_row's and the row loop's process-wide tunings and switches (cuda/softmax/kernels.hpp, split_row_tuning.hpp:
+// the L2 prefetch distance, the merge's preloading, the TMA chunk kernel's settings), restored when the scope ends: for
+// the tests that change any of them.
 struct SplitRowTuningGuard {
   cuda::kernels::SplitRowTuning split = cuda::kernels::split_row_tuning();
   cuda::kernels::RowLoopTuning loop = cuda::kernels::row_loop_tuning();
+  int l2_ahead = cuda::kernels::split_row_chunk_l2_ahead(), merge_preload = cuda::kernels::split_row_merge_preload();
+  cuda::kernels::ChunkTmaTuning tma = cuda::kernels::split_row_chunk_tma();
   ~SplitRowTuningGuard() {
     cuda::kernels::split_row_tuning() = split;
     cuda::kernels::row_loop_tuning() = loop;
+    cuda::kernels::split_row_chunk_l2_ahead() = l2_ahead;
+    cuda::kernels::split_row_merge_preload() = merge_preload;
+    cuda::kernels::split_row_chunk_tma() = tma;
   }
 };
 

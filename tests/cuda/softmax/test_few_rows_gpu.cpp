@@ -512,15 +512,8 @@ TEST_F(GpuFewRows, NormalizeHintsBitwiseTheKernelsBefore) {
 // removed.)
 TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
   SplitRowTuningGuard guard;
-  struct AheadGuard {
-    int chunk = cuda::kernels::split_row_chunk_l2_ahead(), merge = cuda::kernels::split_row_merge_preload();
-    ~AheadGuard() {
-      cuda::kernels::split_row_chunk_l2_ahead() = chunk;
-      cuda::kernels::split_row_merge_preload() = merge;
-    }
-  } ahead_guard;
-  EXPECT_EQ(ahead_guard.chunk, 132) << "the library's distance (kSplitChunkL2Ahead)";
-  EXPECT_EQ(ahead_guard.merge, 1) << "the library's merge preloads";
+  EXPECT_EQ(guard.l2_ahead, 132) << "the library's distance (kSplitChunkL2Ahead)";
+  EXPECT_EQ(guard.merge_preload, 1) << "the library's merge preloads";
   struct Setting {
     std::int64_t rows, n;
     int chunk;
@@ -569,12 +562,8 @@ TEST_F(GpuFewRows, L2PrefetchBitwiseWithout) {
 // (-1: the rule, TmaRuleByChunkCount) are whatever split_row.cu says; this test pins the stages explicitly.
 TEST_F(GpuFewRows, TmaChunksBitwiseThePlainKernel) {
   SplitRowTuningGuard guard;
-  struct TmaGuard {
-    cuda::kernels::ChunkTmaTuning t = cuda::kernels::split_row_chunk_tma();
-    ~TmaGuard() { cuda::kernels::split_row_chunk_tma() = t; }
-  } tma_guard;
-  EXPECT_EQ(tma_guard.t.stages_f32, -1) << "the library's stages";
-  EXPECT_EQ(tma_guard.t.stages_16, -1) << "the library's stages";
+  EXPECT_EQ(guard.tma.stages_f32, -1) << "the library's stages";
+  EXPECT_EQ(guard.tma.stages_16, -1) << "the library's stages";
   struct Setting {
     std::int64_t rows, n;
     int stages, max_blocks, ahead;
@@ -629,11 +618,7 @@ TEST_F(GpuFewRows, TmaChunksBitwiseThePlainKernel) {
 // bitwise the plain kernel (stages 0); f32 and bf16.
 TEST_F(GpuFewRows, TmaRuleByChunkCount) {
   SplitRowTuningGuard guard;
-  struct TmaGuard {
-    cuda::kernels::ChunkTmaTuning t = cuda::kernels::split_row_chunk_tma();
-    ~TmaGuard() { cuda::kernels::split_row_chunk_tma() = t; }
-  } tma_guard;
-  EXPECT_EQ(tma_guard.t.min_chunks, -1) << "the library's threshold";
+  EXPECT_EQ(guard.tma.min_chunks, -1) << "the library's threshold";
   std::uint64_t seed = 14400;
   for (DType t : {DType::f32, DType::bf16}) {
     for (Op op : {Op::softmax, Op::logsumexp}) {
