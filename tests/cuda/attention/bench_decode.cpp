@@ -83,6 +83,42 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// Fills n values at dst with random bf16 (never time on zeros): the pool once from the host, then doubled on the
+// device (the sweep's 8.6 GB of K and V in seconds).
+void fill_from_pool(const std::vector<smk::bfloat16_t>& pool, smk::bfloat16_t* dst, std::size_t n) {
+  std::size_t have = std::min(pool.size(), n);
+  SMK_CUDA_CHECK(cudaMemcpy(dst, pool.data(), have * 2, cudaMemcpyHostToDevice));
+  while (have < n) {
+    const std::size_t c = std::min(have, n - have);
+    SMK_CUDA_CHECK(cudaMemcpy(dst + have, dst, c * 2, cudaMemcpyDeviceToDevice));
+    have += c;
+  }
+}
+
+// One timed cell of the sweep and --dec14: B sequences of S keys, one new token, hq query heads over hkv KV heads of
+// dimension d, on buffers sized for the largest cell; its views, its lengths on the device and the checked problem,
+// and a call of the internal entry point under a configuration.
+struct DecodeCell {
+  DecodeCell(std::int64_t B, std::int64_t S, std::int64_t hq, std::int64_t hkv, std::int64_t d, smk::bfloat16_t* o,
+             float* lse, smk::bfloat16_t* q, smk::bfloat16_t* k, smk::bfloat16_t* v)
+      : lens(smk::cuda::DeviceBuffer<std::int32_t>::from_host(
+            std::vector<std::int32_t>(B, static_cast<std::int32_t>(S)))),
+        O(smk::TensorView::of(o, {B, 1, hq, d}, smk::Device::cuda(0))),
+        L(smk::TensorView::of(lse, {B, hq, 1}, smk::Device::cuda(0))),
+        Q(smk::TensorView::of(q, {B, 1, hq, d}, smk::Device::cuda(0))),
+        K(smk::TensorView::of(k, {B, S, hkv, d}, smk::Device::cuda(0))),
+        V(smk::TensorView::of(v, {B, S, hkv, d}, smk::Device::cuda(0))),
+        N(smk::TensorView::of(lens.data(), {B}, smk::Device::cuda(0))),
+        p(smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt)) {}
+  void run(const smk::cuda::DecodeConfig& c, cudaStream_t s) const {
+    smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, c);
+  }
+  smk::cuda::DeviceBuffer<std::int32_t> lens;
+  smk::TensorView O, L, Q, K, V, N;
+  smk::AttentionDecodeOptions opt;
+  smk::detail::DecodeProblem p;
+};
+
 // --dec14 (session 14): the dispatcher (2 ring stages) beside 3 ring stages on the cells where the dispatcher takes the
 // cp.async tiles: the single-sequence rows (one block an SM or fewer), 64 × 4096 (2048 blocks) and two small batches of
 // one wave or less. kDec14Samples of each in turn, kDec14Reps calls a sample after the 256 MB flush; the outputs
@@ -109,20 +145,9 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   }
   DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
   DeviceBuffer<float> lse(max_q / kD);
-  // Random values (never time on zeros): the pool from the host, then doubled on the device.
-  const auto fill = [&](smk::bfloat16_t* dst, std::size_t n) {
-    std::size_t have = std::min(pool.size(), n);
-    SMK_CUDA_CHECK(cudaMemcpy(dst, pool.data(), have * 2, cudaMemcpyHostToDevice));
-    while (have < n) {
-      const std::size_t c = std::min(have, n - have);
-      SMK_CUDA_CHECK(cudaMemcpy(dst + have, dst, c * 2, cudaMemcpyDeviceToDevice));
-      have += c;
-    }
-  };
-  fill(q.data(), max_q);
-  fill(k.data(), max_kv);
-  fill(v.data(), max_kv);
-  const auto dev = smk::Device::cuda(0);
+  fill_from_pool(pool, q.data(), max_q);
+  fill_from_pool(pool, k.data(), max_kv);
+  fill_from_pool(pool, v.data(), max_kv);
   DecodeConfig three{};
   three.mma_stages = 3;
   constexpr int kVariants = 2;
@@ -137,19 +162,8 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
                 "S, B, Hq", "blocks", "2st us", "3st us", "2st/3st", "same bits; samples 2, 3 stages (min-max)");
   for (const Cell& cell : cells) {
     const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
-    const std::vector<std::int32_t> lens_host(B, static_cast<std::int32_t>(S));
-    auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
-    const auto O = TensorView::of(o.data(), {B, 1, hq, kD}, dev);
-    const auto L = TensorView::of(lse.data(), {B, hq, 1}, dev);
-    const auto Q = TensorView::of(q.data(), {B, 1, hq, kD}, dev);
-    const auto K = TensorView::of(k.data(), {B, S, kHkv, kD}, dev);
-    const auto V = TensorView::of(v.data(), {B, S, kHkv, kD}, dev);
-    const auto N = TensorView::of(lens.data(), {B}, dev);
-    const smk::AttentionDecodeOptions opt;
-    const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-    const auto call = [&](const DecodeConfig* x) {
-      smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, *x);
-    };
+    const DecodeCell problem(B, S, hq, kHkv, kD, o.data(), lse.data(), q.data(), k.data(), v.data());
+    const auto call = [&](const DecodeConfig* x) { problem.run(*x, s); };
     if (ncu_only) {  // one call of the dispatcher's configuration
       call(var[0]);
       SMK_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -295,19 +309,9 @@ int main(int argc, char** argv) {
     const std::size_t max_kv = std::size_t{64} * 32768 * kHkv * kD, max_q = std::size_t{128} * 64 * kD;
     DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
     DeviceBuffer<float> lse(128 * 64);
-    // The pool once from the host, then doubled on the device (8.6 GB of K and V).
-    const auto fill_big = [&](smk::bfloat16_t* dst, std::size_t n) {
-      std::size_t have = std::min(pool.size(), n);
-      fill(dst, have);
-      while (have < n) {
-        const std::size_t c = std::min(have, n - have);
-        SMK_CUDA_CHECK(cudaMemcpy(dst + have, dst, c * 2, cudaMemcpyDeviceToDevice));
-        have += c;
-      }
-    };
     fill(q.data(), max_q);
-    fill_big(k.data(), max_kv);
-    fill_big(v.data(), max_kv);
+    fill_from_pool(pool, k.data(), max_kv);
+    fill_from_pool(pool, v.data(), max_kv);
     // cp.async and TMA tiles; the two give the same bits (checked below).
     // --dec12: the dispatcher (TMA by S_max), the TMA choice by the grid (same bits, checked), the cap 24, the cap 32.
     constexpr int kConfigs = 5;
@@ -359,19 +363,8 @@ int main(int argc, char** argv) {
     for (const Cell& cell : cells) {
       {
         const std::int64_t S = cell.S, B = cell.B, kHq = cell.hq;
-        const std::vector<std::int32_t> lens_host(B, static_cast<std::int32_t>(S));
-        auto lens = DeviceBuffer<std::int32_t>::from_host(lens_host);
-        const auto O = TensorView::of(o.data(), {B, 1, kHq, kD}, dev);
-        const auto L = TensorView::of(lse.data(), {B, kHq, 1}, dev);
-        const auto Q = TensorView::of(q.data(), {B, 1, kHq, kD}, dev);
-        const auto K = TensorView::of(k.data(), {B, S, kHkv, kD}, dev);
-        const auto V = TensorView::of(v.data(), {B, S, kHkv, kD}, dev);
-        const auto N = TensorView::of(lens.data(), {B}, dev);
-        const smk::AttentionDecodeOptions opt;
-        const auto p = smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt);
-        const auto call = [&](const DecodeConfig& c) {
-          smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, c);
-        };
+        const DecodeCell problem(B, S, kHq, kHkv, kD, o.data(), lse.data(), q.data(), k.data(), v.data());
+        const auto call = [&](const DecodeConfig& c) { problem.run(c, s); };
         const auto time = [&](const DecodeConfig& c) {
           for (int i = 0; i < kWarmup; ++i) call(c);
           for (int i = 0; i < kSweepReps; ++i) {
