@@ -302,12 +302,16 @@ std::vector<long double> row_scores(const Problem& p, std::int64_t row, int* rou
     std::memcpy(&tf, p.temp_bytes.data() + row * 4, 4);
     t = tf;
   }
+  // In f32 arithmetic a scaled or masked score beyond the f32 range rounds to ±inf (fl32(x / T), fl32(x + mask)).
+  const auto overflow = [&](long double& v) {
+    if (f32_compute && std::isfinite(v) && std::fabs(v) >= max_finite(DType::f32) + ulp_of(DType::f32, max_finite(DType::f32)) / 2)
+      v = std::copysign(INFINITY, v);
+  };
   if (t != 1 || p.has_temperatures) {
     ++k;
     for (auto& v : z) {
       v /= t;
-      if (f32_compute && std::isfinite(v) && std::fabs(v) >= max_finite(DType::f32) + ulp_of(DType::f32, max_finite(DType::f32)) / 2)
-        v = std::copysign(INFINITY, v);  // fl32(x / T) overflows
+      overflow(v);
     }
   }
   if (p.has_mask) {
@@ -327,6 +331,7 @@ std::vector<long double> row_scores(const Problem& p, std::int64_t row, int* rou
         if (p.mask_bytes[moff] == 0) z[i] = -INFINITY;
       } else {
         z[i] += load(p.mask.dtype, p.mask_bytes.data() + moff * msize);
+        overflow(z[i]);
       }
     }
   }

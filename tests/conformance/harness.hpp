@@ -134,8 +134,9 @@ Verdict check_same_outputs(const Problem& p, const RunResult& first, const RunRe
 // The scores the contract applies to for row `row`: x / T (+ mask, or −inf where a b8 mask removes), exact in
 // long double (the stored inputs, the temperature and the mask are exact). `roundings` is how many times a path
 // rounds each score before the algorithm proper (the division by T, the mask addition): the gates grow by that.
-// With `f32_compute`, a scaled score beyond the f32 range becomes ±inf, as it does in every path that computes in
-// f32 (a tiny T: docs/semantics.md §3); the float64 reference keeps it finite.
+// With `f32_compute`, a scaled or masked score beyond the f32 range becomes ±inf, as it does in every path that
+// computes in f32 (a tiny T, or a huge x plus a huge mask: docs/semantics.md §3); the float64 reference keeps it
+// finite.
 std::vector<long double> row_scores(const Problem& p, std::int64_t row, int* roundings = nullptr,
                                     bool f32_compute = true);
 

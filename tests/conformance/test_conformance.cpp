@@ -485,6 +485,14 @@ TEST_P(Conformance, Masks) {
     w.mask_values = additive;
     w.options.temperature = 0.7f;
     specs.push_back(w);
+    if (t == DType::f32) {
+      // x + mask beyond the f32 range overflows in f32 arithmetic (docs/semantics.md §3, masks): to −inf, a removed
+      // position (row 0: −2.3e38 − 1.78e38, the session-14 fuzz input); to +inf, a saturated row (row 1).
+      Spec o = spec("additive_mask_overflow", t, {2, 4}, {-2.3e38, -2.3e38, -2.3e38, -2.3e38, 3e38, 1, 2, 3});
+      o.mask_shape = {2, 4};
+      o.mask_values = {0, 0, 0, -1.78e38, 1e38, 0, 0, 0};
+      specs.push_back(o);
+    }
     expect_conforms(specs);
   }
   finish();
