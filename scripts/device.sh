@@ -610,6 +610,12 @@ PY
   end_carried
 fi
 
+# --- session 15: dec15 step goes here ---
+# --- session 15: split15 step goes here ---
+# --- session 15: ce15 step goes here ---
+# --- session 15: pfx15 step goes here ---
+# --- session 15: short15 step goes here ---
+
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and
