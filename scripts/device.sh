@@ -611,10 +611,88 @@ PY
 fi
 
 # --- session 15: dec15 step goes here ---
+# Session 15 (dec15, issue 8): bench_decode --dec15 alone on the GPU first (the dispatcher, the deep prologue, the
+# merge kernel with its split kernel's and its own share), then test_cuda_decode (4 shards) and test_cuda (the merges'
+# tests) side by side with memcheck on the new tests and the causal band (cluster merge), racecheck on the underflow
+# test (its cluster and fused merges) and the causal band. Binaries built off the device for sm_90a
+# (build/dec15-bin.tar.xz: bin/bench_decode, test_cuda_decode, test_cuda).
+if want dec15; then
+  carried dec15 build/dec15-bin.tar.xz
+  d15=$bin
+  run_step dec15-bench timeout "${SMK_DEC15_BENCH_S:-40}" stdbuf -oL "$d15/bin/bench_decode" --dec15 \
+    --json "$OUT/dec15-bench.json"
+  keep_logs dec15
+  d15_t=${SMK_DEC15_TEST_S:-50}
+  for i in 0 1 2 3; do
+    bg_step "dec15x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d15_t" "$d15/bin/test_cuda_decode"
+  done
+  bg_step dec15x-merge timeout "$d15_t" "$d15/bin/test_cuda" --gtest_filter='*Merge*'
+  bg_step dec15x-memcheck timeout "$d15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d15/bin/test_cuda_decode" \
+    --gtest_filter='*UnderflowingPart*:*DeepPrologue*:*CausalBand*'
+  bg_step dec15x-racecheck timeout "$d15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$d15/bin/test_cuda_decode" --gtest_filter='*UnderflowingPart*:*CausalBand*'
+  bg_tally
+  keep_logs dec15
+  rm -f "$outer"/dec15x-*.txt  # their pass / fail lines are in dec15-summary.txt, the logs in dec15-logs.tgz
+  end_carried
+fi
 # --- session 15: split15 step goes here ---
 # --- session 15: ce15 step goes here ---
 # --- session 15: pfx15 step goes here ---
 # --- session 15: short15 step goes here ---
+# short15 (session 15, issue 3: the forward ops where torch.compile was ahead): the occupancy kernel's 16-bit forms
+# (bf16 / f16 softmax and log-softmax at 128, 512, 1024) and two row groups a warp for f32 rows of 32, timed beside the
+# dispatcher's kernels in one binary (tune_softmax --short15: alternating rounds, outputs compared byte for byte),
+# alone on the GPU; Nsight Compute on one launch of each bf16 softmax variant (--short15-ncu); then in parallel:
+# test_cuda_warp_row's Occ tests (full size; the dispatcher's one also small), test_cuda_softmax's dispatcher cases,
+# memcheck on the small Occ cases (no shared memory: no racecheck), torch.compile's bf16 softmax kernels at the same
+# shapes compiled meanwhile and profiled once the tests are done (SMK_S15_TORCH=0 skips it). Binaries built off the
+# device for sm_90a (build/short15-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_row,test_cuda_softmax}).
+if want short15; then
+  carried short15 build/short15-bin.tar.xz
+  s15=$bin
+  s15_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,sm__warps_active.avg.per_cycle_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
+  run_step short15-tune timeout "${SMK_S15_TUNE_S:-45}" stdbuf -oL "$s15/bin/tune_softmax" --short15
+  keep_logs short15
+  run_step short15-ncu timeout "${SMK_S15_NCU_S:-15}" ncu --metrics "$s15_metrics" --clock-control none \
+    -k regex:"warp_rows" "$s15/bin/tune_softmax" --short15-ncu
+  keep_logs short15
+  rm -f /tmp/s15-go
+  if [[ "${SMK_S15_TORCH:-1}" == 1 ]]; then
+    bg_step short15-torch env TORCHINDUCTOR_CACHE_DIR=/tmp/s15-inductor TRITON_CACHE_DIR=/tmp/s15-triton \
+      timeout "${SMK_S15_TORCH_S:-60}" ncu --metrics "$s15_metrics" --clock-control none \
+      --profile-from-start off -k regex:triton -c 2 python3 scripts/ncu_torch.py --op softmax --dtype bf16 \
+      --shape 262144x128 32768x1024 --go /tmp/s15-go --ptx
+  fi
+  s15_t=${SMK_S15_TEST_S:-35}
+  s15_pids=()
+  for f in OccKernelBitwiseF32 OccKernelBitwise16 OccRuleAtItsBounds OccThroughTheDispatcher; do
+    bg_step "short15x-$f" timeout "$s15_t" "$s15/bin/test_cuda_warp_row" --gtest_filter="*.$f"
+    s15_pids+=($!)
+  done
+  bg_step short15x-dispatcher-small timeout "$s15_t" env SMK_GPU_TEST_SMALL=1 "$s15/bin/test_cuda_warp_row" \
+    --gtest_filter='*.OccThroughTheDispatcher'
+  s15_pids+=($!)
+  for i in 0 1; do
+    bg_step "short15x-softmax$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$s15_t" \
+      "$s15/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*BatchInvariance*'
+    s15_pids+=($!)
+  done
+  bg_step short15x-memcheck timeout "$s15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s15/bin/test_cuda_warp_row" --gtest_filter='*Occ*'
+  s15_pids+=($!)
+  wait "${s15_pids[@]}"
+  touch /tmp/s15-go  # the tests are done: torch.compile's kernels are profiled alone on the GPU
+  bg_tally
+  keep_logs short15
+  rm -f "$outer"/short15x-*.txt  # their pass / fail lines are in short15-summary.txt, the logs in short15-logs.tgz
+  end_carried
+fi
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -503,12 +503,13 @@ constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
 constexpr std::int64_t kWarpOccLogsumexpMaxNF32 = 64;
 constexpr int kWarpOccBlocksE16 = 24;
 constexpr int kWarpOccBlocksE32 = 16;
-int warp_occ_rule(std::int64_t n, DType t, kernels::Op op) {
+// The blocks an SM follow the elements a lane warp_config chose (session 14 review F7: not restated from n here).
+int warp_occ_rule(std::int64_t n, DType t, kernels::Op op, int elems) {
   using kernels::Op;
   if (t != DType::f32) return 0;
-  if (op == Op::softmax && n >= kWarpOccSoftmaxMinNF32 && n <= kWarpMaxN)
-    return n <= kWarpMaxN / 2 ? kWarpOccBlocksE16 : kWarpOccBlocksE32;
-  if (op == Op::logsumexp && n >= kWarpOccMinNF32 && n <= kWarpOccLogsumexpMaxNF32) return kWarpOccBlocksE16;
+  const int blocks = elems == 16 ? kWarpOccBlocksE16 : elems == 32 ? kWarpOccBlocksE32 : 0;
+  if (op == Op::softmax && n >= kWarpOccSoftmaxMinNF32 && n <= kWarpMaxN) return blocks;
+  if (op == Op::logsumexp && n >= kWarpOccMinNF32 && n <= kWarpOccLogsumexpMaxNF32) return blocks;
   return 0;
 }
 kernels::WarpConfig warp_config(std::int64_t n, DType t, kernels::Op op = kernels::Op::softmax) {
@@ -993,8 +994,8 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   switch (path) {
     case SoftmaxPath::warp_per_row: {
       const kernels::WarpConfig c = warp_config(p.n, in.dtype, rp.op);
-      const int occ = kernels::warp_occ_blocks(warp_occ_rule(p.n, in.dtype, rp.op));  // short14
-      if (occ > 0 && kernels::launch_warp_rows_occ(rp, c, occ, s)) return;
+      const int occ = kernels::warp_occ_blocks(warp_occ_rule(p.n, in.dtype, rp.op, c.elems));  // short14
+      if (occ > 0 && kernels::launch_warp_rows_occ(rp, c, occ, s, kernels::warp_occ_rows(1))) return;
       return kernels::launch_warp_rows(rp, c, s);
     }
     case SoftmaxPath::block_per_row: {

@@ -123,6 +123,29 @@ constexpr int kThreads = 256;  // 8 warps: enough independent loads per block wi
 template <int E>
 constexpr int kRowsAtOnce = E >= 16 ? 1 : 16 / E;
 
+// The statistics of the R rows a lane group holds (v: E elements a lane, `lanes` lanes a row): the max, softmax's
+// sum of terms past the max and the max's ties (common.cuh thread_exp_rest, Out: void exp_diff, a 16-bit In the tier's
+// plain exponential) or the log ops' (thread_log_rest_in<In>, the ties counted across the group). Every lane takes
+// part in the shuffles. One copy for warp_rows_kernel, warp_rows_dense_kernel and warp_rows_occ_kernel (session 14's
+// duplicates finding; short15): the same trees and terms in each, so their bits agree.
+template <typename In, typename Out, bool kLog, int R, int E>
+__device__ __forceinline__ void warp_row_stats(float (&v)[R][E], int lanes, float (&m)[R], int (&ties)[R],
+                                               float (&rest)[R]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    ties[r] = 0;
+    const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
+    if constexpr (kLog) {
+      rest[r] = group_sum(thread_log_rest_in<In>(v[r], shift, ties[r]), lanes);
+      ties[r] = group_count(ties[r], lanes);
+    } else {
+      rest[r] = group_sum(thread_exp_rest<Out>(v[r], shift, true, false, ties[r]), lanes);
+    }
+  }
+}
+
 // kLog: the op takes log l (log-softmax, logsumexp, the state), not 1/l (softmax). A template parameter, not a
 // branch on p.op: the two arithmetics (common.cuh's thread_exp_rest and thread_log_rest) then compile apart, and
 // neither pays the other's registers or instructions (measured: docs/perf-notebook.md, "log l's terms").
@@ -160,19 +183,7 @@ __global__ void __launch_bounds__(kThreads, E == 16 ? 4 : 3) warp_rows_kernel(co
     // Every lane takes part in the shuffles, idle groups included.
     float m[R], rest[R];
     int ties[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      ties[r] = 0;
-      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
-      if constexpr (kLog) {
-        rest[r] = group_sum(thread_log_rest_in<In>(v[r], shift, ties[r]), lanes);
-        ties[r] = group_count(ties[r], lanes);
-      } else {
-        rest[r] = group_sum(thread_exp_rest<Out>(v[r], shift, true, false, ties[r]), lanes);
-      }
-    }
+    warp_row_stats<In, Out, kLog>(v, lanes, m, ties, rest);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
@@ -319,14 +330,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
     }
     float m[R], rest[R];
     int ties[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      ties[r] = 0;
-      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
-      rest[r] = group_sum(thread_exp_rest<In>(v[r], shift, true, false, ties[r]), lanes);
-    }
+    warp_row_stats<In, In, false>(v, lanes, m, ties, rest);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
@@ -365,18 +369,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 // exp_diff for softmax, log_term_exp_ftz for the log ops, normalizer and stores): bitwise its outputs
 // (test_warp_row_gpu OccKernelBitwiseF32). Traffic as warp_per_row's: 8 B an element (softmax, log-softmax), 4 B
 // (logsumexp, the state); 2^25 f32 elements 63.5 µs at 2n bytes and the 4.23 TB/s copy.
+// short15 (session 15): the same kernel for dense 16-bit rows (In bf16 / f16: softmax with the tier's terms, Out = In,
+// as warp_rows_kernel<In, In, E, false> and warp_rows_dense_kernel take where plain_exp_pays; the log ops with
+// thread_log_rest_in<In>, as warp_rows_kernel<In, void, E, true> and the packed kernel: the same bits as each), and
+// kR row groups a warp at once (kR = 2: the second group's loads issued before the first's reductions).
 constexpr int kOccThreads = 64;
-template <int E, bool kLog, int kMinBlocks>
+template <typename In>
+using OccOut = std::conditional_t<sizeof(In) == 2, In, void>;  // softmax's terms: the tier for 16-bit, exp_diff for f32
+template <typename In, int E, bool kLog, int kMinBlocks, int kR>
 __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(const RowProblem p, int lanes) {
-  using Tile = RowTile<float, E>;
+  using Tile = RowTile<In, E>;
   using Vec = typename Tile::Vec;
-  constexpr int R = kRowsAtOnce<E>;
+  using W = typename Tile::template OutVec<In>;
+  constexpr int R = kRowsAtOnce<E> > kR ? kRowsAtOnce<E> : kR;
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int groups = 32 / lanes;
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * kOccThreads + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kOccThreads / 32;
-  const float* const xs = static_cast<const float*>(p.x);
+  const In* const xs = static_cast<const In*>(p.x);
   for (std::int64_t base = warp * groups * R; base < p.rows; base += warps * groups * R) {
     float v[R][E];
 #pragma unroll
@@ -390,7 +401,7 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 #pragma unroll
         for (int k = 0; k < Tile::K; ++k)
 #pragma unroll
-          for (int j = 0; j < Tile::V; ++j) v[r][k * Tile::V + j] = w[k].v[j];
+          for (int j = 0; j < Tile::V; ++j) v[r][k * Tile::V + j] = to_f32(w[k].v[j]);
       } else {
 #pragma unroll
         for (int i = 0; i < E; ++i) v[r][i] = -detail::inf_<float>();
@@ -398,19 +409,7 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
     }
     float m[R], rest[R];
     int ties[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) m[r] = group_max(tree_max<E>(v[r]), lanes);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      ties[r] = 0;
-      const float shift = OnlineSoftmaxState<float>::shift_for(m[r]);
-      if constexpr (kLog) {
-        rest[r] = group_sum(thread_log_rest_in<float>(v[r], shift, ties[r]), lanes);
-        ties[r] = group_count(ties[r], lanes);
-      } else {
-        rest[r] = group_sum(thread_exp_rest<void>(v[r], shift, true, false, ties[r]), lanes);
-      }
-    }
+    warp_row_stats<In, OccOut<In>, kLog>(v, lanes, m, ties, rest);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::int64_t row = base + r * groups + group;
@@ -421,12 +420,12 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
         continue;
       }
       finish_rows(v[r], state.normalizer(p.empty_rows), kLog ? Op::log_softmax : Op::softmax);
-      Vec* q = reinterpret_cast<Vec*>(static_cast<float*>(p.out) + row * p.map.stride[kOut][0]) + g;
+      W* q = reinterpret_cast<W*>(static_cast<In*>(p.out) + row * p.map.stride[kOut][0]) + g;
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k) {
-        Vec o;
+        W o;
 #pragma unroll
-        for (int j = 0; j < Tile::V; ++j) o.v[j] = v[r][k * Tile::V + j];
+        for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(v[r][k * Tile::V + j]);
         q[k * lanes] = o;
       }
     }
@@ -447,14 +446,34 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // registers, 28-44 B spilled) 0.66-0.92× everywhere; E4 with four rows a lane group (each warp load 512 contiguous
 // bytes, at 16 or 24 blocks) 0.48-0.99×: twice the warp instructions (Nsight Compute at 262144×128: 73.3M against
 // 35.6M, issue 85 % busy), its per-row reductions four times a lane.
-template <int E>
-constexpr bool occ_built(int blocks, bool log) {
-  return (E == 16 && blocks == 24) || (E == 32 && blocks == 16 && !log);
+// short15 (session 15), candidates timed in tune_softmax --short15 (ptxas -v, CUDA 13.0, sm_90a): 16-bit E32 (rows of
+// 64 ... 1024 on 2 ... 32 lanes) softmax (the tier's terms) at 16 blocks an SM (64 registers, no spill) and 20 (48;
+// bf16 4 B spilled, f16 16 B), the log ops at 16 (64, 44 B spilled; at 20 120 B: not built); f32 E16 with two row
+// groups a warp at 16 blocks (64 registers; softmax no spill, the log ops 24 B).
+// The table of forms built: (input size, E, blocks an SM, row groups a warp at once, op class); occ_kernel below
+// instantiates exactly these.
+template <typename In, int E>
+constexpr bool occ_built(int blocks, int rows, bool log) {
+  if constexpr (sizeof(In) == 4) {
+    if constexpr (E == 16) return (blocks == 24 && rows == 1) || (blocks == 16 && rows == 2);
+    else return E == 32 && blocks == 16 && rows == 1 && !log;
+  } else {
+    return E == 32 && rows == 1 && (blocks == 16 || (blocks == 20 && !log));
+  }
 }
-template <int E, bool kLog>
-auto occ_kernel(int) {
-  if constexpr (E == 32) return warp_rows_occ_kernel<32, false, 16>;
-  else return warp_rows_occ_kernel<16, kLog, 24>;
+using OccKernel = void (*)(const RowProblem, int);
+template <typename In, int E, bool kLog>
+OccKernel occ_kernel(int blocks, int rows) {
+  if constexpr (sizeof(In) == 4 && E == 16) {
+    return rows == 2 ? warp_rows_occ_kernel<float, 16, kLog, 16, 2> : warp_rows_occ_kernel<float, 16, kLog, 24, 1>;
+  } else if constexpr (sizeof(In) == 4 && E == 32 && !kLog) {
+    return warp_rows_occ_kernel<float, 32, false, 16, 1>;
+  } else if constexpr (sizeof(In) == 2 && E == 32) {
+    if constexpr (kLog) return warp_rows_occ_kernel<In, 32, true, 16, 1>;
+    else return blocks == 20 ? warp_rows_occ_kernel<In, 32, false, 20, 1> : warp_rows_occ_kernel<In, 32, false, 16, 1>;
+  } else {
+    return nullptr;
+  }
 }
 
 template <int E>
@@ -479,16 +498,16 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
 // short14: a dense f32 forward problem on warp_rows_occ_kernel at `blocks` blocks an SM (warp_occ.hpp).
 // One row group a warp: the grid is every block needed (capped at 2^31 − 1, the loop takes the rest), unless a test's
 // tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
-template <int E>
-void launch_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
-  auto kernel = p.op != Op::softmax ? occ_kernel<E, true>(blocks) : occ_kernel<E, false>(blocks);
+template <typename In, int E>
+void launch_occ(const RowProblem& p, WarpConfig c, int blocks, int rows, cudaStream_t s) {
+  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>(blocks, rows) : occ_kernel<In, E, false>(blocks, rows);
   WarpRowLast& last = warp_row_last();
   last.lanes.store(c.lanes, std::memory_order_relaxed);
   last.elems.store(E, std::memory_order_relaxed);
   last.packed.store(false, std::memory_order_relaxed);
   last.dense.store(false, std::memory_order_relaxed);
   warp_occ_last().blocks.store(blocks, std::memory_order_relaxed);
-  const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
+  const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * std::max(kRowsAtOnce<E>, rows);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   const WarpRowTuning& t = warp_row_tuning();
   const unsigned grid = t.grid >= 0 || t.max_blocks > 0
@@ -547,19 +566,31 @@ void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
 
 }  // namespace
 
-bool warp_occ_built(int elems, int blocks, Op op) {
+bool warp_occ_built(DType t, int elems, int blocks, Op op, int rows) {
   const bool log = op != Op::softmax;
-  if (elems == 16) return occ_built<16>(blocks, log);
-  return elems == 32 && occ_built<32>(blocks, log);
+  if (t == DType::f32) {
+    if (elems == 16) return occ_built<float, 16>(blocks, rows, log);
+    return elems == 32 && occ_built<float, 32>(blocks, rows, log);
+  }
+  return (t == DType::bf16 || t == DType::f16) && elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, rows, log);
 }
 
-bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
+bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s, int rows) {
   const bool backward = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
-  if (backward || p.x_dtype != DType::f32 || !warp_occ_built(c.elems, blocks, p.op) || !row_dense(p, c.lanes, c.elems))
+  if (backward || !warp_occ_built(p.x_dtype, c.elems, blocks, p.op, rows) || !row_dense(p, c.lanes, c.elems))
     return false;
+  // 16-bit softmax: the tier's terms, which warp_rows_kernel takes only on two lanes or more (plain_exp_pays).
+  if (p.x_dtype != DType::f32 && p.op == Op::softmax && c.lanes < 2) return false;
   if (p.rows == 0) return true;
-  if (c.elems == 16) launch_occ<16>(p, c, blocks, s);
-  else launch_occ<32>(p, c, blocks, s);
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (sizeof(In) == 4) {
+      if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, rows, s);
+      else launch_occ<In, 32>(p, c, blocks, rows, s);
+    } else {
+      launch_occ<In, 32>(p, c, blocks, rows, s);
+    }
+  });
   return true;
 }
 

@@ -460,29 +460,53 @@ cuda::kernels::Op kernel_op(Op op) {
   }
 }
 
-void occ_direct(Op op, std::int64_t rows, std::int64_t n, int elems, int blocks, std::uint64_t seed) {
+// The scores as stored in dtype t (f32, or 16-bit bit patterns) for a direct launch.
+std::vector<unsigned char> stored_bytes(DType t, const std::vector<double>& x) {
+  const std::size_t es = dtype_size(t);
+  std::vector<unsigned char> out(x.size() * es);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::f32) {
+      const float v = static_cast<float>(x[i]);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    } else if (t == DType::bf16) {
+      const auto v = to_bfloat16(static_cast<float>(x[i]));
+      std::memcpy(out.data() + 2 * i, &v, 2);
+    } else {
+      const auto v = to_half(static_cast<float>(x[i]));
+      std::memcpy(out.data() + 2 * i, &v, 2);
+    }
+  }
+  return out;
+}
+
+void occ_direct(DType t, Op op, std::int64_t rows, std::int64_t n, int elems, int blocks, int row_groups,
+                std::uint64_t seed) {
   using cuda::kernels::RowProblem;
-  const std::string tag = std::string(op_name(op)) + " " + std::to_string(rows) + "x" + std::to_string(n) + " E" +
-                          std::to_string(elems) + " b" + std::to_string(blocks);
+  const std::string tag = std::string(dtype_name(t)) + " " + op_name(op) + " " + std::to_string(rows) + "x" +
+                          std::to_string(n) + " E" + std::to_string(elems) + " b" + std::to_string(blocks) + " R" +
+                          std::to_string(row_groups);
   SCOPED_TRACE(tag);
-  std::vector<double> x = random_values(DType::f32, rows * n, 6.0, -3.0, seed);
+  std::vector<double> x = random_values(t, rows * n, 6.0, -3.0, seed);
   if (rows > 3) {  // row 1: one +inf; row 2: one NaN; row 3: all −inf
     const double inf = std::numeric_limits<double>::infinity();
     x[static_cast<std::size_t>(n + n / 3)] = inf;
     x[static_cast<std::size_t>(2 * n + 1)] = std::numeric_limits<double>::quiet_NaN();
     for (std::int64_t j = 0; j < n; ++j) x[static_cast<std::size_t>(3 * n + j)] = -inf;
   }
-  std::vector<float> xf(x.begin(), x.end());
-  auto din = cuda::DeviceBuffer<float>::from_host(std::span<const float>(xf));
-  const std::size_t out_count = static_cast<std::size_t>(cuda::kernels::writes_rows(kernel_op(op)) ? rows * n : 2 * rows);
-  cuda::DeviceBuffer<float> dout(out_count);
+  const std::vector<unsigned char> xb = stored_bytes(t, x);
+  auto din = cuda::DeviceBuffer<unsigned char>::from_host(std::span<const unsigned char>(xb));
+  const bool rows_out = cuda::kernels::writes_rows(kernel_op(op));
+  const std::size_t es = dtype_size(t);
+  // Rows written back in t; logsumexp and the state write f32 statistics (stat0, stat1: 2 · rows floats).
+  const std::size_t out_bytes = static_cast<std::size_t>(rows_out ? rows * n * static_cast<std::int64_t>(es) : 8 * rows);
+  cuda::DeviceBuffer<unsigned char> dout(out_bytes);
   RowProblem p;
   p.op = kernel_op(op);
   p.x = din.data();
   p.out = dout.data();
-  p.stat0 = dout.data();
-  p.stat1 = dout.data() + rows;
-  p.x_dtype = p.out_dtype = DType::f32;
+  p.stat0 = reinterpret_cast<float*>(dout.data());
+  p.stat1 = reinterpret_cast<float*>(dout.data()) + rows;
+  p.x_dtype = p.out_dtype = t;
   p.rows = rows;
   p.n = n;
   p.map.rank = 1;
@@ -496,61 +520,106 @@ void occ_direct(Op op, std::int64_t rows, std::int64_t n, int elems, int blocks,
   c.elems = elems;
   c.lanes = static_cast<int>(n / elems);
   auto run = [&](bool occ, int cap) {
-    SMK_CUDA_CHECK(cudaMemset(dout.data(), 0xFF, out_count * sizeof(float)));
+    SMK_CUDA_CHECK(cudaMemset(dout.data(), 0xFF, out_bytes));
     cuda::kernels::warp_row_tuning() = {};
     cuda::kernels::warp_row_tuning().max_blocks = cap;
     if (occ) {
-      EXPECT_TRUE(cuda::kernels::launch_warp_rows_occ(p, c, blocks, nullptr));
+      EXPECT_TRUE(cuda::kernels::launch_warp_rows_occ(p, c, blocks, nullptr, row_groups));
       EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), blocks);
     } else {
-      cuda::kernels::launch_warp_rows(p, c, nullptr);
+      cuda::kernels::launch_warp_rows(p, c, nullptr);  // the general kernel (c.packed, c.dense false)
       EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
     }
     SMK_CUDA_CHECK(cudaGetLastError());
-    std::vector<float> h = dout.to_host();
+    std::vector<unsigned char> h = dout.to_host();
     cuda::kernels::warp_row_tuning() = {};
     return h;
   };
-  const std::vector<float> base = run(false, 0);
-  // Every output the op writes is off the poison (bits 0xFFFFFFFF, a NaN no kernel produces: a NaN result is the
-  // input's 0x7FC00000 or the default 0x7FFFFFFF); logsumexp leaves stat1's half poisoned.
+  const std::vector<unsigned char> base = run(false, 0);
+  // Every output the op writes is off the poison (all bits set: a NaN no kernel produces, whose NaN results are the
+  // input's quiet NaN or the default 0x7FFFFFFF / 0x7FFF); logsumexp leaves stat1's half poisoned.
+  const std::size_t w = rows_out ? es : 4;
   const std::size_t due = static_cast<std::size_t>(op == Op::logsumexp ? rows : op == Op::state ? 2 * rows : rows * n);
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &base[i], 4);
-    ASSERT_EQ(bits == 0xFFFFFFFFu, i >= due) << "element " << i << " of the general kernel's output";
+  for (std::size_t i = 0; i < base.size() / w; ++i) {
+    bool poison = true;
+    for (std::size_t k = 0; k < w; ++k) poison = poison && base[i * w + k] == 0xFF;
+    ASSERT_EQ(poison, i >= due) << "element " << i << " of the general kernel's output";
   }
   for (int cap : {0, 7}) {
-    const std::vector<float> r = run(true, cap);
+    const std::vector<unsigned char> r = run(true, cap);
     ASSERT_EQ(base.size(), r.size());
-    for (std::size_t i = 0; i < base.size(); ++i) {
-      std::uint32_t a, b;
-      std::memcpy(&a, &base[i], 4);
-      std::memcpy(&b, &r[i], 4);
-      ASSERT_EQ(a, b) << "element " << i << " (max_blocks " << cap << "): general " << base[i] << ", occ " << r[i];
-    }
+    for (std::size_t i = 0; i < base.size() / w; ++i)
+      ASSERT_EQ(std::memcmp(&base[i * w], &r[i * w], w), 0) << "element " << i << " (max_blocks " << cap << ")";
   }
 }
+
+struct OccForm {
+  int elems, blocks, rows;
+};
 
 TEST_F(GpuWarpRow, OccKernelBitwiseF32) {
   OccGuard guard;
   std::uint64_t seed = 2400;
-  struct Form {
-    int elems, blocks;
-  };
   for (std::int64_t n : {16, 32, 64, 128, 256, 512, 1024})
-    for (const Form f : {Form{16, 24}, Form{32, 16}})
+    for (const OccForm f : {OccForm{16, 24, 1}, OccForm{32, 16, 1}, OccForm{16, 16, 2}})
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
         if (n % f.elems != 0 || n / f.elems > 32 || n / f.elems < 1) continue;
         // The forms as listed above (warp_row.cu occ_built): E32 softmax only.
         const bool built = f.elems != 32 || op == Op::softmax;
-        ASSERT_EQ(cuda::kernels::warp_occ_built(f.elems, f.blocks, kernel_op(op)), built)
-            << "E" << f.elems << " b" << f.blocks;
+        ASSERT_EQ(cuda::kernels::warp_occ_built(DType::f32, f.elems, f.blocks, kernel_op(op), f.rows), built)
+            << "E" << f.elems << " b" << f.blocks << " R" << f.rows;
         if (!built) continue;
         const std::int64_t many = small_mode() ? (1 << 15) / n + 3 : 600'000 / n + 3;
         for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}, std::int64_t{61}, many})
-          occ_direct(op, rows, n, f.elems, f.blocks, ++seed);
+          occ_direct(DType::f32, op, rows, n, f.elems, f.blocks, f.rows, ++seed);
       }
+  // Not built: E16 at 16 blocks one row group a warp, two row groups at 24, 16-bit E16.
+  EXPECT_FALSE(cuda::kernels::warp_occ_built(DType::f32, 16, 16, cuda::kernels::Op::softmax, 1));
+  EXPECT_FALSE(cuda::kernels::warp_occ_built(DType::f32, 16, 24, cuda::kernels::Op::softmax, 2));
+  EXPECT_FALSE(cuda::kernels::warp_occ_built(DType::bf16, 16, 16, cuda::kernels::Op::softmax, 1));
+}
+
+// short15 (session 15): the 16-bit forms (E32: rows of 64 ... 1024 on 2 ... 32 lanes; softmax with the tier's terms
+// at 16 and 20 blocks an SM, the log ops at 16) bitwise warp_rows_kernel (which the packed and dense kernels match:
+// PackedKernelBitwise / DenseKernelBitwise above), bf16 and f16, as OccKernelBitwiseF32. Softmax on one lane (a row
+// of 32 at E32) is refused: warp_rows_kernel keeps exp_diff there.
+TEST_F(GpuWarpRow, OccKernelBitwise16) {
+  OccGuard guard;
+  std::uint64_t seed = 2500;
+  for (DType t : {DType::bf16, DType::f16})
+    for (std::int64_t n : {64, 128, 512, 1024})
+      for (int blocks : {16, 20})
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+          const bool built = blocks == 16 || op == Op::softmax;
+          ASSERT_EQ(cuda::kernels::warp_occ_built(t, 32, blocks, kernel_op(op), 1), built) << "b" << blocks;
+          if (!built) continue;
+          const std::int64_t many = small_mode() ? (1 << 15) / n + 3 : 600'000 / n + 3;
+          for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}, std::int64_t{61}, many})
+            occ_direct(t, op, rows, n, 32, blocks, 1, ++seed);
+        }
+  {  // one lane: refused for softmax
+    OccGuard g2;
+    std::vector<unsigned char> xb(2 * 32 * 4, 0);
+    auto din = cuda::DeviceBuffer<unsigned char>::from_host(std::span<const unsigned char>(xb));
+    cuda::DeviceBuffer<unsigned char> dout(xb.size());
+    cuda::kernels::RowProblem p;
+    p.op = cuda::kernels::Op::softmax;
+    p.x = din.data();
+    p.out = dout.data();
+    p.x_dtype = p.out_dtype = DType::bf16;
+    p.rows = 4;
+    p.n = 32;
+    p.map.rank = 1;
+    p.map.size[0] = 4;
+    p.map.stride[cuda::kernels::kX][0] = p.map.stride[cuda::kernels::kOut][0] = 32;
+    p.step[cuda::kernels::kX] = p.step[cuda::kernels::kOut] = 1;
+    cuda::kernels::WarpConfig c;
+    c.elems = 32;
+    c.lanes = 1;
+    EXPECT_FALSE(cuda::kernels::launch_warp_rows_occ(p, c, 16, nullptr, 1));
+  }
+  EXPECT_FALSE(cuda::kernels::warp_occ_built(DType::bf16, 32, 20, cuda::kernels::Op::log_softmax, 1));
+  EXPECT_FALSE(cuda::kernels::warp_occ_built(DType::f16, 32, 16, cuda::kernels::Op::softmax, 2));
 }
 
 // (2) Through the dispatcher (run_gpu, warp_per_row forced), with WarpOccTuning::blocks at 24 (E16) and 16 (E32): f32
@@ -583,7 +652,8 @@ TEST_F(GpuWarpRow, OccThroughTheDispatcher) {
             if (variant != 3) check(c, r, reference(c));
             const auto [lanes, elems] = last_config(false);
             const bool layout = (variant == 0 || variant == 3) && n == std::int64_t{lanes} * elems;
-            const bool want = t == DType::f32 && layout && cuda::kernels::warp_occ_built(elems, blocks, kernel_op(op));
+            const bool want =
+                t == DType::f32 && layout && cuda::kernels::warp_occ_built(DType::f32, elems, blocks, kernel_op(op));
             EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), want ? blocks : 0)
                 << "occ b" << blocks << ", L" << lanes << " E" << elems;
             expect_same_bits(base, r, "occ b" + std::to_string(blocks));

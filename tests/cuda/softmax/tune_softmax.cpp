@@ -8,7 +8,8 @@
 //                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
-//                        --tma14b | --short14 | --short14-ncu]
+//                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
+//                        --split15]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -285,11 +286,49 @@ int dispatch_cluster(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + 192 * kBlockElems - 1) / (192 * kBlockElems), 2, 16));
 }
 Variant split() { return {"split", 's', {}, {}}; }
+// tma14's (split15 moved it out of tma14_mode for split15_mode): the forward inputs alone (make_buffers also fills
+// the backward's, which at 4096x151936 costs seconds of host time a dtype): 2^24 scores of make_buffers' distribution
+// on the host, repeated across the first copy on the device, then that copy duplicated, as many copies as make_buffers
+// takes (>= 512 MB in all, at least two).
+Buffers forward_buffers(std::int64_t rows, std::int64_t n, DType t) {
+  const std::size_t es = smk::dtype_size(t), elems = static_cast<std::size_t>(rows * n);
+  const std::size_t bytes = elems * es, chunk = std::min<std::size_t>(elems, std::size_t{1} << 24);
+  const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
+  std::vector<unsigned char> host(chunk * es);
+  for (std::size_t i = 0; i < chunk; ++i) {
+    const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+    if (t == DType::f32) {
+      std::memcpy(host.data() + 4 * i, &v, 4);
+    } else {
+      const auto h = smk::to_bfloat16(v);
+      std::memcpy(host.data() + 2 * i, &h, 2);
+    }
+  }
+  Buffers b;
+  for (int c = 0; c < copies; ++c) {
+    void* p = nullptr;
+    SMK_CUDA_CHECK(cudaMalloc(&p, bytes));
+    if (c == 0) {
+      for (std::size_t at = 0; at < bytes; at += host.size())
+        SMK_CUDA_CHECK(cudaMemcpy(static_cast<unsigned char*>(p) + at, host.data(),
+                                  std::min(host.size(), bytes - at), cudaMemcpyHostToDevice));
+    } else {
+      SMK_CUDA_CHECK(cudaMemcpy(p, b.in.front(), bytes, cudaMemcpyDeviceToDevice));
+    }
+    b.in.push_back(p);
+  }
+  SMK_CUDA_CHECK(cudaMalloc(&b.out, bytes));
+  SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.stats), 2 * sizeof(float) * static_cast<std::size_t>(rows)));
+  return b;
+}
+
 // tma14 (session 14, issue 3; docs/perf-notebook.md "tma14"): split_row as the dispatcher calls it (the library's
 // row-loop rule, the one-launch kernel where it serves) with its compact chunk pass on the kernel before
 // (chunk_states_plain_kernel, one block a chunk, its L2 prefetch 132 ahead: "plain") or on chunk_states_tma_kernel
 // (chunk_tma.cuh: a persistent grid, the chunks staged in shared memory by bulk copies, 2 / 3 / 4 stages; "+L2 1g":
-// also prefetching into L2 the chunk one grid past the next). Softmax, log-softmax and logsumexp at 1x16777216,
+// also prefetching into L2 the chunk one grid past the last one staged, idx + (stages + 1)·grid, since split15; tma14's
+// run prefetched idx + grid, a chunk a bulk copy already fetched, so its "+L2 1g" line timed only the prefetch's cost:
+// session 14's review F5). Softmax, log-softmax and logsumexp at 1x16777216,
 // 4x4194304, 1x151936, 32x128256 (forward ops), logsumexp at 4096x151936 (the one op the three kernels serve there);
 // f32 and bf16. Each case: the variants in `rounds` alternating rounds, median of `reps` launches over rotated inputs
 // (the L2 does not hold them); then every variant's output on copy 0 (poisoned with 0xFF first) compared byte for byte
@@ -316,40 +355,7 @@ int tma14_mode(bool ncu, bool rule) {
     t.stages_f32 = t.stages_16 = v.stages;
     t.ahead = v.ahead;
   };
-  // The forward inputs alone (make_buffers also fills the backward's, which at 4096x151936 costs seconds of host
-  // time a dtype): 2^24 scores of make_buffers' distribution on the host, repeated across the first copy on the device,
-  // then that copy duplicated, as many copies as make_buffers takes (>= 512 MB in all, at least two).
-  auto fwd_buffers = [](std::int64_t rows, std::int64_t n, DType t) {
-    const std::size_t es = smk::dtype_size(t), elems = static_cast<std::size_t>(rows * n);
-    const std::size_t bytes = elems * es, chunk = std::min<std::size_t>(elems, std::size_t{1} << 24);
-    const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
-    std::vector<unsigned char> host(chunk * es);
-    for (std::size_t i = 0; i < chunk; ++i) {
-      const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
-      if (t == DType::f32) {
-        std::memcpy(host.data() + 4 * i, &v, 4);
-      } else {
-        const auto h = smk::to_bfloat16(v);
-        std::memcpy(host.data() + 2 * i, &h, 2);
-      }
-    }
-    Buffers b;
-    for (int c = 0; c < copies; ++c) {
-      void* p = nullptr;
-      SMK_CUDA_CHECK(cudaMalloc(&p, bytes));
-      if (c == 0) {
-        for (std::size_t at = 0; at < bytes; at += host.size())
-          SMK_CUDA_CHECK(cudaMemcpy(static_cast<unsigned char*>(p) + at, host.data(),
-                                    std::min(host.size(), bytes - at), cudaMemcpyHostToDevice));
-      } else {
-        SMK_CUDA_CHECK(cudaMemcpy(p, b.in.front(), bytes, cudaMemcpyDeviceToDevice));
-      }
-      b.in.push_back(p);
-    }
-    SMK_CUDA_CHECK(cudaMalloc(&b.out, bytes));
-    SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.stats), 2 * sizeof(float) * static_cast<std::size_t>(rows)));
-    return b;
-  };
+  const auto fwd_buffers = forward_buffers;
   if (ncu) {
     for (DType t : types) {
       Buffers b = fwd_buffers(1, 16777216, t);
@@ -711,9 +717,177 @@ int short14(bool ncu) {
   return 0;
 }
 
+// short15 (session 15, docs/perf-notebook.md "(session 15) — short15"): the forward ops where torch.compile was ahead
+// in compare-s14, 2^25 elements a shape: 16-bit softmax and log-softmax at 128, 512, 1024 (bf16; f16 at 128 and 1024)
+// at the dispatcher's configuration ("default": the general kernel E32 with the tier's terms for softmax at 128 / 512,
+// warp_rows_dense_kernel at 1024, the packed kernel for log-softmax; persistent grids) beside warp_rows_occ_kernel at
+// the same lanes and elements (the same bits) at 16 and 20 blocks an SM (20: softmax only); f32 softmax and
+// log-softmax at 1048576x32 (E16 L2 on the grid of 8) beside the occupancy kernel at 24 blocks (short14's form) and
+// with two row groups a warp at 16. Two rounds of every variant in turn, median of 30 each (the two rounds of one
+// kernel are its spread); then each variant's output on copy 0 (poisoned with 0xFF first) compared byte for byte with
+// the default's ("same bits" / "DIFFERS"). --short15-ncu: one launch of each bf16 softmax variant at 262144x128 and
+// 32768x1024, for Nsight Compute.
+int short15(bool ncu) {
+  struct V {
+    Variant v;
+    int blocks = 0, rows = 1;  // blocks > 0: warp_rows_occ_kernel at that many blocks an SM, rows row groups a warp
+  };
+  struct Shape {
+    DType t;
+    std::int64_t rows, n;
+  };
+  const std::vector<Shape> shapes =
+      ncu ? std::vector<Shape>{{DType::bf16, 262144, 128}, {DType::bf16, 32768, 1024}}
+          : std::vector<Shape>{{DType::f32, 1048576, 32},  {DType::bf16, 262144, 128}, {DType::bf16, 65536, 512},
+                               {DType::bf16, 32768, 1024}, {DType::f16, 262144, 128},  {DType::f16, 32768, 1024}};
+  int differs = 0;
+  for (const Shape& sh : shapes) {
+    const auto [t, rows, n] = sh;
+    Buffers b = make_buffers(rows, n, t);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      if (ncu && op != Op::softmax) continue;
+      const bool f32 = t == DType::f32;
+      // The dispatcher's (softmax_cuda.cpp warp_config, warp_packed_rule, warp_dense_rule).
+      const int e = f32 ? 16 : 32;
+      Variant def = wv(e, static_cast<int>(n) / e, f32 ? 8 : 0);
+      def.warp.packed = !f32 && op == Op::log_softmax;
+      def.warp.dense = !f32 && op == Op::softmax && n == 1024;
+      def.name = std::string("default ") + (def.warp.packed ? "packed " : def.warp.dense ? "dense " : "") + def.name;
+      std::vector<V> vs = {{def}};
+      auto occ = [&](int blocks, int r) {
+        Variant v = wv(e, static_cast<int>(n) / e, 0);
+        v.name = "occ E" + std::to_string(e) + " L" + std::to_string(n / e) + " b" + std::to_string(blocks) +
+                 (r > 1 ? " R" + std::to_string(r) : "");
+        vs.push_back({v, blocks, r});
+      };
+      if (f32) {
+        occ(24, 1);
+        occ(16, 2);
+      } else {
+        occ(16, 1);
+        if (op == Op::softmax) occ(20, 1);
+      }
+      auto launch_v = [&](const V& v, int i) {
+        const RowProblem p = problem(op, rows, n, t, b, i);
+        if (v.blocks > 0) {
+          if (!launch_warp_rows_occ(p, v.v.warp, v.blocks, nullptr, v.rows)) std::abort();
+        } else {
+          launch_warp_rows(p, v.v.warp, nullptr);
+        }
+      };
+      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 2.0 * smk::dtype_size(t);
+      if (ncu) {  // one launch each, outside any timing
+        for (const V& v : vs) {
+          warp_row_tuning() = v.v.tuning;
+          launch_v(v, 0);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          std::printf("ncu launch: %s %s softmax %s\n", shape, smk::dtype_name(t), v.v.name.c_str());
+        }
+        continue;
+      }
+      for (int round = 0; round < 2; ++round)
+        for (const V& v : vs) {
+          warp_row_tuning() = v.v.tuning;
+          Variant named = v.v;
+          named.name += round == 0 ? " (1)" : " (2)";
+          report(shape, t, op, named, median_us(b, 30, [&](int i) { launch_v(v, i); }), bytes);
+        }
+      std::vector<unsigned char> base(out_bytes), got(out_bytes);
+      for (std::size_t k = 0; k < vs.size(); ++k) {
+        warp_row_tuning() = vs[k].v.tuning;
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        launch_v(vs[k], 0);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(k == 0 ? base.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+        if (k == 0) continue;
+        const bool same = std::memcmp(base.data(), got.data(), out_bytes) == 0;
+        differs += !same;
+        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t),
+                    op == Op::softmax ? "softmax" : "log_softmax", vs[k].v.name.c_str(), same ? "same bits" : "DIFFERS");
+      }
+    }
+    free_buffers(b);
+  }
+  warp_row_tuning() = {};
+  std::printf("short15: %d variant(s) differ from the default\n", differs);
+  return differs == 0 ? 0 : 1;
+}
+
+// split15 (session 15, issue 3; docs/perf-notebook.md "split15"): split_row as the dispatcher calls it (the library's
+// row-loop and TMA rules, the one-launch kernel where it serves) with the compact chunk kernels' arithmetic as before
+// (split_row_chunk_lean 0: "before") and lean (1: chunk_states.cuh kLean, the library's: "lean"); the same bits. bf16
+// softmax's lean kernel is its kernel before (kLeanDiffers): its two lines are the noise of one kernel. Softmax,
+// log-softmax and logsumexp at 1x16777216, 4x4194304, 1x151936 (the one-launch kernel: neither), 32x128256;
+// logsumexp at 4096x151936 (the TMA kernel's rule; the other ops take row_loop.cu / split_stream there, neither
+// changed); f32 and bf16. Each case: the two in three alternating rounds (before, lean, before, lean, ...), median of
+// `reps` launches over rotated inputs; then both outputs on copy 0 (poisoned with 0xFF first) compared byte for byte
+// ("same bits" / "DIFFERS"). Returns 1 if any differs.
+int split15_mode() {
+  int differs = 0;
+  auto time15 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    for (DType t : {DType::f32, DType::bf16}) {
+      Buffers b = forward_buffers(rows, n, t);
+      const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+      split_row_tuning() = {};
+      row_loop_tuning() = {};  // the library's rules, as the dispatcher runs split_row
+      split_row_chunk_tma() = {};
+      for (Op op : ops) {
+        const char* op_s = op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : "log_softmax";
+        const double bytes =
+            static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t)) *
+            (writes_rows(op) ? 2 : 1);
+        for (int round = 0; round < 3; ++round) {
+          for (int lean : {0, 1}) {
+            split_row_chunk_lean() = lean;
+            const std::uint64_t ran = split_chunk_tma_launch_count();
+            const double us =
+                median_us(b, reps, [&](int i) { launch_split_rows(problem(op, rows, n, t, b, i), nullptr); });
+            const bool tma = split_chunk_tma_launch_count() != ran;
+            report(shape, t, op, Variant{std::string(lean ? "lean" : "before") + (tma ? " [tma]" : ""), 's'}, us,
+                   bytes);
+          }
+        }
+        const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
+        void* dst = writes_rows(op) ? b.out : static_cast<void*>(b.stats);
+        std::vector<unsigned char> got0(got_bytes), got1(got_bytes);
+        for (int lean : {0, 1}) {
+          split_row_chunk_lean() = lean;
+          SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, got_bytes));
+          launch_split_rows(problem(op, rows, n, t, b, 0), nullptr);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          SMK_CUDA_CHECK(cudaMemcpy(lean ? got1.data() : got0.data(), dst, got_bytes, cudaMemcpyDeviceToHost));
+        }
+        const bool same = std::memcmp(got0.data(), got1.data(), got_bytes) == 0;
+        differs += !same;
+        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t), op_s, "lean / before",
+                    same ? "same bits" : "DIFFERS");
+      }
+      free_buffers(b);
+    }
+  };
+  const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+  for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                {32, 128256}})
+    time15(rows, n, fwd, 21);
+  time15(4096, 151936, {Op::logsumexp}, 9);
+  split_row_tuning() = {};
+  split_row_chunk_tma() = {};
+  split_row_chunk_lean() = 1;
+  std::printf("split15: %d case(s) differ\n", differs);
+  return differs == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--split15") == 0) return split15_mode();
+  if (argc > 1 && (std::strcmp(argv[1], "--short15") == 0 || std::strcmp(argv[1], "--short15-ncu") == 0))
+    return short15(std::strcmp(argv[1], "--short15-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short14") == 0 || std::strcmp(argv[1], "--short14-ncu") == 0))
     return short14(std::strcmp(argv[1], "--short14-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--tma14", 7) == 0)
