@@ -498,6 +498,18 @@ bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
 // - log-softmax tied at 64 … 512 (e.g. 71.17 / 70.88 → 71.01 / 71.10 at 512) and slower at 32 (72.48 / 73.15 → 77.57 /
 //   78.75); the state was not timed: both keep the general kernel.
 // Rows of 17..31 (and any row not n = lanes · E) are not dense and keep the general kernel (the launcher refuses them).
+// short15 (session 15; H200, 2026-12-01 02:32 UTC, tune_softmax --short15 on the binaries of 4db3464, 2^25 elements,
+// median of 30 µs, two rounds each, the dispatcher's kernel → the occupancy kernel at kWarpOccBlocks16E32 = 20; the
+// outputs byte for byte the same; docs/bench/short15-s15-2026-12-01.md):
+// - 16-bit softmax of kWarpOccSoftmaxMinN16..kWarpMaxN (E32, dense rows; the tier's terms): bf16 262144×128 (general
+//   kernel) 42.34 / 42.05 → 39.01 / 39.26, 65536×512 43.04 / 43.74 → 40.38 / 39.68, 32768×1024 (dense kernel) 41.82 /
+//   41.79 → 39.74 / 39.62; f16 262144×128 42.46 / 41.92 → 39.74 / 40.16, 32768×1024 43.42 / 42.53 → 40.06 / 40.64
+//   (1.04-1.10×). Rows of 256 (the same kernel at 8 lanes, between 128 and 512) were not timed; 64 (2 lanes) neither:
+//   that one keeps the general kernel.
+// - 16-bit log-softmax on it (16 blocks, 44 B spilled) 0.90-0.93× of the packed kernel, f32 rows of 32 with two row
+//   groups a warp 0.92-0.96×: not taken (their code is in 4db3464).
+constexpr std::int64_t kWarpOccSoftmaxMinN16 = 128;
+constexpr int kWarpOccBlocks16E32 = 20;
 constexpr std::int64_t kWarpOccMinNF32 = 17;
 constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
 constexpr std::int64_t kWarpOccLogsumexpMaxNF32 = 64;
@@ -506,7 +518,8 @@ constexpr int kWarpOccBlocksE32 = 16;
 // The blocks an SM follow the elements a lane warp_config chose (session 14 review F7: not restated from n here).
 int warp_occ_rule(std::int64_t n, DType t, kernels::Op op, int elems) {
   using kernels::Op;
-  if (t != DType::f32) return 0;
+  if (t != DType::f32)  // short15
+    return op == Op::softmax && elems == 32 && n >= kWarpOccSoftmaxMinN16 && n <= kWarpMaxN ? kWarpOccBlocks16E32 : 0;
   const int blocks = elems == 16 ? kWarpOccBlocksE16 : elems == 32 ? kWarpOccBlocksE32 : 0;
   if (op == Op::softmax && n >= kWarpOccSoftmaxMinNF32 && n <= kWarpMaxN) return blocks;
   if (op == Op::logsumexp && n >= kWarpOccMinNF32 && n <= kWarpOccLogsumexpMaxNF32) return blocks;
@@ -995,7 +1008,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     case SoftmaxPath::warp_per_row: {
       const kernels::WarpConfig c = warp_config(p.n, in.dtype, rp.op);
       const int occ = kernels::warp_occ_blocks(warp_occ_rule(p.n, in.dtype, rp.op, c.elems));  // short14
-      if (occ > 0 && kernels::launch_warp_rows_occ(rp, c, occ, s, kernels::warp_occ_rows(1))) return;
+      if (occ > 0 && kernels::launch_warp_rows_occ(rp, c, occ, s)) return;
       return kernels::launch_warp_rows(rp, c, s);
     }
     case SoftmaxPath::block_per_row: {

@@ -87,6 +87,11 @@
 // 1.01-1.02× at 128 … 1024), logsumexp 1048576×32 45.57 / 44.99 → 44.29 / 44.26 (1.02-1.03×); rows of 32 slower in
 // softmax and log-softmax, log-softmax tied at 64 … 512 (softmax_cuda.cpp warp_occ_rule). f32 softmax keeps exp_diff: a
 // plain expf(fl(x − m)) breaks its relative gate (docs/semantics.md §6) for outputs with |x − m| beyond ~10 + L.
+// short15 (session 15, 2026-12-01; docs/bench/short15-s15-2026-12-01.md; tune_softmax --short15, run of 4db3464's
+// binaries, H200, median of 30 µs, two rounds each): 16-bit softmax rows of 128 … 1024 (E32, dense) on
+// warp_rows_occ_kernel at 20 blocks an SM (48 registers, 40 warps; the same bits as the general and dense kernels):
+// bf16 262144×128 42.34 / 42.05 → 39.01 / 39.26, 32768×1024 41.82 / 41.79 → 39.74 / 39.62 (1.05-1.09×, 79-81 % of copy;
+// f16 1.04-1.08×). The 16-bit log ops and f32 rows of 32 lost there (below, at occ_built).
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -369,19 +374,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(c
 // exp_diff for softmax, log_term_exp_ftz for the log ops, normalizer and stores): bitwise its outputs
 // (test_warp_row_gpu OccKernelBitwiseF32). Traffic as warp_per_row's: 8 B an element (softmax, log-softmax), 4 B
 // (logsumexp, the state); 2^25 f32 elements 63.5 µs at 2n bytes and the 4.23 TB/s copy.
-// short15 (session 15): the same kernel for dense 16-bit rows (In bf16 / f16: softmax with the tier's terms, Out = In,
-// as warp_rows_kernel<In, In, E, false> and warp_rows_dense_kernel take where plain_exp_pays; the log ops with
-// thread_log_rest_in<In>, as warp_rows_kernel<In, void, E, true> and the packed kernel: the same bits as each), and
-// kR row groups a warp at once (kR = 2: the second group's loads issued before the first's reductions).
+// short15 (session 15): the same kernel for dense 16-bit rows (In bf16 / f16; built for softmax, with the tier's terms,
+// Out = In, as warp_rows_kernel<In, In, E, false> and warp_rows_dense_kernel take where plain_exp_pays: the same bits
+// as both; test_warp_row_gpu OccKernelBitwise16). Traffic 4 B an element; 2^25 16-bit elements 31.4 µs at 2n bytes and
+// the 4.27 TB/s copy.
 constexpr int kOccThreads = 64;
 template <typename In>
 using OccOut = std::conditional_t<sizeof(In) == 2, In, void>;  // softmax's terms: the tier for 16-bit, exp_diff for f32
-template <typename In, int E, bool kLog, int kMinBlocks, int kR>
+template <typename In, int E, bool kLog, int kMinBlocks>
 __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
   using Vec = typename Tile::Vec;
   using W = typename Tile::template OutVec<In>;
-  constexpr int R = kRowsAtOnce<E> > kR ? kRowsAtOnce<E> : kR;
+  constexpr int R = kRowsAtOnce<E>;
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int groups = 32 / lanes;
@@ -446,31 +451,40 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // registers, 28-44 B spilled) 0.66-0.92× everywhere; E4 with four rows a lane group (each warp load 512 contiguous
 // bytes, at 16 or 24 blocks) 0.48-0.99×: twice the warp instructions (Nsight Compute at 262144×128: 73.3M against
 // 35.6M, issue 85 % busy), its per-row reductions four times a lane.
-// short15 (session 15), candidates timed in tune_softmax --short15 (ptxas -v, CUDA 13.0, sm_90a): 16-bit E32 (rows of
-// 64 ... 1024 on 2 ... 32 lanes) softmax (the tier's terms) at 16 blocks an SM (64 registers, no spill) and 20 (48;
-// bf16 4 B spilled, f16 16 B), the log ops at 16 (64, 44 B spilled; at 20 120 B: not built); f32 E16 with two row
-// groups a warp at 16 blocks (64 registers; softmax no spill, the log ops 24 B).
-// The table of forms built: (input size, E, blocks an SM, row groups a warp at once, op class); occ_kernel below
-// instantiates exactly these.
+// short15 (session 15): 16-bit softmax at E32 (rows of 64 ... 1024 on 2 ... 32 lanes, the tier's terms) at 20 blocks
+// an SM: ptxas -v (CUDA 13.0, sm_90a) 48 registers, bf16 4 B spilled, f16 16 B (40 warps an SM; the general kernel
+// 80 registers at 3 blocks of 256, 24 warps; the dense kernel 64 at 4, 32). Measured (H200, 2026-12-01 02:32 UTC,
+// short15's run of 4db3464's binaries, tune_softmax --short15, 2^25 elements, median of 30 µs, two rounds each, the
+// dispatcher's kernel → occ b20; the outputs byte for byte the same): bf16 262144×128 42.34 / 42.05 → 39.01 / 39.26,
+// 65536×512 43.04 / 43.74 → 40.38 / 39.68, 32768×1024 (dense kernel) 41.82 / 41.79 → 39.74 / 39.62 (1.05-1.10×, 78-81
+// % of the copy); f16 262144×128 42.46 / 41.92 → 39.74 / 40.16, 32768×1024 43.42 / 42.53 → 40.06 / 40.64 (1.04-1.08×).
+// Nsight Compute (same call, bf16, one launch each, µs under ncu, warps active an SM, warp instructions): 262144×128
+// general 37.06, 22.2, 22.0M → occ b20 34.14, 33.8, 23.1M (torch.compile's Triton kernel 33.95, 54.2, 24.6M: blocks of
+// 64, 32 registers); 32768×1024 dense 36.03, 26.5, 22.5M → 34.69, 34.5, 24.9M (Triton 32.64, 27.5, 21.7M: a warp a
+// row, blocks of 32, 64 registers). Not built (4db3464 has them): 16-bit softmax at 16 blocks (64 registers, no spill;
+// 32 warps) 1.00-1.07× (bf16 32768×1024 42.24 / 41.86: even), f16 at 128 within 1-2 % of b20; 16-bit log ops at 16
+// blocks (44 B spilled) 0.90-0.93× of the packed kernel everywhere (bf16 262144×128 42.62 / 42.34 → 45.70 / 46.02); f32
+// E16 with two row groups a warp at 16 blocks (64 registers; the log ops 24 B spilled) at 1048576×32: softmax 73.15 /
+// 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3, 77.3-77.9).
+// The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
 template <typename In, int E>
-constexpr bool occ_built(int blocks, int rows, bool log) {
+constexpr bool occ_built(int blocks, bool log) {
   if constexpr (sizeof(In) == 4) {
-    if constexpr (E == 16) return (blocks == 24 && rows == 1) || (blocks == 16 && rows == 2);
-    else return E == 32 && blocks == 16 && rows == 1 && !log;
+    if constexpr (E == 16) return blocks == 24;
+    else return E == 32 && blocks == 16 && !log;
   } else {
-    return E == 32 && rows == 1 && (blocks == 16 || (blocks == 20 && !log));
+    return E == 32 && blocks == 20 && !log;
   }
 }
 using OccKernel = void (*)(const RowProblem, int);
 template <typename In, int E, bool kLog>
-OccKernel occ_kernel(int blocks, int rows) {
+OccKernel occ_kernel() {
   if constexpr (sizeof(In) == 4 && E == 16) {
-    return rows == 2 ? warp_rows_occ_kernel<float, 16, kLog, 16, 2> : warp_rows_occ_kernel<float, 16, kLog, 24, 1>;
+    return warp_rows_occ_kernel<float, 16, kLog, 24>;
   } else if constexpr (sizeof(In) == 4 && E == 32 && !kLog) {
-    return warp_rows_occ_kernel<float, 32, false, 16, 1>;
-  } else if constexpr (sizeof(In) == 2 && E == 32) {
-    if constexpr (kLog) return warp_rows_occ_kernel<In, 32, true, 16, 1>;
-    else return blocks == 20 ? warp_rows_occ_kernel<In, 32, false, 20, 1> : warp_rows_occ_kernel<In, 32, false, 16, 1>;
+    return warp_rows_occ_kernel<float, 32, false, 16>;
+  } else if constexpr (sizeof(In) == 2 && E == 32 && !kLog) {
+    return warp_rows_occ_kernel<In, 32, false, 20>;
   } else {
     return nullptr;
   }
@@ -499,15 +513,15 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
 // One row group a warp: the grid is every block needed (capped at 2^31 − 1, the loop takes the rest), unless a test's
 // tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
 template <typename In, int E>
-void launch_occ(const RowProblem& p, WarpConfig c, int blocks, int rows, cudaStream_t s) {
-  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>(blocks, rows) : occ_kernel<In, E, false>(blocks, rows);
+void launch_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
+  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>() : occ_kernel<In, E, false>();
   WarpRowLast& last = warp_row_last();
   last.lanes.store(c.lanes, std::memory_order_relaxed);
   last.elems.store(E, std::memory_order_relaxed);
   last.packed.store(false, std::memory_order_relaxed);
   last.dense.store(false, std::memory_order_relaxed);
   warp_occ_last().blocks.store(blocks, std::memory_order_relaxed);
-  const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * std::max(kRowsAtOnce<E>, rows);
+  const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
   const WarpRowTuning& t = warp_row_tuning();
   const unsigned grid = t.grid >= 0 || t.max_blocks > 0
@@ -566,18 +580,18 @@ void launch_typed(const RowProblem& p, WarpConfig c, cudaStream_t s) {
 
 }  // namespace
 
-bool warp_occ_built(DType t, int elems, int blocks, Op op, int rows) {
+bool warp_occ_built(DType t, int elems, int blocks, Op op) {
   const bool log = op != Op::softmax;
   if (t == DType::f32) {
-    if (elems == 16) return occ_built<float, 16>(blocks, rows, log);
-    return elems == 32 && occ_built<float, 32>(blocks, rows, log);
+    if (elems == 16) return occ_built<float, 16>(blocks, log);
+    return elems == 32 && occ_built<float, 32>(blocks, log);
   }
-  return (t == DType::bf16 || t == DType::f16) && elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, rows, log);
+  return (t == DType::bf16 || t == DType::f16) && elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, log);
 }
 
-bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s, int rows) {
+bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
   const bool backward = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
-  if (backward || !warp_occ_built(p.x_dtype, c.elems, blocks, p.op, rows) || !row_dense(p, c.lanes, c.elems))
+  if (backward || !warp_occ_built(p.x_dtype, c.elems, blocks, p.op) || !row_dense(p, c.lanes, c.elems))
     return false;
   // 16-bit softmax: the tier's terms, which warp_rows_kernel takes only on two lanes or more (plain_exp_pays).
   if (p.x_dtype != DType::f32 && p.op == Op::softmax && c.lanes < 2) return false;
@@ -585,10 +599,10 @@ bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStr
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;
     if constexpr (sizeof(In) == 4) {
-      if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, rows, s);
-      else launch_occ<In, 32>(p, c, blocks, rows, s);
+      if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, s);
+      else launch_occ<In, 32>(p, c, blocks, s);
     } else {
-      launch_occ<In, 32>(p, c, blocks, rows, s);
+      launch_occ<In, 32>(p, c, blocks, s);
     }
   });
   return true;

@@ -718,19 +718,20 @@ int short14(bool ncu) {
 }
 
 // short15 (session 15, docs/perf-notebook.md "(session 15) — short15"): the forward ops where torch.compile was ahead
-// in compare-s14, 2^25 elements a shape: 16-bit softmax and log-softmax at 128, 512, 1024 (bf16; f16 at 128 and 1024)
-// at the dispatcher's configuration ("default": the general kernel E32 with the tier's terms for softmax at 128 / 512,
-// warp_rows_dense_kernel at 1024, the packed kernel for log-softmax; persistent grids) beside warp_rows_occ_kernel at
-// the same lanes and elements (the same bits) at 16 and 20 blocks an SM (20: softmax only); f32 softmax and
-// log-softmax at 1048576x32 (E16 L2 on the grid of 8) beside the occupancy kernel at 24 blocks (short14's form) and
-// with two row groups a warp at 16. Two rounds of every variant in turn, median of 30 each (the two rounds of one
-// kernel are its spread); then each variant's output on copy 0 (poisoned with 0xFF first) compared byte for byte with
-// the default's ("same bits" / "DIFFERS"). --short15-ncu: one launch of each bf16 softmax variant at 262144x128 and
-// 32768x1024, for Nsight Compute.
+// in compare-s14, 2^25 elements a shape: 16-bit softmax at 64 ... 1024 (bf16; f16 at 128 and 1024) at the kernels
+// before short15's rule ("default": the general kernel E32 with the tier's terms at 64 ... 512, warp_rows_dense_kernel
+// at 1024; persistent grids) beside warp_rows_occ_kernel at the same lanes and elements (the same bits) at 20 blocks an
+// SM (the dispatcher's from 128 since short15); f32 softmax and log-softmax at 1048576x32 (E16 L2 on the grid of 8)
+// beside the occupancy kernel at 24 blocks (short14's form). Two rounds of every variant in turn, median of 30 each
+// (the two rounds of one kernel are its spread); then each variant's output on copy 0 (poisoned with 0xFF first)
+// compared byte for byte with the default's ("same bits" / "DIFFERS"). --short15-ncu: one launch of each bf16 variant
+// at 262144x128 and 32768x1024, for Nsight Compute. (The run of 4db3464 timed 128 / 512 / 1024 with also 16-bit
+// softmax at 16 blocks, 16-bit log-softmax at 16 beside the packed kernel, and f32 E16 with two row groups a warp at
+// 16 blocks: their code is in 4db3464.)
 int short15(bool ncu) {
   struct V {
     Variant v;
-    int blocks = 0, rows = 1;  // blocks > 0: warp_rows_occ_kernel at that many blocks an SM, rows row groups a warp
+    int blocks = 0;  // > 0: warp_rows_occ_kernel at that many blocks an SM
   };
   struct Shape {
     DType t;
@@ -738,8 +739,9 @@ int short15(bool ncu) {
   };
   const std::vector<Shape> shapes =
       ncu ? std::vector<Shape>{{DType::bf16, 262144, 128}, {DType::bf16, 32768, 1024}}
-          : std::vector<Shape>{{DType::f32, 1048576, 32},  {DType::bf16, 262144, 128}, {DType::bf16, 65536, 512},
-                               {DType::bf16, 32768, 1024}, {DType::f16, 262144, 128},  {DType::f16, 32768, 1024}};
+          : std::vector<Shape>{{DType::f32, 1048576, 32},  {DType::bf16, 524288, 64}, {DType::bf16, 262144, 128},
+                               {DType::bf16, 131072, 256}, {DType::bf16, 65536, 512}, {DType::bf16, 32768, 1024},
+                               {DType::f16, 262144, 128},  {DType::f16, 32768, 1024}};
   int differs = 0;
   for (const Shape& sh : shapes) {
     const auto [t, rows, n] = sh;
@@ -748,32 +750,22 @@ int short15(bool ncu) {
     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
     const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
     for (Op op : {Op::softmax, Op::log_softmax}) {
-      if (ncu && op != Op::softmax) continue;
       const bool f32 = t == DType::f32;
-      // The dispatcher's (softmax_cuda.cpp warp_config, warp_packed_rule, warp_dense_rule).
+      if ((ncu || !f32) && op != Op::softmax) continue;
+      // The dispatcher's kernels before short15's rule (softmax_cuda.cpp warp_config, warp_dense_rule).
       const int e = f32 ? 16 : 32;
       Variant def = wv(e, static_cast<int>(n) / e, f32 ? 8 : 0);
       def.warp.packed = !f32 && op == Op::log_softmax;
       def.warp.dense = !f32 && op == Op::softmax && n == 1024;
       def.name = std::string("default ") + (def.warp.packed ? "packed " : def.warp.dense ? "dense " : "") + def.name;
       std::vector<V> vs = {{def}};
-      auto occ = [&](int blocks, int r) {
-        Variant v = wv(e, static_cast<int>(n) / e, 0);
-        v.name = "occ E" + std::to_string(e) + " L" + std::to_string(n / e) + " b" + std::to_string(blocks) +
-                 (r > 1 ? " R" + std::to_string(r) : "");
-        vs.push_back({v, blocks, r});
-      };
-      if (f32) {
-        occ(24, 1);
-        occ(16, 2);
-      } else {
-        occ(16, 1);
-        if (op == Op::softmax) occ(20, 1);
-      }
+      Variant occ = wv(e, static_cast<int>(n) / e, 0);
+      occ.name = "occ E" + std::to_string(e) + " L" + std::to_string(n / e) + " b" + (f32 ? "24" : "20");
+      vs.push_back({occ, f32 ? 24 : 20});
       auto launch_v = [&](const V& v, int i) {
         const RowProblem p = problem(op, rows, n, t, b, i);
         if (v.blocks > 0) {
-          if (!launch_warp_rows_occ(p, v.v.warp, v.blocks, nullptr, v.rows)) std::abort();
+          if (!launch_warp_rows_occ(p, v.v.warp, v.blocks, nullptr)) std::abort();
         } else {
           launch_warp_rows(p, v.v.warp, nullptr);
         }
