@@ -318,12 +318,20 @@ TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
 // at E16 and E32.) Since short12 the dispatcher gives 16-bit softmax rows of 17..32 two lanes of 16 (softmax_cuda.cpp
 // kWarpSoftmax16NarrowMaxN): n = 32 takes the dense kernel at E16 here, 29 the general kernel at E16.
 bool ran_dense() { return cuda::kernels::warp_row_last().dense.load(); }
+// short15: 16-bit softmax rows of 128..1024 take warp_rows_occ_kernel ahead of the dense kernel (softmax_cuda.cpp
+// warp_occ_rule; the same bits): the dense tests hold the occupancy rule off (WarpOccTuning::blocks 0) and check the
+// dispatch beneath it.
+struct OccOff {
+  OccOff() { cuda::kernels::warp_occ_tuning().blocks = 0; }
+  ~OccOff() { cuda::kernels::warp_occ_tuning() = cuda::kernels::WarpOccTuning{}; }
+};
 bool dense_built(DType t, Op op, int lanes, int elems) {
   return t != DType::f32 && op == Op::softmax && (elems == 32 || elems == 16) && lanes > 1;
 }
 
 void dense_bitwise(DType t, std::uint64_t seed) {
   TuningGuard guard;
+  OccOff occ_off;
   auto& tune = cuda::kernels::warp_row_tuning();
   for (std::int64_t n : {16, 29, 32, 64, 100, 128, 512, 1024}) {
     for (int variant : {0, 1, 2, 3}) {  // 0 dense, 1 odd pitch, 2 a temperature of 0.75, 3 non-finite scores
@@ -371,6 +379,7 @@ TEST_F(GpuWarpRow, DenseKernelBitwiseF16) { dense_bitwise(DType::f16, 1700); }
 // boundary at an aligned pitch (1032: the odd pitch above breaks base and pitch together).
 TEST_F(GpuWarpRow, DenseRuleAtItsBounds) {
   TuningGuard guard;
+  OccOff occ_off;
   cuda::kernels::warp_row_tuning() = {};
   std::uint64_t seed = 1800;
   // short12: and 16-bit softmax of 17..32 (kWarpSoftmax16NarrowMinN..MaxN: two lanes of 16; dense at 32); 8 and 16,
