@@ -638,8 +638,99 @@ if want dec15; then
   end_carried
 fi
 # --- session 15: split15 step goes here ---
+# split15 (session 15, issue 3): split_row's compact chunk kernels (plain and TMA) with chunk_state's lean arithmetic
+# (chunk_states.cuh kLean: no tie test in warps without the max, f32 softmax's exp_diff guard only where a term is NaN)
+# beside the arithmetic before, in one binary (tune_softmax --split15: alternating rounds, outputs compared byte for
+# byte), alone on the GPU; Nsight Compute's instruction counts of the chunk kernel at 1x16777216 (--split15-ncu); then
+# in parallel: test_cuda_few_rows' split_row tests at full size (3 shards), memcheck and racecheck (small mode) on the
+# lean and TMA tests. Binaries built off the device for sm_90a (build/split15-bin.tar.xz: bin/{tune_softmax,
+# test_cuda_few_rows}, lib/libcudart). Caps: SMK_S15S_TUNE_S (40 s), SMK_S15S_NCU_S (25), SMK_S15S_TEST_S (45).
+# Back: split15-tune.txt, split15-ncu.txt, split15-summary.txt, split15-logs.tgz. SMK_S15S_PASS=2 (the second call):
+# tune_softmax --split15b (the log ops on scores 3·N(0, 1), the rule beside), no Nsight Compute, the tests narrowed to
+# the lean test and the TMA rule's.
+if want split15; then
+  carried split15 build/split15-bin.tar.xz
+  s15s=$bin
+  s15s_f='*LeanChunk*:*TmaStaysOff*:*TmaChunks*:*TmaRule*:*L2Prefetch*:*NormalizeHints*:*CommonCall*:*ManyChunks*'
+  s15s_f+=':*SplitRowDependent*:*OneLaunchSplitRowRows*:*StreamBitwise*'
+  if [[ "${SMK_S15S_PASS:-1}" == 2 ]]; then
+    run_step split15-tune timeout "${SMK_S15S_TUNE_S:-40}" stdbuf -oL "$s15s/bin/tune_softmax" --split15b
+    keep_logs split15
+    s15s_f='*LeanChunk*:*TmaRule*'
+  else
+    run_step split15-tune timeout "${SMK_S15S_TUNE_S:-40}" stdbuf -oL "$s15s/bin/tune_softmax" --split15
+    keep_logs split15
+    run_step split15-ncu timeout "${SMK_S15S_NCU_S:-25}" ncu --clock-control none -k regex:chunk_states \
+      --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread "$s15s/bin/tune_softmax" --split15-ncu
+    keep_logs split15
+  fi
+  s15s_t=${SMK_S15S_TEST_S:-45}
+  for i in 0 1 2; do
+    bg_step "split15x-test$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s15s_t" \
+      "$s15s/bin/test_cuda_few_rows" --gtest_filter="$s15s_f"
+  done
+  bg_step split15x-memcheck timeout "$s15s_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s15s/bin/test_cuda_few_rows" \
+    --gtest_filter='*LeanChunk*:*TmaStaysOff*:*TmaChunks*:*TmaRule*'
+  bg_step split15x-racecheck timeout "$s15s_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$s15s/bin/test_cuda_few_rows" --gtest_filter='*LeanChunk*:*TmaChunks*'
+  bg_tally
+  keep_logs split15
+  rm -f "$outer"/split15x-*.txt
+  end_carried
+fi
 # --- session 15: ce15 step goes here ---
+# ce15 (session 15, issue 5): cross-entropy's row loop with its stage as a ring filled ahead by bulk copies
+# (row_loop.cuh kRing), timed beside HEAD's staged kernel in one binary (tune_cross_entropy --ce15: alternating
+# rounds, outputs compared byte for byte first), alone on the GPU; then in parallel RingSameBits and the dispatcher's
+# rule at full size, and memcheck and racecheck (small) on RingSameBits. Binaries built off the device for sm_90a
+# (build/ce15-bin.tar.xz: bin/{tune_cross_entropy,test_cuda_cross_entropy}). Caps: SMK_CE15_TUNE_S (40 s),
+# SMK_CE15_TEST_S (45). Back: ce15-tune.txt, ce15-summary.txt, ce15-logs.tgz.
+if want ce15; then
+  carried ce15 build/ce15-bin.tar.xz
+  c15=$bin
+  run_step ce15-tune timeout "${SMK_CE15_TUNE_S:-40}" stdbuf -oL "$c15/bin/tune_cross_entropy" --ce15 \
+    --dtypes "${SMK_CE15_DTYPES:-bf16,f32}"
+  keep_logs ce15
+  c15_t=${SMK_CE15_TEST_S:-45}
+  bg_step ce15x-ring timeout "$c15_t" "$c15/bin/test_cuda_cross_entropy" \
+    --gtest_filter='*RowLoop.RingSameBits:*RowLoop.DispatcherTakesItByTheRule'
+  bg_step ce15x-memcheck timeout "$c15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$c15/bin/test_cuda_cross_entropy" --gtest_filter='*RowLoop.RingSameBits'
+  bg_step ce15x-racecheck timeout "$c15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$c15/bin/test_cuda_cross_entropy" --gtest_filter='*RowLoop.RingSameBits'
+  bg_tally
+  keep_logs ce15
+  rm -f "$outer"/ce15x-*.txt  # their pass / fail lines are in ce15-summary.txt, the logs in ce15-logs.tgz
+  end_carried
+fi
 # --- session 15: pfx15 step goes here ---
+# pfx15 (session 15, issue 7): the wgmma prefill kernel with P·V of tile j − 1 truly under tile j's softmax
+# (prefill_wgmma.cu's step_ov: forms 2 "swap" and 3 "late" of prefill_wgmma_set_pv_form) beside the kernel before
+# (form 1), the dispatcher's kernel in one binary: tune_prefill --pfx15 alone on the GPU first (every form's O byte
+# for byte against before's, then SMK_PFX15_ROUNDS interleaved rounds on issue 7's rows), then side by side the
+# WgmmaPvOverlap tests at full size, memcheck and racecheck on the bitwise one (SMK_GPU_TEST_SMALL; memcheck is what
+# caught pfx14's race). Binaries built off the device for sm_90a (build/pfx15-bin.tar.xz: bin/tune_prefill,
+# bin/test_cuda_prefill). Caps: SMK_PFX15_TUNE_S (45 s), SMK_PFX15_TEST_S (45). Back: pfx15-tune.txt,
+# pfx15-summary.txt, pfx15-logs.tgz.
+if want pfx15; then
+  carried pfx15 build/pfx15-bin.tar.xz
+  p15=$bin
+  run_step pfx15-tune timeout "${SMK_PFX15_TUNE_S:-45}" env SMK_PFX15_ROUNDS="${SMK_PFX15_ROUNDS:-16}" \
+    stdbuf -oL "$p15/bin/tune_prefill" --pfx15
+  keep_logs pfx15
+  p15_t=${SMK_PFX15_TEST_S:-45}
+  bg_step pfx15x-test timeout "$p15_t" "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlap*'
+  bg_step pfx15x-memcheck timeout "$p15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+  bg_step pfx15x-racecheck timeout "$p15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+  bg_tally
+  keep_logs pfx15
+  rm -f "$outer"/pfx15x-*.txt  # their pass / fail lines are in pfx15-summary.txt, the logs in pfx15-logs.tgz
+  end_carried
+fi
 # --- session 15: short15 step goes here ---
 # short15 (session 15, issue 3: the forward ops where torch.compile was ahead): the occupancy kernel's 16-bit forms
 # (bf16 / f16 softmax and log-softmax at 128, 512, 1024) and two row groups a warp for f32 rows of 32, timed beside the

@@ -1579,6 +1579,115 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
 }
 
+// The ring (ce15; row_loop.cuh kRing, FusedTuning::loop_ring): the stage's slots filled ahead by bulk copies, pass 2
+// taking the row's last steps from the ring and the others through new fills, gives the bits of HEAD's staged kernel
+// (loop_stage 3, ring off: the dispatcher's kernel), since the same values reach the same registers and every sum is
+// the same. Bitwise at 3 slots (two blocks an SM), 2 slots, 1 slot (every fill waits for the one before it is released)
+// and 6 slots at one block an SM; the launch record says the ring ran (rows of 16-byte vectors on sm_90+) or not (rows
+// that are not, which take the unstaged kernel). Under the mean and none, label smoothing, z-loss and class weights,
+// rows in place (pass 2's fills read rows it is writing), an ignored row (its ring steps released unread), planted +inf / NaN / −inf rows, more rows than the grid (fills run across rows); widths from less
+// than a step to 12 steps with ragged last steps (f16 16392: a last step of one vector; f32 16385 and bf16 30001 are
+// not 16-byte vectors), each row alone against its batch (batch invariance), and the ring checked against float64.
+TEST(CrossEntropyGpuRowLoop, RingSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  int major = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C, rows;
+    bool in_place;
+  };
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 140, true}, {DType::f32, DType::f32, 100000, 140, false},
+                               {DType::f16, DType::f32, 40000, 300, false},   {DType::bf16, DType::bf16, 30001, 40, false},
+                               {DType::f32, DType::f32, 16385, 40, true},     {DType::bf16, DType::bf16, 8000, 300, true},
+                               {DType::f16, DType::f16, 16392, 300, false}};
+  // Small (under the sanitizers): three shapes, HEAD's kernel against rings of 3 and 1 slots, one single row.
+  if (small_mode())
+    shapes = {{DType::bf16, DType::bf16, 40000, 6, true}, {DType::f16, DType::f32, 16392, 5, false},
+              {DType::bf16, DType::bf16, 8000, 5, true}};
+  auto launch = [&](const CeCase& cc, int blocks, int stage, int ring, bool want_ring, const std::string& what) {
+    ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_blocks = blocks;
+    t.loop_stage = stage;
+    t.loop_ring = ring;
+    ce::set_fused_tuning(t);
+    ce::set_last_fused_launch({});
+    GpuOut o = run_gpu(cc, true);
+    const ce::FusedLaunch fl = ce::last_fused_launch();
+    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+    EXPECT_EQ(fl.loop_ring, want_ring) << cc.name << ", " << what;
+    if (want_ring) {
+      EXPECT_EQ(fl.loop_stage, stage) << cc.name << ", " << what;
+    }
+    ce::set_fused_tuning({});
+    return o;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::mean, Reduction::none}) {
+      CeCase c = random_case("ring", sh.dt, sh.rows, sh.C, 1511 + sh.C, red);
+      c.grad_dtype = sh.grad;
+      c.in_place = sh.in_place && sh.grad == sh.dt;
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.t[1] = -100;  // ignored: its ring steps released unread
+      if (sh.rows > 4) {
+        c.x[2 * sh.C + sh.C / 3] = inf;
+        c.x[3 * sh.C + sh.C - 1] = std::nan("");
+        for (std::int64_t j = 0; j < sh.C; ++j) c.x[(sh.rows - 1) * sh.C + j] = -inf;
+      }
+      c.name = std::string("ring, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(sh.C) + (red == Reduction::mean ? ", mean" : ", none") + (c.in_place ? ", in place" : "");
+      const bool ring_here = major >= 9 && sh.C * static_cast<std::int64_t>(dtype_size(sh.dt)) % 16 == 0;
+      const GpuOut base = launch(c, 0, 3, 0, false, "HEAD's staged kernel");
+      ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+      const GpuOut ring3 = launch(c, 0, 3, 1, ring_here, "ring of 3");
+      same_bits(ring3, base, c.name + ", ring of 3");
+      same_bits(launch(c, 0, 1, 1, ring_here, "ring of 1"), base, c.name + ", ring of 1");
+      if (!small_mode()) {
+        same_bits(launch(c, 0, 2, 1, ring_here, "ring of 2"), base, c.name + ", ring of 2");
+        same_bits(launch(c, 1, 6, 1, ring_here, "ring of 6"), base, c.name + ", ring of 6, 1 block an SM");
+      }
+      std::vector<std::int64_t> singles = {0, 2, sh.rows - 2};
+      if (small_mode()) singles = {2};
+      for (std::int64_t r : singles) {
+        CeCase one = c;
+        one.rows = 1;
+        one.x.assign(c.x.begin() + r * sh.C, c.x.begin() + (r + 1) * sh.C);
+        one.t = {c.t[r]};
+        one.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[r]} : c.grad_loss;
+        const GpuOut o = launch(one, 0, 3, 1, ring_here, "one row");
+        ASSERT_TRUE(o.error.empty()) << o.error;
+        EXPECT_EQ(std::memcmp(&o.lse[0], &ring3.lse[r], sizeof(double)), 0) << c.name << ", row " << r;
+        if (red == Reduction::none) {
+          EXPECT_EQ(std::memcmp(&o.loss[0], &ring3.loss[r], sizeof(double)), 0) << c.name << ", row " << r;
+          EXPECT_EQ(std::memcmp(o.grad.data(), ring3.grad.data() + r * sh.C, sh.C * 8), 0) << c.name << ", row " << r;
+        }
+      }
+      {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        t.loop_stage = 3;
+        t.loop_ring = 1;
+        ce::set_fused_tuning(t);
+        CeCase finite = c;  // float64's check on the rows without plants or bad targets
+        if (sh.rows > 4) {
+          finite.x.assign(c.x.begin(), c.x.begin() + 2 * sh.C);
+          finite.t = {c.t[0], c.t[1]};
+          finite.rows = 2;
+          finite.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[0], c.grad_loss[1]} : c.grad_loss;
+        }
+        check_case(finite);
+        ce::set_fused_tuning({});
+      }
+    }
+}
+
 // The dispatcher takes the row loop exactly where its rule says so, and the one-read kernel (or the two calls)
 // elsewhere. The rule is written here as stated (fused.cu, ce11's run of e711d37), not through the code's own
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).
