@@ -180,6 +180,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -198,6 +199,19 @@ namespace {
 
 constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural ones
 constexpr int kStages = 3;                   // see the opening comment
+
+// Which form of the tile loop later launches take (prefill_args.hpp's prefill_wgmma_set_pv_form): 0 the default
+// (kPrefillWgmmaOverlapForm), 1 P·V done before the softmax (the kernel before session 15), 2 kOverlap 1 (built for
+// the D = 128 TMA default), 3 kOverlap 2 (the D = 128 and D = 64 TMA defaults). A form not built for a variant runs
+// its usual build: every form gives the same bits.
+std::atomic<int> g_pv_form{0};
+std::atomic<std::int64_t> g_overlap_launches{0};  // kOverlap kernels launched (prefill_wgmma_overlap_launches)
+// The default form: 1 (no overlap) until an H200 run decides (session 15, pfx15).
+constexpr int kPrefillWgmmaOverlapForm = 1;
+int pv_form() {
+  const int f = g_pv_form.load(std::memory_order_relaxed);
+  return f == 0 ? kPrefillWgmmaOverlapForm : f;
+}
 
 // Byte offset of the 16-byte chunk `ch` (of D/8) of row `row` in a [kRows][D] tile stored as 128-byte-swizzled
 // panels of 64 columns (kRows·128 bytes each).
@@ -256,14 +270,19 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+// kOverlap (session 15, pfx15; with kWS only): the tiles before the warpgroup's first causal crossing, from the second
+// on, take step_ov below, where P·V of tile j − 1 truly runs under tile j's softmax: 1 the two P arrays swapping roles
+// (the loop unrolled by two), 2 P packed after the P·V wait (kLatePack's order) into the registers P·V read. 0: off.
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, int kOverlap = 0>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kWS || (kTma && (kWG == 2 || kWG == 3)), "the producer warpgroup feeds 2 or 3 warpgroups by TMA");
-  // P packed from S after the P·V wait (three consumer warpgroups: registers), else during the softmax into a
-  // second P (kConsumerRegs says why; both give the same bits).
-  constexpr bool kLatePack = kWG == 3;
+  static_assert(kOverlap == 0 || (kWS && !kPin), "step_ov: the producer variants only");
+  // P packed from S after the P·V wait (three consumer warpgroups: registers; kOverlap 2), else during the softmax
+  // into a second P (kConsumerRegs says why; both give the same bits).
+  constexpr bool kLatePack = kWG == 3 || kOverlap == 2;
+  static_assert(!(kWG == 3 && kOverlap == 1), "three consumer warpgroups have no registers for a second P");
   constexpr int kThreads = kWG * 128;  // the consumers (and, without kWS, the copiers)
   constexpr int kBlockM = 64 * kWG;
   constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S
@@ -357,6 +376,12 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < kBlockN / 2; ++i) s[i] = 0.0f;
+  if constexpr (kOverlap != 0) {
+    // Zeros put in place here: with tile 0 peeled the compiler sank s's zeroing below the peeled step's wgmma.fence,
+    // definitions of its accumulator registers inside the stage, and ptxas serialised every product (C7515).
+    ptx::fence_regs(s);
+    ptx::fence_regs(o);
+  }
   std::uint32_t p[kBlockN / 16][4];
   const float c2 = a.scale_log2;
 
@@ -529,8 +554,12 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // One key tile. Checked (std::true_type): the tiles from the first that crosses the warpgroup's causal diagonal
   // on, which scan V and may take exact_pv; the tiles before it (every key seen by every row of the warpgroup: all
   // of them without a causal mask) run without that code, so the hot loop is the same as before the check.
-  const auto step = [&](int j, auto checked) {
+  // kFirst (kOverlap's peeled tile 0 only): no P·V group at all, and the wait is for Q·Kᵀ alone. (An empty second
+  // commit group with no branch before it made ptxas treat Q·Kᵀ as pending under the softmax and serialise every
+  // product, C7515; the loop's empty group follows the P·V branch, where ptxas closes it with an empty HGMMA.)
+  const auto step = [&](int j, auto checked, auto first) {
     constexpr bool kChecked = decltype(checked)::value;
+    constexpr bool kFirst = decltype(first)::value;
     // Tile j (and Q) landed for this thread (and, cp.async, made visible to the async proxy), then the barrier: it
     // proves every warpgroup waited for its P·V of tile j − 2, whose stage tile j + 1 now overwrites.
     if constexpr (kTma) {
@@ -565,18 +594,20 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     ptx::wgmma_fence();
     qk(s, cur);
     ptx::wgmma_commit();
-    if (j > 0 && !exact_prev) {  // P of tile j − 1 (registers), V of tile j − 1
-      if (half_prev)
-        pv_half(o, p, prev);
-      else
-        pv(o, p, prev);
+    if constexpr (!kFirst) {
+      if (j > 0 && !exact_prev) {  // P of tile j − 1 (registers), V of tile j − 1
+        if (half_prev)
+          pv_half(o, p, prev);
+        else
+          pv(o, p, prev);
+      }
+      ptx::wgmma_commit();
     }
-    ptx::wgmma_commit();
     if constexpr (kWS) {
       // The next warpgroup's turn (none left after the last warpgroup's last tile).
       if (wg != kWG - 1 || j + 1 < n_tiles) ptx::bar_arrive(1 + (wg + 1) % kWG, 2 * 128);
     }
-    ptx::wgmma_wait<1>();  // S_j is in registers; P·V may still run
+    ptx::wgmma_wait<kFirst ? 0 : 1>();  // S_j is in registers; P·V may still run
     ptx::fence_regs(s);
     float alpha[2];
     // P of tile j − 1 is still being read by the tensor cores: the new probabilities go to other registers, and
@@ -622,10 +653,89 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
     }
   };
+  // kOverlap (session 15, pfx15): tile j ≥ 1 of those before the first crossing (every key seen by every row of the
+  // warpgroup: no exact_pv, no trim, so P·V of j − 1 is issued with no branch around it). In the step above ptxas
+  // closes the P·V branch's group inside the branch and ends the tile's second commit with an empty HGMMA group at
+  // the join, so wgmma_wait<1> leaves only that empty group pending and P·V is done before the softmax starts
+  // (session 14, pfx14). Here P·V of tile j − 1 (A = pr) is the second group, pending while the softmax of tile j
+  // runs; P of tile j goes to other registers (pw, kOverlap 1) or stays f32 in s until P·V is done (kOverlap 2,
+  // pr == pw), so no register that P·V reads is written under it (ptxas would otherwise serialise every product,
+  // C7513, or, as in pfx14's first form, hand them to the softmax's temporaries). The same operations on the same
+  // values as step: the same bits.
+  const auto step_ov = [&](int j, std::uint32_t(&pr)[kBlockN / 16][4], std::uint32_t(&pw)[kBlockN / 16][4]) {
+    ptx::mbar_wait<false>(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
+    ptx::bar_sync(1 + wg, 2 * 128);  // this warpgroup's turn to issue
+    const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
+    // S_j in registers of its own (the first product overwrites S, scale-d 0: nothing flows in), and the softmax on
+    // a copy x made by one opaque move a register right after the wait: the softmax's in-place updates (the scale,
+    // the mask's selects, joined by the compiler into the same PTX registers) wrote the registers the products of
+    // this stage named while P·V was pending, and ptxas serialised every product of the kernel (C7515). ptxas
+    // folds the moves away (the same physical registers, once the wait has retired Q·Kᵀ).
+    float sj[kBlockN / 2], x[kBlockN / 2];
+    ptx::wgmma_fence();
+    qk(sj, cur);
+    ptx::wgmma_commit();
+    pv(o, pr, prev);  // P of tile j − 1, V of tile j − 1
+    ptx::wgmma_commit();
+    if (wg != kWG - 1 || j + 1 < n_tiles) ptx::bar_arrive(1 + (wg + 1) % kWG, 2 * 128);
+    ptx::wgmma_wait<1>();  // S_j is in registers; P·V runs on
+#pragma unroll
+    for (int i = 0; i < kBlockN / 2; ++i) asm volatile("mov.b32 %0, %1;" : "=f"(x[i]) : "f"(sj[i]));
+    float alpha[2];
+    softmax(x, j, alpha, pw);  // kLatePack: no pack here
+    // Without this ptxas placed the P·V wait above the softmax's exponentials (as pfx8 read in the default), and
+    // nothing ran under P·V: the row sums, so every exponential, pinned ahead of it (ptx.cuh's keep_ahead_of_wait).
+    ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
+    ptx::wgmma_wait<0>();
+    ptx::fence_regs(o);
+    ptx::fence_regs(pr);
+    if (lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
+    if constexpr (kLatePack) pack(x, pr);
+    if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+      for (int t = 0; t < kDT; ++t) {
+        o[4 * t + 0] *= alpha[0];
+        o[4 * t + 1] *= alpha[0];
+        o[4 * t + 2] *= alpha[1];
+        o[4 * t + 3] *= alpha[1];
+      }
+    }
+  };
   const int j_cross = first_crossing(wg_diag);  // the warpgroup's first crossing tile
   int j = 0;
-  for (; j < j_cross; ++j) step(j, std::false_type{});
-  for (; j < n_tiles; ++j) step(j, std::true_type{});
+  if constexpr (kOverlap != 0) {
+    if (n_tiles > 0) {  // tile 0 peeled: no P·V before it
+      if (j_cross > 0)
+        step(0, std::false_type{}, std::true_type{});
+      else
+        step(0, std::true_type{}, std::true_type{});
+      // j = 1, opaque: with j > 0 known, the compiler reshaped the checked tiles' P·V branch and ptxas serialised
+      // every product (C7515); as an unknown the checked loop compiles as in the kernel without kOverlap.
+      asm volatile("mov.b32 %0, 1;" : "=r"(j));
+    }
+    if constexpr (kOverlap == 2) {
+      for (; j < j_cross; ++j) step_ov(j, p, p);
+    } else {
+      std::uint32_t pn[kBlockN / 16][4];
+      for (; j + 1 < j_cross; j += 2) {
+        step_ov(j, p, pn);
+        step_ov(j + 1, pn, p);
+      }
+      if (j < j_cross) {
+        step_ov(j, p, pn);
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];  // (no product in flight: step_ov waited)
+        ++j;
+      }
+    }
+  }
+  // (kOverlap: step_ov took every tile before the crossing. The loop is left out, not merely never run: with j ≥ 1
+  // known to the compiler it would issue P·V with no branch around it and run the softmax in place under it, C7515.)
+  if constexpr (kOverlap == 0)
+    for (; j < j_cross; ++j) step(j, std::false_type{}, std::false_type{});
+  for (; j < n_tiles; ++j) step(j, std::true_type{}, std::false_type{});
   if (n_tiles > 0) {
     if (__any_sync(0xffffffffu, nf)) {
       exact_pv(n_tiles - 1, (n_tiles - 1) % kStages);
@@ -674,7 +784,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, int kOverlap = 0>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -692,7 +802,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kOverlap>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -723,6 +833,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   }
   kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(la, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
+  if constexpr (kOverlap != 0) g_overlap_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
@@ -742,6 +853,11 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
+    // P·V under the softmax (kOverlap, session 15): built for the two TMA defaults.
+    const int form = pv_form();
+    if (form == 2 && is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, 1>(a, batch, hq, max_sq, s), true;
+    if (form == 3 && is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, 2>(a, batch, hq, max_sq, s), true;
+    if (form == 3 && is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, 2>(a, batch, hq, max_sq, s), true;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
@@ -767,6 +883,9 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
   return bf16 ? launch_t<__nv_bfloat16, false>(d, warps, block_n, a, batch, hq, max_sq, stream)
               : launch_t<__half, false>(d, warps, block_n, a, batch, hq, max_sq, stream);
 }
+
+void prefill_wgmma_set_pv_form(int form) { g_pv_form.store(form, std::memory_order_relaxed); }
+std::int64_t prefill_wgmma_overlap_launches() { return g_overlap_launches.load(std::memory_order_relaxed); }
 
 bool prefill_wgmma_available(int device) {
 #if defined(SMK_CUDA_BUILT_SM90A)

@@ -794,6 +794,95 @@ TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
   }
 }
 
+// Session 15 (pfx15): P·V of tile j − 1 under tile j's softmax (prefill_wgmma.cu's step_ov, kOverlap; forms 2 and 3
+// of prefill_wgmma_set_pv_form) changes when the products run, not what they compute: the same operations on the same
+// values, so the bits of form 1 (P·V done before the softmax, the kernel before session 15). For the builds that have
+// it (the TMA defaults: D = 128 warps 9 forms 2 and 3, D = 64 warps 13 form 3), f16 and bf16: full with GQA over 3
+// key tiles (tile 0 peeled, then one pair of the loop unrolled by two), 200 × 500 (4 tiles: a pair and the odd tile),
+// 129 × 256 (2 tiles: the odd tile alone), one query over 4097 keys with sinks (33 tiles); causal Sq = Sk (the
+// trimmed diagonal), Sq < Sk with sinks, Sq > Sk (rows with no key), 1000 × 1000 (each warpgroup's own count of
+// tiles before its diagonal, odd and even), each causal case again with the diagonal's non-finite V planted
+// (exact_pv in the checked tiles after step_ov's). The overlap launch counter must move (the overlap kernel ran, not
+// the fallback). A race between P·V and the softmax (pfx14's first form: the softmax's temporaries in P's
+// registers) shows as moved bits: device.sh's pfx15 step runs this test under compute-sanitizer memcheck (which
+// slows the warps and caught pfx14's race) and racecheck too. SMK_GPU_TEST_SMALL leaves out the 1000-row case.
+// WgmmaPvOverlapMatchesTheReference: under each overlap form, the odd cases of each head dimension and the diagonal
+// plants against the float64 reference (check_case: poisoned outputs, bounds, run twice for the same bits).
+struct PvFormBack {  // the default form for the tests after these, whatever fails in them
+  ~PvFormBack() { smk::cuda::prefill_wgmma_set_pv_form(0); }
+};
+struct PvOverlapBuild {
+  smk::cuda::PrefillVariant x;
+  int form;
+};
+const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2}, {{128, 9, 1, 128, 3}, 3}, {{64, 13, 1, 128, 3}, 3}};
+
+TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  const PvFormBack form_back;
+  for (const auto& [x, form] : kPvOverlapBuilt)
+    for (const DType dt : {DType::bf16, DType::f16}) {
+      const std::vector<Case> cases = {
+          {"full 300x300 gqa", dt, 2, 300, 300, 4, 2, x.d},
+          {"full 200x500", dt, 1, 200, 500, 2, 1, x.d},
+          {"full 129x256", dt, 1, 129, 256, 2, 2, x.d},
+          {"1x4097 sinks", dt, 1, 1, 4097, 2, 1, x.d, false, true},
+          {"causal 300x300", dt, 2, 300, 300, 4, 2, x.d, true},
+          {"causal 129x300 (Sq<Sk) sinks", dt, 2, 129, 300, 4, 1, x.d, true, true},
+          {"causal 300x129 (Sq>Sk)", dt, 2, 300, 129, 2, 2, x.d, true},
+          {"causal 1000x1000", dt, 1, 1000, 1000, 2, 2, x.d, true},
+      };
+      for (const Case& c : cases)
+        for (const bool planted : {false, true}) {
+          if ((planted && !c.causal) || (c.sq == 1000 && smk::gpu_test::small_mode())) continue;
+          SCOPED_TRACE("wgmma " + name_of(x) + " form " + std::to_string(form) +
+                       (dt == DType::bf16 ? " bf16 " : " f16 ") + c.name + (planted ? " non-finite V planted" : ""));
+          std::mt19937 rng(37);
+          Tensor4 q{c.b, c.sq, c.hq, c.d}, k{c.b, c.sk, c.hkv, c.d}, v{c.b, c.sk, c.hkv, c.d};
+          q.fill(rng, dt, 1);
+          k.fill(rng, dt, 1);
+          v.fill(rng, dt, 1);
+          if (planted) diagonal_plant(c)(v, {});
+          std::vector<float> sinks(static_cast<std::size_t>(c.hq), 0.5f);
+          const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+          smk::cuda::prefill_wgmma_set_pv_form(1);
+          const std::int64_t n0 = smk::cuda::prefill_wgmma_overlap_launches();
+          const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+          EXPECT_EQ(smk::cuda::prefill_wgmma_overlap_launches(), n0) << "form 1 ran an overlap kernel";
+          smk::cuda::prefill_wgmma_set_pv_form(form);
+          const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+          EXPECT_EQ(smk::cuda::prefill_wgmma_overlap_launches(), n0 + 1) << "the overlap kernel did not run";
+          EXPECT_EQ(0, std::memcmp(base.o.data(), r.o.data(), r.o.size() * sizeof(double))) << "O";
+          EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), r.lse.size() * sizeof(double))) << "LSE";
+        }
+    }
+}
+
+TEST(CudaAttentionPrefill, WgmmaPvOverlapMatchesTheReference) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  using smk::cuda::PrefillToggle;
+  const PvFormBack form_back;
+  for (const auto& [x, form] : kPvOverlapBuilt) {
+    smk::cuda::prefill_wgmma_set_pv_form(form);
+    const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
+    const std::string tag = "wgmma " + name_of(x) + " tma form " + std::to_string(form) + " ";
+    for (const Case& c : odd_cases()) {
+      if (c.d != x.d) continue;
+      Case cd = c;
+      cd.name = tag + c.name;
+      check_case(cd, cfg);
+    }
+    for (const Case& c : diagonal_cases(x.d)) {
+      Case cd = c;
+      cd.name = tag + c.name;
+      check_case(cd, cfg, diagonal_plant(c));
+    }
+  }
+}
+
 // The dispatcher's D = 64 rule at its bounds (review F15; attention_cuda.hpp, kPrefillWgmmaD64Three{Full,Causal}):
 // with TMA, three consumer warpgroups and the producer (13 warps) with 128-key tiles from kPrefillWgmmaD64ThreeFull
 // query rows (full) and kPrefillWgmmaD64ThreeCausal (causal), two warpgroups (8 warps) with 64-key tiles one row

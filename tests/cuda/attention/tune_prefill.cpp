@@ -6,7 +6,9 @@
 // `prefill` step runs it beside scripts/bench_sdpa.py (torch's SDPA backends on the same rows, same run), and
 // docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
-//   usage: tune_prefill [--json FILE]
+// --pfx15 (session 15, pfx15): pfx15() below instead: the dispatcher's kernel with P·V done before the softmax (form 1
+// of prefill_args.hpp's prefill_wgmma_set_pv_form) and under it (forms 2 and 3) interleaved on issue 7's rows.
+//   usage: tune_prefill [--json FILE] | tune_prefill --pfx15
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -166,13 +169,124 @@ double time_ms(const Row& row, const smk::cuda::PrefillConfig& cfg, void* q, voi
   return ms[ms.size() / 2];
 }
 
+// Session 15 (pfx15): the rows of issue 7 that pfx15 times (bf16): D = 128 at (4, 32, 4096) full and causal,
+// (8, 32, 4096) causal, (1, 32, 16384) causal; D = 64 (the three-warpgroup kernel) at (16, 16, 2048) full and
+// (4, 32, 4096) causal.
+std::vector<Row> pfx15_rows() {
+  return {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {8, 32, 4096, 128, true},
+          {1, 32, 16384, 128, true}, {16, 16, 2048, 64, false}, {4, 32, 4096, 64, true}};
+}
+
+// Session 15 (pfx15): on each row the dispatcher's kernel under the forms "before" (1: P·V done before the softmax,
+// the kernel before session 15), "swap" (2: P·V under the softmax, two P arrays; D = 128 only), "late" (3: P·V under
+// the softmax, P packed after its wait) and "before" again ("again": the spread of one kernel against itself).
+// First each form's O is compared byte for byte with before's (the same inputs; a difference fails the run). Then
+// SMK_PFX15_ROUNDS rounds (default 20), each timing every form of every row once, the order rotating by round (no
+// form always first); each timing is time_ms's median of 10. Prints per row the median TFLOP/s of each form and the
+// median (min-max) over rounds of the per-round ratios form / before (of TFLOP/s, i.e. time before / time form), then
+// every timing.
+int pfx15(void* q, void* k, void* v, void* o, float* lse) {
+  int rounds = 20;
+  if (const char* e = std::getenv("SMK_PFX15_ROUNDS")) rounds = std::max(1, std::atoi(e));
+  const std::vector<Row> rs = pfx15_rows();
+  const char* names[4] = {"before", "swap", "late", "again"};
+  const int forms[4] = {1, 2, 3, 1};
+  const auto used = [](const Row& r, int f) { return !(r.d == 64 && f == 1); };  // swap: D = 128 only
+  int bad = 0;
+  for (const Row& r : rs) {
+    const std::size_t n = static_cast<std::size_t>(r.b * r.s * r.h * r.d);
+    std::vector<std::uint16_t> base(n), got(n);
+    for (int f = 0; f < 3; ++f) {
+      if (!used(r, f)) continue;
+      SMK_CUDA_CHECK(cudaMemset(o, 0xFF, n * 2));
+      smk::cuda::prefill_wgmma_set_pv_form(forms[f]);
+      const std::int64_t n0 = smk::cuda::prefill_wgmma_overlap_launches();
+      time_ms(r, {}, q, k, v, o, lse);
+      const bool ran = smk::cuda::prefill_wgmma_overlap_launches() > n0;
+      SMK_CUDA_CHECK(cudaMemcpy(f == 0 ? base.data() : got.data(), o, n * 2, cudaMemcpyDeviceToHost));
+      if (f > 0 && (std::memcmp(base.data(), got.data(), n * 2) != 0 || !ran)) {
+        std::printf("pfx15: row %lld,%lld,%lld,%lld,%s form %s: %s\n", static_cast<long long>(r.b),
+                    static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
+                    r.causal ? "causal" : "full", names[f], ran ? "O differs from before's" : "overlap kernel not run");
+        ++bad;
+      }
+    }
+  }
+  std::printf("pfx15: bits of swap and late against before on every row: %s\n", bad ? "DIFFER" : "the same");
+  std::fflush(stdout);
+  // t[row][form][round], ms
+  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(4));
+  for (int rd = 0; rd < rounds; ++rd)
+    for (std::size_t ri = 0; ri < rs.size(); ++ri)
+      for (int i = 0; i < 4; ++i) {
+        const int f = (i + rd) % 4;
+        if (!used(rs[ri], f)) continue;
+        smk::cuda::prefill_wgmma_set_pv_form(forms[f]);
+        t[ri][f].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
+      }
+  smk::cuda::prefill_wgmma_set_pv_form(0);
+  const auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+  };
+  std::printf("pfx15: %d rounds, TFLOP/s medians; ratios form / before of TFLOP/s per round: median (min-max)\n",
+              rounds);
+  std::printf("%-24s %8s %8s %8s %8s   %-22s %-22s %-22s\n", "B,H,S,D,mask (bf16)", "before", "swap", "late",
+              "again", "swap/before", "late/before", "again/before");
+  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
+    const Row& r = rs[ri];
+    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
+    char name[64];
+    std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
+                  static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
+                  r.causal ? "causal" : "full");
+    std::printf("%-24s", name);
+    for (int f = 0; f < 4; ++f) {
+      if (used(r, f))
+        std::printf(" %8.1f", flops / median(t[ri][f]) / 1e9);
+      else
+        std::printf(" %8s", "-");
+    }
+    std::printf("  ");
+    for (int f = 1; f < 4; ++f) {
+      if (!used(r, f)) {
+        std::printf(" %-22s", "-");
+        continue;
+      }
+      std::vector<double> ratio;
+      for (int rd = 0; rd < rounds; ++rd) ratio.push_back(t[ri][0][rd] / t[ri][f][rd]);
+      char b[64];
+      std::snprintf(b, sizeof b, "%.3f (%.3f-%.3f)", median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                    *std::max_element(ratio.begin(), ratio.end()));
+      std::printf(" %-22s", b);
+    }
+    std::printf("\n");
+  }
+  std::printf("per round, ms (before swap late again):\n");
+  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
+    std::printf("row %zu:", ri);
+    for (int rd = 0; rd < rounds; ++rd) {
+      std::printf(" ");
+      for (int f = 0; f < 4; ++f) {
+        if (used(rs[ri], f))
+          std::printf("%s%.3f", f ? "/" : "", t[ri][f][static_cast<std::size_t>(rd)]);
+        else
+          std::printf("/-");
+      }
+    }
+    std::printf("\n");
+  }
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::FILE* json = nullptr;
   if (argc == 3 && std::string(argv[1]) == "--json") json = std::fopen(argv[2], "w");
+  const bool pfx15_mode = argc == 2 && std::string(argv[1]) == "--pfx15";
   std::int64_t most = 0;
-  for (const Row& r : rows()) most = std::max(most, r.b * r.s * r.h * r.d);
+  for (const Row& r : pfx15_mode ? pfx15_rows() : rows()) most = std::max(most, r.b * r.s * r.h * r.d);
   std::vector<std::uint16_t> host(static_cast<std::size_t>(most));
   std::uint64_t st = 0x9E3779B97F4A7C15ull;
   for (auto& x : host) {
@@ -186,6 +300,7 @@ int main(int argc, char** argv) {
     SMK_CUDA_CHECK(cudaMemcpy(*p, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   }
   SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&lse), static_cast<std::size_t>(most) * 4));
+  if (pfx15_mode) return pfx15(q, k, v, o, lse);
   if (json) std::fprintf(json, "[\n");
   bool first = true;
   std::int64_t header_d = 0;
