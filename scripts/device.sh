@@ -681,34 +681,11 @@ dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread 
   end_carried
 fi
 # --- session 15: ce15 step goes here ---
-# ce15 (session 15, issue 5): cross-entropy's row loop with its stage as a ring filled ahead by bulk copies
-# (row_loop.cuh kRing), timed beside HEAD's staged kernel in one binary (tune_cross_entropy --ce15: alternating
-# rounds, outputs compared byte for byte first), alone on the GPU; then in parallel RingSameBits and the dispatcher's
-# rule at full size, and memcheck and racecheck (small) on RingSameBits. Binaries built off the device for sm_90a
-# (build/ce15-bin.tar.xz: bin/{tune_cross_entropy,test_cuda_cross_entropy}). Caps: SMK_CE15_TUNE_S (40 s),
-# SMK_CE15_TEST_S (45). Back: ce15-tune.txt, ce15-summary.txt, ce15-logs.tgz.
-if want ce15; then
-  carried ce15 build/ce15-bin.tar.xz
-  c15=$bin
-  run_step ce15-tune timeout "${SMK_CE15_TUNE_S:-40}" stdbuf -oL "$c15/bin/tune_cross_entropy" --ce15 \
-    --dtypes "${SMK_CE15_DTYPES:-bf16,f32}"
-  keep_logs ce15
-  c15_t=${SMK_CE15_TEST_S:-45}
-  bg_step ce15x-ring timeout "$c15_t" "$c15/bin/test_cuda_cross_entropy" \
-    --gtest_filter='*RowLoop.RingSameBits:*RowLoop.DispatcherTakesItByTheRule'
-  bg_step ce15x-memcheck timeout "$c15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$c15/bin/test_cuda_cross_entropy" --gtest_filter='*RowLoop.RingSameBits'
-  bg_step ce15x-racecheck timeout "$c15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$c15/bin/test_cuda_cross_entropy" --gtest_filter='*RowLoop.RingSameBits'
-  bg_tally
-  keep_logs ce15
-  rm -f "$outer"/ce15x-*.txt  # their pass / fail lines are in ce15-summary.txt, the logs in ce15-logs.tgz
-  end_carried
-fi
 # --- session 15: pfx15 step goes here ---
 # pfx15 (session 15, issue 7): the wgmma prefill kernel with P·V of tile j − 1 truly under tile j's softmax
-# (prefill_wgmma.cu's step_ov: forms 2 "swap" and 3 "late" of prefill_wgmma_set_pv_form) beside the kernel before
-# (form 1), the dispatcher's kernel in one binary: tune_prefill --pfx15 alone on the GPU first (every form's O byte
+# (prefill_wgmma.cu's step_ov: form 2 of prefill_wgmma_set_pv_form, the D = 128 default since pfx15's run; 2430dcc's
+# step also timed a form 3, since removed) beside the kernel before (form 1), the dispatcher's kernel in one binary:
+# tune_prefill --pfx15 alone on the GPU first (every form's O byte
 # for byte against before's, then SMK_PFX15_ROUNDS interleaved rounds on issue 7's rows), then side by side the
 # WgmmaPvOverlap tests at full size, memcheck and racecheck on the bitwise one (SMK_GPU_TEST_SMALL; memcheck is what
 # caught pfx14's race). Binaries built off the device for sm_90a (build/pfx15-bin.tar.xz: bin/tune_prefill,

@@ -359,33 +359,4 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
 #undef SMK_WGMMA_REGS64
 #undef SMK_WGMMA_REGS32
 
-// ---- Hopper (sm_90): the plain bulk copy (no tensor map), added by ce15 (session 15) for cross-entropy's row-loop
-// ring (cross_entropy/row_loop.cuh). `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory at
-// `src` to shared memory at `dst`, completing `bytes` on the barrier `bar`; issued by one thread. With an L2 cache
-// policy `policy` (l2_evict_last / l2_evict_first below) in the _hint form.
-__device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_load_hint(std::uint32_t dst, const void* src, std::uint32_t bytes,
-                                               std::uint32_t bar, std::uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
-}
-// L2 cache policies for the _hint copies: every line evict-last (kept over normal lines) or evict-first.
-__device__ __forceinline__ std::uint64_t l2_evict_last() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ std::uint64_t l2_evict_first() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-
 }  // namespace smk::cuda::ptx

@@ -91,9 +91,6 @@ struct FusedTuning {
   // up to 6; the same bits whatever the value; none where the device cannot give a block that many:
   // row_loop_stage_fit).
   int loop_stage = -1;
-  // ce15: the row loop's stage as a ring filled ahead by bulk copies (row_loop.cuh kRing; −1: fused.cu kLoopRing,
-  // 0 off, 1 on), its slots the stage steps above; the same bits. Only rows of 16-byte vectors on sm_90+ take it.
-  int loop_ring = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -107,7 +104,6 @@ struct FusedLaunch {
   // uses at most the row's whole steps), or 0 where the rows are not 16-byte vectors or the device cannot give a
   // block that many (row_loop_stage_fit).
   int loop_stage = 0;
-  bool loop_ring = false;  // ce15: the stage ran as the ring (row_loop.cuh kRing), loop_stage its slots
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

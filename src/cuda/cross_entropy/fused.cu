@@ -179,9 +179,6 @@ constexpr std::int64_t kRowLoopMaxCols = std::int64_t{1} << 28;
 // (−3.4 %). Shipped for every row the row loop takes, since it was not slower anywhere it was timed and gives the
 // same bits; timed at 4096×151936 only (1024×262144, 256×151936 and f16 were cut by the run's time cap).
 constexpr int kLoopMaxStageSteps = 6;
-static_assert(kLoopMaxStageSteps <= kLoopMaxRing, "the ring's barriers (row_loop.cuh) cover every stage size");
-// The stage as a ring filled ahead by bulk copies (ce15, session 15; row_loop.cuh kRing): off until measured.
-constexpr bool kLoopRing = false;
 constexpr int kLoopStage16 = 3;
 constexpr int kLoopStageF32 = 3;
 int loop_stage_steps(std::size_t in_size, std::int64_t classes) {
@@ -643,18 +640,11 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   int stage_steps = f.loop_vec_in ? (g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
                                                               : loop_stage_steps(sizeof(In), a.classes))
                                   : 0;
-  // ce15: the ring (kLoopRing, tuning's loop_ring) where steps are staged and the device has the bulk copy (sm_90+).
-  const bool ring = stage_steps > 0 && (g_tuning.loop_ring >= 0 ? g_tuning.loop_ring > 0 : kLoopRing) &&
-                    current_device_attrs().cc_major >= 9;
-  if (ring) {
-    static StageOptIn ring_opt_in;  // the ring kernel's own opt-in
-    stage_steps = ring_opt_in.fit(ce_row_loop_kernel<In, Out, false, true>, stage_steps);
-  } else if (stage_steps > 0) {
+  if (stage_steps > 0) {
     static StageOptIn opt_in;  // one per staged kernel (this instantiation's)
     stage_steps = opt_in.fit(ce_row_loop_kernel<In, Out, true>, stage_steps);
   }
-  const auto kernel = stage_steps > 0 ? (ring ? ce_row_loop_kernel<In, Out, false, true> : ce_row_loop_kernel<In, Out, true>)
-                                      : ce_row_loop_kernel<In, Out, false>;
+  const auto kernel = stage_steps > 0 ? ce_row_loop_kernel<In, Out, true> : ce_row_loop_kernel<In, Out, false>;
   const std::size_t smem = static_cast<std::size_t>(stage_steps) * kLoopStepBytes;
   const int per_sm =
       g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, smem);
@@ -667,8 +657,7 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
   g_last_launch =
-      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps,
-                  ring && stage_steps > 0};
+      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps};
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps));
   return true;
 }

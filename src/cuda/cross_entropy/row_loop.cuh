@@ -68,9 +68,21 @@
 // alone (exp2f's bits; 4e3db94): −11.5 % instructions, 1.004× (issue 68 → 61 %, long scoreboard 4.7 → 5.5). What binds
 // is each warp's load → compute chain at 64 B a thread in flight; f32 (the row loop forced at 151936) is DRAM-bound,
 // 3.95 TB/s (93 % of copy), pass 2 re-reading 83 % from DRAM. Both removed; HEAD's kernel ran 886-890 µs beside them.
+// A ring (ce15, session 15; H200, 2026-12-01 02:45 UTC; docs/bench/ce15-s15-2026-12-01.md): the stage's 3 slots (96 KB)
+// filled ahead by bulk copies (cp.async.bulk, thread 0 issuing fill c + R once every warp released fill c, an mbarrier
+// full / empty pair a slot), pass 2 taking the row's last steps from the ring and re-reading the others through new
+// fills, so every global read of the row was on its way 2-3 steps ahead (70c68b7 has it: kRing, FusedTuning::
+// loop_ring, tune_cross_entropy --ce15, RingSameBits). Same bits as this kernel at every shape timed and tested, but
+// slower everywhere (tune --ce15, 5 alternating rounds, staged / ring 3 slots): bf16 4096×151936 887.9 against 1303.6
+// µs (0.68×), 8192×128256 1403.1 / 2066.5 (0.68×), 32768×32000 1601.7 / 2112.5 (0.76×; 2 slots 0.83×); f32
+// 4096×151936 1756.3 / 1975.5 (0.89×), 8192×128256 2848.0 / 3204.5 (0.89×). Predicted 1.05-1.10× faster at bf16 if
+// the chain was the limit; not profiled. Suspects, in order: every fill waits on thread 0, which waits each step for
+// the slowest warp (a block-wide handshake a step through one warp); pass 2 re-reads the row's oldest steps (the ring
+// holds its newest), which L2 no longer holds; 104 B of spill a thread (16 here), ~20 local accesses a pass-2 step.
+// compute-sanitizer racecheck reported hazards between the bulk copies and the slots' reads (memcheck clean); not
+// resolved. Removed.
 #pragma once
 
-#include "cuda/attention/ptx.cuh"
 #include "cuda/cross_entropy/common.cuh"
 #include "cuda/softmax/chunk_states.cuh"
 #include "cuda/softmax/launch.hpp"
@@ -226,139 +238,13 @@ __device__ __forceinline__ void stage_read(float (&x)[U * LoopVec<In>::V], const
     for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
 }
 
-// The ring (ce15, session 15; kRing below, FusedTuning::loop_ring): the stage's R slots of one step each (R = the
-// launch's stage_steps, 32 KB a slot) filled ahead by bulk copies (cp.async.bulk, one thread issuing, an mbarrier a
-// slot), so that a block's next R − 1 steps are on their way whatever its warps are doing: the load → compute chain
-// that bounds the row loop (ce14's profile) is no longer in the warps. A step's copy is its whole 16-byte vectors, the
-// vector u·T + g of the step at slot word u·T + g: thread g's vectors at the words stage_load puts them in, so the
-// same values reach the same registers (the same bits); the row's one partial vector, if any, is read from global
-// memory by its thread as loop_load reads it.
-// A row's fills, in order: pass 1's steps 0 … S − 1 (S the row's steps), then, in a valid row, pass 2's steps
-// S − R' − 1 down to 0 (R' = min(R, S)): pass 2 takes the R' steps pass 1 read last (S − R' … S − 1) from the ring
-// where they still are, in that order, then the others through new fills. The fills are released (every warp done
-// reading its slot) in the same order as they were filled, so fill c has slot c mod R and completes phase c / R of its
-// full barrier; thread 0 issues fill c once fill c − R is released (the empty barrier's phase c / R − 1, 16 warp
-// arrivals), right after its own warp releases fill c − R: it never waits on a release that needs its warp to move
-// on (no deadlock with the row's barrier), and every fill is issued before a thread needs it (fill c + R at the
-// release of c; the row's last R' pass-1 fills, released only in pass 2, come from the releases of the R' before them:
-// a first form issued up to c + R − 1 and never issued a row's last step, ce15's first device call). Thread 0's warp
-// so waits each step for the slowest warp's reads of the step it released. Pass 2's order among steps does not matter
-// for the bits: each gradient element is computed alone.
-constexpr int kLoopMaxRing = 6;  // the most slots (kLoopMaxStageSteps' 192 KB at one block an SM)
-struct RingState {  // thread 0's producer state, in shared memory (no registers of the 64 taken from the others)
-  std::int64_t row;       // the row of the next fill
-  std::uint32_t counter;  // the next fill's number, counted over the block's rows
-  int fill;               // its number within its row
-};
-template <typename In>
-struct LoopRing {
-  LoopVec<In>* stage;    // R slots of kLoopThreads · kLoopUnroll vectors
-  std::uint32_t full0;   // shared address of full[0] (8 bytes each), empty[i] at full0 + 8·(kLoopMaxRing + i)
-  int R, S, nvw;         // slots, the row's steps, its whole vectors
-  __device__ __forceinline__ int slot(std::uint32_t c) const { return static_cast<int>(c % static_cast<std::uint32_t>(R)); }
-  __device__ __forceinline__ LoopVec<In>* words(std::uint32_t c) const {
-    return stage + slot(c) * (kLoopThreads * kLoopUnroll);
-  }
-  __device__ __forceinline__ std::uint32_t full(std::uint32_t c) const { return full0 + 8u * slot(c); }
-  __device__ __forceinline__ std::uint32_t empty(std::uint32_t c) const {
-    return full0 + 8u * (kLoopMaxRing + slot(c));
-  }
-  // Every thread, before it reads fill c.
-  __device__ __forceinline__ void wait(std::uint32_t c) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    ptx::mbar_wait(full(c), (c / static_cast<std::uint32_t>(R)) & 1u);
-#endif
-  }
-  // Every thread, once its reads of fill c are done: one arrival a warp.
-  __device__ __forceinline__ void release(std::uint32_t c, int lane) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(empty(c));
-#endif
-  }
-  // Thread 0: issue the fills up to number `last` (those whose slots its warp has released), rows of L(row) fills
-  // (pass 2's only in valid rows: `cur`, `cur_fills` are thread 0's row and its count; any other row the producer
-  // reaches has not finished its pass-1 fills, as fill S of a row waits for the release of fill S − R of it).
-  __device__ __forceinline__ void issue(RingState& p, std::uint32_t last, const Args& a, std::int64_t cur, int cur_fills,
-                                        int hints) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int V = LoopVec<In>::V, per_step = kLoopThreads * kLoopUnroll;
-    const int Rp = min(R, S);
-    while (static_cast<int>(last - p.counter) >= 0 && p.row < a.rows) {
-      if (p.fill == (p.row == cur ? cur_fills : S + S - Rp)) {
-        p.row += gridDim.x;
-        p.fill = 0;
-        continue;
-      }
-      const std::uint32_t c = p.counter;
-      if (c >= static_cast<std::uint32_t>(R))
-        ptx::mbar_wait(empty(c), (c / static_cast<std::uint32_t>(R) + 1u) & 1u);  // fill c − R released
-      const int s = p.fill < S ? p.fill : S - Rp - 1 - (p.fill - S);
-      const int nvec = max(0, min(per_step, nvw - s * per_step));
-      const std::uint32_t bytes = static_cast<std::uint32_t>(nvec) * 16u;
-      ptx::mbar_arrive_expect_tx(full(c), bytes);
-      if (bytes > 0) {
-        const In* src = row_ptr<In>(a, p.row) + static_cast<std::int64_t>(s) * per_step * V;
-        const std::uint32_t dst = ptx::smem_addr(words(c));
-        if (hints) {  // pass 1's steps that pass 2 reads again from global memory: kept; the rest read once more at most
-          const bool again = p.fill < S - Rp;
-          ptx::bulk_load_hint(dst, src, bytes, full(c), again ? ptx::l2_evict_last() : ptx::l2_evict_first());
-        } else {
-          ptx::bulk_load(dst, src, bytes, full(c));
-        }
-      }
-      ++p.counter;
-      ++p.fill;
-    }
-#else
-    (void)p, (void)last, (void)a, (void)cur, (void)cur_fills, (void)hints;
-#endif
-  }
-  // Thread g's step s from fill c (waited for by the caller): stage_read's words where the step is whole vectors, else
-  // whole vectors from the slot, the partial one element by element from global memory, −inf past n (loop_load's map
-  // and values).
-  template <int U>
-  __device__ __forceinline__ void read(float (&x)[U * LoopVec<In>::V], std::uint32_t c, const In* row, int n, int s,
-                                       int g) const {
-    constexpr int V = LoopVec<In>::V, T = kLoopThreads;
-    const LoopVec<In>* w0 = words(c);
-    const int k0 = s * U * T + g;
-    if (k0 + (U - 1) * T < nvw) {
-      LoopVec<In> w[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) w[u] = w0[u * T + g];
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
-      return;
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int k = k0 + u * T;
-      if (k < nvw) {
-        const LoopVec<In> w = w0[u * T + g];
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w.v[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = k * V + j < n ? kernels::to_f32(row[k * V + j]) : -detail::inf_<float>();
-      }
-    }
-  }
-};
-
 // The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
 // pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
 // kStaged (ce12): the row's first min(stage_steps, whole steps) steps are also kept in the block's dynamic shared
 // memory (stage_steps · kLoopStepBytes, sized by the launch) and pass 2 takes them from there: (2 + (C − K)/C)·n bytes
 // for K staged logits a row instead of 3n. Only for 16-byte vector rows (f.loop_vec_in; the launch checks). The
 // values, their registers and every sum are the unstaged kernel's, so are the bits (tested: StagedSameBits).
-// kRing (ce15): the stage is a ring of stage_steps slots filled ahead by bulk copies (LoopRing above; kStaged unused);
-// pass 2 reads the row's last min(stage_steps, S) steps from the ring and re-reads the others through it. The same
-// values in the same registers, the same sums: the bits of the kernels above (tested: RingSameBits). Rows of 16-byte
-// vectors only, sm_90 (the launch checks).
-template <typename In, typename Out, bool kStaged = false, bool kRing = false>
+template <typename In, typename Out, bool kStaged = false>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
                                                                       const Totals* totals, int hints,
                                                                       int stage_steps) {
@@ -377,27 +263,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
 
   kernels::pdl_wait();  // the scan's totals (a plain launch: at once)
   kernels::pdl_launch_dependents();
-  // kRing: the barriers, thread 0's producer state, the block's first R fills (after pdl_wait: they read the logits).
-  __shared__ std::uint64_t ring_bars[2 * kLoopMaxRing];
-  __shared__ RingState ring_p;
-  LoopRing<In> ring{};
-  std::uint32_t rb = 0, rb_next = 0;  // the number of the row's first fill, and of the next row's
-  if constexpr (kRing) {
-    ring = LoopRing<In>{stage, ptx::smem_addr(ring_bars), stage_steps, steps, n / V};
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (tid == 0) {
-      for (int i = 0; i < ring.R; ++i) {
-        ptx::mbar_init(ring.full0 + 8u * i, 1);
-        ptx::mbar_init(ring.full0 + 8u * (kLoopMaxRing + i), kWarps);
-      }
-      ptx::fence_mbar_init();
-      ring_p = RingState{static_cast<std::int64_t>(blockIdx.x), 0u, 0};
-    }
-    __syncthreads();
-    if (tid == 0) ring.issue(ring_p, static_cast<std::uint32_t>(ring.R - 1), a, -1, 0, hints);
-#endif
-  }
-  const int ring_rp = kRing ? min(stage_steps, steps) : 0;  // R': the steps pass 2 finds in the ring
   float g_ce_all, g_z_all;
   reduction_scales(a, f.grad_loss, totals, g_ce_all, g_z_all);
   const float soft = a.eps / static_cast<float>(a.classes);
@@ -412,9 +277,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     const RowKind kind = row_kind(a, t);
     const bool valid = kind == RowKind::valid;
     const float wt = valid ? weight_of(a, t) : 0.0f;
-    const int ring_fills = steps + (valid ? steps - ring_rp : 0);  // kRing: the row's fills (LoopRing)
-    rb = rb_next;
-    rb_next = rb + static_cast<std::uint32_t>(ring_fills);
     float g_ce = g_ce_all, g_z = g_z_all;
     if (a.reduction == Reduction::none && f.grad_loss) g_ce = g_z = f.grad_loss[row * f.gl_stride];
     const bool smoothing = a.eps > 0 && valid;
@@ -438,15 +300,7 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     float sm = 0, zt_mine = -detail::inf_<float>();
     for (int s = 0; s < steps; ++s) {
       float x[C];
-      if constexpr (kRing) {
-        const std::uint32_t c = rb + static_cast<std::uint32_t>(s);
-        ring.wait(c);
-        ring.template read<U>(x, c, xr, n, s, tid);
-        if (s < steps - ring_rp) {  // not one pass 2 takes from the ring: released
-          ring.release(c, lane);
-          if (tid == 0) ring.issue(ring_p, c + static_cast<std::uint32_t>(ring.R), a, row, ring_fills, hints);
-        }
-      } else if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
+      if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
       else if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (smoothing) {  // Σ w_c (z_c − r) over this thread's logits, the target's included (r: the row's first logit)
@@ -502,13 +356,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     // Pass 2: the steps in reverse.
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
     if (!valid) {  // ignored: 0; a bad target: NaN; nothing to read
-      if constexpr (kRing) {  // the ring's steps of this row released unread
-        for (int j = 0; j < ring_rp; ++j) {
-          const std::uint32_t c = rb + static_cast<std::uint32_t>(steps - ring_rp + j);
-          ring.release(c, lane);
-          if (tid == 0) ring.issue(ring_p, c + static_cast<std::uint32_t>(ring.R), a, row, ring_fills, hints);
-        }
-      }
       float fill[C];
 #pragma unroll
       for (int i = 0; i < C; ++i) fill[i] = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
@@ -520,63 +367,30 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     float dt = 0;
     if (tid == g_t) dt = target_entry(rsc, gc, g_ce, hard, soft, W, wt, f.target_parts, row);
     const bool weighted = smoothing && a.weights;
-    if constexpr (kRing) {
-      // The ring's R' steps first (S − R' … S − 1, in fill order), then S − R' − 1 down to 0 through new fills; each
-      // step's gradient as below.
-      for (int i = 0; i < steps; ++i) {
-        const int s = i < ring_rp ? steps - ring_rp + i : steps - 1 - i;
-        const std::uint32_t c = rb + static_cast<std::uint32_t>(i < ring_rp ? s : steps + (i - ring_rp));
-        float x[C];
-        if (i >= ring_rp) ring.wait(c);
-        ring.template read<U>(x, c, xr, n, s, tid);
-        ring.release(c, lane);
-        if (tid == 0) ring.issue(ring_p, c + static_cast<std::uint32_t>(ring.R), a, row, ring_fills, hints);
-        if (weighted) {
-          const int k0 = s * per_step + tid;
+    for (int s = steps - 1; s >= 0; --s) {
+      float x[C];
+      if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
+      else if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
+      if (weighted) {
+        const int k0 = s * per_step + tid;
 #pragma unroll
-          for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-            for (int j = 0; j < V; ++j) {
-              const int e = (k0 + u * T) * V + j;
-              x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, e < n ? gc.B * weight_of(a, e) : 0.0f);
-            }
-        } else {
+          for (int j = 0; j < V; ++j) {
+            const int i = (k0 + u * T) * V + j;
+            x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, i < n ? gc.B * weight_of(a, i) : 0.0f);
+          }
+      } else {
 #pragma unroll
-          for (int e = 0; e < C; ++e) x[e] = fmaf(grad_exp<Out>(x[e], rsc.shift), gc.A, gc.B);
-        }
-        if (s == s_t && tid == g_t) {
-#pragma unroll
-          for (int e = 0; e < C; ++e)
-            if (e == slot_t) x[e] = dt;
-        }
-        loop_store<In, Out, U>(gr, x, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
+        for (int i = 0; i < C; ++i) x[i] = fmaf(grad_exp<Out>(x[i], rsc.shift), gc.A, gc.B);
       }
-    } else {
-      for (int s = steps - 1; s >= 0; --s) {
-        float x[C];
-        if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
-        else if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
-        else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
-        if (weighted) {
-          const int k0 = s * per_step + tid;
+      if (s == s_t && tid == g_t) {
 #pragma unroll
-          for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int j = 0; j < V; ++j) {
-              const int i = (k0 + u * T) * V + j;
-              x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, i < n ? gc.B * weight_of(a, i) : 0.0f);
-            }
-        } else {
-#pragma unroll
-          for (int i = 0; i < C; ++i) x[i] = fmaf(grad_exp<Out>(x[i], rsc.shift), gc.A, gc.B);
-        }
-        if (s == s_t && tid == g_t) {
-#pragma unroll
-          for (int i = 0; i < C; ++i)
-            if (i == slot_t) x[i] = dt;
-        }
-        loop_store<In, Out, U>(gr, x, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
+        for (int i = 0; i < C; ++i)
+          if (i == slot_t) x[i] = dt;
       }
+      loop_store<In, Out, U>(gr, x, n, s, tid, T, hints != 0, f.loop_vec_out, f.g_col_stride);
     }
   }
 }
