@@ -612,10 +612,10 @@ fi
 
 # --- session 15: dec15 step goes here ---
 # Session 15 (dec15, issue 8): bench_decode --dec15 alone on the GPU first (the dispatcher, the deep prologue, the
-# merge kernel with its split kernel's and its own share), then test_cuda_decode (4 shards) and test_cuda (the merges'
-# tests) side by side with memcheck on the new tests and the causal band (cluster merge), racecheck on the underflow
-# test (its cluster and fused merges) and the causal band. Binaries built off the device for sm_90a
-# (build/dec15-bin.tar.xz: bin/bench_decode, test_cuda_decode, test_cuda).
+# merge kernel with its split kernel's and its own share), then test_cuda_decode (4 shards) side by side with memcheck
+# on the new tests and the causal band (cluster merge), racecheck on the underflow test (its cluster and fused
+# merges) and the causal band. merge.cu's SASS is unchanged by dec15 (cuobjdump), so test_cuda is not carried.
+# Binaries built off the device for sm_90a (build/dec15-bin.tar.xz: bin/bench_decode, test_cuda_decode).
 if want dec15; then
   carried dec15 build/dec15-bin.tar.xz
   d15=$bin
@@ -626,7 +626,6 @@ if want dec15; then
   for i in 0 1 2 3; do
     bg_step "dec15x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d15_t" "$d15/bin/test_cuda_decode"
   done
-  bg_step dec15x-merge timeout "$d15_t" "$d15/bin/test_cuda" --gtest_filter='*Merge*'
   bg_step dec15x-memcheck timeout "$d15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$d15/bin/test_cuda_decode" \
     --gtest_filter='*UnderflowingPart*:*DeepPrologue*:*CausalBand*'
@@ -689,16 +688,25 @@ fi
 # for byte against before's, then SMK_PFX15_ROUNDS interleaved rounds on issue 7's rows), then side by side the
 # WgmmaPvOverlap tests at full size, memcheck and racecheck on the bitwise one (SMK_GPU_TEST_SMALL; memcheck is what
 # caught pfx14's race). Binaries built off the device for sm_90a (build/pfx15-bin.tar.xz: bin/tune_prefill,
-# bin/test_cuda_prefill). Caps: SMK_PFX15_TUNE_S (45 s), SMK_PFX15_TEST_S (45). Back: pfx15-tune.txt,
-# pfx15-summary.txt, pfx15-logs.tgz.
+# bin/test_cuda_prefill). Caps: SMK_PFX15_TUNE_S (45 s), SMK_PFX15_TEST_S (45). SMK_PFX15_SKIP=tune: no timing;
+# SMK_PFX15_ALL=1: test_cuda_prefill whole (4 shards) in place of the WgmmaPvOverlap tests alone (the overlap is the
+# D = 128 default: every wgmma test runs it). Back: pfx15-tune.txt, pfx15-summary.txt, pfx15-logs.tgz.
 if want pfx15; then
   carried pfx15 build/pfx15-bin.tar.xz
   p15=$bin
-  run_step pfx15-tune timeout "${SMK_PFX15_TUNE_S:-45}" env SMK_PFX15_ROUNDS="${SMK_PFX15_ROUNDS:-16}" \
-    stdbuf -oL "$p15/bin/tune_prefill" --pfx15
-  keep_logs pfx15
+  if [[ "${SMK_PFX15_SKIP:-}" != tune ]]; then
+    run_step pfx15-tune timeout "${SMK_PFX15_TUNE_S:-45}" env SMK_PFX15_ROUNDS="${SMK_PFX15_ROUNDS:-16}" \
+      stdbuf -oL "$p15/bin/tune_prefill" --pfx15
+    keep_logs pfx15
+  fi
   p15_t=${SMK_PFX15_TEST_S:-45}
-  bg_step pfx15x-test timeout "$p15_t" "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlap*'
+  if [[ "${SMK_PFX15_ALL:-0}" == 1 ]]; then
+    for i in 0 1 2 3; do
+      bg_step "pfx15x-all$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$p15_t" "$p15/bin/test_cuda_prefill"
+    done
+  else
+    bg_step pfx15x-test timeout "$p15_t" "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlap*'
+  fi
   bg_step pfx15x-memcheck timeout "$p15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --error-exitcode 9 "$p15/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
   bg_step pfx15x-racecheck timeout "$p15_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \

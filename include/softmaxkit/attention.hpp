@@ -63,10 +63,10 @@ void merge_attention_states(const TensorView& out_o, const TensorView& out_lse, 
 // On the GPU a length outside [0, S_max] cannot be reported without a synchronisation: that sequence's O and LSE
 // become NaN (the CPU throws). The GPU result is bitwise reproducible and batch-invariant: each sequence is split
 // into chunks by a rule that depends only on its own length and the device (src/cuda/attention/decode.cu).
-// Known difference, to be fixed (docs/perf-notebook.md, the plan): inside one split the GPU folds its warps' (key
-// groups') partial results skipping any group whose weight underflows to 0, so an inf or NaN V row among keys that all
-// score more than about 104 below the row's maximum can be dropped there (the CPU, and the merge of the splits since
-// session 14, keep it: 0·NaN = NaN).
+// An inf or NaN V row among keys that all score more than about 104 below the row's maximum (their weight underflows
+// to 0 in f32) still reaches the output, on the CPU and the GPU alike: 0·NaN and 0·inf give NaN. The GPU skips only
+// an empty part (no key) when it folds its warps' or key groups' partial results inside a split (since session 15)
+// and its splits (since session 14), never one whose weight underflows.
 // Rows whose visible keys all score −inf (possible only with infinite q or k) count as rows with no key on the GPU
 // (O = 0 whatever the sink); the CPU gives them O = NaN under a NaN or +inf sink. The same holds for
 // attention_forward.

@@ -358,11 +358,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
   __syncthreads();  // the ring is reused below
 
   // Merge the NG lane groups in group order. Shared memory: the groups' states and accumulators, then per row the
-  // coefficient of each group's accumulator (the fold's weights, times 1/l) and the row's LSE.
+  // coefficient of each group's accumulator (the fold's weights, times 1/l), the row's LSE and its live groups.
   State* sst = reinterpret_cast<State*>(smem);                 // [NG][kRows]
   float* sacc = reinterpret_cast<float*>(sst + NG * kRows);    // [NG][kRows][D]
   float* coef = sacc + NG * kRows * D;                         // [kRows][NG]
   float* slse = coef + kRows * NG;                             // [kRows]
+  unsigned* slive = reinterpret_cast<unsigned*>(slse + kRows);  // [kRows], bit i: group i holds terms
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     if constexpr (kScatter) {
@@ -383,17 +384,20 @@ __global__ void __launch_bounds__(kThreads, 2) decode_split_kernel(const DecodeA
     // The sink joins exactly once: here or in the merge.
     const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
     const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
-    fold_groups<NG>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * NG, slse[r]);
+    fold_groups<NG>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * NG, slse[r], slive[r]);
   }
   __syncthreads();
   for (int e = tid; e < kRows * D; e += kThreads) {
     const int r = e / D, x = e % D, row = row_chunk * kRows + r;
     if (row >= a.rows) break;  // rows grow with e
     float o = 0.0f;
+    const unsigned live = slive[r];
 #pragma unroll
     for (int i = 0; i < NG; ++i) {
       const float ci = coef[r * NG + i];
-      if (ci != 0.0f) o += ci * sacc[(i * kRows + r) * D + x];  // an empty group is skipped, NaN poisons
+      // Only an empty group is skipped (fold_groups): a live one whose ci underflows to 0 still adds 0·acc, so its NaN
+      // or inf reaches O as on the CPU; a NaN ci (a bad row, a NaN sink) poisons.
+      if (((live >> i) & 1u) || ci != ci) o += ci * sacc[(i * kRows + r) * D + x];
     }
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     if (nsplit == 1) {
@@ -467,7 +471,8 @@ template <typename T, int D, int kRows, int C, bool kScatter>
 void launch_split(const DecodeArgs& a, dim3 grid, cudaStream_t s) {
   constexpr int TD = D / (8 * C), NG = kThreads / TD;
   constexpr std::size_t ring = std::size_t{kStages<C>} * kKeysPerGroup * 2 * C * kThreads * 16;
-  constexpr std::size_t merge = NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float);
+  constexpr std::size_t merge =
+      NG * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (NG + 1) * sizeof(float) + kRows * sizeof(unsigned);
   constexpr std::size_t bytes = ring > merge ? ring : merge;
   // The opt-in once per device (the first kMaxDevices ordinals), not on every call.
   static std::atomic<bool> done[kMaxDevices];
@@ -572,7 +577,15 @@ KeptCounters::Lease counter_buffer(int device, cudaStream_t s, std::size_t n) {
   return cache.acquire(CounterKey{device, id, thread}, n, s);
 }
 
+// decode_deep_prologue's and decode_late_reset's settings (decode_split.hpp): off unless a benchmark or test sets
+// them.
+std::atomic<bool> g_deep_prologue{false};
+std::atomic<bool> g_late_reset{false};
+
 }  // namespace
+
+bool decode_deep_prologue(bool on) { return g_deep_prologue.exchange(on, std::memory_order_relaxed); }
+bool decode_late_reset(bool on) { return g_late_reset.exchange(on, std::memory_order_relaxed); }
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
@@ -712,6 +725,8 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     }
   }
   a.pdl = pdl;
+  a.deep_prologue = g_deep_prologue.load(std::memory_order_relaxed);
+  a.late_reset = g_late_reset.load(std::memory_order_relaxed);
   try {
     if (mma) {
       // TMA or cp.async (the same bits): by S_max, or by the grid's blocks per SM (session 12, tma_grid).

@@ -254,9 +254,14 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
     __threadfence();
     const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
-    if (mine_last) {
-      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
-      __threadfence();
+    if (mine_last) {  // all nsplit arrivals are in: the count back to zero for the next call on the stream
+      if (a.late_reset) {  // session 15: the acquire first, so that no fence waits for the reset's round trip
+        __threadfence();
+        atomicExch(ctr, 0);
+      } else {
+        atomicExch(ctr, 0);
+        __threadfence();
+      }
     }
     last = mine_last;
   }
@@ -300,12 +305,13 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   }
 }
 
-// Shared memory of the fold after the ring (states [W][8], accumulators [W][8][D], coefficients, LSEs), and where the
-// cluster merge's partial rows [8][D] and their LSEs [8] go after it (f32; the fold's accumulators are read while
-// they are written, so the two must not overlap).
+// Shared memory of the fold after the ring (states [W][8], accumulators [W][8][D], coefficients, LSEs, live masks),
+// and where the cluster merge's partial rows [8][D] and their LSEs [8] go after it (f32; the fold's accumulators are
+// read while they are written, so the two must not overlap).
 template <int D>
 inline constexpr std::size_t kFoldBytes =
-    kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float);
+    kWarps * kRows * (sizeof(State) + D * sizeof(float)) + kRows * (kWarps + 1) * sizeof(float) +
+    kRows * sizeof(unsigned);
 template <int D>
 inline constexpr std::size_t kPartOffset = (kFoldBytes<D> + 127) / 128 * 128;
 template <int D>
@@ -471,22 +477,28 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // cuobjdump of 2dff047's object); this way the tile takes 360 (the issue 135). The terms pass through opaque
   // (above) so that the compiler keeps them in registers: without it, it formed them again from the kernel's
   // parameters for every copy (a first build of this code: 622 instructions a tile).
+  // The TMA kernels never use these terms, and opaque's asm is never removed as dead code: term() gives them 0 there
+  // (session 15, review F6: dec14's build formed them in the TMA kernels too).
+  const auto term = [](auto x) {
+    if constexpr (kTma) return decltype(x){0};
+    else return opaque(x);
+  };
   constexpr int kRowsPerCopy = 32 / kChunks;  // 2 at D = 128, 4 at D = 64
   static_assert(32 % kChunks == 0 && kRowsPerCopy <= 8, "a copy instruction covers whole rows");
   const int lr = lane / kChunks, lc = lane % kChunks;
   std::uint32_t dst_lane[8 / kRowsPerCopy];
 #pragma unroll
   for (int sw = 0; sw < 8 / kRowsPerCopy; ++sw)
-    dst_lane[sw] = opaque(
+    dst_lane[sw] = term(
         static_cast<std::uint32_t>((lr * D + (((lc ^ lr) ^ (sw * kRowsPerCopy)) << 3)) * sizeof(T)));
   constexpr std::int64_t kElem = sizeof(T);
-  const std::int64_t ks1b = opaque(a.ks[1] * kElem), vs1b = opaque(a.vs[1] * kElem);  // bytes a cache row
-  const std::uint64_t kbase = opaque(reinterpret_cast<std::uint64_t>(kg));
-  const std::uint64_t vbase = opaque(reinterpret_cast<std::uint64_t>(vg));
-  const std::uint64_t kstep = opaque(static_cast<std::uint64_t>(kRowsPerCopy * ks1b));
-  const std::uint64_t vstep = opaque(static_cast<std::uint64_t>(kRowsPerCopy * vs1b));
-  const std::uint64_t klane = opaque(kbase + static_cast<std::uint64_t>(lr * ks1b + lc * 8 * kElem));
-  const std::uint64_t vlane = opaque(vbase + static_cast<std::uint64_t>(lr * vs1b + lc * 8 * kElem));
+  const std::int64_t ks1b = term(a.ks[1] * kElem), vs1b = term(a.vs[1] * kElem);  // bytes a cache row
+  const std::uint64_t kbase = term(reinterpret_cast<std::uint64_t>(kg));
+  const std::uint64_t vbase = term(reinterpret_cast<std::uint64_t>(vg));
+  const std::uint64_t kstep = term(static_cast<std::uint64_t>(kRowsPerCopy * ks1b));
+  const std::uint64_t vstep = term(static_cast<std::uint64_t>(kRowsPerCopy * vs1b));
+  const std::uint64_t klane = term(kbase + static_cast<std::uint64_t>(lr * ks1b + lc * 8 * kElem));
+  const std::uint64_t vlane = term(vbase + static_cast<std::uint64_t>(lr * vs1b + lc * 8 * kElem));
   const int ntiles = kv_end > k0 ? (kv_end - k0 + kKeys - 1) / kKeys : 0;
   const int my_tiles = ntiles > warp ? (ntiles - warp + kWarps - 1) / kWarps : 0;
   const auto first_key = [&](int i) { return k0 + (warp + i * kWarps) * kKeys; };
@@ -531,7 +543,10 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       }
     }
   };
-  const auto prologue = [&] {  // the first kStages − 1 tiles in flight
+  // The first kStages − 1 tiles in flight; with a.deep_prologue (session 15) all kStages, and the loop's first
+  // iteration then issues (and, for cp.async, commits) nothing: the same groups, the same waits.
+  const bool deep = a.deep_prologue;
+  const auto prologue = [&] {
     if constexpr (kTma) {
       if (lane == 0) {
 #pragma unroll
@@ -541,7 +556,8 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       __syncwarp();
     }
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
+    for (int s = 0; s < kStages; ++s) {
+      if (s == kStages - 1 && !deep) break;
       if (s < my_tiles) issue(s);
       if constexpr (!kTma) ptx::cp_async_commit();
     }
@@ -582,7 +598,8 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   for (int mt = 0; mt < kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
 
   for (int i = 0; i < my_tiles; ++i) {
-    if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
+    const bool issues = i > 0 || !deep;  // the deep prologue issued tile kStages − 1
+    if (issues && i + kStages - 1 < my_tiles) issue(i + kStages - 1);
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);
@@ -602,7 +619,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       }
       __syncwarp();  // every lane's zeros are in before any lane's ldmatrix
     } else {
-      ptx::cp_async_commit();
+      if (issues) ptx::cp_async_commit();
       ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
       __syncwarp();                       // and every other lane's
     }
@@ -700,11 +717,12 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   nan_q |= __shfl_xor_sync(kFull, nan_q, 2);
 
   // Fold the warps in warp order (shared memory: states [W][8], accumulators [W][8][D], then per row the coefficient
-  // of each warp's accumulator and the row's LSE), exactly as decode.cu folds its lane groups.
+  // of each warp's accumulator, the row's LSE and its live warps), exactly as decode.cu folds its lane groups.
   State* sst = reinterpret_cast<State*>(smem);
   float* sacc = reinterpret_cast<float*>(sst + kWarps * kRows);
   float* coef = sacc + kWarps * kRows * D;
   float* slse = coef + kRows * kWarps;
+  unsigned* slive = reinterpret_cast<unsigned*>(slse + kRows);  // [kRows], bit i: warp i holds terms
   if (c == 0) {
     // A visible NaN score makes the NaN state (fmaxf kept it out of m_run); a +inf score leaves m_run = +inf and l
     // NaN (inf − inf), which from_max_and_sum reads as the saturated state, as the online state's rules say.
@@ -725,17 +743,20 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     // The sink joins exactly once: here or in the merge.
     const bool has_sink = nsplit == 1 && a.sinks != nullptr && row < a.rows;
     const float sink_lse = has_sink ? a.sinks[(hk * a.group + row / a.sq) * a.sink_stride] : 0.0f;
-    fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r]);
+    fold_groups<kWarps>(sst + r, kRows, has_sink, sink_lse, bad, coef + r * kWarps, slse[r], slive[r]);
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kRows * D; e += kThreads) {
     const int r = e / D, x = e % D, row = row_chunk * kRows + r;
     if (row >= a.rows) break;  // rows grow with e
     float o = 0.0f;
+    const unsigned live = slive[r];
 #pragma unroll
     for (int i = 0; i < kWarps; ++i) {
       const float ci = coef[r * kWarps + i];
-      if (ci != 0.0f) o += ci * sacc[(i * kRows + r) * D + x];  // an empty warp is skipped, NaN poisons
+      // Only an empty warp is skipped (fold_groups): a live one whose ci underflows to 0 still adds 0·acc, so its NaN
+      // or inf reaches O as on the CPU; a NaN ci (a bad row, a NaN sink) poisons.
+      if (((live >> i) & 1u) || ci != ci) o += ci * sacc[(i * kRows + r) * D + x];
     }
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     if (nsplit == 1) {

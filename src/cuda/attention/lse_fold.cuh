@@ -52,21 +52,31 @@ struct PartFold {
 
 // One row's N groups of a block (group i's state at states[i · stride]), folded in group order, then the sink once
 // if `has_sink` (its LSE `sink_lse`): writes coef[i], the weight of group i's accumulator in the row's output (its
-// share of the total times 1/l), and `lse`. `bad` (a sequence whose length was out of range) makes both NaN. A row
-// whose groups are all empty (no key) gets coefficients 0, so O = 0, whatever the sink (a NaN or +inf sink's NaN
-// weights would otherwise reach O); its LSE is the sink's (−inf without one).
+// share of the total times 1/l), `lse`, and `live` (bit i: group i holds terms, its state is not the empty one).
+// `bad` (a sequence whose length was out of range) makes coef and lse NaN. A row whose groups are all empty (no key)
+// gets coefficients 0, so O = 0, whatever the sink (a NaN or +inf sink's NaN weights would otherwise reach O); its
+// LSE is the sink's (−inf without one).
+// The consumer adds group i's accumulator where `live` bit i is set or coef[i] is NaN, and skips it otherwise: only an
+// empty group is skipped, not one whose coefficient underflows to 0 (its NaN or inf accumulator then reaches O,
+// 0·NaN = NaN, as the CPU's and the split merges' do; until session 15 the decode kernels skipped every coef[i] = 0),
+// and a bad row's NaN coefficients (its groups are empty) still poison. A finite O keeps its bits: the consumer's sum
+// starts at +0, so the +0 or −0 a live group with coefficient 0 adds leaves it unchanged.
 template <int N>
 __device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* states, int stride, bool has_sink,
-                                            float sink_lse, bool bad, float* coef, float& lse) {
+                                            float sink_lse, bool bad, float* coef, float& lse, unsigned& live) {
+  static_assert(N <= 32, "one bit a group");
   PartFold fold;
   float c[N] = {};
+  unsigned lv = 0;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const auto w = fold.add(states[i * stride]);
 #pragma unroll
     for (int p = 0; p < i; ++p) c[p] = PartFold::carry(c[p], w);
     c[i] = w.other;
+    lv |= w.other_live ? 1u << i : 0u;
   }
+  live = lv;
   const bool no_key = fold.state.is_empty();
   if (has_sink) {
     const auto w = fold.add(OnlineSoftmaxState<float>::from_lse(sink_lse));

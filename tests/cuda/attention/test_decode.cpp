@@ -1270,4 +1270,164 @@ TEST(CudaAttentionDecode, NoVisibleKeyGivesZeroWhateverTheSink) {
   no_key_whatever_the_sink<smk::half_t>(64);
 }
 
+// Session 15 (dec15; review F1, F2): a part that holds terms is never skipped, also where its weight underflows to 0.
+// One key scores ~130 above every other (the outlier, its K row a constant along the positive q), so any key group,
+// warp or split that does not hold it weighs less than e^−104 (the smallest f32 subnormal) in the row and its
+// coefficient underflows to 0. A non-finite V row planted (dimension 5, KV head 0, so every query head sees it) among
+// such keys must still reach O, as on the CPU and in the float64 reference: NaN gives NaN (the reference's NaN);
+// +inf gives NaN too, since f32 forms 0·inf where the exact weight e^−130·inf is +inf — the CPU's f32 path gives NaN
+// there (asserted first), so that is the expectation, and the reference's +inf elsewhere would be a wrong plant.
+// Until session 15 the decode kernels' fold of a block's groups / warps skipped every zero coefficient, so a plant in
+// another group or warp of the outlier's split was dropped (finite O). A finite plant (none) checks that the outlier
+// itself changes nothing else: the reference within the usual tolerance. Where the outlier and the plant sit:
+// 1000 keys (one split): keys 0 and 17 (the outlier's group / warp folds first), 802 and 17 (the plant's first);
+// 5000 keys (5 splits of 1024): 0 and 17 (one split, the fold inside it, then the splits' merge carries the NaN
+// partial), 0 and 4500 (the plant in the last split: the merge of the splits), 4500 and 17. Key 17 is in lane group
+// 1 (17 % NG, NG = 8, 16 or 32 lane groups) or warp 1 (tile 1) of its split; 0 and 802 in group 0 / 2 and warp 0 / 2;
+// 4500 is split 4's key 404, tile 25, warp 1. Every kernel variant and merge the dispatcher can pick, forced; under
+// SMK_GPU_TEST_SMALL (the sanitizers' runs) bf16 D = 128, NaN plants, three placements and four variants.
+enum class Plant { none, nan, inf };
+template <typename T>
+void underflowing_part_is_kept(std::int64_t d) {
+  struct Where {
+    std::int32_t len, outlier, planted;
+  };
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  std::vector<Where> wheres = {{1000, 0, 17}, {1000, 802, 17}, {5000, 0, 17}, {5000, 0, 4500}, {5000, 4500, 17}};
+  std::vector<Plant> plants = {Plant::none, Plant::nan, Plant::inf};
+  if (small) {  // the sanitizers' runs: the fold inside a split, then the splits' merge, NaN only, four variants
+    wheres = {{1000, 802, 17}, {5000, 0, 17}, {5000, 0, 4500}};
+    plants = {Plant::nan};
+  }
+  const std::int64_t hq = 4, hkv = 1;
+  for (const Where& w : wheres)
+    for (const Plant plant : plants) {
+      SCOPED_TRACE(testing::Message() << w.len << " keys, outlier at " << w.outlier << ", plant at " << w.planted
+                                      << (plant == Plant::none ? " (finite)" : plant == Plant::nan ? " (NaN)" : " (+inf)"));
+      Case<T> c(1, 1, hq, hkv, d, w.len, {w.len}, 151 + static_cast<std::uint32_t>(w.outlier + w.planted));
+      for (auto& x : c.q) x = from_float<T>(std::fabs(smk::to_float(x)) + 0.5f);  // positive: every head's outlier
+      const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+      double qsum_min = INFINITY;
+      for (std::int64_t h = 0; h < hq; ++h) {
+        double s = 0;
+        for (std::int64_t x = 0; x < d; ++x) s += smk::to_float(c.q[h * d + x]);
+        qsum_min = std::min(qsum_min, s);
+      }
+      const T kc = from_float<T>(static_cast<float>(135.0 / (scale * qsum_min)));
+      for (std::int64_t x = 0; x < d; ++x) c.k[w.outlier * hkv * d + x] = kc;
+      const std::int64_t at = w.planted * hkv * d + 5;
+      if (plant == Plant::nan) c.v[at] = nan_value<T>();
+      if (plant == Plant::inf) c.v[at] = from_float<T>(INFINITY);
+      if (plant != Plant::none) c.v_abs[at] = from_float<T>(INFINITY);
+      // The premise: in every row the outlier scores at least 110 above every other key (e^−110 < 2^−149).
+      for (std::int64_t h = 0; h < hq; ++h) {
+        double top = -INFINITY, rest = -INFINITY;
+        for (std::int64_t j = 0; j < w.len; ++j) {
+          double dot = 0;
+          for (std::int64_t x = 0; x < d; ++x)
+            dot += static_cast<double>(smk::to_float(c.q[h * d + x])) * smk::to_float(c.k[j * hkv * d + x]);
+          if (j == w.outlier) top = scale * dot;
+          else rest = std::max(rest, scale * dot);
+        }
+        ASSERT_GT(top - rest, 110.0) << "head " << h;
+        ASSERT_LT(top, 200.0) << "head " << h;
+      }
+      Expected e = expected_of(c);
+      if (plant == Plant::inf) {  // the CPU's f32 path: NaN exactly at the planted dimension of each head
+        std::vector<T> out(c.q.size());
+        std::vector<float> lse(hq);
+        smk::cpu::attention_decode(TensorView::of(out.data(), {1, 1, hq, d}), TensorView::of(lse.data(), {1, hq, 1}),
+                                   TensorView::of(c.q.data(), {1, 1, hq, d}),
+                                   TensorView::of(c.k.data(), {1, c.smax, hkv, d}),
+                                   TensorView::of(c.v.data(), {1, c.smax, hkv, d}),
+                                   TensorView::of(c.lens.data(), {1}), c.options(c.sinks.data(), smk::Device::cpu()));
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const bool planted_dim = i % d == 5;
+          ASSERT_EQ(std::isnan(smk::to_float(out[i])), planted_dim) << "the CPU's f32 result, element " << i;
+          if (planted_dim) {
+            ASSERT_TRUE(std::isinf(e.o[i]) && e.o[i] > 0) << "the float64 reference, element " << i;
+            e.o[i] = NAN;
+          }
+        }
+      }
+      for (const DecodeConfig* config :
+           {static_cast<const DecodeConfig*>(nullptr), &kOneVector, &kScattered, &kMma, &kMma3, &kMmaMergeKernel,
+            &kTmaFused, &kTmaCluster, &kCpAsyncFused, &kCpAsyncCluster}) {
+        if (small && config != &kScattered && config != &kMmaMergeKernel && config != &kTmaCluster &&
+            config != &kCpAsyncFused)
+          continue;
+        SCOPED_TRACE(testing::Message() << "variant " << name_of(config));
+        const Result got = run_gpu(c, config);
+        std::size_t nans = 0;
+        for (float x : got.o) nans += std::isnan(x) ? 1 : 0;
+        EXPECT_EQ(nans, plant == Plant::none ? 0u : static_cast<std::size_t>(hq)) << "one dimension of each head";
+        expect_matches(c, e, got, is_mma(config));
+      }
+    }
+}
+
+TEST(CudaAttentionDecode, UnderflowingPartWithNonFiniteVIsKept) {
+  SMK_REQUIRE_GPU();
+  underflowing_part_is_kept<smk::bfloat16_t>(128);
+  if (std::getenv("SMK_GPU_TEST_SMALL") == nullptr) underflowing_part_is_kept<smk::half_t>(64);
+}
+
+// Session 15 (dec15): the deep prologue (decode_deep_prologue: every ring stage's tile issued before q's loads, the
+// loop's first iteration issuing nothing) and the late reset (decode_late_reset: the fused merge's last block fences
+// before it sets the count back to zero), each and both, give the default's bits and the reference's values; a
+// default call after them gives the same bits again (a count the late reset left non-zero would stop the next call's
+// merge: its O would stay poisoned). cp.async at 2 and 3 ring stages and TMA tiles, fused and cluster merges, bf16
+// D = 128 and f16 D = 64, mixed lengths with NaN past every length (their other splits all padding; lengths under a
+// tile and under one tile a warp: fewer tiles than stages), groups of 4 and 8, causal tokens with a NaN in the causal
+// band, and 100003 keys (16 splits; not under SMK_GPU_TEST_SMALL).
+template <typename T>
+void deep_prologue_matches(Case<T>& c) {
+  const Expected e = expected_of(c);
+  const DecodeConfig kCpAsync3{0, DecodeScores::dispatcher, DecodeKernel::mma, 3, smk::cuda::DecodeMerge::fused};
+  for (const DecodeConfig* config : {&kCpAsyncFused, &kCpAsyncCluster, &kCpAsync3, &kTmaFused, &kTmaCluster}) {
+    SCOPED_TRACE(config == &kCpAsync3 ? "tensor cores, cp.async tiles, 3 stages, fused merge" : name_of(config));
+    const Result plain = run_gpu(c, config);
+    for (const int x : {1, 2, 3, 0}) {
+      SCOPED_TRACE(x == 1 ? "deep prologue" : x == 2 ? "late reset" : x == 3 ? "both" : "default again");
+      const bool deep_before = smk::cuda::decode_deep_prologue((x & 1) != 0);
+      const bool late_before = smk::cuda::decode_late_reset((x & 2) != 0);
+      const Result got = run_gpu(c, config);
+      smk::cuda::decode_deep_prologue(deep_before);
+      smk::cuda::decode_late_reset(late_before);
+      EXPECT_FALSE(deep_before || late_before) << "a switch was left on";
+      EXPECT_TRUE(bitwise_equal(got.o, plain.o));
+      EXPECT_TRUE(bitwise_equal(got.lse, plain.lse));
+      expect_matches(c, e, got, true);
+    }
+  }
+}
+TEST(CudaAttentionDecode, DeepPrologueAndLateResetGiveTheDefaultBits) {
+  SMK_REQUIRE_GPU();
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  {
+    SCOPED_TRACE("bf16 D=128, groups of 4, mixed lengths");
+    Case<smk::bfloat16_t> c(9, 1, 8, 2, 128, 4097, {1, 2, 15, 17, 40, 255, 4097, 0, 1000}, 161);
+    deep_prologue_matches(c);
+  }
+  {
+    SCOPED_TRACE("f16 D=64, groups of 8, mixed lengths, no sinks");
+    Case<smk::half_t> c(6, 1, 16, 2, 64, 4097, {1, 33, 255, 256, 4097, 3000}, 162);
+    c.with_sinks = false;
+    deep_prologue_matches(c);
+  }
+  {
+    SCOPED_TRACE("bf16 D=128, causal 4 tokens, NaN in the causal band");
+    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 163);
+    c.causal = true;
+    for (std::int64_t b = 0; b < c.B; ++b) c.v[((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5] =
+        nan_value<smk::bfloat16_t>();
+    deep_prologue_matches(c);
+  }
+  if (!small) {
+    SCOPED_TRACE("bf16 D=128, 100003 keys");
+    Case<smk::bfloat16_t> c(1, 1, 4, 1, 128, 100003, {100003}, 164);
+    deep_prologue_matches(c);
+  }
+}
+
 }  // namespace
