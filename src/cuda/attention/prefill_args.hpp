@@ -125,13 +125,11 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
 // True when this build holds the sm_90a code of the wgmma kernel and `device` is compute capability 9.0.
 bool prefill_wgmma_available(int device);
 // Session 15 (pfx15), for tune_prefill and test_prefill: the form of the wgmma kernel's tile loop that later launches
-// take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's kPrefillWgmmaOverlapForm), 1 P·V
-// of tile j − 1 done before tile j's softmax (the kernel before session 15), 2 P·V under the softmax with two P arrays
-// swapping roles (built for the D = 128 TMA default: warps 9, 128-key tiles), 3 P·V under the softmax with P packed
-// after its wait (the D = 128 and the D = 64 TMA defaults: warps 9 and 13, 128-key tiles). A form not built for a
-// variant runs its usual build. Every form gives the same bits.
+// take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's kPrefillWgmmaOverlapForm: 2), 1
+// P·V of tile j − 1 done before tile j's softmax (the kernel before session 15), 2 P·V under the softmax (built for the
+// D = 128 TMA default: warps 9, 128-key tiles; other variants run their usual build). Every form gives the same bits.
 void prefill_wgmma_set_pv_form(int form);
-// Overlap kernels (forms 2 and 3) launched so far in this process (a test's proof that the form it asked for ran).
+// Overlap kernels (form 2) launched so far in this process (a test's proof that the form it asked for ran).
 std::int64_t prefill_wgmma_overlap_launches();
 
 }  // namespace smk::cuda

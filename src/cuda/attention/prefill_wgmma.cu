@@ -22,7 +22,9 @@
 //     issues S_j = Q·K_jᵀ (wgmma m64nBk16, B = kBlockN, D/16 steps) and O += P_{j−1}·V_{j−1} (wgmma m64nDk16, A = P
 //     from registers, B = V MN-major: kBlockN/16 steps), two commit groups;
 //     waits for S_j only, and runs the online softmax of tile j (mask, row max over the quad, ex2, row sums, P_j
-//     rounded to 16 bits into the A layout) while P·V of tile j − 1 is still on the tensor cores;
+//     rounded to 16 bits into the A layout) while P·V of tile j − 1 is still on the tensor cores (so the design;
+//     in SASS only where kOverlap's step_ov runs, the D = 128 default's tiles before the causal diagonal: sessions
+//     14 and 15 below);
 //     waits for P·V, then rescales O by 2^(m_old − m_new) (skipped by warp vote when no row max of the warp moved).
 //   One __syncthreads per tile frees the stage tile j + 1 overwrites (every warpgroup has waited for P·V of j − 2).
 //   The final (m, l) becomes an OnlineSoftmaxState, which merges the sink (if any), gives the LSE and the factor
@@ -177,6 +179,32 @@
 // moved with the timing; it passed without): a race, not shipped (2856786 has it). A P·V with no branch around it
 // (the first tile peeled) made ptxas serialise every product (C7513). So a P·V that truly overlaps the softmax looks
 // worth a few per cent, but needs P in registers ptxas cannot hand out under it (docs/perf-notebook.md, pfx14).
+// Session 15 (pfx15): kOverlap, the default for D = 128 (kPrefillWgmmaOverlapForm; the 128-key producer kernel, TMA):
+// step_ov runs P·V of tile j − 1 under tile j's softmax on the tiles before a warpgroup's first causal crossing,
+// tile 0 peeled, the loop unrolled by two with P and pn swapping roles. Counted first: a warpgroup's products of one
+// 128-key tile at D = 128 are 2 · 2 · 64 · 128 · 128 = 4.2 MFLOP, about 1230 cycles of an SM's tensor cores at the
+// 790 TFLOP/s peak (1.75 GHz), half of it P·V; the measured tile took about 3490 cycles a pair of warpgroups (557
+// TFLOP/s), so the softmax and its waits, ~2260 cycles a warpgroup, ran after the whole product: hiding P·V's ~615
+// cycles under it could shorten a warpgroup's turn by up to ~18 %, bounded by the two warpgroups' products sharing
+// the tensor cores (2 · 1230 a pair); pfx14's racy form gave 1.02-1.06. Five things made ptxas serialise every
+// product (C7515) or keep the overlap from happening, each read in the PTX or the SASS and removed: the softmax's
+// in-place updates of S (in PTX, the registers the stage's products named: S now in registers of its own, the
+// softmax on an opaque copy), s's zeroing sunk below the peeled tile's wgmma.fence (pinned by fence_regs), an empty
+// second commit group with no branch before it (the peeled tile waits for Q·Kᵀ alone, kFirst), the compiler knowing
+// j ≥ 1 after the peel (the checked loop's P·V branch reshaped: j = 1 opaque; the unchecked step loop left out), and
+// the P·V wait placed above the exponentials (the row sums pinned ahead of it, keep_ahead_of_wait). SASS (CUDA 13.0,
+// bf16 and f16): no C7515; in each of step_ov's three copies the 66 MUFU.EX2 run between P·V's issue and the DEPBAR
+// that retires it (about 610-630 instructions) and nothing writes P·V's A or accumulator registers there (pfx14's
+// race); 168 registers at entry, no spill; the loop body 797 instructions a tile (the default's 827 with its empty
+// HGMMA group). Measured (H200 run of 2430dcc's binaries, 2026-12-01 02:47 UTC, tune_prefill --pfx15: the kernel
+// before and kOverlap interleaved, 16 rounds, bf16; docs/bench/pfx15-s15-2026-12-01.md): 1.078 (0.992-1.217 by
+// round) at (4, 32, 4096, 128) full, 1.059 (1.027-1.081) causal, 1.057 (1.022-1.088) at (8, 32, 4096, 128) causal,
+// 1.068 (1.042-1.106) at (1, 32, 16384, 128) causal; the kernel before against itself 0.985-1.001. The same bits
+// (the same operations on the same values; the bitwise test against the kernel before ran under memcheck and
+// racecheck too). Measured and removed (2430dcc has them): P packed after the P·V wait into the registers P·V read
+// (kLatePack's order, no second P), 0.981-0.999 at D = 128 and 0.959 / 0.940 at D = 64 (three warpgroups, where a
+// second P does not fit in 160 registers): the 32 packs after the wait sit on the turn's critical path. D = 64 keeps
+// the kernel before.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -201,13 +229,16 @@ constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural one
 constexpr int kStages = 3;                   // see the opening comment
 
 // Which form of the tile loop later launches take (prefill_args.hpp's prefill_wgmma_set_pv_form): 0 the default
-// (kPrefillWgmmaOverlapForm), 1 P·V done before the softmax (the kernel before session 15), 2 kOverlap 1 (built for
-// the D = 128 TMA default), 3 kOverlap 2 (the D = 128 and D = 64 TMA defaults). A form not built for a variant runs
-// its usual build: every form gives the same bits.
+// (kPrefillWgmmaOverlapForm), 1 P·V done before the softmax (the kernel before session 15), 2 P·V under the softmax
+// (kOverlap; built for the D = 128 TMA default, warps 9, 128-key tiles). Another variant asked for form 2 runs its
+// usual build: every form gives the same bits.
 std::atomic<int> g_pv_form{0};
 std::atomic<std::int64_t> g_overlap_launches{0};  // kOverlap kernels launched (prefill_wgmma_overlap_launches)
-// The default form: 1 (no overlap) until an H200 run decides (session 15, pfx15).
-constexpr int kPrefillWgmmaOverlapForm = 1;
+// The default form: 2, P·V under the softmax. Measured (H200 run of 2430dcc's binaries, 2026-12-01 02:47 UTC,
+// tune_prefill --pfx15, 16 interleaved rounds, bf16; docs/bench/pfx15-s15-2026-12-01.md): form 2 / form 1 1.078
+// (0.992-1.217 by round) at (4, 32, 4096, 128) full, 1.059 (1.027-1.081) causal, 1.057 (1.022-1.088) at (8, 32,
+// 4096, 128) causal, 1.068 (1.042-1.106) at (1, 32, 16384, 128) causal; form 1 against itself 0.985-1.001.
+constexpr int kPrefillWgmmaOverlapForm = 2;
 int pv_form() {
   const int f = g_pv_form.load(std::memory_order_relaxed);
   return f == 0 ? kPrefillWgmmaOverlapForm : f;
@@ -270,19 +301,20 @@ constexpr int kConsumerRegs = kWG == 3 ? 160 : 240;
 // with 128-key tiles falls back to, session 8, takes one, and its registers.)
 template <int D, int kWG, int kBlockN, bool kWS>
 constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
-// kOverlap (session 15, pfx15; with kWS only): the tiles before the warpgroup's first causal crossing, from the second
-// on, take step_ov below, where P·V of tile j − 1 truly runs under tile j's softmax: 1 the two P arrays swapping roles
-// (the loop unrolled by two), 2 P packed after the P·V wait (kLatePack's order) into the registers P·V read. 0: off.
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, int kOverlap = 0>
+// kOverlap (session 15, pfx15; with kWS, two consumer warpgroups): the tiles before the warpgroup's first causal
+// crossing, from the second on, take step_ov below, where P·V of tile j − 1 truly runs under tile j's softmax, the two
+// P arrays swapping roles in the loop unrolled by two.
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
+          bool kOverlap = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kWS || (kTma && (kWG == 2 || kWG == 3)), "the producer warpgroup feeds 2 or 3 warpgroups by TMA");
-  static_assert(kOverlap == 0 || (kWS && !kPin), "step_ov: the producer variants only");
-  // P packed from S after the P·V wait (three consumer warpgroups: registers; kOverlap 2), else during the softmax
-  // into a second P (kConsumerRegs says why; both give the same bits).
-  constexpr bool kLatePack = kWG == 3 || kOverlap == 2;
-  static_assert(!(kWG == 3 && kOverlap == 1), "three consumer warpgroups have no registers for a second P");
+  static_assert(!kOverlap || (kWS && !kPin), "step_ov: the producer variants only");
+  // P packed from S after the P·V wait (three consumer warpgroups: registers), else during the softmax into a
+  // second P (kConsumerRegs says why; both give the same bits).
+  constexpr bool kLatePack = kWG == 3;
+  static_assert(!(kWG == 3 && kOverlap), "three consumer warpgroups have no registers for a second P");
   constexpr int kThreads = kWG * 128;  // the consumers (and, without kWS, the copiers)
   constexpr int kBlockM = 64 * kWG;
   constexpr int kNT = kBlockN / 8;  // 8-column n-tiles of S
@@ -376,7 +408,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < kBlockN / 2; ++i) s[i] = 0.0f;
-  if constexpr (kOverlap != 0) {
+  if constexpr (kOverlap) {
     // Zeros put in place here: with tile 0 peeled the compiler sank s's zeroing below the peeled step's wgmma.fence,
     // definitions of its accumulator registers inside the stage, and ptxas serialised every product (C7515).
     ptx::fence_regs(s);
@@ -658,10 +690,11 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // closes the P·V branch's group inside the branch and ends the tile's second commit with an empty HGMMA group at
   // the join, so wgmma_wait<1> leaves only that empty group pending and P·V is done before the softmax starts
   // (session 14, pfx14). Here P·V of tile j − 1 (A = pr) is the second group, pending while the softmax of tile j
-  // runs; P of tile j goes to other registers (pw, kOverlap 1) or stays f32 in s until P·V is done (kOverlap 2,
-  // pr == pw), so no register that P·V reads is written under it (ptxas would otherwise serialise every product,
-  // C7513, or, as in pfx14's first form, hand them to the softmax's temporaries). The same operations on the same
-  // values as step: the same bits.
+  // runs; P of tile j goes to other registers (pw; the loop below unrolled by two swaps pr and pw, so nothing is
+  // copied into registers P·V reads), so no register that P·V reads is written under it (ptxas would otherwise
+  // serialise every product, C7513, or, as in pfx14's first form, hand them to the softmax's temporaries). The same
+  // operations on the same values as step: the same bits. (A form with P packed after the P·V wait into the
+  // registers P·V read, kLatePack's order, was built beside it and measured slower: 2430dcc has it.)
   const auto step_ov = [&](int j, std::uint32_t(&pr)[kBlockN / 16][4], std::uint32_t(&pw)[kBlockN / 16][4]) {
     ptx::mbar_wait<false>(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
     ptx::bar_sync(1 + wg, 2 * 128);  // this warpgroup's turn to issue
@@ -682,7 +715,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
     for (int i = 0; i < kBlockN / 2; ++i) asm volatile("mov.b32 %0, %1;" : "=f"(x[i]) : "f"(sj[i]));
     float alpha[2];
-    softmax(x, j, alpha, pw);  // kLatePack: no pack here
+    softmax(x, j, alpha, pw);
     // Without this ptxas placed the P·V wait above the softmax's exponentials (as pfx8 read in the default), and
     // nothing ran under P·V: the row sums, so every exponential, pinned ahead of it (ptx.cuh's keep_ahead_of_wait).
     ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
@@ -690,7 +723,6 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     ptx::fence_regs(o);
     ptx::fence_regs(pr);
     if (lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
-    if constexpr (kLatePack) pack(x, pr);
     if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
       for (int t = 0; t < kDT; ++t) {
@@ -703,7 +735,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   };
   const int j_cross = first_crossing(wg_diag);  // the warpgroup's first crossing tile
   int j = 0;
-  if constexpr (kOverlap != 0) {
+  if constexpr (kOverlap) {
     if (n_tiles > 0) {  // tile 0 peeled: no P·V before it
       if (j_cross > 0)
         step(0, std::false_type{}, std::true_type{});
@@ -713,27 +745,23 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       // every product (C7515); as an unknown the checked loop compiles as in the kernel without kOverlap.
       asm volatile("mov.b32 %0, 1;" : "=r"(j));
     }
-    if constexpr (kOverlap == 2) {
-      for (; j < j_cross; ++j) step_ov(j, p, p);
-    } else {
-      std::uint32_t pn[kBlockN / 16][4];
-      for (; j + 1 < j_cross; j += 2) {
-        step_ov(j, p, pn);
-        step_ov(j + 1, pn, p);
-      }
-      if (j < j_cross) {
-        step_ov(j, p, pn);
+    std::uint32_t pn[kBlockN / 16][4];
+    for (; j + 1 < j_cross; j += 2) {
+      step_ov(j, p, pn);
+      step_ov(j + 1, pn, p);
+    }
+    if (j < j_cross) {
+      step_ov(j, p, pn);
 #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk)
+      for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];  // (no product in flight: step_ov waited)
-        ++j;
-      }
+        for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];  // (no product in flight: step_ov waited)
+      ++j;
     }
   }
   // (kOverlap: step_ov took every tile before the crossing. The loop is left out, not merely never run: with j ≥ 1
   // known to the compiler it would issue P·V with no branch around it and run the softmax in place under it, C7515.)
-  if constexpr (kOverlap == 0)
+  if constexpr (!kOverlap)
     for (; j < j_cross; ++j) step(j, std::false_type{}, std::false_type{});
   for (; j < n_tiles; ++j) step(j, std::true_type{}, std::false_type{});
   if (n_tiles > 0) {
@@ -784,7 +812,8 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #endif
 }
 
-template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false, int kOverlap = 0>
+template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
+          bool kOverlap = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -833,7 +862,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   }
   kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(la, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
-  if constexpr (kOverlap != 0) g_overlap_launches.fetch_add(1, std::memory_order_relaxed);
+  if constexpr (kOverlap) g_overlap_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
@@ -853,11 +882,9 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
-    // P·V under the softmax (kOverlap, session 15): built for the two TMA defaults.
-    const int form = pv_form();
-    if (form == 2 && is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, 1>(a, batch, hq, max_sq, s), true;
-    if (form == 3 && is(128, 9, 128)) return launch<T, 128, 2, 128, true, true, false, 2>(a, batch, hq, max_sq, s), true;
-    if (form == 3 && is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, false, 2>(a, batch, hq, max_sq, s), true;
+    // P·V under the softmax (kOverlap, session 15): the D = 128 TMA default's build, the default form.
+    if (pv_form() == 2 && is(128, 9, 128))
+      return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;

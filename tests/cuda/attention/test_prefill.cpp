@@ -794,10 +794,10 @@ TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
   }
 }
 
-// Session 15 (pfx15): P·V of tile j − 1 under tile j's softmax (prefill_wgmma.cu's step_ov, kOverlap; forms 2 and 3
-// of prefill_wgmma_set_pv_form) changes when the products run, not what they compute: the same operations on the same
-// values, so the bits of form 1 (P·V done before the softmax, the kernel before session 15). For the builds that have
-// it (the TMA defaults: D = 128 warps 9 forms 2 and 3, D = 64 warps 13 form 3), f16 and bf16: full with GQA over 3
+// Session 15 (pfx15): P·V of tile j − 1 under tile j's softmax (prefill_wgmma.cu's step_ov, kOverlap; form 2 of
+// prefill_wgmma_set_pv_form, the default) changes when the products run, not what they compute: the same operations
+// on the same values, so the bits of form 1 (P·V done before the softmax, the kernel before session 15). For the build
+// that has it (the D = 128 TMA default, warps 9; 2430dcc also had a form 3), f16 and bf16: full with GQA over 3
 // key tiles (tile 0 peeled, then one pair of the loop unrolled by two), 200 × 500 (4 tiles: a pair and the odd tile),
 // 129 × 256 (2 tiles: the odd tile alone), one query over 4097 keys with sinks (33 tiles); causal Sq = Sk (the
 // trimmed diagonal), Sq < Sk with sinks, Sq > Sk (rows with no key), 1000 × 1000 (each warpgroup's own count of
@@ -806,7 +806,7 @@ TEST(CudaAttentionPrefill, WgmmaCausalScheduleAndTrimGiveTheSameBits) {
 // the fallback). A race between P·V and the softmax (pfx14's first form: the softmax's temporaries in P's
 // registers) shows as moved bits: device.sh's pfx15 step runs this test under compute-sanitizer memcheck (which
 // slows the warps and caught pfx14's race) and racecheck too. SMK_GPU_TEST_SMALL leaves out the 1000-row case.
-// WgmmaPvOverlapMatchesTheReference: under each overlap form, the odd cases of each head dimension and the diagonal
+// WgmmaPvOverlapMatchesTheReference: under the overlap form, the odd cases of its head dimension and the diagonal
 // plants against the float64 reference (check_case: poisoned outputs, bounds, run twice for the same bits).
 struct PvFormBack {  // the default form for the tests after these, whatever fails in them
   ~PvFormBack() { smk::cuda::prefill_wgmma_set_pv_form(0); }
@@ -815,7 +815,7 @@ struct PvOverlapBuild {
   smk::cuda::PrefillVariant x;
   int form;
 };
-const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2}, {{128, 9, 1, 128, 3}, 3}, {{64, 13, 1, 128, 3}, 3}};
+const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2}};
 
 TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
   SMK_REQUIRE_GPU();

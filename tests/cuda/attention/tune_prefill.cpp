@@ -7,7 +7,7 @@
 // docs/perf-notebook.md records both. Method (METHOD.md): CUDA events around each launch, 3 warm-ups, the median of
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
 // --pfx15 (session 15, pfx15): pfx15() below instead: the dispatcher's kernel with P·V done before the softmax (form 1
-// of prefill_args.hpp's prefill_wgmma_set_pv_form) and under it (forms 2 and 3) interleaved on issue 7's rows.
+// of prefill_args.hpp's prefill_wgmma_set_pv_form) and under it (form 2, the default) interleaved on issue 7's rows.
 //   usage: tune_prefill [--json FILE] | tune_prefill --pfx15
 #include <cuda_runtime_api.h>
 
@@ -169,17 +169,16 @@ double time_ms(const Row& row, const smk::cuda::PrefillConfig& cfg, void* q, voi
   return ms[ms.size() / 2];
 }
 
-// Session 15 (pfx15): the rows of issue 7 that pfx15 times (bf16): D = 128 at (4, 32, 4096) full and causal,
-// (8, 32, 4096) causal, (1, 32, 16384) causal; D = 64 (the three-warpgroup kernel) at (16, 16, 2048) full and
-// (4, 32, 4096) causal.
+// Session 15 (pfx15): the rows of issue 7 that pfx15 times (bf16, D = 128: the overlap form is built there only):
+// (4, 32, 4096) full and causal, (8, 32, 4096) causal, (1, 32, 16384) causal. (2430dcc's run also timed a form 3 and
+// D = 64 rows.)
 std::vector<Row> pfx15_rows() {
-  return {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {8, 32, 4096, 128, true},
-          {1, 32, 16384, 128, true}, {16, 16, 2048, 64, false}, {4, 32, 4096, 64, true}};
+  return {{4, 32, 4096, 128, false}, {4, 32, 4096, 128, true}, {8, 32, 4096, 128, true}, {1, 32, 16384, 128, true}};
 }
 
 // Session 15 (pfx15): on each row the dispatcher's kernel under the forms "before" (1: P·V done before the softmax,
-// the kernel before session 15), "swap" (2: P·V under the softmax, two P arrays; D = 128 only), "late" (3: P·V under
-// the softmax, P packed after its wait) and "before" again ("again": the spread of one kernel against itself).
+// the kernel before session 15), "overlap" (2: P·V under the softmax, the default) and "before" again ("again": the
+// spread of one kernel against itself).
 // First each form's O is compared byte for byte with before's (the same inputs; a difference fails the run). Then
 // SMK_PFX15_ROUNDS rounds (default 20), each timing every form of every row once, the order rotating by round (no
 // form always first); each timing is time_ms's median of 10. Prints per row the median TFLOP/s of each form and the
@@ -189,15 +188,14 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
   int rounds = 20;
   if (const char* e = std::getenv("SMK_PFX15_ROUNDS")) rounds = std::max(1, std::atoi(e));
   const std::vector<Row> rs = pfx15_rows();
-  const char* names[4] = {"before", "swap", "late", "again"};
-  const int forms[4] = {1, 2, 3, 1};
-  const auto used = [](const Row& r, int f) { return !(r.d == 64 && f == 1); };  // swap: D = 128 only
+  constexpr int kForms = 3;
+  const char* names[kForms] = {"before", "overlap", "again"};
+  const int forms[kForms] = {1, 2, 1};
   int bad = 0;
   for (const Row& r : rs) {
     const std::size_t n = static_cast<std::size_t>(r.b * r.s * r.h * r.d);
     std::vector<std::uint16_t> base(n), got(n);
-    for (int f = 0; f < 3; ++f) {
-      if (!used(r, f)) continue;
+    for (int f = 0; f < 2; ++f) {
       SMK_CUDA_CHECK(cudaMemset(o, 0xFF, n * 2));
       smk::cuda::prefill_wgmma_set_pv_form(forms[f]);
       const std::int64_t n0 = smk::cuda::prefill_wgmma_overlap_launches();
@@ -212,15 +210,14 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
       }
     }
   }
-  std::printf("pfx15: bits of swap and late against before on every row: %s\n", bad ? "DIFFER" : "the same");
+  std::printf("pfx15: bits of overlap against before on every row: %s\n", bad ? "DIFFER" : "the same");
   std::fflush(stdout);
   // t[row][form][round], ms
-  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(4));
+  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(kForms));
   for (int rd = 0; rd < rounds; ++rd)
     for (std::size_t ri = 0; ri < rs.size(); ++ri)
-      for (int i = 0; i < 4; ++i) {
-        const int f = (i + rd) % 4;
-        if (!used(rs[ri], f)) continue;
+      for (int i = 0; i < kForms; ++i) {
+        const int f = (i + rd) % kForms;
         smk::cuda::prefill_wgmma_set_pv_form(forms[f]);
         t[ri][f].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
       }
@@ -231,8 +228,8 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
   };
   std::printf("pfx15: %d rounds, TFLOP/s medians; ratios form / before of TFLOP/s per round: median (min-max)\n",
               rounds);
-  std::printf("%-24s %8s %8s %8s %8s   %-22s %-22s %-22s\n", "B,H,S,D,mask (bf16)", "before", "swap", "late",
-              "again", "swap/before", "late/before", "again/before");
+  std::printf("%-24s %8s %8s %8s   %-22s %-22s\n", "B,H,S,D,mask (bf16)", "before", "overlap", "again",
+              "overlap/before", "again/before");
   for (std::size_t ri = 0; ri < rs.size(); ++ri) {
     const Row& r = rs[ri];
     const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
@@ -241,18 +238,9 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
                   static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
                   r.causal ? "causal" : "full");
     std::printf("%-24s", name);
-    for (int f = 0; f < 4; ++f) {
-      if (used(r, f))
-        std::printf(" %8.1f", flops / median(t[ri][f]) / 1e9);
-      else
-        std::printf(" %8s", "-");
-    }
+    for (int f = 0; f < kForms; ++f) std::printf(" %8.1f", flops / median(t[ri][f]) / 1e9);
     std::printf("  ");
-    for (int f = 1; f < 4; ++f) {
-      if (!used(r, f)) {
-        std::printf(" %-22s", "-");
-        continue;
-      }
+    for (int f = 1; f < kForms; ++f) {
       std::vector<double> ratio;
       for (int rd = 0; rd < rounds; ++rd) ratio.push_back(t[ri][0][rd] / t[ri][f][rd]);
       char b[64];
@@ -262,17 +250,12 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
     }
     std::printf("\n");
   }
-  std::printf("per round, ms (before swap late again):\n");
+  std::printf("per round, ms (before overlap again):\n");
   for (std::size_t ri = 0; ri < rs.size(); ++ri) {
     std::printf("row %zu:", ri);
     for (int rd = 0; rd < rounds; ++rd) {
       std::printf(" ");
-      for (int f = 0; f < 4; ++f) {
-        if (used(rs[ri], f))
-          std::printf("%s%.3f", f ? "/" : "", t[ri][f][static_cast<std::size_t>(rd)]);
-        else
-          std::printf("/-");
-      }
+      for (int f = 0; f < kForms; ++f) std::printf("%s%.3f", f ? "/" : "", t[ri][f][static_cast<std::size_t>(rd)]);
     }
     std::printf("\n");
   }
