@@ -6,6 +6,9 @@
 // on n alone, never on the number of rows, the grid or which kernel ran them.
 // one12 (session 12): prefetch_chunk_l2, the chunk kernel's L2 prefetch of a later chunk (no value changes; split_row.cu
 // kSplitChunkL2Ahead has what it measured).
+// split15 (session 15): chunk_state's lean arithmetic (kLean: the same state with fewer instructions an element) and
+// its after_max hook (chunk_tma.cuh's staged kernel refills a stage there); PlainTile::load_staged, the staged kernel's
+// load through PlainTile's own code.
 #pragma once
 
 #include <cstring>
@@ -39,16 +42,89 @@ __device__ __forceinline__ int chunk_len(std::int64_t n, std::int64_t c) {
 // 16-bit-output tier (out_exp: expf(z − m)), the same terms the normalising pass divides by l, where before the
 // chunk pass summed exp_diff's whatever the output (tier16 changed only the normalising pass); float keeps exp_diff.
 // Every variant (one launch, three kernels, grid_row) passes the output type, so they stay bitwise one another's.
-template <bool kLog, typename Out = float>
-__device__ __forceinline__ ChunkState chunk_state(float (&v)[kBlockElems], ChunkScratch& s) {
-  const float m = block_max(tree_max<kBlockElems>(v), s.max);
+// after_max (split15; was chunk_tma.cuh's chunk_state_then, a copy of this function): called by every thread once the
+// block max is known, i.e. behind the block barrier that follows every thread's last use of its inputs but v (the
+// staged kernel refills its stage there); the default does nothing.
+// kLean (split15, session 15): the same state bit for bit at fewer instructions an element, by two facts about a
+// thread's elements that the thread knows once the block max is known (split_row.cu kChunkLeanF32Log has the count, the
+// timing and the rule: f32 log ops only by default):
+//  - log ops: a score can tie the max only in a thread whose own max (tree_max, before the block max) equals the
+//    shift; a warp none of whose lanes does (all but one warp of a chunk, as a rule) takes the terms without the
+//    compare, select and count (thread_log_rest_no_ties): the same terms, the same tree, ties 0;
+//  - f32 softmax: exp_diff's NaN guard (err == err) is true for every score of a chunk with a finite max but −inf
+//    scores and differences x − m that overflow, where exp_diff gives +0; a warp sums the unguarded terms (the same
+//    where err is not NaN) and, only where a lane's sum is NaN, sums again with NaN terms as +0 (thread_exp_sum_lean).
+//    With a non-finite max the state is decided by the max alone, whatever the sum.
+//  16-bit softmax (the 16-bit-output tier's plain expf) has neither and is unchanged.
+struct NoAfterMax {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+// exp_diff (online_state.hpp) without its NaN guard: the same TwoSum and exponential, and the fold as the FFMA the
+// compiler contracts `e + e * err` to (SASS of chunk_states_plain_kernel<float, float, false>, CUDA 13.0 sm_90a:
+// `@!P FFMA e, err, e, e`). Equal to exp_diff wherever err is not NaN; NaN wherever err is.
+__device__ __forceinline__ float exp_diff_unguarded(float x, float m) {
+  const float d = x - m;
+  const float bb = d - x;
+  const float err = (x - (d - bb)) + (-m - bb);
+  const float e = expf(d);
+  return fmaf(e, err, e);
+}
+
+// thread_log_rest (common.cuh) for a thread none of whose scores equals `shift`: its terms and tree without the tie
+// test (which would be false everywhere), so the same sum; the thread's ties stay 0.
+template <int E>
+__device__ __forceinline__ float thread_log_rest_no_ties(const float (&v)[E], float shift) {
+  float r[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) r[i] = log_term_exp_ftz(v[i], shift);
+  return tree_sum<E>(r);
+}
+
+// f32 softmax's thread sum (thread_exp_rest<float> with neither ties nor kept terms) for a finite shift, lean: the
+// unguarded terms; a warp with a NaN sum in any lane sums again with each NaN term as +0. A NaN term means err was NaN,
+// where exp_diff returns e = exp(x − shift), and with a finite shift that is exp(−inf) = +0 (x = −inf, or x − shift
+// overflowing to −inf); so the second sum is exp_diff's, bit for bit. With a non-finite max (shift +inf, NaN, or 0
+// for an all −inf chunk) the sum may differ, but the state does not depend on it (state_from: from_max_and_excess
+// decides by the max alone).
+template <int E>
+__device__ __forceinline__ float thread_exp_sum_lean(const float (&v)[E], float shift) {
+  float r[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) r[i] = exp_diff_unguarded(v[i], shift);
+  float sum = tree_sum<E>(r);
+  if (__any_sync(kFullMask, sum != sum)) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) r[i] = r[i] == r[i] ? r[i] : 0.0f;
+    sum = tree_sum<E>(r);
+  }
+  return sum;
+}
+
+template <bool kLog, typename Out = float, bool kLean = false, typename F = NoAfterMax>
+__device__ __forceinline__ ChunkState chunk_state(float (&v)[kBlockElems], ChunkScratch& s, F&& after_max = F{}) {
+  const float mine = tree_max<kBlockElems>(v);
+  const float m = block_max(mine, s.max);
+  after_max();
   int ties = 0;
   const float shift = ChunkState::shift_for(m);  // the log ops' terms by log_term_exp_ftz (common.cuh thread_log_rest)
-  const float rest =
-      block_sum(kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest<Out>(v, shift, false, false, ties), s.sum);
+  float t;
+  if constexpr (kLean && kLog) {
+    t = __any_sync(kFullMask, mine == shift) ? thread_log_rest(v, shift, ties) : thread_log_rest_no_ties(v, shift);
+  } else if constexpr (kLean && !kPlainExp<Out>) {
+    t = thread_exp_sum_lean(v, shift);
+  } else {
+    t = kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest<Out>(v, shift, false, false, ties);
+  }
+  const float rest = block_sum(t, s.sum);
   if (kLog) ties = block_count(ties, s.ties);
   return state_from(m, ties, rest, kLog);
 }
+
+// Whether kLean changes chunk_state's code for these types (the log ops and f32-output softmax): the launchers
+// instantiate a lean kernel only where it does.
+template <bool kLog, typename Out>
+inline constexpr bool kLeanDiffers = kLog || !kPlainExp<Out>;
 
 // A row's state from its `chunks` chunk states, merged with OnlineSoftmaxState::merge in a fixed order by a block
 // of kSplitThreads threads: thread t merges chunks t, t + kSplitThreads, … in turn, then a butterfly over each
@@ -181,9 +257,18 @@ struct PlainTile {
   template <int kHint = kLoadPlain>
   __device__ __forceinline__ static void load(float (&v)[E], const In* row, int n,
                                               float pad = -detail::inf_<float>()) {
+    load_staged<kHint>(v, row, row, n, pad);
+  }
+
+  // load's values with the whole 16-byte vectors read from `whole`, a copy of the row's whole vectors at the same
+  // offsets (chunk_tma.cuh: a shared-memory stage filled by a bulk copy; load passes the row itself), and the one
+  // ragged vector, if any, from `row` (split15: was chunk_tma_load, a copy of this function).
+  template <int kHint = kLoadPlain>
+  __device__ __forceinline__ static void load_staged(float (&v)[E], const In* whole, const In* row, int n,
+                                                     float pad = -detail::inf_<float>()) {
     const int g = threadIdx.x;
     if (Tile::index(K - 1, g, kSplitThreads) + V <= n) {  // every vector of this thread full: all loads in flight
-      const Vec* q = reinterpret_cast<const Vec*>(row) + g;
+      const Vec* q = reinterpret_cast<const Vec*>(whole) + g;
       Vec w[K];
 #pragma unroll
       for (int k = 0; k < K; ++k) w[k] = load_vec<kHint>(q + k * kSplitThreads);
@@ -197,7 +282,7 @@ struct PlainTile {
     for (int k = 0; k < K; ++k) {  // the row's last chunk: whole vectors, then at most one ragged one
       const int i0 = Tile::index(k, g, kSplitThreads);
       if (i0 + V <= n) {
-        const Vec w = load_vec<kHint>(reinterpret_cast<const Vec*>(row + i0));
+        const Vec w = load_vec<kHint>(reinterpret_cast<const Vec*>(whole + i0));
 #pragma unroll
         for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
       } else {

@@ -24,7 +24,7 @@
 // Pipeline (one block): thread 0 initialises one mbarrier a stage and issues the block's first `stages` chunks (the
 // block's chunks are idx = blockIdx.x + j·gridDim.x, j = 0, 1, …; chunk j lands in stage j % stages and completes phase
 // j / stages of its barrier). For each chunk every thread waits for its stage's phase, reads its vectors into
-// registers, and runs chunk_state_then, whose first block barrier (the block max) comes after every thread's reads;
+// registers, and runs chunk_state (its after_max hook), whose first block barrier (the block max) comes after every thread's reads;
 // behind it thread 0 refills that stage with chunk j + stages, then the block sums; thread 0 writes the state. So no
 // copy writes a stage while a thread still reads it, and no thread waits for a phase more than one ahead of the last
 // one it saw complete (ptx.cuh mbar_wait's rule).
@@ -42,28 +42,17 @@ namespace smk::cuda::kernels {
 // The most stages a block may keep (the kernel's mbarrier array; f32 4 × 48 KB = 192 KB, under the H200's 227 KB a
 // block).
 constexpr int kChunkTmaMaxStages = 4;
+// The kernel's static shared memory, bounded (split15, session 14's review F8: was an unnamed `+ 1024` in the launcher's
+// check against the device's opt-in limit): ChunkScratch and the stages' mbarriers, 416 bytes, under a 1 KB margin.
+constexpr std::size_t kChunkTmaStaticSmem = 1024;
+
+static_assert(sizeof(ChunkScratch) + kChunkTmaMaxStages * sizeof(std::uint64_t) <= kChunkTmaStaticSmem,
+              "chunk_states_tma_kernel's static shared memory past its bound");
 
 // Shared-memory bytes of one stage: one chunk of the input type.
 template <typename In>
 constexpr std::size_t chunk_tma_stage_bytes() {
   return static_cast<std::size_t>(kSplitChunk) * sizeof(In);
-}
-
-// chunk_states.cuh chunk_state<kLog, Out> with `after_max()` called once the block max is known, i.e. behind the block
-// barrier that follows every thread's last use of its inputs but v (chunk_states_tma_kernel refills its stage there):
-// chunk_state's operations in its order, so the same state (TmaChunksBitwiseThePlainKernel compares the two kernels'
-// outputs bit for bit). A copy here rather than a hook in chunk_state: that header's kernels (grid_row, row_loop,
-// the cluster kernels) keep their code as it is.
-template <bool kLog, typename Out, typename F>
-__device__ __forceinline__ ChunkState chunk_state_then(float (&v)[kBlockElems], ChunkScratch& s, F&& after_max) {
-  const float m = block_max(tree_max<kBlockElems>(v), s.max);
-  after_max();
-  int ties = 0;
-  const float shift = ChunkState::shift_for(m);
-  const float rest =
-      block_sum(kLog ? thread_log_rest(v, shift, ties) : thread_exp_rest<Out>(v, shift, false, false, ties), s.sum);
-  if (kLog) ties = block_count(ties, s.ties);
-  return state_from(m, ties, rest, kLog);
 }
 
 // Issued by one thread: the whole 16-byte vectors of chunk `idx` (row idx / chunks, chunk idx % chunks) into `stage`,
@@ -87,45 +76,13 @@ __device__ __forceinline__ void chunk_tma_issue(In* stage, std::uint64_t* bar, c
 #endif
 }
 
-// PlainTile<In>::load's result with the whole vectors read from `stage` (the chunk's copy) instead of `x`: every
-// vector of a thread full, all its shared-memory loads first; else (the row's last chunk) whole vectors from the
-// stage, the one partial vector from global memory, positions past len −inf. Consecutive threads read consecutive
-// 16-byte words (no bank conflicts).
-template <typename In>
-__device__ __forceinline__ void chunk_tma_load(float (&v)[kBlockElems], const In* stage, const In* x, int len) {
-  using Tile = RowTile<In, kBlockElems>;
-  using Vec = typename Tile::Vec;
-  constexpr int V = Tile::V, K = Tile::K;
-  const int g = threadIdx.x;
-  const Vec* s = reinterpret_cast<const Vec*>(stage) + g;
-  if (Tile::index(K - 1, g, kSplitThreads) + V <= len) {
-    Vec w[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) w[k] = s[k * kSplitThreads];
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
-    return;
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int i0 = Tile::index(k, g, kSplitThreads);
-    if (i0 + V <= len) {
-      const Vec w = s[k * kSplitThreads];
-#pragma unroll
-      for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < len ? to_f32(x[i0 + j]) : -detail::inf_<float>();
-    }
-  }
-}
-
 // The chunk kernel with its chunks staged by bulk copies. `stages` (1 … kChunkTmaMaxStages) buffers of
 // chunk_tma_stage_bytes<In>() in the dynamic shared memory; a persistent grid (any grid of ≥ 1 block is correct).
-// ahead: as chunk_states_plain_kernel's L2 prefetch (0 none).
-template <typename In, typename Out, bool kLog>
+// ahead: as chunk_states_plain_kernel's L2 prefetch (0 none): chunk idx + ahead. The launcher counts a distance of
+// −w (ChunkTmaTuning::ahead) in grids past the last chunk this iteration stages, idx + stages·grid (split15, session
+// 14's review F5: tma14 prefetched idx + w·grid, which at w = 1 with ≥ 2 stages is a chunk a bulk copy already fetches).
+// kLean: chunk_state's lean arithmetic (split15; the same state).
+template <typename In, typename Out, bool kLog, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     chunk_states_tma_kernel(const RowProblem p, std::int64_t chunks, ChunkState* states, int stages,
                             std::int64_t ahead) {
@@ -156,11 +113,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     while (!::cuda::ptx::mbarrier_try_wait_parity(&bar[s], parity)) {
     }
     float v[kBlockElems];
-    chunk_tma_load<In>(v, stage, x, chunk_len(p.n, c));
+    PlainTile<In>::load_staged(v, stage, x, chunk_len(p.n, c));
     if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx + ahead, chunks, narrow);
     // The stage refilled with this block's chunk `stages` on once the block max is known: behind the block barrier
-    // that follows every thread's reads of the stage (chunk_state_then), so that copy overlaps this chunk's sum.
-    const ChunkState st = chunk_state_then<kLog, Out>(v, scratch, [&] {
+    // that follows every thread's reads of the stage (chunk_state's after_max), so that copy overlaps this chunk's sum.
+    const ChunkState st = chunk_state<kLog, Out, kLean>(v, scratch, [&] {
       if (threadIdx.x == 0)
         chunk_tma_issue<In>(stage, &bar[s], p, idx + std::int64_t{stages} * gridDim.x, chunks, total, narrow);
     });

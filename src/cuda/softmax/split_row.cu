@@ -102,6 +102,10 @@
 // −3.2 %, bf16 −6.1 %). At 1×16M it is slower (f32) or even (bf16): Nsight Compute shows the chunk kernel there
 // bound by its instructions (~26.6 a thread an element f32, 64-66 % of the issue slots), not by its loads, so one12's
 // "lockstep" reading was not the bound; 1×16M stays on the plain kernel and 3 TB/s is still not reached.
+// split15 (session 15): the chunk kernels' element loop at fewer instructions (chunk_states.cuh kLean: the log ops'
+// tie test only in warps holding the max), the same bits, on by default for f32 log ops (kChunkLeanF32Log has the count
+// and the times: f32 logsumexp 4096×151936 on the TMA kernel ~660 → ~604 µs, 4.12 TB/s of read, 96 % of copy; 1×16M
+// −2-3 %); f32 softmax even and 16-bit data-dependent, so off. 1×16M stays ~2.0 TB/s f32 / 1.5 bf16 (3 asked).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -301,7 +305,42 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // 57 %, SM 53 %), bf16 19.4 µs (DRAM 37 %, SM 53 %): neither the DRAM nor the issue slots are full — the two halves
 // of a block's life (loads, then reductions with barriers) run in lockstep across the wave, and prefetching the next
 // wave's chunk into L2 (hit rate 29-31 %) shortens only the first half.
-template <typename In, typename Out, bool kLog>
+// split15 (session 15): whether chunk_states_plain_kernel, chunk_states_tma_kernel and split_stream_kernel (its f32
+// log-softmax) take chunk_state's lean arithmetic (chunk_states.cuh kLean; the same state bit for bit), by the input
+// type and op, where split_row_chunk_lean() is the library's -1: f32 log ops (log-softmax, logsumexp, the state) yes
+// (kChunkLeanF32Log); f32 softmax (kChunkLeanF32Softmax) and 16-bit inputs (kChunkLean16) no.
+// Counted (cuobjdump -sass of split_row.cu.o, CUDA 13.0, sm_90a; a thread's 24 elements of a chunk, from the block max
+// to the sum's butterfly): the log ops' terms 13.25 instructions an element before (tie compare, zeroed result,
+// predicated term, the count's select and add) → 9.0 in the warps without a tie (log_term_exp_ftz's 8 and the tree's
+// add); f32 softmax 17.25 → 16.0 (exp_diff's FSETP.NAN and predicated FFMA → one FFMA). Nsight Compute, the chunk kernel
+// alone at 1×16777216 (split15's run, one launch each, uniform scores): f32 logsumexp 12.13 M → 10.35 M warp
+// instructions (23.1 → 19.7 a thread an element), 22.85 → 21.18 µs; f32 softmax 13.90 M → 13.44 M, 25.09 → 23.52 µs;
+// bf16 logsumexp 12.93 M → 12.99 M, 21.60 → 21.50 µs (the lean path not taken: those scores have 64 distinct bf16 values,
+// so most warps hold a tie of the max). Timed (H200, 2026-12-01, split15's runs, tune_softmax --split15 and
+// --split15b, µs, medians of 21 (9 at 4096 rows) over rotated inputs, three alternating rounds, before → lean, every
+// pair the same bits): f32 logsumexp 4096×151936 (TMA kernel) 655.5-666.3 → 600.9-607.2 (4.12 TB/s, 96 % of copy;
+// 3·N(0,1) scores 663.5-664.9 → 610.0-611.5), 1×16777216 31.0-32.0 → 30.4-31.0 (N: 33.2-33.4 → 32.0-32.3),
+// 4×4194304 31.4-32.4 → 31.3-31.9 (N: 32.8-33.6 → 31.7-32.1); f32 log-softmax 4096×151936 (split_stream, N) 1764-1822
+// → 1728-1781, 4×4194304 65.7-66.9 → 65.0-65.9, 1×16777216 64.2-65.0 → 63.1-65.2 (even), 32×128256 even (noise
+// ±1 µs). Not shipped: f32 softmax, even end to end (1×16777216 65.7-67.1 → 65.5-66.1, 4×4194304 67.6-68.1 → 67.1-67.4,
+// 32×128256 27.7-28.0 → 27.8-28.1); 16-bit log ops, faster on 3·N(0,1) scores (bf16 logsumexp 4096×151936 663-666 →
+// 592-602, 1×16777216 32.3-32.5 → 30.5-30.8, log-softmax 45.3-45.9 → 43.9-44.2) but even or slower on the uniform
+// scores whose max ties in most warps (logsumexp 4096×151936 648-650 → 668-670). 1×151936 takes the one-launch kernel
+// (neither form).
+constexpr bool kChunkLeanF32Log = true;
+constexpr bool kChunkLeanF32Softmax = false;
+constexpr bool kChunkLean16 = false;
+template <typename In>
+bool chunk_lean(Op op) {
+  const int setting = split_row_chunk_lean();
+  if (setting >= 0) return setting != 0;
+  if (!std::is_same_v<In, float>) return kChunkLean16;
+  return op == Op::softmax ? kChunkLeanF32Softmax : kChunkLeanF32Log;
+}
+
+// kLean (split15, session 15; split_row_chunk_lean()): chunk_state's lean arithmetic, the same state bit for bit
+// (chunk_states.cuh says why; the count and the timing are at kChunkLeanF32Log above).
+template <typename In, typename Out, bool kLog, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                            State* states, std::int64_t ahead) {
   __shared__ ChunkScratch scratch;
@@ -314,7 +353,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
     float v[kBlockElems];
     PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
     if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx + ahead, chunks, narrow);
-    const State st = chunk_state<kLog, Out>(v, scratch);
+    const State st = chunk_state<kLog, Out, kLean>(v, scratch);
     if (threadIdx.x == 0) states[idx] = st;
   }
 }
@@ -453,7 +492,9 @@ __device__ __forceinline__ void stream_item(std::int64_t t, std::int64_t rows, s
 
 // sync: [0, 2) the 64-bit ticket, then one count a row (chunk states added; chunks + 1 once the row state is written),
 // zeroed by the launcher before every launch.
-template <typename In, bool kLogSoftmax>
+// kLean (split15): chunk_state's lean arithmetic for the chunk items (the same state; instantiated for f32 log-softmax,
+// the rule's call, only).
+template <typename In, bool kLogSoftmax, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const RowProblem p, std::int64_t chunks,
                                                                      std::int64_t lag, int hints, State* states,
                                                                      State* row_states, unsigned* sync) {
@@ -479,7 +520,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
     float v[kBlockElems];
     if (!norm) {
       stream_load<In>(v, x, len, false);
-      const State st = chunk_state<kLogSoftmax, Out>(v, scratch);
+      const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
       if (threadIdx.x < 32) {
         unsigned last = 0;
         if (threadIdx.x == 0) {
@@ -787,7 +828,10 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const SplitRowTuning& t = split_row_tuning();
   const std::int64_t by_bytes = kSplitStreamL2Bytes / (3 * p.n * static_cast<std::int64_t>(sizeof(In)));
   const std::int64_t lag = t.stream_lag > 0 ? t.stream_lag : std::clamp<std::int64_t>(by_bytes, 1, kSplitStreamMaxLag);
-  const auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
+  auto kernel = p.op == Op::softmax ? split_stream_kernel<In, false> : split_stream_kernel<In, true>;
+  if constexpr (std::is_same_v<In, float>) {  // split15: f32 log-softmax's chunk items lean where chunk_lean says
+    if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_stream_kernel<In, true, true>;
+  }
   // Any grid of at least one block finishes (a block takes its next ticket only once its item is done, and the
   // smallest unfinished ticket never waits on a larger one), so stream_max_blocks may cap it for the tests.
   unsigned grid = persistent_grid(kernel, kSplitThreads, 0, 2 * total);
@@ -815,6 +859,7 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
 // (same run, one launch, caches flushed, one wave ahead): the f32 chunk kernel's L2 hit rate 1.2 → 29 %, but its time
 // 25.4 → 24.8 µs and bf16's 19.4 → 19.1: the kernel is not bound by DRAM latency alone (chunk_states_plain_kernel).
 constexpr int kSplitChunkL2Ahead = 132;
+
 template <typename Kernel>
 std::int64_t l2_ahead(Kernel kernel, int setting, std::int64_t total) {
   std::int64_t d = setting;
@@ -853,10 +898,10 @@ constexpr std::int64_t kChunkTmaMinChunks16 = 1664;
 // chunk_states_tma_kernel on a persistent grid (the blocks its stages' shared memory and its registers let an SM hold,
 // at most one a chunk, capped by ChunkTmaTuning::max_blocks). The dynamic shared-memory limit is raised once per device
 // to kChunkTmaMaxStages stages (f32: 192 KB; Hopper's opt-in limit is 227 KB; launch_chunk_tma asks for sm_90+).
-template <typename In, typename Out, bool kLog>
+template <typename In, typename Out, bool kLog, bool kLean>
 void launch_chunk_tma_kernel(const RowProblem& p, std::int64_t chunks, State* states, int stages, std::int64_t total,
                              cudaStream_t s) {
-  constexpr auto kernel = chunk_states_tma_kernel<In, Out, kLog>;
+  constexpr auto kernel = chunk_states_tma_kernel<In, Out, kLog, kLean>;
   static DeviceOnce attributes;
   attributes.run([] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -866,7 +911,8 @@ void launch_chunk_tma_kernel(const RowProblem& p, std::int64_t chunks, State* st
   const std::size_t smem = static_cast<std::size_t>(stages) * chunk_tma_stage_bytes<In>();
   unsigned grid = persistent_grid(kernel, kSplitThreads, smem, total);
   if (t.max_blocks > 0) grid = std::min(grid, static_cast<unsigned>(t.max_blocks));
-  std::int64_t ahead = t.ahead < 0 ? -std::int64_t{t.ahead} * grid : t.ahead;
+  // −w: w grids past the chunk this iteration's refill stages (idx + stages·grid; chunk_tma.cuh, review F5).
+  std::int64_t ahead = t.ahead < 0 ? (stages - std::int64_t{t.ahead}) * grid : t.ahead;
   if (ahead >= total) ahead = 0;
   kernel<<<grid, kSplitThreads, smem, s>>>(p, chunks, states, stages, ahead);
 }
@@ -890,10 +936,18 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
   const int stages = chunk_tma_rule<In>(p, total);
   if (stages < 1 || stages > kChunkTmaMaxStages || current_device_attrs().cc_major < 9) return false;
   // The attribute set below (kChunkTmaMaxStages stages and the static scratch) must fit the device's opt-in limit.
-  if (static_cast<std::size_t>(device_facts().max_smem_optin) < kChunkTmaMaxStages * chunk_tma_stage_bytes<In>() + 1024)
+  if (static_cast<std::size_t>(device_facts().max_smem_optin) <
+      kChunkTmaMaxStages * chunk_tma_stage_bytes<In>() + kChunkTmaStaticSmem)
     return false;
-  if (p.op != Op::softmax) launch_chunk_tma_kernel<In, float, true>(p, chunks, states, stages, total, s);
-  else launch_chunk_tma_kernel<In, In, false>(p, chunks, states, stages, total, s);
+  const bool lean = chunk_lean<In>(p.op);
+  if (p.op != Op::softmax) {
+    if (lean) launch_chunk_tma_kernel<In, float, true, true>(p, chunks, states, stages, total, s);
+    else launch_chunk_tma_kernel<In, float, true, false>(p, chunks, states, stages, total, s);
+  } else if (lean && kLeanDiffers<false, In>) {
+    launch_chunk_tma_kernel<In, In, false, kLeanDiffers<false, In>>(p, chunks, states, stages, total, s);
+  } else {
+    launch_chunk_tma_kernel<In, In, false, false>(p, chunks, states, stages, total, s);
+  }
   chunk_tma_launches().fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -920,8 +974,13 @@ void launch(const RowProblem& p, cudaStream_t s) {
     if (plain && launch_chunk_tma<In>(p, chunks, states, total, s)) {  // tma14: the same bits, staged by bulk copies
       plain_launches().fetch_add(1, std::memory_order_relaxed);
     } else if (plain) {
-      const auto kernel = p.op != Op::softmax ? chunk_states_plain_kernel<In, float, true>
-                                              : chunk_states_plain_kernel<In, In, false>;
+      // split15: the lean chunk arithmetic where chunk_lean says (the same state either way).
+      const bool lean = chunk_lean<In>(p.op);
+      constexpr bool kSoftmaxLean = kLeanDiffers<false, In>;  // 16-bit softmax: the lean code is the same code
+      const auto kernel = p.op != Op::softmax ? (lean ? chunk_states_plain_kernel<In, float, true, true>
+                                                      : chunk_states_plain_kernel<In, float, true>)
+                                              : (lean ? chunk_states_plain_kernel<In, In, false, kSoftmaxLean>
+                                                      : chunk_states_plain_kernel<In, In, false>);
       kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
                                                           l2_ahead(kernel, split_row_chunk_l2_ahead(), total));
       plain_launches().fetch_add(1, std::memory_order_relaxed);
@@ -968,6 +1027,11 @@ int& split_row_chunk_l2_ahead() {
 int& split_row_merge_preload() {
   static int on = 1;
   return on;
+}
+// split15 (session 15): the chunk kernels' lean arithmetic (split_row_tuning.hpp; -1 the library's rule, chunk_lean).
+int& split_row_chunk_lean() {
+  static int setting = -1;
+  return setting;
 }
 
 bool& split_row_pdl() {

@@ -613,15 +613,16 @@ TEST_F(GpuFewRows, TmaChunksBitwiseThePlainKernel) {
 
 // tma14: the library's rule (ChunkTmaTuning stages -1: split_row.cu chunk_tma_rule, the TMA kernel on logsumexp / state
 // calls of at least min_chunks chunks, kChunkTmaMinChunksF32 / 16 by default) with the threshold moved to where a
-// small case straddles it: 5 rows of 3 chunks (15) of logsumexp take the TMA kernel at min_chunks 15 and the plain
-// kernel at 16; softmax the plain kernel at both; asserted by the launch counts, each against the reference and
-// bitwise the plain kernel (stages 0); f32 and bf16.
+// small case straddles it: 5 rows of 3 chunks (15) of logsumexp and of the state take the TMA kernel at min_chunks 15
+// and the plain kernel at 16; softmax the plain kernel at both; asserted by the launch counts, each against the
+// reference and bitwise the plain kernel (stages 0); f32 and bf16. (Op::state since split15, session 14's review F9:
+// the rule serves it, as logsumexp's instantiation.)
 TEST_F(GpuFewRows, TmaRuleByChunkCount) {
   SplitRowTuningGuard guard;
   EXPECT_EQ(guard.tma.min_chunks, -1) << "the library's threshold";
   std::uint64_t seed = 14400;
   for (DType t : {DType::f32, DType::bf16}) {
-    for (Op op : {Op::softmax, Op::logsumexp}) {
+    for (Op op : {Op::softmax, Op::logsumexp, Op::state}) {
       Case c = compact_case("5x" + std::to_string(12288 * 2 + 77) + " rule", op, t, 5, 12288 * 2 + 77, ++seed);
       auto& tn = cuda::kernels::split_row_tuning();
       tn = cuda::kernels::SplitRowTuning{};
@@ -636,10 +637,136 @@ TEST_F(GpuFewRows, TmaRuleByChunkCount) {
         const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
         const Result r = run_checked(c, SoftmaxPath::split_row);
         EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged,
-                  min_chunks <= 15 && op == Op::logsumexp ? 1u : 0u)
+                  min_chunks <= 15 && is_row_op(op) ? 1u : 0u)
             << c.name << " " << op_name(op) << " " << dtype_name(t) << ", min_chunks " << min_chunks;
         ASSERT_TRUE(plain.ran && r.ran);
         expect_same_bits(r, plain, c.name + " " + op_name(op) + " " + dtype_name(t) + ": the rule / the plain kernel");
+      }
+    }
+  }
+}
+
+// split15 (session 15; session 14's review F9): stages forced on (ChunkTmaTuning stages 2, every dtype) for calls that
+// are not the common call — rows pitched by one element more than n (odd pitch: most rows start unaligned), an
+// unaligned base (offset 1), a temperature — must stay off the TMA kernel (its bulk copies need 16-byte-aligned
+// unit-stride rows: split_row.cu takes it only under `plain`): split_chunk_tma_launch_count unchanged, the outputs
+// against the reference and bitwise those with stages 0; logsumexp (the rule's op) and softmax; f32 and bf16.
+TEST_F(GpuFewRows, TmaStaysOffTheUncommonCall) {
+  SplitRowTuningGuard guard;
+  const std::int64_t rows = 4, n = small_mode() ? 12288 * 2 + 77 : 12288 * 5 + 77;
+  std::uint64_t seed = 15100;
+  for (int variant = 0; variant < 3; ++variant) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      for (Op op : {Op::logsumexp, Op::softmax}) {
+        Case c = random_case("uncommon " + std::to_string(variant), op, t, is_row_op(op) ? DType::f32 : t, rows, n,
+                             ++seed);
+        if (variant == 0) c.in.strides = {n + 1, 1};  // odd pitch
+        if (variant == 1) c.in.offset = 1;             // unaligned base
+        if (variant == 2) c.options.temperature = 2.0;  // a power of two: exact scaling
+        auto& tn = cuda::kernels::split_row_tuning();
+        tn = cuda::kernels::SplitRowTuning{};
+        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+        auto& tma = cuda::kernels::split_row_chunk_tma();
+        tma = cuda::kernels::ChunkTmaTuning{};
+        tma.stages_f32 = tma.stages_16 = 0;
+        const Result plain = run_checked(c, SoftmaxPath::split_row);
+        tma.stages_f32 = tma.stages_16 = 2;
+        const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
+        const Result r = run_checked(c, SoftmaxPath::split_row);
+        EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged, 0u)
+            << c.name << " " << op_name(op) << " " << dtype_name(t) << ": the TMA kernel took a call it cannot serve";
+        ASSERT_TRUE(plain.ran && r.ran);
+        expect_same_bits(r, plain, c.name + " " + op_name(op) + " " + dtype_name(t) + ": stages 2 / stages 0");
+      }
+    }
+  }
+}
+
+// split15 (session 15): restores split_row_chunk_lean (split_row_tuning.hpp) after a test that sets it.
+struct ChunkLeanGuard {
+  int saved = cuda::kernels::split_row_chunk_lean();
+  ~ChunkLeanGuard() { cuda::kernels::split_row_chunk_lean() = saved; }
+};
+
+// compact_case's 3 rows (+inf in the last chunk, NaN, all −inf) and 6 more that steer chunk_state's lean arithmetic
+// (chunk_states.cuh kLean) into each of its branches: ties of the max in several warps of a chunk and four in one
+// thread's vector (row 3), −inf every 13th score (4: f32 softmax's guarded re-sum in most warps), every score equal
+// (5: every thread ties), one whole chunk −inf in a finite row (6: that chunk's state is empty, its shift 0), x − m
+// overflowing f32 (7: ±2^127, whose difference is −2^128; ±2^15 for log-softmax, whose exact output −2^128 − log l is
+// past f32's range, and ±2^13 for f16), and the max and a tie in the ragged last vector (8). n ≥ 2 chunks + 77.
+Case lean_case(const std::string& name, Op op, DType t, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t rows = 9;
+  Case c = compact_case(name, op, t, rows, n, seed);
+  const auto at = [&](std::int64_t r, std::int64_t i) -> double& { return c.x[static_cast<std::size_t>(r * n + i)]; };
+  const double top = 200.0;  // above every random score (mean 37, σ ≤ 12); exact in bf16 and f16
+  for (std::int64_t i = 0; i < n; i += 997) at(3, i) = top;
+  for (std::int64_t i = 100; i < 104; ++i) at(3, i) = top;
+  for (std::int64_t i = 0; i < n; i += 13) at(4, i) = -kInf;
+  for (std::int64_t i = 0; i < n; ++i) at(5, i) = 1.5;
+  for (std::int64_t i = 12288; i < 2 * 12288; ++i) at(6, i) = -kInf;
+  // f16: ±2^13, whose log-probability −2^14 f16 holds (−2^16 would overflow it).
+  const double big = t == DType::f16 ? 8192.0 : op == Op::log_softmax ? 32768.0 : 0x1p127;
+  at(7, 5) = big;
+  at(7, 700) = -big;
+  at(7, 12288 + 9) = -big;
+  at(8, n - 1) = top;
+  at(8, n - 2) = top;
+  return c;
+}
+
+// split15 (session 15): the chunk kernels' lean arithmetic (split_row_chunk_lean 1; chunk_states.cuh kLean; the
+// library's rule takes it for f32 inputs) against the reference (outputs poisoned first) and bitwise the arithmetic
+// before (0) on the same case, on
+// chunk_states_plain_kernel (stages 0), on chunk_states_tma_kernel (2 stages, the grid capped at 3 blocks so that
+// blocks wrap their stages) and on split_stream_kernel (softmax and log-softmax, forced, its grid capped at 3 blocks;
+// lean only for f32 log-softmax): softmax, log-softmax, logsumexp and the state; f32, bf16, f16; lean_case's rows (ties,
+// −inf, overflow, all-equal, empty chunks, non-finite rows, a ragged last chunk). Each run asserts by the launch counts
+// that the kernels asked for served. Small mode (the sanitizers): f32 and bf16, the
+// three forward ops.
+TEST_F(GpuFewRows, LeanChunkArithmeticBitwiseTheArithmeticBefore) {
+  SplitRowTuningGuard guard;
+  ChunkLeanGuard lean;
+  EXPECT_EQ(lean.saved, -1) << "the library's rule (split_row.cu chunk_lean)";
+  std::vector<std::int64_t> lengths = {12288 * 3 + 77, 151936};
+  if (small_mode()) lengths = {12288 * 2 + 77};
+  std::uint64_t seed = 15200;
+  for (std::int64_t n : lengths) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      if (small_mode() && t == DType::f16) continue;  // sanitizers: bf16's code
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        if (small_mode() && op == Op::state) continue;  // sanitizers: logsumexp's kernel
+        for (int stages : {0, 2, -1}) {  // -1: split_stream (softmax and log-softmax only)
+          if (stages < 0 && is_row_op(op)) continue;
+          Case c = lean_case("9x" + std::to_string(n) + " lean, " +
+                                 (stages < 0 ? std::string("stream") : "stages " + std::to_string(stages)),
+                             op, t, n, ++seed);
+          auto& tn = cuda::kernels::split_row_tuning();
+          tn = cuda::kernels::SplitRowTuning{};
+          tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+          tn.stream = stages < 0 ? 1 : 0;
+          tn.stream_max_blocks = stages < 0 ? 3 : 0;
+          auto& tma = cuda::kernels::split_row_chunk_tma();
+          tma = cuda::kernels::ChunkTmaTuning{};
+          tma.stages_f32 = tma.stages_16 = stages > 0 ? stages : 0;
+          tma.max_blocks = stages > 0 ? 3 : 0;
+          const std::uint64_t compact = stages < 0 ? 0 : is_row_op(op) ? 1 : 2;  // logsumexp / state: no normalising
+          Result r[2];
+          for (int on : {0, 1}) {
+            cuda::kernels::split_row_chunk_lean() = on;
+            const std::uint64_t count = cuda::kernels::split_plain_launch_count();
+            const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
+            const std::uint64_t streamed = cuda::kernels::split_stream_launch_count();
+            r[on] = run_checked(c, SoftmaxPath::split_row);
+            EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+            EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged, stages > 0 ? 1u : 0u)
+                << c.name << ": the TMA kernel " << (stages > 0 ? "did not run" : "ran");
+            EXPECT_EQ(cuda::kernels::split_stream_launch_count() - streamed, stages < 0 ? 1u : 0u)
+                << c.name << ": split_stream " << (stages < 0 ? "did not run" : "ran");
+          }
+          ASSERT_TRUE(r[0].ran && r[1].ran);
+          expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + " " + dtype_name(t) +
+                                           ": the lean chunk arithmetic / the arithmetic before");
+        }
       }
     }
   }

@@ -9,10 +9,11 @@
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
 //                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
-//                        --split15]
+//                        --split15 | --split15-ncu | --split15b]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>  // split15b's Box-Muller
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -289,14 +290,19 @@ Variant split() { return {"split", 's', {}, {}}; }
 // tma14's (split15 moved it out of tma14_mode for split15_mode): the forward inputs alone (make_buffers also fills
 // the backward's, which at 4096x151936 costs seconds of host time a dtype): 2^24 scores of make_buffers' distribution
 // on the host, repeated across the first copy on the device, then that copy duplicated, as many copies as make_buffers
-// takes (>= 512 MB in all, at least two).
-Buffers forward_buffers(std::int64_t rows, std::int64_t n, DType t) {
+// takes (>= 512 MB in all, at least two). gauss (split15b): scores 3·N(0, 1) instead (Box-Muller on next_uniform), whose
+// largest of a chunk is rarely tied, where the uniform scores' 16-bit values tie the chunk max in most warps.
+Buffers forward_buffers(std::int64_t rows, std::int64_t n, DType t, bool gauss = false) {
   const std::size_t es = smk::dtype_size(t), elems = static_cast<std::size_t>(rows * n);
   const std::size_t bytes = elems * es, chunk = std::min<std::size_t>(elems, std::size_t{1} << 24);
   const int copies = static_cast<int>(std::clamp<std::size_t>((512u << 20) / bytes, 2, 64));
   std::vector<unsigned char> host(chunk * es);
   for (std::size_t i = 0; i < chunk; ++i) {
-    const float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+    float v = 8.0f * next_uniform() - 4.0f + 20.0f;
+    if (gauss) {
+      const float u1 = std::max(next_uniform(), 1e-7f), u2 = next_uniform();
+      v = 3.0f * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
+    }
     if (t == DType::f32) {
       std::memcpy(host.data() + 4 * i, &v, 4);
     } else {
@@ -355,7 +361,7 @@ int tma14_mode(bool ncu, bool rule) {
     t.stages_f32 = t.stages_16 = v.stages;
     t.ahead = v.ahead;
   };
-  const auto fwd_buffers = forward_buffers;
+  const auto fwd_buffers = [](std::int64_t rows, std::int64_t n, DType t) { return forward_buffers(rows, n, t); };
   if (ncu) {
     for (DType t : types) {
       Buffers b = fwd_buffers(1, 16777216, t);
@@ -810,20 +816,44 @@ int short15(bool ncu) {
 
 // split15 (session 15, issue 3; docs/perf-notebook.md "split15"): split_row as the dispatcher calls it (the library's
 // row-loop and TMA rules, the one-launch kernel where it serves) with the compact chunk kernels' arithmetic as before
-// (split_row_chunk_lean 0: "before") and lean (1: chunk_states.cuh kLean, the library's: "lean"); the same bits. bf16
+// (split_row_chunk_lean 0: "before") and lean (1: chunk_states.cuh kLean: "lean"; the library's rule, -1, takes it
+// for f32 log ops only); the same bits. bf16
 // softmax's lean kernel is its kernel before (kLeanDiffers): its two lines are the noise of one kernel. Softmax,
 // log-softmax and logsumexp at 1x16777216, 4x4194304, 1x151936 (the one-launch kernel: neither), 32x128256;
 // logsumexp at 4096x151936 (the TMA kernel's rule; the other ops take row_loop.cu / split_stream there, neither
 // changed); f32 and bf16. Each case: the two in three alternating rounds (before, lean, before, lean, ...), median of
 // `reps` launches over rotated inputs; then both outputs on copy 0 (poisoned with 0xFF first) compared byte for byte
 // ("same bits" / "DIFFERS"). Returns 1 if any differs.
-int split15_mode() {
+// --split15-ncu: one launch each at 1x16777216 (f32 softmax, f32 and bf16 logsumexp), before then lean, for Nsight
+// Compute's instruction counts of the chunk kernel.
+// --split15b: the log ops (log-softmax, logsumexp) at 1x16777216, 4x4194304 and 4096x151936 (f32 log-softmax there:
+// split_stream; bf16's: row_loop.cu, unchanged), f32 and bf16, on scores 3·N(0, 1) (forward_buffers' gauss: the chunk
+// max rarely tied), as above, with the library's rule ("rule": split_row_chunk_lean -1) beside them.
+int split15_mode(bool ncu, bool gauss = false) {
+  if (ncu) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      Buffers b = forward_buffers(1, 16777216, t);
+      split_row_tuning() = {};
+      split_row_chunk_tma() = {};
+      for (Op op : {Op::softmax, Op::logsumexp}) {
+        if (t == DType::bf16 && op == Op::softmax) continue;  // the same kernel before and lean
+        for (int lean : {0, 1}) {
+          split_row_chunk_lean() = lean;
+          launch_split_rows(problem(op, 1, 16777216, t, b, 0), nullptr);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        }
+      }
+      free_buffers(b);
+    }
+    split_row_chunk_lean() = -1;
+    return 0;
+  }
   int differs = 0;
   auto time15 = [&](std::int64_t rows, std::int64_t n, const std::vector<Op>& ops, int reps) {
     char shape[64];
     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
     for (DType t : {DType::f32, DType::bf16}) {
-      Buffers b = forward_buffers(rows, n, t);
+      Buffers b = forward_buffers(rows, n, t, gauss);
       const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
       split_row_tuning() = {};
       row_loop_tuning() = {};  // the library's rules, as the dispatcher runs split_row
@@ -834,14 +864,14 @@ int split15_mode() {
             static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t)) *
             (writes_rows(op) ? 2 : 1);
         for (int round = 0; round < 3; ++round) {
-          for (int lean : {0, 1}) {
+          for (int lean : gauss ? std::vector<int>{0, 1, -1} : std::vector<int>{0, 1}) {
             split_row_chunk_lean() = lean;
             const std::uint64_t ran = split_chunk_tma_launch_count();
             const double us =
                 median_us(b, reps, [&](int i) { launch_split_rows(problem(op, rows, n, t, b, i), nullptr); });
             const bool tma = split_chunk_tma_launch_count() != ran;
-            report(shape, t, op, Variant{std::string(lean ? "lean" : "before") + (tma ? " [tma]" : ""), 's'}, us,
-                   bytes);
+            const std::string name = lean < 0 ? "rule" : lean ? "lean" : "before";
+            report(shape, t, op, Variant{name + (gauss ? " gauss" : "") + (tma ? " [tma]" : ""), 's'}, us, bytes);
           }
         }
         const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
@@ -862,14 +892,20 @@ int split15_mode() {
       free_buffers(b);
     }
   };
-  const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
-  for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
-                                {32, 128256}})
-    time15(rows, n, fwd, 21);
-  time15(4096, 151936, {Op::logsumexp}, 9);
+  if (gauss) {
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}})
+      time15(rows, n, {Op::log_softmax, Op::logsumexp}, 21);
+    time15(4096, 151936, {Op::logsumexp, Op::log_softmax}, 9);  // f32 log-softmax: split_stream (bf16: row_loop)
+  } else {
+    const std::vector<Op> fwd = {Op::softmax, Op::log_softmax, Op::logsumexp};
+    for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {1, 151936},
+                                  {32, 128256}})
+      time15(rows, n, fwd, 21);
+    time15(4096, 151936, {Op::logsumexp}, 9);
+  }
   split_row_tuning() = {};
   split_row_chunk_tma() = {};
-  split_row_chunk_lean() = 1;
+  split_row_chunk_lean() = -1;
   std::printf("split15: %d case(s) differ\n", differs);
   return differs == 0 ? 0 : 1;
 }
@@ -877,7 +913,8 @@ int split15_mode() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--split15") == 0) return split15_mode();
+  if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
+    return split15_mode(std::strcmp(argv[1], "--split15-ncu") == 0, std::strcmp(argv[1], "--split15b") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short15") == 0 || std::strcmp(argv[1], "--short15-ncu") == 0))
     return short15(std::strcmp(argv[1], "--short15-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short14") == 0 || std::strcmp(argv[1], "--short14-ncu") == 0))
