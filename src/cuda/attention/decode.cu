@@ -577,15 +577,7 @@ KeptCounters::Lease counter_buffer(int device, cudaStream_t s, std::size_t n) {
   return cache.acquire(CounterKey{device, id, thread}, n, s);
 }
 
-// decode_deep_prologue's and decode_late_reset's settings (decode_split.hpp): off unless a benchmark or test sets
-// them.
-std::atomic<bool> g_deep_prologue{false};
-std::atomic<bool> g_late_reset{false};
-
 }  // namespace
-
-bool decode_deep_prologue(bool on) { return g_deep_prologue.exchange(on, std::memory_order_relaxed); }
-bool decode_late_reset(bool on) { return g_late_reset.exchange(on, std::memory_order_relaxed); }
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
@@ -725,8 +717,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     }
   }
   a.pdl = pdl;
-  a.deep_prologue = g_deep_prologue.load(std::memory_order_relaxed);
-  a.late_reset = g_late_reset.load(std::memory_order_relaxed);
   try {
     if (mma) {
       // TMA or cp.async (the same bits): by S_max, or by the grid's blocks per SM (session 12, tma_grid).

@@ -46,12 +46,6 @@ struct DecodeArgs {
   int* counters;
   // Launched as a programmatic dependent of the kernel before it (DecodeConfig::pdl): wait for it before any load.
   bool pdl;
-  // Session 15 (dec15): the tensor-core kernel issues all its ring's tiles before q's loads (decode_deep_prologue,
-  // decode_split.hpp) instead of all but one: the same tiles into the same slots, so the same bits.
-  bool deep_prologue;
-  // Session 15 (dec15): the fused merge's last block fences (its acquire) before it sets the count back to zero,
-  // not after (decode_late_reset, decode_split.hpp): the same reads, so the same bits.
-  bool late_reset;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

@@ -96,6 +96,15 @@
 // ~20 samples each) but then runs ~3 µs with every block folding and no DRAM traffic, and ~6 µs with only the 8
 // merging blocks (one per KV head) active; cuDNN drains in ~3 µs and reduces in a 3.9-µs kernel. At 64 × 4096 it
 // streams at 93 % of peak a sample against cuDNN's 97 % (2048 blocks with their folds and merges against 512).
+// Session 15 (dec15): the warps' fold skips only an empty warp, not one whose coefficient underflows (fold_groups'
+// live mask; review F1), and dec14's lane terms are formed in the cp.async kernels only (F6). Measured in one binary
+// (H200 call of 02:53 UTC 2026-12-01, binaries of 013cb4f, bench_decode --dec15, 5 samples each in turn;
+// docs/bench/dec15-s15-2026-12-01.md): 52.3 µs at (1, 32768), 140.4 at (1, 131072), 55.0 at 64/8, 27.2 at
+// (1, 8192), 269.2 at 64 × 4096; the split kernel alone (the merge kernel's call up to its launch) 48.5 / 136.9 /
+// 49.3 / 23.6 / 262.1, so the fused merge adds 3.6-3.8 µs at 4 rows a block, 5.7 at 64/8, 7.2 at 64 × 4096. Beside
+// them, the same bits each: every ring stage's tile issued before q's loads (a deep prologue) 0.993-0.994x on the
+// single-sequence rows, the merge's fence before the count's reset instead of after 0.999-1.003x: neither kept (013cb4f
+// has them).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -254,14 +263,9 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
     __threadfence();
     const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
-    if (mine_last) {  // all nsplit arrivals are in: the count back to zero for the next call on the stream
-      if (a.late_reset) {  // session 15: the acquire first, so that no fence waits for the reset's round trip
-        __threadfence();
-        atomicExch(ctr, 0);
-      } else {
-        atomicExch(ctr, 0);
-        __threadfence();
-      }
+    if (mine_last) {
+      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+      __threadfence();
     }
     last = mine_last;
   }
@@ -543,10 +547,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       }
     }
   };
-  // The first kStages − 1 tiles in flight; with a.deep_prologue (session 15) all kStages, and the loop's first
-  // iteration then issues (and, for cp.async, commits) nothing: the same groups, the same waits.
-  const bool deep = a.deep_prologue;
-  const auto prologue = [&] {
+  const auto prologue = [&] {  // the first kStages − 1 tiles in flight
     if constexpr (kTma) {
       if (lane == 0) {
 #pragma unroll
@@ -556,8 +557,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       __syncwarp();
     }
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
-      if (s == kStages - 1 && !deep) break;
+    for (int s = 0; s < kStages - 1; ++s) {
       if (s < my_tiles) issue(s);
       if constexpr (!kTma) ptx::cp_async_commit();
     }
@@ -598,8 +598,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   for (int mt = 0; mt < kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
 
   for (int i = 0; i < my_tiles; ++i) {
-    const bool issues = i > 0 || !deep;  // the deep prologue issued tile kStages − 1
-    if (issues && i + kStages - 1 < my_tiles) issue(i + kStages - 1);
+    if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);
@@ -619,7 +618,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       }
       __syncwarp();  // every lane's zeros are in before any lane's ldmatrix
     } else {
-      if (issues) ptx::cp_async_commit();
+      ptx::cp_async_commit();
       ptx::cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
       __syncwarp();                       // and every other lane's
     }

@@ -72,15 +72,4 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
   return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
 }
 
-// Session 15 (dec15): a switch for the A/B of one binary (bench_decode --dec15, test_decode), not an option. While it
-// is set, the tensor-core kernel's prologue issues every ring stage's tile (kStages) before q's loads instead of
-// kStages − 1, and its loop issues nothing at its first tile: the same tiles into the same slots, so the same bits.
-// Returns the previous setting. Defined in decode.cu; process-wide, not thread-safe against calls in flight.
-bool decode_deep_prologue(bool on);
-// Session 15 (dec15): the same kind of switch. While it is set, the fused merge's last block (decode_mma.cu,
-// merge_if_last) makes its acquire fence before it sets the arrival count back to zero instead of after, so that the
-// fence does not wait for the reset's atomic: the same reads of the same partials, so the same bits. Returns the
-// previous setting. Defined in decode.cu; process-wide, not thread-safe against calls in flight.
-bool decode_late_reset(bool on);
-
 }  // namespace smk::cuda

@@ -44,9 +44,8 @@
 // --dec14 (session 14) times 2 and 3 ring stages on the cells where the dispatcher takes cp.async (dec14_mode below;
 // in session 14 also the cp.async issue before dec14, since removed); --dec14-ncu makes one call at (1, 32768) and one
 // at 64 × 4096 for Nsight Compute.
-// --dec15 (session 15) times the dispatcher beside the deep prologue (decode_deep_prologue), the late reset
-// (decode_late_reset), both, and the merge kernel with its split kernel's and its own share, on the single-sequence
-// rows and two batch rows (dec15_mode below).
+// --dec15 (session 15) times the dispatcher beside the merge kernel with its split kernel's and its own share, on the
+// single-sequence rows and two batch rows: the tail after the split kernel (dec15_mode below).
 //   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15]
 //          [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
@@ -243,14 +242,13 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   return 0;
 }
 
-// --dec15 (session 15): the decode tail and the deep prologue, on the single-sequence rows (where the tail is: one
-// wave or less, 16 splits merged) and two batch rows. Per cell, kDec15Samples of each in turn, kDec15Reps calls a
-// sample after the 256 MB flush: the dispatcher ("dflt"); the same with decode_deep_prologue on ("deep": every ring
-// stage's tile issued before q's loads), with decode_late_reset on ("late": the fused merge's last block fences
-// before it resets the count), with both ("both"; each the same bits as dflt, compared); and, with the merge kernel
-// instead of the in-kernel merge, the call ("mk"), its split kernel alone ("split": an event between the two
-// kernels, so the call with no merge) and the merge kernel ("merge"). dflt − split is what the dispatcher's in-kernel
-// merge adds after the split kernel's own work (its partials written either way).
+// --dec15 (session 15): the decode tail, on the single-sequence rows (where the tail is: one wave or less, 16 splits
+// merged) and two batch rows. Per cell, kDec15Samples of each in turn, kDec15Reps calls a sample after the 256 MB
+// flush: the dispatcher ("dflt") and, with the merge kernel instead of the in-kernel merge, the call ("mk"), its split
+// kernel alone ("split": an event between the two kernels, so the call with no merge) and the merge kernel
+// ("merge"). dflt − split is what the dispatcher's in-kernel merge adds after the split kernel's own work (its
+// partials written either way). As run in session 15 (commit 013cb4f) it also timed the deep prologue and the late
+// reset (switches since removed): 0.993-0.994x and 0.999-1.003x, docs/bench/dec15-s15-2026-12-01.md.
 int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s, void* flush,
                std::vector<cudaEvent_t>& ev) {
   using smk::cuda::DecodeConfig;
@@ -279,22 +277,17 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int max_splits = smk::cuda::decode_max_splits(sms);
   std::string json = "[";
-  std::printf("bench_decode --dec15: the dispatcher, the deep prologue, the late reset, both, the merge kernel "
-              "(split kernel + merge)\n%-16s %6s %7s %7s %7s %7s %6s %6s %6s  %7s %7s %7s  %s\n", "S, B, Hq", "blocks",
-              "dflt", "deep", "late", "both", "d/deep", "d/late", "d/both", "mk", "split", "merge",
-              "same bits (deep, late, both); samples' min-max dflt, deep, late, both, mk, split");
+  std::printf("bench_decode --dec15: the dispatcher, the merge kernel (split kernel + merge)\n"
+              "%-16s %6s %7s  %7s %7s %7s %7s  %s\n", "S, B, Hq", "blocks", "dflt", "mk", "split", "merge",
+              "dflt-spl", "samples' min-max dflt, mk, split");
   for (const Cell& cell : cells) {
     const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
     const DecodeCell problem(B, S, hq, kHkv, kD, o.data(), lse.data(), q.data(), k.data(), v.data());
-    // Variant 0: dflt, 1: deep, 2: late, 3: both, 4: mk (with the event between the kernels).
-    constexpr int kMk = 4;
+    // Variant 0: dflt, 1: mk (with the event between the kernels).
+    constexpr int kMk = 1;
     const auto call = [&](int x, cudaEvent_t mid) {
-      smk::cuda::decode_deep_prologue(x == 1 || x == 3);
-      smk::cuda::decode_late_reset(x == 2 || x == 3);
       smk::cuda::attention_decode(problem.O, problem.L, problem.Q, problem.K, problem.V, problem.N, problem.opt,
                                   problem.p, smk::Stream{s}, x == kMk ? mid : nullptr, x == kMk ? mk : dflt);
-      smk::cuda::decode_deep_prologue(false);
-      smk::cuda::decode_late_reset(false);
     };
     // Returns the median call µs; for mk also the medians of its split kernel and merge kernel.
     const auto time = [&](int x, double* split, double* merge) {
@@ -321,25 +314,13 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
       if (x == kMk) *split = median(ts), *merge = median(tm);
       return median(t);
     };
-    const auto result = [&](int x) {
-      SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * hq * kD * 2, s));
-      SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * hq * 4, s));
-      call(x, ev[0]);
-      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      std::vector<unsigned char> h(B * hq * kD * 2 + B * hq * 4);
-      SMK_CUDA_CHECK(cudaMemcpy(h.data(), o.data(), B * hq * kD * 2, cudaMemcpyDeviceToHost));
-      SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * hq * kD * 2, lse.data(), B * hq * 4, cudaMemcpyDeviceToHost));
-      return h;
-    };
-    const auto base = result(0);
-    const bool same[3] = {result(1) == base, result(2) == base, result(3) == base};
-    constexpr int kSeries = 7;  // dflt, deep, late, both, mk, split, merge
+    constexpr int kSeries = 4;  // dflt, mk, split, merge
     std::vector<double> t[kSeries];
     for (int k2 = 0; k2 < kDec15Samples; ++k2)
       for (int x = 0; x <= kMk; ++x) {
         double sp = 0, me = 0;
         t[x].push_back(time(x, &sp, &me));
-        if (x == kMk) t[5].push_back(sp), t[6].push_back(me);
+        if (x == kMk) t[2].push_back(sp), t[3].push_back(me);
       }
     double m[kSeries];
     std::string samples, spread;
@@ -348,7 +329,7 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
       samples += c ? ", [" : "[";
       for (int k2 = 0; k2 < kDec15Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
       samples += "]";
-      if (c == 6) continue;
+      if (c == 3) continue;
       char b[64];
       std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
                     *std::max_element(t[c].begin(), t[c].end()));
@@ -358,23 +339,15 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
     const double kv = 2.0 * B * S * kHkv * kD * 2;
     char label[48];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
-    const std::string bits = std::string(same[0] ? "yes" : "NO") + (same[1] ? " yes" : " NO") +
-                             (same[2] ? " yes" : " NO");
-    std::printf("%-16s %6lld %7.1f %7.1f %7.1f %7.1f %6.3f %6.3f %6.3f  %7.1f %7.1f %7.1f  %s; %s (%.2f TB/s dflt)\n",
-                label, blocks, m[0], m[1], m[2], m[3], m[0] / m[1], m[0] / m[2], m[0] / m[3], m[4], m[5], m[6],
-                bits.c_str(), spread.c_str(), kv / m[0] / 1e6);
+    std::printf("%-16s %6lld %7.1f  %7.1f %7.1f %7.1f %7.1f  %s (%.2f TB/s dflt)\n", label, blocks, m[0], m[1], m[2],
+                m[3], m[0] - m[2], spread.c_str(), kv / m[0] / 1e6);
     std::fflush(stdout);
     json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
             ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
             ", \"blocks\": " + std::to_string(blocks) + ", \"kv_bytes\": " + std::to_string(kv) +
-            ", \"us\": " + std::to_string(m[0]) + ", \"us_deep\": " + std::to_string(m[1]) +
-            ", \"us_late\": " + std::to_string(m[2]) + ", \"us_both\": " + std::to_string(m[3]) +
-            ", \"us_mk\": " + std::to_string(m[4]) + ", \"us_split\": " + std::to_string(m[5]) +
-            ", \"us_merge\": " + std::to_string(m[6]) + ", \"same_bits\": \"" + bits +
-            "\", \"samples\": [" + samples + "]}";
-    if (!(same[0] && same[1] && same[2]))
-      std::printf("bench_decode --dec15: a variant's outputs differ at (%lld, %lld): %s\n", (long long)S, (long long)B,
-                  bits.c_str());
+            ", \"us\": " + std::to_string(m[0]) + ", \"us_mk\": " + std::to_string(m[1]) +
+            ", \"us_split\": " + std::to_string(m[2]) + ", \"us_merge\": " + std::to_string(m[3]) +
+            ", \"samples\": [" + samples + "]}";
   }
   json += "]\n";
   if (!json_path.empty()) {
