@@ -80,7 +80,8 @@ __device__ __forceinline__ void chunk_tma_issue(In* stage, std::uint64_t* bar, c
 // chunk_tma_stage_bytes<In>() in the dynamic shared memory; a persistent grid (any grid of ≥ 1 block is correct).
 // ahead: as chunk_states_plain_kernel's L2 prefetch (0 none): chunk idx + ahead. The launcher counts a distance of
 // −w (ChunkTmaTuning::ahead) in grids past the last chunk this iteration stages, idx + stages·grid (split15, session
-// 14's review F5: tma14 prefetched idx + w·grid, which at w = 1 with ≥ 2 stages is a chunk a bulk copy already fetches).
+// 14's review F5: tma14 prefetched idx + w·grid, which at w = 1 with ≥ 2 stages is a chunk a bulk copy already
+// fetches).
 // kLean: chunk_state's lean arithmetic (split15; the same state).
 template <typename In, typename Out, bool kLog, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2)

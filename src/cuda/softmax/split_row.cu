@@ -312,11 +312,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) normalize_kernel(const RowPr
 // Counted (cuobjdump -sass of split_row.cu.o, CUDA 13.0, sm_90a; a thread's 24 elements of a chunk, from the block max
 // to the sum's butterfly): the log ops' terms 13.25 instructions an element before (tie compare, zeroed result,
 // predicated term, the count's select and add) → 9.0 in the warps without a tie (log_term_exp_ftz's 8 and the tree's
-// add); f32 softmax 17.25 → 16.0 (exp_diff's FSETP.NAN and predicated FFMA → one FFMA). Nsight Compute, the chunk kernel
-// alone at 1×16777216 (split15's run, one launch each, uniform scores): f32 logsumexp 12.13 M → 10.35 M warp
+// add); f32 softmax 17.25 → 16.0 (exp_diff's FSETP.NAN and predicated FFMA → one FFMA). Nsight Compute, the chunk
+// kernel alone at 1×16777216 (split15's run, one launch each, uniform scores): f32 logsumexp 12.13 M → 10.35 M warp
 // instructions (23.1 → 19.7 a thread an element), 22.85 → 21.18 µs; f32 softmax 13.90 M → 13.44 M, 25.09 → 23.52 µs;
-// bf16 logsumexp 12.93 M → 12.99 M, 21.60 → 21.50 µs (the lean path not taken: those scores have 64 distinct bf16 values,
-// so most warps hold a tie of the max). Timed (H200, 2026-12-01, split15's runs, tune_softmax --split15 and
+// bf16 logsumexp 12.93 M → 12.99 M, 21.60 → 21.50 µs (the lean path not taken: those scores have 64 distinct bf16
+// values, so most warps hold a tie of the max). Timed (H200, 2026-12-01, split15's runs, tune_softmax --split15 and
 // --split15b, µs, medians of 21 (9 at 4096 rows) over rotated inputs, three alternating rounds, before → lean, every
 // pair the same bits): f32 logsumexp 4096×151936 (TMA kernel) 655.5-666.3 → 600.9-607.2 (4.12 TB/s, 96 % of copy;
 // 3·N(0,1) scores 663.5-664.9 → 610.0-611.5), 1×16777216 31.0-32.0 → 30.4-31.0 (N: 33.2-33.4 → 32.0-32.3),

@@ -715,14 +715,13 @@ Case lean_case(const std::string& name, Op op, DType t, std::int64_t n, std::uin
 }
 
 // split15 (session 15): the chunk kernels' lean arithmetic (split_row_chunk_lean 1; chunk_states.cuh kLean; the
-// library's rule takes it for f32 inputs) against the reference (outputs poisoned first) and bitwise the arithmetic
-// before (0) on the same case, on
-// chunk_states_plain_kernel (stages 0), on chunk_states_tma_kernel (2 stages, the grid capped at 3 blocks so that
-// blocks wrap their stages) and on split_stream_kernel (softmax and log-softmax, forced, its grid capped at 3 blocks;
-// lean only for f32 log-softmax): softmax, log-softmax, logsumexp and the state; f32, bf16, f16; lean_case's rows (ties,
-// −inf, overflow, all-equal, empty chunks, non-finite rows, a ragged last chunk). Each run asserts by the launch counts
-// that the kernels asked for served. Small mode (the sanitizers): f32 and bf16, the
-// three forward ops.
+// library's rule takes it for f32 log ops) against the reference (outputs poisoned first) and bitwise the arithmetic
+// before (0) on the same case, on chunk_states_plain_kernel (stages 0), on chunk_states_tma_kernel (2 stages, the grid
+// capped at 3 blocks so that blocks wrap their stages) and on split_stream_kernel (softmax and log-softmax, forced, its
+// grid capped at 3 blocks; lean only for f32 log-softmax): softmax, log-softmax, logsumexp and the state; f32, bf16,
+// f16; lean_case's rows (ties, −inf, overflow, all-equal, empty chunks, non-finite rows, a ragged last chunk). Each run
+// asserts by the launch counts that the kernels asked for served. Small mode (the sanitizers): f32 and bf16, the three
+// forward ops.
 TEST_F(GpuFewRows, LeanChunkArithmeticBitwiseTheArithmeticBefore) {
   SplitRowTuningGuard guard;
   ChunkLeanGuard lean;
@@ -757,7 +756,8 @@ TEST_F(GpuFewRows, LeanChunkArithmeticBitwiseTheArithmeticBefore) {
             const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
             const std::uint64_t streamed = cuda::kernels::split_stream_launch_count();
             r[on] = run_checked(c, SoftmaxPath::split_row);
-            EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+            EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact)
+                << c.name << ": not the compact kernels";
             EXPECT_EQ(cuda::kernels::split_chunk_tma_launch_count() - staged, stages > 0 ? 1u : 0u)
                 << c.name << ": the TMA kernel " << (stages > 0 ? "did not run" : "ran");
             EXPECT_EQ(cuda::kernels::split_stream_launch_count() - streamed, stages < 0 ? 1u : 0u)

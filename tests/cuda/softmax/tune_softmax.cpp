@@ -290,8 +290,8 @@ Variant split() { return {"split", 's', {}, {}}; }
 // tma14's (split15 moved it out of tma14_mode for split15_mode): the forward inputs alone (make_buffers also fills
 // the backward's, which at 4096x151936 costs seconds of host time a dtype): 2^24 scores of make_buffers' distribution
 // on the host, repeated across the first copy on the device, then that copy duplicated, as many copies as make_buffers
-// takes (>= 512 MB in all, at least two). gauss (split15b): scores 3·N(0, 1) instead (Box-Muller on next_uniform), whose
-// largest of a chunk is rarely tied, where the uniform scores' 16-bit values tie the chunk max in most warps.
+// takes (>= 512 MB in all, at least two). gauss (split15b): scores 3·N(0, 1) instead (Box-Muller on next_uniform),
+// whose largest of a chunk is rarely tied, where the uniform scores' 16-bit values tie the chunk max in most warps.
 Buffers forward_buffers(std::int64_t rows, std::int64_t n, DType t, bool gauss = false) {
   const std::size_t es = smk::dtype_size(t), elems = static_cast<std::size_t>(rows * n);
   const std::size_t bytes = elems * es, chunk = std::min<std::size_t>(elems, std::size_t{1} << 24);
