@@ -102,7 +102,7 @@
 // docs/bench/dec15-s15-2026-12-01.md): 52.3 µs at (1, 32768), 140.4 at (1, 131072), 55.0 at 64/8, 27.2 at
 // (1, 8192), 269.2 at 64 × 4096; the split kernel alone (the merge kernel's call up to its launch) 48.5 / 136.9 /
 // 49.3 / 23.6 / 262.1, so the fused merge adds 3.6-3.8 µs at 4 rows a block, 5.7 at 64/8, 7.2 at 64 × 4096. Beside
-// them, the same bits each: every ring stage's tile issued before q's loads (a deep prologue) 0.993-0.994x on the
+// them, the same bits each: every ring stage's tile issued before q's loads (a deep prologue) 0.993-0.998x on the
 // single-sequence rows, the merge's fence before the count's reset instead of after 0.999-1.003x: neither kept (013cb4f
 // has them).
 //

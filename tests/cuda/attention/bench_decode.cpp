@@ -248,7 +248,7 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
 // kernel alone ("split": an event between the two kernels, so the call with no merge) and the merge kernel
 // ("merge"). dflt − split is what the dispatcher's in-kernel merge adds after the split kernel's own work (its
 // partials written either way). As run in session 15 (commit 013cb4f) it also timed the deep prologue and the late
-// reset (switches since removed): 0.993-0.994x and 0.999-1.003x, docs/bench/dec15-s15-2026-12-01.md.
+// reset (switches since removed): 0.993-0.998x and 0.999-1.003x, docs/bench/dec15-s15-2026-12-01.md.
 int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s, void* flush,
                std::vector<cudaEvent_t>& ev) {
   using smk::cuda::DecodeConfig;
