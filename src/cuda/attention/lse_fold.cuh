@@ -59,8 +59,8 @@ struct PartFold {
 // The consumer adds group i's accumulator where `live` bit i is set or coef[i] is NaN, and skips it otherwise: only an
 // empty group is skipped, not one whose coefficient underflows to 0 (its NaN or inf accumulator then reaches O,
 // 0·NaN = NaN, as the CPU's and the split merges' do; until session 15 the decode kernels skipped every coef[i] = 0),
-// and a bad row's NaN coefficients (its groups are empty) still poison. A finite O keeps its bits: the consumer's sum
-// starts at +0, so the +0 or −0 a live group with coefficient 0 adds leaves it unchanged.
+// and a bad row's NaN coefficients (its groups are empty) still poison. A finite O keeps its bits, except a running
+// sum of −0 (a product that rounded to −0) to which a live group with coefficient 0 adds +0: it becomes +0 (review F3).
 template <int N>
 __device__ __forceinline__ void fold_groups(const OnlineSoftmaxState<float>* states, int stride, bool has_sink,
                                             float sink_lse, bool bad, float* coef, float& lse, unsigned& live) {
