@@ -331,7 +331,22 @@ if want final || want final-san; then
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
       --gtest_filter='*NoVisibleKey*' || return 9
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda \
-      --gtest_filter='*Merge*'
+      --gtest_filter='*Merge*' || return 9
+    # Session 15: split_row's lean chunk arithmetic and the TMA kernel's guards (split15), the decode's in-split fold
+    # of an underflowing group (dec15), the prefill's P·V under the softmax (pfx15; memcheck caught pfx14's race), the
+    # 16-bit occupancy forward (short15, in test_cuda_warp_row above).
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*LeanChunk*:*TmaStaysOff*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*LeanChunk*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*UnderflowingPart*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*UnderflowingPart*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
+      --gtest_filter='*WgmmaPvOverlap*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_prefill \
+      --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
