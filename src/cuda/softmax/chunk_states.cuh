@@ -60,15 +60,17 @@ struct NoAfterMax {
   __device__ __forceinline__ void operator()() const {}
 };
 
-// exp_diff (online_state.hpp) without its NaN guard: the same TwoSum and exponential, and the fold as the FFMA the
-// compiler contracts `e + e * err` to (SASS of chunk_states_plain_kernel<float, float, false>, CUDA 13.0 sm_90a:
-// `@!P FFMA e, err, e, e`). Equal to exp_diff wherever err is not NaN; NaN wherever err is.
+// exp_diff (online_state.hpp) without its NaN guard: the same TwoSum, exponential and fold, written as the same
+// expression `e + e * err` so that the compiler treats both alike (with nvcc's default -fmad=true both become one FFMA:
+// SASS of chunk_states_plain_kernel<float, float, false>, CUDA 13.0 sm_90a, `@!P FFMA e, err, e, e`; an explicit
+// fmaf here would part from exp_diff under -fmad=false). Equal to exp_diff wherever err is not NaN; NaN wherever err
+// is.
 __device__ __forceinline__ float exp_diff_unguarded(float x, float m) {
   const float d = x - m;
   const float bb = d - x;
   const float err = (x - (d - bb)) + (-m - bb);
   const float e = expf(d);
-  return fmaf(e, err, e);
+  return e + e * err;
 }
 
 // thread_log_rest (common.cuh) for a thread none of whose scores equals `shift`: its terms and tree without the tie
@@ -262,7 +264,8 @@ struct PlainTile {
 
   // load's values with the whole 16-byte vectors read from `whole`, a copy of the row's whole vectors at the same
   // offsets (chunk_tma.cuh: a shared-memory stage filled by a bulk copy; load passes the row itself), and the one
-  // ragged vector, if any, from `row` (split15: was chunk_tma_load, a copy of this function).
+  // ragged vector, if any, from `row` (split15: was chunk_tma_load, a copy of this function). A `whole` in shared
+  // memory takes only the default kLoadPlain: the other hints are global-memory loads (ld.global / __ldcs).
   template <int kHint = kLoadPlain>
   __device__ __forceinline__ static void load_staged(float (&v)[E], const In* whole, const In* row, int n,
                                                      float pad = -detail::inf_<float>()) {

@@ -14,9 +14,10 @@ int& split_row_chunk_l2_ahead();
 // one12: the merge kernel's preloading of a thread's states (merge_chunk_states_preloaded; 1 the library's, 0 the
 // loop before). The same values either way, as with the prefetch.
 int& split_row_merge_preload();
-// split15 (session 15): the compact chunk kernels' (plain and staged) chunk arithmetic: 1 chunk_state's lean form
-// (chunk_states.cuh kLean) on every call, 0 the form before, -1 the library's rule (split_row.cu chunk_lean: f32 log
-// ops only); the same state either way.
+// split15 (session 15): the chunk arithmetic of the compact chunk kernels (plain and staged) and of split_stream's
+// f32 log-softmax items: 1 chunk_state's lean form (chunk_states.cuh kLean) on every call those kernels build it for
+// (split_stream's softmax and 16-bit items have no lean form), 0 the form before, -1 the library's rule (split_row.cu
+// chunk_lean: f32 log ops only); the same state either way.
 int& split_row_chunk_lean();
 // The compact kernels' launches (chunk_states_plain_kernel, normalize_plain_kernel) by the three-kernel path since the
 // process started: 2 a softmax / log-softmax call, 1 a logsumexp.
@@ -29,8 +30,8 @@ std::uint64_t split_plain_launch_count();
 // chunk_tma_rule: kChunkTmaStages on logsumexp / state calls of at least min_chunks chunks, -1 there being
 // kChunkTmaMinChunksF32 / kChunkTmaMinChunks16).
 // ahead: the kernel's L2 prefetch distance (> 0 chunks; −w w grids past the last chunk a block has staged, idx +
-// stages·grid, as split15 corrected it: tma14's −w counted from idx, so −1 fetched a chunk already staged; 0 none). max_blocks (tests): caps the grid so
-// that small cases give a block many chunks.
+// stages·grid, as split15 corrected it: tma14's −w counted from idx, so −1 fetched a chunk already staged; 0 none).
+// max_blocks (tests): caps the grid so that small cases give a block many chunks.
 struct ChunkTmaTuning {
   int stages_f32 = -1, stages_16 = -1;
   std::int64_t min_chunks = -1;
