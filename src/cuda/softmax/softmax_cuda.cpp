@@ -462,6 +462,8 @@ bool warp_packed_rule(std::int64_t n, DType t, kernels::Op op) {
 // - 16-bit log-softmax at kWarpLogSoftmax16PackedMaxN (1024) held packed (was up to kWarpPacked16MaxN): bf16 45.95 /
 //   45.34 → 43.62, f16 44.64 / 44.86 → 43.36. (Logsumexp at 1024 stays on lse_stream: 29.57 / 29.25 against the packed
 //   warp kernel's 33.44. block_per_row on blocks of 64 or 128 threads at 1024: 1.2-3.4× slower in every op.)
+// Since short15 (session 15) the occupancy kernel takes these rows first (kWarpOccSoftmaxMinN16 below, the same
+// bits): this rule is reached only with that kernel held off (tests, tuning).
 constexpr std::int64_t kWarpDense16MinN = 1024;
 // short12 (session 12; H200, 2026-11-30 19:14 UTC, tune_softmax --short12 on the binaries of a9b96ce, rotated inputs,
 // median of 40, µs, the default timed first and last; docs/bench/short12-s12-2026-11-30.md): 16-bit softmax rows of

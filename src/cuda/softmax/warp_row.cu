@@ -301,7 +301,8 @@ __global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_ke
 // (48 B of spill); logsumexp 262144×128 43.04 / 44.06 → 51.07; on the persistent grid 10-15 % slower still. More warps
 // an SM did not bring more bytes in flight at the rate the fewer, fuller warps do: not built (their code is in
 // 542e967). So the kernel is built for 16-bit softmax at E32 only (kDenseBuilt), and taken at 1024
-// (softmax_cuda.cpp warp_dense_rule).
+// (softmax_cuda.cpp warp_dense_rule) only with the occupancy kernel held off: since short15 (session 15) the default
+// sends those rows to warp_rows_occ_kernel at 20 blocks an SM, the same bits.
 template <typename In, int E, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) warp_rows_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<In, E>;
@@ -465,7 +466,8 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // 32 warps) 1.00-1.07× (bf16 32768×1024 42.24 / 41.86: even), f16 at 128 within 1-2 % of b20; 16-bit log ops at 16
 // blocks (44 B spilled) 0.90-0.93× of the packed kernel everywhere (bf16 262144×128 42.62 / 42.34 → 45.70 / 46.02); f32
 // E16 with two row groups a warp at 16 blocks (64 registers; the log ops 24 B spilled) at 1048576×32: softmax 73.15 /
-// 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3, 77.3-77.9).
+// 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3,
+// 77.3-77.9).
 // The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
 template <typename In, int E>
 constexpr bool occ_built(int blocks, bool log) {
@@ -509,7 +511,8 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
   return sizeof(In) == 2 && (E == 32 || E == 16) && c.lanes > 1 && p.op == Op::softmax && p.out_dtype != DType::f32;
 }
 
-// short14: a dense f32 forward problem on warp_rows_occ_kernel at `blocks` blocks an SM (warp_occ.hpp).
+// short14 / short15: a dense f32 forward problem, or a dense 16-bit softmax (short15), on warp_rows_occ_kernel at
+// `blocks` blocks an SM (warp_occ.hpp).
 // One row group a warp: the grid is every block needed (capped at 2^31 − 1, the loop takes the rest), unless a test's
 // tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
 template <typename In, int E>

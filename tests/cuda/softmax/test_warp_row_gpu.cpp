@@ -700,6 +700,19 @@ TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
           if (t != DType::f32 && !odd && op == Op::softmax && (n == 128 || n == 256 || n == 512 || n == 1024)) want = 20;
           EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), want);
         }
+  // A 16-bit softmax written as f32 at 128 ... 1024 stays off the occupancy kernel, whose 16-bit form writes the
+  // input's dtype (rows_dense refuses it; session 15's review, F8).
+  for (DType t : {DType::bf16, DType::f16})
+    for (std::int64_t n : {128, 512, 1024}) {
+      const Case c = random_case("warp " + std::string(dtype_name(t)) + " in, f32 out, 1000x" + std::to_string(n),
+                                 Op::softmax, t, DType::f32, 1000, n, ++seed);
+      SCOPED_TRACE(c.name);
+      const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+      ASSERT_TRUE(r.ran) << r.reason;
+      EXPECT_FALSE(r.stray_write);
+      check(c, r, reference(c));
+      EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
+    }
 }
 
 }  // namespace
