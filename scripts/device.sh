@@ -695,7 +695,6 @@ dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread 
   rm -f "$outer"/split15x-*.txt
   end_carried
 fi
-# --- session 15: ce15 step goes here ---
 # --- session 15: pfx15 step goes here ---
 # pfx15 (session 15, issue 7): the wgmma prefill kernel with P·V of tile j − 1 truly under tile j's softmax
 # (prefill_wgmma.cu's step_ov: form 2 of prefill_wgmma_set_pv_form, the D = 128 default since pfx15's run; 2430dcc's
@@ -733,9 +732,11 @@ if want pfx15; then
   end_carried
 fi
 # --- session 15: short15 step goes here ---
-# short15 (session 15, issue 3: the forward ops where torch.compile was ahead): the occupancy kernel's 16-bit forms
-# (bf16 / f16 softmax and log-softmax at 128, 512, 1024) and two row groups a warp for f32 rows of 32, timed beside the
-# dispatcher's kernels in one binary (tune_softmax --short15: alternating rounds, outputs compared byte for byte),
+# short15 (session 15, issue 3: the forward ops where torch.compile was ahead). As run (binaries of 4db3464) it timed
+# the occupancy kernel's 16-bit forms (bf16 / f16 softmax and log-softmax at 128, 512, 1024) and two row groups a warp
+# for f32 rows of 32; tune_softmax --short15 at HEAD times 16-bit softmax at 64 ... 1024 on the occupancy kernel at 20
+# blocks an SM and f32 softmax / log-softmax at 1048576x32 against short14's 24-block form, beside the dispatcher's
+# kernels in one binary (alternating rounds, outputs compared byte for byte),
 # alone on the GPU; Nsight Compute on one launch of each bf16 softmax variant (--short15-ncu); then in parallel:
 # test_cuda_warp_row's Occ tests (full size; the dispatcher's one also small), test_cuda_softmax's dispatcher cases,
 # memcheck on the small Occ cases (no shared memory: no racecheck), torch.compile's bf16 softmax kernels at the same

@@ -1373,10 +1373,4 @@ TEST(CudaAttentionDecode, UnderflowingPartWithNonFiniteVIsKept) {
   if (std::getenv("SMK_GPU_TEST_SMALL") == nullptr) underflowing_part_is_kept<smk::half_t>(64);
 }
 
-// Session 15 (dec15): DeepPrologueAndLateResetGiveTheDefaultBits (commit 013cb4f) compared the deep prologue (every
-// ring stage's tile issued before q's loads) and the late reset (the fused merge's fence before the count's reset),
-// each and both, with the default, bitwise, and a default call after them: cp.async at 2 and 3 stages, TMA tiles,
-// fused and cluster merges, bf16 D = 128 / f16 D = 64, mixed lengths, groups of 4 and 8, the causal band's NaN,
-// 100003 keys; passed on the H200 (memcheck too). Neither was faster (bench_decode --dec15); both are gone.
-
 }  // namespace
