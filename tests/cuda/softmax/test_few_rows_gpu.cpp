@@ -430,6 +430,17 @@ Times time_calls(const std::function<void()>& call, cudaStream_t s, void* flush,
   return t;
 }
 
+// Sets split_row to its three kernels with the plain chunk kernel (no one-launch cluster, no TMA stages: the kernels
+// before tma14) and returns the TMA tuning, for a test to set what it compares against that.
+cuda::kernels::ChunkTmaTuning& three_kernels_plain_chunks() {
+  cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+  cuda::kernels::split_row_tuning().active_clusters = 0;  // the three kernels, not the one-launch kernel
+  auto& tma = cuda::kernels::split_row_chunk_tma();
+  tma = cuda::kernels::ChunkTmaTuning{};
+  tma.stages_f32 = tma.stages_16 = 0;
+  return tma;
+}
+
 // A case of the compact kernels' common call: rows of n at a pitch of whole 16-byte vectors (and one more), and from
 // three rows on +inf in row 0's last chunk, a NaN in row 1 and row 2 empty, under the empty-row policy the seed picks.
 Case compact_case(const std::string& name, Op op, DType t, std::int64_t rows, std::int64_t n, std::uint64_t seed) {
@@ -583,13 +594,8 @@ TEST_F(GpuFewRows, TmaChunksBitwiseThePlainKernel) {
         Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + " stages " + std::to_string(st.stages) +
                                   " grid " + std::to_string(st.max_blocks) + " ahead " + std::to_string(st.ahead),
                               op, t, rows, n, ++seed);
-        auto& tn = cuda::kernels::split_row_tuning();
-        tn = cuda::kernels::SplitRowTuning{};
-        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
         const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp: no normalising pass
-        auto& tma = cuda::kernels::split_row_chunk_tma();
-        tma = cuda::kernels::ChunkTmaTuning{};
-        tma.stages_f32 = tma.stages_16 = 0;  // the kernel before
+        auto& tma = three_kernels_plain_chunks();  // the kernel before
         std::uint64_t count = cuda::kernels::split_plain_launch_count();
         std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
         const Result before = run_checked(c, SoftmaxPath::split_row);
@@ -624,12 +630,7 @@ TEST_F(GpuFewRows, TmaRuleByChunkCount) {
   for (DType t : {DType::f32, DType::bf16}) {
     for (Op op : {Op::softmax, Op::logsumexp, Op::state}) {
       Case c = compact_case("5x" + std::to_string(12288 * 2 + 77) + " rule", op, t, 5, 12288 * 2 + 77, ++seed);
-      auto& tn = cuda::kernels::split_row_tuning();
-      tn = cuda::kernels::SplitRowTuning{};
-      tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
-      auto& tma = cuda::kernels::split_row_chunk_tma();
-      tma = cuda::kernels::ChunkTmaTuning{};
-      tma.stages_f32 = tma.stages_16 = 0;
+      auto& tma = three_kernels_plain_chunks();
       const Result plain = run_checked(c, SoftmaxPath::split_row);
       for (std::int64_t min_chunks : {15, 16}) {
         tma = cuda::kernels::ChunkTmaTuning{};
@@ -663,12 +664,7 @@ TEST_F(GpuFewRows, TmaStaysOffTheUncommonCall) {
         if (variant == 0) c.in.strides = {n + 1, 1};  // odd pitch
         if (variant == 1) c.in.offset = 1;             // unaligned base
         if (variant == 2) c.options.temperature = 2.0;  // a power of two: exact scaling
-        auto& tn = cuda::kernels::split_row_tuning();
-        tn = cuda::kernels::SplitRowTuning{};
-        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
-        auto& tma = cuda::kernels::split_row_chunk_tma();
-        tma = cuda::kernels::ChunkTmaTuning{};
-        tma.stages_f32 = tma.stages_16 = 0;
+        auto& tma = three_kernels_plain_chunks();
         const Result plain = run_checked(c, SoftmaxPath::split_row);
         tma.stages_f32 = tma.stages_16 = 2;
         const std::uint64_t staged = cuda::kernels::split_chunk_tma_launch_count();
