@@ -99,8 +99,8 @@ void fill_from_pool(const std::vector<smk::bfloat16_t>& pool, smk::bfloat16_t* d
 }
 
 // One timed cell of the sweep and --dec14: B sequences of S keys, one new token, hq query heads over hkv KV heads of
-// dimension d, on buffers sized for the largest cell; its views, its lengths on the device and the checked problem,
-// and a call of the internal entry point under a configuration.
+// dimension d, on buffers sized for the largest cell; its views, its lengths on the device and the checked problem;
+// a call of the internal entry point under a configuration, its time and its outputs.
 struct DecodeCell {
   DecodeCell(std::int64_t B, std::int64_t S, std::int64_t hq, std::int64_t hkv, std::int64_t d, smk::bfloat16_t* o,
              float* lse, smk::bfloat16_t* q, smk::bfloat16_t* k, smk::bfloat16_t* v)
@@ -112,14 +112,53 @@ struct DecodeCell {
         K(smk::TensorView::of(k, {B, S, hkv, d}, smk::Device::cuda(0))),
         V(smk::TensorView::of(v, {B, S, hkv, d}, smk::Device::cuda(0))),
         N(smk::TensorView::of(lens.data(), {B}, smk::Device::cuda(0))),
-        p(smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt)) {}
+        p(smk::detail::check_decode_args("attention_decode", O, L, Q, K, V, N, opt)),
+        o_data(o),
+        lse_data(lse),
+        o_bytes(static_cast<std::size_t>(B * hq * d) * 2),
+        lse_bytes(static_cast<std::size_t>(B * hq) * 4) {}
   void run(const smk::cuda::DecodeConfig& c, cudaStream_t s) const {
     smk::cuda::attention_decode(O, L, Q, K, V, N, opt, p, smk::Stream{s}, nullptr, c);
+  }
+  // The median µs of `reps` calls under c after kWarmup untimed ones, each call after an L2-evicting write of `flush`
+  // (kFlushBytes) and between two of ev's events (2 · reps of them), on s.
+  double median_us(const smk::cuda::DecodeConfig& c, int reps, void* flush, const std::vector<cudaEvent_t>& ev,
+                   cudaStream_t s) const {
+    for (int i = 0; i < kWarmup; ++i) run(c, s);
+    for (int i = 0; i < reps; ++i) {
+      SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+      SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
+      run(c, s);
+      SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+    }
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      float a = 0;
+      SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[2 * i], ev[2 * i + 1]));
+      t.push_back(1e3 * a);
+    }
+    return median(t);
+  }
+  // The outputs of one call under c (O, then the LSE), poisoned first (0xFF: NaN in bf16 and f32), for the bitwise
+  // comparison.
+  std::vector<unsigned char> outputs(const smk::cuda::DecodeConfig& c, cudaStream_t s) const {
+    SMK_CUDA_CHECK(cudaMemsetAsync(o_data, 0xFF, o_bytes, s));
+    SMK_CUDA_CHECK(cudaMemsetAsync(lse_data, 0xFF, lse_bytes, s));
+    run(c, s);
+    SMK_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<unsigned char> h(o_bytes + lse_bytes);
+    SMK_CUDA_CHECK(cudaMemcpy(h.data(), o_data, o_bytes, cudaMemcpyDeviceToHost));
+    SMK_CUDA_CHECK(cudaMemcpy(h.data() + o_bytes, lse_data, lse_bytes, cudaMemcpyDeviceToHost));
+    return h;
   }
   smk::cuda::DeviceBuffer<std::int32_t> lens;
   smk::TensorView O, L, Q, K, V, N;
   smk::AttentionDecodeOptions opt;
   smk::detail::DecodeProblem p;
+  smk::bfloat16_t* o_data;
+  float* lse_data;
+  std::size_t o_bytes, lse_bytes;
 };
 
 // --dec14 (session 14): the dispatcher (2 ring stages) beside 3 ring stages on the cells where the dispatcher takes the
@@ -174,33 +213,8 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
                   (long long)hq);
       continue;
     }
-    const auto time = [&](const DecodeConfig* x) {
-      for (int i = 0; i < 5; ++i) call(x);
-      for (int i = 0; i < kDec14Reps; ++i) {
-        SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, std::size_t{256} << 20, s));
-        SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
-        call(x);
-        SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
-      }
-      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      std::vector<double> t;
-      for (int i = 0; i < kDec14Reps; ++i) {
-        float a = 0;
-        SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[2 * i], ev[2 * i + 1]));
-        t.push_back(1e3 * a);
-      }
-      return median(t);
-    };
-    const auto result = [&](const DecodeConfig* x) {
-      SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * hq * kD * 2, s));
-      SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * hq * 4, s));
-      call(x);
-      SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-      std::vector<unsigned char> h(B * hq * kD * 2 + B * hq * 4);
-      SMK_CUDA_CHECK(cudaMemcpy(h.data(), o.data(), B * hq * kD * 2, cudaMemcpyDeviceToHost));
-      SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * hq * kD * 2, lse.data(), B * hq * 4, cudaMemcpyDeviceToHost));
-      return h;
-    };
+    const auto time = [&](const DecodeConfig* x) { return problem.median_us(*x, kDec14Reps, flush, ev, s); };
+    const auto result = [&](const DecodeConfig* x) { return problem.outputs(*x, s); };
     const bool same = result(var[0]) == result(var[1]);
     std::vector<double> t[kVariants];
     for (int k2 = 0; k2 < kDec14Samples; ++k2)
@@ -486,35 +500,8 @@ int main(int argc, char** argv) {
       {
         const std::int64_t S = cell.S, B = cell.B, kHq = cell.hq;
         const DecodeCell problem(B, S, kHq, kHkv, kD, o.data(), lse.data(), q.data(), k.data(), v.data());
-        const auto call = [&](const DecodeConfig& c) { problem.run(c, s); };
-        const auto time = [&](const DecodeConfig& c) {
-          for (int i = 0; i < kWarmup; ++i) call(c);
-          for (int i = 0; i < kSweepReps; ++i) {
-            SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
-            SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
-            call(c);
-            SMK_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
-          }
-          SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-          std::vector<double> t;
-          for (int i = 0; i < kSweepReps; ++i) {
-            float a = 0;
-            SMK_CUDA_CHECK(cudaEventElapsedTime(&a, ev[2 * i], ev[2 * i + 1]));
-            t.push_back(1e3 * a);
-          }
-          return median(t);
-        };
-        // The outputs of one call, poisoned first (0xFF: NaN in bf16 and f32), for the bitwise comparison.
-        const auto result = [&](const DecodeConfig& c) {
-          SMK_CUDA_CHECK(cudaMemsetAsync(o.data(), 0xFF, B * kHq * kD * 2, s));
-          SMK_CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xFF, B * kHq * 4, s));
-          call(c);
-          SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-          std::vector<unsigned char> h(B * kHq * kD * 2 + B * kHq * 4);
-          SMK_CUDA_CHECK(cudaMemcpy(h.data(), o.data(), B * kHq * kD * 2, cudaMemcpyDeviceToHost));
-          SMK_CUDA_CHECK(cudaMemcpy(h.data() + B * kHq * kD * 2, lse.data(), B * kHq * 4, cudaMemcpyDeviceToHost));
-          return h;
-        };
+        const auto time = [&](const DecodeConfig& c) { return problem.median_us(c, kSweepReps, flush, ev, s); };
+        const auto result = [&](const DecodeConfig& c) { return problem.outputs(c, s); };
         const bool same = result(cfg[0]) == result(cfg[1]);
         // --dec12: the caps only where they change the split count (one sequence of at least 32768 keys).
         const int nc = dec12 && B == 1 && S >= 32768 ? n_cfg : 2;
