@@ -589,6 +589,19 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // kFirst (kOverlap's peeled tile 0 only): no P·V group at all, and the wait is for Q·Kᵀ alone. (An empty second
   // commit group with no branch before it made ptxas treat Q·Kᵀ as pending under the softmax and serialise every
   // product, C7515; the loop's empty group follows the P·V branch, where ptxas closes it with an empty HGMMA.)
+  // O rescaled by the tile's alpha (step and step_ov). alpha = 2^0 = 1 exactly where the max did not move: skipping the
+  // multiply then changes no bit.
+  const auto rescale_o = [&](const float(&alpha)[2]) {
+    if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+      for (int t = 0; t < kDT; ++t) {
+        o[4 * t + 0] *= alpha[0];
+        o[4 * t + 1] *= alpha[0];
+        o[4 * t + 2] *= alpha[1];
+        o[4 * t + 3] *= alpha[1];
+      }
+    }
+  };
   const auto step = [&](int j, auto checked, auto first) {
     constexpr bool kChecked = decltype(checked)::value;
     constexpr bool kFirst = decltype(first)::value;
@@ -674,16 +687,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 #pragma unroll
         for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];
     }
-    // alpha = 2^0 = 1 exactly where the max did not move: skipping the multiply then changes no bit.
-    if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-      for (int t = 0; t < kDT; ++t) {
-        o[4 * t + 0] *= alpha[0];
-        o[4 * t + 1] *= alpha[0];
-        o[4 * t + 2] *= alpha[1];
-        o[4 * t + 3] *= alpha[1];
-      }
-    }
+    rescale_o(alpha);
   };
   // kOverlap (session 15, pfx15): tile j ≥ 1 of those before the first crossing (every key seen by every row of the
   // warpgroup: no exact_pv, no trim, so P·V of j − 1 is issued with no branch around it). In the step above ptxas
@@ -723,15 +727,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     ptx::fence_regs(o);
     ptx::fence_regs(pr);
     if (lane == 0) ptx::mbar_arrive(empty_bar(prev));  // this warp is done with tile j − 1's stage
-    if (!a.skip_rescale || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-      for (int t = 0; t < kDT; ++t) {
-        o[4 * t + 0] *= alpha[0];
-        o[4 * t + 1] *= alpha[0];
-        o[4 * t + 2] *= alpha[1];
-        o[4 * t + 3] *= alpha[1];
-      }
-    }
+    rescale_o(alpha);
   };
   const int j_cross = first_crossing(wg_diag);  // the warpgroup's first crossing tile
   int j = 0;
