@@ -787,6 +787,13 @@ smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
   end_carried
 fi
 
+# --- session 16: short16 step goes here ---
+# --- session 16: bwd16 step goes here ---
+# --- session 16: split16 step goes here ---
+# --- session 16: dec16 step goes here ---
+# --- session 16: pfx16 step goes here ---
+# --- session 16: ce16 step goes here ---
+
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and
