@@ -517,9 +517,19 @@ constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
 constexpr std::int64_t kWarpOccLogsumexpMaxNF32 = 64;
 constexpr int kWarpOccBlocksE16 = 24;
 constexpr int kWarpOccBlocksE32 = 16;
+// short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) of kWarpOccLogMinN16..kWarpMaxN on
+// warp_rows_packed_kernel at the occupancy kernel's blocks and grid (warp_row.cu occ_built; dense rows, the row held
+// packed; the same bits as the packed and general kernels), E32 at kWarpOccBlocks16LogE32, E16 (log-softmax's two
+// lanes of 16 at 17..32) at kWarpOccBlocks16LogE16. PROVISIONAL (not yet measured).
+constexpr std::int64_t kWarpOccLogMinN16 = 32;
+constexpr int kWarpOccBlocks16LogE32 = 24;
+constexpr int kWarpOccBlocks16LogE16 = 24;
 // The blocks an SM follow the elements a lane warp_config chose (session 14 review F7: not restated from n here).
 int warp_occ_rule(std::int64_t n, DType t, kernels::Op op, int elems) {
   using kernels::Op;
+  const bool log_op = op == Op::log_softmax || op == Op::logsumexp || op == Op::state;
+  if (t != DType::f32 && log_op && n >= kWarpOccLogMinN16 && n <= kWarpMaxN)  // short16
+    return elems == 32 ? kWarpOccBlocks16LogE32 : elems == 16 ? kWarpOccBlocks16LogE16 : 0;
   if (t != DType::f32)  // short15
     return op == Op::softmax && elems == 32 && n >= kWarpOccSoftmaxMinN16 && n <= kWarpMaxN ? kWarpOccBlocks16E32 : 0;
   const int blocks = elems == 16 ? kWarpOccBlocksE16 : elems == 32 ? kWarpOccBlocksE32 : 0;

@@ -227,8 +227,11 @@ __device__ __forceinline__ void write_row_stats_1d(const RowProblem& p, std::int
 // (test_warp_row_gpu, Packed*). Log ops only: packed softmax ran 0.78-0.89× (short10's run of 809a984; it forms its
 // term again at the store) and is neither taken by the rule nor compiled. kMinBlocks as there unless measured
 // otherwise (short10: the packed row leaves room for more).
-template <typename In, int E>
-__global__ void __launch_bounds__(kThreads, E == 32 ? 4 : 6) warp_rows_packed_kernel(const RowProblem p, int lanes) {
+// short16 (session 16): kBlockThreads / kMinBlocks are the launch bounds only (the body reads blockDim.x): the
+// persistent form at kThreads (E32 4 blocks an SM, E16 6), and the occupancy forms (launch_occ: blocks of kOccThreads,
+// one row group a warp, every block needed) at the blocks an SM occ_built lists. One body, so the same bits.
+template <typename In, int E, int kBlockThreads = kThreads, int kMinBlocks = (E == 32 ? 4 : 6)>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks) warp_rows_packed_kernel(const RowProblem p, int lanes) {
   constexpr int R = kRowsAtOnce<E>;
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
@@ -469,24 +472,38 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3,
 // 77.3-77.9).
 // The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
+// short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) on warp_rows_packed_kernel at the
+// occupancy kernel's blocks and grid (the row held packed: E/2 registers of row, so no spill where the unpacked
+// occupancy form spilled 44 B at 16 blocks), E32 at 16 / 20 / 24 blocks an SM, E16 (log-softmax's two lanes of 16 at
+// rows of 17..32) at 24 / 32.
 template <typename In, int E>
 constexpr bool occ_built(int blocks, bool log) {
   if constexpr (sizeof(In) == 4) {
     if constexpr (E == 16) return blocks == 24;
     else return E == 32 && blocks == 16 && !log;
+  } else if (log) {
+    if constexpr (E == 32) return blocks == 16 || blocks == 20 || blocks == 24;
+    else return E == 16 && (blocks == 24 || blocks == 32);
   } else {
-    return E == 32 && blocks == 20 && !log;
+    return E == 32 && blocks == 20;
   }
 }
 using OccKernel = void (*)(const RowProblem, int);
 template <typename In, int E, bool kLog>
-OccKernel occ_kernel() {
+OccKernel occ_kernel(int blocks) {
   if constexpr (sizeof(In) == 4 && E == 16) {
     return warp_rows_occ_kernel<float, 16, kLog, 24>;
   } else if constexpr (sizeof(In) == 4 && E == 32 && !kLog) {
     return warp_rows_occ_kernel<float, 32, false, 16>;
   } else if constexpr (sizeof(In) == 2 && E == 32 && !kLog) {
     return warp_rows_occ_kernel<In, 32, false, 20>;
+  } else if constexpr (sizeof(In) == 2 && E == 32 && kLog) {  // short16: packed
+    return blocks == 16   ? warp_rows_packed_kernel<In, 32, kOccThreads, 16>
+           : blocks == 20 ? warp_rows_packed_kernel<In, 32, kOccThreads, 20>
+                          : warp_rows_packed_kernel<In, 32, kOccThreads, 24>;
+  } else if constexpr (sizeof(In) == 2 && E == 16 && kLog) {
+    return blocks == 24 ? warp_rows_packed_kernel<In, 16, kOccThreads, 24>
+                        : warp_rows_packed_kernel<In, 16, kOccThreads, 32>;
   } else {
     return nullptr;
   }
@@ -517,11 +534,11 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
 // tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
 template <typename In, int E>
 void launch_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
-  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>() : occ_kernel<In, E, false>();
+  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>(blocks) : occ_kernel<In, E, false>(blocks);
   WarpRowLast& last = warp_row_last();
   last.lanes.store(c.lanes, std::memory_order_relaxed);
   last.elems.store(E, std::memory_order_relaxed);
-  last.packed.store(false, std::memory_order_relaxed);
+  last.packed.store(sizeof(In) == 2 && p.op != Op::softmax, std::memory_order_relaxed);  // short16
   last.dense.store(false, std::memory_order_relaxed);
   warp_occ_last().blocks.store(blocks, std::memory_order_relaxed);
   const int rows_per_block = (kOccThreads / 32) * (32 / c.lanes) * kRowsAtOnce<E>;
@@ -589,7 +606,9 @@ bool warp_occ_built(DType t, int elems, int blocks, Op op) {
     if (elems == 16) return occ_built<float, 16>(blocks, log);
     return elems == 32 && occ_built<float, 32>(blocks, log);
   }
-  return (t == DType::bf16 || t == DType::f16) && elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, log);
+  if (t != DType::bf16 && t != DType::f16) return false;
+  if (elems == 16) return occ_built<__nv_bfloat16, 16>(blocks, log);  // short16
+  return elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, log);
 }
 
 bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
@@ -605,7 +624,8 @@ bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStr
       if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, s);
       else launch_occ<In, 32>(p, c, blocks, s);
     } else {
-      launch_occ<In, 32>(p, c, blocks, s);
+      if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, s);  // short16: the log ops' two lanes of 16
+      else launch_occ<In, 32>(p, c, blocks, s);
     }
   });
   return true;

@@ -223,6 +223,13 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
 // other cases (29, 100, the odd pitch, the temperature, softmax, E4) both runs take the unpacked kernel, which the
 // launch records (kernels.hpp warp_row_last / warp_backward_last `packed`) must show, as they must show the packed
 // kernel wherever it is due (review F10).
+// short15 / short16: the dispatcher sends 16-bit softmax rows of 128..1024 and (short16) the 16-bit log ops of
+// 32..1024 to the occupancy kernels first (softmax_cuda.cpp warp_occ_rule; the same bits): the packed and dense tests
+// hold that rule off (WarpOccTuning::blocks 0) and check the dispatch beneath it; the Occ* tests below check it.
+struct OccOff {
+  OccOff() { cuda::kernels::warp_occ_tuning().blocks = 0; }
+  ~OccOff() { cuda::kernels::warp_occ_tuning() = cuda::kernels::WarpOccTuning{}; }
+};
 // The last warp_per_row launch's records (kernels.hpp): whether it took the packed kernel; its lanes and elements.
 bool ran_packed(bool backward) {
   return backward ? cuda::kernels::warp_backward_last().packed.load() : cuda::kernels::warp_row_last().packed.load();
@@ -234,6 +241,7 @@ std::pair<int, int> last_config(bool backward) {
 
 void packed_bitwise(DType t, bool backward, std::uint64_t seed) {
   TuningGuard guard;
+  OccOff occ_off;  // short16
   auto& tune = cuda::kernels::warp_row_tuning();
   const std::vector<Op> ops = backward ? std::vector<Op>{Op::softmax_backward, Op::log_softmax_backward}
                                        : std::vector<Op>{Op::softmax, Op::log_softmax, Op::logsumexp, Op::state};
@@ -282,6 +290,7 @@ TEST_F(GpuWarpRow, PackedBackwardBitwiseF16) { packed_bitwise(DType::f16, true, 
 // checked against the float64 reference.
 TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
   TuningGuard guard;
+  OccOff occ_off;  // short16
   cuda::kernels::warp_row_tuning() = {};
   std::uint64_t seed = 1300;
   auto rule = [](Op op, std::int64_t n) {
@@ -319,12 +328,8 @@ TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
 // kWarpSoftmax16NarrowMaxN): n = 32 takes the dense kernel at E16 here, 29 the general kernel at E16.
 bool ran_dense() { return cuda::kernels::warp_row_last().dense.load(); }
 // short15: 16-bit softmax rows of 128..1024 take warp_rows_occ_kernel ahead of the dense kernel (softmax_cuda.cpp
-// warp_occ_rule; the same bits): the dense tests hold the occupancy rule off (WarpOccTuning::blocks 0) and check the
-// dispatch beneath it.
-struct OccOff {
-  OccOff() { cuda::kernels::warp_occ_tuning().blocks = 0; }
-  ~OccOff() { cuda::kernels::warp_occ_tuning() = cuda::kernels::WarpOccTuning{}; }
-};
+// warp_occ_rule; the same bits): the dense tests hold the occupancy rule off (WarpOccTuning::blocks 0, OccOff above)
+// and check the dispatch beneath it.
 bool dense_built(DType t, Op op, int lanes, int elems) {
   return t != DType::f32 && op == Op::softmax && (elems == 32 || elems == 16) && lanes > 1;
 }
@@ -590,21 +595,31 @@ TEST_F(GpuWarpRow, OccKernelBitwiseF32) {
 // at 20 blocks an SM) bitwise warp_rows_kernel (which the dense kernel matches: DenseKernelBitwise above), bf16 and
 // f16, as OccKernelBitwiseF32. Softmax on one lane (a row of 32 at E32) is refused: warp_rows_kernel keeps exp_diff
 // there. (4db3464's run passed this with 16-bit softmax at 16 blocks and the log ops at 16 built too.)
+// short16 (session 16): and the log ops (log-softmax, logsumexp, the state) on warp_rows_packed_kernel at the
+// occupancy kernel's blocks and grid, E32 at 16 / 20 / 24 blocks an SM (rows of 32 ... 1024 on 1 ... 32 lanes) and
+// E16 at 24 / 32 (rows of 16 ... 512), bitwise the general (unpacked) kernel at the same lanes and elements.
 TEST_F(GpuWarpRow, OccKernelBitwise16) {
   OccGuard guard;
   std::uint64_t seed = 2500;
   for (DType t : {DType::bf16, DType::f16})
-    for (std::int64_t n : {64, 128, 256, 512, 1024})
-      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-        const bool built = op == Op::softmax;
-        ASSERT_EQ(cuda::kernels::warp_occ_built(t, 32, 20, kernel_op(op)), built);
-        EXPECT_FALSE(cuda::kernels::warp_occ_built(t, 32, 16, kernel_op(op)));
-        EXPECT_FALSE(cuda::kernels::warp_occ_built(t, 16, 20, kernel_op(op)));
-        if (!built) continue;
-        const std::int64_t many = small_mode() ? (1 << 15) / n + 3 : 600'000 / n + 3;
-        for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}, std::int64_t{61}, many})
-          occ_direct(t, op, rows, n, 32, 20, ++seed);
-      }
+    for (std::int64_t n : {16, 32, 64, 128, 256, 512, 1024})
+      for (const OccForm f : {OccForm{32, 20}, OccForm{32, 16}, OccForm{32, 24}, OccForm{16, 24}, OccForm{16, 32}})
+        for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+          if (n % f.elems != 0 || n / f.elems > 32) continue;
+          const bool built = op == Op::softmax ? f.elems == 32 && f.blocks == 20 : true;
+          ASSERT_EQ(cuda::kernels::warp_occ_built(t, f.elems, f.blocks, kernel_op(op)), built)
+              << "E" << f.elems << " b" << f.blocks;
+          if (!built || (op == Op::softmax && n == 32)) continue;  // one lane: refused (below)
+          const std::int64_t many = small_mode() ? (1 << 15) / n + 3 : 300'000 / n + 3;
+          for (std::int64_t rows : {std::int64_t{1}, std::int64_t{3}, std::int64_t{61}, many})
+            occ_direct(t, op, rows, n, f.elems, f.blocks, ++seed);
+        }
+  for (DType t : {DType::bf16, DType::f16})  // not built
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      EXPECT_FALSE(cuda::kernels::warp_occ_built(t, 32, 28, kernel_op(op)));
+      EXPECT_FALSE(cuda::kernels::warp_occ_built(t, 16, 20, kernel_op(op)));
+      EXPECT_FALSE(cuda::kernels::warp_occ_built(t, 8, 24, kernel_op(op)));
+    }
   {  // one lane: refused for softmax
     OccGuard g2;
     std::vector<unsigned char> xb(2 * 32 * 4, 0);
@@ -672,9 +687,11 @@ TEST_F(GpuWarpRow, OccThroughTheDispatcher) {
 // (3) The dispatcher's rule at its bounds (softmax_cuda.cpp warp_occ_rule; no tuning): a forced warp_per_row call
 // takes the occupancy kernel exactly for f32 softmax rows of 128..512 (E16, 24 blocks an SM) and 1024 (E32, 16) and
 // f32 logsumexp rows of 32 and 64 (E16, 24), the rows dense (never at an odd pitch; 17..31, 127 not dense), and 16-bit
-// softmax rows of 128..1024 (E32, 20; short15); never log-softmax, the state or 16-bit rows of 32 / 64. Each call
-// checked against the float64 reference. The expected values are the rule as written, not read from the code.
-// (6ea8c47's provisional rule, f32 17..512 every op, passed the same test.)
+// softmax rows of 128..1024 (E32, 20; short15), and (short16) the 16-bit log ops (log-softmax, logsumexp, the state)
+// of 32..1024 dense for the dispatcher's lanes (E32 at 24 blocks; log-softmax's rows of 32 E16 L2 at 24); never f32
+// log-softmax, the f32 state or 16-bit softmax rows of 32 / 64. Each call checked against the float64 reference. The
+// expected values are the rule as written, not read from the code. (6ea8c47's provisional rule, f32 17..512 every op,
+// passed the same test.)
 TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
   OccGuard guard;
   cuda::kernels::warp_occ_tuning() = {};
@@ -698,6 +715,8 @@ TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
           if (t == DType::f32 && !odd && op == Op::softmax && n == 1024) want = 16;
           if (t == DType::f32 && !odd && op == Op::logsumexp && (n == 32 || n == 64)) want = 24;
           if (t != DType::f32 && !odd && op == Op::softmax && (n == 128 || n == 256 || n == 512 || n == 1024)) want = 20;
+          const bool pow2 = n == 32 || n == 64 || n == 128 || n == 256 || n == 512 || n == 1024;
+          if (t != DType::f32 && !odd && op != Op::softmax && pow2) want = 24;  // short16
           EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), want);
         }
   // A 16-bit softmax written as f32 at 128 ... 1024 stays off the occupancy kernel, whose 16-bit form writes the
