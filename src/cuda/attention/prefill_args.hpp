@@ -128,6 +128,8 @@ bool prefill_wgmma_available(int device);
 // take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's kPrefillWgmmaOverlapForm: 2), 1
 // P·V of tile j − 1 done before tile j's softmax (the kernel before session 15), 2 P·V under the softmax (built for the
 // D = 128 TMA default: warps 9, 128-key tiles; other variants run their usual build). Every form gives the same bits.
+// Session 16 (pfx16): 4, form 2 with the warpgroup's first causal crossing tile under the overlap too (kOvDiag; the
+// same build only).
 void prefill_wgmma_set_pv_form(int form);
 // Overlap kernels (form 2) launched so far in this process (a test's proof that the form it asked for ran).
 std::int64_t prefill_wgmma_overlap_launches();

@@ -304,13 +304,16 @@ constexpr int kMinCtas = (D == 64 && kWG == 2 && kBlockN == 64 && !kWS) ? 2 : 1;
 // kOverlap (session 15, pfx15; with kWS, two consumer warpgroups): the tiles before the warpgroup's first causal
 // crossing, from the second on, take step_ov below, where P·V of tile j − 1 truly runs under tile j's softmax, the two
 // P arrays swapping roles in the loop unrolled by two.
+// kOvDiag (session 16, pfx16; with kOverlap): the first crossing tile takes step_ov too (P·V of the tile before it,
+// an unchecked tile, has no branch around it), with the crossing tile's scan after its softmax.
 template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kOverlap = false>
+          bool kOverlap = false, bool kOvDiag = false>
 __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG, kBlockN, kWS>))
     prefill_wgmma_kernel(const PrefillArgs a, const __grid_constant__ PrefillMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kWS || (kTma && (kWG == 2 || kWG == 3)), "the producer warpgroup feeds 2 or 3 warpgroups by TMA");
   static_assert(!kOverlap || (kWS && !kPin), "step_ov: the producer variants only");
+  static_assert(!kOvDiag || kOverlap, "kOvDiag extends kOverlap's step_ov");
   // P packed from S after the P·V wait (three consumer warpgroups: registers), else during the softmax into a
   // second P (kConsumerRegs says why; both give the same bits).
   constexpr bool kLatePack = kWG == 3;
@@ -699,7 +702,13 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
   // serialise every product, C7513, or, as in pfx14's first form, hand them to the softmax's temporaries). The same
   // operations on the same values as step: the same bits. (A form with P packed after the P·V wait into the
   // registers P·V read, kLatePack's order, was built beside it and measured slower: 2430dcc has it.)
-  const auto step_ov = [&](int j, std::uint32_t(&pr)[kBlockN / 16][4], std::uint32_t(&pw)[kBlockN / 16][4]) {
+  // Checked (kOvDiag, session 16, pfx16): the warpgroup's first crossing tile. P·V of the tile before it (unchecked:
+  // never exact_pv, never trimmed) is issued as above; the crossing tile's scan (its trim decided by the same vote)
+  // runs where step's does, after the softmax, while P·V may still run: it reads V of tile j from shared memory and
+  // writes no register P·V reads. The same values as step's: the same bits.
+  const auto step_ov = [&](int j, std::uint32_t(&pr)[kBlockN / 16][4], std::uint32_t(&pw)[kBlockN / 16][4],
+                           auto checked) {
+    constexpr bool kChecked = decltype(checked)::value;
     ptx::mbar_wait<false>(full_bar(j % kStages), static_cast<std::uint32_t>(j / kStages) & 1u);
     ptx::bar_sync(1 + wg, 2 * 128);  // this warpgroup's turn to issue
     const int cur = j % kStages, prev = (j + kStages - 1) % kStages;
@@ -723,6 +732,13 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // Without this ptxas placed the P·V wait above the softmax's exponentials (as pfx8 read in the default), and
     // nothing ran under P·V: the row sums, so every exponential, pinned ahead of it (ptx.cuh's keep_ahead_of_wait).
     ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
+    if constexpr (kChecked) {
+      const bool half = __any_sync(0xffffffffu, dead_hi(j));
+      nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
+                                     scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
+                                          static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
+      trimmed = half;
+    }
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(pr);
@@ -742,16 +758,34 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       asm volatile("mov.b32 %0, 1;" : "=r"(j));
     }
     std::uint32_t pn[kBlockN / 16][4];
-    for (; j + 1 < j_cross; j += 2) {
-      step_ov(j, p, pn);
-      step_ov(j + 1, pn, p);
-    }
-    if (j < j_cross) {
-      step_ov(j, p, pn);
+    const auto pn_to_p = [&] {
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
         for (int e = 0; e < 4; ++e) p[kk][e] = pn[kk][e];  // (no product in flight: step_ov waited)
+    };
+    for (; j + 1 < j_cross; j += 2) {
+      step_ov(j, p, pn, std::false_type{});
+      step_ov(j + 1, pn, p, std::false_type{});
+    }
+    if constexpr (kOvDiag) {
+      // The first crossing tile (if any) by step_ov too, P ending in p as before.
+      if (j < j_cross) {
+        step_ov(j, p, pn, std::false_type{});
+        if (++j < n_tiles) {
+          step_ov(j, pn, p, std::true_type{});
+          ++j;
+        } else {
+          pn_to_p();
+        }
+      } else if (j == j_cross && j < n_tiles) {
+        step_ov(j, p, pn, std::true_type{});
+        pn_to_p();
+        ++j;
+      }
+    } else if (j < j_cross) {
+      step_ov(j, p, pn, std::false_type{});
+      pn_to_p();
       ++j;
     }
   }
@@ -809,7 +843,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
 }
 
 template <typename T, int D, int kWG, int kBlockN, bool kTma, bool kWS = false, bool kPin = false,
-          bool kOverlap = false>
+          bool kOverlap = false, bool kOvDiag = false>
 void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int64_t max_sq, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kWG;
   constexpr int smem = (kBlockM + 2 * kStages * kBlockN) * D * static_cast<int>(sizeof(T)) + 1024;
@@ -827,7 +861,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
       // (The producer variants' cp.async kernel is the two-warpgroup one: the same rows, the same bits.)
       return launch<T, D, kWS ? 2 : kWG, kBlockN, false>(a, batch, hq, max_sq, stream);
   }
-  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kOverlap>;
+  auto* kernel = prefill_wgmma_kernel<T, D, kWG, kBlockN, kTma, kWS, kPin, kOverlap, kOvDiag>;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const std::int64_t q_tiles = (max_sq + kBlockM - 1) / kBlockM;
   dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(hq), static_cast<unsigned>(batch));
@@ -881,6 +915,12 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
     // P·V under the softmax (kOverlap, session 15): the D = 128 TMA default's build, the default form.
     if (pv_form() == 2 && is(128, 9, 128))
       return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
+    // Session 16 (pfx16): form 4, the first crossing tile by step_ov too (kOvDiag).
+    if (pv_form() == 4 && is(128, 9, 128))
+      return launch<T, 128, 2, 128, true, true, false, true, true>(a, batch, hq, max_sq, s), true;
+    // Session 16 (pfx16): D = 64, two consumer warpgroups and the producer, 128-key tiles, P·V under the softmax
+    // (kOverlap and kOvDiag whatever the form: built for this measurement only).
+    if (is(64, 9, 128)) return launch<T, 64, 2, 128, true, true, false, true, true>(a, batch, hq, max_sq, s), true;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
@@ -892,6 +932,7 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
   // back to it), the 8-warp kernel with the same key tiles. Built and dropped after the H200 run of 5b9391e: 64-key
   // tiles (362.7-377.5 TFLOP/s at B=16, H=16, S=2048 full against 430.1-431.2 with 128-key tiles).
   if (is(64, 13, 128)) return launch<T, 64, kTma ? 3 : 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
+  if (is(64, 9, 128)) return launch<T, 64, 2, 128, false>(a, batch, hq, max_sq, s), true;  // cp.async (TMA: above)
   return false;
 }
 

@@ -814,15 +814,22 @@ struct PvFormBack {  // the default form for the tests after these, whatever fai
 struct PvOverlapBuild {
   smk::cuda::PrefillVariant x;
   int form;
+  smk::cuda::PrefillVariant base;  // run under form 1 for the bits to match
 };
-const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2}};
+// Session 16 (pfx16): form 4 (kOvDiag: the warpgroup's first crossing tile by step_ov too, its scan after the
+// softmax) on the same build; its causal cases and plants above reach that tile on every warpgroup. And the D = 64
+// overlap build (warps 9: two consumer warpgroups, 128-key tiles, kOverlap and kOvDiag whatever the form) against
+// the three-warpgroup kernel with the same key tiles (each row's operations are the same).
+const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2, {128, 9, 1, 128, 3}},
+                                          {{128, 9, 1, 128, 3}, 4, {128, 9, 1, 128, 3}},
+                                          {{64, 9, 1, 128, 3}, 2, {64, 13, 1, 128, 3}}};
 
 TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   using smk::cuda::PrefillToggle;
   const PvFormBack form_back;
-  for (const auto& [x, form] : kPvOverlapBuilt)
+  for (const auto& [x, form, base_x] : kPvOverlapBuilt)
     for (const DType dt : {DType::bf16, DType::f16}) {
       const std::vector<Case> cases = {
           {"full 300x300 gqa", dt, 2, 300, 300, 4, 2, x.d},
@@ -849,7 +856,8 @@ TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
           const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
           smk::cuda::prefill_wgmma_set_pv_form(1);
           const std::int64_t n0 = smk::cuda::prefill_wgmma_overlap_launches();
-          const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
+          const Result base =
+              run_gpu(c, q, k, v, sinks, {}, {}, wgmma_config(base_x, PrefillToggle::on, PrefillToggle::on));
           EXPECT_EQ(smk::cuda::prefill_wgmma_overlap_launches(), n0) << "form 1 ran an overlap kernel";
           smk::cuda::prefill_wgmma_set_pv_form(form);
           const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
@@ -865,7 +873,7 @@ TEST(CudaAttentionPrefill, WgmmaPvOverlapMatchesTheReference) {
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   using smk::cuda::PrefillToggle;
   const PvFormBack form_back;
-  for (const auto& [x, form] : kPvOverlapBuilt) {
+  for (const auto& [x, form, base_x] : kPvOverlapBuilt) {
     smk::cuda::prefill_wgmma_set_pv_form(form);
     const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
     const std::string tag = "wgmma " + name_of(x) + " tma form " + std::to_string(form) + " ";
