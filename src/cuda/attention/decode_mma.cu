@@ -178,6 +178,18 @@ __device__ __forceinline__ std::int64_t opaque(std::int64_t x) {
   return x;
 }
 
+// Session 16 (dec16): one bulk prefetch of `bytes` (a multiple of 16) at p into L2 (PTX cp.async.bulk.prefetch.L2,
+// sm_90): no register holds the data and nothing waits on it, so it changes no value, only where a later load finds
+// its lines. Nothing on older devices, nor where p is not 16-byte aligned (the instruction's requirement).
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if ((reinterpret_cast<std::uintptr_t>(p) & 15u) == 0)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes));
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // Where a row's outputs go: element x of O (query token tok, head h of sequence b) and the row's LSE (if wanted).
 template <typename T>
 __device__ __forceinline__ void store_out(const DecodeArgs& a, std::int64_t b, int h, int tok, int x, float o) {
@@ -434,6 +446,27 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
   // it; a plain launch skips the instruction (a uniform branch).
   if (a.pdl) decode_pdl_wait();
+  // Session 16 (dec16), a.l2_ramp > 0 (decode_l2_prefetch): before the length's load, whose latency every later
+  // address waits on, each warp's first l2_ramp tiles are prefetched into L2 at the split that the length s_max would
+  // give (one row of K or V a lane: lanes 0-15 K, 16-31 V), and lanes 0-7 prefetch the block's q rows. A shorter
+  // sequence makes the guess wrong: then the prefetch only costs its bytes (never past s_max: in the cache).
+  if (a.l2_ramp > 0) {
+    const std::int64_t gchunk = decode_chunk(a.s_max, a.max_splits, a.min_chunk);
+    const std::int64_t gk0 = split * gchunk, gk1 = gk0 + gchunk < a.s_max ? gk0 + gchunk : a.s_max;
+    const bool is_v = lane >= kKeys;
+    const T* base = static_cast<const T*>(is_v ? a.v : a.k) + b * (is_v ? a.vs[0] : a.ks[0]) +
+                    hk * (is_v ? a.vs[2] : a.ks[2]);
+    const std::int64_t rs = is_v ? a.vs[1] : a.ks[1];
+    for (int t = 0; t < a.l2_ramp; ++t) {
+      const std::int64_t key = gk0 + (warp + t * kWarps) * kKeys + lane % kKeys;
+      if (key < gk1) prefetch_l2(base + key * rs, D * sizeof(T));
+    }
+    const int row = row_chunk * kRows + lane;
+    if (lane < kRows && row < a.rows && a.qs[3] == 1) {
+      const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+      prefetch_l2(static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2], D * sizeof(T));
+    }
+  }
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -599,6 +632,13 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
 
   for (int i = 0; i < my_tiles; ++i) {
     if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
+    // Session 16 (dec16), a.l2_ahead > 0 (decode_l2_prefetch): tile i + l2_ahead's visible K and V rows into L2, one
+    // row a lane (lanes 0-15 K, 16-31 V), so that its cp.async or TMA later finds them there.
+    if (a.l2_ahead > 0 && i + a.l2_ahead < my_tiles) {
+      const int key = first_key(i + a.l2_ahead) + lane % kKeys;
+      if (key < kv_end)
+        prefetch_l2(lane < kKeys ? kg + key * a.ks[1] : vg + key * a.vs[1], D * sizeof(T));
+    }
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);

@@ -1373,4 +1373,59 @@ TEST(CudaAttentionDecode, UnderflowingPartWithNonFiniteVIsKept) {
   if (std::getenv("SMK_GPU_TEST_SMALL") == nullptr) underflowing_part_is_kept<smk::half_t>(64);
 }
 
+// Session 16 (dec16): the tensor-core kernel's L2 prefetches (decode_l2_prefetch: `ramp` tiles a warp and the q rows
+// before the length's load, at the split the length s_max would give, so wrong for every shorter sequence here; `ahead`:
+// tile i + ahead at tile i) give the default's bits and the reference's values, and a default call after them the same
+// bits again. cp.async at 2 and 3 ring stages and TMA tiles, fused and cluster merges, bf16 D = 128 and f16 D = 64,
+// mixed lengths with NaN past every length (the guessed prefetch reads rows past a length: hints, never values), groups
+// of 4 and 8, causal tokens with a NaN in the causal band, and 100003 keys (16 splits; not under SMK_GPU_TEST_SMALL).
+template <typename T>
+void l2_prefetch_matches(Case<T>& c) {
+  const Expected e = expected_of(c);
+  const DecodeConfig kCpAsync3{0, DecodeScores::dispatcher, DecodeKernel::mma, 3, smk::cuda::DecodeMerge::fused};
+  for (const DecodeConfig* config : {&kCpAsyncFused, &kCpAsyncCluster, &kCpAsync3, &kTmaFused, &kTmaCluster}) {
+    SCOPED_TRACE(config == &kCpAsync3 ? "tensor cores, cp.async tiles, 3 stages, fused merge" : name_of(config));
+    const Result plain = run_gpu(c, config);
+    for (const auto& [ramp, ahead] : {std::pair{2, 0}, std::pair{4, 4}, std::pair{0, 4}, std::pair{8, 8},
+                                      std::pair{0, 0}}) {
+      SCOPED_TRACE(testing::Message() << "ramp " << ramp << ", ahead " << ahead);
+      const int before = smk::cuda::decode_l2_prefetch(ramp, ahead);
+      const Result got = run_gpu(c, config);
+      smk::cuda::decode_l2_prefetch(before / 256, before % 256);
+      EXPECT_EQ(before, 0) << "the switch was left on";
+      EXPECT_TRUE(bitwise_equal(got.o, plain.o));
+      EXPECT_TRUE(bitwise_equal(got.lse, plain.lse));
+      expect_matches(c, e, got, true);
+    }
+  }
+}
+TEST(CudaAttentionDecode, L2PrefetchesGiveTheDefaultBits) {
+  SMK_REQUIRE_GPU();
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  {
+    SCOPED_TRACE("bf16 D=128, groups of 4, mixed lengths");
+    Case<smk::bfloat16_t> c(9, 1, 8, 2, 128, 4097, {1, 2, 15, 17, 40, 255, 4097, 0, 1000}, 171);
+    l2_prefetch_matches(c);
+  }
+  {
+    SCOPED_TRACE("f16 D=64, groups of 8, mixed lengths, no sinks");
+    Case<smk::half_t> c(6, 1, 16, 2, 64, 4097, {1, 33, 255, 256, 4097, 3000}, 172);
+    c.with_sinks = false;
+    l2_prefetch_matches(c);
+  }
+  {
+    SCOPED_TRACE("bf16 D=128, causal 4 tokens, NaN in the causal band");
+    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 173);
+    c.causal = true;
+    for (std::int64_t b = 0; b < c.B; ++b) c.v[((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5] =
+        nan_value<smk::bfloat16_t>();
+    l2_prefetch_matches(c);
+  }
+  if (!small) {
+    SCOPED_TRACE("bf16 D=128, 100003 keys");
+    Case<smk::bfloat16_t> c(1, 1, 4, 1, 128, 100003, {100003}, 174);
+    l2_prefetch_matches(c);
+  }
+}
+
 }  // namespace
