@@ -370,10 +370,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 // f32 70.91 / 70.66 → 69.41, 67.68 / 67.68 → 66.46, bf16 47.26 / 46.85 → 45.31, 46.66 / 46.43 → 45.25; 32×128256 f32
 // 28.51 / 28.83 → 28.29, 26.62 / 27.20 → 26.27, bf16 24.61 / 23.42 → 23.78, 22.75 / 23.14 → 23.20 (the one not
 // faster: within the default's own spread). 1–4 % where the input passes the L2; the issue's 3 TB/s is not reached.
-template <typename In, bool kLogSoftmax, bool kStream = false>
+// kWholeF32 (split16, session 16; split_row_normalize_whole()): f32 chunks as whole tiles too (kNormalizeWholeF32 has
+// the measurement); the same values and arithmetic, so the same bits.
+template <typename In, bool kLogSoftmax, bool kStream = false, bool kWholeF32 = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                         const State* row_states) {
-  constexpr bool kWholeTile = sizeof(In) == 2;
+  constexpr bool kWholeTile = sizeof(In) == 2 || kWholeF32;
   constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
   if constexpr (!kWholeTile) pdl_wait();
   const std::int64_t total = p.rows * chunks;
@@ -575,7 +577,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
 // arithmetic), so which one serves a call never changes a result.
 // kScale (kPlain only): the call divides by a temperature (a scalar or per row; no mask), as RowTransform::apply does
 // it: x / T, IEEE, on the row's elements only.
-template <typename In, typename Out, bool kLog, bool kPlain, bool kScale = false>
+// kLean (split16, session 16; split_row_cluster_lean()): chunk_state's lean arithmetic (chunk_states.cuh), the same
+// state bit for bit; cluster_lean has the rule and the measurement.
+template <typename In, typename Out, bool kLog, bool kPlain, bool kScale = false, bool kLean = false>
 __device__ __forceinline__ void cluster_split_rows(const RowProblem& p, std::int64_t chunks, Op op) {
   using Tile = RowTile<In, kBlockElems>;
   namespace cg = cooperative_groups;
@@ -620,7 +624,7 @@ __device__ __forceinline__ void cluster_split_rows(const RowProblem& p, std::int
       Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
       Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     }
-    const State st = chunk_state<kLog, Out>(v, scratch);
+    const State st = chunk_state<kLog, Out, kLean>(v, scratch);
     // One cluster barrier a row: thread r stores this block's state into block r's slot c, the barrier (release, then
     // acquire) publishes the stores, and each warp merges its own block's slots (merge_pushed_states). No block reads
     // another's shared memory after the barrier, so none waits for the others before it exits. (Before split6: one
@@ -669,12 +673,13 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
 // The common call (chunk_states.cuh PlainTile), one kernel per op: kOp 0 softmax, 1 log-softmax, 2 logsumexp or the
 // state (p.op tells which of the two when the statistics are written: `op` is logsumexp for both, a constant).
 // kScale: with a temperature (decode sampling's usual call), still no mask.
-template <typename In, int kOp, bool kScale>
+// kLean (split16): chunk_state's lean form, instantiated for f32 inputs only (launch_cluster).
+template <typename In, int kOp, bool kScale, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_plain_kernel(const RowProblem p,
                                                                            std::int64_t chunks) {
-  if constexpr (kOp == 0) cluster_split_rows<In, In, false, true, kScale>(p, chunks, Op::softmax);
-  else if constexpr (kOp == 1) cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::log_softmax);
-  else cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::logsumexp);
+  if constexpr (kOp == 0) cluster_split_rows<In, In, false, true, kScale, kLean>(p, chunks, Op::softmax);
+  else if constexpr (kOp == 1) cluster_split_rows<In, In, true, true, kScale, kLean>(p, chunks, Op::log_softmax);
+  else cluster_split_rows<In, In, true, true, kScale, kLean>(p, chunks, Op::logsumexp);
 }
 static_assert(kSplitClusterMaxChunks <= 32, "merge_pushed_states gives each chunk state a lane of every warp");
 
@@ -763,6 +768,37 @@ bool common_call(const RowProblem& p, bool scaled = false) {
 // calls, and devices that run no such cluster, take the three kernels (the same bits), whose second read comes mostly
 // from L2 and whose grid overlaps rows. The common call takes the compact kernel of its op, any other the generic
 // kernel of its output type.
+std::atomic<std::uint64_t>& cluster_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// split16 (session 16): whether the one-launch compact kernel takes chunk_state's lean form (the same state bit for
+// bit; chunk_states.cuh kLean), for f32 inputs, where split_row_cluster_lean() is the library's -1: the log ops by
+// kClusterLeanF32Log, softmax by kClusterLeanF32Softmax. 16-bit inputs keep the form before (their lean form is
+// data-dependent: split15's kChunkLean16). split15 left the one-launch kernel on the form before ("same bits:
+// switching is free of accuracy risk, needs timing").
+constexpr bool kClusterLeanF32Log = false;
+constexpr bool kClusterLeanF32Softmax = false;
+bool cluster_lean(Op op) {
+  const int setting = split_row_cluster_lean();
+  if (setting >= 0) return setting != 0;
+  return op == Op::softmax ? kClusterLeanF32Softmax : kClusterLeanF32Log;
+}
+
+template <typename In, bool kLean>
+void launch_plain_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  if (p.scale) {
+    if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, true, kLean>>(p, chunks, s);
+    else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, true, kLean>>(p, chunks, s);
+    else launch_clusters<cluster_split_plain_kernel<In, 2, true, kLean>>(p, chunks, s);
+  } else {
+    if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, false, kLean>>(p, chunks, s);
+    else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, false, kLean>>(p, chunks, s);
+    else launch_clusters<cluster_split_plain_kernel<In, 2, false, kLean>>(p, chunks, s);
+  }
+}
+
 template <typename In>
 bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   if (!split_row_cluster() || chunks < 1 || chunks > kSplitClusterMaxChunks) return false;
@@ -770,16 +806,15 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const std::int64_t resident = log ? active_clusters_tuned<In, true>(static_cast<int>(chunks))
                                     : active_clusters_tuned<In, false>(static_cast<int>(chunks));
   if (resident == 0 || p.rows > split_row_cluster_waves() * resident) return false;
+  cluster_launches().fetch_add(1, std::memory_order_relaxed);
   if (split_row_tuning().common_call && common_call<In>(p, true)) {
-    if (p.scale) {
-      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, true>>(p, chunks, s);
-      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, true>>(p, chunks, s);
-      else launch_clusters<cluster_split_plain_kernel<In, 2, true>>(p, chunks, s);
-    } else {
-      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, false>>(p, chunks, s);
-      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, false>>(p, chunks, s);
-      else launch_clusters<cluster_split_plain_kernel<In, 2, false>>(p, chunks, s);
+    if constexpr (std::is_same_v<In, float>) {
+      if (cluster_lean(p.op)) {
+        launch_plain_clusters<In, true>(p, chunks, s);
+        return true;
+      }
     }
+    launch_plain_clusters<In, false>(p, chunks, s);
     return true;
   }
   const bool out_f32 = !std::is_same_v<In, float> && writes_rows(p.op) && p.out_dtype == DType::f32;
@@ -952,6 +987,15 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
   return true;
 }
 
+// split16 (session 16): whether the compact f32 normalising kernel loads a chunk as one whole tile (kWholeF32) where
+// split_row_normalize_whole() is the library's -1. split6 timed whole f32 tiles slower (1×16777216 softmax 89.1
+// against 83.4 µs) as a run-time branch that made the kernel spill 144 bytes; the compile-time form never ran for f32.
+constexpr bool kNormalizeWholeF32 = false;
+bool normalize_whole() {
+  const int setting = split_row_normalize_whole();
+  return setting >= 0 ? setting != 0 : kNormalizeWholeF32;
+}
+
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
@@ -996,10 +1040,17 @@ void launch(const RowProblem& p, cudaStream_t s) {
                    static_cast<const State*>(states), row_states, split_row_merge_preload());
   if (writes_rows(p.op) && total > 0) {
     if (plain) {
-      const auto kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
-                                                            : normalize_plain_kernel<In, false>)
-                                              : (stream_out ? normalize_plain_kernel<In, true, true>
-                                                            : normalize_plain_kernel<In, true>);
+      auto kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
+                                                      : normalize_plain_kernel<In, false>)
+                                        : (stream_out ? normalize_plain_kernel<In, true, true>
+                                                      : normalize_plain_kernel<In, true>);
+      if constexpr (std::is_same_v<In, float>) {  // split16: f32 chunks in whole tiles where normalize_whole says
+        if (normalize_whole())
+          kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true, true>
+                                                     : normalize_plain_kernel<In, false, false, true>)
+                                       : (stream_out ? normalize_plain_kernel<In, true, true, true>
+                                                     : normalize_plain_kernel<In, true, false, true>);
+      }
       launch_dependent(true, kernel, capped_grid(total), kSplitThreads, s, p, chunks,
                        static_cast<const State*>(row_states));
       plain_launches().fetch_add(1, std::memory_order_relaxed);
@@ -1063,6 +1114,17 @@ ChunkTmaTuning& split_row_chunk_tma() {
   return t;
 }
 std::uint64_t split_chunk_tma_launch_count() { return chunk_tma_launches().load(std::memory_order_relaxed); }
+// split16 (split_row_tuning.hpp): the f32 normalising kernel's whole tiles and the one-launch kernel's lean form
+// (-1: the library's rules, normalize_whole and cluster_lean), and the one-launch kernel's launches.
+int& split_row_normalize_whole() {
+  static int setting = -1;
+  return setting;
+}
+int& split_row_cluster_lean() {
+  static int setting = -1;
+  return setting;
+}
+std::uint64_t split_cluster_launch_count() { return cluster_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

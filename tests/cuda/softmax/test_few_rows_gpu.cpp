@@ -1153,5 +1153,108 @@ TEST_F(GpuFewRows, SplitRowVariantsTiming) {
   }
 }
 
+
+// split16 (session 16): restores split16's switches (split_row_tuning.hpp) after a test that sets them.
+struct Split16Guard {
+  int whole = cuda::kernels::split_row_normalize_whole(), lean = cuda::kernels::split_row_cluster_lean();
+  ~Split16Guard() {
+    cuda::kernels::split_row_normalize_whole() = whole;
+    cuda::kernels::split_row_cluster_lean() = lean;
+  }
+};
+
+// split16 (session 16): the compact f32 normalising kernel in whole tiles (split_row_normalize_whole 1: a chunk's 24
+// values a thread loaded at once, before the dependency wait) against the reference (outputs poisoned first) and
+// bitwise its 32-byte sub-tiles (0, the kernel before) on the same case: f32 softmax and log-softmax, with and
+// without the cache hints (l2_hints 1 / 0: both instantiations), rows of whole chunks, a ragged last chunk and 151936;
+// 1 and 5 rows (compact_case: +inf, NaN and an all −inf row in the 5, both empty-row policies; pitched by whole
+// vectors); one in place. The three kernels (active_clusters 0); each run asserts by split_plain_launch_count that the
+// compact kernels served (the chunk and the normalising kernel: 2 launches).
+TEST_F(GpuFewRows, NormalizeWholeTileF32BitwiseSubTiles) {
+  SplitRowTuningGuard guard;
+  Split16Guard s16;
+  EXPECT_EQ(s16.whole, -1) << "the library's rule (split_row.cu normalize_whole)";
+  std::vector<std::int64_t> lengths = {12288 * 7, 12288 * 4 + 77, 151936};
+  if (small_mode()) lengths = {12288 * 3, 12288 * 2 + 77};
+  std::uint64_t seed = 16100;
+  for (std::int64_t n : lengths) {
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      for (std::int64_t rows : {std::int64_t{1}, std::int64_t{5}}) {
+        for (int hints : {1, 0}) {
+          for (bool in_place : {false, true}) {
+            if (in_place && (n != lengths[1] || rows != 5 || hints != 1)) continue;
+            Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + " hints " + std::to_string(hints) +
+                                      (in_place ? " in place" : ""),
+                                  op, DType::f32, rows, n, ++seed);
+            c.in_place = in_place;
+            auto& tn = cuda::kernels::split_row_tuning();
+            tn = cuda::kernels::SplitRowTuning{};
+            tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+            tn.l2_hints = hints;
+            Result r[2];
+            for (int whole : {0, 1}) {
+              cuda::kernels::split_row_normalize_whole() = whole;
+              const std::uint64_t count = cuda::kernels::split_plain_launch_count();
+              r[whole] = run_checked(c, SoftmaxPath::split_row);
+              EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, 2u)
+                  << c.name << " " << op_name(op) << ", whole " << whole << ": not the compact kernels";
+            }
+            ASSERT_TRUE(r[0].ran && r[1].ran);
+            expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + ": whole tiles / sub-tiles");
+          }
+        }
+      }
+    }
+  }
+}
+
+// split16 (session 16): the one-launch kernel's compact f32 instances with chunk_state's lean arithmetic
+// (split_row_cluster_lean 1; chunk_states.cuh kLean) against the reference (outputs poisoned first) and bitwise the
+// form before (0) on the same case: softmax, log-softmax, logsumexp, the state; lean_case's 9 rows (ties of the max in
+// several warps and four in one vector, −inf every 13th, every score equal, an empty chunk in a finite row, x − m
+// overflowing, the max in the ragged tail, +inf, NaN, all −inf under both empty-row policies); 2 chunks + 77, 151936
+// (13 chunks) and 196608 (16, the cluster's most); with a temperature that divides inexactly (kScale) on compact_case's
+// 9 rows of 151936. The
+// one-launch kernel forced to take the 9 rows (active_clusters 9: one wave); each run asserts by
+// split_cluster_launch_count that it served and by split_plain_launch_count that the three kernels did not.
+TEST_F(GpuFewRows, OneLaunchLeanBitwiseTheArithmeticBefore) {
+  SplitRowTuningGuard guard;
+  Split16Guard s16;
+  EXPECT_EQ(s16.lean, -1) << "the library's rule (split_row.cu cluster_lean)";
+  std::vector<std::int64_t> lengths = {12288 * 2 + 77, 151936, 196608};
+  if (small_mode()) lengths = {12288 * 2 + 77};
+  std::uint64_t seed = 16200;
+  for (std::int64_t n : lengths) {
+    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+      if (small_mode() && op == Op::state) continue;  // sanitizers: logsumexp's kernel
+      for (bool scaled : {false, true}) {
+        if (scaled && n != 151936) continue;
+        const std::string name = "9x" + std::to_string(n) + " one launch" + (scaled ? ", T = 0.7" : "");
+        // The temperature on random rows (compact_case's: +inf, NaN and all −inf in three of them), as
+        // CommonCallKernelBitwiseTheGenericOne checks it; lean_case's overflowing rows are for the unscaled kernels.
+        Case c = scaled ? compact_case(name, op, DType::f32, 9, n, ++seed) : lean_case(name, op, DType::f32, n, ++seed);
+        if (scaled) {
+          c.options.temperature = 0.7f;
+          c.exact_scaling = false;
+        }
+        auto& tn = cuda::kernels::split_row_tuning();
+        tn = cuda::kernels::SplitRowTuning{};
+        tn.active_clusters = 9;  // the 9 rows in one wave: the one-launch kernel
+        Result r[2];
+        for (int lean : {0, 1}) {
+          cuda::kernels::split_row_cluster_lean() = lean;
+          const std::uint64_t plain = cuda::kernels::split_plain_launch_count();
+          const std::uint64_t one = cuda::kernels::split_cluster_launch_count();
+          r[lean] = run_checked(c, SoftmaxPath::split_row);
+          EXPECT_EQ(cuda::kernels::split_cluster_launch_count() - one, 1u) << c.name << ": not the one-launch kernel";
+          EXPECT_EQ(cuda::kernels::split_plain_launch_count() - plain, 0u) << c.name << ": the three kernels ran";
+        }
+        ASSERT_TRUE(r[0].ran && r[1].ran);
+        expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + ": the one-launch kernel lean / before");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace smk::gpu_test
