@@ -517,19 +517,33 @@ constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
 constexpr std::int64_t kWarpOccLogsumexpMaxNF32 = 64;
 constexpr int kWarpOccBlocksE16 = 24;
 constexpr int kWarpOccBlocksE32 = 16;
-// short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) of kWarpOccLogMinN16..kWarpMaxN on
-// warp_rows_packed_kernel at the occupancy kernel's blocks and grid (warp_row.cu occ_built; dense rows, the row held
-// packed; the same bits as the packed and general kernels), E32 at kWarpOccBlocks16LogE32, E16 (log-softmax's two
-// lanes of 16 at 17..32) at kWarpOccBlocks16LogE16. PROVISIONAL (not yet measured).
-constexpr std::int64_t kWarpOccLogMinN16 = 32;
-constexpr int kWarpOccBlocks16LogE32 = 24;
-constexpr int kWarpOccBlocks16LogE16 = 24;
+// short16 (session 16; H200, 2026-12-01 05:01 UTC, tune_softmax --short16 on the binaries of 3374352, 2^25 elements,
+// median of 30 µs, three rounds each, the dispatcher's kernel → the occupancy form at kWarpOccBlocks16Log; the outputs
+// byte for byte the same; docs/bench/short16-s16-2026-12-01.md): the 16-bit log ops dense for E32 on
+// warp_rows_packed_kernel at the occupancy kernel's blocks of 64 threads and grid (warp_row.cu occ_built; the row held
+// packed; the same bits as the persistent packed and the general kernels), 24 blocks an SM:
+// - log-softmax of kWarpOccLogSoftmaxMinN16..kWarpMaxN: bf16 524288×64 (the unpacked kernel before) 44.61 / 45.31 /
+//   44.86 → 42.75 / 43.01 / 43.20, 262144×128 44.61 / 44.13 / 44.16 → 41.02 / 41.09 / 40.96, 131072×256 42.94 / 42.91
+//   / 42.98 → 39.87 / 40.29 / 40.67, 65536×512 42.62 / 43.17 / 42.40 → 40.22 / 40.77 / 40.51, 32768×1024 42.59 / 43.33
+//   / 43.49 → 41.25 / 41.09 / 40.64 (1.03-1.09×); f16 262144×128 43.01 / 43.20 / 42.85 → 40.83 / 40.64 / 40.99,
+//   32768×1024 43.04 / 42.56 / 44.29 → 40.99 / 40.54 / 40.74 (1.04-1.09×). At 32 (E16 L2) the occupancy form lost
+//   (bf16 44.32 / 44.22 / 44.19 → 46.59-47.04 at 24 blocks, 45.76-45.86 at 32): rows of 32 keep the persistent kernel.
+// - logsumexp of kWarpOccLogsumexpMinN16..kWarpOccLogsumexpMaxN16 (bf16): 1048576×32 (one lane) 30.91 / 29.63 / 29.66
+//   → 29.38 / 29.22 / 29.54, 524288×64 32.10 / 31.97 / 32.26 → 31.39 / 31.26 / 31.39, 262144×128 31.01 / 30.75 / 30.91
+//   → 29.82 / 29.66 / 29.76, 131072×256 32.74 / 32.58 / 32.03 → 31.17 / 30.91 / 30.94, 65536×512 34.56 / 34.46 / 34.75
+//   → 32.45 / 32.45 / 31.55 (1.00-1.10×). At 1024 the automatic choice takes lse_stream (not timed here).
+// - the state was not timed: it keeps the kernels before.
+constexpr std::int64_t kWarpOccLogSoftmaxMinN16 = 64;
+constexpr std::int64_t kWarpOccLogsumexpMinN16 = 32;
+constexpr std::int64_t kWarpOccLogsumexpMaxN16 = 512;
+constexpr int kWarpOccBlocks16Log = 24;
 // The blocks an SM follow the elements a lane warp_config chose (session 14 review F7: not restated from n here).
 int warp_occ_rule(std::int64_t n, DType t, kernels::Op op, int elems) {
   using kernels::Op;
-  const bool log_op = op == Op::log_softmax || op == Op::logsumexp || op == Op::state;
-  if (t != DType::f32 && log_op && n >= kWarpOccLogMinN16 && n <= kWarpMaxN)  // short16
-    return elems == 32 ? kWarpOccBlocks16LogE32 : elems == 16 ? kWarpOccBlocks16LogE16 : 0;
+  if (t != DType::f32 && elems == 32 &&  // short16
+      ((op == Op::log_softmax && n >= kWarpOccLogSoftmaxMinN16 && n <= kWarpMaxN) ||
+       (op == Op::logsumexp && n >= kWarpOccLogsumexpMinN16 && n <= kWarpOccLogsumexpMaxN16)))
+    return kWarpOccBlocks16Log;
   if (t != DType::f32)  // short15
     return op == Op::softmax && elems == 32 && n >= kWarpOccSoftmaxMinN16 && n <= kWarpMaxN ? kWarpOccBlocks16E32 : 0;
   const int blocks = elems == 16 ? kWarpOccBlocksE16 : elems == 32 ? kWarpOccBlocksE32 : 0;

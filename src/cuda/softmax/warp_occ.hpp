@@ -1,7 +1,9 @@
-// softmaxkit (internal, host side; short14, session 14; 16-bit softmax: short15, session 15): warp_per_row's dense
-// forward rows at torch.compile's occupancy (warp_row.cu warp_rows_occ_kernel: blocks of 64 threads, one row group a
-// warp; f32 24 blocks an SM at 16 elements a lane, 16 at 32; 16-bit softmax 20 at 32), beside the general kernel whose
-// outputs it reproduces bit for bit. Its own header, not kernels.hpp: fifteen .cu files include that one.
+// softmaxkit (internal, host side; short14, session 14; 16-bit softmax: short15, session 15; the 16-bit log ops:
+// short16, session 16): warp_per_row's dense forward rows at torch.compile's occupancy (warp_row.cu
+// warp_rows_occ_kernel: blocks of 64 threads, one row group a warp; f32 24 blocks an SM at 16 elements a lane, 16 at
+// 32; 16-bit softmax 20 at 32; the 16-bit log ops on warp_rows_packed_kernel at those blocks and grid, 24 at 32),
+// beside the general kernel whose outputs it reproduces bit for bit. Its own header, not kernels.hpp: fifteen .cu
+// files include that one.
 #pragma once
 
 #include <atomic>
@@ -28,7 +30,8 @@ struct WarpOccLast {
 WarpOccLast& warp_occ_last();
 
 // Whether the occupancy kernel is built for input dtype t, `blocks` blocks an SM and E = elems for the op (warp_row.cu
-// occ_built: f32 E16 at 24, f32 E32 softmax at 16; short15: 16-bit E32 softmax at 20).
+// occ_built: f32 E16 at 24, f32 E32 softmax at 16; short15: 16-bit E32 softmax at 20; short16: 16-bit E32 log ops at
+// 24).
 bool warp_occ_built(DType t, int elems, int blocks, Op op);
 
 // Launches p on the occupancy kernel at `blocks` blocks an SM where it is built and p's rows are dense for c

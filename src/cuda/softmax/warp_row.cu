@@ -92,6 +92,14 @@
 // warp_rows_occ_kernel at 20 blocks an SM (48 registers, 40 warps; the same bits as the general and dense kernels):
 // bf16 262144×128 42.34 / 42.05 → 39.01 / 39.26, 32768×1024 41.82 / 41.79 → 39.74 / 39.62 (1.05-1.09×, 79-81 % of copy;
 // f16 1.04-1.08×). The 16-bit log ops and f32 rows of 32 lost there (below, at occ_built).
+// short16 (session 16, 2026-12-01; docs/bench/short16-s16-2026-12-01.md; tune_softmax --short16, run of 3374352's
+// binaries, H200, median of 30 µs, three rounds each, the dispatcher's kernel → the occupancy form, outputs byte for
+// byte the same): the 16-bit log ops at E32 on warp_rows_packed_kernel at the occupancy kernel's blocks of 64 threads
+// and grid, 24 blocks an SM (40 registers, no spill; 41-42 warps an SM against 26.5): bf16 log-softmax 262144×128
+// 44.61 / 44.13 / 44.16 → 41.02 / 41.09 / 40.96 (77 % of copy), 32768×1024 42.59 / 43.33 / 43.49 → 41.25 / 41.09 /
+// 40.64, 524288×64 (unpacked before) 44.61 / 45.31 / 44.86 → 42.75 / 43.01 / 43.20 (1.03-1.09× at 64 … 1024, the
+// rounds' extremes; f16 1.04-1.09×); bf16 logsumexp 65536×512 34.56 / 34.46 / 34.75 → 32.45 / 32.45 / 31.55 (1.02-1.10×
+// at 64 … 512, 1.00-1.06× at 32). Log-softmax at 32 (E16, two lanes) stays on the persistent packed kernel.
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/packed16.cuh"
@@ -228,8 +236,10 @@ __device__ __forceinline__ void write_row_stats_1d(const RowProblem& p, std::int
 // term again at the store) and is neither taken by the rule nor compiled. kMinBlocks as there unless measured
 // otherwise (short10: the packed row leaves room for more).
 // short16 (session 16): kBlockThreads / kMinBlocks are the launch bounds only (the body reads blockDim.x): the
-// persistent form at kThreads (E32 4 blocks an SM, E16 6), and the occupancy forms (launch_occ: blocks of kOccThreads,
-// one row group a warp, every block needed) at the blocks an SM occ_built lists. One body, so the same bits.
+// persistent form at kThreads (E32 4 blocks an SM, E16 6), and the occupancy form (launch_occ: blocks of kOccThreads,
+// one row group a warp, every block needed) at E32 and 24 blocks an SM (occ_built, below: 1.03-1.09× for
+// log-softmax at 64 … 1024). One body, so the same bits (test_warp_row_gpu OccKernelBitwise16); the persistent
+// forms' SASS is unchanged by the template parameters (cuobjdump sm_90a, encodings included).
 template <typename In, int E, int kBlockThreads = kThreads, int kMinBlocks = (E == 32 ? 4 : 6)>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) warp_rows_packed_kernel(const RowProblem p, int lanes) {
   constexpr int R = kRowsAtOnce<E>;
@@ -472,38 +482,43 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3,
 // 77.3-77.9).
 // The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
-// short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) on warp_rows_packed_kernel at the
-// occupancy kernel's blocks and grid (the row held packed: E/2 registers of row, so no spill where the unpacked
-// occupancy form spilled 44 B at 16 blocks), E32 at 16 / 20 / 24 blocks an SM, E16 (log-softmax's two lanes of 16 at
-// rows of 17..32) at 24 / 32.
+// short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) at E32 on warp_rows_packed_kernel at
+// the occupancy kernel's blocks of kOccThreads and grid (the row held packed: 16 registers of row, so no spill where
+// the unpacked occupancy form spilled 44 B at 16 blocks), 24 blocks an SM: ptxas -v (CUDA 13.0, sm_90a) 40 registers,
+// no spill (b20: 48, bf16 4 B spilled; b16: 63-64; the persistent packed kernel 63-64 at 4 blocks of 256). Measured
+// (H200, 2026-12-01 05:01 UTC, short16's run of 3374352's binaries, tune_softmax --short16, 2^25 elements, median of
+// 30 µs, three rounds each, the dispatcher's kernel → b16 / b20 / b24 (round 1 shown; the outputs byte for byte the
+// same)): bf16 log-softmax 262144×128 44.61 → 42.98 / 41.57 / 41.02, 131072×256 42.94 → 41.89 / 40.90 / 39.87,
+// 65536×512 42.62 → 42.40 / 41.06 / 40.22, 32768×1024 42.59 → 42.82 / 42.30 / 41.25, 524288×64 (the unpacked kernel
+// before) 44.61 → 43.20 / 43.04 / 42.75; bf16 logsumexp 1048576×32 (one lane) 30.91 → 31.42 / 30.14 / 29.38,
+// 262144×128 31.01 → 31.33 / 30.72 / 29.82, 65536×512 34.56 → 33.02 / 32.77 / 32.45; f16 log-softmax 262144×128 43.01
+// → 43.39 / 41.38 / 40.83, 32768×1024 43.04 → 43.74 / 41.70 / 40.99. b24 fastest in every case. Nsight Compute (same
+// call, one launch, bf16 log-softmax, µs under ncu, warps active an SM, warp instructions, issue active): 262144×128
+// persistent 36.99, 26.7, 22.6M, 68 % → b24 33.95, 40.9, 25.6M, 79 %; 32768×1024 36.80, 26.4, 23.7M, 72 % → 34.14,
+// 41.9, 26.7M, 82 % (each warp's prologue now paid once a row group: 13 % more instructions, near issue-bound).
+// Not built (3374352 has them): E32 at 16 and 20; E16 (log-softmax's two lanes of 16 at rows of 32) at 24 / 32
+// blocks (40 / 32 registers, bf16 b32 8 B spilled), slower than the persistent packed E16 kernel: bf16 1048576×32
+// 44.32 / 44.22 / 44.19 → 47.04 / 46.59 / 46.98 (b24), 45.82 / 45.86 / 45.76 (b32); f16 alike.
 template <typename In, int E>
 constexpr bool occ_built(int blocks, bool log) {
   if constexpr (sizeof(In) == 4) {
     if constexpr (E == 16) return blocks == 24;
     else return E == 32 && blocks == 16 && !log;
-  } else if (log) {
-    if constexpr (E == 32) return blocks == 16 || blocks == 20 || blocks == 24;
-    else return E == 16 && (blocks == 24 || blocks == 32);
   } else {
-    return E == 32 && blocks == 20;
+    return E == 32 && blocks == (log ? 24 : 20);
   }
 }
 using OccKernel = void (*)(const RowProblem, int);
 template <typename In, int E, bool kLog>
-OccKernel occ_kernel(int blocks) {
+OccKernel occ_kernel() {
   if constexpr (sizeof(In) == 4 && E == 16) {
     return warp_rows_occ_kernel<float, 16, kLog, 24>;
   } else if constexpr (sizeof(In) == 4 && E == 32 && !kLog) {
     return warp_rows_occ_kernel<float, 32, false, 16>;
   } else if constexpr (sizeof(In) == 2 && E == 32 && !kLog) {
     return warp_rows_occ_kernel<In, 32, false, 20>;
-  } else if constexpr (sizeof(In) == 2 && E == 32 && kLog) {  // short16: packed
-    return blocks == 16   ? warp_rows_packed_kernel<In, 32, kOccThreads, 16>
-           : blocks == 20 ? warp_rows_packed_kernel<In, 32, kOccThreads, 20>
-                          : warp_rows_packed_kernel<In, 32, kOccThreads, 24>;
-  } else if constexpr (sizeof(In) == 2 && E == 16 && kLog) {
-    return blocks == 24 ? warp_rows_packed_kernel<In, 16, kOccThreads, 24>
-                        : warp_rows_packed_kernel<In, 16, kOccThreads, 32>;
+  } else if constexpr (sizeof(In) == 2 && E == 32 && kLog) {  // short16: the row held packed
+    return warp_rows_packed_kernel<In, 32, kOccThreads, 24>;
   } else {
     return nullptr;
   }
@@ -534,7 +549,7 @@ bool plain_exp_pays(const RowProblem& p, WarpConfig c) {
 // tuning asks for a grid (WarpRowTuning grid or max_blocks: then as warp_grid says, the warps walking many groups).
 template <typename In, int E>
 void launch_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
-  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>(blocks) : occ_kernel<In, E, false>(blocks);
+  const OccKernel kernel = p.op != Op::softmax ? occ_kernel<In, E, true>() : occ_kernel<In, E, false>();
   WarpRowLast& last = warp_row_last();
   last.lanes.store(c.lanes, std::memory_order_relaxed);
   last.elems.store(E, std::memory_order_relaxed);
@@ -606,9 +621,7 @@ bool warp_occ_built(DType t, int elems, int blocks, Op op) {
     if (elems == 16) return occ_built<float, 16>(blocks, log);
     return elems == 32 && occ_built<float, 32>(blocks, log);
   }
-  if (t != DType::bf16 && t != DType::f16) return false;
-  if (elems == 16) return occ_built<__nv_bfloat16, 16>(blocks, log);  // short16
-  return elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, log);
+  return (t == DType::bf16 || t == DType::f16) && elems == 32 && occ_built<__nv_bfloat16, 32>(blocks, log);
 }
 
 bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStream_t s) {
@@ -624,8 +637,7 @@ bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStr
       if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, s);
       else launch_occ<In, 32>(p, c, blocks, s);
     } else {
-      if (c.elems == 16) launch_occ<In, 16>(p, c, blocks, s);  // short16: the log ops' two lanes of 16
-      else launch_occ<In, 32>(p, c, blocks, s);
+      launch_occ<In, 32>(p, c, blocks, s);
     }
   });
   return true;
