@@ -788,6 +788,49 @@ smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
 fi
 
 # --- session 16: short16 step goes here ---
+# short16 (session 16, issue 3: the 16-bit log ops on rows of 32 ... 1024): warp_rows_packed_kernel at the occupancy
+# kernel's blocks of 64 threads and grid (E32 at 16 / 20 / 24 blocks an SM, E16 at 24 / 32) timed beside the
+# dispatcher's kernels before short16 in one binary (tune_softmax --short16, three rounds, outputs compared byte for
+# byte), alone on the GPU; Nsight Compute (a few metrics) on one launch each at bf16 262144x128 and 32768x1024
+# log-softmax (--short16-ncu); then in parallel: test_cuda_warp_row's forward tests at full size (OccKernelBitwise16
+# alone, the rest in 4 shards), test_cuda_softmax's warp-path cases (2 shards), memcheck on the small Occ* and
+# Packed* forward cases (no shared memory: no racecheck). Binaries of HEAD's library with short16's files, built off
+# the device for sm_90a (build/short16-bin.tar.xz). Caps: SMK_S16_TUNE_S (45 s), SMK_S16_NCU_S (20), SMK_S16_TEST_S
+# (40); SMK_S16_NCU=0 skips Nsight Compute. Back: short16-tune.txt, short16-ncu.txt, short16-summary.txt,
+# short16-logs.tgz.
+if want short16; then
+  carried short16 build/short16-bin.tar.xz
+  s16=$bin
+  s16_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,launch__grid_size,launch__block_size,sm__warps_active.avg.per_cycle_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,l1tex__t_sector_hit_rate.pct
+  run_step short16-tune timeout "${SMK_S16_TUNE_S:-45}" stdbuf -oL "$s16/bin/tune_softmax" --short16
+  keep_logs short16
+  if [[ "${SMK_S16_NCU:-1}" == 1 ]]; then
+    run_step short16-ncu timeout "${SMK_S16_NCU_S:-20}" ncu --metrics "$s16_metrics" --clock-control none \
+      -k regex:"warp_rows" "$s16/bin/tune_softmax" --short16-ncu
+    keep_logs short16
+  fi
+  s16_t=${SMK_S16_TEST_S:-40}
+  bg_step short16x-occ16 timeout "$s16_t" "$s16/bin/test_cuda_warp_row" --gtest_filter='*.OccKernelBitwise16'
+  for i in 0 1 2 3; do
+    bg_step "short16x-warp$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$s16_t" \
+      "$s16/bin/test_cuda_warp_row" --gtest_filter='-*Backward*:*.OccKernelBitwise16'
+  done
+  for i in 0 1; do
+    bg_step "short16x-softmax$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$s16_t" \
+      "$s16/bin/test_cuda_softmax" --gtest_filter='*EveryPathEveryLength*:*NonFiniteRows*:*SlicedStridedUnaligned*:*BatchInvariance*'
+  done
+  bg_step short16x-memcheck timeout "$s16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s16/bin/test_cuda_warp_row" \
+    --gtest_filter='*Occ*:*PackedForward*:*PackedRule*'
+  bg_tally
+  keep_logs short16
+  rm -f "$outer"/short16x-*.txt  # their pass / fail lines are in short16-summary.txt, the logs in short16-logs.tgz
+  end_carried
+fi
 # --- session 16: bwd16 step goes here ---
 # --- session 16: split16 step goes here ---
 # --- session 16: dec16 step goes here ---

@@ -9,7 +9,7 @@
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
 //                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
-//                        --split15 | --split15-ncu | --split15b]
+//                        --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -814,6 +814,101 @@ int short15(bool ncu) {
   return differs == 0 ? 0 : 1;
 }
 
+// short16 (session 16, docs/perf-notebook.md "(session 16) — short16"): the 16-bit log ops where torch.compile was
+// ahead in compare-s15, 2^25 elements a shape: log-softmax at 32 ... 1024 and logsumexp at 32 ... 512 (1024 takes
+// lse_stream), bf16 (f16 log-softmax at 32, 128, 1024), at the dispatcher's kernels before short16's rule ("default":
+// warp_config's lanes and elements, packed where warp_packed_rule says (log-softmax at 64 unpacked), the persistent
+// grid) beside warp_rows_packed_kernel at the occupancy kernel's blocks of 64 threads and grid at E32, 24 blocks an SM
+// (warp_row.cu occ_built; log-softmax's rows of 32, E16, have no occupancy form: default only), the same bits. Three
+// rounds of every variant in turn, median of 30 each (the rounds of one kernel are its spread); then each variant's
+// output on copy 0 (poisoned with 0xFF first) compared byte for byte with the default's ("same bits" / "DIFFERS").
+// --short16-ncu: one launch of each at bf16 262144x128 and 32768x1024 log-softmax, for Nsight Compute. (The run of
+// 3374352 timed E32 at 16 and 20 and E16 at 24 and 32 blocks too: their code is in 3374352.)
+int short16(bool ncu) {
+  struct Shape {
+    DType t;
+    std::int64_t rows, n;
+    bool lse;  // logsumexp too
+  };
+  const std::vector<Shape> shapes =
+      ncu ? std::vector<Shape>{{DType::bf16, 262144, 128, false}, {DType::bf16, 32768, 1024, false}}
+          : std::vector<Shape>{{DType::bf16, 1048576, 32, true}, {DType::bf16, 524288, 64, true},
+                               {DType::bf16, 262144, 128, true}, {DType::bf16, 131072, 256, true},
+                               {DType::bf16, 65536, 512, true},  {DType::bf16, 32768, 1024, false},
+                               {DType::f16, 1048576, 32, false}, {DType::f16, 262144, 128, false},
+                               {DType::f16, 32768, 1024, false}};
+  int differs = 0;
+  for (const Shape& sh : shapes) {
+    const auto [t, rows, n, lse] = sh;
+    Buffers b = forward_buffers(rows, n, t);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    for (Op op : {Op::log_softmax, Op::logsumexp}) {
+      if (op == Op::logsumexp && !lse) continue;
+      const bool rows_out = op == Op::log_softmax;
+      // The dispatcher's configuration before short16 (softmax_cuda.cpp warp_config, warp_packed_rule).
+      const int e = rows_out && n <= 32 ? 16 : 32;
+      const int lanes = static_cast<int>(n) / e;
+      Variant def = wv(e, lanes, 0);
+      def.warp.packed = !(rows_out && n == 64);
+      def.name = std::string("default ") + (def.warp.packed ? "packed " : "") + def.name;
+      std::vector<std::pair<Variant, int>> vs = {{def, 0}};
+      for (int blocks : e == 32 ? std::vector<int>{24} : std::vector<int>{}) {
+        Variant occ = wv(e, lanes, 0);
+        occ.name = "occ packed E" + std::to_string(e) + " L" + std::to_string(lanes) + " b" + std::to_string(blocks);
+        vs.push_back({occ, blocks});
+      }
+      auto launch_v = [&](const std::pair<Variant, int>& v, int i) {
+        const RowProblem p = problem(op, rows, n, t, b, i);
+        if (v.second > 0) {
+          if (!launch_warp_rows_occ(p, v.first.warp, v.second, nullptr)) std::abort();
+        } else {
+          launch_warp_rows(p, v.first.warp, nullptr);
+        }
+      };
+      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * (rows_out ? 2.0 : 1.0) *
+                           static_cast<double>(smk::dtype_size(t));
+      warp_occ_tuning() = {};
+      if (ncu) {  // one launch each, outside any timing
+        for (const auto& v : vs) {
+          warp_row_tuning() = v.first.tuning;
+          launch_v(v, 0);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          std::printf("ncu launch: %s %s log_softmax %s\n", shape, smk::dtype_name(t), v.first.name.c_str());
+        }
+        continue;
+      }
+      for (int round = 0; round < 3; ++round)
+        for (const auto& v : vs) {
+          warp_row_tuning() = v.first.tuning;
+          Variant named = v.first;
+          named.name += " (" + std::to_string(round + 1) + ")";
+          report(shape, t, op, named, median_us(b, 30, [&](int i) { launch_v(v, i); }), bytes);
+        }
+      const std::size_t out_bytes = rows_out ? static_cast<std::size_t>(rows * n) * smk::dtype_size(t)
+                                             : sizeof(float) * static_cast<std::size_t>(rows);
+      void* dst = rows_out ? b.out : static_cast<void*>(b.stats);
+      std::vector<unsigned char> base(out_bytes), got(out_bytes);
+      for (std::size_t k = 0; k < vs.size(); ++k) {
+        warp_row_tuning() = vs[k].first.tuning;
+        SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, out_bytes));
+        launch_v(vs[k], 0);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(k == 0 ? base.data() : got.data(), dst, out_bytes, cudaMemcpyDeviceToHost));
+        if (k == 0) continue;
+        const bool same = std::memcmp(base.data(), got.data(), out_bytes) == 0;
+        differs += !same;
+        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t), rows_out ? "log_softmax" : "logsumexp",
+                    vs[k].first.name.c_str(), same ? "same bits" : "DIFFERS");
+      }
+    }
+    free_buffers(b);
+  }
+  warp_row_tuning() = {};
+  std::printf("short16: %d variant(s) differ from the default\n", differs);
+  return differs == 0 ? 0 : 1;
+}
+
 // split15 (session 15, issue 3; docs/perf-notebook.md "split15"): split_row as the dispatcher calls it (the library's
 // row-loop and TMA rules, the one-launch kernel where it serves) with the compact chunk kernels' arithmetic as before
 // (split_row_chunk_lean 0: "before") and lean (1: chunk_states.cuh kLean: "lean"; the library's rule, -1, takes it
@@ -915,6 +1010,8 @@ int split15_mode(bool ncu, bool gauss = false) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
     return split15_mode(std::strcmp(argv[1], "--split15-ncu") == 0, std::strcmp(argv[1], "--split15b") == 0);
+  if (argc > 1 && (std::strcmp(argv[1], "--short16") == 0 || std::strcmp(argv[1], "--short16-ncu") == 0))
+    return short16(std::strcmp(argv[1], "--short16-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short15") == 0 || std::strcmp(argv[1], "--short15-ncu") == 0))
     return short15(std::strcmp(argv[1], "--short15-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short14") == 0 || std::strcmp(argv[1], "--short14-ncu") == 0))
