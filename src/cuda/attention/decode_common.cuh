@@ -52,6 +52,10 @@ struct DecodeArgs {
   // tile i + l2_ahead while tile i is used. Hints only: the same loads, so the same bits.
   int l2_ramp;
   int l2_ahead;
+  // Session 16 (dec16): the tensor-core kernel reads q's pairs of 16-bit values as one 32-bit load each (16 a lane at
+  // D = 128) where q's head dimension is contiguous and the row 4-byte aligned, instead of two 16-bit loads (32 a lane);
+  // decode_wide_q (decode_split.hpp), off unless a benchmark or test sets it. The same values, so the same bits.
+  bool q_wide;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

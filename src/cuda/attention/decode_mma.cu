@@ -178,16 +178,15 @@ __device__ __forceinline__ std::int64_t opaque(std::int64_t x) {
   return x;
 }
 
-// Session 16 (dec16): one bulk prefetch of `bytes` (a multiple of 16) at p into L2 (PTX cp.async.bulk.prefetch.L2,
-// sm_90): no register holds the data and nothing waits on it, so it changes no value, only where a later load finds
-// its lines. Nothing on older devices, nor where p is not 16-byte aligned (the instruction's requirement).
+// Session 16 (dec16): the lines of `bytes` at p (a K, V or q row) into L2, one PTX prefetch.global.L2 a 128-byte
+// step: no register holds the data and nothing waits on it, so it changes no value, only where a later load finds its
+// lines. Each lane prefetches its own row. As first run (commit 4008706) it was one cp.async.bulk.prefetch.L2 a row:
+// that instruction takes its address in a uniform register, so with an address that differs by lane the compiler
+// issues it lane by lane (R2UR, UBLKPF, BRA.U.ANY: a loop of 32), which made every variant slower (Nsight Compute at
+// (1, 32768), ramp 4 ahead 4: 11.0 M instructions against 6.8 M, "wait" stall samples 3.2x).
 __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if ((reinterpret_cast<std::uintptr_t>(p) & 15u) == 0)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes));
-#else
-  (void)p, (void)bytes;
-#endif
+  const char* c = static_cast<const char*>(p);
+  for (unsigned x = 0; x < bytes; x += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + x));
 }
 
 // Where a row's outputs go: element x of O (query token tok, head h of sequence b) and the row's LSE (if wanted).
@@ -605,13 +604,20 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
                               (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
+    // Session 16 (dec16), a.q_wide: a pair (dimensions d0, d0 + 1, d0 even) is one 32-bit word where the row is
+    // contiguous and 4-byte aligned (little-endian: d0 in the low half, as below). Nsight Compute at (1, 32768): the
+    // 32 16-bit loads a lane with their 64-bit address products stall the prologue (long scoreboard on an address
+    // register, 2.7 % of the kernel's samples) while tile 1 waits to be issued.
+    const bool wide = a.q_wide && a.qs[3] == 1 && (reinterpret_cast<std::uintptr_t>(qp) & 3u) == 0;
+    const std::uint32_t* qw = reinterpret_cast<const std::uint32_t*>(qp);
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int d0 = 16 * kk + 8 * half + 2 * c;
         std::uint32_t pair = 0;
-        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        if (real && wide) pair = qw[d0 / 2];
+        else if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
         qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
       }
   };

@@ -376,8 +376,8 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
 }
 
 // --dec16 (session 16): the tensor-core kernel's L2 prefetches (decode_l2_prefetch: `ramp` tiles a warp and q before
-// the length's load, at the split s_max would give; `ahead`: tile i + ahead at tile i) beside the dispatcher as it is
-// (both 0), on the single-sequence rows (where the ramp is one wave's) and three batch rows. kDec16Samples of each
+// the length's load, at the split s_max would give; `ahead`: tile i + ahead at tile i) and q's pairs as 32-bit loads
+// (decode_wide_q, "qw") beside the dispatcher as it is (all off), on the single-sequence rows (where the ramp is one wave's) and three batch rows. kDec16Samples of each
 // variant in turn, kDec16Reps calls a sample after the 256 MB flush; every variant's outputs compared bit for bit with
 // the default's (poisoned first). --dec16-ncu: one call at (1, 32768) of the default, then one with ramp 4 ahead 4
 // (no flush: Nsight Compute flushes before each replay).
@@ -395,9 +395,13 @@ int dec16_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   if (ncu_only) cells = {{32768, 1, 32}};
   struct Variant {
     int ramp, ahead;
+    bool wide_q;
     const char* name;
   };
-  const std::vector<Variant> vars = {{0, 0, "dflt"}, {2, 0, "r2"}, {4, 4, "r4a4"}, {0, 4, "a4"}, {8, 8, "r8a8"}};
+  // As first run (commit 4008706: one bulk prefetch a row, issued lane by lane) the fifth variant was r8a8; since then
+  // prefetch.global.L2 a line, and q's pairs as 32-bit loads (decode_wide_q) in its place.
+  const std::vector<Variant> vars = {
+      {0, 0, false, "dflt"}, {2, 0, false, "r2"}, {4, 4, false, "r4a4"}, {0, 4, false, "a4"}, {0, 0, true, "qw"}};
   const int nv = static_cast<int>(vars.size());
   std::size_t max_kv = 0, max_q = 0;
   for (const Cell& c : cells) {
@@ -413,7 +417,10 @@ int dec16_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   int sms = 0;
   SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int max_splits = smk::cuda::decode_max_splits(sms);
-  const auto set = [](const Variant& x) { smk::cuda::decode_l2_prefetch(x.ramp, x.ahead); };
+  const auto set = [](const Variant& x) {
+    smk::cuda::decode_l2_prefetch(x.ramp, x.ahead);
+    smk::cuda::decode_wide_q(x.wide_q);
+  };
   std::string json = "[";
   if (!ncu_only) {
     std::printf("bench_decode --dec16: the dispatcher without (dflt) and with L2 prefetches (rR: R tiles a warp before "

@@ -1375,8 +1375,8 @@ TEST(CudaAttentionDecode, UnderflowingPartWithNonFiniteVIsKept) {
 
 // Session 16 (dec16): the tensor-core kernel's L2 prefetches (decode_l2_prefetch: `ramp` tiles a warp and the q rows
 // before the length's load, at the split the length s_max would give, so wrong for every shorter sequence here; `ahead`:
-// tile i + ahead at tile i) give the default's bits and the reference's values, and a default call after them the same
-// bits again. cp.async at 2 and 3 ring stages and TMA tiles, fused and cluster merges, bf16 D = 128 and f16 D = 64,
+// tile i + ahead at tile i) and q's pairs as 32-bit loads (decode_wide_q) give the default's bits and the reference's
+// values, and a default call after them the same bits again. cp.async at 2 and 3 ring stages and TMA tiles, fused and cluster merges, bf16 D = 128 and f16 D = 64,
 // mixed lengths with NaN past every length (the guessed prefetch reads rows past a length: hints, never values), groups
 // of 4 and 8, causal tokens with a NaN in the causal band, and 100003 keys (16 splits; not under SMK_GPU_TEST_SMALL).
 template <typename T>
@@ -1386,13 +1386,20 @@ void l2_prefetch_matches(Case<T>& c) {
   for (const DecodeConfig* config : {&kCpAsyncFused, &kCpAsyncCluster, &kCpAsync3, &kTmaFused, &kTmaCluster}) {
     SCOPED_TRACE(config == &kCpAsync3 ? "tensor cores, cp.async tiles, 3 stages, fused merge" : name_of(config));
     const Result plain = run_gpu(c, config);
-    for (const auto& [ramp, ahead] : {std::pair{2, 0}, std::pair{4, 4}, std::pair{0, 4}, std::pair{8, 8},
-                                      std::pair{0, 0}}) {
-      SCOPED_TRACE(testing::Message() << "ramp " << ramp << ", ahead " << ahead);
-      const int before = smk::cuda::decode_l2_prefetch(ramp, ahead);
+    struct Setting {
+      int ramp, ahead;
+      bool wide_q;
+    };
+    for (const Setting& x : {Setting{2, 0, false}, Setting{4, 4, false}, Setting{0, 4, false}, Setting{8, 8, false},
+                             Setting{0, 0, true}, Setting{2, 0, true}, Setting{0, 0, false}}) {
+      SCOPED_TRACE(testing::Message() << "ramp " << x.ramp << ", ahead " << x.ahead << ", wide q " << x.wide_q);
+      const int before = smk::cuda::decode_l2_prefetch(x.ramp, x.ahead);
+      const bool wide_before = smk::cuda::decode_wide_q(x.wide_q);
       const Result got = run_gpu(c, config);
       smk::cuda::decode_l2_prefetch(before / 256, before % 256);
+      smk::cuda::decode_wide_q(wide_before);
       EXPECT_EQ(before, 0) << "the switch was left on";
+      EXPECT_FALSE(wide_before) << "the switch was left on";
       EXPECT_TRUE(bitwise_equal(got.o, plain.o));
       EXPECT_TRUE(bitwise_equal(got.lse, plain.lse));
       expect_matches(c, e, got, true);
