@@ -832,10 +832,245 @@ smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,l1tex__t_sector_h
   end_carried
 fi
 # --- session 16: bwd16 step goes here ---
+# bwd16 (session 16, issue 3: the backward passes where torch.compile was 1-4 % ahead in compare-s15): cache hints on
+# split_row's common-call backward kernels (1x16M) and on the packed dy-shared block (bf16 16384x4096, 4096x16384),
+# timed beside the kernels without them in one binary (tune_softmax --bwd16: two alternating rounds, dx compared byte
+# for byte), alone on the GPU; Nsight Compute on the dispatcher's softmax-backward kernels (--bwd16-ncu: f32
+# 1048576x32 / 16384x4096, bf16 16384x4096 / 32768x1024 / 1x16777216); then in parallel the tests
+# (test_cuda_warp_backward: HintsBitwiseTheDefault and the rest at full size; memcheck and racecheck on the small
+# HintsBitwise / SharedPacked cases; test_cuda_softmax's backward tests) while torch.compile's kernels for the same
+# shapes compile, and those are profiled under Nsight Compute once the tests are done (scripts/ncu_torch.py, bf16 then
+# f32, with their PTX's loads / stores and Inductor's Triton source). Binaries built off the device for sm_90a
+# (build/bwd16-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_softmax}). Caps: SMK_B16_TUNE_S (40),
+# SMK_B16_NCU_S (30), SMK_B16_TEST_S (35), SMK_B16_TORCH_S (75). Back: bwd16-tune.txt, bwd16-ncu.txt,
+# bwd16-torch16.txt, bwd16-torch32.txt, bwd16-summary.txt, bwd16-logs.tgz.
+# SMK_B16_PASS=2 (the second call): tune_softmax --bwd16b (split_row's common call: the vector elementwise kernel and
+# the chunk sums at 3 / 4 blocks an SM beside the default, alternating rounds), Nsight Compute on the default and the
+# vector form at bf16 1x16M (--bwd16b-ncu), then HintsBitwiseTheDefault at full size, memcheck and racecheck on it
+# (small). Back: bwd16-tuneb.txt, bwd16-ncub.txt, bwd16-summary.txt, bwd16-logs.tgz.
+if want bwd16 && [[ "${SMK_B16_PASS:-1}" == 2 ]]; then
+  carried bwd16 build/bwd16-bin.tar.xz
+  b16=$bin
+  b16_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,launch__registers_per_thread,\
+launch__grid_size,launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active,\
+smsp__warps_eligible.avg.per_cycle_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+  run_step bwd16-tuneb timeout "${SMK_B16_TUNE_S:-45}" stdbuf -oL "$b16/bin/tune_softmax" --bwd16b
+  keep_logs bwd16
+  run_step bwd16-ncub timeout "${SMK_B16_NCU_S:-15}" ncu --metrics "$b16_metrics" --clock-control none \
+    -k regex:backward "$b16/bin/tune_softmax" --bwd16b-ncu
+  keep_logs bwd16
+  b16_t=${SMK_B16_TEST_S:-35}
+  bg_step bwd16x-hints timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  bg_step bwd16x-memcheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  bg_step bwd16x-racecheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  bg_tally
+  keep_logs bwd16
+  rm -f "$outer"/bwd16x-*.txt
+  end_carried
+elif want bwd16; then
+  carried bwd16 build/bwd16-bin.tar.xz
+  b16=$bin
+  b16_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+smsp__warps_eligible.avg.per_cycle_active,launch__registers_per_thread,launch__grid_size,launch__block_size,\
+launch__occupancy_limit_registers,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
+l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,\
+l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
+  run_step bwd16-tune timeout "${SMK_B16_TUNE_S:-40}" stdbuf -oL "$b16/bin/tune_softmax" --bwd16
+  keep_logs bwd16
+  run_step bwd16-ncu timeout "${SMK_B16_NCU_S:-30}" ncu --metrics "$b16_metrics" --clock-control none \
+    -k regex:backward "$b16/bin/tune_softmax" --bwd16-ncu
+  keep_logs bwd16
+  rm -f /tmp/b16-go16 /tmp/b16-go32
+  b16_torch=(env PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/tmp/b16-inductor TRITON_CACHE_DIR=/tmp/b16-triton
+    timeout "${SMK_B16_TORCH_S:-75}" ncu --metrics "$b16_metrics" --clock-control none --profile-from-start off
+    -k regex:triton)
+  bg_step bwd16-torch16 "${b16_torch[@]}" -c 10 python3 scripts/ncu_torch.py --op softmax_backward --dtype bf16 \
+    --shape 16384x4096 32768x1024 1x16777216 --go /tmp/b16-go16 --wait-s 70 --ptx --source
+  b16_torch16=$!
+  bg_step bwd16-torch32 "${b16_torch[@]}" -c 6 python3 scripts/ncu_torch.py --op softmax_backward --dtype f32 \
+    --shape 1048576x32 16384x4096 --go /tmp/b16-go32 --wait-s 70 --ptx --source
+  b16_t=${SMK_B16_TEST_S:-35}
+  b16_pids=()
+  bg_step bwd16x-hints timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  b16_pids+=($!)
+  bg_step bwd16x-warpbwd timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='-*HintsBitwise*'
+  b16_pids+=($!)
+  bg_step bwd16x-softmax timeout "$b16_t" "$b16/bin/test_cuda_softmax" --gtest_filter='*Backward*'
+  b16_pids+=($!)
+  bg_step bwd16x-memcheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" \
+    --gtest_filter='*HintsBitwise*:*SharedPacked*'
+  b16_pids+=($!)
+  bg_step bwd16x-racecheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  b16_pids+=($!)
+  wait "${b16_pids[@]}"
+  touch /tmp/b16-go16  # the tests are done: torch.compile's kernels are profiled alone on the GPU, bf16 then f32
+  wait "$b16_torch16"
+  touch /tmp/b16-go32
+  bg_tally
+  keep_logs bwd16
+  rm -f "$outer"/bwd16x-*.txt  # their pass / fail lines are in bwd16-summary.txt, the logs in bwd16-logs.tgz
+  end_carried
+fi
 # --- session 16: split16 step goes here ---
+# split16 (session 16, issue 3): split_row's compact f32 normalising kernel in whole tiles (kWholeF32, the default
+# since split16) beside its sub-tiles, in one binary (tune_softmax --split16: alternating rounds, outputs compared byte
+# for byte), alone on the GPU; Nsight Compute on the normalising kernel at 1x16777216 f32 softmax, sub-tiles then whole
+# (--split16-ncu; SMK_S16S_NCU=0 skips it); then in parallel: test_cuda_few_rows' tests of the lever and of the kernels
+# beside it at full size (3 shards), memcheck and racecheck (small mode) on its bitwise test. (The run of 3c3e2d0 also
+# timed and tested the one-launch kernel's lean f32 arithmetic, since removed.) Binaries built off the device for sm_90a
+# (build/split16-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps: SMK_S16S_TUNE_S (40 s),
+# SMK_S16S_NCU_S (25), SMK_S16S_TEST_S (40). Back: split16-tune.txt, split16-ncu.txt, split16-summary.txt,
+# split16-logs.tgz.
+if want split16; then
+  carried split16 build/split16-bin.tar.xz
+  s16s=$bin
+  run_step split16-tune timeout "${SMK_S16S_TUNE_S:-40}" stdbuf -oL "$s16s/bin/tune_softmax" --split16
+  keep_logs split16
+  if [[ "${SMK_S16S_NCU:-1}" == 1 ]]; then
+    run_step split16-ncu timeout "${SMK_S16S_NCU_S:-25}" ncu --clock-control none -k regex:normalize_plain \
+      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,launch__registers_per_thread \
+      "$s16s/bin/tune_softmax" --split16-ncu
+    keep_logs split16
+  fi
+  s16s_t=${SMK_S16S_TEST_S:-40}
+  s16s_f='*NormalizeWholeTile*:*NormalizeHints*:*OneLaunchSplitRowRows*:*CommonCall*'
+  for i in 0 1 2; do
+    bg_step "split16x-test$i" env GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout "$s16s_t" \
+      "$s16s/bin/test_cuda_few_rows" --gtest_filter="$s16s_f"
+  done
+  bg_step split16x-memcheck timeout "$s16s_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s16s/bin/test_cuda_few_rows" \
+    --gtest_filter='*NormalizeWholeTile*'
+  bg_step split16x-racecheck timeout "$s16s_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$s16s/bin/test_cuda_few_rows" \
+    --gtest_filter='*NormalizeWholeTile*'
+  bg_tally
+  keep_logs split16
+  rm -f "$outer"/split16x-*.txt
+  end_carried
+fi
 # --- session 16: dec16 step goes here ---
+# dec16 (session 16, issue 8): the tensor-core decode kernel's L2 prefetches (decode_l2_prefetch: its first tiles and q
+# before the length's load, tiles ahead in its loop) beside the default in one binary (bench_decode --dec16: 5 variants
+# in turn, outputs compared bit for bit), alone on the GPU; Nsight Compute --set full on one default call and one with
+# ramp 4 ahead 4 at (1, 32768) (--dec16-ncu; details, raw and the source page's SASS with stall samples); then in
+# parallel: test_cuda_decode whole (4 shards), memcheck and racecheck (small) on the new test and the causal band.
+# Binaries built off the device for sm_90a (build/dec16-bin.tar.xz: bin/{bench_decode,test_cuda_decode}). Caps:
+# SMK_DEC16_BENCH_S (30 s), SMK_DEC16_NCU_S (40), SMK_DEC16_TEST_S (50). Back: dec16-bench.txt, dec16-ncu.txt,
+# dec16-summary.txt, dec16-logs.tgz (the json, the raw and source CSVs, every log). SMK_DEC16_PASS=2 (the second call,
+# after the prefetch became prefetch.global.L2 and q's wide loads were added): no Nsight Compute.
+if want dec16; then
+  carried dec16 build/dec16-bin.tar.xz
+  d16=$bin
+  run_step dec16-bench timeout "${SMK_DEC16_BENCH_S:-30}" stdbuf -oL "$d16/bin/bench_decode" --dec16 \
+    --json "$OUT/dec16-bench.json"
+  keep_logs dec16
+  if [[ "${SMK_DEC16_PASS:-1}" != 2 ]]; then
+    mkdir -p /tmp/d16rep
+    run_step dec16-ncu timeout "${SMK_DEC16_NCU_S:-40}" bash -c "ncu --clock-control none --set full \
+      -k regex:decode_mma -c 2 -f -o /tmp/d16rep/ours '$d16/bin/bench_decode' --dec16-ncu && ncu -i \
+      /tmp/d16rep/ours.ncu-rep --page details && ncu -i /tmp/d16rep/ours.ncu-rep --page raw --csv \
+      --print-metric-instances values >$OUT/dec16-raw.csv; ncu -i /tmp/d16rep/ours.ncu-rep --page source --csv \
+      --print-source sass >$OUT/dec16-src.csv"
+    keep_logs dec16
+  fi
+  d16_t=${SMK_DEC16_TEST_S:-50}
+  for i in 0 1 2 3; do
+    bg_step "dec16x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d16_t" "$d16/bin/test_cuda_decode"
+  done
+  bg_step dec16x-memcheck timeout "$d16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d16/bin/test_cuda_decode" --gtest_filter='*L2Prefetch*:*CausalBand*'
+  bg_step dec16x-racecheck timeout "$d16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$d16/bin/test_cuda_decode" --gtest_filter='*L2Prefetch*'
+  bg_tally
+  keep_logs dec16
+  rm -f "$outer"/dec16x-*.txt  # their pass / fail lines are in dec16-summary.txt, the logs in dec16-logs.tgz
+  end_carried
+fi
 # --- session 16: pfx16 step goes here ---
+# pfx16 (session 16, issue 7): tune_prefill --pfx16 alone on the GPU (D = 128 rows: form 2 against form 4, the first
+# causal crossing tile under the overlap too, the causal default since; interleaved rounds, O compared byte for byte
+# first; as run, binaries of 2a5e68f, it also timed a D = 64 two-warpgroup overlap build, since removed), then in
+# parallel: test_cuda_prefill whole in 4 shards, memcheck and racecheck on WgmmaPvOverlapGivesTheSameBits
+# (SMK_GPU_TEST_SMALL; forms 2 and 4). Binaries built off the device for sm_90a (build/pfx16-bin.tar.xz:
+# bin/tune_prefill, bin/test_cuda_prefill). Caps: SMK_PFX16_TUNE_S (40 s), SMK_PFX16_TEST_S (60).
+# SMK_PFX16_SKIP=tune: no timing. Back: pfx16-tune.txt, pfx16-summary.txt, pfx16-logs.tgz.
+if want pfx16; then
+  carried pfx16 build/pfx16-bin.tar.xz
+  p16=$bin
+  if [[ "${SMK_PFX16_SKIP:-}" != tune ]]; then
+    run_step pfx16-tune timeout "${SMK_PFX16_TUNE_S:-40}" env SMK_PFX16_ROUNDS="${SMK_PFX16_ROUNDS:-24}" \
+      stdbuf -oL "$p16/bin/tune_prefill" --pfx16
+    keep_logs pfx16
+  fi
+  p16_t=${SMK_PFX16_TEST_S:-60}
+  for i in 0 1 2 3; do
+    bg_step "pfx16x-all$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$p16_t" "$p16/bin/test_cuda_prefill"
+  done
+  bg_step pfx16x-memcheck timeout "$p16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$p16/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+  bg_step pfx16x-racecheck timeout "$p16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$p16/bin/test_cuda_prefill" --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+  bg_tally
+  keep_logs pfx16
+  rm -f "$outer"/pfx16x-*.txt  # their pass / fail lines are in pfx16-summary.txt, the logs in pfx16-logs.tgz
+  end_carried
+fi
 # --- session 16: ce16 step goes here ---
+# ce16 (session 16, issue 5): cross-entropy's row loop with every step copied one step ahead by each thread's own
+# cp.async (row_loop.cuh kAsync) beside HEAD's staged kernel in one binary (tune_cross_entropy --ce16: alternating
+# rounds, outputs compared byte for byte first), alone on the GPU; then Nsight Compute of both kernels (one launch
+# each: stalls, DRAM bytes, L2 hit rate) at bf16 and f32 4096x151936; then in parallel AsyncSameBits at full size,
+# memcheck and racecheck (small) on it. Binaries built off the device for sm_90a (build/ce16-bin.tar.xz:
+# bin/{tune_cross_entropy,test_cuda_cross_entropy}). Caps: SMK_CE16_TUNE_S (30 s), SMK_CE16_NCU_S (30),
+# SMK_CE16_TEST_S (40). Back: ce16-tune.txt, ce16-ncu.txt, ce16-summary.txt, ce16-logs.tgz.
+if want ce16; then
+  carried ce16 build/ce16-bin.tar.xz
+  c16=$bin/bin
+  run_step ce16-tune timeout "${SMK_CE16_TUNE_S:-30}" bash -c "stdbuf -oL '$c16/tune_cross_entropy' --ce16 \
+--dtypes bf16 --shapes 4096x151936,8192x128256 && stdbuf -oL '$c16/tune_cross_entropy' --ce16 --dtypes f32 \
+--shapes 4096x151936"
+  keep_logs ce16
+  c16_m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
+  run_step ce16-ncu timeout "${SMK_CE16_NCU_S:-30}" ncu --metrics "$c16_m" --clock-control none \
+    -k regex:ce_row_loop "$c16/tune_cross_entropy" --ce16-ncu --dtypes bf16,f32 --shapes 4096x151936
+  keep_logs ce16
+  c16_t=${SMK_CE16_TEST_S:-40}
+  bg_step ce16x-async timeout "$c16_t" "$c16/test_cuda_cross_entropy" \
+    --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits:CrossEntropyGpuRowLoop.DispatcherTakesItByTheRule'
+  bg_step ce16x-memcheck timeout "$c16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$c16/test_cuda_cross_entropy" \
+    --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits'
+  bg_step ce16x-racecheck timeout "$c16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 9 "$c16/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits'
+  bg_tally
+  keep_logs ce16
+  rm -f "$outer"/ce16x-*.txt  # their pass / fail lines are in ce16-summary.txt, the logs in ce16-logs.tgz
+  end_carried
+fi
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -9,7 +9,8 @@
 //                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
 //                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
-//                        --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu]
+//                        --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
+//                        --bwd16 | --bwd16-ncu | --bwd16b | --bwd16b-ncu | --split16 | --split16-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "cuda/softmax/warp_occ.hpp"  // short14
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
+#include "softmaxkit/softmax.hpp"  // bwd16: --bwd16-ncu launches the dispatcher's kernels
 
 namespace {
 
@@ -1007,7 +1009,272 @@ int split15_mode(bool ncu, bool gauss = false) {
 
 }  // namespace
 
+// bwd16 (session 16, issue 3; docs/perf-notebook.md "bwd16"): cache hints on two backward kernels, the same values to
+// the same addresses (warp_backward.hpp BackwardHintsTuning). 1x16777216 (split_row's three kernels; the common call's
+// elementwise pass, reversed chunk order: plain / dx streaming stores / those and y, dy read evict-first / those and
+// the chunk-sums pass reading y, dy L2 evict-last), f32 and
+// bf16; 16384x4096 and 4096x16384 bf16 (the packed dy-shared block: dx plain / streaming stores). Both backward ops.
+// Each case: two alternating rounds, the default first and last in each round, median of `reps` launches a timing over
+// rotated inputs; then every variant's dx on copy 0 (outputs poisoned with 0xFF first) byte for byte against the
+// default's. --bwd16-ncu: one launch each, through the library's dispatcher (smk::softmax_backward), of the softmax
+// backward at f32 1048576x32 and 16384x4096, bf16 16384x4096, 32768x1024 and 1x16777216, for Nsight Compute beside
+// torch.compile's kernels (scripts/ncu_torch.py).
+int bwd16_mode(bool ncu) {
+  if (ncu) {
+    struct One {
+      DType t;
+      std::int64_t rows, n;
+    };
+    for (const One& o : {One{DType::f32, 1048576, 32}, One{DType::f32, 16384, 4096}, One{DType::bf16, 16384, 4096},
+                         One{DType::bf16, 32768, 1024}, One{DType::bf16, 1, 16777216}}) {
+      Buffers b = make_buffers(o.rows, o.n, o.t);
+      const smk::Device dev = smk::Device::cuda(0);
+      const auto view = [&](void* ptr) { return smk::TensorView::contiguous(ptr, o.t, dev, {o.rows, o.n}); };
+      smk::softmax_backward(view(b.out), view(b.y_softmax[0]), view(b.dy[0]));
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
+  struct V16 {
+    std::string name;
+    int split = -1, shared_cs = -1;  // BackwardHintsTuning
+  };
+  struct Shape {
+    DType t;
+    std::int64_t rows, n;
+  };
+  const int rounds = 2, reps = 30;
+  int differs = 0;
+  for (const Shape& sh : {Shape{DType::bf16, 1, 16777216}, Shape{DType::f32, 1, 16777216},
+                          Shape{DType::bf16, 16384, 4096}, Shape{DType::bf16, 4096, 16384}}) {
+    const auto [t, rows, n] = sh;
+    const bool split = rows == 1;
+    const std::vector<V16> vs =
+        split ? std::vector<V16>{{"split default (plain)", 0, -1}, {"split dx st.cs", 1, -1},
+                                 {"split dx st.cs + y,dy ld.cs", 2, -1}, {"split + sums evict_last", 3, -1}}
+              : std::vector<V16>{{"dy-shared packed3 default", -1, 0}, {"dy-shared packed3 dx st.cs", -1, 1}};
+    const BlockConfig c = bshared(n, false).block;
+    auto launch = [&](const V16& v, const RowProblem& p) {
+      backward_hints_tuning() = {v.split, v.shared_cs};
+      backward_packed_tuning() = {};
+      if (split) launch_backward_split_rows(p, nullptr);
+      else launch_backward_block_rows(p, c, nullptr);
+    };
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    Buffers b = make_buffers(rows, n, t);
+    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          const V16& v = vs[i == vs.size() ? 0 : i];
+          us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
+          if (!split && backward_packed_last().shared_blocks.load() != 3) {
+            std::printf("bwd16: %s did not take the packed dy-shared block\n", v.name.c_str());
+            return 1;
+          }
+        }
+      for (std::size_t i = 0; i <= vs.size(); ++i) {
+        std::vector<double> u = us[i];
+        std::sort(u.begin(), u.end());
+        const V16& v = vs[i == vs.size() ? 0 : i];
+        report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
+        std::printf("  rounds");
+        for (double x : us[i]) std::printf(" %.2f", x);
+        std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
+      }
+      std::vector<unsigned char> ref(out_bytes), got(out_bytes);
+      for (std::size_t i = 0; i < vs.size(); ++i) {
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        launch(vs[i], backward_problem(op, rows, n, t, b, 0));
+        SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+        if (i == 0) continue;
+        const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+        differs += !same;
+        std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t),
+                    op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                    same ? "same bits" : "DIFFERS");
+      }
+    }
+    free_buffers(b);
+  }
+  backward_hints_tuning() = {};
+  return differs ? 1 : 0;
+}
+
+namespace {
+
+// split16 (session 16, issue 3; docs/perf-notebook.md "split16"): split_row's compact f32 normalising kernel in whole
+// tiles (split_row_normalize_whole 1: 24 values a thread loaded at once, before the dependency wait; the library's
+// default since split16) against its 32-byte sub-tiles (0, the kernel before), through launch_split_rows as the
+// dispatcher calls it (the library's other rules): f32 softmax and log-softmax at 1x16777216, 4x4194304, 32x128256
+// and 64x151936 (three kernels), median of 21 over rotated inputs, 3 rounds. Each round times before then new; a line
+// per time, then per case the new / before ratios of the rounds (median, min-max), then both outputs on copy 0
+// (poisoned with 0xFF first) compared byte for byte. Returns 1 if any differs. (Its run of 3c3e2d0 also timed the
+// one-launch kernel's lean f32 arithmetic, "C": even, removed.)
+// --split16-ncu: one launch each of 1x16777216 f32 softmax, sub-tiles then whole, for Nsight Compute.
+int split16_mode(bool ncu) {
+  const DType t = DType::f32;
+  if (ncu) {
+    Buffers b = forward_buffers(1, 16777216, t);
+    split_row_tuning() = {};
+    for (int whole : {0, 1}) {
+      split_row_normalize_whole() = whole;
+      launch_split_rows(problem(Op::softmax, 1, 16777216, t, b, 0), nullptr);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    split_row_normalize_whole() = -1;
+    free_buffers(b);
+    return 0;
+  }
+  int differs = 0;
+  auto run16 = [&](const char* lever, int* setting, std::int64_t rows, std::int64_t n, const std::vector<Op>& ops,
+                   int reps, int rounds) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    Buffers b = forward_buffers(rows, n, t);
+    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+    split_row_tuning() = {};
+    row_loop_tuning() = {};
+    split_row_chunk_tma() = {};
+    for (Op op : ops) {
+      const char* op_s = op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : "log_softmax";
+      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 4.0 * (writes_rows(op) ? 2 : 1);
+      std::vector<double> ratio;
+      for (int round = 0; round < rounds; ++round) {
+        double us[2];
+        for (int v : {0, 1}) {
+          *setting = v;
+          us[v] = median_us(b, reps, [&](int i) { launch_split_rows(problem(op, rows, n, t, b, i), nullptr); });
+          report(shape, t, op, Variant{std::string(lever) + (v ? " new" : " before"), 's'}, us[v], bytes);
+        }
+        ratio.push_back(us[1] / us[0]);
+      }
+      std::vector<double> sorted = ratio;
+      std::sort(sorted.begin(), sorted.end());
+      std::printf("%-14s %-5s %-11s %s new/before %.3f (%.3f-%.3f) over %d rounds\n", shape, "f32", op_s, lever,
+                  sorted[sorted.size() / 2], sorted.front(), sorted.back(), rounds);
+      const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
+      void* dst = writes_rows(op) ? b.out : static_cast<void*>(b.stats);
+      std::vector<unsigned char> got[2] = {std::vector<unsigned char>(got_bytes), std::vector<unsigned char>(got_bytes)};
+      for (int v : {0, 1}) {
+        *setting = v;
+        SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, got_bytes));
+        launch_split_rows(problem(op, rows, n, t, b, 0), nullptr);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(got[v].data(), dst, got_bytes, cudaMemcpyDeviceToHost));
+      }
+      const bool same = std::memcmp(got[0].data(), got[1].data(), got_bytes) == 0;
+      differs += !same;
+      std::printf("%-14s %-5s %-11s %s new / before: %s\n", shape, "f32", op_s, lever, same ? "same bits" : "DIFFERS");
+      *setting = -1;
+    }
+    free_buffers(b);
+  };
+  const std::vector<Op> norm_ops = {Op::softmax, Op::log_softmax};
+  for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {32, 128256},
+                                {64, 151936}})
+    run16("N", &split_row_normalize_whole(), rows, n, norm_ops, 21, 3);
+  split_row_tuning() = {};
+  split_row_normalize_whole() = -1;
+  std::printf("split16: %d case(s) differ\n", differs);
+  return differs == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+// bwd16b (session 16, the second call, after Nsight Compute showed torch.compile's split-row backward kernels at 24-31
+// registers and 83-94 % warps active against split_row's 53-56 and 42-47 %): split_row's common call (the dispatcher's
+// three kernels for rows longer than the row loop takes), its elementwise pass as the chunk kernel (the default) or the
+// vector kernel (backward_elementwise_vec_kernel: one 16-byte vector a thread, 256 threads at 8 blocks an SM), each with
+// plain or streaming dx stores, and the chunk-sums kernel at 2 (the default), 3 or 4 blocks an SM; f32 and bf16 at
+// 1x16777216, f32 at 32x128256 and 256x151936 (f32 backward rows there take the three kernels), both backward ops.
+// Three alternating rounds, the default first and last in each; then dx on copy 0 byte for byte against the default's.
+// --bwd16b-ncu: one launch of the default and of "sums3 + vec grads st.cs" at bf16 1x16777216 softmax backward.
+int bwd16b_mode(bool ncu) {
+  struct V16 {
+    std::string name;
+    int split, sums_blocks, grads_form;  // BackwardHintsTuning
+  };
+  const std::vector<V16> vs = {{"default chunk grads", 0, 0, 0},     {"chunk grads st.cs", 1, 0, 0},
+                               {"vec grads", 0, 0, 1},               {"vec grads st.cs", 1, 0, 1},
+                               {"sums3 + chunk grads", 0, 3, 0},     {"sums3 + vec grads st.cs", 1, 3, 1},
+                               {"sums4 + vec grads st.cs", 1, 4, 1}};
+  struct Shape {
+    DType t;
+    std::int64_t rows, n;
+  };
+  const int rounds = 3, reps = 30;
+  int differs = 0;
+  auto launch = [&](const V16& v, const RowProblem& p) {
+    backward_hints_tuning() = {v.split, -1, v.sums_blocks, v.grads_form};
+    launch_backward_split_rows(p, nullptr);
+  };
+  if (ncu) {
+    Buffers b = make_buffers(1, 16777216, DType::bf16);
+    for (const V16& v : {vs[0], vs[5]})
+      launch(v, backward_problem(Op::softmax_backward, 1, 16777216, DType::bf16, b, 0));
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    backward_hints_tuning() = {};
+    return 0;
+  }
+  for (const Shape& sh : {Shape{DType::bf16, 1, 16777216}, Shape{DType::f32, 1, 16777216},
+                          Shape{DType::f32, 32, 128256}, Shape{DType::f32, 256, 151936}}) {
+    const auto [t, rows, n] = sh;
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    Buffers b = make_buffers(rows, n, t);
+    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          const V16& v = vs[i == vs.size() ? 0 : i];
+          us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
+          if (backward_split_last().grads_form.load() != v.grads_form) {
+            std::printf("bwd16b: %s did not take the elementwise kernel asked for\n", v.name.c_str());
+            return 1;
+          }
+        }
+      for (std::size_t i = 0; i <= vs.size(); ++i) {
+        std::vector<double> u = us[i];
+        std::sort(u.begin(), u.end());
+        const V16& v = vs[i == vs.size() ? 0 : i];
+        report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
+        std::printf("  rounds");
+        for (double x : us[i]) std::printf(" %.2f", x);
+        std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
+      }
+      std::vector<unsigned char> ref(out_bytes), got(out_bytes);
+      for (std::size_t i = 0; i < vs.size(); ++i) {
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        launch(vs[i], backward_problem(op, rows, n, t, b, 0));
+        SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+        if (i == 0) continue;
+        const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+        differs += !same;
+        std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t),
+                    op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                    same ? "same bits" : "DIFFERS");
+      }
+    }
+    free_buffers(b);
+  }
+  backward_hints_tuning() = {};
+  return differs ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strncmp(argv[1], "--split16", 9) == 0)
+    return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
+  if (argc > 1 && std::strncmp(argv[1], "--bwd16b", 8) == 0)
+    return bwd16b_mode(std::strcmp(argv[1], "--bwd16b-ncu") == 0);
+  if (argc > 1 && std::strncmp(argv[1], "--bwd16", 7) == 0) return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
     return split15_mode(std::strcmp(argv[1], "--split15-ncu") == 0, std::strcmp(argv[1], "--split15b") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short16") == 0 || std::strcmp(argv[1], "--short16-ncu") == 0))
