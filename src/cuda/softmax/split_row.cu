@@ -106,6 +106,13 @@
 // tie test only in warps holding the max), the same bits, on by default for f32 log ops (kChunkLeanF32Log has the count
 // and the times: f32 logsumexp 4096×151936 on the TMA kernel ~660 → ~604 µs, 4.12 TB/s of read, 96 % of copy; 1×16M
 // −2-3 %); f32 softmax even and 16-bit data-dependent, so off. 1×16M stays ~2.0 TB/s f32 / 1.5 bf16 (3 asked).
+// split16 (session 16): the compact f32 normalising kernel in whole tiles, its loads issued before the dependency
+// wait (kNormalizeWholeF32: 2.5-5 % faster at 1×16M, 4×4M, 32×128256, 64×151936; the pass alone 36.1 → 33.7 µs at
+// 1×16M f32 softmax, 93 % of copy). The one-launch kernel with chunk_state's lean f32 arithmetic was timed even
+// (1×151936 softmax / log-softmax / logsumexp 0.982 / 0.972 / 1.000 lean / before, each round's range straddling 1)
+// and removed (its code in 3c3e2d0). That kernel's time is a fixed cost, not the row: one chunk (1×12288, a cluster of
+// one block) took 9.70 µs for logsumexp where 13 chunks (1×151936) took 10.37, 16 (1×196608) 10.56 (event-timed a
+// launch, inputs in L2).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -359,7 +366,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 }
 
 // kLogSoftmax: the op (softmax otherwise). 16-bit chunks from whole tiles loaded before the dependency wait, f32
-// chunks by sub-tiles after it, as normalize_kernel.
+// chunks by sub-tiles after it, as normalize_kernel, or (kWholeF32, the default since split16) as whole tiles too.
 // kStream (one11, session 11; SplitRowTuning::l2_hints, on by default): loads evict-first (ld.global.cs: the input's
 // last use) and stores streaming (st.global.cs: nothing here reads the outputs back), so that neither pushes out of L2
 // the chunks still to be re-read (the walk is in reverse: the chunks the chunk kernel read last come first); the same
@@ -370,8 +377,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
 // f32 70.91 / 70.66 → 69.41, 67.68 / 67.68 → 66.46, bf16 47.26 / 46.85 → 45.31, 46.66 / 46.43 → 45.25; 32×128256 f32
 // 28.51 / 28.83 → 28.29, 26.62 / 27.20 → 26.27, bf16 24.61 / 23.42 → 23.78, 22.75 / 23.14 → 23.20 (the one not
 // faster: within the default's own spread). 1–4 % where the input passes the L2; the issue's 3 TB/s is not reached.
-// kWholeF32 (split16, session 16; split_row_normalize_whole()): f32 chunks as whole tiles too (kNormalizeWholeF32 has
-// the measurement); the same values and arithmetic, so the same bits.
+// kWholeF32 (split16, session 16; split_row_normalize_whole()): f32 chunks as whole tiles too, by default since split16
+// (kNormalizeWholeF32 has the measurement: 2.5-5 % faster); the same values and arithmetic, so the same bits.
 template <typename In, bool kLogSoftmax, bool kStream = false, bool kWholeF32 = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) normalize_plain_kernel(const RowProblem p, std::int64_t chunks,
                                                                         const State* row_states) {
@@ -577,9 +584,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
 // arithmetic), so which one serves a call never changes a result.
 // kScale (kPlain only): the call divides by a temperature (a scalar or per row; no mask), as RowTransform::apply does
 // it: x / T, IEEE, on the row's elements only.
-// kLean (split16, session 16; split_row_cluster_lean()): chunk_state's lean arithmetic (chunk_states.cuh), the same
-// state bit for bit; cluster_lean has the rule and the measurement.
-template <typename In, typename Out, bool kLog, bool kPlain, bool kScale = false, bool kLean = false>
+template <typename In, typename Out, bool kLog, bool kPlain, bool kScale = false>
 __device__ __forceinline__ void cluster_split_rows(const RowProblem& p, std::int64_t chunks, Op op) {
   using Tile = RowTile<In, kBlockElems>;
   namespace cg = cooperative_groups;
@@ -624,7 +629,7 @@ __device__ __forceinline__ void cluster_split_rows(const RowProblem& p, std::int
       Tile::load(v, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], len, p.step[kX], threadIdx.x, kSplitThreads);
       Tile::transform(v, row_transform(p, o), len, threadIdx.x, kSplitThreads, first);
     }
-    const State st = chunk_state<kLog, Out, kLean>(v, scratch);
+    const State st = chunk_state<kLog, Out>(v, scratch);
     // One cluster barrier a row: thread r stores this block's state into block r's slot c, the barrier (release, then
     // acquire) publishes the stores, and each warp merges its own block's slots (merge_pushed_states). No block reads
     // another's shared memory after the barrier, so none waits for the others before it exits. (Before split6: one
@@ -673,13 +678,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_kernel(const R
 // The common call (chunk_states.cuh PlainTile), one kernel per op: kOp 0 softmax, 1 log-softmax, 2 logsumexp or the
 // state (p.op tells which of the two when the statistics are written: `op` is logsumexp for both, a constant).
 // kScale: with a temperature (decode sampling's usual call), still no mask.
-// kLean (split16): chunk_state's lean form, instantiated for f32 inputs only (launch_cluster).
-template <typename In, int kOp, bool kScale, bool kLean = false>
+template <typename In, int kOp, bool kScale>
 __global__ void __launch_bounds__(kSplitThreads, 2) cluster_split_plain_kernel(const RowProblem p,
                                                                            std::int64_t chunks) {
-  if constexpr (kOp == 0) cluster_split_rows<In, In, false, true, kScale, kLean>(p, chunks, Op::softmax);
-  else if constexpr (kOp == 1) cluster_split_rows<In, In, true, true, kScale, kLean>(p, chunks, Op::log_softmax);
-  else cluster_split_rows<In, In, true, true, kScale, kLean>(p, chunks, Op::logsumexp);
+  if constexpr (kOp == 0) cluster_split_rows<In, In, false, true, kScale>(p, chunks, Op::softmax);
+  else if constexpr (kOp == 1) cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::log_softmax);
+  else cluster_split_rows<In, In, true, true, kScale>(p, chunks, Op::logsumexp);
 }
 static_assert(kSplitClusterMaxChunks <= 32, "merge_pushed_states gives each chunk state a lane of every warp");
 
@@ -768,37 +772,6 @@ bool common_call(const RowProblem& p, bool scaled = false) {
 // calls, and devices that run no such cluster, take the three kernels (the same bits), whose second read comes mostly
 // from L2 and whose grid overlaps rows. The common call takes the compact kernel of its op, any other the generic
 // kernel of its output type.
-std::atomic<std::uint64_t>& cluster_launches() {
-  static std::atomic<std::uint64_t> count{0};
-  return count;
-}
-
-// split16 (session 16): whether the one-launch compact kernel takes chunk_state's lean form (the same state bit for
-// bit; chunk_states.cuh kLean), for f32 inputs, where split_row_cluster_lean() is the library's -1: the log ops by
-// kClusterLeanF32Log, softmax by kClusterLeanF32Softmax. 16-bit inputs keep the form before (their lean form is
-// data-dependent: split15's kChunkLean16). split15 left the one-launch kernel on the form before ("same bits:
-// switching is free of accuracy risk, needs timing").
-constexpr bool kClusterLeanF32Log = false;
-constexpr bool kClusterLeanF32Softmax = false;
-bool cluster_lean(Op op) {
-  const int setting = split_row_cluster_lean();
-  if (setting >= 0) return setting != 0;
-  return op == Op::softmax ? kClusterLeanF32Softmax : kClusterLeanF32Log;
-}
-
-template <typename In, bool kLean>
-void launch_plain_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
-  if (p.scale) {
-    if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, true, kLean>>(p, chunks, s);
-    else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, true, kLean>>(p, chunks, s);
-    else launch_clusters<cluster_split_plain_kernel<In, 2, true, kLean>>(p, chunks, s);
-  } else {
-    if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, false, kLean>>(p, chunks, s);
-    else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, false, kLean>>(p, chunks, s);
-    else launch_clusters<cluster_split_plain_kernel<In, 2, false, kLean>>(p, chunks, s);
-  }
-}
-
 template <typename In>
 bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   if (!split_row_cluster() || chunks < 1 || chunks > kSplitClusterMaxChunks) return false;
@@ -806,15 +779,16 @@ bool launch_cluster(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const std::int64_t resident = log ? active_clusters_tuned<In, true>(static_cast<int>(chunks))
                                     : active_clusters_tuned<In, false>(static_cast<int>(chunks));
   if (resident == 0 || p.rows > split_row_cluster_waves() * resident) return false;
-  cluster_launches().fetch_add(1, std::memory_order_relaxed);
   if (split_row_tuning().common_call && common_call<In>(p, true)) {
-    if constexpr (std::is_same_v<In, float>) {
-      if (cluster_lean(p.op)) {
-        launch_plain_clusters<In, true>(p, chunks, s);
-        return true;
-      }
+    if (p.scale) {
+      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, true>>(p, chunks, s);
+      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, true>>(p, chunks, s);
+      else launch_clusters<cluster_split_plain_kernel<In, 2, true>>(p, chunks, s);
+    } else {
+      if (p.op == Op::softmax) launch_clusters<cluster_split_plain_kernel<In, 0, false>>(p, chunks, s);
+      else if (p.op == Op::log_softmax) launch_clusters<cluster_split_plain_kernel<In, 1, false>>(p, chunks, s);
+      else launch_clusters<cluster_split_plain_kernel<In, 2, false>>(p, chunks, s);
     }
-    launch_plain_clusters<In, false>(p, chunks, s);
     return true;
   }
   const bool out_f32 = !std::is_same_v<In, float> && writes_rows(p.op) && p.out_dtype == DType::f32;
@@ -988,9 +962,20 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
 }
 
 // split16 (session 16): whether the compact f32 normalising kernel loads a chunk as one whole tile (kWholeF32) where
-// split_row_normalize_whole() is the library's -1. split6 timed whole f32 tiles slower (1×16777216 softmax 89.1
-// against 83.4 µs) as a run-time branch that made the kernel spill 144 bytes; the compile-time form never ran for f32.
-constexpr bool kNormalizeWholeF32 = false;
+// split_row_normalize_whole() is the library's -1. split6 had timed whole f32 tiles slower (1×16777216 softmax 89.1
+// against 83.4 µs) as a run-time branch that made the kernel spill 144 bytes; the compile-time form (64 registers
+// softmax, 60 log-softmax, no spill: cuobjdump --dump-resource-usage, CUDA 13.0 sm_90a) had never run for f32. A
+// thread's 6 loads (48 KB a block) are in flight at once, issued before the dependency wait, where the sub-tiles kept
+// 2 (16 KB) and issued them after it. Measured (H200, 2026-12-01, split16's run of 3c3e2d0's kernels, tune_softmax
+// --split16, µs, medians of 21 over rotated inputs, three alternating rounds, sub-tiles → whole; the ratio a round,
+// median (min-max)): 1×16777216 softmax 65.98 → 64.54, 0.975 (0.969-0.979), log-softmax 64.86 → 62.66, 0.969
+// (0.966-0.969); 4×4194304 68.00 → 65.57, 0.971 (0.963-0.974), 64.35 → 62.02, 0.964 (0.963-0.967); 32×128256 26.78 →
+// 25.79, 0.955 (0.929-0.972), 26.02 → 24.96, 0.959 (0.954-0.959); 64×151936 43.17 → 41.89, 0.963 (0.953-0.976), 42.59 →
+// 40.19, 0.948 (0.944-0.951); every pair the same bits. Nsight Compute, the normalising kernel alone at 1×16777216 f32
+// softmax: 36.06 → 33.70 µs, DRAM 63.9 → 67.4 % of peak (67.1 MB read, 42-44 MB written before the kernel ended),
+// long-scoreboard stalls 10.6 → 8.3 an issue: 2n at the 4.27 TB/s copy would be 31.4 µs, so the pass now runs at 93 %
+// of copy (87 % before).
+constexpr bool kNormalizeWholeF32 = true;
 bool normalize_whole() {
   const int setting = split_row_normalize_whole();
   return setting >= 0 ? setting != 0 : kNormalizeWholeF32;
@@ -1114,17 +1099,11 @@ ChunkTmaTuning& split_row_chunk_tma() {
   return t;
 }
 std::uint64_t split_chunk_tma_launch_count() { return chunk_tma_launches().load(std::memory_order_relaxed); }
-// split16 (split_row_tuning.hpp): the f32 normalising kernel's whole tiles and the one-launch kernel's lean form
-// (-1: the library's rules, normalize_whole and cluster_lean), and the one-launch kernel's launches.
+// split16 (split_row_tuning.hpp): the f32 normalising kernel's whole tiles (-1: the library's rule, normalize_whole).
 int& split_row_normalize_whole() {
   static int setting = -1;
   return setting;
 }
-int& split_row_cluster_lean() {
-  static int setting = -1;
-  return setting;
-}
-std::uint64_t split_cluster_launch_count() { return cluster_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

@@ -44,12 +44,6 @@ ChunkTmaTuning& split_row_chunk_tma();
 // 32-byte sub-tiles (the kernel before): 1 whole, 0 sub-tiles, -1 the library's rule (kNormalizeWholeF32). The same
 // values and arithmetic either way (the pass is elementwise).
 int& split_row_normalize_whole();
-// split16: the one-launch kernel's chunk arithmetic for f32 inputs (cluster_split_plain_kernel kLean, chunk_states.cuh
-// chunk_state's lean form, the same state bit for bit): 1 lean, 0 the form before, -1 the library's rule
-// (split_row.cu cluster_lean).
-int& split_row_cluster_lean();
-// split16: the one-launch kernel's launches since the process started (tests: that it served).
-std::uint64_t split_cluster_launch_count();
 // chunk_states_tma_kernel's launches since the process started (tests: that it served).
 std::uint64_t split_chunk_tma_launch_count();
 

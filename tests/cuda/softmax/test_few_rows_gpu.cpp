@@ -1154,13 +1154,10 @@ TEST_F(GpuFewRows, SplitRowVariantsTiming) {
 }
 
 
-// split16 (session 16): restores split16's switches (split_row_tuning.hpp) after a test that sets them.
+// split16 (session 16): restores split16's switch (split_row_tuning.hpp) after a test that sets it.
 struct Split16Guard {
-  int whole = cuda::kernels::split_row_normalize_whole(), lean = cuda::kernels::split_row_cluster_lean();
-  ~Split16Guard() {
-    cuda::kernels::split_row_normalize_whole() = whole;
-    cuda::kernels::split_row_cluster_lean() = lean;
-  }
+  int whole = cuda::kernels::split_row_normalize_whole();
+  ~Split16Guard() { cuda::kernels::split_row_normalize_whole() = whole; }
 };
 
 // split16 (session 16): the compact f32 normalising kernel in whole tiles (split_row_normalize_whole 1: a chunk's 24
@@ -1203,54 +1200,6 @@ TEST_F(GpuFewRows, NormalizeWholeTileF32BitwiseSubTiles) {
             expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + ": whole tiles / sub-tiles");
           }
         }
-      }
-    }
-  }
-}
-
-// split16 (session 16): the one-launch kernel's compact f32 instances with chunk_state's lean arithmetic
-// (split_row_cluster_lean 1; chunk_states.cuh kLean) against the reference (outputs poisoned first) and bitwise the
-// form before (0) on the same case: softmax, log-softmax, logsumexp, the state; lean_case's 9 rows (ties of the max in
-// several warps and four in one vector, −inf every 13th, every score equal, an empty chunk in a finite row, x − m
-// overflowing, the max in the ragged tail, +inf, NaN, all −inf under both empty-row policies); 2 chunks + 77, 151936
-// (13 chunks) and 196608 (16, the cluster's most); with a temperature that divides inexactly (kScale) on compact_case's
-// 9 rows of 151936. The
-// one-launch kernel forced to take the 9 rows (active_clusters 9: one wave); each run asserts by
-// split_cluster_launch_count that it served and by split_plain_launch_count that the three kernels did not.
-TEST_F(GpuFewRows, OneLaunchLeanBitwiseTheArithmeticBefore) {
-  SplitRowTuningGuard guard;
-  Split16Guard s16;
-  EXPECT_EQ(s16.lean, -1) << "the library's rule (split_row.cu cluster_lean)";
-  std::vector<std::int64_t> lengths = {12288 * 2 + 77, 151936, 196608};
-  if (small_mode()) lengths = {12288 * 2 + 77};
-  std::uint64_t seed = 16200;
-  for (std::int64_t n : lengths) {
-    for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
-      if (small_mode() && op == Op::state) continue;  // sanitizers: logsumexp's kernel
-      for (bool scaled : {false, true}) {
-        if (scaled && n != 151936) continue;
-        const std::string name = "9x" + std::to_string(n) + " one launch" + (scaled ? ", T = 0.7" : "");
-        // The temperature on random rows (compact_case's: +inf, NaN and all −inf in three of them), as
-        // CommonCallKernelBitwiseTheGenericOne checks it; lean_case's overflowing rows are for the unscaled kernels.
-        Case c = scaled ? compact_case(name, op, DType::f32, 9, n, ++seed) : lean_case(name, op, DType::f32, n, ++seed);
-        if (scaled) {
-          c.options.temperature = 0.7f;
-          c.exact_scaling = false;
-        }
-        auto& tn = cuda::kernels::split_row_tuning();
-        tn = cuda::kernels::SplitRowTuning{};
-        tn.active_clusters = 9;  // the 9 rows in one wave: the one-launch kernel
-        Result r[2];
-        for (int lean : {0, 1}) {
-          cuda::kernels::split_row_cluster_lean() = lean;
-          const std::uint64_t plain = cuda::kernels::split_plain_launch_count();
-          const std::uint64_t one = cuda::kernels::split_cluster_launch_count();
-          r[lean] = run_checked(c, SoftmaxPath::split_row);
-          EXPECT_EQ(cuda::kernels::split_cluster_launch_count() - one, 1u) << c.name << ": not the one-launch kernel";
-          EXPECT_EQ(cuda::kernels::split_plain_launch_count() - plain, 0u) << c.name << ": the three kernels ran";
-        }
-        ASSERT_TRUE(r[0].ran && r[1].ran);
-        expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + ": the one-launch kernel lean / before");
       }
     }
   }
