@@ -577,18 +577,7 @@ KeptCounters::Lease counter_buffer(int device, cudaStream_t s, std::size_t n) {
   return cache.acquire(CounterKey{device, id, thread}, n, s);
 }
 
-// decode_l2_prefetch's setting (decode_split.hpp), ramp · 256 + ahead: 0 (off) unless a benchmark or test sets it.
-std::atomic<int> g_l2_prefetch{0};
-// decode_wide_q's setting (decode_split.hpp): off unless a benchmark or test sets it.
-std::atomic<bool> g_wide_q{false};
-
 }  // namespace
-
-int decode_l2_prefetch(int ramp, int ahead) {
-  const int r = ramp < 0 ? 0 : (ramp > 255 ? 255 : ramp), x = ahead < 0 ? 0 : (ahead > 255 ? 255 : ahead);
-  return g_l2_prefetch.exchange(r * 256 + x, std::memory_order_relaxed);
-}
-bool decode_wide_q(bool on) { return g_wide_q.exchange(on, std::memory_order_relaxed); }
 
 void attention_decode(const TensorView& out, const TensorView& lse, const TensorView& q, const TensorView& k_cache,
                       const TensorView& v_cache, const TensorView& seqlens, const AttentionDecodeOptions& options,
@@ -728,10 +717,6 @@ void attention_decode(const TensorView& out, const TensorView& lse, const Tensor
     }
   }
   a.pdl = pdl;
-  const int l2 = g_l2_prefetch.load(std::memory_order_relaxed);
-  a.l2_ramp = l2 / 256;
-  a.l2_ahead = l2 % 256;
-  a.q_wide = g_wide_q.load(std::memory_order_relaxed);
   try {
     if (mma) {
       // TMA or cp.async (the same bits): by S_max, or by the grid's blocks per SM (session 12, tma_grid).

@@ -46,16 +46,6 @@ struct DecodeArgs {
   int* counters;
   // Launched as a programmatic dependent of the kernel before it (DecodeConfig::pdl): wait for it before any load.
   bool pdl;
-  // Session 16 (dec16): L2 prefetches of the tensor-core kernel's K and V rows (decode_l2_prefetch, decode_split.hpp;
-  // 0 and 0 unless a benchmark or test sets them). l2_ramp: each warp's first l2_ramp tiles (and the block's q rows),
-  // issued before the sequence's length is loaded, at the split the length s_max would give; l2_ahead: in the loop,
-  // tile i + l2_ahead while tile i is used. Hints only: the same loads, so the same bits.
-  int l2_ramp;
-  int l2_ahead;
-  // Session 16 (dec16): the tensor-core kernel reads q's pairs of 16-bit values as one 32-bit load each (16 a lane at
-  // D = 128) where q's head dimension is contiguous and the row 4-byte aligned, instead of two 16-bit loads (32 a lane);
-  // decode_wide_q (decode_split.hpp), off unless a benchmark or test sets it. The same values, so the same bits.
-  bool q_wide;
 };
 
 // Keys a row sees: all of [0, len), or with causal the first len − Sq + tok + 1 (bottom-right diagonal).

@@ -105,6 +105,17 @@
 // them, the same bits each: every ring stage's tile issued before q's loads (a deep prologue) 0.993-0.998x on the
 // single-sequence rows, the merge's fence before the count's reset instead of after 0.999-1.003x: neither kept (013cb4f
 // has them).
+// Session 16 (dec16; H200 calls of 05:02 and 05:08 UTC 2026-12-01, docs/bench/dec16-s16-2026-12-01.md): L2 prefetches
+// of K and V rows, the first tiles a warp (and q) issued before the length's load at the split s_max gives, and tiles
+// ahead in the loop, plus q's pairs as 32-bit loads, all as switches in one binary, the same bits. As one bulk prefetch
+// (cp.async.bulk.prefetch.L2) a row a lane (4008706) every variant lost, 0.62-0.99x: the instruction takes a uniform
+// address, so the compiler issues it lane by lane (R2UR, UBLKPF, BRA.U.ANY). As prefetch.global.L2 a line (310902b):
+// 2 tiles before the length 1.004-1.035x and 0.971x at 64 × 4096 against that binary's default, prefetching ahead
+// 0.77-0.97x (faster only at (1, 8192)), wide q 0.997-1.017x; but that binary's default ran 1.9-3.4 µs slower than the
+// first call's (its q loads had become 16 branches between the two forms), so none was shown faster than this kernel:
+// removed. Nsight Compute of this kernel at (1, 32768) (the first call): 10.6 % of the warps' stall samples fall before
+// the tile loop (long scoreboard on the length and on q's 32 16-bit loads a lane, whose address registers wait 117 of
+// 4255 samples; cold-code stalls 103), 11.9 % after it (barrier 227).
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -176,17 +187,6 @@ __device__ __forceinline__ std::uint64_t opaque(std::uint64_t x) {
 __device__ __forceinline__ std::int64_t opaque(std::int64_t x) {
   asm volatile("" : "+l"(x));
   return x;
-}
-
-// Session 16 (dec16): the lines of `bytes` at p (a K, V or q row) into L2, one PTX prefetch.global.L2 a 128-byte
-// step: no register holds the data and nothing waits on it, so it changes no value, only where a later load finds its
-// lines. Each lane prefetches its own row. As first run (commit 4008706) it was one cp.async.bulk.prefetch.L2 a row:
-// that instruction takes its address in a uniform register, so with an address that differs by lane the compiler
-// issues it lane by lane (R2UR, UBLKPF, BRA.U.ANY: a loop of 32), which made every variant slower (Nsight Compute at
-// (1, 32768), ramp 4 ahead 4: 11.0 M instructions against 6.8 M, "wait" stall samples 3.2x).
-__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (unsigned x = 0; x < bytes; x += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + x));
 }
 
 // Where a row's outputs go: element x of O (query token tok, head h of sequence b) and the row's LSE (if wanted).
@@ -445,27 +445,6 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
   // it; a plain launch skips the instruction (a uniform branch).
   if (a.pdl) decode_pdl_wait();
-  // Session 16 (dec16), a.l2_ramp > 0 (decode_l2_prefetch): before the length's load, whose latency every later
-  // address waits on, each warp's first l2_ramp tiles are prefetched into L2 at the split that the length s_max would
-  // give (one row of K or V a lane: lanes 0-15 K, 16-31 V), and lanes 0-7 prefetch the block's q rows. A shorter
-  // sequence makes the guess wrong: then the prefetch only costs its bytes (never past s_max: in the cache).
-  if (a.l2_ramp > 0) {
-    const std::int64_t gchunk = decode_chunk(a.s_max, a.max_splits, a.min_chunk);
-    const std::int64_t gk0 = split * gchunk, gk1 = gk0 + gchunk < a.s_max ? gk0 + gchunk : a.s_max;
-    const bool is_v = lane >= kKeys;
-    const T* base = static_cast<const T*>(is_v ? a.v : a.k) + b * (is_v ? a.vs[0] : a.ks[0]) +
-                    hk * (is_v ? a.vs[2] : a.ks[2]);
-    const std::int64_t rs = is_v ? a.vs[1] : a.ks[1];
-    for (int t = 0; t < a.l2_ramp; ++t) {
-      const std::int64_t key = gk0 + (warp + t * kWarps) * kKeys + lane % kKeys;
-      if (key < gk1) prefetch_l2(base + key * rs, D * sizeof(T));
-    }
-    const int row = row_chunk * kRows + lane;
-    if (lane < kRows && row < a.rows && a.qs[3] == 1) {
-      const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-      prefetch_l2(static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2], D * sizeof(T));
-    }
-  }
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -604,20 +583,13 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     const int tok = row % a.sq, h = hk * a.group + row / a.sq;
     const std::uint16_t* qp = reinterpret_cast<const std::uint16_t*>(a.q) +
                               (real ? b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] : 0);
-    // Session 16 (dec16), a.q_wide: a pair (dimensions d0, d0 + 1, d0 even) is one 32-bit word where the row is
-    // contiguous and 4-byte aligned (little-endian: d0 in the low half, as below). Nsight Compute at (1, 32768): the
-    // 32 16-bit loads a lane with their 64-bit address products stall the prologue (long scoreboard on an address
-    // register, 2.7 % of the kernel's samples) while tile 1 waits to be issued.
-    const bool wide = a.q_wide && a.qs[3] == 1 && (reinterpret_cast<std::uintptr_t>(qp) & 3u) == 0;
-    const std::uint32_t* qw = reinterpret_cast<const std::uint32_t*>(qp);
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int d0 = 16 * kk + 8 * half + 2 * c;
         std::uint32_t pair = 0;
-        if (real && wide) pair = qw[d0 / 2];
-        else if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
         qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
       }
   };
@@ -638,13 +610,6 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
 
   for (int i = 0; i < my_tiles; ++i) {
     if (i + kStages - 1 < my_tiles) issue(i + kStages - 1);
-    // Session 16 (dec16), a.l2_ahead > 0 (decode_l2_prefetch): tile i + l2_ahead's visible K and V rows into L2, one
-    // row a lane (lanes 0-15 K, 16-31 V), so that its cp.async or TMA later finds them there.
-    if (a.l2_ahead > 0 && i + a.l2_ahead < my_tiles) {
-      const int key = first_key(i + a.l2_ahead) + lane % kKeys;
-      if (key < kv_end)
-        prefetch_l2(lane < kKeys ? kg + key * a.ks[1] : vg + key * a.vs[1], D * sizeof(T));
-    }
     const T* sk = ring + (i % kStages) * 2 * kTile;
     const T* sv = sk + kTile;
     const int j0 = first_key(i);

@@ -72,15 +72,4 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
   return n < 1 ? 1 : (n > max_splits ? max_splits : static_cast<int>(n));
 }
 
-// Session 16 (dec16): a switch for the A/B of one binary (bench_decode --dec16, test_decode), not an option. While it
-// is set, the tensor-core kernel prefetches K and V rows into L2 (one bulk prefetch a row, sm_90): `ramp` tiles a warp
-// before the length is known (where the length s_max would put the split) plus the block's q rows, and in its loop
-// tile i + `ahead` at tile i (0: none). Prefetches are hints, so the same bits. Returns the previous setting as
-// ramp · 256 + ahead. Defined in decode.cu; process-wide, not thread-safe against calls in flight.
-int decode_l2_prefetch(int ramp, int ahead);
-// Session 16 (dec16): the same kind of switch. While it is set, the tensor-core kernel loads q's pairs of 16-bit values
-// as 32-bit words where q's head dimension is contiguous and the row 4-byte aligned (16 loads a lane at D = 128
-// instead of 32): the same values, so the same bits. Returns the previous setting. Defined in decode.cu.
-bool decode_wide_q(bool on);
-
 }  // namespace smk::cuda

@@ -46,10 +46,11 @@
 // at 64 × 4096 for Nsight Compute.
 // --dec15 (session 15) times the dispatcher beside the merge kernel with its split kernel's and its own share, on the
 // single-sequence rows and two batch rows: the tail after the split kernel (dec15_mode below).
-// --dec16 (session 16) times the tensor-core kernel's L2 prefetches of its first tiles (before the length is known) and
-// of tiles ahead in its loop beside the default (dec16_mode below); --dec16-ncu makes two calls for Nsight Compute.
-//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15
-//          | --dec16 | --dec16-ncu] [--ncu]
+// Session 16 (dec16) had --dec16 / --dec16-ncu: the tensor-core kernel's L2 prefetches (its first tiles before the
+// length's load, tiles ahead in its loop) and q's pairs as 32-bit loads beside the default, through switches since
+// removed (commits 4008706 and 310902b have them as run; docs/bench/dec16-s16-2026-12-01.md).
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15]
+//          [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -375,134 +376,6 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   return 0;
 }
 
-// --dec16 (session 16): the tensor-core kernel's L2 prefetches (decode_l2_prefetch: `ramp` tiles a warp and q before
-// the length's load, at the split s_max would give; `ahead`: tile i + ahead at tile i) and q's pairs as 32-bit loads
-// (decode_wide_q, "qw") beside the dispatcher as it is (all off), on the single-sequence rows (where the ramp is one wave's) and three batch rows. kDec16Samples of each
-// variant in turn, kDec16Reps calls a sample after the 256 MB flush; every variant's outputs compared bit for bit with
-// the default's (poisoned first). --dec16-ncu: one call at (1, 32768) of the default, then one with ramp 4 ahead 4
-// (no flush: Nsight Compute flushes before each replay).
-int dec16_mode(bool ncu_only, const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s,
-               void* flush, std::vector<cudaEvent_t>& ev) {
-  using smk::cuda::DecodeConfig;
-  using smk::cuda::DeviceBuffer;
-  constexpr int kDec16Samples = 5, kDec16Reps = 60;
-  constexpr std::int64_t kHkv = 8, kD = 128;
-  struct Cell {
-    std::int64_t S, B, hq;
-  };
-  std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {32768, 1, 64}, {8192, 1, 32},
-                             {4096, 64, 32}, {2048, 8, 32},   {1024, 16, 32}};
-  if (ncu_only) cells = {{32768, 1, 32}};
-  struct Variant {
-    int ramp, ahead;
-    bool wide_q;
-    const char* name;
-  };
-  // As first run (commit 4008706: one bulk prefetch a row, issued lane by lane) the fifth variant was r8a8; since then
-  // prefetch.global.L2 a line, and q's pairs as 32-bit loads (decode_wide_q) in its place.
-  const std::vector<Variant> vars = {
-      {0, 0, false, "dflt"}, {2, 0, false, "r2"}, {4, 4, false, "r4a4"}, {0, 4, false, "a4"}, {0, 0, true, "qw"}};
-  const int nv = static_cast<int>(vars.size());
-  std::size_t max_kv = 0, max_q = 0;
-  for (const Cell& c : cells) {
-    max_kv = std::max<std::size_t>(max_kv, c.B * c.S * kHkv * kD);
-    max_q = std::max<std::size_t>(max_q, c.B * c.hq * kD);
-  }
-  DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
-  DeviceBuffer<float> lse(max_q / kD);
-  fill_from_pool(pool, q.data(), max_q);
-  fill_from_pool(pool, k.data(), max_kv);
-  fill_from_pool(pool, v.data(), max_kv);
-  const DecodeConfig dflt{};
-  int sms = 0;
-  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int max_splits = smk::cuda::decode_max_splits(sms);
-  const auto set = [](const Variant& x) {
-    smk::cuda::decode_l2_prefetch(x.ramp, x.ahead);
-    smk::cuda::decode_wide_q(x.wide_q);
-  };
-  std::string json = "[";
-  if (!ncu_only) {
-    std::printf("bench_decode --dec16: the dispatcher without (dflt) and with L2 prefetches (rR: R tiles a warp before "
-                "the length, aA: tile i + A at tile i)\n%-16s %6s", "S, B, Hq", "blocks");
-    for (const Variant& x : vars) std::printf(" %8s", x.name);
-    std::printf("  dflt/variant; same bits; samples' min-max\n");
-  }
-  for (const Cell& cell : cells) {
-    const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
-    const DecodeCell problem(B, S, hq, kHkv, kD, o.data(), lse.data(), q.data(), k.data(), v.data());
-    if (ncu_only) {
-      for (const Variant& x : {vars[0], vars[2]}) {
-        set(x);
-        problem.run(dflt, s);
-        SMK_CUDA_CHECK(cudaStreamSynchronize(s));
-        std::printf("bench_decode --dec16-ncu: (%lld, %lld, %lld) %s: one call\n", (long long)B, (long long)S,
-                    (long long)hq, x.name);
-      }
-      set(vars[0]);
-      continue;
-    }
-    set(vars[0]);
-    const std::vector<unsigned char> ref = problem.outputs(dflt, s);
-    std::vector<bool> same(nv, true);
-    for (int c = 1; c < nv; ++c) {
-      set(vars[c]);
-      same[c] = problem.outputs(dflt, s) == ref;
-    }
-    std::vector<std::vector<double>> t(nv);
-    for (int k2 = 0; k2 < kDec16Samples; ++k2)
-      for (int c = 0; c < nv; ++c) {
-        set(vars[c]);
-        t[c].push_back(problem.median_us(dflt, kDec16Reps, flush, ev, s));
-      }
-    set(vars[0]);
-    std::vector<double> m(nv);
-    std::string samples, spread, ratios, bits;
-    for (int c = 0; c < nv; ++c) {
-      m[c] = median(t[c]);
-      samples += c ? ", [" : "[";
-      for (int k2 = 0; k2 < kDec16Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
-      samples += "]";
-      char b[64];
-      std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
-                    *std::max_element(t[c].begin(), t[c].end()));
-      spread += b;
-    }
-    for (int c = 1; c < nv; ++c) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%s%.3f", c > 1 ? " " : "", m[0] / m[c]);
-      ratios += b;
-      bits += same[c] ? (c > 1 ? " yes" : "yes") : (c > 1 ? " NO" : "NO");
-    }
-    const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
-    const double kv = 2.0 * B * S * kHkv * kD * 2;
-    char label[48];
-    std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
-    std::printf("%-16s %6lld", label, blocks);
-    for (int c = 0; c < nv; ++c) std::printf(" %8.1f", m[c]);
-    std::printf("  %s; %s; %s (%.2f TB/s dflt)\n", ratios.c_str(), bits.c_str(), spread.c_str(), kv / m[0] / 1e6);
-    std::fflush(stdout);
-    json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
-            ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
-            ", \"blocks\": " + std::to_string(blocks) + ", \"kv_bytes\": " + std::to_string(kv);
-    for (int c = 0; c < nv; ++c)
-      json += std::string(", \"us_") + vars[c].name + "\": " + std::to_string(m[c]) +
-              (c ? std::string(", \"same_bits_") + vars[c].name + "\": " + (same[c] ? "true" : "false") : "");
-    json += ", \"samples\": [" + samples + "]}";
-    for (int c = 1; c < nv; ++c)
-      if (!same[c]) std::printf("bench_decode --dec16: %s's outputs differ from the default's at (%lld, %lld)\n",
-                                vars[c].name, (long long)S, (long long)B);
-  }
-  json += "]\n";
-  if (!json_path.empty()) {
-    if (FILE* f = std::fopen(json_path.c_str(), "w")) {
-      std::fputs(json.c_str(), f);
-      std::fclose(f);
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -510,7 +383,7 @@ int main(int argc, char** argv) {
   using smk::cuda::DeviceBuffer;
   std::string json_path;
   bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false, dec12 = false, dec14 = false,
-       dec14_ncu = false, dec15 = false, dec16 = false, dec16_ncu = false;
+       dec14_ncu = false, dec15 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
@@ -522,8 +395,6 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--dec14") == 0) dec14 = true;
     else if (std::strcmp(argv[i], "--dec14-ncu") == 0) dec14_ncu = true;
     else if (std::strcmp(argv[i], "--dec15") == 0) dec15 = true;
-    else if (std::strcmp(argv[i], "--dec16") == 0) dec16 = true;
-    else if (std::strcmp(argv[i], "--dec16-ncu") == 0) dec16_ncu = true;
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
@@ -566,7 +437,6 @@ int main(int argc, char** argv) {
   std::string json = "[";
   if (dec14 || dec14_ncu) return dec14_mode(dec14_ncu, json_path, pool, s, flush, ev);
   if (dec15) return dec15_mode(json_path, pool, s, flush, ev);
-  if (dec16 || dec16_ncu) return dec16_mode(dec16_ncu, json_path, pool, s, flush, ev);
   if (sweep) {
     using smk::cuda::DecodeConfig;
     using smk::cuda::DecodeMerge;
