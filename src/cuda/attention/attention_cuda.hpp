@@ -98,11 +98,13 @@ inline constexpr int kPrefillStagesD128 = 2;
 // tiles, TMA only as warps = 9 (asked for cp.async it runs the 8-warp kernel with the same key tiles, which is
 // built for that). 64-key tiles were built too and dropped after the H200 run of 5b9391e (362.7-377.5 TFLOP/s at
 // B=16, H=16, S=2048 full, against 430.1-431.2 with 128-key tiles, three timings each).
-// {64, 9, 1, 128, 3} (session 16, pfx16): D = 64, two consumer warpgroups and the producer, 128-key tiles, P·V under
-// the softmax (prefill_wgmma.cu's kOverlap and kOvDiag), against the three-warpgroup default.
+// Session 16 (pfx16): {64, 9, 1, 128, 3}, D = 64 with two consumer warpgroups and the producer, 128-key tiles, P·V
+// under the softmax (prefill_wgmma.cu's kOverlap, kOvDiag), measured against the three-warpgroup default in the H200
+// runs of 2a5e68f (tune_prefill --pfx16, 60 rounds, bf16): 0.810 at (16, 16, 2048, 64) full, 0.813 at (8, 16, 4096,
+// 64) full, 0.879 at (4, 32, 4096, 64) causal, 0.826 at (1, 32, 16384, 64) causal; removed (2a5e68f has it).
 inline constexpr PrefillVariant kPrefillWgmmaVariants[] = {
     {128, 4, 1, 64, 3}, {128, 8, 1, 128, 3}, {128, 9, 1, 64, 3}, {128, 9, 1, 128, 3}, {64, 4, 1, 64, 3},
-    {64, 8, 1, 64, 3},  {64, 13, 1, 128, 3}, {64, 9, 1, 128, 3}};
+    {64, 8, 1, 64, 3},  {64, 13, 1, 128, 3}};
 // The variants also built with the softmax pinned ahead of the P·V wait (PrefillConfig::pin_softmax), TMA only.
 // Measured in the H200 run of 5b9391e (tune_prefill three times, the second in reverse column order; bf16 TFLOP/s,
 // unpinned against pinned): not faster anywhere. D = 128 two warpgroups and the producer, 128-key tiles:

@@ -125,13 +125,15 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
 // True when this build holds the sm_90a code of the wgmma kernel and `device` is compute capability 9.0.
 bool prefill_wgmma_available(int device);
 // Session 15 (pfx15), for tune_prefill and test_prefill: the form of the wgmma kernel's tile loop that later launches
-// take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's kPrefillWgmmaOverlapForm: 2), 1
-// P·V of tile j − 1 done before tile j's softmax (the kernel before session 15), 2 P·V under the softmax (built for the
-// D = 128 TMA default: warps 9, 128-key tiles; other variants run their usual build). Every form gives the same bits.
-// Session 16 (pfx16): 4, form 2 with the warpgroup's first causal crossing tile under the overlap too (kOvDiag; the
-// same build only).
+// take, process-wide (not for concurrent callers): 0 the default (prefill_wgmma.cu's kPrefillWgmmaOverlapForm: 2;
+// kPrefillWgmmaOverlapFormCausal: 4 under a causal mask), 1 P·V of tile j − 1 done before tile j's softmax (the
+// kernel before session 15), 2 P·V under the softmax (built for the D = 128 TMA default: warps 9, 128-key tiles;
+// other variants run their usual build), 4 (session 16, pfx16) form 2 with each warpgroup's first causal crossing
+// tile under the overlap too (kOvDiag; the same build only). Every form gives the same bits.
 void prefill_wgmma_set_pv_form(int form);
-// Overlap kernels (form 2) launched so far in this process (a test's proof that the form it asked for ran).
+// Overlap kernels (forms 2 and 4) launched so far in this process (a test's proof that the form it asked for ran),
+// and of them those of form 4.
 std::int64_t prefill_wgmma_overlap_launches();
+std::int64_t prefill_wgmma_ov_diag_launches();
 
 }  // namespace smk::cuda

@@ -23,8 +23,8 @@
 //     from registers, B = V MN-major: kBlockN/16 steps), two commit groups;
 //     waits for S_j only, and runs the online softmax of tile j (mask, row max over the quad, ex2, row sums, P_j
 //     rounded to 16 bits into the A layout) while P·V of tile j − 1 is still on the tensor cores (so the design;
-//     in SASS only where kOverlap's step_ov runs, the D = 128 default's tiles before the causal diagonal: sessions
-//     14 and 15 below);
+//     in SASS only where kOverlap's step_ov runs, the D = 128 default's tiles before the causal diagonal and, under
+//     a causal mask, the first tile that crosses it: sessions 14, 15 and 16 below);
 //     waits for P·V, then rescales O by 2^(m_old − m_new) (skipped by warp vote when no row max of the warp moved).
 //   One __syncthreads per tile frees the stage tile j + 1 overwrites (every warpgroup has waited for P·V of j − 2).
 //   The final (m, l) becomes an OnlineSoftmaxState, which merges the sink (if any), gives the LSE and the factor
@@ -205,6 +205,24 @@
 // (kLatePack's order, no second P), 0.981-0.999 at D = 128 and 0.959 / 0.940 at D = 64 (three warpgroups, where a
 // second P does not fit in 160 registers): the 32 packs after the wait sit on the turn's critical path. D = 64 keeps
 // the kernel before.
+// Session 16 (pfx16): kOvDiag (form 4, the default under a causal mask: kPrefillWgmmaOverlapFormCausal), the first
+// tile that crosses a warpgroup's causal diagonal by step_ov too. Counted first: with Sq = Sk, 128-row CTAs and
+// 128-key tiles each warpgroup of CTA i (of S/128) has i + 1 tiles, its last the only crossing one, and form 2 ran
+// P·V under the softmax for i − 1 of them (tiles 1 .. i − 1); kOvDiag adds tile i. At S = 4096 that is 465 → 496 of
+// 528 P·V a warpgroup's head (5.9 % of them), at 16384 8001 → 8128 of 8256 (1.5 %), at 2048 105 → 120 of 136
+// (11 %). pfx15's gain over form 1 (1.059 at (4, 32, 4096, 128) causal for 465 overlaps) is ~0.07 of a tile's time
+// an overlap, so predicted +0.4 % at S = 4096, +0.1 % at 16384, +0.7 % at 2048. The P·V issued there is the previous
+// (unchecked) tile's, never exact_pv nor trimmed, so no branch surrounds it; the crossing tile's trim vote and V scan
+// run after its softmax, under P·V (as step's scan does). SASS (CUDA 13.0, bf16 and f16): 168 registers, no spill,
+// no C7513 / C7515; 6 stretches (2 more than form 2: the crossing step_ov when the tiles before it are odd and even)
+// with the 66 MUFU.EX2 between P·V's issue and its DEPBAR, and no instruction in them writing P·V's A or
+// accumulator registers; the 32 other kernels unchanged. Measured (H200 runs of 2a5e68f's binaries, tune_prefill
+// --pfx16, 60 rounds in all, bf16): form 4 / form 2 1.008 at (4, 32, 4096, 128) causal, 1.004 at (8, 32, 4096, 128)
+// causal, 1.005 at (1, 32, 16384, 128) causal, 1.014 at (8, 32, 2048, 128) causal, 0.995 at (4, 32, 4096, 128) full
+// (the same loop: full launches keep form 2); form 2 against itself 0.991-1.002 (kPrefillWgmmaOverlapFormCausal
+// gives the intervals). The same bits (WgmmaPvOverlapGivesTheSameBits; memcheck and racecheck clean). Also built and
+// measured: D = 64 with two consumer warpgroups and step_ov (warps 9, 128-key tiles): 0.81-0.88 of the
+// three-warpgroup default (attention_cuda.hpp); removed (2a5e68f has it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -229,19 +247,30 @@ constexpr float kLn2 = 0.6931471805599453f;  // base-2 units back to natural one
 constexpr int kStages = 3;                   // see the opening comment
 
 // Which form of the tile loop later launches take (prefill_args.hpp's prefill_wgmma_set_pv_form): 0 the default
-// (kPrefillWgmmaOverlapForm), 1 P·V done before the softmax (the kernel before session 15), 2 P·V under the softmax
-// (kOverlap; built for the D = 128 TMA default, warps 9, 128-key tiles). Another variant asked for form 2 runs its
-// usual build: every form gives the same bits.
+// (kPrefillWgmmaOverlapForm, kPrefillWgmmaOverlapFormCausal under a causal mask), 1 P·V done before the softmax (the
+// kernel before session 15), 2 P·V under the softmax (kOverlap; built for the D = 128 TMA default, warps 9, 128-key
+// tiles), 4 form 2 with each warpgroup's first causal crossing tile by step_ov too (kOvDiag; the same build only).
+// Another variant asked for form 2 or 4 runs its usual build: every form gives the same bits.
 std::atomic<int> g_pv_form{0};
 std::atomic<std::int64_t> g_overlap_launches{0};  // kOverlap kernels launched (prefill_wgmma_overlap_launches)
+std::atomic<std::int64_t> g_ov_diag_launches{0};  // of them kOvDiag (prefill_wgmma_ov_diag_launches)
 // The default form: 2, P·V under the softmax. Measured (H200 run of 2430dcc's binaries, 2026-12-01 02:47 UTC,
 // tune_prefill --pfx15, 16 interleaved rounds, bf16; docs/bench/pfx15-s15-2026-12-01.md): form 2 / form 1 1.078
 // (0.992-1.217 by round) at (4, 32, 4096, 128) full, 1.059 (1.027-1.081) causal, 1.057 (1.022-1.088) at (8, 32,
 // 4096, 128) causal, 1.068 (1.042-1.106) at (1, 32, 16384, 128) causal; form 1 against itself 0.985-1.001.
 constexpr int kPrefillWgmmaOverlapForm = 2;
-int pv_form() {
+// The default form under a causal mask: 4, the crossing tile under the overlap too (without a mask no tile crosses,
+// and form 4 runs form 2's loop in another build). Measured (H200 runs of 2a5e68f's binaries, 2026-12-01 05:04 and
+// 05:06 UTC, tune_prefill --pfx16: forms 2, 4 and 2 again interleaved, 24 + 36 rounds, bf16;
+// docs/bench/pfx16-s16-2026-12-01.md): form 4 / form 2, median of the per-round ratios of the 60 rounds (90 %
+// bootstrap interval of that median): 1.008 (1.006-1.011) at (4, 32, 4096, 128) causal, 1.004 (0.999-1.009) at (8,
+// 32, 4096, 128) causal, 1.005 (1.003-1.007) at (1, 32, 16384, 128) causal, 1.014 (1.014-1.016) at (8, 32, 2048, 128)
+// causal; form 2 against itself 0.991-1.002. On the full row (4, 32, 4096, 128), where both run the same loop, 0.995
+// (0.991-0.999): so full launches keep form 2.
+constexpr int kPrefillWgmmaOverlapFormCausal = 4;
+int pv_form(bool causal) {
   const int f = g_pv_form.load(std::memory_order_relaxed);
-  return f == 0 ? kPrefillWgmmaOverlapForm : f;
+  return f != 0 ? f : causal ? kPrefillWgmmaOverlapFormCausal : kPrefillWgmmaOverlapForm;
 }
 
 // Byte offset of the 16-byte chunk `ch` (of D/8) of row `row` in a [kRows][D] tile stored as 128-byte-swizzled
@@ -893,6 +922,7 @@ void launch(const PrefillArgs& a, std::int64_t batch, std::int64_t hq, std::int6
   kernel<<<grid, kWG * 128 + (kWS ? 128 : 0), smem, stream>>>(la, maps);
   SMK_CUDA_CHECK_LAUNCH("prefill_wgmma_kernel");
   if constexpr (kOverlap) g_overlap_launches.fetch_add(1, std::memory_order_relaxed);
+  if constexpr (kOvDiag) g_ov_diag_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The instantiated variants: kPrefillWgmmaVariants in attention_cuda.hpp (warps = 4 · warpgroups), each with the
@@ -912,15 +942,13 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
       if (is(64, 13, 128)) return launch<T, 64, 3, 128, true, true, true>(a, batch, hq, max_sq, s), true;
       return false;
     }
-    // P·V under the softmax (kOverlap, session 15): the D = 128 TMA default's build, the default form.
-    if (pv_form() == 2 && is(128, 9, 128))
+    // P·V under the softmax (kOverlap, session 15): the D = 128 TMA default's build, the default form without a
+    // mask; form 4 (session 16, kOvDiag: the first crossing tile by step_ov too) the default under a causal mask.
+    const int form = pv_form(a.causal != 0);
+    if (form == 2 && is(128, 9, 128))
       return launch<T, 128, 2, 128, true, true, false, true>(a, batch, hq, max_sq, s), true;
-    // Session 16 (pfx16): form 4, the first crossing tile by step_ov too (kOvDiag).
-    if (pv_form() == 4 && is(128, 9, 128))
+    if (form == 4 && is(128, 9, 128))
       return launch<T, 128, 2, 128, true, true, false, true, true>(a, batch, hq, max_sq, s), true;
-    // Session 16 (pfx16): D = 64, two consumer warpgroups and the producer, 128-key tiles, P·V under the softmax
-    // (kOverlap and kOvDiag whatever the form: built for this measurement only).
-    if (is(64, 9, 128)) return launch<T, 64, 2, 128, true, true, false, true, true>(a, batch, hq, max_sq, s), true;
   }
   if (is(128, 4, 64)) return launch<T, 128, 1, 64, kTma>(a, batch, hq, max_sq, s), true;
   if (is(128, 8, 128)) return launch<T, 128, 2, 128, kTma>(a, batch, hq, max_sq, s), true;
@@ -932,7 +960,6 @@ bool launch_t(int d, int warps, int block_n, const PrefillArgs& a, std::int64_t 
   // back to it), the 8-warp kernel with the same key tiles. Built and dropped after the H200 run of 5b9391e: 64-key
   // tiles (362.7-377.5 TFLOP/s at B=16, H=16, S=2048 full against 430.1-431.2 with 128-key tiles).
   if (is(64, 13, 128)) return launch<T, 64, kTma ? 3 : 2, 128, kTma, kTma>(a, batch, hq, max_sq, s), true;
-  if (is(64, 9, 128)) return launch<T, 64, 2, 128, false>(a, batch, hq, max_sq, s), true;  // cp.async (TMA: above)
   return false;
 }
 
@@ -950,6 +977,7 @@ bool prefill_wgmma_launch(bool bf16, int d, int warps, int block_n, bool tma, co
 
 void prefill_wgmma_set_pv_form(int form) { g_pv_form.store(form, std::memory_order_relaxed); }
 std::int64_t prefill_wgmma_overlap_launches() { return g_overlap_launches.load(std::memory_order_relaxed); }
+std::int64_t prefill_wgmma_ov_diag_launches() { return g_ov_diag_launches.load(std::memory_order_relaxed); }
 
 bool prefill_wgmma_available(int device) {
 #if defined(SMK_CUDA_BUILT_SM90A)

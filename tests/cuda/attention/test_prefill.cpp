@@ -814,22 +814,18 @@ struct PvFormBack {  // the default form for the tests after these, whatever fai
 struct PvOverlapBuild {
   smk::cuda::PrefillVariant x;
   int form;
-  smk::cuda::PrefillVariant base;  // run under form 1 for the bits to match
 };
 // Session 16 (pfx16): form 4 (kOvDiag: the warpgroup's first crossing tile by step_ov too, its scan after the
-// softmax) on the same build; its causal cases and plants above reach that tile on every warpgroup. And the D = 64
-// overlap build (warps 9: two consumer warpgroups, 128-key tiles, kOverlap and kOvDiag whatever the form) against
-// the three-warpgroup kernel with the same key tiles (each row's operations are the same).
-const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2, {128, 9, 1, 128, 3}},
-                                          {{128, 9, 1, 128, 3}, 4, {128, 9, 1, 128, 3}},
-                                          {{64, 9, 1, 128, 3}, 2, {64, 13, 1, 128, 3}}};
+// softmax; the causal default) on the same build: the causal cases and plants above reach that tile on every
+// warpgroup. (2a5e68f also held a D = 64 overlap build here, against the three-warpgroup kernel's bits.)
+const PvOverlapBuild kPvOverlapBuilt[] = {{{128, 9, 1, 128, 3}, 2}, {{128, 9, 1, 128, 3}, 4}};
 
 TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
   SMK_REQUIRE_GPU();
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   using smk::cuda::PrefillToggle;
   const PvFormBack form_back;
-  for (const auto& [x, form, base_x] : kPvOverlapBuilt)
+  for (const auto& [x, form] : kPvOverlapBuilt)
     for (const DType dt : {DType::bf16, DType::f16}) {
       const std::vector<Case> cases = {
           {"full 300x300 gqa", dt, 2, 300, 300, 4, 2, x.d},
@@ -856,8 +852,7 @@ TEST(CudaAttentionPrefill, WgmmaPvOverlapGivesTheSameBits) {
           const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
           smk::cuda::prefill_wgmma_set_pv_form(1);
           const std::int64_t n0 = smk::cuda::prefill_wgmma_overlap_launches();
-          const Result base =
-              run_gpu(c, q, k, v, sinks, {}, {}, wgmma_config(base_x, PrefillToggle::on, PrefillToggle::on));
+          const Result base = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
           EXPECT_EQ(smk::cuda::prefill_wgmma_overlap_launches(), n0) << "form 1 ran an overlap kernel";
           smk::cuda::prefill_wgmma_set_pv_form(form);
           const Result r = run_gpu(c, q, k, v, sinks, {}, {}, cfg);
@@ -873,7 +868,7 @@ TEST(CudaAttentionPrefill, WgmmaPvOverlapMatchesTheReference) {
   if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
   using smk::cuda::PrefillToggle;
   const PvFormBack form_back;
-  for (const auto& [x, form, base_x] : kPvOverlapBuilt) {
+  for (const auto& [x, form] : kPvOverlapBuilt) {
     smk::cuda::prefill_wgmma_set_pv_form(form);
     const auto cfg = wgmma_config(x, PrefillToggle::on, PrefillToggle::on);
     const std::string tag = "wgmma " + name_of(x) + " tma form " + std::to_string(form) + " ";
@@ -888,6 +883,26 @@ TEST(CudaAttentionPrefill, WgmmaPvOverlapMatchesTheReference) {
       cd.name = tag + c.name;
       check_case(cd, cfg, diagonal_plant(c));
     }
+  }
+}
+
+// Session 16 (pfx16): the default form's rule (prefill_wgmma.cu's kPrefillWgmmaOverlapFormCausal): through the
+// dispatcher at D = 128 (the TMA producer kernel, 128-key tiles), a causal call runs form 4 (every overlap launch is
+// a kOvDiag one) and a full call form 2 (none is); each case against the float64 reference (check_case).
+TEST(CudaAttentionPrefill, WgmmaOverlapFormRule) {
+  SMK_REQUIRE_GPU();
+  if (!wgmma_here()) GTEST_SKIP() << "no sm_90a build or not a compute-capability 9.0 device";
+  const PvFormBack form_back;
+  smk::cuda::prefill_wgmma_set_pv_form(0);
+  for (const bool causal : {true, false}) {
+    const Case c{causal ? "rule causal 300x300" : "rule full 300x300", DType::bf16, 1, 300, 300, 2, 1, 128, causal};
+    const std::int64_t ov0 = smk::cuda::prefill_wgmma_overlap_launches();
+    const std::int64_t diag0 = smk::cuda::prefill_wgmma_ov_diag_launches();
+    check_case(c);
+    const std::int64_t ov = smk::cuda::prefill_wgmma_overlap_launches() - ov0;
+    const std::int64_t diag = smk::cuda::prefill_wgmma_ov_diag_launches() - diag0;
+    EXPECT_GT(ov, 0) << c.name << ": no overlap kernel ran";
+    EXPECT_EQ(diag, causal ? ov : 0) << c.name;
   }
 }
 

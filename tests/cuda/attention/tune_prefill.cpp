@@ -8,9 +8,8 @@
 // 10 (attention is compute-bound, and Q, K, V of these rows fit neither in L2 nor matter for it).
 // --pfx15 (session 15, pfx15): pfx15() below instead: the dispatcher's kernel with P·V done before the softmax (form 1
 // of prefill_args.hpp's prefill_wgmma_set_pv_form) and under it (form 2, the default) interleaved on issue 7's rows.
-// --pfx16 (session 16, pfx16): pfx16() below: on D = 128 rows form 2 (the default) against form 4 (the first causal
-// crossing tile under the overlap too); on D = 64 rows the dispatcher (three consumer warpgroups) against two
-// consumer warpgroups with P·V under the softmax (warps 9, 128-key tiles); interleaved, with the first again.
+// --pfx16 (session 16, pfx16): pfx16() below: the dispatcher's kernel under form 2 (P·V under the softmax before the
+// first causal crossing tile) and form 4 (the crossing tile too; the causal default since) interleaved on D = 128 rows.
 //   usage: tune_prefill [--json FILE] | tune_prefill --pfx15 | tune_prefill --pfx16
 #include <cuda_runtime_api.h>
 
@@ -265,27 +264,12 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
   return bad ? 1 : 0;
 }
 
-// Session 16 (pfx16): the rows and the two kernels compared on each: "old" (the default: form 2 on D = 128, the
-// dispatcher's three-warpgroup kernel on D = 64), "new" (form 4 on D = 128; warps 9 with 128-key tiles on D = 64) and
-// "old" again. The full D = 128 row has no crossing tile: form 4 runs form 2's loop there (a control of two builds
-// of the same loop).
-struct Pfx16Row {
-  Row r;
-  smk::cuda::PrefillConfig cfg_new;
-  int form_old, form_new;
-};
-std::vector<Pfx16Row> pfx16_rows() {
-  using namespace smk::cuda;
-  PrefillConfig d64{9, 1, 128, 3, PrefillToggle::on, PrefillToggle::on, PrefillToggle::on, PrefillKernel::wgmma};
-  d64.tma = PrefillToggle::on;
-  std::vector<Pfx16Row> r;
-  for (const Row& x : std::vector<Row>{{4, 32, 4096, 128, true}, {8, 32, 4096, 128, true}, {1, 32, 16384, 128, true},
-                                       {8, 32, 2048, 128, true}, {4, 32, 4096, 128, false}})
-    r.push_back({x, {}, 2, 4});
-  for (const Row& x : std::vector<Row>{{16, 16, 2048, 64, false}, {8, 16, 4096, 64, false}, {4, 32, 4096, 64, true},
-                                       {1, 32, 16384, 64, true}})
-    r.push_back({x, d64, 0, 0});
-  return r;
+// Session 16 (pfx16): the rows and the forms compared on each: "old" (form 2), "new" (form 4) and "old" again. The full
+// row has no crossing tile: form 4 runs form 2's loop there in another build (a control). (2a5e68f's runs also timed
+// a D = 64 two-warpgroup overlap build against the dispatcher on D = 64 rows: 0.81-0.88, removed.)
+std::vector<Row> pfx16_rows() {
+  return {{4, 32, 4096, 128, true}, {8, 32, 4096, 128, true}, {1, 32, 16384, 128, true}, {8, 32, 2048, 128, true},
+          {4, 32, 4096, 128, false}};
 }
 // First the bits: new's O byte for byte against old's on every row (the same inputs; a difference fails the run).
 // Then SMK_PFX16_ROUNDS rounds (default 24) as pfx15(): every column of every row once a round, the order rotating;
@@ -294,13 +278,10 @@ std::vector<Pfx16Row> pfx16_rows() {
 int pfx16(void* q, void* k, void* v, void* o, float* lse) {
   int rounds = 24;
   if (const char* e = std::getenv("SMK_PFX16_ROUNDS")) rounds = std::max(1, std::atoi(e));
-  const std::vector<Pfx16Row> rs = pfx16_rows();
+  const std::vector<Row> rs = pfx16_rows();
   constexpr int kCols = 3;
   const char* names[kCols] = {"old", "new", "again"};
-  const auto col = [&](const Pfx16Row& x, int c) {
-    smk::cuda::prefill_wgmma_set_pv_form(c == 1 ? x.form_new : x.form_old);
-    return c == 1 ? x.cfg_new : smk::cuda::PrefillConfig{};
-  };
+  const auto col = [&](int c) { smk::cuda::prefill_wgmma_set_pv_form(c == 1 ? 4 : 2); };
   const auto label = [](const Row& r) {
     char name[64];
     std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
@@ -309,17 +290,17 @@ int pfx16(void* q, void* k, void* v, void* o, float* lse) {
     return std::string(name);
   };
   int bad = 0;
-  for (const Pfx16Row& x : rs) {
-    const std::size_t n = static_cast<std::size_t>(x.r.b * x.r.s * x.r.h * x.r.d);
+  for (const Row& r : rs) {
+    const std::size_t n = static_cast<std::size_t>(r.b * r.s * r.h * r.d);
     std::vector<std::uint16_t> base(n), got(n);
     for (int c = 0; c < 2; ++c) {
       SMK_CUDA_CHECK(cudaMemset(o, 0xFF, n * 2));
-      const auto cfg = col(x, c);
-      time_ms(x.r, cfg, q, k, v, o, lse);
+      col(c);
+      time_ms(r, {}, q, k, v, o, lse);
       SMK_CUDA_CHECK(cudaMemcpy(c == 0 ? base.data() : got.data(), o, n * 2, cudaMemcpyDeviceToHost));
     }
     if (std::memcmp(base.data(), got.data(), n * 2) != 0) {
-      std::printf("pfx16: row %s: new's O differs from old's\n", label(x.r).c_str());
+      std::printf("pfx16: row %s: new's O differs from old's\n", label(r).c_str());
       ++bad;
     }
   }
@@ -330,8 +311,8 @@ int pfx16(void* q, void* k, void* v, void* o, float* lse) {
     for (std::size_t ri = 0; ri < rs.size(); ++ri)
       for (int i = 0; i < kCols; ++i) {
         const int c = (i + rd) % kCols;
-        const auto cfg = col(rs[ri], c);
-        t[ri][c].push_back(time_ms(rs[ri].r, cfg, q, k, v, o, lse));
+        col(c);
+        t[ri][c].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
       }
   smk::cuda::prefill_wgmma_set_pv_form(0);
   const auto median = [](std::vector<double> x) {
@@ -343,7 +324,7 @@ int pfx16(void* q, void* k, void* v, void* o, float* lse) {
   std::printf("%-24s %8s %8s %8s %8s   %-22s %-22s\n", "B,H,S,D,mask (bf16)", names[0], names[1], names[2], "old ms",
               "new/old", "again/old");
   for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    const Row& r = rs[ri].r;
+    const Row& r = rs[ri];
     const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
     std::printf("%-24s", label(r).c_str());
     for (int c = 0; c < kCols; ++c) std::printf(" %8.1f", flops / median(t[ri][c]) / 1e9);
@@ -379,7 +360,7 @@ int main(int argc, char** argv) {
   const bool pfx16_mode = argc == 2 && std::string(argv[1]) == "--pfx16";
   std::int64_t most = 0;
   for (const Row& r : pfx15_mode ? pfx15_rows() : rows()) most = std::max(most, r.b * r.s * r.h * r.d);
-  for (const Pfx16Row& x : pfx16_rows()) most = std::max(most, x.r.b * x.r.s * x.r.h * x.r.d);
+  for (const Row& r : pfx16_rows()) most = std::max(most, r.b * r.s * r.h * r.d);
   std::vector<std::uint16_t> host(static_cast<std::size_t>(most));
   std::uint64_t st = 0x9E3779B97F4A7C15ull;
   for (auto& x : host) {
