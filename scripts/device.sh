@@ -832,45 +832,21 @@ smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,l1tex__t_sector_h
   end_carried
 fi
 # --- session 16: bwd16 step goes here ---
-# bwd16 (session 16, issue 3: the backward passes where torch.compile was 1-4 % ahead in compare-s15): cache hints on
-# split_row's common-call backward kernels (1x16M) and on the packed dy-shared block (bf16 16384x4096, 4096x16384),
-# timed beside the kernels without them in one binary (tune_softmax --bwd16: two alternating rounds, dx compared byte
-# for byte), alone on the GPU; Nsight Compute on the dispatcher's softmax-backward kernels (--bwd16-ncu: f32
-# 1048576x32 / 16384x4096, bf16 16384x4096 / 32768x1024 / 1x16777216); then in parallel the tests
-# (test_cuda_warp_backward: HintsBitwiseTheDefault and the rest at full size; memcheck and racecheck on the small
-# HintsBitwise / SharedPacked cases; test_cuda_softmax's backward tests) while torch.compile's kernels for the same
+# bwd16 (session 16, issue 3: the backward passes where torch.compile was 1-4 % ahead in compare-s15): split_row's
+# common-call elementwise pass with dx by plain or streaming stores (1x16M, f32 and bf16, both ops; the dispatcher's
+# rule beside them) timed in one binary (tune_softmax --bwd16: two alternating rounds, dx compared byte for byte), alone
+# on the GPU; Nsight Compute on the dispatcher's softmax-backward kernels (--bwd16-ncu: f32 1048576x32 / 16384x4096,
+# bf16 16384x4096 / 32768x1024 / 1x16777216); then in parallel the tests (test_cuda_warp_backward:
+# SplitStreamingStoresBitwisePlainStores and the rest at full size; memcheck and racecheck on the small
+# SplitStreaming / SharedPacked cases; test_cuda_softmax's backward tests) while torch.compile's kernels for the same
 # shapes compile, and those are profiled under Nsight Compute once the tests are done (scripts/ncu_torch.py, bf16 then
-# f32, with their PTX's loads / stores and Inductor's Triton source). Binaries built off the device for sm_90a
-# (build/bwd16-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_softmax}). Caps: SMK_B16_TUNE_S (40),
-# SMK_B16_NCU_S (30), SMK_B16_TEST_S (35), SMK_B16_TORCH_S (75). Back: bwd16-tune.txt, bwd16-ncu.txt,
-# bwd16-torch16.txt, bwd16-torch32.txt, bwd16-summary.txt, bwd16-logs.tgz.
-# SMK_B16_PASS=2 (the second call): tune_softmax --bwd16b (split_row's common call: the vector elementwise kernel and
-# the chunk sums at 3 / 4 blocks an SM beside the default, alternating rounds), Nsight Compute on the default and the
-# vector form at bf16 1x16M (--bwd16b-ncu), then HintsBitwiseTheDefault at full size, memcheck and racecheck on it
-# (small). Back: bwd16-tuneb.txt, bwd16-ncub.txt, bwd16-summary.txt, bwd16-logs.tgz.
-if want bwd16 && [[ "${SMK_B16_PASS:-1}" == 2 ]]; then
-  carried bwd16 build/bwd16-bin.tar.xz
-  b16=$bin
-  b16_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum,launch__registers_per_thread,\
-launch__grid_size,launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active,\
-smsp__warps_eligible.avg.per_cycle_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
-  run_step bwd16-tuneb timeout "${SMK_B16_TUNE_S:-45}" stdbuf -oL "$b16/bin/tune_softmax" --bwd16b
-  keep_logs bwd16
-  run_step bwd16-ncub timeout "${SMK_B16_NCU_S:-15}" ncu --metrics "$b16_metrics" --clock-control none \
-    -k regex:backward "$b16/bin/tune_softmax" --bwd16b-ncu
-  keep_logs bwd16
-  b16_t=${SMK_B16_TEST_S:-35}
-  bg_step bwd16x-hints timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
-  bg_step bwd16x-memcheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
-  bg_step bwd16x-racecheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
-  bg_tally
-  keep_logs bwd16
-  rm -f "$outer"/bwd16x-*.txt
-  end_carried
-elif want bwd16; then
+# f32, with their PTX's loads / stores and Inductor's Triton source). The run of 15182b6's binaries (its --bwd16 also
+# timed load hints and the dy-shared block's streaming stores, its test was HintsBitwiseTheDefault) is the one in
+# docs/perf-notebook.md "bwd16". Binaries built off the device for sm_90a (build/bwd16-bin.tar.xz:
+# bin/{tune_softmax,test_cuda_warp_backward,test_cuda_softmax}). Caps: SMK_B16_TUNE_S (40), SMK_B16_NCU_S (30),
+# SMK_B16_TEST_S (35), SMK_B16_TORCH_S (75). Back: bwd16-tune.txt, bwd16-ncu.txt, bwd16-torch16.txt, bwd16-torch32.txt,
+# bwd16-summary.txt, bwd16-logs.tgz.
+if want bwd16; then
   carried bwd16 build/bwd16-bin.tar.xz
   b16=$bin
   b16_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
@@ -900,18 +876,18 @@ smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
     --shape 1048576x32 16384x4096 --go /tmp/b16-go32 --wait-s 70 --ptx --source
   b16_t=${SMK_B16_TEST_S:-35}
   b16_pids=()
-  bg_step bwd16x-hints timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+  bg_step bwd16x-split timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
   b16_pids+=($!)
-  bg_step bwd16x-warpbwd timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='-*HintsBitwise*'
+  bg_step bwd16x-warpbwd timeout "$b16_t" "$b16/bin/test_cuda_warp_backward" --gtest_filter='-*SplitStreaming*'
   b16_pids+=($!)
   bg_step bwd16x-softmax timeout "$b16_t" "$b16/bin/test_cuda_softmax" --gtest_filter='*Backward*'
   b16_pids+=($!)
   bg_step bwd16x-memcheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
     --report-api-errors no --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" \
-    --gtest_filter='*HintsBitwise*:*SharedPacked*'
+    --gtest_filter='*SplitStreaming*:*SharedPacked*'
   b16_pids+=($!)
   bg_step bwd16x-racecheck timeout "$b16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*HintsBitwise*'
+    --error-exitcode 9 "$b16/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
   b16_pids+=($!)
   wait "${b16_pids[@]}"
   touch /tmp/b16-go16  # the tests are done: torch.compile's kernels are profiled alone on the GPU, bf16 then f32
@@ -972,6 +948,8 @@ fi
 # SMK_DEC16_BENCH_S (30 s), SMK_DEC16_NCU_S (40), SMK_DEC16_TEST_S (50). Back: dec16-bench.txt, dec16-ncu.txt,
 # dec16-summary.txt, dec16-logs.tgz (the json, the raw and source CSVs, every log). SMK_DEC16_PASS=2 (the second call,
 # after the prefetch became prefetch.global.L2 and q's wide loads were added): no Nsight Compute.
+# As run at 05:02 and 05:08 UTC 2026-12-01 on the binaries of 4008706 and 310902b; the switches, the test and
+# bench_decode --dec16 were removed after (nothing shipped), so the step needs binaries built from those commits.
 if want dec16; then
   carried dec16 build/dec16-bin.tar.xz
   d16=$bin

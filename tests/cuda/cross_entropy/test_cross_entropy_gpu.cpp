@@ -1579,6 +1579,125 @@ TEST(CrossEntropyGpuRowLoop, StagedSameBits) {
   same_bits(launch(0, 3, c, 0, "unaligned"), aligned, c.name);
 }
 
+// The copied-ahead row loop (ce16; row_loop.cuh kAsync, FusedTuning::loop_async): every step copied one step ahead
+// into shared memory by the thread's own cp.async, staged steps into the stage, the others through one ring step;
+// it gives the bits of HEAD's staged kernel (loop_stage 3, async off: the dispatcher's kernel), since the same values
+// reach the same registers and every sum is the same. Bitwise with 2 staged steps (the candidate), with the last
+// step's whole pad vectors skipped (FusedTuning::loop_skip_pads), none staged (the ring alone), 1 and 6 (one block an
+// SM); the launch record says the copied-ahead kernel ran (rows of 16-byte vectors) or
+// not (rows that are not, which take the unstaged kernel). Under the mean and none, label smoothing, z-loss and
+// class weights, rows in place (pass 2's copies read the row it is writing), an ignored row (the next row's step 0
+// copied there), planted +inf / NaN / −inf rows, more rows than the grid (copies run across rows); widths from less
+// than a step to 12 steps with ragged last steps (partial vectors zero-filled: f16 16392 ends one element into a
+// vector; f32 16385 and bf16 30001 are not 16-byte vectors), each row alone against its batch, float64's check.
+TEST(CrossEntropyGpuRowLoop, AsyncSameBits) {
+  SMK_REQUIRE_GPU();
+  FusedMode fused;
+  namespace ce = smk::cuda::ce;
+  // stride: the rows' stride in elements (0: C); bf16 30001 at 30008 is a row of 16-byte vectors whose last vector
+  // is partial (the copy zero-fills it), at 30001 it is not (the unstaged kernel).
+  struct Shape {
+    DType dt, grad;
+    std::int64_t C, rows;
+    bool in_place;
+    std::int64_t stride = 0;
+  };
+  std::vector<Shape> shapes = {{DType::bf16, DType::bf16, 151936, 140, true}, {DType::f32, DType::f32, 100000, 140, false},
+                               {DType::f16, DType::f32, 40000, 300, false},   {DType::bf16, DType::bf16, 30001, 40, false},
+                               {DType::bf16, DType::bf16, 30001, 40, false, 30008},
+                               {DType::f32, DType::f32, 16385, 40, true},     {DType::bf16, DType::bf16, 8000, 300, true},
+                               {DType::f16, DType::f16, 16392, 300, false},   {DType::bf16, DType::f32, 196608, 20, false}};
+  // Small (under the sanitizers): four shapes, HEAD's kernel against 2 staged steps and the ring alone, one row.
+  if (small_mode())
+    shapes = {{DType::bf16, DType::bf16, 40000, 6, true}, {DType::f16, DType::f32, 16392, 5, false},
+              {DType::bf16, DType::bf16, 8000, 5, true}, {DType::bf16, DType::bf16, 30001, 5, false, 30008}};
+  auto launch = [&](const CeCase& cc, int blocks, int stage, int async, bool want_async, const std::string& what,
+                    int skip_pads = 0) {
+    ce::FusedTuning t;
+    t.row_loop = 1;
+    t.loop_blocks = blocks;
+    t.loop_stage = stage;
+    t.loop_async = async;
+    t.loop_skip_pads = skip_pads;
+    ce::set_fused_tuning(t);
+    ce::set_last_fused_launch({});
+    GpuOut o = run_gpu(cc, true);
+    const ce::FusedLaunch fl = ce::last_fused_launch();
+    EXPECT_TRUE(fl.row_loop) << cc.name << ", " << what << ": not the row loop";
+    EXPECT_EQ(fl.loop_async, want_async) << cc.name << ", " << what;
+    if (want_async) {
+      EXPECT_EQ(fl.loop_stage, stage) << cc.name << ", " << what;
+    }
+    ce::set_fused_tuning({});
+    return o;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Shape& sh : shapes)
+    for (Reduction red : {Reduction::mean, Reduction::none}) {
+      CeCase c = random_case("async", sh.dt, sh.rows, sh.C, 1611 + sh.C, red);
+      c.grad_dtype = sh.grad;
+      c.in_place = sh.in_place && sh.grad == sh.dt;
+      c.opt.label_smoothing = 0.1f;
+      c.opt.z_loss = 1e-4f;
+      c.weights.resize(sh.C);
+      for (std::int64_t j = 0; j < sh.C; ++j) c.weights[j] = 0.5 + static_cast<double>((j * 37) % 11) / 8;
+      c.t[1] = -100;  // ignored: the next row's step 0 is copied there
+      if (sh.rows > 4) {
+        c.x[2 * sh.C + sh.C / 3] = inf;
+        c.x[3 * sh.C + sh.C - 1] = std::nan("");
+        for (std::int64_t j = 0; j < sh.C; ++j) c.x[(sh.rows - 1) * sh.C + j] = -inf;
+      }
+      if (sh.stride) c.row_stride = sh.stride;
+      c.name = std::string("async, ") + dtype_name(sh.dt) + " (grad " + dtype_name(sh.grad) + "), C=" +
+               std::to_string(sh.C) + (sh.stride ? ", row stride " + std::to_string(sh.stride) : std::string()) +
+               (red == Reduction::mean ? ", mean" : ", none") + (c.in_place ? ", in place" : "");
+      const std::int64_t stride = sh.stride ? sh.stride : sh.C;
+      const bool vec = stride * static_cast<std::int64_t>(dtype_size(sh.dt)) % 16 == 0;
+      const GpuOut base = launch(c, 0, 3, 0, false, "HEAD's staged kernel");
+      ASSERT_TRUE(base.error.empty()) << c.name << ": " << base.error;
+      const GpuOut a2 = launch(c, 0, 2, 1, vec, "2 staged");
+      same_bits(a2, base, c.name + ", copied ahead, 2 staged");
+      same_bits(launch(c, 0, 0, 1, vec, "none staged"), base, c.name + ", copied ahead, the ring alone");
+      same_bits(launch(c, 0, 2, 1, vec, "2 staged, pads skipped", 1), base, c.name + ", copied ahead, pads skipped");
+      if (!small_mode()) {
+        same_bits(launch(c, 0, 1, 1, vec, "1 staged"), base, c.name + ", copied ahead, 1 staged");
+        same_bits(launch(c, 1, 6, 1, vec, "6 staged"), base, c.name + ", copied ahead, 6 staged, 1 block an SM");
+      }
+      std::vector<std::int64_t> singles = {0, 2, sh.rows - 2};
+      if (small_mode()) singles = {2};
+      for (std::int64_t r : singles) {
+        CeCase one = c;
+        one.rows = 1;
+        one.x.assign(c.x.begin() + r * sh.C, c.x.begin() + (r + 1) * sh.C);
+        one.t = {c.t[r]};
+        one.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[r]} : c.grad_loss;
+        const GpuOut o = launch(one, 0, 2, 1, vec, "one row");
+        ASSERT_TRUE(o.error.empty()) << o.error;
+        EXPECT_EQ(std::memcmp(&o.lse[0], &a2.lse[r], sizeof(double)), 0) << c.name << ", row " << r;
+        if (red == Reduction::none) {
+          EXPECT_EQ(std::memcmp(&o.loss[0], &a2.loss[r], sizeof(double)), 0) << c.name << ", row " << r;
+          EXPECT_EQ(std::memcmp(o.grad.data(), a2.grad.data() + r * sh.C, sh.C * 8), 0) << c.name << ", row " << r;
+        }
+      }
+      {
+        ce::FusedTuning t;
+        t.row_loop = 1;
+        t.loop_stage = 2;
+        t.loop_async = 1;
+        ce::set_fused_tuning(t);
+        CeCase finite = c;  // float64's check on the rows without plants or bad targets
+        if (sh.rows > 4) {
+          finite.x.assign(c.x.begin(), c.x.begin() + 2 * sh.C);
+          finite.t = {c.t[0], c.t[1]};
+          finite.rows = 2;
+          finite.grad_loss = red == Reduction::none ? std::vector<double>{c.grad_loss[0], c.grad_loss[1]} : c.grad_loss;
+        }
+        check_case(finite);
+        ce::set_fused_tuning({});
+      }
+    }
+}
+
 // The dispatcher takes the row loop exactly where its rule says so, and the one-read kernel (or the two calls)
 // elsewhere. The rule is written here as stated (fused.cu, ce11's run of e711d37), not through the code's own
 // row_loop_rule, so a moved bound fails: 16-bit logits from 65537 classes on, every dtype above 163840 (up to 2^28).
