@@ -126,17 +126,17 @@ constexpr int kWarpThreads = 256;
 // 1.008-1.022×, 94.2-95.9 % of copy (docs/bench/pack14-s14-2026-11-30.md).
 constexpr int kSharedPackedMaxThreads = 512;
 constexpr int kBackwardSharedPackedBlocks = 3;
-// bwd16 (session 16): cache hints timed on the H200 (warp_backward.hpp BackwardHintsTuning; tune_softmax --bwd16).
-// kBackwardSplitHints: split_row's common-call elementwise pass, 0 plain, 1 dx streaming, 2 also y / dy evict-first,
-// 3 those and the chunk-sums pass reading y / dy evict-last (L2).
-// kBackwardSharedPackedCs: the packed dy-shared block's dx by streaming stores.
-constexpr int kBackwardSplitHints = 0;
-// kBackwardSplitSumsBlocks: the common call's chunk-sums kernel's blocks an SM (2, 3 or 4 built); kBackwardSplitGradsForm:
-// its elementwise pass, 0 the chunk kernel (backward_elementwise_plain_kernel), 1 the vector kernel
-// (backward_elementwise_vec_kernel).
-constexpr int kBackwardSplitSumsBlocks = 2;
-constexpr int kBackwardSplitGradsForm = 0;
-constexpr bool kBackwardSharedPackedCs = false;
+// bwd16 (session 16): split_row's common-call elementwise pass stores dx by streaming stores (st.global.cs: dx is not
+// read back, so its lines leave L2 first and the y / dy lines that the reversed pass reads next stay) in softmax
+// backward calls of at most kBackwardSplitCsMaxElems elements, the size timed. H200, tune_softmax --bwd16 (run of
+// 15182b6's kernels, 2026-12-01 05:03 UTC, two alternating rounds of 30 launches, µs, plain stores timed first and last
+// → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 / 57.18 / 57.25 → 56.45 / 55.36 (1.3-3.4 %), f32
+// 89.50 / 90.30 / 89.57 / 89.76 → 88.99 / 89.09 (0.5-1.4 %); log-softmax backward even (bf16 47.07-49.60 → 47.71 /
+// 48.29, f32 74.37-75.62 → 75.33 / 75.33: plain stores kept); the same bits. Timed there and not kept (15182b6 has the
+// code): y / dy read evict-first in that pass as well (f32 softmax backward 91.0-92.1, slower), and the chunk-sums pass
+// reading evict-last on top (92.7); the packed dy-shared block's dx by streaming stores (bf16 16384x4096 / 4096x16384
+// 0.99-1.00x).
+constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
 
@@ -486,8 +486,7 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 // 94.3 µs at 4.27 TB/s. Measured (pack14, kBackwardSharedPackedBlocks below): 98.3-100.1 µs at 4096..16384, 94-96 % of
 // copy; Nsight Compute at bf16 16384×4096 softmax backward (one launch each, clocks unlocked): unpacked 94.2 µs, DRAM
 // 85.0 %, warps active 47.8 %, 10.1 long-scoreboard stall cycles an issue; packed 89.5 µs, 88.5 %, 71.1 %, 15.6.
-// kCs (bwd16): dx by streaming stores (st.global.cs), the same values to the same addresses.
-template <typename In, int kMinBlocks, bool kCs = false>
+template <typename In, int kMinBlocks>
 __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
     backward_shared_packed_kernel(const RowProblem p) {
   using S = SharedShare<In>;
@@ -533,13 +532,7 @@ __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
         const float yi = y.get(k * V + j, k1), di = unpack0<In>(w[j / 2], j % 2);
         o.v[j] = from_f32<In>(softmax ? yi * (di - s) : di - expf(yi) * s);  // backward_wide_shared_kernel's arithmetic
       }
-      if constexpr (kCs) {
-        uint4 b;
-        memcpy(&b, &o, sizeof(b));
-        __stcs(reinterpret_cast<uint4*>(dxr + Tile::index(k, t, T)), b);
-      } else {
-        *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
-      }
+      *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
     }
     __syncthreads();  // red and the shares are rewritten by the next row
   }
@@ -613,7 +606,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_kernel(
 // the run-time op and output-type switches and the temperature (the generic elementwise kernel is ~50 KB of SASS).
 // Chunk idx of the split backward's common call (PlainTile): its row, its first element, and y and dy (0 past the
 // row's end); returns the chunk's length.
-template <typename In, int E = kBackwardBlockElems, int kHint = kLoadPlain>
+template <typename In, int E = kBackwardBlockElems>
 __device__ __forceinline__ int load_plain_chunk(const RowProblem& p, std::int64_t idx, std::int64_t chunks, bool narrow,
                                                 std::int64_t& row, std::int64_t& first, float (&y)[E],
                                                 float (&dy)[E]) {
@@ -621,18 +614,14 @@ __device__ __forceinline__ int load_plain_chunk(const RowProblem& p, std::int64_
   split_chunk_index(idx, chunks, narrow, row, c);
   first = c * kBackwardSplitChunk;
   const int len = static_cast<int>(p.n - first < kBackwardSplitChunk ? p.n - first : kBackwardSplitChunk);
-  PlainTile<In, E>::template load<kHint>(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
-  PlainTile<In, E>::template load<kHint>(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
+  PlainTile<In, E>::load(y, at<In>(p.x, plain_offset(p, row, kX)) + first, len, 0.0f);
+  PlainTile<In, E>::load(dy, at<In>(p.dy, plain_offset(p, row, kDy)) + first, len, 0.0f);
   return len;
 }
 
-// kHint (bwd16, kBackwardSplitHints 3): how y and dy are read (chunk_states.cuh load_vec; kLoadEvictLast keeps them in
-// L2 for the elementwise pass); the same values.
-// kMinBlocks (bwd16): __launch_bounds__'s blocks an SM (2: 64 registers; 3: 40; 4: 32), the same code and arithmetic.
-template <typename In, bool kLogBw, int kHint = kLoadPlain, int kMinBlocks = 2>
-__global__ void __launch_bounds__(kSplitThreads, kMinBlocks) backward_chunk_sums_plain_kernel(const RowProblem p,
-                                                                                           std::int64_t chunks,
-                                                                                           float* sums) {
+template <typename In, bool kLogBw>
+__global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_plain_kernel(const RowProblem p,
+                                                                                  std::int64_t chunks, float* sums) {
   constexpr int E = kBackwardBlockElems;
   __shared__ float red[32];
   pdl_launch_dependents();
@@ -641,7 +630,7 @@ __global__ void __launch_bounds__(kSplitThreads, kMinBlocks) backward_chunk_sums
   for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
     std::int64_t row, first;
     float y[E], dy[E];
-    (void)load_plain_chunk<In, E, kHint>(p, idx, chunks, narrow, row, first, y, dy);
+    (void)load_plain_chunk<In>(p, idx, chunks, narrow, row, first, y, dy);
     float t[E];
 #pragma unroll
     for (int i = 0; i < E; ++i) t[i] = kLogBw ? dy[i] : dy[i] * y[i];
@@ -651,8 +640,8 @@ __global__ void __launch_bounds__(kSplitThreads, kMinBlocks) backward_chunk_sums
   }
 }
 
-// kHints (bwd16, kBackwardSplitHints): 1 dx by streaming stores, 2 those and y / dy read evict-first; the same values.
-template <typename In, bool kLogBw, int kHints = 0>
+// kCs (bwd16, kBackwardSplitCsMaxElems): dx by streaming stores (PlainTile::store's st.global.cs), the same values.
+template <typename In, bool kLogBw, bool kCs = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_kernel(const RowProblem p,
                                                                                    std::int64_t chunks,
                                                                                    const float* row_sums) {
@@ -664,57 +653,11 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
     const std::int64_t idx = total - 1 - k;  // reverse order, as backward_elementwise_kernel
     std::int64_t row, first;
     float y[E], dy[E];
-    const int len = load_plain_chunk<In, E, kHints >= 2 ? kLoadEvictFirst : kLoadPlain>(p, idx, chunks, narrow, row,
-                                                                                        first, y, dy);
+    const int len = load_plain_chunk<In>(p, idx, chunks, narrow, row, first, y, dy);
     pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel)
     const float s = row_sums[row];
     backward_grads<kLogBw>(y, dy, s);
-    Tile::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + first, y, len, kHints >= 1);
-  }
-}
-
-// bwd16 (session 16): split_row's elementwise pass for the common call as torch.compile's pointwise kernel runs it: one
-// 16-byte vector of y and of dy a thread (V = 16 / sizeof(In) elements; rows of a whole number of vectors only, their
-// first elements 16-byte aligned by plain_rows), kVecThreads threads a block at
-// kVecMinBlocks blocks an SM (32 registers), one vector a thread, vectors in reverse order as the chunk kernel (the
-// lines the chunk-sums pass read last first). dx[i] is backward_grads' function of y[i], dy[i] and the row's sum alone,
-// so any map of elements to threads gives the same bits. kCs: dx by streaming stores. Traffic as the chunk kernel:
-// y and dy read (the second time; L2 may hold the last ones), dx written.
-constexpr int kVecThreads = 256;
-constexpr int kVecMinBlocks = 8;
-template <typename In, bool kLogBw, bool kCs>
-__global__ void __launch_bounds__(kVecThreads, kVecMinBlocks)
-    backward_elementwise_vec_kernel(const RowProblem p, std::int64_t vectors_per_row, const float* row_sums) {
-  constexpr int V = 16 / static_cast<int>(sizeof(In));
-  using Vec = typename RowTile<In, V>::Vec;
-  using OutVec = typename RowTile<In, V>::template OutVec<In>;
-  const std::int64_t total = p.rows * vectors_per_row;
-  const bool narrow = total <= 0xffffffffll;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kVecThreads;
-  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * kVecThreads + threadIdx.x; k < total; k += stride) {
-    const std::int64_t idx = total - 1 - k;
-    std::int64_t row, v;
-    split_chunk_index(idx, vectors_per_row, narrow, row, v);
-    const std::int64_t first = v * V;
-    const In* const yr = at<In>(p.x, plain_offset(p, row, kX)) + first;
-    const In* const dyr = at<In>(p.dy, plain_offset(p, row, kDy)) + first;
-    In* const dxr = at<In>(p.out, plain_offset(p, row, kOut)) + first;
-    const Vec a = *reinterpret_cast<const Vec*>(yr), b = *reinterpret_cast<const Vec*>(dyr);
-    float y[V], dy[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) y[j] = to_f32(a.v[j]), dy[j] = to_f32(b.v[j]);
-    pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel); at once after the first time
-    backward_grads<kLogBw>(y, dy, row_sums[row]);
-    OutVec o;
-#pragma unroll
-    for (int j = 0; j < V; ++j) o.v[j] = from_f32<In>(y[j]);
-    if constexpr (kCs) {
-      uint4 w;
-      memcpy(&w, &o, sizeof(w));
-      __stcs(reinterpret_cast<uint4*>(dxr), w);
-    } else {
-      *reinterpret_cast<OutVec*>(dxr) = o;
-    }
+    Tile::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + first, y, len, kCs);
   }
 }
 
@@ -861,9 +804,9 @@ void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
 // in the row loop) ran 0.88-0.90× of the unpacked kernel (its local-memory traffic: 144 MB of DRAM writes against 116
 // at 16384×4096 under Nsight Compute); its code is in 600c491.
 template <typename In>
-auto shared_packed_kernel(int blocks, bool cs) -> void (*)(const RowProblem) {
+auto shared_packed_kernel(int blocks) -> void (*)(const RowProblem) {
   if constexpr (sizeof(In) == 2) {
-    if (blocks == 3) return cs ? backward_shared_packed_kernel<In, 3, true> : backward_shared_packed_kernel<In, 3>;
+    if (blocks == 3) return backward_shared_packed_kernel<In, 3>;
   }
   return nullptr;
 }
@@ -876,8 +819,7 @@ void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const int want = backward_packed_tuning().shared_blocks >= 0 ? backward_packed_tuning().shared_blocks
                                                                : kBackwardSharedPackedBlocks;
   int took = 0;
-  const int cs = backward_hints_tuning().shared_cs;
-  const auto packed = shared_packed_kernel<In>(want, cs >= 0 ? cs > 0 : kBackwardSharedPackedCs);
+  const auto packed = shared_packed_kernel<In>(want);
   if (packed != nullptr && c.threads <= kSharedPackedMaxThreads &&
       packed_dense(p, c.threads, kBackwardWideSharedElems)) {
     const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
@@ -911,22 +853,9 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
   const bool plain = split_row_tuning().common_call && !p.scale && p.temp == nullptr && p.out_dtype == p.x_dtype &&
                      plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
   const bool log = p.op == Op::log_softmax_backward;
-  const BackwardHintsTuning& tuning = backward_hints_tuning();
-  const int hints = tuning.split >= 0 ? tuning.split : kBackwardSplitHints;
-  const int sums_blocks = tuning.sums_blocks > 0 ? tuning.sums_blocks : kBackwardSplitSumsBlocks;
-  const int grads_form = tuning.grads_form >= 0 ? tuning.grads_form : kBackwardSplitGradsForm;
-  auto plain_sums = [&](auto b) -> void (*)(const RowProblem, std::int64_t, float*) {
-    constexpr int B = decltype(b)::value;
-    return log ? backward_chunk_sums_plain_kernel<In, true, kLoadPlain, B>
-               : backward_chunk_sums_plain_kernel<In, false, kLoadPlain, B>;
-  };
   const auto sums_kernel = !plain ? backward_chunk_sums_kernel<In>
-                           : hints >= 3
-                               ? (log ? backward_chunk_sums_plain_kernel<In, true, kLoadEvictLast>
-                                      : backward_chunk_sums_plain_kernel<In, false, kLoadEvictLast>)
-                           : sums_blocks == 4 ? plain_sums(std::integral_constant<int, 4>{})
-                           : sums_blocks == 3 ? plain_sums(std::integral_constant<int, 3>{})
-                                              : plain_sums(std::integral_constant<int, 2>{});
+                                  : (log ? backward_chunk_sums_plain_kernel<In, true>
+                                         : backward_chunk_sums_plain_kernel<In, false>);
   sums_kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, sums);
   SMK_CUDA_CHECK_LAUNCH("backward_chunk_sums_kernel");
   // The merge and elementwise kernels as programmatic dependent launches (few7, session 7; split_row's forward has
@@ -934,28 +863,15 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
   // loads of y and dy in flight before it waits for the row sums. split_row_pdl() off: plain launches, the same bits.
   launch_dependent(true, backward_merge_kernel, capped_grid(p.rows), kMergeThreads, s, p, chunks,
                    static_cast<const float*>(sums), row_sums);
-  auto plain_grads = [&](auto h) -> void (*)(const RowProblem, std::int64_t, const float*) {
-    constexpr int H = decltype(h)::value;
-    return log ? backward_elementwise_plain_kernel<In, true, H> : backward_elementwise_plain_kernel<In, false, H>;
-  };
-  constexpr std::int64_t V = 16 / sizeof(In);
-  if (plain && grads_form == 1 && p.n % V == 0) {  // bwd16: the vector kernel (rows of whole vectors)
-    const std::int64_t per_row = p.n / V;
-    const auto vec_kernel = hints >= 1 ? (log ? backward_elementwise_vec_kernel<In, true, true>
-                                              : backward_elementwise_vec_kernel<In, false, true>)
-                                       : (log ? backward_elementwise_vec_kernel<In, true, false>
-                                              : backward_elementwise_vec_kernel<In, false, false>);
-    launch_dependent(true, vec_kernel, capped_grid((p.rows * per_row + kVecThreads - 1) / kVecThreads), kVecThreads, s,
-                     p, per_row, static_cast<const float*>(row_sums));
-    backward_split_last().grads_form.store(1, std::memory_order_relaxed);
-    ws.release();
-    return;
-  }
-  backward_split_last().grads_form.store(0, std::memory_order_relaxed);
-  const auto grads_kernel = !plain       ? backward_elementwise_kernel<In>
-                            : hints >= 2 ? plain_grads(std::integral_constant<int, 2>{})
-                            : hints == 1 ? plain_grads(std::integral_constant<int, 1>{})
-                                         : plain_grads(std::integral_constant<int, 0>{});
+  // bwd16: streaming dx stores on softmax backward calls of up to kBackwardSplitCsMaxElems (BackwardSplitTuning).
+  const int want_cs = backward_split_tuning().streaming;
+  const bool cs = plain && (want_cs >= 0 ? want_cs > 0 : !log && p.rows * p.n <= kBackwardSplitCsMaxElems);
+  const auto grads_kernel = !plain ? backward_elementwise_kernel<In>
+                                   : (log ? (cs ? backward_elementwise_plain_kernel<In, true, true>
+                                                : backward_elementwise_plain_kernel<In, true>)
+                                          : (cs ? backward_elementwise_plain_kernel<In, false, true>
+                                                : backward_elementwise_plain_kernel<In, false>));
+  backward_split_last().streaming.store(cs ? 1 : 0, std::memory_order_relaxed);
   launch_dependent(true, grads_kernel, capped_grid(total), kSplitThreads, s, p, chunks,
                    static_cast<const float*>(row_sums));
   ws.release();
@@ -1004,8 +920,8 @@ BackwardPackedLast& backward_packed_last() {
   static BackwardPackedLast last;
   return last;
 }
-BackwardHintsTuning& backward_hints_tuning() {
-  static BackwardHintsTuning tuning;
+BackwardSplitTuning& backward_split_tuning() {
+  static BackwardSplitTuning tuning;
   return tuning;
 }
 BackwardSplitLast& backward_split_last() {

@@ -62,27 +62,19 @@ struct BackwardPackedLast {
 };
 BackwardPackedLast& backward_packed_last();
 
-// bwd16 (session 16), for tests and timing: cache hints on two backward kernels' streams, the same values to the same
-// addresses (the same bits by construction). split: split_row's common-call elementwise pass (backward.cu
-// backward_elementwise_plain_kernel) — 0 plain loads and stores, 1 dx by streaming stores (st.global.cs), 2 those and
-// y / dy read evict-first (ld.global.cs: the pass reads each line for the last time), 3 those and the chunk-sums pass
-// reading y / dy with an L2 evict-last policy (backward_chunk_sums_plain_kernel); shared_cs: the packed dy-shared
-// block's dx by streaming stores (1) or plain ones (0). -1: the dispatcher's (backward.cu kBackwardSplitHints,
-// kBackwardSharedPackedCs). Process-wide, not synchronised.
-// sums_blocks: the common call's chunk-sums kernel built for that many blocks an SM (2, 3, 4; 0: the dispatcher's,
-// backward.cu kBackwardSplitSumsBlocks); grads_form: its elementwise pass, 0 the chunk kernel, 1 the vector kernel
-// (backward_elementwise_vec_kernel: one 16-byte vector a thread, 256 threads at 8 blocks an SM; split 1 or more gives
-// it streaming stores, no load hints), -1 the dispatcher's (kBackwardSplitGradsForm). All the same bits.
-struct BackwardHintsTuning {
-  int split = -1;
-  int shared_cs = -1;
-  int sums_blocks = 0;
-  int grads_form = -1;
+// bwd16 (session 16), for tests and timing: split_row's common-call elementwise pass (backward.cu
+// backward_elementwise_plain_kernel) with dx by plain stores (streaming 0) or streaming stores (1: st.global.cs, the
+// same values to the same addresses), or as the dispatcher chooses (-1: softmax backward calls of up to
+// kBackwardSplitCsMaxElems elements streaming). Process-wide, not synchronised. (15182b6 also had load hints, a vector
+// form of the pass and other chunk-sums bounds under this switch: see backward.cu.)
+struct BackwardSplitTuning {
+  int streaming = -1;
 };
-BackwardHintsTuning& backward_hints_tuning();
-// The last split_row backward launch's elementwise pass (1: the vector kernel, 0: another). Tests.
+BackwardSplitTuning& backward_split_tuning();
+// The last split_row backward launch's dx stores in the common call's elementwise pass (1 streaming, 0 plain or not the
+// common call's kernel). Tests.
 struct BackwardSplitLast {
-  std::atomic<int> grads_form{0};
+  std::atomic<int> streaming{0};
 };
 BackwardSplitLast& backward_split_last();
 

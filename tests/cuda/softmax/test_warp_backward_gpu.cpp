@@ -15,15 +15,14 @@
 // their rule's bounds with dx written over dy and over y (DispatcherRuleAtItsBounds).
 // pack14 (session 14): the dy-shared block's packed form bitwise the unpacked block
 // (SharedPackedBitwiseTheUnpackedBlock) and the 16-bit rows of 64..128 that pack14's rule moved (SixteenBitRowsOf64To128).
-// bwd16 (session 16): the cache hints (warp_backward.hpp BackwardHintsTuning) on split_row's common call and on the
-// packed dy-shared block give the bits of the kernels without them (HintsBitwiseTheDefault).
+// bwd16 (session 16): split_row's common-call elementwise pass with streaming dx stores gives the plain stores' bits, and
+// the dispatcher takes it where its rule says (SplitStreamingStoresBitwisePlainStores).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "cuda/softmax/gpu_case.hpp"
@@ -47,7 +46,7 @@ struct TuningGuard {
     k::warp_row_tuning() = k::WarpRowTuning{};
     k::warp_backward_dense_tuning() = k::WarpBackwardDenseTuning{};
     k::backward_packed_tuning() = k::BackwardPackedTuning{};
-    k::backward_hints_tuning() = k::BackwardHintsTuning{};
+    k::backward_split_tuning() = k::BackwardSplitTuning{};
   }
 };
 
@@ -347,19 +346,18 @@ TEST_F(GpuWarpBackward, SixteenBitRowsOf64To128) {
       }
 }
 
-// bwd16: every cache-hint variant (split_row's common call: 1 dx streaming stores, 2 and y / dy read evict-first, 3 and
-// the chunk-sums pass reading evict-last; the packed dy-shared block's dx streaming stores) writes the same values to
-// the same addresses as the kernels without hints, and split_row's elementwise pass as the vector kernel
-// (backward_elementwise_vec_kernel) and its chunk sums built for 3 and 4 blocks an SM compute the same values: the same
-// bits. Rows of 37 chunks with a ragged last one (300001: the vector kernel refuses it) and of exactly 33 chunks
-// (270336), 1 and 3 rows, f32 / bf16 / f16, both ops, dx over dy too (split, hints 2); the
-// dy-shared block at 4096 and 16384 (packed) and 4100 (not dense: the unpacked kernel, no hint). The hint-free results
-// are checked against the float64 reference, with no stray writes.
-TEST_F(GpuWarpBackward, HintsBitwiseTheDefault) {
+// bwd16: split_row's common-call elementwise pass writes the same values to the same addresses with streaming stores
+// (st.global.cs) as with plain ones, so the same bits: rows of 37 chunks with a ragged last one (300001) and of exactly
+// 33 chunks (270336), 1 and 3 rows, f32 / bf16 / f16, both ops, dx over dy too. The plain stores' results are checked
+// against the float64 reference, with no stray writes. The dispatcher's choice (backward.cu kBackwardSplitCsMaxElems:
+// softmax backward calls of up to 2^24 elements streaming, log-softmax backward plain) is read from
+// backward_split_last.
+TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
   TuningGuard guard;
   SplitRowTuningGuard split_guard;
   k::row_loop_tuning().use = 0;  // split_row's three kernels, never the row loop
-  auto& hints = k::backward_hints_tuning();
+  auto& tuning = k::backward_split_tuning();
+  auto& last = k::backward_split_last();
   std::uint64_t seed = 16000;
   struct Split {
     std::int64_t rows, n;
@@ -371,72 +369,29 @@ TEST_F(GpuWarpBackward, HintsBitwiseTheDefault) {
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
         Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(sp.rows) + "x" + std::to_string(sp.n),
                                op, t, t, sp.rows, sp.n, ++seed);
-        SCOPED_TRACE(c.name + " " + op_name(op) + " split_row");
-        hints.split = 0;
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        tuning.streaming = 0;
         const Result base = run_gpu(c, SoftmaxPath::split_row);
         ASSERT_TRUE(base.ran) << base.reason;
         EXPECT_FALSE(base.stray_write);
+        EXPECT_EQ(last.streaming.load(), 0);
         EXPECT_EQ(check(c, base, reference(c)), 0);
-        EXPECT_EQ(k::backward_split_last().grads_form.load(), 0);
-        for (int h : {1, 2, 3}) {
-          hints.split = h;
-          const Result r = run_gpu(c, SoftmaxPath::split_row);
-          ASSERT_TRUE(r.ran) << r.reason;
-          EXPECT_FALSE(r.stray_write) << "hints " << h;
-          expect_same_bits(base, r, "split hints " + std::to_string(h));
-        }
-        // The vector kernel (rows of whole 16-byte vectors only; else the chunk kernel) with plain and streaming
-        // stores, and the chunk-sums kernel at 3 and 4 blocks an SM.
-        const bool whole = sp.n % (16 / static_cast<std::int64_t>(dtype_size(t))) == 0;
-        for (const auto& [h, blocks, form] : {std::tuple{0, 0, 1}, std::tuple{1, 0, 1}, std::tuple{0, 3, 0},
-                                              std::tuple{1, 3, 1}, std::tuple{1, 4, 1}}) {
-          hints.split = h;
-          hints.sums_blocks = blocks;
-          hints.grads_form = form;
-          const std::string what = "split hints " + std::to_string(h) + ", sums at " + std::to_string(blocks) +
-                                   " blocks, elementwise form " + std::to_string(form);
-          const Result r = run_gpu(c, SoftmaxPath::split_row);
-          ASSERT_TRUE(r.ran) << r.reason;
-          EXPECT_FALSE(r.stray_write) << what;
-          EXPECT_EQ(k::backward_split_last().grads_form.load(), form == 1 && whole ? 1 : 0) << what;
-          expect_same_bits(base, r, what);
-        }
-        hints = {};
-        hints.split = 2;
+        tuning.streaming = 1;
+        const Result r = run_gpu(c, SoftmaxPath::split_row);
+        ASSERT_TRUE(r.ran) << r.reason;
+        EXPECT_FALSE(r.stray_write);
+        EXPECT_EQ(last.streaming.load(), 1);
+        expect_same_bits(base, r, "streaming stores");
         Case over_dy = c;
         over_dy.in_place = true;
         const Result a = run_gpu(over_dy, SoftmaxPath::split_row);
         ASSERT_TRUE(a.ran) << a.reason;
-        expect_same_bits(base, a, "split hints 2, dx over dy");
-        hints.split = 1;
-        hints.grads_form = 1;
-        const Result v = run_gpu(over_dy, SoftmaxPath::split_row);
-        ASSERT_TRUE(v.ran) << v.reason;
-        expect_same_bits(base, v, "the vector kernel, streaming stores, dx over dy");
-        hints = {};
-      }
-  hints = {};
-  auto& last = k::backward_packed_last();
-  for (DType t : {DType::bf16, DType::f16})
-    for (std::int64_t n : {4096, 16384, 4100})
-      for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
-        const std::int64_t rows = std::max<std::int64_t>(3, (small_mode() ? (1 << 15) : 1'200'000) / n + 3);
-        Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n), op, t,
-                               t, rows, n, ++seed);
-        SCOPED_TRACE(c.name + " " + op_name(op) + " dy-shared");
-        hints.shared_cs = 0;
-        const Result base = run_gpu(c, SoftmaxPath::block_per_row);
-        ASSERT_TRUE(base.ran) << base.reason;
-        EXPECT_FALSE(base.stray_write);
-        EXPECT_EQ(check(c, base, reference(c)), 0);
-        const int packed = n % 1024 == 0 ? 3 : 0;
-        EXPECT_EQ(last.shared_blocks.load(), packed);
-        hints.shared_cs = 1;
-        const Result r = run_gpu(c, SoftmaxPath::block_per_row);
-        ASSERT_TRUE(r.ran) << r.reason;
-        EXPECT_FALSE(r.stray_write);
-        EXPECT_EQ(last.shared_blocks.load(), packed);
-        expect_same_bits(base, r, "dy-shared dx streaming");
+        expect_same_bits(base, a, "streaming stores, dx over dy");
+        tuning.streaming = -1;  // the dispatcher's rule
+        const Result d = run_gpu(c, SoftmaxPath::split_row);
+        ASSERT_TRUE(d.ran) << d.reason;
+        EXPECT_EQ(last.streaming.load(), op == Op::softmax_backward ? 1 : 0);
+        expect_same_bits(base, d, "the dispatcher's stores");
       }
 }
 

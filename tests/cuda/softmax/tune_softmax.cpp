@@ -10,7 +10,7 @@
 //                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
 //                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
 //                        --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
-//                        --bwd16 | --bwd16-ncu | --bwd16b | --bwd16b-ncu | --split16 | --split16-ncu]
+//                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -1009,16 +1009,15 @@ int split15_mode(bool ncu, bool gauss = false) {
 
 }  // namespace
 
-// bwd16 (session 16, issue 3; docs/perf-notebook.md "bwd16"): cache hints on two backward kernels, the same values to
-// the same addresses (warp_backward.hpp BackwardHintsTuning). 1x16777216 (split_row's three kernels; the common call's
-// elementwise pass, reversed chunk order: plain / dx streaming stores / those and y, dy read evict-first / those and
-// the chunk-sums pass reading y, dy L2 evict-last), f32 and
-// bf16; 16384x4096 and 4096x16384 bf16 (the packed dy-shared block: dx plain / streaming stores). Both backward ops.
-// Each case: two alternating rounds, the default first and last in each round, median of `reps` launches a timing over
-// rotated inputs; then every variant's dx on copy 0 (outputs poisoned with 0xFF first) byte for byte against the
-// default's. --bwd16-ncu: one launch each, through the library's dispatcher (smk::softmax_backward), of the softmax
-// backward at f32 1048576x32 and 16384x4096, bf16 16384x4096, 32768x1024 and 1x16777216, for Nsight Compute beside
-// torch.compile's kernels (scripts/ncu_torch.py).
+// bwd16 (session 16, issue 3; docs/perf-notebook.md "bwd16"): split_row's common-call elementwise pass with dx by plain
+// or streaming stores (warp_backward.hpp BackwardSplitTuning: the same values to the same addresses) at 1x16777216,
+// f32 and bf16, both backward ops, beside the dispatcher's choice ("rule": streaming for softmax backward). Two
+// alternating rounds, the first variant timed first and last in each, median of `reps` launches a timing over rotated
+// inputs; then every variant's dx on copy 0 (outputs poisoned with 0xFF first) byte for byte against the first's. (The
+// run of 15182b6's binary timed load hints in that pass and the chunk-sums pass and the packed dy-shared block's
+// streaming stores too; that commit has the code.) --bwd16-ncu: one launch each, through the library's dispatcher
+// (smk::softmax_backward), of the softmax backward at f32 1048576x32 and 16384x4096, bf16 16384x4096, 32768x1024 and
+// 1x16777216, for Nsight Compute beside torch.compile's kernels (scripts/ncu_torch.py).
 int bwd16_mode(bool ncu) {
   if (ncu) {
     struct One {
@@ -1038,31 +1037,18 @@ int bwd16_mode(bool ncu) {
   }
   struct V16 {
     std::string name;
-    int split = -1, shared_cs = -1;  // BackwardHintsTuning
+    int streaming;  // BackwardSplitTuning
   };
-  struct Shape {
-    DType t;
-    std::int64_t rows, n;
-  };
+  const std::vector<V16> vs = {{"split plain stores", 0}, {"split dx st.cs", 1}, {"split rule", -1}};
   const int rounds = 2, reps = 30;
   int differs = 0;
-  for (const Shape& sh : {Shape{DType::bf16, 1, 16777216}, Shape{DType::f32, 1, 16777216},
-                          Shape{DType::bf16, 16384, 4096}, Shape{DType::bf16, 4096, 16384}}) {
-    const auto [t, rows, n] = sh;
-    const bool split = rows == 1;
-    const std::vector<V16> vs =
-        split ? std::vector<V16>{{"split default (plain)", 0, -1}, {"split dx st.cs", 1, -1},
-                                 {"split dx st.cs + y,dy ld.cs", 2, -1}, {"split + sums evict_last", 3, -1}}
-              : std::vector<V16>{{"dy-shared packed3 default", -1, 0}, {"dy-shared packed3 dx st.cs", -1, 1}};
-    const BlockConfig c = bshared(n, false).block;
+  for (DType t : {DType::bf16, DType::f32}) {
+    const std::int64_t rows = 1, n = 16777216;
     auto launch = [&](const V16& v, const RowProblem& p) {
-      backward_hints_tuning() = {v.split, v.shared_cs};
-      backward_packed_tuning() = {};
-      if (split) launch_backward_split_rows(p, nullptr);
-      else launch_backward_block_rows(p, c, nullptr);
+      backward_split_tuning() = {v.streaming};
+      launch_backward_split_rows(p, nullptr);
     };
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    const char* shape = "1x16777216";
     Buffers b = make_buffers(rows, n, t);
     const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
     const double bytes = 3.0 * static_cast<double>(out_bytes);
@@ -1072,10 +1058,6 @@ int bwd16_mode(bool ncu) {
         for (std::size_t i = 0; i <= vs.size(); ++i) {
           const V16& v = vs[i == vs.size() ? 0 : i];
           us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
-          if (!split && backward_packed_last().shared_blocks.load() != 3) {
-            std::printf("bwd16: %s did not take the packed dy-shared block\n", v.name.c_str());
-            return 1;
-          }
         }
       for (std::size_t i = 0; i <= vs.size(); ++i) {
         std::vector<double> u = us[i];
@@ -1101,7 +1083,7 @@ int bwd16_mode(bool ncu) {
     }
     free_buffers(b);
   }
-  backward_hints_tuning() = {};
+  backward_split_tuning() = {};
   return differs ? 1 : 0;
 }
 
@@ -1186,94 +1168,9 @@ int split16_mode(bool ncu) {
 
 }  // namespace
 
-// bwd16b (session 16, the second call, after Nsight Compute showed torch.compile's split-row backward kernels at 24-31
-// registers and 83-94 % warps active against split_row's 53-56 and 42-47 %): split_row's common call (the dispatcher's
-// three kernels for rows longer than the row loop takes), its elementwise pass as the chunk kernel (the default) or the
-// vector kernel (backward_elementwise_vec_kernel: one 16-byte vector a thread, 256 threads at 8 blocks an SM), each with
-// plain or streaming dx stores, and the chunk-sums kernel at 2 (the default), 3 or 4 blocks an SM; f32 and bf16 at
-// 1x16777216, f32 at 32x128256 and 256x151936 (f32 backward rows there take the three kernels), both backward ops.
-// Three alternating rounds, the default first and last in each; then dx on copy 0 byte for byte against the default's.
-// --bwd16b-ncu: one launch of the default and of "sums3 + vec grads st.cs" at bf16 1x16777216 softmax backward.
-int bwd16b_mode(bool ncu) {
-  struct V16 {
-    std::string name;
-    int split, sums_blocks, grads_form;  // BackwardHintsTuning
-  };
-  const std::vector<V16> vs = {{"default chunk grads", 0, 0, 0},     {"chunk grads st.cs", 1, 0, 0},
-                               {"vec grads", 0, 0, 1},               {"vec grads st.cs", 1, 0, 1},
-                               {"sums3 + chunk grads", 0, 3, 0},     {"sums3 + vec grads st.cs", 1, 3, 1},
-                               {"sums4 + vec grads st.cs", 1, 4, 1}};
-  struct Shape {
-    DType t;
-    std::int64_t rows, n;
-  };
-  const int rounds = 3, reps = 30;
-  int differs = 0;
-  auto launch = [&](const V16& v, const RowProblem& p) {
-    backward_hints_tuning() = {v.split, -1, v.sums_blocks, v.grads_form};
-    launch_backward_split_rows(p, nullptr);
-  };
-  if (ncu) {
-    Buffers b = make_buffers(1, 16777216, DType::bf16);
-    for (const V16& v : {vs[0], vs[5]})
-      launch(v, backward_problem(Op::softmax_backward, 1, 16777216, DType::bf16, b, 0));
-    SMK_CUDA_CHECK(cudaDeviceSynchronize());
-    free_buffers(b);
-    backward_hints_tuning() = {};
-    return 0;
-  }
-  for (const Shape& sh : {Shape{DType::bf16, 1, 16777216}, Shape{DType::f32, 1, 16777216},
-                          Shape{DType::f32, 32, 128256}, Shape{DType::f32, 256, 151936}}) {
-    const auto [t, rows, n] = sh;
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
-    Buffers b = make_buffers(rows, n, t);
-    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
-    const double bytes = 3.0 * static_cast<double>(out_bytes);
-    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
-      std::vector<std::vector<double>> us(vs.size() + 1);
-      for (int r = 0; r < rounds; ++r)
-        for (std::size_t i = 0; i <= vs.size(); ++i) {
-          const V16& v = vs[i == vs.size() ? 0 : i];
-          us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
-          if (backward_split_last().grads_form.load() != v.grads_form) {
-            std::printf("bwd16b: %s did not take the elementwise kernel asked for\n", v.name.c_str());
-            return 1;
-          }
-        }
-      for (std::size_t i = 0; i <= vs.size(); ++i) {
-        std::vector<double> u = us[i];
-        std::sort(u.begin(), u.end());
-        const V16& v = vs[i == vs.size() ? 0 : i];
-        report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
-        std::printf("  rounds");
-        for (double x : us[i]) std::printf(" %.2f", x);
-        std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
-      }
-      std::vector<unsigned char> ref(out_bytes), got(out_bytes);
-      for (std::size_t i = 0; i < vs.size(); ++i) {
-        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
-        launch(vs[i], backward_problem(op, rows, n, t, b, 0));
-        SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
-        if (i == 0) continue;
-        const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
-        differs += !same;
-        std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t),
-                    op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
-                    same ? "same bits" : "DIFFERS");
-      }
-    }
-    free_buffers(b);
-  }
-  backward_hints_tuning() = {};
-  return differs ? 1 : 0;
-}
-
 int main(int argc, char** argv) {
   if (argc > 1 && std::strncmp(argv[1], "--split16", 9) == 0)
     return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
-  if (argc > 1 && std::strncmp(argv[1], "--bwd16b", 8) == 0)
-    return bwd16b_mode(std::strcmp(argv[1], "--bwd16b-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--bwd16", 7) == 0) return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
     return split15_mode(std::strcmp(argv[1], "--split15-ncu") == 0, std::strcmp(argv[1], "--split15b") == 0);
