@@ -1008,47 +1008,9 @@ if want pfx16; then
   end_carried
 fi
 # --- session 16: ce16 step goes here ---
-# ce16 (session 16, issue 5): cross-entropy's row loop with every step copied one step ahead by each thread's own
-# cp.async (row_loop.cuh kAsync) beside HEAD's staged kernel in one binary (tune_cross_entropy --ce16: alternating
-# rounds, outputs compared byte for byte first), alone on the GPU; then Nsight Compute of both kernels (one launch
-# each: stalls, DRAM bytes, L2 hit rate) at bf16 and f32 4096x151936; then in parallel AsyncSameBits at full size,
-# memcheck and racecheck (small) on it. Binaries built off the device for sm_90a (build/ce16-bin.tar.xz:
-# bin/{tune_cross_entropy,test_cuda_cross_entropy}). Caps: SMK_CE16_TUNE_S (30 s), SMK_CE16_NCU_S (30),
-# SMK_CE16_TEST_S (40). Back: ce16-tune.txt, ce16-ncu.txt, ce16-summary.txt, ce16-logs.tgz.
-if want ce16; then
-  carried ce16 build/ce16-bin.tar.xz
-  c16=$bin/bin
-  run_step ce16-tune timeout "${SMK_CE16_TUNE_S:-30}" bash -c "stdbuf -oL '$c16/tune_cross_entropy' --ce16 \
---dtypes bf16 --shapes 4096x151936,8192x128256 && stdbuf -oL '$c16/tune_cross_entropy' --ce16 --dtypes f32 \
---shapes 4096x151936"
-  keep_logs ce16
-  c16_m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,smsp__inst_executed.sum,\
-smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
-smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
-  run_step ce16-ncu timeout "${SMK_CE16_NCU_S:-30}" ncu --metrics "$c16_m" --clock-control none \
-    -k regex:ce_row_loop "$c16/tune_cross_entropy" --ce16-ncu --dtypes bf16,f32 --shapes 4096x151936
-  keep_logs ce16
-  c16_t=${SMK_CE16_TEST_S:-40}
-  bg_step ce16x-async timeout "$c16_t" "$c16/test_cuda_cross_entropy" \
-    --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits:CrossEntropyGpuRowLoop.DispatcherTakesItByTheRule'
-  bg_step ce16x-memcheck timeout "$c16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$c16/test_cuda_cross_entropy" \
-    --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits'
-  bg_step ce16x-racecheck timeout "$c16_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --error-exitcode 9 "$c16/test_cuda_cross_entropy" --gtest_filter='CrossEntropyGpuRowLoop.AsyncSameBits'
-  bg_tally
-  keep_logs ce16
-  rm -f "$outer"/ce16x-*.txt  # their pass / fail lines are in ce16-summary.txt, the logs in ce16-logs.tgz
-  end_carried
-fi
+# ce16 (session 16, issue 5): its step (tune_cross_entropy --ce16 / --ce16-ncu, AsyncSameBits under memcheck and
+# racecheck) timed and tested the row loop's copied-ahead kernel, which was slower and was removed with its flags and
+# test; the step as run is in b9a0af2, its numbers in docs/bench/ce16-s16-2026-12-01.md.
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -91,13 +91,6 @@ struct FusedTuning {
   // up to 6; the same bits whatever the value; none where the device cannot give a block that many:
   // row_loop_stage_fit).
   int loop_stage = -1;
-  // ce16: each step copied one step ahead into shared memory by the thread's own cp.async (row_loop.cuh kAsync;
-  // −1: fused.cu loop_async_rule, 0 off, 1 on), a ring step after the staged steps above; the same bits. Only rows
-  // of 16-byte vectors take it, where the device can give a block the stage and the ring.
-  int loop_async = -1;
-  // ce16: with loop_async, no arithmetic on the vectors wholly past the row's end in its last step (−1: fused.cu
-  // kLoopSkipPads, 0 off, 1 on); the same bits.
-  int loop_skip_pads = -1;
 };
 void set_fused_tuning(const FusedTuning& t);
 // The shape of the last one-read launch on this host thread (thread_local; tuning and the tests read it after a call):
@@ -111,7 +104,6 @@ struct FusedLaunch {
   // uses at most the row's whole steps), or 0 where the rows are not 16-byte vectors or the device cannot give a
   // block that many (row_loop_stage_fit).
   int loop_stage = 0;
-  bool loop_async = false;  // ce16: the steps were copied ahead (row_loop.cuh kAsync), loop_stage of them staged
 };
 FusedLaunch last_fused_launch();
 void set_last_fused_launch(const FusedLaunch& l);

@@ -185,14 +185,6 @@ int loop_stage_steps(std::size_t in_size, std::int64_t classes) {
   (void)classes;
   return in_size == 2 ? kLoopStage16 : kLoopStageF32;
 }
-// The steps copied one step ahead by each thread's cp.async (ce16, session 16; row_loop.cuh kAsync): off until
-// measured; with it, kLoopAsyncStage steps staged and one ring step (96 KB a block: still two blocks an SM).
-constexpr bool kLoopAsync16 = false;
-constexpr bool kLoopAsyncF32 = false;
-constexpr int kLoopAsyncStage = 2;
-// With it, the last step's whole pad vectors skipped (ce16; row_loop.cuh skip_pads): off until measured.
-constexpr bool kLoopSkipPads = false;
-inline bool loop_async_rule(std::size_t in_size) { return in_size == 2 ? kLoopAsync16 : kLoopAsyncF32; }
 // The row pipeline's stage buffers, each a block's share of one row: two for 16-bit logits (2 × 64 KB at a wide
 // block), one for f32 (a wide block's two, 256 KB, do not fit the SM's 227 KB).
 template <typename In>
@@ -648,24 +640,12 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   int stage_steps = f.loop_vec_in ? (g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
                                                               : loop_stage_steps(sizeof(In), a.classes))
                                   : 0;
-  // ce16: the copied-ahead kernel (kAsync) for rows of 16-byte vectors, its stage steps and one ring step where the
-  // device gives a block them (else the kernels below).
-  bool async = f.loop_vec_in && (g_tuning.loop_async >= 0 ? g_tuning.loop_async > 0 : loop_async_rule(sizeof(In)));
-  if (async) {
-    const int want = g_tuning.loop_async > 0 && g_tuning.loop_stage >= 0 ? std::min(g_tuning.loop_stage, kLoopMaxStageSteps)
-                                                                          : kLoopAsyncStage;
-    static StageOptIn async_opt_in;  // the copied-ahead kernel's own opt-in
-    const int fit = async_opt_in.fit(ce_row_loop_kernel<In, Out, false, true>, want + 1);
-    async = fit > 0;
-    if (async) stage_steps = fit - 1;
-  }
-  if (!async && stage_steps > 0) {
+  if (stage_steps > 0) {
     static StageOptIn opt_in;  // one per staged kernel (this instantiation's)
     stage_steps = opt_in.fit(ce_row_loop_kernel<In, Out, true>, stage_steps);
   }
-  const auto kernel = async ? ce_row_loop_kernel<In, Out, false, true>
-                            : (stage_steps > 0 ? ce_row_loop_kernel<In, Out, true> : ce_row_loop_kernel<In, Out, false>);
-  const std::size_t smem = static_cast<std::size_t>(stage_steps + (async ? 1 : 0)) * kLoopStepBytes;
+  const auto kernel = stage_steps > 0 ? ce_row_loop_kernel<In, Out, true> : ce_row_loop_kernel<In, Out, false>;
+  const std::size_t smem = static_cast<std::size_t>(stage_steps) * kLoopStepBytes;
   const int per_sm =
       g_tuning.loop_blocks > 0 ? g_tuning.loop_blocks : kernels::blocks_per_sm(kernel, kLoopThreads, smem);
   if (per_sm <= 0) return false;
@@ -675,10 +655,9 @@ bool launch_row_loop(const Args& a, const FusedArgs& f, const Totals* totals, cu
   cudaLaunchAttribute at[2];
   cudaLaunchConfig_t cfg = cluster_config(at, 1, kLoopThreads, smem, pdl, s);
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  const bool skip_pads = async && (g_tuning.loop_skip_pads >= 0 ? g_tuning.loop_skip_pads > 0 : kLoopSkipPads);
-  const int hints = (g_tuning.loop_hints != 0 ? 1 : 0) | (skip_pads ? 2 : 0);
+  const int hints = g_tuning.loop_hints != 0 ? 1 : 0;
   g_last_launch =
-      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps, async};
+      FusedLaunch{1, kLoopThreads, static_cast<int>(resident), static_cast<int>(grid), pdl, true, stage_steps};
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, f, totals, hints, stage_steps));
   return true;
 }

@@ -81,6 +81,20 @@
 // holds its newest), which L2 no longer holds; 104 B of spill a thread (16 here), ~20 local accesses a pass-2 step.
 // compute-sanitizer racecheck reported hazards between the bulk copies and the slots' reads (memcheck clean); not
 // resolved. Removed.
+// Copied ahead by each thread (ce16, session 16; H200, 2026-12-01 05:12 UTC; docs/bench/ce16-s16-2026-12-01.md): every
+// step reached the registers through the thread's own shared slots, copied one step ahead by its own cp.async (no
+// producer, no barrier, no other warp: ce15's convoy could not form), the staged steps into the stage, the others
+// through one ring step (2 staged + the ring = 96 KB, still two blocks an SM); b9a0af2 has it (kAsync, FusedTuning::
+// loop_async, loop_skip_pads, tune_cross_entropy --ce16, AsyncSameBits). Same bits everywhere; Nsight Compute at bf16
+// 4096×151936: long-scoreboard stalls 4.88 → 3.10 an issue, issue 69 → 72 %, but instructions +4 % (31.5 lane a
+// logit), DRAM reads +10 % (1.68 → 1.84 GB: one staged step fewer) and the same ~1.61 M cycles an SMSP. Timed (tune
+// --ce16, 5 rotated rounds, s3 = this kernel): bf16 4096×151936 907.5 against 926.6 µs (0.979×), 8192×128256 1407.5 /
+// 1426.1 (0.986×), f32 4096×151936 1757.4 / 1894.8 (0.927×: LDGSTS lowered f32's DRAM throughput, 82 → 77 % of peak);
+// 2 staged steps without the copies 0.986-0.989×; the padded last step's arithmetic skipped (−2.5 % instructions, the
+// same bits) 0.974-0.981×. memcheck flagged its partial-vector copy (cp.async with a source size, a 16-byte read past
+// an allocation's end). Removed. This kernel's own count under that run's ncu: 847 µs, 30.2 lane instructions a logit
+// (588 M warp instructions: 586 µs at 100 % issue and 1.90 GHz, the 2n bound itself), issue 69 %, DRAM 71 %, pass 2
+// taking 48 % of its re-read from L2: 85 % of the bound needs fewer instructions a logit and the loads hidden together.
 #pragma once
 
 #include "cuda/cross_entropy/common.cuh"
@@ -238,120 +252,13 @@ __device__ __forceinline__ void stage_read(float (&x)[U * LoopVec<In>::V], const
     for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
 }
 
-// The copied-ahead variant (ce16, session 16; kAsync below): every step of a row of 16-byte vectors reaches the
-// registers through shared memory, copied there one step ahead by the thread's own cp.async (LDGSTS: no registers
-// held, no barrier, no other thread involved: a thread's copies land in its own slots (s·U + u)·T + g, the stage's
-// layout). The staged steps go to their stage slots, every other step to one ring step after them; so while a thread
-// computes step s, its step s + 1 (pass 1) or s − 1 (pass 2) is on its way, where the loads before were issued only
-// after the step before was computed. ce14's profile (the warps' load → compute chain, 64 B a thread in flight only
-// while a warp waits) is what it targets. Same values in the same registers as loop_load / stage_load: the same bits.
-// A copy of 16 bytes (cp.async.cg: the L2 only) to shared address `dst` from `src`, under L2 policy `pol` (where
-// kPolicy: a createpolicy value, loop_policy). The shared address is formed as dst + prmt(dep, 0, 0x4444) = dst from
-// `dep`, a word this thread read from the same slot by the LDS before it: the copy cannot issue until that read has
-// returned (the write-after-read order on the slot, which cp.async alone does not promise; two instructions a copy).
-template <bool kPolicy>
-__device__ __forceinline__ void loop_copy16(unsigned dst, const void* src, unsigned dep, std::uint64_t pol) {
-  if constexpr (kPolicy)
-    asm volatile(
-        "{\n\t.reg .b32 z;\n\tprmt.b32 z, %2, 0, 0x4444;\n\tadd.u32 z, z, %0;\n\t"
-        "cp.async.cg.shared.global.L2::cache_hint [z], [%1], 16, %3;\n\t}" ::"r"(dst),
-        "l"(src), "r"(dep), "l"(pol)
-        : "memory");
-  else
-    asm volatile(
-        "{\n\t.reg .b32 z;\n\tprmt.b32 z, %2, 0, 0x4444;\n\tadd.u32 z, z, %0;\n\t"
-        "cp.async.cg.shared.global [z], [%1], 16;\n\t}" ::"r"(dst),
-        "l"(src), "r"(dep)
-        : "memory");
-}
-// The same with `bytes` (< 16) read and the rest zero-filled (the row's last partial vector).
-__device__ __forceinline__ void loop_copy_part(unsigned dst, const void* src, unsigned bytes, unsigned dep) {
-  asm volatile(
-      "{\n\t.reg .b32 z;\n\tprmt.b32 z, %3, 0, 0x4444;\n\tadd.u32 z, z, %0;\n\t"
-      "cp.async.cg.shared.global [z], [%1], 16, %2;\n\t}" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(dep)
-      : "memory");
-}
-__device__ __forceinline__ void loop_copy_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void loop_copy_wait() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-// An L2 policy for loop_copy16: kLoadEvictFirst or kLoadEvictLast (load_vec's hints), made once a launch.
-template <int kHint>
-__device__ __forceinline__ std::uint64_t loop_policy() {
-  std::uint64_t pol;
-  if constexpr (kHint == kernels::kLoadEvictLast)
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-// Thread g's U vectors of step s of `row` (n elements) copied to its slots of the step at shared address `slot`
-// (vector u at slot + (u·T + g)·16): `whole` (every vector before n) U copies; else vectors before n, the last one
-// partial (zero-filled past n), vectors past n not copied (read as pads: async_read). `hints`: under `pol`.
-// dep[u]: a word of this thread's last LDS of its slot u (loop_copy16).
-template <typename In, int U>
-__device__ __forceinline__ void async_issue(unsigned slot, const In* row, int n, int s, int g, int T, bool whole,
-                                            bool hints, std::uint64_t pol, const unsigned (&dep)[U]) {
-  constexpr int V = LoopVec<In>::V;
-  const int k0 = s * U * T + g;
-  const auto* pv = reinterpret_cast<const LoopVec<In>*>(row) + k0;
-  const unsigned dst = slot + static_cast<unsigned>(g) * 16u;
-  if (whole) {
-    if (hints) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) loop_copy16<true>(dst + u * T * 16u, pv + u * T, dep[u], pol);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) loop_copy16<false>(dst + u * T * 16u, pv + u * T, dep[u], pol);
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i0 = (k0 + u * T) * V;
-      if (i0 + V <= n) loop_copy16<false>(dst + u * T * 16u, pv + u * T, dep[u], pol);
-      else if (i0 < n)
-        loop_copy_part(dst + u * T * 16u, pv + u * T, static_cast<unsigned>((n - i0) * static_cast<int>(sizeof(In))),
-                       dep[u]);
-    }
-  }
-  loop_copy_commit();
-}
-// The step back from `slot` (this thread's copies, waited for by loop_copy_wait): U LDS.128, then converted as
-// loop_load converts (`whole`: every vector of the step lies before n; else positions past n read as `pad`). dep[u]
-// gets a word of vector u (for the next copy into the slot: async_issue).
-template <typename In, int U>
-__device__ __forceinline__ void async_read(float (&x)[U * LoopVec<In>::V], unsigned (&dep)[U], const LoopVec<In>* slot,
-                                           int n, int s, int g, int T, bool whole, float pad) {
-  constexpr int V = LoopVec<In>::V;
-  LoopVec<In> w[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) w[u] = slot[u * T + g];
-#pragma unroll
-  for (int u = 0; u < U; ++u) memcpy(&dep[u], &w[u], 4);
-  if (whole) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int j = 0; j < V; ++j) x[u * V + j] = kernels::to_f32(w[u].v[j]);
-  } else {
-    const int k0 = s * U * T + g;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i0 = (k0 + u * T) * V;
-#pragma unroll
-      for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? kernels::to_f32(w[u].v[j]) : pad;
-    }
-  }
-}
-
 // The kernel. `hints` 0: plain loads and stores (tuning), else evict-last in pass 1, evict-first and streaming in
 // pass 2. Outputs as fused_kernel's (FusedArgs: the gradient, the per-row values, the mean's TargetParts).
 // kStaged (ce12): the row's first min(stage_steps, whole steps) steps are also kept in the block's dynamic shared
 // memory (stage_steps · kLoopStepBytes, sized by the launch) and pass 2 takes them from there: (2 + (C − K)/C)·n bytes
 // for K staged logits a row instead of 3n. Only for 16-byte vector rows (f.loop_vec_in; the launch checks). The
 // values, their registers and every sum are the unstaged kernel's, so are the bits (tested: StagedSameBits).
-// kAsync (ce16): rows of 16-byte vectors only (the launch checks); stage_steps · kLoopStepBytes of stage and one step
-// of ring after it (the launch sizes both); the first min(stage_steps, whole steps) steps staged as kStaged's.
-template <typename In, typename Out, bool kStaged = false, bool kAsync = false>
+template <typename In, typename Out, bool kStaged = false>
 __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args a, const FusedArgs f,
                                                                       const Totals* totals, int hints,
                                                                       int stage_steps) {
@@ -367,38 +274,7 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
   // The staged steps: the first ones, each of whole vectors only (a function of C and the launch's stage_steps).
   int staged = 0;
   if constexpr (kStaged) staged = f.loop_vec_in ? min(stage_steps, (n / V) / per_step) : 0;
-  // kAsync: step s's slot, its stage slot or the ring (slot_of); whole steps lie before n (the last may not).
-  const int whole = (n / V) / per_step;
-  if constexpr (kAsync) staged = min(stage_steps, whole);
-  // The same slots as shared addresses (async_issue) and the L2 policies of the copies, once a launch.
-  const unsigned stage_at = static_cast<unsigned>(__cvta_generic_to_shared(loop_stage_bytes));
-  const unsigned ring_at = stage_at + static_cast<unsigned>(stage_steps) * kLoopStepBytes;
-  LoopVec<In>* const ring = stage + stage_steps * per_step;
-  auto slot_of = [&](int s) { return s < staged ? stage + s * per_step : ring; };
-  auto slot_at = [&](int s) { return s < staged ? stage_at + static_cast<unsigned>(s) * kLoopStepBytes : ring_at; };
-  std::uint64_t pol_first = 0, pol_last = 0;
-  if constexpr (kAsync) {
-    if (hints) {
-      pol_first = loop_policy<kernels::kLoadEvictFirst>();
-      pol_last = loop_policy<kernels::kLoadEvictLast>();
-    }
-  }
-  // The copies that follow no read of their slot (a row's step 0) take the thread's index as their `dep`: a constant
-  // there let ptxas (CUDA 13.0) form LDGSTS [R + UR] with desc[UR1], which raised an illegal instruction on the H200
-  // (ce16's first call).
-  unsigned none[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) none[u] = static_cast<unsigned>(tid);
-  bool copied0 = false;  // kAsync: this row's step 0 is on its way (issued in the row before's pass 2)
 
-  // kAsync: hints bit 1 (value 2) skips the arithmetic of vectors wholly past n in a row's last, partial step (ce16):
-  // their terms are exp(−inf − shift) = +0 and their gradient is never stored, so the bits are the same (a NaN or
-  // +inf running max makes the sum NaN or ignored either way); bit 0 the cache hints as above.
-  bool skip_pads = false;
-  if constexpr (kAsync) {
-    skip_pads = (hints & 2) != 0;
-    hints &= 1;
-  }
   kernels::pdl_wait();  // the scan's totals (a plain launch: at once)
   kernels::pdl_launch_dependents();
   float g_ce_all, g_z_all;
@@ -436,20 +312,9 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     // Pass 1.
     RunningSum run{-detail::inf_<float>(), 0.0f};
     float sm = 0, zt_mine = -detail::inf_<float>();
-    if constexpr (kAsync) {  // step 0 (staged: evict-first, the stage is its re-read)
-      if (!copied0) async_issue<In, U>(slot_at(0), xr, n, 0, tid, T, 0 < whole, hints, staged > 0 ? pol_first : pol_last, none);
-      copied0 = false;
-    }
     for (int s = 0; s < steps; ++s) {
       float x[C];
-      if constexpr (kAsync) {  // step s from its slot, then step s + 1 on its way (the ring: after this read of it)
-        unsigned dep[U];
-        loop_copy_wait();
-        async_read<In, U>(x, dep, slot_of(s), n, s, tid, T, s < whole, kPad);
-        if (s + 1 < steps)
-          async_issue<In, U>(slot_at(s + 1), xr, n, s + 1, tid, T, s + 1 < whole, hints,
-                             s + 1 < staged ? pol_first : pol_last, dep);
-      } else if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
+      if (kStaged && s < staged) stage_load<In, U>(x, stage + s * per_step, xr, s, tid, T, hints);
       else if (hints) loop_load<kernels::kLoadEvictLast, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (smoothing) {  // Σ w_c (z_c − r) over this thread's logits, the target's included (r: the row's first logit)
@@ -478,22 +343,8 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
       // m = −inf (every score so far −inf): shift 0, every term exp(−inf) = 0; m = +inf or NaN: the state is decided
       // by m whatever the sum holds.
       const float shift = State::shift_for(run.m);
-      if (kAsync && skip_pads && s >= whole) {  // the last, partial step: no exponentials of whole pad vectors
-        const int k0 = s * per_step + tid;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if ((k0 + u * T) * V < n) {
-#pragma unroll
-            for (int j = 0; j < V; ++j) x[u * V + j] = exp_shifted(x[u * V + j], shift);
-          } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j) x[u * V + j] = 0.0f;
-          }
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < C; ++i) x[i] = exp_shifted(x[i], shift);
-      }
+      for (int i = 0; i < C; ++i) x[i] = exp_shifted(x[i], shift);
       run.sum += kernels::tree_sum<C>(x);
     }
     // The row: each warp's threads combined, then the block's warps (one barrier), as the one-read kernel's exchange.
@@ -518,15 +369,7 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
 
     // Pass 2: the steps in reverse.
     Out* gr = static_cast<Out*>(f.grad) + row * f.g_row_stride;
-    const std::int64_t next = row + gridDim.x;
     if (!valid) {  // ignored: 0; a bad target: NaN; nothing to read
-      if constexpr (kAsync) {  // the next row's step 0 into its slot, which this row's pass 2 does not read
-        if (next < a.rows) {
-          async_issue<In, U>(slot_at(0), row_ptr<In>(a, next), n, 0, tid, T, 0 < whole, hints,
-                             staged > 0 ? pol_first : pol_last, none);
-          copied0 = true;
-        }
-      }
       float fill[C];
 #pragma unroll
       for (int i = 0; i < C; ++i) fill[i] = kind == RowKind::ignored ? 0.0f : detail::nan_<float>();
@@ -540,21 +383,7 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
     const bool weighted = smoothing && a.weights;
     for (int s = steps - 1; s >= 0; --s) {
       float x[C];
-      if constexpr (kAsync) {
-        // The ring holds pass 1's last step (steps − 1, read and waited for); a ring step below it was copied while
-        // the step above it was computed; the stage's were waited for in pass 1. After this read: the step below into
-        // the ring (evict-first: the last use), or at step 0 the next row's step 0 into its slot.
-        unsigned dep[U];
-        if (s >= staged && s != steps - 1) loop_copy_wait();
-        async_read<In, U>(x, dep, slot_of(s), n, s, tid, T, s < whole, kPad);
-        if (s - 1 >= staged) {
-          async_issue<In, U>(ring_at, xr, n, s - 1, tid, T, s - 1 < whole, hints, pol_first, dep);
-        } else if (s == 0 && next < a.rows) {
-          async_issue<In, U>(slot_at(0), row_ptr<In>(a, next), n, 0, tid, T, 0 < whole, hints,
-                             staged > 0 ? pol_first : pol_last, dep);
-          copied0 = true;
-        }
-      } else if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
+      if (kStaged && s < staged) stage_read<In, U>(x, stage + s * per_step, tid, T);
       else if (hints) loop_load<kernels::kLoadEvictFirst, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       else loop_load<kernels::kLoadPlain, In, U>(x, xr, n, s, tid, T, kPad, f.loop_vec_in, a.col_stride);
       if (weighted) {
@@ -565,14 +394,6 @@ __global__ void __launch_bounds__(kLoopThreads, 2) ce_row_loop_kernel(const Args
           for (int j = 0; j < V; ++j) {
             const int i = (k0 + u * T) * V + j;
             x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, i < n ? gc.B * weight_of(a, i) : 0.0f);
-          }
-      } else if (kAsync && skip_pads && s >= whole) {  // the last, partial step: vectors past n are not stored
-        const int k0 = s * per_step + tid;
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if ((k0 + u * T) * V < n) {
-#pragma unroll
-            for (int j = 0; j < V; ++j) x[u * V + j] = fmaf(grad_exp<Out>(x[u * V + j], rsc.shift), gc.A, gc.B);
           }
       } else {
 #pragma unroll

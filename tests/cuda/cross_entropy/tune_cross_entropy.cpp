@@ -38,13 +38,6 @@
 //   (--only: the variants whose names start with one of the prefixes, or exactly NAME for NAME$ (ce12); --dtypes
 //   default bf16,f32; --shapes default
 //   the four below)
-//   tune_cross_entropy --ce16 [--rounds N] [--dtypes ...] [--shapes ...]: HEAD's staged row loop (s3: 3 steps kept
-//   for pass 2, the dispatcher's) against the copied-ahead kernel (row_loop.cuh kAsync, ce16: a2 2 staged steps and
-//   one ring step, a2p the same with the last step's whole pad vectors skipped, a0 the ring alone) and HEAD's kernel
-//   with 2 staged steps (s2: what a2 stages), alternating within
-//   each round (N rounds, default 5; each variant's round the median of 7 calls), the row loop forced at every shape
-//   (default 4096x151936, 8192x128256, 32768x32000); the outputs (gradient in place, LSE, loss) compared byte for byte
-//   with s3's first. --ce16-ncu: each variant called once (for Nsight Compute, -k regex:ce_row_loop).
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
@@ -102,175 +95,12 @@ std::vector<unsigned char> logits_bytes(smk::DType dt, std::int64_t n, std::uint
   return b;
 }
 
-// --ce16 (see the top): one process, the variants alternated in every round; prints each variant's median of its
-// rounds' medians with the rounds' min-max, and each other variant's per-round ratio s3 / it (median, min-max).
-int ce16_mode(const std::string& dtypes, const std::string& shape_list, int rounds, bool ncu) {
-  namespace ce = smk::cuda::ce;
-  struct Shape {
-    std::int64_t rows, cols;
-  };
-  std::vector<Shape> shapes = {{4096, 151936}, {8192, 128256}, {32768, 32000}};
-  if (!shape_list.empty()) {
-    shapes.clear();
-    for (std::size_t at = 0; at < shape_list.size();) {
-      const std::size_t end = std::min(shape_list.find(',', at), shape_list.size());
-      long long r = 0, c = 0;
-      if (std::sscanf(shape_list.substr(at, end - at).c_str(), "%lldx%lld", &r, &c) == 2 && r > 0 && c > 0)
-        shapes.push_back({r, c});
-      at = end + 1;
-    }
-  }
-  std::vector<smk::DType> dts;
-  for (const auto& [name, dt] : {std::pair{"bf16", smk::DType::bf16}, std::pair{"f16", smk::DType::f16},
-                                 std::pair{"f32", smk::DType::f32}})
-    if (("," + dtypes + ",").find(std::string(",") + name + ",") != std::string::npos) dts.push_back(dt);
-  auto loop = [](int stage, int async, int skip_pads = 0) {
-    ce::FusedTuning t;
-    t.row_loop = 1;
-    t.loop_stage = stage;
-    t.loop_async = async;
-    t.loop_skip_pads = skip_pads;
-    return t;
-  };
-  struct Variant {
-    const char* name;
-    ce::FusedTuning tuning;
-  };
-  std::vector<Variant> variants = {
-      {"s3", loop(3, 0)}, {"a2", loop(2, 1)}, {"a2p", loop(2, 1, 1)}, {"s2", loop(2, 0)}, {"a0", loop(0, 1)}};
-  if (ncu) variants = {{"s3", loop(3, 0)}, {"a2", loop(2, 1)}, {"a2p", loop(2, 1, 1)}};
-  std::printf("ce16: %d rounds, each variant's round the median of 7 calls (us)\n", rounds);
-  int failures = 0;
-  for (smk::DType dt : dts)
-    for (const Shape& sh : shapes) {
-      const std::int64_t n = sh.rows * sh.cols;
-      const std::size_t bytes = static_cast<std::size_t>(n) * smk::dtype_size(dt);
-      void *x = nullptr, *pristine = nullptr, *t = nullptr, *loss = nullptr, *lse = nullptr;
-      check(cudaMalloc(&x, bytes), "cudaMalloc x");
-      check(cudaMalloc(&pristine, bytes), "cudaMalloc pristine");
-      check(cudaMalloc(&t, sh.rows * 8), "cudaMalloc t");
-      check(cudaMalloc(&loss, 4), "cudaMalloc loss");
-      check(cudaMalloc(&lse, sh.rows * 4), "cudaMalloc lse");
-      {
-        const auto hx = logits_bytes(dt, n, 20261201);
-        check(cudaMemcpy(pristine, hx.data(), bytes, cudaMemcpyHostToDevice), "upload x");
-        std::vector<std::int64_t> ht(sh.rows);
-        std::mt19937_64 rng(16);
-        for (auto& v : ht) v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(sh.cols));
-        for (std::int64_t r = 3; r < sh.rows; r += 97) ht[r] = -100;  // some ignored rows (ignore_index's default)
-        check(cudaMemcpy(t, ht.data(), sh.rows * 8, cudaMemcpyHostToDevice), "upload t");
-      }
-      const smk::Device dev = smk::Device::cuda(0);
-      const smk::TensorView xv = smk::TensorView::contiguous(x, dt, dev, {sh.rows, sh.cols});
-      const smk::TensorView tv = smk::TensorView::contiguous(t, smk::DType::i64, dev, {sh.rows});
-      const smk::TensorView lv = smk::TensorView::contiguous(loss, smk::DType::f32, dev, {});
-      const smk::TensorView lsev = smk::TensorView::contiguous(lse, smk::DType::f32, dev, {sh.rows});
-      const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
-      auto run = [&](const Variant& v) {
-        ce::set_fused_tuning(v.tuning);
-        ce::set_last_fused_launch({});
-        smk::cross_entropy_forward_backward(lv, xv, xv, tv, {}, {}, lsev);
-        ce::set_fused_tuning({});
-      };
-      if (ncu) {  // one call each, nothing else of the row loop launched
-        for (const Variant& v : variants) {
-          check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
-          run(v);
-          check(cudaDeviceSynchronize(), "sync");
-          std::printf("%s %s %s: called once\n", smk::dtype_name(dt), shape.c_str(), v.name);
-        }
-        for (void* p : {x, pristine, t, loss, lse}) cudaFree(p);
-        continue;
-      }
-      // The outputs byte for byte: each variant against s3, poisoned loss / LSE before each call.
-      std::vector<unsigned char> ref_x, ref_lse, got_x, got_lse;
-      float ref_loss = 0;
-      for (const Variant& v : variants) {
-        check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
-        check(cudaMemset(lse, 0xFF, sh.rows * 4), "poison lse");
-        check(cudaMemset(loss, 0xFF, 4), "poison loss");
-        run(v);
-        check(cudaDeviceSynchronize(), "sync");
-        const ce::FusedLaunch fl = ce::last_fused_launch();
-        const bool async_wanted = v.tuning.loop_async > 0;
-        if (!fl.row_loop || fl.loop_async != async_wanted || fl.loop_stage != v.tuning.loop_stage) {
-          std::printf("%s %s %s: launch not as asked (row loop %d, async %d, stage %d)\n", smk::dtype_name(dt),
-                      shape.c_str(), v.name, fl.row_loop ? 1 : 0, fl.loop_async ? 1 : 0, fl.loop_stage);
-          ++failures;
-        }
-        auto& hx = ref_x.empty() ? ref_x : got_x;
-        auto& hl = ref_lse.empty() ? ref_lse : got_lse;
-        hx.resize(bytes);
-        hl.resize(sh.rows * 4);
-        float l = 0;
-        check(cudaMemcpy(hx.data(), x, bytes, cudaMemcpyDeviceToHost), "download x");
-        check(cudaMemcpy(hl.data(), lse, sh.rows * 4, cudaMemcpyDeviceToHost), "download lse");
-        check(cudaMemcpy(&l, loss, 4, cudaMemcpyDeviceToHost), "download loss");
-        if (&hx == &ref_x) {
-          ref_loss = l;
-          continue;
-        }
-        const bool same = std::memcmp(got_x.data(), ref_x.data(), bytes) == 0 &&
-                          std::memcmp(got_lse.data(), ref_lse.data(), sh.rows * 4) == 0 &&
-                          std::memcmp(&l, &ref_loss, 4) == 0;
-        std::printf("%s %s %s: gradient, LSE and loss %s s3's\n", smk::dtype_name(dt), shape.c_str(), v.name,
-                    same ? "byte for byte" : "DIFFER from");
-        if (!same) ++failures;
-      }
-      cudaEvent_t e0, e1;
-      check(cudaEventCreate(&e0), "event");
-      check(cudaEventCreate(&e1), "event");
-      std::vector<std::vector<double>> med(variants.size());
-      for (int r = 0; r < rounds; ++r)
-        for (std::size_t k = 0; k < variants.size(); ++k) {
-          const std::size_t vi = (k + static_cast<std::size_t>(r)) % variants.size();  // the order rotates a round
-          std::vector<float> ms;
-          for (int c = 0; c < 9; ++c) {
-            check(cudaMemcpy(x, pristine, bytes, cudaMemcpyDeviceToDevice), "restore x");
-            check(cudaDeviceSynchronize(), "sync");
-            check(cudaEventRecord(e0), "record");
-            run(variants[vi]);
-            check(cudaEventRecord(e1), "record");
-            check(cudaEventSynchronize(e1), "sync");
-            float m = 0;
-            check(cudaEventElapsedTime(&m, e0, e1), "elapsed");
-            if (c >= 2) ms.push_back(m);  // two warm-up calls
-          }
-          std::sort(ms.begin(), ms.end());
-          med[vi].push_back(1000.0 * ms[ms.size() / 2]);
-        }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-      };
-      for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-        const auto [lo, hi] = std::minmax_element(med[vi].begin(), med[vi].end());
-        const double us = median(med[vi]);
-        const double gbps = 2.0 * static_cast<double>(bytes) / (us * 1e-6) / 1e9;
-        char ratio[96] = "";
-        if (vi > 0) {
-          std::vector<double> q;
-          for (int r = 0; r < rounds; ++r) q.push_back(med[0][r] / med[vi][r]);
-          const auto [qlo, qhi] = std::minmax_element(q.begin(), q.end());
-          std::snprintf(ratio, sizeof ratio, "  s3/%s %.3f [%.3f-%.3f]", variants[vi].name, median(q), *qlo, *qhi);
-        }
-        std::printf("%-5s %-13s %-4s %9.1f [%.1f-%.1f] %6.0f GB/s %5.1f%%%s\n", smk::dtype_name(dt), shape.c_str(),
-                    variants[vi].name, us, *lo, *hi, gbps, 100.0 * gbps / kCopyGBps, ratio);
-      }
-      std::fflush(stdout);
-      cudaEventDestroy(e0);
-      cudaEventDestroy(e1);
-      for (void* p : {x, pristine, t, loss, lse}) cudaFree(p);
-    }
-  return failures == 0 ? 0 : 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 15, rounds = 5;
+  int reps = 15;
   const char* json = nullptr;
-  bool narrow = false, ce16 = false, ce16_ncu = false;
+  bool narrow = false;
   std::string only, dtypes = "bf16,f32", shape_list, cluster_list;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--narrow")) narrow = true;
@@ -280,15 +110,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--clusters") && i + 1 < argc) cluster_list = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    else if (!std::strcmp(argv[i], "--ce16")) ce16 = true;
-    else if (!std::strcmp(argv[i], "--ce16-ncu")) ce16_ncu = true;
-    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
     return 0;
   }
-  if (ce16 || ce16_ncu) return ce16_mode(dtypes, shape_list, rounds, ce16_ncu);
   struct Shape {
     std::int64_t rows, cols;
   };
