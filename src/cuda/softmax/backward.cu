@@ -101,6 +101,14 @@
 // f32 12.42 → 10.19, bf16 13.31 → 10.05; 32×128256 f32 31.31 → 27.87, bf16 21.89 → 18.32; 1×16777216 f32 90.40 →
 // 87.28 (2.31 TB/s), bf16 59.01 → 54.98; log-softmax backward 1×16777216 f32 90.82 → 71.68 (2.81 TB/s), bf16 60.48 →
 // 45.52, 32×128256 f32 31.41 → 24.53.
+// bwd16 (session 16; docs/bench/bwd16-s16-2026-12-01.md): the common call's elementwise pass with streaming dx stores
+// on softmax backward (kBackwardSplitCsMaxElems): 1×16777216 bf16 57.11 → 55.91 µs, f32 89.78 → 89.04. Nsight Compute
+// beside torch.compile's kernels (one launch each, caches flushed between kernels): at bf16 1×16M our chunk sums 22.9
+// µs (53 registers, 47 % warps active) and elementwise pass 27.1 (56, 42 %) against Inductor's reduction 18.7 (31
+// registers, 512 blocks in one wave, 94 %) and pointwise kernel 23.3 (24 registers, one 16-byte vector a thread, 83 %);
+// the rows of 1024..16384 and the f32 rows of 32 alike: Inductor's kernels at 19-32 registers and 83-94 % warps active
+// (one warp a row at 1024: 72 registers, 38 %, but 0.56× our instructions) reach 84-90 % of DRAM's peak, ours at 40-64
+// registers and 41-71 % reach 81.5-88.5 %.
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
@@ -130,8 +138,9 @@ constexpr int kBackwardSharedPackedBlocks = 3;
 // read back, so its lines leave L2 first and the y / dy lines that the reversed pass reads next stay) in softmax
 // backward calls of at most kBackwardSplitCsMaxElems elements, the size timed. H200, tune_softmax --bwd16 (run of
 // 15182b6's kernels, 2026-12-01 05:03 UTC, two alternating rounds of 30 launches, µs, plain stores timed first and last
-// → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 / 57.18 / 57.25 → 56.45 / 55.36 (1.3-3.4 %), f32
-// 89.50 / 90.30 / 89.57 / 89.76 → 88.99 / 89.09 (0.5-1.4 %); log-softmax backward even (bf16 47.07-49.60 → 47.71 /
+// → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 / 57.18 / 57.25 → 56.45 / 55.36 (means 57.11 → 55.91,
+// 2.1 %; round against round 0.4-3.6 %), f32 89.50 / 90.30 / 89.57 / 89.76 → 88.99 / 89.09 (89.78 → 89.04, 0.8 %;
+// 0.5-1.5 %); log-softmax backward even (bf16 47.07-49.60 → 47.71 /
 // 48.29, f32 74.37-75.62 → 75.33 / 75.33: plain stores kept); the same bits. Timed there and not kept (15182b6 has the
 // code): y / dy read evict-first in that pass as well (f32 softmax backward 91.0-92.1, slower), and the chunk-sums pass
 // reading evict-last on top (92.7); the packed dy-shared block's dx by streaming stores (bf16 16384x4096 / 4096x16384
