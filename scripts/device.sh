@@ -346,7 +346,16 @@ if want final || want final-san; then
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
       --gtest_filter='*WgmmaPvOverlap*' || return 9
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_prefill \
-      --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+      --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*' || return 9
+    # Session 16: split_row's f32 normalising pass in whole tiles (split16), the 1×16M softmax backward's streaming
+    # stores (bwd16; its memcheck is test_cuda_warp_backward's above), the 16-bit log ops on the packed kernel at the
+    # occupancy grid (short16, in test_cuda_warp_row above), the prefill's form 4 (pfx16, *WgmmaPvOverlap* above).
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*NormalizeWholeTile*:*BackwardSplitRow*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
+      --gtest_filter='*NormalizeWholeTile*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
+      --gtest_filter='*SplitStreaming*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
