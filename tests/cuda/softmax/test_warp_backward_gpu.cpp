@@ -15,8 +15,8 @@
 // their rule's bounds with dx written over dy and over y (DispatcherRuleAtItsBounds).
 // pack14 (session 14): the dy-shared block's packed form bitwise the unpacked block
 // (SharedPackedBitwiseTheUnpackedBlock) and the 16-bit rows of 64..128 that pack14's rule moved (SixteenBitRowsOf64To128).
-// bwd16 (session 16): split_row's common-call elementwise pass with streaming dx stores gives the plain stores' bits, and
-// the dispatcher takes it where its rule says (SplitStreamingStoresBitwisePlainStores).
+// bwd16 (session 16): split_row's common-call elementwise pass with streaming dx stores gives the plain stores' bits,
+// and the dispatcher takes it where its rule says (SplitStreamingStoresBitwisePlainStores).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
@@ -347,9 +347,9 @@ TEST_F(GpuWarpBackward, SixteenBitRowsOf64To128) {
 }
 
 // bwd16: split_row's common-call elementwise pass writes the same values to the same addresses with streaming stores
-// (st.global.cs) as with plain ones, so the same bits: rows of 37 chunks with a ragged last one (300001, 300008) and of
-// exactly 33 chunks (270336), 1 and 3 rows, f32 / bf16 / f16, both ops, dx over dy too (3 rows of 300001 are not 16-byte
-// aligned: the generic kernels, plain stores whatever the switch). The plain stores' results are checked
+// (st.global.cs) as with plain ones, so the same bits: rows of 37 chunks with a ragged last one (300001, 300008) and
+// of exactly 33 chunks (270336), 1 and 3 rows, f32 / bf16 / f16, both ops, dx over dy too (3 rows of 300001 are not
+// 16-byte aligned: the generic kernels, plain stores whatever the switch). The plain stores' results are checked
 // against the float64 reference, with no stray writes. The dispatcher's choice (backward.cu kBackwardSplitCsMaxElems:
 // softmax backward calls of up to 2^24 elements streaming, log-softmax backward plain) is read from
 // backward_split_last.
@@ -363,8 +363,9 @@ TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
   struct Split {
     std::int64_t rows, n;
   };
-  const std::vector<Split> splits = small_mode() ? std::vector<Split>{{1, 20001}, {2, 16384}}
-                                                 : std::vector<Split>{{1, 300001}, {3, 300001}, {3, 300008}, {1, 270336}};
+  const std::vector<Split> splits =
+      small_mode() ? std::vector<Split>{{1, 20001}, {2, 16384}}
+                   : std::vector<Split>{{1, 300001}, {3, 300001}, {3, 300008}, {1, 270336}};
   for (DType t : {DType::f32, DType::bf16, DType::f16})
     for (const Split& sp : splits)
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {

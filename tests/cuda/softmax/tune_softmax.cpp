@@ -1141,7 +1141,8 @@ int split16_mode(bool ncu) {
                   sorted[sorted.size() / 2], sorted.front(), sorted.back(), rounds);
       const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
       void* dst = writes_rows(op) ? b.out : static_cast<void*>(b.stats);
-      std::vector<unsigned char> got[2] = {std::vector<unsigned char>(got_bytes), std::vector<unsigned char>(got_bytes)};
+      std::vector<unsigned char> got[2] = {std::vector<unsigned char>(got_bytes),
+                                           std::vector<unsigned char>(got_bytes)};
       for (int v : {0, 1}) {
         *setting = v;
         SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, got_bytes));
