@@ -136,7 +136,10 @@ constexpr int kSharedPackedMaxThreads = 512;
 constexpr int kBackwardSharedPackedBlocks = 3;
 // bwd16 (session 16): split_row's common-call elementwise pass stores dx by streaming stores (st.global.cs: dx is not
 // read back, so its lines leave L2 first and the y / dy lines that the reversed pass reads next stay) in softmax
-// backward calls of at most kBackwardSplitCsMaxElems elements, the size timed. H200, tune_softmax --bwd16 (run of
+// backward calls of kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements: the one size timed (2^24) and the
+// octave below it, whose y, dy and dx (≥ 96 MB f32, ≥ 48 MB 16-bit) still outgrow the 50 MB L2 as there. Smaller
+// calls, where the lines could stay in L2, keep plain stores until timed (session 16's review, F1: compare-s16 showed
+// no gain at 32×128256 or 1×151936, where the first form of the rule had sent them); f16 takes 16-bit's rule, untimed. H200, tune_softmax --bwd16 (run of
 // 15182b6's kernels, 2026-12-01 05:03 UTC, two alternating rounds of 30 launches, µs, plain stores timed first and last
 // → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 / 57.18 / 57.25 → 56.45 / 55.36 (means 57.11 → 55.91,
 // 2.1 %; round against round 0.4-3.6 %), f32 89.50 / 90.30 / 89.57 / 89.76 → 88.99 / 89.09 (89.78 → 89.04, 0.8 %;
@@ -144,7 +147,9 @@ constexpr int kBackwardSharedPackedBlocks = 3;
 // 48.29, f32 74.37-75.62 → 75.33 / 75.33: plain stores kept); the same bits. Timed there and not kept (15182b6 has the
 // code): y / dy read evict-first in that pass as well (f32 softmax backward 91.0-92.1, slower), and the chunk-sums pass
 // reading evict-last on top (92.7); the packed dy-shared block's dx by streaming stores (bf16 16384x4096 / 4096x16384
-// 0.99-1.00x).
+// 0.99-1.00x). Built there and never run: a vector form of the elementwise pass and the chunk sums at 3 / 4 blocks an
+// SM (tune_softmax --bwd16b of 15182b6).
+constexpr std::int64_t kBackwardSplitCsMinElems = std::int64_t{1} << 23;
 constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
@@ -649,7 +654,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_plain_ke
   }
 }
 
-// kCs (bwd16, kBackwardSplitCsMaxElems): dx by streaming stores (PlainTile::store's st.global.cs), the same values.
+// kCs (bwd16, kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems; softmax backward only): dx by streaming stores
+// (PlainTile::store's st.global.cs), the same values.
 template <typename In, bool kLogBw, bool kCs = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_kernel(const RowProblem p,
                                                                                    std::int64_t chunks,
@@ -872,12 +878,14 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
   // loads of y and dy in flight before it waits for the row sums. split_row_pdl() off: plain launches, the same bits.
   launch_dependent(true, backward_merge_kernel, capped_grid(p.rows), kMergeThreads, s, p, chunks,
                    static_cast<const float*>(sums), row_sums);
-  // bwd16: streaming dx stores on softmax backward calls of up to kBackwardSplitCsMaxElems (BackwardSplitTuning).
+  // bwd16: streaming dx stores on softmax backward calls of kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems
+  // elements (BackwardSplitTuning); log-softmax backward always plain (streaming measured even there: not built).
   const int want_cs = backward_split_tuning().streaming;
-  const bool cs = plain && (want_cs >= 0 ? want_cs > 0 : !log && p.rows * p.n <= kBackwardSplitCsMaxElems);
+  const std::int64_t elems = p.rows * p.n;
+  const bool cs = plain && !log &&
+                  (want_cs >= 0 ? want_cs > 0 : elems >= kBackwardSplitCsMinElems && elems <= kBackwardSplitCsMaxElems);
   const auto grads_kernel = !plain ? backward_elementwise_kernel<In>
-                                   : (log ? (cs ? backward_elementwise_plain_kernel<In, true, true>
-                                                : backward_elementwise_plain_kernel<In, true>)
+                                   : (log ? backward_elementwise_plain_kernel<In, true>
                                           : (cs ? backward_elementwise_plain_kernel<In, false, true>
                                                 : backward_elementwise_plain_kernel<In, false>));
   backward_split_last().streaming.store(cs ? 1 : 0, std::memory_order_relaxed);

@@ -63,10 +63,11 @@ struct BackwardPackedLast {
 BackwardPackedLast& backward_packed_last();
 
 // bwd16 (session 16), for tests and timing: split_row's common-call elementwise pass (backward.cu
-// backward_elementwise_plain_kernel) with dx by plain stores (streaming 0) or streaming stores (1: st.global.cs, the
-// same values to the same addresses), or as the dispatcher chooses (-1: softmax backward calls of up to
-// kBackwardSplitCsMaxElems elements streaming). Process-wide, not synchronised. (15182b6 also had load hints, a vector
-// form of the pass and other chunk-sums bounds under this switch: see backward.cu.)
+// backward_elementwise_plain_kernel) in softmax backward calls with dx by plain stores (streaming 0) or streaming
+// stores (1: st.global.cs, the same values to the same addresses), or as the dispatcher chooses (-1: calls of
+// kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements streaming). Log-softmax backward is plain whatever the
+// switch. Process-wide, not synchronised. (15182b6 also had load hints, a vector form of the pass and other chunk-sums
+// bounds under this switch: backward.cu's note above kBackwardSplitCsMinElems.)
 struct BackwardSplitTuning {
   int streaming = -1;
 };

@@ -347,12 +347,13 @@ TEST_F(GpuWarpBackward, SixteenBitRowsOf64To128) {
 }
 
 // bwd16: split_row's common-call elementwise pass writes the same values to the same addresses with streaming stores
-// (st.global.cs) as with plain ones, so the same bits: rows of 37 chunks with a ragged last one (300001, 300008) and
-// of exactly 33 chunks (270336), 1 and 3 rows, f32 / bf16 / f16, both ops, dx over dy too (3 rows of 300001 are not
-// 16-byte aligned: the generic kernels, plain stores whatever the switch). The plain stores' results are checked
-// against the float64 reference, with no stray writes. The dispatcher's choice (backward.cu kBackwardSplitCsMaxElems:
-// softmax backward calls of up to 2^24 elements streaming, log-softmax backward plain) is read from
-// backward_split_last.
+// (st.global.cs) as with plain ones, so the same bits: rows of 37 chunks with a ragged last one (300001, 300008), of
+// exactly 33 chunks (270336) and two rows of 2^22 (2^23 elements, the rule's lower bound), 1 to 3 rows, f32 / bf16 /
+// f16, both ops, dx over dy too. Only softmax backward's common call (rows 16-byte aligned: one row, or a row length a
+// multiple of 8 elements) has a store form to choose: 3 rows of 300001 take the generic kernels and log-softmax
+// backward the plain ones, whatever the switch. The plain stores' results are checked against the float64 reference,
+// with no stray writes. The dispatcher's choice (backward.cu kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems
+// elements streaming) is read from backward_split_last.
 TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
   TuningGuard guard;
   SplitRowTuningGuard split_guard;
@@ -365,16 +366,17 @@ TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
   };
   const std::vector<Split> splits =
       small_mode() ? std::vector<Split>{{1, 20001}, {2, 16384}}
-                   : std::vector<Split>{{1, 300001}, {3, 300001}, {3, 300008}, {1, 270336}};
+                   : std::vector<Split>{{1, 300001}, {3, 300001}, {3, 300008}, {1, 270336}, {2, std::int64_t{4194304}}};
   for (DType t : {DType::f32, DType::bf16, DType::f16})
     for (const Split& sp : splits)
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
         Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(sp.rows) + "x" + std::to_string(sp.n),
                                op, t, t, sp.rows, sp.n, ++seed);
         SCOPED_TRACE(c.name + " " + op_name(op));
-        // Only the common call (rows 16-byte aligned: one row, or a row length a multiple of 8 elements) has the
-        // compact elementwise kernel and so a store form to choose; 3 rows of 300001 take the generic kernels, plain.
-        const int common = (sp.rows == 1 || sp.n % 8 == 0) ? 1 : 0;
+        const bool common = sp.rows == 1 || sp.n % 8 == 0;
+        const int switchable = (common && op == Op::softmax_backward) ? 1 : 0;
+        const std::int64_t elems = sp.rows * sp.n;
+        const int by_rule = (switchable && elems >= (std::int64_t{1} << 23) && elems <= (std::int64_t{1} << 24)) ? 1 : 0;
         tuning.streaming = 0;
         const Result base = run_gpu(c, SoftmaxPath::split_row);
         ASSERT_TRUE(base.ran) << base.reason;
@@ -385,17 +387,18 @@ TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
         const Result r = run_gpu(c, SoftmaxPath::split_row);
         ASSERT_TRUE(r.ran) << r.reason;
         EXPECT_FALSE(r.stray_write);
-        EXPECT_EQ(last.streaming.load(), common);
+        EXPECT_EQ(last.streaming.load(), switchable);
         expect_same_bits(base, r, "streaming stores");
         Case over_dy = c;
         over_dy.in_place = true;
         const Result a = run_gpu(over_dy, SoftmaxPath::split_row);
         ASSERT_TRUE(a.ran) << a.reason;
+        EXPECT_EQ(last.streaming.load(), switchable);  // the streaming kernel served dx over dy too
         expect_same_bits(base, a, "streaming stores, dx over dy");
         tuning.streaming = -1;  // the dispatcher's rule
         const Result d = run_gpu(c, SoftmaxPath::split_row);
         ASSERT_TRUE(d.ran) << d.reason;
-        EXPECT_EQ(last.streaming.load(), op == Op::softmax_backward ? common : 0);
+        EXPECT_EQ(last.streaming.load(), by_rule);
         expect_same_bits(base, d, "the dispatcher's stores");
       }
 }
