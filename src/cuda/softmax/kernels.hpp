@@ -169,7 +169,8 @@ struct WarpRowTuning {
   int grid = -1;
   int max_blocks = 0;
   // short10: ≥ 0 replaces WarpConfig::packed on every warp_per_row launch (0 unpacked, 1 packed where a packed kernel
-  // exists); -1 leaves the dispatcher's. The same bits either way.
+  // exists; 0 also keeps the 16-bit log ops off the occupancy grid's packed form, short16); -1 leaves the
+  // dispatcher's. The same bits either way.
   int packed = -1;
   // short11: ≥ 0 replaces WarpConfig::dense the same way (0 general kernel, 1 dense where built). The same bits.
   int dense = -1;

@@ -481,7 +481,6 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // E16 with two row groups a warp at 16 blocks (64 registers; the log ops 24 B spilled) at 1048576×32: softmax 73.15 /
 // 72.99 → 76.42 / 76.54, log-softmax 72.77 / 73.02 → 79.30 / 79.20 (slower, as short14's one group at 24: 76.3,
 // 77.3-77.9).
-// The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
 // short16 (session 16): the 16-bit log ops (log-softmax, logsumexp, the state) at E32 on warp_rows_packed_kernel at
 // the occupancy kernel's blocks of kOccThreads and grid (the row held packed: 16 registers of row, so no spill where
 // the unpacked occupancy form spilled 44 B at 16 blocks), 24 blocks an SM: ptxas -v (CUDA 13.0, sm_90a) 40 registers,
@@ -499,6 +498,7 @@ __global__ void __launch_bounds__(kOccThreads, kMinBlocks) warp_rows_occ_kernel(
 // Not built (3374352 has them): E32 at 16 and 20; E16 (log-softmax's two lanes of 16 at rows of 32) at 24 / 32
 // blocks (40 / 32 registers, bf16 b32 8 B spilled), slower than the persistent packed E16 kernel: bf16 1048576×32
 // 44.32 / 44.22 / 44.19 → 47.04 / 46.59 / 46.98 (b24), 45.82 / 45.86 / 45.76 (b32); f16 alike.
+// The table of forms built: (input dtype, E, blocks an SM, op class); occ_kernel below instantiates exactly these.
 template <typename In, int E>
 constexpr bool occ_built(int blocks, bool log) {
   if constexpr (sizeof(In) == 4) {
@@ -630,6 +630,9 @@ bool launch_warp_rows_occ(const RowProblem& p, WarpConfig c, int blocks, cudaStr
     return false;
   // 16-bit softmax: the tier's terms, which warp_rows_kernel takes only on two lanes or more (plain_exp_pays).
   if (p.x_dtype != DType::f32 && p.op == Op::softmax && c.lanes < 2) return false;
+  // The 16-bit log ops' form here is the packed kernel (short16): WarpRowTuning::packed = 0 (unpacked asked) keeps
+  // them off it, as on every other warp_per_row launch (session 16's review, F5).
+  if (p.x_dtype != DType::f32 && p.op != Op::softmax && warp_row_tuning().packed == 0) return false;
   if (p.rows == 0) return true;
   with_in_type(p.x_dtype, [&](auto* tag) {
     using In = std::remove_pointer_t<decltype(tag)>;

@@ -702,7 +702,7 @@ TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
       for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state})
         for (bool odd : {false, true}) {
           if (odd && n != 32 && n != 512 && (t == DType::f32 || n != 128)) continue;
-          if (t == DType::bf16 && n != 32 && n != 64 && n != 127 && n != 128 && n != 1024) continue;
+          if (t == DType::bf16 && n != 32 && n != 64 && n != 127 && n != 128 && n != 512 && n != 1024) continue;
           if (t == DType::f16 && n != 64 && n != 128 && n != 256) continue;
           const Case c = warp_case(op, t, 1000, n, odd, ++seed);
           SCOPED_TRACE(c.name + " " + op_name(op));
@@ -720,19 +720,33 @@ TEST_F(GpuWarpRow, OccRuleAtItsBounds) {
           if (t != DType::f32 && !odd && op == Op::logsumexp && pow2 && n <= 512) want = 24;
           EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), want);
         }
-  // A 16-bit softmax written as f32 at 128 ... 1024 stays off the occupancy kernel, whose 16-bit form writes the
-  // input's dtype (rows_dense refuses it; session 15's review, F8).
+  // A 16-bit softmax or log-softmax written as f32 at 128 ... 1024 stays off the occupancy kernel, whose 16-bit forms
+  // write the input's dtype (rows_dense refuses it; session 15's review, F8; session 16's, F6).
   for (DType t : {DType::bf16, DType::f16})
-    for (std::int64_t n : {128, 512, 1024}) {
-      const Case c = random_case("warp " + std::string(dtype_name(t)) + " in, f32 out, 1000x" + std::to_string(n),
-                                 Op::softmax, t, DType::f32, 1000, n, ++seed);
-      SCOPED_TRACE(c.name);
-      const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
-      ASSERT_TRUE(r.ran) << r.reason;
-      EXPECT_FALSE(r.stray_write);
-      check(c, r, reference(c));
-      EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
-    }
+    for (Op op : {Op::softmax, Op::log_softmax})
+      for (std::int64_t n : {128, 512, 1024}) {
+        const Case c = random_case("warp " + std::string(dtype_name(t)) + " in, f32 out, 1000x" + std::to_string(n),
+                                   op, t, DType::f32, 1000, n, ++seed);
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+        ASSERT_TRUE(r.ran) << r.reason;
+        EXPECT_FALSE(r.stray_write);
+        check(c, r, reference(c));
+        EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), 0);
+      }
+  // WarpRowTuning::packed = 0 (unpacked asked) keeps the 16-bit log ops off the occupancy grid's packed form too
+  // (session 16's review, F5); 16-bit softmax's occupancy form is not a packed kernel and stays.
+  cuda::kernels::warp_row_tuning().packed = 0;
+  for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp}) {
+    const Case c = warp_case(op, DType::bf16, 1000, 128, false, ++seed);
+    SCOPED_TRACE(c.name + " " + op_name(op) + ", packed = 0");
+    const Result r = run_gpu(c, SoftmaxPath::warp_per_row);
+    ASSERT_TRUE(r.ran) << r.reason;
+    EXPECT_FALSE(r.stray_write);
+    check(c, r, reference(c));
+    EXPECT_EQ(cuda::kernels::warp_occ_last().blocks.load(), op == Op::softmax ? 20 : 0);
+  }
+  cuda::kernels::warp_row_tuning() = {};
 }
 
 }  // namespace
