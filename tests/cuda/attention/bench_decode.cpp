@@ -395,6 +395,13 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--dec14") == 0) dec14 = true;
     else if (std::strcmp(argv[i], "--dec14-ncu") == 0) dec14_ncu = true;
     else if (std::strcmp(argv[i], "--dec15") == 0) dec15 = true;
+    else {  // an unknown flag (e.g. a removed session's mode) must not run the whole default bench in its place
+      std::fprintf(stderr,
+                   "bench_decode: unknown argument '%s' (known: --json PATH, --quick, --ncu, --ab, --tma, --sweep, "
+                   "--dec12, --dec14, --dec14-ncu, --dec15)\n",
+                   argv[i]);
+      return 2;
+    }
   }
   if (smk::cuda_device_count() == 0) {
     std::printf("bench_decode: no GPU: %s\n", smk::cuda_unavailable_reason().c_str());
