@@ -171,6 +171,72 @@ double time_ms(const Row& row, const smk::cuda::PrefillConfig& cfg, void* q, voi
   return ms[ms.size() / 2];
 }
 
+// "B,H,S,D,mask" of a row, as the tables print it.
+std::string row_label(const Row& r) {
+  char name[64];
+  std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b), static_cast<long long>(r.h),
+                static_cast<long long>(r.s), static_cast<long long>(r.d), r.causal ? "causal" : "full");
+  return std::string(name);
+}
+
+double median_of(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+}
+
+using Rounds = std::vector<std::vector<std::vector<double>>>;  // t[row][column][round], ms
+
+// pfx15's and pfx16's rounds: `rounds` rounds, each timing every column of every row once (time_ms's median of 10)
+// after set_column(c), the order of the columns rotating by round (no column always first); then the dispatcher's
+// form again (prefill_wgmma_set_pv_form(0)).
+template <typename SetColumn>
+Rounds interleaved_rounds(const std::vector<Row>& rs, int cols, int rounds, SetColumn&& set_column, void* q, void* k,
+                          void* v, void* o, float* lse) {
+  Rounds t(rs.size(), std::vector<std::vector<double>>(static_cast<std::size_t>(cols)));
+  for (int rd = 0; rd < rounds; ++rd)
+    for (std::size_t ri = 0; ri < rs.size(); ++ri)
+      for (int i = 0; i < cols; ++i) {
+        const int c = (i + rd) % cols;
+        set_column(c);
+        t[ri][static_cast<std::size_t>(c)].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
+      }
+  smk::cuda::prefill_wgmma_set_pv_form(0);
+  return t;
+}
+
+// pfx15's and pfx16's table under their headers: per row the label, each column's median TFLOP/s, column 0's median
+// ms (ms_column), then each later column's per-round ratios column 0 / column (of time, i.e. column / column 0 of
+// TFLOP/s): median (min-max); then "per round, ms (<order>):" and every timing.
+void print_rounds(const std::vector<Row>& rs, const Rounds& t, int rounds, bool ms_column, const char* order) {
+  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
+    const Row& r = rs[ri];
+    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
+    std::printf("%-24s", row_label(r).c_str());
+    for (const auto& col : t[ri]) std::printf(" %8.1f", flops / median_of(col) / 1e9);
+    if (ms_column) std::printf(" %8.3f  ", median_of(t[ri][0]));
+    else std::printf("  ");
+    for (std::size_t c = 1; c < t[ri].size(); ++c) {
+      std::vector<double> ratio;
+      for (int rd = 0; rd < rounds; ++rd) ratio.push_back(t[ri][0][rd] / t[ri][c][rd]);
+      char b[64];
+      std::snprintf(b, sizeof b, "%.3f (%.3f-%.3f)", median_of(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                    *std::max_element(ratio.begin(), ratio.end()));
+      std::printf(" %-22s", b);
+    }
+    std::printf("\n");
+  }
+  std::printf("per round, ms (%s):\n", order);
+  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
+    std::printf("row %zu:", ri);
+    for (int rd = 0; rd < rounds; ++rd) {
+      std::printf(" ");
+      for (std::size_t c = 0; c < t[ri].size(); ++c)
+        std::printf("%s%.3f", c ? "/" : "", t[ri][c][static_cast<std::size_t>(rd)]);
+    }
+    std::printf("\n");
+  }
+}
+
 // Session 15 (pfx15): the rows of issue 7 that pfx15 times (bf16, D = 128: the overlap form is built there only):
 // (4, 32, 4096) full and causal, (8, 32, 4096) causal, (1, 32, 16384) causal. (2430dcc's run also timed a form 3 and
 // D = 64 rows.)
@@ -205,62 +271,21 @@ int pfx15(void* q, void* k, void* v, void* o, float* lse) {
       const bool ran = smk::cuda::prefill_wgmma_overlap_launches() > n0;
       SMK_CUDA_CHECK(cudaMemcpy(f == 0 ? base.data() : got.data(), o, n * 2, cudaMemcpyDeviceToHost));
       if (f > 0 && (std::memcmp(base.data(), got.data(), n * 2) != 0 || !ran)) {
-        std::printf("pfx15: row %lld,%lld,%lld,%lld,%s form %s: %s\n", static_cast<long long>(r.b),
-                    static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
-                    r.causal ? "causal" : "full", names[f], ran ? "O differs from before's" : "overlap kernel not run");
+        std::printf("pfx15: row %s form %s: %s\n", row_label(r).c_str(), names[f],
+                    ran ? "O differs from before's" : "overlap kernel not run");
         ++bad;
       }
     }
   }
   std::printf("pfx15: bits of overlap against before on every row: %s\n", bad ? "DIFFER" : "the same");
   std::fflush(stdout);
-  // t[row][form][round], ms
-  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(kForms));
-  for (int rd = 0; rd < rounds; ++rd)
-    for (std::size_t ri = 0; ri < rs.size(); ++ri)
-      for (int i = 0; i < kForms; ++i) {
-        const int f = (i + rd) % kForms;
-        smk::cuda::prefill_wgmma_set_pv_form(forms[f]);
-        t[ri][f].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
-      }
-  smk::cuda::prefill_wgmma_set_pv_form(0);
-  const auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
-  };
+  const Rounds t = interleaved_rounds(
+      rs, kForms, rounds, [&](int f) { smk::cuda::prefill_wgmma_set_pv_form(forms[f]); }, q, k, v, o, lse);
   std::printf("pfx15: %d rounds, TFLOP/s medians; ratios form / before of TFLOP/s per round: median (min-max)\n",
               rounds);
   std::printf("%-24s %8s %8s %8s   %-22s %-22s\n", "B,H,S,D,mask (bf16)", "before", "overlap", "again",
               "overlap/before", "again/before");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    const Row& r = rs[ri];
-    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
-    char name[64];
-    std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
-                  static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
-                  r.causal ? "causal" : "full");
-    std::printf("%-24s", name);
-    for (int f = 0; f < kForms; ++f) std::printf(" %8.1f", flops / median(t[ri][f]) / 1e9);
-    std::printf("  ");
-    for (int f = 1; f < kForms; ++f) {
-      std::vector<double> ratio;
-      for (int rd = 0; rd < rounds; ++rd) ratio.push_back(t[ri][0][rd] / t[ri][f][rd]);
-      char b[64];
-      std::snprintf(b, sizeof b, "%.3f (%.3f-%.3f)", median(ratio), *std::min_element(ratio.begin(), ratio.end()),
-                    *std::max_element(ratio.begin(), ratio.end()));
-      std::printf(" %-22s", b);
-    }
-    std::printf("\n");
-  }
-  std::printf("per round, ms (before overlap again):\n");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    std::printf("row %zu:", ri);
-    for (int rd = 0; rd < rounds; ++rd) {
-      std::printf(" ");
-      for (int f = 0; f < kForms; ++f) std::printf("%s%.3f", f ? "/" : "", t[ri][f][static_cast<std::size_t>(rd)]);
-    }
-    std::printf("\n");
-  }
+  print_rounds(rs, t, rounds, false, "before overlap again");
   return bad ? 1 : 0;
 }
 
@@ -282,13 +307,6 @@ int pfx16(void* q, void* k, void* v, void* o, float* lse) {
   constexpr int kCols = 3;
   const char* names[kCols] = {"old", "new", "again"};
   const auto col = [&](int c) { smk::cuda::prefill_wgmma_set_pv_form(c == 1 ? 4 : 2); };
-  const auto label = [](const Row& r) {
-    char name[64];
-    std::snprintf(name, sizeof name, "%lld,%lld,%lld,%lld,%s", static_cast<long long>(r.b),
-                  static_cast<long long>(r.h), static_cast<long long>(r.s), static_cast<long long>(r.d),
-                  r.causal ? "causal" : "full");
-    return std::string(name);
-  };
   int bad = 0;
   for (const Row& r : rs) {
     const std::size_t n = static_cast<std::size_t>(r.b * r.s * r.h * r.d);
@@ -300,54 +318,18 @@ int pfx16(void* q, void* k, void* v, void* o, float* lse) {
       SMK_CUDA_CHECK(cudaMemcpy(c == 0 ? base.data() : got.data(), o, n * 2, cudaMemcpyDeviceToHost));
     }
     if (std::memcmp(base.data(), got.data(), n * 2) != 0) {
-      std::printf("pfx16: row %s: new's O differs from old's\n", label(r).c_str());
+      std::printf("pfx16: row %s: new's O differs from old's\n", row_label(r).c_str());
       ++bad;
     }
   }
   std::printf("pfx16: bits of new against old on every row: %s\n", bad ? "DIFFER" : "the same");
   std::fflush(stdout);
-  std::vector<std::vector<std::vector<double>>> t(rs.size(), std::vector<std::vector<double>>(kCols));
-  for (int rd = 0; rd < rounds; ++rd)
-    for (std::size_t ri = 0; ri < rs.size(); ++ri)
-      for (int i = 0; i < kCols; ++i) {
-        const int c = (i + rd) % kCols;
-        col(c);
-        t[ri][c].push_back(time_ms(rs[ri], {}, q, k, v, o, lse));
-      }
-  smk::cuda::prefill_wgmma_set_pv_form(0);
-  const auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
-  };
+  const Rounds t = interleaved_rounds(rs, kCols, rounds, col, q, k, v, o, lse);
   std::printf("pfx16: %d rounds, TFLOP/s medians (ms of old); ratios column / old of TFLOP/s per round: median "
               "(min-max)\n", rounds);
   std::printf("%-24s %8s %8s %8s %8s   %-22s %-22s\n", "B,H,S,D,mask (bf16)", names[0], names[1], names[2], "old ms",
               "new/old", "again/old");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    const Row& r = rs[ri];
-    const double flops = 4.0 * r.b * r.h * r.s * r.s * r.d * (r.causal ? 0.5 : 1.0);
-    std::printf("%-24s", label(r).c_str());
-    for (int c = 0; c < kCols; ++c) std::printf(" %8.1f", flops / median(t[ri][c]) / 1e9);
-    std::printf(" %8.3f  ", median(t[ri][0]));
-    for (int c = 1; c < kCols; ++c) {
-      std::vector<double> ratio;
-      for (int rd = 0; rd < rounds; ++rd) ratio.push_back(t[ri][0][rd] / t[ri][c][rd]);
-      char b[64];
-      std::snprintf(b, sizeof b, "%.3f (%.3f-%.3f)", median(ratio), *std::min_element(ratio.begin(), ratio.end()),
-                    *std::max_element(ratio.begin(), ratio.end()));
-      std::printf(" %-22s", b);
-    }
-    std::printf("\n");
-  }
-  std::printf("per round, ms (old new again):\n");
-  for (std::size_t ri = 0; ri < rs.size(); ++ri) {
-    std::printf("row %zu:", ri);
-    for (int rd = 0; rd < rounds; ++rd) {
-      std::printf(" ");
-      for (int c = 0; c < kCols; ++c) std::printf("%s%.3f", c ? "/" : "", t[ri][c][static_cast<std::size_t>(rd)]);
-    }
-    std::printf("\n");
-  }
+  print_rounds(rs, t, rounds, true, "old new again");
   return bad ? 1 : 0;
 }
 
@@ -359,8 +341,9 @@ int main(int argc, char** argv) {
   const bool pfx15_mode = argc == 2 && std::string(argv[1]) == "--pfx15";
   const bool pfx16_mode = argc == 2 && std::string(argv[1]) == "--pfx16";
   std::int64_t most = 0;
-  for (const Row& r : pfx15_mode ? pfx15_rows() : rows()) most = std::max(most, r.b * r.s * r.h * r.d);
-  for (const Row& r : pfx16_rows()) most = std::max(most, r.b * r.s * r.h * r.d);
+  // The chosen mode's rows only (q, k, v, o of the largest, lse the same count of floats).
+  for (const Row& r : pfx15_mode ? pfx15_rows() : pfx16_mode ? pfx16_rows() : rows())
+    most = std::max(most, r.b * r.s * r.h * r.d);
   std::vector<std::uint16_t> host(static_cast<std::size_t>(most));
   std::uint64_t st = 0x9E3779B97F4A7C15ull;
   for (auto& x : host) {

@@ -5,12 +5,13 @@
 // another's cached input), random data, the median of the repeats. Bandwidth counts the minimum traffic: read +
 // write (softmax), read (logsumexp).
 //   usage: tune_softmax [--quick | --rowpipe | --rowpipe-ncu | --bw16 | --bw16b | --bw16-ncu | --mid16 | --fwd16 |
-//                        --short8 | --short9 | --mid9 | --vocab10 | --short10 | --short11 |
-//                        --sbwd11 | --one11 | --mid11 [old] | --short12 | --short12-ncu | --one12 [ncu] |
-//                        --sbwd12 | --sbwd12-ncu | --pack14 | --pack14-ncu | --tma14 | --tma14-ncu |
-//                        --tma14b | --short14 | --short14-ncu | --short15 | --short15-ncu |
-//                        --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
+//                        --mid8 | --mid8-ncu | --short8 | --short9 | --mid9 | --vocab10 | --lse10 | --lse10-f4 |
+//                        --lse10-ncu | --short10 | --short11 | --sbwd11 | --one11 | --mid11 [old] | --short12 |
+//                        --short12-ncu | --one12 [ncu] | --mid12 [ncu] | --sbwd12 | --sbwd12-ncu | --pack14 [quick] |
+//                        --pack14-ncu | --tma14 | --tma14-ncu | --tma14b | --short14 | --short14-ncu | --short15 |
+//                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu]
+//   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -534,6 +535,37 @@ Variant old_default(std::int64_t n, DType t) {
   return v;
 }
 
+// pack14's and bwd16's report of their timings: for every variant of vs, then the first one again (" (last)"), the
+// median of its rounds us[i] (report's line), then those rounds in the order timed and their spread. us holds
+// vs.size() + 1 lists.
+template <typename V>
+void report_rounds(const char* shape, DType t, Op op, const std::vector<V>& vs,
+                   const std::vector<std::vector<double>>& us, double bytes) {
+  for (std::size_t i = 0; i <= vs.size(); ++i) {
+    std::vector<double> u = us[i];
+    std::sort(u.begin(), u.end());
+    const V& v = vs[i == vs.size() ? 0 : i];
+    report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
+    std::printf("  rounds");
+    for (double x : us[i]) std::printf(" %.2f", x);
+    std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
+  }
+}
+
+// pack14's and bwd16's bits: for each of `count` variants in turn, out's out_bytes poisoned with 0xFF, launch(i) (on
+// copy 0), then out copied back; compare(i, ref, got) for each i > 0 (ref: variant 0's bytes, got: variant i's).
+template <typename Launch, typename Compare>
+void bits_against_first(void* out, std::size_t out_bytes, std::size_t count, Launch&& launch, Compare&& compare) {
+  std::vector<unsigned char> ref(out_bytes), got(out_bytes);
+  for (std::size_t i = 0; i < count; ++i) {
+    SMK_CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));
+    launch(i);
+    SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+    if (i == 0) continue;
+    compare(i, ref, got);
+  }
+}
+
 // pack14 (session 14, issue 3; docs/perf-notebook.md "pack14"): the 16-bit backward passes at rows of 32 / 64 / 128
 // (the packed warp kernel: rows of 32 at E8 L4 beside E16 L2; 64 at E16 L4 on the persistent grid beside the grid of 8;
 // 128 at E32 L4, the dispatcher's before pack14, beside E16 L8 and E8 L16; 100, not dense: the unpacked kernel at E32
@@ -627,29 +659,18 @@ int pack14_mode(bool ncu, bool quick) {
               return 1;
             }
           }
-        for (std::size_t i = 0; i <= vs.size(); ++i) {
-          std::vector<double> u = us[i];
-          std::sort(u.begin(), u.end());
-          const V14& v = vs[i == vs.size() ? 0 : i];
-          report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
-          std::printf("  rounds");
-          for (double x : us[i]) std::printf(" %.2f", x);
-          std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
-        }
+        report_rounds(shape, t, op, vs, us, bytes);
         // Bits: every variant's dx on copy 0 beside the default's.
-        std::vector<unsigned char> ref(out_bytes), got(out_bytes);
-        for (std::size_t i = 0; i < vs.size(); ++i) {
-          SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
-          launch(vs[i], backward_problem(op, rows, n, t, b, 0));
-          SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
-          if (i == 0) continue;
-          std::size_t diff = 0;
-          if (std::memcmp(ref.data(), got.data(), out_bytes) != 0)
-            for (std::size_t j = 0; j < out_bytes; j += 2) diff += std::memcmp(&ref[j], &got[j], 2) != 0;
-          std::printf("bits %s %s %s %s: %s (%zu of %zu elements differ)\n", shape, smk::dtype_name(t),
-                      op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
-                      diff == 0 ? "same bits" : "differs", diff, out_bytes / 2);
-        }
+        bits_against_first(
+            b.out, out_bytes, vs.size(), [&](std::size_t i) { launch(vs[i], backward_problem(op, rows, n, t, b, 0)); },
+            [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+              std::size_t diff = 0;
+              if (std::memcmp(ref.data(), got.data(), out_bytes) != 0)
+                for (std::size_t j = 0; j < out_bytes; j += 2) diff += std::memcmp(&ref[j], &got[j], 2) != 0;
+              std::printf("bits %s %s %s %s: %s (%zu of %zu elements differ)\n", shape, smk::dtype_name(t),
+                          op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                          diff == 0 ? "same bits" : "differs", diff, out_bytes / 2);
+            });
       }
       free_buffers(b);
     }
@@ -855,10 +876,10 @@ int short16(bool ncu) {
       def.warp.packed = !(rows_out && n == 64);
       def.name = std::string("default ") + (def.warp.packed ? "packed " : "") + def.name;
       std::vector<std::pair<Variant, int>> vs = {{def, 0}};
-      for (int blocks : e == 32 ? std::vector<int>{24} : std::vector<int>{}) {
+      if (e == 32) {  // the occupancy kernel at 24 blocks an SM
         Variant occ = wv(e, lanes, 0);
-        occ.name = "occ packed E" + std::to_string(e) + " L" + std::to_string(lanes) + " b" + std::to_string(blocks);
-        vs.push_back({occ, blocks});
+        occ.name = "occ packed E" + std::to_string(e) + " L" + std::to_string(lanes) + " b24";
+        vs.push_back({occ, 24});
       }
       auto launch_v = [&](const std::pair<Variant, int>& v, int i) {
         const RowProblem p = problem(op, rows, n, t, b, i);
@@ -1007,8 +1028,6 @@ int split15_mode(bool ncu, bool gauss = false) {
   return differs == 0 ? 0 : 1;
 }
 
-}  // namespace
-
 // bwd16 (session 16, issue 3; docs/perf-notebook.md "bwd16"): split_row's common-call elementwise pass with dx by plain
 // or streaming stores (warp_backward.hpp BackwardSplitTuning: the same values to the same addresses) at 1x16777216,
 // f32 and bf16, both backward ops, beside the dispatcher's choice ("rule": streaming for softmax backward). Two
@@ -1059,35 +1078,22 @@ int bwd16_mode(bool ncu) {
           const V16& v = vs[i == vs.size() ? 0 : i];
           us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, rows, n, t, b, k)); }));
         }
-      for (std::size_t i = 0; i <= vs.size(); ++i) {
-        std::vector<double> u = us[i];
-        std::sort(u.begin(), u.end());
-        const V16& v = vs[i == vs.size() ? 0 : i];
-        report(shape, t, op, Variant{v.name + (i == vs.size() ? " (last)" : ""), 'w'}, u[u.size() / 2], bytes);
-        std::printf("  rounds");
-        for (double x : us[i]) std::printf(" %.2f", x);
-        std::printf(" (spread %.2f%%)\n", 100.0 * (u.back() - u.front()) / u[u.size() / 2]);
-      }
-      std::vector<unsigned char> ref(out_bytes), got(out_bytes);
-      for (std::size_t i = 0; i < vs.size(); ++i) {
-        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
-        launch(vs[i], backward_problem(op, rows, n, t, b, 0));
-        SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
-        if (i == 0) continue;
-        const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
-        differs += !same;
-        std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t),
-                    op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
-                    same ? "same bits" : "DIFFERS");
-      }
+      report_rounds(shape, t, op, vs, us, bytes);
+      bits_against_first(
+          b.out, out_bytes, vs.size(), [&](std::size_t i) { launch(vs[i], backward_problem(op, rows, n, t, b, 0)); },
+          [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+            const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+            differs += !same;
+            std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t),
+                        op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                        same ? "same bits" : "DIFFERS");
+          });
     }
     free_buffers(b);
   }
   backward_split_tuning() = {};
   return differs ? 1 : 0;
 }
-
-namespace {
 
 // split16 (session 16, issue 3; docs/perf-notebook.md "split16"): split_row's compact f32 normalising kernel in whole
 // tiles (split_row_normalize_whole 1: 24 values a thread loaded at once, before the dependency wait; the library's
@@ -1113,8 +1119,10 @@ int split16_mode(bool ncu) {
     return 0;
   }
   int differs = 0;
-  auto run16 = [&](const char* lever, int* setting, std::int64_t rows, std::int64_t n, const std::vector<Op>& ops,
-                   int reps, int rounds) {
+  // One shape: softmax then log-softmax (both write rows: out_bytes of b.out), each under split_row_normalize_whole
+  // 0 ("N before") and 1 ("N new"), then back to the library's rule (-1).
+  auto run16 = [&](std::int64_t rows, std::int64_t n) {
+    const int reps = 21, rounds = 3;
     char shape[64];
     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
     Buffers b = forward_buffers(rows, n, t);
@@ -1122,57 +1130,96 @@ int split16_mode(bool ncu) {
     split_row_tuning() = {};
     row_loop_tuning() = {};
     split_row_chunk_tma() = {};
-    for (Op op : ops) {
-      const char* op_s = op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : "log_softmax";
-      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 4.0 * (writes_rows(op) ? 2 : 1);
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      const char* op_s = op == Op::softmax ? "softmax" : "log_softmax";
+      const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 4.0 * 2;  // read x, write y
       std::vector<double> ratio;
       for (int round = 0; round < rounds; ++round) {
         double us[2];
         for (int v : {0, 1}) {
-          *setting = v;
+          split_row_normalize_whole() = v;
           us[v] = median_us(b, reps, [&](int i) { launch_split_rows(problem(op, rows, n, t, b, i), nullptr); });
-          report(shape, t, op, Variant{std::string(lever) + (v ? " new" : " before"), 's'}, us[v], bytes);
+          report(shape, t, op, Variant{v ? "N new" : "N before", 's'}, us[v], bytes);
         }
         ratio.push_back(us[1] / us[0]);
       }
       std::vector<double> sorted = ratio;
       std::sort(sorted.begin(), sorted.end());
-      std::printf("%-14s %-5s %-11s %s new/before %.3f (%.3f-%.3f) over %d rounds\n", shape, "f32", op_s, lever,
+      std::printf("%-14s %-5s %-11s N new/before %.3f (%.3f-%.3f) over %d rounds\n", shape, "f32", op_s,
                   sorted[sorted.size() / 2], sorted.front(), sorted.back(), rounds);
-      const std::size_t got_bytes = writes_rows(op) ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(rows);
-      void* dst = writes_rows(op) ? b.out : static_cast<void*>(b.stats);
-      std::vector<unsigned char> got[2] = {std::vector<unsigned char>(got_bytes),
-                                           std::vector<unsigned char>(got_bytes)};
+      std::vector<unsigned char> got[2] = {std::vector<unsigned char>(out_bytes),
+                                           std::vector<unsigned char>(out_bytes)};
       for (int v : {0, 1}) {
-        *setting = v;
-        SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, got_bytes));
+        split_row_normalize_whole() = v;
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
         launch_split_rows(problem(op, rows, n, t, b, 0), nullptr);
         SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        SMK_CUDA_CHECK(cudaMemcpy(got[v].data(), dst, got_bytes, cudaMemcpyDeviceToHost));
+        SMK_CUDA_CHECK(cudaMemcpy(got[v].data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
       }
-      const bool same = std::memcmp(got[0].data(), got[1].data(), got_bytes) == 0;
+      const bool same = std::memcmp(got[0].data(), got[1].data(), out_bytes) == 0;
       differs += !same;
-      std::printf("%-14s %-5s %-11s %s new / before: %s\n", shape, "f32", op_s, lever, same ? "same bits" : "DIFFERS");
-      *setting = -1;
+      std::printf("%-14s %-5s %-11s N new / before: %s\n", shape, "f32", op_s, same ? "same bits" : "DIFFERS");
+      split_row_normalize_whole() = -1;
     }
     free_buffers(b);
   };
-  const std::vector<Op> norm_ops = {Op::softmax, Op::log_softmax};
   for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{1, 16777216}, {4, 4194304}, {32, 128256},
                                 {64, 151936}})
-    run16("N", &split_row_normalize_whole(), rows, n, norm_ops, 21, 3);
+    run16(rows, n);
   split_row_tuning() = {};
   split_row_normalize_whole() = -1;
   std::printf("split16: %d case(s) differ\n", differs);
   return differs == 0 ? 0 : 1;
 }
 
+// The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
+// "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
+struct Mode {
+  const char* flag;
+  const char* more;
+};
+constexpr Mode kModes[] = {
+    {"--quick", ""}, {"--rowpipe", ""}, {"--rowpipe-ncu", ""}, {"--bw16", ""}, {"--bw16b", ""}, {"--bw16-ncu", ""},
+    {"--mid16", ""}, {"--fwd16", ""}, {"--mid8", ""}, {"--mid8-ncu", ""}, {"--short8", ""}, {"--short9", ""},
+    {"--mid9", ""}, {"--vocab10", ""}, {"--lse10", ""}, {"--lse10-f4", ""}, {"--lse10-ncu", ""}, {"--short10", ""},
+    {"--short11", ""}, {"--sbwd11", ""}, {"--one11", ""}, {"--mid11", " [old]"}, {"--short12", ""},
+    {"--short12-ncu", ""}, {"--one12", " [ncu]"}, {"--mid12", " [ncu]"}, {"--sbwd12", ""}, {"--sbwd12-ncu", ""},
+    {"--pack14", " [quick]"}, {"--pack14-ncu", ""}, {"--tma14", ""}, {"--tma14-ncu", ""}, {"--tma14b", ""},
+    {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
+    {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
+    {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}};
+
+bool known_mode(const char* arg) {
+  for (const Mode& m : kModes)
+    if (std::strcmp(arg, m.flag) == 0) return true;
+  return false;
+}
+
+void print_usage() {
+  std::fprintf(stderr, "usage: tune_softmax [MODE]  (no MODE: the default sweep)\n  MODE:");
+  std::size_t col = 8;
+  for (const Mode& m : kModes) {
+    const bool first = &m == kModes;
+    const std::size_t w = std::strlen(m.flag) + std::strlen(m.more) + (first ? 1 : 3);
+    if (col + w > 100) std::fprintf(stderr, "\n       "), col = 7;
+    std::fprintf(stderr, "%s%s%s", first ? " " : " | ", m.flag, m.more);
+    col += w;
+  }
+  std::fprintf(stderr, "\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strncmp(argv[1], "--split16", 9) == 0)
+  if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && !known_mode(argv[1])) {
+    std::fprintf(stderr, "tune_softmax: unknown argument %s\n", argv[1]);
+    print_usage();
+    return 2;
+  }
+  if (argc > 1 && (std::strcmp(argv[1], "--split16") == 0 || std::strcmp(argv[1], "--split16-ncu") == 0))
     return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
-  if (argc > 1 && std::strncmp(argv[1], "--bwd16", 7) == 0) return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
+  if (argc > 1 && (std::strcmp(argv[1], "--bwd16") == 0 || std::strcmp(argv[1], "--bwd16-ncu") == 0))
+    return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
     return split15_mode(std::strcmp(argv[1], "--split15-ncu") == 0, std::strcmp(argv[1], "--split15b") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short16") == 0 || std::strcmp(argv[1], "--short16-ncu") == 0))
