@@ -137,18 +137,18 @@ constexpr int kBackwardSharedPackedBlocks = 3;
 // bwd16 (session 16): split_row's common-call elementwise pass stores dx by streaming stores (st.global.cs: dx is not
 // read back, so its lines leave L2 first and the y / dy lines that the reversed pass reads next stay) in softmax
 // backward calls of kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements: the one size timed (2^24) and the
-// octave below it, whose y, dy and dx (≥ 96 MB f32, ≥ 48 MB 16-bit) still outgrow the 50 MB L2 as there. Smaller
-// calls, where the lines could stay in L2, keep plain stores until timed (session 16's review, F1: compare-s16 showed
-// no gain at 32×128256 or 1×151936, where the first form of the rule had sent them); f16 takes 16-bit's rule, untimed. H200, tune_softmax --bwd16 (run of
-// 15182b6's kernels, 2026-12-01 05:03 UTC, two alternating rounds of 30 launches, µs, plain stores timed first and last
-// → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 / 57.18 / 57.25 → 56.45 / 55.36 (means 57.11 → 55.91,
-// 2.1 %; round against round 0.4-3.6 %), f32 89.50 / 90.30 / 89.57 / 89.76 → 88.99 / 89.09 (89.78 → 89.04, 0.8 %;
-// 0.5-1.5 %); log-softmax backward even (bf16 47.07-49.60 → 47.71 /
-// 48.29, f32 74.37-75.62 → 75.33 / 75.33: plain stores kept); the same bits. Timed there and not kept (15182b6 has the
-// code): y / dy read evict-first in that pass as well (f32 softmax backward 91.0-92.1, slower), and the chunk-sums pass
-// reading evict-last on top (92.7); the packed dy-shared block's dx by streaming stores (bf16 16384x4096 / 4096x16384
-// 0.99-1.00x). Built there and never run: a vector form of the elementwise pass and the chunk sums at 3 / 4 blocks an
-// SM (tune_softmax --bwd16b of 15182b6).
+// octave below it, whose y, dy and dx (96 MiB f32, 48 MiB 16-bit at 2^23) are of the 60 MiB L2's order or larger.
+// Smaller calls, whose lines could stay in L2, keep plain stores until timed (session 16's review, F1: compare-s16
+// showed no gain at 32×128256 or 1×151936, where the first form of the rule had sent them); f16 takes 16-bit's rule,
+// untimed. H200, tune_softmax --bwd16 (run of 15182b6's kernels, 2026-12-01 05:03 UTC, two alternating rounds of 30
+// launches, µs, plain stores timed first and last → streaming): 1x16777216 softmax backward bf16 57.34 / 56.67 /
+// 57.18 / 57.25 → 56.45 / 55.36 (means 57.11 → 55.91, 2.1 %; round against round 0.4-3.6 %), f32 89.50 / 90.30 /
+// 89.57 / 89.76 → 88.99 / 89.09 (89.78 → 89.04, 0.8 %; 0.5-1.5 %); log-softmax backward even (bf16 47.07-49.60 →
+// 47.71 / 48.29, f32 74.37-75.62 → 75.33 / 75.33: plain stores kept); the same bits. Timed there and not kept
+// (15182b6 has the code): y / dy read evict-first in that pass as well (f32 softmax backward 91.0-92.1, slower), and
+// the chunk-sums pass reading evict-last on top (92.7); the packed dy-shared block's dx by streaming stores (bf16
+// 16384x4096 / 4096x16384 0.99-1.00x). Built there and never run: a vector form of the elementwise pass and the chunk
+// sums at 3 / 4 blocks an SM (tune_softmax --bwd16b of 15182b6).
 constexpr std::int64_t kBackwardSplitCsMinElems = std::int64_t{1} << 23;
 constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
 constexpr int kBlockMaxThreads = 512;
