@@ -634,6 +634,14 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
       }
     }
   };
+  // A crossing tile's scan (step and step_ov, after the softmax): the warpgroup's findings gathered by a named barrier
+  // (kWG + 1 + wg: those after the ping-pong's) into nf; trimmed records whether its P·V takes pv_half.
+  const auto scan_tile = [&](int j, int cur, bool half) {
+    nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
+                                   scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
+                                        static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
+    trimmed = half;
+  };
   const auto step = [&](int j, auto checked, auto first) {
     constexpr bool kChecked = decltype(checked)::value;
     constexpr bool kFirst = decltype(first)::value;
@@ -694,14 +702,8 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // kPin: the softmax (its row sums, so every exponential) stays ahead of the P·V wait in SASS (ptx.cuh's
     // keep_ahead_of_wait says why it would not).
     if constexpr (kPin) ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
-    // After the softmax (its scores no longer hold registers), while P·V may still run; the warpgroup's findings
-    // gathered by a named barrier (kWG + 1 + wg: those after the ping-pong's).
-    if constexpr (kChecked) {
-      nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
-                                     scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
-                                          static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
-      trimmed = half;
-    }
+    // After the softmax (its scores no longer hold registers), while P·V may still run.
+    if constexpr (kChecked) scan_tile(j, cur, half);
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(p);
@@ -761,13 +763,7 @@ __global__ void __launch_bounds__(kWG * 128 + (kWS ? 128 : 0), (kMinCtas<D, kWG,
     // Without this ptxas placed the P·V wait above the softmax's exponentials (as pfx8 read in the default), and
     // nothing ran under P·V: the row sums, so every exponential, pinned ahead of it (ptx.cuh's keep_ahead_of_wait).
     ptx::keep_ahead_of_wait(l_run[0], l_run[1], pin_addr);
-    if constexpr (kChecked) {
-      const bool half = __any_sync(0xffffffffu, dead_hi(j));
-      nf = crosses(j) && ptx::bar_or(kWG + 1 + wg, 128,
-                                     scan(std::integral_constant<int, 128>{}, j, cur, wg_diag,
-                                          static_cast<int>(threadIdx.x) % 128, half ? kBlockN / 2 : kBlockN));
-      trimmed = half;
-    }
+    if constexpr (kChecked) scan_tile(j, cur, __any_sync(0xffffffffu, dead_hi(j)));
     ptx::wgmma_wait<0>();
     ptx::fence_regs(o);
     ptx::fence_regs(pr);
