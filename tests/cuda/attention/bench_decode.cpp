@@ -101,6 +101,29 @@ void fill_from_pool(const std::vector<smk::bfloat16_t>& pool, smk::bfloat16_t* d
   }
 }
 
+// --dec14's and --dec15's buffers: q, K, V, O and the LSE, each sized for the largest of the cells (B sequences of S
+// keys, hq query heads; hkv KV heads of d), q, K and V filled from the pool.
+struct CellBuffers {
+  smk::cuda::DeviceBuffer<smk::bfloat16_t> q, k, v, o;
+  smk::cuda::DeviceBuffer<float> lse;
+};
+template <typename Cells>
+CellBuffers cell_buffers(const Cells& cells, std::int64_t hkv, std::int64_t d,
+                         const std::vector<smk::bfloat16_t>& pool) {
+  std::size_t max_kv = 0, max_q = 0;
+  for (const auto& c : cells) {
+    max_kv = std::max<std::size_t>(max_kv, c.B * c.S * hkv * d);
+    max_q = std::max<std::size_t>(max_q, c.B * c.hq * d);
+  }
+  CellBuffers b{smk::cuda::DeviceBuffer<smk::bfloat16_t>(max_q), smk::cuda::DeviceBuffer<smk::bfloat16_t>(max_kv),
+                smk::cuda::DeviceBuffer<smk::bfloat16_t>(max_kv), smk::cuda::DeviceBuffer<smk::bfloat16_t>(max_q),
+                smk::cuda::DeviceBuffer<float>(max_q / d)};
+  fill_from_pool(pool, b.q.data(), max_q);
+  fill_from_pool(pool, b.k.data(), max_kv);
+  fill_from_pool(pool, b.v.data(), max_kv);
+  return b;
+}
+
 // One timed cell of the sweep and --dec14: B sequences of S keys, one new token, hq query heads over hkv KV heads of
 // dimension d, on buffers sized for the largest cell; its views, its lengths on the device and the checked problem;
 // a call of the internal entry point under a configuration, its time and its outputs.
@@ -174,7 +197,6 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
                void* flush, std::vector<cudaEvent_t>& ev) {
   using smk::TensorView;
   using smk::cuda::DecodeConfig;
-  using smk::cuda::DeviceBuffer;
   constexpr int kDec14Samples = 5, kDec14Reps = 100;
   constexpr std::int64_t kHkv = 8, kD = 128;
   struct Cell {
@@ -183,16 +205,9 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
   std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {4096, 64, 32}, {32768, 1, 64},
                              {8192, 1, 32},  {2048, 8, 32},   {1024, 16, 32}};
   if (ncu_only) cells = {{32768, 1, 32}, {4096, 64, 32}};
-  std::size_t max_kv = 0, max_q = 0;
-  for (const Cell& c : cells) {
-    max_kv = std::max<std::size_t>(max_kv, c.B * c.S * kHkv * kD);
-    max_q = std::max<std::size_t>(max_q, c.B * c.hq * kD);
-  }
-  DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
-  DeviceBuffer<float> lse(max_q / kD);
-  fill_from_pool(pool, q.data(), max_q);
-  fill_from_pool(pool, k.data(), max_kv);
-  fill_from_pool(pool, v.data(), max_kv);
+  CellBuffers buf = cell_buffers(cells, kHkv, kD, pool);
+  auto &q = buf.q, &k = buf.k, &v = buf.v, &o = buf.o;
+  auto& lse = buf.lse;
   DecodeConfig three{};
   three.mma_stages = 3;
   constexpr int kVariants = 2;
@@ -269,7 +284,6 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
 int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s, void* flush,
                std::vector<cudaEvent_t>& ev) {
   using smk::cuda::DecodeConfig;
-  using smk::cuda::DeviceBuffer;
   constexpr int kDec15Samples = 5, kDec15Reps = 60;
   constexpr std::int64_t kHkv = 8, kD = 128;
   struct Cell {
@@ -277,16 +291,9 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   };
   const std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {32768, 1, 64},
                                    {8192, 1, 32},  {4096, 64, 32},  {1024, 16, 32}};
-  std::size_t max_kv = 0, max_q = 0;
-  for (const Cell& c : cells) {
-    max_kv = std::max<std::size_t>(max_kv, c.B * c.S * kHkv * kD);
-    max_q = std::max<std::size_t>(max_q, c.B * c.hq * kD);
-  }
-  DeviceBuffer<smk::bfloat16_t> q(max_q), k(max_kv), v(max_kv), o(max_q);
-  DeviceBuffer<float> lse(max_q / kD);
-  fill_from_pool(pool, q.data(), max_q);
-  fill_from_pool(pool, k.data(), max_kv);
-  fill_from_pool(pool, v.data(), max_kv);
+  CellBuffers buf = cell_buffers(cells, kHkv, kD, pool);
+  auto &q = buf.q, &k = buf.k, &v = buf.v, &o = buf.o;
+  auto& lse = buf.lse;
   DecodeConfig mk{};
   mk.merge = smk::cuda::DecodeMerge::kernel;
   const DecodeConfig dflt{};

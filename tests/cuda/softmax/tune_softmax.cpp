@@ -746,6 +746,52 @@ int short14(bool ncu) {
   return 0;
 }
 
+// short15's and short16's warp-row variants: each a Variant and, > 0, warp_rows_occ_kernel at that many blocks an SM
+// (0: the dispatcher's warp kernel with the Variant's configuration). warp_variants_timed launches one of each for
+// Nsight Compute (ncu) or times `rounds` rounds of every variant in turn (median of 30 each, named " (round)");
+// warp_variants_bits compares each variant's output (dst's out_bytes, poisoned with 0xFF first, on copy 0) byte for
+// byte with the first one's and returns how many differ. `label` names the op in the lines printed.
+using WarpVariants = std::vector<std::pair<Variant, int>>;
+template <typename Launch>
+void warp_variants_timed(bool ncu, int rounds, const char* shape, DType t, Op op, const char* label, const Buffers& b,
+                         const WarpVariants& vs, Launch&& launch_v, double bytes) {
+  if (ncu) {  // one launch each, outside any timing
+    for (const auto& v : vs) {
+      warp_row_tuning() = v.first.tuning;
+      launch_v(v, 0);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      std::printf("ncu launch: %s %s %s %s\n", shape, smk::dtype_name(t), label, v.first.name.c_str());
+    }
+    return;
+  }
+  for (int round = 0; round < rounds; ++round)
+    for (const auto& v : vs) {
+      warp_row_tuning() = v.first.tuning;
+      Variant named = v.first;
+      named.name += " (" + std::to_string(round + 1) + ")";
+      report(shape, t, op, named, median_us(b, 30, [&](int i) { launch_v(v, i); }), bytes);
+    }
+}
+template <typename Launch>
+int warp_variants_bits(const char* shape, DType t, const char* label, const WarpVariants& vs, Launch&& launch_v,
+                       void* dst, std::size_t out_bytes) {
+  int differs = 0;
+  bits_against_first(
+      dst, out_bytes, vs.size(),
+      [&](std::size_t k) {
+        warp_row_tuning() = vs[k].first.tuning;
+        launch_v(vs[k], 0);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      },
+      [&](std::size_t k, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+        const bool same = ref == got;
+        differs += !same;
+        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t), label, vs[k].first.name.c_str(),
+                    same ? "same bits" : "DIFFERS");
+      });
+  return differs;
+}
+
 // short15 (session 15, docs/perf-notebook.md "(session 15) — short15"): the forward ops where torch.compile was ahead
 // in compare-s14, 2^25 elements a shape: 16-bit softmax at 64 ... 1024 (bf16; f16 at 128 and 1024) at the kernels
 // before short15's rule ("default": the general kernel E32 with the tier's terms at 64 ... 512, warp_rows_dense_kernel
@@ -758,10 +804,6 @@ int short14(bool ncu) {
 // softmax at 16 blocks, 16-bit log-softmax at 16 beside the packed kernel, and f32 E16 with two row groups a warp at
 // 16 blocks: their code is in 4db3464.)
 int short15(bool ncu) {
-  struct V {
-    Variant v;
-    int blocks = 0;  // > 0: warp_rows_occ_kernel at that many blocks an SM
-  };
   struct Shape {
     DType t;
     std::int64_t rows, n;
@@ -787,48 +829,23 @@ int short15(bool ncu) {
       def.warp.packed = !f32 && op == Op::log_softmax;
       def.warp.dense = !f32 && op == Op::softmax && n == 1024;
       def.name = std::string("default ") + (def.warp.packed ? "packed " : def.warp.dense ? "dense " : "") + def.name;
-      std::vector<V> vs = {{def}};
+      WarpVariants vs = {{def, 0}};
       Variant occ = wv(e, static_cast<int>(n) / e, 0);
       occ.name = "occ E" + std::to_string(e) + " L" + std::to_string(n / e) + " b" + (f32 ? "24" : "20");
       vs.push_back({occ, f32 ? 24 : 20});
-      auto launch_v = [&](const V& v, int i) {
+      const auto launch_v = [&](const std::pair<Variant, int>& v, int i) {
         const RowProblem p = problem(op, rows, n, t, b, i);
-        if (v.blocks > 0) {
-          if (!launch_warp_rows_occ(p, v.v.warp, v.blocks, nullptr)) std::abort();
+        if (v.second > 0) {
+          if (!launch_warp_rows_occ(p, v.first.warp, v.second, nullptr)) std::abort();
         } else {
-          launch_warp_rows(p, v.v.warp, nullptr);
+          launch_warp_rows(p, v.first.warp, nullptr);
         }
       };
       const double bytes = static_cast<double>(rows) * static_cast<double>(n) * 2.0 * smk::dtype_size(t);
-      if (ncu) {  // one launch each, outside any timing
-        for (const V& v : vs) {
-          warp_row_tuning() = v.v.tuning;
-          launch_v(v, 0);
-          SMK_CUDA_CHECK(cudaDeviceSynchronize());
-          std::printf("ncu launch: %s %s softmax %s\n", shape, smk::dtype_name(t), v.v.name.c_str());
-        }
-        continue;
-      }
-      for (int round = 0; round < 2; ++round)
-        for (const V& v : vs) {
-          warp_row_tuning() = v.v.tuning;
-          Variant named = v.v;
-          named.name += round == 0 ? " (1)" : " (2)";
-          report(shape, t, op, named, median_us(b, 30, [&](int i) { launch_v(v, i); }), bytes);
-        }
-      std::vector<unsigned char> base(out_bytes), got(out_bytes);
-      for (std::size_t k = 0; k < vs.size(); ++k) {
-        warp_row_tuning() = vs[k].v.tuning;
-        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
-        launch_v(vs[k], 0);
-        SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        SMK_CUDA_CHECK(cudaMemcpy(k == 0 ? base.data() : got.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
-        if (k == 0) continue;
-        const bool same = std::memcmp(base.data(), got.data(), out_bytes) == 0;
-        differs += !same;
-        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t),
-                    op == Op::softmax ? "softmax" : "log_softmax", vs[k].v.name.c_str(), same ? "same bits" : "DIFFERS");
-      }
+      const char* label = op == Op::softmax ? "softmax" : "log_softmax";
+      warp_variants_timed(ncu, 2, shape, t, op, label, b, vs, launch_v, bytes);
+      if (ncu) continue;
+      differs += warp_variants_bits(shape, t, label, vs, launch_v, b.out, out_bytes);
     }
     free_buffers(b);
   }
@@ -875,7 +892,7 @@ int short16(bool ncu) {
       Variant def = wv(e, lanes, 0);
       def.warp.packed = !(rows_out && n == 64);
       def.name = std::string("default ") + (def.warp.packed ? "packed " : "") + def.name;
-      std::vector<std::pair<Variant, int>> vs = {{def, 0}};
+      WarpVariants vs = {{def, 0}};
       if (e == 32) {  // the occupancy kernel at 24 blocks an SM
         Variant occ = wv(e, lanes, 0);
         occ.name = "occ packed E" + std::to_string(e) + " L" + std::to_string(lanes) + " b24";
@@ -892,38 +909,13 @@ int short16(bool ncu) {
       const double bytes = static_cast<double>(rows) * static_cast<double>(n) * (rows_out ? 2.0 : 1.0) *
                            static_cast<double>(smk::dtype_size(t));
       warp_occ_tuning() = {};
-      if (ncu) {  // one launch each, outside any timing
-        for (const auto& v : vs) {
-          warp_row_tuning() = v.first.tuning;
-          launch_v(v, 0);
-          SMK_CUDA_CHECK(cudaDeviceSynchronize());
-          std::printf("ncu launch: %s %s log_softmax %s\n", shape, smk::dtype_name(t), v.first.name.c_str());
-        }
-        continue;
-      }
-      for (int round = 0; round < 3; ++round)
-        for (const auto& v : vs) {
-          warp_row_tuning() = v.first.tuning;
-          Variant named = v.first;
-          named.name += " (" + std::to_string(round + 1) + ")";
-          report(shape, t, op, named, median_us(b, 30, [&](int i) { launch_v(v, i); }), bytes);
-        }
+      const char* label = rows_out ? "log_softmax" : "logsumexp";
+      warp_variants_timed(ncu, 3, shape, t, op, label, b, vs, launch_v, bytes);
+      if (ncu) continue;
       const std::size_t out_bytes = rows_out ? static_cast<std::size_t>(rows * n) * smk::dtype_size(t)
                                              : sizeof(float) * static_cast<std::size_t>(rows);
-      void* dst = rows_out ? b.out : static_cast<void*>(b.stats);
-      std::vector<unsigned char> base(out_bytes), got(out_bytes);
-      for (std::size_t k = 0; k < vs.size(); ++k) {
-        warp_row_tuning() = vs[k].first.tuning;
-        SMK_CUDA_CHECK(cudaMemset(dst, 0xFF, out_bytes));
-        launch_v(vs[k], 0);
-        SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        SMK_CUDA_CHECK(cudaMemcpy(k == 0 ? base.data() : got.data(), dst, out_bytes, cudaMemcpyDeviceToHost));
-        if (k == 0) continue;
-        const bool same = std::memcmp(base.data(), got.data(), out_bytes) == 0;
-        differs += !same;
-        std::printf("%-14s %-5s %-11s %-26s %s\n", shape, smk::dtype_name(t), rows_out ? "log_softmax" : "logsumexp",
-                    vs[k].first.name.c_str(), same ? "same bits" : "DIFFERS");
-      }
+      differs += warp_variants_bits(shape, t, label, vs, launch_v, rows_out ? b.out : static_cast<void*>(b.stats),
+                                    out_bytes);
     }
     free_buffers(b);
   }
