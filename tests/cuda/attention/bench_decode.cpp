@@ -101,6 +101,22 @@ void fill_from_pool(const std::vector<smk::bfloat16_t>& pool, smk::bfloat16_t* d
   }
 }
 
+// --dec14's and --dec15's summaries of `series` lists of timings t[0 .. series): samples "[a, b, ...], [...]" (every
+// timing, in the order taken) and spread "lo-hi, lo-hi" (each list's extremes; list no_spread left out).
+void summarise_samples(const std::vector<double>* t, int series, int no_spread, std::string& samples,
+                       std::string& spread) {
+  for (int c = 0; c < series; ++c) {
+    samples += c ? ", [" : "[";
+    for (std::size_t k = 0; k < t[c].size(); ++k) samples += (k ? ", " : "") + std::to_string(t[c][k]);
+    samples += "]";
+    if (c == no_spread) continue;
+    char b[64];
+    std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
+                  *std::max_element(t[c].begin(), t[c].end()));
+    spread += b;
+  }
+}
+
 // --dec14's and --dec15's buffers: q, K, V, O and the LSE, each sized for the largest of the cells (B sequences of S
 // keys, hq query heads; hkv KV heads of d), q, K and V filled from the pool.
 struct CellBuffers {
@@ -239,16 +255,8 @@ int dec14_mode(bool ncu_only, const std::string& json_path, const std::vector<sm
       for (int c = 0; c < kVariants; ++c) t[c].push_back(time(var[c]));
     double m[kVariants];
     std::string samples, spread;
-    for (int c = 0; c < kVariants; ++c) {
-      m[c] = median(t[c]);
-      samples += c ? ", [" : "[";
-      for (int k2 = 0; k2 < kDec14Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
-      samples += "]";
-      char b[64];
-      std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
-                    *std::max_element(t[c].begin(), t[c].end()));
-      spread += b;
-    }
+    for (int c = 0; c < kVariants; ++c) m[c] = median(t[c]);
+    summarise_samples(t, kVariants, -1, samples, spread);
     const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
     const double kv = 2.0 * B * S * kHkv * kD * 2;
     char label[48];
@@ -348,17 +356,8 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
       }
     double m[kSeries];
     std::string samples, spread;
-    for (int c = 0; c < kSeries; ++c) {
-      m[c] = median(t[c]);
-      samples += c ? ", [" : "[";
-      for (int k2 = 0; k2 < kDec15Samples; ++k2) samples += (k2 ? ", " : "") + std::to_string(t[c][k2]);
-      samples += "]";
-      if (c == 3) continue;
-      char b[64];
-      std::snprintf(b, sizeof b, "%s%.1f-%.1f", c ? ", " : "", *std::min_element(t[c].begin(), t[c].end()),
-                    *std::max_element(t[c].begin(), t[c].end()));
-      spread += b;
-    }
+    for (int c = 0; c < kSeries; ++c) m[c] = median(t[c]);
+    summarise_samples(t, kSeries, 3, samples, spread);  // the merge kernel's own series: no spread
     const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
     const double kv = 2.0 * B * S * kHkv * kD * 2;
     char label[48];
