@@ -503,7 +503,13 @@ __device__ __forceinline__ void stream_item(std::int64_t t, std::int64_t rows, s
 // zeroed by the launcher before every launch.
 // kLean (split15): chunk_state's lean arithmetic for the chunk items (the same state; instantiated for f32 log-softmax,
 // the rule's call, only).
-template <typename In, bool kLogSoftmax, bool kLean = false>
+// kLong (split17, session 17): rows of more than kSplitStreamMaxChunks chunks. The block that adds a row's last chunk
+// state merges the row with all its threads by merge_chunk_states, merge_states_kernel's own function and order (the
+// same bits), instead of one warp's lanes; and `hints` carries, above its bit 0 (the cache hints), an L2 prefetch
+// distance in tickets: a block that takes ticket t prefetches (chunk_states.cuh prefetch_chunk_l2) the input of
+// ticket t + (hints >> 1) where that is a chunk item (a normalising item's input is meant to be in L2 already), so that
+// DRAM keeps fetching while the blocks reduce. The kLong = false instances are the code before (hints is 0 or 1).
+template <typename In, bool kLogSoftmax, bool kLean = false, bool kLong = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const RowProblem p, std::int64_t chunks,
                                                                      std::int64_t lag, int hints, State* states,
                                                                      State* row_states, unsigned* sync) {
@@ -527,36 +533,70 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
     const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
     const int len = chunk_len(p.n, c);
     float v[kBlockElems];
+    if constexpr (kLong) {
+      const std::int64_t ahead = hints >> 1;
+      if (ahead > 0 && threadIdx.x == 0 && t + ahead < total) {
+        bool norm_a;
+        std::int64_t row_a, c_a;
+        stream_item(t + ahead, rows, chunks, lead, norm_a, row_a, c_a);
+        if (!norm_a) prefetch_chunk_l2<In>(p, row_a * chunks + c_a, chunks, false);
+      }
+    }
     if (!norm) {
-      stream_load<In>(v, x, len, false);
-      const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
-      if (threadIdx.x < 32) {
-        unsigned last = 0;
+      if constexpr (kLong) {
+        __shared__ float red_m[32], red_d[32];
+        __shared__ unsigned last;
+        stream_load<In>(v, x, len, false);
+        const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
         if (threadIdx.x == 0) {
           states[row * chunks + c] = st;
           __threadfence();  // the state before the count that publishes it
           last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
         }
-        last = __shfl_sync(0xffffffffu, last, 0);
-        if (last) {  // every other chunk state of the row is written: merge them (warp 0)
-          // Lane 0 observed the count; its fence and the warp barrier order that observation before every lane's
-          // loads of the other blocks' states (__shfl_sync alone orders no memory; review of session 8, F1).
+        __syncthreads();  // `last` is read by every thread before thread 0 rewrites it (two barriers a ticket on)
+        if (last) {  // every other chunk state of the row is written: the block merges them as merge_states_kernel
+          // Thread 0 observed the count; its fence, the barrier above and each thread's fence order that observation
+          // before every thread's loads of the other blocks' states (__ldcg, L2).
           __threadfence();
-          __syncwarp();
-          const float* f = reinterpret_cast<const float*>(states + row * chunks);
-          const int lane = static_cast<int>(threadIdx.x);
-          State mine = State::empty();
-          if (lane < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * lane), __ldcg(f + 2 * lane + 1)));
-          mine = group_merge(mine, 32);
-          if (lane == 0) {
-            row_states[row] = mine;
+          const State rs = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
+          if (threadIdx.x == 0) {
+            row_states[row] = rs;
             __threadfence();  // the row state before the mark
             atomicAdd(&count[row], 1u);
           }
         }
+      } else {
+        stream_load<In>(v, x, len, false);
+        const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
+        if (threadIdx.x < 32) {
+          unsigned last = 0;
+          if (threadIdx.x == 0) {
+            states[row * chunks + c] = st;
+            __threadfence();  // the state before the count that publishes it
+            last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
+          }
+          last = __shfl_sync(0xffffffffu, last, 0);
+          if (last) {  // every other chunk state of the row is written: merge them (warp 0)
+            // Lane 0 observed the count; its fence and the warp barrier order that observation before every lane's
+            // loads of the other blocks' states (__shfl_sync alone orders no memory; review of session 8, F1).
+            __threadfence();
+            __syncwarp();
+            const float* f = reinterpret_cast<const float*>(states + row * chunks);
+            const int lane = static_cast<int>(threadIdx.x);
+            State mine = State::empty();
+            if (lane < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * lane), __ldcg(f + 2 * lane + 1)));
+            mine = group_merge(mine, 32);
+            if (lane == 0) {
+              row_states[row] = mine;
+              __threadfence();  // the row state before the mark
+              atomicAdd(&count[row], 1u);
+            }
+          }
+        }
       }
     } else {
-      stream_load<In>(v, x, len, hints != 0);  // before the wait: the loads overlap it
+      // kLong: the cache hints are hints' bit 0 (its upper bits the prefetch distance)
+      stream_load<In>(v, x, len, kLong ? (hints & 1) != 0 : hints != 0);  // before the wait: the loads overlap it
       if (threadIdx.x == 0) {
         while (load_acquire_gpu(&count[row]) < ready) __nanosleep(64);
         __threadfence();
@@ -566,7 +606,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
       const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
       normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
       PlainTile<In>::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len,
-                                        hints != 0);
+                                        kLong ? (hints & 1) != 0 : hints != 0);
     }
   }
 }
@@ -822,7 +862,9 @@ template <typename In>
 bool stream_call(const RowProblem& p, std::int64_t chunks) {
   const SplitRowTuning& t = split_row_tuning();
   if (t.stream == 0 || !t.common_call || (p.op != Op::softmax && p.op != Op::log_softmax)) return false;
-  if (chunks < 2 || chunks > kSplitStreamMaxChunks || !common_call<In>(p)) return false;
+  if (chunks < 2 || !common_call<In>(p)) return false;
+  // split17: rows past kSplitStreamMaxChunks chunks take the kLong kernel, only where split_row_stream_long() says.
+  if (chunks > kSplitStreamMaxChunks) return split_row_stream_long() == 1 && t.stream == 1;
   return t.stream == 1 || (std::is_same_v<In, float> && p.op == Op::log_softmax && p.rows >= kSplitStreamMinRows);
 }
 
@@ -841,11 +883,25 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   if constexpr (std::is_same_v<In, float>) {  // split15: f32 log-softmax's chunk items lean where chunk_lean says
     if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_stream_kernel<In, true, true>;
   }
+  const bool longer = chunks > kSplitStreamMaxChunks;  // split17: the whole-block merge (stream_call allowed it)
+  if (longer) {
+    kernel = p.op == Op::softmax ? split_stream_kernel<In, false, false, true>
+                                 : split_stream_kernel<In, true, false, true>;
+    if constexpr (std::is_same_v<In, float>) {
+      if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_stream_kernel<In, true, true, true>;
+    }
+  }
   // Any grid of at least one block finishes (a block takes its next ticket only once its item is done, and the
   // smallest unfinished ticket never waits on a larger one), so stream_max_blocks may cap it for the tests.
   unsigned grid = persistent_grid(kernel, kSplitThreads, 0, 2 * total);
   if (t.stream_max_blocks > 0) grid = std::min(grid, static_cast<unsigned>(t.stream_max_blocks));
-  kernel<<<grid, kSplitThreads, 0, s>>>(p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
+  int hints = t.stream_hints ? 1 : 0;
+  if (longer) {  // split17: the L2 prefetch distance in tickets (> 0 that many, −w w grids), in hints' upper bits
+    const int ahead = split_row_stream_ahead();
+    const std::int64_t d = ahead < 0 ? -std::int64_t{ahead} * grid : ahead;
+    if (d > 0 && d < 2 * total) hints |= static_cast<int>(std::min<std::int64_t>(d, std::int64_t{1} << 29)) << 1;
+  }
+  kernel<<<grid, kSplitThreads, 0, s>>>(p, chunks, lag, hints, states, states + total, sync);
   SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
   stream_last_grid().store(grid, std::memory_order_relaxed);
   stream_launches().fetch_add(1, std::memory_order_relaxed);
@@ -1087,6 +1143,15 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
+// split17 (split_row_tuning.hpp): split_stream on rows past kSplitStreamMaxChunks chunks, and its L2 prefetch distance.
+int& split_row_stream_long() {
+  static int setting = 0;
+  return setting;
+}
+int& split_row_stream_ahead() {
+  static int setting = 0;
+  return setting;
+}
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 // Declared in split_row_tuning.hpp (read by test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'

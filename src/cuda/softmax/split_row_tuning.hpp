@@ -44,6 +44,12 @@ ChunkTmaTuning& split_row_chunk_tma();
 // 32-byte sub-tiles (the kernel before): 1 whole, 0 sub-tiles, -1 the library's rule (kNormalizeWholeF32). The same
 // values and arithmetic either way (the pass is elementwise).
 int& split_row_normalize_whole();
+// split17 (session 17): split_stream (SplitRowTuning::stream 1) on rows of more than its 32 chunks too
+// (split_stream_kernel kLong: the row's merge by the whole block, merge_states_kernel's order; the same bits as the
+// three kernels): 1 yes, 0 no (the library's: not timed faster, so off). ahead: that kernel's L2 prefetch of the
+// ticket `ahead` on where it is a chunk item (> 0 tickets, −w w persistent grids, 0 none).
+int& split_row_stream_long();
+int& split_row_stream_ahead();
 // chunk_states_tma_kernel's launches since the process started (tests: that it served).
 std::uint64_t split_chunk_tma_launch_count();
 

@@ -887,6 +887,88 @@ TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
   EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << "255 rows: split_stream ran below the rule's bound";
 }
 
+// split17 (session 17): split_stream on rows of more than its 32 chunks (split_row_stream_long 1, with stream 1:
+// split_stream_kernel kLong, the row's merge by the whole block in merge_states_kernel's order) bitwise the three
+// kernels (stream 0), against the float64 reference on the library's lag: at 34 chunks (ragged last chunk, pitched
+// rows) and 43 (524288, a timed shape), f32 and 16-bit, softmax and log-softmax, with +inf / NaN / an empty row; at
+// every lag (the library's; 1: the normalising items one row behind; 3; 64, past the rows) and on persistent grids of
+// 1 and 7 blocks (many items a block, in ticket order), and with the L2 prefetch one grid on (−1) or 5 tickets on,
+// which moves no value. Row counts on both sides of the lags. The switch off (the library's), the same rows take the
+// three kernels (split_stream's launch count does not move).
+TEST_F(GpuFewRows, StreamLongRowsBitwiseTheThreeKernels) {
+  SplitRowTuningGuard guard;
+  struct LongGuard {
+    ~LongGuard() {
+      cuda::kernels::split_row_stream_long() = 0;
+      cuda::kernels::split_row_stream_ahead() = 0;
+    }
+  } long_guard;
+  std::vector<std::int64_t> lengths = {12288 * 33 + 7, 524288};
+  if (small_mode()) lengths = {12288 * 33 + 7};
+  std::uint64_t seed = 1700;
+  for (std::int64_t n : lengths) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      for (Op op : {Op::softmax, Op::log_softmax}) {
+        std::vector<std::int64_t> row_counts = small_mode() ? std::vector<std::int64_t>{2, 5}
+                                                            : std::vector<std::int64_t>{3, 11};
+        if (t != DType::f32) row_counts = {row_counts.back()};  // f16 is bf16's code; one row count each
+        if (t == DType::f16 && n != lengths.front()) continue;
+        for (std::int64_t rows : row_counts) {
+          Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
+          const std::int64_t pitch = (n + 7) / 8 * 8 + 8;  // whole 16-byte vectors: still the common call
+          c.in.strides = {pitch, 1};
+          c.out.strides = {pitch, 1};
+          if (rows >= 3) {
+            c.x[static_cast<std::size_t>(n - 1)] = kInf;        // row 0: +inf in the last chunk
+            c.x[static_cast<std::size_t>(n + n / 2)] = kNaN;    // row 1: NaN
+            for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
+            c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
+          }
+          cuda::kernels::split_row_tuning().active_clusters = 0;
+          cuda::kernels::split_row_tuning().stream = 0;
+          cuda::kernels::split_row_stream_long() = 0;
+          const Result three = run_gpu(c, SoftmaxPath::split_row, 0x00);
+          // The switch off with stream 1 (as before split17): the three kernels serve.
+          cuda::kernels::split_row_tuning().stream = 1;
+          std::uint64_t before = cuda::kernels::split_stream_launch_count();
+          const Result off = run_gpu(c, SoftmaxPath::split_row, 0x00);
+          EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream ran, long off";
+          ASSERT_TRUE(three.ran && off.ran);
+          expect_same_bits(off, three, c.name + ": long off / three kernels");
+          struct Variant {
+            int lag, max_blocks, ahead;
+          };
+          cuda::kernels::split_row_stream_long() = 1;
+          for (const Variant& var : {Variant{0, 0, 0}, Variant{1, 0, -1}, Variant{3, 0, 5}, Variant{64, 0, 0},
+                                     Variant{0, 1, 0}, Variant{1, 7, -1}, Variant{3, 7, 0}}) {
+            cuda::kernels::split_row_tuning().stream_lag = var.lag;
+            cuda::kernels::split_row_tuning().stream_hints = var.lag != 3;
+            cuda::kernels::split_row_tuning().stream_max_blocks = var.max_blocks;
+            cuda::kernels::split_row_stream_ahead() = var.ahead;
+            before = cuda::kernels::split_stream_launch_count();
+            const bool first = var.lag == 0 && var.max_blocks == 0;
+            const Result streamed =
+                first ? run_checked(c, SoftmaxPath::split_row) : run_gpu(c, SoftmaxPath::split_row, 0x00);
+            ASSERT_TRUE(streamed.ran);
+            EXPECT_GT(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream did not run";
+            const unsigned grid = cuda::kernels::split_stream_last_grid();
+            const std::int64_t items = 2 * rows * ((n + 12287) / 12288);
+            if (var.max_blocks > 0)
+              EXPECT_EQ(static_cast<std::int64_t>(grid), std::min<std::int64_t>(var.max_blocks, items)) << c.name;
+            expect_same_bits(streamed, three,
+                             c.name + " " + op_name(op) + " " + dtype_name(t) + ": long split_stream (lag " +
+                                 std::to_string(var.lag) + ", grid " + std::to_string(grid) + ", ahead " +
+                                 std::to_string(var.ahead) + ") / three kernels");
+          }
+          cuda::kernels::split_row_stream_long() = 0;
+          cuda::kernels::split_row_stream_ahead() = 0;
+          cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+        }
+      }
+    }
+  }
+}
+
 // SMK_STREAM_TIMING=1: split_stream beside the three kernels on split_row's long rows (split_row forced): GPU µs a call
 // (events around single calls after the bench's 240 MB flush, and a CUDA graph's replay), by lag and cache hints.
 // A timing tool, not a test: it asserts nothing (times have no right answer to check here; the kernels' results are
