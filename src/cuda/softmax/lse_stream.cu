@@ -54,10 +54,13 @@
 // 70.6 µs, DRAM 79 %, 19.2 an element (target ≤ 12: missed; the per-row merges and early-chunk rescales are the rest),
 // issue 64 %, 53 registers; T512 87.2 µs, 21.9 an element. bf16 32768×1024: warp E32 L32 30.7 µs, 17.6 an element;
 // this kernel L32 27.0 µs, 16.6 an element.
+#include <algorithm>
 #include <atomic>
 
+#include "cuda/softmax/chunk_states.cuh"  // lse17: chunk_first / chunk_len, merge_chunk_states, split_chunk_index
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/lse_chunks.hpp"
 #include "softmaxkit/core/error.hpp"
 
 namespace smk::cuda::kernels {
@@ -128,9 +131,11 @@ __device__ __forceinline__ void lse_push(RunningLse& s, const float (&x)[C]) {
 // element by element, a temperature or mask applied); else the host has checked that every row is unit-stride and
 // 16-byte aligned with no transform (lse_plain_call), and only a row's last vector may be partial. Both take the same
 // elements in the same chunks: the same bits.
+// first (lse17): the position of row[0] in its row, for the transform's mask index (a chunk of a longer row; 0 for
+// a whole row, which compiles to what this function was before).
 template <typename In, int G, bool kGeneral>
 __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, std::int64_t step, int g,
-                                                 const RowTransform& t) {
+                                                 const RowTransform& t, std::int64_t first = 0) {
   constexpr int V = LseVec<In>::V, C = kUnroll * V;
   RunningLse s{-detail::inf_<float>(), 0, 0.0f};
   const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
@@ -166,7 +171,7 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
         const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
 #pragma unroll
         for (int j = 0; j < V; ++j)
-          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], i0 + j);
+          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], first + i0 + j);
       }
     }
     lse_push<In, C>(s, x);
@@ -244,6 +249,84 @@ __global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseW
   }
 }
 
+// ---- lse17 (session 17): the chunk pass of long rows' logsumexp / state on this file's running state ----------------
+// Rows past kLseStreamMaxN (softmax_cuda.cpp) are cut into split_row's chunks (kSplitChunk = 12288 elements, chunk_first
+// / chunk_len: a function of n alone) and each chunk is reduced by one block of kThreads with lse_thread's running
+// (m, ties, rest) a thread (kUnroll vectors in flight, no block max before the terms, 16-bit terms by log_term_exp16),
+// then lse_group over each warp and group_merge over the block's kThreads / 32 warp states; the chunk states (8 B each)
+// are merged per row by lse_chunks_merge_kernel with chunk_states.cuh's merge_chunk_states (split_row's merge order:
+// thread t the chunks t, t + 512, …, then two butterflies) and written as the row's statistics. Where split_row's
+// chunk pass (chunk_states.cuh chunk_state) spends 24.8 lane-instructions a bf16 element (split15's Nsight Compute at
+// 1×16M: block max, barrier, the f32 tier's 8-instruction term and a tie test an element, block sum and count), this
+// loop spends lse_stream's ~11.5 (long16 §3: 368 a 32-element step) plus its chunk tail (lse_group and one barrier,
+// ~150 a thread) over 96 elements a thread at T128 (bf16: 3 steps; f32: 6): ~13 counted.
+// Traffic: as split_row's chunk pass, each element read once (4 B f32, 2 B 16-bit), 8 B a chunk written and read
+// back by the merge. Floor at the read ceiling (4.42 TB/s): bf16 4096×151936 (1.245 GB) 282 µs, 1024×65536 30.4.
+// Batch invariance: the chunking, kThreads and kUnroll depend on n alone, and the dispatcher sends every row count of
+// a length it takes here (softmax_cuda.cpp lse_chunks_takes; never the one-launch cluster kernel nor grid_row), so a
+// row's result is the same alone or in a batch. The result is not split_row's bits (a new summation order and, for
+// 16-bit inputs, log_term_exp16's terms: docs/semantics.md §6's 16-bit tier, which every other 16-bit logsumexp path
+// already takes); its error against float64 is measured by tests/cuda/softmax/test_lse_stream_gpu.cpp.
+// Error, counted as lse10's D_stream above for one chunk (K steps a thread: 16-bit 3 at T128, 6 at T64; f32 6 / 12):
+// log2 C + 8K + 20 at T128 (two merge levels), + 12 at T64 (one): 16-bit 49u (T128) / 65u (T64), f32 72u / 112u, where
+// split_row's chunk was one tree of ⌈log2 12288⌉ + 4 = 18 roundings; then split_row's merge over the row's chunks
+// (the same in both). First-order bounds, loose as lse10's; the tests measure the error (below).
+// Measured (H200, 2026-12-01, lse17's run; docs/bench/lse17-s17-2026-12-01.md; softmax_cuda.cpp kLseChunks16 has the
+// times): bf16 logsumexp split_row → T64 / T128, 1024×65536 92.6 → 52.4 / 53.0 µs, 4096×151936 647.9 → 341.8 / 370.4
+// (3.64 TB/s), 32×2097152 75.0 → 46.0 / 47.7, 1×16777216 28.5 → 21.8 / 21.7; slower at 1×151936 (8.5 → 12.6 / 11.1:
+// split_row's one-launch kernel there). Nsight Compute, one launch at bf16 1024×65536: this kernel (T128) 41.8 µs,
+// 31.2 M warp instructions (14.9 lane-instructions an element; split_row's TMA chunk kernel 82.3 µs, 58.4 M, 27.9),
+// issue 78 %, DRAM 67 %; the merge kernel 9.0 µs (split_row's, preloading, 11.0); lse_block_kernel T128 at bf16
+// 2048×32768 40.9 µs, 13.2 an element. Error against float64 (tests and tune): within 0.01 u of split_row's on
+// every row sampled but one (lower there).
+template <typename In, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
+    lse_chunks_kernel(const RowProblem p, std::int64_t chunks, ChunkState* states) {
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float2 warp_state[2][kWarps];
+  pdl_launch_dependents();  // the merge kernel may be scheduled now; it waits for this grid in pdl_wait
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  int parity = 0;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x, parity ^= 1) {
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    const RowRef o{row, 0};
+    const std::int64_t first = chunk_first(c);
+    const RunningLse s = lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)) + first * p.step[kX],
+                                                            chunk_len(p.n, c), p.step[kX], t, row_transform(p, o),
+                                                            first);
+    const auto ws = lse_group(s, 32);
+    // Double-buffered by parity as lse_block_kernel's: one barrier a chunk.
+    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
+    __syncthreads();
+    if (warp == 0) {
+      auto st = ChunkState::empty();
+      if (lane < kWarps) st = ChunkState::from_fields(warp_state[parity][lane].x, warp_state[parity][lane].y);
+      st = group_merge(st, kWarps);
+      if (lane == 0) states[idx] = st;
+    }
+  }
+}
+
+// A row's state from its chunk states (merge_chunk_states: split_row's merge kernel's order), written as the row's
+// statistics; launched as a programmatic dependent of lse_chunks_kernel.
+__global__ void __launch_bounds__(kSplitThreads) lse_chunks_merge_kernel(const RowProblem p, std::int64_t chunks,
+                                                                         const ChunkState* states) {
+  __shared__ float red_m[32], red_d[32];
+  pdl_wait();
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const ChunkState st = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
+    if (threadIdx.x == 0) write_row_stats(p, RowRef{row, 0}, st);
+  }
+}
+
+std::atomic<std::uint64_t>& lse_chunks_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
 std::atomic<std::uint64_t>& lse_stream_launches() {
   static std::atomic<std::uint64_t> n{0};
   return n;
@@ -280,7 +363,47 @@ void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   lse_stream_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
+template <typename In, int kThreads>
+void launch_chunks_typed(const RowProblem& p, std::int64_t chunks, ChunkState* states, cudaStream_t s) {
+  const auto kernel =
+      lse_plain_call<In>(p) ? lse_chunks_kernel<In, kThreads, false> : lse_chunks_kernel<In, kThreads, true>;
+  kernel<<<capped_grid(p.rows * chunks), kThreads, 0, s>>>(p, chunks, states);
+  SMK_CUDA_CHECK_LAUNCH("lse_chunks_kernel");
+}
+
 }  // namespace
+
+void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
+  if (writes_rows(p.op))
+    smk::throw_unsupported("softmax (lse_stream chunks)", "lse_stream computes logsumexp and the state only");
+  if (threads != 64 && threads != 128)
+    smk::throw_invalid_argument(p.op == Op::logsumexp ? "logsumexp (lse_stream chunks)"
+                                                      : "softmax_state (lse_stream chunks)",
+                                "threads", "64 or 128");
+  if (p.rows == 0) return;
+  const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
+  const std::int64_t total = p.rows * chunks;
+  ScopedWorkspace ws(sizeof(ChunkState) * static_cast<std::size_t>(std::max<std::int64_t>(total, 1)), s);
+  auto* states = static_cast<ChunkState*>(ws.get());
+  if (total > 0) {
+    with_in_type(p.x_dtype, [&](auto* tag) {
+      using In = std::remove_pointer_t<decltype(tag)>;
+      if (threads == 64) launch_chunks_typed<In, 64>(p, chunks, states, s);
+      else launch_chunks_typed<In, 128>(p, chunks, states, s);
+    });
+  }
+  launch_dependent(total > 0, lse_chunks_merge_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
+                   static_cast<const ChunkState*>(states));
+  ws.release();
+  lse_chunks_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t lse_chunks_launch_count() { return lse_chunks_launches().load(std::memory_order_relaxed); }
+
+int& lse_chunk_threads_setting() {
+  static int threads = 0;
+  return threads;
+}
 
 void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (writes_rows(p.op))
