@@ -638,10 +638,172 @@ fi
 # test; the step as run is in b9a0af2, its numbers in docs/bench/ce16-s16-2026-12-01.md.
 
 # --- session 17: split17 step goes here ---
+# split17 (session 17, issue 3): split_pipe (the three kernels' work by row groups in a chain of dependent launches,
+# off by default) beside the three kernels at f32 then bf16 softmax and log-softmax 32x2097152 and 128x524288, in one
+# binary (tune_softmax --split17: 3 rounds, the order reversed each round, outputs compared byte for byte), alone on
+# the GPU; then in parallel: test_cuda_few_rows' PipeBitwiseTheThreeKernels in small mode, and under memcheck. (The
+# first run, of 966460c, timed split_stream on these rows, profiled the three kernels under Nsight Compute and tested
+# StreamLongRowsBitwiseTheThreeKernels; both since removed: docs/bench/split17-s17-2026-12-01.md.) Binaries built off
+# the device for sm_90a (build/split17-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps:
+# SMK_S17S_TUNE_S (12 s), SMK_S17S_TEST_S (10). Back: split17-tune.txt, split17-summary.txt, split17-logs.tgz.
+if want split17; then
+  carried split17 build/split17-bin.tar.xz
+  s17s=$bin
+  run_step split17-tune timeout "${SMK_S17S_TUNE_S:-12}" stdbuf -oL "$s17s/bin/tune_softmax" --split17
+  keep_logs split17
+  s17s_t=${SMK_S17S_TEST_S:-10}
+  bg_step split17x-test timeout "$s17s_t" env SMK_GPU_TEST_SMALL=1 "$s17s/bin/test_cuda_few_rows" \
+    --gtest_filter='*PipeBitwise*'
+  bg_step split17x-memcheck timeout "$s17s_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s17s/bin/test_cuda_few_rows" --gtest_filter='*PipeBitwise*'
+  bg_tally
+  keep_logs split17
+  rm -f "$outer"/split17x-*.txt
+  end_carried
+fi
 # --- session 17: lse17 step goes here ---
+# lse17 (session 17, issue 3): 16-bit logsumexp / state rows past 32768 on lse_stream's chunk kernel (lse_chunks_kernel,
+# T128 / T64 a chunk) beside split_row's chunk pass, in one binary (tune_softmax --lse17: 3 alternating rounds, errors
+# against float64 on sampled rows, run-to-run bits), alone on the GPU; Nsight Compute on one launch each of both at
+# bf16 / f32 1024x65536 and lse_stream at bf16 2048x32768 (--lse17-ncu); then in parallel: test_cuda_lse_stream whole
+# (2 shards), test_cuda_softmax's cases that reach these rows through the dispatcher, memcheck and racecheck (small) on
+# the new test. Binaries built off the device for sm_90a (build/lse17-bin.tar.xz: bin/{tune_softmax,
+# test_cuda_lse_stream,test_cuda_softmax}). Caps: SMK_L17_TUNE_S (25 s), SMK_L17_NCU_S (18), SMK_L17_TEST_S (30).
+# Back: lse17-tune.txt, lse17-ncu.txt, lse17-summary.txt, lse17-logs.tgz.
+if want lse17; then
+  carried lse17 build/lse17-bin.tar.xz
+  l17=$bin
+  run_step lse17-tune timeout "${SMK_L17_TUNE_S:-25}" stdbuf -oL "$l17/bin/tune_softmax" --lse17
+  keep_logs lse17
+  run_step lse17-ncu timeout "${SMK_L17_NCU_S:-18}" ncu --clock-control none -k 'regex:lse_|chunk_states|merge_states' \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_elapsed.avg.per_second,launch__registers_per_thread,\
+sm__warps_active.avg.pct_of_peak_sustained_active "$l17/bin/tune_softmax" --lse17-ncu
+  keep_logs lse17
+  l17_t=${SMK_L17_TEST_S:-30}
+  for i in 0 1; do
+    bg_step "lse17x-test$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$l17_t" \
+      "$l17/bin/test_cuda_lse_stream"
+  done
+  bg_step lse17x-softmax timeout "$l17_t" "$l17/bin/test_cuda_softmax" \
+    --gtest_filter='*EveryPathEveryLength*:*SixteenBitLogTerms*:*NonFiniteRows*:*BatchInvariance*:*WideBlockRows*'
+  bg_step lse17x-memcheck timeout "$l17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$l17/bin/test_cuda_lse_stream"
+  bg_step lse17x-racecheck timeout "$l17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$l17/bin/test_cuda_lse_stream" \
+    --gtest_filter='*AgainstTheReference*:*RowAlone*'
+  bg_tally
+  keep_logs lse17
+  rm -f "$outer"/lse17x-*.txt
+  end_carried
+fi
 # --- session 17: bwd17 step goes here ---
+# bwd17 (session 17, issue 3): split_row's common-call backward with its chunk sums at 2 / 3 / 4 blocks an SM and its
+# elementwise pass as the chunk kernel or the vector kernel (15182b6's forms, never run before; tune_softmax --bwd17:
+# bf16 / f32 1x16777216, bf16 32x128256 / 1024x151936), and the 2-D backward in torch.compile's form (backward_reread.cu
+# backward_inductor_kernel) beside the dispatcher's kernel and mid11's re-read kernel (--bwd17b: bf16 / f32 16384x4096
+# and 4096x16384), both ops, three alternating rounds, dx compared byte for byte, alone on the GPU; then in parallel:
+# test_cuda_warp_backward's SplitSumsBounds... and SplitStreaming... (the lead's carry-over from session 16's review,
+# never run) and test_cuda_backward_reread's InductorForm... at full size, memcheck on the three and racecheck on the
+# two with shared memory (small mode). Binaries built off the device for sm_90a from HEAD's objects plus bwd17's
+# (build/bwd17-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_backward_reread}). Caps: SMK_B17_TUNE_S
+# (30 each), SMK_B17_TEST_S (30). Back: bwd17-tune.txt, bwd17-tuneb.txt, bwd17-summary.txt, bwd17-logs.tgz.
+if want bwd17; then
+  carried bwd17 build/bwd17-bin.tar.xz
+  b17=$bin
+  run_step bwd17-tune timeout "${SMK_B17_TUNE_S:-30}" stdbuf -oL "$b17/bin/tune_softmax" --bwd17
+  run_step bwd17-tuneb timeout "${SMK_B17_TUNE_S:-30}" stdbuf -oL "$b17/bin/tune_softmax" --bwd17b
+  keep_logs bwd17
+  b17_t=${SMK_B17_TEST_S:-30}
+  b17_san=(env SMK_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 9)
+  bg_step bwd17x-sums timeout "$b17_t" "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitSumsBounds*'
+  bg_step bwd17x-split timeout "$b17_t" "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
+  bg_step bwd17x-inductor timeout "$b17_t" "$b17/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
+  bg_step bwd17x-mc-sums timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
+    "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitSumsBounds*'
+  bg_step bwd17x-mc-split timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
+    "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
+  bg_step bwd17x-mc-inductor timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
+    "$b17/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
+  bg_step bwd17x-rc-sums timeout "$b17_t" "${b17_san[@]}" --tool racecheck "$b17/bin/test_cuda_warp_backward" \
+    --gtest_filter='*SplitSumsBounds*'
+  bg_step bwd17x-rc-inductor timeout "$b17_t" "${b17_san[@]}" --tool racecheck "$b17/bin/test_cuda_backward_reread" \
+    --gtest_filter='*InductorForm*'
+  bg_tally
+  keep_logs bwd17
+  rm -f "$outer"/bwd17x-*.txt  # their pass / fail lines are in bwd17-summary.txt, the logs in bwd17-logs.tgz
+  end_carried
+fi
 # --- session 17: blk17 step goes here ---
+# blk17 (session 17, issue 3): block_per_row's f32 softmax / log-softmax lane-staged (block_rows_lane_kernel, 16-bit
+# only before) beside the direct kernel at 2^26 elements, rows of 2048 ... 12288, in one binary (tune_softmax --blk17:
+# 3 alternating rounds, outputs compared byte for byte, the kernel that ran checked), alone on the GPU; Nsight Compute
+# on one launch each, f32 8192x8192 softmax and log-softmax, direct then lane1 (--blk17-ncu); then in parallel:
+# test_cuda_block_row's LaneStagedF32BitwiseTheDirectKernel and LaneF32RuleAtItsBounds at full size,
+# test_cuda_warp_row's OccRuleAtItsBounds (the lead's carry-over from session 16's review, never run), memcheck and
+# racecheck (small) on the f32 lane test (test_cuda_softmax's dispatcher cases are left to the lead's final-tests: a
+# fourth binary would pass the carry limit). Binaries built off the device for sm_90a (build/blk17-bin.tar.xz:
+# bin/{tune_softmax,test_cuda_block_row,test_cuda_warp_row}). Caps: SMK_K17_TUNE_S (25 s), SMK_K17_NCU_S (20),
+# SMK_K17_TEST_S (30).
+# Back: blk17-tune.txt, blk17-ncu.txt, blk17-summary.txt, blk17-logs.tgz.
+if want blk17; then
+  carried blk17 build/blk17-bin.tar.xz
+  k17=$bin
+  run_step blk17-tune timeout "${SMK_K17_TUNE_S:-25}" stdbuf -oL "$k17/bin/tune_softmax" --blk17
+  keep_logs blk17
+  run_step blk17-ncu timeout "${SMK_K17_NCU_S:-20}" ncu --clock-control none -k regex:block_rows \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,\
+sm__cycles_elapsed.avg.per_second,launch__registers_per_thread,launch__grid_size,launch__block_size,\
+sm__warps_active.avg.pct_of_peak_sustained_active,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio "$k17/bin/tune_softmax" --blk17-ncu
+  keep_logs blk17
+  k17_t=${SMK_K17_TEST_S:-30}
+  bg_step blk17x-lane timeout "$k17_t" "$k17/bin/test_cuda_block_row" --gtest_filter='*LaneStagedF32*:*LaneF32Rule*'
+  bg_step blk17x-occ timeout "$k17_t" "$k17/bin/test_cuda_warp_row" --gtest_filter='*OccRuleAtItsBounds*'
+  for tool in memcheck racecheck; do
+    bg_step "blk17x-$tool" timeout "$k17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool "$tool" \
+      --report-api-errors no --error-exitcode 9 "$k17/bin/test_cuda_block_row" --gtest_filter='*LaneStagedF32*'
+  done
+  bg_tally
+  keep_logs blk17
+  rm -f "$outer"/blk17x-*.txt  # their pass / fail lines are in blk17-summary.txt, the logs in blk17-logs.tgz
+  end_carried
+fi
 # --- session 17: dec17 step goes here ---
+# dec17 (session 17, issue 8): bench_decode --dec17 alone on the GPU (HEAD's tensor-core kernel beside
+# decode_mma_tw_kernel's flags: the ramp's L2 prefetches, q's wide loads, the merge's one-atomic arrival; interleaved
+# rounds, outputs compared bit for bit), bench_decode with a removed session's flag (must exit 2), then in parallel:
+# test_cuda_decode whole in 4 shards, memcheck and racecheck on TweaksGiveTheDefaultBits (SMK_GPU_TEST_SMALL).
+# SMK_DEC17_PASS=2 (the second call, the dispatcher's wide q on): memcheck also on CausalBand*, no racecheck (the
+# first call's covered the same kernels' shared memory). Binaries built off the device for sm_90a
+# (build/dec17-bin.tar.xz: bin/bench_decode, bin/test_cuda_decode). Caps: SMK_DEC17_BENCH_S (25 s), SMK_DEC17_TEST_S
+# (45). Back: dec17-bench.txt, dec17-summary.txt, dec17-logs.tgz.
+if want dec17; then
+  carried dec17 build/dec17-bin.tar.xz
+  d17=$bin
+  run_step dec17-bench timeout "${SMK_DEC17_BENCH_S:-25}" stdbuf -oL "$d17/bin/bench_decode" --dec17 \
+    --json "$OUT/dec17-bench.json"
+  run_step dec17-badflag bash -c "timeout 10 '$d17/bin/bench_decode' --dec16; rc=\$?; echo \"exit \$rc\"; [ \$rc -eq 2 ]"
+  keep_logs dec17
+  d17_t=${SMK_DEC17_TEST_S:-45}
+  for i in 0 1 2 3; do
+    bg_step "dec17x-test$i" env GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout "$d17_t" "$d17/bin/test_cuda_decode"
+  done
+  d17_f='*TweaksGiveTheDefaultBits*'
+  [[ "${SMK_DEC17_PASS:-1}" == 2 ]] && d17_f='*TweaksGiveTheDefaultBits*:*CausalBand*'
+  bg_step dec17x-memcheck timeout "$d17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$d17/bin/test_cuda_decode" --gtest_filter="$d17_f"
+  if [[ "${SMK_DEC17_PASS:-1}" != 2 ]]; then
+    bg_step dec17x-racecheck timeout "$d17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+      --error-exitcode 9 "$d17/bin/test_cuda_decode" --gtest_filter='*TweaksGiveTheDefaultBits*'
+  fi
+  bg_tally
+  keep_logs dec17
+  rm -f "$outer"/dec17x-*.txt  # their pass / fail lines are in dec17-summary.txt, the logs in dec17-logs.tgz
+  end_carried
+fi
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -116,6 +116,14 @@
 // removed. Nsight Compute of this kernel at (1, 32768) (the first call): 10.6 % of the warps' stall samples fall before
 // the tile loop (long scoreboard on the length and on q's 32 16-bit loads a lane, whose address registers wait 117 of
 // 4255 samples; cold-code stalls 103), 11.9 % after it (barrier 227).
+// Session 17 (dec17; H200 calls of 07:17 and 07:24 UTC 2026-12-01, docs/bench/dec17-s17-2026-12-01.md): dec16's
+// levers again, each as a template flag of a separate kernel (decode_mma_tw_kernel, kTw below; this kernel's SASS
+// unchanged), so the A/B is against HEAD's kernel itself. Same bytes per element, same floor. q's pairs as 32-bit loads
+// where q is contiguous (16 loads a lane at D = 128 instead of 32): 1.002-1.021x over HEAD's kernel on the seven
+// cp.async cells in 20 of 21 comparisons, now the dispatcher's at bf16 D = 128 (kDecodeMmaTweaks; (1, 32768) 52.1 ->
+// 51.6-51.8 µs). The first 2 tiles a warp into L2 before the length's load (prefetch.global.L2 a line a lane): slower,
+// 0.982-0.999x. The fused merge's arrival as one atom.inc.acq_rel (no MEMBAR.SC.GPU, no reset exchange): 1.000-1.017x,
+// inside the 0.984-1.006x a byte-identical copy of this kernel read against it: not dispatched.
 //
 // Layout of the work. Grid (splits · row chunks, Hkv, B) as decode.cu's, split rule decode_split.hpp; a block serves
 // kDecodeMmaRows = 8 query rows (the GQA group × the new tokens, padded) of one KV head and one split. Its warps take
@@ -149,6 +157,8 @@
 #include <climits>
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "cuda/attention/decode_common.cuh"
 #include "cuda/attention/decode_split.hpp"
@@ -257,7 +267,13 @@ __device__ __forceinline__ void weigh_splits(const SplitWeights& w, int nsplit, 
 // 55.3 µs at (B, S) = (1, 32768) with 32/8 heads, 57.2 against 60.0 with 64/8, 1.2-2.8 µs less on every row with
 // splits (the dispatcher's two timings in that run differed by at most 0.3 µs). Holding all 32 partial rows in registers instead took the kernel from 124 to 166 registers (ptxas,
 // D = 128); this way it has 120 (72 at D = 64). The arithmetic and its order are round 1's: the same bits.
-template <typename T, int D>
+// kOneAtom (session 17, dec17; a template flag of decode_mma_tw_kernel only, off in every default kernel): the arrival
+// is one `atom.inc.acq_rel.gpu` in place of fence.sc (MEMBAR.SC.GPU), atomicAdd, and for the last block atomicExch and
+// a second fence.sc: the release half orders the block's partial writes (through the barrier, as cooperative groups'
+// grid barrier does with atom.add.release.gpu), the acquire half the last block's reads, and inc's wrap (old >= nsplit
+// − 1 stores 0) sets the count back to zero in the same instruction. The same partials, the same arithmetic and
+// order after it: the same bits.
+template <typename T, int D, bool kOneAtom = false>
 __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
                                               float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
@@ -272,13 +288,22 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   __syncthreads();
   if (threadIdx.x == 0) {
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
-    __threadfence();
-    const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
-    if (mine_last) {
-      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+    if constexpr (kOneAtom) {
+      unsigned old;
+      asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
+                   : "=r"(old)
+                   : "l"(__cvta_generic_to_global(ctr)), "r"(static_cast<unsigned>(nsplit - 1))
+                   : "memory");
+      last = old == static_cast<unsigned>(nsplit - 1);
+    } else {
       __threadfence();
+      const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
+      if (mine_last) {
+        atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
+        __threadfence();
+      }
+      last = mine_last;
     }
-    last = mine_last;
   }
   __syncthreads();
   if (!last) return;
@@ -419,9 +444,20 @@ inline constexpr std::size_t kRingBytes = std::size_t{kWarps} * kStages * 2 * kK
 template <typename T, int D, int kStages>
 inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
 
+// Session 17 (dec17): decode_mma_tw_kernel's template flags (kTw, a bit set; 0 in every default kernel, whose code
+// they leave as it was): kTwRamp — before the length's load each warp puts its first kRampTiles tiles (K and V rows,
+// one prefetch.global.L2 a 128-byte line a lane) and warp 0 the block's q rows into L2, at the split the length s_max
+// would give (a guess: wrong, and wasted, for a shorter sequence; never past s_max); kTwWideQ — q's pairs as one
+// 32-bit load each (16 a lane at D = 128 instead of 32), where the host found q contiguous and its pairs 4-byte
+// aligned; kTwOneAtom — merge_if_last's arrival as one atomic (above); kTwCopy — nothing: HEAD's code as another
+// kernel (a control for the A/B: what a kernel's identity alone moves the timing by). Hints and loads of the same
+// values: the same bits (test_decode TweaksGiveTheDefaultBits).
+inline constexpr unsigned kTwRamp = 1, kTwWideQ = 2, kTwOneAtom = 4, kTwCopy = 8;
+constexpr int kRampTiles = 2;
+
 // kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
 // completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
-template <typename T, int D, int kStages, bool kCluster, bool kTma>
+template <typename T, int D, int kStages, bool kCluster, bool kTma, unsigned kTw = 0>
 __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUtensorMap* kmap, const CUtensorMap* vmap) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kSteps = D / 16;                       // k-steps of Q·Kᵀ; m-tiles (16 dimensions) of Vᵀ·Pᵀ
@@ -445,6 +481,37 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
   // it; a plain launch skips the instruction (a uniform branch).
   if (a.pdl) decode_pdl_wait();
+  if constexpr ((kTw & kTwRamp) != 0) {
+    const int gsplit = decode_splits(a.s_max, a.max_splits, a.min_chunk);
+    if (split < gsplit) {
+      const std::int64_t gchunk = decode_chunk(a.s_max, a.max_splits, a.min_chunk);
+      const std::int64_t g0 = split * gchunk, g1 = g0 + gchunk < a.s_max ? g0 + gchunk : a.s_max;
+      constexpr int kLines = static_cast<int>(D * sizeof(T) / 128);  // 128-byte lines a row
+      constexpr int kElems = static_cast<int>(128 / sizeof(T));       // elements a line
+      constexpr int kPer = 2 * kKeys * kLines;                         // lines a tile (K and V)
+      const T* kp = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
+      const T* vp = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
+      static_assert(kRampTiles * kPer % 32 == 0, "whole rounds of the warp's lanes");
+#pragma unroll
+      for (int u = 0; u < kRampTiles * kPer / 32; ++u) {
+        const int id = u * 32 + lane, t = id / kPer, w = id % kPer, is_v = w / (kKeys * kLines);
+        const int rr = (w % (kKeys * kLines)) / kLines, ln = w % kLines;
+        const std::int64_t j = g0 + (warp + t * kWarps) * kKeys + rr;
+        if (j < g1) {
+          const T* p = (is_v ? vp + j * a.vs[1] : kp + j * a.ks[1]) + ln * kElems;
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+        }
+      }
+      if (warp == 0 && lane < kRows * kLines) {
+        const int r = lane / kLines, ln = lane % kLines, row = row_chunk * kRows + r;
+        if (row < a.rows) {
+          const int tok = row % a.sq, h = hk * a.group + row / a.sq;
+          const T* p = static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] + ln * kElems * a.qs[3];
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+        }
+      }
+    }
+  }
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -589,7 +656,11 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
       for (int half = 0; half < 2; ++half) {
         const int d0 = 16 * kk + 8 * half + 2 * c;
         std::uint32_t pair = 0;
-        if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        if constexpr ((kTw & kTwWideQ) != 0) {  // contiguous, pairs 4-byte aligned (the host checked)
+          if (real) pair = reinterpret_cast<const std::uint32_t*>(qp)[d0 / 2];
+        } else {
+          if (real) pair = qp[d0 * a.qs[3]] | (static_cast<std::uint32_t>(qp[(d0 + 1) * a.qs[3]]) << 16);
+        }
         qa[kk][half] = a.scale < 0.0f ? ptx::neg2(pair) : pair;
       }
   };
@@ -786,7 +857,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
   } else if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
-    merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
+    merge_if_last<T, D, (kTw & kTwOneAtom) != 0>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
@@ -805,9 +876,17 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const Decod
   __trap();  // never launched: the host takes the TMA path on sm_90+ only
 #endif
 }
-template <typename T, int D, int kStages, bool kCluster, bool kTma>
+// Session 17 (dec17): the cp.async kernel at 2 stages without clusters (the dispatcher's on grids of at most 3 blocks
+// an SM) with the template flags kTw (kTwRamp, kTwWideQ, kTwOneAtom above), beside the default kernel (kTw = 0, whose
+// SASS the flags leave unchanged) for one binary's A/B; launched only while decode_mma_tweaks (decode_split.hpp) is set.
+template <typename T, int D, unsigned kTw>
+__global__ void __launch_bounds__(kWarps * 32) decode_mma_tw_kernel(const DecodeArgs a) {
+  decode_mma_body<T, D, 2, false, false, kTw>(a, nullptr, nullptr);
+}
+template <typename T, int D, int kStages, bool kCluster, bool kTma, unsigned kTw = 0>
 constexpr auto kernel_of() {
-  if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
+  if constexpr (kTw != 0) return decode_mma_tw_kernel<T, D, kTw>;
+  else if constexpr (kTma) return decode_mma_tma_kernel<T, D, kCluster>;
   else return decode_mma_kernel<T, D, kStages, kCluster>;
 }
 
@@ -833,7 +912,7 @@ constexpr std::size_t smem_bytes() {
 // ordinal past them would set its own bytes under the lock and could lower a spread launch's limit between that
 // launch's set and its launch (found in session 6's review).
 constexpr int kDevicesKept = kMaxDevices;
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false, unsigned kTw = 0>
 void attributes_set(int device, bool spread) {
   static std::atomic<int> level[kDevicesKept];  // 0: not set, 1: the kernel's own bytes, 2: the spread bytes
   static std::mutex mu;
@@ -842,7 +921,7 @@ void attributes_set(int device, bool spread) {
   if (kept && level[device].load(std::memory_order_acquire) >= want) return;
   std::lock_guard<std::mutex> lock(mu);
   if (kept && level[device].load(std::memory_order_relaxed) >= want) return;
-  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma>();
+  auto* kernel = kernel_of<T, D, kStages, kCluster, kTma, kTw>();
   constexpr std::size_t own = smem_bytes<T, D, kStages, kTma>();
   const std::size_t bytes = spread && own < kDecodeSpreadSmem ? kDecodeSpreadSmem : own;
   SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
@@ -859,11 +938,11 @@ bool spread_fits(int device) {
 // portable 8 the kernel must allow a non-portable size). spread: ask for kDecodeSpreadSmem bytes of shared memory, so
 // that one block holds a multiprocessor and a cluster of 16 takes 16 of them (decode_common.cuh says why). pdl: a
 // programmatic dependent launch (the caller asks only on sm_90+). attrs: room for two launch attributes.
-template <typename T, int D, int kStages, bool kCluster, bool kTma = false>
+template <typename T, int D, int kStages, bool kCluster, bool kTma = false, unsigned kTw = 0>
 cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool pdl, cudaStream_t s,
                            cudaLaunchAttribute* attrs) {
   constexpr std::size_t bytes = smem_bytes<T, D, kStages, kTma>();
-  attributes_set<T, D, kStages, kCluster, kTma>(device, spread);
+  attributes_set<T, D, kStages, kCluster, kTma, kTw>(device, spread);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(kWarps * 32);
@@ -885,10 +964,71 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
   return cfg;
 }
 
+// decode_mma_tweaks' setting (decode_split.hpp): kDecodeTweaksRule (the dispatcher's flags, kDecodeMmaTweaks) unless
+// a benchmark or test sets it.
+std::atomic<unsigned> g_tweaks{kDecodeTweaksRule};
+// The flags the dispatcher gives the cp.async launches at 2 stages without clusters at bf16 D = 128 (where they were
+// measured; HEAD's kernel elsewhere): q's wide loads (kTwWideQ; dropped where q is not contiguous in aligned pairs).
+// Session 17 (dec17; two H200 calls, 07:17 and 07:24 UTC 2026-12-01, bench_decode --dec17, 9 rounds of every variant
+// in turn, 80 calls a sample after the 256 MB flush; docs/bench/dec17-s17-2026-12-01.md), µs of HEAD's kernel / wide
+// q forced / (second call) the dispatcher with this rule: (1, 32768) 52.1 / 51.8 and 52.1 / 51.6 / 51.7, (1, 131072)
+// 140.1 / 139.8 and 139.9 / 139.5 / 139.6, 64/8 54.7 / 54.5 and 54.7 / 54.2 / 54.3, (1, 8192) 26.8 / 26.4 and
+// 26.7 / 26.2 / 26.4, 64 × 4096 268.5 / 267.3 and 268.4 / 267.1 / 267.1, 8 × 2048 33.9 / 33.4 and 33.8 / 33.5 /
+// 33.3, 16 × 1024 30.6 / 30.1 and 30.5 / 30.5 / 30.0: 1.002-1.021x in 20 of the 21 comparisons (0.998x in one), the
+// same bits. The control, a byte-identical copy of HEAD's kernel under another name (kTwCopy), read 0.984-1.006x
+// against it in the second call, so the gain (0.1-0.5 µs a call, 1.2 at 64 × 4096) is at the method's resolution on
+// the long rows and above it on the short ones. Not dispatched: the ramp's prefetches (0.982-0.999x), the one atomic
+// (1.002-1.017x, but 0.985x and 1.000x at 16 × 1024, where nothing merges and its code never runs: within the
+// control's spread), and all three (0.992-0.993x at 64 × 4096).
+constexpr unsigned kDecodeMmaTweaks = kTwWideQ;
+
+template <typename T, int D, unsigned kTw>
+void launch_tw(const DecodeArgs& a, dim3 grid, int device, bool pdl, cudaStream_t s) {
+  cudaLaunchAttribute attrs[2]{};
+  const cudaLaunchConfig_t cfg = prepare<T, D, 2, false, false, kTw>(device, grid, 0, false, pdl, s, attrs);
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tw_kernel<T, D, kTw>, a));
+  SMK_CUDA_CHECK_LAUNCH("decode_mma_tw_kernel");
+}
+// The flag sets built: the one atomic (4), with the ramp (5), all three (7) at every dtype and D; the ramp (1), wide
+// q (2) and the copy (8) alone at bf16 D = 128 (bench_decode --dec17's rows). Returns false where tw is not built.
+template <typename T, int D>
+bool launch_tweaked(const DecodeArgs& a, unsigned tw, dim3 grid, int device, bool pdl, cudaStream_t s) {
+  switch (tw) {
+    case kTwOneAtom: launch_tw<T, D, kTwOneAtom>(a, grid, device, pdl, s); return true;
+    case kTwOneAtom | kTwRamp: launch_tw<T, D, kTwOneAtom | kTwRamp>(a, grid, device, pdl, s); return true;
+    case kTwOneAtom | kTwRamp | kTwWideQ:
+      launch_tw<T, D, kTwOneAtom | kTwRamp | kTwWideQ>(a, grid, device, pdl, s);
+      return true;
+    default: break;
+  }
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && D == 128) {
+    switch (tw) {
+      case kTwRamp: launch_tw<T, D, kTwRamp>(a, grid, device, pdl, s); return true;
+      case kTwWideQ: launch_tw<T, D, kTwWideQ>(a, grid, device, pdl, s); return true;
+      case kTwCopy: launch_tw<T, D, kTwCopy>(a, grid, device, pdl, s); return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
 template <typename T, int D, int kStages>
 void launch(const DecodeArgs& a, dim3 grid, int cluster, bool spread, int device, bool pdl, cudaStream_t s,
             const DecodeMaps* maps) {
   cudaLaunchAttribute attrs[2]{};
+  if constexpr (kStages == 2) {
+    unsigned tw = g_tweaks.load(std::memory_order_relaxed);
+    if (tw == kDecodeTweaksRule) tw = std::is_same_v<T, __nv_bfloat16> && D == 128 ? kDecodeMmaTweaks : 0u;
+    // Wide q needs q's pairs as aligned 32-bit words: contiguous along D, even strides, a 4-byte aligned start.
+    const bool q_pairs = a.qs[3] == 1 && (a.qs[0] | a.qs[1] | a.qs[2]) % 2 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(a.q) % 4 == 0;
+    if (!q_pairs) tw &= ~kTwWideQ;
+    if (tw != 0 && maps == nullptr && cluster == 0) {
+      if (!launch_tweaked<T, D>(a, tw, grid, device, pdl, s))
+        throw_unsupported("attention_decode", "decode_mma_tweaks: flag set " + std::to_string(tw) + " not built here");
+      return;
+    }
+  }
   if constexpr (kStages == 2) {
     if (maps != nullptr) {
       if (cluster > 0) {
@@ -976,6 +1116,8 @@ bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 g
 }
 
 std::uint64_t decode_tma_launches() { return g_tma_launches.load(std::memory_order_relaxed); }
+
+unsigned decode_mma_tweaks(unsigned bits) { return g_tweaks.exchange(bits, std::memory_order_relaxed); }
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;

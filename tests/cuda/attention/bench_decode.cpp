@@ -49,8 +49,10 @@
 // Session 16 (dec16) had --dec16 / --dec16-ncu: the tensor-core kernel's L2 prefetches (its first tiles before the
 // length's load, tiles ahead in its loop) and q's pairs as 32-bit loads beside the default, through switches since
 // removed (commits 4008706 and 310902b have them as run; docs/bench/dec16-s16-2026-12-01.md).
-//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15]
-//          [--ncu]
+// --dec17 (session 17) times HEAD's tensor-core kernel beside its instantiations with dec17's template flags (the
+// ramp's L2 prefetches, q's wide loads, the merge's one-atomic arrival; dec17_mode below).
+//   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15
+//          | --dec17] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
 // the internal entry point (src/cuda/attention/attention_cuda.hpp) exposes; the public API is timed the same way.
 #include <cuda_runtime_api.h>
@@ -382,6 +384,90 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   return 0;
 }
 
+// --dec17 (session 17): HEAD's tensor-core kernel (head: cp.async tiles, 2 stages, no cluster, the dispatcher's kernel
+// before dec17 on every cell here) beside the dispatcher's (rule: kDecodeMmaTweaks) and decode_mma_tw_kernel with its
+// template flags forced (decode_mma_tweaks, decode_split.hpp): copy (8: HEAD's code as another kernel, the control:
+// what a kernel's identity alone moves), wq (2: q's pairs as 32-bit loads), atom (4: the fused merge's arrival as one
+// atom.inc.acq_rel), all (7: with the ramp, the first 2 tiles a warp and q into L2 before the length's load). On the cells where the dispatcher takes cp.async without clusters: the single-sequence rows, 64 × 4096 and
+// two small batches. kDec17Samples rounds, each timing every variant in turn (kDec17Reps calls a sample after the
+// 256 MB flush); outputs compared bit for bit with head's (poisoned first). As first run (07:17 UTC 2026-12-01) the
+// variants were head, r2, wq, atom, r2 + atom (5) and all: docs/bench/dec17-s17-2026-12-01.md.
+int dec17_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s, void* flush,
+               std::vector<cudaEvent_t>& ev) {
+  using smk::cuda::DecodeConfig;
+  constexpr int kDec17Samples = 9, kDec17Reps = 80;
+  constexpr std::int64_t kHkv = 8, kD = 128;
+  struct Cell {
+    std::int64_t S, B, hq;
+  };
+  const std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {32768, 1, 64}, {8192, 1, 32},
+                                   {4096, 64, 32}, {2048, 8, 32},   {1024, 16, 32}};
+  CellBuffers buf = cell_buffers(cells, kHkv, kD, pool);
+  constexpr int kVariants = 6;
+  const unsigned flags[kVariants] = {0u, 8u, smk::cuda::kDecodeTweaksRule, 2u, 4u, 7u};
+  const char* names[kVariants] = {"head", "copy", "rule", "wq", "atom", "all"};
+  const DecodeConfig dflt{};
+  int sms = 0;
+  SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int max_splits = smk::cuda::decode_max_splits(sms);
+  std::string json = "[";
+  std::printf("bench_decode --dec17: HEAD's kernel (head), the dispatcher's (rule) and the flagged instantiations, µs "
+              "(median of %d samples)\n"
+              "%-16s %6s %7s %7s %7s %7s %7s %7s  %s\n",
+              kDec17Samples, "S, B, Hq", "blocks", names[0], names[1], names[2], names[3], names[4], names[5],
+              "head/variant; same bits; samples' min-max");
+  for (const Cell& cell : cells) {
+    const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
+    const DecodeCell problem(B, S, hq, kHkv, kD, buf.o.data(), buf.lse.data(), buf.q.data(), buf.k.data(),
+                             buf.v.data());
+    const auto with = [&](unsigned f, const auto& fn) {
+      const unsigned before = smk::cuda::decode_mma_tweaks(f);
+      auto r = fn();
+      smk::cuda::decode_mma_tweaks(before);
+      return r;
+    };
+    const std::vector<unsigned char> ref = with(0u, [&] { return problem.outputs(dflt, s); });
+    bool same[kVariants];
+    for (int x = 0; x < kVariants; ++x) same[x] = with(flags[x], [&] { return problem.outputs(dflt, s); }) == ref;
+    std::vector<double> t[kVariants];
+    for (int k2 = 0; k2 < kDec17Samples; ++k2)
+      for (int x = 0; x < kVariants; ++x)
+        t[x].push_back(with(flags[x], [&] { return problem.median_us(dflt, kDec17Reps, flush, ev, s); }));
+    double m[kVariants];
+    for (int x = 0; x < kVariants; ++x) m[x] = median(t[x]);
+    std::string samples, spread;
+    summarise_samples(t, kVariants, -1, samples, spread);
+    const long long blocks = B * kHkv * smk::cuda::decode_splits(S, max_splits);
+    const double kv = 2.0 * B * S * kHkv * kD * 2;
+    char label[48];
+    std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
+    std::printf("%-16s %6lld %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f  %.3f %.3f %.3f %.3f %.3f; %s%s%s%s%s; %s "
+                "(%.2f TB/s head)\n",
+                label, blocks, m[0], m[1], m[2], m[3], m[4], m[5], m[0] / m[1], m[0] / m[2], m[0] / m[3],
+                m[0] / m[4], m[0] / m[5], same[1] ? "y" : "N", same[2] ? "y" : "N", same[3] ? "y" : "N",
+                same[4] ? "y" : "N", same[5] ? "y" : "N", spread.c_str(), kv / m[0] / 1e6);
+    std::fflush(stdout);
+    json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
+            ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
+            ", \"blocks\": " + std::to_string(blocks) + ", \"kv_bytes\": " + std::to_string(kv);
+    for (int x = 0; x < kVariants; ++x)
+      json += std::string(", \"us_") + names[x] + "\": " + std::to_string(m[x]) + ", \"same_" + names[x] +
+              "\": " + (same[x] ? "true" : "false");
+    json += ", \"samples\": [" + samples + "]}";
+    for (int x = 1; x < kVariants; ++x)
+      if (!same[x]) std::printf("bench_decode --dec17: %s's outputs differ from head's at (%lld, %lld, %lld)\n",
+                                names[x], (long long)S, (long long)B, (long long)hq);
+  }
+  json += "]\n";
+  if (!json_path.empty()) {
+    if (FILE* f = std::fopen(json_path.c_str(), "w")) {
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -389,7 +475,7 @@ int main(int argc, char** argv) {
   using smk::cuda::DeviceBuffer;
   std::string json_path;
   bool quick = false, ncu = false, ab = false, tma_ab = false, sweep = false, dec12 = false, dec14 = false,
-       dec14_ncu = false, dec15 = false;
+       dec14_ncu = false, dec15 = false, dec17 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
@@ -401,10 +487,11 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--dec14") == 0) dec14 = true;
     else if (std::strcmp(argv[i], "--dec14-ncu") == 0) dec14_ncu = true;
     else if (std::strcmp(argv[i], "--dec15") == 0) dec15 = true;
+    else if (std::strcmp(argv[i], "--dec17") == 0) dec17 = true;
     else {  // an unknown flag (e.g. a removed session's mode) must not run the whole default bench in its place
       std::fprintf(stderr,
                    "bench_decode: unknown argument '%s' (known: --json PATH, --quick, --ncu, --ab, --tma, --sweep, "
-                   "--dec12, --dec14, --dec14-ncu, --dec15)\n",
+                   "--dec12, --dec14, --dec14-ncu, --dec15, --dec17)\n",
                    argv[i]);
       return 2;
     }
@@ -450,6 +537,7 @@ int main(int argc, char** argv) {
   std::string json = "[";
   if (dec14 || dec14_ncu) return dec14_mode(dec14_ncu, json_path, pool, s, flush, ev);
   if (dec15) return dec15_mode(json_path, pool, s, flush, ev);
+  if (dec17) return dec17_mode(json_path, pool, s, flush, ev);
   if (sweep) {
     using smk::cuda::DecodeConfig;
     using smk::cuda::DecodeMerge;

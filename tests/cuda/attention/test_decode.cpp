@@ -1373,4 +1373,78 @@ TEST(CudaAttentionDecode, UnderflowingPartWithNonFiniteVIsKept) {
   if (std::getenv("SMK_GPU_TEST_SMALL") == nullptr) underflowing_part_is_kept<smk::half_t>(64);
 }
 
+// Session 17 (dec17): decode_mma_tw_kernel's template flags (decode_mma_tweaks: 1 the first tiles and q into L2 before
+// the length's load, at the split s_max gives, so a wrong guess for every shorter sequence here; 2 q's pairs as 32-bit
+// loads; 4 the fused merge's arrival as one atom.inc.acq_rel, which also resets the count; 8 HEAD's code as another
+// kernel) give the default kernel's
+// bits and the reference's values. The flags apply to the cp.async launches at 2 stages without clusters (fused merge,
+// merge kernel); the cluster and TMA launches must ignore them. A default call after the flagged ones on the same
+// stream gives the same bits again (the counts the one atomic left are zero). 0 (HEAD's kernel forced) and each flag
+// alone where built (bf16 D = 128), 4, 5 and 7 everywhere; mixed lengths with NaN past every length, groups of 4 and 8, causal tokens with a NaN
+// in the causal band, 100003 keys (16 splits into the fused merge; not under SMK_GPU_TEST_SMALL).
+template <typename T>
+void tweaks_match(Case<T>& c, bool each_flag) {
+  const Expected e = expected_of(c);
+  std::vector<unsigned> sets = {4u, 5u, 7u};
+  if (each_flag) sets = {0u, 1u, 2u, 4u, 5u, 7u, 8u};
+  for (const DecodeConfig* config : {&kCpAsyncFused, &kMmaMergeKernel, &kCpAsyncCluster, &kTmaFused}) {
+    SCOPED_TRACE(name_of(config));
+    const Result plain = run_gpu(c, config);
+    for (const unsigned tw : sets) {
+      SCOPED_TRACE(testing::Message() << "flags " << tw);
+      const unsigned before = smk::cuda::decode_mma_tweaks(tw);
+      Result got;
+      try {
+        got = run_gpu(c, config);
+      } catch (...) {
+        smk::cuda::decode_mma_tweaks(before);
+        throw;
+      }
+      smk::cuda::decode_mma_tweaks(before);
+      EXPECT_EQ(before, smk::cuda::kDecodeTweaksRule) << "the switch was left on";
+      EXPECT_TRUE(bitwise_equal(got.o, plain.o));
+      EXPECT_TRUE(bitwise_equal(got.lse, plain.lse));
+      expect_matches(c, e, got, true);
+    }
+    const Result again = run_gpu(c, config);
+    EXPECT_TRUE(bitwise_equal(again.o, plain.o)) << "a default call after the flagged ones";
+    EXPECT_TRUE(bitwise_equal(again.lse, plain.lse)) << "a default call after the flagged ones";
+  }
+}
+TEST(CudaAttentionDecode, TweaksGiveTheDefaultBits) {
+  SMK_REQUIRE_GPU();
+  const bool small = std::getenv("SMK_GPU_TEST_SMALL") != nullptr;
+  {
+    SCOPED_TRACE("bf16 D=128, groups of 4, mixed lengths");
+    Case<smk::bfloat16_t> c(9, 1, 8, 2, 128, 4097, {1, 2, 15, 17, 40, 255, 4097, 0, 1000}, 181);
+    tweaks_match(c, true);
+  }
+  if (!small) {
+    SCOPED_TRACE("f16 D=64, groups of 8, mixed lengths, no sinks");
+    Case<smk::half_t> c(6, 1, 16, 2, 64, 4097, {1, 33, 255, 256, 4097, 3000}, 182);
+    c.with_sinks = false;
+    tweaks_match(c, false);
+  }
+  {
+    SCOPED_TRACE("bf16 D=128, causal 4 tokens, NaN in the causal band");
+    Case<smk::bfloat16_t> c(3, 4, 8, 2, 128, 2100, {2000, 3, 2100}, 183);
+    c.causal = true;
+    for (std::int64_t b = 0; b < c.B; ++b) c.v[((b * c.smax + c.lens[b] - 1) * c.hkv + 1) * c.d + 5] =
+        nan_value<smk::bfloat16_t>();
+    tweaks_match(c, !small);
+  }
+  if (!small) {
+    SCOPED_TRACE("bf16 D=128, 100003 keys");
+    Case<smk::bfloat16_t> c(1, 1, 4, 1, 128, 100003, {100003}, 184);
+    tweaks_match(c, true);
+  }
+  {
+    SCOPED_TRACE("flag sets not built are refused, not run as another");
+    Case<smk::half_t> c(1, 1, 4, 1, 64, 300, {300}, 185);
+    const unsigned before = smk::cuda::decode_mma_tweaks(1u);
+    EXPECT_THROW(run_gpu(c, &kCpAsyncFused), smk::Error);
+    smk::cuda::decode_mma_tweaks(before);
+  }
+}
+
 }  // namespace
