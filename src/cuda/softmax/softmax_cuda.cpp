@@ -30,6 +30,8 @@
 //                                                        kernels: the same bits)
 // logsumexp / the state, rows of 1024 and of 2048 (f32) lse_stream (lse10: each element read once into a running
 //   / 4096 (16-bit) … 32768 (automatic only)            state a thread; softmax_cuda.cpp lse_stream_config)
+// logsumexp / the state, 16-bit rows past 32768         lse_stream's chunk kernel (lse17: split_row's chunks, 64
+//   (automatic only)                                    threads a chunk on a running state, split_row's merge)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
 
@@ -48,6 +50,7 @@
 #include "cuda/device_guard.hpp"
 #include "cuda/softmax/backward_reread.hpp"
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/lse_chunks.hpp"  // lse17
 #include "cuda/softmax/packed_rule.hpp"
 #include "cuda/softmax/warp_backward.hpp"
 #include "cuda/softmax/warp_occ.hpp"
@@ -727,7 +730,8 @@ bool wide_row_pipeline_pays(DType t, kernels::Op op, std::int64_t n) {
 //                111.9; 12288 107.4 → 99.5
 //   logsumexp    2048 92.6 → 95.4 (slower); 3000 90.2 → 83.3; 4096 93.9 → 95.7 (slower); 6144 74.2 → 77.3 (slower);
 //                8192 107.8 → 87.8; 12288 82.7 → 77.3
-// So softmax from 2048 (1025..2047 not measured aligned: direct), log-softmax from half-way between 2048 and 3000,
+// So softmax from 2048 (1025..2047 not measured aligned: direct), log-softmax from half-way between 2048 and 3000 (from
+// 2048 since blk17: kLaneLogSoftmaxFromN16 below),
 // logsumexp and the state (logsumexp's kernel, not timed) from half-way between 6144 and 8192: the thresholds lie
 // between two measured lengths (provisional). Rows that are not all 16-byte aligned (a row's vectors then go through
 // registers synchronously; 1025's loss) keep the direct kernel. The dispatcher's A/B at 2 rows ahead (softmaxkit bench,
@@ -775,7 +779,11 @@ int block_ahead_rows(DType t, const RowProblem& p, const kernels::BlockConfig& c
   return p.n >= kAheadFromN16 ? 1 : 0;
 }
 constexpr std::int64_t kLaneSoftmaxFromN16 = 2048;
-constexpr std::int64_t kLaneLogSoftmaxFromN16 = 2560;
+// blk17 (session 17) re-timed 16-bit log-softmax at 2048 after fwd16's cheaper 16-bit terms (H200, 2026-12-01,
+// tune_softmax --blk17, bf16, direct → lane1 µs, 3 rounds): 32768×2048 118.3 → 107.4, 0.911 (0.904-0.914); 26214×2560
+// 125.1 → 109.3, 0.874 (mid16's 120.5 → 122.7 at 2048 predates fwd16); same bits. So from 2048, as softmax (f16: the
+// same kernels, not timed).
+constexpr std::int64_t kLaneLogSoftmaxFromN16 = 2048;
 constexpr std::int64_t kLaneReadOnlyFromN16 = 7168;
 constexpr int kBlockLaneStages16 = 1;
 // Every row of x starts on a 16-byte boundary and is unit-stride (RowTile's vectors, so LaneStage copies them all by
@@ -794,9 +802,29 @@ bool rows_vector_aligned(const RowProblem& p, DType t) {
 // false sends every row back to the direct kernel; the test and tune_softmax --mid16 reach either through
 // BlockConfig::lane_stages.
 constexpr bool kBlockLaneStagedByDefault = true;
+// blk17 (session 17): f32 softmax / log-softmax of kLaneFromNF32..kLaneMaxNF32 on the same kernel, one row ahead (the
+// direct kernel's bits: test_cuda_block_row LaneStagedF32BitwiseTheDirectKernel). Why: the direct kernel's 96 B a
+// thread are in flight only until its first reduction, and at 8192 (352 threads, two blocks an SM: 22 warps) that was
+// the sweep's slow point (session 16: 77 % of copy). H200, 2026-12-01, blk17's run, tune_softmax --blk17 (2^26 f32
+// elements, rotated inputs, median of 15, 3 alternating rounds; lane1 / direct a round, median (min-max); µs; same bits
+// everywhere; docs/bench/blk17-s17-2026-12-01.md):
+//   softmax      2048 144.9 → 166.3, 1.146 (1.130-1.155); 4096 145.3 → 160.1, 1.108; 6144 144.2 → 159.8, 1.101;
+//                8192 163.8 → 151.0, 0.924 (0.911-0.935); 10240 156.9 → 153.6, 0.976 (0.971-0.981); 12288 148.7 →
+//                151.8, 1.021 (1.018-1.029)
+//   log-softmax  2048 1.190; 4096 1.129; 6144 1.137; 8192 162.1 → 149.8, 0.924 (0.924-0.934); 10240 154.8 → 152.4,
+//                0.983 (0.979-1.000); 12288 1.079 (1.048-1.080)
+// (two rows ahead: 0.943-0.949 at 8192, 1.00-1.16 elsewhere). Nsight Compute at 8192×8192 softmax, direct → lane1: 161.3
+// → 147.7 µs, DRAM 66.8 → 72.3 % busy, issue 43.9 → 53.7 %, long-scoreboard stalls 4.05 → 0.82 an issue, barrier 1.22
+// → 1.66, 33.6 → 35.4 lane-instructions an element. So the bounds lie half-way between measured lengths (7168: 6144 ↔
+// 8192; 11264: 10240 ↔ 12288). Logsumexp and the state stay where they were (lse_stream, the re-read kernel).
+constexpr std::int64_t kLaneFromNF32 = 7168;
+constexpr std::int64_t kLaneMaxNF32 = 11264;
+constexpr int kBlockLaneStagesF32 = 1;
 int block_lane_stages(DType t, const RowProblem& p, const kernels::BlockConfig& c) {
   if (!kBlockLaneStagedByDefault) return 0;
-  if (c.wide || c.cluster != 1 || t == DType::f32 || !rows_vector_aligned(p, t)) return 0;
+  if (c.wide || c.cluster != 1 || !rows_vector_aligned(p, t)) return 0;
+  if (t == DType::f32)
+    return kernels::writes_rows(p.op) && p.n >= kLaneFromNF32 && p.n <= kLaneMaxNF32 ? kBlockLaneStagesF32 : 0;
   const std::int64_t from = p.op == kernels::Op::softmax       ? kLaneSoftmaxFromN16
                             : p.op == kernels::Op::log_softmax ? kLaneLogSoftmaxFromN16
                                                                : kLaneReadOnlyFromN16;
@@ -892,6 +920,28 @@ bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
   c.lanes = 0;
   c.threads = kLseStreamThreads;
   return true;
+}
+
+// lse17 (session 17): logsumexp and the state of rows past kLseStreamMaxN on lse_stream.cu's chunk kernel
+// (lse_chunks_kernel: split_row's chunks, each reduced by one block of kLseChunkThreads16 with lse_stream's running
+// state, then split_row's merge order), every row count of such a length alike (never the one-launch cluster kernel
+// nor grid_row: batch invariance); 16-bit inputs only (kLseChunks16), f32 stays on split_row (kLseChunksF32).
+// Measured (H200, 2026-12-01, lse17's run, tune_softmax --lse17, logsumexp µs, medians of 9-41 over rotated inputs, 3
+// alternating rounds, ratio to split_row a round: median (min-max); docs/bench/lse17-s17-2026-12-01.md), split_row →
+// T64 / T128: bf16 1024×65536 92.6 → 52.4 / 53.0, 0.564 (0.563-0.566) / 0.572; 4096×151936 647.9 → 341.8 / 370.4,
+// 0.528 (0.527-0.528) / 0.572 (3.64 TB/s at T64); 32×2097152 75.0 → 46.0 / 47.7, 0.611 / 0.636; 512×131072 82.0 → 48.5
+// / 50.1, 0.591 / 0.610; 1×16777216 28.5 → 21.8 / 21.7, 0.765 / 0.760; 3·N(0,1) scores 1024×65536 0.570 / 0.582,
+// 4096×151936 0.539 / 0.587; but 32×128256 15.4 → 15.6 / 13.8, 1.008 (0.998-1.017) / 0.879, and 1×151936 (split_row's
+// one-launch cluster kernel, which cannot give this order's bits) 8.5 → 12.6 / 11.1, 1.461 / 1.266: slower. T64 takes
+// the 16-bit rows: 4-8 % faster than T128 on every shape of ≥ 64 MB; its cost is ~1.5 µs more than T128 on the
+// few-row shapes (both slower than before at 1×151936). f32 (T128 the better): 0.928 at 1024×65536, 0.970 at
+// 4096×151936, 0.956 at 32×2097152, but 1.388 at 1×151936, and 32×128256 / 1×16M not timed: off.
+constexpr bool kLseChunks16 = true;
+constexpr bool kLseChunksF32 = false;
+constexpr int kLseChunkThreads16 = 64;
+constexpr int kLseChunkThreadsF32 = 128;  // the form f32 would take (kLseChunksF32 off)
+bool lse_chunks_takes(DType t, std::int64_t n) {
+  return n > kLseStreamMaxN && (t == DType::f32 ? kLseChunksF32 : kLseChunks16);
 }
 
 // Whether the current device runs cluster_row's cluster for rows of n (split_row_active_clusters: none below compute
@@ -1029,6 +1079,14 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       last.threads.store(lc.lanes > 0 ? 0 : lc.threads, std::memory_order_relaxed);
       return kernels::launch_lse_stream_rows(rp, lc, s);
     }
+  }
+  // lse17: longer rows of logsumexp and the state on lse_stream's chunk kernel where lse_chunks_takes says.
+  if (row_out && forced_softmax_path() == SoftmaxPath::automatic &&
+      (path == SoftmaxPath::split_row || path == SoftmaxPath::cluster_row || path == SoftmaxPath::grid_row) &&
+      lse_chunks_takes(in.dtype, p.n)) {
+    const int threads = kernels::lse_chunk_threads_setting();
+    return kernels::launch_lse_chunk_rows(
+        rp, threads > 0 ? threads : (in.dtype == DType::f32 ? kLseChunkThreadsF32 : kLseChunkThreads16), s);
   }
   switch (path) {
     case SoftmaxPath::warp_per_row: {
