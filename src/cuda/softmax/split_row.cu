@@ -503,13 +503,7 @@ __device__ __forceinline__ void stream_item(std::int64_t t, std::int64_t rows, s
 // zeroed by the launcher before every launch.
 // kLean (split15): chunk_state's lean arithmetic for the chunk items (the same state; instantiated for f32 log-softmax,
 // the rule's call, only).
-// kLong (split17, session 17): rows of more than kSplitStreamMaxChunks chunks. The block that adds a row's last chunk
-// state merges the row with all its threads by merge_chunk_states, merge_states_kernel's own function and order (the
-// same bits), instead of one warp's lanes; and `hints` carries, above its bit 0 (the cache hints), an L2 prefetch
-// distance in tickets: a block that takes ticket t prefetches (chunk_states.cuh prefetch_chunk_l2) the input of
-// ticket t + (hints >> 1) where that is a chunk item (a normalising item's input is meant to be in L2 already), so that
-// DRAM keeps fetching while the blocks reduce. The kLong = false instances are the code before (hints is 0 or 1).
-template <typename In, bool kLogSoftmax, bool kLean = false, bool kLong = false>
+template <typename In, bool kLogSoftmax, bool kLean = false>
 __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const RowProblem p, std::int64_t chunks,
                                                                      std::int64_t lag, int hints, State* states,
                                                                      State* row_states, unsigned* sync) {
@@ -533,70 +527,36 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
     const In* x = at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c);
     const int len = chunk_len(p.n, c);
     float v[kBlockElems];
-    if constexpr (kLong) {
-      const std::int64_t ahead = hints >> 1;
-      if (ahead > 0 && threadIdx.x == 0 && t + ahead < total) {
-        bool norm_a;
-        std::int64_t row_a, c_a;
-        stream_item(t + ahead, rows, chunks, lead, norm_a, row_a, c_a);
-        if (!norm_a) prefetch_chunk_l2<In>(p, row_a * chunks + c_a, chunks, false);
-      }
-    }
     if (!norm) {
-      if constexpr (kLong) {
-        __shared__ float red_m[32], red_d[32];
-        __shared__ unsigned last;
-        stream_load<In>(v, x, len, false);
-        const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
+      stream_load<In>(v, x, len, false);
+      const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
+      if (threadIdx.x < 32) {
+        unsigned last = 0;
         if (threadIdx.x == 0) {
           states[row * chunks + c] = st;
           __threadfence();  // the state before the count that publishes it
           last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
         }
-        __syncthreads();  // `last` is read by every thread before thread 0 rewrites it (two barriers a ticket on)
-        if (last) {  // every other chunk state of the row is written: the block merges them as merge_states_kernel
-          // Thread 0 observed the count; its fence, the barrier above and each thread's fence order that observation
-          // before every thread's loads of the other blocks' states (__ldcg, L2).
+        last = __shfl_sync(0xffffffffu, last, 0);
+        if (last) {  // every other chunk state of the row is written: merge them (warp 0)
+          // Lane 0 observed the count; its fence and the warp barrier order that observation before every lane's
+          // loads of the other blocks' states (__shfl_sync alone orders no memory; review of session 8, F1).
           __threadfence();
-          const State rs = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
-          if (threadIdx.x == 0) {
-            row_states[row] = rs;
+          __syncwarp();
+          const float* f = reinterpret_cast<const float*>(states + row * chunks);
+          const int lane = static_cast<int>(threadIdx.x);
+          State mine = State::empty();
+          if (lane < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * lane), __ldcg(f + 2 * lane + 1)));
+          mine = group_merge(mine, 32);
+          if (lane == 0) {
+            row_states[row] = mine;
             __threadfence();  // the row state before the mark
             atomicAdd(&count[row], 1u);
           }
         }
-      } else {
-        stream_load<In>(v, x, len, false);
-        const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
-        if (threadIdx.x < 32) {
-          unsigned last = 0;
-          if (threadIdx.x == 0) {
-            states[row * chunks + c] = st;
-            __threadfence();  // the state before the count that publishes it
-            last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
-          }
-          last = __shfl_sync(0xffffffffu, last, 0);
-          if (last) {  // every other chunk state of the row is written: merge them (warp 0)
-            // Lane 0 observed the count; its fence and the warp barrier order that observation before every lane's
-            // loads of the other blocks' states (__shfl_sync alone orders no memory; review of session 8, F1).
-            __threadfence();
-            __syncwarp();
-            const float* f = reinterpret_cast<const float*>(states + row * chunks);
-            const int lane = static_cast<int>(threadIdx.x);
-            State mine = State::empty();
-            if (lane < chunks) mine.merge(State::from_fields(__ldcg(f + 2 * lane), __ldcg(f + 2 * lane + 1)));
-            mine = group_merge(mine, 32);
-            if (lane == 0) {
-              row_states[row] = mine;
-              __threadfence();  // the row state before the mark
-              atomicAdd(&count[row], 1u);
-            }
-          }
-        }
       }
     } else {
-      // kLong: the cache hints are hints' bit 0 (its upper bits the prefetch distance)
-      stream_load<In>(v, x, len, kLong ? (hints & 1) != 0 : hints != 0);  // before the wait: the loads overlap it
+      stream_load<In>(v, x, len, hints != 0);  // before the wait: the loads overlap it
       if (threadIdx.x == 0) {
         while (load_acquire_gpu(&count[row]) < ready) __nanosleep(64);
         __threadfence();
@@ -606,8 +566,81 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
       const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
       normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
       PlainTile<In>::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len,
-                                        kLong ? (hints & 1) != 0 : hints != 0);
+                                        hints != 0);
     }
+  }
+}
+
+// ---- split_pipe (split17, session 17): the three kernels' work by row groups in a chain of dependent launches ----
+// The three kernels re-read x after the chunk pass has walked all of it, so on the long rows (524288 … 2M, 32-128
+// rows) the normalising pass finds only 14 % (f32) / 27 % (bf16) of its reads in L2 (split17's Nsight Compute) and
+// moves 1.43× the floor. split_stream's persistent grid brings that to 1.11× but waits on its tickets (DRAM 47 %,
+// 1.04-1.38× slower on the long rows: split17). Here the call is cut into groups of whole rows of about
+// kSplitPipeGroupBytes of input, and launch k (k = 0 … groups) of a chain runs, one block an item as the three kernels
+// do, the chunk items of group k and the normalising items of group k − 1, whose input launch k − 1 has just read:
+// the second read comes from L2 with no ticket and no spin. A chunk item is chunk_states_plain_kernel's body; the
+// block that adds a row's last chunk state (a count a row) merges the row with merge_chunk_states (merge_states_kernel's
+// function and order) and writes its state; a normalising item loads its chunk evict-first, waits (pdl_wait) for the
+// launch before it, whose completion covers group k − 1's row states, and stores normalize_values<In> streaming, as
+// normalize_plain_kernel. So the same bits as the three kernels. Each launch lets the next be scheduled at once
+// (pdl_launch_dependents): the next launch's chunk items, which wait on nothing, fill the SMs its tail leaves.
+// order 0: a launch's chunk items first, then its normalising items; 1: the two interleaved.
+// The common call only (chunk_states.cuh PlainTile), softmax and log-softmax.
+template <typename In, bool kLogSoftmax, bool kLean>
+__global__ void __launch_bounds__(kSplitThreads, 2) split_pipe_kernel(const RowProblem p, std::int64_t chunks,
+                                                                   std::int64_t c_row0, std::int64_t c_rows,
+                                                                   std::int64_t n_row0, std::int64_t n_rows, int order,
+                                                                   State* states, State* row_states, unsigned* count) {
+  using Out = std::conditional_t<kLogSoftmax, float, In>;  // chunk_states_plain_kernel's chunk terms
+  constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
+  __shared__ ChunkScratch scratch;
+  __shared__ float red_m[32], red_d[32];
+  __shared__ unsigned last;
+  pdl_launch_dependents();
+  const std::int64_t nc = c_rows * chunks, nn = n_rows * chunks, b = blockIdx.x;
+  bool norm;
+  std::int64_t idx;  // the item's index in its list
+  if (order == 1 && b < 2 * std::min(nc, nn)) {
+    norm = (b & 1) != 0;
+    idx = b >> 1;
+  } else if (order == 1) {
+    const std::int64_t rest = b - 2 * std::min(nc, nn);
+    norm = nc < nn;
+    idx = std::min(nc, nn) + rest;
+  } else {
+    norm = b >= nc;
+    idx = norm ? b - nc : b;
+  }
+  // 32-bit quotients: a launch's items (its grid) are fewer than 2^31, and a 64-bit division is a called subroutine
+  // (__cuda_sm20_div_s64, ~70 instructions) in each of the block's 512 threads.
+  const unsigned q = static_cast<unsigned>(idx) / static_cast<unsigned>(chunks);
+  const std::int64_t c_of = static_cast<std::int64_t>(static_cast<unsigned>(idx) - q * static_cast<unsigned>(chunks));
+  float v[kBlockElems];
+  if (!norm) {
+    const std::int64_t row = c_row0 + q, c = c_of;
+    stream_load<In>(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c), false);
+    const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
+    if (threadIdx.x == 0) {
+      states[row * chunks + c] = st;
+      __threadfence();  // the state before the count that publishes it
+      last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
+    }
+    __syncthreads();
+    if (last) {  // every other chunk state of the row is written: merge them as merge_states_kernel does
+      __threadfence();  // thread 0's observation of the count (barrier above) before every thread's loads
+      const State rs = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
+      if (threadIdx.x == 0) row_states[row] = rs;
+    }
+  } else {
+    // the group's chunks last first, as normalize_plain_kernel: item idx is chunk nn − 1 − idx of the group
+    const std::int64_t row = n_row0 + (n_rows - 1 - q), c = chunks - 1 - c_of;
+    const int len = chunk_len(p.n, c);
+    stream_load<In>(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), len, true);
+    pdl_wait();  // the launch before this one: its completion covers every row state of this group
+    const float* f = reinterpret_cast<const float*>(row_states + row);
+    const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
+    normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
+    PlainTile<In>::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len, true);
   }
 }
 
@@ -851,6 +884,10 @@ std::atomic<std::uint64_t>& plain_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
+std::atomic<std::uint64_t>& pipe_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
 std::atomic<unsigned>& stream_last_grid() {
   static std::atomic<unsigned> grid{0};
   return grid;
@@ -862,9 +899,7 @@ template <typename In>
 bool stream_call(const RowProblem& p, std::int64_t chunks) {
   const SplitRowTuning& t = split_row_tuning();
   if (t.stream == 0 || !t.common_call || (p.op != Op::softmax && p.op != Op::log_softmax)) return false;
-  if (chunks < 2 || !common_call<In>(p)) return false;
-  // split17: rows past kSplitStreamMaxChunks chunks take the kLong kernel, only where split_row_stream_long() says.
-  if (chunks > kSplitStreamMaxChunks) return split_row_stream_long() == 1 && t.stream == 1;
+  if (chunks < 2 || chunks > kSplitStreamMaxChunks || !common_call<In>(p)) return false;
   return t.stream == 1 || (std::is_same_v<In, float> && p.op == Op::log_softmax && p.rows >= kSplitStreamMinRows);
 }
 
@@ -883,28 +918,55 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   if constexpr (std::is_same_v<In, float>) {  // split15: f32 log-softmax's chunk items lean where chunk_lean says
     if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_stream_kernel<In, true, true>;
   }
-  const bool longer = chunks > kSplitStreamMaxChunks;  // split17: the whole-block merge (stream_call allowed it)
-  if (longer) {
-    kernel = p.op == Op::softmax ? split_stream_kernel<In, false, false, true>
-                                 : split_stream_kernel<In, true, false, true>;
-    if constexpr (std::is_same_v<In, float>) {
-      if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_stream_kernel<In, true, true, true>;
-    }
-  }
   // Any grid of at least one block finishes (a block takes its next ticket only once its item is done, and the
   // smallest unfinished ticket never waits on a larger one), so stream_max_blocks may cap it for the tests.
   unsigned grid = persistent_grid(kernel, kSplitThreads, 0, 2 * total);
   if (t.stream_max_blocks > 0) grid = std::min(grid, static_cast<unsigned>(t.stream_max_blocks));
-  int hints = t.stream_hints ? 1 : 0;
-  if (longer) {  // split17: the L2 prefetch distance in tickets (> 0 that many, −w w grids), in hints' upper bits
-    const int ahead = split_row_stream_ahead();
-    const std::int64_t d = ahead < 0 ? -std::int64_t{ahead} * grid : ahead;
-    if (d > 0 && d < 2 * total) hints |= static_cast<int>(std::min<std::int64_t>(d, std::int64_t{1} << 29)) << 1;
-  }
-  kernel<<<grid, kSplitThreads, 0, s>>>(p, chunks, lag, hints, states, states + total, sync);
+  kernel<<<grid, kSplitThreads, 0, s>>>(p, chunks, lag, t.stream_hints ? 1 : 0, states, states + total, sync);
   SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
   stream_last_grid().store(grid, std::memory_order_relaxed);
   stream_launches().fetch_add(1, std::memory_order_relaxed);
+  ws.release();
+}
+
+// split17: whether split_pipe serves the call (split_row_pipe(): 1 wherever it can — the common call, softmax and
+// log-softmax, ≥ 2 chunks a row; 0, the library's, never: see split_pipe_kernel for what was timed).
+template <typename In>
+bool pipe_call(const RowProblem& p, std::int64_t chunks) {
+  if (split_row_pipe() != 1 || !split_row_tuning().common_call) return false;
+  return (p.op == Op::softmax || p.op == Op::log_softmax) && chunks >= 2 && common_call<In>(p);
+}
+
+// kSplitPipeGroupBytes: a group's input, so that L2 (60 MiB; ~50 MB usable) holds group k's input from its chunk
+// items to its normalising items one launch on, beside group k + 1's input read and group k − 1's output written in
+// between (~3 groups' bytes). split_row_pipe_group_bytes() > 0 overrides it.
+constexpr std::int64_t kSplitPipeGroupBytes = std::int64_t{16} << 20;
+
+template <typename In>
+void launch_pipe(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  const std::int64_t total = p.rows * chunks;
+  const std::int64_t set = split_row_pipe_group_bytes();
+  const std::int64_t bytes = set > 0 ? set : kSplitPipeGroupBytes;
+  const std::int64_t g = std::max<std::int64_t>(1, bytes / (p.n * static_cast<std::int64_t>(sizeof(In))));
+  const std::int64_t groups = (p.rows + g - 1) / g;
+  const std::size_t count_bytes = (4 * static_cast<std::size_t>(p.rows) + 15) / 16 * 16;
+  ScopedWorkspace ws(count_bytes + sizeof(State) * static_cast<std::size_t>(total + p.rows), s);
+  auto* count = static_cast<unsigned*>(ws.get());
+  auto* states = reinterpret_cast<State*>(static_cast<unsigned char*>(ws.get()) + count_bytes);
+  SMK_CUDA_CHECK(cudaMemsetAsync(count, 0, count_bytes, s));
+  auto kernel = p.op == Op::softmax ? split_pipe_kernel<In, false, false> : split_pipe_kernel<In, true, false>;
+  if constexpr (std::is_same_v<In, float>) {  // split15's lean chunk arithmetic where chunk_lean says (same state)
+    if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_pipe_kernel<In, true, true>;
+  }
+  const int order = split_row_pipe_order();
+  for (std::int64_t k = 0; k <= groups; ++k) {
+    const std::int64_t c_row0 = k * g, c_rows = k < groups ? std::min(g, p.rows - c_row0) : 0;
+    const std::int64_t n_row0 = (k - 1) * g, n_rows = k > 0 ? std::min(g, p.rows - n_row0) : 0;
+    const auto blocks = static_cast<unsigned>((c_rows + n_rows) * chunks);
+    launch_dependent(k > 0, kernel, blocks, kSplitThreads, s, p, chunks, c_row0, c_rows, n_row0, n_rows, order,
+                     states, states + total, count);
+  }
+  pipe_launches().fetch_add(1, std::memory_order_relaxed);
   ws.release();
 }
 
@@ -1043,6 +1105,7 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (launch_cluster<In>(p, chunks, s)) return;
   if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
   if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
+  if (pipe_call<In>(p, chunks)) return launch_pipe<In>(p, chunks, s);  // split17: off by default
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
@@ -1143,15 +1206,20 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
-// split17 (split_row_tuning.hpp): split_stream on rows past kSplitStreamMaxChunks chunks, and its L2 prefetch distance.
-int& split_row_stream_long() {
+// split17 (split_row_tuning.hpp): split_pipe's switch, group bytes, order and launches.
+int& split_row_pipe() {
   static int setting = 0;
   return setting;
 }
-int& split_row_stream_ahead() {
-  static int setting = 0;
-  return setting;
+std::int64_t& split_row_pipe_group_bytes() {
+  static std::int64_t bytes = 0;
+  return bytes;
 }
+int& split_row_pipe_order() {
+  static int order = 0;
+  return order;
+}
+std::uint64_t split_pipe_launch_count() { return pipe_launches().load(std::memory_order_relaxed); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 // Declared in split_row_tuning.hpp (read by test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'

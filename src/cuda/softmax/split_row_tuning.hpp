@@ -44,12 +44,14 @@ ChunkTmaTuning& split_row_chunk_tma();
 // 32-byte sub-tiles (the kernel before): 1 whole, 0 sub-tiles, -1 the library's rule (kNormalizeWholeF32). The same
 // values and arithmetic either way (the pass is elementwise).
 int& split_row_normalize_whole();
-// split17 (session 17): split_stream (SplitRowTuning::stream 1) on rows of more than its 32 chunks too
-// (split_stream_kernel kLong: the row's merge by the whole block, merge_states_kernel's order; the same bits as the
-// three kernels): 1 yes, 0 no (the library's: not timed faster, so off). ahead: that kernel's L2 prefetch of the
-// ticket `ahead` on where it is a chunk item (> 0 tickets, −w w persistent grids, 0 none).
-int& split_row_stream_long();
-int& split_row_stream_ahead();
+// split17 (session 17): split_pipe (split_row.cu split_pipe_kernel: the three kernels' work by row groups in a chain of
+// dependent launches, a group's second read from L2; the same bits): 1 on every call it can serve, 0 never (the
+// library's). group_bytes: a group's input (0: kSplitPipeGroupBytes); order: 0 a launch's chunk items first, 1
+// interleaved with its normalising items. The launches by split_pipe since the process started (one a call).
+int& split_row_pipe();
+std::int64_t& split_row_pipe_group_bytes();
+int& split_row_pipe_order();
+std::uint64_t split_pipe_launch_count();
 // chunk_states_tma_kernel's launches since the process started (tests: that it served).
 std::uint64_t split_chunk_tma_launch_count();
 

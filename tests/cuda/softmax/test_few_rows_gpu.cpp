@@ -887,31 +887,29 @@ TEST_F(GpuFewRows, StreamDefaultRuleAtItsShapes) {
   EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << "255 rows: split_stream ran below the rule's bound";
 }
 
-// split17 (session 17): split_stream on rows of more than its 32 chunks (split_row_stream_long 1, with stream 1:
-// split_stream_kernel kLong, the row's merge by the whole block in merge_states_kernel's order) bitwise the three
-// kernels (stream 0), against the float64 reference on the library's lag: at 34 chunks (ragged last chunk, pitched
-// rows) and 43 (524288, a timed shape), f32 and 16-bit, softmax and log-softmax, with +inf / NaN / an empty row; at
-// every lag (the library's; 1: the normalising items one row behind; 3; 64, past the rows) and on persistent grids of
-// 1 and 7 blocks (many items a block, in ticket order), and with the L2 prefetch one grid on (−1) or 5 tickets on,
-// which moves no value. Row counts on both sides of the lags. The switch off (the library's), the same rows take the
-// three kernels (split_stream's launch count does not move).
-TEST_F(GpuFewRows, StreamLongRowsBitwiseTheThreeKernels) {
+// split17 (session 17): split_pipe (split_row_pipe 1: the three kernels' work by row groups in a chain of dependent
+// launches, each launch the chunk items of group k and the normalising items of group k − 1) bitwise the three kernels
+// (stream 0, pipe 0), against the float64 reference at the library's group size: at 3 and 34 chunks (ragged last
+// chunks, pitched rows), f32 and 16-bit, softmax and log-softmax, with +inf / NaN / an empty row; at groups of one row
+// and of two (group bytes one or two rows' input: many launches, a last group smaller than the others), both item
+// orders. The launch count says split_pipe ran.
+TEST_F(GpuFewRows, PipeBitwiseTheThreeKernels) {
   SplitRowTuningGuard guard;
-  struct LongGuard {
-    ~LongGuard() {
-      cuda::kernels::split_row_stream_long() = 0;
-      cuda::kernels::split_row_stream_ahead() = 0;
+  struct PipeGuard {
+    ~PipeGuard() {
+      cuda::kernels::split_row_pipe() = 0;
+      cuda::kernels::split_row_pipe_group_bytes() = 0;
+      cuda::kernels::split_row_pipe_order() = 0;
     }
-  } long_guard;
-  std::vector<std::int64_t> lengths = {12288 * 33 + 7, 524288};
-  if (small_mode()) lengths = {12288 * 33 + 7};
-  std::uint64_t seed = 1700;
+  } pipe_guard;
+  const std::vector<std::int64_t> lengths = {30001, 12288 * 33 + 7};
+  std::uint64_t seed = 1750;
   for (std::int64_t n : lengths) {
     for (DType t : {DType::f32, DType::bf16, DType::f16}) {
       for (Op op : {Op::softmax, Op::log_softmax}) {
-        std::vector<std::int64_t> row_counts = small_mode() ? std::vector<std::int64_t>{2, 5}
-                                                            : std::vector<std::int64_t>{3, 11};
-        if (t != DType::f32) row_counts = {row_counts.back()};  // f16 is bf16's code; one row count each
+        std::vector<std::int64_t> row_counts = small_mode() ? std::vector<std::int64_t>{1, 5}
+                                                            : std::vector<std::int64_t>{1, 5, 12};
+        if (t != DType::f32) row_counts = {5};  // f16 is bf16's code
         if (t == DType::f16 && n != lengths.front()) continue;
         for (std::int64_t rows : row_counts) {
           Case c = random_case(std::to_string(rows) + "x" + std::to_string(n), op, t, t, rows, n, ++seed);
@@ -924,45 +922,36 @@ TEST_F(GpuFewRows, StreamLongRowsBitwiseTheThreeKernels) {
             for (std::int64_t i = 0; i < n; ++i) c.x[static_cast<std::size_t>(2 * n + i)] = -kInf;  // row 2 empty
             c.options.empty_rows = seed % 2 == 0 ? EmptyRowPolicy::zeros : EmptyRowPolicy::nan;
           }
-          cuda::kernels::split_row_tuning().active_clusters = 0;
+          cuda::kernels::split_row_tuning().active_clusters = 0;  // no one-launch kernel
           cuda::kernels::split_row_tuning().stream = 0;
-          cuda::kernels::split_row_stream_long() = 0;
+          cuda::kernels::row_loop_tuning().use = 0;
+          cuda::kernels::split_row_pipe() = 0;
           const Result three = run_gpu(c, SoftmaxPath::split_row, 0x00);
-          // The switch off with stream 1 (as before split17): the three kernels serve.
-          cuda::kernels::split_row_tuning().stream = 1;
-          std::uint64_t before = cuda::kernels::split_stream_launch_count();
-          const Result off = run_gpu(c, SoftmaxPath::split_row, 0x00);
-          EXPECT_EQ(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream ran, long off";
-          ASSERT_TRUE(three.ran && off.ran);
-          expect_same_bits(off, three, c.name + ": long off / three kernels");
+          ASSERT_TRUE(three.ran);
+          const std::int64_t row_bytes = n * static_cast<std::int64_t>(smk::dtype_size(t));
           struct Variant {
-            int lag, max_blocks, ahead;
+            std::int64_t group_bytes;
+            int order;
           };
-          cuda::kernels::split_row_stream_long() = 1;
-          for (const Variant& var : {Variant{0, 0, 0}, Variant{1, 0, -1}, Variant{3, 0, 5}, Variant{64, 0, 0},
-                                     Variant{0, 1, 0}, Variant{1, 7, -1}, Variant{3, 7, 0}}) {
-            cuda::kernels::split_row_tuning().stream_lag = var.lag;
-            cuda::kernels::split_row_tuning().stream_hints = var.lag != 3;
-            cuda::kernels::split_row_tuning().stream_max_blocks = var.max_blocks;
-            cuda::kernels::split_row_stream_ahead() = var.ahead;
-            before = cuda::kernels::split_stream_launch_count();
-            const bool first = var.lag == 0 && var.max_blocks == 0;
-            const Result streamed =
+          cuda::kernels::split_row_pipe() = 1;
+          for (const Variant& var : {Variant{0, 0}, Variant{row_bytes, 0}, Variant{row_bytes, 1},
+                                     Variant{2 * row_bytes, 1}, Variant{2 * row_bytes, 0}}) {
+            cuda::kernels::split_row_pipe_group_bytes() = var.group_bytes;
+            cuda::kernels::split_row_pipe_order() = var.order;
+            const std::uint64_t before = cuda::kernels::split_pipe_launch_count();
+            const bool first = var.group_bytes == 0;
+            const Result piped =
                 first ? run_checked(c, SoftmaxPath::split_row) : run_gpu(c, SoftmaxPath::split_row, 0x00);
-            ASSERT_TRUE(streamed.ran);
-            EXPECT_GT(cuda::kernels::split_stream_launch_count(), before) << c.name << ": split_stream did not run";
-            const unsigned grid = cuda::kernels::split_stream_last_grid();
-            const std::int64_t items = 2 * rows * ((n + 12287) / 12288);
-            if (var.max_blocks > 0)
-              EXPECT_EQ(static_cast<std::int64_t>(grid), std::min<std::int64_t>(var.max_blocks, items)) << c.name;
-            expect_same_bits(streamed, three,
-                             c.name + " " + op_name(op) + " " + dtype_name(t) + ": long split_stream (lag " +
-                                 std::to_string(var.lag) + ", grid " + std::to_string(grid) + ", ahead " +
-                                 std::to_string(var.ahead) + ") / three kernels");
+            ASSERT_TRUE(piped.ran);
+            EXPECT_GT(cuda::kernels::split_pipe_launch_count(), before) << c.name << ": split_pipe did not run";
+            expect_same_bits(piped, three,
+                             c.name + " " + op_name(op) + " " + dtype_name(t) + ": split_pipe (group bytes " +
+                                 std::to_string(var.group_bytes) + ", order " + std::to_string(var.order) +
+                                 ") / three kernels");
           }
-          cuda::kernels::split_row_stream_long() = 0;
-          cuda::kernels::split_row_stream_ahead() = 0;
+          cuda::kernels::split_row_pipe() = 0;
           cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+          cuda::kernels::row_loop_tuning() = cuda::kernels::RowLoopTuning{};
         }
       }
     }
