@@ -67,6 +67,13 @@
 // logsumexp 16384×4096 98.8 → 91.7, 8192×8192 112.1 → 72.4 (1.85 TB/s, 41 % of read), 5461×12288 84.3 → 63.2; the
 // wide block's logsumexp 4096×16384 76.0 → 68.5, 8192×32000 286.0 → 259.8 (2.02 TB/s), log-softmax 8192×32000 412.7 →
 // 386.0. f32 unchanged (within 1.5 %).
+// blk17 (session 17, 2026-12-01): the lane-staged kernel built for f32 rows too (block_rows_lane_kernel<float, void,
+// kLog>: 62-64 registers, no spill, (stages + 1) × 96 B of shared memory a thread; the same 8 B an element, floor at
+// the measured 4.24 TB/s copy 126.6 µs for 2^26 f32 elements, 140.6 at 90 %). Measured (H200, blk17's run of 966460c's
+// tree, tune_softmax --blk17, µs direct → one row ahead, 3 alternating rounds, same bits): softmax 8192×8192 163.8 →
+// 151.0 (83 % of copy), log-softmax 162.1 → 149.8; 6553×10240 156.9 → 153.6 / 154.8 → 152.4; slower at 2048-6144
+// (1.10-1.19×: the direct kernel is at 87-90 % of copy there) and at 12288 (1.02 / 1.08×). The dispatcher takes it
+// for f32 softmax / log-softmax of 7168..11264 (softmax_cuda.cpp kLaneFromNF32 / kLaneMaxNF32).
 // mid8 (session 8, 2026-11-30): logsumexp and the state with their next rows' loads in flight in registers
 // (block_rows_ahead_kernel, BlockConfig::ahead 1-2) or read twice, the row held in no register across a barrier
 // (block_rows_reread_kernel, ahead = kAheadReread); both bitwise the direct kernel. Traffic: the row read once (the
@@ -517,6 +524,10 @@ std::atomic<std::uint64_t>& reread_launches() {
   static std::atomic<std::uint64_t> n{0};
   return n;
 }
+std::atomic<std::uint64_t>& lane_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
 
 template <typename In, int kElems>
 void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
@@ -541,8 +552,10 @@ void launch_ahead(const RowProblem& p, BlockConfig c, cudaStream_t s) {
 
 template <typename In>
 void launch_lane(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  // Softmax's output type as launch() picks it (the direct kernel's bits): a 16-bit output (In itself) the plain tier;
+  // f32 rows always exp_diff with the output type read at the store (Out = void).
   constexpr auto softmax_kernel = block_rows_lane_kernel<In, void, false>;
-  constexpr auto softmax_out_kernel = block_rows_lane_kernel<In, In, false>;
+  constexpr auto softmax_out_kernel = block_rows_lane_kernel<In, std::conditional_t<sizeof(In) == 2, In, void>, false>;
   constexpr auto log_kernel = block_rows_lane_kernel<In, void, true>;
   const auto kernel = p.op != Op::softmax           ? log_kernel
                       : p.out_dtype == DType::f32 ? softmax_kernel
@@ -564,6 +577,7 @@ void launch_lane(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   const unsigned grid = persistent_grid(kernel, c.threads, smem, p.rows);
   kernel<<<grid, c.threads, smem, s>>>(p, stages);
   SMK_CUDA_CHECK_LAUNCH("block_rows_lane_kernel");
+  lane_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
 template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads, int kMinBlocks = 2>
@@ -623,6 +637,7 @@ bool reread_fits(const RowProblem& p, std::size_t es) {
 
 std::uint64_t block_ahead_launch_count() { return ahead_launches().load(std::memory_order_relaxed); }
 std::uint64_t block_reread_launch_count() { return reread_launches().load(std::memory_order_relaxed); }
+std::uint64_t block_lane_launch_count() { return lane_launches().load(std::memory_order_relaxed); }
 
 void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   if (p.rows == 0) return;
@@ -635,9 +650,8 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {
       if (c.wide) return launch_ahead<In, kWideBlockElems>(p, c, s);
       return launch_ahead<In, kBlockElems>(p, c, s);
     }
-    if constexpr (sizeof(In) == 2) {  // the lane-staged kernel: 16-bit rows only (f32 stays on the direct kernel)
-      if (c.lane_stages > 0 && c.cluster == 1 && !c.wide && !c.staged) return launch_lane<In>(p, c, s);
-    }
+    // The lane-staged kernel: 16-bit rows since mid16, f32 rows since blk17 (session 17).
+    if (c.lane_stages > 0 && c.cluster == 1 && !c.wide && !c.staged) return launch_lane<In>(p, c, s);
     // The wide block staged: its next row bulk-copied into shared memory (up to 128 KB at 1024 threads in f32) while
     // it reduces and writes the current one, the only overlap a block alone on its SM gets.
     if (c.wide && c.staged) launch<In, true, kWideBlockElems, kWideBlockThreads, 1>(p, c, s);

@@ -113,7 +113,7 @@ struct BlockConfig {
   // The forward's 16-bit block_per_row with its next rows in flight (block_row.cu block_rows_lane_kernel; cluster 1,
   // neither wide nor staged): each thread copies its own share of the block's rows `lane_stages` (1 to
   // kMaxLaneStages) ahead into shared memory by cp.async, on a persistent grid; bitwise the direct kernel's outputs.
-  // 0: the direct kernel. Ignored for f32.
+  // 0: the direct kernel. f32 rows too since blk17 (session 17).
   int lane_stages = 0;
   // logsumexp and the state on block_per_row with the next rows' loads in flight in registers (block_row.cu
   // block_rows_ahead_kernel, mid8; cluster 1, not staged, threads ≤ kAheadMaxThreads): `ahead` rows (1 to
@@ -207,6 +207,8 @@ void launch_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s);
 // cannot serve).
 std::uint64_t block_ahead_launch_count();
 std::uint64_t block_reread_launch_count();
+// block_rows_lane_kernel's launches since the process started (blk17: which kernel served an f32 or 16-bit call).
+std::uint64_t block_lane_launch_count();
 // lse_stream (lse10, session 10; lse_stream.cu): logsumexp and the state read once with a running (m, ties, rest) a
 // thread, no row held across a barrier. Two configurations, the dispatcher's (softmax_cuda.cpp lse_stream_config):
 // lanes 16 (16 lanes a row in 256-thread blocks), or lanes 0 with threads 128 (one block of 128 a row); the others

@@ -371,5 +371,182 @@ TEST_F(GpuBlockRow, LseStreamRefusesWhatItDoesNotServe) {
   EXPECT_THROW(k::launch_lse_stream_rows(p, {16, 0}, nullptr), Error);
 }
 
+// blk17 (session 17): block_per_row's f32 rows lane-staged (block_rows_lane_kernel, BlockConfig::lane_stages 1-3; the
+// kernel was 16-bit only before) give the direct kernel's bits (the same threads, elements, trees and terms; only
+// where a row's elements come from differs): softmax, log-softmax, logsumexp and the state, on rows that fill and do
+// not fill the last vectors, aligned and not (unaligned rows go through registers), with more rows than any persistent
+// grid holds (2048·SMs/threads + 7: every block walks several rows and its stage ring wraps) and fewer rows than it
+// stages ahead; scores around 20 with planted tied maxima. Outputs poisoned (0xFF: NaN) before every launch; the lane
+// kernel's launch count shows it served (test_softmax_gpu's LaneStagedBlockRowsBitwiseTheDirectKernel covers 16-bit);
+// the direct kernel is held to the float64 reference by test_cuda_softmax.
+TEST_F(GpuBlockRow, LaneStagedF32BitwiseTheDirectKernel) {
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  auto many_rows = [&](std::int64_t n) { return Shape{2048 * std::int64_t{sms} / direct_config(n).threads + 7, n}; };
+  std::vector<Shape> shapes = {many_rows(2048), many_rows(8191), many_rows(12288), {2, 1025}, {300, 4097}, {5, 33}};
+  // Under compute-sanitizer (racecheck tracks every shared-memory access): the stage ring still wraps, on short rows.
+  if (small_mode()) shapes = {many_rows(33), {2, 1025}, {3, 4097}, {5, 33}};
+  std::uint64_t seed = 17000;
+  for (const Shape& sh : shapes)
+    for (int offset : {0, 1}) {  // elements before the first row: 1 leaves every row unaligned
+      const std::int64_t count = sh.rows * sh.n + offset;
+      std::mt19937_64 rng(++seed);
+      std::uniform_real_distribution<double> dist(12.0, 28.0);
+      std::vector<double> x(static_cast<std::size_t>(count));
+      for (auto& v : x) v = dist(rng);
+      for (std::int64_t r = 0; r < sh.rows; r += 5) {
+        x[static_cast<std::size_t>(offset + r * sh.n)] = 40.0;
+        x[static_cast<std::size_t>(offset + r * sh.n + sh.n - 1)] = 40.0;
+      }
+      const std::vector<unsigned char> host = pack(contiguous(DType::f32, {count}), x, 0);
+      void *din = nullptr, *dout = nullptr;
+      float* dstat = nullptr;
+      const std::size_t out_bytes = static_cast<std::size_t>(sh.rows * sh.n) * sizeof(float);
+      ASSERT_EQ(cudaMalloc(&din, host.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dout, out_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), 2 * sizeof(float) * sh.rows), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      for (k::Op op : {k::Op::softmax, k::Op::log_softmax, k::Op::logsumexp, k::Op::state}) {
+        k::RowProblem p;
+        p.op = op;
+        p.x = static_cast<const unsigned char*>(din) + offset * sizeof(float);
+        p.out = dout;
+        p.stat0 = dstat;
+        p.stat1 = dstat + sh.rows;
+        p.x_dtype = p.out_dtype = DType::f32;
+        p.rows = sh.rows;
+        p.n = sh.n;
+        p.map.rank = 1;
+        p.map.size[0] = sh.rows;
+        p.map.stride[k::kX][0] = sh.n;
+        p.map.stride[k::kOut][0] = sh.n;
+        p.map.stride[k::kStat0][0] = 1;
+        p.map.stride[k::kStat1][0] = 1;
+        p.step[k::kX] = p.step[k::kOut] = 1;
+        const bool rows_out = k::writes_rows(op);
+        const std::size_t bytes = rows_out ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(sh.rows);
+        // logsumexp writes stat0 alone; the state writes both.
+        const std::size_t written = rows_out ? bytes / sizeof(float)
+                                   : op == k::Op::logsumexp ? static_cast<std::size_t>(sh.rows)
+                                                            : bytes / sizeof(float);
+        void* const dst = rows_out ? dout : static_cast<void*>(dstat);
+        auto run = [&](int stages) {
+          EXPECT_EQ(cudaMemset(dst, 0xFF, bytes), cudaSuccess);
+          k::BlockConfig c = direct_config(sh.n);
+          c.lane_stages = stages;
+          const std::uint64_t lanes0 = k::block_lane_launch_count();
+          k::launch_block_rows(p, c, nullptr);
+          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          EXPECT_EQ(k::block_lane_launch_count() > lanes0, stages > 0) << "stages " << stages << ": which kernel ran";
+          std::vector<float> got(bytes / sizeof(float));
+          EXPECT_EQ(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+          return got;
+        };
+        const std::vector<float> direct = run(0);
+        // Finite inputs: every output is finite, so a NaN left is an element the kernel never wrote.
+        for (std::size_t i = 0; i < written; ++i)
+          ASSERT_TRUE(std::isfinite(direct[i])) << "direct kernel: element " << i << " = " << direct[i];
+        for (int stages = 1; stages <= k::kMaxLaneStages; ++stages) {
+          const std::vector<float> lane = run(stages);
+          ASSERT_EQ(lane.size(), direct.size());
+          const std::size_t first_diff = static_cast<std::size_t>(
+              std::mismatch(lane.begin(), lane.begin() + written, direct.begin(),
+                            [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; })
+                  .first -
+              lane.begin());
+          EXPECT_EQ(first_diff, written) << sh.rows << "x" << sh.n << " offset " << offset << " op "
+                                         << static_cast<int>(op) << " stages " << stages << ": first differing element "
+                                         << first_diff;
+        }
+      }
+      cudaFree(din);
+      cudaFree(dout);
+      cudaFree(dstat);
+    }
+}
+
+// The dispatcher (automatic path) either side of blk17's bounds (softmax_cuda.cpp): f32 softmax / log-softmax of
+// aligned rows lane-staged from kLaneFromNF32 = 7168 to kLaneMaxNF32 = 11264 (7164 and 11268, 12288 direct; unaligned
+// rows and logsumexp stay on the kernels they had), 16-bit log-softmax from kLaneLogSoftmaxFromN16 = 2048 (2040
+// direct); the lane kernel's launch count shows which ran, and the outputs are bitwise the direct kernel's launched by
+// hand on the same rows (outputs poisoned with 0xFF before each launch; every element checked written).
+TEST_F(GpuBlockRow, LaneRuleAtItsBounds) {
+  struct Want {
+    DType t;
+    std::int64_t n;
+    int offset;
+    Op op;
+    bool lane;
+  };
+  const std::vector<Want> wants = {
+      {DType::f32, 7164, 0, Op::softmax, false},      {DType::f32, 7168, 0, Op::softmax, true},
+      {DType::f32, 8192, 0, Op::log_softmax, true},   {DType::f32, 8192, 1, Op::softmax, false},
+      {DType::f32, 8192, 0, Op::logsumexp, false},    {DType::f32, 11264, 0, Op::log_softmax, true},
+      {DType::f32, 11268, 0, Op::softmax, false},     {DType::f32, 12288, 0, Op::softmax, false},
+      {DType::bf16, 2040, 0, Op::log_softmax, false}, {DType::bf16, 2048, 0, Op::log_softmax, true},
+      {DType::f16, 2048, 0, Op::log_softmax, true}};
+  std::uint64_t seed = 17100;
+  for (const Want& w : wants) {
+    const std::int64_t rows = 300, count = rows * w.n + w.offset;
+    const std::size_t es = dtype_size(w.t);
+    std::mt19937_64 rng(++seed);
+    std::uniform_real_distribution<double> dist(-8.0, 8.0);
+    std::vector<double> x(static_cast<std::size_t>(count));
+    for (auto& v : x) v = dist(rng);
+    const std::vector<unsigned char> host = pack(contiguous(w.t, {count}), x, 0);
+    const bool rows_out = w.op == Op::softmax || w.op == Op::log_softmax;
+    const std::size_t out_count = rows_out ? static_cast<std::size_t>(rows * w.n) : static_cast<std::size_t>(rows);
+    const std::size_t out_bytes = out_count * es;
+    void *din = nullptr, *dout = nullptr;
+    ASSERT_EQ(cudaMalloc(&din, host.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dout, out_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    const Device dev = Device::cuda(0);
+    void* const x0 = static_cast<unsigned char*>(din) + w.offset * es;
+    const TensorView in = TensorView::contiguous(x0, w.t, dev, {rows, w.n});
+    const TensorView out = rows_out ? TensorView::contiguous(dout, w.t, dev, {rows, w.n})
+                                    : TensorView::contiguous(dout, w.t, dev, {rows});
+    SCOPED_TRACE(std::string(dtype_name(w.t)) + " n " + std::to_string(w.n) + " offset " + std::to_string(w.offset) +
+                 " op " + op_name(w.op));
+    ASSERT_EQ(cudaMemset(dout, 0xFF, out_bytes), cudaSuccess);
+    const std::uint64_t lanes0 = k::block_lane_launch_count();
+    if (w.op == Op::softmax) softmax(out, in);
+    else if (w.op == Op::log_softmax) log_softmax(out, in);
+    else logsumexp(out, in);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(k::block_lane_launch_count() > lanes0, w.lane) << "the lane-staged kernel ran";
+    std::vector<unsigned char> got(out_bytes), want(out_bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), dout, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < out_bytes; i += es)  // finite inputs: no output may still be the poison
+      ASSERT_FALSE(std::all_of(got.begin() + i, got.begin() + i + es, [](unsigned char b) { return b == 0xFF; }))
+          << "element " << i / es << " unwritten";
+    if (rows_out) {  // the direct kernel by hand, on the same rows
+      k::RowProblem p;
+      p.op = w.op == Op::softmax ? k::Op::softmax : k::Op::log_softmax;
+      p.x = x0;
+      p.out = dout;
+      p.x_dtype = p.out_dtype = w.t;
+      p.rows = rows;
+      p.n = w.n;
+      p.map.rank = 1;
+      p.map.size[0] = rows;
+      p.map.stride[k::kX][0] = w.n;
+      p.map.stride[k::kOut][0] = w.n;
+      p.step[k::kX] = p.step[k::kOut] = 1;
+      ASSERT_EQ(cudaMemset(dout, 0xFF, out_bytes), cudaSuccess);
+      const std::uint64_t lanes1 = k::block_lane_launch_count();
+      k::launch_block_rows(p, direct_config(w.n), nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(k::block_lane_launch_count(), lanes1) << "the direct kernel by hand";
+      ASSERT_EQ(cudaMemcpy(want.data(), dout, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      const std::size_t first_diff =
+          static_cast<std::size_t>(std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
+      EXPECT_EQ(first_diff, out_bytes) << "dispatched against the direct kernel: first differing byte " << first_diff;
+    }
+    cudaFree(din);
+    cudaFree(dout);
+  }
+}
+
 }  // namespace
 }  // namespace smk::gpu_test
