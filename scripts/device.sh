@@ -643,8 +643,10 @@ fi
 # binary (tune_softmax --split17: 3 rounds, the order reversed each round, outputs compared byte for byte), alone on
 # the GPU; then in parallel: test_cuda_few_rows' PipeBitwiseTheThreeKernels in small mode, and under memcheck. (The
 # first run, of 966460c, timed split_stream on these rows, profiled the three kernels under Nsight Compute and tested
-# StreamLongRowsBitwiseTheThreeKernels; both since removed: docs/bench/split17-s17-2026-12-01.md.) Binaries built off
-# the device for sm_90a (build/split17-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps:
+# StreamLongRowsBitwiseTheThreeKernels.) Neither was faster: both kernels, their tests and the tune mode are removed;
+# this step runs only the binaries of cf010a0's tree plus the mode's code in docs/bench/split17-s17-2026-12-01.md's
+# appendix (the runs of 07:24 and 07:29 UTC). Binaries built off the device for sm_90a (build/split17-bin.tar.xz:
+# bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps:
 # SMK_S17S_TUNE_S (12 s), SMK_S17S_TEST_S (10). Back: split17-tune.txt, split17-summary.txt, split17-logs.tgz.
 if want split17; then
   carried split17 build/split17-bin.tar.xz
@@ -773,9 +775,10 @@ smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio "$k17/bin/tune_
   end_carried
 fi
 # --- session 17: dec17 step goes here ---
-# dec17 (session 17, issue 8): bench_decode --dec17 alone on the GPU (HEAD's tensor-core kernel beside
-# decode_mma_tw_kernel's flags: the ramp's L2 prefetches, q's wide loads, the merge's one-atomic arrival; interleaved
-# rounds, outputs compared bit for bit), bench_decode with a removed session's flag (must exit 2), then in parallel:
+# dec17 (session 17, issue 8): bench_decode --dec17 alone on the GPU (HEAD's tensor-core kernel beside the
+# dispatcher's wide-q kernel, forced and by the rule; interleaved rounds, outputs compared bit for bit; as run, binaries
+# of 7f9f852, also the ramp's L2 prefetches, the merge's one-atomic arrival and a copy of HEAD's kernel, since
+# removed), bench_decode with a removed session's flag (must exit 2), then in parallel:
 # test_cuda_decode whole in 4 shards, memcheck and racecheck on TweaksGiveTheDefaultBits (SMK_GPU_TEST_SMALL).
 # SMK_DEC17_PASS=2 (the second call, the dispatcher's wide q on): memcheck also on CausalBand*, no racecheck (the
 # first call's covered the same kernels' shared memory). Binaries built off the device for sm_90a

@@ -113,6 +113,21 @@
 // and removed (its code in 3c3e2d0). That kernel's time is a fixed cost, not the row: one chunk (1×12288, a cluster of
 // one block) took 9.70 µs for logsumexp where 13 chunks (1×151936) took 10.37, 16 (1×196608) 10.56 (event-timed a
 // launch, inputs in L2).
+// split17 (session 17): on the long rows (524288 … 2M, 32-128 rows: the three kernels) two ways to bring the
+// normalising pass's second read from L2 were timed beside the three kernels (H200, 2026-12-01, tune_softmax --split17,
+// medians of 15, 3 rounds of reversed order, the ratio a round; every variant the same bits; docs/bench/split17-s17-
+// 2026-12-01.md) and removed: split_stream on rows past 32 chunks (a whole-block merge; code in 966460c) 1.04-1.26×
+// slower at f32 softmax, 1.28-1.38× at bf16, 0.938× only at f32 log-softmax 128×524288; split_pipe, the three kernels'
+// work by row groups of 8-24 MB in a chain of dependent launches (launch k: group k's chunks, group k − 1's
+// normalisation; code in cf010a0) 0.998-1.051× at f32 (16 MB), 1.14-1.27× at bf16, groups of 8 MB 1.17-1.25×.
+// Nsight Compute of the three kernels (application replay, caches as the previous kernel left them) at f32 softmax
+// 32×2097152: chunk pass 82.4 µs (268.5 MB read, 3.26 TB/s, 26.6 lane-instructions an element at 69 % issue-active:
+// bound by its instructions), merge 6.0 µs (one block a row, all latency), normalising pass 128.9 µs (231.2 MB read:
+// 14 % of its reads from L2; 472 MB moved at 3.66 TB/s, 86 % of copy); bf16: 64.4 / 5.7 / 68.2 µs, 27 % from L2,
+// 20.3 + 19.4 lane-instructions an element. split_stream's kernel there read 331 MB (77 % of the second read from L2)
+// but kept DRAM 47 % busy at 62.4 lane-instructions an element: the bytes saved are lost to its items' latency. For
+// split_pipe at f32, 8 MB groups (16 more launches) took 38-44 µs more than 16 MB: ~2.5 µs a launch; at bf16 the
+// group size hardly moved it (1.14-1.21× at both), a loss per item that was not profiled.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -571,79 +586,6 @@ __global__ void __launch_bounds__(kSplitThreads, 2) split_stream_kernel(const Ro
   }
 }
 
-// ---- split_pipe (split17, session 17): the three kernels' work by row groups in a chain of dependent launches ----
-// The three kernels re-read x after the chunk pass has walked all of it, so on the long rows (524288 … 2M, 32-128
-// rows) the normalising pass finds only 14 % (f32) / 27 % (bf16) of its reads in L2 (split17's Nsight Compute) and
-// moves 1.43× the floor. split_stream's persistent grid brings that to 1.11× but waits on its tickets (DRAM 47 %,
-// 1.04-1.38× slower on the long rows: split17). Here the call is cut into groups of whole rows of about
-// kSplitPipeGroupBytes of input, and launch k (k = 0 … groups) of a chain runs, one block an item as the three kernels
-// do, the chunk items of group k and the normalising items of group k − 1, whose input launch k − 1 has just read:
-// the second read comes from L2 with no ticket and no spin. A chunk item is chunk_states_plain_kernel's body; the
-// block that adds a row's last chunk state (a count a row) merges the row with merge_chunk_states (merge_states_kernel's
-// function and order) and writes its state; a normalising item loads its chunk evict-first, waits (pdl_wait) for the
-// launch before it, whose completion covers group k − 1's row states, and stores normalize_values<In> streaming, as
-// normalize_plain_kernel. So the same bits as the three kernels. Each launch lets the next be scheduled at once
-// (pdl_launch_dependents): the next launch's chunk items, which wait on nothing, fill the SMs its tail leaves.
-// order 0: a launch's chunk items first, then its normalising items; 1: the two interleaved.
-// The common call only (chunk_states.cuh PlainTile), softmax and log-softmax.
-template <typename In, bool kLogSoftmax, bool kLean>
-__global__ void __launch_bounds__(kSplitThreads, 2) split_pipe_kernel(const RowProblem p, std::int64_t chunks,
-                                                                   std::int64_t c_row0, std::int64_t c_rows,
-                                                                   std::int64_t n_row0, std::int64_t n_rows, int order,
-                                                                   State* states, State* row_states, unsigned* count) {
-  using Out = std::conditional_t<kLogSoftmax, float, In>;  // chunk_states_plain_kernel's chunk terms
-  constexpr Op op = kLogSoftmax ? Op::log_softmax : Op::softmax;
-  __shared__ ChunkScratch scratch;
-  __shared__ float red_m[32], red_d[32];
-  __shared__ unsigned last;
-  pdl_launch_dependents();
-  const std::int64_t nc = c_rows * chunks, nn = n_rows * chunks, b = blockIdx.x;
-  bool norm;
-  std::int64_t idx;  // the item's index in its list
-  if (order == 1 && b < 2 * std::min(nc, nn)) {
-    norm = (b & 1) != 0;
-    idx = b >> 1;
-  } else if (order == 1) {
-    const std::int64_t rest = b - 2 * std::min(nc, nn);
-    norm = nc < nn;
-    idx = std::min(nc, nn) + rest;
-  } else {
-    norm = b >= nc;
-    idx = norm ? b - nc : b;
-  }
-  // 32-bit quotients: a launch's items (its grid) are fewer than 2^31, and a 64-bit division is a called subroutine
-  // (__cuda_sm20_div_s64, ~70 instructions) in each of the block's 512 threads.
-  const unsigned q = static_cast<unsigned>(idx) / static_cast<unsigned>(chunks);
-  const std::int64_t c_of = static_cast<std::int64_t>(static_cast<unsigned>(idx) - q * static_cast<unsigned>(chunks));
-  float v[kBlockElems];
-  if (!norm) {
-    const std::int64_t row = c_row0 + q, c = c_of;
-    stream_load<In>(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c), false);
-    const State st = chunk_state<kLogSoftmax, Out, kLean>(v, scratch);
-    if (threadIdx.x == 0) {
-      states[row * chunks + c] = st;
-      __threadfence();  // the state before the count that publishes it
-      last = atomicAdd(&count[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1u : 0u;
-    }
-    __syncthreads();
-    if (last) {  // every other chunk state of the row is written: merge them as merge_states_kernel does
-      __threadfence();  // thread 0's observation of the count (barrier above) before every thread's loads
-      const State rs = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
-      if (threadIdx.x == 0) row_states[row] = rs;
-    }
-  } else {
-    // the group's chunks last first, as normalize_plain_kernel: item idx is chunk nn − 1 − idx of the group
-    const std::int64_t row = n_row0 + (n_rows - 1 - q), c = chunks - 1 - c_of;
-    const int len = chunk_len(p.n, c);
-    stream_load<In>(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), len, true);
-    pdl_wait();  // the launch before this one: its completion covers every row state of this group
-    const float* f = reinterpret_cast<const float*>(row_states + row);
-    const State rs = State::from_fields(__ldcg(f), __ldcg(f + 1));
-    normalize_values<In>(v, rs.normalizer(p.empty_rows), op);
-    PlainTile<In>::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + chunk_first(c), v, len, true);
-  }
-}
-
 // The one-launch variant (split_row_cluster): one cluster per row, block r of the cluster reducing chunk r exactly
 // as chunk_states_kernel does, the cluster's chunk states exchanged through distributed shared memory and merged by
 // merge_pushed_states in merge_states_kernel's order (thread t takes chunk t), then each block normalises its chunk
@@ -884,10 +826,6 @@ std::atomic<std::uint64_t>& plain_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
-std::atomic<std::uint64_t>& pipe_launches() {
-  static std::atomic<std::uint64_t> count{0};
-  return count;
-}
 std::atomic<unsigned>& stream_last_grid() {
   static std::atomic<unsigned> grid{0};
   return grid;
@@ -926,47 +864,6 @@ void launch_stream(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   SMK_CUDA_CHECK_LAUNCH("split_stream_kernel");
   stream_last_grid().store(grid, std::memory_order_relaxed);
   stream_launches().fetch_add(1, std::memory_order_relaxed);
-  ws.release();
-}
-
-// split17: whether split_pipe serves the call (split_row_pipe(): 1 wherever it can — the common call, softmax and
-// log-softmax, ≥ 2 chunks a row; 0, the library's, never: see split_pipe_kernel for what was timed).
-template <typename In>
-bool pipe_call(const RowProblem& p, std::int64_t chunks) {
-  if (split_row_pipe() != 1 || !split_row_tuning().common_call) return false;
-  return (p.op == Op::softmax || p.op == Op::log_softmax) && chunks >= 2 && common_call<In>(p);
-}
-
-// kSplitPipeGroupBytes: a group's input, so that L2 (60 MiB; ~50 MB usable) holds group k's input from its chunk
-// items to its normalising items one launch on, beside group k + 1's input read and group k − 1's output written in
-// between (~3 groups' bytes). split_row_pipe_group_bytes() > 0 overrides it.
-constexpr std::int64_t kSplitPipeGroupBytes = std::int64_t{16} << 20;
-
-template <typename In>
-void launch_pipe(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
-  const std::int64_t total = p.rows * chunks;
-  const std::int64_t set = split_row_pipe_group_bytes();
-  const std::int64_t bytes = set > 0 ? set : kSplitPipeGroupBytes;
-  const std::int64_t g = std::max<std::int64_t>(1, bytes / (p.n * static_cast<std::int64_t>(sizeof(In))));
-  const std::int64_t groups = (p.rows + g - 1) / g;
-  const std::size_t count_bytes = (4 * static_cast<std::size_t>(p.rows) + 15) / 16 * 16;
-  ScopedWorkspace ws(count_bytes + sizeof(State) * static_cast<std::size_t>(total + p.rows), s);
-  auto* count = static_cast<unsigned*>(ws.get());
-  auto* states = reinterpret_cast<State*>(static_cast<unsigned char*>(ws.get()) + count_bytes);
-  SMK_CUDA_CHECK(cudaMemsetAsync(count, 0, count_bytes, s));
-  auto kernel = p.op == Op::softmax ? split_pipe_kernel<In, false, false> : split_pipe_kernel<In, true, false>;
-  if constexpr (std::is_same_v<In, float>) {  // split15's lean chunk arithmetic where chunk_lean says (same state)
-    if (p.op != Op::softmax && chunk_lean<In>(p.op)) kernel = split_pipe_kernel<In, true, true>;
-  }
-  const int order = split_row_pipe_order();
-  for (std::int64_t k = 0; k <= groups; ++k) {
-    const std::int64_t c_row0 = k * g, c_rows = k < groups ? std::min(g, p.rows - c_row0) : 0;
-    const std::int64_t n_row0 = (k - 1) * g, n_rows = k > 0 ? std::min(g, p.rows - n_row0) : 0;
-    const auto blocks = static_cast<unsigned>((c_rows + n_rows) * chunks);
-    launch_dependent(k > 0, kernel, blocks, kSplitThreads, s, p, chunks, c_row0, c_rows, n_row0, n_rows, order,
-                     states, states + total, count);
-  }
-  pipe_launches().fetch_add(1, std::memory_order_relaxed);
   ws.release();
 }
 
@@ -1105,7 +1002,6 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (launch_cluster<In>(p, chunks, s)) return;
   if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
   if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
-  if (pipe_call<In>(p, chunks)) return launch_pipe<In>(p, chunks, s);  // split17: off by default
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
@@ -1206,20 +1102,6 @@ SplitRowTuning& split_row_tuning() {
   return t;
 }
 int split_row_active_clusters(int blocks) { return active_clusters_tuned<float, false>(blocks); }
-// split17 (split_row_tuning.hpp): split_pipe's switch, group bytes, order and launches.
-int& split_row_pipe() {
-  static int setting = 0;
-  return setting;
-}
-std::int64_t& split_row_pipe_group_bytes() {
-  static std::int64_t bytes = 0;
-  return bytes;
-}
-int& split_row_pipe_order() {
-  static int order = 0;
-  return order;
-}
-std::uint64_t split_pipe_launch_count() { return pipe_launches().load(std::memory_order_relaxed); }
 std::uint64_t split_stream_launch_count() { return stream_launches().load(std::memory_order_relaxed); }
 unsigned split_stream_last_grid() { return stream_last_grid().load(std::memory_order_relaxed); }
 // Declared in split_row_tuning.hpp (read by test_few_rows_gpu.cpp), not in kernels.hpp: the compact kernels'

@@ -44,14 +44,6 @@ ChunkTmaTuning& split_row_chunk_tma();
 // 32-byte sub-tiles (the kernel before): 1 whole, 0 sub-tiles, -1 the library's rule (kNormalizeWholeF32). The same
 // values and arithmetic either way (the pass is elementwise).
 int& split_row_normalize_whole();
-// split17 (session 17): split_pipe (split_row.cu split_pipe_kernel: the three kernels' work by row groups in a chain of
-// dependent launches, a group's second read from L2; the same bits): 1 on every call it can serve, 0 never (the
-// library's). group_bytes: a group's input (0: kSplitPipeGroupBytes); order: 0 a launch's chunk items first, 1
-// interleaved with its normalising items. The launches by split_pipe since the process started (one a call).
-int& split_row_pipe();
-std::int64_t& split_row_pipe_group_bytes();
-int& split_row_pipe_order();
-std::uint64_t split_pipe_launch_count();
 // chunk_states_tma_kernel's launches since the process started (tests: that it served).
 std::uint64_t split_chunk_tma_launch_count();
 
