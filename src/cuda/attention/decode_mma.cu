@@ -267,13 +267,7 @@ __device__ __forceinline__ void weigh_splits(const SplitWeights& w, int nsplit, 
 // 55.3 µs at (B, S) = (1, 32768) with 32/8 heads, 57.2 against 60.0 with 64/8, 1.2-2.8 µs less on every row with
 // splits (the dispatcher's two timings in that run differed by at most 0.3 µs). Holding all 32 partial rows in registers instead took the kernel from 124 to 166 registers (ptxas,
 // D = 128); this way it has 120 (72 at D = 64). The arithmetic and its order are round 1's: the same bits.
-// kOneAtom (session 17, dec17; a template flag of decode_mma_tw_kernel only, off in every default kernel): the arrival
-// is one `atom.inc.acq_rel.gpu` in place of fence.sc (MEMBAR.SC.GPU), atomicAdd, and for the last block atomicExch and
-// a second fence.sc: the release half orders the block's partial writes (through the barrier, as cooperative groups'
-// grid barrier does with atom.add.release.gpu), the acquire half the last block's reads, and inc's wrap (old >= nsplit
-// − 1 stores 0) sets the count back to zero in the same instruction. The same partials, the same arithmetic and
-// order after it: the same bits.
-template <typename T, int D, bool kOneAtom = false>
+template <typename T, int D>
 __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t b, int hk, int row_chunk, int nsplit,
                                               float* stage) {
   constexpr int V = D / 32;  // dimensions per lane
@@ -288,22 +282,13 @@ __device__ __forceinline__ void merge_if_last(const DecodeArgs& a, std::int64_t 
   __syncthreads();
   if (threadIdx.x == 0) {
     int* ctr = a.counters + (b * gridDim.y + hk) * a.row_chunks + row_chunk;
-    if constexpr (kOneAtom) {
-      unsigned old;
-      asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;\n"
-                   : "=r"(old)
-                   : "l"(__cvta_generic_to_global(ctr)), "r"(static_cast<unsigned>(nsplit - 1))
-                   : "memory");
-      last = old == static_cast<unsigned>(nsplit - 1);
-    } else {
+    __threadfence();
+    const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
+    if (mine_last) {
+      atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
       __threadfence();
-      const bool mine_last = atomicAdd(ctr, 1) == nsplit - 1;
-      if (mine_last) {
-        atomicExch(ctr, 0);  // all nsplit arrivals are in: zero again for the next call on the stream
-        __threadfence();
-      }
-      last = mine_last;
     }
+    last = mine_last;
   }
   __syncthreads();
   if (!last) return;
@@ -444,16 +429,15 @@ inline constexpr std::size_t kRingBytes = std::size_t{kWarps} * kStages * 2 * kK
 template <typename T, int D, int kStages>
 inline constexpr std::size_t kTmaBarOffset = kRingBytes<T, D, kStages> + 1024;
 
-// Session 17 (dec17): decode_mma_tw_kernel's template flags (kTw, a bit set; 0 in every default kernel, whose code
-// they leave as it was): kTwRamp — before the length's load each warp puts its first kRampTiles tiles (K and V rows,
-// one prefetch.global.L2 a 128-byte line a lane) and warp 0 the block's q rows into L2, at the split the length s_max
-// would give (a guess: wrong, and wasted, for a shorter sequence; never past s_max); kTwWideQ — q's pairs as one
-// 32-bit load each (16 a lane at D = 128 instead of 32), where the host found q contiguous and its pairs 4-byte
-// aligned; kTwOneAtom — merge_if_last's arrival as one atomic (above); kTwCopy — nothing: HEAD's code as another
-// kernel (a control for the A/B: what a kernel's identity alone moves the timing by). Hints and loads of the same
-// values: the same bits (test_decode TweaksGiveTheDefaultBits).
-inline constexpr unsigned kTwRamp = 1, kTwWideQ = 2, kTwOneAtom = 4, kTwCopy = 8;
-constexpr int kRampTiles = 2;
+// Session 17 (dec17): decode_mma_tw_kernel's template flag set (kTw; 0 in every default kernel, whose code it leaves as
+// it was): kTwWideQ — q's pairs as one 32-bit load each (16 a lane at D = 128 instead of 32), where the host found q
+// contiguous and its pairs 4-byte aligned. The same values loaded: the same bits (test_decode
+// TweaksGiveTheDefaultBits). As run in session 17 (commit 7f9f852) the set also held kTwRamp = 1 (each warp's first 2
+// tiles and the block's q into L2 before the length's load, one prefetch.global.L2 a line a lane, at the split s_max
+// gives: 0.982-0.999x), kTwOneAtom = 4 (the fused merge's arrival as one atom.acq_rel.gpu.global.inc.u32 in place of
+// two fence.sc, the add and the reset exchange: 1.000-1.017x, inside the spread of kTwCopy = 8, HEAD's code as
+// another kernel, which read 0.984-1.006x against it): removed, not faster.
+inline constexpr unsigned kTwWideQ = 2;
 
 // kTma (sm_90+): each warp's lane 0 fills the warp's ring slot by TMA (2·D/64 boxes of 2 KB a 16-key tile, K then V,
 // completing on the slot's mbarrier) instead of every lane's cp.async; maps: the caches' tensor maps (null otherwise).
@@ -481,37 +465,6 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
   // A programmatic dependent launch (DecodeConfig::pdl) waits here, before its first load, for the kernel ahead of
   // it; a plain launch skips the instruction (a uniform branch).
   if (a.pdl) decode_pdl_wait();
-  if constexpr ((kTw & kTwRamp) != 0) {
-    const int gsplit = decode_splits(a.s_max, a.max_splits, a.min_chunk);
-    if (split < gsplit) {
-      const std::int64_t gchunk = decode_chunk(a.s_max, a.max_splits, a.min_chunk);
-      const std::int64_t g0 = split * gchunk, g1 = g0 + gchunk < a.s_max ? g0 + gchunk : a.s_max;
-      constexpr int kLines = static_cast<int>(D * sizeof(T) / 128);  // 128-byte lines a row
-      constexpr int kElems = static_cast<int>(128 / sizeof(T));       // elements a line
-      constexpr int kPer = 2 * kKeys * kLines;                         // lines a tile (K and V)
-      const T* kp = static_cast<const T*>(a.k) + b * a.ks[0] + hk * a.ks[2];
-      const T* vp = static_cast<const T*>(a.v) + b * a.vs[0] + hk * a.vs[2];
-      static_assert(kRampTiles * kPer % 32 == 0, "whole rounds of the warp's lanes");
-#pragma unroll
-      for (int u = 0; u < kRampTiles * kPer / 32; ++u) {
-        const int id = u * 32 + lane, t = id / kPer, w = id % kPer, is_v = w / (kKeys * kLines);
-        const int rr = (w % (kKeys * kLines)) / kLines, ln = w % kLines;
-        const std::int64_t j = g0 + (warp + t * kWarps) * kKeys + rr;
-        if (j < g1) {
-          const T* p = (is_v ? vp + j * a.vs[1] : kp + j * a.ks[1]) + ln * kElems;
-          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-        }
-      }
-      if (warp == 0 && lane < kRows * kLines) {
-        const int r = lane / kLines, ln = lane % kLines, row = row_chunk * kRows + r;
-        if (row < a.rows) {
-          const int tok = row % a.sq, h = hk * a.group + row / a.sq;
-          const T* p = static_cast<const T*>(a.q) + b * a.qs[0] + tok * a.qs[1] + h * a.qs[2] + ln * kElems * a.qs[3];
-          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-        }
-      }
-    }
-  }
   const int len = a.seqlens[b * a.seqlen_stride];
   const bool bad = len < 0 || len > a.s_max;  // documented: that sequence's O and LSE become NaN
   const int nsplit = bad ? 1 : decode_splits(len, a.max_splits, a.min_chunk);
@@ -857,7 +810,7 @@ __device__ __forceinline__ void decode_mma_body(const DecodeArgs& a, const CUten
     if (nsplit > 1) merge_in_cluster<T, D>(a, b, hk, row_chunk, split, nsplit, reinterpret_cast<float*>(smem + kPartOffset<D>));
   } else if (nsplit > 1 && a.counters != nullptr) {
     float* stage = reinterpret_cast<float*>(smem);  // the ring and the fold are done with (merge_if_last syncs)
-    merge_if_last<T, D, (kTw & kTwOneAtom) != 0>(a, b, hk, row_chunk, nsplit, stage);
+    merge_if_last<T, D>(a, b, hk, row_chunk, nsplit, stage);
   }
 }
 
@@ -877,7 +830,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_mma_tma_kernel(const Decod
 #endif
 }
 // Session 17 (dec17): the cp.async kernel at 2 stages without clusters (the dispatcher's on grids of at most 3 blocks
-// an SM) with the template flags kTw (kTwRamp, kTwWideQ, kTwOneAtom above), beside the default kernel (kTw = 0, whose
+// an SM) with the template flag set kTw (kTwWideQ above), beside the default kernel (kTw = 0, whose
 // SASS the flags leave unchanged) for one binary's A/B; launched only while decode_mma_tweaks (decode_split.hpp) is set.
 template <typename T, int D, unsigned kTw>
 __global__ void __launch_bounds__(kWarps * 32) decode_mma_tw_kernel(const DecodeArgs a) {
@@ -975,11 +928,11 @@ std::atomic<unsigned> g_tweaks{kDecodeTweaksRule};
 // 140.1 / 139.8 and 139.9 / 139.5 / 139.6, 64/8 54.7 / 54.5 and 54.7 / 54.2 / 54.3, (1, 8192) 26.8 / 26.4 and
 // 26.7 / 26.2 / 26.4, 64 × 4096 268.5 / 267.3 and 268.4 / 267.1 / 267.1, 8 × 2048 33.9 / 33.4 and 33.8 / 33.5 /
 // 33.3, 16 × 1024 30.6 / 30.1 and 30.5 / 30.5 / 30.0: 1.002-1.021x in 20 of the 21 comparisons (0.998x in one), the
-// same bits. The control, a byte-identical copy of HEAD's kernel under another name (kTwCopy), read 0.984-1.006x
-// against it in the second call, so the gain (0.1-0.5 µs a call, 1.2 at 64 × 4096) is at the method's resolution on
-// the long rows and above it on the short ones. Not dispatched: the ramp's prefetches (0.982-0.999x), the one atomic
-// (1.002-1.017x, but 0.985x and 1.000x at 16 × 1024, where nothing merges and its code never runs: within the
-// control's spread), and all three (0.992-0.993x at 64 × 4096).
+// same bits. The control, a byte-identical copy of HEAD's kernel under another name (kTwCopy, in 7f9f852), read
+// 0.984-1.006x against it in the second call, so the gain (0.1-0.5 µs a call, 1.2 at 64 × 4096) is at the method's
+// resolution on the long rows and above it on the short ones. Not kept (removed; commit 7f9f852 has them): the ramp's prefetches
+// (0.982-0.999x), the one atomic (1.002-1.017x, but 0.985x and 1.000x at 16 × 1024, where nothing merges and its code
+// never runs: within the control's spread), and all three (0.992-0.993x at 64 × 4096).
 constexpr unsigned kDecodeMmaTweaks = kTwWideQ;
 
 template <typename T, int D, unsigned kTw>
@@ -989,24 +942,13 @@ void launch_tw(const DecodeArgs& a, dim3 grid, int device, bool pdl, cudaStream_
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tw_kernel<T, D, kTw>, a));
   SMK_CUDA_CHECK_LAUNCH("decode_mma_tw_kernel");
 }
-// The flag sets built: the one atomic (4), with the ramp (5), all three (7) at every dtype and D; the ramp (1), wide
-// q (2) and the copy (8) alone at bf16 D = 128 (bench_decode --dec17's rows). Returns false where tw is not built.
+// The flag sets built: wide q (2) at bf16 D = 128 (where it was measured). Returns false where tw is not built.
 template <typename T, int D>
 bool launch_tweaked(const DecodeArgs& a, unsigned tw, dim3 grid, int device, bool pdl, cudaStream_t s) {
-  switch (tw) {
-    case kTwOneAtom: launch_tw<T, D, kTwOneAtom>(a, grid, device, pdl, s); return true;
-    case kTwOneAtom | kTwRamp: launch_tw<T, D, kTwOneAtom | kTwRamp>(a, grid, device, pdl, s); return true;
-    case kTwOneAtom | kTwRamp | kTwWideQ:
-      launch_tw<T, D, kTwOneAtom | kTwRamp | kTwWideQ>(a, grid, device, pdl, s);
-      return true;
-    default: break;
-  }
   if constexpr (std::is_same_v<T, __nv_bfloat16> && D == 128) {
-    switch (tw) {
-      case kTwRamp: launch_tw<T, D, kTwRamp>(a, grid, device, pdl, s); return true;
-      case kTwWideQ: launch_tw<T, D, kTwWideQ>(a, grid, device, pdl, s); return true;
-      case kTwCopy: launch_tw<T, D, kTwCopy>(a, grid, device, pdl, s); return true;
-      default: break;
+    if (tw == kTwWideQ) {
+      launch_tw<T, D, kTwWideQ>(a, grid, device, pdl, s);
+      return true;
     }
   }
   return false;

@@ -74,12 +74,12 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
 
 // Session 17 (dec17): a switch for the A/B of one binary (bench_decode --dec17, test_decode), not an option. While it
 // is not kDecodeTweaksRule (the dispatcher's flags, the default), the tensor-core kernel's launches with cp.async
-// tiles at 2 stages and no cluster (the dispatcher's on grids of at most 3 blocks an SM) take these template flags
-// (decode_mma.cu; 0: HEAD's kernel): 1 the first 2 tiles a warp and q into L2 before the length's load, 2 q's pairs
-// as 32-bit loads (dropped where q is not contiguous in aligned pairs), 4 the fused merge's arrival as one atomic, 8
-// nothing (HEAD's code as another kernel: a control). Built: 4, 5 and 7 everywhere, 1, 2 and 8 also at bf16 D = 128
-// (others throw). The same bits as the default. Returns
-// the previous setting. Defined in decode_mma.cu; process-wide, not thread-safe against calls in flight.
+// tiles at 2 stages and no cluster (the dispatcher's on grids of at most 3 blocks an SM, and above 8) take these
+// template flags (decode_mma.cu; 0: HEAD's kernel): 2 q's pairs as 32-bit loads (dropped where q is not contiguous in
+// aligned pairs), built at bf16 D = 128 only (others throw). The same bits as the default. Returns the previous
+// setting. Defined in decode_mma.cu; process-wide, not thread-safe against calls in flight. As run in session 17
+// (commit 7f9f852) it also had 1 (L2 prefetches before the length), 4 (the merge's one-atomic arrival) and 8 (a copy
+// of HEAD's kernel: the control), removed as not faster.
 inline constexpr unsigned kDecodeTweaksRule = ~0u;
 unsigned decode_mma_tweaks(unsigned bits);
 

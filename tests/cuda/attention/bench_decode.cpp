@@ -49,8 +49,8 @@
 // Session 16 (dec16) had --dec16 / --dec16-ncu: the tensor-core kernel's L2 prefetches (its first tiles before the
 // length's load, tiles ahead in its loop) and q's pairs as 32-bit loads beside the default, through switches since
 // removed (commits 4008706 and 310902b have them as run; docs/bench/dec16-s16-2026-12-01.md).
-// --dec17 (session 17) times HEAD's tensor-core kernel beside its instantiations with dec17's template flags (the
-// ramp's L2 prefetches, q's wide loads, the merge's one-atomic arrival; dec17_mode below).
+// --dec17 (session 17) times HEAD's tensor-core kernel beside the dispatcher's wide-q kernel since dec17 (dec17_mode
+// below; as run, 7f9f852, also the flags since removed).
 //   usage: bench_decode [--json FILE] [--quick | --ab | --tma | --sweep | --dec12 | --dec14 | --dec14-ncu | --dec15
 //          | --dec17] [--ncu]
 // Why a tool here rather than a `softmaxkit bench` entry: the merge's share needs the kernel boundary, which only
@@ -385,13 +385,13 @@ int dec15_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
 }
 
 // --dec17 (session 17): HEAD's tensor-core kernel (head: cp.async tiles, 2 stages, no cluster, the dispatcher's kernel
-// before dec17 on every cell here) beside the dispatcher's (rule: kDecodeMmaTweaks) and decode_mma_tw_kernel with its
-// template flags forced (decode_mma_tweaks, decode_split.hpp): copy (8: HEAD's code as another kernel, the control:
-// what a kernel's identity alone moves), wq (2: q's pairs as 32-bit loads), atom (4: the fused merge's arrival as one
-// atom.inc.acq_rel), all (7: with the ramp, the first 2 tiles a warp and q into L2 before the length's load). On the cells where the dispatcher takes cp.async without clusters: the single-sequence rows, 64 × 4096 and
-// two small batches. kDec17Samples rounds, each timing every variant in turn (kDec17Reps calls a sample after the
-// 256 MB flush); outputs compared bit for bit with head's (poisoned first). As first run (07:17 UTC 2026-12-01) the
-// variants were head, r2, wq, atom, r2 + atom (5) and all: docs/bench/dec17-s17-2026-12-01.md.
+// before dec17 on every cell here) beside the dispatcher's (rule: kDecodeMmaTweaks) and decode_mma_tw_kernel with wide
+// q forced (wq: decode_mma_tweaks(2), decode_split.hpp; the same kernel as rule). On the cells where the dispatcher
+// takes cp.async without clusters: the single-sequence rows, 64 × 4096 and two small batches. kDec17Samples rounds,
+// each timing every variant in turn (kDec17Reps calls a sample after the 256 MB flush); outputs compared bit for bit
+// with head's (poisoned first). As run in session 17 (commit 7f9f852, two calls) it also timed flags since removed:
+// the ramp's L2 prefetches, the merge's one-atomic arrival, a copy of HEAD's kernel (the control) and their unions;
+// docs/bench/dec17-s17-2026-12-01.md. This form is built, not run.
 int dec17_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>& pool, cudaStream_t s, void* flush,
                std::vector<cudaEvent_t>& ev) {
   using smk::cuda::DecodeConfig;
@@ -403,9 +403,9 @@ int dec17_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   const std::vector<Cell> cells = {{32768, 1, 32}, {131072, 1, 32}, {32768, 1, 64}, {8192, 1, 32},
                                    {4096, 64, 32}, {2048, 8, 32},   {1024, 16, 32}};
   CellBuffers buf = cell_buffers(cells, kHkv, kD, pool);
-  constexpr int kVariants = 6;
-  const unsigned flags[kVariants] = {0u, 8u, smk::cuda::kDecodeTweaksRule, 2u, 4u, 7u};
-  const char* names[kVariants] = {"head", "copy", "rule", "wq", "atom", "all"};
+  constexpr int kVariants = 3;
+  const unsigned flags[kVariants] = {0u, smk::cuda::kDecodeTweaksRule, 2u};
+  const char* names[kVariants] = {"head", "rule", "wq"};
   const DecodeConfig dflt{};
   int sms = 0;
   SMK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -413,8 +413,8 @@ int dec17_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
   std::string json = "[";
   std::printf("bench_decode --dec17: HEAD's kernel (head), the dispatcher's (rule) and the flagged instantiations, µs "
               "(median of %d samples)\n"
-              "%-16s %6s %7s %7s %7s %7s %7s %7s  %s\n",
-              kDec17Samples, "S, B, Hq", "blocks", names[0], names[1], names[2], names[3], names[4], names[5],
+              "%-16s %6s %7s %7s %7s  %s\n",
+              kDec17Samples, "S, B, Hq", "blocks", names[0], names[1], names[2],
               "head/variant; same bits; samples' min-max");
   for (const Cell& cell : cells) {
     const std::int64_t S = cell.S, B = cell.B, hq = cell.hq;
@@ -441,11 +441,9 @@ int dec17_mode(const std::string& json_path, const std::vector<smk::bfloat16_t>&
     const double kv = 2.0 * B * S * kHkv * kD * 2;
     char label[48];
     std::snprintf(label, sizeof label, "%lld, %lld, %lld", (long long)S, (long long)B, (long long)hq);
-    std::printf("%-16s %6lld %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f  %.3f %.3f %.3f %.3f %.3f; %s%s%s%s%s; %s "
-                "(%.2f TB/s head)\n",
-                label, blocks, m[0], m[1], m[2], m[3], m[4], m[5], m[0] / m[1], m[0] / m[2], m[0] / m[3],
-                m[0] / m[4], m[0] / m[5], same[1] ? "y" : "N", same[2] ? "y" : "N", same[3] ? "y" : "N",
-                same[4] ? "y" : "N", same[5] ? "y" : "N", spread.c_str(), kv / m[0] / 1e6);
+    std::printf("%-16s %6lld %7.1f %7.1f %7.1f  %.3f %.3f; %s%s; %s (%.2f TB/s head)\n", label, blocks, m[0], m[1],
+                m[2], m[0] / m[1], m[0] / m[2], same[1] ? "y" : "N", same[2] ? "y" : "N", spread.c_str(),
+                kv / m[0] / 1e6);
     std::fflush(stdout);
     json += (json.size() > 1 ? ", " : "") + std::string("{\"S\": ") + std::to_string(S) +
             ", \"B\": " + std::to_string(B) + ", \"Hq\": " + std::to_string(hq) +
