@@ -151,6 +151,12 @@ constexpr int kBackwardSharedPackedBlocks = 3;
 // sums at 3 / 4 blocks an SM (tune_softmax --bwd16b of 15182b6).
 constexpr std::int64_t kBackwardSplitCsMinElems = std::int64_t{1} << 23;
 constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
+// bwd17 (session 17; BackwardSplitTuning sums_blocks / grads_form, tune_softmax --bwd17): the common call's chunk-sums
+// kernel's blocks an SM (2: 64 registers; 3: 40; 4: 32) and its elementwise pass (0: the chunk kernel; 1: the vector
+// kernel, rows of whole 16-byte vectors). bwd16's Nsight Compute at bf16 1x16M: sums 22.9 µs at 53 registers / 47 %
+// warps active and the pass 27.1 at 56 / 42 % against Inductor's 18.7 (31, 94 %) and 23.3 (24, 83 %). Not yet timed.
+constexpr int kBackwardSplitSumsBlocks = 2;
+constexpr int kBackwardSplitGradsForm = 0;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
 
@@ -633,9 +639,11 @@ __device__ __forceinline__ int load_plain_chunk(const RowProblem& p, std::int64_
   return len;
 }
 
-template <typename In, bool kLogBw>
-__global__ void __launch_bounds__(kSplitThreads, 2) backward_chunk_sums_plain_kernel(const RowProblem p,
-                                                                                  std::int64_t chunks, float* sums) {
+// kMinBlocks (bwd17): __launch_bounds__'s blocks an SM (2: 64 registers; 3: 40; 4: 32), the same code and arithmetic.
+template <typename In, bool kLogBw, int kMinBlocks = 2>
+__global__ void __launch_bounds__(kSplitThreads, kMinBlocks) backward_chunk_sums_plain_kernel(const RowProblem p,
+                                                                                           std::int64_t chunks,
+                                                                                           float* sums) {
   constexpr int E = kBackwardBlockElems;
   __shared__ float red[32];
   pdl_launch_dependents();
@@ -673,6 +681,51 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
     const float s = row_sums[row];
     backward_grads<kLogBw>(y, dy, s);
     Tile::template store<In>(at<In>(p.out, plain_offset(p, row, kOut)) + first, y, len, kCs);
+  }
+}
+
+// bwd17 (session 17; 15182b6's form, never run there): split_row's elementwise pass for the common call as
+// torch.compile's pointwise kernel runs it: one 16-byte vector of y and of dy a thread (V = 16 / sizeof(In) elements;
+// rows of a whole number of vectors only, their first elements 16-byte aligned by plain_rows), kVecThreads threads a
+// block at kVecMinBlocks blocks an SM (32 registers), vectors in reverse order as the chunk kernel (the lines the
+// chunk-sums pass read last first). dx[i] is backward_grads' function of y[i], dy[i] and the row's sum alone, so any
+// map of elements to threads gives the same bits. kCs: dx by streaming stores. Traffic as the chunk kernel: y and dy
+// read (the second time; L2 may hold the last ones), dx written.
+constexpr int kVecThreads = 256;
+constexpr int kVecMinBlocks = 8;
+template <typename In, bool kLogBw, bool kCs>
+__global__ void __launch_bounds__(kVecThreads, kVecMinBlocks)
+    backward_elementwise_vec_kernel(const RowProblem p, std::int64_t vectors_per_row, const float* row_sums) {
+  constexpr int V = 16 / static_cast<int>(sizeof(In));
+  using Vec = typename RowTile<In, V>::Vec;
+  using OutVec = typename RowTile<In, V>::template OutVec<In>;
+  const std::int64_t total = p.rows * vectors_per_row;
+  const bool narrow = total <= 0xffffffffll;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kVecThreads;
+  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * kVecThreads + threadIdx.x; k < total; k += stride) {
+    const std::int64_t idx = total - 1 - k;
+    std::int64_t row, v;
+    split_chunk_index(idx, vectors_per_row, narrow, row, v);
+    const std::int64_t first = v * V;
+    const In* const yr = at<In>(p.x, plain_offset(p, row, kX)) + first;
+    const In* const dyr = at<In>(p.dy, plain_offset(p, row, kDy)) + first;
+    In* const dxr = at<In>(p.out, plain_offset(p, row, kOut)) + first;
+    const Vec a = *reinterpret_cast<const Vec*>(yr), b = *reinterpret_cast<const Vec*>(dyr);
+    float y[V], dy[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) y[j] = to_f32(a.v[j]), dy[j] = to_f32(b.v[j]);
+    pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel); at once after the first time
+    backward_grads<kLogBw>(y, dy, row_sums[row]);
+    OutVec o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.v[j] = from_f32<In>(y[j]);
+    if constexpr (kCs) {
+      uint4 w;
+      memcpy(&w, &o, sizeof(w));
+      __stcs(reinterpret_cast<uint4*>(dxr), w);
+    } else {
+      *reinterpret_cast<OutVec*>(dxr) = o;
+    }
   }
 }
 
@@ -868,9 +921,20 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
   const bool plain = split_row_tuning().common_call && !p.scale && p.temp == nullptr && p.out_dtype == p.x_dtype &&
                      plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
   const bool log = p.op == Op::log_softmax_backward;
-  const auto sums_kernel = !plain ? backward_chunk_sums_kernel<In>
-                                  : (log ? backward_chunk_sums_plain_kernel<In, true>
-                                         : backward_chunk_sums_plain_kernel<In, false>);
+  const BackwardSplitTuning& tuning = backward_split_tuning();
+  // bwd17: the chunk-sums kernel's blocks an SM (2, 3 or 4 built; the same code and bits).
+  const int sums_blocks = tuning.sums_blocks == 3 || tuning.sums_blocks == 4 ? tuning.sums_blocks
+                          : tuning.sums_blocks == 2                          ? 2
+                                                                             : kBackwardSplitSumsBlocks;
+  auto plain_sums = [&](auto b) -> void (*)(const RowProblem, std::int64_t, float*) {
+    constexpr int B = decltype(b)::value;
+    return log ? backward_chunk_sums_plain_kernel<In, true, B> : backward_chunk_sums_plain_kernel<In, false, B>;
+  };
+  const auto sums_kernel = !plain             ? backward_chunk_sums_kernel<In>
+                           : sums_blocks == 4 ? plain_sums(std::integral_constant<int, 4>{})
+                           : sums_blocks == 3 ? plain_sums(std::integral_constant<int, 3>{})
+                                              : plain_sums(std::integral_constant<int, 2>{});
+  backward_split_last().sums_blocks.store(plain ? sums_blocks : 0, std::memory_order_relaxed);
   sums_kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, sums);
   SMK_CUDA_CHECK_LAUNCH("backward_chunk_sums_kernel");
   // The merge and elementwise kernels as programmatic dependent launches (few7, session 7; split_row's forward has
@@ -880,7 +944,7 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
                    static_cast<const float*>(sums), row_sums);
   // bwd16: streaming dx stores on softmax backward calls of kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems
   // elements (BackwardSplitTuning); log-softmax backward always plain (streaming measured even there: not built).
-  const int want_cs = backward_split_tuning().streaming;
+  const int want_cs = tuning.streaming;
   const std::int64_t elems = p.rows * p.n;
   const bool cs = plain && !log &&
                   (want_cs >= 0 ? want_cs > 0 : elems >= kBackwardSplitCsMinElems && elems <= kBackwardSplitCsMaxElems);
@@ -889,6 +953,21 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
                                           : (cs ? backward_elementwise_plain_kernel<In, false, true>
                                                 : backward_elementwise_plain_kernel<In, false>));
   backward_split_last().streaming.store(cs ? 1 : 0, std::memory_order_relaxed);
+  // bwd17: the vector form of the pass (rows of whole 16-byte vectors; the same bits).
+  constexpr std::int64_t V = 16 / sizeof(In);
+  const int grads_form = tuning.grads_form >= 0 ? tuning.grads_form : kBackwardSplitGradsForm;
+  if (plain && grads_form == 1 && p.n % V == 0) {
+    const std::int64_t per_row = p.n / V;
+    const auto vec_kernel = log  ? backward_elementwise_vec_kernel<In, true, false>
+                            : cs ? backward_elementwise_vec_kernel<In, false, true>
+                                 : backward_elementwise_vec_kernel<In, false, false>;
+    backward_split_last().grads_form.store(1, std::memory_order_relaxed);
+    launch_dependent(true, vec_kernel, capped_grid((p.rows * per_row + kVecThreads - 1) / kVecThreads), kVecThreads, s,
+                     p, per_row, static_cast<const float*>(row_sums));
+    ws.release();
+    return;
+  }
+  backward_split_last().grads_form.store(0, std::memory_order_relaxed);
   launch_dependent(true, grads_kernel, capped_grid(total), kSplitThreads, s, p, chunks,
                    static_cast<const float*>(row_sums));
   ws.release();

@@ -68,14 +68,24 @@ BackwardPackedLast& backward_packed_last();
 // kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements streaming). Log-softmax backward is plain whatever the
 // switch. Process-wide, not synchronised. (15182b6 also had load hints, a vector form of the pass and other chunk-sums
 // bounds under this switch: backward.cu's note above kBackwardSplitCsMinElems.)
+// bwd17 (session 17), the same bits in every choice: sums_blocks builds the common call's chunk-sums kernel
+// (backward.cu backward_chunk_sums_plain_kernel) for that many blocks an SM (2, 3 or 4; 0: the dispatcher's,
+// kBackwardSplitSumsBlocks; the same code, only its register bound); grads_form picks the common call's elementwise
+// pass (0: the chunk kernel; 1: backward_elementwise_vec_kernel, one 16-byte vector a thread, for rows of a whole
+// number of vectors, taking the same streaming choice; -1: the dispatcher's, kBackwardSplitGradsForm).
 struct BackwardSplitTuning {
   int streaming = -1;
+  int sums_blocks = 0;
+  int grads_form = -1;
 };
 BackwardSplitTuning& backward_split_tuning();
 // The last split_row backward launch's dx stores in the common call's elementwise pass (1 streaming, 0 plain or not the
-// common call's kernel). Tests.
+// common call's kernel), its elementwise form (1 the vector kernel, 0 another) and its chunk-sums kernel's blocks an SM
+// (0: not the common call's kernel). Tests.
 struct BackwardSplitLast {
   std::atomic<int> streaming{0};
+  std::atomic<int> grads_form{0};
+  std::atomic<int> sums_blocks{0};
 };
 BackwardSplitLast& backward_split_last();
 

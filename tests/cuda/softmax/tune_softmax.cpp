@@ -10,7 +10,8 @@
 //                        --short12-ncu | --one12 [ncu] | --mid12 [ncu] | --sbwd12 | --sbwd12-ncu | --pack14 [quick] |
 //                        --pack14-ncu | --tma14 | --tma14-ncu | --tma14b | --short14 | --short14-ncu | --short15 |
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
-//                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu]
+//                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 | --bwd17b |
+//                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu]
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
@@ -26,6 +27,7 @@
 
 #include "cuda/softmax/backward_reread.hpp"  // mid12: BackwardRereadTuning::form
 #include "cuda/softmax/kernels.hpp"
+#include "cuda/softmax/lse_chunks.hpp"  // lse17: launch_lse_chunk_rows
 #include "cuda/softmax/split_row_tuning.hpp"  // one12: the chunk kernel's L2 prefetch distance, the merge's preloading
 #include "cuda/softmax/warp_backward.hpp"
 #include "cuda/softmax/warp_occ.hpp"  // short14
@@ -1087,6 +1089,213 @@ int bwd16_mode(bool ncu) {
   return differs ? 1 : 0;
 }
 
+// bwd17 (session 17, issue 3; docs/perf-notebook.md "bwd17"): split_row's common-call backward with its chunk-sums
+// kernel at 2 (the default), 3 or 4 blocks an SM and its elementwise pass as the chunk kernel (the default) or the
+// vector kernel (one 16-byte vector a thread; warp_backward.hpp BackwardSplitTuning sums_blocks / grads_form, the same
+// bits), the dispatcher's streaming rule unchanged: bf16 and f32 1x16777216, bf16 32x128256 and 1024x151936, both
+// backward ops. Three alternating rounds, the default timed first and last in each, median of `reps` launches a timing
+// over rotated inputs; each launch's record (BackwardSplitLast) checked to be the form asked for; then every variant's
+// dx on copy 0 (poisoned with 0xFF first) byte for byte against the default's. Returns 1 if any differs or was not
+// served.
+int bwd17_mode() {
+  struct V17 {
+    std::string name;
+    int sums_blocks, grads_form;
+  };
+  const std::vector<V17> vs = {{"split sums2 chunk (default)", 2, 0}, {"split sums2 vec", 2, 1},
+                               {"split sums3 chunk", 3, 0},           {"split sums3 vec", 3, 1},
+                               {"split sums4 vec", 4, 1}};
+  const int rounds = 3, reps = 30;
+  int bad = 0;
+  auto launch = [&](const V17& v, const RowProblem& p) {
+    backward_split_tuning() = {-1, v.sums_blocks, v.grads_form};
+    launch_backward_split_rows(p, nullptr);
+    if (backward_split_last().grads_form.load() != v.grads_form ||
+        backward_split_last().sums_blocks.load() != v.sums_blocks) {
+      std::printf("NOT SERVED: %s\n", v.name.c_str());
+      ++bad;
+    }
+  };
+  struct Case {
+    DType t;
+    std::int64_t rows, n;
+  };
+  for (const Case& c : {Case{DType::bf16, 1, 16777216}, Case{DType::f32, 1, 16777216}, Case{DType::bf16, 32, 128256},
+                        Case{DType::bf16, 1024, 151936}}) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.n));
+    Buffers b = make_buffers(c.rows, c.n, c.t);
+    const std::size_t out_bytes = static_cast<std::size_t>(c.rows * c.n) * smk::dtype_size(c.t);
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          const V17& v = vs[i == vs.size() ? 0 : i];
+          us[i].push_back(
+              median_us(b, reps, [&](int k) { launch(v, backward_problem(op, c.rows, c.n, c.t, b, k)); }));
+        }
+      report_rounds(shape, c.t, op, vs, us, bytes);
+      // Each variant's rounds against the default's first timing of the same round: the ratio's median and range.
+      for (std::size_t i = 1; i < vs.size(); ++i) {
+        std::vector<double> ratio;
+        for (int r = 0; r < rounds; ++r) ratio.push_back(us[0][r] / us[i][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-14s %-5s %-11s %s: default/this %.3f (%.3f-%.3f)\n", shape, smk::dtype_name(c.t),
+                    op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                    ratio[ratio.size() / 2], ratio.front(), ratio.back());
+      }
+      bits_against_first(
+          b.out, out_bytes, vs.size(),
+          [&](std::size_t i) { launch(vs[i], backward_problem(op, c.rows, c.n, c.t, b, 0)); },
+          [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+            const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+            bad += !same;
+            std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(c.t),
+                        op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd", vs[i].name.c_str(),
+                        same ? "same bits" : "DIFFERS");
+          });
+    }
+    free_buffers(b);
+  }
+  backward_split_tuning() = {};
+  std::printf("bwd17: %d problem(s)\n", bad);
+  return bad ? 1 : 0;
+}
+
+// bwd17b (session 17, issue 3; docs/perf-notebook.md "bwd17"): the 2-D backward in torch.compile's form
+// (backward_reread.hpp kRereadInductor: 512 threads a row, 4 elements a thread a step, the row read twice, 32
+// registers; form 12 loads two steps at once) beside the dispatcher's kernel (bf16: the packed dy-shared block; f32
+// 4096: the 512-thread register block at T256; f32 16384: the wide block) and mid9 / mid11's re-read kernel (16-bit
+// only; its dispatcher form), at bf16 / f32 16384x4096 and 4096x16384, both ops. Three alternating rounds, the default
+// timed first and last in each, median of `reps` launches over rotated inputs. Then on copy 0 (outputs poisoned):
+// the default's dx byte for byte against the public call's (the dispatcher's kernel named right), form 12's against
+// form 8's (same order), and every variant's error on rows 0..7 against float64 computed from the same y and dy
+// (max |dx - ref| / max |ref| a row, the worst row). Returns 1 if the default is not the dispatcher's or 12 differs.
+int bwd17b_mode() {
+  struct V17b {
+    std::string name;
+    char kind;  // 'd' the dispatcher's block kernel (block), 'r' launch_backward_reread_rows under form
+    BlockConfig block{};
+    int form = -1;
+  };
+  const int rounds = 3, reps = 30;
+  int bad = 0;
+  struct Case {
+    DType t;
+    std::int64_t rows, n;
+  };
+  for (const Case& c : {Case{DType::bf16, 16384, 4096}, Case{DType::bf16, 4096, 16384}, Case{DType::f32, 16384, 4096},
+                        Case{DType::f32, 4096, 16384}}) {
+    std::vector<V17b> vs;
+    if (c.t == DType::f32) {
+      const Variant d = c.n > 8192 ? bwide16(c.n) : block(256, 1);
+      vs.push_back({"default " + d.name, 'd', d.block});
+    } else {
+      vs.push_back({"default " + bshared(c.n, false).name + " packed", 'd', bshared(c.n, false).block});
+      vs.push_back({"reread mid11 (dispatcher form)", 'r', {}, -1});
+    }
+    vs.push_back({"inductor form 8", 'r', {}, kRereadInductor});
+    vs.push_back({"inductor pairs form 12", 'r', {}, kRereadInductor | kRereadPairs});
+    auto launch = [&](const V17b& v, const RowProblem& p) {
+      backward_packed_tuning() = {};
+      backward_reread_tuning() = {-1, v.form};
+      if (v.kind == 'd') launch_backward_block_rows(p, v.block, nullptr);
+      else launch_backward_reread_rows(p, nullptr);
+    };
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.n));
+    Buffers b = make_buffers(c.rows, c.n, c.t);
+    const std::size_t es = smk::dtype_size(c.t);
+    const std::size_t out_bytes = static_cast<std::size_t>(c.rows * c.n) * es;
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    auto decode = [&](const std::vector<unsigned char>& raw, std::size_t i) -> double {
+      if (c.t == DType::f32) {
+        float f;
+        std::memcpy(&f, raw.data() + 4 * i, 4);
+        return f;
+      }
+      std::uint16_t h;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      return smk::to_float(smk::bfloat16_t{h});
+    };
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      const char* op_s = op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd";
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          const V17b& v = vs[i == vs.size() ? 0 : i];
+          us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, c.rows, c.n, c.t, b, k)); }));
+        }
+      report_rounds(shape, c.t, op, vs, us, bytes);
+      for (std::size_t i = 1; i < vs.size(); ++i) {
+        std::vector<double> ratio;
+        for (int r = 0; r < rounds; ++r) ratio.push_back(us[0][r] / us[i][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-14s %-5s %-11s %s: default/this %.3f (%.3f-%.3f)\n", shape, smk::dtype_name(c.t), op_s,
+                    vs[i].name.c_str(), ratio[ratio.size() / 2], ratio.front(), ratio.back());
+      }
+      // Copy 0: y, dy and each variant's dx; the public call's dx.
+      const RowProblem p0 = backward_problem(op, c.rows, c.n, c.t, b, 0);
+      const std::size_t rows8 = 8, row_bytes = static_cast<std::size_t>(c.n) * es;
+      std::vector<unsigned char> yh(rows8 * row_bytes), dyh(rows8 * row_bytes);
+      SMK_CUDA_CHECK(cudaMemcpy(yh.data(), p0.x, yh.size(), cudaMemcpyDeviceToHost));
+      SMK_CUDA_CHECK(cudaMemcpy(dyh.data(), p0.dy, dyh.size(), cudaMemcpyDeviceToHost));
+      std::vector<std::vector<unsigned char>> got(vs.size() + 1, std::vector<unsigned char>(out_bytes));
+      for (std::size_t i = 0; i <= vs.size(); ++i) {
+        backward_reread_tuning() = {};
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        if (i < vs.size()) {
+          launch(vs[i], p0);
+        } else {
+          const smk::Device dev = smk::Device::cuda(0);
+          const auto view = [&](const void* ptr) {
+            return smk::TensorView::contiguous(const_cast<void*>(ptr), c.t, dev, {c.rows, c.n});
+          };
+          if (op == Op::softmax_backward) smk::softmax_backward(view(b.out), view(p0.x), view(p0.dy));
+          else smk::log_softmax_backward(view(b.out), view(p0.x), view(p0.dy));
+        }
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(got[i].data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+      }
+      const bool disp = std::memcmp(got[0].data(), got[vs.size()].data(), out_bytes) == 0;
+      bad += !disp;
+      std::printf("bits %s %s %s default against the public call: %s\n", shape, smk::dtype_name(c.t), op_s,
+                  disp ? "same bits" : "DIFFERS");
+      const bool pairs = std::memcmp(got[vs.size() - 2].data(), got[vs.size() - 1].data(), out_bytes) == 0;
+      bad += !pairs;
+      std::printf("bits %s %s %s form 12 against form 8: %s\n", shape, smk::dtype_name(c.t), op_s,
+                  pairs ? "same bits" : "DIFFERS");
+      for (std::size_t i = 0; i < vs.size(); ++i) {
+        double worst = 0.0;
+        for (std::size_t r = 0; r < rows8; ++r) {
+          const std::size_t base = r * static_cast<std::size_t>(c.n);
+          double s = 0.0;
+          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
+            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
+            s += op == Op::softmax_backward ? g * yv : g;
+          }
+          double err = 0.0, mag = 0.0;
+          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
+            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
+            const double ref = op == Op::softmax_backward ? yv * (g - s) : g - std::exp(yv) * s;
+            err = std::max(err, std::fabs(decode(got[i], base + j) - ref));
+            mag = std::max(mag, std::fabs(ref));
+          }
+          worst = std::max(worst, err / mag);
+        }
+        std::printf("err  %s %s %s %-30s max|dx-ref|/max|ref| (worst of rows 0..7) %.3e\n", shape,
+                    smk::dtype_name(c.t), op_s, vs[i].name.c_str(), worst);
+      }
+    }
+    free_buffers(b);
+  }
+  backward_reread_tuning() = {};
+  backward_packed_tuning() = {};
+  std::printf("bwd17b: %d problem(s)\n", bad);
+  return bad ? 1 : 0;
+}
+
 // split16 (session 16, issue 3; docs/perf-notebook.md "split16"): split_row's compact f32 normalising kernel in whole
 // tiles (split_row_normalize_whole 1: 24 values a thread loaded at once, before the dependency wait; the library's
 // default since split16) against its 32-byte sub-tiles (0, the kernel before), through launch_split_rows as the
@@ -1164,6 +1373,224 @@ int split16_mode(bool ncu) {
   return differs == 0 ? 0 : 1;
 }
 
+// blk17 (session 17, issue 3; docs/perf-notebook.md "blk17"): block_per_row's f32 softmax / log-softmax lane-staged
+// (block_rows_lane_kernel, BlockConfig::lane_stages 1 and 2: each thread's share of the block's next rows copied into
+// shared memory by cp.async; 16-bit rows only before blk17) beside the direct kernel (lane_stages 0, the dispatcher's
+// before blk17) at 2^26 elements a shape, f32 rows of 2048 / 4096 / 6144 / 8192 / 10240 / 12288 (the 512-thread block's
+// lengths; rows ≥ 12289 take the wide block), and bf16 log-softmax at 2048 / 2560 (the direct kernel below the
+// 16-bit rule's kLaneLogSoftmaxFromN16 = 2560, which mid16 timed before fwd16's cheaper 16-bit terms: is the lane
+// kernel still slower there?). Each case: the variants in 3 alternating rounds, the direct kernel timed
+// first and last in each round, median of 15 launches a timing over rotated inputs; then every variant's output on
+// copy 0 (poisoned with 0xFF first) compared byte for byte with the direct kernel's ("same bits" / "DIFFERS") and
+// whether the lane kernel ran (its launch count). Returns 1 if any differs or did not run.
+// --blk17-ncu: one launch each at 8192x8192 f32 softmax and log-softmax, direct then lane1, for Nsight Compute.
+int blk17_mode(bool ncu) {
+  if (ncu) {
+    const DType t = DType::f32;
+    const std::int64_t rows = 8192, n = 8192;
+    Buffers b = forward_buffers(rows, n, t);
+    for (Op op : {Op::softmax, Op::log_softmax})
+      for (const Variant& v : {fit(n, 1), lane(n, 1)}) launch_block_rows(problem(op, rows, n, t, b, 0), v.block, nullptr);
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    return 0;
+  }
+  const int rounds = 3, reps = 15;
+  int bad = 0;
+  struct Case {
+    DType t;
+    std::int64_t n;
+    std::vector<Op> ops;
+  };
+  std::vector<Case> cases;
+  for (std::int64_t n : {2048, 4096, 6144, 8192, 10240, 12288})
+    cases.push_back({DType::f32, n, {Op::softmax, Op::log_softmax}});
+  for (std::int64_t n : {2048, 2560}) cases.push_back({DType::bf16, n, {Op::log_softmax}});
+  for (const Case& c : cases) {
+    const DType t = c.t;
+    const std::int64_t n = c.n;
+    const std::int64_t rows = (std::int64_t{1} << 26) / n;
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    const std::vector<Variant> vs = {fit(n, 1), lane(n, 1), lane(n, 2)};
+    Buffers b = forward_buffers(rows, n, t);
+    const std::size_t out_bytes = static_cast<std::size_t>(rows * n) * smk::dtype_size(t);
+    const double bytes = 2.0 * static_cast<double>(out_bytes);
+    for (Op op : c.ops) {
+      const char* op_s = op == Op::softmax ? "softmax" : "log_softmax";
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) {
+          const Variant& v = vs[i == vs.size() ? 0 : i];
+          us[i].push_back(median_us(b, reps, [&](int k) {
+            launch_block_rows(problem(op, rows, n, t, b, k), v.block, nullptr);
+          }));
+        }
+      report_rounds(shape, t, op, vs, us, bytes);
+      for (std::size_t i = 1; i < vs.size(); ++i) {  // new / direct a round (the direct kernel's first timing)
+        std::vector<double> ratio;
+        for (int r = 0; r < rounds; ++r) ratio.push_back(us[i][r] / us[0][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-14s %-5s %-11s %s / direct %.3f (%.3f-%.3f) over %d rounds\n", shape, smk::dtype_name(t), op_s,
+                    vs[i].name.c_str(), ratio[ratio.size() / 2], ratio.front(), ratio.back(), rounds);
+      }
+      bits_against_first(
+          b.out, out_bytes, vs.size(),
+          [&](std::size_t i) {
+            const std::uint64_t lanes0 = block_lane_launch_count();
+            launch_block_rows(problem(op, rows, n, t, b, 0), vs[i].block, nullptr);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            if ((block_lane_launch_count() > lanes0) != (vs[i].block.lane_stages > 0)) {
+              ++bad;
+              std::printf("ran %s %s %s: NOT THE KERNEL NAMED\n", shape, op_s, vs[i].name.c_str());
+            }
+          },
+          [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+            const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+            bad += !same;
+            std::printf("bits %s %s %s %s: %s\n", shape, smk::dtype_name(t), op_s, vs[i].name.c_str(),
+                        same ? "same bits" : "DIFFERS");
+          });
+    }
+    free_buffers(b);
+  }
+  std::printf("blk17: %d case(s) differ or ran another kernel\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
+// lse17 (session 17, issue 3; docs/perf-notebook.md "lse17"): logsumexp of rows past kLseStreamMaxN on split_row as the
+// dispatcher ran them before lse17 (launch_split_rows: the one-launch kernel where it serves, else the plain or TMA
+// chunk pass by the library's rules and the merge: "split_row") beside lse_stream.cu's chunk kernel at 128 and 64
+// threads a chunk ("chunks T128", "chunks T64": launch_lse_chunk_rows, the same chunks and merge order, each chunk on
+// lse_stream's running state). bf16 at 1024x65536, 512x131072, 32x2097152, 4096x151936, 1x151936, 32x128256 and
+// 1x16777216 (uniform scores; "gauss": 3·N(0, 1) at 1024x65536 and 4096x151936), f32 at 1024x65536, 32x2097152,
+// 4096x151936 and 1x151936. Each case: the variants in 3 alternating rounds, split_row timed first and last in each,
+// median of `reps` launches over rotated inputs, and the ratio to split_row's first timing a round. Then each variant's
+// LSE on copy 0 (poisoned with 0xFF first) against float64 on rows 0, 1, rows / 2 and rows − 1: the largest error in
+// units of u·max(1, |LSE|) and over the gate of docs/semantics.md §6 ((|LSE| + L + 10 + c ln n)·u, c = 3 f32, 4.25
+// 16-bit); and the chunk kernel's LSE of a second run byte for byte against its first. --lse17-ncu: one launch each of
+// split_row and chunks T128 at bf16 and f32 1024x65536, and lse_stream T128 at bf16 2048x32768, for Nsight Compute.
+int lse17_mode(bool ncu) {
+  struct V17 {
+    std::string name;
+    int threads;  // 0: split_row
+  };
+  const std::vector<V17> vs = {{"split_row", 0}, {"chunks T128", 128}, {"chunks T64", 64}};
+  auto launch = [](const V17& v, const RowProblem& p) {
+    if (v.threads == 0) launch_split_rows(p, nullptr);
+    else launch_lse_chunk_rows(p, v.threads, nullptr);
+  };
+  split_row_tuning() = {};
+  split_row_chunk_tma() = {};
+  if (ncu) {
+    for (DType t : {DType::bf16, DType::f32}) {
+      Buffers b = forward_buffers(1024, 65536, t);
+      for (std::size_t i = 0; i < 2; ++i) launch(vs[i], problem(Op::logsumexp, 1024, 65536, t, b, 0));
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    Buffers b = forward_buffers(2048, 32768, DType::bf16);
+    launch_lse_stream_rows(problem(Op::logsumexp, 2048, 32768, DType::bf16, b, 0), LseStreamConfig{0, 128}, nullptr);
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
+    return 0;
+  }
+  int bad = 0;
+  auto case17 = [&](std::int64_t rows, std::int64_t n, DType t, bool gauss, int reps) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld%s", static_cast<long long>(rows), static_cast<long long>(n),
+                  gauss ? " g" : "");
+    Buffers b = forward_buffers(rows, n, t, gauss);
+    const double bytes = static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t));
+    std::vector<std::vector<double>> us(vs.size() + 1);
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t i = 0; i <= vs.size(); ++i) {
+        const V17& v = vs[i == vs.size() ? 0 : i];
+        us[i].push_back(
+            median_us(b, reps, [&](int k) { launch(v, problem(Op::logsumexp, rows, n, t, b, k)); }));
+      }
+    }
+    report_rounds(shape, t, Op::logsumexp, vs, us, bytes);
+    for (std::size_t i = 1; i < vs.size(); ++i) {
+      std::vector<double> r;
+      for (int round = 0; round < 3; ++round) r.push_back(us[i][round] / us[0][round]);
+      std::vector<double> s = r;
+      std::sort(s.begin(), s.end());
+      std::printf("%-14s %-5s ratio %s / split_row: %.3f (rounds %.3f %.3f %.3f)\n", shape, smk::dtype_name(t),
+                  vs[i].name.c_str(), s[1], r[0], r[1], r[2]);
+    }
+    // Accuracy: rows 0, 1, rows / 2, rows − 1 of copy 0 against float64.
+    const std::size_t es = smk::dtype_size(t);
+    std::vector<std::int64_t> pick = {0, std::min<std::int64_t>(1, rows - 1), rows / 2, rows - 1};
+    std::sort(pick.begin(), pick.end());
+    pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
+    std::vector<double> ref;
+    std::vector<unsigned char> raw(static_cast<std::size_t>(n) * es);
+    for (std::int64_t r : pick) {
+      const auto* src = static_cast<const unsigned char*>(b.in[0]) + static_cast<std::size_t>(r * n) * es;
+      SMK_CUDA_CHECK(cudaMemcpy(raw.data(), src, raw.size(), cudaMemcpyDeviceToHost));
+      std::vector<double> x(static_cast<std::size_t>(n));
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (t == DType::f32) {
+          float f;
+          std::memcpy(&f, raw.data() + 4 * i, 4);
+          x[i] = f;
+        } else {
+          smk::bfloat16_t h;
+          std::memcpy(&h, raw.data() + 2 * i, 2);
+          x[i] = smk::to_float(h);
+        }
+      }
+      double m = -1e300, l = 0;
+      for (double v : x) m = std::max(m, v);
+      for (double v : x) l += std::exp(v - m);
+      ref.push_back(m + std::log(l));
+    }
+    const double u = 5.9604644775390625e-8, L = std::ceil(std::log2(static_cast<double>(n)));
+    const double c = t == DType::f32 ? 3.0 : 4.25;
+    std::vector<float> got(static_cast<std::size_t>(rows)), first(static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+      for (int rep = 0; rep < (i == 0 ? 1 : 2); ++rep) {
+        SMK_CUDA_CHECK(cudaMemset(b.stats, 0xFF, sizeof(float) * static_cast<std::size_t>(rows)));
+        launch(vs[i], problem(Op::logsumexp, rows, n, t, b, 0));
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(rep ? got.data() : first.data(), b.stats, sizeof(float) * got.size(),
+                                  cudaMemcpyDeviceToHost));
+      }
+      double worst_u = 0, worst_gate = 0;
+      for (std::size_t k = 0; k < pick.size(); ++k) {
+        const double g = first[static_cast<std::size_t>(pick[k])], e = std::fabs(g - ref[k]);
+        const double eu = e / (u * std::max(1.0, std::fabs(ref[k])));
+        const double eg = e / ((std::fabs(ref[k]) + L + 10 + c * std::log(static_cast<double>(n))) * u);
+        worst_u = std::max(worst_u, eu == eu ? eu : 1e30);
+        worst_gate = std::max(worst_gate, eg == eg ? eg : 1e30);
+      }
+      const bool again = i == 0 || std::memcmp(got.data(), first.data(), sizeof(float) * got.size()) == 0;
+      bad += worst_gate > 1.0 || !again;
+      const char* bits = i == 0 ? "" : (again ? ", run to run same bits" : ", run to run DIFFERS");
+      std::printf("%-14s %-5s %-12s err %.2f u (%.3f of the gate)%s%s\n", shape, smk::dtype_name(t),
+                  vs[i].name.c_str(), worst_u, worst_gate, bits, worst_gate > 1.0 ? "  OVER THE GATE" : "");
+    }
+    std::fflush(stdout);
+    free_buffers(b);
+  };
+  case17(1024, 65536, DType::bf16, false, 21);
+  case17(4096, 151936, DType::bf16, false, 9);
+  case17(32, 2097152, DType::bf16, false, 21);
+  case17(1, 151936, DType::bf16, false, 41);
+  case17(32, 128256, DType::bf16, false, 41);
+  case17(512, 131072, DType::bf16, false, 21);
+  case17(1, 16777216, DType::bf16, false, 21);
+  case17(1024, 65536, DType::bf16, true, 21);
+  case17(4096, 151936, DType::bf16, true, 9);
+  case17(1024, 65536, DType::f32, false, 21);
+  case17(4096, 151936, DType::f32, false, 9);
+  case17(32, 2097152, DType::f32, false, 21);
+  case17(1, 151936, DType::f32, false, 41);
+  std::printf("lse17: %d case(s) over the gate or not the same run to run\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -1179,7 +1606,8 @@ constexpr Mode kModes[] = {
     {"--pack14", " [quick]"}, {"--pack14-ncu", ""}, {"--tma14", ""}, {"--tma14-ncu", ""}, {"--tma14b", ""},
     {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
-    {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}};
+    {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""}, {"--bwd17b", ""},
+    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}};
 
 bool known_mode(const char* arg) {
   for (const Mode& m : kModes)
@@ -1208,8 +1636,14 @@ int main(int argc, char** argv) {
     print_usage();
     return 2;
   }
+  if (argc > 1 && (std::strcmp(argv[1], "--lse17") == 0 || std::strcmp(argv[1], "--lse17-ncu") == 0))
+    return lse17_mode(std::strcmp(argv[1], "--lse17-ncu") == 0);
+  if (argc > 1 && (std::strcmp(argv[1], "--blk17") == 0 || std::strcmp(argv[1], "--blk17-ncu") == 0))
+    return blk17_mode(std::strcmp(argv[1], "--blk17-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--split16") == 0 || std::strcmp(argv[1], "--split16-ncu") == 0))
     return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
+  if (argc > 1 && std::strcmp(argv[1], "--bwd17") == 0) return bwd17_mode();
+  if (argc > 1 && std::strcmp(argv[1], "--bwd17b") == 0) return bwd17b_mode();
   if (argc > 1 && (std::strcmp(argv[1], "--bwd16") == 0 || std::strcmp(argv[1], "--bwd16-ncu") == 0))
     return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
