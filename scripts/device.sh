@@ -700,37 +700,31 @@ sm__warps_active.avg.pct_of_peak_sustained_active "$l17/bin/tune_softmax" --lse1
   end_carried
 fi
 # --- session 17: bwd17 step goes here ---
-# bwd17 (session 17, issue 3): split_row's common-call backward with its chunk sums at 2 / 3 / 4 blocks an SM and its
-# elementwise pass as the chunk kernel or the vector kernel (15182b6's forms, never run before; tune_softmax --bwd17:
-# bf16 / f32 1x16777216, bf16 32x128256 / 1024x151936), and the 2-D backward in torch.compile's form (backward_reread.cu
-# backward_inductor_kernel) beside the dispatcher's kernel and mid11's re-read kernel (--bwd17b: bf16 / f32 16384x4096
-# and 4096x16384), both ops, three alternating rounds, dx compared byte for byte, alone on the GPU; then in parallel:
-# test_cuda_warp_backward's SplitSumsBounds... and SplitStreaming... (the lead's carry-over from session 16's review,
-# never run) and test_cuda_backward_reread's InductorForm... at full size, memcheck on the three and racecheck on the
-# two with shared memory (small mode). Binaries built off the device for sm_90a from HEAD's objects plus bwd17's
-# (build/bwd17-bin.tar.xz: bin/{tune_softmax,test_cuda_warp_backward,test_cuda_backward_reread}). Caps: SMK_B17_TUNE_S
-# (30 each), SMK_B17_TEST_S (30). Back: bwd17-tune.txt, bwd17-tuneb.txt, bwd17-summary.txt, bwd17-logs.tgz.
+# bwd17 (session 17, issue 3): split_row's common-call backward with its chunk sums at 2 / 3 blocks an SM and its
+# elementwise pass as the chunk kernel or the vector kernel where dx streams, beside the dispatcher's choice (3 and the
+# vector kernel for 16-bit rows since bwd17), timed in one binary (tune_softmax --bwd17: bf16 / f32 1x16777216, bf16
+# 32x128256 / 1024x151936, both ops, three alternating rounds, dx compared byte for byte), alone on the GPU; then in
+# parallel: test_cuda_warp_backward's SplitSumsBounds... and SplitStreaming... at full size, memcheck on both and
+# racecheck on the first (small mode). The step as run (with --bwd17b, torch.compile's form of the 2-D backward, and
+# test_cuda_backward_reread's InductorForm..., both removed since) rode in 7f9f852; its results are in
+# docs/bench/bwd17-s17-2026-12-01.md. Binaries built off the device for sm_90a (build/bwd17-bin.tar.xz:
+# bin/{tune_softmax,test_cuda_warp_backward}). Caps: SMK_B17_TUNE_S (30), SMK_B17_TEST_S (60). Back: bwd17-tune.txt,
+# bwd17-summary.txt, bwd17-logs.tgz.
 if want bwd17; then
   carried bwd17 build/bwd17-bin.tar.xz
   b17=$bin
   run_step bwd17-tune timeout "${SMK_B17_TUNE_S:-30}" stdbuf -oL "$b17/bin/tune_softmax" --bwd17
-  run_step bwd17-tuneb timeout "${SMK_B17_TUNE_S:-30}" stdbuf -oL "$b17/bin/tune_softmax" --bwd17b
   keep_logs bwd17
-  b17_t=${SMK_B17_TEST_S:-30}
+  b17_t=${SMK_B17_TEST_S:-60}
   b17_san=(env SMK_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 9)
   bg_step bwd17x-sums timeout "$b17_t" "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitSumsBounds*'
   bg_step bwd17x-split timeout "$b17_t" "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
-  bg_step bwd17x-inductor timeout "$b17_t" "$b17/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
   bg_step bwd17x-mc-sums timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
     "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitSumsBounds*'
   bg_step bwd17x-mc-split timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
     "$b17/bin/test_cuda_warp_backward" --gtest_filter='*SplitStreaming*'
-  bg_step bwd17x-mc-inductor timeout "$b17_t" "${b17_san[@]}" --tool memcheck --report-api-errors no \
-    "$b17/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
   bg_step bwd17x-rc-sums timeout "$b17_t" "${b17_san[@]}" --tool racecheck "$b17/bin/test_cuda_warp_backward" \
     --gtest_filter='*SplitSumsBounds*'
-  bg_step bwd17x-rc-inductor timeout "$b17_t" "${b17_san[@]}" --tool racecheck "$b17/bin/test_cuda_backward_reread" \
-    --gtest_filter='*InductorForm*'
   bg_tally
   keep_logs bwd17
   rm -f "$outer"/bwd17x-*.txt  # their pass / fail lines are in bwd17-summary.txt, the logs in bwd17-logs.tgz

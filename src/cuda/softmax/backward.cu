@@ -109,6 +109,12 @@
 // the rows of 1024..16384 and the f32 rows of 32 alike: Inductor's kernels at 19-32 registers and 83-94 % warps active
 // (one warp a row at 1024: 72 registers, 38 %, but 0.56× our instructions) reach 84-90 % of DRAM's peak, ours at 40-64
 // registers and 41-71 % reach 81.5-88.5 %.
+// bwd17 (session 17; docs/bench/bwd17-s17-2026-12-01.md): the common call's chunk sums at 3 blocks an SM for 16-bit
+// rows and, in 16-bit softmax backward calls with streaming dx stores, the elementwise pass as one 16-byte vector a
+// thread (kBackwardSplitSumsBlocks16, kBackwardSplitVec16): bf16 1x16777216 softmax backward 54.9 → 50.7 µs,
+// log-softmax backward 45.6 → 43.8, 1024x151936 1.07x / 1.03x; the same bits. torch.compile's form of the 2-D backward
+// (512 threads a row, the row read twice at 32 registers; backward_reread.cu's note) ran 0.64-0.98x of this file's
+// blocks.
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
@@ -151,12 +157,24 @@ constexpr int kBackwardSharedPackedBlocks = 3;
 // sums at 3 / 4 blocks an SM (tune_softmax --bwd16b of 15182b6).
 constexpr std::int64_t kBackwardSplitCsMinElems = std::int64_t{1} << 23;
 constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
-// bwd17 (session 17; BackwardSplitTuning sums_blocks / grads_form, tune_softmax --bwd17): the common call's chunk-sums
-// kernel's blocks an SM (2: 64 registers; 3: 40; 4: 32) and its elementwise pass (0: the chunk kernel; 1: the vector
-// kernel, rows of whole 16-byte vectors). bwd16's Nsight Compute at bf16 1x16M: sums 22.9 µs at 53 registers / 47 %
-// warps active and the pass 27.1 at 56 / 42 % against Inductor's 18.7 (31, 94 %) and 23.3 (24, 83 %). Not yet timed.
-constexpr int kBackwardSplitSumsBlocks = 2;
-constexpr int kBackwardSplitGradsForm = 0;
+// bwd17 (session 17; BackwardSplitTuning sums_blocks / grads_form, tune_softmax --bwd17;
+// docs/bench/bwd17-s17-2026-12-01.md): the common call's chunk-sums kernel at 3 blocks an SM (40 registers; 2: 53-56)
+// for 16-bit rows, and the elementwise pass of 16-bit softmax backward calls that store dx streaming
+// (kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements) as the vector kernel where the rows are whole 16-byte
+// vectors; the same bits (the sums' code is unchanged, only its register bound; dx is elementwise). H200, tune_softmax
+// --bwd17 (run of 80f0911's kernels, 2026-12-01 07:28 UTC, three alternating rounds of 30 launches, µs, HEAD's sums at
+// 2 with the chunk pass timed first and last; the ratio is HEAD's first timing of a round over the variant's, median
+// (min-max)): sums at 3, bf16 1x16777216 softmax backward 54.91 → 51.68 (1.059, 1.046-1.066), log-softmax backward
+// 45.57 → 43.84 (1.033, 1.019-1.050); 1024x151936 416.7 → 389.1 (1.071, 1.069-1.075), 338.3 → 329.3 (1.029,
+// 1.021-1.031); 32x128256 1.045 (0.998-1.078), 1.056 (0.992-1.237; these 8 MB calls' rounds spread 3-18 %); f32
+// 1x16777216 1.005 (0.989-1.009), 1.005 (1.004-1.015): even, f32 keeps 2 (at 4: 32 registers, 48 B of stack in softmax
+// backward, f32 0.920). With the vector pass as well: bf16 1x16777216 softmax backward 50.66 (1.077, 1.068-1.113; over
+// sums at 3 alone 1.020, 1.010-1.051); f32 1.011 (0.993-1.017; over sums at 3 alone 1.004: even, not taken). f16 takes
+// bf16's choices untimed (the same code). The vector kernel's plain-store form (its OutVec assignment compiled to 8
+// STG.E.U16 in 16-bit, 4 STG.E in f32) ran 0.57x and was removed; the sums at 4 too (80f0911 has both).
+constexpr int kBackwardSplitSumsBlocks16 = 3;
+constexpr int kBackwardSplitSumsBlocksF32 = 2;
+constexpr bool kBackwardSplitVec16 = true;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
 
@@ -639,7 +657,7 @@ __device__ __forceinline__ int load_plain_chunk(const RowProblem& p, std::int64_
   return len;
 }
 
-// kMinBlocks (bwd17): __launch_bounds__'s blocks an SM (2: 64 registers; 3: 40; 4: 32), the same code and arithmetic.
+// kMinBlocks (bwd17): __launch_bounds__'s blocks an SM (2: 37-56 registers; 3: 32-40), the same code and arithmetic.
 template <typename In, bool kLogBw, int kMinBlocks = 2>
 __global__ void __launch_bounds__(kSplitThreads, kMinBlocks) backward_chunk_sums_plain_kernel(const RowProblem p,
                                                                                            std::int64_t chunks,
@@ -684,16 +702,16 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
   }
 }
 
-// bwd17 (session 17; 15182b6's form, never run there): split_row's elementwise pass for the common call as
-// torch.compile's pointwise kernel runs it: one 16-byte vector of y and of dy a thread (V = 16 / sizeof(In) elements;
-// rows of a whole number of vectors only, their first elements 16-byte aligned by plain_rows), kVecThreads threads a
-// block at kVecMinBlocks blocks an SM (32 registers), vectors in reverse order as the chunk kernel (the lines the
-// chunk-sums pass read last first). dx[i] is backward_grads' function of y[i], dy[i] and the row's sum alone, so any
-// map of elements to threads gives the same bits. kCs: dx by streaming stores. Traffic as the chunk kernel: y and dy
-// read (the second time; L2 may hold the last ones), dx written.
+// bwd17 (session 17; 15182b6's form): split_row's elementwise pass for the common call's softmax backward with dx
+// stored streaming, as torch.compile's pointwise kernel runs it: one 16-byte vector of y and of dy a thread (V = 16 /
+// sizeof(In) elements; rows of a whole number of vectors only, their first elements 16-byte aligned by plain_rows),
+// kVecThreads threads a block at kVecMinBlocks blocks an SM (26-32 registers), vectors in reverse order as the chunk
+// kernel (the lines the chunk-sums pass read last first), dx by one st.global.cs a thread. dx[i] is backward_grads'
+// function of y[i], dy[i] and the row's sum alone, so any map of elements to threads gives the same bits. Traffic as
+// the chunk kernel: y and dy read (the second time; L2 may hold the last ones), dx written.
 constexpr int kVecThreads = 256;
 constexpr int kVecMinBlocks = 8;
-template <typename In, bool kLogBw, bool kCs>
+template <typename In>
 __global__ void __launch_bounds__(kVecThreads, kVecMinBlocks)
     backward_elementwise_vec_kernel(const RowProblem p, std::int64_t vectors_per_row, const float* row_sums) {
   constexpr int V = 16 / static_cast<int>(sizeof(In));
@@ -715,17 +733,13 @@ __global__ void __launch_bounds__(kVecThreads, kVecMinBlocks)
 #pragma unroll
     for (int j = 0; j < V; ++j) y[j] = to_f32(a.v[j]), dy[j] = to_f32(b.v[j]);
     pdl_wait();  // the row sums (programmatic dependent launch of the merge kernel); at once after the first time
-    backward_grads<kLogBw>(y, dy, row_sums[row]);
+    backward_grads<false>(y, dy, row_sums[row]);
     OutVec o;
 #pragma unroll
     for (int j = 0; j < V; ++j) o.v[j] = from_f32<In>(y[j]);
-    if constexpr (kCs) {
-      uint4 w;
-      memcpy(&w, &o, sizeof(w));
-      __stcs(reinterpret_cast<uint4*>(dxr), w);
-    } else {
-      *reinterpret_cast<OutVec*>(dxr) = o;
-    }
+    uint4 w;
+    memcpy(&w, &o, sizeof(w));
+    __stcs(reinterpret_cast<uint4*>(dxr), w);
   }
 }
 
@@ -922,16 +936,15 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
                      plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
   const bool log = p.op == Op::log_softmax_backward;
   const BackwardSplitTuning& tuning = backward_split_tuning();
-  // bwd17: the chunk-sums kernel's blocks an SM (2, 3 or 4 built; the same code and bits).
-  const int sums_blocks = tuning.sums_blocks == 3 || tuning.sums_blocks == 4 ? tuning.sums_blocks
-                          : tuning.sums_blocks == 2                          ? 2
-                                                                             : kBackwardSplitSumsBlocks;
+  // bwd17: the chunk-sums kernel's blocks an SM (2 or 3 built; the same code and bits).
+  const int sums_blocks = tuning.sums_blocks == 2 || tuning.sums_blocks == 3 ? tuning.sums_blocks
+                          : sizeof(In) == 2                                  ? kBackwardSplitSumsBlocks16
+                                                                             : kBackwardSplitSumsBlocksF32;
   auto plain_sums = [&](auto b) -> void (*)(const RowProblem, std::int64_t, float*) {
     constexpr int B = decltype(b)::value;
     return log ? backward_chunk_sums_plain_kernel<In, true, B> : backward_chunk_sums_plain_kernel<In, false, B>;
   };
   const auto sums_kernel = !plain             ? backward_chunk_sums_kernel<In>
-                           : sums_blocks == 4 ? plain_sums(std::integral_constant<int, 4>{})
                            : sums_blocks == 3 ? plain_sums(std::integral_constant<int, 3>{})
                                               : plain_sums(std::integral_constant<int, 2>{});
   backward_split_last().sums_blocks.store(plain ? sums_blocks : 0, std::memory_order_relaxed);
@@ -953,14 +966,13 @@ void launch_split(const RowProblem& p, cudaStream_t s) {
                                           : (cs ? backward_elementwise_plain_kernel<In, false, true>
                                                 : backward_elementwise_plain_kernel<In, false>));
   backward_split_last().streaming.store(cs ? 1 : 0, std::memory_order_relaxed);
-  // bwd17: the vector form of the pass (rows of whole 16-byte vectors; the same bits).
+  // bwd17: the vector form of the pass where dx is stored streaming and the rows are whole 16-byte vectors (16-bit by
+  // default, kBackwardSplitVec16; the same bits).
   constexpr std::int64_t V = 16 / sizeof(In);
-  const int grads_form = tuning.grads_form >= 0 ? tuning.grads_form : kBackwardSplitGradsForm;
-  if (plain && grads_form == 1 && p.n % V == 0) {
+  const int grads_form = tuning.grads_form >= 0 ? tuning.grads_form : (sizeof(In) == 2 && kBackwardSplitVec16 ? 1 : 0);
+  if (cs && grads_form == 1 && p.n % V == 0) {
     const std::int64_t per_row = p.n / V;
-    const auto vec_kernel = log  ? backward_elementwise_vec_kernel<In, true, false>
-                            : cs ? backward_elementwise_vec_kernel<In, false, true>
-                                 : backward_elementwise_vec_kernel<In, false, false>;
+    const auto vec_kernel = backward_elementwise_vec_kernel<In>;
     backward_split_last().grads_form.store(1, std::memory_order_relaxed);
     launch_dependent(true, vec_kernel, capped_grid((p.rows * per_row + kVecThreads - 1) / kVecThreads), kVecThreads, s,
                      p, per_row, static_cast<const float*>(row_sums));

@@ -40,6 +40,18 @@
 // Not measured (the timing step's 25 s cap ended after 8192×32000: the dx hashes took most of it): 4096×16384,
 // 16384×4096, 8192×8192, 2048×24576; the dispatcher's rule (log-softmax backward from 24576) is unchanged.
 //
+// bwd17 (session 17; docs/bench/bwd17-s17-2026-12-01.md): torch.compile's own form of this idea (Inductor's triton_red
+// at 4096-wide rows: 512 threads a row, 4 elements a thread a step — 8-byte loads in 16-bit, 16-byte in f32 — at 4
+// blocks an SM and 28-32 registers, the first loop's loads with an L2 evict-last policy, the second's evict-first,
+// plain dx stores; backward_inductor_kernel in 80f0911) timed beside the dispatcher's kernels (H200, tune_softmax
+// --bwd17b, run of 80f0911's kernels, three alternating rounds, µs): bf16 16384x4096 softmax backward dy-shared
+// packed 99.1 → 119.2 (0.832x; two steps in flight 0.824x), log-softmax backward 99.6 → 132.7 (0.750x; 0.808x);
+// 4096x16384 0.788x / 0.832x; f32 16384x4096 (register block T256) 0.873x / 0.952x (two steps 0.900x / 0.982x), f32
+// 4096x16384 (wide block) 0.642x / 0.837x (528 rows in flight of 128 KB overflow the L2); this kernel in the same run
+// (its dispatcher form) 0.80-0.94x at bf16 4096 / 16384. Errors against float64 the same as the blocks' (rows 0..7).
+// Slower everywhere; removed. Where Inductor's kernel wins (bwd16's Nsight Compute: 87.3 µs at bf16 16384x4096 where
+// this form took 119 here) was not found.
+//
 // The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's
 // terms into V running sums, lane j the j-th element of each; tree_sum over the V, then block_sum. A function of n
 // (and T, itself a function of n) alone, whatever the layout: an unaligned or strided row loads its elements one by
@@ -242,120 +254,6 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
   }
 }
 
-// bwd17 (session 17): torch.compile's form of the 2-D backward (backward_reread.hpp kRereadInductor). Inductor's
-// triton_red kernels at 4096-wide rows (bwd16's Nsight Compute, H200: bf16 16384x4096 87.3 µs, 24 registers, 93 % warps
-// active, DRAM 90.2 %; f32 180.8 µs, 32 registers, 90 %) against the dispatcher's dy-shared packed block (91.5 µs, 40
-// registers, 71 %) and register block (185.4 µs, 64, 47 %): one block of kInductorThreads a row, each thread 4
-// elements a step (8-byte loads in 16-bit, 16-byte in f32) at kInductorMinBlocks blocks an SM (32 registers); the first
-// loop sums the terms reading y and dy (dy alone for log-softmax backward) with an L2 evict-last policy, then the
-// block's sum, then the second loop reads them again (from L2: 2048 rows in flight of at most 128 KB each, under the
-// 50 MB L2 at 16384 f32) evict-first and stores dx plainly. mid9 / mid11's kernel above is the same idea at one 16-byte
-// vector a thread and up to 1024 threads; it lost at 4096..16384 (mid11: bf16 16384x4096 log-softmax backward 102.8 ->
-// 124.6 µs). Traffic 12 B (f32) / 6 B (16-bit) an element from DRAM; the second read's 8 / 4 B from L2. Floor at 4.27
-// TB/s: 16384x4096 f32 189 µs, bf16 94.3. The order of the sum: thread t adds element k·2048 + 4t + j (k = 0, 1, …)
-// into its j-th running sum, tree_sum over the 4, block_sum: a function of n alone (dense rows only).
-constexpr int kInductorThreads = 512;
-constexpr int kInductorMinBlocks = 4;
-constexpr int kInductorStep = kInductorThreads * 4;
-// 4 elements of a dense row at row + i (8 or 16 bytes, aligned), as f32, loaded with kHint (kLoadEvictLast: with the
-// L2 policy pol and L1 evict-first, as Triton writes it).
-template <typename In, int kHint>
-__device__ __forceinline__ void load_quad(const In* row, int i, std::uint64_t pol, float (&v)[4]) {
-  if constexpr (sizeof(In) == 4) {
-    const uint4* q = reinterpret_cast<const uint4*>(row + i);
-    uint4 b;
-    if constexpr (kHint == kLoadEvictFirst) {
-      b = __ldcs(q);
-    } else {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
-                   : "l"(q), "l"(pol));
-    }
-    v[0] = __uint_as_float(b.x), v[1] = __uint_as_float(b.y), v[2] = __uint_as_float(b.z), v[3] = __uint_as_float(b.w);
-  } else {
-    const uint2* q = reinterpret_cast<const uint2*>(row + i);
-    uint2 b;
-    if constexpr (kHint == kLoadEvictFirst) {
-      b = __ldcs(q);
-    } else {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-                   : "=r"(b.x), "=r"(b.y)
-                   : "l"(q), "l"(pol));
-    }
-    const uint4 w{b.x, b.y, 0u, 0u};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = word_elem<In>(w, j);
-  }
-}
-template <typename In, bool kLog, bool kPairs>
-__global__ void __launch_bounds__(kInductorThreads, kInductorMinBlocks) backward_inductor_kernel(const RowProblem p) {
-  struct alignas(4 * sizeof(In)) Quad {
-    In v[4];
-  };
-  __shared__ float red[32];
-  const std::uint64_t pol = evict_last_policy();
-  const int t = static_cast<int>(threadIdx.x);
-  const int n = static_cast<int>(p.n);
-  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const RowRef o{row, 0};
-    const In* y = at<In>(p.x, o.off(p, kX));
-    const In* dy = at<In>(p.dy, o.off(p, kDy));
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    auto add = [&](int i) {
-      float b[4];
-      load_quad<In, kLoadEvictLast>(dy, i, pol, b);
-      if constexpr (kLog) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] += b[j];
-      } else {
-        float a[4];
-        load_quad<In, kLoadEvictLast>(y, i, pol, a);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] += b[j] * a[j];
-      }
-    };
-    int i = 4 * t;
-    if constexpr (kPairs) {
-      // Two steps' loads issued before either is added; added in the one-step loop's order (step k, then k + 1).
-#pragma unroll 1
-      for (; i + kInductorStep < n; i += 2 * kInductorStep) {
-        float b0[4], b1[4];
-        load_quad<In, kLoadEvictLast>(dy, i, pol, b0);
-        load_quad<In, kLoadEvictLast>(dy, i + kInductorStep, pol, b1);
-        if constexpr (kLog) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += b0[j];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += b1[j];
-        } else {
-          float a0[4], a1[4];
-          load_quad<In, kLoadEvictLast>(y, i, pol, a0);
-          load_quad<In, kLoadEvictLast>(y, i + kInductorStep, pol, a1);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += b0[j] * a0[j];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += b1[j] * a1[j];
-        }
-      }
-    }
-#pragma unroll 1
-    for (; i < n; i += kInductorStep) add(i);
-    const float s = block_sum(tree_sum<4>(acc), red);
-    In* dx = at<In>(p.out, o.off(p, kOut));  // formed here, not held across the first loop (registers)
-#pragma unroll 1
-    for (i = 4 * t; i < n; i += kInductorStep) {
-      float a[4], b[4];
-      load_quad<In, kLoadEvictFirst>(y, i, pol, a);
-      load_quad<In, kLoadEvictFirst>(dy, i, pol, b);
-      Quad w;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) w.v[j] = from_f32<In>(kLog ? b[j] - expf(a[j]) * s : a[j] * (b[j] - s));
-      *reinterpret_cast<Quad*>(dx + i) = w;
-    }
-    __syncthreads();  // red is rewritten by the next row
-  }
-}
-
 std::atomic<std::uint64_t>& reread_backward_launches() {
   static std::atomic<std::uint64_t> n{0};
   return n;
@@ -379,43 +277,12 @@ void launch_reread(const RowProblem& p, cudaStream_t s) {
   reread_last_form().store(kForm, std::memory_order_relaxed);
 }
 
-template <typename In, bool kLog, bool kPairs>
-void launch_inductor(const RowProblem& p, int form, cudaStream_t s) {
-  const auto kernel = backward_inductor_kernel<In, kLog, kPairs>;
-  kernel<<<capped_grid(p.rows), kInductorThreads, 0, s>>>(p);
-  SMK_CUDA_CHECK_LAUNCH("backward_inductor_kernel");
-  reread_backward_launches().fetch_add(1, std::memory_order_relaxed);
-  reread_last_form().store(form, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;
   if (p.n > kBackwardRereadMaxN)
     smk::throw_invalid_argument("softmax backward (re-read rows)", "n", "rows of at most 32768 elements");
-  const int asked = backward_reread_tuning().form;
-  if (asked == kRereadInductor || asked == (kRereadInductor | kRereadPairs)) {  // bwd17: timing and its test only
-    const bool log = p.op == Op::log_softmax_backward;
-    bool dense = (log || p.op == Op::softmax_backward) && !p.scale && p.temp == nullptr && p.out_dtype == p.x_dtype &&
-                 p.n % 4 == 0;
-    with_in_type(p.x_dtype, [&](auto* tag) {
-      using In = std::remove_pointer_t<decltype(tag)>;
-      dense = dense && plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
-    });
-    if (!dense)
-      smk::throw_unsupported(log ? "log_softmax_backward (Inductor form)" : "softmax_backward (Inductor form)",
-                             "dense rows only: unit steps, 16-byte-aligned rows, n a multiple of 4, dx in the "
-                             "input's type, no temperature (backward_reread.hpp kRereadInductor)");
-    const bool pairs = (asked & kRereadPairs) != 0;
-    with_in_type(p.x_dtype, [&](auto* tag) {
-      using In = std::remove_pointer_t<decltype(tag)>;
-      if (log) return pairs ? launch_inductor<In, true, true>(p, asked, s) : launch_inductor<In, true, false>(p, asked, s);
-      if (pairs) return launch_inductor<In, false, true>(p, asked, s);
-      launch_inductor<In, false, false>(p, asked, s);
-    });
-    return;
-  }
   // Built for 16-bit rows only (session 9's review, F17: the f32 instantiations were slower in mid9's run at every
   // shape; their launch is in commit 625272c). Softmax backward, removed by F17 too, is built again since mid11
   // (session 11) to time it without the spill: tune_softmax --mid11.
@@ -424,7 +291,7 @@ void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
     smk::throw_unsupported(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)",
                            "built for 16-bit softmax and log-softmax backward only (kernels.hpp "
                            "launch_backward_reread_rows)");
-  const int form = asked;
+  const int form = backward_reread_tuning().form;
   if (form >= 0 && form != 0 && form != kRereadAll)
     smk::throw_invalid_argument(log ? "log_softmax_backward (re-read rows)" : "softmax_backward (re-read rows)", "form",
                                 "a built form, 0 or 7 (backward_reread.cu launch_backward_reread_rows)");

@@ -19,14 +19,6 @@ namespace smk::cuda::kernels {
 constexpr int kRereadEvictLast = 1;  // the first loop's loads with an L2 evict-last policy (Triton's evict_last)
 constexpr int kRereadStreamOut = 2;  // dx stored streaming (st.global.cs: nothing here reads it back)
 constexpr int kRereadPairs = 4;      // the first loop loads two vectors a step (twice the bytes in flight)
-// bwd17 (session 17), for timing and its test only (the dispatcher never asks for it): kRereadInductor (form 8) is
-// another kernel, torch.compile's form of the 2-D backward (Inductor's triton_red, bwd16's Nsight Compute at 4096:
-// 512 threads a row, 24-32 registers, 4 elements a thread a step, the first loop's loads with an L2 evict-last policy,
-// the second's evict-first, plain dx stores): backward_reread.cu backward_inductor_kernel, for softmax and log-softmax
-// backward in f32, bf16 and f16 on dense rows (unit steps, 16-byte-aligned rows, n a multiple of 4, dx in the input's
-// type, no temperature; else smk::Error unsupported). Form 12 (kRereadInductor | kRereadPairs): the same kernel loading
-// two steps at once, the same bits as form 8. Its sum's order is its own (not the dy-shared or register blocks').
-constexpr int kRereadInductor = 8;
 struct BackwardRereadTuning {
   int force = -1;
   int form = -1;

@@ -69,10 +69,12 @@ BackwardPackedLast& backward_packed_last();
 // switch. Process-wide, not synchronised. (15182b6 also had load hints, a vector form of the pass and other chunk-sums
 // bounds under this switch: backward.cu's note above kBackwardSplitCsMinElems.)
 // bwd17 (session 17), the same bits in every choice: sums_blocks builds the common call's chunk-sums kernel
-// (backward.cu backward_chunk_sums_plain_kernel) for that many blocks an SM (2, 3 or 4; 0: the dispatcher's,
-// kBackwardSplitSumsBlocks; the same code, only its register bound); grads_form picks the common call's elementwise
-// pass (0: the chunk kernel; 1: backward_elementwise_vec_kernel, one 16-byte vector a thread, for rows of a whole
-// number of vectors, taking the same streaming choice; -1: the dispatcher's, kBackwardSplitGradsForm).
+// (backward.cu backward_chunk_sums_plain_kernel) for that many blocks an SM (2 or 3; anything else: the dispatcher's,
+// 3 for 16-bit rows and 2 for f32, kBackwardSplitSumsBlocks16 / F32; the same code, only its register bound);
+// grads_form picks the common call's elementwise pass where dx is stored streaming (softmax backward) and the rows are
+// whole 16-byte vectors: 1 the vector kernel (backward_elementwise_vec_kernel, one 16-byte vector a thread), 0 the
+// chunk kernel, -1 the dispatcher's (the vector kernel for 16-bit rows, kBackwardSplitVec16). (80f0911 also built the
+// vector kernel with plain stores, 0.57x, and the sums at 4 blocks; removed.)
 struct BackwardSplitTuning {
   int streaming = -1;
   int sums_blocks = 0;

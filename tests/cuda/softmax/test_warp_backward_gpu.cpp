@@ -17,8 +17,9 @@
 // (SharedPackedBitwiseTheUnpackedBlock) and the 16-bit rows of 64..128 that pack14's rule moved (SixteenBitRowsOf64To128).
 // bwd16 (session 16): split_row's common-call elementwise pass with streaming dx stores gives the plain stores' bits,
 // and the dispatcher takes it where its rule says (SplitStreamingStoresBitwisePlainStores).
-// bwd17 (session 17): split_row's common-call chunk sums at 3 / 4 blocks an SM and its elementwise pass as the vector
-// kernel give the default's bits (SplitSumsBoundsAndVectorPassBitwiseTheDefault).
+// bwd17 (session 17): split_row's common-call chunk sums at 3 blocks an SM and its elementwise pass as the vector
+// kernel give the bits of sums at 2 with the chunk kernel, and the dispatcher takes them where its rule says
+// (SplitSumsBoundsAndVectorPassBitwiseTheDefault).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
@@ -405,14 +406,16 @@ TEST_F(GpuWarpBackward, SplitStreamingStoresBitwisePlainStores) {
       }
 }
 
-// bwd17 (session 17): split_row's common-call chunk-sums kernel built for 3 and 4 blocks an SM (the same code under
-// another register bound) and the elementwise pass as the vector kernel (backward.cu backward_elementwise_vec_kernel:
-// one 16-byte vector a thread; dx[i] a function of y[i], dy[i] and the row's sum alone) against the default (sums at 2,
-// the chunk kernel), byte for byte: f32, bf16, f16, both ops, plain and streaming dx stores, dx over dy too. The
-// default's dx is checked against the float64 reference, with no stray writes. The launch record must show the sums
-// bound asked for wherever the common call serves (rows 16-byte aligned: one row, or a length a multiple of 8), and
-// the vector kernel only where the rows are also whole vectors (n a multiple of 16 / sizeof(T)); 3 rows of 300001 take
-// the generic kernels (record 0), 1 row of 300001 the common call's chunk kernel whatever the form asked for.
+// bwd17 (session 17): split_row's common-call chunk-sums kernel built for 2 and 3 blocks an SM (the same code under
+// another register bound; the dispatcher's: 3 for 16-bit rows, 2 for f32) and the elementwise pass as the vector kernel
+// (backward.cu backward_elementwise_vec_kernel: one 16-byte vector a thread, dx by streaming stores; dx[i] a function
+// of y[i], dy[i] and the row's sum alone) against sums at 2 with the chunk kernel, byte for byte: f32, bf16, f16, both
+// ops, dx over dy too. The base's dx is checked against the float64 reference, with no stray writes. The launch record
+// must show the sums bound asked for wherever the common call serves (rows 16-byte aligned: one row, or a length a
+// multiple of 8), and the vector kernel only where dx is stored streaming (softmax backward of the common call, asked
+// for or by the rule's 2^23 … 2^24 elements) and the rows are whole vectors (n a multiple of 16 / sizeof(T)); 3 rows
+// of 300001 take the generic kernels (record 0). At full size one row of 2^23 runs the dispatcher's own choice (16-bit:
+// sums at 3, the vector kernel; f32: sums at 2, the chunk kernel).
 TEST_F(GpuWarpBackward, SplitSumsBoundsAndVectorPassBitwiseTheDefault) {
   TuningGuard guard;
   SplitRowTuningGuard split_guard;
@@ -425,36 +428,46 @@ TEST_F(GpuWarpBackward, SplitSumsBoundsAndVectorPassBitwiseTheDefault) {
   };
   const std::vector<Split> splits =
       small_mode() ? std::vector<Split>{{1, 20001}, {3, 8200}}
-                   : std::vector<Split>{{1, 300001}, {3, 300001}, {3, 300008}, {1, 270336}, {1, std::int64_t{1048576}}};
+                   : std::vector<Split>{{1, 300001},  {3, 300001}, {3, 300008}, {1, 270336}, {1, std::int64_t{1048576}},
+                                        {1, std::int64_t{1} << 23}};
   for (DType t : {DType::f32, DType::bf16, DType::f16})
     for (const Split& sp : splits)
       for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+        const std::int64_t elems = sp.rows * sp.n;
+        const bool rule_size = elems >= (std::int64_t{1} << 23) && elems <= (std::int64_t{1} << 24);
+        if (rule_size && op != Op::softmax_backward) continue;  // the big row: the streaming band's op alone
         Case c = backward_case(std::string(dtype_name(t)) + " " + std::to_string(sp.rows) + "x" + std::to_string(sp.n),
                                op, t, t, sp.rows, sp.n, ++seed);
         SCOPED_TRACE(c.name + " " + op_name(op));
         const bool common = sp.rows == 1 || sp.n % 8 == 0;
         const std::int64_t vec = 16 / static_cast<std::int64_t>(dtype_size(t));
         const bool whole = common && sp.n % vec == 0;
-        tuning = {-1, 2, 0};
+        const bool sixteen = t != DType::f32;
+        // Whether dx is stored streaming under the store switch s (-1 the rule).
+        auto streams = [&](int s) {
+          return common && op == Op::softmax_backward && (s >= 0 ? s == 1 : rule_size);
+        };
+        tuning = {0, 2, 0};
         const Result base = run_gpu(c, SoftmaxPath::split_row);
         ASSERT_TRUE(base.ran) << base.reason;
         EXPECT_FALSE(base.stray_write);
         EXPECT_EQ(last.sums_blocks.load(), common ? 2 : 0);
         EXPECT_EQ(last.grads_form.load(), 0);
         EXPECT_EQ(check(c, base, reference(c)), 0);
-        // {streaming, sums, form}: each sums bound with either pass, and the vector pass with either store form.
-        for (const k::BackwardSplitTuning& v : {k::BackwardSplitTuning{-1, 2, 1}, k::BackwardSplitTuning{-1, 3, 0},
-                                                k::BackwardSplitTuning{-1, 3, 1}, k::BackwardSplitTuning{-1, 4, 0},
-                                                k::BackwardSplitTuning{-1, 4, 1}, k::BackwardSplitTuning{0, 2, 1},
-                                                k::BackwardSplitTuning{1, 2, 1}}) {
+        // {streaming, sums, form}: each bound with either pass under either store form, and the dispatcher's choice.
+        for (const k::BackwardSplitTuning& v :
+             {k::BackwardSplitTuning{0, 3, 0}, k::BackwardSplitTuning{1, 2, 0}, k::BackwardSplitTuning{1, 2, 1},
+              k::BackwardSplitTuning{1, 3, 1}, k::BackwardSplitTuning{0, 3, 1}, k::BackwardSplitTuning{-1, 0, -1}}) {
           const std::string what = "sums " + std::to_string(v.sums_blocks) + " form " + std::to_string(v.grads_form) +
                                    " streaming " + std::to_string(v.streaming);
           tuning = v;
           const Result r = run_gpu(c, SoftmaxPath::split_row);
           ASSERT_TRUE(r.ran) << r.reason << " " << what;
           EXPECT_FALSE(r.stray_write) << what;
-          EXPECT_EQ(last.sums_blocks.load(), common ? v.sums_blocks : 0) << what;
-          EXPECT_EQ(last.grads_form.load(), whole ? v.grads_form : 0) << what;
+          const int sums = v.sums_blocks > 0 ? v.sums_blocks : (sixteen ? 3 : 2);
+          const int form = v.grads_form >= 0 ? v.grads_form : (sixteen ? 1 : 0);
+          EXPECT_EQ(last.sums_blocks.load(), common ? sums : 0) << what;
+          EXPECT_EQ(last.grads_form.load(), whole && streams(v.streaming) ? form : 0) << what;
           expect_same_bits(base, r, what);
         }
         tuning = {1, 3, 1};
@@ -462,7 +475,7 @@ TEST_F(GpuWarpBackward, SplitSumsBoundsAndVectorPassBitwiseTheDefault) {
         over_dy.in_place = true;
         const Result a = run_gpu(over_dy, SoftmaxPath::split_row);
         ASSERT_TRUE(a.ran) << a.reason;
-        EXPECT_EQ(last.grads_form.load(), whole ? 1 : 0);  // the vector kernel served dx over dy too
+        EXPECT_EQ(last.grads_form.load(), whole && streams(1) ? 1 : 0);  // the vector kernel served dx over dy too
         expect_same_bits(base, a, "sums 3, vector pass, streaming, dx over dy");
       }
 }

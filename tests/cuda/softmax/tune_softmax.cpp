@@ -10,7 +10,7 @@
 //                        --short12-ncu | --one12 [ncu] | --mid12 [ncu] | --sbwd12 | --sbwd12-ncu | --pack14 [quick] |
 //                        --pack14-ncu | --tma14 | --tma14-ncu | --tma14b | --short14 | --short14-ncu | --short15 |
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
-//                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 | --bwd17b |
+//                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
 //                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu]
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
@@ -1090,28 +1090,35 @@ int bwd16_mode(bool ncu) {
 }
 
 // bwd17 (session 17, issue 3; docs/perf-notebook.md "bwd17"): split_row's common-call backward with its chunk-sums
-// kernel at 2 (the default), 3 or 4 blocks an SM and its elementwise pass as the chunk kernel (the default) or the
-// vector kernel (one 16-byte vector a thread; warp_backward.hpp BackwardSplitTuning sums_blocks / grads_form, the same
-// bits), the dispatcher's streaming rule unchanged: bf16 and f32 1x16777216, bf16 32x128256 and 1024x151936, both
-// backward ops. Three alternating rounds, the default timed first and last in each, median of `reps` launches a timing
-// over rotated inputs; each launch's record (BackwardSplitLast) checked to be the form asked for; then every variant's
-// dx on copy 0 (poisoned with 0xFF first) byte for byte against the default's. Returns 1 if any differs or was not
-// served.
+// kernel at 2 (HEAD's before bwd17) or 3 blocks an SM and its elementwise pass as the chunk kernel or, where dx is
+// stored streaming (the dispatcher's rule), the vector kernel (one 16-byte vector a thread; warp_backward.hpp
+// BackwardSplitTuning sums_blocks / grads_form, the same bits), and the dispatcher's choice: bf16 and f32 1x16777216,
+// bf16 32x128256 and 1024x151936, both backward ops. Three alternating rounds, the first variant timed first and last
+// in each, median of `reps` launches a timing over rotated inputs; each launch's record (BackwardSplitLast) checked to
+// be the form expected; then every variant's dx on copy 0 (poisoned with 0xFF first) byte for byte against the
+// first's. Returns 1 if any differs or was not served. (The run of 80f0911's kernels also timed the sums at 4 blocks
+// and the vector kernel with plain stores, and --bwd17b torch.compile's form of the 2-D backward: removed since.)
 int bwd17_mode() {
   struct V17 {
     std::string name;
-    int sums_blocks, grads_form;
+    int sums_blocks, grads_form;  // 0 / -1: the dispatcher's
   };
-  const std::vector<V17> vs = {{"split sums2 chunk (default)", 2, 0}, {"split sums2 vec", 2, 1},
-                               {"split sums3 chunk", 3, 0},           {"split sums3 vec", 3, 1},
-                               {"split sums4 vec", 4, 1}};
+  const std::vector<V17> vs = {{"split sums2 chunk (HEAD's)", 2, 0},
+                               {"split sums3 chunk", 3, 0},
+                               {"split sums3 vec (where cs)", 3, 1},
+                               {"split dispatcher", 0, -1}};
   const int rounds = 3, reps = 30;
   int bad = 0;
   auto launch = [&](const V17& v, const RowProblem& p) {
     backward_split_tuning() = {-1, v.sums_blocks, v.grads_form};
     launch_backward_split_rows(p, nullptr);
-    if (backward_split_last().grads_form.load() != v.grads_form ||
-        backward_split_last().sums_blocks.load() != v.sums_blocks) {
+    const bool sixteen = p.x_dtype != DType::f32;
+    const std::int64_t elems = p.rows * p.n;
+    const bool cs =
+        p.op == Op::softmax_backward && elems >= (std::int64_t{1} << 23) && elems <= (std::int64_t{1} << 24);
+    const int sums = v.sums_blocks > 0 ? v.sums_blocks : (sixteen ? 3 : 2);
+    const int form = cs ? (v.grads_form >= 0 ? v.grads_form : (sixteen ? 1 : 0)) : 0;
+    if (backward_split_last().grads_form.load() != form || backward_split_last().sums_blocks.load() != sums) {
       std::printf("NOT SERVED: %s\n", v.name.c_str());
       ++bad;
     }
@@ -1160,139 +1167,6 @@ int bwd17_mode() {
   }
   backward_split_tuning() = {};
   std::printf("bwd17: %d problem(s)\n", bad);
-  return bad ? 1 : 0;
-}
-
-// bwd17b (session 17, issue 3; docs/perf-notebook.md "bwd17"): the 2-D backward in torch.compile's form
-// (backward_reread.hpp kRereadInductor: 512 threads a row, 4 elements a thread a step, the row read twice, 32
-// registers; form 12 loads two steps at once) beside the dispatcher's kernel (bf16: the packed dy-shared block; f32
-// 4096: the 512-thread register block at T256; f32 16384: the wide block) and mid9 / mid11's re-read kernel (16-bit
-// only; its dispatcher form), at bf16 / f32 16384x4096 and 4096x16384, both ops. Three alternating rounds, the default
-// timed first and last in each, median of `reps` launches over rotated inputs. Then on copy 0 (outputs poisoned):
-// the default's dx byte for byte against the public call's (the dispatcher's kernel named right), form 12's against
-// form 8's (same order), and every variant's error on rows 0..7 against float64 computed from the same y and dy
-// (max |dx - ref| / max |ref| a row, the worst row). Returns 1 if the default is not the dispatcher's or 12 differs.
-int bwd17b_mode() {
-  struct V17b {
-    std::string name;
-    char kind;  // 'd' the dispatcher's block kernel (block), 'r' launch_backward_reread_rows under form
-    BlockConfig block{};
-    int form = -1;
-  };
-  const int rounds = 3, reps = 30;
-  int bad = 0;
-  struct Case {
-    DType t;
-    std::int64_t rows, n;
-  };
-  for (const Case& c : {Case{DType::bf16, 16384, 4096}, Case{DType::bf16, 4096, 16384}, Case{DType::f32, 16384, 4096},
-                        Case{DType::f32, 4096, 16384}}) {
-    std::vector<V17b> vs;
-    if (c.t == DType::f32) {
-      const Variant d = c.n > 8192 ? bwide16(c.n) : block(256, 1);
-      vs.push_back({"default " + d.name, 'd', d.block});
-    } else {
-      vs.push_back({"default " + bshared(c.n, false).name + " packed", 'd', bshared(c.n, false).block});
-      vs.push_back({"reread mid11 (dispatcher form)", 'r', {}, -1});
-    }
-    vs.push_back({"inductor form 8", 'r', {}, kRereadInductor});
-    vs.push_back({"inductor pairs form 12", 'r', {}, kRereadInductor | kRereadPairs});
-    auto launch = [&](const V17b& v, const RowProblem& p) {
-      backward_packed_tuning() = {};
-      backward_reread_tuning() = {-1, v.form};
-      if (v.kind == 'd') launch_backward_block_rows(p, v.block, nullptr);
-      else launch_backward_reread_rows(p, nullptr);
-    };
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.n));
-    Buffers b = make_buffers(c.rows, c.n, c.t);
-    const std::size_t es = smk::dtype_size(c.t);
-    const std::size_t out_bytes = static_cast<std::size_t>(c.rows * c.n) * es;
-    const double bytes = 3.0 * static_cast<double>(out_bytes);
-    auto decode = [&](const std::vector<unsigned char>& raw, std::size_t i) -> double {
-      if (c.t == DType::f32) {
-        float f;
-        std::memcpy(&f, raw.data() + 4 * i, 4);
-        return f;
-      }
-      std::uint16_t h;
-      std::memcpy(&h, raw.data() + 2 * i, 2);
-      return smk::to_float(smk::bfloat16_t{h});
-    };
-    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
-      const char* op_s = op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd";
-      std::vector<std::vector<double>> us(vs.size() + 1);
-      for (int r = 0; r < rounds; ++r)
-        for (std::size_t i = 0; i <= vs.size(); ++i) {
-          const V17b& v = vs[i == vs.size() ? 0 : i];
-          us[i].push_back(median_us(b, reps, [&](int k) { launch(v, backward_problem(op, c.rows, c.n, c.t, b, k)); }));
-        }
-      report_rounds(shape, c.t, op, vs, us, bytes);
-      for (std::size_t i = 1; i < vs.size(); ++i) {
-        std::vector<double> ratio;
-        for (int r = 0; r < rounds; ++r) ratio.push_back(us[0][r] / us[i][r]);
-        std::sort(ratio.begin(), ratio.end());
-        std::printf("%-14s %-5s %-11s %s: default/this %.3f (%.3f-%.3f)\n", shape, smk::dtype_name(c.t), op_s,
-                    vs[i].name.c_str(), ratio[ratio.size() / 2], ratio.front(), ratio.back());
-      }
-      // Copy 0: y, dy and each variant's dx; the public call's dx.
-      const RowProblem p0 = backward_problem(op, c.rows, c.n, c.t, b, 0);
-      const std::size_t rows8 = 8, row_bytes = static_cast<std::size_t>(c.n) * es;
-      std::vector<unsigned char> yh(rows8 * row_bytes), dyh(rows8 * row_bytes);
-      SMK_CUDA_CHECK(cudaMemcpy(yh.data(), p0.x, yh.size(), cudaMemcpyDeviceToHost));
-      SMK_CUDA_CHECK(cudaMemcpy(dyh.data(), p0.dy, dyh.size(), cudaMemcpyDeviceToHost));
-      std::vector<std::vector<unsigned char>> got(vs.size() + 1, std::vector<unsigned char>(out_bytes));
-      for (std::size_t i = 0; i <= vs.size(); ++i) {
-        backward_reread_tuning() = {};
-        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
-        if (i < vs.size()) {
-          launch(vs[i], p0);
-        } else {
-          const smk::Device dev = smk::Device::cuda(0);
-          const auto view = [&](const void* ptr) {
-            return smk::TensorView::contiguous(const_cast<void*>(ptr), c.t, dev, {c.rows, c.n});
-          };
-          if (op == Op::softmax_backward) smk::softmax_backward(view(b.out), view(p0.x), view(p0.dy));
-          else smk::log_softmax_backward(view(b.out), view(p0.x), view(p0.dy));
-        }
-        SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        SMK_CUDA_CHECK(cudaMemcpy(got[i].data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
-      }
-      const bool disp = std::memcmp(got[0].data(), got[vs.size()].data(), out_bytes) == 0;
-      bad += !disp;
-      std::printf("bits %s %s %s default against the public call: %s\n", shape, smk::dtype_name(c.t), op_s,
-                  disp ? "same bits" : "DIFFERS");
-      const bool pairs = std::memcmp(got[vs.size() - 2].data(), got[vs.size() - 1].data(), out_bytes) == 0;
-      bad += !pairs;
-      std::printf("bits %s %s %s form 12 against form 8: %s\n", shape, smk::dtype_name(c.t), op_s,
-                  pairs ? "same bits" : "DIFFERS");
-      for (std::size_t i = 0; i < vs.size(); ++i) {
-        double worst = 0.0;
-        for (std::size_t r = 0; r < rows8; ++r) {
-          const std::size_t base = r * static_cast<std::size_t>(c.n);
-          double s = 0.0;
-          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
-            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
-            s += op == Op::softmax_backward ? g * yv : g;
-          }
-          double err = 0.0, mag = 0.0;
-          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
-            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
-            const double ref = op == Op::softmax_backward ? yv * (g - s) : g - std::exp(yv) * s;
-            err = std::max(err, std::fabs(decode(got[i], base + j) - ref));
-            mag = std::max(mag, std::fabs(ref));
-          }
-          worst = std::max(worst, err / mag);
-        }
-        std::printf("err  %s %s %s %-30s max|dx-ref|/max|ref| (worst of rows 0..7) %.3e\n", shape,
-                    smk::dtype_name(c.t), op_s, vs[i].name.c_str(), worst);
-      }
-    }
-    free_buffers(b);
-  }
-  backward_reread_tuning() = {};
-  backward_packed_tuning() = {};
-  std::printf("bwd17b: %d problem(s)\n", bad);
   return bad ? 1 : 0;
 }
 
@@ -1606,7 +1480,7 @@ constexpr Mode kModes[] = {
     {"--pack14", " [quick]"}, {"--pack14-ncu", ""}, {"--tma14", ""}, {"--tma14-ncu", ""}, {"--tma14b", ""},
     {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
-    {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""}, {"--bwd17b", ""},
+    {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""},
     {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}};
 
 bool known_mode(const char* arg) {
@@ -1643,7 +1517,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && (std::strcmp(argv[1], "--split16") == 0 || std::strcmp(argv[1], "--split16-ncu") == 0))
     return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
   if (argc > 1 && std::strcmp(argv[1], "--bwd17") == 0) return bwd17_mode();
-  if (argc > 1 && std::strcmp(argv[1], "--bwd17b") == 0) return bwd17b_mode();
   if (argc > 1 && (std::strcmp(argv[1], "--bwd16") == 0 || std::strcmp(argv[1], "--bwd16-ncu") == 0))
     return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
