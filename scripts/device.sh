@@ -257,7 +257,7 @@ fi
 # and SMK_FINAL_COMPILE_S caps torch.compile's share of it.
 # final = final-tests + final-san + final-compare. Split across back-to-back calls (the second finds the first's build on the
 # still-warm machine and only relinks), the comparison gets a call of its own instead of what the suite leaves.
-if want final || want final-tests || want final-san || want final-compare || want san16; then
+if want final || want final-tests || want final-san || want final-compare || want san17; then
   run_step configure cmake --preset default
   run_step build timeout 240 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
@@ -357,31 +357,49 @@ if want final || want final-san; then
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
       --gtest_filter='*NormalizeWholeTile*' || return 9
     compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
-      --gtest_filter='*SplitStreaming*'
+      --gtest_filter='*SplitStreaming*' || return 9
+    # Session 17: lse_stream's chunk kernel for 16-bit logsumexp / state past 32768 (lse17), block_row's f32 rows
+    # lane-staged (blk17; memcheck in test_cuda_block_row above), split_row backward's 16-bit sums at 3 blocks and
+    # vector pass (bwd17; memcheck in test_cuda_warp_backward above), the decode's wide q loads (dec17).
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_lse_stream \
+      || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_lse_stream \
+      --gtest_filter='*AgainstTheReference*:*RowAlone*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_block_row \
+      --gtest_filter='*LaneStagedF32*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
+      --gtest_filter='*SplitSumsBounds*' || return 9
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*TweaksGiveTheDefaultBits*' || return 9
+    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
+      --gtest_filter='*TweaksGiveTheDefaultBits*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
   run_step vs-torch-ce timeout 60 python3 scripts/vs_torch_ce.py --lib build/default/tests/libsmk_lce_capi.so --out "$OUT"
 fi
-# san16 (session 16's lead, when the device budget could not hold final-san and final-compare apart): only the
-# sanitizer runs on the kernels and rules session 16 changed, side by side (small mode), after the full-size run of the
-# test the integrated final-tests run failed on (its expectation for unaligned rows, fixed). Needs the build of a
-# final-* step in the same call. Back: s16-*.log.
-if want san16; then
-  run_step s16-test timeout 60 build/default/tests/test_cuda_warp_backward \
-    --gtest_filter='*SplitStreaming*:*DispatcherRule*'
-  s16_mc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool memcheck --report-api-errors no \
+# san17 (session 17's lead; session 16's san16 did the same): when the device budget cannot hold final-san and
+# final-compare apart, only the sanitizer runs on the kernels and rules this session changed, side by side (small
+# mode), after the full-size runs of the tests changed since the integrated final-tests (SMK_S17_CTEST_R, a ctest -R
+# pattern). Needs the build of a final-* step in the same call. Back: s17-*.log.
+if want san17; then
+  run_step s17-test timeout 150 ctest --preset default -L gpu --parallel 6 --timeout 120 \
+    -R "${SMK_S17_CTEST_R:-GpuLseChunks}"
+  s17_mc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$@"; }
-  s16_rc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"; }
+  s17_rc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"; }
   t=build/default/tests
-  bg_step s16-mc-warp-row s16_mc $t/test_cuda_warp_row --gtest_filter='*Occ*:*PackedForward*:*PackedRule*'
-  bg_step s16-mc-few-rows s16_mc $t/test_cuda_few_rows \
-    --gtest_filter='*NormalizeWholeTile*:*NormalizeHints*:*BackwardSplitRow*'
-  bg_step s16-rc-few-rows s16_rc $t/test_cuda_few_rows --gtest_filter='*NormalizeWholeTile*'
-  bg_step s16-mc-bwd s16_mc $t/test_cuda_warp_backward --gtest_filter='*SplitStreaming*:*DispatcherRule*'
-  bg_step s16-rc-bwd s16_rc $t/test_cuda_warp_backward --gtest_filter='*SplitStreaming*'
-  bg_step s16-mc-prefill s16_mc $t/test_cuda_prefill --gtest_filter='*WgmmaPvOverlap*:*WgmmaOverlapFormRule*'
-  bg_step s16-rc-prefill s16_rc $t/test_cuda_prefill --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*'
+  bg_step s17-mc-lse s17_mc $t/test_cuda_lse_stream
+  bg_step s17-rc-lse s17_rc $t/test_cuda_lse_stream --gtest_filter='*AgainstTheReference*:*RowAlone*'
+  bg_step s17-mc-block s17_mc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*:*LaneRule*'
+  bg_step s17-rc-block s17_rc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*'
+  bg_step s17-mc-bwd s17_mc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*:*SplitStreaming*'
+  bg_step s17-rc-bwd s17_rc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*'
+  bg_step s17-mc-decode s17_mc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*:*CausalBand*'
+  bg_step s17-rc-decode s17_rc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*'
+  # fold17's: SMK_S17_FOLD_MC / SMK_S17_FOLD_RC name test_cuda_few_rows filters (empty: none).
+  [ -n "${SMK_S17_FOLD_MC:-}" ] && bg_step s17-mc-fold s17_mc $t/test_cuda_few_rows --gtest_filter="$SMK_S17_FOLD_MC"
+  [ -n "${SMK_S17_FOLD_RC:-}" ] && bg_step s17-rc-fold s17_rc $t/test_cuda_few_rows --gtest_filter="$SMK_S17_FOLD_RC"
   bg_tally
 fi
 if want final || want final-compare; then
