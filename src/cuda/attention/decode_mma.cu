@@ -920,6 +920,7 @@ cudaLaunchConfig_t prepare(int device, dim3 grid, int cluster, bool spread, bool
 // decode_mma_tweaks' setting (decode_split.hpp): kDecodeTweaksRule (the dispatcher's flags, kDecodeMmaTweaks) unless
 // a benchmark or test sets it.
 std::atomic<unsigned> g_tweaks{kDecodeTweaksRule};
+std::atomic<std::uint64_t> g_tw_launches{0};
 // The flags the dispatcher gives the cp.async launches at 2 stages without clusters at bf16 D = 128 (where they were
 // measured; HEAD's kernel elsewhere): q's wide loads (kTwWideQ; dropped where q is not contiguous in aligned pairs).
 // Session 17 (dec17; two H200 calls, 07:17 and 07:24 UTC 2026-12-01, bench_decode --dec17, 9 rounds of every variant
@@ -941,6 +942,7 @@ void launch_tw(const DecodeArgs& a, dim3 grid, int device, bool pdl, cudaStream_
   const cudaLaunchConfig_t cfg = prepare<T, D, 2, false, false, kTw>(device, grid, 0, false, pdl, s, attrs);
   SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, decode_mma_tw_kernel<T, D, kTw>, a));
   SMK_CUDA_CHECK_LAUNCH("decode_mma_tw_kernel");
+  g_tw_launches.fetch_add(1, std::memory_order_relaxed);
 }
 // The flag sets built: wide q (2) at bf16 D = 128 (where it was measured). Returns false where tw is not built.
 template <typename T, int D>
@@ -1060,6 +1062,7 @@ bool launch_decode_mma(const DecodeArgs& a, bool bf16, int d, int stages, dim3 g
 std::uint64_t decode_tma_launches() { return g_tma_launches.load(std::memory_order_relaxed); }
 
 unsigned decode_mma_tweaks(unsigned bits) { return g_tweaks.exchange(bits, std::memory_order_relaxed); }
+std::uint64_t decode_tw_launches() { return g_tw_launches.load(std::memory_order_relaxed); }
 
 int decode_mma_active_clusters(int device, bool bf16, int d, int stages, int cluster, bool spread) {
   if (cluster < 2 || cluster > kDecodeClusterMax) return 0;

@@ -82,5 +82,7 @@ inline int decode_grid_splits(std::int64_t s_max, int max_splits, std::int64_t m
 // of HEAD's kernel: the control), removed as not faster.
 inline constexpr unsigned kDecodeTweaksRule = ~0u;
 unsigned decode_mma_tweaks(unsigned bits);
+// decode_mma_tw_kernel's launches since the process started (tests: that the flagged kernel served a call).
+std::uint64_t decode_tw_launches();
 
 }  // namespace smk::cuda

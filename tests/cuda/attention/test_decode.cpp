@@ -1387,10 +1387,21 @@ void tweaks_match(Case<T>& c, bool each_flag) {
   if (each_flag) sets = {0u, 2u};
   for (const DecodeConfig* config : {&kCpAsyncFused, &kMmaMergeKernel, &kCpAsyncCluster, &kTmaFused}) {
     SCOPED_TRACE(name_of(config));
+    // At bf16 D = 128 (each_flag) the cp.async launches without clusters take the flagged kernel, by the dispatcher's
+    // rule and under flag 2; the TMA launches never do (where TMA served: it falls back to cp.async tiles).
+    const bool cp_async = config == &kCpAsyncFused || config == &kMmaMergeKernel;
+    const std::uint64_t tw0 = smk::cuda::decode_tw_launches(), tma0 = smk::cuda::decode_tma_launches();
     const Result plain = run_gpu(c, config);
+    if (each_flag && cp_async) {
+      EXPECT_GT(smk::cuda::decode_tw_launches(), tw0) << "the rule's wide-q kernel did not serve";
+    }
+    if (config == &kTmaFused && smk::cuda::decode_tma_launches() > tma0) {
+      EXPECT_EQ(smk::cuda::decode_tw_launches(), tw0) << "a TMA launch took the flagged kernel";
+    }
     for (const unsigned tw : sets) {
       SCOPED_TRACE(testing::Message() << "flags " << tw);
       const unsigned before = smk::cuda::decode_mma_tweaks(tw);
+      const std::uint64_t tw1 = smk::cuda::decode_tw_launches();
       Result got;
       try {
         got = run_gpu(c, config);
@@ -1399,6 +1410,10 @@ void tweaks_match(Case<T>& c, bool each_flag) {
         throw;
       }
       smk::cuda::decode_mma_tweaks(before);
+      if (cp_async) {
+        if (tw == 0) EXPECT_EQ(smk::cuda::decode_tw_launches(), tw1) << "flag set 0 must run HEAD's kernel";
+        else EXPECT_GT(smk::cuda::decode_tw_launches(), tw1) << "flag set " << tw << " did not take the flagged kernel";
+      }
       EXPECT_EQ(before, smk::cuda::kDecodeTweaksRule) << "the switch was left on";
       EXPECT_TRUE(bitwise_equal(got.o, plain.o));
       EXPECT_TRUE(bitwise_equal(got.lse, plain.lse));
