@@ -112,7 +112,8 @@
 // bwd17 (session 17; docs/bench/bwd17-s17-2026-12-01.md): the common call's chunk sums at 3 blocks an SM for 16-bit
 // rows and, in 16-bit softmax backward calls with streaming dx stores, the elementwise pass as one 16-byte vector a
 // thread (kBackwardSplitSumsBlocks16, kBackwardSplitVec16): bf16 1x16777216 softmax backward 54.9 → 50.7 µs,
-// log-softmax backward 45.6 → 43.8, 1024x151936 1.07x / 1.03x; the same bits. torch.compile's form of the 2-D backward
+// log-softmax backward 45.6 → 43.8, 1024x151936 1.07x / 1.03x on split_row's kernels forced (bf16 calls of >= 256
+// rows take row_loop under the dispatcher); the same bits. torch.compile's form of the 2-D backward
 // (512 threads a row, the row read twice at 32 registers; backward_reread.cu's note) ran 0.64-0.98x of this file's
 // blocks.
 #include <cooperative_groups.h>
@@ -171,7 +172,11 @@ constexpr std::int64_t kBackwardSplitCsMaxElems = std::int64_t{1} << 24;
 // backward, f32 0.920). With the vector pass as well: bf16 1x16777216 softmax backward 50.66 (1.077, 1.068-1.113; over
 // sums at 3 alone 1.020, 1.010-1.051); f32 1.011 (0.993-1.017; over sums at 3 alone 1.004: even, not taken). f16 takes
 // bf16's choices untimed (the same code). The vector kernel's plain-store form (its OutVec assignment compiled to 8
-// STG.E.U16 in 16-bit, 4 STG.E in f32) ran 0.57x and was removed; the sums at 4 too (80f0911 has both).
+// STG.E.U16 in 16-bit, 4 STG.E in f32) ran 0.57x and was removed; the sums at 4 too (80f0911 has both). Where the rule
+// reaches (session 17's review, F4): tune's variants launch these kernels directly, but the dispatcher sends bf16
+// backward calls of >= kRowLoopMinRows (256) rows of <= 32 chunks to row_loop (row_loop.cu), so for bf16 the sums at 3
+// serve calls of fewer rows (1x16777216, 32x128256) and longer rows; 1024x151936's gain is split_row's own, not the
+// dispatcher's bf16 path there (f16, which row_loop does not take, gets it there untimed).
 constexpr int kBackwardSplitSumsBlocks16 = 3;
 constexpr int kBackwardSplitSumsBlocksF32 = 2;
 constexpr bool kBackwardSplitVec16 = true;
@@ -708,7 +713,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) backward_elementwise_plain_k
 // kVecThreads threads a block at kVecMinBlocks blocks an SM (26-32 registers), vectors in reverse order as the chunk
 // kernel (the lines the chunk-sums pass read last first), dx by one st.global.cs a thread. dx[i] is backward_grads'
 // function of y[i], dy[i] and the row's sum alone, so any map of elements to threads gives the same bits. Traffic as
-// the chunk kernel: y and dy read (the second time; L2 may hold the last ones), dx written.
+// the chunk kernel: y and dy read (the second time; L2 may hold the last ones), dx written. kVecThreads and kVecMinBlocks
+// are 15182b6's choice, not varied in bwd17's run (only the kernel against the chunk kernel's pass was timed).
 constexpr int kVecThreads = 256;
 constexpr int kVecMinBlocks = 8;
 template <typename In>

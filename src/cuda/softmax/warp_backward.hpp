@@ -67,7 +67,8 @@ BackwardPackedLast& backward_packed_last();
 // stores (1: st.global.cs, the same values to the same addresses), or as the dispatcher chooses (-1: calls of
 // kBackwardSplitCsMinElems … kBackwardSplitCsMaxElems elements streaming). Log-softmax backward is plain whatever the
 // switch. Process-wide, not synchronised. (15182b6 also had load hints, a vector form of the pass and other chunk-sums
-// bounds under this switch: backward.cu's note above kBackwardSplitCsMinElems.)
+// bounds under this switch: backward.cu's note above kBackwardSplitCsMinElems; bwd17 brought back the vector form and
+// the sums at 3 blocks, below.)
 // bwd17 (session 17), the same bits in every choice: sums_blocks builds the common call's chunk-sums kernel
 // (backward.cu backward_chunk_sums_plain_kernel) for that many blocks an SM (2 or 3; anything else: the dispatcher's,
 // 3 for 16-bit rows and 2 for f32, kBackwardSplitSumsBlocks16 / F32; the same code, only its register bound);
