@@ -90,8 +90,9 @@ TEST_F(GpuSoftmax, EveryPathEveryLength) {
 // fwd16 (session 7): the log ops' terms from 16-bit inputs (common.cuh log_term_exp16, on warp_per_row, block_per_row,
 // the lane-staged block, the wide block and cluster_row) where the outputs are f32 and so show the f32 computation's
 // error, not a 16-bit rounding: the state (m bit for bit, l within (L + 11 + 2.25 ln n)u), logsumexp and log-softmax
-// to f32, bf16 and f16, on every path, at lengths that reach each kernel (the lane-staged block from 2048 / 2560 /
-// 7168 on aligned rows, the wide block above 12288), few rows and many; outputs poisoned (gpu_case.hpp run_gpu).
+// to f32, bf16 and f16, on every path, at lengths that reach each kernel (the lane-staged block from 2048 for softmax
+// and log-softmax (2560 for log-softmax before session 17) and 7168 for the read-only ops, on aligned rows; the wide
+// block above 12288), few rows and many; outputs poisoned (gpu_case.hpp run_gpu).
 TEST_F(GpuSoftmax, SixteenBitLogTermsToF32EveryPath) {
   std::vector<std::int64_t> ns = {7, 32, 33, 128, 1000, 2048, 4096, 8192, 12288, 16385, 32768};
   if (small_mode()) ns = {7, 32, 33, 128, 1000, 2048, 4096};
@@ -543,7 +544,8 @@ TEST_F(GpuSoftmax, WideBlockRows) {
       }
     }
   }
-  // logsumexp and the state past the wide block: split_row under the dispatcher (kClusterAutoMaxNReadOnly).
+  // logsumexp and the state past the wide block (kClusterAutoMaxNReadOnly) under the dispatcher: split_row for f32,
+  // lse_stream's chunk kernel for 16-bit rows (lse17, session 17).
   for (Op op : {Op::logsumexp, Op::state})
     for (DType t : {DType::f32, DType::bf16})
       run_all_paths(plain_case("read_only_3x40000", op, t, DType::f32, 3, 40000, ++seed), {SoftmaxPath::automatic});
