@@ -768,6 +768,70 @@ TEST_F(GpuFewRows, LeanChunkArithmeticBitwiseTheArithmeticBefore) {
   }
 }
 
+// fold17 (session 17): the compact chunk kernel with the merge folded into the last block a row (split_row_fold_merge 1,
+// split_row.cu chunk_states_fold_kernel) against the reference (outputs poisoned first) and bitwise the chunk kernel and
+// merge_states_kernel (0) on the same case: softmax, log-softmax, logsumexp and the state (f32 log ops lean, as the
+// library's rule; f32 softmax and 16-bit as computed by default); f32, bf16, f16 once; rows of 1 chunk (forced split_row),
+// 2 (12288 + 5, 24576), 3 (24576 + 77), 11 (128256), 13 (151936) and, at full size, 1366 (1×16777216: three states for
+// some of the merge's threads, preloaded) and 301 (3×12288·300 + 77 with the merge's preloading off: merge_chunk_states'
+// loop); 1, 5 (compact_case: +inf, NaN and an all −inf row, pitched) and 37 rows (rows' last states landing in any
+// order); lean_case's rows at 12288·3 + 77. The one-launch kernel, split_stream, the row loop and the TMA kernel are off
+// (the compact three kernels serve); each run asserts by the launch counts which chunk kernel served. Small mode (the
+// sanitizers): 2 and 3 chunks, 1 and 5 rows, f32 and bf16, softmax and logsumexp.
+TEST_F(GpuFewRows, FoldMergeBitwiseTheMergeKernel) {
+  SplitRowTuningGuard guard;
+  ChunkLeanGuard lean;
+  struct FoldGuard {
+    int saved = cuda::kernels::split_row_fold_merge();
+    ~FoldGuard() { cuda::kernels::split_row_fold_merge() = saved; }
+  } fold_guard;
+  struct Setting {
+    std::int64_t rows, n;
+    int preload;
+    bool lean_rows;
+  };
+  std::vector<Setting> settings = {{1, 12288 + 5, 1, false},        {37, 24576, 1, false},  {5, 24576 + 77, 1, false},
+                                   {1, 7000, 1, false},             {32, 128256, 1, false}, {5, 151936, 1, false},
+                                   {9, 12288 * 3 + 77, 1, true},    {1, 16777216, 1, false},
+                                   {3, 12288 * 300 + 77, 0, false}};
+  if (small_mode()) settings = {{1, 12288 + 5, 1, false}, {5, 24576 + 77, 1, false}};
+  std::uint64_t seed = 17700;
+  for (const Setting& st : settings) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      if (t == DType::f16 && (small_mode() || st.n != 151936)) continue;  // f16: bf16's code but for the loads
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        if (small_mode() && (op == Op::log_softmax || op == Op::state)) continue;
+        const std::string name = std::to_string(st.rows) + "x" + std::to_string(st.n) + " fold";
+        Case c = st.lean_rows ? lean_case(name, op, t, st.n, ++seed) : compact_case(name, op, t, st.rows, st.n, ++seed);
+        auto& tn = cuda::kernels::split_row_tuning();
+        tn = cuda::kernels::SplitRowTuning{};
+        tn.active_clusters = 0;  // the three kernels, not the one-launch kernel
+        tn.stream = 0;
+        cuda::kernels::row_loop_tuning() = cuda::kernels::RowLoopTuning{0};
+        auto& tma = cuda::kernels::split_row_chunk_tma();
+        tma = cuda::kernels::ChunkTmaTuning{};
+        tma.stages_f32 = tma.stages_16 = 0;
+        cuda::kernels::split_row_merge_preload() = st.preload;
+        cuda::kernels::split_row_chunk_lean() = -1;
+        const std::uint64_t compact = is_row_op(op) ? 1 : 2;  // logsumexp / state: no normalising pass
+        Result r[2];
+        for (int fold : {0, 1}) {
+          cuda::kernels::split_row_fold_merge() = fold;
+          const std::uint64_t count = cuda::kernels::split_plain_launch_count();
+          const std::uint64_t folded = cuda::kernels::split_fold_launch_count();
+          r[fold] = run_checked(c, SoftmaxPath::split_row);
+          EXPECT_EQ(cuda::kernels::split_plain_launch_count() - count, compact) << c.name << ": not the compact kernels";
+          EXPECT_EQ(cuda::kernels::split_fold_launch_count() - folded, static_cast<std::uint64_t>(fold))
+              << c.name << ": the fold " << (fold ? "did not serve" : "served");
+        }
+        ASSERT_TRUE(r[0].ran && r[1].ran);
+        expect_same_bits(r[1], r[0], c.name + " " + op_name(op) + " " + dtype_name(t) +
+                                         ": merge folded / merge kernel");
+      }
+    }
+  }
+}
+
 // split_stream (vocab8: split_row.cu split_stream_kernel, the three kernels' work in one persistent launch, a row's
 // normalising items `lag` rows after its chunk items) against the reference, and bitwise the three kernels on the
 // same case (SplitRowTuning::stream 0), asserting by its launch count that it ran: softmax and log-softmax; f32, bf16,

@@ -243,5 +243,85 @@ TEST_F(GpuLseChunks, TheRuleTakesSixteenBitRowsPastLseStream) {
                     SoftmaxPath::split_row));
 }
 
+// fold17 (session 17): the chunk kernel with the merge folded into the last block a row (lse_chunks_fold_merge 1,
+// lse_stream.cu lse_chunks_fold_kernel) against the reference (outputs poisoned first) and bitwise the chunk kernel and
+// merge kernel (0) on the same case, at both thread counts, each run's kernel asserted by the launch counts: rows of 3,
+// 4, 6, 13 and 86 chunks (32769 … 1048581; the rule takes no row of 2), 1 to 37 rows (the many-row batch: rows' last states landing in any
+// order), and at full size 1×16777216 (1366 chunks: every one of the merge's 16 warps has chunks, three a lane for
+// some); special rows (empty, +inf, NaN, ties, −inf every 13th) and the general form (pitched and unaligned rows, a
+// boolean mask with a fully masked row, a temperature); logsumexp and the state; bf16, f16 once. Small mode (the
+// sanitizers): 1×32769 and 3×40000 plain, the special rows at 40000 and the pitched form, bf16.
+TEST_F(GpuLseChunks, FoldMergeBitwiseTheMergeKernel) {
+  struct FoldGuard {
+    int saved = cuda::kernels::lse_chunks_fold_merge();
+    ~FoldGuard() { cuda::kernels::lse_chunks_fold_merge() = saved; }
+  } guard;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 32769},  {3, 24577 + 12288}, {37, 40000},
+                                                               {2, 65536},  {4, 151936},        {1, 1048581},
+                                                               {1, 16777216}};
+  if (small_mode()) shapes = {{1, 32769}, {3, 40000}};
+  std::uint64_t seed = 2200;
+  std::vector<Case> cases;
+  for (const auto& [rows, n] : shapes) {
+    for (DType t : {DType::bf16, DType::f16}) {
+      if (t == DType::f16 && n != 151936) continue;  // f16: bf16's code but for the loads
+      for (Op op : {Op::logsumexp, Op::state}) {
+        if (small_mode() && op == Op::state) continue;
+        cases.push_back(random_case(std::to_string(rows) + "x" + std::to_string(n) + "_" + dtype_name(t), op, t,
+                                    DType::f32, rows, n, ++seed));
+      }
+    }
+  }
+  {
+    const std::int64_t n = small_mode() ? 40000 : 151939, rows = 6;
+    Case c = random_case("special", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed);
+    auto at = [&](std::int64_t r, std::int64_t i) -> double& { return c.x[static_cast<std::size_t>(r * n + i)]; };
+    for (std::int64_t i = 0; i < n; ++i) at(0, i) = -kInf;     // empty
+    at(1, n - 2) = kInf;                                         // +inf in the last chunk
+    at(2, 12287) = kNaN;                                         // NaN at a chunk's end
+    for (std::int64_t i = 0; i < n; i += 13) at(3, i) = -kInf;  // −inf every 13th
+    for (std::int64_t i = 0; i < n; ++i) at(4, i) = 3.0;        // every score tied
+    for (std::int64_t i = 12288; i < 2 * 12288; ++i) at(5, i) = -kInf;  // one whole chunk empty
+    for (auto policy : {EmptyRowPolicy::nan, EmptyRowPolicy::zeros}) {
+      c.options.empty_rows = policy;
+      c.name = policy == EmptyRowPolicy::nan ? "special_nan" : "special_zeros";
+      cases.push_back(c);
+      if (small_mode()) break;
+    }
+    Case pitched = random_case("pitched_unaligned", Op::state, DType::bf16, DType::f32, 3, n, ++seed);
+    pitched.in.strides = {n + 13, 1};
+    pitched.in.offset = 1;
+    cases.push_back(pitched);
+    if (!small_mode()) {
+      Case b = random_case("bool_mask", Op::logsumexp, DType::bf16, DType::f32, 3, n, ++seed);
+      b.mask = contiguous(DType::b8, {3, n});
+      b.mask_values.assign(static_cast<std::size_t>(3 * n), 1.0);
+      for (std::int64_t i = 0; i < n; ++i) {
+        b.mask_values[static_cast<std::size_t>(1 * n + i)] = 0;                  // row 1 fully masked
+        if (i >= 12288) b.mask_values[static_cast<std::size_t>(0 * n + i)] = 0;  // row 0: its first chunk only
+      }
+      cases.push_back(b);
+      Case temp = random_case("temperature_0.5", Op::logsumexp, DType::bf16, DType::f32, 3, n, ++seed);
+      temp.options.temperature = 0.5f;
+      cases.push_back(temp);
+    }
+  }
+  for (const Case& c : cases) {
+    for (int threads : {64, 128}) {
+      Result r[2];
+      for (int fold : {0, 1}) {
+        cuda::kernels::lse_chunks_fold_merge() = fold;
+        const std::uint64_t folded = cuda::kernels::lse_chunks_fold_launch_count();
+        r[fold] = run_chunks(c, threads);
+        EXPECT_EQ(cuda::kernels::lse_chunks_fold_launch_count() - folded, static_cast<std::uint64_t>(fold))
+            << c.name << ": the fold " << (fold ? "did not serve" : "served");
+      }
+      ASSERT_TRUE(r[0].ran && r[1].ran);
+      expect_same_bits(r[1], r[0], c.name + " " + op_name(c.op) + " T" + std::to_string(threads) +
+                                       ": merge folded / merge kernel");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace smk::gpu_test
