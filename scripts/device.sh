@@ -823,38 +823,10 @@ fi
 
 # --- session 17: fold17 step goes here ---
 # fold17 (session 17, issue 3): the merge of a row's chunk states folded into the chunk pass's last block a row
-# (split_row.cu chunk_states_fold_kernel, lse_stream.cu lse_chunks_fold_kernel; the same bits) beside the chunk pass
-# and its merge kernel, timed in one binary alone on the GPU (tune_softmax --fold17: bf16 / f32 softmax and
-# log-softmax at 32x128256, 1x16777216, 4x4194304, 32x2097152, 4096x151936 forced onto the three kernels; bf16
-# logsumexp on lse_chunks; f32 logsumexp on split_row beside lse_chunks folded, with errors against float64); then in
-# parallel: test_cuda_lse_stream whole, test_cuda_few_rows FoldMerge... with *BackwardSplitRow*:*NormalizeWholeTile*,
-# test_cuda_softmax's *EveryPathEveryLength*:*BatchInvariance*:*NonFiniteRows* (full size, the fold the library's
-# default), memcheck and racecheck (small) on both FoldMerge tests. Binaries built off the device for sm_90a
-# (build/fold17-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows,test_cuda_lse_stream,test_cuda_softmax}). Caps:
-# SMK_F17_TUNE_S (25), SMK_F17_TEST_S (45). Back: fold17-tune.txt, fold17-summary.txt, fold17-logs.tgz.
-if want fold17; then
-  carried fold17 build/fold17-bin.tar.xz
-  f17=$bin
-  run_step fold17-tune timeout "${SMK_F17_TUNE_S:-25}" stdbuf -oL "$f17/bin/tune_softmax" --fold17
-  keep_logs fold17
-  f17_t=${SMK_F17_TEST_S:-45}
-  bg_step fold17x-lse timeout "$f17_t" "$f17/bin/test_cuda_lse_stream"
-  bg_step fold17x-fewrows timeout "$f17_t" "$f17/bin/test_cuda_few_rows" --gtest_filter='*FoldMerge*'
-  bg_step fold17x-fewrows2 timeout "$f17_t" "$f17/bin/test_cuda_few_rows" \
-    --gtest_filter='*BackwardSplitRow*:*NormalizeWholeTile*:*GraphCapture*:*DependentLaunches*:*ManyChunks*'
-  bg_step fold17x-softmax timeout "$f17_t" "$f17/bin/test_cuda_softmax" \
-    --gtest_filter='*EveryPathEveryLength*:*BatchInvariance*:*NonFiniteRows*'
-  for t in lse_stream few_rows; do
-    bg_step "fold17x-memcheck-$t" timeout "$f17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-      --report-api-errors no --error-exitcode 9 "$f17/bin/test_cuda_$t" --gtest_filter='*FoldMerge*'
-    bg_step "fold17x-racecheck-$t" timeout "$f17_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-      --report-api-errors no --error-exitcode 9 "$f17/bin/test_cuda_$t" --gtest_filter='*FoldMerge*'
-  done
-  bg_tally
-  keep_logs fold17
-  rm -f "$outer"/fold17x-*.txt  # their pass / fail lines are in fold17-summary.txt, the logs in fold17-logs.tgz
-  end_carried
-fi
+# (split_row.cu / lse_stream.cu), timed beside the merge kernels (tune_softmax --fold17) and tested (FoldMerge... in
+# test_cuda_few_rows and test_cuda_lse_stream, memcheck and racecheck small) in one cold call at 08:06 UTC; slower
+# everywhere, removed. The step as run, the kernels, the tests and the tune mode are in 3fb3636; the results in
+# docs/bench/fold17-s17-2026-12-01.md.
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;

@@ -22,11 +22,5 @@ std::uint64_t lse_chunks_launch_count();
 // The threads a chunk the dispatcher gives it (softmax_cuda.cpp): 0 the library's kLseChunkThreads, 64 or 128 that
 // many (tests: both built forms through the public API). Process-wide, not thread-safe: set it before the calls.
 int& lse_chunk_threads_setting();
-// fold17 (session 17): the merge of a row's chunk states folded into the chunk kernel (lse_stream.cu
-// lse_chunks_fold_kernel: the block that adds a row's last chunk state merges the row in lse_chunks_merge_kernel's
-// order, no merge kernel; the same bits): 1 on, 0 off (the merge kernel), -1 the library's rule (kLseChunksFold).
-// Process-wide, not thread-safe. Its launches since the process started (tests: that it served).
-int& lse_chunks_fold_merge();
-std::uint64_t lse_chunks_fold_launch_count();
 
 }  // namespace smk::cuda::kernels

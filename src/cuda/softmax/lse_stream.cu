@@ -279,6 +279,13 @@ __global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseW
 // issue 78 %, DRAM 67 %; the merge kernel 9.0 µs (split_row's, preloading, 11.0); lse_block_kernel T128 at bf16
 // 2048×32768 40.9 µs, 13.2 an element. Error against float64 (tests and tune): within 0.01 u of split_row's on
 // every row sampled but one (lower there).
+// fold17 (session 17): the merge folded into this kernel's last block a row (an arrival count a row; that block playing
+// merge_chunk_states' 16 warps in turn: the merge kernel's bits; code and test in 3fb3636) was slower or even (H200,
+// tune_softmax --fold17, ratio folded / not, bf16 T64: 1×151936 13.1 → 15.6 µs, 1.190; 32×128256 1.146; 1×16777216
+// 22.2 → 36.0, 1.622: 64 threads walk the 16 warps' states of 1366 chunks in 8 dependent turns; 1024×65536 1.004;
+// 4096×151936 1.008). Same run, f32 logsumexp (kLseChunksF32 stays off): this kernel at T128 against split_row 1×151936
+// 13.1 against 9.6 µs (1.365), 32×128256 1.043, 1×16777216 1.099, 1024×65536 0.934, 4096×151936 0.972, the same error
+// against float64 on the rows sampled (0.09-1.12 u).
 template <typename In, int kThreads, bool kGeneral>
 __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
     lse_chunks_kernel(const RowProblem p, std::int64_t chunks, ChunkState* states) {
@@ -307,91 +314,6 @@ __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
       st = group_merge(st, kWarps);
       if (lane == 0) states[idx] = st;
     }
-  }
-}
-
-// fold17 (session 17): lse_chunks_kernel with lse_chunks_merge_kernel folded in. A chunk is reduced exactly as above;
-// then warp 0's lane 0 writes its state, fences, and adds one to its row's arrival count (`arrivals`, one unsigned a
-// row, zeroed in the launch's stream just before this kernel: fresh stream-ordered workspace each call, so no count
-// carries over from another call, an aborted one included). The block that reads chunks − 1 there (the row's last
-// chunk state to land) merges the row in merge_chunk_states' order at 512 threads, the merge kernel's, with its
-// kThreads: warp w of this block plays the merge kernel's warps w, w + kWarps, … < 16 in turn, lane l of one of them
-// merging chunks 32·v + l, 32·v + l + 512, … from the empty state and the warp's butterfly (group_merge over 32 lanes)
-// as merge_chunk_states' thread 32·v + l and warp v do; a warp of the merge kernel with no chunk (32·v ≥ chunks)
-// merges only empty states, whose butterfly is the empty state (merge's identity: online_state.hpp), written as such;
-// then warp 0 runs merge_thread_states' second butterfly over the 16 warp states (lanes 16-31 empty). The same
-// operations on the same values in the same order: lse_chunks_merge_kernel's row state bit for bit (tested:
-// test_lse_stream_gpu FoldMergeBitwiseTheMergeKernel).
-// The last block's merge of lse_chunks_fold_kernel (every thread of the block calls it; the row state is thread 0's
-// result), out of line so that the chunk loop's registers are allocated without it (inlined, the 16-bit plain kernels
-// spilled 8 bytes).
-template <int kThreads>
-__device__ __noinline__ ChunkState lse_fold_merge_row(const ChunkState* states, std::int64_t chunks, std::int64_t row,
-                                                      float2* merge_state) {
-  constexpr int kWarps = kThreads / 32;
-  constexpr int kMergeWarps = kSplitThreads / 32;  // the merge kernel's warps (merge_thread_states)
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const float* f = reinterpret_cast<const float*>(states + row * chunks);
-  for (int v = warp; v < kMergeWarps; v += kWarps) {
-    if (std::int64_t{32} * v < chunks) {
-      ChunkState m = ChunkState::empty();
-      for (std::int64_t k = std::int64_t{32} * v + lane; k < chunks; k += kSplitThreads)
-        m.merge(ChunkState::from_fields(__ldcg(f + 2 * k), __ldcg(f + 2 * k + 1)));
-      m = group_merge(m, 32);
-      if (lane == 0) merge_state[v] = make_float2(m.m, m.d);
-    } else if (lane == 0) {
-      const ChunkState e = ChunkState::empty();
-      merge_state[v] = make_float2(e.m, e.d);
-    }
-  }
-  __syncthreads();
-  ChunkState r = ChunkState::empty();
-  if (warp == 0) {
-    if (lane < kMergeWarps) r = ChunkState::from_fields(merge_state[lane].x, merge_state[lane].y);
-    r = group_merge(r, 32);
-  }
-  return r;
-}
-
-template <typename In, int kThreads, bool kGeneral>
-__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
-    lse_chunks_fold_kernel(const RowProblem p, std::int64_t chunks, ChunkState* states, unsigned* arrivals) {
-  constexpr int kWarps = kThreads / 32;
-  __shared__ float2 warp_state[2][kWarps];
-  __shared__ float2 merge_state[kSplitThreads / 32];
-  __shared__ int last;
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
-  const std::int64_t total = p.rows * chunks;
-  const bool narrow = total <= 0xffffffffll;
-  int parity = 0;
-  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x, parity ^= 1) {
-    std::int64_t row, c;
-    split_chunk_index(idx, chunks, narrow, row, c);
-    const RowRef o{row, 0};
-    const std::int64_t first = chunk_first(c);
-    const RunningLse s = lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)) + first * p.step[kX],
-                                                            chunk_len(p.n, c), p.step[kX], t, row_transform(p, o),
-                                                            first);
-    const auto ws = lse_group(s, 32);
-    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
-    __syncthreads();
-    if (warp == 0) {
-      auto st = ChunkState::empty();
-      if (lane < kWarps) st = ChunkState::from_fields(warp_state[parity][lane].x, warp_state[parity][lane].y);
-      st = group_merge(st, kWarps);
-      if (lane == 0) {
-        states[idx] = st;
-        __threadfence();  // the state before the count that publishes it
-        last = atomicAdd(&arrivals[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1 : 0;
-        __threadfence();  // the count's observation before this block's loads of the other states
-      }
-    }
-    __syncthreads();  // `last` to every thread (rewritten only after the next chunk's barrier)
-    if (last) {
-      const ChunkState r = lse_fold_merge_row<kThreads>(states, chunks, row, merge_state);
-      if (t == 0) write_row_stats(p, RowRef{row, 0}, r);
-    }
-    // merge_state is rewritten only by a later row's merge, after at least one more chunk's barriers.
   }
 }
 
@@ -456,32 +378,6 @@ void launch_chunks_typed(const RowProblem& p, std::int64_t chunks, ChunkState* s
   SMK_CUDA_CHECK_LAUNCH("lse_chunks_kernel");
 }
 
-// fold17: the chunk kernel with the merge folded in (lse_chunks_fold_kernel), its row counts zeroed first.
-template <typename In, int kThreads>
-void launch_chunks_fold_typed(const RowProblem& p, std::int64_t chunks, ChunkState* states, unsigned* arrivals,
-                              cudaStream_t s) {
-  const auto kernel = lse_plain_call<In>(p) ? lse_chunks_fold_kernel<In, kThreads, false>
-                                            : lse_chunks_fold_kernel<In, kThreads, true>;
-  SMK_CUDA_CHECK(cudaMemsetAsync(arrivals, 0, sizeof(unsigned) * static_cast<std::size_t>(p.rows), s));
-  kernel<<<capped_grid(p.rows * chunks), kThreads, 0, s>>>(p, chunks, states, arrivals);
-  SMK_CUDA_CHECK_LAUNCH("lse_chunks_fold_kernel");
-}
-
-std::atomic<std::uint64_t>& lse_chunks_fold_launches() {
-  static std::atomic<std::uint64_t> n{0};
-  return n;
-}
-
-// fold17 (session 17): whether the chunk kernel takes the merge (lse_chunks_fold_kernel; the same bits) where
-// lse_chunks_fold_merge() is the library's -1. Off: slower or even on every shape timed (fold17's H200 run, tune_softmax
-// --fold17, ratio folded / not a round, bf16 T64: 1x151936 1.190, 32x128256 1.146, 1x16777216 1.622, 1024x65536 1.004,
-// 4096x151936 1.008). The run's binary had it true; the kernels are the same.
-constexpr bool kLseChunksFold = false;
-bool lse_fold() {
-  const int setting = lse_chunks_fold_merge();
-  return setting >= 0 ? setting != 0 : kLseChunksFold;
-}
-
 }  // namespace
 
 void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
@@ -494,40 +390,22 @@ void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
   if (p.rows == 0) return;
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   const std::int64_t total = p.rows * chunks;
-  // fold17: the rows' arrival counts after the states (lse_chunks_fold_kernel).
-  ScopedWorkspace ws(sizeof(ChunkState) * static_cast<std::size_t>(std::max<std::int64_t>(total, 1)) +
-                         sizeof(unsigned) * static_cast<std::size_t>(p.rows),
-                     s);
+  ScopedWorkspace ws(sizeof(ChunkState) * static_cast<std::size_t>(std::max<std::int64_t>(total, 1)), s);
   auto* states = static_cast<ChunkState*>(ws.get());
-  auto* arrivals = reinterpret_cast<unsigned*>(states + std::max<std::int64_t>(total, 1));
-  const bool fold = total > 0 && lse_fold();
   if (total > 0) {
     with_in_type(p.x_dtype, [&](auto* tag) {
       using In = std::remove_pointer_t<decltype(tag)>;
-      if (fold) {
-        if (threads == 64) launch_chunks_fold_typed<In, 64>(p, chunks, states, arrivals, s);
-        else launch_chunks_fold_typed<In, 128>(p, chunks, states, arrivals, s);
-      } else if (threads == 64) {
-        launch_chunks_typed<In, 64>(p, chunks, states, s);
-      } else {
-        launch_chunks_typed<In, 128>(p, chunks, states, s);
-      }
+      if (threads == 64) launch_chunks_typed<In, 64>(p, chunks, states, s);
+      else launch_chunks_typed<In, 128>(p, chunks, states, s);
     });
   }
-  if (fold) lse_chunks_fold_launches().fetch_add(1, std::memory_order_relaxed);
-  else
-    launch_dependent(total > 0, lse_chunks_merge_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
-                     static_cast<const ChunkState*>(states));
+  launch_dependent(total > 0, lse_chunks_merge_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
+                   static_cast<const ChunkState*>(states));
   ws.release();
   lse_chunks_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
 std::uint64_t lse_chunks_launch_count() { return lse_chunks_launches().load(std::memory_order_relaxed); }
-std::uint64_t lse_chunks_fold_launch_count() { return lse_chunks_fold_launches().load(std::memory_order_relaxed); }
-int& lse_chunks_fold_merge() {
-  static int setting = -1;
-  return setting;
-}
 
 int& lse_chunk_threads_setting() {
   static int threads = 0;

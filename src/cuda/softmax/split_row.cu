@@ -128,6 +128,15 @@
 // but kept DRAM 47 % busy at 62.4 lane-instructions an element: the bytes saved are lost to its items' latency. For
 // split_pipe at f32, 8 MB groups (16 more launches) took 38-44 µs more than 16 MB: ~2.5 µs a launch; at bf16 the
 // group size hardly moved it (1.14-1.21× at both), a loss per item that was not profiled.
+// fold17 (session 17): merge_states_kernel folded into the compact chunk kernel (each block publishes its chunk state,
+// fences and adds to its row's arrival count, zeroed by a memset in the stream; the block that adds the row's last
+// state merges the row with this kernel's own code, the same bits; code and test in 3fb3636) was slower on every shape
+// timed (H200, 2026-12-01, tune_softmax --fold17, 3 alternating rounds, ratio folded / merge kernel a round; docs/bench/
+// fold17-s17-2026-12-01.md): bf16 softmax 32×128256 22.7 → 24.2 µs (1.069), 1×16777216 44.3 → 47.7 (1.079), 32×2097152
+// 139.6 → 153.1 (1.097), 4096×151936 forced 1274 → 1451 (1.138); f32 1.032-1.073; f32 logsumexp 1024×65536 85.2 →
+// 103.4 (1.215). Read, not profiled: the publish (a fence, an L2 atomic round trip and a barrier before the block may
+// retire) lengthens every chunk block's life, 0.7-0.9 µs a wave of 264 blocks at 4096×151936 (202 waves), more than
+// the one merge launch it saves a call.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -377,57 +386,6 @@ __global__ void __launch_bounds__(kSplitThreads, 2) chunk_states_plain_kernel(co
     if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx + ahead, chunks, narrow);
     const State st = chunk_state<kLog, Out, kLean>(v, scratch);
     if (threadIdx.x == 0) states[idx] = st;
-  }
-}
-
-// fold17 (session 17): chunk_states_plain_kernel with merge_states_kernel folded in, so that the normalising kernel (or,
-// for logsumexp / the state, nothing) follows the chunk pass alone. A chunk is reduced exactly as above; then thread 0
-// writes its state, fences, and adds one to its row's arrival count (`arrivals`, one unsigned a row, zeroed in the
-// launch's stream by the launcher just before this kernel: the workspace is fresh stream-ordered memory each call, so
-// no count can carry over from another call, an aborted one included). The block that reads chunks − 1 there, the
-// row's last chunk state to land, merges the row's states with merge_states_kernel's own code and choice
-// (merge_chunk_states_preloaded where `preload` is on and the row has at most kMergePreload · 512 chunks, else
-// merge_chunk_states; 512 threads either way, the same order): the same row state bit for bit, by construction
-// (tested: test_few_rows_gpu FoldMergeBitwiseTheMergeKernel). It writes the row state, or for logsumexp / the state the
-// outputs, as merge_states_kernel does. Its fence after the count and the block barrier order every other block's
-// published state (each fenced before its count) before the merge's loads, which go through L2 (ld.global.cg).
-// Cost: a merge on the last block of each row, off the other blocks' path; where a row's last chunk lands in the last
-// wave it adds that merge (one L2 round trip a state a thread and two butterflies) to the kernel's tail, in place of
-// merge_states_kernel's launch, its wait for the whole chunk grid and its own tail (split17's Nsight Compute: 5.7-6.8
-// µs a call at 32 rows; lse17: 11.0 µs at 1024 rows).
-template <typename In, typename Out, bool kLog, bool kLean = false>
-__global__ void __launch_bounds__(kSplitThreads, 2)
-    chunk_states_fold_kernel(const RowProblem p, std::int64_t chunks, State* states, std::int64_t ahead,
-                             State* row_states, unsigned* arrivals, int preload) {
-  __shared__ ChunkScratch scratch;
-  __shared__ float red_m[32], red_d[32];
-  __shared__ int last;
-  pdl_launch_dependents();  // the normalising kernel waits for this whole grid in pdl_wait
-  const std::int64_t total = p.rows * chunks;
-  const bool narrow = total <= 0xffffffffll;
-  const bool pre = preload != 0 && chunks <= std::int64_t{kMergePreload} * kSplitThreads;
-  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x) {
-    std::int64_t row, c;
-    split_chunk_index(idx, chunks, narrow, row, c);
-    float v[kBlockElems];
-    PlainTile<In>::load(v, at<In>(p.x, plain_offset(p, row, kX)) + chunk_first(c), chunk_len(p.n, c));
-    if (ahead > 0 && threadIdx.x == 0) prefetch_chunk_l2<In>(p, idx + ahead, chunks, narrow);
-    const State st = chunk_state<kLog, Out, kLean>(v, scratch);
-    if (threadIdx.x == 0) {
-      states[idx] = st;
-      __threadfence();  // the state before the count that publishes it
-      last = atomicAdd(&arrivals[row], 1u) == static_cast<unsigned>(chunks) - 1 ? 1 : 0;
-      __threadfence();  // the count's observation before this block's loads of the other states
-    }
-    __syncthreads();  // `last` to every thread (rewritten only after chunk_state's barriers of the next chunk)
-    if (last) {
-      const State t = pre ? merge_chunk_states_preloaded(states + row * chunks, chunks, red_m, red_d)
-                          : merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
-      if (threadIdx.x == 0) {
-        if (writes_rows(p.op)) row_states[row] = t;
-        else write_row_stats(p, RowRef{row, 0}, t);
-      }
-    }
   }
 }
 
@@ -877,10 +835,6 @@ std::atomic<std::uint64_t>& plain_launches() {
   static std::atomic<std::uint64_t> count{0};
   return count;
 }
-std::atomic<std::uint64_t>& fold_launches() {  // fold17: chunk_states_fold_kernel's launches
-  static std::atomic<std::uint64_t> count{0};
-  return count;
-}
 std::atomic<unsigned>& stream_last_grid() {
   static std::atomic<unsigned> grid{0};
   return grid;
@@ -1051,22 +1005,6 @@ bool normalize_whole() {
   return setting >= 0 ? setting != 0 : kNormalizeWholeF32;
 }
 
-// fold17 (session 17): whether the compact chunk pass takes the merge into its last block a row
-// (chunk_states_fold_kernel; the same bits) where split_row_fold_merge() is the library's -1: kFoldMergeF32 / 16 by the
-// input type. The TMA chunk kernel and the generic one keep merge_states_kernel. Off: slower on every shape timed (fold17's
-// H200 run, tune_softmax --fold17, 3 alternating rounds, ratio folded / merge kernel a round: softmax and log-softmax
-// bf16 1.069-1.138, f32 1.032-1.073 at 32x128256, 1x16777216, 4x4194304, 32x2097152 and 4096x151936 forced; f32
-// logsumexp 1.141 at 1x16777216, 1.215 at 1024x65536). The run's binary had both true; the kernels are the same.
-constexpr bool kFoldMergeF32 = false;
-constexpr bool kFoldMerge16 = false;
-template <typename In>
-bool fold_merge(Op op) {
-  (void)op;
-  const int setting = split_row_fold_merge();
-  if (setting >= 0) return setting != 0;
-  return std::is_same_v<In, float> ? kFoldMergeF32 : kFoldMerge16;
-}
-
 template <typename In>
 void launch(const RowProblem& p, cudaStream_t s) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
@@ -1074,14 +1012,10 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
   if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
   const std::int64_t total = p.rows * chunks;
-  // fold17: one arrival count a row after the row states (chunk_states_fold_kernel).
-  const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows) +
-                            sizeof(unsigned) * static_cast<std::size_t>(p.rows);
+  const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
   auto* states = static_cast<State*>(ws.get());
   State* row_states = states + total;
-  auto* arrivals = reinterpret_cast<unsigned*>(row_states + p.rows);
-  bool folded = false;  // fold17: the merge done by the chunk kernel (no merge kernel)
   // The common call (common_call) takes the compact chunk and normalising kernels, bitwise the generic ones.
   const SplitRowTuning& tn = split_row_tuning();
   const bool plain = tn.common_call && common_call<In>(p);
@@ -1096,25 +1030,12 @@ void launch(const RowProblem& p, cudaStream_t s) {
       // split15: the lean chunk arithmetic where chunk_lean says (the same state either way).
       const bool lean = chunk_lean<In>(p.op);
       constexpr bool kSoftmaxLean = kLeanDiffers<false, In>;  // 16-bit softmax: the lean code is the same code
-      if (fold_merge<In>(p.op)) {  // fold17: the merge in the chunk kernel's last block a row (the same bits)
-        const auto kernel = p.op != Op::softmax ? (lean ? chunk_states_fold_kernel<In, float, true, true>
-                                                        : chunk_states_fold_kernel<In, float, true>)
-                                                : (lean ? chunk_states_fold_kernel<In, In, false, kSoftmaxLean>
-                                                        : chunk_states_fold_kernel<In, In, false>);
-        SMK_CUDA_CHECK(cudaMemsetAsync(arrivals, 0, sizeof(unsigned) * static_cast<std::size_t>(p.rows), s));
-        kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
-                                                            l2_ahead(kernel, split_row_chunk_l2_ahead(), total),
-                                                            row_states, arrivals, split_row_merge_preload());
-        folded = true;
-        fold_launches().fetch_add(1, std::memory_order_relaxed);
-      } else {
-        const auto kernel = p.op != Op::softmax ? (lean ? chunk_states_plain_kernel<In, float, true, true>
-                                                        : chunk_states_plain_kernel<In, float, true>)
-                                                : (lean ? chunk_states_plain_kernel<In, In, false, kSoftmaxLean>
-                                                        : chunk_states_plain_kernel<In, In, false>);
-        kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
-                                                            l2_ahead(kernel, split_row_chunk_l2_ahead(), total));
-      }
+      const auto kernel = p.op != Op::softmax ? (lean ? chunk_states_plain_kernel<In, float, true, true>
+                                                      : chunk_states_plain_kernel<In, float, true>)
+                                              : (lean ? chunk_states_plain_kernel<In, In, false, kSoftmaxLean>
+                                                      : chunk_states_plain_kernel<In, In, false>);
+      kernel<<<capped_grid(total), kSplitThreads, 0, s>>>(p, chunks, states,
+                                                          l2_ahead(kernel, split_row_chunk_l2_ahead(), total));
       plain_launches().fetch_add(1, std::memory_order_relaxed);
     } else {
       const auto kernel = p.op != Op::softmax ? chunk_states_kernel<In, float, true>
@@ -1124,9 +1045,8 @@ void launch(const RowProblem& p, cudaStream_t s) {
     }
     SMK_CUDA_CHECK_LAUNCH("chunk_states_kernel");
   }
-  if (!folded)
-    launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
-                     static_cast<const State*>(states), row_states, split_row_merge_preload());
+  launch_dependent(total > 0, merge_states_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
+                   static_cast<const State*>(states), row_states, split_row_merge_preload());
   if (writes_rows(p.op) && total > 0) {
     if (plain) {
       auto kernel = p.op == Op::softmax ? (stream_out ? normalize_plain_kernel<In, false, true>
@@ -1208,13 +1128,6 @@ int& split_row_normalize_whole() {
   static int setting = -1;
   return setting;
 }
-// fold17 (split_row_tuning.hpp): the merge folded into the compact chunk pass (-1: the library's rule, fold_merge) and
-// chunk_states_fold_kernel's launches.
-int& split_row_fold_merge() {
-  static int setting = -1;
-  return setting;
-}
-std::uint64_t split_fold_launch_count() { return fold_launches().load(std::memory_order_relaxed); }
 
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;

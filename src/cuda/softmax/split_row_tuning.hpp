@@ -46,11 +46,5 @@ ChunkTmaTuning& split_row_chunk_tma();
 int& split_row_normalize_whole();
 // chunk_states_tma_kernel's launches since the process started (tests: that it served).
 std::uint64_t split_chunk_tma_launch_count();
-// fold17 (session 17): the merge of a row's chunk states folded into the compact chunk kernel (split_row.cu
-// chunk_states_fold_kernel: the block that adds a row's last chunk state merges the row in merge_states_kernel's order,
-// no merge kernel; the same bits): 1 on every call the compact (untiled) chunk kernel serves, 0 never (the merge kernel),
-// -1 the library's rule (split_row.cu fold_merge). Its launches since the process started (tests: that it served).
-int& split_row_fold_merge();
-std::uint64_t split_fold_launch_count();
 
 }  // namespace smk::cuda::kernels

@@ -11,7 +11,7 @@
 //                        --pack14-ncu | --tma14 | --tma14-ncu | --tma14b | --short14 | --short14-ncu | --short15 |
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
-//                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu | --fold17]
+//                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu]
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
@@ -1465,176 +1465,6 @@ int lse17_mode(bool ncu) {
   return bad == 0 ? 0 : 1;
 }
 
-// fold17 (session 17, issue 3; docs/perf-notebook.md "fold17"): the merge of a row's chunk states folded into the chunk
-// pass's last block a row (split_row.cu chunk_states_fold_kernel, lse_stream.cu lse_chunks_fold_kernel; the same bits)
-// beside the chunk pass and its merge kernel. Part 1: softmax and log-softmax, bf16 and f32, through split_row as the
-// dispatcher runs it (launch_split_rows: the one-launch kernel, the row loop and split_stream where their rules take
-// the call; the fold serves only the compact three kernels) at 32x128256, 1x16777216, 4x4194304, 32x2097152, and
-// 4096x151936 with the row loop and split_stream off ("f3": the three kernels forced; the dispatcher sends that shape
-// elsewhere). Part 2: bf16 logsumexp on lse_chunks (the dispatcher's, T64) unfolded / folded at 1x151936, 32x128256,
-// 1x16777216, 1024x65536, 4096x151936. Part 3 (lse17's Next): f32 logsumexp on split_row (merge kernel / folded; the TMA
-// kernel where its rule takes the call, which keeps the merge kernel) beside lse_chunks folded at T128 and T64, at
-// 1x151936, 32x128256, 1x16777216, 1024x65536, 4096x151936, with each variant's error against float64 on rows 0, 1,
-// rows / 2, rows − 1 (u·max(1, |LSE|) and the fraction of docs/semantics.md §6's gate, as --lse17). Each case: the
-// variants in 3 alternating rounds, the first timed first and last in each, median of `reps` launches over rotated
-// inputs, the ratio to the first variant a round (median, min-max); then the served counts and each variant's
-// outputs on copy 0 (poisoned with 0xFF first) byte for byte against the variant it must equal (the same order).
-int fold17_mode() {
-  struct V {
-    std::string name;
-    char kind;      // 's' launch_split_rows, 'c' launch_lse_chunk_rows
-    int fold;       // split_row_fold_merge / lse_chunks_fold_merge
-    int threads;    // 'c'
-    int same_as;    // the variant whose bits this one must give (-1: none)
-  };
-  auto launch = [](const V& v, const RowProblem& p) {
-    if (v.kind == 's') {
-      split_row_fold_merge() = v.fold;
-      launch_split_rows(p, nullptr);
-    } else {
-      lse_chunks_fold_merge() = v.fold;
-      launch_lse_chunk_rows(p, v.threads, nullptr);
-    }
-  };
-  split_row_tuning() = {};
-  split_row_chunk_tma() = {};
-  int bad = 0;
-  auto run_case = [&](const char* shape, std::int64_t rows, std::int64_t n, DType t, Op op, const Buffers& b,
-                      const std::vector<V>& vs, int reps, bool error) {
-    const double es = static_cast<double>(smk::dtype_size(t));
-    const double elems = static_cast<double>(rows) * static_cast<double>(n);
-    const double bytes = op == Op::logsumexp ? elems * es : 2.0 * elems * es;
-    std::vector<std::vector<double>> us(vs.size() + 1);
-    for (int round = 0; round < 3; ++round)
-      for (std::size_t i = 0; i <= vs.size(); ++i) {
-        const V& v = vs[i == vs.size() ? 0 : i];
-        us[i].push_back(median_us(b, reps, [&](int k) { launch(v, problem(op, rows, n, t, b, k)); }));
-      }
-    report_rounds(shape, t, op, vs, us, bytes);
-    for (std::size_t i = 1; i < vs.size(); ++i) {
-      std::vector<double> r;
-      for (int round = 0; round < 3; ++round) r.push_back(us[i][round] / us[0][round]);
-      std::vector<double> q = r;
-      std::sort(q.begin(), q.end());
-      std::printf("%-14s %-5s %-11s ratio %s / %s: %.3f (%.3f-%.3f; rounds %.3f %.3f %.3f)\n", shape,
-                  smk::dtype_name(t), op == Op::softmax ? "softmax" : op == Op::logsumexp ? "logsumexp" : "log_softmax",
-                  vs[i].name.c_str(), vs[0].name.c_str(), q[1], q[0], q[2], r[0], r[1], r[2]);
-    }
-    // Which kernels served, and the bits.
-    const bool rowwise = op != Op::logsumexp;
-    const std::size_t out_bytes = rowwise ? static_cast<std::size_t>(elems * es) : sizeof(float) * rows;
-    void* out = rowwise ? b.out : static_cast<void*>(b.stats);
-    const bool compare = out_bytes <= (std::size_t{600} << 20);
-    std::vector<std::vector<unsigned char>> got(vs.size());
-    for (std::size_t i = 0; i < vs.size(); ++i) {
-      const std::uint64_t f0 = split_fold_launch_count(), c0 = lse_chunks_fold_launch_count();
-      SMK_CUDA_CHECK(cudaMemset(out, 0xFF, out_bytes));
-      launch(vs[i], problem(op, rows, n, t, b, 0));
-      SMK_CUDA_CHECK(cudaDeviceSynchronize());
-      const bool served = vs[i].fold == 0 || (vs[i].kind == 's' ? split_fold_launch_count() != f0
-                                                                : lse_chunks_fold_launch_count() != c0);
-      std::printf("%-14s %-5s   %-22s fold %s", shape, smk::dtype_name(t), vs[i].name.c_str(),
-                  vs[i].fold == 0 ? "off" : served ? "served" : "NOT SERVED (another kernel ran)");
-      if (compare) {
-        got[i].resize(out_bytes);
-        SMK_CUDA_CHECK(cudaMemcpy(got[i].data(), out, out_bytes, cudaMemcpyDeviceToHost));
-        if (vs[i].same_as >= 0) {
-          const bool same = std::memcmp(got[i].data(), got[static_cast<std::size_t>(vs[i].same_as)].data(),
-                                        out_bytes) == 0;
-          bad += !same;
-          std::printf(", %s %s", same ? "same bits as" : "DIFFERS from", vs[static_cast<std::size_t>(vs[i].same_as)].name.c_str());
-        }
-      } else {
-        std::printf(", bits not compared (%zu MB)", out_bytes >> 20);
-      }
-      if (error && !rowwise) {  // the LSE of rows 0, 1, rows / 2, rows − 1 against float64
-        std::vector<float> lse(static_cast<std::size_t>(rows));
-        SMK_CUDA_CHECK(cudaMemcpy(lse.data(), b.stats, sizeof(float) * lse.size(), cudaMemcpyDeviceToHost));
-        std::vector<std::int64_t> pick = {0, std::min<std::int64_t>(1, rows - 1), rows / 2, rows - 1};
-        std::sort(pick.begin(), pick.end());
-        pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
-        const double u = 5.9604644775390625e-8, L = std::ceil(std::log2(static_cast<double>(n)));
-        const double c = t == DType::f32 ? 3.0 : 4.25;
-        double worst_u = 0, worst_gate = 0;
-        std::vector<unsigned char> raw(static_cast<std::size_t>(n) * smk::dtype_size(t));
-        for (std::int64_t r : pick) {
-          SMK_CUDA_CHECK(cudaMemcpy(raw.data(), static_cast<const unsigned char*>(b.in[0]) + static_cast<std::size_t>(r * n) * smk::dtype_size(t),
-                                    raw.size(), cudaMemcpyDeviceToHost));
-          double m = -1e300, l = 0;
-          std::vector<double> x(static_cast<std::size_t>(n));
-          for (std::size_t k = 0; k < x.size(); ++k) {
-            if (t == DType::f32) {
-              float f;
-              std::memcpy(&f, raw.data() + 4 * k, 4);
-              x[k] = f;
-            } else {
-              smk::bfloat16_t h;
-              std::memcpy(&h, raw.data() + 2 * k, 2);
-              x[k] = smk::to_float(h);
-            }
-            m = std::max(m, x[k]);
-          }
-          for (double v : x) l += std::exp(v - m);
-          const double ref = m + std::log(l), e = std::fabs(lse[static_cast<std::size_t>(r)] - ref);
-          const double eu = e / (u * std::max(1.0, std::fabs(ref)));
-          const double eg = e / ((std::fabs(ref) + L + 10 + c * std::log(static_cast<double>(n))) * u);
-          worst_u = std::max(worst_u, eu == eu ? eu : 1e30);
-          worst_gate = std::max(worst_gate, eg == eg ? eg : 1e30);
-        }
-        bad += worst_gate > 1.0;
-        std::printf(", err %.2f u (%.3f of the gate)%s", worst_u, worst_gate, worst_gate > 1.0 ? " OVER THE GATE" : "");
-      }
-      std::printf("\n");
-    }
-    std::fflush(stdout);
-  };
-  // Part 1.
-  const std::vector<V> split_vs = {{"merge kernel", 's', 0, 0, -1}, {"folded", 's', 1, 0, 0}};
-  struct Shape {
-    std::int64_t rows, n;
-    int reps;
-    bool forced;
-  };
-  for (const Shape& sh : {Shape{32, 128256, 41, false}, Shape{1, 16777216, 21, false}, Shape{4, 4194304, 21, false},
-                          Shape{32, 2097152, 21, false}, Shape{4096, 151936, 7, true}}) {
-    for (DType t : {DType::bf16, DType::f32}) {
-      char shape[64];
-      std::snprintf(shape, sizeof shape, "%lldx%lld%s", static_cast<long long>(sh.rows), static_cast<long long>(sh.n),
-                    sh.forced ? " f3" : "");
-      Buffers b = forward_buffers(sh.rows, sh.n, t);
-      row_loop_tuning() = sh.forced ? RowLoopTuning{0} : RowLoopTuning{};
-      split_row_tuning() = {};
-      if (sh.forced) split_row_tuning().stream = 0;
-      for (Op op : {Op::softmax, Op::log_softmax}) run_case(shape, sh.rows, sh.n, t, op, b, split_vs, sh.reps, false);
-      row_loop_tuning() = {};
-      split_row_tuning() = {};
-      free_buffers(b);
-    }
-  }
-  // Parts 2 and 3.
-  const std::vector<V> bf16_vs = {{"chunks T64", 'c', 0, 64, -1}, {"chunks T64 folded", 'c', 1, 64, 0}};
-  const std::vector<V> f32_vs = {{"split_row", 's', 0, 0, -1},
-                                 {"split_row folded", 's', 1, 0, 0},
-                                 {"chunks T128 folded", 'c', 1, 128, -1},
-                                 {"chunks T64 folded", 'c', 1, 64, -1},
-                                 {"chunks T128", 'c', 0, 128, 2}};
-  for (const Shape& sh : {Shape{1, 151936, 41, false}, Shape{32, 128256, 41, false}, Shape{1, 16777216, 21, false},
-                          Shape{1024, 65536, 21, false}, Shape{4096, 151936, 7, false}}) {
-    for (DType t : {DType::bf16, DType::f32}) {
-      char shape[64];
-      std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(sh.rows), static_cast<long long>(sh.n));
-      Buffers b = forward_buffers(sh.rows, sh.n, t);
-      run_case(shape, sh.rows, sh.n, t, Op::logsumexp, b, t == DType::f32 ? f32_vs : bf16_vs, sh.reps,
-               t == DType::f32);
-      free_buffers(b);
-    }
-  }
-  split_row_fold_merge() = -1;
-  lse_chunks_fold_merge() = -1;
-  std::printf("fold17: %d case(s) differ or over the gate\n", bad);
-  return bad == 0 ? 0 : 1;
-}
-
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -1651,7 +1481,7 @@ constexpr Mode kModes[] = {
     {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
     {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""},
-    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}, {"--fold17", ""}};
+    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}};
 
 bool known_mode(const char* arg) {
   for (const Mode& m : kModes)
@@ -1680,7 +1510,6 @@ int main(int argc, char** argv) {
     print_usage();
     return 2;
   }
-  if (argc > 1 && std::strcmp(argv[1], "--fold17") == 0) return fold17_mode();
   if (argc > 1 && (std::strcmp(argv[1], "--lse17") == 0 || std::strcmp(argv[1], "--lse17-ncu") == 0))
     return lse17_mode(std::strcmp(argv[1], "--lse17-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--blk17") == 0 || std::strcmp(argv[1], "--blk17-ncu") == 0))
