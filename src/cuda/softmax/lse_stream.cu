@@ -43,6 +43,7 @@
 // 62-64, no spill but the 16-bit 8- and 16-lane warp kernels (16 B); general form f32 56, 16-bit 64 spilling 16-24 B.
 // Built: L16 and T128 (3 dtypes × 2 forms: 12 kernels), the dispatcher's two; L8, L32, T256 and T512 (the other 24,
 // dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
+// Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below.
 // Measured (H200, 2026-11-30, lse10's run of fc6036d, tune_softmax --lse10, median µs, L2 not reused: inputs rotated;
 // docs/bench/lse10-s10-2026-11-30.md), logsumexp, the dispatcher's kernel before → this one's best configuration
 // (% of the 4.42 TB/s read ceiling): 4096×16384 f32 85.8 → 73.5 (T128, 83 %), bf16 64.2 → 45.8 (66 %), f16 64.3 → 43.7;
@@ -278,7 +279,8 @@ __global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseW
 // 31.2 M warp instructions (14.9 lane-instructions an element; split_row's TMA chunk kernel 82.3 µs, 58.4 M, 27.9),
 // issue 78 %, DRAM 67 %; the merge kernel 9.0 µs (split_row's, preloading, 11.0); lse_block_kernel T128 at bf16
 // 2048×32768 40.9 µs, 13.2 an element. Error against float64 (tests and tune): within 0.01 u of split_row's on
-// every row sampled but one (lower there).
+// every row sampled but one (lower there). The dispatcher takes T128 (softmax_cuda.cpp kLseChunkThreads16: the faster
+// on three of issue 3's four bf16 logsumexp shapes this rule serves; session 17's review, F1).
 // fold17 (session 17): the merge folded into this kernel's last block a row (an arrival count a row; that block playing
 // merge_chunk_states' 16 warps in turn: the merge kernel's bits; code and test in 3fb3636) was slower or even (H200,
 // tune_softmax --fold17, ratio folded / not, bf16 T64: 1×151936 13.1 → 15.6 µs, 1.190; 32×128256 1.146; 1×16777216

@@ -10,8 +10,10 @@
 //                                                        17..256 and 16-bit rows to 64 on 32, short8 / short9,
 //                                                        16-bit rows of 65..128 on 16, pack14)
 //   n ≤ kBlockMaxN (12288; backward 8192)                block_per_row (512 threads × 24 elements at most; backward 16;
-//                                                        16-bit forward lane-staged from 2048 / 2560 / 7168, mid16;
-//                                                        on by default since fwd16's run, session 7)
+//                                                        16-bit forward lane-staged from 2048 (softmax; log-softmax
+//                                                        since blk17) / 7168 (logsumexp, state), mid16, on by
+//                                                        default since fwd16's run, session 7; f32 softmax /
+//                                                        log-softmax of 7168..11264 one row ahead, blk17)
 //   n ≤ kWideAutoMaxN (32768; backward 16384)            block_per_row, the wide block (1024 × 32; backward 1024 × 16;
 //                                                        forward staged above 16384 for 16-bit rows and the log ops)
 //   backward, n ≤ 32768                                  block_per_row with dy in shared memory (y's 32 a thread in
@@ -21,7 +23,8 @@
 //   16-bit softmax backward, n of 28673 … 32768          rule from mid11's run, session 11)
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
 //   (16-bit and f32 since vocab8)                        memory, read once; where the device runs its cluster)
-//   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row)
+//   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row, or
+//                                                        lse_stream's chunk kernel for 16-bit rows, lse17)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
 //   longer                                               split_row (one launch, a cluster per row, where the whole
 //                                                        call fits the device at once; f32 log-softmax of ≥ 256 rows
@@ -30,7 +33,7 @@
 //                                                        kernels: the same bits)
 // logsumexp / the state, rows of 1024 and of 2048 (f32) lse_stream (lse10: each element read once into a running
 //   / 4096 (16-bit) … 32768 (automatic only)            state a thread; softmax_cuda.cpp lse_stream_config)
-// logsumexp / the state, 16-bit rows past 32768         lse_stream's chunk kernel (lse17: split_row's chunks, 64
+// logsumexp / the state, 16-bit rows past 32768         lse_stream's chunk kernel (lse17: split_row's chunks, 128
 //   (automatic only)                                    threads a chunk on a running state, split_row's merge)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
 #include "cuda/softmax/softmax_cuda.hpp"
@@ -932,13 +935,17 @@ bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
 // 0.528 (0.527-0.528) / 0.572 (3.64 TB/s at T64); 32×2097152 75.0 → 46.0 / 47.7, 0.611 / 0.636; 512×131072 82.0 → 48.5
 // / 50.1, 0.591 / 0.610; 1×16777216 28.5 → 21.8 / 21.7, 0.765 / 0.760; 3·N(0,1) scores 1024×65536 0.570 / 0.582,
 // 4096×151936 0.539 / 0.587; but 32×128256 15.4 → 15.6 / 13.8, 1.008 (0.998-1.017) / 0.879, and 1×151936 (split_row's
-// one-launch cluster kernel, which cannot give this order's bits) 8.5 → 12.6 / 11.1, 1.461 / 1.266: slower. T64 takes
-// the 16-bit rows: 4-8 % faster than T128 on every shape of ≥ 64 MB; its cost is ~1.5 µs more than T128 on the
-// few-row shapes (both slower than before at 1×151936). f32 (T128 the better): 0.928 at 1024×65536, 0.970 at
-// 4096×151936, 0.956 at 32×2097152, but 1.388 at 1×151936, and 32×128256 / 1×16M not timed: off.
+// one-launch cluster kernel, which cannot give this order's bits) 8.5 → 12.6 / 11.1, 1.461 / 1.266: slower. T128 takes
+// the 16-bit rows (session 17's review, F1; lse17 had chosen T64): T64 is 4-8 % faster on the shapes of ≥ 64 MB, but
+// on issue 3's four bf16 logsumexp shapes this rule takes T128 is the faster on three (1×151936 11.1 against 12.6,
+// 32×128256 13.8 against 15.6, 1×16M even, 4096×151936 370 against 342: T64 / T128 over the four 1.18 in geometric
+// mean), nearer the few-row latency targets, and one order a length must serve 1×151936 and 4096×151936 alike. f16 is
+// bf16's code but for the loads, not timed. f32 (T128 the better): 0.928 at 1024×65536, 0.970 at 4096×151936, 0.956
+// at 32×2097152, but 1.388 at 1×151936 (fold17's run: 1.365, 32×128256 1.043, 1×16M 1.099): off. fold17 (session 17,
+// 3fb3636) folded the merge into the chunk pass's last block a row, the same bits: slower (1.00-1.62×), removed.
 constexpr bool kLseChunks16 = true;
 constexpr bool kLseChunksF32 = false;
-constexpr int kLseChunkThreads16 = 64;
+constexpr int kLseChunkThreads16 = 128;
 constexpr int kLseChunkThreadsF32 = 128;  // the form f32 would take (kLseChunksF32 off)
 bool lse_chunks_takes(DType t, std::int64_t n) {
   return n > kLseStreamMaxN && (t == DType::f32 ? kLseChunksF32 : kLseChunks16);
