@@ -71,6 +71,11 @@ class GpuLseChunks : public ::testing::Test {
 
 // Issue 3's long lengths (and 32769, the first one taken; ragged last chunks), few and many rows, bf16 and f16,
 // logsumexp and the state, both thread counts; the error beside split_row's on the same inputs.
+// lse17's claim, held (session 17's review, F5): on these rows the running order's worst error against float64 is
+// split_row's within 0.01 u (lse17's run: 44 case lines, the largest 1.17 u, the gate ~36 u). kOrderMarginU is a
+// regression guard, not a bound (the proved depths differ: semantics.md section 6): a quarter of a unit in the last
+// place over split_row's, 25 times the difference measured, far under the gate.
+constexpr double kOrderMarginU = 0.25;
 TEST_F(GpuLseChunks, AgainstTheReferenceBesideSplitRow) {
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 32769},  {3, 65536},  {2, 151936}, {5, 65537},
                                                                {1, 1048581}, {64, 40000}, {4, 262147}};
@@ -88,8 +93,11 @@ TEST_F(GpuLseChunks, AgainstTheReferenceBesideSplitRow) {
         for (int threads : {128, 64}) {
           const Result r = run_chunks(c, threads);
           if (!r.ran) continue;
+          const double err = worst_error_u(c, r, ref), err_split = worst_error_u(c, old, ref);
           std::printf("[ lse17 ] %-18s %-9s T%-3d error %.2f u (split_row %.2f u)\n", c.name.c_str(), op_name(op),
-                      threads, worst_error_u(c, r, ref), worst_error_u(c, old, ref));
+                      threads, err, err_split);
+          EXPECT_LE(err, err_split + kOrderMarginU) << c.name << " T" << threads << ": the running order's error "
+                                                    << "grew past split_row's tree's on the same row";
           // The same form again over another poison (the automatic path's own thread count may be the other one).
           cuda::kernels::lse_chunk_threads_setting() = threads;
           const Result again = run_gpu(c, SoftmaxPath::automatic, 0x00);
@@ -128,8 +136,9 @@ TEST_F(GpuLseChunks, RowAloneEqualsRowInBatch) {
   }
 }
 
-// The general form (rows not 16-byte aligned, pitched; a temperature of 1 or an all-true mask, which change no value)
-// gives the plain form's bits on the same values; then real transforms and masks against the reference. (A reduced
+// The general form (rows not 16-byte aligned, pitched; an all-true mask, which changes no value) gives the plain form's
+// bits on the same values; then real transforms and masks against the reference. (A temperature of 1 is not a case
+// here: the library drops it before any kernel, so it ran the plain form; session 17's review, F6.) (A reduced
 // dimension of stride 2 is not this kernel's: the dispatcher sends it to strided_inner, as before lse17; lse17's run
 // had expected it here and failed on that expectation alone.)
 TEST_F(GpuLseChunks, GeneralFormBitwiseThePlainOneAndTransforms) {
@@ -154,10 +163,6 @@ TEST_F(GpuLseChunks, GeneralFormBitwiseThePlainOneAndTransforms) {
           run_checked(strided, SoftmaxPath::automatic);
           EXPECT_EQ(cuda::kernels::lse_chunks_launch_count(), before) << "a stride-2 row took lse17's kernel";
         }
-        Case unit_t = plain;
-        unit_t.name = "temperature_1";
-        unit_t.options.temperature = 1.0f;
-        expect_same_bits(p, run_chunks(unit_t, threads), "temperature 1 against plain");
         Case all_true = plain;
         all_true.name = "mask_all_true";
         all_true.mask = contiguous(DType::b8, {rows, n});
