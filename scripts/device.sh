@@ -391,15 +391,12 @@ if want san17; then
   t=build/default/tests
   bg_step s17-mc-lse s17_mc $t/test_cuda_lse_stream
   bg_step s17-rc-lse s17_rc $t/test_cuda_lse_stream --gtest_filter='*AgainstTheReference*:*RowAlone*'
-  bg_step s17-mc-block s17_mc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*:*LaneRule*'
+  bg_step s17-mc-block s17_mc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*:*LaneRule*:*LaneF32Options*'
   bg_step s17-rc-block s17_rc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*'
   bg_step s17-mc-bwd s17_mc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*:*SplitStreaming*'
   bg_step s17-rc-bwd s17_rc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*'
   bg_step s17-mc-decode s17_mc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*:*CausalBand*'
   bg_step s17-rc-decode s17_rc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*'
-  # fold17's: SMK_S17_FOLD_MC / SMK_S17_FOLD_RC name test_cuda_few_rows filters (empty: none).
-  [ -n "${SMK_S17_FOLD_MC:-}" ] && bg_step s17-mc-fold s17_mc $t/test_cuda_few_rows --gtest_filter="$SMK_S17_FOLD_MC"
-  [ -n "${SMK_S17_FOLD_RC:-}" ] && bg_step s17-rc-fold s17_rc $t/test_cuda_few_rows --gtest_filter="$SMK_S17_FOLD_RC"
   bg_tally
 fi
 if want final || want final-compare; then

@@ -923,7 +923,9 @@ std::atomic<std::uint64_t>& chunk_tma_launches() {
 // (slower); bf16 as 2. Nsight Compute at 1×16M softmax (same run): the two f32 kernels issue ~13.9 M warp
 // instructions at 64-66 % issue-active, the TMA kernel 25.3 µs against 24.1 (bf16 20.1 against 19.0): at that size
 // the chunk pass is bound by its instructions, not by loads waiting, and a persistent grid leaves a ragged last round
-// (1366 = 5.17 × 264 blocks); over many rounds the overlap pays.
+// (1366 = 5.17 × 264 blocks); over many rounds the overlap pays. Since lse17 (session 17) the dispatcher sends 16-bit
+// logsumexp / state rows past 32768 to lse_stream's chunk kernel, so the 16-bit branch serves forced split_row calls
+// only (ScopedSoftmaxPath; the grid_row and bitwise tests), where it keeps split_row's bits.
 constexpr int kChunkTmaStages = 2;
 constexpr std::int64_t kChunkTmaMinChunksF32 = 13312;
 constexpr std::int64_t kChunkTmaMinChunks16 = 1664;

@@ -1252,8 +1252,8 @@ int split16_mode(bool ncu) {
 // shared memory by cp.async; 16-bit rows only before blk17) beside the direct kernel (lane_stages 0, the dispatcher's
 // before blk17) at 2^26 elements a shape, f32 rows of 2048 / 4096 / 6144 / 8192 / 10240 / 12288 (the 512-thread block's
 // lengths; rows ≥ 12289 take the wide block), and bf16 log-softmax at 2048 / 2560 (the direct kernel below the
-// 16-bit rule's kLaneLogSoftmaxFromN16 = 2560, which mid16 timed before fwd16's cheaper 16-bit terms: is the lane
-// kernel still slower there?). Each case: the variants in 3 alternating rounds, the direct kernel timed
+// 16-bit rule's kLaneLogSoftmaxFromN16, 2560 until this run and 2048 since, which mid16 timed before fwd16's cheaper
+// 16-bit terms: is the lane kernel still slower there?). Each case: the variants in 3 alternating rounds, the direct kernel timed
 // first and last in each round, median of 15 launches a timing over rotated inputs; then every variant's output on
 // copy 0 (poisoned with 0xFF first) compared byte for byte with the direct kernel's ("same bits" / "DIFFERS") and
 // whether the lane kernel ran (its launch count). Returns 1 if any differs or did not run.
