@@ -467,25 +467,24 @@ TEST_F(GpuBlockRow, LaneStagedF32BitwiseTheDirectKernel) {
 
 // blk17's f32 lane-staged rows under the dispatcher with the options the rule does not look at (session 17's review,
 // F11; gpu_case.hpp option_cases: a temperature, per-row temperatures, a boolean mask emptying a row under both empty-
-// row policies, +inf, NaN and all −inf rows), to f32 and to bf16 outputs, against the float64 reference; the lane
-// kernel's launch count shows it served (the rule takes any aligned f32 rows of kLaneFromNF32..kLaneMaxNF32).
+// row policies, +inf, NaN and all −inf rows), against the float64 reference; the lane kernel's launch count shows it
+// served (the rule takes any aligned f32 rows of kLaneFromNF32..kLaneMaxNF32). f32 inputs give f32 outputs only: the
+// API refuses a bf16 `out` for them (the first form of this test asked for one and got that error on the H200).
 TEST_F(GpuBlockRow, LaneF32OptionsAndSpecialRows) {
   std::uint64_t seed = 17500;
   for (std::int64_t n : small_mode() ? std::vector<std::int64_t>{8192} : std::vector<std::int64_t>{8192, 11264})
     for (Op op : {Op::softmax, Op::log_softmax})
-      for (Case& c : option_cases(op, 3, n, seed))
-        for (DType out_t : {DType::f32, DType::bf16}) {
-          Case ct = c;
-          ct.in.dtype = DType::f32;  // the mask case's bf16 values are f32 values too
-          ct.out.dtype = out_t;
-          SCOPED_TRACE(ct.name + " to " + dtype_name(out_t) + " n " + std::to_string(n));
-          const std::uint64_t before = k::block_lane_launch_count();
-          const Result r = run_gpu(ct, cuda::SoftmaxPath::automatic);
-          ASSERT_TRUE(r.ran) << r.reason;
-          EXPECT_GT(k::block_lane_launch_count(), before) << "the lane-staged kernel did not serve";
-          EXPECT_EQ(check(ct, r, reference(ct)), 0);
-          EXPECT_FALSE(r.stray_write);
-        }
+      for (Case& c : option_cases(op, 3, n, seed)) {
+        Case ct = c;
+        ct.in.dtype = ct.out.dtype = DType::f32;  // the mask case's bf16 values are f32 values too
+        SCOPED_TRACE(ct.name + " n " + std::to_string(n));
+        const std::uint64_t before = k::block_lane_launch_count();
+        const Result r = run_gpu(ct, cuda::SoftmaxPath::automatic);
+        ASSERT_TRUE(r.ran) << r.reason;
+        EXPECT_GT(k::block_lane_launch_count(), before) << "the lane-staged kernel did not serve";
+        EXPECT_EQ(check(ct, r, reference(ct)), 0);
+        EXPECT_FALSE(r.stray_write);
+      }
 }
 
 // The dispatcher (automatic path) either side of blk17's bounds (softmax_cuda.cpp): f32 softmax / log-softmax of
