@@ -53,6 +53,20 @@ k::BlockConfig direct_config(std::int64_t n) {
   return c;
 }
 
+// Scores around 20 with a spread of 16 (the max far from 0: a wrong shift shows), every fifth row's max tied at both
+// ends; `offset` elements before the first row (1 leaves every row unaligned).
+std::vector<double> tied_scores(std::int64_t rows, std::int64_t n, int offset, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(12.0, 28.0);
+  std::vector<double> x(static_cast<std::size_t>(rows * n + offset));
+  for (auto& v : x) v = dist(rng);
+  for (std::int64_t r = 0; r < rows; r += 5) {
+    x[static_cast<std::size_t>(offset + r * n)] = 40.0;
+    x[static_cast<std::size_t>(offset + r * n + n - 1)] = 40.0;
+  }
+  return x;
+}
+
 void ahead_bitwise(DType t, std::uint64_t seed) {
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -67,15 +81,7 @@ void ahead_bitwise(DType t, std::uint64_t seed) {
   for (const Shape& sh : shapes)
     for (int offset : {0, 1}) {  // elements before the first row: 1 leaves every row unaligned
       const std::int64_t count = sh.rows * sh.n + offset;
-      std::mt19937_64 rng(++seed);
-      // Scores around 20 with a spread of 16 (the max far from 0: a wrong shift shows), some rows with a tied max.
-      std::uniform_real_distribution<double> dist(12.0, 28.0);
-      std::vector<double> x(static_cast<std::size_t>(count));
-      for (auto& v : x) v = dist(rng);
-      for (std::int64_t r = 0; r < sh.rows; r += 5) {
-        x[static_cast<std::size_t>(offset + r * sh.n)] = 40.0;
-        x[static_cast<std::size_t>(offset + r * sh.n + sh.n - 1)] = 40.0;
-      }
+      const std::vector<double> x = tied_scores(sh.rows, sh.n, offset, ++seed);
       const std::size_t es = dtype_size(t);
       const std::vector<unsigned char> host = pack(contiguous(t, {count}), x, 0);
       void* din = nullptr;
@@ -390,14 +396,7 @@ TEST_F(GpuBlockRow, LaneStagedF32BitwiseTheDirectKernel) {
   for (const Shape& sh : shapes)
     for (int offset : {0, 1}) {  // elements before the first row: 1 leaves every row unaligned
       const std::int64_t count = sh.rows * sh.n + offset;
-      std::mt19937_64 rng(++seed);
-      std::uniform_real_distribution<double> dist(12.0, 28.0);
-      std::vector<double> x(static_cast<std::size_t>(count));
-      for (auto& v : x) v = dist(rng);
-      for (std::int64_t r = 0; r < sh.rows; r += 5) {
-        x[static_cast<std::size_t>(offset + r * sh.n)] = 40.0;
-        x[static_cast<std::size_t>(offset + r * sh.n + sh.n - 1)] = 40.0;
-      }
+      const std::vector<double> x = tied_scores(sh.rows, sh.n, offset, ++seed);
       const std::vector<unsigned char> host = pack(contiguous(DType::f32, {count}), x, 0);
       void *din = nullptr, *dout = nullptr;
       float* dstat = nullptr;
