@@ -938,8 +938,11 @@ bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
 // one-launch cluster kernel, which cannot give this order's bits) 8.5 → 12.6 / 11.1, 1.461 / 1.266: slower. T128 takes
 // the 16-bit rows (session 17's review, F1; lse17 had chosen T64): T64 is 4-8 % faster on the shapes of ≥ 64 MB, but
 // on issue 3's four bf16 logsumexp shapes this rule takes T128 is the faster on three (1×151936 11.1 against 12.6,
-// 32×128256 13.8 against 15.6, 1×16M even, 4096×151936 370 against 342: T64 / T128 over the four 1.18 in geometric
-// mean), nearer the few-row latency targets, and one order a length must serve 1×151936 and 4096×151936 alike. f16 is
+// 32×128256 13.8 against 15.6, 1×16M even, 4096×151936 370 against 342: the product of T64 / T128 over the four 1.18,
+// a geometric mean of 1.04), nearer the few-row latency targets, and one order a length must serve 1×151936 and
+// 4096×151936 alike; session 17's integrated compare at T128 (tree of 9c81885, docs/bench/compare-s17-2026-12-01.md):
+// 1×151936 11.6 µs, 32×128256 14.0, 4096×151936 385.8, 1×16777216 25.2 (split_row in session 16's: 8.2, 15.7, 652.1,
+// 29.3). f16 is
 // bf16's code but for the loads, not timed. f32 (T128 the better): 0.928 at 1024×65536, 0.970 at 4096×151936, 0.956
 // at 32×2097152, but 1.388 at 1×151936 (fold17's run: 1.365, 32×128256 1.043, 1×16M 1.099): off. fold17 (session 17,
 // 3fb3636) folded the merge into the chunk pass's last block a row, the same bits: slower (1.00-1.62×), removed.
