@@ -610,6 +610,35 @@ inline std::vector<Case> option_cases(Op op, std::int64_t rows, std::int64_t n, 
   return cases;
 }
 
+// A launcher's problem for `rows` contiguous rows of n elements at x (unit stride; row r at x + r·n elements), the
+// statistics in stat[0, rows) (stat0: the LSE, or m) and stat[rows, 2·rows) (stat1: l), and, where `out` is given,
+// softmax-shaped outputs laid out as x: what the block / lse_stream tests hand the kernels directly.
+inline cuda::kernels::RowProblem contiguous_rows(cuda::kernels::Op op, const void* x, DType x_dtype, void* out,
+                                                 DType out_dtype, float* stat, std::int64_t rows, std::int64_t n) {
+  namespace k = cuda::kernels;
+  k::RowProblem p;
+  p.op = op;
+  p.x = x;
+  p.out = out;
+  p.stat0 = stat;
+  p.stat1 = stat + rows;
+  p.x_dtype = x_dtype;
+  p.out_dtype = out_dtype;
+  p.rows = rows;
+  p.n = n;
+  p.map.rank = 1;
+  p.map.size[0] = rows;
+  p.map.stride[k::kX][0] = n;
+  p.map.stride[k::kStat0][0] = 1;
+  p.map.stride[k::kStat1][0] = 1;
+  p.step[k::kX] = 1;
+  if (out != nullptr) {
+    p.map.stride[k::kOut][0] = n;
+    p.step[k::kOut] = 1;
+  }
+  return p;
+}
+
 // Two decoded outputs are the same: equal, or both NaN.
 inline bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 

@@ -91,20 +91,8 @@ void ahead_bitwise(DType t, std::uint64_t seed) {
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), bytes), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
       for (k::Op op : {k::Op::logsumexp, k::Op::state}) {
-        k::RowProblem p;
-        p.op = op;
-        p.x = static_cast<const unsigned char*>(din) + offset * es;
-        p.stat0 = dstat;
-        p.stat1 = dstat + sh.rows;
-        p.x_dtype = p.out_dtype = t;
-        p.rows = sh.rows;
-        p.n = sh.n;
-        p.map.rank = 1;
-        p.map.size[0] = sh.rows;
-        p.map.stride[k::kX][0] = sh.n;
-        p.map.stride[k::kStat0][0] = 1;
-        p.map.stride[k::kStat1][0] = 1;
-        p.step[k::kX] = 1;
+        const k::RowProblem p = contiguous_rows(op, static_cast<const unsigned char*>(din) + offset * es, t, nullptr, t,
+                                                dstat, sh.rows, sh.n);
         auto run = [&](int ahead, bool evict_first) {
           EXPECT_EQ(cudaMemset(dstat, 0xFF, bytes), cudaSuccess);
           k::BlockConfig c = direct_config(sh.n);
@@ -234,20 +222,10 @@ Result run_stream(const Case& c, k::LseStreamConfig cfg, std::int64_t offset) {
   EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), bytes), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(dstat, 0xFF, bytes), cudaSuccess);
-  k::RowProblem p;
-  p.op = c.op == Op::logsumexp ? k::Op::logsumexp : k::Op::state;
-  p.x = static_cast<const unsigned char*>(din) + offset * static_cast<std::int64_t>(dtype_size(t));
-  p.stat0 = dstat;
-  p.stat1 = dstat + rows;
-  p.x_dtype = p.out_dtype = t;
-  p.rows = rows;
-  p.n = n;
-  p.map.rank = 1;
-  p.map.size[0] = rows;
-  p.map.stride[k::kX][0] = n;
-  p.map.stride[k::kStat0][0] = 1;
-  p.map.stride[k::kStat1][0] = 1;
-  p.step[k::kX] = 1;
+  const k::RowProblem p =
+      contiguous_rows(c.op == Op::logsumexp ? k::Op::logsumexp : k::Op::state,
+                      static_cast<const unsigned char*>(din) + offset * static_cast<std::int64_t>(dtype_size(t)), t,
+                      nullptr, t, dstat, rows, n);
   const std::uint64_t before = k::lse_stream_launch_count();
   k::launch_lse_stream_rows(p, cfg, nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -406,22 +384,8 @@ TEST_F(GpuBlockRow, LaneStagedF32BitwiseTheDirectKernel) {
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dstat), 2 * sizeof(float) * sh.rows), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(din, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
       for (k::Op op : {k::Op::softmax, k::Op::log_softmax, k::Op::logsumexp, k::Op::state}) {
-        k::RowProblem p;
-        p.op = op;
-        p.x = static_cast<const unsigned char*>(din) + offset * sizeof(float);
-        p.out = dout;
-        p.stat0 = dstat;
-        p.stat1 = dstat + sh.rows;
-        p.x_dtype = p.out_dtype = DType::f32;
-        p.rows = sh.rows;
-        p.n = sh.n;
-        p.map.rank = 1;
-        p.map.size[0] = sh.rows;
-        p.map.stride[k::kX][0] = sh.n;
-        p.map.stride[k::kOut][0] = sh.n;
-        p.map.stride[k::kStat0][0] = 1;
-        p.map.stride[k::kStat1][0] = 1;
-        p.step[k::kX] = p.step[k::kOut] = 1;
+        const k::RowProblem p = contiguous_rows(op, static_cast<const unsigned char*>(din) + offset * sizeof(float),
+                                                DType::f32, dout, DType::f32, dstat, sh.rows, sh.n);
         const bool rows_out = k::writes_rows(op);
         const std::size_t bytes = rows_out ? out_bytes : 2 * sizeof(float) * static_cast<std::size_t>(sh.rows);
         // logsumexp writes stat0 alone; the state writes both.

@@ -889,23 +889,8 @@ TEST_F(GpuSoftmax, LaneStagedBlockRowsBitwiseTheDirectKernel) {
         for (k::Op op : {k::Op::softmax, k::Op::log_softmax, k::Op::logsumexp, k::Op::state})
           for (DType out_t : {t, DType::f32}) {
             if (!k::writes_rows(op) && out_t != t) continue;
-            k::RowProblem p;
-            p.op = op;
-            p.x = static_cast<const unsigned char*>(din) + offset * es;
-            p.out = dout;
-            p.stat0 = dstat;
-            p.stat1 = dstat + sh.rows;
-            p.x_dtype = t;
-            p.out_dtype = out_t;
-            p.rows = sh.rows;
-            p.n = sh.n;
-            p.map.rank = 1;
-            p.map.size[0] = sh.rows;
-            p.map.stride[k::kX][0] = sh.n;
-            p.map.stride[k::kOut][0] = sh.n;
-            p.map.stride[k::kStat0][0] = 1;
-            p.map.stride[k::kStat1][0] = 1;
-            p.step[k::kX] = p.step[k::kOut] = 1;
+            const k::RowProblem p = contiguous_rows(op, static_cast<const unsigned char*>(din) + offset * es, t, dout,
+                                                    out_t, dstat, sh.rows, sh.n);
             const std::size_t bytes = k::writes_rows(op) ? static_cast<std::size_t>(sh.rows * sh.n) * dtype_size(out_t)
                                                           : 2 * sizeof(float) * static_cast<std::size_t>(sh.rows);
             void* const dst = k::writes_rows(op) ? dout : static_cast<void*>(dstat);
