@@ -283,100 +283,74 @@ if want final || want final-san; then
     --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_softmax
   # Session 8's new kernels and launch rules, small: block_per_row's rows-ahead / re-read kernels, the warp grids
   # (capped: every block walks many row groups), split_stream; racecheck on cluster_stage's refilled stages.
+  # The sanitizers on one test binary of the build (build/default/tests/NAME, its further arguments after it).
+  san_mc() {
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "build/default/tests/$1" "${@:2}"
+  }
+  san_rc() { compute-sanitizer --tool racecheck --error-exitcode 9 "build/default/tests/$1" "${@:2}"; }
   san_new() {
     local t
     for t in test_cuda_block_row test_cuda_warp_row; do
-      compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "build/default/tests/$t" || return 9
+      san_mc "$t" || return 9
     done
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*Stream*:*NormalizeHints*:*L2Prefetch*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cluster_stage \
-      --gtest_filter='*StagesRefill*' || return 9
+    san_mc test_cuda_few_rows --gtest_filter='*Stream*:*NormalizeHints*:*L2Prefetch*' || return 9
+    san_rc test_cuda_cluster_stage --gtest_filter='*StagesRefill*' || return 9
     # Session 9: the Triton-style mid-row backward, the fused cross-entropy's dependent launches, the prefill's trimmed
     # diagonal tile and causal schedule.
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_backward_reread || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_cross_entropy --gtest_filter='*Pdl*:*TargetEntry*:*RowLoop*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_prefill --gtest_filter='*CausalScheduleAndTrim*' || return 9
+    san_mc test_cuda_backward_reread || return 9
+    san_mc test_cuda_cross_entropy --gtest_filter='*Pdl*:*TargetEntry*:*RowLoop*' || return 9
+    san_mc test_cuda_prefill --gtest_filter='*CausalScheduleAndTrim*' || return 9
     # Session 10: row_loop (forward and backward; racecheck on its shared chunk states), the decode's TMA tiles. The
     # packed 16-bit warp kernels and lse_stream are in test_cuda_warp_row / test_cuda_block_row above.
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_row_loop \
+    san_mc test_cuda_row_loop \
       --gtest_filter="${SMK_SAN_ROW_LOOP:-GpuRowLoop.BackwardBitwiseTheThreeKernels:GpuRowLoop.One*Case}" || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_row_loop \
-      --gtest_filter="${SMK_RACE_ROW_LOOP:-GpuRowLoop.One*Case}" || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_decode --gtest_filter='*Tma*' || return 9
+    san_rc test_cuda_row_loop --gtest_filter="${SMK_RACE_ROW_LOOP:-GpuRowLoop.One*Case}" || return 9
+    san_mc test_cuda_decode --gtest_filter='*Tma*' || return 9
     # Session 11: the dense f32 warp backward (test_cuda_warp_backward), the dense forward (in test_cuda_warp_row
     # above), split_row's hinted normalising kernel (*NormalizeHints* above), the cross-entropy row loop (*RowLoop*).
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/default/tests/test_cuda_warp_backward || return 9
+    san_mc test_cuda_warp_backward || return 9
     # Session 12: split_row's L2 prefetch (*L2Prefetch* above), the 16-bit dense warp forward at 16 a lane and the
     # packed backward at 8 blocks (in test_cuda_warp_row / test_cuda_warp_backward above), the re-read backward's forms
     # (test_cuda_backward_reread above), the decode's TMA by the grid (*Tma* above); racecheck on the cross-entropy
     # row loop's staged steps (shared memory written in pass 1, read in pass 2).
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_cross_entropy \
-      --gtest_filter='*StagedSameBits*' || return 9
+    san_rc test_cuda_cross_entropy --gtest_filter='*StagedSameBits*' || return 9
     # Session 14: split_row's chunks staged by bulk copies (tma14), the dy-shared backward block with y packed
     # (pack14; the rest of test_cuda_warp_backward is in its memcheck above), the f32 occupancy kernel (short14, in
     # test_cuda_warp_row above), the decode's cp.async issue (dec14), the no-key / sink and merge fixes (lead).
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*TmaChunks*:*TmaRule*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*TmaChunks*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
-      --gtest_filter='*SharedPacked*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
+    san_mc test_cuda_few_rows --gtest_filter='*TmaChunks*:*TmaRule*' || return 9
+    san_rc test_cuda_few_rows --gtest_filter='*TmaChunks*' || return 9
+    san_rc test_cuda_warp_backward --gtest_filter='*SharedPacked*' || return 9
+    san_mc test_cuda_decode \
       --gtest_filter='*TmaTiles*:*CausalBand*:*IssueLengths*:*BadInputs*:*NoVisibleKey*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
-      --gtest_filter='*CausalBand*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
-      --gtest_filter='*NoVisibleKey*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda \
-      --gtest_filter='*Merge*' || return 9
+    san_rc test_cuda_decode --gtest_filter='*CausalBand*' || return 9
+    san_mc test_cuda_prefill --gtest_filter='*NoVisibleKey*' || return 9
+    san_mc test_cuda --gtest_filter='*Merge*' || return 9
     # Session 15: split_row's lean chunk arithmetic and the TMA kernel's guards (split15), the decode's in-split fold
     # of an underflowing group (dec15), the prefill's P·V under the softmax (pfx15; memcheck caught pfx14's race), the
     # 16-bit occupancy forward (short15, in test_cuda_warp_row above).
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*LeanChunk*:*TmaStaysOff*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*LeanChunk*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
-      --gtest_filter='*UnderflowingPart*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
-      --gtest_filter='*UnderflowingPart*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_prefill \
-      --gtest_filter='*WgmmaPvOverlap*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_prefill \
-      --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*' || return 9
+    san_mc test_cuda_few_rows --gtest_filter='*LeanChunk*:*TmaStaysOff*' || return 9
+    san_rc test_cuda_few_rows --gtest_filter='*LeanChunk*' || return 9
+    san_mc test_cuda_decode --gtest_filter='*UnderflowingPart*' || return 9
+    san_rc test_cuda_decode --gtest_filter='*UnderflowingPart*' || return 9
+    san_mc test_cuda_prefill --gtest_filter='*WgmmaPvOverlap*' || return 9
+    san_rc test_cuda_prefill --gtest_filter='*WgmmaPvOverlapGivesTheSameBits*' || return 9
     # Session 16: split_row's f32 normalising pass in whole tiles (split16), the 1×16M softmax backward's streaming
     # stores (bwd16; its memcheck is test_cuda_warp_backward's above), the 16-bit log ops on the packed kernel at the
     # occupancy grid (short16, in test_cuda_warp_row above), the prefill's form 4 (pfx16, *WgmmaPvOverlap* above).
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*NormalizeWholeTile*:*BackwardSplitRow*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_few_rows \
-      --gtest_filter='*NormalizeWholeTile*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
-      --gtest_filter='*SplitStreaming*' || return 9
+    san_mc test_cuda_few_rows --gtest_filter='*NormalizeWholeTile*:*BackwardSplitRow*' || return 9
+    san_rc test_cuda_few_rows --gtest_filter='*NormalizeWholeTile*' || return 9
+    san_rc test_cuda_warp_backward --gtest_filter='*SplitStreaming*' || return 9
     # Session 17: lse_stream's chunk kernel for 16-bit logsumexp / state past 32768 (lse17), block_row's f32 rows
     # lane-staged (blk17; memcheck in test_cuda_block_row above), split_row backward's 16-bit sums at 3 blocks and
     # vector pass (bwd17; memcheck in test_cuda_warp_backward above), the decode's wide q loads (dec17).
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_lse_stream \
-      || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_lse_stream \
-      --gtest_filter='*AgainstTheReference*:*RowAlone*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_block_row \
-      --gtest_filter='*LaneStagedF32*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_warp_backward \
-      --gtest_filter='*SplitSumsBounds*' || return 9
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 build/default/tests/test_cuda_decode \
-      --gtest_filter='*TweaksGiveTheDefaultBits*' || return 9
-    compute-sanitizer --tool racecheck --error-exitcode 9 build/default/tests/test_cuda_decode \
-      --gtest_filter='*TweaksGiveTheDefaultBits*'
+    san_mc test_cuda_lse_stream || return 9
+    san_rc test_cuda_lse_stream --gtest_filter='*AgainstTheReference*:*RowAlone*' || return 9
+    san_rc test_cuda_block_row --gtest_filter='*LaneStagedF32*' || return 9
+    san_rc test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*' || return 9
+    san_mc test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*' || return 9
+    san_rc test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*'
   }
-  run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_new); san_new"
+  run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_mc san_rc san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
   run_step vs-torch-ce timeout 60 python3 scripts/vs_torch_ce.py --lib build/default/tests/libsmk_lce_capi.so --out "$OUT"
 fi
