@@ -401,6 +401,33 @@ fi
 
 # --- session 18: lse18 step goes here ---
 # --- session 18: split18 step goes here ---
+# split18 (session 18, issue 3): softmax / log-softmax of long rows with split_row's chunk pass on a running state a
+# thread (chunk_states_running_kernel, T128 / T64 a chunk) beside HEAD's kernels in one binary (tune_softmax --split18:
+# 3 alternating rounds, errors against float64, bytes against HEAD); Nsight Compute of the chunk / merge / normalising
+# kernels at f32 and bf16 32x2097152 softmax (--split18-ncu); then in parallel: the new test at full size, memcheck and
+# racecheck of it in small mode. Binaries built off the device for sm_90a (build/split18-bin.tar.xz: bin/{tune_softmax,
+# test_cuda_few_rows}, lib/libcudart). Back: split18-tune.txt, split18-ncu.txt, split18-summary.txt, split18-logs.tgz.
+if want split18; then
+  carried split18 build/split18-bin.tar.xz
+  s18=$bin
+  run_step split18-tune timeout "${SMK_S18_TUNE_S:-60}" stdbuf -oL "$s18/bin/tune_softmax" --split18
+  keep_logs split18
+  run_step split18-ncu timeout "${SMK_S18_NCU_S:-30}" ncu --clock-control none -k 'regex:chunk_states|merge_states|normalize' \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second,\
+launch__registers_per_thread "$s18/bin/tune_softmax" --split18-ncu
+  keep_logs split18
+  s18_t=${SMK_S18_TEST_S:-45}
+  bg_step split18x-test timeout "$s18_t" "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
+  bg_step split18x-memcheck timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
+  bg_step split18x-racecheck timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
+  bg_tally
+  keep_logs split18
+  rm -f "$outer"/split18x-*.txt
+  end_carried
+fi
 # --- session 18: bwd18 step goes here ---
 # --- session 18: short18 step goes here ---
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on

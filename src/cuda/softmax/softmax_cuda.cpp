@@ -55,6 +55,7 @@
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/lse_chunks.hpp"  // lse17
 #include "cuda/softmax/packed_rule.hpp"
+#include "cuda/softmax/split_row_tuning.hpp"  // split18: launch_split_running_rows, split_row_running
 #include "cuda/softmax/warp_backward.hpp"
 #include "cuda/softmax/warp_occ.hpp"
 #include "softmax/layout.hpp"
@@ -954,6 +955,32 @@ bool lse_chunks_takes(DType t, std::int64_t n) {
   return n > kLseStreamMaxN && (t == DType::f32 ? kLseChunksF32 : kLseChunks16);
 }
 
+// split18 (session 18): softmax / log-softmax of rows past kSplitRunningMinChunks chunks on split_row's three kernels
+// with the chunk pass on a running state a thread (split_row.cu chunk_states_running_kernel at kSplitRunningThreads a
+// chunk; a new summation order, docs/semantics.md §6), every row count of such a length alike on the automatic path.
+// kSplitRunningMinChunks: 32, the most chunks split_row's kernels of other orders take (row_loop kRowLoopMaxChunks,
+// split_stream's 32, the one-launch kernel's 16): past it every row count of a length already ran the three kernels,
+// so a row's result stays the same alone or in a batch. Forced split_row keeps chunk_state's tree
+// (kernels::split_row_running() = 1 sends forced calls too, for the tests).
+constexpr std::int64_t kSplitRunningMinChunks = 32;
+constexpr bool kSplitRunningF32Softmax = true;
+constexpr bool kSplitRunningF32Log = true;
+constexpr bool kSplitRunning16Softmax = true;
+constexpr bool kSplitRunning16Log = true;
+constexpr int kSplitRunningThreads = 128;
+bool split_running_takes(SoftmaxPath path, DType t, kernels::Op op, std::int64_t n) {
+  if (op != kernels::Op::softmax && op != kernels::Op::log_softmax) return false;
+  const int setting = kernels::split_row_running();
+  if (setting == 0) return false;
+  if (setting == 1) return path == SoftmaxPath::split_row;
+  const bool f32 = t == DType::f32, soft = op == kernels::Op::softmax;
+  const bool on = f32 ? (soft ? kSplitRunningF32Softmax : kSplitRunningF32Log)
+                      : (soft ? kSplitRunning16Softmax : kSplitRunning16Log);
+  return on && forced_softmax_path() == SoftmaxPath::automatic &&
+         (path == SoftmaxPath::split_row || path == SoftmaxPath::grid_row) &&
+         n > kSplitRunningMinChunks * kernels::kSplitChunk;
+}
+
 // Whether the current device runs cluster_row's cluster for rows of n (split_row_active_clusters: none below compute
 // capability 9.0, nor where a MIG or MPS slice has no room for it; then split_row serves those rows instead).
 bool clusters_run(std::int64_t n, bool backward) {
@@ -1097,6 +1124,11 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
     const int threads = kernels::lse_chunk_threads_setting();
     return kernels::launch_lse_chunk_rows(
         rp, threads > 0 ? threads : (in.dtype == DType::f32 ? kLseChunkThreadsF32 : kLseChunkThreads16), s);
+  }
+  // split18: long rows' softmax / log-softmax with the running chunk pass where split_running_takes says.
+  if (!row_out && split_running_takes(path, in.dtype, rp.op, p.n)) {
+    const int threads = kernels::split_row_running_threads();
+    return kernels::launch_split_running_rows(rp, threads > 0 ? threads : kSplitRunningThreads, s);
   }
   switch (path) {
     case SoftmaxPath::warp_per_row: {

@@ -159,6 +159,7 @@
 #include "cuda/softmax/chunk_tma.cuh"  // tma14: the chunk kernel with its chunks staged by bulk copies
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/split_row_tuning.hpp"  // the switches read here (one12) and split_plain_launch_count
+#include "softmaxkit/core/error.hpp"           // split18: launch_split_running_rows' argument checks
 
 #include <cooperative_groups.h>
 
@@ -987,6 +988,228 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
   return true;
 }
 
+// ---- split18 (session 18, issue 3): the chunk pass of softmax / log-softmax on a running state a thread -------------
+// The three kernels' chunk pass (chunk_states_plain_kernel: the block max, a barrier, every element's term against it,
+// the block sum and count) ran at 26.6 lane-instructions an element for f32 softmax and 20.3 for bf16 at 69 / 67 %
+// issue (split17's Nsight Compute at 32×2097152): bound by its instructions. Here each chunk (split_row's chunking,
+// chunk_first / chunk_len) is reduced by one block of kThreads (64 or 128) threads that each keep a running (m, ties,
+// rest) over their share, as lse_stream.cu's lse_thread does (lse17 took bf16 logsumexp from 27.9 to 14.9 an element
+// so): kRunUnroll 16-byte vectors loaded at once, their max; where it rises above the running max the thread's mass
+// rescales once, (ties + rest)·exp_diff(m, m'); the step's terms against the running max summed in a tree and added.
+// No block max before the terms, one barrier a chunk. Then the warp's lanes merge (run_group: lse_group's order), the
+// block's warps in warp 0 (group_merge), and the chunk state goes where chunk_states_plain_kernel writes it: the merge
+// kernel and the normalising kernel are split_row's, unchanged.
+// Terms: the op's and output type's tier as chunk_state takes them, but for 16-bit log ops: softmax f32 outputs
+// exp_diff (the plain form sums exp_diff_unguarded and re-sums a step whose sum is NaN with exp_diff: the same value;
+// chunk_states.cuh thread_exp_sum_lean says why), 16-bit outputs out_exp's plain expf; log ops log_term_exp_ftz
+// (f32 inputs) and log_term_exp16 (16-bit inputs, the tier of every other 16-bit log-softmax path and of lse17's
+// chunk kernel, whose chunk states this kernel's 16-bit log-softmax reproduces bit for bit at the same thread count:
+// the same map, steps, terms, ties and trees). Softmax counts no ties: its rest holds every term (the max's 1
+// included), d = rest − 1 (from_max_ties_and_rest with no ties), the plain sum's state as chunk_state builds it.
+// Counted before the run (per element, SASS not yet read): f32 softmax a quarter of a load, FMNMX, exp_diff_unguarded
+// ~15 (TwoSum 6, expf 8, the FFMA), the tree's FADD: ~17.5 + the step's rise test and shift (~4 a 16) and the chunk's
+// tail (run_group, the barrier, the block merge: ~250 a thread over 96 elements at T128, ~2.6): ~20.5 against 26.6;
+// bf16 softmax cvt + FMNMX + expf's 9 + FADD ~12 + ~2.5 + ~2.6 ≈ 17 against 20.3; log ops f32 ~14 + 5 ≈ 19 against
+// ~20 (lean), bf16 log_term_exp16 3 + the tie test 3 + cvt, max, add ≈ 9 + 5 ≈ 14 against ~20.
+// Traffic: as the chunk pass it replaces (each element read once: 4 B f32, 2 B 16-bit; 8 B a chunk written).
+// Order and error: a new summation order for the rows it serves (softmax_cuda.cpp split_running_takes: every row count
+// of a length past 32 chunks on the automatic path, where no other kernel of split_row's bits serves; forced
+// split_row keeps chunk_state's tree); first-order depth of a chunk as lse_stream's D_stream (docs/semantics.md §6):
+// log2 C + 8K + 20 at T128, C = 16 f32 / 32 16-bit terms a step, K = 6 / 3 steps a thread; against chunk_state's tree
+// of ⌈log2 12288⌉ + 4 = 18. Measured against float64: tests/cuda/softmax/test_few_rows_gpu.cpp RunningChunk*.
+constexpr int kRunUnroll = 4;  // 16-byte vectors a thread loads at once (lse_stream's kUnroll): 64 B in flight
+
+template <typename In>
+struct alignas(16) RunVec {
+  static constexpr int V = 16 / static_cast<int>(sizeof(In));
+  In v[V];
+};
+
+// A thread's running share of a chunk: m its max so far, ties its scores equal to m (log ops only), rest Σ exp(x − m)
+// over the others (softmax: over all of them).
+struct RunState {
+  float m;
+  int ties;
+  float rest;
+};
+
+// lse_stream.cu lse_rise: the step's max cm rose above m (or either is NaN).
+__device__ __forceinline__ void run_rise(RunState& s, float cm) {
+  if (cm != cm || s.m != s.m) {
+    s.m = detail::nan_<float>();
+  } else if (s.m == -detail::inf_<float>() || cm == detail::inf_<float>()) {
+    s.m = cm;
+    s.ties = 0;
+    s.rest = 0.0f;
+  } else {  // finite m < cm ≤ finite
+    s.rest = (static_cast<float>(s.ties) + s.rest) * exp_diff(s.m, cm);
+    s.ties = 0;
+    s.m = cm;
+  }
+}
+
+// One step of C values: lse_stream.cu lse_push for the log ops (the tier by the input type), the softmax terms by the
+// output type. kLean (f32-output softmax, the plain form): the unguarded terms, a NaN step sum (a −inf score or pad,
+// x − m overflowing, a non-finite m) re-summed with exp_diff: the same sum where it matters (thread_exp_sum_lean).
+template <typename In, typename Out, bool kLog, bool kLean, int C>
+__device__ __forceinline__ void run_push(RunState& s, const float (&x)[C]) {
+  const float cm = tree_max<C>(x);
+  if (!(cm <= s.m)) run_rise(s, cm);
+  const float shift = ChunkState::shift_for(s.m);
+  float r[C];
+  if constexpr (kLog) {
+    int ties = 0;
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      const bool tie = x[i] == shift;
+      r[i] = tie ? 0.0f : (sizeof(In) == 2 ? log_term_exp16(x[i], shift) : log_term_exp_ftz(x[i], shift));
+      ties += tie ? 1 : 0;
+    }
+    s.ties += ties;
+    s.rest += tree_sum<C>(r);
+  } else if constexpr (kLean && !kPlainExp<Out>) {
+#pragma unroll
+    for (int i = 0; i < C; ++i) r[i] = exp_diff_unguarded(x[i], shift);
+    float t = tree_sum<C>(r);
+    if (t != t) {
+#pragma unroll
+      for (int i = 0; i < C; ++i) r[i] = exp_diff(x[i], shift);
+      t = tree_sum<C>(r);
+    }
+    s.rest += t;
+  } else {
+#pragma unroll
+    for (int i = 0; i < C; ++i) r[i] = out_exp<Out>(x[i], shift);
+    s.rest += tree_sum<C>(r);
+  }
+}
+
+// Thread g of the G threads of a chunk (row: the chunk's first element; n its length; first its position in the row,
+// for the mask index): lse_stream.cu lse_thread's map and steps. kGeneral: strided or unaligned chunks element by
+// element, a temperature or mask applied; else unit-stride 16-byte-aligned chunks, no transform. The same elements in
+// the same steps either way: the same bits.
+template <typename In, typename Out, bool kLog, int G, bool kGeneral>
+__device__ __forceinline__ RunState run_thread(const In* row, int n, std::int64_t step, int g, const RowTransform& t,
+                                               std::int64_t first) {
+  constexpr int V = RunVec<In>::V, C = kRunUnroll * V;
+  constexpr bool kLean = !kGeneral;
+  RunState s{-detail::inf_<float>(), 0, 0.0f};
+  const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
+  const int nv = (n + V - 1) / V;
+  const auto* pv = reinterpret_cast<const RunVec<In>*>(row);
+  for (int k0 = g; k0 < nv; k0 += kRunUnroll * G) {
+    float x[C];
+    if (vec && (k0 + (kRunUnroll - 1) * G + 1) * V <= n) {  // the common case: kRunUnroll whole vectors
+      RunVec<In> w[kRunUnroll];
+#pragma unroll
+      for (int u = 0; u < kRunUnroll; ++u) w[u] = pv[k0 + u * G];
+#pragma unroll
+      for (int u = 0; u < kRunUnroll; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w[u].v[j]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kRunUnroll; ++u) {
+        const int i0 = (k0 + u * G) * V;
+        if (vec && i0 + V <= n) {
+          const RunVec<In> w = pv[k0 + u * G];
+#pragma unroll
+          for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            x[u * V + j] = i0 + j < n ? to_f32(row[(i0 + j) * step]) : -detail::inf_<float>();
+        }
+      }
+    }
+    if (kGeneral && t.active()) {
+#pragma unroll
+      for (int u = 0; u < kRunUnroll; ++u) {
+        const int i0 = (k0 + u * G) * V;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], first + i0 + j);
+      }
+    }
+    run_push<In, Out, kLog, kLean, C>(s, x);
+  }
+  return s;
+}
+
+// lse_stream.cu lse_group: the state of `width` lanes' running shares (the group's max, each lane's mass rescaled to
+// it once, the rests summed and the ties counted in fixed trees).
+__device__ __forceinline__ State run_group(const RunState& s, int width) {
+  const float M = group_max(s.m, width);
+  float rest = s.rest;
+  int ties = s.ties;
+  if (s.m != M && M > -detail::inf_<float>() && M < detail::inf_<float>()) {
+    rest = s.m == -detail::inf_<float>() ? 0.0f : (static_cast<float>(ties) + rest) * exp_diff(s.m, M);
+    ties = 0;
+  }
+  rest = group_sum(rest, width);
+  ties = group_count(ties, width);
+  return State::from_max_ties_and_rest(M, ties, rest);
+}
+
+// One block of kThreads a chunk (a grid-stride loop over the call's chunks, split_row's index order); the chunk state
+// to states[idx], as chunk_states_plain_kernel writes it. The warps' states are double-buffered by parity as
+// lse_stream.cu's lse_chunks_kernel does: one barrier a chunk. At most 64 registers (1024 threads an SM).
+template <typename In, typename Out, bool kLog, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
+    chunk_states_running_kernel(const RowProblem p, std::int64_t chunks, State* states) {
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float2 warp_state[2][kWarps];
+  pdl_launch_dependents();  // as chunk_states_kernel: the merge kernel waits in pdl_wait
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const std::int64_t total = p.rows * chunks;
+  const bool narrow = total <= 0xffffffffll;
+  int parity = 0;
+  for (std::int64_t idx = blockIdx.x; idx < total; idx += gridDim.x, parity ^= 1) {
+    std::int64_t row, c;
+    split_chunk_index(idx, chunks, narrow, row, c);
+    const RowRef o{row, 0};
+    const std::int64_t first = chunk_first(c);
+    const In* x = kGeneral ? at<In>(p.x, o.off(p, kX)) + first * p.step[kX]
+                           : at<In>(p.x, plain_offset(p, row, kX)) + first;
+    const RunState s = run_thread<In, Out, kLog, kThreads, kGeneral>(
+        x, chunk_len(p.n, c), kGeneral ? p.step[kX] : 1, t, row_transform(p, o), first);
+    const State ws = run_group(s, 32);
+    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
+    __syncthreads();
+    if (warp == 0) {
+      State st = State::empty();
+      if (lane < kWarps) st = State::from_fields(warp_state[parity][lane].x, warp_state[parity][lane].y);
+      st = group_merge(st, kWarps);
+      if (lane == 0) states[idx] = st;
+    }
+  }
+}
+
+std::atomic<std::uint64_t>& running_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+// The running chunk pass of a softmax / log-softmax call at `threads` (64 or 128) a chunk: the plain form for the
+// common call (common_call: the compact kernels' call), else the general one; Out as chunk_states_kernel's.
+template <typename In, int kThreads>
+void launch_running_chunks(const RowProblem& p, std::int64_t chunks, State* states, bool plain, cudaStream_t s) {
+  const std::int64_t total = p.rows * chunks;
+  const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
+  auto kernel = chunk_states_running_kernel<In, float, true, kThreads, true>;
+  if (p.op != Op::softmax) {
+    if (plain) kernel = chunk_states_running_kernel<In, float, true, kThreads, false>;
+  } else if (plain) {
+    kernel = chunk_states_running_kernel<In, In, false, kThreads, false>;
+  } else {
+    kernel = out16 ? chunk_states_running_kernel<In, In, false, kThreads, true>
+                   : chunk_states_running_kernel<In, float, false, kThreads, true>;
+  }
+  kernel<<<capped_grid(total), kThreads, 0, s>>>(p, chunks, states);
+  SMK_CUDA_CHECK_LAUNCH("chunk_states_running_kernel");
+  running_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
 // split16 (session 16): whether the compact f32 normalising kernel loads a chunk as one whole tile (kWholeF32) where
 // split_row_normalize_whole() is the library's -1. split6 had timed whole f32 tiles slower (1×16777216 softmax 89.1
 // against 83.4 µs) as a run-time branch that made the kernel spill 144 bytes; the compile-time form (64 registers
@@ -1007,12 +1230,17 @@ bool normalize_whole() {
   return setting >= 0 ? setting != 0 : kNormalizeWholeF32;
 }
 
+// running (split18): 0 split_row's kernels (the one-launch kernel, row_loop, split_stream or the three kernels, by
+// their rules: chunk_state's order); 64 or 128 the three kernels with the chunk pass on a running state a thread at that
+// many threads a chunk (launch_running_chunks: a new order, the merge and the normalising kernels unchanged).
 template <typename In>
-void launch(const RowProblem& p, cudaStream_t s) {
+void launch(const RowProblem& p, cudaStream_t s, int running = 0) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
-  if (launch_cluster<In>(p, chunks, s)) return;
-  if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
-  if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
+  if (running == 0) {
+    if (launch_cluster<In>(p, chunks, s)) return;
+    if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
+    if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
+  }
   const std::int64_t total = p.rows * chunks;
   const std::size_t bytes = sizeof(State) * static_cast<std::size_t>(total + p.rows);
   ScopedWorkspace ws(bytes, s);  // freed even if a launch below throws
@@ -1026,7 +1254,11 @@ void launch(const RowProblem& p, cudaStream_t s) {
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    if (plain && launch_chunk_tma<In>(p, chunks, states, total, s)) {  // tma14: the same bits, staged by bulk copies
+    if (running == 64) {
+      launch_running_chunks<In, 64>(p, chunks, states, plain, s);
+    } else if (running != 0) {
+      launch_running_chunks<In, 128>(p, chunks, states, plain, s);
+    } else if (plain && launch_chunk_tma<In>(p, chunks, states, total, s)) {  // tma14: the same bits, staged by bulk copies
       plain_launches().fetch_add(1, std::memory_order_relaxed);
     } else if (plain) {
       // split15: the lean chunk arithmetic where chunk_lean says (the same state either way).
@@ -1134,6 +1366,26 @@ int& split_row_normalize_whole() {
 void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0) return;
   with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s); });
+}
+
+// split18 (split_row_tuning.hpp): the three kernels with the running chunk pass (softmax / log-softmax only).
+void launch_split_running_rows(const RowProblem& p, int threads, cudaStream_t s) {
+  if (p.op != Op::softmax && p.op != Op::log_softmax)
+    smk::throw_unsupported("logsumexp (split_row running chunks)",
+                           "the running chunk pass serves softmax and log-softmax only");
+  if (threads != 64 && threads != 128)
+    smk::throw_invalid_argument("softmax (split_row running chunks)", "threads", "64 or 128");
+  if (p.rows == 0) return;
+  with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s, threads); });
+}
+std::uint64_t split_running_launch_count() { return running_launches().load(std::memory_order_relaxed); }
+int& split_row_running() {
+  static int setting = -1;
+  return setting;
+}
+int& split_row_running_threads() {
+  static int threads = 0;
+  return threads;
 }
 
 }  // namespace smk::cuda::kernels

@@ -1247,6 +1247,149 @@ int split16_mode(bool ncu) {
   return differs == 0 ? 0 : 1;
 }
 
+// split18 (session 18, issue 3; docs/perf-notebook.md "split18"): softmax / log-softmax of long rows on split_row as the
+// dispatcher ran them before split18 ("HEAD": launch_split_rows, chunk_state's chunk pass, the merge and the
+// normalising kernels) beside the three kernels with the chunk pass on a running state a thread ("run T128", "run
+// T64": launch_split_running_rows, a new summation order), f32 and bf16 at 32x2097152, 128x524288, 1x16777216 and
+// 32x128256 (uniform scores in [16, 24]; "g": 3·N(0, 1) at 32x2097152). Each case: the variants in 3 alternating
+// rounds, HEAD timed first and last in each, median of `reps` launches over rotated inputs, the ratio to HEAD's first
+// timing a round. Then each variant's output on copy 0 (poisoned with 0xFF first) against float64 on rows 0, rows / 2
+// and rows − 1: the largest error in units of u = 2^-24 (softmax: relative, over outputs ≥ 1e-30; log-softmax:
+// absolute over max(1, |y|)), the elements whose bytes differ from HEAD's, and the running kernel's output of a second
+// run byte for byte against its first. --split18-ncu: one launch each of HEAD and run T128 at f32 and bf16 32x2097152
+// softmax, for Nsight Compute.
+int split18_mode(bool ncu) {
+  struct V18 {
+    std::string name;
+    int threads;  // 0: HEAD's kernels
+  };
+  const std::vector<V18> vs = {{"HEAD", 0}, {"run T128", 128}, {"run T64", 64}};
+  auto launch = [](const V18& v, const RowProblem& p) {
+    if (v.threads == 0) launch_split_rows(p, nullptr);
+    else launch_split_running_rows(p, v.threads, nullptr);
+  };
+  split_row_tuning() = {};
+  split_row_chunk_tma() = {};
+  row_loop_tuning() = {};
+  if (ncu) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      Buffers b = forward_buffers(32, 2097152, t);
+      for (std::size_t i = 0; i < 2; ++i) launch(vs[i], problem(Op::softmax, 32, 2097152, t, b, 0));
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      free_buffers(b);
+    }
+    return 0;
+  }
+  int bad = 0;
+  auto case18 = [&](std::int64_t rows, std::int64_t n, DType t, Op op, bool gauss, int reps) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld%s", static_cast<long long>(rows), static_cast<long long>(n),
+                  gauss ? " g" : "");
+    const char* op_s = op == Op::softmax ? "softmax" : "log_softmax";
+    Buffers b = forward_buffers(rows, n, t, gauss);
+    const std::size_t es = smk::dtype_size(t), count = static_cast<std::size_t>(rows * n), out_bytes = count * es;
+    const double bytes = 2.0 * static_cast<double>(out_bytes);
+    std::vector<std::vector<double>> us(vs.size() + 1);
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t i = 0; i <= vs.size(); ++i) {
+        const V18& v = vs[i == vs.size() ? 0 : i];
+        us[i].push_back(median_us(b, reps, [&](int k) { launch(v, problem(op, rows, n, t, b, k)); }));
+      }
+    }
+    report_rounds(shape, t, op, vs, us, bytes);
+    for (std::size_t i = 1; i < vs.size(); ++i) {
+      std::vector<double> r;
+      for (int round = 0; round < 3; ++round) r.push_back(us[i][round] / us[0][round]);
+      std::vector<double> s = r;
+      std::sort(s.begin(), s.end());
+      std::printf("%-14s %-5s %-11s ratio %s / HEAD: %.3f (rounds %.3f %.3f %.3f)\n", shape, smk::dtype_name(t), op_s,
+                  vs[i].name.c_str(), s[1], r[0], r[1], r[2]);
+    }
+    // Accuracy: rows 0, rows / 2, rows − 1 of copy 0 against float64.
+    auto decode = [&](const std::vector<unsigned char>& raw, std::size_t i) {
+      if (t == DType::f32) {
+        float f;
+        std::memcpy(&f, raw.data() + 4 * i, 4);
+        return static_cast<double>(f);
+      }
+      smk::bfloat16_t h;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      return static_cast<double>(smk::to_float(h));
+    };
+    std::vector<std::int64_t> pick = {0, rows / 2, rows - 1};
+    pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
+    std::vector<unsigned char> in_raw(out_bytes);
+    SMK_CUDA_CHECK(cudaMemcpy(in_raw.data(), b.in[0], out_bytes, cudaMemcpyDeviceToHost));
+    std::vector<std::vector<double>> ref(pick.size());
+    for (std::size_t k = 0; k < pick.size(); ++k) {
+      const std::size_t at = static_cast<std::size_t>(pick[k] * n);
+      double m = -1e300, l = 0;
+      for (std::int64_t i = 0; i < n; ++i) m = std::max(m, decode(in_raw, at + i));
+      for (std::int64_t i = 0; i < n; ++i) l += std::exp(decode(in_raw, at + i) - m);
+      const double lse = m + std::log(l);
+      ref[k].resize(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double y = decode(in_raw, at + i) - lse;
+        ref[k][static_cast<std::size_t>(i)] = op == Op::softmax ? std::exp(y) : y;
+      }
+    }
+    const double u = 5.9604644775390625e-8;
+    std::vector<unsigned char> head(out_bytes), got(out_bytes), again(out_bytes);
+    for (std::size_t v = 0; v < vs.size(); ++v) {
+      for (int rep = 0; rep < (v == 0 ? 1 : 2); ++rep) {
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        launch(vs[v], problem(op, rows, n, t, b, 0));
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        std::vector<unsigned char>& dst = v == 0 ? head : (rep == 0 ? got : again);
+        SMK_CUDA_CHECK(cudaMemcpy(dst.data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+      }
+      const std::vector<unsigned char>& mine = v == 0 ? head : got;
+      double worst = 0;
+      for (std::size_t k = 0; k < pick.size(); ++k) {
+        const std::size_t at = static_cast<std::size_t>(pick[k] * n);
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double want = ref[k][static_cast<std::size_t>(i)], y = decode(mine, at + i);
+          double e = 0;
+          if (op == Op::softmax) {
+            if (want >= 1e-30) e = std::fabs(y - want) / (want * u);
+          } else {
+            e = std::fabs(y - want) / (u * std::max(1.0, std::fabs(want)));
+          }
+          worst = std::max(worst, e == e ? e : 1e30);
+        }
+      }
+      std::size_t diff = 0;
+      if (es == 4) {
+        const auto* a = reinterpret_cast<const std::uint32_t*>(mine.data());
+        const auto* h = reinterpret_cast<const std::uint32_t*>(head.data());
+        for (std::size_t i = 0; i < count; ++i) diff += a[i] != h[i];
+      } else {
+        const auto* a = reinterpret_cast<const std::uint16_t*>(mine.data());
+        const auto* h = reinterpret_cast<const std::uint16_t*>(head.data());
+        for (std::size_t i = 0; i < count; ++i) diff += a[i] != h[i];
+      }
+      const bool same = v == 0 || std::memcmp(got.data(), again.data(), out_bytes) == 0;
+      bad += !same || worst >= 1e30;
+      std::printf("%-14s %-5s %-11s %-9s err %.2f u, %zu of %zu elements differ from HEAD%s\n", shape,
+                  smk::dtype_name(t), op_s, vs[v].name.c_str(), worst, diff, count,
+                  v == 0 ? "" : (same ? ", run to run same bits" : ", run to run DIFFERS"));
+    }
+    std::fflush(stdout);
+    free_buffers(b);
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      case18(32, 2097152, t, op, false, 15);
+      case18(128, 524288, t, op, false, 15);
+      case18(1, 16777216, t, op, false, 21);
+      case18(32, 128256, t, op, false, 41);
+    }
+    case18(32, 2097152, t, Op::softmax, true, 15);
+  }
+  std::printf("split18: %d case(s) not the same run to run or non-finite\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
 // blk17 (session 17, issue 3; docs/perf-notebook.md "blk17"): block_per_row's f32 softmax / log-softmax lane-staged
 // (block_rows_lane_kernel, BlockConfig::lane_stages 1 and 2: each thread's share of the block's next rows copied into
 // shared memory by cp.async; 16-bit rows only before blk17) beside the direct kernel (lane_stages 0, the dispatcher's
@@ -1472,6 +1615,7 @@ struct Mode {
   const char* more;
 };
 constexpr Mode kModes[] = {
+    {"--split18", ""}, {"--split18-ncu", ""},
     {"--quick", ""}, {"--rowpipe", ""}, {"--rowpipe-ncu", ""}, {"--bw16", ""}, {"--bw16b", ""}, {"--bw16-ncu", ""},
     {"--mid16", ""}, {"--fwd16", ""}, {"--mid8", ""}, {"--mid8-ncu", ""}, {"--short8", ""}, {"--short9", ""},
     {"--mid9", ""}, {"--vocab10", ""}, {"--lse10", ""}, {"--lse10-f4", ""}, {"--lse10-ncu", ""}, {"--short10", ""},
@@ -1527,6 +1671,8 @@ int main(int argc, char** argv) {
     return short15(std::strcmp(argv[1], "--short15-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--short14") == 0 || std::strcmp(argv[1], "--short14-ncu") == 0))
     return short14(std::strcmp(argv[1], "--short14-ncu") == 0);
+  if (argc > 1 && (std::strcmp(argv[1], "--split18") == 0 || std::strcmp(argv[1], "--split18-ncu") == 0))
+    return split18_mode(std::strcmp(argv[1], "--split18-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--tma14", 7) == 0)
     return tma14_mode(std::strcmp(argv[1], "--tma14-ncu") == 0, std::strcmp(argv[1], "--tma14b") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--pack14", 8) == 0)
