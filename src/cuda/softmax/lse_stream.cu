@@ -55,9 +55,12 @@
 // 70.6 µs, DRAM 79 %, 19.2 an element (target ≤ 12: missed; the per-row merges and early-chunk rescales are the rest),
 // issue 64 %, 53 registers; T512 87.2 µs, 21.9 an element. bf16 32768×1024: warp E32 L32 30.7 µs, 17.6 an element;
 // this kernel L32 27.0 µs, 16.6 an element.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <atomic>
 
+#include "cuda/device_attrs.hpp"           // lse18: the cluster kernel's occupancy query
 #include "cuda/softmax/chunk_states.cuh"  // lse17: chunk_first / chunk_len, merge_chunk_states, split_chunk_index
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
@@ -180,6 +183,46 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
   return s;
 }
 
+// lse18: lse_thread's plain form (unit-stride, 16-byte-aligned rows, no transform) with every load of the thread's share
+// of a chunk of at most kSteps·kUnroll·G vectors issued before its first push (lse_thread issues a step's kUnroll loads,
+// pushes them, then issues the next step's): the same vectors in the same steps, a ragged vector read element by
+// element with −inf past n as there, pushed in the same order, so the same state bit for bit. For the one-launch form,
+// whose few blocks wait on one DRAM round trip a step.
+template <typename In, int G, int kSteps>
+__device__ __forceinline__ RunningLse lse_thread_preloaded(const In* row, std::int64_t n, int g) {
+  constexpr int V = LseVec<In>::V, C = kUnroll * V;
+  RunningLse s{-detail::inf_<float>(), 0, 0.0f};
+  const std::int64_t nv = (n + V - 1) / V;
+  const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
+  LseVec<In> w[kSteps][kUnroll];
+#pragma unroll
+  for (int k = 0; k < kSteps; ++k)
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = g + std::int64_t{k * kUnroll + u} * G;  // vector k0 + u·G of step k (k0 = g + k·kUnroll·G)
+      if ((i + 1) * V <= n) w[k][u] = pv[i];
+    }
+#pragma unroll
+  for (int k = 0; k < kSteps; ++k) {
+    const std::int64_t k0 = g + std::int64_t{k} * kUnroll * G;
+    if (k0 >= nv) break;
+    float x[C];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
+      if (i0 + V <= n) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w[k][u].v[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : -detail::inf_<float>();
+      }
+    }
+    lse_push<In, C>(s, x);
+  }
+  return s;
+}
+
 // The state of `width` lanes' running shares (an aligned group of a warp; every lane of it returns it): the group's
 // max, each lane's mass rescaled to it once (exp_diff), the rests summed and the ties counted in fixed trees. Where the
 // max is not finite the state is decided by it alone (from_max_ties_and_rest), whatever the sums hold.
@@ -196,6 +239,27 @@ __device__ __forceinline__ OnlineSoftmaxState<float> lse_group(const RunningLse&
   return OnlineSoftmaxState<float>::from_max_ties_and_rest(M, ties, rest);
 }
 
+// A block's state from its threads' running shares, the end of lse_block_kernel's row and of lse_chunks_kernel's chunk
+// (one helper since lse18; session 17's review, F8): lse_group over each warp, the kWarps warps' states through `slots`
+// (one barrier; the callers double-buffer the slots by parity), merged in warp 0 by group_merge over kWidth lanes
+// (lse_block_kernel 32, lse_chunks_kernel kWarps: lanes past the warps hold the empty state, merge's identity), and
+// handed to `write` on thread 0. Called by every thread. Written so that the callers compile to the SASS they had with
+// this code inline (cuobjdump, CUDA 13.0 sm_90a: lse_stream.cu.o's 25 kernels as before; a form returning the state to
+// every warp moved the store and the empty state's constants, session 17's reverted fold).
+template <int kWarps, int kWidth, typename F>
+__device__ __forceinline__ void lse_block_state(const RunningLse& s, float2 (&slots)[kWarps], F&& write) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const auto ws = lse_group(s, 32);
+  if (lane == 0) slots[warp] = make_float2(ws.m, ws.d);
+  __syncthreads();
+  if (warp == 0) {
+    auto st = OnlineSoftmaxState<float>::empty();
+    if (lane < kWarps) st = OnlineSoftmaxState<float>::from_fields(slots[lane].x, slots[lane].y);
+    st = group_merge(st, kWidth);
+    if (lane == 0) write(st);
+  }
+}
+
 // One block of kThreads a row (a grid-stride loop over rows). The warps' states merge in warp 0 (group_merge, a fixed
 // butterfly), which writes the row's statistics; the warps' slots are double-buffered by row parity, so one barrier a
 // row suffices (warp 0 reads row r's slots before it reaches row r + 1's barrier, which every warp must pass before
@@ -208,22 +272,14 @@ constexpr int kLseMinThreadsPerSm = 1024;
 template <typename In, int kThreads, bool kGeneral>
 __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_kernel(const RowProblem p) {
   __shared__ float2 warp_state[2][kThreads / 32];
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int t = static_cast<int>(threadIdx.x);
   int parity = 0;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
     const RowRef o{row, 0};
     const RunningLse s =
         lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, row_transform(p, o));
-    const auto ws = lse_group(s, 32);
-    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
-    __syncthreads();
-    if (warp == 0) {
-      auto st = OnlineSoftmaxState<float>::empty();
-      if (lane < kThreads / 32) st = OnlineSoftmaxState<float>::from_fields(warp_state[parity][lane].x,
-                                                                            warp_state[parity][lane].y);
-      st = group_merge(st, 32);
-      if (lane == 0) write_row_stats(p, o, st);
-    }
+    lse_block_state<kThreads / 32, 32>(s, warp_state[parity],
+                                       [&](const OnlineSoftmaxState<float>& st) { write_row_stats(p, o, st); });
   }
 }
 
@@ -294,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
   constexpr int kWarps = kThreads / 32;
   __shared__ float2 warp_state[2][kWarps];
   pdl_launch_dependents();  // the merge kernel may be scheduled now; it waits for this grid in pdl_wait
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int t = static_cast<int>(threadIdx.x);
   const std::int64_t total = p.rows * chunks;
   const bool narrow = total <= 0xffffffffll;
   int parity = 0;
@@ -306,16 +362,8 @@ __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
     const RunningLse s = lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)) + first * p.step[kX],
                                                             chunk_len(p.n, c), p.step[kX], t, row_transform(p, o),
                                                             first);
-    const auto ws = lse_group(s, 32);
     // Double-buffered by parity as lse_block_kernel's: one barrier a chunk.
-    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
-    __syncthreads();
-    if (warp == 0) {
-      auto st = ChunkState::empty();
-      if (lane < kWarps) st = ChunkState::from_fields(warp_state[parity][lane].x, warp_state[parity][lane].y);
-      st = group_merge(st, kWarps);
-      if (lane == 0) states[idx] = st;
-    }
+    lse_block_state<kWarps, kWarps>(s, warp_state[parity], [&](const ChunkState& st) { states[idx] = st; });
   }
 }
 
@@ -329,6 +377,198 @@ __global__ void __launch_bounds__(kSplitThreads) lse_chunks_merge_kernel(const R
     const ChunkState st = merge_chunk_states(states + row * chunks, chunks, red_m, red_d);
     if (threadIdx.x == 0) write_row_stats(p, RowRef{row, 0}, st);
   }
+}
+
+// ---- lse18 (session 18): the merge as a warp a row, and the one-launch form for rows that fit the device --------------
+// For a row of at most 32 chunks, merge_chunk_states (512 threads: thread t merges chunk t into the empty state, a
+// butterfly over each warp, then a butterfly over the 16 warps' states) is one warp's work: lane r merges chunk r into
+// the empty state as thread r does, the warp's butterfly is warp 0's, and the second butterfly merges warp 0's state
+// with 15 warps' butterflies of empty states, i.e. with the empty state, merge's identity (online_state.hpp: an empty
+// side copies the other's fields; a NaN state is nan_()'s already, having come out of merge), so it returns warp 0's
+// state bit for bit. split_row.cu's merge_pushed_states rests on the same fact. So merge_lane_states below gives
+// lse_chunks_merge_kernel's bits (tested bitwise: test_lse_stream_gpu.cpp).
+constexpr std::int64_t kLseWarpMergeMaxChunks = 32;  // one chunk state a lane of one warp
+__device__ __forceinline__ ChunkState merge_lane_states(bool has, float2 f) {
+  ChunkState s = ChunkState::empty();
+  if (has) s.merge(ChunkState::from_fields(f.x, f.y));
+  return group_merge(s, 32);
+}
+
+// Rows of ≤ kLseWarpMergeMaxChunks chunks: a warp a row, 8 rows a block of 256, launched as a programmatic dependent
+// of lse_chunks_kernel (as lse_chunks_merge_kernel). The states are read through L2 (ld.global.cg), as
+// merge_chunk_states reads them. Where the block merge kernel spends a 512-thread block a row (1024 rows: 1024 blocks,
+// two waves, two block barriers and two butterflies each), this is one wave of 128 blocks, one 8-byte load a lane and
+// one butterfly.
+constexpr int kLseWarpMergeThreads = 256;
+__global__ void __launch_bounds__(kLseWarpMergeThreads) lse_chunks_merge_warp_kernel(const RowProblem p,
+                                                                                      std::int64_t chunks,
+                                                                                      const ChunkState* states) {
+  pdl_wait();
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t warps = std::int64_t{gridDim.x} * (kLseWarpMergeThreads / 32);
+  const auto* f = reinterpret_cast<const float2*>(states);
+  for (std::int64_t row = (std::int64_t{blockIdx.x} * kLseWarpMergeThreads + threadIdx.x) / 32; row < p.rows;
+       row += warps) {
+    const bool has = lane < chunks;
+    const ChunkState st = merge_lane_states(has, has ? __ldcg(f + row * chunks + lane) : make_float2(0.0f, 0.0f));
+    if (lane == 0) write_row_stats(p, RowRef{row, 0}, st);
+  }
+}
+
+// The one-launch form: a cluster of `chunks` blocks a row (≤ kLseClusterMaxChunks: 9-16 blocks is an H100 / H200
+// extension, the non-portable cluster size), block c reducing chunk c exactly as lse_chunks_kernel does (lse_thread,
+// lse_block_state), its state pushed into block 0's shared memory (slot c) by distributed shared memory, one cluster
+// barrier a row (release, acquire), then warp 0 of block 0 merges the slots with merge_lane_states: the two-launch
+// form's bits, so the choice by the call's size (all its clusters resident at once) keeps a row's result the same alone
+// or in a batch. The grid is a whole number of clusters, each walking rows first, first + stride; slots double-buffered
+// by parity (a block pushes into a parity's slots again two rows later, after the next row's barrier, which block 0
+// reaches only after reading them). kPrefetch (plain form only): thread 0 first asks L2 for the block's whole chunk
+// (cp.async.bulk.prefetch.L2, split_row's one12), so the thread's later load steps find it there.
+constexpr std::int64_t kLseClusterMaxChunks = 16;
+constexpr int kLseLoadSteps = 0;     // lse_thread as the chunk kernel runs it
+constexpr int kLseLoadL2 = 1;        // the same, the chunk first prefetched into L2 (plain form)
+constexpr int kLseLoadPreload = 2;   // lse_thread_preloaded (plain form; no blocks-an-SM bound: ~100 registers)
+template <int kLoad, typename In, int kThreads>
+constexpr int kLseClusterMinBlocks = kLoad == kLseLoadPreload ? 1 : kLseMinThreadsPerSm<In> / kThreads;
+template <typename In, int kThreads, bool kGeneral, int kLoad>
+__global__ void __launch_bounds__(kThreads, (kLseClusterMinBlocks<kLoad, In, kThreads>))
+    lse_chunks_cluster_kernel(const RowProblem p, std::int64_t chunks) {
+  namespace cg = cooperative_groups;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float2 warp_state[2][kWarps];
+  __shared__ float2 slots[2][kLseClusterMaxChunks];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int t = static_cast<int>(threadIdx.x);
+  const auto c = static_cast<std::int64_t>(cluster.block_rank());
+  const auto per = static_cast<unsigned>(chunks);  // 32-bit quotients (chunks ≤ 16)
+  const std::int64_t first_row = blockIdx.x / per, stride = gridDim.x / per;
+  const std::int64_t first = chunk_first(c);
+  const int len = chunk_len(p.n, c);
+  // A block may write into block 0's shared memory only once block 0 runs: this arrive, matched by the wait before the
+  // first push, says so (split_row.cu cluster_split_rows does the same).
+  cluster.barrier_arrive();
+  bool started = false;
+  int parity = 0;
+  for (std::int64_t row = first_row; row < p.rows; row += stride, parity ^= 1) {
+    const RowRef o{row, 0};
+    const In* x = at<In>(p.x, o.off(p, kX)) + first * p.step[kX];
+    if constexpr (kLoad == kLseLoadL2 && !kGeneral) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      const unsigned bytes = static_cast<unsigned>(len) * static_cast<unsigned>(sizeof(In)) / 16u * 16u;
+      if (t == 0 && bytes > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(x), "r"(bytes) : "memory");
+#endif
+    }
+    RunningLse s;
+    if constexpr (kLoad == kLseLoadPreload && !kGeneral) {
+      constexpr int kSteps = (kSplitChunk / LseVec<In>::V + kUnroll * kThreads - 1) / (kUnroll * kThreads);
+      s = lse_thread_preloaded<In, kThreads, kSteps>(x, len, t);
+    } else {
+      s = lse_thread<In, kThreads, kGeneral>(x, len, p.step[kX], t, row_transform(p, o), first);
+    }
+    if (!started) cluster.barrier_wait();
+    started = true;
+    lse_block_state<kWarps, kWarps>(s, warp_state[parity], [&](const ChunkState& st) {
+      *cluster.map_shared_rank(&slots[parity][c], 0u) = make_float2(st.m, st.d);
+    });
+    cluster.sync();  // barrier.cluster.arrive (release) + wait (acquire): the pushes are visible to block 0
+    if (c == 0 && t < 32) {
+      const bool has = t < chunks;
+      const ChunkState st = merge_lane_states(has, has ? slots[parity][t] : make_float2(0.0f, 0.0f));
+      if (t == 0) write_row_stats(p, o, st);
+    }
+  }
+  if (!started) cluster.barrier_wait();  // a cluster with no row: the opening arrive's wait
+}
+static_assert(kLseClusterMaxChunks <= kLseWarpMergeMaxChunks, "the cluster's merge gives each chunk a lane of a warp");
+
+// lse18's timing control (removed after the run): lse_block_kernel as it was before lse_block_state (session 17's code,
+// inline), to time the helper's SASS beside it.
+template <typename In, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_head_kernel(const RowProblem p) {
+  __shared__ float2 warp_state[2][kThreads / 32];
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  int parity = 0;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
+    const RowRef o{row, 0};
+    const RunningLse s =
+        lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, row_transform(p, o));
+    const auto ws = lse_group(s, 32);
+    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
+    __syncthreads();
+    if (warp == 0) {
+      auto st = OnlineSoftmaxState<float>::empty();
+      if (lane < kThreads / 32) st = OnlineSoftmaxState<float>::from_fields(warp_state[parity][lane].x,
+                                                                            warp_state[parity][lane].y);
+      st = group_merge(st, 32);
+      if (lane == 0) write_row_stats(p, o, st);
+    }
+  }
+}
+
+std::atomic<std::uint64_t>& lse_cluster_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+std::atomic<std::uint64_t>& lse_warp_merge_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
+// How many clusters of `blocks` blocks of lse_chunks_cluster_kernel the current device runs at once (0 below compute
+// capability 9.0, or where the occupancy query refuses the size). Asked once per device and size, then read from a
+// cache, as split_row.cu's active_clusters; each kernel asks for its own (the preloading one has another registers cap).
+template <auto kKernel>
+int lse_active_clusters(int blocks) {
+  if (blocks < 1 || blocks > kLseClusterMaxChunks) return 0;
+  const int dev = current_device();
+  static std::atomic<int> known[kMaxDevices][kLseClusterMaxChunks + 1];  // the answer + 1; 0: not asked yet
+  std::atomic<int>* slot = dev >= 0 && dev < kMaxDevices ? &known[dev][blocks] : nullptr;
+  if (slot != nullptr) {
+    const int k = slot->load(std::memory_order_acquire);
+    if (k != 0) return k - 1;
+  }
+  int active = 0;
+  if (current_device_attrs().cc_major >= 9) {
+    const auto kernel = kKernel;
+    static DeviceOnce attributes;
+    attributes.run(
+        [&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+    cudaLaunchConfig_t cfg{};
+    cfg.blockDim = dim3(128);
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(blocks);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();  // not a sticky error: this size is refused here, the two launches serve
+      active = 0;
+    }
+  }
+  if (slot != nullptr) slot->store(std::max(active, 0) + 1, std::memory_order_release);
+  return std::max(active, 0);
+}
+
+template <auto kKernel>
+void launch_lse_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  static DeviceOnce attributes;
+  attributes.run(
+      [] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(128);
+  cfg.gridDim = dim3(capped_grid(p.rows, static_cast<int>(chunks)));
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(chunks);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
 }
 
 std::atomic<std::uint64_t>& lse_chunks_launches() {
@@ -360,7 +600,12 @@ void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
     SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
   } else {
     const unsigned grid = capped_grid(p.rows);
-    lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
+    bool head = false;
+    if constexpr (!kGeneral) {
+      head = lse_block_head_setting();
+      if (head) lse_block_head_kernel<In, 128, false><<<grid, 128, 0, s>>>(p);
+    }
+    if (!head) lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
   }
 }
@@ -370,6 +615,36 @@ void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (lse_plain_call<In>(p)) launch_form<In, false>(p, c, s);
   else launch_form<In, true>(p, c, s);
   lse_stream_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
+// The one-launch form where it serves (lse18): 16-bit rows at 128 threads a chunk, 1..kLseClusterMaxChunks chunks, every
+// cluster of the call resident at once (rows ≤ the clusters of that size the device runs: one wave, as split_row's
+// kSplitClusterMaxWaves). Returns whether it launched.
+template <typename In>
+bool launch_cluster_typed(const RowProblem& p, std::int64_t chunks, int load, cudaStream_t s) {
+  if constexpr (sizeof(In) != 2) {
+    return false;
+  } else {
+    if (chunks < 1 || chunks > kLseClusterMaxChunks) return false;
+    auto go = [&](auto kernel_tag) {
+      constexpr auto kKernel = decltype(kernel_tag)::value;
+      const int resident = lse_active_clusters<kKernel>(static_cast<int>(chunks));
+      if (resident == 0 || p.rows > resident) return false;
+      launch_lse_clusters<kKernel>(p, chunks, s);
+      return true;
+    };
+    if (!lse_plain_call<In>(p))
+      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, true, kLseLoadSteps>),
+                                       &lse_chunks_cluster_kernel<In, 128, true, kLseLoadSteps>>{});
+    if (load == kLseLoadPreload)
+      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadPreload>),
+                                       &lse_chunks_cluster_kernel<In, 128, false, kLseLoadPreload>>{});
+    if (load == kLseLoadL2)
+      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadL2>),
+                                       &lse_chunks_cluster_kernel<In, 128, false, kLseLoadL2>>{});
+    return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadSteps>),
+                                     &lse_chunks_cluster_kernel<In, 128, false, kLseLoadSteps>>{});
+  }
 }
 
 template <typename In, int kThreads>
@@ -392,6 +667,20 @@ void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
   if (p.rows == 0) return;
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   const std::int64_t total = p.rows * chunks;
+  const int form = lse_chunks_form_setting() >= 0 ? lse_chunks_form_setting() : kLseChunksForm;
+  if (form >= kLseFormCluster && threads == 128 && total > 0) {
+    bool launched = false;
+    with_in_type(p.x_dtype, [&](auto* tag) {
+      launched = launch_cluster_typed<std::remove_pointer_t<decltype(tag)>>(
+          p, chunks, form == kLseFormClusterL2 ? kLseLoadL2 : form == kLseFormClusterPreload ? kLseLoadPreload : kLseLoadSteps,
+          s);
+    });
+    if (launched) {
+      lse_cluster_launches().fetch_add(1, std::memory_order_relaxed);
+      lse_chunks_launches().fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
   ScopedWorkspace ws(sizeof(ChunkState) * static_cast<std::size_t>(std::max<std::int64_t>(total, 1)), s);
   auto* states = static_cast<ChunkState*>(ws.get());
   if (total > 0) {
@@ -401,13 +690,34 @@ void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
       else launch_chunks_typed<In, 128>(p, chunks, states, s);
     });
   }
-  launch_dependent(total > 0, lse_chunks_merge_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
-                   static_cast<const ChunkState*>(states));
+  if (form >= kLseFormWarpMerge && chunks <= kLseWarpMergeMaxChunks) {
+    constexpr std::int64_t kRowsPerBlock = kLseWarpMergeThreads / 32;
+    launch_dependent(total > 0, lse_chunks_merge_warp_kernel, capped_grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock),
+                     kLseWarpMergeThreads, s, p, chunks, static_cast<const ChunkState*>(states));
+    lse_warp_merge_launches().fetch_add(1, std::memory_order_relaxed);
+  } else {
+    launch_dependent(total > 0, lse_chunks_merge_kernel, capped_grid(p.rows), kSplitThreads, s, p, chunks,
+                     static_cast<const ChunkState*>(states));
+  }
   ws.release();
   lse_chunks_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
 std::uint64_t lse_chunks_launch_count() { return lse_chunks_launches().load(std::memory_order_relaxed); }
+std::uint64_t lse_chunks_cluster_launch_count() { return lse_cluster_launches().load(std::memory_order_relaxed); }
+std::uint64_t lse_chunks_warp_merge_launch_count() {
+  return lse_warp_merge_launches().load(std::memory_order_relaxed);
+}
+
+int& lse_chunks_form_setting() {
+  static int form = -1;
+  return form;
+}
+
+bool& lse_block_head_setting() {
+  static bool head = false;
+  return head;
+}
 
 int& lse_chunk_threads_setting() {
   static int threads = 0;

@@ -66,7 +66,10 @@ Result run_chunks(const Case& c, int threads) {
 class GpuLseChunks : public ::testing::Test {
  protected:
   void SetUp() override { SMK_REQUIRE_GPU(); }
-  void TearDown() override { cuda::kernels::lse_chunk_threads_setting() = 0; }
+  void TearDown() override {
+    cuda::kernels::lse_chunk_threads_setting() = 0;
+    cuda::kernels::lse_chunks_form_setting() = -1;
+  }
 };
 
 // Issue 3's long lengths (and 32769, the first one taken; ragged last chunks), few and many rows, bf16 and f16,
@@ -221,6 +224,132 @@ TEST_F(GpuLseChunks, SpecialRows) {
       for (std::int64_t i = 0; i < n; ++i) at(7, i) = round_to(t, static_cast<double>(n - i) / n * 40.0);     // reverse
       for (std::int64_t i = 0; i < n; ++i) at(8, i) = round_to(t, (t == DType::f16 ? 6.0e4 : 3.0e38) - i % 7);  // huge
       for (int threads : {128, 64}) run_chunks(c, threads);
+    }
+  }
+}
+
+// lse18 (session 18): the forms of a call give the same bits (lse_chunks.hpp kLseForm*): the merge a warp a row (rows of
+// ≤ 32 chunks) and the one launch (a cluster a row: ≤ 16 chunks, 16-bit, 128 threads a chunk, the call resident at
+// once) against session 17's two launches with the 512-thread merge kernel, bitwise, logsumexp and the state, plain
+// and general rows (pitched and unaligned, a mask, temperatures), special rows, 1-33 chunks (3, 13, 16 take the cluster;
+// 17 and 32 the warp merge; 33 the block merge in every form), the cluster at 64 threads not taken, and a row alone (one
+// launch) bitwise the same row in a batch too large for one wave (two launches): batch invariance across the forms.
+Result run_form(const Case& c, int form, int threads = 128) {
+  cuda::kernels::lse_chunks_form_setting() = form;
+  const Result r = run_chunks(c, threads);
+  cuda::kernels::lse_chunks_form_setting() = -1;
+  return r;
+}
+
+TEST_F(GpuLseChunks, FormsBitwiseTheBlockMerge) {
+  using namespace cuda::kernels;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 32769},  {1, 151936},  {3, 196608}, {37, 65537},
+                                                               {32, 128256}, {5, 196609}, {2, 393216}, {2, 393217}};
+  if (small_mode()) shapes = {{1, 32769}, {2, 40000}, {1, 208897}};  // 3, 4 and 17 chunks
+  std::uint64_t seed = 2200;
+  for (const auto& [rows, n] : shapes) {
+    const std::int64_t chunks = (n + 12287) / 12288;
+    for (DType t : {DType::bf16, DType::f16}) {
+      for (Op op : {Op::logsumexp, Op::state}) {
+        if (t == DType::f16 && (op == Op::state || rows > 3)) continue;  // f16 is bf16's code but for the loads
+        const Case c = random_case(std::to_string(rows) + "x" + std::to_string(n) + "_" + dtype_name(t), op, t,
+                                   DType::f32, rows, n, ++seed);
+        SCOPED_TRACE(c.name + " " + op_name(op));
+        const Result base = run_form(c, kLseFormBlockMerge);
+        for (int form : {kLseFormWarpMerge, kLseFormCluster, kLseFormClusterL2, kLseFormClusterPreload}) {
+          const std::uint64_t c0 = lse_chunks_cluster_launch_count(), w0 = lse_chunks_warp_merge_launch_count();
+          const Result r = run_form(c, form);
+          const bool cluster = lse_chunks_cluster_launch_count() > c0, warp = lse_chunks_warp_merge_launch_count() > w0;
+          std::printf("[ lse18 ] %-22s %-9s form %d: %s\n", c.name.c_str(), op_name(op), form,
+                      cluster ? "one launch" : warp ? "warp merge" : "block merge");
+          if (form == kLseFormWarpMerge || chunks > 16) EXPECT_FALSE(cluster);
+          if (!cluster) EXPECT_EQ(warp, chunks <= 32);
+          if (form >= kLseFormCluster && chunks <= 16 && rows <= 3) EXPECT_TRUE(cluster) << "three rows fit an H100/H200";
+          expect_same_bits(base, r, c.name + ": form " + std::to_string(form) + " against the block merge");
+        }
+      }
+    }
+  }
+  // The general form through the cluster kernel (pitched and unaligned rows, an all-true mask, a temperature, a
+  // boolean mask with a fully masked row) against the two launches' block merge.
+  const std::int64_t n = small_mode() ? 40000 : 151936, rows = 3;
+  Case plain = random_case("general", Op::logsumexp, DType::bf16, DType::f32, rows, n, ++seed);
+  Case pitched = plain;
+  pitched.name = "pitched_unaligned";
+  pitched.in.strides = {n + 13, 1};
+  pitched.in.offset = 1;
+  Case temp = plain;
+  temp.name = "temperature_0.5";
+  temp.options.temperature = 0.5f;
+  Case masked = plain;
+  masked.name = "bool_mask";
+  masked.mask = contiguous(DType::b8, {rows, n});
+  masked.mask_values.assign(static_cast<std::size_t>(rows * n), 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    masked.mask_values[static_cast<std::size_t>(1 * n + i)] = 0;                  // row 1 fully masked
+    if (i % 3 == 0) masked.mask_values[static_cast<std::size_t>(2 * n + i)] = 0;  // row 2: every third
+  }
+  for (const Case* c : {&pitched, &temp, &masked}) {
+    SCOPED_TRACE(c->name);
+    const Result base = run_form(*c, kLseFormBlockMerge);
+    const std::uint64_t c0 = lse_chunks_cluster_launch_count();
+    const Result r = run_form(*c, kLseFormCluster);
+    EXPECT_GT(lse_chunks_cluster_launch_count(), c0) << c->name << ": the cluster kernel did not serve";
+    expect_same_bits(base, r, c->name + ": one launch against the block merge");
+  }
+  // 64 threads a chunk: the cluster is not built for it (two launches, the warp merge).
+  {
+    const std::uint64_t c0 = lse_chunks_cluster_launch_count();
+    const Result r64 = run_form(plain, kLseFormCluster, 64);
+    EXPECT_EQ(lse_chunks_cluster_launch_count(), c0);
+    expect_same_bits(run_form(plain, kLseFormBlockMerge, 64), r64, "T64: warp merge against the block merge");
+  }
+}
+
+TEST_F(GpuLseChunks, SpecialRowsEveryForm) {
+  using namespace cuda::kernels;
+  const std::int64_t n = small_mode() ? 40000 : 151939, rows = 9;
+  for (Op op : {Op::logsumexp, Op::state}) {
+    Case c = random_case("special", op, DType::bf16, DType::f32, rows, n, 2300 + static_cast<int>(op));
+    auto at = [&](std::int64_t r, std::int64_t i) -> double& { return c.x[static_cast<std::size_t>(r * n + i)]; };
+    for (std::int64_t i = 0; i < n; ++i) at(0, i) = -kInf;                          // empty
+    at(1, n - 2) = kInf;                                                             // +inf in the last chunk
+    at(2, 12287) = kNaN;                                                             // NaN at a chunk's end
+    for (std::int64_t i = 0; i < 12288; ++i) at(3, i) = -kInf;                       // an empty first chunk
+    for (std::int64_t i = 0; i < n; ++i) at(4, i) = 3.0;                             // every score tied
+    for (std::int64_t i = 0; i < n; i += 777) at(5, i) = 60.0;                       // the max in every chunk
+    for (std::int64_t i = 0; i < n; ++i) at(6, i) = round_to(DType::bf16, static_cast<double>(i) / n * 40.0);
+    at(7, 5) = kNaN;
+    at(7, n - 1) = kInf;                                                             // NaN and +inf in one row
+    for (std::int64_t i = 0; i < n; ++i) at(8, i) = round_to(DType::bf16, 3.0e38 - i % 7);  // huge
+    const Result base = run_form(c, kLseFormBlockMerge);
+    for (int form : {kLseFormWarpMerge, kLseFormCluster, kLseFormClusterL2, kLseFormClusterPreload})
+      expect_same_bits(base, run_form(c, form), "special rows: form " + std::to_string(form));
+  }
+}
+
+TEST_F(GpuLseChunks, RowAloneOneLaunchEqualsRowInBatchTwoLaunches) {
+  using namespace cuda::kernels;
+  if (small_mode()) GTEST_SKIP() << "a batch past one wave of clusters is not small";
+  const std::int64_t n = 151936, rows = 400;  // past one wave of 13-block clusters (~80 at 8 blocks an SM)
+  for (Op op : {Op::logsumexp, Op::state}) {
+    const Case batch = random_case("batch", op, DType::bf16, DType::f32, rows, n, 2400 + static_cast<int>(op));
+    const std::uint64_t c0 = lse_chunks_cluster_launch_count();
+    const Result all = run_form(batch, kLseFormCluster);
+    ASSERT_TRUE(all.ran);
+    EXPECT_EQ(lse_chunks_cluster_launch_count(), c0) << "the batch took one launch: make it larger";
+    for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+      Case one = random_case("alone", op, DType::bf16, DType::f32, 1, n, 1);
+      one.x.assign(batch.x.begin() + r * n, batch.x.begin() + (r + 1) * n);
+      const std::uint64_t c1 = lse_chunks_cluster_launch_count();
+      const Result a = run_form(one, kLseFormCluster);
+      ASSERT_TRUE(a.ran);
+      EXPECT_GT(lse_chunks_cluster_launch_count(), c1) << "the row alone did not take one launch";
+      ASSERT_TRUE(same_bits(a.out[0], all.out[r])) << op_name(op) << " row " << r << ": alone " << a.out[0]
+                                                   << ", batch " << all.out[r];
+      if (op == Op::state) {
+        ASSERT_TRUE(same_bits(a.out2[0], all.out2[r])) << "l of row " << r;
+      }
     }
   }
 }

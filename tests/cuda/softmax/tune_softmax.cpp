@@ -11,6 +11,7 @@
 //                        --pack14-ncu | --tma14 | --tma14-ncu | --tma14b | --short14 | --short14-ncu | --short15 |
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
+//                        --bwd18 | --bwd18-ncu | --bwd18b |
 //                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu]
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
@@ -1089,6 +1090,344 @@ int bwd16_mode(bool ncu) {
   return differs ? 1 : 0;
 }
 
+// bwd18 (session 18, issue 3; docs/perf-notebook.md "bwd18"): torch.compile's form of the 2-D backward
+// (backward_reread.hpp kRereadInductor: 512 threads a row, 4 elements a thread a step, the row read twice) under four
+// sets of load hints (BackwardRereadTuning::hints 0 bwd17's, 1 Triton's L1 + L2 policies, 2 plain, 3 Triton's L1 hints
+// alone), one step (form 8) or two (form 12) in flight, beside the dispatcher's kernel (the public call), at bf16
+// 16384x4096 / 4096x16384 / 8192x32000 and f32 16384x4096 / 4096x16384, both ops. The method of the library's bench
+// and of torch's do_bench: before each launch 256 MiB are cleared (the L2 flushed, the GPU busy while the launch is
+// issued), then one launch between two events; median of `reps`, inputs rotated too. Three alternating rounds, the
+// default timed first and last in each. Then on copy 0 (dx poisoned): the default's dx against the public call's,
+// form 12's against form 8's for each hint set (the same order), and each variant's error on rows 0..7 against
+// float64 from the same y and dy. --bwd18-ncu: one launch each at bf16 16384x4096 / 4096x16384 softmax backward
+// (default, hints 0..3, form 12 under hints 1) for Nsight Compute. Returns 1 if a check fails.
+int bwd18_mode(bool ncu) {
+  struct V18 {
+    std::string name;
+    int form = -1, hints = 0;  // form -1: the public call
+  };
+  std::vector<V18> vs = {{"default (public call)"}};
+  for (int h = 0; h < 4; ++h) vs.push_back({"inductor 8 h" + std::to_string(h), kRereadInductor, h});
+  for (int h = 0; h < 4; ++h) vs.push_back({"inductor 12 h" + std::to_string(h), kRereadInductor | kRereadPairs, h});
+  struct Case {
+    DType t;
+    std::int64_t rows, n;
+  };
+  std::vector<Case> cases = {Case{DType::bf16, 16384, 4096}, Case{DType::bf16, 4096, 16384},
+                             Case{DType::f32, 16384, 4096}, Case{DType::f32, 4096, 16384},
+                             Case{DType::bf16, 8192, 32000}};
+  if (ncu) cases = {Case{DType::bf16, 16384, 4096}, Case{DType::bf16, 4096, 16384}};
+  const int rounds = 3, reps = 20;
+  int bad = 0;
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  for (const Case& c : cases) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.n));
+    Buffers b = make_buffers(c.rows, c.n, c.t);
+    const std::size_t es = smk::dtype_size(c.t);
+    const std::size_t out_bytes = static_cast<std::size_t>(c.rows * c.n) * es;
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    auto launch = [&](const V18& v, Op op, const RowProblem& p) {
+      backward_reread_tuning() = {};
+      if (v.form < 0) {
+        const smk::Device dev = smk::Device::cuda(0);
+        const auto view = [&](const void* ptr) {
+          return smk::TensorView::contiguous(const_cast<void*>(ptr), c.t, dev, {c.rows, c.n});
+        };
+        if (op == Op::softmax_backward) smk::softmax_backward(view(p.out), view(p.x), view(p.dy));
+        else smk::log_softmax_backward(view(p.out), view(p.x), view(p.dy));
+        return;
+      }
+      backward_reread_tuning() = {-1, v.form, v.hints};
+      launch_backward_reread_rows(p, nullptr);
+      backward_reread_tuning() = {};
+    };
+    auto timed = [&](const V18& v, Op op) {
+      cudaEvent_t start, stop;
+      SMK_CUDA_CHECK(cudaEventCreate(&start));
+      SMK_CUDA_CHECK(cudaEventCreate(&stop));
+      std::vector<float> ms;
+      for (int i = 0; i < reps + 2; ++i) {
+        SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes));
+        SMK_CUDA_CHECK(cudaEventRecord(start));
+        launch(v, op, backward_problem(op, c.rows, c.n, c.t, b, i));
+        SMK_CUDA_CHECK(cudaEventRecord(stop));
+        SMK_CUDA_CHECK(cudaEventSynchronize(stop));
+        float x = 0;
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&x, start, stop));
+        if (i >= 2) ms.push_back(x);
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+      return 1000.0 * ms[ms.size() / 2];
+    };
+    const std::vector<Op> ops = ncu ? std::vector<Op>{Op::softmax_backward}
+                                    : std::vector<Op>{Op::softmax_backward, Op::log_softmax_backward};
+    for (Op op : ops) {
+      const char* op_s = op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd";
+      if (ncu) {
+        for (const V18& v : vs) {
+          if (v.form == (kRereadInductor | kRereadPairs) && v.hints != 1) continue;
+          std::printf("ncu %s %s %s: %s\n", shape, smk::dtype_name(c.t), op_s, v.name.c_str());
+          std::fflush(stdout);
+          launch(v, op, backward_problem(op, c.rows, c.n, c.t, b, 0));
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        continue;
+      }
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) us[i].push_back(timed(vs[i == vs.size() ? 0 : i], op));
+      report_rounds(shape, c.t, op, vs, us, bytes);
+      for (std::size_t i = 1; i < vs.size(); ++i) {
+        std::vector<double> ratio;
+        for (int r = 0; r < rounds; ++r) ratio.push_back(us[0][r] / us[i][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-14s %-5s %-11s %s: default/this %.3f (%.3f-%.3f)\n", shape, smk::dtype_name(c.t), op_s,
+                    vs[i].name.c_str(), ratio[ratio.size() / 2], ratio.front(), ratio.back());
+      }
+      std::fflush(stdout);
+      // Copy 0: y, dy, each variant's dx (poisoned first).
+      const RowProblem p0 = backward_problem(op, c.rows, c.n, c.t, b, 0);
+      const std::size_t rows8 = 8, row_bytes = static_cast<std::size_t>(c.n) * es;
+      std::vector<unsigned char> yh(rows8 * row_bytes), dyh(rows8 * row_bytes);
+      SMK_CUDA_CHECK(cudaMemcpy(yh.data(), p0.x, yh.size(), cudaMemcpyDeviceToHost));
+      SMK_CUDA_CHECK(cudaMemcpy(dyh.data(), p0.dy, dyh.size(), cudaMemcpyDeviceToHost));
+      auto decode = [&](const std::vector<unsigned char>& raw, std::size_t i) -> double {
+        if (c.t == DType::f32) {
+          float f;
+          std::memcpy(&f, raw.data() + 4 * i, 4);
+          return f;
+        }
+        std::uint16_t h;
+        std::memcpy(&h, raw.data() + 2 * i, 2);
+        return smk::to_float(smk::bfloat16_t{h});
+      };
+      std::vector<std::vector<unsigned char>> got(vs.size(), std::vector<unsigned char>(out_bytes));
+      for (std::size_t i = 0; i < vs.size(); ++i) {
+        SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+        launch(vs[i], op, p0);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+        SMK_CUDA_CHECK(cudaMemcpy(got[i].data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+      }
+      for (int h = 0; h < 4; ++h) {
+        const bool same = std::memcmp(got[1 + h].data(), got[5 + h].data(), out_bytes) == 0 &&
+                          std::memcmp(got[1].data(), got[1 + h].data(), out_bytes) == 0;
+        bad += !same;
+        std::printf("bits %s %s %s inductor h%d forms 8 / 12 against 8 h0: %s\n", shape, smk::dtype_name(c.t), op_s, h,
+                    same ? "same bits" : "DIFFERS");
+      }
+      for (std::size_t i = 0; i < vs.size(); i += (i == 0 ? 1 : 4)) {
+        double worst = 0.0;
+        for (std::size_t r = 0; r < rows8; ++r) {
+          const std::size_t base = r * static_cast<std::size_t>(c.n);
+          double sum = 0.0;
+          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
+            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
+            sum += op == Op::softmax_backward ? g * yv : g;
+          }
+          double err = 0.0, mag = 0.0;
+          for (std::size_t j = 0; j < static_cast<std::size_t>(c.n); ++j) {
+            const double yv = decode(yh, base + j), g = decode(dyh, base + j);
+            const double ref = op == Op::softmax_backward ? yv * (g - sum) : g - std::exp(yv) * sum;
+            const double d = decode(got[i], base + j);
+            err = std::isfinite(d) ? std::max(err, std::fabs(d - ref)) : 1e300;
+            mag = std::max(mag, std::fabs(ref));
+          }
+          worst = std::max(worst, err / mag);
+        }
+        bad += !(worst < (c.t == DType::f32 ? 1e-5 : 1e-2));
+        std::printf("err  %s %s %s %-24s max|dx-ref|/max|ref| (worst of rows 0..7) %.3e\n", shape,
+                    smk::dtype_name(c.t), op_s, vs[i].name.c_str(), worst);
+      }
+      std::fflush(stdout);
+    }
+    free_buffers(b);
+  }
+  cudaFree(flush);
+  backward_reread_tuning() = {};
+  std::printf("bwd18: %d problem(s)\n", bad);
+  return bad ? 1 : 0;
+}
+
+// bwd18b (session 18, issue 3; docs/perf-notebook.md "bwd18"): torch.compile's own kernels for the 2-D backward,
+// beside ours in one process under one method. The cubins Triton wrote in bwd18's first call (bf16 softmax /
+// log-softmax backward 16384x4096, bf16 softmax backward 4096x16384, f32 softmax backward 16384x4096: the configs
+// Inductor's autotuning chose, from /tmp/b18-cache) are loaded from $SMK_B18_TRITON (cudaLibraryLoadFromFile) and
+// launched as Inductor's wrapper launches them: grid = rows (XBLOCK 1), 32 · num_warps threads, `shared` bytes of
+// dynamic shared memory, (dy, y, dx, rows, n, null, null). Each case: the dispatcher's kernel (the public call),
+// Triton's, and the Inductor form of backward_reread.cu under Triton's hints (hints 1; one step at f32, two at bf16),
+// timed two ways: L2 flushed before each launch (the bench's method) and inputs rotated without a flush (tune's),
+// three alternating rounds each; Triton's dx against the default's (max |diff| / max |dx|). Then f32 softmax backward
+// at rows of 2048 (the default beside the Inductor form, one and two steps): where a rule could reach.
+int bwd18b_mode() {
+  struct T18 {
+    const char* file;
+    int warps, shared;
+  };
+  struct V18 {
+    std::string name;
+    int form = -1, hints = 1;  // -1 the public call, -2 Triton's kernel
+  };
+  struct Case {
+    DType t;
+    Op op;
+    std::int64_t rows, n;
+    T18 triton;
+  };
+  const char* dir = std::getenv("SMK_B18_TRITON");
+  const std::vector<Case> cases = {
+      {DType::bf16, Op::softmax_backward, 16384, 4096, {"bf16_softmax_4096.cubin", 16, 64}},
+      {DType::bf16, Op::log_softmax_backward, 16384, 4096, {"bf16_logsoftmax_4096.cubin", 16, 64}},
+      {DType::bf16, Op::softmax_backward, 4096, 16384, {"bf16_softmax_16384.cubin", 32, 128}},
+      {DType::f32, Op::softmax_backward, 16384, 4096, {"f32_softmax_4096.cubin", 16, 64}},
+      {DType::f32, Op::softmax_backward, 32768, 2048, {nullptr, 0, 0}}};
+  const int rounds = 3, reps = 15;
+  int bad = 0;
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  for (const Case& c : cases) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.n));
+    const char* op_s = c.op == Op::softmax_backward ? "softmax_bwd" : "logsm_bwd";
+    std::vector<V18> vs = {{"default (public call)"}};
+    cudaKernel_t triton{};
+    if (c.triton.file != nullptr && dir != nullptr) {
+      cudaLibrary_t lib{};
+      const std::string path = std::string(dir) + "/" + c.triton.file;
+      const char* name = c.op == Op::softmax_backward ? "triton_red_fused__softmax_backward_data_0"
+                                                       : "triton_red_fused__log_softmax_backward_data_0";
+      if (cudaLibraryLoadFromFile(&lib, path.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess &&
+          cudaLibraryGetKernel(&triton, lib, name) == cudaSuccess) {
+        vs.push_back({"torch.compile (Triton cubin)", -2});
+      } else {
+        std::printf("%s: Triton cubin %s not loaded (%s)\n", shape, path.c_str(),
+                    cudaGetErrorString(cudaGetLastError()));
+        ++bad;
+      }
+    }
+    if (c.t == DType::f32) {
+      vs.push_back({"inductor 8 h1", kRereadInductor, 1});
+      vs.push_back({"inductor 12 h1", kRereadInductor | kRereadPairs, 1});
+    } else {
+      vs.push_back({"inductor 12 h1", kRereadInductor | kRereadPairs, 1});
+    }
+    Buffers b = make_buffers(c.rows, c.n, c.t);
+    const std::size_t es = smk::dtype_size(c.t);
+    const std::size_t out_bytes = static_cast<std::size_t>(c.rows * c.n) * es;
+    const double bytes = 3.0 * static_cast<double>(out_bytes);
+    auto launch = [&](const V18& v, const RowProblem& p) {
+      backward_reread_tuning() = {};
+      if (v.form == -1) {
+        const smk::Device dev = smk::Device::cuda(0);
+        const auto view = [&](const void* ptr) {
+          return smk::TensorView::contiguous(const_cast<void*>(ptr), c.t, dev, {c.rows, c.n});
+        };
+        if (c.op == Op::softmax_backward) smk::softmax_backward(view(p.out), view(p.x), view(p.dy));
+        else smk::log_softmax_backward(view(p.out), view(p.x), view(p.dy));
+        return;
+      }
+      if (v.form == -2) {
+        const void* dy = p.dy;
+        const void* y = p.x;
+        void* dx = p.out;
+        int xnumel = static_cast<int>(c.rows), rnumel = static_cast<int>(c.n);
+        void* scratch0 = nullptr;
+        void* scratch1 = nullptr;
+        void* args[] = {&dy, &y, &dx, &xnumel, &rnumel, &scratch0, &scratch1};
+        SMK_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(triton), dim3(static_cast<unsigned>(c.rows)),
+                                        dim3(32u * static_cast<unsigned>(c.triton.warps)), args,
+                                        static_cast<std::size_t>(c.triton.shared), nullptr));
+        return;
+      }
+      backward_reread_tuning() = {-1, v.form, v.hints};
+      launch_backward_reread_rows(p, nullptr);
+      backward_reread_tuning() = {};
+    };
+    auto timed = [&](const V18& v, bool flushed) {
+      cudaEvent_t start, stop;
+      SMK_CUDA_CHECK(cudaEventCreate(&start));
+      SMK_CUDA_CHECK(cudaEventCreate(&stop));
+      std::vector<float> ms;
+      for (int i = 0; i < reps + 2; ++i) {
+        if (flushed) SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes));
+        SMK_CUDA_CHECK(cudaEventRecord(start));
+        launch(v, backward_problem(c.op, c.rows, c.n, c.t, b, i));
+        SMK_CUDA_CHECK(cudaEventRecord(stop));
+        SMK_CUDA_CHECK(cudaEventSynchronize(stop));
+        float x = 0;
+        SMK_CUDA_CHECK(cudaEventElapsedTime(&x, start, stop));
+        if (i >= 2) ms.push_back(x);
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+      return 1000.0 * ms[ms.size() / 2];
+    };
+    for (const bool flushed : {true, false}) {
+      if (!flushed && c.triton.file == nullptr) continue;
+      std::printf("-- %s %s %s, %s\n", shape, smk::dtype_name(c.t), op_s,
+                  flushed ? "L2 flushed before each launch" : "inputs rotated, no flush");
+      std::vector<std::vector<double>> us(vs.size() + 1);
+      for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i <= vs.size(); ++i) us[i].push_back(timed(vs[i == vs.size() ? 0 : i], flushed));
+      report_rounds(shape, c.t, c.op, vs, us, bytes);
+      for (std::size_t i = 1; i < vs.size(); ++i) {
+        std::vector<double> ratio;
+        for (int r = 0; r < rounds; ++r) ratio.push_back(us[0][r] / us[i][r]);
+        std::sort(ratio.begin(), ratio.end());
+        std::printf("%-14s %-5s %-11s %s: default/this %.3f (%.3f-%.3f)\n", shape, smk::dtype_name(c.t), op_s,
+                    vs[i].name.c_str(), ratio[ratio.size() / 2], ratio.front(), ratio.back());
+      }
+      std::fflush(stdout);
+    }
+    // Copy 0: every variant's dx (poisoned first) against the default's.
+    const RowProblem p0 = backward_problem(c.op, c.rows, c.n, c.t, b, 0);
+    std::vector<std::vector<unsigned char>> got(vs.size(), std::vector<unsigned char>(out_bytes));
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+      SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_bytes));
+      launch(vs[i], p0);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      SMK_CUDA_CHECK(cudaMemcpy(got[i].data(), b.out, out_bytes, cudaMemcpyDeviceToHost));
+    }
+    auto decode = [&](const std::vector<unsigned char>& raw, std::size_t i) -> double {
+      if (c.t == DType::f32) {
+        float f;
+        std::memcpy(&f, raw.data() + 4 * i, 4);
+        return f;
+      }
+      std::uint16_t h;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      return smk::to_float(smk::bfloat16_t{h});
+    };
+    const std::size_t count = out_bytes / es;
+    for (std::size_t i = 1; i < vs.size(); ++i) {
+      double diff = 0.0, mag = 0.0;
+      std::size_t differ = 0;
+      for (std::size_t j = 0; j < count; ++j) {
+        const double a = decode(got[0], j), g = decode(got[i], j);
+        const double d = std::isfinite(g) ? std::fabs(a - g) : 1e300;
+        differ += d != 0.0;
+        diff = std::max(diff, d);
+        mag = std::max(mag, std::fabs(a));
+      }
+      bad += !(diff / mag < (c.t == DType::f32 ? 1e-5 : 2e-2));
+      std::printf("dx   %s %s %s %-28s against the default: max|diff|/max|dx| %.3e, %zu of %zu elements differ\n",
+                  shape, smk::dtype_name(c.t), op_s, vs[i].name.c_str(), diff / mag, differ, count);
+    }
+    std::fflush(stdout);
+    free_buffers(b);
+  }
+  cudaFree(flush);
+  backward_reread_tuning() = {};
+  std::printf("bwd18b: %d problem(s)\n", bad);
+  return bad ? 1 : 0;
+}
+
 // bwd17 (session 17, issue 3; docs/perf-notebook.md "bwd17"): split_row's common-call backward with its chunk-sums
 // kernel at 2 (HEAD's before bwd17) or 3 blocks an SM and its elementwise pass as the chunk kernel or, where dx is
 // stored streaming (the dispatcher's rule), the vector kernel (one 16-byte vector a thread; warp_backward.hpp
@@ -1625,6 +1964,7 @@ constexpr Mode kModes[] = {
     {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
     {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""},
+    {"--bwd18", ""}, {"--bwd18-ncu", ""}, {"--bwd18b", ""},
     {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}};
 
 bool known_mode(const char* arg) {
@@ -1661,6 +2001,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && (std::strcmp(argv[1], "--split16") == 0 || std::strcmp(argv[1], "--split16-ncu") == 0))
     return split16_mode(std::strcmp(argv[1], "--split16-ncu") == 0);
   if (argc > 1 && std::strcmp(argv[1], "--bwd17") == 0) return bwd17_mode();
+  if (argc > 1 && std::strcmp(argv[1], "--bwd18b") == 0) return bwd18b_mode();
+  if (argc > 1 && (std::strcmp(argv[1], "--bwd18") == 0 || std::strcmp(argv[1], "--bwd18-ncu") == 0))
+    return bwd18_mode(std::strcmp(argv[1], "--bwd18-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--bwd16") == 0 || std::strcmp(argv[1], "--bwd16-ncu") == 0))
     return bwd16_mode(std::strcmp(argv[1], "--bwd16-ncu") == 0);
   if (argc > 1 && std::strncmp(argv[1], "--split15", 9) == 0)
