@@ -402,9 +402,9 @@ fi
 # --- session 18: lse18 step goes here ---
 # --- session 18: split18 step goes here ---
 # split18 (session 18, issue 3): softmax / log-softmax of long rows with split_row's chunk pass on a running state a
-# thread (chunk_states_running_kernel, T128 / T64 a chunk) beside HEAD's kernels in one binary (tune_softmax --split18:
+# thread (chunk_states_running_kernel, 64 threads a chunk) beside HEAD's kernels in one binary (tune_softmax --split18:
 # 3 alternating rounds, errors against float64, bytes against HEAD); Nsight Compute of the chunk / merge / normalising
-# kernels at f32 and bf16 32x2097152 softmax (--split18-ncu); then in parallel: the new test at full size, memcheck and
+# kernels at bf16 32x2097152 softmax (--split18-ncu); then in parallel: the new test at full size, memcheck and
 # racecheck of it in small mode. Binaries built off the device for sm_90a (build/split18-bin.tar.xz: bin/{tune_softmax,
 # test_cuda_few_rows}, lib/libcudart). Back: split18-tune.txt, split18-ncu.txt, split18-summary.txt, split18-logs.tgz.
 if want split18; then

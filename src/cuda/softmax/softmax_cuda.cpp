@@ -955,28 +955,29 @@ bool lse_chunks_takes(DType t, std::int64_t n) {
   return n > kLseStreamMaxN && (t == DType::f32 ? kLseChunksF32 : kLseChunks16);
 }
 
-// split18 (session 18): softmax / log-softmax of rows past kSplitRunningMinChunks chunks on split_row's three kernels
-// with the chunk pass on a running state a thread (split_row.cu chunk_states_running_kernel at kSplitRunningThreads a
-// chunk; a new summation order, docs/semantics.md §6), every row count of such a length alike on the automatic path.
-// kSplitRunningMinChunks: 32, the most chunks split_row's kernels of other orders take (row_loop kRowLoopMaxChunks,
-// split_stream's 32, the one-launch kernel's 16): past it every row count of a length already ran the three kernels,
-// so a row's result stays the same alone or in a batch. Forced split_row keeps chunk_state's tree
-// (kernels::split_row_running() = 1 sends forced calls too, for the tests).
+// split18 (session 18): 16-bit softmax / log-softmax (f16 / bf16 in, the same type out) of rows past
+// kSplitRunningMinChunks chunks on split_row's three kernels with the chunk pass on a running state a thread
+// (split_row.cu chunk_states_running_kernel, 64 threads a chunk; a new summation order, docs/semantics.md §6), every row
+// count of such a length alike on the automatic path. kSplitRunningMinChunks: 32, the most chunks split_row's kernels of
+// other orders take (row_loop kRowLoopMaxChunks, split_stream's 32, the one-launch kernel's 16): past it every row
+// count of a length already ran the three kernels, so a row's result stays the same alone or in a batch. Forced
+// split_row keeps chunk_state's tree (kernels::split_row_running() = 1 sends forced calls too, for the tests).
+// Measured (H200, 2026-12-01, split18's run of f69ff89, tune_softmax --split18, µs, medians of 15-21 over rotated
+// inputs, 3 alternating rounds, HEAD's kernels → running T64, ratio a round: median; docs/bench/split18-s18-2026-12-01.md):
+// bf16 softmax 32×2097152 137.9 → 120.6 (0.872), 128×524288 141.8 → 123.3 (0.877), 1×16777216 43.2 → 39.7 (0.918);
+// log-softmax 143.0 → 115.5 (0.806), 144.4 → 117.6 (0.819), 42.6 → 36.7 (0.862); bf16 outputs byte for byte HEAD's but
+// 4 of 67108864 on 3·N(0, 1) scores (0 on the uniform ones). Not taken: f32 inputs (0.984-1.020 at T64, 0.991-1.049
+// at T128, and its softmax error against float64 5.7 u where the tree's was 3.8: the chunk kernel 79.8 → 75.9 µs at
+// 32×2097152, end to end even), and 16-bit inputs to f32 outputs (where the order's error shows: softmax 5.9 u against
+// 2.8 on the test's rows; kept on the tree). f16 is bf16's code but the loads, not timed.
 constexpr std::int64_t kSplitRunningMinChunks = 32;
-constexpr bool kSplitRunningF32Softmax = true;
-constexpr bool kSplitRunningF32Log = true;
-constexpr bool kSplitRunning16Softmax = true;
-constexpr bool kSplitRunning16Log = true;
-constexpr int kSplitRunningThreads = 128;
-bool split_running_takes(SoftmaxPath path, DType t, kernels::Op op, std::int64_t n) {
-  if (op != kernels::Op::softmax && op != kernels::Op::log_softmax) return false;
+constexpr bool kSplitRunning16 = true;
+bool split_running_takes(SoftmaxPath path, DType t, DType out, kernels::Op op, std::int64_t n) {
+  if ((op != kernels::Op::softmax && op != kernels::Op::log_softmax) || t == DType::f32) return false;
   const int setting = kernels::split_row_running();
   if (setting == 0) return false;
   if (setting == 1) return path == SoftmaxPath::split_row;
-  const bool f32 = t == DType::f32, soft = op == kernels::Op::softmax;
-  const bool on = f32 ? (soft ? kSplitRunningF32Softmax : kSplitRunningF32Log)
-                      : (soft ? kSplitRunning16Softmax : kSplitRunning16Log);
-  return on && forced_softmax_path() == SoftmaxPath::automatic &&
+  return kSplitRunning16 && out == t && forced_softmax_path() == SoftmaxPath::automatic &&
          (path == SoftmaxPath::split_row || path == SoftmaxPath::grid_row) &&
          n > kSplitRunningMinChunks * kernels::kSplitChunk;
 }
@@ -1126,10 +1127,8 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
         rp, threads > 0 ? threads : (in.dtype == DType::f32 ? kLseChunkThreadsF32 : kLseChunkThreads16), s);
   }
   // split18: long rows' softmax / log-softmax with the running chunk pass where split_running_takes says.
-  if (!row_out && split_running_takes(path, in.dtype, rp.op, p.n)) {
-    const int threads = kernels::split_row_running_threads();
-    return kernels::launch_split_running_rows(rp, threads > 0 ? threads : kSplitRunningThreads, s);
-  }
+  if (!row_out && split_running_takes(path, in.dtype, out.dtype, rp.op, p.n))
+    return kernels::launch_split_running_rows(rp, s);
   switch (path) {
     case SoftmaxPath::warp_per_row: {
       const kernels::WarpConfig c = warp_config(p.n, in.dtype, rp.op);

@@ -992,7 +992,7 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
 // The three kernels' chunk pass (chunk_states_plain_kernel: the block max, a barrier, every element's term against it,
 // the block sum and count) ran at 26.6 lane-instructions an element for f32 softmax and 20.3 for bf16 at 69 / 67 %
 // issue (split17's Nsight Compute at 32×2097152): bound by its instructions. Here each chunk (split_row's chunking,
-// chunk_first / chunk_len) is reduced by one block of kThreads (64 or 128) threads that each keep a running (m, ties,
+// chunk_first / chunk_len) is reduced by one block of kRunThreads (64) threads that each keep a running (m, ties,
 // rest) over their share, as lse_stream.cu's lse_thread does (lse17 took bf16 logsumexp from 27.9 to 14.9 an element
 // so): kRunUnroll 16-byte vectors loaded at once, their max; where it rises above the running max the thread's mass
 // rescales once, (ties + rest)·exp_diff(m, m'); the step's terms against the running max summed in a tree and added.
@@ -1017,7 +1017,22 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
 // split_row keeps chunk_state's tree); first-order depth of a chunk as lse_stream's D_stream (docs/semantics.md §6):
 // log2 C + 8K + 20 at T128, C = 16 f32 / 32 16-bit terms a step, K = 6 / 3 steps a thread; against chunk_state's tree
 // of ⌈log2 12288⌉ + 4 = 18. Measured against float64: tests/cuda/softmax/test_few_rows_gpu.cpp RunningChunk*.
+// Measured (H200, 2026-12-01, split18's run of f69ff89; docs/bench/split18-s18-2026-12-01.md). Nsight Compute at
+// 32×2097152 softmax, the chunk pass alone, chunk_states_plain_kernel → this kernel at T128: bf16 63.8 → 43.7 µs,
+// 20.3 → 15.7 lane-instructions an element (counted ~17), issue 67 → 79 %, DRAM 44 → 64 %; f32 79.8 → 75.9 µs, 26.6 →
+// 23.0 (counted ~20.5), issue 71 → 65 %, DRAM 71 → 77 %. End to end (tune_softmax --split18, µs, HEAD's kernels →
+// T64, the ratio a round, median of 3): bf16 softmax 32×2097152 137.9 → 120.6 (0.872), 128×524288 141.8 → 123.3
+// (0.877), 1×16777216 43.2 → 39.7 (0.918); log-softmax 143.0 → 115.5 (0.806), 144.4 → 117.6 (0.819), 42.6 → 36.7
+// (0.862); bf16 outputs byte for byte HEAD's but 4 of 67108864 (3·N(0, 1) scores). f32 even or slower (T64
+// 0.984-1.020, T128 0.991-1.049; the softmax error against float64 5.7 u where the tree's is 3.8 u): not built for f32
+// (its code in f69ff89). So the dispatcher sends 16-bit calls with 16-bit outputs past 32 chunks here
+// (softmax_cuda.cpp split_running_takes); 32×128256 (11 chunks: the tree's kernels serve its length) was 0.961-1.04.
 constexpr int kRunUnroll = 4;  // 16-byte vectors a thread loads at once (lse_stream's kUnroll): 64 B in flight
+// kRunThreads: the threads a chunk. split18's run (H200, tune_softmax --split18, bf16, ratio to HEAD's kernels a round,
+// median of 3): T64 0.872 / 0.877 / 0.918 softmax and 0.806 / 0.819 / 0.862 log-softmax at 32×2097152 / 128×524288 /
+// 1×16777216, T128 0.876 / 0.884 / 0.940 and 0.820 / 0.816 / 0.884: T64 (more steps a thread, fewer tails an element,
+// as lse17 found for logsumexp) on every shape of the rule's range but one (even).
+constexpr int kRunThreads = 64;
 
 template <typename In>
 struct alignas(16) RunVec {
@@ -1190,22 +1205,23 @@ std::atomic<std::uint64_t>& running_launches() {
   return count;
 }
 
-// The running chunk pass of a softmax / log-softmax call at `threads` (64 or 128) a chunk: the plain form for the
-// common call (common_call: the compact kernels' call), else the general one; Out as chunk_states_kernel's.
-template <typename In, int kThreads>
+// The running chunk pass of a 16-bit softmax / log-softmax call at kRunThreads a chunk: the plain form for the common
+// call (common_call: the compact kernels' call), else the general one; Out as chunk_states_kernel's.
+template <typename In>
 void launch_running_chunks(const RowProblem& p, std::int64_t chunks, State* states, bool plain, cudaStream_t s) {
+  static_assert(sizeof(In) == 2, "the running chunk pass is built for 16-bit inputs (f32: not faster, split18)");
   const std::int64_t total = p.rows * chunks;
-  const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-  auto kernel = chunk_states_running_kernel<In, float, true, kThreads, true>;
+  const bool out16 = p.out_dtype != DType::f32;
+  auto kernel = chunk_states_running_kernel<In, float, true, kRunThreads, true>;
   if (p.op != Op::softmax) {
-    if (plain) kernel = chunk_states_running_kernel<In, float, true, kThreads, false>;
+    if (plain) kernel = chunk_states_running_kernel<In, float, true, kRunThreads, false>;
   } else if (plain) {
-    kernel = chunk_states_running_kernel<In, In, false, kThreads, false>;
+    kernel = chunk_states_running_kernel<In, In, false, kRunThreads, false>;
   } else {
-    kernel = out16 ? chunk_states_running_kernel<In, In, false, kThreads, true>
-                   : chunk_states_running_kernel<In, float, false, kThreads, true>;
+    kernel = out16 ? chunk_states_running_kernel<In, In, false, kRunThreads, true>
+                   : chunk_states_running_kernel<In, float, false, kRunThreads, true>;
   }
-  kernel<<<capped_grid(total), kThreads, 0, s>>>(p, chunks, states);
+  kernel<<<capped_grid(total), kRunThreads, 0, s>>>(p, chunks, states);
   SMK_CUDA_CHECK_LAUNCH("chunk_states_running_kernel");
   running_launches().fetch_add(1, std::memory_order_relaxed);
 }
@@ -1230,13 +1246,13 @@ bool normalize_whole() {
   return setting >= 0 ? setting != 0 : kNormalizeWholeF32;
 }
 
-// running (split18): 0 split_row's kernels (the one-launch kernel, row_loop, split_stream or the three kernels, by
-// their rules: chunk_state's order); 64 or 128 the three kernels with the chunk pass on a running state a thread at that
-// many threads a chunk (launch_running_chunks: a new order, the merge and the normalising kernels unchanged).
+// running (split18): false split_row's kernels (the one-launch kernel, row_loop, split_stream or the three kernels, by
+// their rules: chunk_state's order); true the three kernels with the chunk pass on a running state a thread
+// (launch_running_chunks: a new order, 16-bit inputs only; the merge and the normalising kernels unchanged).
 template <typename In>
-void launch(const RowProblem& p, cudaStream_t s, int running = 0) {
+void launch(const RowProblem& p, cudaStream_t s, bool running = false) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
-  if (running == 0) {
+  if (!running) {
     if (launch_cluster<In>(p, chunks, s)) return;
     if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
     if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
@@ -1254,10 +1270,8 @@ void launch(const RowProblem& p, cudaStream_t s, int running = 0) {
   if (total > 0) {
     // Softmax's terms by its output type (chunk_state): 16-bit outputs take the 16-bit-output tier's.
     const bool out16 = !std::is_same_v<In, float> && p.out_dtype != DType::f32;
-    if (running == 64) {
-      launch_running_chunks<In, 64>(p, chunks, states, plain, s);
-    } else if (running != 0) {
-      launch_running_chunks<In, 128>(p, chunks, states, plain, s);
+    if (running) {
+      if constexpr (sizeof(In) == 2) launch_running_chunks<In>(p, chunks, states, plain, s);
     } else if (plain && launch_chunk_tma<In>(p, chunks, states, total, s)) {  // tma14: the same bits, staged by bulk copies
       plain_launches().fetch_add(1, std::memory_order_relaxed);
     } else if (plain) {
@@ -1368,24 +1382,21 @@ void launch_split_rows(const RowProblem& p, cudaStream_t s) {
   with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s); });
 }
 
-// split18 (split_row_tuning.hpp): the three kernels with the running chunk pass (softmax / log-softmax only).
-void launch_split_running_rows(const RowProblem& p, int threads, cudaStream_t s) {
+// split18 (split_row_tuning.hpp): the three kernels with the running chunk pass (16-bit softmax / log-softmax only).
+void launch_split_running_rows(const RowProblem& p, cudaStream_t s) {
   if (p.op != Op::softmax && p.op != Op::log_softmax)
     smk::throw_unsupported("logsumexp (split_row running chunks)",
                            "the running chunk pass serves softmax and log-softmax only");
-  if (threads != 64 && threads != 128)
-    smk::throw_invalid_argument("softmax (split_row running chunks)", "threads", "64 or 128");
+  if (p.x_dtype == DType::f32)
+    smk::throw_unsupported("softmax (split_row running chunks)",
+                           "the running chunk pass is built for f16 / bf16 inputs (f32: not faster, split18)");
   if (p.rows == 0) return;
-  with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s, threads); });
+  with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s, true); });
 }
 std::uint64_t split_running_launch_count() { return running_launches().load(std::memory_order_relaxed); }
 int& split_row_running() {
   static int setting = -1;
   return setting;
-}
-int& split_row_running_threads() {
-  static int threads = 0;
-  return threads;
 }
 
 }  // namespace smk::cuda::kernels

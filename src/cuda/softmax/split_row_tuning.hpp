@@ -50,17 +50,17 @@ int& split_row_normalize_whole();
 std::uint64_t split_chunk_tma_launch_count();
 
 struct RowProblem;
-// split18 (session 18): softmax / log-softmax on split_row's three kernels with the chunk pass on a running state a
-// thread (split_row.cu chunk_states_running_kernel, `threads` 64 or 128 a chunk: a new summation order; the merge and
-// normalising kernels split_row's), whatever the call's size; throws Error(unsupported) for other ops.
-void launch_split_running_rows(const RowProblem& p, int threads, cudaStream_t s);
+// split18 (session 18): 16-bit softmax / log-softmax on split_row's three kernels with the chunk pass on a running
+// state a thread (split_row.cu chunk_states_running_kernel at kRunThreads = 64 a chunk: a new summation order; the
+// merge and normalising kernels split_row's), whatever the call's size; throws Error(unsupported) for f32 inputs and
+// other ops.
+void launch_split_running_rows(const RowProblem& p, cudaStream_t s);
 // Its chunk kernel's launches since the process started (tests: that it served).
 std::uint64_t split_running_launch_count();
-// The dispatcher's use of it (softmax_cuda.cpp split_running_takes): -1 the library's rule (automatic path, rows past
-// kSplitRunningMinChunks chunks), 0 never, 1 every softmax / log-softmax call on split_row, forced ones included
-// (tests: short rows under the sanitizers). Read at each call.
+// The dispatcher's use of it (softmax_cuda.cpp split_running_takes): -1 the library's rule (automatic path, 16-bit
+// inputs and outputs, rows past kSplitRunningMinChunks chunks), 0 never, 1 every 16-bit softmax / log-softmax call on
+// split_row, forced ones and f32 outputs included (tests: short rows under the sanitizers, the order's error on f32
+// outputs). Read at each call.
 int& split_row_running();
-// The threads a chunk the dispatcher runs it at: 0 the library's (softmax_cuda.cpp kSplitRunningThreads), else 64 / 128.
-int& split_row_running_threads();
 
 }  // namespace smk::cuda::kernels

@@ -1586,37 +1586,35 @@ int split16_mode(bool ncu) {
   return differs == 0 ? 0 : 1;
 }
 
-// split18 (session 18, issue 3; docs/perf-notebook.md "split18"): softmax / log-softmax of long rows on split_row as the
-// dispatcher ran them before split18 ("HEAD": launch_split_rows, chunk_state's chunk pass, the merge and the
-// normalising kernels) beside the three kernels with the chunk pass on a running state a thread ("run T128", "run
-// T64": launch_split_running_rows, a new summation order), f32 and bf16 at 32x2097152, 128x524288, 1x16777216 and
-// 32x128256 (uniform scores in [16, 24]; "g": 3·N(0, 1) at 32x2097152). Each case: the variants in 3 alternating
-// rounds, HEAD timed first and last in each, median of `reps` launches over rotated inputs, the ratio to HEAD's first
-// timing a round. Then each variant's output on copy 0 (poisoned with 0xFF first) against float64 on rows 0, rows / 2
-// and rows − 1: the largest error in units of u = 2^-24 (softmax: relative, over outputs ≥ 1e-30; log-softmax:
-// absolute over max(1, |y|)), the elements whose bytes differ from HEAD's, and the running kernel's output of a second
-// run byte for byte against its first. --split18-ncu: one launch each of HEAD and run T128 at f32 and bf16 32x2097152
-// softmax, for Nsight Compute.
+// split18 (session 18, issue 3; docs/perf-notebook.md "split18"): 16-bit softmax / log-softmax of long rows on
+// split_row as the dispatcher ran them before split18 ("HEAD": launch_split_rows, chunk_state's chunk pass, the merge
+// and the normalising kernels) beside the three kernels with the chunk pass on a running state a thread ("run T64":
+// launch_split_running_rows, a new summation order), bf16 at 32x2097152, 128x524288, 1x16777216 and 32x128256 (uniform
+// scores in [16, 24]; "g": 3·N(0, 1) at 32x2097152). Each case: the variants in 3 alternating rounds, HEAD timed first
+// and last in each, median of `reps` launches over rotated inputs, the ratio to HEAD's first timing a round. Then each
+// variant's output on copy 0 (poisoned with 0xFF first) against float64 on rows 0, rows / 2 and rows − 1: the largest
+// error in units of u = 2^-24 (softmax: relative, over outputs ≥ 1e-30; log-softmax: absolute over max(1, |y|)), the
+// elements whose bytes differ from HEAD's, and the running kernel's output of a second run byte for byte against its
+// first. --split18-ncu: one launch each of HEAD and run T64 at bf16 32x2097152 softmax, for Nsight Compute. (The run
+// of f69ff89 had f32 and a T128 variant too: docs/bench/split18-s18-2026-12-01.md has what it printed.)
 int split18_mode(bool ncu) {
   struct V18 {
     std::string name;
     int threads;  // 0: HEAD's kernels
   };
-  const std::vector<V18> vs = {{"HEAD", 0}, {"run T128", 128}, {"run T64", 64}};
+  const std::vector<V18> vs = {{"HEAD", 0}, {"run T64", 64}};
   auto launch = [](const V18& v, const RowProblem& p) {
     if (v.threads == 0) launch_split_rows(p, nullptr);
-    else launch_split_running_rows(p, v.threads, nullptr);
+    else launch_split_running_rows(p, nullptr);
   };
   split_row_tuning() = {};
   split_row_chunk_tma() = {};
   row_loop_tuning() = {};
   if (ncu) {
-    for (DType t : {DType::f32, DType::bf16}) {
-      Buffers b = forward_buffers(32, 2097152, t);
-      for (std::size_t i = 0; i < 2; ++i) launch(vs[i], problem(Op::softmax, 32, 2097152, t, b, 0));
-      SMK_CUDA_CHECK(cudaDeviceSynchronize());
-      free_buffers(b);
-    }
+    Buffers b = forward_buffers(32, 2097152, DType::bf16);
+    for (std::size_t i = 0; i < 2; ++i) launch(vs[i], problem(Op::softmax, 32, 2097152, DType::bf16, b, 0));
+    SMK_CUDA_CHECK(cudaDeviceSynchronize());
+    free_buffers(b);
     return 0;
   }
   int bad = 0;
@@ -1716,15 +1714,13 @@ int split18_mode(bool ncu) {
     std::fflush(stdout);
     free_buffers(b);
   };
-  for (DType t : {DType::f32, DType::bf16}) {
-    for (Op op : {Op::softmax, Op::log_softmax}) {
-      case18(32, 2097152, t, op, false, 15);
-      case18(128, 524288, t, op, false, 15);
-      case18(1, 16777216, t, op, false, 21);
-      case18(32, 128256, t, op, false, 41);
-    }
-    case18(32, 2097152, t, Op::softmax, true, 15);
+  for (Op op : {Op::softmax, Op::log_softmax}) {
+    case18(32, 2097152, DType::bf16, op, false, 15);
+    case18(128, 524288, DType::bf16, op, false, 15);
+    case18(1, 16777216, DType::bf16, op, false, 21);
+    case18(32, 128256, DType::bf16, op, false, 41);
   }
+  case18(32, 2097152, DType::bf16, Op::softmax, true, 15);
   std::printf("split18: %d case(s) not the same run to run or non-finite\n", bad);
   return bad == 0 ? 0 : 1;
 }
