@@ -501,6 +501,74 @@ if want bwd18b; then
   end_carried
 fi
 # --- session 18: short18 step goes here ---
+# short18 (session 18, issue 3): first the tests that never ran on a GPU: test_cuda_block_row whole at full size
+# (LaneF32OptionsAndSpecialRows' fixed form of c035228, the tied_scores fold of a78106b, contiguous_rows of 2274cd3),
+# test_cuda_softmax *LaneStagedBlockRows* (contiguous_rows), memcheck (small) on both, racecheck (small) on block_row's
+# lane-staged tests. Before them, alone on the GPU: tune_softmax --short18 (the short rows' grids, 16-bit softmax rows of
+# 64 on the occupancy kernel, three alternating rounds, outputs byte for byte) and the library's bench (L2 flushed) on
+# bf16 softmax 2097152x32 / 1048576x64 / 524288x128 / 1048576x32 with cuDNN beside, three rounds, the shape order
+# reversed in the second (session 17's sweep read 1048576x64 at 85.4 us against 75.9 in session 16). Binaries of HEAD
+# 067de27's library built off the device for sm_90a (build/short18-bin.tar.xz: bin/{tune_softmax,test_cuda_block_row,
+# test_cuda_softmax,softmaxkit}, lib/libcudart.so.13). Caps: SMK_S18_TUNE_S (30 s), SMK_S18_BENCH_S (12 s a round),
+# SMK_S18_TEST_S (45). Back: short18-tune.txt, short18-bench{1,2,3}.txt, short18-summary.txt, short18-logs.tgz.
+if want short18; then
+  carried short18 build/short18-bin.tar.xz
+  s18=$bin
+  run_step short18-tune timeout "${SMK_S18_TUNE_S:-30}" stdbuf -oL "$s18/bin/tune_softmax" --short18
+  keep_logs short18
+  s18_shapes="2097152x32 1048576x64 524288x128 1048576x32"
+  for r in 1 2 3; do
+    [ "$r" = 2 ] && s18_shapes="1048576x32 524288x128 1048576x64 2097152x32"
+    [ "$r" = 3 ] && s18_shapes="2097152x32 1048576x64 524288x128 1048576x32"
+    run_step "short18-bench$r" timeout "${SMK_S18_BENCH_S:-12}" "$s18/bin/softmaxkit" bench --op softmax --dtype bf16 \
+      --shape $s18_shapes --path auto --target-ms 20 --format table
+  done
+  keep_logs short18
+  s18_t=${SMK_S18_TEST_S:-45}
+  bg_step short18x-block timeout "$s18_t" "$s18/bin/test_cuda_block_row"
+  bg_step short18x-lane timeout "$s18_t" "$s18/bin/test_cuda_softmax" --gtest_filter='*LaneStagedBlockRows*'
+  bg_step short18x-mc-block timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_block_row"
+  bg_step short18x-mc-lane timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_softmax" --gtest_filter='*LaneStagedBlockRows*'
+  bg_step short18x-rc-block timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_block_row" --gtest_filter='*LaneF32Options*:*LaneStaged*'
+  bg_tally
+  keep_logs short18
+  rm -f "$outer"/short18x-*.txt  # their pass / fail lines are in short18-summary.txt, the logs in short18-logs.tgz
+  end_carried
+fi
+# short18b (session 18, issue 3): short18's rule (16-bit softmax rows of 64 on the occupancy kernel at 20 blocks an SM;
+# kWarpOccSoftmaxMinN16 128 -> 64, the same bits) through the library's bench (L2 flushed), HEAD's softmaxkit
+# (softmaxkit_head) and the rule's in turn, three rounds, bf16 and f16 at 1048576x64 / 524288x64 and 524288x128 (a
+# shape the rule does not touch: the rounds' drift); then test_cuda_warp_row *Occ* at full size, test_cuda_softmax
+# BatchInvariance / EveryPathEveryLength, memcheck (small) on *OccRule*:*OccKernelBitwise16*. Binaries of HEAD 067de27's
+# library with short18's softmax_cuda.cpp and test_warp_row_gpu.cpp (build/short18-bin.tar.xz: bin/{softmaxkit,
+# softmaxkit_head,test_cuda_warp_row,test_cuda_softmax}, lib/libcudart.so.13). Caps: SMK_S18_BENCH_S (12 s a run),
+# SMK_S18_TEST_S (50). Back: short18b-bench.txt, short18b-summary.txt, short18b-logs.tgz.
+if want short18b; then
+  carried short18b build/short18-bin.tar.xz
+  s18=$bin
+  for r in 1 2 3; do
+    for k in softmaxkit_head softmaxkit; do
+      echo "== round $r $k" >>"$OUT/short18b-bench.log"
+      timeout "${SMK_S18_BENCH_S:-12}" "$s18/bin/$k" bench --op softmax --dtype bf16 f16 \
+        --shape 1048576x64 524288x64 524288x128 --path auto --no-cudnn --target-ms 20 --format table \
+        >>"$OUT/short18b-bench.log" 2>&1 || { echo "exit $? $k round $r" >>"$OUT/short18b-bench.log"; failed=$((failed + 1)); }
+    done
+  done
+  keep_logs short18b
+  s18_t=${SMK_S18_TEST_S:-50}
+  bg_step short18bx-occ timeout "$s18_t" "$s18/bin/test_cuda_warp_row" --gtest_filter='*Occ*'
+  bg_step short18bx-softmax timeout "$s18_t" "$s18/bin/test_cuda_softmax" \
+    --gtest_filter='*BatchInvariance*:*EveryPathEveryLength*'
+  bg_step short18bx-mc timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_warp_row" --gtest_filter='*OccRule*:*OccKernelBitwise16*'
+  bg_tally
+  keep_logs short18b
+  rm -f "$outer"/short18bx-*.txt
+  end_carried
+fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and

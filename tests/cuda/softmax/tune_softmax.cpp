@@ -12,7 +12,7 @@
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
 //                        --bwd18 | --bwd18-ncu | --bwd18b |
-//                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu]
+//                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu | --short18]
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
@@ -1943,6 +1943,115 @@ int lse17_mode(bool ncu) {
   return bad == 0 ? 0 : 1;
 }
 
+// short18 (session 18, issue 3; docs/perf-notebook.md "(session 18) — short18"): the short rows where torch.compile
+// led in compare-s17, and the sweep's bf16 softmax 1048576x64 (85.4 us in session 17 against 75.9 in 16, kernel
+// unchanged), on the dispatcher's kernels ("default": warp_config's lanes and elements, the dense / occupancy forms
+// where its rules take them) beside the same kernels on other grids (WarpRowTuning grid / max_blocks: a persistent
+// grid's warps walk ceil(groups / warps) or one fewer row groups, so where groups / warps is not whole the last pass
+// runs on a fraction of the warps; "max B (k a warp)" sizes the grid so that every warp walks k; "gK": up to K times
+// the resident blocks, never more than needed), and 16-bit softmax rows of 64 on the occupancy kernel at 20 blocks an
+// SM (short15's form, which its rule takes from 128). A grid changes which warp serves a row, not its arithmetic, so
+// every variant gives the default's bits. Three rounds of every variant in turn, median of 30 each (rounds of one
+// variant are its spread); then each variant's output on copy 0 (poisoned with 0xFF first) byte for byte against the
+// default's ("same bits" / "DIFFERS"). Returns 1 if any differs.
+int short18() {
+  struct V18 {
+    std::string name;
+    WarpConfig c;
+    int grid = -1, max_blocks = 0;  // WarpRowTuning's
+    int occ = 0;                    // > 0: launch_warp_rows_occ at that many blocks an SM
+  };
+  struct Shape {
+    DType t;
+    std::int64_t rows, n;
+    std::vector<Op> ops;
+    std::vector<V18> vs;
+  };
+  const auto cfg = [](int e, int l, int grid, bool dense) {
+    WarpConfig c;
+    c.elems = e;
+    c.lanes = l;
+    c.grid = grid;
+    c.dense = dense;
+    return c;
+  };
+  // Blocks of 256 threads: 8 warps; a warp holds 32 / lanes row groups (R = 1 at E >= 16).
+  const std::vector<Shape> shapes = {
+      // bf16 rows of 32: dense E16 L2 at 6 blocks an SM (792 on 132 SMs), 8192 blocks' worth of row groups: 10.34 a warp.
+      {DType::bf16, 1048576, 32, {Op::softmax},
+       {{"default dense E16 L2 g0", cfg(16, 2, 0, true)},
+        {"max 745 (11 a warp)", cfg(16, 2, 0, true), -1, 745},
+        {"max 683 (12 a warp)", cfg(16, 2, 0, true), -1, 683},
+        {"g2 (1584)", cfg(16, 2, 0, true), 2},
+        {"g11 (8192, 1 a warp)", cfg(16, 2, 0, true), 11}}},
+      // bf16 rows of 64: the general kernel E32 L2 (80 registers, 3 blocks an SM: 396), 20.7 a warp; occupancy b20.
+      {DType::bf16, 1048576, 64, {Op::softmax},
+       {{"default E32 L2 g0", cfg(32, 2, 0, false)},
+        {"max 391 (21 a warp)", cfg(32, 2, 0, false), -1, 391},
+        {"g2 (792)", cfg(32, 2, 0, false), 2},
+        {"g21 (8192, 1 a warp)", cfg(32, 2, 0, false), 21},
+        {"occ E32 L2 b20", cfg(32, 2, 0, false), -1, 0, 20}}},
+      {DType::bf16, 524288, 64, {Op::softmax},
+       {{"default E32 L2 g0", cfg(32, 2, 0, false)},
+        {"occ E32 L2 b20", cfg(32, 2, 0, false), -1, 0, 20}}},
+      // The sweep's neighbours of 1048576x64 (2^26 elements each).
+      {DType::bf16, 2097152, 32, {Op::softmax},
+       {{"default dense E16 L2 g0", cfg(16, 2, 0, true)},
+        {"max 781 (21 a warp)", cfg(16, 2, 0, true), -1, 781},
+        {"g21 (16384, 1 a warp)", cfg(16, 2, 0, true), 21}}},
+      {DType::bf16, 524288, 128, {Op::softmax}, {{"default occ E32 L4 b20", cfg(32, 4, 0, false), -1, 0, 20}}},
+      // bf16 rows of 1024: occupancy b20 (2 rows a block, 16384 blocks, 2640 resident); the dense kernel E32 L32
+      // (4 blocks an SM: 528; 4096 blocks' worth, 7.76 a warp).
+      {DType::bf16, 32768, 1024, {Op::softmax},
+       {{"default occ E32 L32 b20", cfg(32, 32, 0, false), -1, 0, 20},
+        {"occ persistent (2640)", cfg(32, 32, 0, false), 0, 0, 20},
+        {"occ max 2341 (7 a warp)", cfg(32, 32, 0, false), -1, 2341, 20},
+        {"dense g0 (528)", cfg(32, 32, 0, true)},
+        {"dense max 512 (8 a warp)", cfg(32, 32, 0, true), -1, 512},
+        {"dense g8 (4096, 1 a warp)", cfg(32, 32, 0, true), 8}}},
+      // f32 rows of 32: the general kernel E16 L2 (4 blocks an SM: 528) on the grid of 8 (4224 of 8192: 1.94 a warp).
+      {DType::f32, 1048576, 32, {Op::softmax, Op::log_softmax},
+       {{"default E16 L2 g8", cfg(16, 2, 8, false)},
+        {"max 4096 (2 a warp)", cfg(16, 2, 8, false), -1, 4096},
+        {"g16 (8192, 1 a warp)", cfg(16, 2, 8, false), 16},
+        {"max 2048 (4 a warp)", cfg(16, 2, 8, false), -1, 2048}}},
+  };
+  int differs = 0;
+  for (const Shape& sh : shapes) {
+    Buffers b = forward_buffers(sh.rows, sh.n, sh.t);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(sh.rows), static_cast<long long>(sh.n));
+    const std::size_t out_bytes = static_cast<std::size_t>(sh.rows * sh.n) * smk::dtype_size(sh.t);
+    const double bytes = static_cast<double>(out_bytes) * 2.0;
+    for (Op op : sh.ops) {
+      WarpVariants vs;
+      for (const V18& v : sh.vs) {
+        Variant w{v.name, 'w', v.c};
+        w.tuning.grid = v.grid;
+        w.tuning.max_blocks = v.max_blocks;
+        w.tuning.dense = v.c.dense ? 1 : 0;
+        vs.push_back({w, v.occ});
+      }
+      const auto launch_v = [&](const std::pair<Variant, int>& v, int i) {
+        const RowProblem p = problem(op, sh.rows, sh.n, sh.t, b, i);
+        if (v.second > 0) {
+          if (!launch_warp_rows_occ(p, v.first.warp, v.second, nullptr)) std::abort();
+        } else {
+          launch_warp_rows(p, v.first.warp, nullptr);
+        }
+      };
+      warp_occ_tuning() = {};
+      const char* label = op == Op::softmax ? "softmax" : "log_softmax";
+      warp_variants_timed(false, 3, shape, sh.t, op, label, b, vs, launch_v, bytes);
+      if (vs.size() > 1) differs += warp_variants_bits(shape, sh.t, label, vs, launch_v, b.out, out_bytes);
+    }
+    free_buffers(b);
+  }
+  warp_row_tuning() = {};
+  std::printf("short18: %d variant(s) differ from the default\n", differs);
+  return differs == 0 ? 0 : 1;
+}
+
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -1961,7 +2070,7 @@ constexpr Mode kModes[] = {
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
     {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""},
     {"--bwd18", ""}, {"--bwd18-ncu", ""}, {"--bwd18b", ""},
-    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}};
+    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}, {"--short18", ""}};
 
 bool known_mode(const char* arg) {
   for (const Mode& m : kModes)
@@ -1990,6 +2099,7 @@ int main(int argc, char** argv) {
     print_usage();
     return 2;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--short18") == 0) return short18();
   if (argc > 1 && (std::strcmp(argv[1], "--lse17") == 0 || std::strcmp(argv[1], "--lse17-ncu") == 0))
     return lse17_mode(std::strcmp(argv[1], "--lse17-ncu") == 0);
   if (argc > 1 && (std::strcmp(argv[1], "--blk17") == 0 || std::strcmp(argv[1], "--blk17-ncu") == 0))
