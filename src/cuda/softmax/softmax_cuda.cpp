@@ -513,11 +513,20 @@ bool warp_dense_rule(std::int64_t n, DType t, kernels::Op op) {
 // - 16-bit softmax of kWarpOccSoftmaxMinN16..kWarpMaxN (E32, dense rows; the tier's terms): bf16 262144×128 (general
 //   kernel) 42.34 / 42.05 → 39.01 / 39.26, 65536×512 43.04 / 43.74 → 40.38 / 39.68, 32768×1024 (dense kernel) 41.82 /
 //   41.79 → 39.74 / 39.62; f16 262144×128 42.46 / 41.92 → 39.74 / 40.16, 32768×1024 43.42 / 42.53 → 40.06 / 40.64
-//   (1.04-1.10×). Rows of 256 (the same kernel at 8 lanes, between 128 and 512) were not timed; 64 (2 lanes) neither:
-//   that one keeps the general kernel.
+//   (1.04-1.10×). Rows of 256 (the same kernel at 8 lanes, between 128 and 512) were not timed.
+//   short18 (session 18; H200, 2026-12-01, docs/perf-notebook.md "short18"): bf16 rows of 64 (E32 L2; the general
+//   kernel before: 80 registers, 3 blocks of 256 an SM, persistent) on it too, from kWarpOccSoftmaxMinNBf16. tune_softmax
+//   --short18 (17:56 UTC, binaries of 067de27's library, rotated inputs, median of 30 µs, three alternating rounds,
+//   outputs byte for byte the same): 1048576×64 77.66 / 77.25 / 77.73 → 75.62 / 75.90 / 74.75, 524288×64 43.55 / 43.42
+//   / 43.62 → 42.18 / 42.27 / 42.37. softmaxkit bench (18:03 UTC, L2 flushed, median, 067de27's binary and this rule's
+//   in turn, three rounds): 1048576×64 75.74 / 75.76 / 75.94 → 73.41 / 73.38 / 73.41, 524288×64 41.82 / 41.76 / 41.94 →
+//   39.94 / 39.89 / 40.00 (1.03-1.05×). f16 rows of 64 on it in the same bench: 1048576×64 75.23 / 75.26 / 75.26 →
+//   76.26 / 76.19 / 76.35 (slower; not profiled: short15's ptxas has the f16 instance spill 16 B, bf16's 4), 524288×64
+//   41.98 / 41.57 / 41.70 → 41.25 / 41.55 / 41.18: f16 keeps kWarpOccSoftmaxMinN16.
 // - 16-bit log-softmax on it (16 blocks, 44 B spilled) 0.90-0.93× of the packed kernel, f32 rows of 32 with two row
 //   groups a warp 0.92-0.96×: not taken (their code is in 4db3464).
 constexpr std::int64_t kWarpOccSoftmaxMinN16 = 128;
+constexpr std::int64_t kWarpOccSoftmaxMinNBf16 = 64;  // short18
 constexpr int kWarpOccBlocks16E32 = 20;
 constexpr std::int64_t kWarpOccMinNF32 = 17;
 constexpr std::int64_t kWarpOccSoftmaxMinNF32 = 128;
@@ -551,8 +560,10 @@ int warp_occ_rule(std::int64_t n, DType t, kernels::Op op, int elems) {
       ((op == Op::log_softmax && n >= kWarpOccLogSoftmaxMinN16 && n <= kWarpMaxN) ||
        (op == Op::logsumexp && n >= kWarpOccLogsumexpMinN16 && n <= kWarpOccLogsumexpMaxN16)))
     return kWarpOccBlocks16Log;
-  if (t != DType::f32)  // short15
-    return op == Op::softmax && elems == 32 && n >= kWarpOccSoftmaxMinN16 && n <= kWarpMaxN ? kWarpOccBlocks16E32 : 0;
+  if (t != DType::f32) {  // short15, short18
+    const std::int64_t min_n = t == DType::bf16 ? kWarpOccSoftmaxMinNBf16 : kWarpOccSoftmaxMinN16;
+    return op == Op::softmax && elems == 32 && n >= min_n && n <= kWarpMaxN ? kWarpOccBlocks16E32 : 0;
+  }
   const int blocks = elems == 16 ? kWarpOccBlocksE16 : elems == 32 ? kWarpOccBlocksE32 : 0;
   if (op == Op::softmax && n >= kWarpOccSoftmaxMinNF32 && n <= kWarpMaxN) return blocks;
   if (op == Op::logsumexp && n >= kWarpOccMinNF32 && n <= kWarpOccLogsumexpMaxNF32) return blocks;
