@@ -499,77 +499,10 @@ launch__registers_per_thread "$s18/bin/tune_softmax" --split18-ncu
   end_carried
 fi
 # --- session 18: bwd18 step goes here ---
-# bwd18 (session 18, issue 3): why torch.compile's 2-D backward is faster. In the background: torch.compile's kernels
-# for bf16 / f32 16384x4096 and bf16 4096x16384 (scripts/bwd18_torch.py under ncu --profile-from-start off, Triton's
-# and Inductor's caches under /tmp/b18-cache: compiled and autotuned first, then timed as tune_softmax times ours once
-# the go file exists, then one call each profiled), and test_cuda_backward_reread's InductorFormAgainstReference at
-# full size and under memcheck (small). Then alone on the GPU: tune_softmax --bwd18 (the Inductor form under four
-# load-hint sets, one or two steps in flight, beside the dispatcher's kernel; three alternating rounds, dx compared
-# byte for byte, errors against float64) and --bwd18-ncu under Nsight Compute; then the go file; then the Triton
-# cubins' SASS (cuobjdump) and the caches as a tarball. Binaries built off the device for sm_90a
-# (build/bwd18-bin.tar.xz: bin/{tune_softmax,test_cuda_backward_reread}). Caps: SMK_B18_TUNE_S (40), SMK_B18_NCU_S
-# (40), SMK_B18_TEST_S (45), SMK_B18_TORCH_S (150). Back: bwd18-tune.txt, bwd18-ncu.txt, bwd18-torch.txt,
-# bwd18-sass.txt, bwd18-summary.txt, bwd18-logs.tgz, bwd18-cache.tgz.
-if want bwd18; then
-  carried bwd18 build/bwd18-bin.tar.xz
-  b18=$bin
-  b18_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sector_op_read_hit_rate.pct,lts__t_sectors_op_read.sum,\
-l1tex__t_sector_hit_rate.pct,smsp__inst_executed.sum,\
-smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
-smsp__warps_eligible.avg.per_cycle_active,launch__registers_per_thread,launch__grid_size,launch__block_size,\
-launch__occupancy_limit_registers,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
-l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,\
-l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,\
-smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
-smsp__average_warps_issue_stalled_drain_per_issue_active.ratio
-  b18_sections=(--section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis_Tables)
-  rm -rf /tmp/b18-cache /tmp/b18-ready /tmp/b18-go && mkdir -p /tmp/b18-cache
-  bg_step bwd18-torch env PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/tmp/b18-cache/inductor \
-    TRITON_CACHE_DIR=/tmp/b18-cache/triton timeout "${SMK_B18_TORCH_S:-150}" ncu --metrics "$b18_metrics" \
-    "${b18_sections[@]}" --clock-control none --profile-from-start off -k regex:triton python3 scripts/bwd18_torch.py \
-    --case softmax_backward:bf16:16384x4096 log_softmax_backward:bf16:16384x4096 softmax_backward:bf16:4096x16384 \
-    softmax_backward:f32:16384x4096 --ready /tmp/b18-ready --go /tmp/b18-go --wait-s 140
-  b18_torch=$!
-  b18_t=${SMK_B18_TEST_S:-45}
-  b18_pids=()
-  bg_step bwd18x-test timeout "$b18_t" "$b18/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
-  b18_pids+=($!)
-  bg_step bwd18x-memcheck timeout "$b18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$b18/bin/test_cuda_backward_reread" --gtest_filter='*InductorForm*'
-  b18_pids+=($!)
-  wait "${b18_pids[@]}"
-  for _ in $(seq 1 600); do [ -f /tmp/b18-ready ] && break; kill -0 "$b18_torch" 2>/dev/null || break; sleep 0.2; done
-  run_step bwd18-tune timeout "${SMK_B18_TUNE_S:-40}" stdbuf -oL "$b18/bin/tune_softmax" --bwd18
-  keep_logs bwd18
-  run_step bwd18-ncu timeout "${SMK_B18_NCU_S:-40}" ncu --metrics "$b18_metrics" "${b18_sections[@]}" \
-    --clock-control none -k regex:backward "$b18/bin/tune_softmax" --bwd18-ncu
-  keep_logs bwd18
-  touch /tmp/b18-go
-  bg_tally
-  { for f in $(find /tmp/b18-cache/triton -name '*.cubin' | sort); do echo "===== $f"; cuobjdump -sass "$f"; done; } \
-    >"$OUT/bwd18-sass.log" 2>&1
-  tar -czf "$outer/bwd18-cache.tgz" -C /tmp/b18-cache . 2>/dev/null
-  keep_logs bwd18
-  rm -f "$outer"/bwd18x-*.txt
-  end_carried
-fi
-# bwd18b (session 18, issue 3): torch.compile's own kernels beside ours in one process under one method (tune_softmax
-# --bwd18b: the Triton cubins of the first call's autotuned configs, carried in build/bwd18-bin.tar.xz's triton/,
-# launched as Inductor launches them; L2 flushed before each launch, then inputs rotated without a flush; three alternating
-# rounds; dx against the default's), and f32 softmax backward rows of 2048 on the Inductor form. Cap
-# SMK_B18B_S (30). Back: bwd18b-tune.txt, bwd18b-summary.txt, bwd18b-logs.tgz.
-if want bwd18b; then
-  carried bwd18b build/bwd18-bin.tar.xz
-  run_step bwd18b-tune env SMK_B18_TRITON="$bin/triton" timeout "${SMK_B18B_S:-30}" stdbuf -oL \
-    "$bin/bin/tune_softmax" --bwd18b
-  keep_logs bwd18b
-  end_carried
-fi
+# bwd18 (session 18, issue 3): its two steps as run (bwd18: torch.compile's kernels compiled, timed and profiled beside
+# the Inductor form of the 2-D backward under four load-hint sets, Triton's cubins and SASS read back; bwd18b: the
+# cubins launched in tune_softmax beside ours) are in commit 051f6a3, with the code they ran; removed with that code
+# (docs/perf-notebook.md "bwd18").
 # --- session 18: short18 step goes here ---
 # short18 (session 18, issue 3): first the tests that never ran on a GPU: test_cuda_block_row whole at full size
 # (LaneF32OptionsAndSpecialRows' fixed form of c035228, the tied_scores fold of a78106b, contiguous_rows of 2274cd3),

@@ -52,6 +52,20 @@
 // Slower everywhere; removed. Where Inductor's kernel wins (bwd16's Nsight Compute: 87.3 µs at bf16 16384x4096 where
 // this form took 119 here) was not found.
 //
+// bwd18 (session 18; docs/perf-notebook.md "bwd18", docs/bench/bwd18-s18-2026-12-01.md): Inductor's kernels read
+// back from the H200 (Triton's cubins, SASS, Nsight Compute, and launched in tune_softmax beside ours). At 4096 and
+// 16384 its autotuning took the whole row in one step: bf16 one 16-byte vector of y and of dy a thread (512 threads;
+// 1024 and two vectors at 16384), f32 two 16-byte vectors at 4096, every load issued at once (LDG.E.EL.128 with an L2
+// evict-last policy), the block's sum, then the same loads again (LDG.E.EF.128, an L2 evict-first policy) served by
+// L1 (L1 hit rate 40 %: the whole second read) and 16-byte stores. bwd17's form read 8 bytes a thread a step, one
+// step at a time, with L1::evict_first (its second read went to L2: L1 hit 3-13 %). That form under four load-hint
+// sets and one or two steps in flight (backward_inductor_kernel of commit 051f6a3, where this code rode in lse18's
+// commit) reached the L1 hits (hints with L1::evict_last: 40 %) but not the speed at bf16: 0.75-0.96x of the
+// dispatcher's kernels (two 8-byte steps, 1.6-2.3x Triton's instructions); at f32 16384x4096 / 32768x2048 softmax
+// backward one 512-thread block a row under Triton's hints ran 1.017-1.026x of the register block (Triton's own
+// 1.020x), f32 16384 0.64-0.67x (a row of y and dy, 128 KB, does not stay in L1). Removed: none of it served every
+// layout in one order (dense rows only), which a rule needs before it can take a length.
+//
 // The sum's order: thread t takes the vectors k·T + t (k = 0, 1, …: RowTile's element map) and adds each vector's
 // terms into V running sums, lane j the j-th element of each; tree_sum over the V, then block_sum. A function of n
 // (and T, itself a function of n) alone, whatever the layout: an unaligned or strided row loads its elements one by
@@ -254,155 +268,6 @@ __global__ void __launch_bounds__(kBackwardRereadThreads, 2) backward_reread_ker
   }
 }
 
-// bwd18 (session 18): torch.compile's form of the 2-D backward again (bwd17's backward_inductor_kernel of 80f0911,
-// backward_reread.hpp kRereadInductor), now with the load hints as a template parameter, to find where bwd17's copy
-// (0.75-0.83x of the dispatcher's kernels at bf16 4096-wide rows) and Inductor's kernel (1.04x faster than them) part.
-// bwd16's Nsight Compute read torch.compile's bf16 16384x4096 kernel's L2 hit rate as ours (34 %) although it loads
-// twice the L1 sectors: its second read hits L1, not L2. kHints (backward_reread.hpp kInductorHints*): 0 bwd17's
-// (first loop L1::evict_first with an L2 evict-last policy, second loop ld.global.cs), 1 first loop L1::evict_last
-// with the L2 evict-last policy, second L1::evict_first with an L2 evict-first policy (Triton's lowering of
-// eviction_policy='evict_last' / 'evict_first' since its cache-policy rework), 2 plain loads in both loops, 3 the L1
-// hints alone (first L1::evict_last, second L1::evict_first: Triton's older lowering). One block of kInductorThreads
-// a row, 4 elements a thread a step (8-byte loads in 16-bit, 16-byte in f32), kInductorMinBlocks blocks an SM; the
-// sum's order: thread t adds element k·2048 + 4t + j (k = 0, 1, …) into its j-th running sum, tree_sum over the 4,
-// block_sum: a function of n alone (dense rows only). kPairs: two steps' loads issued before either is added (the
-// same order, the same bits). Traffic 12 B (f32) / 6 B (16-bit) an element from DRAM (the second read from L1 or L2).
-constexpr int kInductorThreads = 512;
-constexpr int kInductorMinBlocks = 4;
-constexpr int kInductorStep = kInductorThreads * 4;
-__device__ __forceinline__ std::uint64_t evict_first_policy() {
-  std::uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-// 4 elements of a dense row at row + i (8 or 16 bytes, aligned) as 32-bit words, loaded in loop kLoop (0 the sum's,
-// 1 dx's) under kHints; pol is the loop's L2 policy where kHints has one.
-template <typename In, int kHints, int kLoop>
-__device__ __forceinline__ uint4 load_quad_words(const In* row, int i, std::uint64_t pol) {
-  uint4 b{0u, 0u, 0u, 0u};
-  if constexpr (sizeof(In) == 4) {
-    const uint4* q = reinterpret_cast<const uint4*>(row + i);
-    if constexpr (kHints == 2) {
-      b = *q;
-    } else if constexpr (kHints == 0 && kLoop == 1) {
-      b = __ldcs(q);
-    } else if constexpr (kHints == 0) {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(q), "l"(pol));
-    } else if constexpr (kHints == 1 && kLoop == 0) {
-      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(q), "l"(pol));
-    } else if constexpr (kHints == 1) {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(q), "l"(pol));
-    } else if constexpr (kLoop == 0) {
-      asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(q));
-    } else {
-      asm volatile("ld.global.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(q));
-    }
-  } else {
-    const uint2* q = reinterpret_cast<const uint2*>(row + i);
-    uint2 h{0u, 0u};
-    if constexpr (kHints == 2) {
-      h = *q;
-    } else if constexpr (kHints == 0 && kLoop == 1) {
-      h = __ldcs(q);
-    } else if constexpr (kHints == 0) {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-                   : "=r"(h.x), "=r"(h.y) : "l"(q), "l"(pol));
-    } else if constexpr (kHints == 1 && kLoop == 0) {
-      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-                   : "=r"(h.x), "=r"(h.y) : "l"(q), "l"(pol));
-    } else if constexpr (kHints == 1) {
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-                   : "=r"(h.x), "=r"(h.y) : "l"(q), "l"(pol));
-    } else if constexpr (kLoop == 0) {
-      asm volatile("ld.global.L1::evict_last.v2.u32 {%0, %1}, [%2];" : "=r"(h.x), "=r"(h.y) : "l"(q));
-    } else {
-      asm volatile("ld.global.L1::evict_first.v2.u32 {%0, %1}, [%2];" : "=r"(h.x), "=r"(h.y) : "l"(q));
-    }
-    b.x = h.x;
-    b.y = h.y;
-  }
-  return b;
-}
-template <typename In>
-__device__ __forceinline__ float quad_elem(const uint4& w, int j) {
-  if constexpr (sizeof(In) == 4) {
-    return __uint_as_float(j == 0 ? w.x : j == 1 ? w.y : j == 2 ? w.z : w.w);
-  } else {
-    return word_elem<In>(w, j);
-  }
-}
-template <typename In, bool kLog, bool kPairs, int kHints>
-__global__ void __launch_bounds__(kInductorThreads, kInductorMinBlocks) backward_inductor_kernel(const RowProblem p) {
-  struct alignas(4 * sizeof(In)) Quad {
-    In v[4];
-  };
-  __shared__ float red[32];
-  const std::uint64_t pol0 = kHints == 0 || kHints == 1 ? evict_last_policy() : 0;
-  const std::uint64_t pol1 = kHints == 1 ? evict_first_policy() : 0;
-  const int t = static_cast<int>(threadIdx.x);
-  const int n = static_cast<int>(p.n);
-  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const RowRef o{row, 0};
-    const In* y = at<In>(p.x, o.off(p, kX));
-    const In* dy = at<In>(p.dy, o.off(p, kDy));
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int i = 4 * t;
-    if constexpr (kPairs) {
-      // Two steps' loads issued before either is added; added in the one-step loop's order (step k, then k + 1).
-#pragma unroll 1
-      for (; i + kInductorStep < n; i += 2 * kInductorStep) {
-        const uint4 b0 = load_quad_words<In, kHints, 0>(dy, i, pol0);
-        const uint4 b1 = load_quad_words<In, kHints, 0>(dy, i + kInductorStep, pol0);
-        if constexpr (kLog) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b0, j);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b1, j);
-        } else {
-          const uint4 a0 = load_quad_words<In, kHints, 0>(y, i, pol0);
-          const uint4 a1 = load_quad_words<In, kHints, 0>(y, i + kInductorStep, pol0);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b0, j) * quad_elem<In>(a0, j);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b1, j) * quad_elem<In>(a1, j);
-        }
-      }
-    }
-#pragma unroll 1
-    for (; i < n; i += kInductorStep) {
-      const uint4 b = load_quad_words<In, kHints, 0>(dy, i, pol0);
-      if constexpr (kLog) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b, j);
-      } else {
-        const uint4 a = load_quad_words<In, kHints, 0>(y, i, pol0);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[j] += quad_elem<In>(b, j) * quad_elem<In>(a, j);
-      }
-    }
-    const float s = block_sum(tree_sum<4>(acc), red);
-    In* dx = at<In>(p.out, o.off(p, kOut));  // formed here, not held across the first loop (registers)
-#pragma unroll 1
-    for (i = 4 * t; i < n; i += kInductorStep) {
-      const uint4 a = load_quad_words<In, kHints, 1>(y, i, pol1);
-      const uint4 b = load_quad_words<In, kHints, 1>(dy, i, pol1);
-      Quad w;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float yv = quad_elem<In>(a, j), dyv = quad_elem<In>(b, j);
-        w.v[j] = from_f32<In>(kLog ? dyv - expf(yv) * s : yv * (dyv - s));
-      }
-      *reinterpret_cast<Quad*>(dx + i) = w;
-    }
-    __syncthreads();  // red is rewritten by the next row
-  }
-}
-
 std::atomic<std::uint64_t>& reread_backward_launches() {
   static std::atomic<std::uint64_t> n{0};
   return n;
@@ -426,58 +291,12 @@ void launch_reread(const RowProblem& p, cudaStream_t s) {
   reread_last_form().store(kForm, std::memory_order_relaxed);
 }
 
-template <typename In, bool kLog, bool kPairs, int kHints>
-void launch_inductor(const RowProblem& p, int form, cudaStream_t s) {
-  const auto kernel = backward_inductor_kernel<In, kLog, kPairs, kHints>;
-  kernel<<<capped_grid(p.rows), kInductorThreads, 0, s>>>(p);
-  SMK_CUDA_CHECK_LAUNCH("backward_inductor_kernel");
-  reread_backward_launches().fetch_add(1, std::memory_order_relaxed);
-  reread_last_form().store(form, std::memory_order_relaxed);
-}
-template <typename In, bool kLog, bool kPairs>
-void launch_inductor_hints(const RowProblem& p, int form, int hints, cudaStream_t s) {
-  switch (hints) {
-    case 0: return launch_inductor<In, kLog, kPairs, 0>(p, form, s);
-    case 1: return launch_inductor<In, kLog, kPairs, 1>(p, form, s);
-    case 2: return launch_inductor<In, kLog, kPairs, 2>(p, form, s);
-    default: return launch_inductor<In, kLog, kPairs, 3>(p, form, s);
-  }
-}
-
 }  // namespace
 
 void launch_backward_reread_rows(const RowProblem& p, cudaStream_t s) {
   if (p.rows == 0 || p.n == 0) return;
   if (p.n > kBackwardRereadMaxN)
     smk::throw_invalid_argument("softmax backward (re-read rows)", "n", "rows of at most 32768 elements");
-  const int asked = backward_reread_tuning().form;
-  if (asked == kRereadInductor || asked == (kRereadInductor | kRereadPairs)) {  // bwd18: timing and its test only
-    const bool log = p.op == Op::log_softmax_backward;
-    const int hints = backward_reread_tuning().hints;
-    bool dense = (log || p.op == Op::softmax_backward) && !p.scale && p.temp == nullptr && p.out_dtype == p.x_dtype &&
-                 p.n % 4 == 0 && p.x_dtype != DType::f16 && hints >= 0 && hints <= 3;
-    with_in_type(p.x_dtype, [&](auto* tag) {
-      using In = std::remove_pointer_t<decltype(tag)>;
-      dense = dense && plain_rows<In>(p, p.x, kX) && plain_rows<In>(p, p.dy, kDy) && plain_rows<In>(p, p.out, kOut);
-    });
-    if (!dense)
-      smk::throw_unsupported(log ? "log_softmax_backward (Inductor form)" : "softmax_backward (Inductor form)",
-                             "dense f32 / bf16 rows only: unit steps, 16-byte-aligned rows, n a multiple of 4, dx in "
-                             "the input's type, no temperature, hints 0..3 (backward_reread.hpp kRereadInductor)");
-    const bool pairs = (asked & kRereadPairs) != 0;
-    with_in_type(p.x_dtype, [&](auto* tag) {
-      using In = std::remove_pointer_t<decltype(tag)>;
-      if constexpr (!std::is_same_v<In, __half>) {
-        if (log) {
-          if (pairs) return launch_inductor_hints<In, true, true>(p, asked, hints, s);
-          return launch_inductor_hints<In, true, false>(p, asked, hints, s);
-        }
-        if (pairs) return launch_inductor_hints<In, false, true>(p, asked, hints, s);
-        launch_inductor_hints<In, false, false>(p, asked, hints, s);
-      }
-    });
-    return;
-  }
   // Built for 16-bit rows only (session 9's review, F17: the f32 instantiations were slower in mid9's run at every
   // shape; their launch is in commit 625272c). Softmax backward, removed by F17 too, is built again since mid11
   // (session 11) to time it without the spill: tune_softmax --mid11.

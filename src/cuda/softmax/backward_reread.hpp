@@ -19,18 +19,9 @@ namespace smk::cuda::kernels {
 constexpr int kRereadEvictLast = 1;  // the first loop's loads with an L2 evict-last policy (Triton's evict_last)
 constexpr int kRereadStreamOut = 2;  // dx stored streaming (st.global.cs: nothing here reads it back)
 constexpr int kRereadPairs = 4;      // the first loop loads two vectors a step (twice the bytes in flight)
-// bwd18 (session 18), for timing and its test only (the dispatcher never asks for it): kRereadInductor (form 8) is
-// another kernel, torch.compile's form of the 2-D backward (backward_reread.cu backward_inductor_kernel: 512 threads a
-// row, 4 elements a thread a step, the row read twice), for softmax and log-softmax backward in f32 and bf16 on dense
-// rows (unit steps, 16-byte-aligned rows, n a multiple of 4, dx in the input's type, no temperature; else smk::Error
-// unsupported); form 12 (kRereadInductor | kRereadPairs) loads two steps at once, the same bits. hints picks its
-// loads' cache hints (0 bwd17's, 1 Triton's L1 + L2 policies, 2 plain, 3 Triton's L1 hints alone; backward_reread.cu).
-// Its sum's order is its own (not the dy-shared or register blocks').
-constexpr int kRereadInductor = 8;
 struct BackwardRereadTuning {
   int force = -1;
   int form = -1;
-  int hints = 0;
 };
 BackwardRereadTuning& backward_reread_tuning();
 // The form the latest launch of the re-read kernel took (-1 before any; session 12's review F4): tests of the

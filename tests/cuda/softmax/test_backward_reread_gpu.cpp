@@ -11,9 +11,6 @@
 // (backward_reread.hpp backward_reread_last_form) is asserted where the form matters (session 12's review F4), and dx
 // written over dy or over y (exact aliases the public calls allow) must give the out-of-place bits (F8).
 //
-// bwd18 (session 18): torch.compile's form of the 2-D backward under its four load-hint sets, timing only, against the
-// reference (InductorFormAgainstReference).
-//
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs): fewer rows and lengths.
 #include <gtest/gtest.h>
 
@@ -273,95 +270,6 @@ TEST(GpuBackwardRereadRule, DispatcherRule) {
     EXPECT_EQ(k::backward_reread_launch_count() > before, w.reread) << "re-read kernel ran";
     if (w.reread) EXPECT_EQ(k::backward_reread_last_form(), w.form) << "the dispatcher's form";
     EXPECT_EQ(check(c, r, reference(c)), 0);
-  }
-}
-
-// bwd18 (session 18): torch.compile's form of the 2-D backward (backward_reread.hpp kRereadInductor, form 8; form 12
-// loads two steps at once) under each load-hint set (BackwardRereadTuning::hints 0..3), for timing only: launched
-// directly (the dispatcher never takes it) on dense rows of f32 and bf16, both ops, dx poisoned (0xFF) first and every
-// element checked against the float64 reference with gpu_case.hpp's gates (its sum's rounding depth at 16384: 7 steps
-// + 2 + 10 = 19, the gate's D), no stray writes; every form and hint set the same bits as form 8 under hints 0 (the
-// same order). Lengths 4096 (more rows than 4 blocks an SM hold), 8200 (a ragged last step) and 16384. Rows it is not
-// built for (n not a multiple of 4, a temperature, f16, a hint set past 3) throw smk::Error unsupported before any
-// launch.
-Result run_inductor(const Case& c, int form, int hints) {
-  using Buf = cuda::DeviceBuffer<unsigned char>;
-  const Buf y = Buf::from_host(pack(c.in, c.x, 0x00));
-  const Buf dy = Buf::from_host(pack(c.in, c.dy, 0x00));
-  const std::vector<unsigned char> poison(pack(c.out, std::vector<double>(c.out.numel(), 0), 0xFF).size(), 0xFF);
-  Buf dx = Buf::from_host(poison);
-  k::RowProblem p;
-  p.op = c.op == Op::softmax_backward ? k::Op::softmax_backward : k::Op::log_softmax_backward;
-  p.x = y.data();
-  p.dy = dy.data();
-  p.out = dx.data();
-  p.x_dtype = c.in.dtype;
-  p.out_dtype = c.out.dtype;
-  p.rows = c.in.shape[0];
-  p.n = c.in.shape[1];
-  p.map.rank = 1;
-  p.map.size[0] = p.rows;
-  p.map.stride[k::kX][0] = p.map.stride[k::kDy][0] = p.map.stride[k::kOut][0] = p.n;
-  p.step[k::kX] = p.step[k::kDy] = p.step[k::kOut] = 1;
-  k::backward_reread_tuning() = {-1, form, hints};
-  k::launch_backward_reread_rows(p, nullptr);
-  k::backward_reread_tuning() = {};
-  SMK_CUDA_CHECK(cudaDeviceSynchronize());
-  Result r;
-  r.ran = true;
-  r.raw = dx.to_host();
-  r.out = unpack(c.out, r.raw);
-  return r;  // contiguous dx: every byte of the buffer is an element (no stray write possible outside it)
-}
-
-TEST_F(GpuBackwardReread, InductorFormAgainstReference) {
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  const int pairs = k::kRereadInductor | k::kRereadPairs;
-  std::uint64_t seed = 18800;
-  std::vector<std::int64_t> lengths = {4096, 8200, 16384};
-  if (small_mode()) lengths = {4096, 8200};
-  for (std::int64_t n : lengths)
-    for (Op op : {Op::softmax_backward, Op::log_softmax_backward})
-      for (DType t : {DType::f32, DType::bf16}) {
-        const std::int64_t rows = small_mode() ? 3 : (n == 4096 ? 4 * sms + 7 : 5);
-        const std::string tag = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(n) +
-                                " " + op_name(op);
-        SCOPED_TRACE(tag);
-        const Case c = backward_case(tag, op, t, t, rows, n, ++seed);
-        const std::uint64_t before = k::backward_reread_launch_count();
-        const Result a = run_inductor(c, k::kRereadInductor, 0);
-        EXPECT_EQ(k::backward_reread_launch_count(), before + 1);
-        EXPECT_EQ(k::backward_reread_last_form(), k::kRereadInductor);
-        EXPECT_EQ(check(c, a, reference(c)), 0);
-        for (int hints = 0; hints < 4; ++hints)
-          for (int form : {k::kRereadInductor, pairs}) {
-            if (hints == 0 && form == k::kRereadInductor) continue;
-            const Result b = run_inductor(c, form, hints);
-            EXPECT_EQ(k::backward_reread_last_form(), form);
-            expect_same_bits(a, b, tag + " form " + std::to_string(form) + " hints " + std::to_string(hints));
-          }
-      }
-  // Not built for: a row length not a multiple of 4, a temperature, f16, hints past 3.
-  for (int bad = 0; bad < 4; ++bad) {
-    k::RowProblem p;
-    p.op = k::Op::softmax_backward;
-    p.x_dtype = p.out_dtype = bad == 2 ? DType::f16 : DType::bf16;
-    p.rows = 3;
-    p.n = bad == 0 ? 4098 : 4096;
-    p.scale = bad == 1;
-    p.temperature = bad == 1 ? 2.0f : 1.0f;
-    p.step[k::kX] = p.step[k::kDy] = p.step[k::kOut] = 1;
-    k::backward_reread_tuning() = {-1, k::kRereadInductor, bad == 3 ? 4 : 0};
-    const std::uint64_t before = k::backward_reread_launch_count();
-    try {
-      k::launch_backward_reread_rows(p, nullptr);
-      ADD_FAILURE() << "no error, case " << bad;
-    } catch (const smk::Error& e) {
-      EXPECT_EQ(e.code(), smk::ErrorCode::unsupported) << e.what();
-    }
-    k::backward_reread_tuning() = {};
-    EXPECT_EQ(k::backward_reread_launch_count(), before) << "launched";
   }
 }
 
