@@ -400,76 +400,10 @@ if want final || want final-compare; then
 fi
 
 # --- session 18: lse18 step goes here ---
-# lse18 (session 18, issue 3): lse17's chunk order in one launch (a cluster a row, chunk states through distributed
-# shared memory) and its merge a warp a row, beside session 17's two launches, the same bits, in one binary
-# (tune_softmax --lse18: bf16 logsumexp / state at issue 3's and lse17's shapes, 3-5 alternating rounds, outputs byte
-# for byte, the form that served; lse_stream's block kernel after the F8 fold beside its session-17 copy), alone on the
-# GPU; Nsight Compute on one launch of each form (--lse18-ncu); then in parallel: test_cuda_lse_stream whole (2 shards),
-# test_cuda_softmax's cases that reach lse_stream / lse_chunks through the dispatcher, memcheck (small, whole test) and
-# racecheck (small, the forms' tests). Binaries built off the device for sm_90a (build/lse18-bin.tar.xz: bin/
-# {tune_softmax,test_cuda_lse_stream,test_cuda_softmax}, lib/libcudart.so.13). Caps: SMK_L18_TUNE_S (35 s),
-# SMK_L18_NCU_S (15), SMK_L18_TEST_S (40). Back: lse18-tune.txt, lse18-ncu.txt, lse18-summary.txt, lse18-logs.tgz.
-if want lse18; then
-  carried lse18 build/lse18-bin.tar.xz
-  l18=$bin
-  run_step lse18-tune timeout "${SMK_L18_TUNE_S:-35}" stdbuf -oL "$l18/bin/tune_softmax" --lse18
-  keep_logs lse18
-  run_step lse18-ncu timeout "${SMK_L18_NCU_S:-15}" ncu --clock-control none -k 'regex:lse_' \
-    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread \
-    "$l18/bin/tune_softmax" --lse18-ncu
-  keep_logs lse18
-  l18_t=${SMK_L18_TEST_S:-40}
-  for i in 0 1; do
-    bg_step "lse18x-test$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$l18_t" \
-      "$l18/bin/test_cuda_lse_stream"
-  done
-  bg_step lse18x-softmax timeout "$l18_t" "$l18/bin/test_cuda_softmax" \
-    --gtest_filter='*EveryPathEveryLength*:*SixteenBitLogTerms*:*NonFiniteRows*:*BatchInvariance*:*WideBlockRows*'
-  bg_step lse18x-memcheck timeout "$l18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$l18/bin/test_cuda_lse_stream"
-  bg_step lse18x-racecheck timeout "$l18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$l18/bin/test_cuda_lse_stream" \
-    --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*:*RowAlone*'
-  bg_tally
-  keep_logs lse18
-  rm -f "$outer"/lse18x-*.txt
-  end_carried
-fi
-# lse18b (session 18, second call): the one-launch form's loads at 1-32 rows (tune_softmax --lse18b: lse_thread's steps,
-# L2 prefetch, every load issued first, beside the two launches; bits compared), Nsight Compute again (--lse18-ncu),
-# then test_cuda_lse_stream whole (2 shards), test_cuda_softmax's dispatcher cases (2 shards; the first call's run was
-# cut at 40 s in WideBlockRows), memcheck and racecheck (small) on the forms' tests. Same tarball, rebuilt. Caps:
-# SMK_L18_TUNE_S (35 s), SMK_L18_NCU_S (15), SMK_L18_TEST_S (60). Back: lse18b-*.txt, lse18b-summary.txt, lse18b-logs.tgz.
-if want lse18b; then
-  carried lse18 build/lse18-bin.tar.xz
-  l18=$bin
-  run_step lse18b-tune timeout "${SMK_L18_TUNE_S:-35}" stdbuf -oL "$l18/bin/tune_softmax" --lse18b
-  keep_logs lse18b
-  run_step lse18b-ncu timeout "${SMK_L18_NCU_S:-15}" ncu --clock-control none -k 'regex:lse_' \
-    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread \
-    "$l18/bin/tune_softmax" --lse18-ncu
-  keep_logs lse18b
-  l18_t=${SMK_L18_TEST_S:-60}
-  for i in 0 1; do
-    bg_step "lse18bx-test$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$l18_t" \
-      "$l18/bin/test_cuda_lse_stream"
-    bg_step "lse18bx-softmax$i" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout "$l18_t" \
-      "$l18/bin/test_cuda_softmax" \
-      --gtest_filter='*EveryPathEveryLength*:*SixteenBitLogTerms*:*NonFiniteRows*:*BatchInvariance*:*WideBlockRows*'
-  done
-  bg_step lse18bx-memcheck timeout "$l18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$l18/bin/test_cuda_lse_stream" \
-    --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*'
-  bg_step lse18bx-racecheck timeout "$l18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$l18/bin/test_cuda_lse_stream" \
-    --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*'
-  bg_tally
-  keep_logs lse18b
-  rm -f "$outer"/lse18bx-*.txt
-  end_carried
-fi
+# lse18 (session 18, issue 3): its two calls' steps (lse18: tune_softmax --lse18, --lse18-ncu, test_cuda_lse_stream in
+# 2 shards, test_cuda_softmax's dispatcher cases, memcheck / racecheck small; lse18b: --lse18b and the same tests) ran
+# as committed in 3a0acab (results: docs/bench/lse18-s18-2026-12-01.md); the integrated run's final-tests / final-san
+# cover test_cuda_lse_stream.
 # --- session 18: split18 step goes here ---
 # split18 (session 18, issue 3): softmax / log-softmax of long rows with split_row's chunk pass on a running state a
 # thread (chunk_states_running_kernel, 64 threads a chunk) beside HEAD's kernels in one binary (tune_softmax --split18:

@@ -27,19 +27,16 @@ int& lse_chunk_threads_setting();
 // chunk kernel and session 17's merge kernel (a 512-thread block a row); kLseFormWarpMerge two launches, rows of ≤ 32
 // chunks merged a warp a row; kLseFormCluster one launch (a cluster of the row's chunks, the states merged in block 0)
 // where the call's rows have ≤ 16 chunks, run at 128 threads a chunk, are 16-bit and all fit the device at once, else
-// kLseFormWarpMerge's two launches; kLseFormClusterL2 the same with each block's chunk prefetched into L2 first.
+// kLseFormWarpMerge's two launches. The library's: kLseFormCluster (lse_stream.cu has the times: 1×151936 bf16
+// logsumexp 0.74-0.79 of session 17's two launches, 32×128256 0.84-0.88, 1024×65536 0.909, 4096×151936 0.929).
 constexpr int kLseFormBlockMerge = 0;
 constexpr int kLseFormWarpMerge = 1;
 constexpr int kLseFormCluster = 2;
-constexpr int kLseFormClusterL2 = 3;
-constexpr int kLseFormClusterPreload = 4;  // one launch, each thread's loads of its chunk all issued before its first push
-constexpr int kLseChunksForm = kLseFormClusterL2;  // the library's (lse18: set by the run; see lse_stream.cu)
+constexpr int kLseChunksForm = kLseFormCluster;
 // The form launch_lse_chunk_rows takes: -1 kLseChunksForm, else that form (tests and timing; process-wide).
 int& lse_chunks_form_setting();
 // Calls served by the one-launch form, and by the warp merge, since the process started (tests: which form served).
 std::uint64_t lse_chunks_cluster_launch_count();
 std::uint64_t lse_chunks_warp_merge_launch_count();
-// lse18's timing control (removed after the run): lse_stream's block kernel as before lse_block_state (plain rows).
-bool& lse_block_head_setting();
 
 }  // namespace smk::cuda::kernels

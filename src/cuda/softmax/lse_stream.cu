@@ -183,46 +183,6 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
   return s;
 }
 
-// lse18: lse_thread's plain form (unit-stride, 16-byte-aligned rows, no transform) with every load of the thread's share
-// of a chunk of at most kSteps·kUnroll·G vectors issued before its first push (lse_thread issues a step's kUnroll loads,
-// pushes them, then issues the next step's): the same vectors in the same steps, a ragged vector read element by
-// element with −inf past n as there, pushed in the same order, so the same state bit for bit. For the one-launch form,
-// whose few blocks wait on one DRAM round trip a step.
-template <typename In, int G, int kSteps>
-__device__ __forceinline__ RunningLse lse_thread_preloaded(const In* row, std::int64_t n, int g) {
-  constexpr int V = LseVec<In>::V, C = kUnroll * V;
-  RunningLse s{-detail::inf_<float>(), 0, 0.0f};
-  const std::int64_t nv = (n + V - 1) / V;
-  const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
-  LseVec<In> w[kSteps][kUnroll];
-#pragma unroll
-  for (int k = 0; k < kSteps; ++k)
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t i = g + std::int64_t{k * kUnroll + u} * G;  // vector k0 + u·G of step k (k0 = g + k·kUnroll·G)
-      if ((i + 1) * V <= n) w[k][u] = pv[i];
-    }
-#pragma unroll
-  for (int k = 0; k < kSteps; ++k) {
-    const std::int64_t k0 = g + std::int64_t{k} * kUnroll * G;
-    if (k0 >= nv) break;
-    float x[C];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
-      if (i0 + V <= n) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w[k][u].v[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : -detail::inf_<float>();
-      }
-    }
-    lse_push<In, C>(s, x);
-  }
-  return s;
-}
-
 // The state of `width` lanes' running shares (an aligned group of a warp; every lane of it returns it): the group's
 // max, each lane's mass rescaled to it once (exp_diff), the rests summed and the ties counted in fixed trees. Where the
 // max is not finite the state is decided by it alone (from_max_ties_and_rest), whatever the sums hold.
@@ -380,6 +340,22 @@ __global__ void __launch_bounds__(kSplitThreads) lse_chunks_merge_kernel(const R
 }
 
 // ---- lse18 (session 18): the merge as a warp a row, and the one-launch form for rows that fit the device --------------
+// Traffic: as lse_chunks_kernel's (each element read once, 2 B 16-bit; 8 B a chunk state, through L2 for the warp merge,
+// through distributed shared memory in the one-launch form); the few-row calls this form serves are latency, not
+// bytes (1×151936 bf16: 304 KB, 0.07 µs at the read ceiling).
+// Measured (H200, 2026-12-01, lse18's two runs; tune_softmax --lse18 / --lse18b, µs, medians over rotated inputs,
+// alternating rounds, ratio to session 17's two launches a round: median (min-max); docs/bench/lse18-s18-2026-12-01.md;
+// every output byte-identical to the two launches'): the warp merge, bf16 logsumexp 1024×65536 55.4 → 50.1, 0.909
+// (0.902-0.910); 512×131072 52.0 → 48.5, 0.932; 4096×151936 376.6 → 351.3, 0.929 (3.54 TB/s); 32×128256 0.931;
+// rows past 32 chunks (block merge in both) 1.005 / 0.996. Nsight Compute, 1024 rows of 6 chunks: the block merge
+// kernel 8.8-9.2 µs, the warp merge 3.5-3.8. The one launch, bf16 logsumexp 1×151936 15.1 → 11.1 µs, 0.738
+// (0.701-0.746), second run 12.8 → 10.0, 0.785 (0.755-0.807); 32×128256 16.3 → 13.9, 0.840, second run 0.884; 2 / 4 /
+// 8 / 10 / 16 rows of 151936 0.79 / 0.82-0.84 / 0.84 / 0.85 / 0.88; 64 rows 0.924 (the warp merge 0.921); the state
+// 1×151936 0.77-0.78, 32×128256 0.895; f16 1×151936 0.77-0.78. Nsight Compute at 1×151936: the two launches' chunk
+// kernel 5.9-6.1 µs and merge 3.8-3.9, the one launch 7.2-7.3. Not kept (code in 051f6a3): the chunk prefetched into
+// L2 by one bulk prefetch first (1-5 % faster than this form at 4-16 rows, 1-5 % slower at 1 row in one run and at
+// 32-64 rows; Nsight Compute 6.8-6.9 µs), and every load of a thread's share issued before its first push (183
+// registers: 0.81-0.96 of the two launches, slower than this form everywhere, and not resident at 16-32 rows).
 // For a row of at most 32 chunks, merge_chunk_states (512 threads: thread t merges chunk t into the empty state, a
 // butterfly over each warp, then a butterfly over the 16 warps' states) is one warp's work: lane r merges chunk r into
 // the empty state as thread r does, the warp's butterfly is warp 0's, and the second butterfly merges warp 0's state
@@ -422,16 +398,10 @@ __global__ void __launch_bounds__(kLseWarpMergeThreads) lse_chunks_merge_warp_ke
 // form's bits, so the choice by the call's size (all its clusters resident at once) keeps a row's result the same alone
 // or in a batch. The grid is a whole number of clusters, each walking rows first, first + stride; slots double-buffered
 // by parity (a block pushes into a parity's slots again two rows later, after the next row's barrier, which block 0
-// reaches only after reading them). kPrefetch (plain form only): thread 0 first asks L2 for the block's whole chunk
-// (cp.async.bulk.prefetch.L2, split_row's one12), so the thread's later load steps find it there.
+// reaches only after reading them).
 constexpr std::int64_t kLseClusterMaxChunks = 16;
-constexpr int kLseLoadSteps = 0;     // lse_thread as the chunk kernel runs it
-constexpr int kLseLoadL2 = 1;        // the same, the chunk first prefetched into L2 (plain form)
-constexpr int kLseLoadPreload = 2;   // lse_thread_preloaded (plain form; no blocks-an-SM bound: ~100 registers)
-template <int kLoad, typename In, int kThreads>
-constexpr int kLseClusterMinBlocks = kLoad == kLseLoadPreload ? 1 : kLseMinThreadsPerSm<In> / kThreads;
-template <typename In, int kThreads, bool kGeneral, int kLoad>
-__global__ void __launch_bounds__(kThreads, (kLseClusterMinBlocks<kLoad, In, kThreads>))
+template <typename In, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads)
     lse_chunks_cluster_kernel(const RowProblem p, std::int64_t chunks) {
   namespace cg = cooperative_groups;
   constexpr int kWarps = kThreads / 32;
@@ -452,19 +422,7 @@ __global__ void __launch_bounds__(kThreads, (kLseClusterMinBlocks<kLoad, In, kTh
   for (std::int64_t row = first_row; row < p.rows; row += stride, parity ^= 1) {
     const RowRef o{row, 0};
     const In* x = at<In>(p.x, o.off(p, kX)) + first * p.step[kX];
-    if constexpr (kLoad == kLseLoadL2 && !kGeneral) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      const unsigned bytes = static_cast<unsigned>(len) * static_cast<unsigned>(sizeof(In)) / 16u * 16u;
-      if (t == 0 && bytes > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(x), "r"(bytes) : "memory");
-#endif
-    }
-    RunningLse s;
-    if constexpr (kLoad == kLseLoadPreload && !kGeneral) {
-      constexpr int kSteps = (kSplitChunk / LseVec<In>::V + kUnroll * kThreads - 1) / (kUnroll * kThreads);
-      s = lse_thread_preloaded<In, kThreads, kSteps>(x, len, t);
-    } else {
-      s = lse_thread<In, kThreads, kGeneral>(x, len, p.step[kX], t, row_transform(p, o), first);
-    }
+    const RunningLse s = lse_thread<In, kThreads, kGeneral>(x, len, p.step[kX], t, row_transform(p, o), first);
     if (!started) cluster.barrier_wait();
     started = true;
     lse_block_state<kWarps, kWarps>(s, warp_state[parity], [&](const ChunkState& st) {
@@ -480,30 +438,6 @@ __global__ void __launch_bounds__(kThreads, (kLseClusterMinBlocks<kLoad, In, kTh
   if (!started) cluster.barrier_wait();  // a cluster with no row: the opening arrive's wait
 }
 static_assert(kLseClusterMaxChunks <= kLseWarpMergeMaxChunks, "the cluster's merge gives each chunk a lane of a warp");
-
-// lse18's timing control (removed after the run): lse_block_kernel as it was before lse_block_state (session 17's code,
-// inline), to time the helper's SASS beside it.
-template <typename In, int kThreads, bool kGeneral>
-__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_head_kernel(const RowProblem p) {
-  __shared__ float2 warp_state[2][kThreads / 32];
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
-  int parity = 0;
-  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
-    const RowRef o{row, 0};
-    const RunningLse s =
-        lse_thread<In, kThreads, kGeneral>(at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, row_transform(p, o));
-    const auto ws = lse_group(s, 32);
-    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
-    __syncthreads();
-    if (warp == 0) {
-      auto st = OnlineSoftmaxState<float>::empty();
-      if (lane < kThreads / 32) st = OnlineSoftmaxState<float>::from_fields(warp_state[parity][lane].x,
-                                                                            warp_state[parity][lane].y);
-      st = group_merge(st, 32);
-      if (lane == 0) write_row_stats(p, o, st);
-    }
-  }
-}
 
 std::atomic<std::uint64_t>& lse_cluster_launches() {
   static std::atomic<std::uint64_t> n{0};
@@ -600,12 +534,7 @@ void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
     SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
   } else {
     const unsigned grid = capped_grid(p.rows);
-    bool head = false;
-    if constexpr (!kGeneral) {
-      head = lse_block_head_setting();
-      if (head) lse_block_head_kernel<In, 128, false><<<grid, 128, 0, s>>>(p);
-    }
-    if (!head) lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
+    lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
   }
 }
@@ -617,11 +546,16 @@ void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   lse_stream_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
-// The one-launch form where it serves (lse18): 16-bit rows at 128 threads a chunk, 1..kLseClusterMaxChunks chunks, every
-// cluster of the call resident at once (rows ≤ the clusters of that size the device runs: one wave, as split_row's
-// kSplitClusterMaxWaves). Returns whether it launched.
+// The one-launch form where it serves (lse18): 16-bit rows (the dispatcher takes no f32 row here: softmax_cuda.cpp
+// kLseChunksF32) at 128 threads a chunk (kLseChunkThreads16; 64, a test's setting, keeps two launches), 1..
+// kLseClusterMaxChunks chunks, every cluster of the call resident at once (rows ≤ kLseClusterMaxWaves × the clusters of
+// that size the device runs, as split_row's kSplitClusterMaxWaves). One wave, by lse18's run: at 64 rows of 151936 (64
+// of the ~80 resident 13-block clusters) the one launch was even with the two (0.924 against the warp merge's 0.921 of
+// session 17's two launches), so a call past one wave, which would also wait for its second wave, takes two launches.
+// Returns whether it launched.
+constexpr std::int64_t kLseClusterMaxWaves = 1;
 template <typename In>
-bool launch_cluster_typed(const RowProblem& p, std::int64_t chunks, int load, cudaStream_t s) {
+bool launch_cluster_typed(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   if constexpr (sizeof(In) != 2) {
     return false;
   } else {
@@ -629,21 +563,15 @@ bool launch_cluster_typed(const RowProblem& p, std::int64_t chunks, int load, cu
     auto go = [&](auto kernel_tag) {
       constexpr auto kKernel = decltype(kernel_tag)::value;
       const int resident = lse_active_clusters<kKernel>(static_cast<int>(chunks));
-      if (resident == 0 || p.rows > resident) return false;
+      if (resident == 0 || p.rows > kLseClusterMaxWaves * resident) return false;
       launch_lse_clusters<kKernel>(p, chunks, s);
       return true;
     };
-    if (!lse_plain_call<In>(p))
-      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, true, kLseLoadSteps>),
-                                       &lse_chunks_cluster_kernel<In, 128, true, kLseLoadSteps>>{});
-    if (load == kLseLoadPreload)
-      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadPreload>),
-                                       &lse_chunks_cluster_kernel<In, 128, false, kLseLoadPreload>>{});
-    if (load == kLseLoadL2)
-      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadL2>),
-                                       &lse_chunks_cluster_kernel<In, 128, false, kLseLoadL2>>{});
-    return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false, kLseLoadSteps>),
-                                     &lse_chunks_cluster_kernel<In, 128, false, kLseLoadSteps>>{});
+    if (lse_plain_call<In>(p))
+      return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, false>),
+                                       &lse_chunks_cluster_kernel<In, 128, false>>{});
+    return go(std::integral_constant<decltype(&lse_chunks_cluster_kernel<In, 128, true>),
+                                     &lse_chunks_cluster_kernel<In, 128, true>>{});
   }
 }
 
@@ -671,9 +599,7 @@ void launch_lse_chunk_rows(const RowProblem& p, int threads, cudaStream_t s) {
   if (form >= kLseFormCluster && threads == 128 && total > 0) {
     bool launched = false;
     with_in_type(p.x_dtype, [&](auto* tag) {
-      launched = launch_cluster_typed<std::remove_pointer_t<decltype(tag)>>(
-          p, chunks, form == kLseFormClusterL2 ? kLseLoadL2 : form == kLseFormClusterPreload ? kLseLoadPreload : kLseLoadSteps,
-          s);
+      launched = launch_cluster_typed<std::remove_pointer_t<decltype(tag)>>(p, chunks, s);
     });
     if (launched) {
       lse_cluster_launches().fetch_add(1, std::memory_order_relaxed);
@@ -712,11 +638,6 @@ std::uint64_t lse_chunks_warp_merge_launch_count() {
 int& lse_chunks_form_setting() {
   static int form = -1;
   return form;
-}
-
-bool& lse_block_head_setting() {
-  static bool head = false;
-  return head;
 }
 
 int& lse_chunk_threads_setting() {

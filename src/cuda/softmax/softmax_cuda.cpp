@@ -939,8 +939,12 @@ bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
 
 // lse17 (session 17): logsumexp and the state of rows past kLseStreamMaxN on lse_stream.cu's chunk kernel
 // (lse_chunks_kernel: split_row's chunks, each reduced by one block of kLseChunkThreads16 with lse_stream's running
-// state, then split_row's merge order), every row count of such a length alike (never the one-launch cluster kernel
-// nor grid_row: batch invariance); 16-bit inputs only (kLseChunks16), f32 stays on split_row (kLseChunksF32).
+// state, then split_row's merge order), every row count of such a length alike (never split_row's one-launch cluster
+// kernel nor grid_row: batch invariance); 16-bit inputs only (kLseChunks16), f32 stays on split_row (kLseChunksF32).
+// lse18 (session 18): the launcher picks among forms of the same bits by the call's size (lse_chunks.hpp
+// kLseChunksForm: one launch, a cluster a row, where the rows have ≤ 16 chunks and all fit the device at once; else the
+// chunk kernel and a warp a row's merge for rows of ≤ 32 chunks, the block merge beyond): bf16 logsumexp 1×151936
+// 0.74-0.79 of session 17's two launches, 32×128256 0.84-0.88, 1024×65536 0.909, 4096×151936 0.929 (lse_stream.cu).
 // Measured (H200, 2026-12-01, lse17's run, tune_softmax --lse17, logsumexp µs, medians of 9-41 over rotated inputs, 3
 // alternating rounds, ratio to split_row a round: median (min-max); docs/bench/lse17-s17-2026-12-01.md), split_row →
 // T64 / T128: bf16 1024×65536 92.6 → 52.4 / 53.0, 0.564 (0.563-0.566) / 0.572; 4096×151936 647.9 → 341.8 / 370.4,

@@ -1471,21 +1471,20 @@ int blk17_mode(bool ncu) {
   return bad == 0 ? 0 : 1;
 }
 
-// lse18 (session 18, issue 3; docs/perf-notebook.md "lse18"): lse17's chunk order in its four forms, the same bits each
+// lse18 (session 18, issue 3; docs/perf-notebook.md "lse18"): lse17's chunk order in its three forms, the same bits each
 // (launch_lse_chunk_rows at 128 threads a chunk, lse_chunks_form_setting): "head" the two launches as session 17 left
 // them (the chunk kernel, whose SASS lse18's lse_block_state left identical, and the 512-thread merge kernel), "warp"
-// the merge a warp a row, "cluster" one launch (a cluster a row) where the call fits the device (else "warp"),
-// "clusterL2" the same with each chunk prefetched into L2. bf16 logsumexp at issue 3's shapes and lse17's, the state
-// at 1x151936 and 32x128256, f16 at 1x151936. Then lse_stream's block kernel (lse_block_state, F8) beside its
-// session-17 copy (lse_block_head_kernel) at lse10's shapes. Each case: the variants in `rounds` alternating rounds,
-// the first timed first and last, medians of `reps` launches over rotated inputs, ratios to the first a round; then
-// every variant's outputs on copy 0 (poisoned with 0xFF) byte for byte against the first's, and which form served
-// (the launch counters). Exits 1 if any output differs or a form did not serve where it should. Reached only by name
-// (main's first line), not listed in the usage.
+// the merge a warp a row, "cluster" one launch (a cluster a row) where the call fits the device (else "warp"). bf16
+// logsumexp at issue 3's shapes and lse17's, the state at 1x151936 and 32x128256, f16 at 1x151936. Each case: the
+// variants in `rounds` alternating rounds, the first timed first and last, medians of `reps` launches over rotated
+// inputs, ratios to the first a round; then every variant's outputs on copy 0 (poisoned with 0xFF) byte for byte
+// against the first's, and which form served (the launch counters). Exits 1 if any output differs or a form did not
+// serve where it should. Reached only by name (main's first lines), not listed in the usage. As run (with an L2-prefetch
+// form, lse_stream's block kernel beside its session-17 copy, and --lse18b's load variants): 3a0acab.
 int lse18_mode() {
   struct V18 {
     std::string name;
-    int form;  // lse_chunks_form_setting; -2: lse_stream's block kernel, -3: its session-17 copy
+    int form;  // lse_chunks_form_setting
   };
   int bad = 0;
   auto case18 = [&](std::int64_t rows, std::int64_t n, DType t, Op op, const std::vector<V18>& vs, int reps,
@@ -1495,15 +1494,9 @@ int lse18_mode() {
     Buffers b = forward_buffers(rows, n, t);
     const double bytes = static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t));
     auto launch = [&](const V18& v, const RowProblem& p) {
-      if (v.form <= -2) {
-        lse_block_head_setting() = v.form == -3;
-        launch_lse_stream_rows(p, LseStreamConfig{0, 128}, nullptr);
-        lse_block_head_setting() = false;
-      } else {
-        lse_chunks_form_setting() = v.form;
-        launch_lse_chunk_rows(p, 128, nullptr);
-        lse_chunks_form_setting() = -1;
-      }
+      lse_chunks_form_setting() = v.form;
+      launch_lse_chunk_rows(p, 128, nullptr);
+      lse_chunks_form_setting() = -1;
     };
     std::vector<std::vector<double>> us(vs.size() + 1);
     for (int round = 0; round < rounds; ++round)
@@ -1530,16 +1523,14 @@ int lse18_mode() {
           launch(vs[i], problem(op, rows, n, t, b, 0));
           SMK_CUDA_CHECK(cudaDeviceSynchronize());
           const bool cluster = lse_chunks_cluster_launch_count() > c0, warp = lse_chunks_warp_merge_launch_count() > w0;
-          if (vs[i].form >= 0) {
-            std::printf("served %s %s %s: %s\n", shape, smk::dtype_name(t), vs[i].name.c_str(),
-                        cluster ? "one launch (cluster)" : warp ? "two launches, warp merge" : "two launches, block merge");
-            // the warp merge serves every call of ≤ 32 chunks that the cluster does not; the block merge only form 0
-            const std::int64_t chunks = (n + kSplitChunk - 1) / kSplitChunk;
-            if ((vs[i].form == 0 && (cluster || warp)) || (vs[i].form == 1 && (cluster || warp != (chunks <= 32))) ||
-                (vs[i].form >= 2 && !cluster && warp != (chunks <= 32))) {
-              ++bad;
-              std::printf("  NOT THE FORM ASKED\n");
-            }
+          std::printf("served %s %s %s: %s\n", shape, smk::dtype_name(t), vs[i].name.c_str(),
+                      cluster ? "one launch (cluster)" : warp ? "two launches, warp merge" : "two launches, block merge");
+          // the warp merge serves every call of ≤ 32 chunks that the cluster does not; the block merge only form 0
+          const std::int64_t chunks = (n + kSplitChunk - 1) / kSplitChunk;
+          if ((vs[i].form == 0 && (cluster || warp)) || (vs[i].form == 1 && (cluster || warp != (chunks <= 32))) ||
+              (vs[i].form >= 2 && !cluster && warp != (chunks <= 32))) {
+            ++bad;
+            std::printf("  NOT THE FORM ASKED\n");
           }
         },
         [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
@@ -1552,7 +1543,7 @@ int lse18_mode() {
     free_buffers(b);
   };
   split_row_tuning() = {};
-  const std::vector<V18> forms = {{"head", 0}, {"warp", 1}, {"cluster", 2}, {"clusterL2", 3}};
+  const std::vector<V18> forms = {{"head", 0}, {"warp", 1}, {"cluster", 2}};
   case18(1, 151936, DType::bf16, Op::logsumexp, forms, 41, 5);
   case18(32, 128256, DType::bf16, Op::logsumexp, forms, 41, 5);
   case18(4, 151936, DType::bf16, Op::logsumexp, forms, 41, 3);
@@ -1560,88 +1551,21 @@ int lse18_mode() {
   case18(1, 151936, DType::bf16, Op::state, forms, 41, 3);
   case18(32, 128256, DType::bf16, Op::state, forms, 41, 3);
   case18(1, 151936, DType::f16, Op::logsumexp, forms, 41, 3);
-  const std::vector<V18> two = {{"head", 0}, {"warp", 1}, {"clusterL2", 3}};
+  const std::vector<V18> two = {{"head", 0}, {"warp", 1}, {"cluster", 2}};
   case18(1024, 65536, DType::bf16, Op::logsumexp, two, 21, 3);
   case18(512, 131072, DType::bf16, Op::logsumexp, two, 21, 3);
   case18(4096, 151936, DType::bf16, Op::logsumexp, two, 9, 3);
   case18(32, 2097152, DType::bf16, Op::logsumexp, two, 21, 3);
   case18(1, 16777216, DType::bf16, Op::logsumexp, two, 21, 3);
-  const std::vector<V18> blk = {{"block head", -3}, {"block F8", -2}};
-  case18(2048, 32768, DType::bf16, Op::logsumexp, blk, 21, 3);
-  case18(4096, 16384, DType::bf16, Op::logsumexp, blk, 21, 3);
-  case18(4096, 16384, DType::f32, Op::logsumexp, blk, 21, 3);
-  case18(8192, 32000, DType::f32, Op::logsumexp, blk, 9, 3);
   std::printf("lse18: %d case(s) differ or ran another form\n", bad);
   return bad == 0 ? 0 : 1;
 }
 
-// --lse18b: the one-launch form's loads, beside the two launches ("head") at 1-32 rows: lse_thread's steps ("cluster"),
-// the chunk prefetched into L2 first ("clusterL2"), every load of a thread's share issued before its first push
-// ("preload", lse_thread_preloaded: ~180 registers, fewer clusters resident, so larger calls fall back to two launches).
-int lse18b_mode() {
-  int bad = 0;
-  const std::vector<std::pair<std::string, int>> forms = {{"head", 0}, {"cluster", 2}, {"clusterL2", 3}, {"preload", 4}};
-  auto one = [&](std::int64_t rows, std::int64_t n, DType t, Op op, int rounds) {
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
-    Buffers b = forward_buffers(rows, n, t);
-    const double bytes = static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t));
-    auto launch = [&](int form, const RowProblem& p) {
-      lse_chunks_form_setting() = form;
-      launch_lse_chunk_rows(p, 128, nullptr);
-      lse_chunks_form_setting() = -1;
-    };
-    std::vector<std::vector<double>> us(forms.size() + 1);
-    for (int round = 0; round < rounds; ++round)
-      for (std::size_t i = 0; i <= forms.size(); ++i) {
-        const int form = forms[i == forms.size() ? 0 : i].second;
-        us[i].push_back(median_us(b, 41, [&](int k) { launch(form, problem(op, rows, n, t, b, k)); }));
-      }
-    std::vector<Variant> names;
-    for (const auto& f : forms) names.push_back(Variant{f.first, 'l'});
-    report_rounds(shape, t, op, names, us, bytes);
-    for (std::size_t i = 1; i < forms.size(); ++i) {
-      std::vector<double> r;
-      for (int round = 0; round < rounds; ++round) r.push_back(us[i][round] / us[0][round]);
-      std::sort(r.begin(), r.end());
-      std::printf("%-14s %-5s %-9s ratio %s / head: %.3f (%.3f-%.3f) over %d rounds\n", shape, smk::dtype_name(t),
-                  op == Op::logsumexp ? "logsumexp" : "state", forms[i].first.c_str(), r[r.size() / 2], r.front(),
-                  r.back(), rounds);
-    }
-    const std::size_t out_bytes = sizeof(float) * static_cast<std::size_t>(rows) * (op == Op::state ? 2 : 1);
-    bits_against_first(
-        b.stats, out_bytes, forms.size(),
-        [&](std::size_t i) {
-          const std::uint64_t c0 = lse_chunks_cluster_launch_count();
-          launch(forms[i].second, problem(op, rows, n, t, b, 0));
-          SMK_CUDA_CHECK(cudaDeviceSynchronize());
-          std::printf("served %s %s %s: %s\n", shape, smk::dtype_name(t), forms[i].first.c_str(),
-                      lse_chunks_cluster_launch_count() > c0 ? "one launch" : "two launches");
-        },
-        [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
-          const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
-          bad += !same;
-          std::printf("bits %s %s %s: %s\n", shape, smk::dtype_name(t), forms[i].first.c_str(),
-                      same ? "same bits" : "DIFFERS");
-        });
-    std::fflush(stdout);
-    free_buffers(b);
-  };
-  split_row_tuning() = {};
-  for (std::int64_t rows : {1, 2, 4, 8, 10, 16}) one(rows, 151936, DType::bf16, Op::logsumexp, rows <= 4 ? 7 : 5);
-  for (std::int64_t rows : {16, 32}) one(rows, 128256, DType::bf16, Op::logsumexp, 5);
-  one(1, 151936, DType::bf16, Op::state, 5);
-  one(1, 151936, DType::f16, Op::logsumexp, 5);
-  one(1, 65536, DType::bf16, Op::logsumexp, 5);
-  std::printf("lse18b: %d case(s) differ\n", bad);
-  return bad == 0 ? 0 : 1;
-}
-
-// --lse18-ncu: one launch of each form, for Nsight Compute: bf16 logsumexp 1x151936 (head, cluster, clusterL2) and
-// 1024x65536 (head, warp).
+// --lse18-ncu: one launch of each form, for Nsight Compute: bf16 logsumexp 1x151936 (head, cluster) and 1024x65536
+// (head, warp).
 int lse18_ncu() {
   split_row_tuning() = {};
-  for (const auto& [rows, forms] : std::vector<std::pair<std::int64_t, std::vector<int>>>{{1, {0, 2, 3, 4}},
+  for (const auto& [rows, forms] : std::vector<std::pair<std::int64_t, std::vector<int>>>{{1, {0, 2}},
                                                                                            {1024, {0, 1}}}) {
     const std::int64_t n = rows == 1 ? 151936 : 65536;
     Buffers b = forward_buffers(rows, n, DType::bf16);
@@ -1941,7 +1865,6 @@ void print_usage() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--lse18") == 0) return lse18_mode();  // lse18 (session 18)
   if (argc > 1 && std::strcmp(argv[1], "--lse18-ncu") == 0) return lse18_ncu();
-  if (argc > 1 && std::strcmp(argv[1], "--lse18b") == 0) return lse18b_mode();
   if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && !known_mode(argv[1])) {
     std::fprintf(stderr, "tune_softmax: unknown argument %s\n", argv[1]);
     print_usage();
