@@ -137,6 +137,9 @@
 // 103.4 (1.215). Read, not profiled: the publish (a fence, an L2 atomic round trip and a barrier before the block may
 // retire) lengthens every chunk block's life, 0.7-0.9 µs a wave of 264 blocks at 4096×151936 (202 waves), more than
 // the one merge launch it saves a call.
+// split18 (session 18): 16-bit softmax / log-softmax to the same type, rows past 32 chunks, take the three kernels with
+// the chunk pass on a running state a thread (chunk_states_running_kernel, below; a new summation order; bf16 0.82-0.91×
+// at 32×2097152 / 128×524288 / 1×16777216, the outputs byte for byte the tree's on every call timed); f32 even, not built.
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -1015,12 +1018,14 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
 // Order and error: a new summation order for the rows it serves (softmax_cuda.cpp split_running_takes: every row count
 // of a length past 32 chunks on the automatic path, where no other kernel of split_row's bits serves; forced
 // split_row keeps chunk_state's tree); first-order depth of a chunk as lse_stream's D_stream (docs/semantics.md §6):
-// log2 C + 8K + 20 at T128, C = 16 f32 / 32 16-bit terms a step, K = 6 / 3 steps a thread; against chunk_state's tree
-// of ⌈log2 12288⌉ + 4 = 18. Measured against float64: tests/cuda/softmax/test_few_rows_gpu.cpp RunningChunk*.
+// log2 C + 8K + 12 at T64 (one merge level of two warps), C = 32 16-bit terms a step, K = 6 steps a thread: 65, against
+// chunk_state's tree of ⌈log2 12288⌉ + 4 = 18. Measured against float64: tests/cuda/softmax/test_few_rows_gpu.cpp
+// RunningChunksAgainstTheReferenceAndTheOrderBefore (docs/semantics.md §6 has the numbers).
 // Measured (H200, 2026-12-01, split18's run of f69ff89; docs/bench/split18-s18-2026-12-01.md). Nsight Compute at
 // 32×2097152 softmax, the chunk pass alone, chunk_states_plain_kernel → this kernel at T128: bf16 63.8 → 43.7 µs,
 // 20.3 → 15.7 lane-instructions an element (counted ~17), issue 67 → 79 %, DRAM 44 → 64 %; f32 79.8 → 75.9 µs, 26.6 →
-// 23.0 (counted ~20.5), issue 71 → 65 %, DRAM 71 → 77 %. End to end (tune_softmax --split18, µs, HEAD's kernels →
+// 23.0 (counted ~20.5), issue 71 → 65 %, DRAM 71 → 77 %; at T64 (the run of cff3015) bf16 41.9 µs, 14.7 an element,
+// issue 79 %, DRAM 67 %. End to end (tune_softmax --split18, µs, HEAD's kernels →
 // T64, the ratio a round, median of 3): bf16 softmax 32×2097152 137.9 → 120.6 (0.872), 128×524288 141.8 → 123.3
 // (0.877), 1×16777216 43.2 → 39.7 (0.918); log-softmax 143.0 → 115.5 (0.806), 144.4 → 117.6 (0.819), 42.6 → 36.7
 // (0.862); bf16 outputs byte for byte HEAD's but 4 of 67108864 (3·N(0, 1) scores). f32 even or slower (T64
