@@ -30,7 +30,10 @@
 //                                                        call fits the device at once; f32 log-softmax of ≥ 256 rows
 //                                                        split_stream, vocab8; bf16 forward and backward and f32
 //                                                        softmax of ≥ 256 rows row_loop, vocab10; else three
-//                                                        kernels: the same bits)
+//                                                        kernels: the same bits; 16-bit softmax / log-softmax to
+//                                                        the same type past 32 chunks (n > 393216, automatic only):
+//                                                        the three kernels with the running chunk pass, split18,
+//                                                        its own order, split_running_takes)
 // logsumexp / the state, rows of 1024 and of 2048 (f32) lse_stream (lse10: each element read once into a running
 //   / 4096 (16-bit) … 32768 (automatic only)            state a thread; softmax_cuda.cpp lse_stream_config)
 // logsumexp / the state, 16-bit rows past 32768         lse_stream's chunk kernel (lse17: split_row's chunks, 128
