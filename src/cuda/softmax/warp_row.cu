@@ -91,7 +91,8 @@
 // binaries, H200, median of 30 µs, two rounds each): 16-bit softmax rows of 128 … 1024 (E32, dense) on
 // warp_rows_occ_kernel at 20 blocks an SM (48 registers, 40 warps; the same bits as the general and dense kernels):
 // bf16 262144×128 42.34 / 42.05 → 39.01 / 39.26, 32768×1024 41.82 / 41.79 → 39.74 / 39.62 (1.05-1.09×, 79-81 % of copy;
-// f16 1.04-1.08×). The 16-bit log ops and f32 rows of 32 lost there (below, at occ_built).
+// f16 1.04-1.08×). The 16-bit log ops and f32 rows of 32 lost there (below, at occ_built). short18 (session 18) took
+// bf16 softmax rows of 64 there too (softmax_cuda.cpp kWarpOccSoftmaxMinNBf16, 1.03-1.05×; f16 at 64 was slower).
 // short16 (session 16, 2026-12-01; docs/bench/short16-s16-2026-12-01.md; tune_softmax --short16, run of 3374352's
 // binaries, H200, median of 30 µs, three rounds each, the dispatcher's kernel → the occupancy form, outputs byte for
 // byte the same): the 16-bit log ops at E32 on warp_rows_packed_kernel at the occupancy kernel's blocks of 64 threads

@@ -223,9 +223,10 @@ TEST_F(GpuWarpRow, BackwardLanesAtTheRuleBounds) {
 // other cases (29, 100, the odd pitch, the temperature, softmax, E4) both runs take the unpacked kernel, which the
 // launch records (kernels.hpp warp_row_last / warp_backward_last `packed`) must show, as they must show the packed
 // kernel wherever it is due (review F10).
-// short15 / short16: the dispatcher sends 16-bit softmax rows of 128..1024 and (short16) the 16-bit log ops of
-// 32..1024 to the occupancy kernels first (softmax_cuda.cpp warp_occ_rule; the same bits): the packed and dense tests
-// hold that rule off (WarpOccTuning::blocks 0) and check the dispatch beneath it; the Occ* tests below check it.
+// short15 / short16: the dispatcher sends 16-bit softmax rows of 128..1024 (bf16 from 64, short18) and (short16)
+// the 16-bit log ops of 32..1024 to the occupancy kernels first (softmax_cuda.cpp warp_occ_rule; the same bits): the
+// packed and dense tests hold that rule off (WarpOccTuning::blocks 0) and check the dispatch beneath it; the Occ*
+// tests below check it.
 struct OccOff {
   OccOff() { cuda::kernels::warp_occ_tuning().blocks = 0; }
   ~OccOff() { cuda::kernels::warp_occ_tuning() = cuda::kernels::WarpOccTuning{}; }
@@ -327,9 +328,9 @@ TEST_F(GpuWarpRow, PackedRuleAtItsBounds) {
 // at E16 and E32.) Since short12 the dispatcher gives 16-bit softmax rows of 17..32 two lanes of 16 (softmax_cuda.cpp
 // kWarpSoftmax16NarrowMaxN): n = 32 takes the dense kernel at E16 here, 29 the general kernel at E16.
 bool ran_dense() { return cuda::kernels::warp_row_last().dense.load(); }
-// short15: 16-bit softmax rows of 128..1024 take warp_rows_occ_kernel ahead of the dense kernel (softmax_cuda.cpp
-// warp_occ_rule; the same bits): the dense tests hold the occupancy rule off (WarpOccTuning::blocks 0, OccOff above)
-// and check the dispatch beneath it.
+// short15: 16-bit softmax rows of 128..1024 (bf16 from 64 since short18) take warp_rows_occ_kernel ahead of the
+// dense kernel (softmax_cuda.cpp warp_occ_rule; the same bits): the dense tests hold the occupancy rule off
+// (WarpOccTuning::blocks 0, OccOff above) and check the dispatch beneath it.
 bool dense_built(DType t, Op op, int lanes, int elems) {
   return t != DType::f32 && op == Op::softmax && (elems == 32 || elems == 16) && lanes > 1;
 }
