@@ -506,6 +506,39 @@ if want short18b; then
   rm -f "$outer"/short18bx-*.txt
   end_carried
 fi
+# --- session 19: few19 step ---
+# few19 (session 19, issue 3): split_row's one launch at several chunks a block (cluster_multi_kernel) beside the forms
+# before it at the few-row vocabulary shapes (tune_softmax --few19: the bench's L2 flush before each launch, alternating
+# rounds, outputs byte for byte against HEAD's form, which kernel served); Nsight Compute of the forms at bf16 / f32
+# 32x128256 softmax (--few19-ncu); then in parallel: the new bitwise test at full size with the one-launch tests the
+# rule now reaches, memcheck and racecheck of the new test in small mode. Binaries built off the device for sm_90a
+# (build/few19-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps: SMK_F19_TUNE_S (90 s),
+# SMK_F19_NCU_S (40), SMK_F19_TEST_S (100). Back: few19-tune.txt, few19-ncu.txt, few19-summary.txt, few19-logs.tgz.
+if want few19; then
+  carried few19 build/few19-bin.tar.xz
+  f19=$bin
+  run_step few19-tune timeout "${SMK_F19_TUNE_S:-90}" stdbuf -oL "$f19/bin/tune_softmax" --few19
+  keep_logs few19
+  run_step few19-ncu timeout "${SMK_F19_NCU_S:-40}" ncu --clock-control none \
+    -k 'regex:chunk_states|merge_states|normalize|cluster_multi|cluster_split' \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,\
+sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,\
+launch__cluster_dim_x "$f19/bin/tune_softmax" --few19-ncu
+  keep_logs few19
+  f19_t=${SMK_F19_TEST_S:-100}
+  bg_step few19x-test timeout "$f19_t" "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
+  bg_step few19x-others timeout "$f19_t" "$f19/bin/test_cuda_few_rows" \
+    --gtest_filter='*OneLaunchSplitRowRows*:*OneLaunchOptionsAndLayouts*:*CommonCallKernel*:*NoClusterFallback*:*GraphCapture*'
+  bg_step few19x-memcheck timeout "$f19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+    --report-api-errors no --error-exitcode 9 "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
+  bg_step few19x-racecheck timeout "$f19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+    --report-api-errors no --error-exitcode 9 "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
+  bg_tally
+  keep_logs few19
+  rm -f "$outer"/few19x-*.txt
+  end_carried
+fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and

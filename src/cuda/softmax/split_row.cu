@@ -795,6 +795,222 @@ bool common_call(const RowProblem& p, bool scaled = false) {
   return !writes_rows(p.op) || (p.out_dtype == p.x_dtype && plain_rows<In>(p, p.out, kOut));
 }
 
+// ---- few19 (session 19, issue 3): the one-launch kernel with several chunks a block ------------------------------
+// cluster_multi_kernel: split_row's one launch for calls whose rows do not fit one wave of one-chunk-a-block clusters
+// (32×128256: 11 chunks a row, 352 blocks of 512 threads against the H200's 264 resident, so the three kernels served
+// it: a chunk pass of 1.33 waves, the merge, a normalising pass of 1.33 waves re-reading x from L2, three launches).
+// Here a row takes a cluster of B = ⌈chunks / per⌉ blocks; block r owns chunks r, r + B, r + 2B, … (at most `per`),
+// each staged whole in its shared memory by one bulk copy (issued by thread 0 at the start, all in flight at once, one
+// mbarrier a chunk; the chunk_tma.cuh pattern). For each owned chunk every thread reads its vectors from the stage
+// (PlainTile::load_staged: PlainTile's map and values, the ragged vector from global memory) and the block reduces them
+// with chunk_state, exactly as cluster_split_plain_kernel's block reduces its one chunk; thread q < B pushes the state
+// into block q's slot of that chunk (distributed shared memory); one cluster barrier; every warp merges the row's
+// slots with merge_pushed_states (the merge kernel's order); each owned chunk is read again from the stage, normalised
+// and stored. So every output is normalize_values of the same value and row state as the three kernels' and the
+// one-chunk-a-block kernel's: the same bits (tested: test_few_rows OneLaunchMultiBitwiseTheThreeKernels).
+// Traffic: 4 B (f32) / 2 B (16-bit) read and the same written an element, once each (the floor, 8 / 4 B); the stage
+// is shared memory (f32 48 KB a chunk, 16-bit 24 KB), so per = 2 keeps two blocks an SM (f32 96 KB each of 227 KB).
+// Roofline at the H200's 4.27 TB/s copy: bf16 32×128256 16.4 MB → 3.8 µs, f32 32.8 MB → 7.7 µs; the launch and one
+// block's dependent chain (split16: ~9.7 µs event-timed for a one-chunk row) come on top.
+// One row a cluster (no row loop): the rule sends only calls whose clusters all fit one wave; a forced call of more
+// rows runs in waves the hardware schedules (still correct: each cluster is independent).
+constexpr int kSplitMultiMaxPer = 4;               // chunks a block at most (f32 4 × 48 KB = 192 KB of the 227 KB)
+constexpr std::int64_t kSplitMultiMaxChunks = 32;  // merge_pushed_states: one chunk state a lane of one warp
+constexpr std::size_t kSplitMultiStaticSmem = 1024;  // ChunkScratch, 32 slots and the mbarriers (< 700 B)
+
+template <typename In>
+constexpr std::size_t multi_stage_bytes() {
+  return static_cast<std::size_t>(kSplitChunk) * sizeof(In);
+}
+
+// kOp: 0 softmax, 1 log-softmax, 2 logsumexp or the state (p.op says which), as cluster_split_plain_kernel's.
+template <typename In, int kOp>
+__global__ void __launch_bounds__(kSplitThreads, 2) cluster_multi_kernel(const RowProblem p, std::int64_t chunks) {
+  extern __shared__ __align__(128) unsigned char multi_smem[];
+  __shared__ ChunkScratch scratch;
+  __shared__ float2 slots[kSplitMultiMaxChunks];
+  __shared__ std::uint64_t bar[kSplitMultiMaxPer];
+  static_assert(sizeof(ChunkScratch) + sizeof(slots) + sizeof(bar) <= kSplitMultiStaticSmem, "static smem bound");
+  constexpr bool kLog = kOp != 0;
+  constexpr Op op = kOp == 0 ? Op::softmax : kOp == 1 ? Op::log_softmax : Op::logsumexp;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  In* const stage0 = reinterpret_cast<In*>(multi_smem);
+  const cg::cluster_group cluster = cg::this_cluster();
+  const auto blocks = static_cast<int>(cluster.num_blocks());
+  const auto r = static_cast<int>(cluster.block_rank());
+  const std::int64_t row = blockIdx.x / static_cast<unsigned>(blocks);
+  const int chunks32 = static_cast<int>(chunks);
+  const int mine = (chunks32 - r + blocks - 1) / blocks;  // chunks r, r + B, … below chunks: ≥ 1 (B ≤ chunks)
+  const In* const x = at<In>(p.x, plain_offset(p, row, kX));
+  // As cluster_split_rows: the arrive says this block runs, the wait before the first push matches it.
+  cluster_arrive_relaxed();
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < mine; ++j) ::cuda::ptx::mbarrier_init(&bar[j], 1);
+    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
+    for (int j = 0; j < mine; ++j) {
+      const int c = r + j * blocks;
+      const std::uint32_t bytes = static_cast<std::uint32_t>(chunk_len(p.n, c)) * sizeof(In) / 16u * 16u;
+      (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                                   ::cuda::ptx::space_shared, &bar[j], bytes);
+      if (bytes > 0)
+        ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, stage0 + j * kSplitChunk,
+                                   x + chunk_first(c), bytes, &bar[j]);
+    }
+  }
+  __syncthreads();  // the barriers initialised before any thread waits on them
+  for (int j = 0; j < mine; ++j) {
+    const int c = r + j * blocks;
+    while (!::cuda::ptx::mbarrier_try_wait_parity(&bar[j], 0u)) {
+    }
+    float v[kBlockElems];
+    PlainTile<In>::load_staged(v, stage0 + j * kSplitChunk, x + chunk_first(c), chunk_len(p.n, c));
+    const State st = chunk_state<kLog, In>(v, scratch);  // cluster_split_plain_kernel's arithmetic
+    if (j == 0) cluster_wait();
+    if (threadIdx.x < static_cast<unsigned>(blocks))
+      *cluster.map_shared_rank(&slots[c], static_cast<unsigned>(threadIdx.x)) = make_float2(st.m, st.d);
+  }
+  // Every push before the barrier; no remote access after it, so a block may exit without waiting for the others.
+  cluster_arrive_release();
+  cluster_wait();
+  const State t = merge_pushed_states(slots, chunks);
+  if constexpr (kOp == 2) {
+    if (r == 0 && threadIdx.x == 0) {
+      if (p.op == Op::logsumexp) {
+        p.stat0[plain_offset(p, row, kStat0)] = t.lse();
+      } else {
+        p.stat0[plain_offset(p, row, kStat0)] = t.m;
+        p.stat1[plain_offset(p, row, kStat1)] = t.l();
+      }
+    }
+  } else {
+    const RowNormalizer<float> norm = t.normalizer(p.empty_rows);
+    In* const y = at<In>(p.out, plain_offset(p, row, kOut));
+    for (int j = 0; j < mine; ++j) {
+      const int c = r + j * blocks;
+      const int len = chunk_len(p.n, c);
+      float v[kBlockElems];
+      PlainTile<In>::load_staged(v, stage0 + j * kSplitChunk, x + chunk_first(c), len);
+      normalize_values<In>(v, norm, op);
+      PlainTile<In>::template store<In>(y + chunk_first(c), v, len);
+    }
+  }
+#else
+  (void)p, (void)chunks, (void)scratch, (void)slots, (void)bar, (void)kLog, (void)op;
+#endif
+}
+
+// The kernel's attributes (clusters past 8 blocks, the stages' dynamic shared memory), once a device, before its first
+// launch or occupancy query.
+template <auto kKernel, typename In>
+void multi_attributes() {
+  static DeviceOnce attributes;
+  attributes.run([] {
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSplitMultiMaxPer * multi_stage_bytes<In>())));
+  });
+}
+
+// How many clusters of `blocks` blocks at `per` chunks a block the device runs at once (0 where it runs none; cached
+// a device, size and per, as active_clusters). One count serves the three ops' kernels (the same launch bounds, static
+// shared memory within kSplitMultiStaticSmem and the same dynamic stages); asked of the softmax kernel.
+template <typename In>
+int multi_active_clusters(int per, int blocks) {
+  if (blocks < 1 || blocks > kSplitClusterMaxChunks || per < 1 || per > kSplitMultiMaxPer) return 0;
+  if (current_device_attrs().cc_major < 9) return 0;
+  if (static_cast<std::size_t>(device_facts().max_smem_optin) <
+      kSplitMultiMaxPer * multi_stage_bytes<In>() + kSplitMultiStaticSmem)
+    return 0;
+  const int dev = current_device();
+  static std::atomic<int> known[kMaxDevices][kSplitMultiMaxPer + 1][kSplitClusterMaxChunks + 1];
+  std::atomic<int>* slot = dev >= 0 && dev < kMaxDevices ? &known[dev][per][blocks] : nullptr;
+  if (slot != nullptr) {
+    const int k = slot->load(std::memory_order_acquire);
+    if (k != 0) return k - 1;
+  }
+  constexpr auto kernel = cluster_multi_kernel<In, 0>;
+  multi_attributes<kernel, In>();
+  int active = 0;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kSplitThreads);
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(per) * multi_stage_bytes<In>();
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(blocks);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    active = 0;
+  }
+  if (slot != nullptr) slot->store(std::max(active, 0) + 1, std::memory_order_release);
+  return std::max(active, 0);
+}
+
+std::atomic<std::uint64_t>& multi_launches() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+
+template <auto kKernel, typename In>
+void launch_multi_kernel(const RowProblem& p, std::int64_t chunks, int per, int blocks, cudaStream_t s) {
+  multi_attributes<kKernel, In>();
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kSplitThreads);
+  cfg.gridDim = dim3(static_cast<unsigned>(p.rows * blocks));
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(per) * multi_stage_bytes<In>();
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(blocks);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
+  multi_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
+// Whether the multi-chunk one launch serves the call (split_row_multi(): -1 the rule, 0 never, k > 0 k chunks a block
+// on every call it can take, whatever its size); launches it if so. It takes the common call without a temperature
+// (common_call<In>(p)), rows of 2 … kSplitMultiMaxChunks chunks in clusters of at most kSplitClusterMaxChunks blocks,
+// where the device runs such clusters (the count honours SplitRowTuning::active_clusters: 0 there keeps the three
+// kernels). The rule: rows of at most kSplitMultiRuleMaxChunks chunks, the fewest chunks a block (2 …
+// kSplitMultiMaxPer) whose clusters all fit one wave of the device (rows ≤ multi_active_clusters).
+constexpr std::int64_t kSplitMultiRuleMaxChunks = kSplitClusterMaxChunks;  // few19: set by the run (see below)
+template <typename In>
+bool launch_multi(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
+  const int setting = split_row_multi();
+  if (setting == 0 || chunks < 2 || chunks > kSplitMultiMaxChunks || !split_row_tuning().common_call ||
+      !common_call<In>(p) || p.rows > 0x7fffffff / kSplitClusterMaxChunks)
+    return false;
+  const int forced_active = split_row_tuning().active_clusters;
+  auto fits = [&](int per, int& blocks) {
+    blocks = static_cast<int>((chunks + per - 1) / per);
+    if (blocks > kSplitClusterMaxChunks) return std::int64_t{0};
+    const std::int64_t active = multi_active_clusters<In>(per, blocks);  // also sets the attributes
+    return forced_active >= 0 ? std::min<std::int64_t>(forced_active, active) : active;
+  };
+  int per = 0, blocks = 0;
+  if (setting > 0) {
+    if (setting > kSplitMultiMaxPer || fits(setting, blocks) == 0) return false;
+    per = setting;
+  } else {
+    if (chunks > kSplitMultiRuleMaxChunks) return false;
+    for (int k = 2; k <= kSplitMultiMaxPer && per == 0; ++k)
+      if (p.rows <= fits(k, blocks)) per = k;
+    if (per == 0) return false;
+  }
+  if (p.op == Op::softmax) launch_multi_kernel<cluster_multi_kernel<In, 0>, In>(p, chunks, per, blocks, s);
+  else if (p.op == Op::log_softmax) launch_multi_kernel<cluster_multi_kernel<In, 1>, In>(p, chunks, per, blocks, s);
+  else launch_multi_kernel<cluster_multi_kernel<In, 2>, In>(p, chunks, per, blocks, s);
+  return true;
+}
+
 // The one-launch variant serves a call when its rows have 1..kSplitClusterMaxChunks chunks and all of its clusters
 // are resident at once (rows ≤ kSplitClusterMaxWaves × the clusters of that size the device runs at once); larger
 // calls, and devices that run no such cluster, take the three kernels (the same bits), whose second read comes mostly
@@ -1258,7 +1474,12 @@ template <typename In>
 void launch(const RowProblem& p, cudaStream_t s, bool running = false) {
   const std::int64_t chunks = (p.n + kSplitChunk - 1) / kSplitChunk;
   if (!running) {
+    // few19: the one launch at several chunks a block, forced (split_row_multi() > 0) before the one-chunk-a-block
+    // kernel, by its rule (one wave) where that kernel does not fit.
+    const bool forced_multi = split_row_multi() > 0;
+    if (forced_multi && split_row_cluster() && launch_multi<In>(p, chunks, s)) return;
     if (launch_cluster<In>(p, chunks, s)) return;
+    if (!forced_multi && split_row_cluster() && launch_multi<In>(p, chunks, s)) return;
     if (launch_row_loop_rows(p, s)) return;  // vocab10: row_loop.cu, the same bits in one launch where its rule says
     if (stream_call<In>(p, chunks)) return launch_stream<In>(p, chunks, s);
   }
@@ -1399,6 +1620,15 @@ void launch_split_running_rows(const RowProblem& p, cudaStream_t s) {
   with_in_type(p.x_dtype, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(p, s, true); });
 }
 std::uint64_t split_running_launch_count() { return running_launches().load(std::memory_order_relaxed); }
+// few19 (split_row_tuning.hpp): the one launch at several chunks a block (-1 the rule, 0 never, k k chunks a block).
+int& split_row_multi() {
+  static int setting = -1;
+  return setting;
+}
+std::uint64_t split_multi_launch_count() { return multi_launches().load(std::memory_order_relaxed); }
+int split_row_multi_active_clusters(bool sixteen_bit, int per, int blocks) {
+  return sixteen_bit ? multi_active_clusters<__nv_bfloat16>(per, blocks) : multi_active_clusters<float>(per, blocks);
+}
 int& split_row_running() {
   static int setting = -1;
   return setting;

@@ -1357,5 +1357,104 @@ TEST_F(GpuFewRows, RunningChunksAgainstTheReferenceAndTheOrderBefore) {
     }
   }
 }
+
+// few19 (session 19): restores few19's switch (split_row_tuning.hpp) and split_row_cluster after a test that sets them.
+struct MultiGuard {
+  int multi = cuda::kernels::split_row_multi();
+  bool cluster = cuda::kernels::split_row_cluster();
+  ~MultiGuard() {
+    cuda::kernels::split_row_multi() = multi;
+    cuda::kernels::split_row_cluster() = cluster;
+  }
+};
+
+// few19 (session 19): split_row's one launch at k chunks a block (split_row.cu cluster_multi_kernel, forced by
+// split_row_multi = k, 2 … 4, and by the library's rule, -1) against the reference (outputs poisoned first) and bitwise
+// the three kernels (split_row_cluster off) on the same case, every op (softmax, log-softmax, logsumexp, the state),
+// f32 and bf16 (f16 at one length: bf16's code), rows of 2 … 32 chunks: whole chunks, a ragged last chunk whose last
+// vector is partial (+77), issue 3's 128256 and 151936, and 262144 / 393216 (22 / 32 chunks: clusters of 11 / 16 blocks
+// at k = 2); 1, 5 and 40 rows (compact_case: +inf, NaN and an all −inf row in the 5 and 40, both empty-row policies;
+// rows pitched by whole vectors, the common call; 40 rows of 11 chunks at k = 2 run past one wave), one case in place.
+// Each forced run asserts by split_multi_launch_count that the kernel served where it can (⌈chunks / k⌉ ≤ 16 blocks).
+// Then the rule at issue 3's 32×128256: the kernel serves it where the device runs a wave of its clusters (asked of
+// split_row_multi_active_clusters), and the batch's last row alone (the one-chunk-a-block kernel) is bitwise the
+// batch's. SMK_GPU_TEST_SMALL: 2 and 6 chunks (+77), 1 and 5 rows.
+TEST_F(GpuFewRows, OneLaunchMultiBitwiseTheThreeKernels) {
+  MultiGuard guard;
+  SplitRowTuningGuard tuning;
+  cuda::kernels::split_row_tuning() = cuda::kernels::SplitRowTuning{};
+  std::vector<std::int64_t> lengths = {12288 * 2, 12288 * 5 + 77, 128256, 151936, 262144, 393216};
+  std::vector<std::int64_t> row_counts = {1, 5, 40};
+  if (small_mode()) {
+    lengths = {12288 * 2, 12288 * 5 + 77};
+    row_counts = {1, 5};
+  }
+  std::uint64_t seed = 19000;
+  for (std::int64_t n : lengths) {
+    const std::int64_t chunks = (n + 12287) / 12288;
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+      if (t == DType::f16 && n != 12288 * 5 + 77) continue;  // f16 is bf16's code
+      for (Op op : {Op::softmax, Op::log_softmax, Op::logsumexp, Op::state}) {
+        for (std::int64_t rows : row_counts) {
+          if (rows == 40 && (n > 151936 || op == Op::state)) continue;  // the reference's time
+          if (op == Op::state && rows != 5) continue;
+          for (bool in_place : {false, true}) {
+            if (in_place && (n != 12288 * 5 + 77 || t != DType::bf16 || rows != 5 || is_row_op(op))) continue;
+            Case c = compact_case(std::to_string(rows) + "x" + std::to_string(n) + (in_place ? " in place" : ""), op, t,
+                                  rows, n, ++seed);
+            c.in_place = in_place;
+            const std::string what = c.name + " " + op_name(op) + " " + dtype_name(t);
+            cuda::kernels::split_row_multi() = -1;
+            cuda::kernels::split_row_cluster() = false;  // the three kernels
+            const std::uint64_t before = cuda::kernels::split_multi_launch_count();
+            const Result three = run_checked(c, SoftmaxPath::split_row);
+            EXPECT_EQ(cuda::kernels::split_multi_launch_count(), before) << what << ": the three kernels asked";
+            cuda::kernels::split_row_cluster() = true;
+            ASSERT_TRUE(three.ran);
+            for (int per = 2; per <= 4; ++per) {
+              cuda::kernels::split_row_multi() = per;
+              const std::uint64_t count = cuda::kernels::split_multi_launch_count();
+              const Result multi = run_gpu(c, SoftmaxPath::split_row);
+              ASSERT_TRUE(multi.ran) << what << " k " << per << ": " << multi.reason;
+              const bool serves = (chunks + per - 1) / per <= 16 && cuda::kernels::split_row_multi_active_clusters(
+                                                                        t != DType::f32, per,
+                                                                        static_cast<int>((chunks + per - 1) / per)) > 0;
+              EXPECT_EQ(cuda::kernels::split_multi_launch_count() - count, serves ? 1u : 0u)
+                  << what << " k " << per << ": the multi-chunk kernel " << (serves ? "did not serve" : "served");
+              EXPECT_FALSE(multi.stray_write) << what << " k " << per;
+              expect_same_bits(multi, three, what + " k " + std::to_string(per) + ": multi-chunk one launch / three kernels");
+            }
+            cuda::kernels::split_row_multi() = -1;
+            const Result rule = run_gpu(c, SoftmaxPath::split_row);
+            ASSERT_TRUE(rule.ran);
+            expect_same_bits(rule, three, what + ": the library's rule / three kernels");
+          }
+        }
+      }
+    }
+  }
+  if (small_mode()) return;
+  // The rule at issue 3's 32×128256: the multi-chunk kernel where a wave of its clusters holds the call.
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (Op op : {Op::softmax, Op::log_softmax}) {
+      const std::int64_t rows = 32, n = 128256, chunks = 11;
+      Case c = random_case("32x128256 rule", op, t, t, rows, n, ++seed);
+      bool fits = false;
+      for (int per = 2; per <= 4 && !fits; ++per)
+        fits = rows <= cuda::kernels::split_row_multi_active_clusters(t != DType::f32, per,
+                                                                      static_cast<int>((chunks + per - 1) / per));
+      const bool one_chunk_fits = rows <= cuda::kernels::split_row_active_clusters(static_cast<int>(chunks));
+      cuda::kernels::split_row_multi() = -1;
+      const std::uint64_t count = cuda::kernels::split_multi_launch_count();
+      const Result all = run_checked(c, SoftmaxPath::split_row);
+      EXPECT_EQ(cuda::kernels::split_multi_launch_count() - count, fits && !one_chunk_fits ? 1u : 0u)
+          << "32x128256 " << op_name(op) << " " << dtype_name(t) << ": the rule";
+      std::printf("few19 rule 32x128256 %s %s: multi-chunk kernel %s (one-chunk kernel fits: %d)\n", op_name(op),
+                  dtype_name(t), cuda::kernels::split_multi_launch_count() > count ? "served" : "did not serve",
+                  one_chunk_fits ? 1 : 0);
+      expect_last_row_alone(c, all, 0, "32x128256 " + std::string(op_name(op)) + " " + dtype_name(t));
+    }
+  }
+}
 }  // namespace
 }  // namespace smk::gpu_test

@@ -1834,6 +1834,157 @@ int short18() {
   return differs == 0 ? 0 : 1;
 }
 
+// few19 (session 19, issue 3; docs/perf-notebook.md "few19"): split_row's forms at the few-row vocabulary shapes,
+// each the same bits (launch_split_rows as the dispatcher calls it, the library's other rules): "head" the library
+// before few19 (the one-chunk-a-block one launch where one wave of its clusters holds the call, else the three
+// kernels), "three" the three kernels always (split_row_cluster off), "waves" the one-chunk-a-block kernel at any call
+// size (split_row_cluster_waves 64), "rule" the library with few19's rule (split_row_multi -1: the multi-chunk one
+// launch where the one-chunk kernel does not fit one wave and it does), "k2" … "k4" the multi-chunk kernel forced at
+// 2 … 4 chunks a block. Timed as the bench times (apps/softmaxkit/bench_timer.cpp): before each launch an untimed
+// cudaMemsetAsync of 256 MB (the L2 flushed), then CUDA events around the one launch; the median of `reps`, the
+// forms in `rounds` alternating rounds with head timed first and last in each, ratios to head a round. Then every
+// form's outputs (poisoned with 0xFF) byte for byte against head's, and which kernel served (launch counters).
+// Exits 1 if any differs. --few19-ncu: one launch each of head, rule and waves at bf16 and f32 32x128256 softmax.
+// Reached by name from main's first lines.
+int few19_mode(bool ncu) {
+  struct F19 {
+    std::string name;
+    int multi;
+    bool cluster;
+    std::int64_t waves;
+  };
+  auto set = [](const F19& f) {
+    split_row_multi() = f.multi;
+    split_row_cluster() = f.cluster;
+    split_row_cluster_waves() = f.waves;
+  };
+  auto reset = [] {
+    split_row_multi() = -1;
+    split_row_cluster() = true;
+    split_row_cluster_waves() = kSplitClusterMaxWaves;
+  };
+  split_row_tuning() = {};
+  row_loop_tuning() = {};
+  split_row_chunk_tma() = {};
+  const F19 head{"head", 0, true, 1}, three{"three", 0, false, 1}, waves{"waves", 0, true, 64},
+      rule{"rule", -1, true, 1}, k2{"k2", 2, true, 1}, k3{"k3", 3, true, 1}, k4{"k4", 4, true, 1};
+  if (ncu) {
+    for (DType t : {DType::bf16, DType::f32}) {
+      Buffers b = forward_buffers(32, 128256, t);
+      for (const F19& f : {head, rule, waves}) {
+        set(f);
+        launch_split_rows(problem(Op::softmax, 32, 128256, t, b, 0), nullptr);
+        SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      reset();
+      free_buffers(b);
+    }
+    return 0;
+  }
+  for (int per = 1; per <= 4; ++per)
+    for (int blocks : {4, 6, 7, 11, 13, 16})
+      std::printf("few19 resident clusters of %d blocks at %d chunk(s) a block: f32 %d, 16-bit %d%s\n", blocks, per,
+                  per == 1 ? split_row_active_clusters(blocks) : split_row_multi_active_clusters(false, per, blocks),
+                  per == 1 ? split_row_active_clusters(blocks) : split_row_multi_active_clusters(true, per, blocks),
+                  per == 1 ? " (the one-chunk kernel's count, f32 softmax; the 16-bit kernels have the same bounds)"
+                           : "");
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t e0, e1;
+  SMK_CUDA_CHECK(cudaEventCreate(&e0));
+  SMK_CUDA_CHECK(cudaEventCreate(&e1));
+  auto flushed_us = [&](int reps, auto&& launch) {
+    for (int i = 0; i < 3; ++i) launch(i);
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+      SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
+      SMK_CUDA_CHECK(cudaEventRecord(e0));
+      launch(i + 3);
+      SMK_CUDA_CHECK(cudaEventRecord(e1));
+      SMK_CUDA_CHECK(cudaEventSynchronize(e1));
+      float x = 0;
+      SMK_CUDA_CHECK(cudaEventElapsedTime(&x, e0, e1));
+      ms.push_back(x);
+    }
+    std::sort(ms.begin(), ms.end());
+    return 1000.0 * ms[ms.size() / 2];
+  };
+  int bad = 0;
+  auto case19 = [&](std::int64_t rows, std::int64_t n, DType t, Op op, const std::vector<F19>& fs, int reps,
+                    int rounds) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    Buffers b = forward_buffers(rows, n, t);
+    const bool rows_out = writes_rows(op);
+    const double bytes = static_cast<double>(rows) * static_cast<double>(n) *
+                         static_cast<double>(smk::dtype_size(t)) * (rows_out ? 2.0 : 1.0);
+    std::vector<std::vector<double>> us(fs.size() + 1);
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i <= fs.size(); ++i) {
+        set(fs[i == fs.size() ? 0 : i]);
+        us[i].push_back(flushed_us(reps, [&](int k) { launch_split_rows(problem(op, rows, n, t, b, k), nullptr); }));
+      }
+    reset();
+    std::vector<Variant> names;
+    for (const F19& f : fs) names.push_back(Variant{f.name, 's'});
+    report_rounds(shape, t, op, names, us, bytes);
+    const char* op_s = op == Op::softmax ? "softmax" : op == Op::log_softmax ? "log_softmax" : "logsumexp";
+    for (std::size_t i = 1; i < fs.size(); ++i) {
+      std::vector<double> r;
+      for (int round = 0; round < rounds; ++round) r.push_back(us[i][round] / us[0][round]);
+      std::sort(r.begin(), r.end());
+      std::printf("%-14s %-5s %-11s ratio %s / %s: %.3f (%.3f-%.3f) over %d rounds\n", shape, smk::dtype_name(t), op_s,
+                  fs[i].name.c_str(), fs[0].name.c_str(), r[r.size() / 2], r.front(), r.back(), rounds);
+    }
+    void* out = rows_out ? b.out : static_cast<void*>(b.stats);
+    const std::size_t out_bytes = rows_out ? static_cast<std::size_t>(rows * n) * smk::dtype_size(t)
+                                           : sizeof(float) * static_cast<std::size_t>(rows);
+    bits_against_first(
+        out, out_bytes, fs.size(),
+        [&](std::size_t i) {
+          set(fs[i]);
+          const std::uint64_t m0 = split_multi_launch_count(), p0 = split_plain_launch_count();
+          launch_split_rows(problem(op, rows, n, t, b, 0), nullptr);
+          SMK_CUDA_CHECK(cudaDeviceSynchronize());
+          reset();
+          std::printf("served %s %s %s %s: %s\n", shape, smk::dtype_name(t), op_s, fs[i].name.c_str(),
+                      split_multi_launch_count() > m0   ? "multi-chunk one launch"
+                      : split_plain_launch_count() > p0 ? "three kernels (compact)"
+                                                        : "one-chunk one launch (or another kernel)");
+        },
+        [&](std::size_t i, const std::vector<unsigned char>& ref, const std::vector<unsigned char>& got) {
+          const bool same = std::memcmp(ref.data(), got.data(), out_bytes) == 0;
+          bad += !same;
+          std::printf("bits %s %s %s %s / %s: %s\n", shape, smk::dtype_name(t), op_s, fs[i].name.c_str(),
+                      fs[0].name.c_str(), same ? "same bits" : "DIFFERS");
+        });
+    std::fflush(stdout);
+    free_buffers(b);
+  };
+  const std::vector<F19> all = {head, three, waves, rule, k2, k3, k4};
+  for (Op op : {Op::softmax, Op::log_softmax}) {
+    case19(32, 128256, DType::bf16, op, all, 31, 5);
+    case19(32, 128256, DType::f32, op, all, 31, 5);
+  }
+  case19(32, 128256, DType::f16, Op::softmax, all, 31, 3);
+  case19(32, 128256, DType::f32, Op::logsumexp, all, 31, 3);
+  for (const auto& [rows, n] : {std::pair<std::int64_t, std::int64_t>{16, 128256}, {64, 128256}, {8, 151936},
+                                {1, 151936}})
+    for (DType t : {DType::bf16, DType::f32})
+      for (Op op : {Op::softmax, Op::log_softmax}) case19(rows, n, t, op, all, 31, 3);
+  case19(1, 151936, DType::f32, Op::logsumexp, all, 31, 3);
+  case19(1, 262144, DType::bf16, Op::softmax, {head, k2, k3}, 31, 3);
+  case19(8, 262144, DType::bf16, Op::softmax, {head, k2, k3}, 31, 3);
+  case19(8, 262144, DType::f32, Op::softmax, {head, k2, k3}, 31, 3);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(flush);
+  reset();
+  std::printf("few19: %d case(s) differ\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -1877,6 +2028,8 @@ void print_usage() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--lse18") == 0) return lse18_mode();  // lse18 (session 18)
   if (argc > 1 && std::strcmp(argv[1], "--lse18-ncu") == 0) return lse18_ncu();
+  if (argc > 1 && (std::strcmp(argv[1], "--few19") == 0 || std::strcmp(argv[1], "--few19-ncu") == 0))
+    return few19_mode(std::strcmp(argv[1], "--few19-ncu") == 0);  // few19 (session 19)
   if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && !known_mode(argv[1])) {
     std::fprintf(stderr, "tune_softmax: unknown argument %s\n", argv[1]);
     print_usage();
