@@ -140,6 +140,12 @@
 // split18 (session 18): 16-bit softmax / log-softmax to the same type, rows past 32 chunks, take the three kernels with
 // the chunk pass on a running state a thread (chunk_states_running_kernel, below; a new summation order; bf16 0.82-0.91×
 // at 32×2097152 / 128×524288 / 1×16777216, the outputs byte for byte the tree's on every call timed); f32 even, not built.
+// few19 (session 19): calls whose rows do not fit one wave of one-chunk-a-block clusters but fit one wave at two chunks
+// a block (32×128256: 32 rows of 11 chunks against 16 resident clusters of 11) take one launch at two chunks a block,
+// staged in shared memory (cluster_multi_kernel, launch_multi's rule: 16-bit softmax / log-softmax and f32
+// log-softmax; the same bits): bf16 32×128256 softmax 18.30 → 16.2-17.0 µs, log-softmax 17.7 → 16.1-16.8, f32
+// log-softmax 20.9 → 19.3-19.9 (bench-flushed event time); ≤ 8 µs is still missed: the kernel is bound by the
+// instructions of the SMs holding two of its blocks (launch_multi has the count).
 // Traffic per element: softmax / log-softmax read the input twice and write once: 12 B (f32), 6 B (bf16), against
 // the floor of 8 B / 4 B; a bf16 row of 16M (32 MB) is re-read from the 50 MB L2. logsumexp / state read once.
 // Floor on the H200 at 4.27 TB/s: 1×16777216 f32 (134 MB moved) 31.4 µs; bf16 15.7 µs.
@@ -976,12 +982,49 @@ void launch_multi_kernel(const RowProblem& p, std::int64_t chunks, int per, int 
 }
 
 // Whether the multi-chunk one launch serves the call (split_row_multi(): -1 the rule, 0 never, k > 0 k chunks a block
-// on every call it can take, whatever its size); launches it if so. It takes the common call without a temperature
-// (common_call<In>(p)), rows of 2 … kSplitMultiMaxChunks chunks in clusters of at most kSplitClusterMaxChunks blocks,
-// where the device runs such clusters (the count honours SplitRowTuning::active_clusters: 0 there keeps the three
-// kernels). The rule: rows of at most kSplitMultiRuleMaxChunks chunks, the fewest chunks a block (2 …
-// kSplitMultiMaxPer) whose clusters all fit one wave of the device (rows ≤ multi_active_clusters).
-constexpr std::int64_t kSplitMultiRuleMaxChunks = kSplitClusterMaxChunks;  // few19: set by the run (see below)
+// on every call it can take, whatever its size: tests and timing, logsumexp and the state included); launches it if
+// so. It takes the common call without a temperature (common_call<In>(p)), rows of 2 … kSplitMultiMaxChunks chunks in
+// clusters of at most kSplitClusterMaxChunks blocks, where the device runs such clusters (the count honours
+// SplitRowTuning::active_clusters: 0 there keeps the three kernels).
+// The rule (called only where the one-chunk-a-block kernel did not take the call: its clusters do not fit one wave):
+// the ops and input types multi_rule_takes names, rows of at most kSplitMultiRuleMaxChunks chunks, kSplitMultiRulePer
+// chunks a block, every cluster of the call resident at once (rows ≤ multi_active_clusters). Larger calls keep the
+// three kernels. Every choice gives the three kernels' bits, so the rule keeps a row's result whatever the row count.
+// Measured (H200, 2026-12-02, few19's run of d38b383, tune_softmax --few19: launch_split_rows with the bench's 256-MB
+// L2 flush before each launch, CUDA events, medians of 31, 5 alternating rounds at 32 rows (3 elsewhere); µs, the
+// forms before few19 (three kernels here, timed in three places of each round: 18.30 / 18.30 / 18.34 at bf16 softmax)
+// → this kernel at k = 2 (timed twice a round, as "rule" and "k2"); every output byte for byte the three kernels'):
+//   32×128256 bf16 softmax 18.30 → 16.99 / 16.22 (0.927 / 0.886), log-softmax 17.73 → 16.77 / 16.06 (0.946 / 0.905),
+//             f16 softmax 18.24 → 16.96 / 16.13 (0.928 / 0.884), f32 log-softmax 20.93 → 19.33 / 19.90 (0.924 /
+//             0.951); not taken: f32 softmax 23.20 → 23.39 / 24.06 (1.008 / 1.037), f32 logsumexp 15.10 → 16.13 /
+//             16.86 (1.068 / 1.114);
+//   k = 3 slower everywhere (32×128256 bf16 softmax 20.90, 1.142; f32 1.345), k = 4 even or slower for f32 (32×128256
+//   f32 softmax 23.17, 64×128256 f32 softmax 41.82 against 34.66) and within the timing's noise for 16-bit at 64×128256
+//   (bf16 softmax 26.08 → 24.93 / 25.60, log-softmax 25.15 → 24.13 / 23.65: 0.94-0.98), so the rule stays at k = 2;
+//   rows past 16 chunks (1×262144 / 8×262144 bf16 softmax 10.50 → 10.88, 13.82 → 14.56) keep the three kernels;
+//   16×128256, 8×151936 and 1×151936 keep the one-chunk-a-block kernel (k = 2 there 1.06-1.41× that kernel's first
+//   timing a round).
+// The timing's own spread: one configuration timed in two places of a round differed by up to 10 % on the shortest
+// calls (1×151936 bf16 softmax, the one-chunk kernel: 8.32 first in each round, 7.49 last) and by 4.7 % here (16.99 /
+// 16.22), always the same way round to round: only ratios that hold in both places are taken.
+// Nsight Compute (same run, one launch, caches flushed) at 32×128256 softmax: this kernel 14.30 µs bf16 / 20.06 f32
+// (192 blocks of 512 threads in clusters of 6, 52 % issue-active, 5.33 M / 7.58 M warp instructions, DRAM 12 / 17 %);
+// the three kernels 8.38 + 5.28 + 8.10 µs bf16, 10.08 + 5.95 + 10.82 f32 (with dependent launches they overlap);
+// the one-chunk kernel over two waves 15.26 / 23.65. Its bound is the instructions of the busiest SMs: 60 of the 132
+// hold two blocks, i.e. four chunks reduced and normalised at ~950 warp instructions a chunk each (bf16), against the
+// ideal 352 / 132 = 2.67 chunks an SM.
+constexpr std::int64_t kSplitMultiRuleMaxChunks = kSplitClusterMaxChunks;
+constexpr int kSplitMultiRulePer = 2;
+constexpr bool kSplitMulti16 = true;              // bf16 / f16 softmax and log-softmax: 0.884-0.946
+constexpr bool kSplitMultiF32LogSoftmax = true;   // 0.924 / 0.951
+constexpr bool kSplitMultiF32Softmax = false;     // 1.008 / 1.037
+// logsumexp and the state: never by the rule (f32 32×128256 1.068 / 1.114; 16-bit ones go to lse_stream's chunk kernel)
+template <typename In>
+bool multi_rule_takes(Op op) {
+  if (op != Op::softmax && op != Op::log_softmax) return false;
+  if (!std::is_same_v<In, float>) return kSplitMulti16;
+  return op == Op::softmax ? kSplitMultiF32Softmax : kSplitMultiF32LogSoftmax;
+}
 template <typename In>
 bool launch_multi(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const int setting = split_row_multi();
@@ -1000,10 +1043,9 @@ bool launch_multi(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
     if (setting > kSplitMultiMaxPer || fits(setting, blocks) == 0) return false;
     per = setting;
   } else {
-    if (chunks > kSplitMultiRuleMaxChunks) return false;
-    for (int k = 2; k <= kSplitMultiMaxPer && per == 0; ++k)
-      if (p.rows <= fits(k, blocks)) per = k;
-    if (per == 0) return false;
+    if (chunks > kSplitMultiRuleMaxChunks || !multi_rule_takes<In>(p.op)) return false;
+    if (p.rows > fits(kSplitMultiRulePer, blocks)) return false;
+    per = kSplitMultiRulePer;
   }
   if (p.op == Op::softmax) launch_multi_kernel<cluster_multi_kernel<In, 0>, In>(p, chunks, per, blocks, s);
   else if (p.op == Op::log_softmax) launch_multi_kernel<cluster_multi_kernel<In, 1>, In>(p, chunks, per, blocks, s);

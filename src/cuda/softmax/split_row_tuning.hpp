@@ -65,9 +65,10 @@ int& split_row_running();
 
 // few19 (session 19): split_row's one launch at several chunks a block (split_row.cu cluster_multi_kernel: a cluster of
 // ⌈chunks / k⌉ blocks a row, each block's k chunks staged in its shared memory by bulk copies; bitwise the three
-// kernels): -1 the library's rule (launch_multi: one wave, the fewest chunks a block that fits, where the one-chunk
-// kernel does not), 0 never, k > 0 (≤ 4) k chunks a block on every common call it can take (before the one-chunk
-// kernel, whatever the call's size). Read at each call.
+// kernels): -1 the library's rule (split_row.cu launch_multi: two chunks a block where the one-chunk kernel does not
+// fit one wave and these clusters do; 16-bit softmax / log-softmax and f32 log-softmax), 0 never, k > 0 (≤ 4) k chunks
+// a block on every common call it can take, logsumexp and the state included (before the one-chunk kernel, whatever
+// the call's size). Read at each call.
 int& split_row_multi();
 // Its launches since the process started (tests: that it served).
 std::uint64_t split_multi_launch_count();

@@ -1841,8 +1841,9 @@ int short18() {
 // before few19 (the one-chunk-a-block one launch where one wave of its clusters holds the call, else the three
 // kernels), "three" the three kernels always (split_row_cluster off), "waves" the one-chunk-a-block kernel at any call
 // size (split_row_cluster_waves 64), "rule" the library with few19's rule (split_row_multi -1: the multi-chunk one
-// launch where the one-chunk kernel does not fit one wave and it does), "k2" … "k4" the multi-chunk kernel forced at
-// 2 … 4 chunks a block. Timed as the bench times (apps/softmaxkit/bench_timer.cpp): before each launch an untimed
+// launch where the one-chunk kernel does not fit one wave and it does; as run, d38b383, at the fewest of 2 … 4 chunks
+// a block that fit and on every op; since then at 2 for 16-bit softmax / log-softmax and f32 log-softmax only), "k2"
+// … "k4" the multi-chunk kernel forced at 2 … 4 chunks a block. Timed as the bench times (apps/softmaxkit/bench_timer.cpp): before each launch an untimed
 // cudaMemsetAsync of 256 MB (the L2 flushed), then CUDA events around the one launch; the median of `reps`, the
 // forms in `rounds` alternating rounds with head timed first and last in each, ratios to head a round. Then every
 // form's outputs (poisoned with 0xFF) byte for byte against head's, and which kernel served (launch counters).
