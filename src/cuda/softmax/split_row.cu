@@ -1010,9 +1010,10 @@ void launch_multi_kernel(const RowProblem& p, std::int64_t chunks, int per, int 
 // Nsight Compute (same run, one launch, caches flushed) at 32×128256 softmax: this kernel 14.30 µs bf16 / 20.06 f32
 // (192 blocks of 512 threads in clusters of 6, 52 % issue-active, 5.33 M / 7.58 M warp instructions, DRAM 12 / 17 %);
 // the three kernels 8.38 + 5.28 + 8.10 µs bf16, 10.08 + 5.95 + 10.82 f32 (with dependent launches they overlap);
-// the one-chunk kernel over two waves 15.26 / 23.65. Its bound is the instructions of the busiest SMs: 60 of the 132
-// hold two blocks, i.e. four chunks reduced and normalised at ~950 warp instructions a chunk each (bf16), against the
-// ideal 352 / 132 = 2.67 chunks an SM.
+// the one-chunk kernel over two waves 15.26 / 23.65. Read from those counts, not profiled further: its bound is the
+// instructions of the busiest SMs (41.5 lane-instructions an element bf16, 59.1 f32: ~950 / ~1350 a warp a chunk;
+// 192 blocks on 132 SMs put two blocks, four chunks, on at least 60 SMs, against the even 352 / 132 = 2.67 chunks an
+// SM; the placement was not measured), at 52 % issue-active.
 constexpr std::int64_t kSplitMultiRuleMaxChunks = kSplitClusterMaxChunks;
 constexpr int kSplitMultiRulePer = 2;
 constexpr bool kSplitMulti16 = true;              // bf16 / f16 softmax and log-softmax: 0.884-0.946
