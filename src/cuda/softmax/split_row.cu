@@ -829,7 +829,8 @@ constexpr std::size_t multi_stage_bytes() {
   return static_cast<std::size_t>(kSplitChunk) * sizeof(In);
 }
 
-// kOp: 0 softmax, 1 log-softmax, 2 logsumexp or the state (p.op says which), as cluster_split_plain_kernel's.
+// kOp: 0 softmax, 1 log-softmax (as cluster_split_plain_kernel's). logsumexp and the state had an instance too in
+// few19's run (d38b383: f32 32×128256 logsumexp 1.068-1.114× the three kernels' time), removed.
 template <typename In, int kOp>
 __global__ void __launch_bounds__(kSplitThreads, 2) cluster_multi_kernel(const RowProblem p, std::int64_t chunks) {
   extern __shared__ __align__(128) unsigned char multi_smem[];
@@ -838,7 +839,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_multi_kernel(const R
   __shared__ std::uint64_t bar[kSplitMultiMaxPer];
   static_assert(sizeof(ChunkScratch) + sizeof(slots) + sizeof(bar) <= kSplitMultiStaticSmem, "static smem bound");
   constexpr bool kLog = kOp != 0;
-  constexpr Op op = kOp == 0 ? Op::softmax : kOp == 1 ? Op::log_softmax : Op::logsumexp;
+  static_assert(kOp == 0 || kOp == 1, "softmax or log-softmax");
+  constexpr Op op = kOp == 0 ? Op::softmax : Op::log_softmax;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   In* const stage0 = reinterpret_cast<In*>(multi_smem);
@@ -880,26 +882,15 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_multi_kernel(const R
   cluster_arrive_release();
   cluster_wait();
   const State t = merge_pushed_states(slots, chunks);
-  if constexpr (kOp == 2) {
-    if (r == 0 && threadIdx.x == 0) {
-      if (p.op == Op::logsumexp) {
-        p.stat0[plain_offset(p, row, kStat0)] = t.lse();
-      } else {
-        p.stat0[plain_offset(p, row, kStat0)] = t.m;
-        p.stat1[plain_offset(p, row, kStat1)] = t.l();
-      }
-    }
-  } else {
-    const RowNormalizer<float> norm = t.normalizer(p.empty_rows);
-    In* const y = at<In>(p.out, plain_offset(p, row, kOut));
-    for (int j = 0; j < mine; ++j) {
-      const int c = r + j * blocks;
-      const int len = chunk_len(p.n, c);
-      float v[kBlockElems];
-      PlainTile<In>::load_staged(v, stage0 + j * kSplitChunk, x + chunk_first(c), len);
-      normalize_values<In>(v, norm, op);
-      PlainTile<In>::template store<In>(y + chunk_first(c), v, len);
-    }
+  const RowNormalizer<float> norm = t.normalizer(p.empty_rows);
+  In* const y = at<In>(p.out, plain_offset(p, row, kOut));
+  for (int j = 0; j < mine; ++j) {
+    const int c = r + j * blocks;
+    const int len = chunk_len(p.n, c);
+    float v[kBlockElems];
+    PlainTile<In>::load_staged(v, stage0 + j * kSplitChunk, x + chunk_first(c), len);
+    normalize_values<In>(v, norm, op);
+    PlainTile<In>::template store<In>(y + chunk_first(c), v, len);
   }
 #else
   (void)p, (void)chunks, (void)scratch, (void)slots, (void)bar, (void)kLog, (void)op;
@@ -919,7 +910,7 @@ void multi_attributes() {
 }
 
 // How many clusters of `blocks` blocks at `per` chunks a block the device runs at once (0 where it runs none; cached
-// a device, size and per, as active_clusters). One count serves the three ops' kernels (the same launch bounds, static
+// a device, size and per, as active_clusters). One count serves both ops' kernels (the same launch bounds, static
 // shared memory within kSplitMultiStaticSmem and the same dynamic stages); asked of the softmax kernel.
 template <typename In>
 int multi_active_clusters(int per, int blocks) {
@@ -982,8 +973,8 @@ void launch_multi_kernel(const RowProblem& p, std::int64_t chunks, int per, int 
 }
 
 // Whether the multi-chunk one launch serves the call (split_row_multi(): -1 the rule, 0 never, k > 0 k chunks a block
-// on every call it can take, whatever its size: tests and timing, logsumexp and the state included); launches it if
-// so. It takes the common call without a temperature (common_call<In>(p)), rows of 2 … kSplitMultiMaxChunks chunks in
+// on every softmax / log-softmax call it can take, whatever its size: tests and timing); launches it if so. It takes
+// softmax and log-softmax, the common call without a temperature (common_call<In>(p)), rows of 2 … kSplitMultiMaxChunks chunks in
 // clusters of at most kSplitClusterMaxChunks blocks, where the device runs such clusters (the count honours
 // SplitRowTuning::active_clusters: 0 there keeps the three kernels).
 // The rule (called only where the one-chunk-a-block kernel did not take the call: its clusters do not fit one wave):
@@ -1029,8 +1020,8 @@ bool multi_rule_takes(Op op) {
 template <typename In>
 bool launch_multi(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
   const int setting = split_row_multi();
-  if (setting == 0 || chunks < 2 || chunks > kSplitMultiMaxChunks || !split_row_tuning().common_call ||
-      !common_call<In>(p) || p.rows > 0x7fffffff / kSplitClusterMaxChunks)
+  if (setting == 0 || (p.op != Op::softmax && p.op != Op::log_softmax) || chunks < 2 || chunks > kSplitMultiMaxChunks ||
+      !split_row_tuning().common_call || !common_call<In>(p) || p.rows > 0x7fffffff / kSplitClusterMaxChunks)
     return false;
   const int forced_active = split_row_tuning().active_clusters;
   auto fits = [&](int per, int& blocks) {
@@ -1049,8 +1040,7 @@ bool launch_multi(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
     per = kSplitMultiRulePer;
   }
   if (p.op == Op::softmax) launch_multi_kernel<cluster_multi_kernel<In, 0>, In>(p, chunks, per, blocks, s);
-  else if (p.op == Op::log_softmax) launch_multi_kernel<cluster_multi_kernel<In, 1>, In>(p, chunks, per, blocks, s);
-  else launch_multi_kernel<cluster_multi_kernel<In, 2>, In>(p, chunks, per, blocks, s);
+  else launch_multi_kernel<cluster_multi_kernel<In, 1>, In>(p, chunks, per, blocks, s);
   return true;
 }
 

@@ -67,8 +67,8 @@ int& split_row_running();
 // ⌈chunks / k⌉ blocks a row, each block's k chunks staged in its shared memory by bulk copies; bitwise the three
 // kernels): -1 the library's rule (split_row.cu launch_multi: two chunks a block where the one-chunk kernel does not
 // fit one wave and these clusters do; 16-bit softmax / log-softmax and f32 log-softmax), 0 never, k > 0 (≤ 4) k chunks
-// a block on every common call it can take, logsumexp and the state included (before the one-chunk kernel, whatever
-// the call's size). Read at each call.
+// a block on every softmax / log-softmax common call it can take (before the one-chunk kernel, whatever the call's
+// size). Read at each call.
 int& split_row_multi();
 // Its launches since the process started (tests: that it served).
 std::uint64_t split_multi_launch_count();
