@@ -1848,7 +1848,7 @@ int short18() {
 // forms in `rounds` alternating rounds with head timed first and last in each, ratios to head a round. Then every
 // form's outputs (poisoned with 0xFF) byte for byte against head's, and which kernel served (launch counters).
 // Exits 1 if any differs. --few19-ncu: one launch each of head, rule and waves at bf16 and f32 32x128256 softmax.
-// (Since b92d84b's successor the kernel takes softmax and log-softmax only: the f32 logsumexp case now times the three
+// (Since 8b0770a the kernel takes softmax and log-softmax only: the f32 logsumexp case now times the three
 // kernels in its k2 … k4 places; as run, d38b383, it timed the kernel's logsumexp instance there.)
 // Reached by name from main's first lines.
 int few19_mode(bool ncu) {
