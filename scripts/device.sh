@@ -572,6 +572,40 @@ smsp__warps_active.avg.per_cycle_active,lts__t_sector_hit_rate.pct "$l19/bin/tun
   rm -f "$outer"/lse19x-*.txt
   end_carried
 fi
+# lead19 (session 19's lead, one call): lse19's same-bits forms of lse_stream's row kernels timed (tune_softmax --lse19)
+# and profiled (--lse19-ncu), split18's cases in f16 (SMK_SPLIT18_DTYPE=f16: the rule sends f16 to the running chunk
+# pass, timed in bf16 only; review18 F10), then side by side the tests changed since final-tests of ba4698f: lse19's at
+# full size, few19's one-launch tests and review18 F1 / F3's RunningChunksUnderOptionsAndPitchedRows at full size,
+# memcheck and racecheck of the new ones small. Binaries built off the device from HEAD's tree
+# (build/lead19-bin.tar.xz: bin/{tune_softmax,test_cuda_lse_stream,test_cuda_few_rows}, lib/libcudart.so.13). Back:
+# lead19-{lse19,f16,ncu}.txt, lead19-summary.txt, lead19-logs.tgz.
+if want lead19; then
+  carried lead19 build/lead19-bin.tar.xz
+  b19=$bin
+  run_step lead19-lse19 timeout 40 stdbuf -oL "$b19/bin/tune_softmax" --lse19
+  keep_logs lead19
+  run_step lead19-f16 timeout 45 env SMK_SPLIT18_DTYPE=f16 stdbuf -oL "$b19/bin/tune_softmax" --split18
+  keep_logs lead19
+  run_step lead19-ncu timeout 30 ncu --clock-control none -k 'regex:lse_|warp_rows|read_probe' \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --metrics smsp__inst_executed.sum,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second,\
+smsp__warps_active.avg.per_cycle_active "$b19/bin/tune_softmax" --lse19-ncu
+  keep_logs lead19
+  small=(env SMK_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 9)
+  bg_step lead19x-lse timeout 45 "$b19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
+  bg_step lead19x-few timeout 110 "$b19/bin/test_cuda_few_rows" --gtest_filter=\
+'*OneLaunchMulti*:*OneLaunchSplitRowRows*:*OneLaunchOptionsAndLayouts*:*CommonCallKernel*:*NoClusterFallback*:*RunningChunks*'
+  bg_step lead19x-mc-lse timeout 60 "${small[@]}" --tool memcheck --report-api-errors no "$b19/bin/test_cuda_lse_stream" \
+    --gtest_filter='*Lse19*'
+  bg_step lead19x-rc-lse timeout 60 "${small[@]}" --tool racecheck "$b19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
+  bg_step lead19x-mc-few timeout 90 "${small[@]}" --tool memcheck --report-api-errors no "$b19/bin/test_cuda_few_rows" \
+    --gtest_filter='*OneLaunchMulti*:*RunningChunksUnderOptions*'
+  bg_step lead19x-rc-few timeout 90 "${small[@]}" --tool racecheck "$b19/bin/test_cuda_few_rows" \
+    --gtest_filter='*OneLaunchMulti*:*RunningChunksUnderOptions*'
+  bg_tally
+  keep_logs lead19
+  end_carried
+fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and

@@ -1358,6 +1358,53 @@ TEST_F(GpuFewRows, RunningChunksAgainstTheReferenceAndTheOrderBefore) {
   }
 }
 
+// review18 F1 / F3 (session 19): the running chunk pass (split18) under what the automatic path sends it beyond
+// RunningChunksAgainstTheReferenceAndTheOrderBefore's cases. F1, the general kernel's transforms: option_cases' five
+// (a temperature; per-row temperatures; a boolean mask with row 1 fully masked, under both empty-row policies; +inf,
+// NaN and all −inf rows), its f32 cases retyped to bf16 → bf16 (the scores rounded to bf16), against the float64
+// reference with outputs poisoned (run_checked). F3, the plain kernel's multi-row launch: three rows pitched by whole
+// 16-byte vectors (compact_case: +inf, NaN and an all −inf row; split_plain_launch_count), against the reference and
+// bitwise the same rows pitched by one element more (the general kernel). Each call counted on the running pass. Full
+// size: 32 chunks + 1 on the automatic path (the rule); SMK_GPU_TEST_SMALL: 12288 + 5 with split_row forced and
+// split_row_running 1, so that the sanitizers reach the same branches.
+TEST_F(GpuFewRows, RunningChunksUnderOptionsAndPitchedRows) {
+  SplitRowTuningGuard guard;
+  Split18Guard s18;
+  const bool small = small_mode();
+  const std::int64_t n = small ? 12288 + 5 : 12288 * 32 + 1, rows = 3;
+  const SoftmaxPath path = small ? SoftmaxPath::split_row : SoftmaxPath::automatic;
+  cuda::kernels::split_row_running() = small ? 1 : -1;
+  auto on_running = [&](const Case& c) {
+    const std::uint64_t count = cuda::kernels::split_running_launch_count();
+    const Result r = run_checked(c, path);
+    EXPECT_EQ(cuda::kernels::split_running_launch_count() - count, 1u) << c.name << ": not the running chunk pass";
+    return r;
+  };
+  std::uint64_t seed = 19100;
+  for (Op op : {Op::softmax, Op::log_softmax}) {
+    SCOPED_TRACE(op_name(op));
+    for (Case c : option_cases(op, rows, n, seed)) {
+      if (c.in.dtype == DType::f32) {
+        c.in = contiguous(DType::bf16, {rows, n});
+        c.out = contiguous(DType::bf16, {rows, n});
+        for (double& v : c.x) v = round_to(DType::bf16, v);
+      }
+      (void)on_running(c);
+    }
+    const Case plain = compact_case("3x" + std::to_string(n) + " pitched by whole vectors", op, DType::bf16, rows, n,
+                                    ++seed);
+    const std::uint64_t plain_count = cuda::kernels::split_plain_launch_count();
+    const Result a = on_running(plain);
+    EXPECT_GT(cuda::kernels::split_plain_launch_count(), plain_count) << "the plain kernels did not serve";
+    Case general = plain;
+    general.in.strides = {n + 1, 1};
+    general.out.strides = {n + 1, 1};
+    const Result b = on_running(general);
+    ASSERT_TRUE(a.ran && b.ran);
+    expect_same_bits(b, a, plain.name + ": pitched by one element (general) / by whole vectors (plain)");
+  }
+}
+
 // few19 (session 19): restores few19's switch (split_row_tuning.hpp) and split_row_cluster after a test that sets them.
 struct MultiGuard {
   int multi = cuda::kernels::split_row_multi();
