@@ -987,7 +987,9 @@ bool lse_chunks_takes(DType t, std::int64_t n) {
 // 4 of 67108864 on 3·N(0, 1) scores (0 on the uniform ones). Not taken: f32 inputs (0.984-1.020 at T64, 0.991-1.049
 // at T128, and its softmax error against float64 5.7 u where the tree's was 3.8: the chunk kernel 79.8 → 75.9 µs at
 // 32×2097152, end to end even), and 16-bit inputs to f32 outputs (where the order's error shows: softmax 5.9 u against
-// 2.8 on the test's rows; kept on the tree). f16 is bf16's code but the loads, not timed.
+// 2.8 on the test's rows; kept on the tree). f16 (session 19, lead19's run of 2193d3f, tune_softmax --split18 with
+// SMK_SPLIT18_DTYPE=f16, the same method): softmax 32×2097152 0.879, 128×524288 0.871, 1×16777216 0.908; log-softmax
+// 0.820 / 0.817 / 0.858; every f16 output byte for byte the tree's at those shapes (review18 F10).
 constexpr std::int64_t kSplitRunningMinChunks = 32;
 constexpr bool kSplitRunning16 = true;
 bool split_running_takes(SoftmaxPath path, DType t, DType out, kernels::Op op, std::int64_t n) {
