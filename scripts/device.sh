@@ -20,6 +20,8 @@
 #   c97214a:scripts/device.sh` has them.
 #   Session 17's (split17 lse17 bwd17 blk17 dec17 fold17) were removed at the start of session 18: `git show
 #   93cf0c9:scripts/device.sh` has them.
+#   Session 18's (lse18 split18 short18 short18b; bwd18's went in its own commit) and session 19's few19 and lead19
+#   were removed in session 19: `git show 2193d3f:scripts/device.sh` has them.
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step); tests run
 #   side by side with `bg_step` and are counted with `bg_tally`.
@@ -261,7 +263,7 @@ fi
 # and SMK_FINAL_COMPILE_S caps torch.compile's share of it.
 # final = final-tests + final-san + final-compare. Split across back-to-back calls (the second finds the first's build on the
 # still-warm machine and only relinks), the comparison gets a call of its own instead of what the suite leaves.
-if want final || want final-tests || want final-san || want final-compare || want san17; then
+if want final || want final-tests || want final-san || want final-compare || want san19; then
   run_step configure cmake --preset default
   run_step build timeout 240 cmake --build --preset default --parallel "$jobs" || { printf '%s\n' "${summary[@]}"; exit 1; }
 fi
@@ -350,31 +352,39 @@ if want final || want final-san; then
     san_rc test_cuda_block_row --gtest_filter='*LaneStagedF32*' || return 9
     san_rc test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*' || return 9
     san_mc test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*' || return 9
-    san_rc test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*'
+    san_rc test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*' || return 9
+    # Session 18: split_row's running chunk pass for 16-bit rows past 32 chunks (split18), lse_stream's chunk order in
+    # one cluster launch and merged a warp a row (lse18; memcheck in test_cuda_lse_stream above), the bf16 occupancy
+    # rule at 64 (short18, in test_cuda_warp_row above). Session 19: split_row's one launch at two chunks a block
+    # (few19), the running pass under options and on pitched rows (review18 F1 / F3).
+    san_mc test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*' || return 9
+    san_rc test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*' || return 9
+    san_rc test_cuda_lse_stream --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*'
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_mc san_rc san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
   run_step vs-torch-ce timeout 60 python3 scripts/vs_torch_ce.py --lib build/default/tests/libsmk_lce_capi.so --out "$OUT"
 fi
-# san17 (session 17's lead; session 16's san16 did the same): when the device budget cannot hold final-san and
-# final-compare apart, only the sanitizer runs on the kernels and rules this session changed, side by side (small
-# mode), after the full-size runs of the tests changed since the integrated final-tests (SMK_S17_CTEST_R, a ctest -R
-# pattern). Needs the build of a final-* step in the same call. Back: s17-*.log.
-if want san17; then
-  run_step s17-test timeout 150 ctest --preset default -L gpu --parallel 6 --timeout 120 \
-    -R "${SMK_S17_CTEST_R:-GpuLseChunks}"
-  s17_mc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool memcheck --report-api-errors no \
+# san19 (session 19's lead; sessions 16-17's san16 / san17 did the same): when the device budget cannot hold final-san
+# and final-compare apart, only the sanitizer runs on the kernels and rules changed since the last full final-san (session
+# 17's), side by side (small mode), after the full-size runs of the tests changed since the integrated final-tests
+# (SMK_SESSION_CTEST_R, a ctest -R pattern). Needs the build of a final-* step in the same call. Back: ss-*.log.
+if want san19; then
+  run_step ss-test timeout 200 ctest --preset default -L gpu --parallel 6 --timeout 150 \
+    -R "${SMK_SESSION_CTEST_R:-GpuLseChunks|GpuFewRows|GpuSoftmax}"
+  ss_mc() { env SMK_GPU_TEST_SMALL=1 timeout 150 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$@"; }
-  s17_rc() { env SMK_GPU_TEST_SMALL=1 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"; }
+  ss_rc() { env SMK_GPU_TEST_SMALL=1 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$@"; }
   t=build/default/tests
-  bg_step s17-mc-lse s17_mc $t/test_cuda_lse_stream
-  bg_step s17-rc-lse s17_rc $t/test_cuda_lse_stream --gtest_filter='*AgainstTheReference*:*RowAlone*'
-  bg_step s17-mc-block s17_mc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*:*LaneRule*:*LaneF32Options*'
-  bg_step s17-rc-block s17_rc $t/test_cuda_block_row --gtest_filter='*LaneStagedF32*'
-  bg_step s17-mc-bwd s17_mc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*:*SplitStreaming*'
-  bg_step s17-rc-bwd s17_rc $t/test_cuda_warp_backward --gtest_filter='*SplitSumsBounds*'
-  bg_step s17-mc-decode s17_mc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*:*CausalBand*'
-  bg_step s17-rc-decode s17_rc $t/test_cuda_decode --gtest_filter='*TweaksGiveTheDefaultBits*'
+  # Session 18: lse18's forms, split18's running chunk pass, short18's occupancy rule. Session 19: few19's one launch at
+  # two chunks a block, the running pass under options (review18 F1 / F3), lse_stream's bf16 lean kernels (lse19b).
+  bg_step ss-mc-lse ss_mc $t/test_cuda_lse_stream
+  bg_step ss-rc-lse ss_rc $t/test_cuda_lse_stream \
+    --gtest_filter='*AgainstTheReference*:*RowAlone*:*FormsBitwise*:*SpecialRowsEveryForm*'
+  bg_step ss-mc-few ss_mc $t/test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*:*OneLaunchSplitRowRows*'
+  bg_step ss-rc-few ss_rc $t/test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*'
+  bg_step ss-mc-warp ss_mc $t/test_cuda_warp_row --gtest_filter='*OccRule*:*OccKernelBitwise16*:*OccThroughTheDispatcher*'
+  bg_step ss-mc-block ss_mc $t/test_cuda_block_row --gtest_filter='*LseStream*:*Lane*'
   bg_tally
 fi
 if want final || want final-compare; then
@@ -399,146 +409,6 @@ if want final || want final-compare; then
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
 
-# --- session 18: lse18 step goes here ---
-# lse18 (session 18, issue 3): its two calls' steps (lse18: tune_softmax --lse18, --lse18-ncu, test_cuda_lse_stream in
-# 2 shards, test_cuda_softmax's dispatcher cases, memcheck / racecheck small; lse18b: --lse18b and the same tests) ran
-# as committed in 3a0acab (results: docs/bench/lse18-s18-2026-12-01.md); the integrated run's final-tests / final-san
-# cover test_cuda_lse_stream.
-# --- session 18: split18 step goes here ---
-# split18 (session 18, issue 3): softmax / log-softmax of long rows with split_row's chunk pass on a running state a
-# thread (chunk_states_running_kernel, 64 threads a chunk) beside HEAD's kernels in one binary (tune_softmax --split18:
-# 3 alternating rounds, errors against float64, bytes against HEAD); Nsight Compute of the chunk / merge / normalising
-# kernels at bf16 32x2097152 softmax (--split18-ncu); then in parallel: the new test at full size, memcheck and
-# racecheck of it in small mode. Binaries built off the device for sm_90a (build/split18-bin.tar.xz: bin/{tune_softmax,
-# test_cuda_few_rows}, lib/libcudart). Back: split18-tune.txt, split18-ncu.txt, split18-summary.txt, split18-logs.tgz.
-if want split18; then
-  carried split18 build/split18-bin.tar.xz
-  s18=$bin
-  run_step split18-tune timeout "${SMK_S18_TUNE_S:-60}" stdbuf -oL "$s18/bin/tune_softmax" --split18
-  keep_logs split18
-  run_step split18-ncu timeout "${SMK_S18_NCU_S:-30}" ncu --clock-control none -k 'regex:chunk_states|merge_states|normalize' \
-    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second,\
-launch__registers_per_thread "$s18/bin/tune_softmax" --split18-ncu
-  keep_logs split18
-  s18_t=${SMK_S18_TEST_S:-45}
-  bg_step split18x-test timeout "$s18_t" "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
-  bg_step split18x-memcheck timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
-  bg_step split18x-racecheck timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_few_rows" --gtest_filter='*RunningChunks*'
-  bg_tally
-  keep_logs split18
-  rm -f "$outer"/split18x-*.txt
-  end_carried
-fi
-# --- session 18: bwd18 step goes here ---
-# bwd18 (session 18, issue 3): its two steps as run (bwd18: torch.compile's kernels compiled, timed and profiled beside
-# the Inductor form of the 2-D backward under four load-hint sets, Triton's cubins and SASS read back; bwd18b: the
-# cubins launched in tune_softmax beside ours) are in commit 051f6a3, with the code they ran; removed with that code
-# (docs/perf-notebook.md "bwd18").
-# --- session 18: short18 step goes here ---
-# short18 (session 18, issue 3): first the tests that never ran on a GPU: test_cuda_block_row whole at full size
-# (LaneF32OptionsAndSpecialRows' fixed form of c035228, the tied_scores fold of a78106b, contiguous_rows of 2274cd3),
-# test_cuda_softmax *LaneStagedBlockRows* (contiguous_rows), memcheck (small) on both, racecheck (small) on block_row's
-# lane-staged tests. Before them, alone on the GPU: tune_softmax --short18 (the short rows' grids, 16-bit softmax rows of
-# 64 on the occupancy kernel, three alternating rounds, outputs byte for byte) and the library's bench (L2 flushed) on
-# bf16 softmax 2097152x32 / 1048576x64 / 524288x128 / 1048576x32 with cuDNN beside, three rounds, the shape order
-# reversed in the second (session 17's sweep read 1048576x64 at 85.4 us against 75.9 in session 16). Binaries of HEAD
-# 067de27's library built off the device for sm_90a (build/short18-bin.tar.xz: bin/{tune_softmax,test_cuda_block_row,
-# test_cuda_softmax,softmaxkit}, lib/libcudart.so.13). Caps: SMK_S18_TUNE_S (30 s), SMK_S18_BENCH_S (12 s a round),
-# SMK_S18_TEST_S (45). Back: short18-tune.txt, short18-bench{1,2,3}.txt, short18-summary.txt, short18-logs.tgz.
-if want short18; then
-  carried short18 build/short18-bin.tar.xz
-  s18=$bin
-  run_step short18-tune timeout "${SMK_S18_TUNE_S:-30}" stdbuf -oL "$s18/bin/tune_softmax" --short18
-  keep_logs short18
-  s18_shapes="2097152x32 1048576x64 524288x128 1048576x32"
-  for r in 1 2 3; do
-    [ "$r" = 2 ] && s18_shapes="1048576x32 524288x128 1048576x64 2097152x32"
-    [ "$r" = 3 ] && s18_shapes="2097152x32 1048576x64 524288x128 1048576x32"
-    run_step "short18-bench$r" timeout "${SMK_S18_BENCH_S:-12}" "$s18/bin/softmaxkit" bench --op softmax --dtype bf16 \
-      --shape $s18_shapes --path auto --target-ms 20 --format table
-  done
-  keep_logs short18
-  s18_t=${SMK_S18_TEST_S:-45}
-  bg_step short18x-block timeout "$s18_t" "$s18/bin/test_cuda_block_row"
-  bg_step short18x-lane timeout "$s18_t" "$s18/bin/test_cuda_softmax" --gtest_filter='*LaneStagedBlockRows*'
-  bg_step short18x-mc-block timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_block_row"
-  bg_step short18x-mc-lane timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_softmax" --gtest_filter='*LaneStagedBlockRows*'
-  bg_step short18x-rc-block timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_block_row" --gtest_filter='*LaneF32Options*:*LaneStaged*'
-  bg_tally
-  keep_logs short18
-  rm -f "$outer"/short18x-*.txt  # their pass / fail lines are in short18-summary.txt, the logs in short18-logs.tgz
-  end_carried
-fi
-# short18b (session 18, issue 3): short18's rule (16-bit softmax rows of 64 on the occupancy kernel at 20 blocks an SM;
-# kWarpOccSoftmaxMinN16 128 -> 64, the same bits) through the library's bench (L2 flushed), HEAD's softmaxkit
-# (softmaxkit_head) and the rule's in turn, three rounds, bf16 and f16 at 1048576x64 / 524288x64 and 524288x128 (a
-# shape the rule does not touch: the rounds' drift); then test_cuda_warp_row *Occ* at full size, test_cuda_softmax
-# BatchInvariance / EveryPathEveryLength, memcheck (small) on *OccRule*:*OccKernelBitwise16*. Binaries of HEAD 067de27's
-# library with short18's softmax_cuda.cpp and test_warp_row_gpu.cpp (build/short18-bin.tar.xz: bin/{softmaxkit,
-# softmaxkit_head,test_cuda_warp_row,test_cuda_softmax}, lib/libcudart.so.13). Caps: SMK_S18_BENCH_S (12 s a run),
-# SMK_S18_TEST_S (50). Back: short18b-bench.txt, short18b-summary.txt, short18b-logs.tgz.
-if want short18b; then
-  carried short18b build/short18-bin.tar.xz
-  s18=$bin
-  for r in 1 2 3; do
-    for k in softmaxkit_head softmaxkit; do
-      echo "== round $r $k" >>"$OUT/short18b-bench.log"
-      timeout "${SMK_S18_BENCH_S:-12}" "$s18/bin/$k" bench --op softmax --dtype bf16 f16 \
-        --shape 1048576x64 524288x64 524288x128 --path auto --no-cudnn --target-ms 20 --format table \
-        >>"$OUT/short18b-bench.log" 2>&1 || { echo "exit $? $k round $r" >>"$OUT/short18b-bench.log"; failed=$((failed + 1)); }
-    done
-  done
-  keep_logs short18b
-  s18_t=${SMK_S18_TEST_S:-50}
-  bg_step short18bx-occ timeout "$s18_t" "$s18/bin/test_cuda_warp_row" --gtest_filter='*Occ*'
-  bg_step short18bx-softmax timeout "$s18_t" "$s18/bin/test_cuda_softmax" \
-    --gtest_filter='*BatchInvariance*:*EveryPathEveryLength*'
-  bg_step short18bx-mc timeout "$s18_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$s18/bin/test_cuda_warp_row" --gtest_filter='*OccRule*:*OccKernelBitwise16*'
-  bg_tally
-  keep_logs short18b
-  rm -f "$outer"/short18bx-*.txt
-  end_carried
-fi
-# --- session 19: few19 step ---
-# few19 (session 19, issue 3): split_row's one launch at several chunks a block (cluster_multi_kernel) beside the forms
-# before it at the few-row vocabulary shapes (tune_softmax --few19: the bench's L2 flush before each launch, alternating
-# rounds, outputs byte for byte against HEAD's form, which kernel served); Nsight Compute of the forms at bf16 / f32
-# 32x128256 softmax (--few19-ncu); then in parallel: the new bitwise test at full size with the one-launch tests the
-# rule now reaches, memcheck and racecheck of the new test in small mode. Binaries built off the device for sm_90a
-# (build/few19-bin.tar.xz: bin/{tune_softmax,test_cuda_few_rows}, lib/libcudart). Caps: SMK_F19_TUNE_S (90 s),
-# SMK_F19_NCU_S (40), SMK_F19_TEST_S (100). Back: few19-tune.txt, few19-ncu.txt, few19-summary.txt, few19-logs.tgz.
-if want few19; then
-  carried few19 build/few19-bin.tar.xz
-  f19=$bin
-  run_step few19-tune timeout "${SMK_F19_TUNE_S:-90}" stdbuf -oL "$f19/bin/tune_softmax" --few19
-  keep_logs few19
-  run_step few19-ncu timeout "${SMK_F19_NCU_S:-40}" ncu --clock-control none \
-    -k 'regex:chunk_states|merge_states|normalize|cluster_multi|cluster_split' \
-    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
-dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,\
-sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,\
-launch__cluster_dim_x "$f19/bin/tune_softmax" --few19-ncu
-  keep_logs few19
-  f19_t=${SMK_F19_TEST_S:-100}
-  bg_step few19x-test timeout "$f19_t" "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
-  bg_step few19x-others timeout "$f19_t" "$f19/bin/test_cuda_few_rows" \
-    --gtest_filter='*OneLaunchSplitRowRows*:*OneLaunchOptionsAndLayouts*:*CommonCallKernel*:*NoClusterFallback*:*GraphCapture*'
-  bg_step few19x-memcheck timeout "$f19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
-  bg_step few19x-racecheck timeout "$f19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$f19/bin/test_cuda_few_rows" --gtest_filter='*OneLaunchMulti*'
-  bg_tally
-  keep_logs few19
-  rm -f "$outer"/few19x-*.txt
-  end_carried
-fi
 # --- session 19: lse19 step ---
 # lse19 (session 19, issue 3): logsumexp's lse_stream row kernels (the dispatcher's at 1024 and 2048/4096 ... 32768)
 # under lse_stream_tuning's same-bits forms (lean, nc, pipe; persistent grids) and L16 at T128's lengths, beside a read
@@ -570,40 +440,6 @@ smsp__warps_active.avg.per_cycle_active,lts__t_sector_hit_rate.pct "$l19/bin/tun
   bg_tally
   keep_logs lse19
   rm -f "$outer"/lse19x-*.txt
-  end_carried
-fi
-# lead19 (session 19's lead, one call): lse19's same-bits forms of lse_stream's row kernels timed (tune_softmax --lse19)
-# and profiled (--lse19-ncu), split18's cases in f16 (SMK_SPLIT18_DTYPE=f16: the rule sends f16 to the running chunk
-# pass, timed in bf16 only; review18 F10), then side by side the tests changed since final-tests of ba4698f: lse19's at
-# full size, few19's one-launch tests and review18 F1 / F3's RunningChunksUnderOptionsAndPitchedRows at full size,
-# memcheck and racecheck of the new ones small. Binaries built off the device from HEAD's tree
-# (build/lead19-bin.tar.xz: bin/{tune_softmax,test_cuda_lse_stream,test_cuda_few_rows}, lib/libcudart.so.13). Back:
-# lead19-{lse19,f16,ncu}.txt, lead19-summary.txt, lead19-logs.tgz.
-if want lead19; then
-  carried lead19 build/lead19-bin.tar.xz
-  b19=$bin
-  run_step lead19-lse19 timeout 40 stdbuf -oL "$b19/bin/tune_softmax" --lse19
-  keep_logs lead19
-  run_step lead19-f16 timeout 45 env SMK_SPLIT18_DTYPE=f16 stdbuf -oL "$b19/bin/tune_softmax" --split18
-  keep_logs lead19
-  run_step lead19-ncu timeout 30 ncu --clock-control none -k 'regex:lse_|warp_rows|read_probe' \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --metrics smsp__inst_executed.sum,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second,\
-smsp__warps_active.avg.per_cycle_active "$b19/bin/tune_softmax" --lse19-ncu
-  keep_logs lead19
-  small=(env SMK_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 9)
-  bg_step lead19x-lse timeout 45 "$b19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
-  bg_step lead19x-few timeout 110 "$b19/bin/test_cuda_few_rows" --gtest_filter=\
-'*OneLaunchMulti*:*OneLaunchSplitRowRows*:*OneLaunchOptionsAndLayouts*:*CommonCallKernel*:*NoClusterFallback*:*RunningChunks*'
-  bg_step lead19x-mc-lse timeout 60 "${small[@]}" --tool memcheck --report-api-errors no "$b19/bin/test_cuda_lse_stream" \
-    --gtest_filter='*Lse19*'
-  bg_step lead19x-rc-lse timeout 60 "${small[@]}" --tool racecheck "$b19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
-  bg_step lead19x-mc-few timeout 90 "${small[@]}" --tool memcheck --report-api-errors no "$b19/bin/test_cuda_few_rows" \
-    --gtest_filter='*OneLaunchMulti*:*RunningChunksUnderOptions*'
-  bg_step lead19x-rc-few timeout 90 "${small[@]}" --tool racecheck "$b19/bin/test_cuda_few_rows" \
-    --gtest_filter='*OneLaunchMulti*:*RunningChunksUnderOptions*'
-  bg_tally
-  keep_logs lead19
   end_carried
 fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
