@@ -409,39 +409,6 @@ if want final || want final-compare; then
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
 fi
 
-# --- session 19: lse19 step ---
-# lse19 (session 19, issue 3): logsumexp's lse_stream row kernels (the dispatcher's at 1024 and 2048/4096 ... 32768)
-# under lse_stream_tuning's same-bits forms (lean, nc, pipe; persistent grids) and L16 at T128's lengths, beside a read
-# probe at the same bytes (tune_softmax --lse19: 3 alternating rounds, bytes against the library's kernel); Nsight
-# Compute of the kernels serving issue 3's ten logsumexp shapes and of the forms (--lse19-ncu); then side by side:
-# test_cuda_lse_stream *Lse19* at full size, memcheck and racecheck of it in small mode, test_cuda_block_row *LseStream*
-# (the library's lse_stream kernels, now template forms). Binaries built off the device for sm_90a
-# (build/lse19-bin.tar.xz: bin/{tune_softmax,test_cuda_lse_stream,test_cuda_block_row}, lib/libcudart.so.13). Caps:
-# SMK_L19_TUNE_S (40 s), SMK_L19_NCU_S (50), SMK_L19_TEST_S (45); SMK_L19_NCU=0 skips Nsight Compute. Back:
-# lse19-tune.txt, lse19-ncu.txt, lse19-summary.txt, lse19-logs.tgz. Built, not yet run (session 19: no device time
-# was left to lse19 when its binaries were ready).
-if want lse19; then
-  carried lse19 build/lse19-bin.tar.xz
-  l19=$bin
-  run_step lse19-tune timeout "${SMK_L19_TUNE_S:-40}" stdbuf -oL "$l19/bin/tune_softmax" --lse19
-  keep_logs lse19
-  [ "${SMK_L19_NCU:-1}" = 0 ] || run_step lse19-ncu timeout "${SMK_L19_NCU_S:-50}" ncu --clock-control none -k 'regex:lse_|warp_rows|read_probe' \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
-    --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second,\
-smsp__warps_active.avg.per_cycle_active,lts__t_sector_hit_rate.pct "$l19/bin/tune_softmax" --lse19-ncu
-  keep_logs lse19
-  l19_t=${SMK_L19_TEST_S:-45}
-  bg_step lse19x-test timeout "$l19_t" "$l19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
-  bg_step lse19x-block timeout "$l19_t" "$l19/bin/test_cuda_block_row" --gtest_filter='*LseStream*'
-  bg_step lse19x-memcheck timeout "$l19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck \
-    --report-api-errors no --error-exitcode 9 "$l19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
-  bg_step lse19x-racecheck timeout "$l19_t" env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck \
-    --report-api-errors no --error-exitcode 9 "$l19/bin/test_cuda_lse_stream" --gtest_filter='*Lse19*'
-  bg_tally
-  keep_logs lse19
-  rm -f "$outer"/lse19x-*.txt
-  end_carried
-fi
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
 # the same inputs (scripts/sdpa_interleaved.py: rounds, the order rotated each round, ratios formed within a round;
 # nvidia-smi clocks / power read, never set, before and after each row), after a sanity gate against SDPA's output and

@@ -44,6 +44,15 @@
 // Built: L16 and T128 (3 dtypes × 2 forms: 12 kernels), the dispatcher's two; L8, L32, T256 and T512 (the other 24,
 // dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
 // Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below.
+// Session 19 (lse19, lse19b): bf16's plain-form row kernels (L16, T128) widen by shift and mask and count ties in pairs
+// (kLseRowLean: 368 → 350 lane-instructions a 32-element chunk step, SASS; the same bits), measured in the lead's call
+// lead19 at 0.970-0.984 of the kernels before (the constant's comment); f32, f16 and the general form unchanged (their
+// SASS identical to before). The other forms lse19 built and lead19 timed were removed: the loads through
+// ld.global.nc.L1::no_allocate (0.99-1.055), the next chunk loaded before the current one is pushed at 640 / 768
+// threads an SM (1.05-1.74, slower everywhere), persistent grids (0.98-1.13), and the read probe. Where it stands
+// (lead19, bf16 logsumexp, L2 flushed): 32768×1024 27.5 µs (2.44 TB/s; a plain read of the same bytes 22.5 µs),
+// 16384×4096 54.8 (2.45 TB/s; the read 36.6), 4096×16384 42.9 (3.13), 8192×32000 140.2 (3.74): below the read,
+// instructions still bound the bf16 kernels at the short rows (docs/bench/lse19-s19-2026-12-02.md).
 // Measured (H200, 2026-11-30, lse10's run of fc6036d, tune_softmax --lse10, median µs, L2 not reused: inputs rotated;
 // docs/bench/lse10-s10-2026-11-30.md), logsumexp, the dispatcher's kernel before → this one's best configuration
 // (% of the 4.42 TB/s read ceiling): 4096×16384 f32 85.8 → 73.5 (T128, 83 %), bf16 64.2 → 45.8 (66 %), f16 64.3 → 43.7;
@@ -65,7 +74,6 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
-#include "cuda/softmax/lse_stream_tuning.hpp"  // lse19: the row kernels' forms, the read probe
 #include "softmaxkit/core/error.hpp"
 
 namespace smk::cuda::kernels {
@@ -144,23 +152,6 @@ __device__ __forceinline__ void lse_push(RunningLse& s, const float (&x)[C]) {
   s.rest += tree_sum<C>(r);
 }
 
-// lse19: a 16-byte vector of the row, as the plain form loads it (kNc false: the compiler's LDG.E.128) or through
-// ld.global.nc.L1::no_allocate.L2::256B (kLseFormNc); the same bytes either way.
-template <typename In, bool kNc>
-__device__ __forceinline__ LseVec<In> load_vec(const LseVec<In>* p) {
-  if constexpr (kNc) {
-    uint4 r;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    LseVec<In> w;
-    memcpy(&w, &r, sizeof w);
-    return w;
-  } else {
-    return *p;
-  }
-}
-
 // lse19: a vector's scores as f32, into x[0, V). kLean with bf16: from the 32-bit words, the low score by a shift and
 // the high one by a mask (exact, as __bfloat162float: the same values, NaN payloads included).
 template <typename In, bool kLean>
@@ -187,12 +178,12 @@ __device__ __forceinline__ void widen(const LseVec<In>& w, float* x) {
 // elements in the same chunks: the same bits.
 // first (lse17): the position of row[0] in its row, for the transform's mask index (a chunk of a longer row; 0 for
 // a whole row, which compiles to what this function was before).
-// kForm (lse19): kLseFormNc / kLseFormLean for the plain form's loads and arithmetic (the same bits; 0 as before).
-template <typename In, int G, bool kGeneral, int kForm = 0>
+// kLean (lse19): widen's and lse_push's lean arithmetic (bf16 widened by shift and mask, the ties counted in pairs):
+// the same bits. The row kernels take it for bf16's plain form (kLseRowLean); the chunk kernels keep false.
+template <typename In, int G, bool kGeneral, bool kLean = false>
 __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, std::int64_t step, int g,
                                                  const RowTransform& t, std::int64_t first = 0) {
   constexpr int V = LseVec<In>::V, C = kUnroll * V;
-  constexpr bool kNc = (kForm & kLseFormNc) != 0, kLean = (kForm & kLseFormLean) != 0;
   RunningLse s{-detail::inf_<float>(), 0, 0.0f};
   const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
   const std::int64_t nv = (n + V - 1) / V;
@@ -202,7 +193,7 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
     if (vec && (k0 + std::int64_t{kUnroll - 1} * G + 1) * V <= n) {  // the common case: kUnroll whole vectors
       LseVec<In> w[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) w[u] = load_vec<In, kNc>(pv + k0 + std::int64_t{u} * G);
+      for (int u = 0; u < kUnroll; ++u) w[u] = pv[k0 + std::int64_t{u} * G];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) widen<In, kLean>(w[u], x + u * V);
     } else {
@@ -210,7 +201,7 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
       for (int u = 0; u < kUnroll; ++u) {
         const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
         if (vec && i0 + V <= n) {
-          const LseVec<In> w = load_vec<In, kNc>(pv + k0 + std::int64_t{u} * G);
+          const LseVec<In> w = pv[k0 + std::int64_t{u} * G];
           widen<In, kLean>(w, x + u * V);
         } else {
 #pragma unroll
@@ -225,76 +216,6 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
 #pragma unroll
         for (int j = 0; j < V; ++j)
           if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], first + i0 + j);
-      }
-    }
-    lse_push<In, C, kLean>(s, x);
-  }
-  return s;
-}
-
-// lse19 (kLseFormPipe): lse_thread's plain form with the next chunk's vectors loaded before the current chunk is
-// pushed. On entry w holds thread g's first chunk of `row` (whole: the caller checked lse_first_chunk_whole), loaded;
-// on return, if `next` is not null, w holds thread g's first chunk of `next`, loaded while this row's last chunks were
-// pushed. The chunks and pushes are lse_thread's (whole chunks as vectors, then at most one partial chunk, its
-// vectors whole where they fit, else element by element with −inf past n): the same bits.
-template <typename In, int G>
-__device__ __forceinline__ bool lse_first_chunk_whole(std::int64_t n, int g) {
-  return (std::int64_t{g} + std::int64_t{kUnroll - 1} * G + 1) * LseVec<In>::V <= n;
-}
-template <typename In, bool kNc>
-__device__ __forceinline__ void load_chunk(LseVec<In> (&w)[kUnroll], const LseVec<In>* pv, std::int64_t k0, int G) {
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) w[u] = load_vec<In, kNc>(pv + k0 + std::int64_t{u} * G);
-}
-template <typename In, int G, int kForm>
-__device__ __forceinline__ RunningLse lse_thread_pipe(const In* row, std::int64_t n, int g, LseVec<In> (&w)[kUnroll],
-                                                      const In* next) {
-  constexpr int V = LseVec<In>::V, C = kUnroll * V;
-  constexpr bool kNc = (kForm & kLseFormNc) != 0, kLean = (kForm & kLseFormLean) != 0;
-  constexpr std::int64_t kStep = std::int64_t{kUnroll} * G;
-  RunningLse s{-detail::inf_<float>(), 0, 0.0f};
-  const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
-  const auto* pn = reinterpret_cast<const LseVec<In>*>(next);
-  auto whole = [&](std::int64_t k) { return (k + std::int64_t{kUnroll - 1} * G + 1) * V <= n; };
-  auto push = [&](const LseVec<In> (&c)[kUnroll]) {
-    float x[C];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) widen<In, kLean>(c[u], x + u * V);
-    lse_push<In, C, kLean>(s, x);
-  };
-  std::int64_t k0 = g;
-  LseVec<In> w2[kUnroll];
-  for (;;) {  // two chunks a turn, w and w2 in turn: no register copies
-    std::int64_t k1 = k0 + kStep;
-    bool more = whole(k1);
-    if (more) load_chunk<In, kNc>(w2, pv, k1, G);
-    else if (pn != nullptr) load_chunk<In, kNc>(w2, pn, g, G);
-    push(w);
-    k0 = k1;
-    if (!more) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) w[u] = w2[u];  // the next row's first chunk, once a row
-      break;
-    }
-    k1 = k0 + kStep;
-    more = whole(k1);
-    if (more) load_chunk<In, kNc>(w, pv, k1, G);
-    else if (pn != nullptr) load_chunk<In, kNc>(w, pn, g, G);
-    push(w2);
-    k0 = k1;
-    if (!more) break;
-  }
-  const std::int64_t nv = (n + V - 1) / V;
-  for (; k0 < nv; k0 += kStep) {  // the partial chunk, as lse_thread's
-    float x[C];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
-      if (i0 + V <= n) {
-        widen<In, kLean>(load_vec<In, kNc>(pv + k0 + std::int64_t{u} * G), x + u * V);
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? to_f32(row[i0 + j]) : -detail::inf_<float>();
       }
     }
     lse_push<In, C, kLean>(s, x);
@@ -348,97 +269,46 @@ __device__ __forceinline__ void lse_block_state(const RunningLse& s, float2 (&sl
 // ~0.8 µs of latency.
 template <typename In>
 constexpr int kLseMinThreadsPerSm = 1024;
-// lse19: the forms' threads an SM (lse_stream_tuning.hpp): the pipelined form holds a second chunk (16 registers more),
-// so it is built for 768 threads an SM (80 registers) with f32 inputs, 640 with 16-bit ones (at 80 registers the bf16
-// form spilled 444-680 B; ptxas -v, CUDA 13.0, sm_90a).
-template <typename In, int kForm>
-constexpr int kLseFormThreadsPerSm = (kForm & kLseFormPipe) == 0 ? 1024 : sizeof(In) == 2 ? 640 : 768;
-template <typename In, int kThreads, bool kGeneral, int kForm = 0>
-__global__ void __launch_bounds__(kThreads, (kForm == 0 ? kLseMinThreadsPerSm<In> : kLseFormThreadsPerSm<In, kForm>) /
-                                                kThreads) lse_block_kernel(const RowProblem p) {
+// lse19b: bf16's plain form takes lse_thread's lean arithmetic (the same bits; H200, session 19, the lead's call
+// "lead19" of 2193d3f, tune_softmax --lse19, logsumexp, median of 3 alternating rounds, lean / the kernel before: bf16
+// 32768×1024 (L16) 0.970 (0.957-0.981), 16384×4096 (T128) 0.981 (0.979-0.982), 4096×16384 0.984 (0.976-0.998),
+// 8192×32000 0.981 (0.980-0.982); f32 1.003 / 0.997 / 0.995: no gain, so f32 keeps the plain widening, as do f16 (not
+// timed) and the general form). docs/bench/lse19-s19-2026-12-02.md.
+template <typename In, bool kGeneral>
+constexpr bool kLseRowLean = !kGeneral && std::is_same_v<In, __nv_bfloat16>;
+template <typename In, int kThreads, bool kGeneral>
+__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_kernel(const RowProblem p) {
   __shared__ float2 warp_state[2][kThreads / 32];
   const int t = static_cast<int>(threadIdx.x);
   int parity = 0;
-  if constexpr ((kForm & kLseFormPipe) != 0 && !kGeneral) {  // lse19: the next chunk in flight, across rows too
-    const bool pipe = lse_first_chunk_whole<In, kThreads>(p.n, t);
-    LseVec<In> w[kUnroll];
-    if (pipe && blockIdx.x < p.rows)
-      load_chunk<In, (kForm & kLseFormNc) != 0>(
-          w, reinterpret_cast<const LseVec<In>*>(at<In>(p.x, RowRef{blockIdx.x, 0}.off(p, kX))), t, kThreads);
-    for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
-      const RowRef o{row, 0};
-      const In* x = at<In>(p.x, o.off(p, kX));
-      RunningLse s;
-      if (pipe) {
-        const std::int64_t next = row + gridDim.x;
-        s = lse_thread_pipe<In, kThreads, kForm>(x, p.n, t, w,
-                                                 next < p.rows ? at<In>(p.x, RowRef{next, 0}.off(p, kX)) : nullptr);
-      } else {
-        s = lse_thread<In, kThreads, false, kForm & ~kLseFormPipe>(x, p.n, 1, t, row_transform(p, o));
-      }
-      lse_block_state<kThreads / 32, 32>(s, warp_state[parity],
-                                         [&](const OnlineSoftmaxState<float>& st) { write_row_stats(p, o, st); });
-    }
-  } else {
-    for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
-      const RowRef o{row, 0};
-      const RunningLse s = lse_thread<In, kThreads, kGeneral, kForm>(at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t,
-                                                                     row_transform(p, o));
-      lse_block_state<kThreads / 32, 32>(s, warp_state[parity],
-                                         [&](const OnlineSoftmaxState<float>& st) { write_row_stats(p, o, st); });
-    }
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x, parity ^= 1) {
+    const RowRef o{row, 0};
+    const RunningLse s = lse_thread<In, kThreads, kGeneral, kLseRowLean<In, kGeneral>>(
+        at<In>(p.x, o.off(p, kX)), p.n, p.step[kX], t, row_transform(p, o));
+    lse_block_state<kThreads / 32, 32>(s, warp_state[parity],
+                                       [&](const OnlineSoftmaxState<float>& st) { write_row_stats(p, o, st); });
   }
 }
 
 // kLanes lanes a row (16, the one width built; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over
 // row groups that keeps each warp together (the group reductions shuffle across the whole warp).
 constexpr int kLseWarpBlock = 256;
-template <typename In, int kLanes, bool kGeneral, int kForm = 0>
-__global__ void __launch_bounds__(kLseWarpBlock, (kForm == 0 ? kLseMinThreadsPerSm<In> : kLseFormThreadsPerSm<In, kForm>) /
-                                                     kLseWarpBlock) lse_warp_kernel(const RowProblem p) {
+template <typename In, int kLanes, bool kGeneral>
+__global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseWarpBlock) lse_warp_kernel(
+    const RowProblem p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const std::int64_t warp = (std::int64_t{blockIdx.x} * kLseWarpBlock + threadIdx.x) / 32;
   const std::int64_t warps = std::int64_t{gridDim.x} * (kLseWarpBlock / 32);
-  if constexpr ((kForm & kLseFormPipe) != 0 && !kGeneral) {  // lse19: the next chunk in flight, across rows too
-    const int g = lane % kLanes;
-    const bool pipe = lse_first_chunk_whole<In, kLanes>(p.n, g);
-    const std::int64_t stride = warps * kRowsPerWarp;
-    LseVec<In> w[kUnroll];
-    {
-      const std::int64_t row0 = warp * kRowsPerWarp + lane / kLanes;
-      if (pipe && row0 < p.rows)
-        load_chunk<In, (kForm & kLseFormNc) != 0>(
-            w, reinterpret_cast<const LseVec<In>*>(at<In>(p.x, RowRef{row0, 0}.off(p, kX))), g, kLanes);
-    }
-    for (std::int64_t base = warp * kRowsPerWarp; base < p.rows; base += stride) {
-      const std::int64_t row = base + lane / kLanes;
-      const bool live = row < p.rows;
-      const RowRef o{live ? row : 0, 0};
-      const In* x = at<In>(p.x, o.off(p, kX));
-      RunningLse s;
-      if (pipe && live) {
-        const std::int64_t next = row + stride;
-        s = lse_thread_pipe<In, kLanes, kForm>(x, p.n, g, w,
-                                               next < p.rows ? at<In>(p.x, RowRef{next, 0}.off(p, kX)) : nullptr);
-      } else {
-        s = lse_thread<In, kLanes, false, kForm & ~kLseFormPipe>(x, live ? p.n : 0, 1, g, row_transform(p, o));
-      }
-      const auto st = lse_group(s, kLanes);
-      if (live && lane % kLanes == 0) write_row_stats(p, o, st);
-    }
-  } else {
-    for (std::int64_t base = warp * kRowsPerWarp; base < p.rows; base += warps * kRowsPerWarp) {
-      const std::int64_t row = base + lane / kLanes;
-      const bool live = row < p.rows;
-      const RowRef o{live ? row : 0, 0};
-      // A lane group past the last row reduces an empty row (n = 0) so that its lanes still join the shuffles.
-      const RunningLse s =
-          lse_thread<In, kLanes, kGeneral, kForm>(at<In>(p.x, o.off(p, kX)), live ? p.n : 0, p.step[kX],
-                                                  lane % kLanes, row_transform(p, o));
-      const auto st = lse_group(s, kLanes);
-      if (live && lane % kLanes == 0) write_row_stats(p, o, st);
-    }
+  for (std::int64_t base = warp * kRowsPerWarp; base < p.rows; base += warps * kRowsPerWarp) {
+    const std::int64_t row = base + lane / kLanes;
+    const bool live = row < p.rows;
+    const RowRef o{live ? row : 0, 0};
+    // A lane group past the last row reduces an empty row (n = 0) so that its lanes still join the shuffles.
+    const RunningLse s = lse_thread<In, kLanes, kGeneral, kLseRowLean<In, kGeneral>>(
+        at<In>(p.x, o.off(p, kX)), live ? p.n : 0, p.step[kX], lane % kLanes, row_transform(p, o));
+    const auto st = lse_group(s, kLanes);
+    if (live && lane % kLanes == 0) write_row_stats(p, o, st);
   }
 }
 
@@ -701,75 +571,25 @@ bool lse_plain_call(const RowProblem& p) {
   return true;
 }
 
-// lse19: the grid under lse_stream_tuning's blocks_per_sm (0: `blocks`, a block a row or row group; > 0 at most that
-// many an SM; < 0 at most −blocks_per_sm in all, for the tests).
-unsigned lse_grid(std::int64_t blocks) {
-  const int per_sm = lse_stream_tuning().blocks_per_sm;
-  if (per_sm > 0) blocks = std::min<std::int64_t>(blocks, std::int64_t{per_sm} * current_device_attrs().sm_count);
-  if (per_sm < 0) blocks = std::min<std::int64_t>(blocks, -std::int64_t{per_sm});
-  return capped_grid(blocks);
-}
-
-template <typename In, bool kGeneral, int kForm>
+template <typename In, bool kGeneral>
 void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (c.lanes > 0) {
     const std::int64_t rows_per_block = (kLseWarpBlock / 32) * (32 / c.lanes);
-    const unsigned grid = lse_grid((p.rows + rows_per_block - 1) / rows_per_block);
-    lse_warp_kernel<In, 16, kGeneral, kForm><<<grid, kLseWarpBlock, 0, s>>>(p);
+    const unsigned grid = capped_grid((p.rows + rows_per_block - 1) / rows_per_block);
+    lse_warp_kernel<In, 16, kGeneral><<<grid, kLseWarpBlock, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
   } else {
-    const unsigned grid = lse_grid(p.rows);
-    lse_block_kernel<In, 128, kGeneral, kForm><<<grid, 128, 0, s>>>(p);
+    const unsigned grid = capped_grid(p.rows);
+    lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
-  }
-}
-
-// lse19: the forms built (f32 and bf16, the plain form): lean, lean + nc, lean + pipe, lean + pipe + nc; any other
-// form asked runs form 0.
-template <typename In>
-void launch_plain(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
-  if constexpr (std::is_same_v<In, __half>) {
-    launch_form<In, false, 0>(p, c, s);
-  } else {
-    switch (lse_stream_tuning().form) {
-      case kLseFormLean: return launch_form<In, false, kLseFormLean>(p, c, s);
-      case kLseFormLean | kLseFormNc: return launch_form<In, false, kLseFormLean | kLseFormNc>(p, c, s);
-      case kLseFormLean | kLseFormPipe: return launch_form<In, false, kLseFormLean | kLseFormPipe>(p, c, s);
-      case kLseFormLean | kLseFormPipe | kLseFormNc:
-        return launch_form<In, false, kLseFormLean | kLseFormPipe | kLseFormNc>(p, c, s);
-      default: return launch_form<In, false, 0>(p, c, s);
-    }
   }
 }
 
 template <typename In>
 void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
-  if (lse_plain_call<In>(p)) launch_plain<In>(p, c, s);
-  else launch_form<In, true, 0>(p, c, s);
+  if (lse_plain_call<In>(p)) launch_form<In, false>(p, c, s);
+  else launch_form<In, true>(p, c, s);
   lse_stream_launches().fetch_add(1, std::memory_order_relaxed);
-}
-
-// lse19's read probe (lse_stream_tuning.hpp).
-constexpr int kProbeThreads = 256;
-__global__ void __launch_bounds__(kProbeThreads) read_probe_kernel(const uint4* x, std::int64_t nvec, unsigned* sink) {
-  const std::int64_t stride = std::int64_t{gridDim.x} * kProbeThreads;
-  std::int64_t i = std::int64_t{blockIdx.x} * kProbeThreads + threadIdx.x;
-  unsigned acc = 0;
-  for (; i + 3 * stride < nvec; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
-                   : "l"(x + i + u * stride));
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < nvec; i += stride) {
-    const uint4 v = x[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9E3779B9u) sink[blockIdx.x] = acc;
 }
 
 // The one-launch form where it serves (lse18): 16-bit rows (the dispatcher takes no f32 row here: softmax_cuda.cpp
@@ -882,17 +702,6 @@ void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t
 }
 
 std::uint64_t lse_stream_launch_count() { return lse_stream_launches().load(std::memory_order_relaxed); }
-
-LseStreamTuning& lse_stream_tuning() {
-  static LseStreamTuning t;
-  return t;
-}
-
-void launch_read_probe(const void* x, std::int64_t bytes, unsigned* sink, int blocks_per_sm, cudaStream_t s) {
-  const unsigned grid = static_cast<unsigned>(std::max(1, blocks_per_sm) * current_device_attrs().sm_count);
-  read_probe_kernel<<<grid, kProbeThreads, 0, s>>>(static_cast<const uint4*>(x), bytes / 16, sink);
-  SMK_CUDA_CHECK_LAUNCH("read_probe_kernel");
-}
 
 LseStreamLast& lse_stream_last_config() {
   static LseStreamLast last;

@@ -12,7 +12,7 @@
 //                        --short15-ncu | --split15 | --split15-ncu | --split15b | --short16 | --short16-ncu |
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
 //                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu | --short18]
-//   (also --lse18 / --lse18-ncu, session 18, and --lse19 / --lse19-ncu, session 19: read before the list below)
+//   (also --lse18 / --lse18-ncu, session 18, and --few19 / --few19-ncu, session 19: read before the list below)
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
@@ -29,7 +29,6 @@
 #include "cuda/softmax/backward_reread.hpp"  // mid12: BackwardRereadTuning::form
 #include "cuda/softmax/kernels.hpp"
 #include "cuda/softmax/lse_chunks.hpp"  // lse17: launch_lse_chunk_rows
-#include "cuda/softmax/lse_stream_tuning.hpp"  // lse19: the row kernels' forms, the read probe
 #include "cuda/softmax/split_row_tuning.hpp"  // one12: the chunk kernel's L2 prefetch distance, the merge's preloading
 #include "cuda/softmax/warp_backward.hpp"
 #include "cuda/softmax/warp_occ.hpp"  // short14
@@ -1990,175 +1989,6 @@ int few19_mode(bool ncu) {
   return bad == 0 ? 0 : 1;
 }
 
-// lse19 (session 19, issue 3; docs/perf-notebook.md "lse19"): lse_stream's row kernels (the dispatcher's logsumexp at
-// 1024 (16 lanes a row) and 2048 / 4096 ... 32768 (a 128-thread block a row)) under lse_stream_tuning's forms, each
-// the same bits: "head" (the library's), "persist" (head on a grid of the resident blocks: 8 an SM for T128, 4 for
-// the warp kernel), "lean" (bf16 widened by shift and mask), "lean+nc" (ld.global.nc.L1::no_allocate.L2::256B),
-// "lean+pipe" / "lean+pipe+nc" (the next chunk in flight, across rows, on a grid of the resident blocks: 768 threads
-// an SM f32, 640 bf16); where the library takes T128, "L16" too (16 lanes a row: another order, its error printed).
-// Beside them the read probe at the same bytes (4 and 8 blocks of 256 an SM) and an empty launch. Each case: the
-// variants in 3 alternating rounds, median of `reps` launches over rotated inputs; the ratio to head a round; then every
-// same-bits variant's LSE on copy 0 (poisoned first) byte for byte against head's, and L16's and head's error against
-// float64 on 8 rows (u·max(1, |LSE|)).
-// --lse19-ncu: one launch of each kernel that serves issue 3's logsumexp shapes through the public API (f32 and bf16 at
-// 32768x1024, 16384x4096, 4096x16384, 262144x128, 1048576x32, bf16 8192x32000), then lean and lean+pipe at 16384x4096
-// and 32768x1024, and the read probe at 134 MB, for Nsight Compute.
-int lse19_mode() {
-  struct V19 {
-    std::string name;
-    int form;        // lse_stream_tuning form; -1: the read probe, -2: an empty launch
-    int per_sm;      // lse_stream_tuning blocks_per_sm, or the probe's blocks an SM
-    int lanes;       // lse_stream config: 16 lanes or 0 (T128)
-    bool same_bits;  // held to head's bits
-  };
-  int bad = 0;
-  unsigned* sink = nullptr;
-  SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sink), 1 << 20));
-  auto case19 = [&](std::int64_t rows, std::int64_t n, DType t, int reps) {
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
-    const int lanes = n == 1024 ? 16 : 0;
-    const bool f32 = t == DType::f32;
-    const int resident = lanes ? 4 : 8, resident_pipe = lanes ? (f32 ? 3 : 2) : (f32 ? 6 : 5);
-    std::vector<V19> vs = {{"head", 0, 0, lanes, true},
-                           {"persist", 0, resident, lanes, true},
-                           {"lean", kLseFormLean, 0, lanes, true},
-                           {"lean+nc", kLseFormLean | kLseFormNc, 0, lanes, true},
-                           {"lean+pipe", kLseFormLean | kLseFormPipe, resident_pipe, lanes, true},
-                           {"lean+pipe+nc", kLseFormLean | kLseFormPipe | kLseFormNc, resident_pipe, lanes, true}};
-    if (!lanes) vs.push_back({"L16", 0, 0, 16, false});
-    vs.push_back({"probe b4", -1, 4, 0, false});
-    vs.push_back({"probe b8", -1, 8, 0, false});
-    vs.push_back({"empty launch", -2, 1, 0, false});
-    Buffers b = forward_buffers(rows, n, t);
-    const double bytes = static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t));
-    auto launch = [&](const V19& v, const RowProblem& p) {
-      if (v.form < 0) {
-        launch_read_probe(p.x, v.form == -2 ? 0 : static_cast<std::int64_t>(bytes), sink, v.per_sm, nullptr);
-        return;
-      }
-      lse_stream_tuning() = {v.form, v.per_sm};
-      LseStreamConfig c;
-      c.lanes = v.lanes;
-      c.threads = v.lanes ? 0 : 128;
-      launch_lse_stream_rows(p, c, nullptr);
-      lse_stream_tuning() = {};
-    };
-    std::vector<std::vector<double>> us(vs.size() + 1);
-    constexpr int kRounds = 3;
-    for (int round = 0; round < kRounds; ++round)
-      for (std::size_t i = 0; i <= vs.size(); ++i) {
-        const V19& v = vs[i == vs.size() ? 0 : i];
-        us[i].push_back(median_us(b, reps, [&](int k) { launch(v, problem(Op::logsumexp, rows, n, t, b, k)); }));
-      }
-    std::vector<Variant> names;
-    for (const V19& v : vs) names.push_back(Variant{v.name, 'l'});
-    report_rounds(shape, t, Op::logsumexp, names, us, bytes);
-    for (std::size_t i = 1; i < vs.size(); ++i) {
-      std::vector<double> r;
-      for (int round = 0; round < kRounds; ++round) r.push_back(us[i][round] / us[0][round]);
-      std::sort(r.begin(), r.end());
-      std::printf("%-14s %-5s ratio %s / head: %.3f (%.3f-%.3f) over %d rounds\n", shape, smk::dtype_name(t),
-                  vs[i].name.c_str(), r[r.size() / 2], r.front(), r.back(), kRounds);
-    }
-    // Bits: every same-bits variant against head on copy 0; L16 and head against float64 on 8 rows.
-    const std::size_t out_bytes = sizeof(float) * static_cast<std::size_t>(rows);
-    std::vector<float> ref_out(static_cast<std::size_t>(rows)), got(static_cast<std::size_t>(rows));
-    for (std::size_t i = 0; i < vs.size(); ++i) {
-      if (vs[i].form < 0) continue;
-      SMK_CUDA_CHECK(cudaMemset(b.stats, 0xFF, out_bytes));
-      launch(vs[i], problem(Op::logsumexp, rows, n, t, b, 0));
-      SMK_CUDA_CHECK(cudaDeviceSynchronize());
-      SMK_CUDA_CHECK(cudaMemcpy(i == 0 ? ref_out.data() : got.data(), b.stats, out_bytes, cudaMemcpyDeviceToHost));
-      if (i == 0) continue;
-      if (vs[i].same_bits) {
-        const bool same = std::memcmp(ref_out.data(), got.data(), out_bytes) == 0;
-        bad += !same;
-        std::printf("bits %s %s logsumexp %s: %s\n", shape, smk::dtype_name(t), vs[i].name.c_str(),
-                    same ? "same bits" : "DIFFERS");
-        continue;
-      }
-      // Another order (L16): the error of it and of head against float64 on rows 0 .. 7.
-      std::vector<unsigned char> raw(static_cast<std::size_t>(n) * smk::dtype_size(t));
-      double worst_head = 0, worst_v = 0;
-      const double u = 5.9604644775390625e-8;
-      for (std::int64_t r = 0; r < std::min<std::int64_t>(rows, 8); ++r) {
-        SMK_CUDA_CHECK(cudaMemcpy(raw.data(), static_cast<const unsigned char*>(b.in[0]) + r * raw.size(), raw.size(),
-                                  cudaMemcpyDeviceToHost));
-        double m = -1e300, l = 0;
-        std::vector<double> x(static_cast<std::size_t>(n));
-        for (std::int64_t k = 0; k < n; ++k) {
-          if (f32) {
-            float v;
-            std::memcpy(&v, raw.data() + 4 * k, 4);
-            x[static_cast<std::size_t>(k)] = v;
-          } else {
-            smk::bfloat16_t h;
-            std::memcpy(&h, raw.data() + 2 * k, 2);
-            x[static_cast<std::size_t>(k)] = smk::to_float(h);
-          }
-          m = std::max(m, x[static_cast<std::size_t>(k)]);
-        }
-        for (double v : x) l += std::exp(v - m);
-        const double want = m + std::log(l), scale = u * std::max(1.0, std::fabs(want));
-        worst_head = std::max(worst_head, std::fabs(ref_out[static_cast<std::size_t>(r)] - want) / scale);
-        worst_v = std::max(worst_v, std::fabs(got[static_cast<std::size_t>(r)] - want) / scale);
-      }
-      std::printf("err %s %s logsumexp: head %.2f u, %s %.2f u (rows 0-7)\n", shape, smk::dtype_name(t), worst_head,
-                  vs[i].name.c_str(), worst_v);
-    }
-    std::fflush(stdout);
-    free_buffers(b);
-  };
-  case19(32768, 1024, DType::f32, 31);
-  case19(32768, 1024, DType::bf16, 31);
-  case19(16384, 4096, DType::f32, 31);
-  case19(16384, 4096, DType::bf16, 31);
-  case19(4096, 16384, DType::f32, 31);
-  case19(4096, 16384, DType::bf16, 31);
-  case19(8192, 32000, DType::bf16, 21);
-  cudaFree(sink);
-  std::printf("lse19: %d same-bits variant(s) differ\n", bad);
-  return bad == 0 ? 0 : 1;
-}
-
-int lse19_ncu() {
-  unsigned* sink = nullptr;
-  SMK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sink), 1 << 20));
-  const smk::Device dev = smk::Device::cuda(0);
-  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-      {32768, 1024}, {16384, 4096}, {4096, 16384}, {262144, 128}, {1048576, 32}, {8192, 32000}};
-  for (DType t : {DType::f32, DType::bf16}) {
-    for (const auto& [rows, n] : shapes) {
-      if (n == 32000 && t == DType::f32) continue;
-      Buffers b = forward_buffers(rows, n, t);
-      smk::logsumexp(smk::TensorView::contiguous(b.stats, DType::f32, dev, {rows}),
-                     smk::TensorView::contiguous(b.in[0], t, dev, {rows, n}));
-      SMK_CUDA_CHECK(cudaDeviceSynchronize());
-      if (n == 4096 || n == 1024) {
-        LseStreamConfig c;
-        c.lanes = n == 1024 ? 16 : 0;
-        c.threads = n == 1024 ? 0 : 128;
-        const int pipe_per_sm = n == 1024 ? (t == DType::f32 ? 3 : 2) : (t == DType::f32 ? 6 : 5);
-        for (const LseStreamTuning tu : {LseStreamTuning{kLseFormLean, 0},
-                                         LseStreamTuning{kLseFormLean | kLseFormPipe, pipe_per_sm}}) {
-          lse_stream_tuning() = tu;
-          launch_lse_stream_rows(problem(Op::logsumexp, rows, n, t, b, 1), c, nullptr);
-          SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        }
-        lse_stream_tuning() = {};
-        if (n == 4096 && t == DType::bf16) {  // the probe at 134 MB
-          launch_read_probe(b.in[1], rows * n * 2, sink, 8, nullptr);
-          SMK_CUDA_CHECK(cudaDeviceSynchronize());
-        }
-      }
-      free_buffers(b);
-    }
-  }
-  cudaFree(sink);
-  return 0;
-}
-
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -2202,8 +2032,6 @@ void print_usage() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--lse18") == 0) return lse18_mode();  // lse18 (session 18)
   if (argc > 1 && std::strcmp(argv[1], "--lse18-ncu") == 0) return lse18_ncu();
-  if (argc > 1 && std::strcmp(argv[1], "--lse19") == 0) return lse19_mode();  // lse19 (session 19)
-  if (argc > 1 && std::strcmp(argv[1], "--lse19-ncu") == 0) return lse19_ncu();
   if (argc > 1 && (std::strcmp(argv[1], "--few19") == 0 || std::strcmp(argv[1], "--few19-ncu") == 0))
     return few19_mode(std::strcmp(argv[1], "--few19-ncu") == 0);  // few19 (session 19)
   if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && !known_mode(argv[1])) {
