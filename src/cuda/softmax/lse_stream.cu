@@ -71,6 +71,7 @@
 
 #include "cuda/device_attrs.hpp"           // lse18: the cluster kernel's occupancy query
 #include "cuda/softmax/chunk_states.cuh"  // lse17: chunk_first / chunk_len, merge_chunk_states, split_chunk_index
+#include "cuda/softmax/cluster_launch.hpp"  // lse19b: the cluster launch and occupancy query, shared with split_row.cu
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
@@ -501,54 +502,13 @@ template <auto kKernel>
 int lse_active_clusters(int blocks) {
   if (blocks < 1 || blocks > kLseClusterMaxChunks) return 0;
   const int dev = current_device();
-  static std::atomic<int> known[kMaxDevices][kLseClusterMaxChunks + 1];  // the answer + 1; 0: not asked yet
-  std::atomic<int>* slot = dev >= 0 && dev < kMaxDevices ? &known[dev][blocks] : nullptr;
-  if (slot != nullptr) {
-    const int k = slot->load(std::memory_order_acquire);
-    if (k != 0) return k - 1;
-  }
-  int active = 0;
-  if (current_device_attrs().cc_major >= 9) {
-    const auto kernel = kKernel;
-    static DeviceOnce attributes;
-    attributes.run(
-        [&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
-    cudaLaunchConfig_t cfg{};
-    cfg.blockDim = dim3(128);
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(blocks);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();  // not a sticky error: this size is refused here, the two launches serve
-      active = 0;
-    }
-  }
-  if (slot != nullptr) slot->store(std::max(active, 0) + 1, std::memory_order_release);
-  return std::max(active, 0);
-}
-
-template <auto kKernel>
-void launch_lse_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
-  static DeviceOnce attributes;
-  attributes.run(
-      [] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(128);
-  cfg.gridDim = dim3(capped_grid(p.rows, static_cast<int>(chunks)));
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(chunks);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
+  static std::atomic<int> known[kMaxDevices][kLseClusterMaxChunks + 1];  // cluster_launch.hpp's cache
+  return cached_active_clusters(dev >= 0 && dev < kMaxDevices ? &known[dev][blocks] : nullptr, [&] {
+    if (current_device_attrs().cc_major < 9) return 0;
+    allow_large_clusters<kKernel>();
+    // 0 where the size is refused: the two launches serve.
+    return query_active_clusters(reinterpret_cast<const void*>(kKernel), 128, blocks);
+  });
 }
 
 std::atomic<std::uint64_t>& lse_chunks_launches() {
@@ -610,7 +570,7 @@ bool launch_cluster_typed(const RowProblem& p, std::int64_t chunks, cudaStream_t
       constexpr auto kKernel = decltype(kernel_tag)::value;
       const int resident = lse_active_clusters<kKernel>(static_cast<int>(chunks));
       if (resident == 0 || p.rows > kLseClusterMaxWaves * resident) return false;
-      launch_lse_clusters<kKernel>(p, chunks, s);
+      launch_row_clusters<kKernel>(p, chunks, 128, s);
       return true;
     };
     if (lse_plain_call<In>(p))

@@ -165,6 +165,7 @@
 // (bf16 softmax 2271, logsumexp 1368; f32 2711, 1479), so kClusterAutoMaxN stays.
 #include "cuda/device_attrs.hpp"
 #include "cuda/softmax/chunk_states.cuh"
+#include "cuda/softmax/cluster_launch.hpp"  // lse19b: the cluster launch and occupancy query, shared
 #include "cuda/softmax/chunk_tma.cuh"  // tma14: the chunk kernel with its chunks staged by bulk copies
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/split_row_tuning.hpp"  // the switches read here (one12) and split_plain_launch_count
@@ -730,35 +731,14 @@ template <typename In, bool kLog>
 int active_clusters(int blocks) {
   if (blocks < 1 || blocks > kSplitClusterMaxChunks) return 0;
   const int dev = current_device();
-  static std::atomic<int> known[kMaxDevices][kSplitClusterMaxChunks + 1];  // the answer + 1; 0: not asked yet
-  std::atomic<int>* slot = dev >= 0 && dev < kMaxDevices ? &known[dev][blocks] : nullptr;
-  if (slot != nullptr) {
-    const int k = slot->load(std::memory_order_acquire);
-    if (k != 0) return k - 1;
-  }
-  int active = 0;
-  if (current_device_attrs().cc_major >= 9) {
-    const auto kernel = cluster_split_kernel<In, In, kLog>;
-    static DeviceOnce attributes;  // clusters of more than 8 blocks are an H100/H200 extension
-    attributes.run(
-        [&] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
-    cudaLaunchConfig_t cfg{};
-    cfg.blockDim = dim3(kSplitThreads);
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(blocks);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();  // not a sticky error: this size is refused here, the three kernels serve
-      active = 0;
-    }
-  }
-  if (slot != nullptr) slot->store(std::max(active, 0) + 1, std::memory_order_release);
-  return std::max(active, 0);
+  static std::atomic<int> known[kMaxDevices][kSplitClusterMaxChunks + 1];  // cluster_launch.hpp's cache
+  return cached_active_clusters(dev >= 0 && dev < kMaxDevices ? &known[dev][blocks] : nullptr, [&] {
+    if (current_device_attrs().cc_major < 9) return 0;
+    constexpr auto kKernel = cluster_split_kernel<In, In, kLog>;
+    allow_large_clusters<kKernel>();
+    // 0 where the size is refused: the three kernels serve.
+    return query_active_clusters(reinterpret_cast<const void*>(kKernel), kSplitThreads, blocks);
+  });
 }
 
 template <typename In, bool kLog>
@@ -774,21 +754,7 @@ int active_clusters_tuned(int blocks) {
 // cluster-size attribute (9–16 blocks) once per device before its first launch; only called where clusters run.
 template <auto kKernel>
 void launch_clusters(const RowProblem& p, std::int64_t chunks, cudaStream_t s) {
-  static DeviceOnce attributes;
-  attributes.run(
-      [] { SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)); });
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(kSplitThreads);
-  cfg.gridDim = dim3(capped_grid(p.rows, static_cast<int>(chunks)));
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(chunks);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
+  launch_row_clusters<kKernel>(p, chunks, kSplitThreads, s);
 }
 
 // The common call of cluster_split_plain_kernel (chunk_states.cuh PlainTile): unit-stride rows whose first elements
@@ -921,31 +887,12 @@ int multi_active_clusters(int per, int blocks) {
     return 0;
   const int dev = current_device();
   static std::atomic<int> known[kMaxDevices][kSplitMultiMaxPer + 1][kSplitClusterMaxChunks + 1];
-  std::atomic<int>* slot = dev >= 0 && dev < kMaxDevices ? &known[dev][per][blocks] : nullptr;
-  if (slot != nullptr) {
-    const int k = slot->load(std::memory_order_acquire);
-    if (k != 0) return k - 1;
-  }
-  constexpr auto kernel = cluster_multi_kernel<In, 0>;
-  multi_attributes<kernel, In>();
-  int active = 0;
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(kSplitThreads);
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.dynamicSmemBytes = static_cast<std::size_t>(per) * multi_stage_bytes<In>();
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(blocks);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    active = 0;
-  }
-  if (slot != nullptr) slot->store(std::max(active, 0) + 1, std::memory_order_release);
-  return std::max(active, 0);
+  return cached_active_clusters(dev >= 0 && dev < kMaxDevices ? &known[dev][per][blocks] : nullptr, [&] {
+    constexpr auto kKernel = cluster_multi_kernel<In, 0>;
+    multi_attributes<kKernel, In>();
+    return query_active_clusters(reinterpret_cast<const void*>(kKernel), kSplitThreads, blocks,
+                                 static_cast<std::size_t>(per) * multi_stage_bytes<In>());
+  });
 }
 
 std::atomic<std::uint64_t>& multi_launches() {
@@ -956,19 +903,8 @@ std::atomic<std::uint64_t>& multi_launches() {
 template <auto kKernel, typename In>
 void launch_multi_kernel(const RowProblem& p, std::int64_t chunks, int per, int blocks, cudaStream_t s) {
   multi_attributes<kKernel, In>();
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(kSplitThreads);
-  cfg.gridDim = dim3(static_cast<unsigned>(p.rows * blocks));
-  cfg.dynamicSmemBytes = static_cast<std::size_t>(per) * multi_stage_bytes<In>();
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(blocks);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SMK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kKernel, p, chunks));
+  launch_in_clusters<kKernel>(static_cast<unsigned>(p.rows * blocks), kSplitThreads, blocks,
+                              static_cast<std::size_t>(per) * multi_stage_bytes<In>(), s, p, chunks);
   multi_launches().fetch_add(1, std::memory_order_relaxed);
 }
 
