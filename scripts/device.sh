@@ -370,7 +370,7 @@ fi
 # 17's), side by side (small mode), after the full-size runs of the tests changed since the integrated final-tests
 # (SMK_SESSION_CTEST_R, a ctest -R pattern). Needs the build of a final-* step in the same call. Back: ss-*.log.
 if want san19; then
-  run_step ss-test timeout 200 ctest --preset default -L gpu --parallel 6 --timeout 150 \
+  run_step ss-test timeout 250 ctest --preset default -L gpu --parallel 6 --timeout 150 \
     -R "${SMK_SESSION_CTEST_R:-GpuLseChunks|GpuFewRows|GpuSoftmax}"
   ss_mc() { env SMK_GPU_TEST_SMALL=1 timeout 150 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$@"; }
@@ -380,7 +380,7 @@ if want san19; then
   # two chunks a block, the running pass under options (review18 F1 / F3), lse_stream's bf16 lean kernels (lse19b).
   bg_step ss-mc-lse ss_mc $t/test_cuda_lse_stream
   bg_step ss-rc-lse ss_rc $t/test_cuda_lse_stream \
-    --gtest_filter='*AgainstTheReference*:*RowAlone*:*FormsBitwise*:*SpecialRowsEveryForm*'
+    --gtest_filter='*Lse19*:*AgainstTheReference*:*RowAlone*:*FormsBitwise*:*SpecialRowsEveryForm*'
   bg_step ss-mc-few ss_mc $t/test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*:*OneLaunchSplitRowRows*'
   bg_step ss-rc-few ss_rc $t/test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*'
   bg_step ss-mc-warp ss_mc $t/test_cuda_warp_row --gtest_filter='*OccRule*:*OccKernelBitwise16*:*OccThroughTheDispatcher*'
