@@ -181,8 +181,10 @@ RowProblem backward_problem(Op op, std::int64_t rows, std::int64_t n, DType t, c
   return p;
 }
 
+// The median of `reps` timed launches (CUDA events, µs) after three untimed ones; where `flush` is given, each timed
+// launch follows a memset of flush_bytes there (few19: L2 flushed before every launch, as the bench does).
 template <typename Launch>
-double median_us(const Buffers& b, int reps, Launch&& launch) {
+double timed_median_us(int reps, Launch&& launch, void* flush = nullptr, std::size_t flush_bytes = 0) {
   cudaEvent_t start, stop;
   SMK_CUDA_CHECK(cudaEventCreate(&start));
   SMK_CUDA_CHECK(cudaEventCreate(&stop));
@@ -190,6 +192,7 @@ double median_us(const Buffers& b, int reps, Launch&& launch) {
   SMK_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
+    if (flush != nullptr) SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
     SMK_CUDA_CHECK(cudaEventRecord(start));
     launch(i + 3);
     SMK_CUDA_CHECK(cudaEventRecord(stop));
@@ -200,9 +203,14 @@ double median_us(const Buffers& b, int reps, Launch&& launch) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  (void)b;
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
   return 1000.0 * ms[ms.size() / 2];
+}
+
+template <typename Launch>
+double median_us(const Buffers& b, int reps, Launch&& launch) {
+  (void)b;
+  return timed_median_us(reps, launch);
 }
 
 struct Variant {
@@ -1895,25 +1903,7 @@ int few19_mode(bool ncu) {
   void* flush = nullptr;
   const std::size_t flush_bytes = std::size_t{256} << 20;
   SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
-  cudaEvent_t e0, e1;
-  SMK_CUDA_CHECK(cudaEventCreate(&e0));
-  SMK_CUDA_CHECK(cudaEventCreate(&e1));
-  auto flushed_us = [&](int reps, auto&& launch) {
-    for (int i = 0; i < 3; ++i) launch(i);
-    std::vector<float> ms;
-    for (int i = 0; i < reps; ++i) {
-      SMK_CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
-      SMK_CUDA_CHECK(cudaEventRecord(e0));
-      launch(i + 3);
-      SMK_CUDA_CHECK(cudaEventRecord(e1));
-      SMK_CUDA_CHECK(cudaEventSynchronize(e1));
-      float x = 0;
-      SMK_CUDA_CHECK(cudaEventElapsedTime(&x, e0, e1));
-      ms.push_back(x);
-    }
-    std::sort(ms.begin(), ms.end());
-    return 1000.0 * ms[ms.size() / 2];
-  };
+  auto flushed_us = [&](int reps, auto&& launch) { return timed_median_us(reps, launch, flush, flush_bytes); };
   int bad = 0;
   auto case19 = [&](std::int64_t rows, std::int64_t n, DType t, Op op, const std::vector<F19>& fs, int reps,
                     int rounds) {
@@ -1981,8 +1971,6 @@ int few19_mode(bool ncu) {
   case19(1, 262144, DType::bf16, Op::softmax, {head, k2, k3}, 31, 3);
   case19(8, 262144, DType::bf16, Op::softmax, {head, k2, k3}, 31, 3);
   case19(8, 262144, DType::f32, Op::softmax, {head, k2, k3}, 31, 3);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   cudaFree(flush);
   reset();
   std::printf("few19: %d case(s) differ\n", bad);
