@@ -221,6 +221,21 @@ fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi
+# next20 (prep20, session 19; built, not run): the next session's first two measurements (docs/perf-notebook.md's top
+# section, plan items 0 and 1), on a tune_softmax built off the device and carried as build/next20-bin.tar.xz (bin/
+# tune_softmax, lib/libcudart.so.13): --next20-f32-65536 (f32 softmax / log-softmax rows of 32769 ... 65536: the
+# dispatcher's cluster_stage beside split_row and cluster_row forced) and --next20-l16 (logsumexp / the state on
+# lse_stream's L16 beside T128 at rows of 2048 ... 16384, bf16 / f16 / f32). Back: next20-f32.txt, next20-l16.txt,
+# next20-summary.txt, next20-logs.tgz. Carry [".devdeps", "build/next20-bin.tar.xz"]; run `scripts/device.sh next20`.
+if want next20; then
+  carried next20 build/next20-bin.tar.xz
+  n20=$bin
+  run_step next20-f32 timeout "${SMK_N20_F32_S:-75}" stdbuf -oL "$n20/bin/tune_softmax" --next20-f32-65536
+  keep_logs next20
+  run_step next20-l16 timeout "${SMK_N20_L16_S:-60}" stdbuf -oL "$n20/bin/tune_softmax" --next20-l16
+  keep_logs next20
+  end_carried
+fi
 if want demo; then
   run_step demo build/default/apps/softmaxkit/softmaxkit demo
 fi

@@ -13,6 +13,7 @@
 //                        --bwd16 | --bwd16-ncu | --split16 | --split16-ncu | --bwd17 |
 //                        --blk17 | --blk17-ncu | --lse17 | --lse17-ncu | --short18]
 //   (also --lse18 / --lse18-ncu, session 18, and --few19 / --few19-ncu, session 19: read before the list below)
+//   (and --next20-f32-65536 / --next20-l16, prep20 of session 19 for the next session's first measurements)
 //   (kModes below lists the same; any other argument starting with "--" prints the usage and exits 2.)
 #include <cuda_runtime_api.h>
 
@@ -34,6 +35,7 @@
 #include "cuda/softmax/warp_occ.hpp"  // short14
 #include "softmaxkit/core/dtype.hpp"
 #include "softmaxkit/cuda/runtime.hpp"
+#include "softmaxkit/cuda/softmax_path.hpp"  // next20: ScopedSoftmaxPath
 #include "softmaxkit/softmax.hpp"  // bwd16: --bwd16-ncu launches the dispatcher's kernels
 
 namespace {
@@ -1977,6 +1979,385 @@ int few19_mode(bool ncu) {
   return bad == 0 ? 0 : 1;
 }
 
+// next20 (prep20, session 19, for the next session's plan items 0 and 1 in docs/perf-notebook.md's top section; built,
+// not run). Both modes time as few19 does (timed_median_us with a 256 MB cudaMemsetAsync before each timed launch: the
+// L2 flushed, as the bench does; inputs rotated over forward_buffers' copies), the variants in 3 alternating rounds with
+// the first timed first and last in each, ratios to the first a round (median and range). Paths that differ in order
+// give other bits: the bits are printed (the whole output, poisoned with 0xFF first), never asserted; the error against
+// float64 is printed and only an error over docs/semantics.md §6's gate fails the mode (exit 1). Without a CUDA device
+// the modes print why and exit 1 (no crash): next20_device_ok.
+//   --next20-f32-65536 (plan item 0): f32 softmax and log-softmax at rows of 32769 (a control: the rule's first
+//     cluster_stage length), 40001, 45056, 49152, 57344 and 65536, row counts 1, 32, 1024 and 8192 (capped at
+//     kNext20MaxBytes of input), through the library's entry points: "auto" the dispatcher (cluster_stage where
+//     softmax_cuda.cpp cluster_stage_takes takes the call; the served kernel is printed from its launch counter) beside
+//     "split_row" and "cluster_row" forced (ScopedSoftmaxPath: the kernels those paths launch, split_row's own rules
+//     included). Error: rows 0, 1, rows / 2 and rows − 1 of copy 0 against float64, softmax relative (in u of p, p ≥
+//     1e−30; gate (18 + L)·u), log-softmax absolute (in u; gate (2|y| + L + 10 + 3 ln n)·u), L = ⌈log2 n⌉.
+//   --next20-l16 (plan item 1): logsumexp and the state on lse_stream's kernels at rows of 2048, 3072, 4096, 6144,
+//     8192, 12288 and 16384, row counts 1, 64, 4096 and 16384 (capped alike), bf16, f16 and f32: "T128" (one block of
+//     128 a row, launch_lse_stream_rows {0, 128}: the dispatcher's kernel at f32 from 2048 and 16-bit from 4096)
+//     beside "L16" (16 lanes a row, {16, 0}: the dispatcher's kernel at 1024 only; elsewhere another order, so its
+//     error is the point), and "auto" (smk::logsumexp / smk::softmax_state) where the dispatcher serves the call
+//     otherwise than T128 (16-bit below 4096 today; found by one dispatched call, lse_stream_last_config). Error
+//     against float64: logsumexp in u·max(1, |LSE|) and as a fraction of the gate (|LSE| + L + 10 + c ln n)·u (c = 3
+//     f32, 4.25 16-bit); the state's m must be the row max bit for bit, its l in u of l (gate (L + 11 + c' ln n)·u,
+//     c' = 1 f32, 2.25 16-bit: tests/conformance/numerics.hpp state_sum_error, semantics.md §6). On rows 0, 1,
+//     rows / 2, rows − 1, and the largest over the first min(rows, 2^24 / n) rows (every row of calls up to 2^24
+//     elements; beyond, the host's float64 work is capped there).
+// No library hook: launch_lse_stream_rows takes lanes 16 at any length (lse_stream.cu launch_form).
+constexpr double kNext20MaxBytes = 2147483648.0;  // each case's input at most 2 GiB (8192×65536 f32 is exactly that)
+constexpr std::int64_t kNext20RefElems = std::int64_t{1} << 24;  // --next20-l16: float64 over at most this many
+
+// A mode run with its errors (smk::Error from the library or a CUDA call) printed, exit 1, instead of terminate.
+int next20_run(int (*mode)(), const char* name) {
+  try {
+    return mode();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tune_softmax %s: %s\n", name, e.what());
+    return 1;
+  }
+}
+
+bool next20_device_ok(const char* mode) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "tune_softmax %s: no CUDA device (%s); nothing timed\n", mode,
+                 e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found none");
+    return false;
+  }
+  return true;
+}
+
+// n stored values of type t at raw, in float64.
+std::vector<double> next20_decode(const unsigned char* raw, std::int64_t n, DType t) {
+  std::vector<double> x(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::f32) {
+      float f;
+      std::memcpy(&f, raw + 4 * i, 4);
+      x[i] = f;
+    } else if (t == DType::bf16) {
+      smk::bfloat16_t h;
+      std::memcpy(&h, raw + 2 * i, 2);
+      x[i] = smk::to_float(h);
+    } else {
+      smk::half_t h;
+      std::memcpy(&h, raw + 2 * i, 2);
+      x[i] = smk::to_float(h);
+    }
+  }
+  return x;
+}
+
+// Row r of copy 0's input, as stored, in float64.
+std::vector<double> next20_row(const Buffers& b, std::int64_t r, std::int64_t n, DType t) {
+  const std::size_t row_bytes = static_cast<std::size_t>(n) * smk::dtype_size(t);
+  std::vector<unsigned char> raw(row_bytes);
+  const auto* src = static_cast<const unsigned char*>(b.in[0]) + static_cast<std::size_t>(r) * row_bytes;
+  SMK_CUDA_CHECK(cudaMemcpy(raw.data(), src, row_bytes, cudaMemcpyDeviceToHost));
+  return next20_decode(raw.data(), n, t);
+}
+
+// The rows a case checks on its own: 0, 1, rows / 2, rows − 1 (distinct, ascending).
+std::vector<std::int64_t> next20_pick(std::int64_t rows) {
+  std::vector<std::int64_t> pick = {0, std::min<std::int64_t>(1, rows - 1), rows / 2, rows - 1};
+  std::sort(pick.begin(), pick.end());
+  pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
+  return pick;
+}
+
+// Ratios of variant i's rounds to variant 0's: "median (min-max)".
+std::string next20_ratio(const std::vector<double>& a, const std::vector<double>& base) {
+  std::vector<double> r;
+  for (std::size_t k = 0; k < a.size(); ++k) r.push_back(a[k] / base[k]);
+  std::sort(r.begin(), r.end());
+  char s[64];
+  std::snprintf(s, sizeof s, "%.3f (%.3f-%.3f)", r[r.size() / 2], r.front(), r.back());
+  return s;
+}
+
+// How many of the `count` 4-byte values at ref and got differ (bit for bit).
+std::size_t next20_differing(const unsigned char* ref, const unsigned char* got, std::size_t count) {
+  std::size_t d = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t a, b;
+    std::memcpy(&a, ref + 4 * i, 4);
+    std::memcpy(&b, got + 4 * i, 4);
+    d += a != b;
+  }
+  return d;
+}
+
+int next20_f32_65536() {
+  if (!next20_device_ok("--next20-f32-65536")) return 1;
+  using smk::cuda::ScopedSoftmaxPath;
+  using smk::cuda::SoftmaxPath;
+  struct P20 {
+    const char* name;
+    SoftmaxPath path;
+  };
+  const std::vector<P20> paths = {{"auto", SoftmaxPath::automatic}, {"split_row", SoftmaxPath::split_row},
+                                  {"cluster_row", SoftmaxPath::cluster_row}};
+  split_row_tuning() = {};
+  row_loop_tuning() = {};
+  cluster_stage_tuning() = {};
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  // The outputs copied back into pinned memory (a whole 2 GiB output in tens of ms, not pageable copies' ~0.3 s).
+  unsigned char *host_ref = nullptr, *host_got = nullptr;
+  const auto host_bytes = static_cast<std::size_t>(kNext20MaxBytes);
+  SMK_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_ref), host_bytes));
+  SMK_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_got), host_bytes));
+  const smk::Device dev = smk::Device::cuda(0);
+  int bad = 0;
+  auto call = [&](const P20& v, Op op, std::int64_t rows, std::int64_t n, const Buffers& b, int copy) {
+    const smk::TensorView in = smk::TensorView::contiguous(b.in[static_cast<std::size_t>(copy) % b.in.size()],
+                                                            DType::f32, dev, {rows, n});
+    const smk::TensorView out = smk::TensorView::contiguous(b.out, DType::f32, dev, {rows, n});
+    ScopedSoftmaxPath scope(v.path);
+    if (op == Op::softmax) smk::softmax(out, in);
+    else smk::log_softmax(out, in);
+  };
+  auto case20 = [&](std::int64_t rows, std::int64_t n, const Buffers& b, Op op) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+    const char* op_s = op == Op::softmax ? "softmax" : "log_softmax";
+    const double bytes = 2.0 * 4.0 * static_cast<double>(rows) * static_cast<double>(n);
+    const int reps = bytes > 1e9 ? 11 : bytes > 1e8 ? 15 : 31, rounds = 3;
+    std::vector<std::vector<double>> us(paths.size() + 1);
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i <= paths.size(); ++i) {
+        const P20& v = paths[i == paths.size() ? 0 : i];
+        us[i].push_back(timed_median_us(reps, [&](int k) { call(v, op, rows, n, b, k); }, flush, flush_bytes));
+      }
+    std::vector<Variant> names;
+    for (const P20& v : paths) names.push_back(Variant{v.name, 's'});
+    report_rounds(shape, DType::f32, op, names, us, bytes);
+    for (std::size_t i = 1; i < paths.size(); ++i)
+      std::printf("%-14s f32   %-11s ratio %s / auto: %s over %d rounds\n", shape, op_s, paths[i].name,
+                  next20_ratio(us[i], us[0]).c_str(), rounds);
+    // Which kernel served each path (launch counters), then the bits of each against auto's and its error.
+    const std::size_t out_elems = static_cast<std::size_t>(rows * n);
+    const std::vector<std::int64_t> pick = next20_pick(rows);
+    std::vector<std::vector<double>> xs;
+    for (std::int64_t r : pick) xs.push_back(next20_row(b, r, n, DType::f32));
+    const double u = 5.9604644775390625e-8, L = std::ceil(std::log2(static_cast<double>(n)));
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      SMK_CUDA_CHECK(cudaMemset(b.out, 0xFF, out_elems * 4));
+      const std::uint64_t cs0 = cluster_stage_launch_count(), sp0 = split_plain_launch_count(),
+                          sm0 = split_multi_launch_count(), rl0 = row_loop_launch_count(),
+                          st0 = split_chunk_tma_launch_count();
+      call(paths[i], op, rows, n, b, 0);
+      SMK_CUDA_CHECK(cudaDeviceSynchronize());
+      std::printf("served %s f32 %s %s: %s\n", shape, op_s, paths[i].name,
+                  cluster_stage_launch_count() > cs0     ? "cluster_stage"
+                  : row_loop_launch_count() > rl0        ? "row_loop"
+                  : split_multi_launch_count() > sm0     ? "split_row multi-chunk one launch"
+                  : split_chunk_tma_launch_count() > st0 ? "split_row three kernels (TMA chunk pass)"
+                  : split_plain_launch_count() > sp0     ? "split_row three kernels (compact)"
+                  : paths[i].path == SoftmaxPath::cluster_row ? "cluster_row (block rows in a cluster)"
+                                                              : "split_row one-chunk one launch (or another kernel)");
+      unsigned char* y = i == 0 ? host_ref : host_got;
+      SMK_CUDA_CHECK(cudaMemcpy(y, b.out, out_elems * 4, cudaMemcpyDeviceToHost));
+      if (i > 0) {
+        const std::size_t d = next20_differing(host_ref, host_got, out_elems);
+        std::printf("bits %s f32 %s %s / auto: %s", shape, op_s, paths[i].name, d == 0 ? "same bits\n" : "differ");
+        if (d) std::printf(" in %zu of %zu elements\n", d, out_elems);
+      }
+      double worst_u = 0, worst_gate = 0;
+      for (std::size_t k = 0; k < pick.size(); ++k) {
+        const std::vector<double>& x = xs[k];
+        double m = -1e300, l = 0;
+        for (double v : x) m = std::max(m, v);
+        for (double v : x) l += std::exp(v - m);
+        const double lse = m + std::log(l);
+        for (std::size_t j = 0; j < x.size(); ++j) {
+          float g;
+          std::memcpy(&g, y + 4 * (static_cast<std::size_t>(pick[k] * n) + j), 4);
+          double eu, eg;
+          if (op == Op::softmax) {
+            const double p = std::exp(x[j] - lse), e = std::fabs(g - p);
+            eu = e / (u * std::max(p, 1e-30));
+            eg = eu / (18.0 + L);
+          } else {
+            const double yr = x[j] - lse, e = std::fabs(g - yr);
+            eu = e / u;
+            eg = e / ((2.0 * std::fabs(yr) + L + 10.0 + 3.0 * std::log(static_cast<double>(n))) * u);
+          }
+          worst_u = std::max(worst_u, eu == eu ? eu : 1e30);
+          worst_gate = std::max(worst_gate, eg == eg ? eg : 1e30);
+        }
+      }
+      bad += worst_gate > 1.0;
+      std::printf("err %s f32 %s %s: %.2f u (%.3f of the gate) on rows 0, 1, rows/2, rows-1%s\n", shape, op_s,
+                  paths[i].name, worst_u, worst_gate, worst_gate > 1.0 ? "  OVER THE GATE" : "");
+    }
+    std::fflush(stdout);
+  };
+  for (std::int64_t n : {32769, 40001, 45056, 49152, 57344, 65536})
+    for (std::int64_t rows : {1, 32, 1024, 8192}) {
+      const auto cap = static_cast<std::int64_t>(kNext20MaxBytes / (4.0 * static_cast<double>(n)));
+      const std::int64_t r = std::min(rows, cap);
+      Buffers b = forward_buffers(r, n, DType::f32);
+      for (Op op : {Op::softmax, Op::log_softmax}) case20(r, n, b, op);
+      free_buffers(b);
+    }
+  cudaFree(flush);
+  cudaFreeHost(host_ref);
+  cudaFreeHost(host_got);
+  std::printf("next20-f32-65536: %d case(s) over the gate\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
+int next20_l16() {
+  if (!next20_device_ok("--next20-l16")) return 1;
+  struct V20 {
+    const char* name;
+    int lanes;  // 16: L16; 0: T128; -1: the dispatcher (the public entry points)
+  };
+  const V20 t128{"T128", 0}, l16{"L16", 16}, dispatched{"auto", -1};
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  SMK_CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  const smk::Device dev = smk::Device::cuda(0);
+  int bad = 0;
+  auto call = [&](const V20& v, Op op, std::int64_t rows, std::int64_t n, DType t, const Buffers& b, int copy) {
+    if (v.lanes >= 0) {
+      LseStreamConfig c;
+      c.lanes = v.lanes;
+      c.threads = v.lanes ? 0 : 128;
+      return launch_lse_stream_rows(problem(op, rows, n, t, b, copy), c, nullptr);
+    }
+    const smk::TensorView in =
+        smk::TensorView::contiguous(b.in[static_cast<std::size_t>(copy) % b.in.size()], t, dev, {rows, n});
+    const smk::TensorView s0 = smk::TensorView::contiguous(b.stats, DType::f32, dev, {rows});
+    if (op == Op::logsumexp) return smk::logsumexp(s0, in);
+    smk::softmax_state(s0, smk::TensorView::contiguous(b.stats + rows, DType::f32, dev, {rows}), in);
+  };
+  for (DType t : {DType::bf16, DType::f16, DType::f32})
+    for (std::int64_t n : {2048, 3072, 4096, 6144, 8192, 12288, 16384})
+      for (std::int64_t rows0 : {1, 64, 4096, 16384}) {
+        const auto cap = static_cast<std::int64_t>(
+            kNext20MaxBytes / (static_cast<double>(smk::dtype_size(t)) * static_cast<double>(n)));
+        const std::int64_t rows = std::min(rows0, cap);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(rows), static_cast<long long>(n));
+        Buffers b = forward_buffers(rows, n, t);
+        // The rows checked against float64: the first min(rows, 2^24 / n), and rows / 2, rows − 1.
+        const std::int64_t first = std::min(rows, std::max<std::int64_t>(1, kNext20RefElems / n));
+        std::vector<std::int64_t> checked;
+        for (std::int64_t r = 0; r < first; ++r) checked.push_back(r);
+        for (std::int64_t r : next20_pick(rows))
+          if (r >= first) checked.push_back(r);
+        std::vector<double> ref_m(checked.size()), ref_l(checked.size());
+        {
+          // rows 0 .. first − 1 in one copy back, the others one by one
+          const std::size_t es = smk::dtype_size(t), un = static_cast<std::size_t>(n);
+          std::vector<unsigned char> raw(static_cast<std::size_t>(first) * un * es);
+          SMK_CUDA_CHECK(cudaMemcpy(raw.data(), b.in[0], raw.size(), cudaMemcpyDeviceToHost));
+          for (std::size_t k = 0; k < checked.size(); ++k) {
+            const std::vector<double> x =
+                checked[k] < first ? next20_decode(raw.data() + static_cast<std::size_t>(checked[k]) * un * es, n, t)
+                                   : next20_row(b, checked[k], n, t);
+            double m = -1e300, l = 0;
+            for (double v : x) m = std::max(m, v);
+            for (double v : x) l += std::exp(v - m);
+            ref_m[k] = m;
+            ref_l[k] = l;
+          }
+        }
+        const double bytes =
+            static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(smk::dtype_size(t));
+        const int reps = bytes > 2.5e8 ? 11 : 21, rounds = 3;
+        for (Op op : {Op::logsumexp, Op::state}) {
+          const char* op_s = op == Op::logsumexp ? "logsumexp" : "state";
+          std::vector<V20> vs = {t128, l16};
+          {  // the dispatcher's kernel: timed as "auto" unless it is T128
+            const std::uint64_t c0 = lse_stream_launch_count();
+            lse_stream_last_config().threads.store(-1);
+            call(dispatched, op, rows, n, t, b, 0);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            const bool is_t128 = lse_stream_launch_count() > c0 && lse_stream_last_config().threads.load() == 128;
+            std::printf("served %s %s %s auto: %s\n", shape, smk::dtype_name(t), op_s,
+                        is_t128 ? "lse_stream T128 (not timed again)"
+                        : lse_stream_launch_count() > c0 ? "lse_stream L16"
+                                                         : "another kernel (timed as auto)");
+            if (!is_t128) vs.push_back(dispatched);
+          }
+          std::vector<std::vector<double>> us(vs.size() + 1);
+          for (int round = 0; round < rounds; ++round)
+            for (std::size_t i = 0; i <= vs.size(); ++i) {
+              const V20& v = vs[i == vs.size() ? 0 : i];
+              us[i].push_back(
+                  timed_median_us(reps, [&](int k) { call(v, op, rows, n, t, b, k); }, flush, flush_bytes));
+            }
+          std::vector<Variant> names;
+          for (const V20& v : vs)
+            names.push_back(Variant{std::string(v.name) + (op == Op::state ? " (state)" : ""), 'l'});
+          report_rounds(shape, t, op, names, us, bytes);
+          for (std::size_t i = 1; i < vs.size(); ++i)
+            std::printf("%-14s %-5s %-9s ratio %s / T128: %s over %d rounds\n", shape, smk::dtype_name(t), op_s,
+                        vs[i].name, next20_ratio(us[i], us[0]).c_str(), rounds);
+          // Bits against T128 (the whole call), then each variant's error on the rows checked.
+          const std::size_t out_floats = static_cast<std::size_t>(rows) * (op == Op::state ? 2 : 1);
+          std::vector<unsigned char> ref(out_floats * 4), got(out_floats * 4);
+          const double u = 5.9604644775390625e-8, L = std::ceil(std::log2(static_cast<double>(n)));
+          const double c = t == DType::f32 ? 3.0 : 4.25, ln_n = std::log(static_cast<double>(n));
+          for (std::size_t i = 0; i < vs.size(); ++i) {
+            SMK_CUDA_CHECK(cudaMemset(b.stats, 0xFF, out_floats * 4));
+            call(vs[i], op, rows, n, t, b, 0);
+            SMK_CUDA_CHECK(cudaDeviceSynchronize());
+            std::vector<unsigned char>& y = i == 0 ? ref : got;
+            SMK_CUDA_CHECK(cudaMemcpy(y.data(), b.stats, out_floats * 4, cudaMemcpyDeviceToHost));
+            if (i > 0) {
+              const std::size_t d = next20_differing(ref.data(), got.data(), out_floats);
+              std::printf("bits %s %s %s %s / T128: %s", shape, smk::dtype_name(t), op_s, vs[i].name,
+                          d == 0 ? "same bits\n" : "differ");
+              if (d) std::printf(" in %zu of %zu floats\n", d, out_floats);
+            }
+            auto stat = [&](std::size_t slot) {
+              float f;
+              std::memcpy(&f, y.data() + 4 * slot, 4);
+              return static_cast<double>(f);
+            };
+            double pick_u = 0, all_u = 0, all_gate = 0;
+            int m_wrong = 0;
+            const std::vector<std::int64_t> pick = next20_pick(rows);
+            for (std::size_t k = 0; k < checked.size(); ++k) {
+              const auto r = static_cast<std::size_t>(checked[k]);
+              double eu, eg;
+              if (op == Op::logsumexp) {
+                const double lse = ref_m[k] + std::log(ref_l[k]), e = std::fabs(stat(r) - lse);
+                eu = e / (u * std::max(1.0, std::fabs(lse)));
+                eg = e / ((std::fabs(lse) + L + 10.0 + c * ln_n) * u);
+              } else {
+                m_wrong += stat(r) != ref_m[k];
+                eu = std::fabs(stat(r + static_cast<std::size_t>(rows)) - ref_l[k]) / (u * ref_l[k]);
+                eg = eu / (L + 11.0 + (t == DType::f32 ? 1.0 : 2.25) * ln_n);
+              }
+              if (eu != eu) eu = eg = 1e30;
+              if (std::find(pick.begin(), pick.end(), checked[k]) != pick.end()) pick_u = std::max(pick_u, eu);
+              all_u = std::max(all_u, eu);
+              all_gate = std::max(all_gate, eg);
+            }
+            bad += all_gate > 1.0 || m_wrong > 0;
+            std::printf("err %s %s %s %s: %.2f u on rows 0, 1, rows/2, rows-1; largest over %zu rows %.2f u (%.3f of "
+                        "the gate)%s%s\n",
+                        shape, smk::dtype_name(t), op_s, vs[i].name, pick_u, checked.size(), all_u, all_gate,
+                        op == Op::state ? (m_wrong ? ", m NOT the row max" : ", m the row max") : "",
+                        all_gate > 1.0 ? "  OVER THE GATE" : "");
+          }
+          std::fflush(stdout);
+        }
+        free_buffers(b);
+      }
+  cudaFree(flush);
+  std::printf("next20-l16: %d case(s) over the gate\n", bad);
+  return bad == 0 ? 0 : 1;
+}
+
 // The modes main knows, with the words a mode reads after it (the usage above). Any other first argument starting with
 // "--" prints the usage and exits 2 (session 16's review F2: a prefix match ran --bwd16b as --bwd16).
 struct Mode {
@@ -1994,7 +2375,8 @@ constexpr Mode kModes[] = {
     {"--short14", ""}, {"--short14-ncu", ""}, {"--short15", ""}, {"--short15-ncu", ""}, {"--split15", ""},
     {"--split15-ncu", ""}, {"--split15b", ""}, {"--short16", ""}, {"--short16-ncu", ""}, {"--bwd16", ""},
     {"--bwd16-ncu", ""}, {"--split16", ""}, {"--split16-ncu", ""}, {"--bwd17", ""},
-    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}, {"--short18", ""}};
+    {"--blk17", ""}, {"--blk17-ncu", ""}, {"--lse17", ""}, {"--lse17-ncu", ""}, {"--short18", ""},
+    {"--next20-f32-65536", ""}, {"--next20-l16", ""}};
 
 bool known_mode(const char* arg) {
   for (const Mode& m : kModes)
@@ -2022,6 +2404,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--lse18-ncu") == 0) return lse18_ncu();
   if (argc > 1 && (std::strcmp(argv[1], "--few19") == 0 || std::strcmp(argv[1], "--few19-ncu") == 0))
     return few19_mode(std::strcmp(argv[1], "--few19-ncu") == 0);  // few19 (session 19)
+  for (const auto& [flag, mode] : {std::pair{"--next20-f32-65536", &next20_f32_65536},
+                                   std::pair{"--next20-l16", &next20_l16}})
+    if (argc > 1 && std::strcmp(argv[1], flag) == 0) return next20_run(mode, flag);  // prep20 (session 19)
   if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && !known_mode(argv[1])) {
     std::fprintf(stderr, "tune_softmax: unknown argument %s\n", argv[1]);
     print_usage();
