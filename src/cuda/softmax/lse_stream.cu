@@ -43,7 +43,9 @@
 // 62-64, no spill but the 16-bit 8- and 16-lane warp kernels (16 B); general form f32 56, 16-bit 64 spilling 16-24 B.
 // Built: L16 and T128 (3 dtypes × 2 forms: 12 kernels), the dispatcher's two; L8, L32, T256 and T512 (the other 24,
 // dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
-// Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below.
+// Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below;
+// session 18 lse18's one-launch cluster kernel (T128, the 2 16-bit dtypes × 2 forms: 4) and the warp merge kernel
+// (lse_chunks_merge_warp_kernel): 30 kernels in all.
 // Session 19 (lse19, lse19b): bf16's plain-form row kernels (L16, T128) widen by shift and mask and count ties in pairs
 // (kLseRowLean: 368 → 350 lane-instructions a 32-element chunk step, SASS; the same bits), measured in the lead's call
 // lead19 at 0.970-0.984 of the kernels before (the constant's comment); f32, f16 and the general form unchanged (their
@@ -75,6 +77,7 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
+#include "cuda/softmax/running_state.cuh"  // fold19: the running state, its step and merges, shared with split_row.cu
 #include "softmaxkit/core/error.hpp"
 
 namespace smk::cuda::kernels {
@@ -83,182 +86,22 @@ namespace {
 
 constexpr int kUnroll = 4;  // 16-byte vectors a thread has in flight: 64 B, 128 KB an SM at 2048 threads
 
-template <typename In>
-struct alignas(16) LseVec {
-  static constexpr int V = 16 / int(sizeof(In));
-  In v[V];
-};
-
-// A thread's running share of a row: m its max so far, ties the count of its scores equal to m, rest Σ exp(x − m) over
-// its scores below m (OnlineSoftmaxState::from_max_ties_and_rest's three numbers).
-struct RunningLse {
-  float m;
-  int ties;
-  float rest;
-};
-
-template <typename In>
-__device__ __forceinline__ float lse_term(float x, float shift) {
-  if constexpr (sizeof(In) == 2) return log_term_exp16(x, shift);
-  else return log_term_exp_ftz(x, shift);
-}
-
-// The chunk's max cm rose above the running max (or either is NaN): move m there, rescaling the thread's mass once.
-// Regimes as OnlineSoftmaxState::push decides them: NaN sticks, +inf saturates (the state then ignores ties and
-// rest), an empty thread (m = −inf) starts from nothing.
-__device__ __forceinline__ void lse_rise(RunningLse& s, float cm) {
-  if (cm != cm || s.m != s.m) {
-    s.m = detail::nan_<float>();
-  } else if (s.m == -detail::inf_<float>() || cm == detail::inf_<float>()) {
-    s.m = cm;
-    s.ties = 0;
-    s.rest = 0.0f;
-  } else {  // finite m < cm ≤ finite
-    s.rest = (static_cast<float>(s.ties) + s.rest) * exp_diff(s.m, cm);
-    s.ties = 0;
-    s.m = cm;
-  }
-}
-
-template <typename In, int C, bool kLean = false>
-__device__ __forceinline__ void lse_push(RunningLse& s, const float (&x)[C]) {
-  const float cm = tree_max<C>(x);
-  if (!(cm <= s.m)) lse_rise(s, cm);
-  // For an empty thread (m = −inf: every score so far, this chunk's too, −inf) shift 0 makes every term exp(−inf) = 0
-  // and no tie (x = −inf ≠ 0); for m = +inf the +inf scores count as ties and the rest's terms are 0 (the saturated
-  // state ignores both); for m = NaN the state is NaN whatever these hold.
-  const float shift = OnlineSoftmaxState<float>::shift_for(s.m);
-  float r[C];
-  int ties = 0;
-  if constexpr (kLean) {  // lse19: the same count (integers: any order), as SEL a score and IADD3 a pair
-    int tv[C];
-#pragma unroll
-    for (int i = 0; i < C; ++i) {
-      const bool tie = x[i] == shift;
-      r[i] = tie ? 0.0f : lse_term<In>(x[i], shift);
-      tv[i] = tie ? 1 : 0;
-    }
-    static_assert(C % 2 == 0, "pairs");
-#pragma unroll
-    for (int i = 0; i < C; i += 2) ties = ties + tv[i] + tv[i + 1];
-  } else {
-#pragma unroll
-    for (int i = 0; i < C; ++i) {
-      const bool tie = x[i] == shift;
-      r[i] = tie ? 0.0f : lse_term<In>(x[i], shift);
-      ties += tie ? 1 : 0;
-    }
-  }
-  s.ties += ties;
-  s.rest += tree_sum<C>(r);
-}
-
-// lse19: a vector's scores as f32, into x[0, V). kLean with bf16: from the 32-bit words, the low score by a shift and
-// the high one by a mask (exact, as __bfloat162float: the same values, NaN payloads included).
-template <typename In, bool kLean>
-__device__ __forceinline__ void widen(const LseVec<In>& w, float* x) {
-  constexpr int V = LseVec<In>::V;
-  if constexpr (kLean && std::is_same_v<In, __nv_bfloat16>) {
-    unsigned u[V / 2];
-    memcpy(u, w.v, sizeof u);
-#pragma unroll
-    for (int j = 0; j < V / 2; ++j) {
-      x[2 * j] = __uint_as_float(u[j] << 16);
-      x[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = to_f32(w.v[j]);
-  }
-}
-
-// Thread g of the G that share a row: its running state over the row. kUnroll vectors a chunk, all loaded before any
-// is used; positions past n read as −inf (nothing to a max or a sum). kGeneral: any row (unaligned or strided loads
-// element by element, a temperature or mask applied); else the host has checked that every row is unit-stride and
-// 16-byte aligned with no transform (lse_plain_call), and only a row's last vector may be partial. Both take the same
-// elements in the same chunks: the same bits.
+// Thread g of the G that share a row: its running state over the row (running_state.cuh running_thread: kUnroll
+// vectors a step, lse_push's terms, std::int64_t indices). kGeneral: any row (unaligned or strided loads element by
+// element, a temperature or mask applied); else the host has checked that every row is unit-stride and 16-byte
+// aligned with no transform (lse_plain_call), and only a row's last vector may be partial. Both take the same elements
+// in the same chunks: the same bits.
 // first (lse17): the position of row[0] in its row, for the transform's mask index (a chunk of a longer row; 0 for
 // a whole row, which compiles to what this function was before).
 // kLean (lse19): widen's and lse_push's lean arithmetic (bf16 widened by shift and mask, the ties counted in pairs):
 // the same bits. The row kernels take it for bf16's plain form (kLseRowLean); the chunk kernels keep false.
+// fold19 (session 19): the running state, its step and merges moved to running_state.cuh, shared with split_row.cu.
 template <typename In, int G, bool kGeneral, bool kLean = false>
 __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, std::int64_t step, int g,
                                                  const RowTransform& t, std::int64_t first = 0) {
-  constexpr int V = LseVec<In>::V, C = kUnroll * V;
-  RunningLse s{-detail::inf_<float>(), 0, 0.0f};
-  const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
-  const std::int64_t nv = (n + V - 1) / V;
-  const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
-  for (std::int64_t k0 = g; k0 < nv; k0 += std::int64_t{kUnroll} * G) {
-    float x[C];
-    if (vec && (k0 + std::int64_t{kUnroll - 1} * G + 1) * V <= n) {  // the common case: kUnroll whole vectors
-      LseVec<In> w[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) w[u] = pv[k0 + std::int64_t{u} * G];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) widen<In, kLean>(w[u], x + u * V);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
-        if (vec && i0 + V <= n) {
-          const LseVec<In> w = pv[k0 + std::int64_t{u} * G];
-          widen<In, kLean>(w, x + u * V);
-        } else {
-#pragma unroll
-          for (int j = 0; j < V; ++j) x[u * V + j] = i0 + j < n ? to_f32(row[(i0 + j) * step]) : -detail::inf_<float>();
-        }
-      }
-    }
-    if (kGeneral && t.active()) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const std::int64_t i0 = (k0 + std::int64_t{u} * G) * V;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], first + i0 + j);
-      }
-    }
-    lse_push<In, C, kLean>(s, x);
-  }
-  return s;
-}
-
-// The state of `width` lanes' running shares (an aligned group of a warp; every lane of it returns it): the group's
-// max, each lane's mass rescaled to it once (exp_diff), the rests summed and the ties counted in fixed trees. Where the
-// max is not finite the state is decided by it alone (from_max_ties_and_rest), whatever the sums hold.
-__device__ __forceinline__ OnlineSoftmaxState<float> lse_group(const RunningLse& s, int width) {
-  const float M = group_max(s.m, width);
-  float rest = s.rest;
-  int ties = s.ties;
-  if (s.m != M && M > -detail::inf_<float>() && M < detail::inf_<float>()) {
-    rest = s.m == -detail::inf_<float>() ? 0.0f : (static_cast<float>(ties) + rest) * exp_diff(s.m, M);
-    ties = 0;
-  }
-  rest = group_sum(rest, width);
-  ties = group_count(ties, width);
-  return OnlineSoftmaxState<float>::from_max_ties_and_rest(M, ties, rest);
-}
-
-// A block's state from its threads' running shares, the end of lse_block_kernel's row and of lse_chunks_kernel's chunk
-// (one helper since lse18; session 17's review, F8): lse_group over each warp, the kWarps warps' states through `slots`
-// (one barrier; the callers double-buffer the slots by parity), merged in warp 0 by group_merge over kWidth lanes
-// (lse_block_kernel 32, lse_chunks_kernel kWarps: lanes past the warps hold the empty state, merge's identity), and
-// handed to `write` on thread 0. Called by every thread. Written so that the callers compile to the SASS they had with
-// this code inline (cuobjdump, CUDA 13.0 sm_90a: lse_stream.cu.o's 25 kernels as before; a form returning the state to
-// every warp moved the store and the empty state's constants, session 17's reverted fold).
-template <int kWarps, int kWidth, typename F>
-__device__ __forceinline__ void lse_block_state(const RunningLse& s, float2 (&slots)[kWarps], F&& write) {
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
-  const auto ws = lse_group(s, 32);
-  if (lane == 0) slots[warp] = make_float2(ws.m, ws.d);
-  __syncthreads();
-  if (warp == 0) {
-    auto st = OnlineSoftmaxState<float>::empty();
-    if (lane < kWarps) st = OnlineSoftmaxState<float>::from_fields(slots[lane].x, slots[lane].y);
-    st = group_merge(st, kWidth);
-    if (lane == 0) write(st);
-  }
+  constexpr int C = kUnroll * LseVec<In>::V;
+  return running_thread<In, G, kGeneral, kLean, kUnroll>(
+      row, n, step, g, t, first, [](RunningLse& s, const float (&x)[C]) { lse_push<In, C, kLean>(s, x); });
 }
 
 // One block of kThreads a row (a grid-stride loop over rows). The warps' states merge in warp 0 (group_merge, a fixed
@@ -497,7 +340,7 @@ std::atomic<std::uint64_t>& lse_warp_merge_launches() {
 
 // How many clusters of `blocks` blocks of lse_chunks_cluster_kernel the current device runs at once (0 below compute
 // capability 9.0, or where the occupancy query refuses the size). Asked once per device and size, then read from a
-// cache, as split_row.cu's active_clusters; each kernel asks for its own (the preloading one has another registers cap).
+// cache, as split_row.cu's active_clusters; each kernel asks for its own.
 template <auto kKernel>
 int lse_active_clusters(int blocks) {
   if (blocks < 1 || blocks > kLseClusterMaxChunks) return 0;

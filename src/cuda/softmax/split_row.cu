@@ -168,6 +168,7 @@
 #include "cuda/softmax/cluster_launch.hpp"  // lse19b: the cluster launch and occupancy query, shared
 #include "cuda/softmax/chunk_tma.cuh"  // tma14: the chunk kernel with its chunks staged by bulk copies
 #include "cuda/softmax/launch.hpp"
+#include "cuda/softmax/running_state.cuh"  // fold19: the running state (split18), shared with lse_stream.cu
 #include "cuda/softmax/split_row_tuning.hpp"  // the switches read here (one12) and split_plain_launch_count
 #include "softmaxkit/core/error.hpp"           // split18: launch_split_running_rows' argument checks
 
@@ -1184,19 +1185,19 @@ bool launch_chunk_tma(const RowProblem& p, std::int64_t chunks, State* states, s
 // rest) over their share, as lse_stream.cu's lse_thread does (lse17 took bf16 logsumexp from 27.9 to 14.9 an element
 // so): kRunUnroll 16-byte vectors loaded at once, their max; where it rises above the running max the thread's mass
 // rescales once, (ties + rest)·exp_diff(m, m'); the step's terms against the running max summed in a tree and added.
-// No block max before the terms, one barrier a chunk. Then the warp's lanes merge (run_group: lse_group's order), the
-// block's warps in warp 0 (group_merge), and the chunk state goes where chunk_states_plain_kernel writes it: the merge
-// kernel and the normalising kernel are split_row's, unchanged.
+// No block max before the terms, one barrier a chunk. Then the warp's lanes merge (lse_group), the block's warps in
+// warp 0 (group_merge; lse_block_state), and the chunk state goes where chunk_states_plain_kernel writes it: the merge
+// kernel and the normalising kernel are split_row's, unchanged. fold19 (session 19): the running state, the thread's
+// loop and the merges are running_state.cuh's, shared with lse_stream.cu (they were copies; the SASS unchanged).
 // Terms: the op's and output type's tier as chunk_state takes them, but for 16-bit log ops: softmax f32 outputs
-// exp_diff (the plain form sums exp_diff_unguarded and re-sums a step whose sum is NaN with exp_diff: the same value;
-// chunk_states.cuh thread_exp_sum_lean says why), 16-bit outputs out_exp's plain expf; log ops log_term_exp_ftz
+// (the general form only) exp_diff, 16-bit outputs out_exp's plain expf; log ops log_term_exp_ftz
 // (f32 inputs) and log_term_exp16 (16-bit inputs, the tier of every other 16-bit log-softmax path and of lse17's
 // chunk kernel, whose chunk states this kernel's 16-bit log-softmax reproduces bit for bit at the same thread count:
 // the same map, steps, terms, ties and trees). Softmax counts no ties: its rest holds every term (the max's 1
 // included), d = rest − 1 (from_max_ties_and_rest with no ties), the plain sum's state as chunk_state builds it.
 // Counted before the run (per element, SASS not yet read): f32 softmax a quarter of a load, FMNMX, exp_diff_unguarded
 // ~15 (TwoSum 6, expf 8, the FFMA), the tree's FADD: ~17.5 + the step's rise test and shift (~4 a 16) and the chunk's
-// tail (run_group, the barrier, the block merge: ~250 a thread over 96 elements at T128, ~2.6): ~20.5 against 26.6;
+// tail (lse_group, the barrier, the block merge: ~250 a thread over 96 elements at T128, ~2.6): ~20.5 against 26.6;
 // bf16 softmax cvt + FMNMX + expf's 9 + FADD ~12 + ~2.5 + ~2.6 ≈ 17 against 20.3; log ops f32 ~14 + 5 ≈ 19 against
 // ~20 (lean), bf16 log_term_exp16 3 + the tie test 3 + cvt, max, add ≈ 9 + 5 ≈ 14 against ~20.
 // Traffic: as the chunk pass it replaces (each element read once: 4 B f32, 2 B 16-bit; 8 B a chunk written).
@@ -1224,148 +1225,38 @@ constexpr int kRunUnroll = 4;  // 16-byte vectors a thread loads at once (lse_st
 // as lse17 found for logsumexp) on every shape of the rule's range but one (even).
 constexpr int kRunThreads = 64;
 
-template <typename In>
-struct alignas(16) RunVec {
-  static constexpr int V = 16 / static_cast<int>(sizeof(In));
-  In v[V];
-};
-
-// A thread's running share of a chunk: m its max so far, ties its scores equal to m (log ops only), rest Σ exp(x − m)
-// over the others (softmax: over all of them).
-struct RunState {
-  float m;
-  int ties;
-  float rest;
-};
-
-// lse_stream.cu lse_rise: the step's max cm rose above m (or either is NaN).
-__device__ __forceinline__ void run_rise(RunState& s, float cm) {
-  if (cm != cm || s.m != s.m) {
-    s.m = detail::nan_<float>();
-  } else if (s.m == -detail::inf_<float>() || cm == detail::inf_<float>()) {
-    s.m = cm;
-    s.ties = 0;
-    s.rest = 0.0f;
-  } else {  // finite m < cm ≤ finite
-    s.rest = (static_cast<float>(s.ties) + s.rest) * exp_diff(s.m, cm);
-    s.ties = 0;
-    s.m = cm;
-  }
-}
-
-// One step of C values: lse_stream.cu lse_push for the log ops (the tier by the input type), the softmax terms by the
-// output type. kLean (f32-output softmax, the plain form): the unguarded terms, a NaN step sum (a −inf score or pad,
-// x − m overflowing, a non-finite m) re-summed with exp_diff: the same sum where it matters (thread_exp_sum_lean).
-template <typename In, typename Out, bool kLog, bool kLean, int C>
-__device__ __forceinline__ void run_push(RunState& s, const float (&x)[C]) {
-  const float cm = tree_max<C>(x);
-  if (!(cm <= s.m)) run_rise(s, cm);
-  const float shift = ChunkState::shift_for(s.m);
-  float r[C];
+// One step of C values (running_state.cuh running_thread's push): lse_push for the log ops (the tier by the input
+// type), else softmax's terms by the output type (out_exp), no ties counted.
+template <typename In, typename Out, bool kLog, int C>
+__device__ __forceinline__ void run_push(RunningLse& s, const float (&x)[C]) {
   if constexpr (kLog) {
-    int ties = 0;
-#pragma unroll
-    for (int i = 0; i < C; ++i) {
-      const bool tie = x[i] == shift;
-      r[i] = tie ? 0.0f : (sizeof(In) == 2 ? log_term_exp16(x[i], shift) : log_term_exp_ftz(x[i], shift));
-      ties += tie ? 1 : 0;
-    }
-    s.ties += ties;
-    s.rest += tree_sum<C>(r);
-  } else if constexpr (kLean && !kPlainExp<Out>) {
-#pragma unroll
-    for (int i = 0; i < C; ++i) r[i] = exp_diff_unguarded(x[i], shift);
-    float t = tree_sum<C>(r);
-    if (t != t) {
-#pragma unroll
-      for (int i = 0; i < C; ++i) r[i] = exp_diff(x[i], shift);
-      t = tree_sum<C>(r);
-    }
-    s.rest += t;
+    lse_push<In, C>(s, x);
   } else {
+    const float cm = tree_max<C>(x);
+    if (!(cm <= s.m)) lse_rise(s, cm);
+    const float shift = ChunkState::shift_for(s.m);
+    float r[C];
 #pragma unroll
     for (int i = 0; i < C; ++i) r[i] = out_exp<Out>(x[i], shift);
     s.rest += tree_sum<C>(r);
   }
 }
 
-// Thread g of the G threads of a chunk (row: the chunk's first element; n its length; first its position in the row,
-// for the mask index): lse_stream.cu lse_thread's map and steps. kGeneral: strided or unaligned chunks element by
-// element, a temperature or mask applied; else unit-stride 16-byte-aligned chunks, no transform. The same elements in
-// the same steps either way: the same bits.
-template <typename In, typename Out, bool kLog, int G, bool kGeneral>
-__device__ __forceinline__ RunState run_thread(const In* row, int n, std::int64_t step, int g, const RowTransform& t,
-                                               std::int64_t first) {
-  constexpr int V = RunVec<In>::V, C = kRunUnroll * V;
-  constexpr bool kLean = !kGeneral;
-  RunState s{-detail::inf_<float>(), 0, 0.0f};
-  const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
-  const int nv = (n + V - 1) / V;
-  const auto* pv = reinterpret_cast<const RunVec<In>*>(row);
-  for (int k0 = g; k0 < nv; k0 += kRunUnroll * G) {
-    float x[C];
-    if (vec && (k0 + (kRunUnroll - 1) * G + 1) * V <= n) {  // the common case: kRunUnroll whole vectors
-      RunVec<In> w[kRunUnroll];
-#pragma unroll
-      for (int u = 0; u < kRunUnroll; ++u) w[u] = pv[k0 + u * G];
-#pragma unroll
-      for (int u = 0; u < kRunUnroll; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w[u].v[j]);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kRunUnroll; ++u) {
-        const int i0 = (k0 + u * G) * V;
-        if (vec && i0 + V <= n) {
-          const RunVec<In> w = pv[k0 + u * G];
-#pragma unroll
-          for (int j = 0; j < V; ++j) x[u * V + j] = to_f32(w.v[j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < V; ++j)
-            x[u * V + j] = i0 + j < n ? to_f32(row[(i0 + j) * step]) : -detail::inf_<float>();
-        }
-      }
-    }
-    if (kGeneral && t.active()) {
-#pragma unroll
-      for (int u = 0; u < kRunUnroll; ++u) {
-        const int i0 = (k0 + u * G) * V;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-          if (i0 + j < n) x[u * V + j] = t.apply(x[u * V + j], first + i0 + j);
-      }
-    }
-    run_push<In, Out, kLog, kLean, C>(s, x);
-  }
-  return s;
-}
-
-// lse_stream.cu lse_group: the state of `width` lanes' running shares (the group's max, each lane's mass rescaled to
-// it once, the rests summed and the ties counted in fixed trees).
-__device__ __forceinline__ State run_group(const RunState& s, int width) {
-  const float M = group_max(s.m, width);
-  float rest = s.rest;
-  int ties = s.ties;
-  if (s.m != M && M > -detail::inf_<float>() && M < detail::inf_<float>()) {
-    rest = s.m == -detail::inf_<float>() ? 0.0f : (static_cast<float>(ties) + rest) * exp_diff(s.m, M);
-    ties = 0;
-  }
-  rest = group_sum(rest, width);
-  ties = group_count(ties, width);
-  return State::from_max_ties_and_rest(M, ties, rest);
-}
-
 // One block of kThreads a chunk (a grid-stride loop over the call's chunks, split_row's index order); the chunk state
-// to states[idx], as chunk_states_plain_kernel writes it. The warps' states are double-buffered by parity as
-// lse_stream.cu's lse_chunks_kernel does: one barrier a chunk. At most 64 registers (1024 threads an SM).
+// to states[idx], as chunk_states_plain_kernel writes it. Thread g of a chunk: running_thread at kRunUnroll vectors a
+// step, int indices (row: the chunk's first element; first its position in the row, for the mask index). kGeneral:
+// strided or unaligned chunks element by element, a temperature or mask applied; else unit-stride 16-byte-aligned
+// chunks, no transform. The same elements in the same steps either way: the same bits. The warps' states are
+// double-buffered by parity as lse_stream.cu's lse_chunks_kernel does (lse_block_state): one barrier a chunk. At most
+// 64 registers (1024 threads an SM).
 template <typename In, typename Out, bool kLog, int kThreads, bool kGeneral>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     chunk_states_running_kernel(const RowProblem p, std::int64_t chunks, State* states) {
   constexpr int kWarps = kThreads / 32;
+  constexpr int C = kRunUnroll * LseVec<In>::V;
   __shared__ float2 warp_state[2][kWarps];
   pdl_launch_dependents();  // as chunk_states_kernel: the merge kernel waits in pdl_wait
-  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int t = static_cast<int>(threadIdx.x);
   const std::int64_t total = p.rows * chunks;
   const bool narrow = total <= 0xffffffffll;
   int parity = 0;
@@ -1376,17 +1267,10 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     const std::int64_t first = chunk_first(c);
     const In* x = kGeneral ? at<In>(p.x, o.off(p, kX)) + first * p.step[kX]
                            : at<In>(p.x, plain_offset(p, row, kX)) + first;
-    const RunState s = run_thread<In, Out, kLog, kThreads, kGeneral>(
-        x, chunk_len(p.n, c), kGeneral ? p.step[kX] : 1, t, row_transform(p, o), first);
-    const State ws = run_group(s, 32);
-    if (lane == 0) warp_state[parity][warp] = make_float2(ws.m, ws.d);
-    __syncthreads();
-    if (warp == 0) {
-      State st = State::empty();
-      if (lane < kWarps) st = State::from_fields(warp_state[parity][lane].x, warp_state[parity][lane].y);
-      st = group_merge(st, kWarps);
-      if (lane == 0) states[idx] = st;
-    }
+    const RunningLse s = running_thread<In, kThreads, kGeneral, false, kRunUnroll>(
+        x, chunk_len(p.n, c), kGeneral ? p.step[kX] : 1, t, row_transform(p, o), first,
+        [](RunningLse& r, const float (&v)[C]) { run_push<In, Out, kLog, C>(r, v); });
+    lse_block_state<kWarps, kWarps>(s, warp_state[parity], [&](const State& st) { states[idx] = st; });
   }
 }
 
