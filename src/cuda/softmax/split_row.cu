@@ -868,9 +868,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2) cluster_multi_kernel(const R
 // launch or occupancy query.
 template <auto kKernel, typename In>
 void multi_attributes() {
-  static DeviceOnce attributes;
-  attributes.run([] {
-    SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  allow_large_clusters<kKernel>();
+  static DeviceOnce stages;
+  stages.run([] {
     SMK_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSplitMultiMaxPer * multi_stage_bytes<In>())));
   });
