@@ -183,6 +183,106 @@ constexpr bool kBackwardSplitVec16 = true;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
 
+// ---- bwd20: cache-hint sets of the 2-D backward's serving kernels (timing; warp_backward.hpp BackwardHintTuning) ----
+// A kernel's kHints = load | store << 2; 0 is the code as it was before bwd20 (no policy created, plain loads and
+// stores: the same SASS). The hints move no value and no address: the same arithmetic in the same order, the same bits.
+//   load  1: L1::evict_last with an L2 evict-last policy (createpolicy.fractional.L2::evict_last 1.0), Triton's first
+//            read of y and dy in torch.compile's 2-D backward (LDG.E.EL.128, bwd18); 2: an L2 evict-first policy;
+//            3: L1::no_allocate. The dy-shared block's dy copy (cp.async.cg: L2 only) takes the L2 policy of 1 and 2
+//            (.L2::cache_hint) and stays plain under 3.
+//   store 1: st.global.cs (streaming); 2: an L2 evict-first policy (st.global.L2::cache_hint).
+//   16: no hint, the control: the packed and dense warp kernels and the dy-shared block compile to their kHints = 0
+//       code under another name (the timing's noise); the register block takes its dense hinted form with plain loads
+//       and stores (the hinted forms' own baseline: 0 bytes spilled where the general form spills 8).
+// Built (with_hint_set below): 1, 2, 3, 4, 8 and 5 (1 + 4), 6 (2 + 4), 9 (1 + 8), 10 (2 + 8), 16, for backward_shared_packed_
+// kernel<bf16, 3>, backward_warp_packed_kernel<bf16, 8 | 32>, backward_warp_dense_kernel<32, 2> and
+// backward_block_kernel<float, unstaged, 16, 512, 2> (the kernels that serve issue 3's 2-D backward shapes but
+// 8192×32000, which backward_reread.cu serves), on dense rows only.
+constexpr int hint_load(int h) { return h & 3; }
+constexpr int hint_store(int h) { return (h >> 2) & 3; }
+
+struct HintPolicy {
+  std::uint64_t load, store;
+};
+template <int kHints>
+__device__ __forceinline__ HintPolicy hint_policy() {
+  HintPolicy pol{0, 0};
+  if constexpr (hint_load(kHints) == 1) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol.load));
+  if constexpr (hint_load(kHints) == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol.load));
+  if constexpr (hint_store(kHints) == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol.store));
+  return pol;
+}
+
+// A 16-byte vector of global memory at q (16-byte aligned) under load hint kLoad (0: a plain load).
+template <int kLoad>
+__device__ __forceinline__ uint4 hinted_load(const void* q, std::uint64_t pol) {
+  uint4 b;
+  if constexpr (kLoad == 1)
+    asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+                 : "l"(q), "l"(pol));
+  else if constexpr (kLoad == 2)
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+                 : "l"(q), "l"(pol));
+  else if constexpr (kLoad == 3)
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+                 : "l"(q));
+  else
+    b = *static_cast<const uint4*>(q);
+  return b;
+}
+
+// b to global memory at q (16-byte aligned) under store hint kStore (0: a plain store). No "memory" clobber: nothing
+// in these kernels reads dx back, and a row's stores depend on its own loads.
+template <int kStore>
+__device__ __forceinline__ void hinted_store(void* q, uint4 b, std::uint64_t pol) {
+  if constexpr (kStore == 1)
+    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(q), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w));
+  else if constexpr (kStore == 2)
+    asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(q), "r"(b.x), "r"(b.y), "r"(b.z),
+                 "r"(b.w), "l"(pol));
+  else
+    *static_cast<uint4*>(q) = b;
+}
+
+// __pipeline_memcpy_async's 16-byte cp.async.cg with an L2 cache policy.
+__device__ __forceinline__ void hinted_copy_async(void* dst, const void* src, std::uint64_t pol) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "l"(pol)
+               : "memory");
+}
+
+// PackedRow::load under load hint kLoad.
+template <int kLoad, typename In, int E>
+__device__ __forceinline__ void load_packed_hinted(PackedRow<In, E>& r, const In* row, int g, int G,
+                                                   std::uint64_t pol) {
+  using Tile = typename PackedRow<In, E>::Tile;
+#pragma unroll
+  for (int k = 0; k < Tile::K; ++k) {
+    const uint4 q = hinted_load<kLoad>(row + Tile::index(k, g, G), pol);
+    r.w[k * 4 + 0] = q.x, r.w[k * 4 + 1] = q.y, r.w[k * 4 + 2] = q.z, r.w[k * 4 + 3] = q.w;
+  }
+}
+
+// store_packed_row under store hint kStore.
+template <int kStore, typename In, int E, typename F>
+__device__ __forceinline__ void store_packed_row_hinted(In* row, int g, int G, std::uint64_t pol, F&& f) {
+  using Tile = RowTile<In, E>;
+  using W = typename Tile::template OutVec<In>;
+#pragma unroll
+  for (int k = 0; k < Tile::K; ++k) {
+    W o;
+#pragma unroll
+    for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(f(k * Tile::V + j));
+    uint4 b;
+    memcpy(&b, &o, sizeof(b));
+    hinted_store<kStore>(row + Tile::index(k, g, G), b, pol);
+  }
+}
+
 // The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one.
 __device__ __forceinline__ float row_temperature(const RowProblem& p, const RowRef& o) {
   if (p.temp == nullptr) return p.temperature;
@@ -261,7 +361,8 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 // unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
 // terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
 // kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40, 8 at 32).
-template <typename In, int E, int kMinBlocks>
+// kHints (bwd20): the cache-hint set of y's and dy's loads and dx's stores (hint_load / hint_store above; 0: plain).
+template <typename In, int E, int kMinBlocks, int kHints = 0>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed_kernel(const RowProblem p, int lanes) {
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
@@ -274,13 +375,19 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
+  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
     const std::int64_t row = base + group;
     const bool active = row < p.rows;
     PackedRow<In, E> y, dy;
     if (active) {
-      y.load(ys + row * p.map.stride[kX][0], g, lanes);
-      dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
+      if constexpr (hint_load(kHints) != 0) {
+        load_packed_hinted<hint_load(kHints)>(y, ys + row * p.map.stride[kX][0], g, lanes, pol.load);
+        load_packed_hinted<hint_load(kHints)>(dy, dys + row * p.map.stride[kDy][0], g, lanes, pol.load);
+      } else {
+        y.load(ys + row * p.map.stride[kX][0], g, lanes);
+        dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
+      }
     } else {
       y.fill(from_f32<In>(0.0f));
       dy.fill(from_f32<In>(0.0f));
@@ -288,6 +395,14 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
     // thread_terms' terms and tree, each term formed where the tree adds it
     const float s = group_sum(tree_sum_of<E>([&](int i) { return softmax ? dy.get0(i) * y.get0(i) : dy.get0(i); }), lanes);
     if (!active) continue;
+    if constexpr (hint_store(kHints) != 0) {
+      store_packed_row_hinted<hint_store(kHints), In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, pol.store,
+                                                         [&](int i) {
+                                                           const float yi = y.get(i, k1), di = dy.get(i, k1);
+                                                           return softmax ? yi * (di - s) : di - expf(yi) * s;
+                                                         });
+      continue;
+    }
     store_packed_row<In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
       const float yi = y.get(i, k1), di = dy.get(i, k1);
       return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
@@ -301,7 +416,8 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
 // backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise
 // its. kCs (sbwd12): dx stored with st.global.cs (streaming: the lines are not read again), the same values and
 // addresses; the E8 build takes it (dense_kernel below).
-template <int E, int kMinBlocks, bool kCs = false>
+// kHints (bwd20): the cache-hint set (hint_load / hint_store above; 0: as before; a store hint replaces kCs).
+template <int E, int kMinBlocks, bool kCs = false, int kHints = 0>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<float, E>;
   constexpr int K = Tile::K;
@@ -315,6 +431,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
   const float* const ys = static_cast<const float*>(p.x);
   const float* const dys = static_cast<const float*>(p.dy);
   float* const dxs = static_cast<float*>(p.out);
+  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
     const std::int64_t row = base + group;
     const bool active = row < p.rows;
@@ -324,10 +441,23 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
       const float4* const yv = reinterpret_cast<const float4*>(ys + row * p.map.stride[kX][0]) + g;
       const float4* const dv = reinterpret_cast<const float4*>(dys + row * p.map.stride[kDy][0]) + g;
       float4 a[K], b[K];
+      if constexpr (hint_load(kHints) != 0) {
 #pragma unroll
-      for (int k = 0; k < K; ++k) a[k] = yv[k * lanes];
+        for (int k = 0; k < K; ++k) {
+          const uint4 q = hinted_load<hint_load(kHints)>(yv + k * lanes, pol.load);
+          memcpy(&a[k], &q, sizeof(q));
+        }
 #pragma unroll
-      for (int k = 0; k < K; ++k) b[k] = dv[k * lanes];
+        for (int k = 0; k < K; ++k) {
+          const uint4 q = hinted_load<hint_load(kHints)>(dv + k * lanes, pol.load);
+          memcpy(&b[k], &q, sizeof(q));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < K; ++k) a[k] = yv[k * lanes];
+#pragma unroll
+        for (int k = 0; k < K; ++k) b[k] = dv[k * lanes];
+      }
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         y[4 * k] = a[k].x, y[4 * k + 1] = a[k].y, y[4 * k + 2] = a[k].z, y[4 * k + 3] = a[k].w;
@@ -345,7 +475,11 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const float4 o = make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]);
-      if constexpr (kCs) __stcs(xv + k * lanes, o);
+      if constexpr (hint_store(kHints) != 0) {
+        uint4 q;
+        memcpy(&q, &o, sizeof(q));
+        hinted_store<hint_store(kHints)>(xv + k * lanes, q, pol.store);
+      } else if constexpr (kCs) __stcs(xv + k * lanes, o);
       else xv[k * lanes] = o;
     }
   }
@@ -360,8 +494,13 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
 // E, kThreads, kMinBlocks: elements of y and of dy a thread holds and the launch bounds — kBackwardBlockElems at up to
 // 512 threads, two blocks an SM, or the wide block (kBackwardWideBlockElems at up to 1024 threads, one block an SM;
 // never staged nor clustered). Both get 64 registers a thread.
-template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
+// kHints (bwd20): the cache-hint set of y's and dy's loads and dx's stores (hint_load / hint_store above; 0: as before,
+// the general loads and stores). A hinted build serves dense rows only (rows_dense at the block's threads and E, one
+// block a row): whole 16-byte vectors at RowTile's map, the same values in the same registers.
+template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2,
+          int kHints = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(const RowProblem p, int cluster) {
+  static_assert(kHints == 0 || !kStaged, "hint sets on the unstaged kernel only");
   using Stage = RowStage<In, E>;
   __shared__ float red[32];
   __shared__ float part;
@@ -395,6 +534,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
   };
   auto issue_next = [&] { next.issue({stage_y, stage_dy}, &stage_bar, &stage_plan, T); };
   std::uint32_t parity = 0;
+  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   if constexpr (kStaged) {
     if (t == 0) {
       Stage::init(&stage_bar);
@@ -422,6 +562,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
       } else {
         load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
       }
+    } else if constexpr (kHints != 0) {
+      using Tile = RowTile<In, E>;
+      const In* const yr = at<In>(p.x, o.off(p, kX));
+      const In* const dyr = at<In>(p.dy, o.off(p, kDy));
+      typename Tile::Vec a[Tile::K], b[Tile::K];
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        const uint4 q = hinted_load<hint_load(kHints)>(yr + Tile::index(k, g, G), pol.load);
+        memcpy(&a[k], &q, sizeof(q));
+      }
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        const uint4 q = hinted_load<hint_load(kHints)>(dyr + Tile::index(k, g, G), pol.load);
+        memcpy(&b[k], &q, sizeof(q));
+      }
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k)
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) y[k * Tile::V + j] = to_f32(a[k].v[j]), dy[k * Tile::V + j] = to_f32(b[k].v[j]);
     } else {
       load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
     }
@@ -445,7 +604,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
       s = group_sum(lane < cluster ? *cg::this_cluster().map_shared_rank(&part, lane) : 0.0f, 32);
       cg::this_cluster().sync();  // every block has read `part` before any rewrites it
     }
-    write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, G);
+    if constexpr (kHints != 0) {  // write_grads' arithmetic (dense rows: no temperature, dx in y's type)
+      using Tile = RowTile<In, E>;
+      static_assert(sizeof(typename Tile::template OutVec<In>) == 16, "16-byte vectors");
+      if (p.op == Op::softmax_backward) backward_grads<false>(y, dy, s);
+      else backward_grads<true>(y, dy, s);
+      In* const dxr = at<In>(p.out, o.off(p, kOut));
+#pragma unroll
+      for (int k = 0; k < Tile::K; ++k) {
+        typename Tile::template OutVec<In> w;
+#pragma unroll
+        for (int j = 0; j < Tile::V; ++j) w.v[j] = from_f32<In>(y[k * Tile::V + j]);
+        uint4 q;
+        memcpy(&q, &w, sizeof(q));
+        hinted_store<hint_store(kHints)>(dxr + Tile::index(k, g, G), q, pol.store);
+      }
+    } else {
+      write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, G);
+    }
     __syncthreads();  // red is rewritten by the next row
   }
   if (kStaged && cluster > 1) cg::this_cluster().sync();  // a block's shared memory outlives every remote read of it
@@ -529,7 +705,8 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 // 94.3 µs at 4.27 TB/s. Measured (pack14, kBackwardSharedPackedBlocks below): 98.3-100.1 µs at 4096..16384, 94-96 % of
 // copy; Nsight Compute at bf16 16384×4096 softmax backward (one launch each, clocks unlocked): unpacked 94.2 µs, DRAM
 // 85.0 %, warps active 47.8 %, 10.1 long-scoreboard stall cycles an issue; packed 89.5 µs, 88.5 %, 71.1 %, 15.6.
-template <typename In, int kMinBlocks>
+// kHints (bwd20): the cache-hint set of y's loads, dy's copy and dx's stores (hint_load / hint_store above; 0: plain).
+template <typename In, int kMinBlocks, int kHints = 0>
 __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
     backward_shared_packed_kernel(const RowProblem p) {
   using S = SharedShare<In>;
@@ -546,13 +723,20 @@ __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
+  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const In* const dyr = dys + row * p.map.stride[kDy][0];
+    if constexpr (hint_load(kHints) == 1 || hint_load(kHints) == 2) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) __pipeline_memcpy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), sizeof(uint4));
+      for (int k = 0; k < K; ++k) hinted_copy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), pol.load);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) __pipeline_memcpy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), sizeof(uint4));
+    }
     __pipeline_commit();
     PackedRow<In, E> y;
-    y.load(ys + row * p.map.stride[kX][0], t, T);
+    if constexpr (hint_load(kHints) != 0) load_packed_hinted<hint_load(kHints)>(y, ys + row * p.map.stride[kX][0], t, T, pol.load);
+    else y.load(ys + row * p.map.stride[kX][0], t, T);
     __pipeline_wait_prior(0);
     // Vector k's tree of 8 terms (pass 0's unpack for y; dy's words as read from shared memory).
     auto vec_sum = [&](int k) {
@@ -575,7 +759,13 @@ __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
         const float yi = y.get(k * V + j, k1), di = unpack0<In>(w[j / 2], j % 2);
         o.v[j] = from_f32<In>(softmax ? yi * (di - s) : di - expf(yi) * s);  // backward_wide_shared_kernel's arithmetic
       }
-      *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
+      if constexpr (hint_store(kHints) != 0) {
+        uint4 q;
+        memcpy(&q, &o, sizeof(q));
+        hinted_store<hint_store(kHints)>(dxr + Tile::index(k, t, T), q, pol.store);
+      } else {
+        *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
+      }
     }
     __syncthreads();  // red and the shares are rewritten by the next row
   }
@@ -820,6 +1010,28 @@ auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
   else return nullptr;
 }
 
+// bwd20: f(std::integral_constant<int, h>) for a built hint set h; false for any other h.
+template <typename F>
+bool with_hint_set(int h, F&& f) {
+  switch (h) {
+    case 1: f(std::integral_constant<int, 1>{}); return true;
+    case 2: f(std::integral_constant<int, 2>{}); return true;
+    case 3: f(std::integral_constant<int, 3>{}); return true;
+    case 4: f(std::integral_constant<int, 4>{}); return true;
+    case 5: f(std::integral_constant<int, 5>{}); return true;
+    case 6: f(std::integral_constant<int, 6>{}); return true;
+    case 8: f(std::integral_constant<int, 8>{}); return true;
+    case 9: f(std::integral_constant<int, 9>{}); return true;
+    case 10: f(std::integral_constant<int, 10>{}); return true;
+    case 16: f(std::integral_constant<int, 16>{}); return true;
+    default: return false;
+  }
+}
+void note_hints(int kernel, int hints) {
+  backward_hint_last().kernel.store(kernel, std::memory_order_relaxed);
+  backward_hint_last().hints.store(hints, std::memory_order_relaxed);
+}
+
 template <typename In, int E>
 void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStream_t s) {
   auto kernel = backward_warp_kernel<In, E>;
@@ -845,6 +1057,23 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
       packed = true;
     }
   }
+  // bwd20: the hint set asked for (BackwardHintTuning) on the f32 dense E32 build and the bf16 packed E8 / E32 ones.
+  int hint_kernel = 0, hints = 0;
+  if (const int h = backward_hint_tuning().hints; h != 0) {
+    if constexpr (std::is_same_v<In, float> && E == 32) {
+      if (took.blocks == 2 && with_hint_set(h, [&](auto v) {
+            kernel = backward_warp_dense_kernel<32, 2, false, decltype(v)::value>;
+          }))
+        hint_kernel = 3, hints = h;
+    }
+    if constexpr (std::is_same_v<In, __nv_bfloat16> && (E == 8 || E == 32)) {
+      if (packed && with_hint_set(h, [&](auto v) {
+            kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>, decltype(v)::value>;
+          }))
+        hint_kernel = 2, hints = h;
+    }
+  }
+  note_hints(hint_kernel, hints);
   warp_backward_last().packed.store(packed, std::memory_order_relaxed);
   const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
@@ -856,6 +1085,20 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
 
 template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
 void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
+  // bwd20: the hint set asked for (BackwardHintTuning) on f32 dense rows of the unstaged 512-thread block.
+  if constexpr (std::is_same_v<In, float> && !kStaged && E == kBackwardBlockElems && kThreads == kBlockMaxThreads &&
+                kMinBlocks == 2) {
+    if (const int h = backward_hint_tuning().hints; h != 0 && c.cluster == 1 && rows_dense(p, c.threads, E)) {
+      void (*hinted)(const RowProblem, int) = nullptr;
+      if (with_hint_set(h, [&](auto v) { hinted = backward_block_kernel<float, false, E, kThreads, 2, decltype(v)::value>; })) {
+        hinted<<<capped_grid(p.rows), c.threads, 0, s>>>(p, 1);
+        SMK_CUDA_CHECK_LAUNCH("backward_block_kernel (hinted)");
+        note_hints(4, h);
+        return;
+      }
+    }
+  }
+  note_hints(0, 0);
   const auto kernel = backward_block_kernel<In, kStaged, E, kThreads, kMinBlocks>;
   using Stage = RowStage<In, E>;
   const std::size_t smem = kStaged ? 2 * Stage::bytes(c.threads) : 0;  // y's share and dy's
@@ -908,13 +1151,22 @@ void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
                                                                : kBackwardSharedPackedBlocks;
   int took = 0;
   const auto packed = shared_packed_kernel<In>(want);
+  int hints = 0;
   if (packed != nullptr && c.threads <= kSharedPackedMaxThreads &&
       packed_dense(p, c.threads, kBackwardWideSharedElems)) {
     const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
-    packed<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
+    auto kernel = packed;
+    // bwd20: the hint set asked for (BackwardHintTuning) on the bf16 build at 3 blocks an SM.
+    if constexpr (std::is_same_v<In, __nv_bfloat16>) {
+      if (const int h = backward_hint_tuning().hints; h != 0 && want == 3 &&
+          with_hint_set(h, [&](auto v) { kernel = backward_shared_packed_kernel<In, 3, decltype(v)::value>; }))
+        hints = h;
+    }
+    kernel<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("backward_shared_packed_kernel");
     took = want;
   }
+  note_hints(hints != 0 ? 1 : 0, hints);
   backward_packed_last().shared_blocks.store(took, std::memory_order_relaxed);
   if (took > 0) return;
   static DeviceOnce attributes;
@@ -1040,6 +1292,14 @@ BackwardSplitTuning& backward_split_tuning() {
 }
 BackwardSplitLast& backward_split_last() {
   static BackwardSplitLast last;
+  return last;
+}
+BackwardHintTuning& backward_hint_tuning() {
+  static BackwardHintTuning tuning;
+  return tuning;
+}
+BackwardHintLast& backward_hint_last() {
+  static BackwardHintLast last;
   return last;
 }
 void launch_backward_block_rows(const RowProblem& p, BlockConfig c, cudaStream_t s) {

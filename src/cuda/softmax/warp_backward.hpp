@@ -92,6 +92,25 @@ struct BackwardSplitLast {
 };
 BackwardSplitLast& backward_split_last();
 
+// bwd20 (session 20), timing only: the cache-hint set (backward.cu with_hint_set: load | store << 2; built 1, 2, 3,
+// 4, 5, 6, 8, 9, 10 and the control 16; 0 the kernels as before) that the launches of the 2-D backward's serving
+// kernels take where one is built: the bf16 packed dy-shared block at 3 blocks an SM, the bf16 packed warp kernel at E8
+// and E32, the f32 dense warp kernel at E32 (2 blocks an SM) and the f32 unstaged 512-thread register block on dense
+// rows. Any other launch, or a set not built, takes its kernel as before. The same values to the same addresses: the
+// same bits. Process-wide, not synchronised.
+struct BackwardHintTuning {
+  int hints = 0;
+};
+BackwardHintTuning& backward_hint_tuning();
+// The last launch of those launchers (dy-shared, warp_per_row, the 512-thread block): which hinted kernel it took
+// (kernel 1 the packed dy-shared block, 2 the packed warp kernel, 3 the dense warp kernel, 4 the register block; 0 none)
+// and its hint set. Timing checks that a variant ran.
+struct BackwardHintLast {
+  std::atomic<int> kernel{0};
+  std::atomic<int> hints{0};
+};
+BackwardHintLast& backward_hint_last();
+
 // True where the dense kernel can serve the problem at `lanes` lanes of `elems` elements.
 inline bool backward_dense_f32(const RowProblem& p, int lanes, int elems) {
   const bool bwd = p.op == Op::softmax_backward || p.op == Op::log_softmax_backward;
