@@ -77,6 +77,7 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
+#include "cuda/softmax/lse_rows_occ.hpp"  // reg20: the row kernels at more threads an SM (timing only)
 #include "cuda/softmax/running_state.cuh"  // fold19: the running state, its step and merges, shared with split_row.cu
 #include "softmaxkit/core/error.hpp"
 
@@ -120,8 +121,11 @@ constexpr int kLseMinThreadsPerSm = 1024;
 // timed) and the general form). docs/bench/lse19-s19-2026-12-02.md.
 template <typename In, bool kGeneral>
 constexpr bool kLseRowLean = !kGeneral && std::is_same_v<In, __nv_bfloat16>;
-template <typename In, int kThreads, bool kGeneral>
-__global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) lse_block_kernel(const RowProblem p) {
+// reg20 (session 20): kMinThreadsPerSm, the threads an SM the launch bounds ask ptxas to fit (its register cap), is a
+// parameter; the library's launches take the default (kLseMinThreadsPerSm: the kernels before, SASS byte for byte),
+// lse_rows_occ.hpp's hook the variants (lse_stream_row_occ_variants: the same arithmetic at fewer registers).
+template <typename In, int kThreads, bool kGeneral, int kMinThreadsPerSm = kLseMinThreadsPerSm<In>>
+__global__ void __launch_bounds__(kThreads, kMinThreadsPerSm / kThreads) lse_block_kernel(const RowProblem p) {
   __shared__ float2 warp_state[2][kThreads / 32];
   const int t = static_cast<int>(threadIdx.x);
   int parity = 0;
@@ -137,8 +141,8 @@ __global__ void __launch_bounds__(kThreads, kLseMinThreadsPerSm<In> / kThreads) 
 // kLanes lanes a row (16, the one width built; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over
 // row groups that keeps each warp together (the group reductions shuffle across the whole warp).
 constexpr int kLseWarpBlock = 256;
-template <typename In, int kLanes, bool kGeneral>
-__global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseWarpBlock) lse_warp_kernel(
+template <typename In, int kLanes, bool kGeneral, int kMinThreadsPerSm = kLseMinThreadsPerSm<In>>
+__global__ void __launch_bounds__(kLseWarpBlock, kMinThreadsPerSm / kLseWarpBlock) lse_warp_kernel(
     const RowProblem p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -388,6 +392,48 @@ void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   }
 }
 
+// reg20: the row kernels' plain form at kMinThreadsPerSm (lse_rows_occ.hpp), each at the library's value (the shipped
+// kernel itself) and where ptxas keeps the chunk loop's spills few (ptxas -v, CUDA 13.0, sm_90a; registers, spill
+// stores / loads in bytes, LDL / STL instructions in the chunk loop of ~880 (16-bit) / ~520 (f32) in the SASS):
+//   16-bit T128 1152: 56, 44 / 168 B, 2 in the loop;  1280: 48, 124 / 132 B, 30;  L16 1280: 48, 156 / 112 B, 38
+//   f32 T128 1280: 48, none;  1536: 40, none;  2048: 32, 48 / 96 B, 4;  L16 1280: 48, none;  1536: 40, 36 / 40 B, 0;
+//   2048: 32, 124 / 284 B, 8.
+// Not built: 16-bit at 1536 (40 registers: 72-88 LDL / STL in the loop) and 2048 (32: 124-143), f32 T128 at 1152
+// (53 registers as at 1024: no more blocks), L16 at 1152 (not a whole number of 256-thread blocks).
+// F(kernel) for the one that serves (In, c, min_threads); false where none is built.
+template <typename In>
+constexpr bool lse_row_occ_built(bool warp, int k) {
+  if (k == kLseMinThreadsPerSm<In>) return true;
+  if (warp && k % kLseWarpBlock != 0) return false;
+  if constexpr (sizeof(In) == 2) return k == 1152 || k == 1280;
+  else return k == 1280 || k == 1536 || k == 2048;
+}
+template <typename In, typename F>
+bool with_row_occ(LseStreamConfig c, int min_threads, F&& f) {
+  bool found = false;
+  auto one = [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if (found || min_threads != K) return;
+    if (c.lanes == 16) {
+      if constexpr (lse_row_occ_built<In>(true, K)) {
+        found = true;
+        f(&lse_warp_kernel<In, 16, false, K>);
+      }
+    } else if (c.lanes == 0 && c.threads == 128) {
+      if constexpr (lse_row_occ_built<In>(false, K)) {
+        found = true;
+        f(&lse_block_kernel<In, 128, false, K>);
+      }
+    }
+  };
+  one(std::integral_constant<int, kLseMinThreadsPerSm<In>>{});
+  one(std::integral_constant<int, 1152>{});
+  one(std::integral_constant<int, 1280>{});
+  one(std::integral_constant<int, 1536>{});
+  one(std::integral_constant<int, 2048>{});
+  return found;
+}
+
 template <typename In>
 void launch_typed(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (lse_plain_call<In>(p)) launch_form<In, false>(p, c, s);
@@ -505,6 +551,50 @@ void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t
 }
 
 std::uint64_t lse_stream_launch_count() { return lse_stream_launches().load(std::memory_order_relaxed); }
+
+std::vector<int> lse_stream_row_occ_variants(DType t, LseStreamConfig c) {
+  std::vector<int> v;
+  with_in_type(t, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    for (int k : {kLseMinThreadsPerSm<In>, 1152, 1280, 1536, 2048})
+      if (with_row_occ<In>(c, k, [](auto) {})) v.push_back(k);
+  });
+  return v;
+}
+
+bool launch_lse_stream_rows_occ(const RowProblem& p, LseStreamConfig c, int min_threads_per_sm, cudaStream_t s) {
+  if (writes_rows(p.op)) return false;
+  bool ok = false;
+  with_in_type(p.x_dtype, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    if (!lse_plain_call<In>(p)) return;
+    ok = with_row_occ<In>(c, min_threads_per_sm, [&](auto kernel) {
+      if (p.rows == 0) return;
+      // launch_form's grid and block for c
+      const std::int64_t rows_per_block = c.lanes > 0 ? (kLseWarpBlock / 32) * (32 / c.lanes) : 1;
+      kernel<<<capped_grid((p.rows + rows_per_block - 1) / rows_per_block), c.lanes > 0 ? kLseWarpBlock : 128, 0,
+               s>>>(p);
+      SMK_CUDA_CHECK_LAUNCH("lse_stream row kernel (reg20 variant)");
+    });
+  });
+  return ok;
+}
+
+bool lse_stream_row_occ_attrs(DType t, LseStreamConfig c, int min_threads_per_sm, LseRowOccAttrs& a) {
+  bool ok = false;
+  with_in_type(t, [&](auto* tag) {
+    using In = std::remove_pointer_t<decltype(tag)>;
+    ok = with_row_occ<In>(c, min_threads_per_sm, [&](auto kernel) {
+      cudaFuncAttributes fa{};
+      SMK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+      a.regs = fa.numRegs;
+      a.local_bytes = static_cast<int>(fa.localSizeBytes);
+      a.block = c.lanes == 16 ? kLseWarpBlock : 128;
+      SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, kernel, a.block, 0));
+    });
+  });
+  return ok;
+}
 
 LseStreamLast& lse_stream_last_config() {
   static LseStreamLast last;
