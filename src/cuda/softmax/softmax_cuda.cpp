@@ -22,7 +22,8 @@
 //   16-bit log-softmax backward, n of 24576 … 32768;     backward_reread (read twice, no row in registers; mid9;
 //   16-bit softmax backward, n of 28673 … 32768          rule from mid11's run, session 11)
 //   forward softmax / log-softmax, n of 32769 … 65536    cluster_stage (vocab7: the row across a cluster in shared
-//   (16-bit and f32 since vocab8)                        memory, read once; where the device runs its cluster)
+//   (16-bit and f32 since vocab8; f32 softmax to 45055,  memory, read once; where the device runs its cluster)
+//   split_row from 45056, next20)
 //   n ≤ kClusterAutoMaxN (65536)                         cluster_row (not logsumexp nor the state: split_row, or
 //                                                        lse_stream's chunk kernel for 16-bit rows, lse17)
 //   longer, the whole input < kGridRowMaxBytes (0: off)  grid_row (bitwise split_row's results, one launch)
@@ -35,7 +36,8 @@
 //                                                        the three kernels with the running chunk pass, split18,
 //                                                        its own order, split_running_takes)
 // logsumexp / the state, rows of 1024 and of 2048 (f32) lse_stream (lse10: each element read once into a running
-//   / 4096 (16-bit) … 32768 (automatic only)            state a thread; softmax_cuda.cpp lse_stream_config)
+//   / 1024 (16-bit) … 32768 (automatic only)            state a thread; 16 lanes a row at 1024 and 16-bit rows to
+//                                                        6144, next20; softmax_cuda.cpp lse_stream_config)
 // logsumexp / the state, 16-bit rows past 32768         lse_stream's chunk kernel (lse17: split_row's chunks, 128
 //   (automatic only)                                    threads a chunk on a running state, split_row's merge)
 // ScopedSoftmaxPath may force any path; a forced path that cannot serve a call throws Error(unsupported).
@@ -333,9 +335,25 @@ constexpr std::int64_t kGridRowMaxBytes = 0;
 // and at 320 threads (C = 15) one bf16 row of
 // 151936 still costs 6.4 / 6.2 µs (softmax / log-softmax) against split_row's 4.95 / 4.71, and vocab7 timed 16 × 320
 // at 4096×151936 1607 µs against 1369 at its own size.
+// next20 (session 20; H200, 2026-12-02, tune_softmax --next20-f32-65536 on the tree of cf74f41, 240 MB memset before
+// each timed launch, median of 3 rounds; docs/perf-notebook.md's session-20 section): f32 softmax (not log-softmax)
+// rows from kSplitRowF32SoftmaxFromN take split_row instead (the dispatcher's path for f32 rows past 65536), ratio
+// split_row / cluster_stage at 1 / 32 / 1024 / 8192 rows:
+//   45056 0.912 / 0.981 / 0.812 / 0.796   49152 0.827 / 1.062 / 0.750 / 0.799   57344 0.987 / 0.944 / 0.827 / 0.791
+//   65536 0.958 / 0.904 / 0.875 / 0.887   but 40001 0.810 / 1.199 / 1.128 / 1.118, 32769 0.987 / 0.990 / 1.065 / 1.033
+// (40002 … 45055 not timed: they keep cluster_stage, the nearer timed length's choice being unknown). f32 log-softmax
+// was mixed at every length (0.84-1.22×; 8192 rows 0.99-1.20×) and keeps cluster_stage to kClusterStageMaxNF32.
+// cluster_row, the path below both, was 0.90-1.09× of cluster_stage for softmax there. The order changes to
+// split_row's at those lengths at every row count (its error is the one published for longer rows; the run measured
+// 3.9 u at 8192×65536 on each path).
 constexpr std::int64_t kClusterStageMinN = kWideAutoMaxN + 1;  // 32769
 constexpr std::int64_t kClusterStageMaxN16 = 65536;
 constexpr std::int64_t kClusterStageMaxNF32 = 65536;
+constexpr std::int64_t kSplitRowF32SoftmaxFromN = 45056;
+// f32 softmax rows that leave cluster_stage for split_row (next20); the rest of the band keeps the paths above.
+bool split_row_f32_softmax_takes(kernels::Op op, DType t, std::int64_t n) {
+  return op == kernels::Op::softmax && t == DType::f32 && n >= kSplitRowF32SoftmaxFromN && n <= kClusterStageMaxNF32;
+}
 constexpr bool kClusterStageReadOnly = false;  // logsumexp and the state: split_row
 // ClusterStageTuning::always (tests and timing): every forward row of kClusterStageMinN … kClusterStageAlwaysMaxN that
 // the kernel can hold (16 slices: 16-bit 524288, f32 458752; it refuses longer ones), whatever the op and dtype. Was
@@ -346,6 +364,7 @@ bool cluster_stage_takes(kernels::Op op, DType t, std::int64_t n) {
   if (n < kClusterStageMinN) return false;
   if (kernels::cluster_stage_tuning().always) return n <= kClusterStageAlwaysMaxN;
   if (!kernels::writes_rows(op) && !kClusterStageReadOnly) return false;
+  if (split_row_f32_softmax_takes(op, t, n)) return false;
   return n <= (t == DType::f32 ? kClusterStageMaxNF32 : kClusterStageMaxN16);
 }
 
@@ -908,7 +927,8 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 
 // lse10 (session 10): logsumexp and the state take lse_stream.cu's kernels (each element read once into a running
 // (m, ties, rest) a thread, no max pass, no row in registers across a barrier) where its run showed them faster: rows
-// of exactly kLseStreamWarpN on kLseStreamLanes lanes a row, and rows of kLseStreamBlockFromN (f32) /
+// of exactly kLseStreamWarpN (and, since next20, 16-bit rows of kLseStreamWarpN … kLseStreamWarpMaxN16) on
+// kLseStreamLanes lanes a row, and rows of kLseStreamBlockFromN (f32) /
 // kLseStreamBlockFromN16 (16-bit) … kLseStreamMaxN on one block of kLseStreamThreads a row. The configuration is a
 // function of n and the dtype alone (the results' tree with it). H200, 2026-11-30, lse10's run of fc6036d, tune_softmax
 // --lse10, median µs, logsumexp (the state alike), the dispatcher's kernel before (timed first and last) → lse_stream
@@ -922,15 +942,31 @@ void check_capacity(const char* op, SoftmaxPath path, std::int64_t n, std::int64
 //   8192×32000   f32 327.8 / 328.0 → T128 243.3 (4.31 TB/s), T256 251.9; bf16 261.0 / 259.3 → T128 145.3
 // T512 was slower than T128 everywhere (e.g. 16384×4096 f32 208). Fewer than 4 vectors a thread lose to the per-row
 // merge (bf16 2048 on T128: 2 a thread). Lengths between those timed follow the nearest timed ones: 1025..2047 (f32)
-// and 1025..4095 (16-bit) keep the kernels before, as do rows under 1024 (not timed).
+// keep the kernels before, as do rows under 1024 (not timed).
+// next20 (session 20; H200, 2026-12-02, tune_softmax --next20-l16 on the tree of cf74f41, 240 MB memset before each
+// timed launch, median of 3 rounds, µs; docs/perf-notebook.md's session-20 section): 16-bit rows of 1025 …
+// kLseStreamWarpMaxN16 take L16 too (T128 before from 4096; 1025..4095 the block / warp kernels before). bf16
+// logsumexp, the kernel before → L16:
+//   16384×2048 40.9 → 28.0, 4096×2048 15.1 → 11.5, 64×2048 5.9 → 8.5, 1×2048 5.6 → 6.9
+//   16384×3072 51.0 → 37.7, 4096×3072 18.0 → 15.5, 64×3072 5.9 → 10.4, 1×3072 5.6 → 8.3
+//   16384×4096 55.0 → 46.5, 4096×4096 19.4 → 18.4, 64×4096 5.6 → 12.1, 1×4096 5.4 → 9.7   (T128 before)
+//   16384×6144 99.7 → 62.8, 4096×6144 32.5 → 24.7, 64×6144 7.5 → 15.5, 1×6144 7.3 → 12.7   (T128 before)
+//   16384×8192 87.7 → 78.9, but 4096×8192 30.6 → 31.0 and 4096×12288 39.0 → 41.3, 4096×16384 47.2 → 50.6: T128 kept
+// f16 and the state alike (0.63-0.95× at 4096 and 16384 rows). A new order for these lengths at every row count
+// (batch invariance: the rule reads n and the dtype alone), so calls of a few rows pay for it: 1-64 rows of 2048 …
+// 6144 take 1.2-2.2× the time they took (+1.3 … +8 µs), for 0.63-0.95× at thousands of rows. Its error, measured in
+// the same run against float64 (3 …16384 rows): logsumexp ≤ 0.74 u, the state's l ≤ 3.1 u, as T128's and the
+// kernels' before on the same rows (docs/semantics.md §6 has D_stream for it). f32 keeps T128 from 2048: L16 there
+// was 0.92-0.99× at 16384 rows but 1.02-1.05× at 4096 rows of 4096-16384 and 1.7-4.3× at 1-64 rows (2048 … 16384).
 constexpr std::int64_t kLseStreamWarpN = 1024;
+constexpr std::int64_t kLseStreamWarpMaxN16 = 6144;
 constexpr int kLseStreamLanes = 16;
 constexpr std::int64_t kLseStreamBlockFromN = 2048;
-constexpr std::int64_t kLseStreamBlockFromN16 = 4096;
+constexpr std::int64_t kLseStreamBlockFromN16 = kLseStreamWarpMaxN16 + 1;
 constexpr std::int64_t kLseStreamMaxN = 32768;
 constexpr int kLseStreamThreads = 128;
 bool lse_stream_config(DType t, std::int64_t n, kernels::LseStreamConfig& c) {
-  if (n == kLseStreamWarpN) {
+  if (n == kLseStreamWarpN || (t != DType::f32 && n > kLseStreamWarpN && n <= kLseStreamWarpMaxN16)) {
     c.lanes = kLseStreamLanes;
     return true;
   }
@@ -1084,7 +1120,7 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
   if (!is_float_type(in.dtype)) throw_unsupported(op, "the CUDA backend takes f32, f16 and bf16 tensors");
   const bool row_out = kind == SoftmaxKind::logsumexp || kind == SoftmaxKind::state;
   DeviceGuard guard(in.device.index);  // before the path: the dispatcher asks the tensor's device about clusters
-  const SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false, row_out);
+  SoftmaxPath path = choose_path(op, in, p.dim, p.n, /*backward=*/false, row_out);
   if (p.rows == 0 || (p.n == 0 && !row_out)) return;
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (path == SoftmaxPath::lesson_row_per_thread) return run_lesson(op, kind, p, out, in, options, s);
@@ -1127,6 +1163,9 @@ void softmax_forward(const char* op, SoftmaxKind kind, const SoftmaxProblem& p, 
       forced_softmax_path() == SoftmaxPath::automatic && cluster_stage_takes(rp.op, in.dtype, p.n) &&
       kernels::launch_cluster_stage_rows(rp, s))
     return;
+  if (path == SoftmaxPath::cluster_row && forced_softmax_path() == SoftmaxPath::automatic &&
+      split_row_f32_softmax_takes(rp.op, in.dtype, p.n))
+    path = SoftmaxPath::split_row;  // next20
   // lse10: logsumexp and the state read once with a running state a thread (lse_stream.cu) where its rule takes them.
   if (row_out && forced_softmax_path() == SoftmaxPath::automatic &&
       (path == SoftmaxPath::warp_per_row || path == SoftmaxPath::block_per_row)) {

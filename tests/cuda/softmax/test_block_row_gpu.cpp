@@ -153,9 +153,10 @@ TEST_F(GpuBlockRow, AheadF16BitwiseTheDirectKernel) { ahead_bitwise(DType::f16, 
 
 // The dispatcher's path for read-only rows of 1024..32768 against the float64 reference, many rows and an unaligned
 // pitch (bitwise the aligned rows' results); which kernel served: since lse10 (session 10) lse_stream.cu for rows of
-// 1024 (16 lanes a row) and of 2048 (f32) / 4096 (16-bit) … 32768 (one block of 128 a row) (softmax_cuda.cpp
-// lse_stream_config; the configuration checked through kernels.hpp lse_stream_last_config; 1023, 1025, 2047 (f32),
-// 4095 (16-bit) and 32769 lie just outside it); elsewhere the rule before it (block_ahead_rows: re-read for f32 of
+// 1024 (16 lanes a row) and of 2048 (f32) … 32768 (one block of 128 a row), and since next20 (session 20) 16-bit rows
+// of 1024 … 6144 on 16 lanes a row and 6145 … 32768 on the block (softmax_cuda.cpp lse_stream_config; the
+// configuration checked through kernels.hpp lse_stream_last_config; 1023, 1025 and 2047 (f32) and 32769 lie just
+// outside it); elsewhere the rule before it (block_ahead_rows: re-read for f32 of
 // 6145..10240 and 16-bit of 1537..10240, one row ahead for 16-bit rows past 12288, on aligned rows; rows past 32768 leave
 // block_per_row).
 TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
@@ -163,10 +164,12 @@ TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
   const std::int64_t elements = small_mode() ? (1 << 15) : (1 << 19);
   for (DType t : {DType::f32, DType::bf16, DType::f16})
     for (std::int64_t n :
-         {1023, 1024, 1025, 2047, 2048, 4095, 4096, 8192, 10240, 10241, 12289, 16384, 32000, 32768, 32769}) {
+         {1023, 1024, 1025, 2047, 2048, 4095, 4096, 6144, 6145, 8192, 10240, 10241, 12289, 16384, 32000, 32768,
+          32769}) {
       const std::int64_t rows = std::max<std::int64_t>(2, elements / n) + 3;
       const bool aligned = (n * static_cast<std::int64_t>(dtype_size(t))) % 16 == 0;
-      const bool want_stream = n == 1024 || (n >= (t == DType::f32 ? 2048 : 4096) && n <= 32768);
+      const bool want_stream = n == 1024 || (n >= (t == DType::f32 ? 2048 : 1025) && n <= 32768);
+      const bool want_lanes = n == 1024 || (t != DType::f32 && n > 1024 && n <= 6144);
       const bool want_reread =
           !want_stream && aligned && (t == DType::f32 ? n >= 6145 && n <= 10240 : n >= 1537 && n <= 10240);
       const bool want_ahead = !want_stream && t != DType::f32 && n > 12288 && n <= 32768;
@@ -184,10 +187,10 @@ TEST_F(GpuBlockRow, DispatchedReadOnlyRowsMatchReference) {
         EXPECT_EQ(k::block_reread_launch_count() > reread0, want_reread) << "re-read kernel ran";
         EXPECT_EQ(k::block_ahead_launch_count() > ahead0, want_ahead) << "rows-ahead kernel ran";
         EXPECT_EQ(k::lse_stream_launch_count() > stream0, want_stream) << "lse_stream ran";
-        // Which configuration: 16 lanes a row at 1024 (L16), one block of 128 a row from 2048 (f32) / 4096 (16-bit)
-        // to 32768 (T128); untouched (-1) where lse_stream did not serve.
-        EXPECT_EQ(last.lanes.load(), !want_stream ? -1 : n == 1024 ? 16 : 0) << "lse_stream lanes";
-        EXPECT_EQ(last.threads.load(), !want_stream ? -1 : n == 1024 ? 0 : 128) << "lse_stream threads";
+        // Which configuration: 16 lanes a row at 1024 and 16-bit rows to 6144 (L16), one block of 128 a row from
+        // 2048 (f32) / 6145 (16-bit) to 32768 (T128); untouched (-1) where lse_stream did not serve.
+        EXPECT_EQ(last.lanes.load(), !want_stream ? -1 : want_lanes ? 16 : 0) << "lse_stream lanes";
+        EXPECT_EQ(last.threads.load(), !want_stream ? -1 : want_lanes ? 0 : 128) << "lse_stream threads";
         check(c, a, reference(c));
         Case odd = c;
         odd.name = "odd pitch " + tag;

@@ -208,7 +208,8 @@ TEST_F(GpuClusterStage, OffKeepsTheOldPaths) {
 }
 
 // The dispatcher's own rule (softmax_cuda.cpp cluster_stage_takes): softmax and log-softmax rows of 32769 … 65536
-// (16-bit and, since vocab8, f32) take cluster_stage; longer rows, logsumexp and the state keep the old paths.
+// (16-bit and, since vocab8, f32) take cluster_stage; longer rows, logsumexp and the state keep the old paths; f32
+// softmax rows of 45056 … 65536 take split_row (next20, split_row_f32_softmax_takes).
 TEST_F(GpuClusterStage, DispatcherRule) {
   cuda::kernels::cluster_stage_tuning().always = false;
   struct Want {
@@ -221,7 +222,9 @@ TEST_F(GpuClusterStage, DispatcherRule) {
   for (const Want w : {Want{Op::softmax, DType::bf16, 151936, false}, Want{Op::log_softmax, DType::bf16, 65536, true},
                        Want{Op::log_softmax, DType::f16, 32769, true}, Want{Op::log_softmax, DType::bf16, 65537, false},
                        Want{Op::softmax, DType::bf16, 262147, false}, Want{Op::softmax, DType::f32, 40000, true},
-                       Want{Op::log_softmax, DType::f32, 40001, true}, Want{Op::softmax, DType::f32, 65536, true},
+                       Want{Op::log_softmax, DType::f32, 40001, true}, Want{Op::softmax, DType::f32, 65536, false},
+                       Want{Op::softmax, DType::f32, 45055, true}, Want{Op::softmax, DType::f32, 45056, false},
+                       Want{Op::log_softmax, DType::f32, 65536, true},
                        Want{Op::log_softmax, DType::f32, 65537, false}, Want{Op::logsumexp, DType::bf16, 65536, false},
                        Want{Op::state, DType::f32, 40000, false}, Want{Op::softmax, DType::bf16, 32768, false}}) {
     const Case c = random_case("rule", w.op, w.dt, is_row_op(w.op) ? DType::f32 : w.dt, 2, w.n, ++seed);
@@ -231,6 +234,44 @@ TEST_F(GpuClusterStage, DispatcherRule) {
     EXPECT_EQ(check(c, r, reference(c)), 0);
     EXPECT_EQ(cuda::kernels::cluster_stage_launch_count() > before, w.staged)
         << op_name(w.op) << " " << dtype_name(w.dt) << " n = " << w.n;
+  }
+}
+
+// next20: the f32 softmax rows that left cluster_stage (45056 … 65536) are split_row's, bit for bit, at every row count:
+// the automatic path on 300 rows (split_row's row_loop form from 256 rows) and on 2 rows against split_row forced, and
+// each of three rows alone against its place in the 300 (batch invariance); outputs poisoned by run_gpu.
+TEST_F(GpuClusterStage, F32SoftmaxRowsOnSplitRow) {
+  cuda::kernels::cluster_stage_tuning().always = false;
+  std::uint64_t seed = 8200;
+  for (const std::int64_t n : {std::int64_t{45056}, std::int64_t{65536}}) {
+    const std::int64_t rows = small_mode() ? 2 : 300;
+    const Case c = random_case("f32 softmax split", Op::softmax, DType::f32, DType::f32, rows, n, ++seed);
+    const std::uint64_t before = cuda::kernels::cluster_stage_launch_count();
+    const Result a = run_gpu(c, SoftmaxPath::automatic);
+    ASSERT_TRUE(a.ran) << a.reason;
+    EXPECT_EQ(cuda::kernels::cluster_stage_launch_count(), before) << "n = " << n;
+    const Result f = run_gpu(c, SoftmaxPath::split_row);
+    ASSERT_TRUE(f.ran) << f.reason;
+    ASSERT_EQ(a.out.size(), f.out.size());
+    for (std::size_t i = 0; i < a.out.size(); ++i) ASSERT_EQ(a.out[i], f.out[i]) << "n = " << n << " element " << i;
+    for (const std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+      Case one = c;
+      one.in = contiguous(DType::f32, {1, n});
+      one.out = contiguous(DType::f32, {1, n});
+      one.x.assign(c.x.begin() + r * n, c.x.begin() + (r + 1) * n);
+      const Result alone = run_gpu(one, SoftmaxPath::automatic);
+      ASSERT_TRUE(alone.ran) << alone.reason;
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(alone.out[static_cast<std::size_t>(i)], a.out[static_cast<std::size_t>(r * n + i)])
+            << "n = " << n << " row " << r << " element " << i;
+    }
+    if (!small_mode()) {
+      Case two = c;
+      two.in = contiguous(DType::f32, {2, n});
+      two.out = contiguous(DType::f32, {2, n});
+      two.x.resize(static_cast<std::size_t>(2 * n));
+      EXPECT_EQ(check(two, run_gpu(two, SoftmaxPath::automatic), reference(two)), 0) << "n = " << n;
+    }
   }
 }
 

@@ -355,7 +355,9 @@ TEST_F(GpuSoftmax, BatchInvariance) {
   // 16-bit rows (session 10 review, F11 and F2's bf16 half), each against a batch at an odd pitch and a dense batch:
   // - bf16 and f16 backward at n = 32: the row alone (rank 0) and the odd pitch take warp_config's L2 E16 unpacked, the
   //   dense batch L4 E8 packed (softmax_cuda.cpp warp_backward_config): the same bits by a tree identity stated there;
-  // - bf16 logsumexp and the state at n = 1024 and 4097 (lse_stream.cu's rows alone against the batch);
+  // - bf16 logsumexp and the state at n = 1024, 3000, 4097 and 6144 (lse_stream.cu's rows alone against the batch;
+  //   16 lanes a row to 6144 since next20);
+  // - f32 softmax at n = 50000 (split_row since next20, cluster_stage before);
   // - session 11's layout-chosen kernels (its review, F7), the dense batch against the row alone and the odd pitch (the
   //   general kernels): bf16 softmax at 1024 (warp_rows_dense_kernel), bf16 log-softmax and softmax backward at 1024
   //   (packed), f32 backward at 512 and 1024 (backward_warp_dense_kernel).
@@ -367,8 +369,9 @@ TEST_F(GpuSoftmax, BatchInvariance) {
   std::vector<Wide> wides;
   for (DType t : {DType::bf16, DType::f16})
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) wides.push_back({t, 32, op});
-  for (std::int64_t n : {1024, 4097})
+  for (std::int64_t n : {1024, 3000, 4097, 6144})
     for (Op op : {Op::logsumexp, Op::state}) wides.push_back({DType::bf16, n, op});
+  wides.push_back({DType::f32, 50000, Op::softmax});
   for (Op op : {Op::softmax, Op::log_softmax, Op::softmax_backward}) wides.push_back({DType::bf16, 1024, op});
   for (std::int64_t n : {512, 1024})
     for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) wides.push_back({DType::f32, n, op});
