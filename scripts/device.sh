@@ -21,7 +21,8 @@
 #   Session 17's (split17 lse17 bwd17 blk17 dec17 fold17) were removed at the start of session 18: `git show
 #   93cf0c9:scripts/device.sh` has them.
 #   Session 18's (lse18 split18 short18 short18b; bwd18's went in its own commit) and session 19's few19 and lead19
-#   were removed in session 19: `git show 2193d3f:scripts/device.sh` has them.
+#   were removed in session 19: `git show 2193d3f:scripts/device.sh` has them. prep20's next20 (run in session 20)
+#   was removed then: `git show cf74f41:scripts/device.sh` has it.
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step); tests run
 #   side by side with `bg_step` and are counted with `bg_tally`.
@@ -221,20 +222,12 @@ fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
 fi
-# next20 (prep20, session 19; built, not run): the next session's first two measurements (docs/perf-notebook.md's top
-# section, plan items 0 and 1), on a tune_softmax built off the device and carried as build/next20-bin.tar.xz (bin/
-# tune_softmax, lib/libcudart.so.13): --next20-f32-65536 (f32 softmax / log-softmax rows of 32769 ... 65536: the
-# dispatcher's cluster_stage beside split_row and cluster_row forced) and --next20-l16 (logsumexp / the state on
-# lse_stream's L16 beside T128 at rows of 2048 ... 16384, bf16 / f16 / f32). Back: next20-f32.txt, next20-l16.txt,
-# next20-summary.txt, next20-logs.tgz. Carry [".devdeps", "build/next20-bin.tar.xz"]; run `scripts/device.sh next20`.
-if want next20; then
-  carried next20 build/next20-bin.tar.xz
-  n20=$bin
-  run_step next20-f32 timeout "${SMK_N20_F32_S:-75}" stdbuf -oL "$n20/bin/tune_softmax" --next20-f32-65536
-  keep_logs next20
-  run_step next20-l16 timeout "${SMK_N20_L16_S:-60}" stdbuf -oL "$n20/bin/tune_softmax" --next20-l16
-  keep_logs next20
-  end_carried
+# s20tools (session 20): the one-off confirmation tools of reg21 / bwd21 (tests/cuda/softmax/tune_reg20.cpp,
+# tune_bwd20.cpp, built by the build step when their files exist), after a final-* step's build in the same call.
+if want s20tools; then
+  for tool in tune_reg20 tune_bwd20; do
+    [ -x "build/default/tests/$tool" ] && run_step "$tool" timeout 90 "build/default/tests/$tool"
+  done
 fi
 if want demo; then
   run_step demo build/default/apps/softmaxkit/softmaxkit demo
@@ -374,7 +367,15 @@ if want final || want final-san; then
     # (few19), the running pass under options and on pitched rows (review18 F1 / F3).
     san_mc test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*' || return 9
     san_rc test_cuda_few_rows --gtest_filter='*RunningChunks*:*OneLaunchMulti*' || return 9
-    san_rc test_cuda_lse_stream --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*'
+    san_rc test_cuda_lse_stream --gtest_filter='*FormsBitwise*:*SpecialRowsEveryForm*' || return 9
+    # Session 20: f32 softmax rows of 45056..65536 on split_row (next20), lse_stream's L16 on 16-bit rows to 6144
+    # (next20; memcheck in test_cuda_block_row / test_cuda_lse_stream above), f32 T128 at 1536 threads an SM (reg21;
+    # memcheck in test_cuda_lse_stream above), the f32 2-D backward's load hints (bwd21; memcheck in
+    # test_cuda_warp_backward above).
+    san_mc test_cuda_cluster_stage --gtest_filter='*F32SoftmaxRowsOnSplitRow*:*DispatcherRule*' || return 9
+    san_rc test_cuda_block_row --gtest_filter='*DispatchedReadOnlyRows*' || return 9
+    san_rc test_cuda_lse_stream --gtest_filter="${SMK_RACE_REG21:-*Reg21*}" || return 9
+    san_rc test_cuda_warp_backward --gtest_filter="${SMK_RACE_BWD21:-*Bwd21*}"
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_mc san_rc san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
@@ -416,9 +417,10 @@ if want final || want final-compare; then
     --shape 1x151936 32x128256 4096x151936 1024x262144 4096x40000 --path auto split_row --no-cudnn --target-ms 2 \
     --min-reps 5 --max-reps 30 --format table
   # Session 8 (vocab8): f32 rows up to 65536 on cluster_stage's 256-thread slices; f32 log-softmax of >= 256 rows at
-  # 151936 on split_stream (inside the split_row path, so auto and split_row name the same kernel there).
+  # 151936 on split_stream (inside the split_row path, so auto and split_row name the same kernel there). Session 20
+  # (next20): f32 softmax rows from 45056 on split_row (auto and split_row the same kernels there; log-softmax not).
   run_step paths-f32 timeout 30 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax --dtype f32 \
-    --shape 4096x40000 1x40000 8192x65536 1x65536 --path auto cluster_row split_row --no-cudnn --target-ms 2 \
+    --shape 4096x40000 1x40000 8192x45056 8192x65536 1x65536 --path auto cluster_row split_row --no-cudnn --target-ms 2 \
     --min-reps 5 --max-reps 30 --format table
   run_step compare timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - SECONDS ))" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
     --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
