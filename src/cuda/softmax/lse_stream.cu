@@ -45,7 +45,8 @@
 // dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
 // Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below;
 // session 18 lse18's one-launch cluster kernel (T128, the 2 16-bit dtypes × 2 forms: 4) and the warp merge kernel
-// (lse_chunks_merge_warp_kernel): 30 kernels in all.
+// (lse_chunks_merge_warp_kernel): 30 kernels in all. Session 21 (reg21): f32's plain-form T128 row kernel a second
+// time, built for 1536 threads an SM (40 registers, no spill), for rows of at most 4096 (launch_form): 31.
 // Session 19 (lse19, lse19b): bf16's plain-form row kernels (L16, T128) widen by shift and mask and count ties in pairs
 // (kLseRowLean: 368 → 350 lane-instructions a 32-element chunk step, SASS; the same bits), measured in the lead's call
 // lead19 at 0.970-0.984 of the kernels before (the constant's comment); f32, f16 and the general form unchanged (their
@@ -77,7 +78,7 @@
 #include "cuda/softmax/common.cuh"
 #include "cuda/softmax/launch.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
-#include "cuda/softmax/lse_rows_occ.hpp"  // reg20: the row kernels at more threads an SM (timing only)
+#include "cuda/softmax/lse_rows_occ.hpp"  // reg21: f32 T128 at 1536 threads an SM, its tuning switch
 #include "cuda/softmax/running_state.cuh"  // fold19: the running state, its step and merges, shared with split_row.cu
 #include "softmaxkit/core/error.hpp"
 
@@ -110,8 +111,8 @@ __device__ __forceinline__ RunningLse lse_thread(const In* row, std::int64_t n, 
 // row suffices (warp 0 reads row r's slots before it reaches row r + 1's barrier, which every warp must pass before
 // it writes row r + 2's).
 // Registers: at most 64 a thread, 1024 threads an SM (32 and 40, for 2048 and 1536 threads, spilled 48-600 B; ptxas
-// -v, CUDA 13.0, sm_90a). 1024 threads × 64 B in flight is 64 KB an SM, over the ~27 KB that the read ceiling needs at
-// ~0.8 µs of latency.
+// -v, CUDA 13.0, sm_90a; reg20: but f32's plain T128 at 40 with no spill, which reg21 ships for rows ≤ 4096). 1024
+// threads × 64 B in flight is 64 KB an SM, over the ~27 KB that the read ceiling needs at ~0.8 µs of latency.
 template <typename In>
 constexpr int kLseMinThreadsPerSm = 1024;
 // lse19b: bf16's plain form takes lse_thread's lean arithmetic (the same bits; H200, session 19, the lead's call
@@ -122,8 +123,8 @@ constexpr int kLseMinThreadsPerSm = 1024;
 template <typename In, bool kGeneral>
 constexpr bool kLseRowLean = !kGeneral && std::is_same_v<In, __nv_bfloat16>;
 // reg20 (session 20): kMinThreadsPerSm, the threads an SM the launch bounds ask ptxas to fit (its register cap), is a
-// parameter; the library's launches take the default (kLseMinThreadsPerSm: the kernels before, SASS byte for byte),
-// lse_rows_occ.hpp's hook the variants (lse_stream_row_occ_variants: the same arithmetic at fewer registers).
+// parameter; every launch takes the default (kLseMinThreadsPerSm) but f32's plain form of short rows, which takes
+// kLseF32T128WideOcc (reg21, launch_form below: the same arithmetic at 40 registers).
 template <typename In, int kThreads, bool kGeneral, int kMinThreadsPerSm = kLseMinThreadsPerSm<In>>
 __global__ void __launch_bounds__(kThreads, kMinThreadsPerSm / kThreads) lse_block_kernel(const RowProblem p) {
   __shared__ float2 warp_state[2][kThreads / 32];
@@ -141,8 +142,8 @@ __global__ void __launch_bounds__(kThreads, kMinThreadsPerSm / kThreads) lse_blo
 // kLanes lanes a row (16, the one width built; 32 / kLanes rows a warp), 256-thread blocks, a grid-stride loop over
 // row groups that keeps each warp together (the group reductions shuffle across the whole warp).
 constexpr int kLseWarpBlock = 256;
-template <typename In, int kLanes, bool kGeneral, int kMinThreadsPerSm = kLseMinThreadsPerSm<In>>
-__global__ void __launch_bounds__(kLseWarpBlock, kMinThreadsPerSm / kLseWarpBlock) lse_warp_kernel(
+template <typename In, int kLanes, bool kGeneral>
+__global__ void __launch_bounds__(kLseWarpBlock, kLseMinThreadsPerSm<In> / kLseWarpBlock) lse_warp_kernel(
     const RowProblem p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -378,6 +379,29 @@ bool lse_plain_call(const RowProblem& p) {
   return true;
 }
 
+// reg21 (session 21): f32's plain form (aligned unit-stride rows, no transform) of rows of at most
+// kLseF32T128WideOccMaxN on the T128 configuration takes lse_block_kernel built for kLseF32T128WideOcc threads an SM:
+// 40 registers, no spill, 12 blocks of 128 an SM where the 1024 kernel's 53 registers give 9 (ptxas -v and
+// cudaFuncGetAttributes, CUDA 13.0, sm_90a; both the same code, a launch bound apart, so the same bits: a function of n
+// and the configuration still, batch-invariant as before). Measured (H200, 2026-12-02, the lead's run of tune_reg20 on
+// the tree of cf74f41, 240 MB memset before each timed launch, median of 31, 3 rounds, ratio @1536 / the 1024 kernel
+// through the dispatcher, median (range)): logsumexp 65536×2048 0.925 (0.924-0.925), 16384×4096 0.962 (0.961-0.972),
+// the state 16384×4096 0.967 (0.961-0.975); but 4096×16384 1.004 (1.001-1.013) and 8192×32000 1.039, so longer rows
+// (4097..32768, 4097..16383 not timed) keep the 1024 kernel. The other bounds reg20 built lost everywhere and were
+// removed: f32 T128 at 1280 threads an SM 0.970-1.032 (16384×4096 0.979, 4096×16384 1.032, 8192×32000 1.030,
+// 65536×2048 0.970, the state 0.980), at 2048 1.10-1.19 (32 registers, spilled); f32 L16 at 1280 / 1536 / 2048
+// (32768×1024) 1.038 / 1.066 / 1.255; 16-bit T128 at 1152 / 1280 and L16 at 1280 1.14-1.36 (spills in the chunk loop).
+// Rows under 2048 on T128 (direct launcher calls only: the dispatcher sends them elsewhere) take it too, not timed. The
+// general form and the 16-bit dtypes keep the 1024 kernels. lse_stream_wide_occ() = false forces the 1024 kernel
+// (lse_rows_occ.hpp; tests and timing).
+constexpr std::int64_t kLseF32T128WideOccMaxN = 4096;
+constexpr int kLseF32T128WideOcc = 1536;
+
+std::atomic<std::uint64_t>& lse_wide_occ_launches() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
 template <typename In, bool kGeneral>
 void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
   if (c.lanes > 0) {
@@ -387,51 +411,17 @@ void launch_form(const RowProblem& p, LseStreamConfig c, cudaStream_t s) {
     SMK_CUDA_CHECK_LAUNCH("lse_warp_kernel");
   } else {
     const unsigned grid = capped_grid(p.rows);
+    if constexpr (std::is_same_v<In, float> && !kGeneral) {
+      if (p.n <= kLseF32T128WideOccMaxN && lse_stream_wide_occ()) {
+        lse_block_kernel<In, 128, kGeneral, kLseF32T128WideOcc><<<grid, 128, 0, s>>>(p);
+        SMK_CUDA_CHECK_LAUNCH("lse_block_kernel (1536 threads an SM)");
+        lse_wide_occ_launches().fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
     lse_block_kernel<In, 128, kGeneral><<<grid, 128, 0, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("lse_block_kernel");
   }
-}
-
-// reg20: the row kernels' plain form at kMinThreadsPerSm (lse_rows_occ.hpp), each at the library's value (the shipped
-// kernel itself) and where ptxas keeps the chunk loop's spills few (ptxas -v, CUDA 13.0, sm_90a; registers, spill
-// stores / loads in bytes, LDL / STL instructions in the chunk loop of ~880 (16-bit) / ~520 (f32) in the SASS):
-//   16-bit T128 1152: 56, 44 / 168 B, 2 in the loop;  1280: 48, 124 / 132 B, 30;  L16 1280: 48, 156 / 112 B, 38
-//   f32 T128 1280: 48, none;  1536: 40, none;  2048: 32, 48 / 96 B, 4;  L16 1280: 48, none;  1536: 40, 36 / 40 B, 0;
-//   2048: 32, 124 / 284 B, 8.
-// Not built: 16-bit at 1536 (40 registers: 72-88 LDL / STL in the loop) and 2048 (32: 124-143), f32 T128 at 1152
-// (53 registers as at 1024: no more blocks), L16 at 1152 (not a whole number of 256-thread blocks).
-// F(kernel) for the one that serves (In, c, min_threads); false where none is built.
-template <typename In>
-constexpr bool lse_row_occ_built(bool warp, int k) {
-  if (k == kLseMinThreadsPerSm<In>) return true;
-  if (warp && k % kLseWarpBlock != 0) return false;
-  if constexpr (sizeof(In) == 2) return k == 1152 || k == 1280;
-  else return k == 1280 || k == 1536 || k == 2048;
-}
-template <typename In, typename F>
-bool with_row_occ(LseStreamConfig c, int min_threads, F&& f) {
-  bool found = false;
-  auto one = [&](auto k) {
-    constexpr int K = decltype(k)::value;
-    if (found || min_threads != K) return;
-    if (c.lanes == 16) {
-      if constexpr (lse_row_occ_built<In>(true, K)) {
-        found = true;
-        f(&lse_warp_kernel<In, 16, false, K>);
-      }
-    } else if (c.lanes == 0 && c.threads == 128) {
-      if constexpr (lse_row_occ_built<In>(false, K)) {
-        found = true;
-        f(&lse_block_kernel<In, 128, false, K>);
-      }
-    }
-  };
-  one(std::integral_constant<int, kLseMinThreadsPerSm<In>>{});
-  one(std::integral_constant<int, 1152>{});
-  one(std::integral_constant<int, 1280>{});
-  one(std::integral_constant<int, 1536>{});
-  one(std::integral_constant<int, 2048>{});
-  return found;
 }
 
 template <typename In>
@@ -552,48 +542,25 @@ void launch_lse_stream_rows(const RowProblem& p, LseStreamConfig c, cudaStream_t
 
 std::uint64_t lse_stream_launch_count() { return lse_stream_launches().load(std::memory_order_relaxed); }
 
-std::vector<int> lse_stream_row_occ_variants(DType t, LseStreamConfig c) {
-  std::vector<int> v;
-  with_in_type(t, [&](auto* tag) {
-    using In = std::remove_pointer_t<decltype(tag)>;
-    for (int k : {kLseMinThreadsPerSm<In>, 1152, 1280, 1536, 2048})
-      if (with_row_occ<In>(c, k, [](auto) {})) v.push_back(k);
-  });
-  return v;
+bool& lse_stream_wide_occ() {
+  static bool wide = true;
+  return wide;
 }
 
-bool launch_lse_stream_rows_occ(const RowProblem& p, LseStreamConfig c, int min_threads_per_sm, cudaStream_t s) {
-  if (writes_rows(p.op)) return false;
-  bool ok = false;
-  with_in_type(p.x_dtype, [&](auto* tag) {
-    using In = std::remove_pointer_t<decltype(tag)>;
-    if (!lse_plain_call<In>(p)) return;
-    ok = with_row_occ<In>(c, min_threads_per_sm, [&](auto kernel) {
-      if (p.rows == 0) return;
-      // launch_form's grid and block for c
-      const std::int64_t rows_per_block = c.lanes > 0 ? (kLseWarpBlock / 32) * (32 / c.lanes) : 1;
-      kernel<<<capped_grid((p.rows + rows_per_block - 1) / rows_per_block), c.lanes > 0 ? kLseWarpBlock : 128, 0,
-               s>>>(p);
-      SMK_CUDA_CHECK_LAUNCH("lse_stream row kernel (reg20 variant)");
-    });
-  });
-  return ok;
-}
+std::uint64_t lse_stream_wide_occ_launch_count() { return lse_wide_occ_launches().load(std::memory_order_relaxed); }
 
-bool lse_stream_row_occ_attrs(DType t, LseStreamConfig c, int min_threads_per_sm, LseRowOccAttrs& a) {
-  bool ok = false;
-  with_in_type(t, [&](auto* tag) {
-    using In = std::remove_pointer_t<decltype(tag)>;
-    ok = with_row_occ<In>(c, min_threads_per_sm, [&](auto kernel) {
-      cudaFuncAttributes fa{};
-      SMK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-      a.regs = fa.numRegs;
-      a.local_bytes = static_cast<int>(fa.localSizeBytes);
-      a.block = c.lanes == 16 ? kLseWarpBlock : 128;
-      SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, kernel, a.block, 0));
-    });
-  });
-  return ok;
+LseRowOccAttrs lse_stream_f32_t128_attrs(bool wide) {
+  const auto kernel =
+      wide ? lse_block_kernel<float, 128, false, kLseF32T128WideOcc> : lse_block_kernel<float, 128, false>;
+  cudaFuncAttributes fa{};
+  SMK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+  LseRowOccAttrs a;
+  a.regs = fa.numRegs;
+  a.local_bytes = static_cast<int>(fa.localSizeBytes);
+  a.block = 128;
+  SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, kernel, a.block, 0));
+  a.max_n = kLseF32T128WideOccMaxN;
+  return a;
 }
 
 LseStreamLast& lse_stream_last_config() {

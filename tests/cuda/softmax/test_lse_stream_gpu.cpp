@@ -27,6 +27,12 @@
 // (H200, lead19 of 2193d3f, forms forced through a tuning switch since removed): FormsBitwiseTheLibrarysKernels and
 // FormsAgainstTheReference passed at full size, memcheck 0 errors, racecheck 0 hazards (small).
 //
+// reg21 (session 21): f32's plain form of rows of at most 4096 on the T128 configuration runs lse_block_kernel built
+// for 1536 threads an SM (lse_stream.cu kLseF32T128WideOccMaxN). GpuReg21: through the dispatcher, that kernel serves
+// 2048 and 4096 and not 4097, with the bytes of the 1024 kernel (forced through lse_rows_occ.hpp's switch). Since then
+// GpuLse19.PlainAndGeneralFormsBitwise compares, for f32 T128 rows ≤ 4096, the 1536 kernel (plain) against the 1024
+// one (general). Not run yet.
+//
 // SMK_GPU_TEST_SMALL=1 (scripts/device.sh under compute-sanitizer): each code path at small sizes (rows of 3-4 chunks).
 #include <gtest/gtest.h>
 
@@ -39,6 +45,7 @@
 
 #include "cuda/softmax/gpu_case.hpp"
 #include "cuda/softmax/lse_chunks.hpp"
+#include "cuda/softmax/lse_rows_occ.hpp"
 #include "support/gpu.hpp"
 
 namespace smk::gpu_test {
@@ -540,6 +547,56 @@ TEST_F(GpuLse19, RowKernelsAgainstTheReference) {
           std::memcpy(&w, &f[static_cast<std::size_t>(i)], 4);
           EXPECT_NE(w, 0xFFFFFFFFu) << "row " << i << " not written";
         }
+      }
+    }
+  }
+}
+
+// ---- reg21 (session 21): f32's plain-form T128 rows ≤ 4096 on the kernel built for 1536 threads an SM -------------
+// f32 logsumexp and the state at 2048 and 4096 (the dispatcher's T128 lengths the rule takes) and 4097 (past it),
+// through the public API: which kernel served (lse_stream_launch_count, the dispatcher's last configuration, the 1536
+// kernel's launch count), the output poisoned (0xFF, then 0x00 for the forced run), every statistic byte for byte the
+// same call's with the 1024 kernel forced (lse_stream_wide_occ() = false), and both against float64. Rows: lse19's
+// special rows (random, sorted, constant, NaN, ±inf, all −inf, a slow ramp).
+class GpuReg21 : public ::testing::Test {
+ protected:
+  void SetUp() override { SMK_REQUIRE_GPU(); }
+  void TearDown() override { cuda::kernels::lse_stream_wide_occ() = true; }
+};
+
+TEST_F(GpuReg21, WideKernelServesShortF32RowsWithTheForcedKernelsBytes) {
+  namespace k = cuda::kernels;
+  const std::int64_t rows = small_mode() ? 19 : 300;
+  std::uint64_t seed = 21000;
+  for (std::int64_t n : {std::int64_t{2048}, std::int64_t{4096}, std::int64_t{4097}}) {
+    for (Op op : {Op::logsumexp, Op::state}) {
+      const std::string tag = "f32 " + std::to_string(rows) + "x" + std::to_string(n) + " " + op_name(op);
+      SCOPED_TRACE(tag);
+      Case c = random_case("reg21 " + tag, op, DType::f32, DType::f32, rows, n, ++seed);
+      lse19_rows(c, rows, n, DType::f32);
+      const Reference ref = reference(c);
+      Result r[2];
+      for (int forced = 0; forced < 2; ++forced) {
+        k::lse_stream_wide_occ() = forced == 0;
+        const std::uint64_t launches = k::lse_stream_launch_count(), wide = k::lse_stream_wide_occ_launch_count();
+        k::lse_stream_last_config().lanes.store(-1);
+        r[forced] = run_gpu(c, SoftmaxPath::automatic, forced ? 0x00 : 0xFF);
+        k::lse_stream_wide_occ() = true;
+        ASSERT_TRUE(r[forced].ran) << r[forced].reason;
+        EXPECT_EQ(k::lse_stream_launch_count(), launches + 1) << "lse_stream's row kernels did not serve";
+        EXPECT_EQ(k::lse_stream_last_config().lanes.load(), 0) << "not the T128 configuration";
+        EXPECT_EQ(k::lse_stream_wide_occ_launch_count(), wide + (forced == 0 && n <= 4096 ? 1u : 0u))
+            << (forced ? "forced 1024" : "auto") << ": the wrong kernel served";
+        EXPECT_EQ(check(c, r[forced], ref), 0);
+        EXPECT_FALSE(r[forced].stray_write);
+      }
+      ASSERT_EQ(r[0].raw.size(), r[1].raw.size());
+      EXPECT_EQ(std::memcmp(r[0].raw.data(), r[1].raw.data(), r[0].raw.size()), 0)
+          << tag << ": the LSE (or m) differs from the 1024 kernel's bytes";
+      if (op == Op::state) {
+        ASSERT_EQ(r[0].out2.size(), r[1].out2.size());
+        EXPECT_EQ(std::memcmp(r[0].out2.data(), r[1].out2.data(), r[0].out2.size() * sizeof(double)), 0)
+            << tag << ": l differs from the 1024 kernel's";
       }
     }
   }
