@@ -116,6 +116,10 @@
 // rows take row_loop under the dispatcher); the same bits. torch.compile's form of the 2-D backward
 // (512 threads a row, the row read twice at 32 registers; backward_reread.cu's note) ran 0.64-0.98x of this file's
 // blocks.
+// bwd21 (session 21): backward_warp_dense_kernel<32, 2> (f32 rows of 1024) and the f32 512-thread block's dense form
+// (rows of 512·k to 8192) read y and dy L1::evict_last under an L2 evict-last policy, the same bits: softmax backward
+// 32768×1024 f32 98.74 → 96.40 µs, 16384×4096 f32 192.03 → 187.55 (bwd20's run, the bench's dirty L2; the numbers and
+// the rule at kBackwardDenseE32Hints below).
 #include <cooperative_groups.h>
 
 #include "cuda/device_attrs.hpp"
@@ -182,105 +186,48 @@ constexpr int kBackwardSplitSumsBlocksF32 = 2;
 constexpr bool kBackwardSplitVec16 = true;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
+// bwd21 (session 21): two f32 kernels read y and dy with L1::evict_last under an L2 evict-last policy
+// (createpolicy.fractional.L2::evict_last 1.0; the first read of torch.compile's 2-D backward, LDG.E.EL.128, bwd18);
+// their stores stay plain. The kernels' kHints: 0 plain, 1 these loads; the dispatcher's is the constant below
+// (warp_backward.hpp BackwardHintTuning forces either, for timing and tests). The hints move no value and no address:
+// the same arithmetic in the same order, the same bits; still 12 B an element.
+//   kBackwardDenseE32Hints: backward_warp_dense_kernel<32, 2> (f32 rows of exactly 1024, dense for E32 L32).
+//   kBackwardBlockF32Hints: backward_block_kernel<float, unstaged, 16, 512, 2> on dense rows (f32 rows of 512·k,
+//   1536 … 8192 under the dispatcher, one block a row), whose hinted form is the dense one (16-byte vectors at
+//   RowTile's map, no temperature, dx in f32): 0 keeps the general kernel (load_pair / write_grads).
+// Measured (bwd20's run, H200, 2026-12-02, tree of cf74f41, tune_bwd20 of 97d7477: a 240 MB memset before each timed
+// launch, the bench's dirty L2; median of 40 launches after 3, 3 rounds, the order reversed in round 2; ratio hinted /
+// plain a round, median (min-max), µs; dx bitwise plain's in every set; /work/notes/s21/c1/bwd20.txt):
+//   f32 32768×1024 (dense E32)   softmax backward 98.74 → 96.40, 0.9759 (0.9719-0.9858); log-softmax backward 98.96 →
+//                                96.94, 0.9821 (0.9767-0.9830)
+//   f32 16384×4096 (block)       softmax backward 192.03 → 187.55, 0.9767 (0.9760-0.9796); log-softmax backward
+//                                191.73 → 187.76, 0.9793 (0.9755-0.9800); the dense form with plain loads and stores
+//                                alone 0.9947 / 0.9941 (so the hints' own share ~0.982)
+// The rule, fixed before the run: c = max |1 − median| of the control set (the kernels' plain code under another name)
+// = 0.0018; a set ships on a kernel only if its median is ≤ min(0.985, 1 − 2c) on every shape and op it serves, no
+// round above 1.000 and the same bits; the lowest maximum wins, within 0.003 the set of fewer hints. Here these loads
+// (maxima 0.9821, 0.9793) over evict-last loads with streaming stores (0.9812, 0.9784) or with L2 evict-first stores
+// (0.9828, 0.9784). Not shipped (bwd20's sets on these kernels and on the 16-bit ones; 97d7477 has their code): L2
+// evict-first loads 1.04-1.09, L1::no_allocate loads 1.01-1.08, streaming or L2 evict-first stores alone 0.99-1.01;
+// these loads on the bf16 packed dy-shared block (16384×4096, 4096×16384) 0.979-1.003 (max 1.0032) and on the bf16
+// packed warp kernel (32768×1024, 262144×128) 0.964-0.995 (with streaming / evict-first stores max 0.991).
+constexpr int kBackwardDenseE32Hints = 1;
+constexpr int kBackwardBlockF32Hints = 1;
 
-// ---- bwd20: cache-hint sets of the 2-D backward's serving kernels (timing; warp_backward.hpp BackwardHintTuning) ----
-// A kernel's kHints = load | store << 2; 0 is the code as it was before bwd20 (no policy created, plain loads and
-// stores: the same SASS). The hints move no value and no address: the same arithmetic in the same order, the same bits.
-//   load  1: L1::evict_last with an L2 evict-last policy (createpolicy.fractional.L2::evict_last 1.0), Triton's first
-//            read of y and dy in torch.compile's 2-D backward (LDG.E.EL.128, bwd18); 2: an L2 evict-first policy;
-//            3: L1::no_allocate. The dy-shared block's dy copy (cp.async.cg: L2 only) takes the L2 policy of 1 and 2
-//            (.L2::cache_hint) and stays plain under 3.
-//   store 1: st.global.cs (streaming); 2: an L2 evict-first policy (st.global.L2::cache_hint).
-//   16: no hint, the control: the packed and dense warp kernels and the dy-shared block compile to their kHints = 0
-//       code under another name (the timing's noise); the register block takes its dense hinted form with plain loads
-//       and stores (the hinted forms' own baseline: 0 bytes spilled where the general form spills 8).
-// Built (with_hint_set below): 1, 2, 3, 4, 8 and 5 (1 + 4), 6 (2 + 4), 9 (1 + 8), 10 (2 + 8), 16, for backward_shared_packed_
-// kernel<bf16, 3>, backward_warp_packed_kernel<bf16, 8 | 32>, backward_warp_dense_kernel<32, 2> and
-// backward_block_kernel<float, unstaged, 16, 512, 2> (the kernels that serve issue 3's 2-D backward shapes but
-// 8192×32000, which backward_reread.cu serves), on dense rows only.
-constexpr int hint_load(int h) { return h & 3; }
-constexpr int hint_store(int h) { return (h >> 2) & 3; }
-
-struct HintPolicy {
-  std::uint64_t load, store;
-};
-template <int kHints>
-__device__ __forceinline__ HintPolicy hint_policy() {
-  HintPolicy pol{0, 0};
-  if constexpr (hint_load(kHints) == 1) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol.load));
-  if constexpr (hint_load(kHints) == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol.load));
-  if constexpr (hint_store(kHints) == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol.store));
+// An L2 evict-last cache policy (the kHints 1 loads').
+__device__ __forceinline__ std::uint64_t evict_last_policy() {
+  std::uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
   return pol;
 }
 
-// A 16-byte vector of global memory at q (16-byte aligned) under load hint kLoad (0: a plain load).
-template <int kLoad>
-__device__ __forceinline__ uint4 hinted_load(const void* q, std::uint64_t pol) {
+// A 16-byte vector of global memory at q (16-byte aligned), read L1::evict_last under the L2 cache policy pol.
+__device__ __forceinline__ uint4 load_evict_last(const void* q, std::uint64_t pol) {
   uint4 b;
-  if constexpr (kLoad == 1)
-    asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
-                 : "l"(q), "l"(pol));
-  else if constexpr (kLoad == 2)
-    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
-                 : "l"(q), "l"(pol));
-  else if constexpr (kLoad == 3)
-    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
-                 : "l"(q));
-  else
-    b = *static_cast<const uint4*>(q);
+  asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w)
+               : "l"(q), "l"(pol));
   return b;
-}
-
-// b to global memory at q (16-byte aligned) under store hint kStore (0: a plain store). No "memory" clobber: nothing
-// in these kernels reads dx back, and a row's stores depend on its own loads.
-template <int kStore>
-__device__ __forceinline__ void hinted_store(void* q, uint4 b, std::uint64_t pol) {
-  if constexpr (kStore == 1)
-    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(q), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w));
-  else if constexpr (kStore == 2)
-    asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(q), "r"(b.x), "r"(b.y), "r"(b.z),
-                 "r"(b.w), "l"(pol));
-  else
-    *static_cast<uint4*>(q) = b;
-}
-
-// __pipeline_memcpy_async's 16-byte cp.async.cg with an L2 cache policy.
-__device__ __forceinline__ void hinted_copy_async(void* dst, const void* src, std::uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
-                   static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "l"(pol)
-               : "memory");
-}
-
-// PackedRow::load under load hint kLoad.
-template <int kLoad, typename In, int E>
-__device__ __forceinline__ void load_packed_hinted(PackedRow<In, E>& r, const In* row, int g, int G,
-                                                   std::uint64_t pol) {
-  using Tile = typename PackedRow<In, E>::Tile;
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    const uint4 q = hinted_load<kLoad>(row + Tile::index(k, g, G), pol);
-    r.w[k * 4 + 0] = q.x, r.w[k * 4 + 1] = q.y, r.w[k * 4 + 2] = q.z, r.w[k * 4 + 3] = q.w;
-  }
-}
-
-// store_packed_row under store hint kStore.
-template <int kStore, typename In, int E, typename F>
-__device__ __forceinline__ void store_packed_row_hinted(In* row, int g, int G, std::uint64_t pol, F&& f) {
-  using Tile = RowTile<In, E>;
-  using W = typename Tile::template OutVec<In>;
-#pragma unroll
-  for (int k = 0; k < Tile::K; ++k) {
-    W o;
-#pragma unroll
-    for (int j = 0; j < Tile::V; ++j) o.v[j] = from_f32<In>(f(k * Tile::V + j));
-    uint4 b;
-    memcpy(&b, &o, sizeof(b));
-    hinted_store<kStore>(row + Tile::index(k, g, G), b, pol);
-  }
 }
 
 // The temperature a row divides by: the scalar, the row's own, or NaN for an invalid per-row one.
@@ -361,8 +308,7 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
 // unit steps, dx in y's dtype, no temperature). The arithmetic and its order are backward_warp_kernel's (the same
 // terms, tree_sum, group_sum, y·(dy − s) or dy − exp(y)·s): the outputs are bitwise its.
 // kMinBlocks: __launch_bounds__'s blocks an SM (256 threads: 4 caps a thread at 64 registers, 6 at 40, 8 at 32).
-// kHints (bwd20): the cache-hint set of y's and dy's loads and dx's stores (hint_load / hint_store above; 0: plain).
-template <typename In, int E, int kMinBlocks, int kHints = 0>
+template <typename In, int E, int kMinBlocks>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed_kernel(const RowProblem p, int lanes) {
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
@@ -375,19 +321,13 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
-  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
     const std::int64_t row = base + group;
     const bool active = row < p.rows;
     PackedRow<In, E> y, dy;
     if (active) {
-      if constexpr (hint_load(kHints) != 0) {
-        load_packed_hinted<hint_load(kHints)>(y, ys + row * p.map.stride[kX][0], g, lanes, pol.load);
-        load_packed_hinted<hint_load(kHints)>(dy, dys + row * p.map.stride[kDy][0], g, lanes, pol.load);
-      } else {
-        y.load(ys + row * p.map.stride[kX][0], g, lanes);
-        dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
-      }
+      y.load(ys + row * p.map.stride[kX][0], g, lanes);
+      dy.load(dys + row * p.map.stride[kDy][0], g, lanes);
     } else {
       y.fill(from_f32<In>(0.0f));
       dy.fill(from_f32<In>(0.0f));
@@ -395,14 +335,6 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
     // thread_terms' terms and tree, each term formed where the tree adds it
     const float s = group_sum(tree_sum_of<E>([&](int i) { return softmax ? dy.get0(i) * y.get0(i) : dy.get0(i); }), lanes);
     if (!active) continue;
-    if constexpr (hint_store(kHints) != 0) {
-      store_packed_row_hinted<hint_store(kHints), In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, pol.store,
-                                                         [&](int i) {
-                                                           const float yi = y.get(i, k1), di = dy.get(i, k1);
-                                                           return softmax ? yi * (di - s) : di - expf(yi) * s;
-                                                         });
-      continue;
-    }
     store_packed_row<In, E>(dxs + row * p.map.stride[kOut][0], g, lanes, [&](int i) {
       const float yi = y.get(i, k1), di = dy.get(i, k1);
       return softmax ? yi * (di - s) : di - expf(yi) * s;  // write_grads' arithmetic
@@ -416,12 +348,14 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_packed
 // backward_warp_kernel's in the same order (thread_terms, tree_sum, group_sum, backward_grads): the outputs are bitwise
 // its. kCs (sbwd12): dx stored with st.global.cs (streaming: the lines are not read again), the same values and
 // addresses; the E8 build takes it (dense_kernel below).
-// kHints (bwd20): the cache-hint set (hint_load / hint_store above; 0: as before; a store hint replaces kCs).
+// kHints (bwd21): 1 reads y and dy L1::evict_last under an L2 evict-last policy (load_evict_last), the E32 build's
+// default (kBackwardDenseE32Hints: 0.976 / 0.982 of the plain loads at 32768×1024, the measurement there); 0 plain.
 template <int E, int kMinBlocks, bool kCs = false, int kHints = 0>
 __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_kernel(const RowProblem p, int lanes) {
   using Tile = RowTile<float, E>;
   constexpr int K = Tile::K;
   static_assert(Tile::V == 4, "16-byte vectors");
+  static_assert(kHints == 0 || kHints == 1, "0 plain, 1 evict-last loads");
   const int lane = threadIdx.x % 32;
   const int group = lane / lanes, g = lane % lanes;
   const int rows_per_warp = 32 / lanes;
@@ -431,7 +365,8 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
   const float* const ys = static_cast<const float*>(p.x);
   const float* const dys = static_cast<const float*>(p.dy);
   float* const dxs = static_cast<float*>(p.out);
-  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
+  [[maybe_unused]] std::uint64_t pol = 0;
+  if constexpr (kHints == 1) pol = evict_last_policy();
   for (std::int64_t base = warp * rows_per_warp; base < p.rows; base += warps * rows_per_warp) {
     const std::int64_t row = base + group;
     const bool active = row < p.rows;
@@ -441,15 +376,15 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
       const float4* const yv = reinterpret_cast<const float4*>(ys + row * p.map.stride[kX][0]) + g;
       const float4* const dv = reinterpret_cast<const float4*>(dys + row * p.map.stride[kDy][0]) + g;
       float4 a[K], b[K];
-      if constexpr (hint_load(kHints) != 0) {
+      if constexpr (kHints == 1) {
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-          const uint4 q = hinted_load<hint_load(kHints)>(yv + k * lanes, pol.load);
+          const uint4 q = load_evict_last(yv + k * lanes, pol);
           memcpy(&a[k], &q, sizeof(q));
         }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-          const uint4 q = hinted_load<hint_load(kHints)>(dv + k * lanes, pol.load);
+          const uint4 q = load_evict_last(dv + k * lanes, pol);
           memcpy(&b[k], &q, sizeof(q));
         }
       } else {
@@ -475,11 +410,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const float4 o = make_float4(y[4 * k], y[4 * k + 1], y[4 * k + 2], y[4 * k + 3]);
-      if constexpr (hint_store(kHints) != 0) {
-        uint4 q;
-        memcpy(&q, &o, sizeof(q));
-        hinted_store<hint_store(kHints)>(xv + k * lanes, q, pol.store);
-      } else if constexpr (kCs) __stcs(xv + k * lanes, o);
+      if constexpr (kCs) __stcs(xv + k * lanes, o);
       else xv[k * lanes] = o;
     }
   }
@@ -494,13 +425,15 @@ __global__ void __launch_bounds__(kWarpThreads, kMinBlocks) backward_warp_dense_
 // E, kThreads, kMinBlocks: elements of y and of dy a thread holds and the launch bounds — kBackwardBlockElems at up to
 // 512 threads, two blocks an SM, or the wide block (kBackwardWideBlockElems at up to 1024 threads, one block an SM;
 // never staged nor clustered). Both get 64 registers a thread.
-// kHints (bwd20): the cache-hint set of y's and dy's loads and dx's stores (hint_load / hint_store above; 0: as before,
-// the general loads and stores). A hinted build serves dense rows only (rows_dense at the block's threads and E, one
-// block a row): whole 16-byte vectors at RowTile's map, the same values in the same registers.
+// kHints (bwd21; unstaged, one block a row, dense rows only: rows_dense at the block's threads and E): 1 the dense form
+// (whole 16-byte vectors at RowTile's map, the same values in the same registers, write_grads' arithmetic without the
+// temperature, dx in y's type) with y and dy read L1::evict_last under an L2 evict-last policy (load_evict_last), the
+// f32 512-thread build's default on such rows (kBackwardBlockF32Hints: 0.977 / 0.979 of the general kernel at f32
+// 16384×4096, the measurement there; no spill, where the general form spills 8 B); 0 the general loads and stores.
 template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2,
           int kHints = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(const RowProblem p, int cluster) {
-  static_assert(kHints == 0 || !kStaged, "hint sets on the unstaged kernel only");
+  static_assert(kHints == 0 || (kHints == 1 && !kStaged), "the hinted form: unstaged only");
   using Stage = RowStage<In, E>;
   __shared__ float red[32];
   __shared__ float part;
@@ -534,7 +467,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
   };
   auto issue_next = [&] { next.issue({stage_y, stage_dy}, &stage_bar, &stage_plan, T); };
   std::uint32_t parity = 0;
-  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
+  [[maybe_unused]] std::uint64_t pol = 0;
+  if constexpr (kHints == 1) pol = evict_last_policy();
   if constexpr (kStaged) {
     if (t == 0) {
       Stage::init(&stage_bar);
@@ -562,19 +496,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
       } else {
         load_pair<In, E>(p, o, y, dy, p.n, 0, g, G);
       }
-    } else if constexpr (kHints != 0) {
+    } else if constexpr (kHints == 1) {
       using Tile = RowTile<In, E>;
       const In* const yr = at<In>(p.x, o.off(p, kX));
       const In* const dyr = at<In>(p.dy, o.off(p, kDy));
       typename Tile::Vec a[Tile::K], b[Tile::K];
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k) {
-        const uint4 q = hinted_load<hint_load(kHints)>(yr + Tile::index(k, g, G), pol.load);
+        const uint4 q = load_evict_last(yr + Tile::index(k, g, G), pol);
         memcpy(&a[k], &q, sizeof(q));
       }
 #pragma unroll
       for (int k = 0; k < Tile::K; ++k) {
-        const uint4 q = hinted_load<hint_load(kHints)>(dyr + Tile::index(k, g, G), pol.load);
+        const uint4 q = load_evict_last(dyr + Tile::index(k, g, G), pol);
         memcpy(&b[k], &q, sizeof(q));
       }
 #pragma unroll
@@ -604,7 +538,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
       s = group_sum(lane < cluster ? *cg::this_cluster().map_shared_rank(&part, lane) : 0.0f, 32);
       cg::this_cluster().sync();  // every block has read `part` before any rewrites it
     }
-    if constexpr (kHints != 0) {  // write_grads' arithmetic (dense rows: no temperature, dx in y's type)
+    if constexpr (kHints == 1) {  // write_grads' arithmetic (dense rows: no temperature, dx in y's type)
       using Tile = RowTile<In, E>;
       static_assert(sizeof(typename Tile::template OutVec<In>) == 16, "16-byte vectors");
       if (p.op == Op::softmax_backward) backward_grads<false>(y, dy, s);
@@ -617,7 +551,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) backward_block_kernel(co
         for (int j = 0; j < Tile::V; ++j) w.v[j] = from_f32<In>(y[k * Tile::V + j]);
         uint4 q;
         memcpy(&q, &w, sizeof(q));
-        hinted_store<hint_store(kHints)>(dxr + Tile::index(k, g, G), q, pol.store);
+        *reinterpret_cast<uint4*>(dxr + Tile::index(k, g, G)) = q;
       }
     } else {
       write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, G);
@@ -705,8 +639,7 @@ __global__ void __launch_bounds__(kWideBlockThreads, 1) backward_wide_shared_ker
 // 94.3 µs at 4.27 TB/s. Measured (pack14, kBackwardSharedPackedBlocks below): 98.3-100.1 µs at 4096..16384, 94-96 % of
 // copy; Nsight Compute at bf16 16384×4096 softmax backward (one launch each, clocks unlocked): unpacked 94.2 µs, DRAM
 // 85.0 %, warps active 47.8 %, 10.1 long-scoreboard stall cycles an issue; packed 89.5 µs, 88.5 %, 71.1 %, 15.6.
-// kHints (bwd20): the cache-hint set of y's loads, dy's copy and dx's stores (hint_load / hint_store above; 0: plain).
-template <typename In, int kMinBlocks, int kHints = 0>
+template <typename In, int kMinBlocks>
 __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
     backward_shared_packed_kernel(const RowProblem p) {
   using S = SharedShare<In>;
@@ -723,20 +656,13 @@ __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
   const In* const ys = static_cast<const In*>(p.x);
   const In* const dys = static_cast<const In*>(p.dy);
   In* const dxs = static_cast<In*>(p.out);
-  [[maybe_unused]] const HintPolicy pol = hint_policy<kHints>();
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const In* const dyr = dys + row * p.map.stride[kDy][0];
-    if constexpr (hint_load(kHints) == 1 || hint_load(kHints) == 2) {
 #pragma unroll
-      for (int k = 0; k < K; ++k) hinted_copy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), pol.load);
-    } else {
-#pragma unroll
-      for (int k = 0; k < K; ++k) __pipeline_memcpy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), sizeof(uint4));
-    }
+    for (int k = 0; k < K; ++k) __pipeline_memcpy_async(&sdy[k * T + t], dyr + Tile::index(k, t, T), sizeof(uint4));
     __pipeline_commit();
     PackedRow<In, E> y;
-    if constexpr (hint_load(kHints) != 0) load_packed_hinted<hint_load(kHints)>(y, ys + row * p.map.stride[kX][0], t, T, pol.load);
-    else y.load(ys + row * p.map.stride[kX][0], t, T);
+    y.load(ys + row * p.map.stride[kX][0], t, T);
     __pipeline_wait_prior(0);
     // Vector k's tree of 8 terms (pass 0's unpack for y; dy's words as read from shared memory).
     auto vec_sum = [&](int k) {
@@ -759,13 +685,7 @@ __global__ void __launch_bounds__(kSharedPackedMaxThreads, kMinBlocks)
         const float yi = y.get(k * V + j, k1), di = unpack0<In>(w[j / 2], j % 2);
         o.v[j] = from_f32<In>(softmax ? yi * (di - s) : di - expf(yi) * s);  // backward_wide_shared_kernel's arithmetic
       }
-      if constexpr (hint_store(kHints) != 0) {
-        uint4 q;
-        memcpy(&q, &o, sizeof(q));
-        hinted_store<hint_store(kHints)>(dxr + Tile::index(k, t, T), q, pol.store);
-      } else {
-        *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
-      }
+      *reinterpret_cast<typename Tile::template OutVec<In>*>(dxr + Tile::index(k, t, T)) = o;
     }
     __syncthreads();  // red and the shares are rewritten by the next row
   }
@@ -1001,31 +921,21 @@ constexpr int kWarpBackwardPackedMinBlocks = E >= 32 ? 4 : E >= 16 ? 6 : 8;
 // sbwd12: E8 at 4 blocks an SM (44 registers) with streaming stores, the build its run timed fastest (rows of 32 and
 // 128 on a grid of 16: 1.007-1.010×; with plain stores on the grid of 8 even, with streaming stores there 0.994-1.000×). The
 // E16 and E32 builds with streaming stores were even (0.998-1.002×): not built.
+// bwd21: E32 reads y and dy evict-last (hints 1, kBackwardDenseE32Hints; 0 its plain loads).
 template <int E>
-auto dense_kernel(WarpBackwardDense d) -> void (*)(const RowProblem, int) {
+auto dense_kernel(WarpBackwardDense d, int hints) -> void (*)(const RowProblem, int) {
   if (!backward_dense_built(E, d.blocks)) return nullptr;
   if constexpr (E == 8) return backward_warp_dense_kernel<8, 4, true>;
   else if constexpr (E == 16) return backward_warp_dense_kernel<16, 4>;
-  else if constexpr (E == 32) return backward_warp_dense_kernel<32, 2>;
+  else if constexpr (E == 32)
+    return hints == 1 ? backward_warp_dense_kernel<32, 2, false, 1> : backward_warp_dense_kernel<32, 2, false, 0>;
   else return nullptr;
 }
 
-// bwd20: f(std::integral_constant<int, h>) for a built hint set h; false for any other h.
-template <typename F>
-bool with_hint_set(int h, F&& f) {
-  switch (h) {
-    case 1: f(std::integral_constant<int, 1>{}); return true;
-    case 2: f(std::integral_constant<int, 2>{}); return true;
-    case 3: f(std::integral_constant<int, 3>{}); return true;
-    case 4: f(std::integral_constant<int, 4>{}); return true;
-    case 5: f(std::integral_constant<int, 5>{}); return true;
-    case 6: f(std::integral_constant<int, 6>{}); return true;
-    case 8: f(std::integral_constant<int, 8>{}); return true;
-    case 9: f(std::integral_constant<int, 9>{}); return true;
-    case 10: f(std::integral_constant<int, 10>{}); return true;
-    case 16: f(std::integral_constant<int, 16>{}); return true;
-    default: return false;
-  }
+// bwd21: the hints a hinted kernel's launch takes: the dispatcher's (`dflt`) unless BackwardHintTuning forces 0 or 1.
+int chosen_hints(int dflt) {
+  const int h = backward_hint_tuning().hints;
+  return h == 0 || h == 1 ? h : dflt;
 }
 void note_hints(int kernel, int hints) {
   backward_hint_last().kernel.store(kernel, std::memory_order_relaxed);
@@ -1037,18 +947,22 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
   auto kernel = backward_warp_kernel<In, E>;
   // sbwd11: f32 rows dense for the launch's lanes and elements on the dense kernel, where one is built for (E, d).
   WarpBackwardDense took{};
+  int hint_kernel = 0, hints = 0;
   if constexpr (std::is_same_v<In, float>) {
     if (warp_backward_dense_tuning().on) d = warp_backward_dense_tuning().dense;
     if constexpr (E >= 8) {
       if (d.blocks > 0 && backward_dense_f32(p, c.lanes, E)) {
-        if (const auto k = dense_kernel<E>(d)) {
+        const int h = E == 32 ? chosen_hints(kBackwardDenseE32Hints) : 0;
+        if (const auto k = dense_kernel<E>(d, h)) {
           kernel = k;
           took = d;
+          if (E == 32) hint_kernel = 1, hints = h;
         }
       }
     }
     warp_backward_dense_last().blocks.store(took.blocks, std::memory_order_relaxed);
   }
+  note_hints(hint_kernel, hints);
   // WarpConfig::packed (short10): dense 16-bit rows of 8 elements a lane or more held packed.
   bool packed = false;
   if constexpr (sizeof(In) == 2 && E >= 8) {
@@ -1057,23 +971,6 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
       packed = true;
     }
   }
-  // bwd20: the hint set asked for (BackwardHintTuning) on the f32 dense E32 build and the bf16 packed E8 / E32 ones.
-  int hint_kernel = 0, hints = 0;
-  if (const int h = backward_hint_tuning().hints; h != 0) {
-    if constexpr (std::is_same_v<In, float> && E == 32) {
-      if (took.blocks == 2 && with_hint_set(h, [&](auto v) {
-            kernel = backward_warp_dense_kernel<32, 2, false, decltype(v)::value>;
-          }))
-        hint_kernel = 3, hints = h;
-    }
-    if constexpr (std::is_same_v<In, __nv_bfloat16> && (E == 8 || E == 32)) {
-      if (packed && with_hint_set(h, [&](auto v) {
-            kernel = backward_warp_packed_kernel<In, E, kWarpBackwardPackedMinBlocks<E>, decltype(v)::value>;
-          }))
-        hint_kernel = 2, hints = h;
-    }
-  }
-  note_hints(hint_kernel, hints);
   warp_backward_last().packed.store(packed, std::memory_order_relaxed);
   const int rows_per_block = (kWarpThreads / 32) * (32 / c.lanes);
   const std::int64_t needed = (p.rows + rows_per_block - 1) / rows_per_block;
@@ -1085,20 +982,24 @@ void launch_warp(const RowProblem& p, WarpConfig c, WarpBackwardDense d, cudaStr
 
 template <typename In, bool kStaged, int E = kBackwardBlockElems, int kThreads = kBlockMaxThreads, int kMinBlocks = 2>
 void launch_block(const RowProblem& p, BlockConfig c, cudaStream_t s) {
-  // bwd20: the hint set asked for (BackwardHintTuning) on f32 dense rows of the unstaged 512-thread block.
+  // bwd21: f32 dense rows of the unstaged 512-thread block, one block a row, take its hinted dense form
+  // (kBackwardBlockF32Hints; the same bits as the general kernel, which hints 0 keeps).
+  int hint_kernel = 0, hints = 0;
   if constexpr (std::is_same_v<In, float> && !kStaged && E == kBackwardBlockElems && kThreads == kBlockMaxThreads &&
                 kMinBlocks == 2) {
-    if (const int h = backward_hint_tuning().hints; h != 0 && c.cluster == 1 && rows_dense(p, c.threads, E)) {
-      void (*hinted)(const RowProblem, int) = nullptr;
-      if (with_hint_set(h, [&](auto v) { hinted = backward_block_kernel<float, false, E, kThreads, 2, decltype(v)::value>; })) {
+    if (c.cluster == 1 && rows_dense(p, c.threads, E)) {
+      hint_kernel = 2;
+      hints = chosen_hints(kBackwardBlockF32Hints);
+      if (hints == 1) {
+        const auto hinted = backward_block_kernel<float, false, E, kThreads, 2, 1>;
         hinted<<<capped_grid(p.rows), c.threads, 0, s>>>(p, 1);
         SMK_CUDA_CHECK_LAUNCH("backward_block_kernel (hinted)");
-        note_hints(4, h);
+        note_hints(hint_kernel, hints);
         return;
       }
     }
   }
-  note_hints(0, 0);
+  note_hints(hint_kernel, hints);
   const auto kernel = backward_block_kernel<In, kStaged, E, kThreads, kMinBlocks>;
   using Stage = RowStage<In, E>;
   const std::size_t smem = kStaged ? 2 * Stage::bytes(c.threads) : 0;  // y's share and dy's
@@ -1151,22 +1052,13 @@ void launch_wide_shared(const RowProblem& p, BlockConfig c, cudaStream_t s) {
                                                                : kBackwardSharedPackedBlocks;
   int took = 0;
   const auto packed = shared_packed_kernel<In>(want);
-  int hints = 0;
   if (packed != nullptr && c.threads <= kSharedPackedMaxThreads &&
       packed_dense(p, c.threads, kBackwardWideSharedElems)) {
     const std::size_t smem = per_thread * static_cast<std::size_t>(c.threads);
-    auto kernel = packed;
-    // bwd20: the hint set asked for (BackwardHintTuning) on the bf16 build at 3 blocks an SM.
-    if constexpr (std::is_same_v<In, __nv_bfloat16>) {
-      if (const int h = backward_hint_tuning().hints; h != 0 && want == 3 &&
-          with_hint_set(h, [&](auto v) { kernel = backward_shared_packed_kernel<In, 3, decltype(v)::value>; }))
-        hints = h;
-    }
-    kernel<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
+    packed<<<capped_grid(p.rows), c.threads, smem, s>>>(p);
     SMK_CUDA_CHECK_LAUNCH("backward_shared_packed_kernel");
     took = want;
   }
-  note_hints(hints != 0 ? 1 : 0, hints);
   backward_packed_last().shared_blocks.store(took, std::memory_order_relaxed);
   if (took > 0) return;
   static DeviceOnce attributes;

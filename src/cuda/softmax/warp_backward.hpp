@@ -21,8 +21,9 @@ namespace smk::cuda::kernels {
 // Which dense kernel a launch takes (0 in `blocks`: backward_warp_kernel).
 //   blocks: __launch_bounds__'s blocks an SM (256 threads), a built bound for the launch's E (backward_dense_built),
 //           or 0 for none (the general kernel).
-// Plain loads: evict-first loads were timed (0.87-0.95×, docs/perf-notebook.md "sbwd11") and not kept. Stores: plain,
-// but streaming (st.global.cs) in the E8 build (sbwd12).
+// Plain loads: evict-first loads were timed (0.87-0.95×, docs/perf-notebook.md "sbwd11") and not kept; but the E32
+// build reads evict-last (bwd21, BackwardHintTuning below). Stores: plain, but streaming (st.global.cs) in the E8 build
+// (sbwd12).
 struct WarpBackwardDense {
   int blocks = 0;
 };
@@ -92,19 +93,21 @@ struct BackwardSplitLast {
 };
 BackwardSplitLast& backward_split_last();
 
-// bwd20 (session 20), timing only: the cache-hint set (backward.cu with_hint_set: load | store << 2; built 1, 2, 3,
-// 4, 5, 6, 8, 9, 10 and the control 16; 0 the kernels as before) that the launches of the 2-D backward's serving
-// kernels take where one is built: the bf16 packed dy-shared block at 3 blocks an SM, the bf16 packed warp kernel at E8
-// and E32, the f32 dense warp kernel at E32 (2 blocks an SM) and the f32 unstaged 512-thread register block on dense
-// rows. Any other launch, or a set not built, takes its kernel as before. The same values to the same addresses: the
-// same bits. Process-wide, not synchronised.
+// bwd21 (session 21), for tests and timing: the cache hints of the two f32 kernels that take them (backward.cu
+// kBackwardDenseE32Hints, kBackwardBlockF32Hints: y and dy read L1::evict_last under an L2 evict-last policy, dx stored
+// plainly): the dense warp kernel at E32 (2 blocks an SM: rows of 1024) and the unstaged 512-thread register block on
+// rows dense for it (rows_dense at its threads and 16 elements, one block a row: rows of 512·k, 1536 … 8192 under the
+// dispatcher). hints 0 takes their plain forms (the dense kernel's plain loads; the block's general kernel), 1 the
+// hinted ones, anything else (-1) the dispatcher's (1 on both). The same values to the same addresses: the same bits.
+// Process-wide, not synchronised. (bwd20's other hint sets, and its hints on the bf16 packed kernels, were removed:
+// 97d7477 has them; backward.cu's note above kBackwardDenseE32Hints has their numbers.)
 struct BackwardHintTuning {
-  int hints = 0;
+  int hints = -1;
 };
 BackwardHintTuning& backward_hint_tuning();
-// The last launch of those launchers (dy-shared, warp_per_row, the 512-thread block): which hinted kernel it took
-// (kernel 1 the packed dy-shared block, 2 the packed warp kernel, 3 the dense warp kernel, 4 the register block; 0 none)
-// and its hint set. Timing checks that a variant ran.
+// The last warp_per_row or 512-thread / wide register-block backward launch: whether it was one of those two kernels'
+// launches (kernel 1 the dense warp kernel at E32, 2 the 512-thread block on dense f32 rows; 0 neither) and the hints
+// it took (0 plain, 1 hinted). Tests and timing.
 struct BackwardHintLast {
   std::atomic<int> kernel{0};
   std::atomic<int> hints{0};

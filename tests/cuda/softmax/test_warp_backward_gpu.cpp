@@ -20,10 +20,14 @@
 // bwd17 (session 17): split_row's common-call chunk sums at 3 blocks an SM and its elementwise pass as the vector
 // kernel give the bits of sums at 2 with the chunk kernel, and the dispatcher takes them where its rule says
 // (SplitSumsBoundsAndVectorPassBitwiseTheDefault).
+// bwd21 (session 21): the two f32 kernels that read y and dy evict-last by default (the dense warp kernel at E32, the
+// 512-thread block's dense form) at lengths the dispatcher serves them, bitwise their plain forms
+// (EvictLastF32KernelsBitwiseThePlainForms).
 //
 // SMK_GPU_TEST_SMALL=1 (compute-sanitizer runs) keeps 2^15 elements a case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -50,6 +54,7 @@ struct TuningGuard {
     k::warp_backward_dense_tuning() = k::WarpBackwardDenseTuning{};
     k::backward_packed_tuning() = k::BackwardPackedTuning{};
     k::backward_split_tuning() = k::BackwardSplitTuning{};
+    k::backward_hint_tuning() = k::BackwardHintTuning{};
   }
 };
 
@@ -478,6 +483,74 @@ TEST_F(GpuWarpBackward, SplitSumsBoundsAndVectorPassBitwiseTheDefault) {
         EXPECT_EQ(last.grads_form.load(), whole && streams(1) ? 1 : 0);  // the vector kernel served dx over dy too
         expect_same_bits(base, a, "sums 3, vector pass, streaming, dx over dy");
       }
+}
+
+// bwd21 (session 21): the f32 kernels that read y and dy L1::evict_last under an L2 evict-last policy by default
+// (backward.cu kBackwardDenseE32Hints, kBackwardBlockF32Hints), through the automatic path at lengths the dispatcher
+// serves them with: backward_warp_dense_kernel<32, 2> at 1024 (E32 L32; 300 rows and 2), the 512-thread block's dense
+// form at 1536 (T96), 4096 (T256) and 8192 (T512; 2 to 64 rows, one block a row). Each call within the float64
+// reference's gates, output poisoned first and no stray write, the launch record (BackwardHintLast) showing the kernel
+// and its hinted form; then the plain forms forced (BackwardHintTuning hints 0: the dense kernel's plain loads, the
+// block's general kernel) must record the same kernel, form 0, and give the same bits; dx written over dy at 1024 and
+// 4096 too. Rows neither kernel serves record neither: a row alone (no row dimension: rows_dense refuses it), an odd
+// pitch, 1000 (E32 L32, not dense) and 4000 (T256, not dense).
+TEST_F(GpuWarpBackward, EvictLastF32KernelsBitwiseThePlainForms) {
+  TuningGuard guard;
+  k::warp_row_tuning() = {};
+  k::warp_backward_dense_tuning() = {};
+  struct Want {
+    std::int64_t rows, n;
+    bool odd;
+    int kernel;  // BackwardHintLast::kernel: 1 the dense warp kernel at E32, 2 the 512-thread block; 0 neither
+  };
+  const std::vector<Want> wants = {{300, 1024, false, 1}, {2, 1024, false, 1},  {1, 1024, false, 0},
+                                   {300, 1024, true, 0},  {300, 1000, false, 0}, {64, 1536, false, 2},
+                                   {64, 4096, false, 2},  {2, 4096, false, 2},   {17, 8192, false, 2},
+                                   {1, 4096, false, 0},   {64, 4096, true, 0},   {64, 4000, false, 0}};
+  auto& tuning = k::backward_hint_tuning();
+  auto& last = k::backward_hint_last();
+  std::uint64_t seed = 5100;
+  for (const Want& w : wants)
+    for (Op op : {Op::softmax_backward, Op::log_softmax_backward}) {
+      const std::int64_t rows = small_mode() ? std::min(w.rows, std::max<std::int64_t>(2, (1 << 15) / w.n)) : w.rows;
+      Case c = backward_case("f32 " + std::to_string(rows) + "x" + std::to_string(w.n), op, DType::f32, DType::f32,
+                             rows, w.n, ++seed);
+      if (w.odd) {
+        c.in.strides = {w.n + 1, 1};
+        c.in.offset = 1;
+        c.name += " odd pitch";
+      }
+      const int kernel = rows == 1 ? 0 : w.kernel;
+      SCOPED_TRACE(c.name + " " + op_name(op));
+      tuning = {};
+      last.kernel = -1;
+      const Result r = run_gpu(c, SoftmaxPath::automatic);
+      ASSERT_TRUE(r.ran) << r.reason;
+      EXPECT_FALSE(r.stray_write);
+      EXPECT_EQ(check(c, r, reference(c)), 0);
+      EXPECT_EQ(last.kernel.load(), kernel) << "the dispatcher's";
+      EXPECT_EQ(last.hints.load(), kernel != 0 ? 1 : 0) << "the dispatcher's";
+      tuning.hints = 0;
+      last.kernel = -1;
+      const Result p = run_gpu(c, SoftmaxPath::automatic);
+      ASSERT_TRUE(p.ran) << p.reason;
+      EXPECT_FALSE(p.stray_write);
+      EXPECT_EQ(last.kernel.load(), kernel) << "plain forced";
+      EXPECT_EQ(last.hints.load(), 0) << "plain forced";
+      expect_same_bits(r, p, "plain forced");
+      if (w.odd || rows < 64 || (w.n != 1024 && w.n != 4096)) continue;
+      tuning = {};
+      Case over_dy = c;
+      over_dy.name += " dx over dy";
+      over_dy.in_place = true;
+      last.kernel = -1;
+      const Result a = run_gpu(over_dy, SoftmaxPath::automatic);
+      ASSERT_TRUE(a.ran) << a.reason;
+      EXPECT_EQ(check(over_dy, a, reference(over_dy)), 0);
+      EXPECT_EQ(last.kernel.load(), kernel) << over_dy.name;
+      EXPECT_EQ(last.hints.load(), 1) << over_dy.name;
+      expect_same_bits(r, a, over_dy.name);
+    }
 }
 
 }  // namespace
