@@ -375,7 +375,7 @@ if want final || want final-san; then
     san_mc test_cuda_cluster_stage --gtest_filter='*F32SoftmaxRowsOnSplitRow*:*DispatcherRule*' || return 9
     san_rc test_cuda_block_row --gtest_filter='*DispatchedReadOnlyRows*' || return 9
     san_rc test_cuda_lse_stream --gtest_filter="${SMK_RACE_REG21:-*Reg21*}" || return 9
-    san_rc test_cuda_warp_backward --gtest_filter="${SMK_RACE_BWD21:-*Bwd21*}"
+    san_rc test_cuda_warp_backward --gtest_filter="${SMK_RACE_BWD21:-*EvictLast*}"
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_mc san_rc san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.

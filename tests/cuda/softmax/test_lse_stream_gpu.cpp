@@ -509,9 +509,10 @@ TEST_F(GpuLse19, PlainAndGeneralFormsBitwise) {
   std::printf("[ lse19 ] %d cases: the plain form byte for byte the general form\n", compared);
 }
 
-// Both configurations against float64 (the gates of gpu_case.hpp) at the dispatcher's lengths and L16 at 4096 / 16384
-// (not the library's configuration there: a 128-thread block a row; its error printed beside T128's, as lead19 timed
-// it): the bitwise test above ties the plain form to the general one; this one says both are right on the special rows.
+// Both configurations against float64 (the gates of gpu_case.hpp) at the dispatcher's lengths, L16 at 4096 (the
+// library's configuration for 16-bit rows there since next20, session 20; f32 rows there take T128) and at 16384 (not
+// the library's: a 128-thread block a row), each error printed beside T128's, as lead19 timed it: the bitwise test
+// above ties the plain form to the general one; this one says both are right on the special rows.
 TEST_F(GpuLse19, RowKernelsAgainstTheReference) {
   namespace k = cuda::kernels;
   std::uint64_t seed = 19500;
