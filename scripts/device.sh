@@ -22,7 +22,8 @@
 #   93cf0c9:scripts/device.sh` has them.
 #   Session 18's (lse18 split18 short18 short18b; bwd18's went in its own commit) and session 19's few19 and lead19
 #   were removed in session 19: `git show 2193d3f:scripts/device.sh` has them. prep20's next20 (run in session 20)
-#   was removed then: `git show cf74f41:scripts/device.sh` has it.
+#   was removed then: `git show cf74f41:scripts/device.sh` has it; session 20's s20tools (tune_reg20 / tune_bwd20,
+#   run on the final build) with its tools: `git show 85cae7c:scripts/device.sh`.
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step); tests run
 #   side by side with `bg_step` and are counted with `bg_tally`.
@@ -221,13 +222,6 @@ if want lce; then
 fi
 if want tune && [ -x build/default/tests/tune_softmax ]; then
   run_step tune build/default/tests/tune_softmax
-fi
-# s20tools (session 20): the one-off confirmation tools of reg21 / bwd21 (tests/cuda/softmax/tune_reg20.cpp,
-# tune_bwd20.cpp, built by the build step when their files exist), after a final-* step's build in the same call.
-if want s20tools; then
-  for tool in tune_reg20 tune_bwd20; do
-    [ -x "build/default/tests/$tool" ] && run_step "$tool" timeout 90 "build/default/tests/$tool"
-  done
 fi
 if want demo; then
   run_step demo build/default/apps/softmaxkit/softmaxkit demo

@@ -116,7 +116,7 @@
 // rows take row_loop under the dispatcher); the same bits. torch.compile's form of the 2-D backward
 // (512 threads a row, the row read twice at 32 registers; backward_reread.cu's note) ran 0.64-0.98x of this file's
 // blocks.
-// bwd21 (session 21): backward_warp_dense_kernel<32, 2> (f32 rows of 1024) and the f32 512-thread block's dense form
+// bwd21 (session 20): backward_warp_dense_kernel<32, 2> (f32 rows of 1024) and the f32 512-thread block's dense form
 // (rows of 512·k to 8192) read y and dy L1::evict_last under an L2 evict-last policy, the same bits: softmax backward
 // 32768×1024 f32 98.74 → 96.40 µs, 16384×4096 f32 192.03 → 187.55 (bwd20's run, the bench's dirty L2; the numbers and
 // the rule at kBackwardDenseE32Hints below).
@@ -186,7 +186,7 @@ constexpr int kBackwardSplitSumsBlocksF32 = 2;
 constexpr bool kBackwardSplitVec16 = true;
 constexpr int kBlockMaxThreads = 512;
 constexpr int kMergeThreads = 1024;
-// bwd21 (session 21): two f32 kernels read y and dy with L1::evict_last under an L2 evict-last policy
+// bwd21 (session 20): two f32 kernels read y and dy with L1::evict_last under an L2 evict-last policy
 // (createpolicy.fractional.L2::evict_last 1.0; the first read of torch.compile's 2-D backward, LDG.E.EL.128, bwd18);
 // their stores stay plain. The kernels' kHints: 0 plain, 1 these loads; the dispatcher's is the constant below
 // (warp_backward.hpp BackwardHintTuning forces either, for timing and tests). The hints move no value and no address:
@@ -211,6 +211,11 @@ constexpr int kMergeThreads = 1024;
 // evict-first loads 1.04-1.09, L1::no_allocate loads 1.01-1.08, streaming or L2 evict-first stores alone 0.99-1.01;
 // these loads on the bf16 packed dy-shared block (16384×4096, 4096×16384) 0.979-1.003 (max 1.0032) and on the bf16
 // packed warp kernel (32768×1024, 262144×128) 0.964-0.995 (with streaming / evict-first stores max 0.991).
+// Confirmed on the shipped rule across the served lengths (H200, 2026-12-02, the lead's integrated run of the tree of
+// 85cae7c, bwd21's tune_bwd20, ratio hinted (auto) / plain forced, medians): dense E32 32768×1024 0.979 / 0.983,
+// 8192×1024 0.974 / 1.003 (0.956-1.007 over its rounds; 33 MB); block 16384×1536 0.977 / 0.983, 16384×2048 0.970 /
+// 0.978, 16384×4096 0.977 / 0.979, 8192×6144 0.969 / 0.976, 8192×8192 0.977 / 0.980; 2 and 64 rows 0.86-1.09 either
+// way, as the 1-row control that runs the same general kernel both ways (0.89-1.10): launch-bound noise. Same bits.
 constexpr int kBackwardDenseE32Hints = 1;
 constexpr int kBackwardBlockF32Hints = 1;
 

@@ -1,7 +1,8 @@
-// softmaxkit (internal, host side): reg21 (session 21, issue 3): f32's plain-form rows of at most 4096 on lse_stream's
+// softmaxkit (internal, host side): reg21 (session 20, issue 3): f32's plain-form rows of at most 4096 on lse_stream's
 // T128 configuration run lse_block_kernel built for 1536 threads an SM (40 registers) instead of 1024 (lse_stream.cu
 // kLseF32T128WideOccMaxN has the measurement); its tuning switch, launch count and attributes, for tests and timing
-// (test_lse_stream_gpu.cpp, tune_reg20.cpp). In its own header, not kernels.hpp (lse_chunks.hpp's reason).
+// (test_lse_stream_gpu.cpp; 85cae7c's tune_reg20.cpp timed it). In its own header, not kernels.hpp (lse_chunks.hpp's
+// reason).
 #pragma once
 
 #include <cstdint>

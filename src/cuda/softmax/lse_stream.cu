@@ -379,7 +379,7 @@ bool lse_plain_call(const RowProblem& p) {
   return true;
 }
 
-// reg21 (session 21): f32's plain form (aligned unit-stride rows, no transform) of rows of at most
+// reg21 (session 20): f32's plain form (aligned unit-stride rows, no transform) of rows of at most
 // kLseF32T128WideOccMaxN on the T128 configuration takes lse_block_kernel built for kLseF32T128WideOcc threads an SM:
 // 40 registers, no spill, 12 blocks of 128 an SM where the 1024 kernel's 53 registers give 9 (ptxas -v and
 // cudaFuncGetAttributes, CUDA 13.0, sm_90a; both the same code, a launch bound apart, so the same bits: a function of n
@@ -393,7 +393,11 @@ bool lse_plain_call(const RowProblem& p) {
 // (32768×1024) 1.038 / 1.066 / 1.255; 16-bit T128 at 1152 / 1280 and L16 at 1280 1.14-1.36 (spills in the chunk loop).
 // Rows under 2048 on T128 (direct launcher calls only: the dispatcher sends them elsewhere) take it too, not timed. The
 // general form and the 16-bit dtypes keep the 1024 kernels. lse_stream_wide_occ() = false forces the 1024 kernel
-// (lse_rows_occ.hpp; tests and timing).
+// (lse_rows_occ.hpp; tests and timing). Confirmed on the shipped rule (H200, 2026-12-02, the lead's integrated run of
+// the tree of 85cae7c, reg21's tune_reg20, ratio auto / the 1024 kernel forced): logsumexp 65536×2048 0.921, 32768×3072
+// 0.977 (first timing), 16384×4096 0.965, the state 0.923 / 0.978 / 0.967; 4097 and 6144 (the 1024 kernel both ways)
+// 0.996-1.004; 1 and 64 rows 0.93-1.17 either way (5-8 µs, launch-bound; the same spread where both sides are the same
+// kernel). Every output the forced kernel's bits.
 constexpr std::int64_t kLseF32T128WideOccMaxN = 4096;
 constexpr int kLseF32T128WideOcc = 1536;
 

@@ -93,7 +93,7 @@ struct BackwardSplitLast {
 };
 BackwardSplitLast& backward_split_last();
 
-// bwd21 (session 21), for tests and timing: the cache hints of the two f32 kernels that take them (backward.cu
+// bwd21 (session 20), for tests and timing: the cache hints of the two f32 kernels that take them (backward.cu
 // kBackwardDenseE32Hints, kBackwardBlockF32Hints: y and dy read L1::evict_last under an L2 evict-last policy, dx stored
 // plainly): the dense warp kernel at E32 (2 blocks an SM: rows of 1024) and the unstaged 512-thread register block on
 // rows dense for it (rows_dense at its threads and 16 elements, one block a row: rows of 512·k, 1536 … 8192 under the

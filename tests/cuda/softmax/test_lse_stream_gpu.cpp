@@ -27,7 +27,7 @@
 // (H200, lead19 of 2193d3f, forms forced through a tuning switch since removed): FormsBitwiseTheLibrarysKernels and
 // FormsAgainstTheReference passed at full size, memcheck 0 errors, racecheck 0 hazards (small).
 //
-// reg21 (session 21): f32's plain form of rows of at most 4096 on the T128 configuration runs lse_block_kernel built
+// reg21 (session 20): f32's plain form of rows of at most 4096 on the T128 configuration runs lse_block_kernel built
 // for 1536 threads an SM (lse_stream.cu kLseF32T128WideOccMaxN). GpuReg21: through the dispatcher, that kernel serves
 // 2048 and 4096 and not 4097, with the bytes of the 1024 kernel (forced through lse_rows_occ.hpp's switch). Since then
 // GpuLse19.PlainAndGeneralFormsBitwise compares, for f32 T128 rows ≤ 4096, the 1536 kernel (plain) against the 1024
@@ -553,7 +553,7 @@ TEST_F(GpuLse19, RowKernelsAgainstTheReference) {
   }
 }
 
-// ---- reg21 (session 21): f32's plain-form T128 rows ≤ 4096 on the kernel built for 1536 threads an SM -------------
+// ---- reg21 (session 20): f32's plain-form T128 rows ≤ 4096 on the kernel built for 1536 threads an SM -------------
 // f32 logsumexp and the state at 2048 and 4096 (the dispatcher's T128 lengths the rule takes) and 4097 (past it),
 // through the public API: which kernel served (lse_stream_launch_count, the dispatcher's last configuration, the 1536
 // kernel's launch count), the output poisoned (0xFF, then 0x00 for the forced run), every statistic byte for byte the

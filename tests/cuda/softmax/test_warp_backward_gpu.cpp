@@ -20,7 +20,7 @@
 // bwd17 (session 17): split_row's common-call chunk sums at 3 blocks an SM and its elementwise pass as the vector
 // kernel give the bits of sums at 2 with the chunk kernel, and the dispatcher takes them where its rule says
 // (SplitSumsBoundsAndVectorPassBitwiseTheDefault).
-// bwd21 (session 21): the two f32 kernels that read y and dy evict-last by default (the dense warp kernel at E32, the
+// bwd21 (session 20): the two f32 kernels that read y and dy evict-last by default (the dense warp kernel at E32, the
 // 512-thread block's dense form) at lengths the dispatcher serves them, bitwise their plain forms
 // (EvictLastF32KernelsBitwiseThePlainForms).
 //
@@ -485,7 +485,7 @@ TEST_F(GpuWarpBackward, SplitSumsBoundsAndVectorPassBitwiseTheDefault) {
       }
 }
 
-// bwd21 (session 21): the f32 kernels that read y and dy L1::evict_last under an L2 evict-last policy by default
+// bwd21 (session 20): the f32 kernels that read y and dy L1::evict_last under an L2 evict-last policy by default
 // (backward.cu kBackwardDenseE32Hints, kBackwardBlockF32Hints), through the automatic path at lengths the dispatcher
 // serves them with: backward_warp_dense_kernel<32, 2> at 1024 (E32 L32; 300 rows and 2), the 512-thread block's dense
 // form at 1536 (T96), 4096 (T256) and 8192 (T512; 2 to 64 rows, one block a row). Each call within the float64
