@@ -1987,10 +1987,10 @@ int few19_mode(bool ncu) {
 // float64 is printed and only an error over docs/semantics.md §6's gate fails the mode (exit 1). Without a CUDA device
 // the modes print why and exit 1 (no crash): next20_device_ok.
 //   --next20-f32-65536 (plan item 0): f32 softmax and log-softmax at rows of 32769 (a control: the rule's first
-//     cluster_stage length), 40001, 45056, 49152, 57344 and 65536, row counts 1, 32, 1024 and 8192 (capped at
-//     kNext20MaxBytes of input), through the library's entry points: "auto" the dispatcher (cluster_stage where
-//     softmax_cuda.cpp cluster_stage_takes takes the call; the served kernel is printed from its launch counter) beside
-//     "split_row" and "cluster_row" forced (ScopedSoftmaxPath: the kernels those paths launch, split_row's own rules
+//     cluster_stage length), 40001, 45056, 49152, 57344 and 65536 (or SMK_N20_LENGTHS's lengths), row counts 1, 32,
+//     1024 and 8192 (capped at kNext20MaxBytes of input), through the library's entry points: "auto" the dispatcher
+//     (cluster_stage where softmax_cuda.cpp cluster_stage_takes takes the call; the served kernel is printed from its
+//     launch counter) beside "split_row" and "cluster_row" forced (ScopedSoftmaxPath: the kernels those paths launch, split_row's own rules
 //     included). Error: rows 0, 1, rows / 2 and rows − 1 of copy 0 against float64, softmax relative (in u of p, p ≥
 //     1e−30; gate (18 + L)·u), log-softmax absolute (in u; gate (2|y| + L + 10 + 3 ln n)·u), L = ⌈log2 n⌉.
 //   --next20-l16 (plan item 1): logsumexp and the state on lse_stream's kernels at rows of 2048, 3072, 4096, 6144,
@@ -2087,6 +2087,29 @@ std::size_t next20_differing(const unsigned char* ref, const unsigned char* got,
     d += a != b;
   }
   return d;
+}
+
+// The row lengths a next20 mode times: SMK_N20_LENGTHS (comma-separated, e.g. "32769,34816,36864,38912") when set,
+// else `fallback`. Session 20's plan item 2 re-times f32 softmax between 32769 and 40001 this way.
+std::vector<std::int64_t> next20_lengths(std::vector<std::int64_t> fallback) {
+  const char* env = std::getenv("SMK_N20_LENGTHS");
+  if (env == nullptr || *env == '\0') return fallback;
+  std::vector<std::int64_t> ns;
+  for (const char* p = env; *p != '\0';) {
+    char* end = nullptr;
+    const long long v = std::strtoll(p, &end, 10);
+    if (end == p || v < 1) {
+      std::fprintf(stderr, "tune_softmax: SMK_N20_LENGTHS=%s: expected positive integers separated by commas\n", env);
+      std::exit(2);
+    }
+    ns.push_back(v);
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0') {
+      std::fprintf(stderr, "tune_softmax: SMK_N20_LENGTHS=%s: unexpected '%c'\n", env, *end);
+      std::exit(2);
+    }
+  }
+  return ns;
 }
 
 int next20_f32_65536() {
@@ -2196,7 +2219,7 @@ int next20_f32_65536() {
     }
     std::fflush(stdout);
   };
-  for (std::int64_t n : {32769, 40001, 45056, 49152, 57344, 65536})
+  for (std::int64_t n : next20_lengths({32769, 40001, 45056, 49152, 57344, 65536}))
     for (std::int64_t rows : {1, 32, 1024, 8192}) {
       const auto cap = static_cast<std::int64_t>(kNext20MaxBytes / (4.0 * static_cast<double>(n)));
       const std::int64_t r = std::min(rows, cap);
