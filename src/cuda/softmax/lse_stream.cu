@@ -45,7 +45,7 @@
 // dispatched nowhere) were removed after the run below (session 10 review, F3; the 12 kept kernels' SASS unchanged).
 // Session 17 added lse17's chunk kernel (T64 and T128, 3 dtypes × 2 forms: 12 more) and its merge kernel, below;
 // session 18 lse18's one-launch cluster kernel (T128, the 2 16-bit dtypes × 2 forms: 4) and the warp merge kernel
-// (lse_chunks_merge_warp_kernel): 30 kernels in all. Session 21 (reg21): f32's plain-form T128 row kernel a second
+// (lse_chunks_merge_warp_kernel): 30 kernels in all. Session 20 (reg21): f32's plain-form T128 row kernel a second
 // time, built for 1536 threads an SM (40 registers, no spill), for rows of at most 4096 (launch_form): 31.
 // Session 19 (lse19, lse19b): bf16's plain-form row kernels (L16, T128) widen by shift and mask and count ties in pairs
 // (kLseRowLean: 368 → 350 lane-instructions a 32-element chunk step, SASS; the same bits), measured in the lead's call
@@ -552,20 +552,6 @@ bool& lse_stream_wide_occ() {
 }
 
 std::uint64_t lse_stream_wide_occ_launch_count() { return lse_wide_occ_launches().load(std::memory_order_relaxed); }
-
-LseRowOccAttrs lse_stream_f32_t128_attrs(bool wide) {
-  const auto kernel =
-      wide ? lse_block_kernel<float, 128, false, kLseF32T128WideOcc> : lse_block_kernel<float, 128, false>;
-  cudaFuncAttributes fa{};
-  SMK_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-  LseRowOccAttrs a;
-  a.regs = fa.numRegs;
-  a.local_bytes = static_cast<int>(fa.localSizeBytes);
-  a.block = 128;
-  SMK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, kernel, a.block, 0));
-  a.max_n = kLseF32T128WideOccMaxN;
-  return a;
-}
 
 LseStreamLast& lse_stream_last_config() {
   static LseStreamLast last;
