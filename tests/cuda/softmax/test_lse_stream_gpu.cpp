@@ -31,7 +31,7 @@
 // for 1536 threads an SM (lse_stream.cu kLseF32T128WideOccMaxN). GpuReg21: through the dispatcher, that kernel serves
 // 2048 and 4096 and not 4097, with the bytes of the 1024 kernel (forced through lse_rows_occ.hpp's switch). Since then
 // GpuLse19.PlainAndGeneralFormsBitwise compares, for f32 T128 rows ≤ 4096, the 1536 kernel (plain) against the 1024
-// one (general). Not run yet.
+// one (general). Both passed on the H200 in session 20's integrated run (tree of 85cae7c).
 //
 // SMK_GPU_TEST_SMALL=1 (scripts/device.sh under compute-sanitizer): each code path at small sizes (rows of 3-4 chunks).
 #include <gtest/gtest.h>
