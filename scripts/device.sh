@@ -371,7 +371,11 @@ if want final || want final-san; then
     san_mc test_cuda_cluster_stage --gtest_filter='*F32SoftmaxRowsOnSplitRow*:*DispatcherRule*' || return 9
     san_rc test_cuda_block_row --gtest_filter='*DispatchedReadOnlyRows*' || return 9
     san_rc test_cuda_lse_stream --gtest_filter="${SMK_RACE_REG21:-*Reg21*}" || return 9
-    san_rc test_cuda_warp_backward --gtest_filter="${SMK_RACE_BWD21:-*EvictLast*}"
+    san_rc test_cuda_warp_backward --gtest_filter="${SMK_RACE_BWD21:-*EvictLast*}" || return 9
+    # Session 21: common.cuh's shifted loads and stores of rows off the vector boundary (odd21), every path and op
+    # (test_cuda_common); the block_row kShift instances are in test_cuda_block_row's memcheck above too.
+    san_mc test_cuda_common || return 9
+    san_rc test_cuda_common
   }
   run_step san-new env SMK_GPU_TEST_SMALL=1 SMK_ROW_LOOP_FEW=1 timeout "${SMK_SAN_NEW_S:-300}" bash -c "$(declare -f san_mc san_rc san_new); san_new"
   # Cross-entropy's accuracy beside torch's (issue 5: never less accurate than PyTorch), on the build's C entry.
@@ -403,8 +407,9 @@ if want final || want final-compare; then
   # The issue grid (for the comparison) and the row-length sweep (for the README's plot), cuDNN beside ours; then
   # torch eager and torch.compile on the issue grid, in whatever time the call has left (compare.md is rewritten after
   # every case, so a cut comparison still comes back).
-  run_step bench timeout 90 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
-    softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue sweep --path auto --target-ms 8 \
+  # Session 21 (odd21): the odd grid too (GPT-2's 50257, 4097, 100: rows off the vector boundary), compared after.
+  run_step bench timeout 100 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax logsumexp \
+    softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue sweep odd --path auto --target-ms 8 \
     --format table --json "$OUT/bench.json"
   python3 scripts/plot_bench.py "$OUT/bench.json" --out "$OUT/bench_bandwidth.png"
   # The dispatcher's choice beside the path it replaced, where session 7 moved it (cluster_stage for 16-bit rows of
@@ -418,8 +423,13 @@ if want final || want final-compare; then
   run_step paths-f32 timeout 30 build/default/apps/softmaxkit/softmaxkit bench --op softmax log_softmax --dtype f32 \
     --shape 4096x40000 1x40000 8192x45056 8192x65536 1x65536 --path auto cluster_row split_row --no-cudnn --target-ms 2 \
     --min-reps 5 --max-reps 30 --format table
-  run_step compare timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - SECONDS ))" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
-    --bench-json "$OUT/bench.json" --out "$OUT" --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
+  run_step compare timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - ${SMK_FINAL_ODD_S:-75} - SECONDS ))" env PYTHONUNBUFFERED=1 \
+    python3 scripts/compare_torch.py --bench-json "$OUT/bench.json" --out "$OUT" \
+    --compile-budget-s "${SMK_FINAL_COMPILE_S:-110}"
+  # The odd grid's comparison in the time left (compare-odd.md; its own folder, then copied beside compare.md).
+  mkdir -p /tmp/odd && run_step compare-odd timeout "$(( ${SMK_FINAL_DEADLINE_S:-570} - SECONDS ))" env PYTHONUNBUFFERED=1 \
+    python3 scripts/compare_torch.py --bench-json "$OUT/bench.json" --grid odd --out /tmp/odd --compile-budget-s 50
+  cp /tmp/odd/compare.md "$OUT/compare-odd.md" 2>/dev/null
 fi
 
 # fair9 (session 9, issues 7 and 8): ours and torch SDPA's FLASH and cuDNN backends timed interleaved in ONE process on
@@ -449,6 +459,63 @@ if want fair9; then
     end_carried
   fi
 fi
+# s21a (session 21, plan items 2 and 3, and the odd grid's standing): on carried binaries (build/s21a-bin.tar.xz:
+# bin/softmaxkit, bin/tune_softmax, lib/), the odd grid's five ops beside cuDNN (auto) and every path, next20's two
+# tune modes at the lengths the plan names, then torch eager / torch.compile on the odd grid. Back: a .txt a step,
+# s21a-summary.txt, s21a-logs.tgz (odd.json and compare.md inside).
+if want s21a; then
+  carried s21a build/s21a-bin.tar.xz
+  run_step s21a-odd timeout 100 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
+    log_softmax_backward --dtype f32 bf16 --shape odd --path auto --target-ms 8 --format table --json "$OUT/odd.json"
+  run_step s21a-oddall timeout 80 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
+    log_softmax_backward --dtype f32 bf16 --shape odd --path all --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
+    --format table
+  run_step s21a-tune bash -c "SMK_N20_LENGTHS=32769,34816,36864,38912,40001,42000 timeout 90 '$bin/bin/tune_softmax' \
+    --next20-f32-65536; SMK_N20_LENGTHS=4096,6144,6145,7168,8191,8192 timeout 90 '$bin/bin/tune_softmax' --next20-l16"
+  keep_logs s21a
+  run_step s21a-cmp timeout "${SMK_S21A_CMP_S:-200}" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
+    --bench-json "$OUT/odd.json" --grid odd --out "$OUT" --compile-budget-s "${SMK_S21A_COMPILE_S:-90}"
+  keep_logs s21a
+  end_carried
+fi
+
+# s21b (session 21, odd21): common.cuh's shifted loads and stores. Carried (build/s21b-bin.tar.xz): bin/softmaxkit
+# (the change), bin/softmaxkit.base (HEAD's, s21a's), bin/test_cuda_common, lib/. The new test whole, then under
+# memcheck (small); the odd grid and the issue grid, base and new alternating (2 rounds; s21b's issue grid 1); the odd
+# grid on every path.
+# s21c: the same on the 16-bit-only rule (common.cuh kShiftDefault), build/s21c-bin.tar.xz.
+for tag in s21b s21c; do
+if want $tag; then
+  carried $tag build/$tag-bin.tar.xz
+  run_step ${tag}x-test timeout 150 "$bin/bin/test_cuda_common"
+  run_step ${tag}x-mc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 9 "$bin/bin/test_cuda_common"
+  keep_logs $tag
+  for round in 1 2; do
+    for which in base new; do
+      exe=$bin/bin/softmaxkit; [ "$which" = base ] && exe=$bin/bin/softmaxkit.base
+      run_step "${tag}y-$which-odd-$round" timeout 60 "$exe" bench --op softmax log_softmax logsumexp softmax_backward \
+        log_softmax_backward --dtype f32 bf16 --shape odd --path auto --no-cudnn --target-ms 4 --format table \
+        --json "$OUT/$which-odd-$round.json"
+    done
+  done
+  keep_logs $tag
+  for round in 1 2; do
+    for which in base new; do
+      exe=$bin/bin/softmaxkit; [ "$which" = base ] && exe=$bin/bin/softmaxkit.base
+      run_step "${tag}y-$which-issue-$round" timeout 80 "$exe" bench --op softmax log_softmax logsumexp \
+        softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 4 \
+        --format table --json "$OUT/$which-issue-$round.json"
+    done
+  done
+  run_step $tag-all timeout 80 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
+    log_softmax_backward --dtype f32 bf16 --shape odd --path all --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
+    --format table
+  keep_logs $tag
+  end_carried
+fi
+done
+
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
 printf '%s\n' "${summary[@]}"

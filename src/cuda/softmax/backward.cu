@@ -256,11 +256,12 @@ __device__ __forceinline__ float thread_terms(const RowProblem& p, const float (
   return tree_sum<E>(t);
 }
 
-template <typename In, int E>
+// kShift: common.cuh RowTile's (odd21); backward_warp_kernel keeps the element loads and stores.
+template <typename In, int E, bool kShift = kShiftDefault<In>>
 __device__ __forceinline__ void write_grads(const RowProblem& p, const RowRef& o, float (&y)[E],
                                             const float (&dy)[E], float s, int n, std::int64_t first, int g,
                                             int G) {
-  using Tile = RowTile<In, E>;
+  using Tile = RowTile<In, E, kShift>;
   if (p.op == Op::softmax_backward) backward_grads<false>(y, dy, s);
   else backward_grads<true>(y, dy, s);
   if (p.scale) {
@@ -274,10 +275,10 @@ __device__ __forceinline__ void write_grads(const RowProblem& p, const RowRef& o
   });
 }
 
-template <typename In, int E>
+template <typename In, int E, bool kShift = kShiftDefault<In>>
 __device__ __forceinline__ void load_pair(const RowProblem& p, const RowRef& o, float (&y)[E], float (&dy)[E],
                                           int n, std::int64_t first, int g, int G) {
-  using Tile = RowTile<In, E>;
+  using Tile = RowTile<In, E, kShift>;
   Tile::load(y, at<In>(p.x, o.off(p, kX)) + first * p.step[kX], n, p.step[kX], g, G, 0.0f);
   Tile::load(dy, at<In>(p.dy, o.off(p, kDy)) + first * p.step[kDy], n, p.step[kDy], g, G, 0.0f);
 }
@@ -297,13 +298,13 @@ __global__ void __launch_bounds__(kWarpThreads, E >= 32 ? 2 : (E >= 16 ? 3 : 4))
     float y[E], dy[E];
     const RowRef o{row, 0};
     if (active) {
-      load_pair<In, E>(p, o, y, dy, p.n, 0, g, lanes);
+      load_pair<In, E, false>(p, o, y, dy, p.n, 0, g, lanes);  // odd21: element loads measured faster here
     } else {
 #pragma unroll
       for (int i = 0; i < E; ++i) y[i] = dy[i] = 0.0f;
     }
     const float s = group_sum(thread_terms(p, y, dy), lanes);
-    if (active) write_grads<In, E>(p, o, y, dy, s, p.n, 0, g, lanes);
+    if (active) write_grads<In, E, false>(p, o, y, dy, s, p.n, 0, g, lanes);
   }
 }
 

@@ -179,10 +179,14 @@ __device__ __forceinline__ void finish_row(const RowProblem& p, const RowRef& o,
 // one block an SM (block_per_row up to 32768; never staged nor clustered). Both get 64 registers a thread.
 // Out: softmax's output type, known at compile time (common.cuh out_exp: 16-bit outputs take the plain exponential);
 // void for the log ops, whose output type is read from p at the store.
+// kShift (odd21, session 21): RowTile's loads and stores of unit-stride rows off the 16-byte boundary (common.cuh
+// load_shifted / store_shifted); a second instance that launch() takes only for such calls (rows_off_boundary), since
+// the code it adds cost the aligned calls of the wide block 3.3-3.7 % (bf16 8192×32000 softmax 319.3 → 331.1 µs,
+// log-softmax 384.4 → 396.9; the s21c run) when every call took it.
 template <typename In, typename Out, bool kLog, bool kStaged, int kElems = kBlockElems, int kThreads = kMaxThreads,
-          int kMinBlocks = 2>
+          int kMinBlocks = 2, bool kShift = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) block_rows_kernel(const RowProblem p, int cluster) {
-  using Tile = RowTile<In, kElems>;
+  using Tile = RowTile<In, kElems, kShift>;
   using Stage = RowStage<In, kElems>;
   // The log ops' terms by log_term_exp_ftz (common.cuh thread_log_rest, as warp_per_row since warpdiet), except in the
   // f32 wide block, where log_term_exp stays: measured (H200, 2026-11-30, tier16's run of 77c64e6, µs old → ftz) f32
@@ -584,17 +588,27 @@ template <typename In, bool kStaged, int kElems = kBlockElems, int kThreads = kM
 void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   // Softmax's output type picks its exponential (common.cuh out_exp): a 16-bit output (In itself) the plain tier;
   // an f32 one exp_diff with the output type read at the store (Out = void: the kernel before the tier).
+  // odd21: 16-bit calls with rows off the 16-byte boundary take the kShift instances (the same bits).
+  constexpr bool kShiftBuilt = kShiftDefault<In>;
   constexpr auto softmax_kernel = block_rows_kernel<In, void, false, kStaged, kElems, kThreads, kMinBlocks>;
   constexpr auto softmax_out_kernel =
       block_rows_kernel<In, std::conditional_t<sizeof(In) == 2, In, void>, false, kStaged, kElems, kThreads, kMinBlocks>;
   constexpr auto log_kernel = block_rows_kernel<In, void, true, kStaged, kElems, kThreads, kMinBlocks>;
-  const auto kernel = p.op != Op::softmax           ? log_kernel
-                      : p.out_dtype == DType::f32 ? softmax_kernel
-                                                  : softmax_out_kernel;
+  constexpr auto softmax_shift_kernel =
+      block_rows_kernel<In, void, false, kStaged, kElems, kThreads, kMinBlocks, kShiftBuilt>;
+  constexpr auto softmax_out_shift_kernel = block_rows_kernel<In, std::conditional_t<sizeof(In) == 2, In, void>, false,
+                                                              kStaged, kElems, kThreads, kMinBlocks, kShiftBuilt>;
+  constexpr auto log_shift_kernel = block_rows_kernel<In, void, true, kStaged, kElems, kThreads, kMinBlocks, kShiftBuilt>;
+  const bool shift = kShiftBuilt && (rows_off_boundary(p, p.x, kX, sizeof(In)) ||
+                                     (writes_rows(p.op) && rows_off_boundary(p, p.out, kOut, dtype_size(p.out_dtype))));
+  const auto kernel = p.op != Op::softmax           ? (shift ? log_shift_kernel : log_kernel)
+                      : p.out_dtype == DType::f32 ? (shift ? softmax_shift_kernel : softmax_kernel)
+                                                  : (shift ? softmax_out_shift_kernel : softmax_out_kernel);
   const std::size_t smem = kStaged ? RowStage<In, kElems>::bytes(c.threads) : 0;
   static DeviceOnce attributes;  // per In and kStaged; clusters of more than 8 blocks are an H100/H200 extension
   attributes.run([&] {  // every instantiation at once: one DeviceOnce serves each op and output type
-    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
+    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel, softmax_shift_kernel, softmax_out_shift_kernel,
+                         log_shift_kernel}) {
       if (current_device_attrs().cc_major >= 9)  // no clusters below Hopper: leave the attribute alone there
         SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       if (kStaged)

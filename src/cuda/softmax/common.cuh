@@ -4,14 +4,16 @@
 // Determinism: every sum below is a fixed tree whose shape depends only on the row length and the launch
 // configuration: a pairwise tree over a thread's registers, an xor butterfly across lanes (every lane computes the
 // same additions, so every lane holds the bitwise-same result), the same butterfly across a block's warps and
-// across a cluster's blocks. Maxima are exact in any order. Loads are vectorised only when the row is aligned, but
-// the element-to-thread assignment is the same either way, so alignment never changes a result.
+// across a cluster's blocks. Maxima are exact in any order. Loads are vectorised when the row is aligned, assembled
+// from aligned blocks when a unit-stride row starts off a block boundary (odd21, below), element by element otherwise,
+// but the element-to-thread assignment is the same every way, so alignment never changes a result.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/convert.cuh"
@@ -119,12 +121,99 @@ __device__ __forceinline__ RowTransform row_transform(const RowProblem& p, const
   return t;
 }
 
+// ---- unit-stride rows that start off a vector boundary (odd21, session 21) ------------------------------------------
+// A contiguous tensor whose rows have a length that is not a multiple of the vector (GPT-2's 50257, 4097, 100) starts
+// its rows at every offset in turn, so most rows miss the 16-byte boundary that a vector load needs. The kernels keep
+// their element map (a thread's vector is elements i0 … i0 + V − 1 of the row, i0 a multiple of V: the row's, not the
+// memory's, so that a row's result never depends on where it lies), and before odd21 loaded such a row element by
+// element: 8 two-byte loads a bf16 vector, bf16 8192×50257 softmax at 18 % of copy, 0.25-0.40× torch (the s21a run,
+// docs/perf-notebook.md "session 21 — odd21"). Here a vector comes from the two aligned blocks (B = sizeof the
+// vector's bytes) that hold it, funnel-shifted by the row's byte offset `shift` in its block (0 < shift < B, a multiple
+// of the element size): two wide loads and ~2 ALU instructions an element, the same values, so the same bits. Only
+// blocks inside the row are read (the caller checks that the second block ends by the row's end; the first may start
+// before row[0], in the same aligned block as row[0], which lies in the same allocation: allocations are at least
+// 256-byte aligned). A vector is stored as words (its bytes only; 16-bit rows at an odd half-word offset: a half-word,
+// W − 1 words, a half-word).
+
+// out[0, W) = the W words at byte `shift` of the 2W words lo:hi (0 < shift < 4W). kHalf: shift may be 2 mod 4 (16-bit
+// elements); else a multiple of 4 and no funnel shift is needed.
+template <int W, bool kHalf>
+__device__ __forceinline__ void funnel_words(const unsigned (&lo)[W], const unsigned (&hi)[W], unsigned shift,
+                                             unsigned (&out)[W]) {
+  unsigned c[2 * W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    c[i] = lo[i];
+    c[W + i] = hi[i];
+  }
+  const unsigned words = shift >> 2;
+#pragma unroll
+  for (int bit = 1; bit < W; bit <<= 1) {  // a shifting network: log2 W stages of selects, no indexed registers
+    const bool take = (words & static_cast<unsigned>(bit)) != 0;
+#pragma unroll
+    for (int m = 0; m + bit < 2 * W; ++m) c[m] = take ? c[m + bit] : c[m];
+  }
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    if constexpr (kHalf) out[i] = __funnelshift_r(c[i], c[i + 1], (shift & 3u) * 8u);
+    else out[i] = c[i];
+  }
+}
+
+// Block q's and q + 1's bytes from `shift` on, as one Vec (blocks: the row's first aligned block; q = i0 / V).
+template <typename Vec, typename In>
+__device__ __forceinline__ Vec load_shifted(const Vec* blocks, std::int64_t q, unsigned shift) {
+  constexpr int W = int(sizeof(Vec)) / 4;
+  static_assert(sizeof(Vec) % 4 == 0 && sizeof(Vec) >= 4, "whole words");
+  const Vec a = blocks[q], b = blocks[q + 1];
+  unsigned lo[W], hi[W], out[W];
+  memcpy(lo, &a, sizeof(Vec));
+  memcpy(hi, &b, sizeof(Vec));
+  funnel_words<W, (sizeof(In) < 4)>(lo, hi, shift, out);
+  Vec r;
+  memcpy(&r, out, sizeof(Vec));
+  return r;
+}
+
+// Stores w's bytes at dst (an address `shift` mod 4 past a word: 0, or 2 for 16-bit elements).
+template <typename Vec>
+__device__ __forceinline__ void store_shifted(void* dst, const Vec& w, unsigned shift) {
+  constexpr int W = int(sizeof(Vec)) / 4;
+  static_assert(sizeof(Vec) % 4 == 0 && sizeof(Vec) >= 4, "whole words");
+  unsigned o[W];
+  memcpy(o, &w, sizeof(Vec));
+  if ((shift & 3u) == 0) {
+    auto* p = static_cast<unsigned*>(dst);
+#pragma unroll
+    for (int i = 0; i < W; ++i) p[i] = o[i];
+  } else {
+    auto* h = static_cast<unsigned short*>(dst);
+    h[0] = static_cast<unsigned short>(o[0]);
+    auto* p = reinterpret_cast<unsigned*>(h + 1);
+#pragma unroll
+    for (int i = 0; i + 1 < W; ++i) p[i] = __funnelshift_r(o[i], o[i + 1], 16);
+    h[2 * W - 1] = static_cast<unsigned short>(o[W - 1] >> 16);
+  }
+}
+
 // ---- register-resident rows ---------------------------------------------------------------------------------------
 
 // A thread holds E elements of a row in kSlotsPerThread vectors of V: element (k·G + g)·V + j of the row is its
 // v[k·V + j], where g is the thread's index among the G threads that share the row. Consecutive threads hold
 // consecutive vectors, so a warp's loads are coalesced.
-template <typename In, int E>
+// kShift (odd21): whether a unit-stride row off the vector boundary takes load_shifted / store_shifted (else element
+// loads and stores, as before odd21). Measured (H200, 2026-12-02, runs s21b / s21c, softmaxkit bench on the odd grid,
+// new / HEAD's binary, best of 2 alternating rounds; docs/perf-notebook.md "session 21 — odd21"): bf16 8192×50257
+// softmax 0.596, log-softmax 0.586, logsumexp 0.848, backward 0.652 / 0.663; 16384×4097 0.630 / 0.609 / 0.802 /
+// 0.812 / 0.813; 655360×100 forward 0.630 / 0.641 / 0.867. So on by default for 16-bit elements. Off for f32, where it
+// measured 1.00-1.48× (s21b: 4-byte element loads already use a warp's sectors, and the added code spilled in kernels
+// that serve aligned rows too; f32 8192×32000 log-softmax 1.20×, 4096×16384 backward 1.45×), and for 16-bit rows in
+// backward_warp_kernel (rows of 100: 1.25×). block_row.cu's block_rows_kernel takes it as a separate instance, launched
+// only for calls with rows off the boundary (launch.hpp rows_off_boundary), its aligned form unchanged.
+template <typename In>
+constexpr bool kShiftDefault = sizeof(In) == 2;
+
+template <typename In, int E, bool kShift = kShiftDefault<In>>
 struct RowTile {
   // 16-byte vectors, or the largest power of two dividing E when that is shorter (E = 12: 4 elements).
   static constexpr int kPow2 = E & -E;
@@ -145,9 +234,11 @@ struct RowTile {
 
   // Loads row[0, n) (stride `step`); positions past n read as `pad`: −inf (the default) adds nothing to a max or
   // a sum of exponentials, 0 nothing to a plain sum.
+  // A unit-stride row off a block boundary loads its vectors by load_shifted (odd21): the same values.
   __device__ __forceinline__ static void load(float (&v)[E], const In* row, int n, std::int64_t step, int g, int G,
                                               float pad = -detail::inf_<float>()) {
-    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec)) == 0;
+    const auto shift = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row) % sizeof(Vec));
+    const bool vec = step == 1 && shift == 0;
     if (vec && index(K - 1, g, G) + V <= n) {  // the common case: every slot a full aligned vector
       const Vec* p = reinterpret_cast<const Vec*>(row) + g;
       Vec w[K];
@@ -159,6 +250,23 @@ struct RowTile {
         for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
       return;
     }
+    // odd21: the block after a slot's vector must end by the row's end (elements i0 + 2V − shift / sizeof(In)).
+    constexpr bool kShiftable = kShift && sizeof(Vec) >= 4;
+    const bool shifted = kShiftable && step == 1 && shift != 0;
+    const int lag = static_cast<int>(shift / sizeof(In));
+    const Vec* blocks = reinterpret_cast<const Vec*>(reinterpret_cast<const char*>(row) - shift);
+    if constexpr (kShiftable) {
+      if (shifted && index(K - 1, g, G) + 2 * V - lag <= n) {  // every slot a full vector off the boundary
+        Vec w[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) w[k] = load_shifted<Vec, In>(blocks, k * G + g, shift);
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w[k].v[j]);
+        return;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int i0 = index(k, g, G);
@@ -166,6 +274,12 @@ struct RowTile {
         const Vec w = *reinterpret_cast<const Vec*>(row + i0);
 #pragma unroll
         for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+      } else if (shifted && i0 + 2 * V - lag <= n) {
+        if constexpr (kShiftable) {
+          const Vec w = load_shifted<Vec, In>(blocks, k * G + g, shift);
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+        }
       } else {
         const In* q = row + static_cast<std::int64_t>(i0) * step;
 #pragma unroll
@@ -195,7 +309,10 @@ struct RowTile {
   __device__ __forceinline__ static void store(Out* row, const float (&v)[E], int n, std::int64_t step, int g,
                                                int G) {
     using W = OutVec<Out>;
-    const bool vec = step == 1 && (reinterpret_cast<std::uintptr_t>(row) % sizeof(W)) == 0;
+    const auto shift = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row) % sizeof(W));
+    const bool vec = step == 1 && shift == 0;
+    constexpr bool kShiftable = kShift && sizeof(Out) == 2 && sizeof(W) >= 4;  // odd21: the vector's bytes as words
+    const bool shifted = kShiftable && step == 1 && shift != 0;
     if (vec && index(K - 1, g, G) + V <= n) {
       W* p = reinterpret_cast<W*>(row) + g;
 #pragma unroll
@@ -215,6 +332,13 @@ struct RowTile {
 #pragma unroll
         for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
         *reinterpret_cast<W*>(row + i0) = w;
+      } else if (shifted && i0 + V <= n) {
+        if constexpr (kShiftable) {
+          W w;
+#pragma unroll
+          for (int j = 0; j < V; ++j) w.v[j] = from_f32<Out>(v[k * V + j]);
+          store_shifted(row + i0, w, shift);
+        }
       } else {
         Out* q = row + static_cast<std::int64_t>(i0) * step;
 #pragma unroll

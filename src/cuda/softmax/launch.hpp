@@ -104,6 +104,17 @@ bool plain_rows(const RowProblem& p, const void* base, int slot) {
          (p.map.rank == 0 || p.map.stride[slot][0] % kVec == 0);
 }
 
+// odd21 (session 21): whether slot `slot`'s rows (base pointer `base`, elements of `es` bytes) are unit-stride with some
+// row off the 16-byte boundary: the calls whose loads and stores common.cuh's load_shifted / store_shifted serve, for
+// which block_row.cu launches its kShift instances.
+inline bool rows_off_boundary(const RowProblem& p, const void* base, int slot, std::size_t es) {
+  if (p.step[slot] != 1) return false;
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0) return true;
+  for (int d = 0; d < p.map.rank; ++d)
+    if (p.map.size[d] > 1 && (p.map.stride[slot][d] * static_cast<std::int64_t>(es)) % 16 != 0) return true;
+  return false;
+}
+
 // Programmatic dependent launch (Hopper, PTX griddepcontrol; nothing below sm_90, where the host never asks for it):
 // pdl_wait blocks until the grid this one depends on has completed and its memory is visible (at once when the
 // launch was plain); pdl_launch_dependents lets the next, dependent grid be scheduled once every block of this one

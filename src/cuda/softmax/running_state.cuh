@@ -124,7 +124,14 @@ __device__ __forceinline__ RunningLse running_thread(const In* row, I n, std::in
                                                      const RowTransform& t, std::int64_t first, Push&& push) {
   constexpr int V = LseVec<In>::V, C = kUnroll * V;
   RunningLse s{-detail::inf_<float>(), 0, 0.0f};
-  const bool vec = !kGeneral || (step == 1 && reinterpret_cast<std::uintptr_t>(row) % 16 == 0);
+  const auto shift = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row) % 16);
+  const bool vec = !kGeneral || (step == 1 && shift == 0);
+  // odd21 (session 21): a unit-stride 16-bit row off the 16-byte boundary assembles its vectors from aligned blocks
+  // (common.cuh load_shifted: the same values), where the block after a vector ends by the row's end (f32 keeps its
+  // element loads: common.cuh kShiftDefault).
+  const bool shifted = kGeneral && kShiftDefault<In> && step == 1 && shift != 0;
+  const I lag = static_cast<I>(shift / sizeof(In));
+  const auto* blocks = reinterpret_cast<const LseVec<In>*>(reinterpret_cast<const char*>(row) - shift);
   const I nv = (n + V - 1) / V;
   const auto* pv = reinterpret_cast<const LseVec<In>*>(row);
   for (I k0 = g; k0 < nv; k0 += I{kUnroll} * G) {
@@ -135,12 +142,21 @@ __device__ __forceinline__ RunningLse running_thread(const In* row, I n, std::in
       for (int u = 0; u < kUnroll; ++u) w[u] = pv[k0 + I{u} * G];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) widen<In, kLean>(w[u], x + u * V);
+    } else if (shifted && (k0 + I{kUnroll - 1} * G + 2) * V - lag <= n) {
+      LseVec<In> w[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) w[u] = load_shifted<LseVec<In>, In>(blocks, k0 + I{u} * G, shift);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) widen<In, kLean>(w[u], x + u * V);
     } else {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const I i0 = (k0 + I{u} * G) * V;
         if (vec && i0 + V <= n) {
           const LseVec<In> w = pv[k0 + I{u} * G];
+          widen<In, kLean>(w, x + u * V);
+        } else if (shifted && i0 + 2 * V - lag <= n) {
+          const LseVec<In> w = load_shifted<LseVec<In>, In>(blocks, k0 + I{u} * G, shift);
           widen<In, kLean>(w, x + u * V);
         } else {
 #pragma unroll
