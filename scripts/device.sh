@@ -484,12 +484,21 @@ fi
 # memcheck (small); the odd grid and the issue grid, base and new alternating (2 rounds; s21b's issue grid 1); the odd
 # grid on every path.
 # s21c: the same on the 16-bit-only rule (common.cuh kShiftDefault), build/s21c-bin.tar.xz.
-for tag in s21b s21c; do
+# s21d: cluster_stage's kShift instances staging rows off the boundary; softmaxkit.base is s21c's new binary, and
+# bin/test_cuda_cluster_stage runs too (whole, then its refill case under racecheck and memcheck, small).
+for tag in s21b s21c s21d; do
 if want $tag; then
   carried $tag build/$tag-bin.tar.xz
   run_step ${tag}x-test timeout 150 "$bin/bin/test_cuda_common"
   run_step ${tag}x-mc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
     --error-exitcode 9 "$bin/bin/test_cuda_common"
+  if [ -x "$bin/bin/test_cuda_cluster_stage" ]; then
+    run_step ${tag}x-cs timeout 150 "$bin/bin/test_cuda_cluster_stage" --gtest_filter=-*Timing*
+    run_step ${tag}x-cs-rc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      "$bin/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*:*Bitwise*'
+    run_step ${tag}x-cs-mc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
+      --error-exitcode 9 "$bin/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*:*Bitwise*:*EveryOp*'
+  fi
   keep_logs $tag
   for round in 1 2; do
     for which in base new; do

@@ -79,8 +79,20 @@ constexpr int kClusterStageMaxCluster = 16;  // non-portable cluster size, H100/
 constexpr int kStageMaxThreads = 1024;
 constexpr int kStageCount = 2;  // stages: the row being read and the one after it in flight (two rows of lead)
 
-template <typename In>
-using StageTile = RowTile<In, kStageElems>;
+template <typename In, bool kShift = false>
+using StageTile = RowTile<In, kStageElems, kShift>;
+
+// odd21 (session 21): the kShift instances (launched only for calls whose rows are off the 16-byte boundary, launch.hpp
+// rows_off_boundary; 16-bit only, common.cuh kShiftDefault) stage such a row too, where the others read it directly,
+// one row at a time with no copy ahead (bf16 8192×50257 softmax 1293.5 µs after odd21's shifted loads, 0.54× torch
+// eager; the same rows aligned would take ~500): each thread copies by cp.async the aligned 16-byte blocks of its own
+// vectors' positions, counted from the block that holds the slice's first element (block b: the slice's elements
+// b·V − lag … (b + 1)·V − lag − 1), thread 0 one block more (the one after the slice's last vector), every block that
+// ends by the row's end; after its own copies land and one block barrier (a vector's second block is its neighbour's
+// copy), a thread assembles its vectors from two staged blocks (common.cuh load_shifted), its others (a block past the
+// row's end) element by element from global memory. The same elements in the same registers: the same bits.
+template <typename In, bool kShift>
+constexpr int kStagePad = kShift ? 16 / int(sizeof(In)) : 0;  // elements a stage holds past its slice
 
 // Shared memory besides the stages.
 struct StageShared {
@@ -107,11 +119,11 @@ std::atomic<std::uint64_t>& stage_launches() {
 // the thread's own reads of its vectors, already used).
 constexpr int kCopyLanes = -1;
 
-template <typename In>
+template <typename In, bool kShift>
 __device__ __forceinline__ void issue_slice(const RowProblem& p, std::int64_t row, std::int64_t slice0, int S,
                                             In* stage, std::uint64_t* bar, int* staged, int copy) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  using Tile = StageTile<In>;
+  using Tile = StageTile<In, kShift>;
   constexpr int V = Tile::V, K = Tile::K;
   const int tid = static_cast<int>(threadIdx.x), T = static_cast<int>(blockDim.x);
   const bool exists = row < p.rows;
@@ -119,13 +131,25 @@ __device__ __forceinline__ void issue_slice(const RowProblem& p, std::int64_t ro
   const bool ok = exists && p.step[kX] == 1 && (reinterpret_cast<std::uintptr_t>(xr) % 16) == 0;
   const std::int64_t left = p.n - slice0;
   const int len = static_cast<int>(left < 0 ? 0 : (left < S ? left : S));
-  if (tid == 0) *staged = ok ? 1 : 0;
+  // odd21: 2, a row off the boundary staged as aligned blocks (kShift instances, kCopyLanes only).
+  const bool shifted = kShift && copy == kCopyLanes && exists && !ok && p.step[kX] == 1;
+  if (tid == 0) *staged = ok ? 1 : shifted ? 2 : 0;
   if (copy == kCopyLanes) {
     if (ok) {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int i0 = Tile::index(k, tid, T);
         if (i0 + V <= len) __pipeline_memcpy_async(stage + i0, xr + slice0 + i0, 16);
+      }
+    } else if (shifted) {
+      const In* xs = xr + slice0;
+      const auto lag = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(xs) % 16 / sizeof(In));
+      const In* base = xs - lag;  // 16-byte aligned: the block holding the slice's first element
+#pragma unroll
+      for (int k = 0; k <= K; ++k) {  // k = K: thread 0's block S / V, the one after the slice's last vector
+        if (k == K && tid != 0) break;
+        const int b = k * T + tid;
+        if (std::int64_t{b + 1} * V - lag <= left) __pipeline_memcpy_async(stage + b * V, base + b * V, 16);
       }
     }
     __pipeline_commit();
@@ -146,10 +170,36 @@ __device__ __forceinline__ void issue_slice(const RowProblem& p, std::int64_t ro
 #endif
 }
 
-template <typename In, typename Out, bool kLog>
+// A kShift instance's slice off the boundary from its stage (issue_slice's blocks): vector i0 from blocks i0 / V and
+// i0 / V + 1 where the second was copied (it ends by the row's end: left elements from the slice's first), else element
+// by element from global memory.
+template <typename In>
+__device__ __forceinline__ void load_stage_shifted(float (&v)[kStageElems], const In* stage, const In* xs, int len,
+                                                   std::int64_t left, int tid, int T) {
+  using Tile = StageTile<In, true>;
+  using Vec = typename Tile::Vec;
+  constexpr int V = Tile::V, K = Tile::K;
+  const auto shift = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(xs) % 16);
+  const auto lag = static_cast<std::int64_t>(shift / sizeof(In));
+  const Vec* blocks = reinterpret_cast<const Vec*>(stage);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int i0 = Tile::index(k, tid, T);
+    if (i0 + V <= len && i0 + 2 * V - lag <= left) {
+      const Vec w = load_shifted<Vec, In>(blocks, i0 / V, shift);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k * V + j] = to_f32(w.v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[k * V + j] = i0 + j < len ? to_f32(xs[i0 + j]) : -detail::inf_<float>();
+    }
+  }
+}
+
+template <typename In, typename Out, bool kLog, bool kShift = false>
 __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(const RowProblem p, int C, int copy) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  using Tile = StageTile<In>;
+  using Tile = StageTile<In, kShift>;
   constexpr int E = kStageElems;
   extern __shared__ __align__(16) unsigned char stage_bytes[];
   __shared__ StageShared sh;
@@ -161,14 +211,14 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
   const std::int64_t left = p.n - slice0;
   const int len = static_cast<int>(left < 0 ? 0 : (left < S ? left : S));
   In* const stage[kStageCount] = {reinterpret_cast<In*>(stage_bytes),
-                                  reinterpret_cast<In*>(stage_bytes) + S};
+                                  reinterpret_cast<In*>(stage_bytes) + S + kStagePad<In, kShift>};
   const std::int64_t first = blockIdx.x / C, stride = gridDim.x / C;
 
   if (tid == 0)
     for (int b = 0; b < kStageCount; ++b) RowStage<In, E>::init(&sh.bar[b]);
   __syncthreads();  // the barriers initialised before a bulk copy completes on them
   for (int b = 0; b < kStageCount; ++b)
-    issue_slice<In>(p, first + b * stride, slice0, S, stage[b], &sh.bar[b], &sh.staged[b], copy);
+    issue_slice<In, kShift>(p, first + b * stride, slice0, S, stage[b], &sh.bar[b], &sh.staged[b], copy);
   // Every block of the cluster has started (and initialised its slots) before any writes into its shared memory.
   cluster.sync();
 
@@ -179,7 +229,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
     const RowRef o{row, 0};
     const In* xs = at<In>(p.x, o.off(p, kX)) + slice0 * p.step[kX];
     float v[E];
-    if (sh.staged[s]) {
+    if (kShift ? sh.staged[s] == 1 : sh.staged[s] != 0) {  // 1: staged aligned (2: kShift's blocks, below)
       if (copy == kCopyLanes) {
         __pipeline_wait_prior(kStageCount - 1);  // this thread's copies of this row (the next row's may be pending)
       } else {
@@ -187,6 +237,10 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
         phase ^= 1u << s;
       }
       RowStage<In, E>::load(v, stage[s], xs, len, tid, T, tid, T);  // the slice's last partial vector from global
+    } else if (kShift && sh.staged[s] == 2) {
+      __pipeline_wait_prior(kStageCount - 1);  // this thread's blocks of this row
+      __syncthreads();                         // and its neighbours'
+      if constexpr (kShift) load_stage_shifted<In>(v, stage[s], xs, len, p.n - slice0, tid, T);
     } else {
       if (copy == kCopyLanes) __pipeline_wait_prior(kStageCount - 1);  // keeps the count of groups in step
       Tile::load(v, xs, len, p.step[kX], tid, T);
@@ -197,7 +251,7 @@ __global__ void __launch_bounds__(kStageMaxThreads, 1) cluster_stage_kernel(cons
     // The slice's state: the same operations as split_row's chunk_state (chunk_states.cuh), over this block.
     const float m = block_max(tree_max<E>(v), sh.scratch.max);
     // Every thread has read stage s (block_max's barrier): refill it with the row two ahead.
-    issue_slice<In>(p, row + kStageCount * stride, slice0, S, stage[s], &sh.bar[s], &sh.staged[s], copy);
+    issue_slice<In, kShift>(p, row + kStageCount * stride, slice0, S, stage[s], &sh.bar[s], &sh.staged[s], copy);
     int ties = 0;
     const float shift = ChunkState::shift_for(m);
     float rest;
@@ -298,9 +352,9 @@ StageConfig stage_config(std::int64_t n) {
   return c;
 }
 
-template <typename In>
+template <typename In, bool kShift = false>
 std::size_t stage_smem(int threads) {
-  return std::size_t{kStageCount} * threads * kStageElems * sizeof(In);
+  return std::size_t{kStageCount} * (std::size_t{1} * threads * kStageElems + kStagePad<In, kShift>) * sizeof(In);
 }
 
 // Clusters of `kernel` resident at once (cudaOccupancyMaxActiveClusters), cached per kernel, device, block size and
@@ -336,12 +390,20 @@ bool launch(const RowProblem& p, cudaStream_t s) {
       static_cast<std::size_t>(device_facts().max_smem_optin))
     return false;
   constexpr bool k16 = sizeof(In) == 2;
+  constexpr bool kSh = kShiftDefault<In>;  // odd21: the kShift instances, 16-bit only
   constexpr auto softmax_kernel = cluster_stage_kernel<In, float, false>;
   constexpr auto softmax_out_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false>;
   // The log ops' output type is chosen at run time (it changes only the store); softmax's at compile time (the
   // 16-bit tier's plain exponential, common.cuh out_exp).
   constexpr auto log_kernel = cluster_stage_kernel<In, void, true>;
-  const auto kernel = p.op != Op::softmax ? log_kernel : p.out_dtype == DType::f32 ? softmax_kernel : softmax_out_kernel;
+  constexpr auto softmax_shift_kernel = cluster_stage_kernel<In, float, false, kSh>;
+  constexpr auto softmax_out_shift_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false, kSh>;
+  constexpr auto log_shift_kernel = cluster_stage_kernel<In, void, true, kSh>;
+  const bool shift = kSh && (rows_off_boundary(p, p.x, kX, sizeof(In)) ||
+                             rows_off_boundary(p, p.out, kOut, dtype_size(p.out_dtype)));
+  const auto kernel = p.op != Op::softmax           ? (shift ? log_shift_kernel : log_kernel)
+                      : p.out_dtype == DType::f32 ? (shift ? softmax_shift_kernel : softmax_kernel)
+                                                  : (shift ? softmax_out_shift_kernel : softmax_out_kernel);
   static DeviceOnce attributes;  // per In: every instantiation at once
   attributes.run([&] {
     for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
@@ -349,10 +411,15 @@ bool launch(const RowProblem& p, cudaStream_t s) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(stage_smem<In>(stage_max_threads<In>()))));
     }
+    for (const auto k : {softmax_shift_kernel, softmax_out_shift_kernel, log_shift_kernel}) {
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(stage_smem<In, kSh>(stage_max_threads<In>()))));
+    }
   });
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(static_cast<unsigned>(c.threads));
-  cfg.dynamicSmemBytes = stage_smem<In>(c.threads);
+  cfg.dynamicSmemBytes = shift ? stage_smem<In, kSh>(c.threads) : stage_smem<In>(c.threads);
   cfg.stream = s;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
