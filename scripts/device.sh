@@ -23,7 +23,8 @@
 #   Session 18's (lse18 split18 short18 short18b; bwd18's went in its own commit) and session 19's few19 and lead19
 #   were removed in session 19: `git show 2193d3f:scripts/device.sh` has them. prep20's next20 (run in session 20)
 #   was removed then: `git show cf74f41:scripts/device.sh` has it; session 20's s20tools (tune_reg20 / tune_bwd20,
-#   run on the final build) with its tools: `git show 85cae7c:scripts/device.sh`.
+#   run on the final build) with its tools: `git show 85cae7c:scripts/device.sh`. Session 21's s21a-s21d (the odd
+#   grid beside torch, odd21's A/B and tests on carried binaries): `git show 9e09197:scripts/device.sh`.
 #   A new one-off A/B step: binaries built off the device, carried as build/<name>-bin.tar.xz; open it with
 #   `carried`, call `keep_logs` after each step, close with `end_carried` (defined below, after run_step); tests run
 #   side by side with `bg_step` and are counted with `bg_tally`.
@@ -459,72 +460,6 @@ if want fair9; then
     end_carried
   fi
 fi
-# s21a (session 21, plan items 2 and 3, and the odd grid's standing): on carried binaries (build/s21a-bin.tar.xz:
-# bin/softmaxkit, bin/tune_softmax, lib/), the odd grid's five ops beside cuDNN (auto) and every path, next20's two
-# tune modes at the lengths the plan names, then torch eager / torch.compile on the odd grid. Back: a .txt a step,
-# s21a-summary.txt, s21a-logs.tgz (odd.json and compare.md inside).
-if want s21a; then
-  carried s21a build/s21a-bin.tar.xz
-  run_step s21a-odd timeout 100 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
-    log_softmax_backward --dtype f32 bf16 --shape odd --path auto --target-ms 8 --format table --json "$OUT/odd.json"
-  run_step s21a-oddall timeout 80 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
-    log_softmax_backward --dtype f32 bf16 --shape odd --path all --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
-    --format table
-  run_step s21a-tune bash -c "SMK_N20_LENGTHS=32769,34816,36864,38912,40001,42000 timeout 90 '$bin/bin/tune_softmax' \
-    --next20-f32-65536; SMK_N20_LENGTHS=4096,6144,6145,7168,8191,8192 timeout 90 '$bin/bin/tune_softmax' --next20-l16"
-  keep_logs s21a
-  run_step s21a-cmp timeout "${SMK_S21A_CMP_S:-200}" env PYTHONUNBUFFERED=1 python3 scripts/compare_torch.py \
-    --bench-json "$OUT/odd.json" --grid odd --out "$OUT" --compile-budget-s "${SMK_S21A_COMPILE_S:-90}"
-  keep_logs s21a
-  end_carried
-fi
-
-# s21b (session 21, odd21): common.cuh's shifted loads and stores. Carried (build/s21b-bin.tar.xz): bin/softmaxkit
-# (the change), bin/softmaxkit.base (HEAD's, s21a's), bin/test_cuda_common, lib/. The new test whole, then under
-# memcheck (small); the odd grid and the issue grid, base and new alternating (2 rounds; s21b's issue grid 1); the odd
-# grid on every path.
-# s21c: the same on the 16-bit-only rule (common.cuh kShiftDefault), build/s21c-bin.tar.xz.
-# s21d: cluster_stage's kShift instances staging rows off the boundary; softmaxkit.base is s21c's new binary, and
-# bin/test_cuda_cluster_stage runs too (whole, then its refill case under racecheck and memcheck, small).
-for tag in s21b s21c s21d; do
-if want $tag; then
-  carried $tag build/$tag-bin.tar.xz
-  run_step ${tag}x-test timeout 150 "$bin/bin/test_cuda_common"
-  run_step ${tag}x-mc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-    --error-exitcode 9 "$bin/bin/test_cuda_common"
-  if [ -x "$bin/bin/test_cuda_cluster_stage" ]; then
-    run_step ${tag}x-cs timeout 150 "$bin/bin/test_cuda_cluster_stage" --gtest_filter=-*Timing*
-    run_step ${tag}x-cs-rc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
-      "$bin/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*:*Bitwise*'
-    run_step ${tag}x-cs-mc timeout 120 env SMK_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$bin/bin/test_cuda_cluster_stage" --gtest_filter='*StagesRefill*:*Bitwise*:*EveryOp*'
-  fi
-  keep_logs $tag
-  for round in 1 2; do
-    for which in base new; do
-      exe=$bin/bin/softmaxkit; [ "$which" = base ] && exe=$bin/bin/softmaxkit.base
-      run_step "${tag}y-$which-odd-$round" timeout 60 "$exe" bench --op softmax log_softmax logsumexp softmax_backward \
-        log_softmax_backward --dtype f32 bf16 --shape odd --path auto --no-cudnn --target-ms 4 --format table \
-        --json "$OUT/$which-odd-$round.json"
-    done
-  done
-  keep_logs $tag
-  for round in 1 2; do
-    for which in base new; do
-      exe=$bin/bin/softmaxkit; [ "$which" = base ] && exe=$bin/bin/softmaxkit.base
-      run_step "${tag}y-$which-issue-$round" timeout 80 "$exe" bench --op softmax log_softmax logsumexp \
-        softmax_backward log_softmax_backward --dtype f32 bf16 --shape issue --path auto --no-cudnn --target-ms 4 \
-        --format table --json "$OUT/$which-issue-$round.json"
-    done
-  done
-  run_step $tag-all timeout 80 "$bin/bin/softmaxkit" bench --op softmax log_softmax logsumexp softmax_backward \
-    log_softmax_backward --dtype f32 bf16 --shape odd --path all --no-cudnn --target-ms 2 --min-reps 5 --max-reps 30 \
-    --format table
-  keep_logs $tag
-  end_carried
-fi
-done
-
 echo
 echo "=== softmaxkit on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ==="
 printf '%s\n' "${summary[@]}"

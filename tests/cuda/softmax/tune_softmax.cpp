@@ -2090,7 +2090,8 @@ std::size_t next20_differing(const unsigned char* ref, const unsigned char* got,
 }
 
 // The row lengths a next20 mode times: SMK_N20_LENGTHS (comma-separated, e.g. "32769,34816,36864,38912") when set,
-// else `fallback`. Session 20's plan item 2 re-times f32 softmax between 32769 and 40001 this way.
+// else `fallback`. Session 20's plan item 2 re-times f32 softmax between 32769 and 40001 this way; --next20-l16 reads
+// it too since session 21 (its first use, s21a, found it did not).
 std::vector<std::int64_t> next20_lengths(std::vector<std::int64_t> fallback) {
   const char* env = std::getenv("SMK_N20_LENGTHS");
   if (env == nullptr || *env == '\0') return fallback;
@@ -2260,7 +2261,7 @@ int next20_l16() {
     smk::softmax_state(s0, smk::TensorView::contiguous(b.stats + rows, DType::f32, dev, {rows}), in);
   };
   for (DType t : {DType::bf16, DType::f16, DType::f32})
-    for (std::int64_t n : {2048, 3072, 4096, 6144, 8192, 12288, 16384})
+    for (std::int64_t n : next20_lengths({2048, 3072, 4096, 6144, 8192, 12288, 16384}))  // session 21: the variable too
       for (std::int64_t rows0 : {1, 64, 4096, 16384}) {
         const auto cap = static_cast<std::int64_t>(
             kNext20MaxBytes / (static_cast<double>(smk::dtype_size(t)) * static_cast<double>(n)));
