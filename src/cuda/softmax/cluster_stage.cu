@@ -92,7 +92,8 @@ using StageTile = RowTile<In, kStageElems, kShift>;
 // copy), a thread assembles its vectors from two staged blocks (common.cuh load_shifted), its others (a block past the
 // row's end) element by element from global memory. The same elements in the same registers: the same bits.
 template <typename In, bool kShift>
-constexpr int kStagePad = kShift ? 16 / int(sizeof(In)) : 0;  // elements a stage holds past its slice
+constexpr int kStagePad = kShift ? 16 / int(sizeof(In)) : 0;  // elements a stage holds past its slice: one block
+static_assert(kStagePad<__nv_bfloat16, true> == StageTile<__nv_bfloat16, true>::V, "the pad is one staged block");
 
 // Shared memory besides the stages.
 struct StageShared {

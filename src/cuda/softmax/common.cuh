@@ -132,7 +132,9 @@ __device__ __forceinline__ RowTransform row_transform(const RowProblem& p, const
 // of the element size): two wide loads and ~2 ALU instructions an element, the same values, so the same bits. Only
 // blocks inside the row are read (the caller checks that the second block ends by the row's end; the first may start
 // before row[0], in the same aligned block as row[0], which lies in the same allocation: allocations are at least
-// 256-byte aligned). A vector is stored as words (its bytes only; 16-bit rows at an odd half-word offset: a half-word,
+// 256-byte aligned; a pointer off 16 bytes inside a foreign or sub-allocated buffer could make memcheck report those
+// bytes, and in place another block may be writing them: their values are discarded, so the result cannot change). A
+// vector is stored as words (its bytes only; 16-bit rows at an odd half-word offset: a half-word,
 // W − 1 words, a half-word).
 
 // out[0, W) = the W words at byte `shift` of the 2W words lo:hi (0 < shift < 4W). kHalf: shift may be 2 mod 4 (16-bit
@@ -208,8 +210,11 @@ __device__ __forceinline__ void store_shifted(void* dst, const Vec& w, unsigned 
 // 0.812 / 0.813; 655360×100 forward 0.630 / 0.641 / 0.867. So on by default for 16-bit elements. Off for f32, where it
 // measured 1.00-1.48× (s21b: 4-byte element loads already use a warp's sectors, and the added code spilled in kernels
 // that serve aligned rows too; f32 8192×32000 log-softmax 1.20×, 4096×16384 backward 1.45×), and for 16-bit rows in
-// backward_warp_kernel (rows of 100: 1.25×). block_row.cu's block_rows_kernel takes it as a separate instance, launched
-// only for calls with rows off the boundary (launch.hpp rows_off_boundary), its aligned form unchanged.
+// backward_warp_kernel (rows of 100: 1.25×). block_row.cu's block_rows_kernel and cluster_stage.cu's kernel take it as
+// a separate instance, launched only for calls with rows off the boundary (launch.hpp rows_off_boundary), their aligned
+// forms SASS-identical to before; every other 16-bit kernel on RowTile (warp_row, block_row's lane and rows-ahead
+// kernels, split_row, the backward block / chunk kernels, lse_stream's general form) carries the branch in the one
+// instance that serves aligned rows too: their SASS changed, timed within the runs' spread on the issue grid (s21c).
 template <typename In>
 constexpr bool kShiftDefault = sizeof(In) == 2;
 
