@@ -599,8 +599,7 @@ void launch(const RowProblem& p, BlockConfig c, cudaStream_t s) {
   constexpr auto softmax_out_shift_kernel = block_rows_kernel<In, std::conditional_t<sizeof(In) == 2, In, void>, false,
                                                               kStaged, kElems, kThreads, kMinBlocks, kShiftBuilt>;
   constexpr auto log_shift_kernel = block_rows_kernel<In, void, true, kStaged, kElems, kThreads, kMinBlocks, kShiftBuilt>;
-  const bool shift = kShiftBuilt && (rows_off_boundary(p, p.x, kX, sizeof(In)) ||
-                                     (writes_rows(p.op) && rows_off_boundary(p, p.out, kOut, dtype_size(p.out_dtype))));
+  const bool shift = kShiftBuilt && call_off_boundary(p, sizeof(In));
   const auto kernel = p.op != Op::softmax           ? (shift ? log_shift_kernel : log_kernel)
                       : p.out_dtype == DType::f32 ? (shift ? softmax_shift_kernel : softmax_kernel)
                                                   : (shift ? softmax_out_shift_kernel : softmax_out_kernel);

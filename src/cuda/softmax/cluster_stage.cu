@@ -400,23 +400,19 @@ bool launch(const RowProblem& p, cudaStream_t s) {
   constexpr auto softmax_shift_kernel = cluster_stage_kernel<In, float, false, kSh>;
   constexpr auto softmax_out_shift_kernel = cluster_stage_kernel<In, std::conditional_t<k16, In, float>, false, kSh>;
   constexpr auto log_shift_kernel = cluster_stage_kernel<In, void, true, kSh>;
-  const bool shift = kSh && (rows_off_boundary(p, p.x, kX, sizeof(In)) ||
-                             rows_off_boundary(p, p.out, kOut, dtype_size(p.out_dtype)));
+  const bool shift = kSh && call_off_boundary(p, sizeof(In));
   const auto kernel = p.op != Op::softmax           ? (shift ? log_shift_kernel : log_kernel)
                       : p.out_dtype == DType::f32 ? (shift ? softmax_shift_kernel : softmax_kernel)
                                                   : (shift ? softmax_out_shift_kernel : softmax_out_kernel);
   static DeviceOnce attributes;  // per In: every instantiation at once
   attributes.run([&] {
-    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) {
+    const auto set = [](auto k, std::size_t smem) {
       SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(stage_smem<In>(stage_max_threads<In>()))));
-    }
-    for (const auto k : {softmax_shift_kernel, softmax_out_shift_kernel, log_shift_kernel}) {
-      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(stage_smem<In, kSh>(stage_max_threads<In>()))));
-    }
+      SMK_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    };
+    for (const auto k : {softmax_kernel, softmax_out_kernel, log_kernel}) set(k, stage_smem<In>(stage_max_threads<In>()));
+    for (const auto k : {softmax_shift_kernel, softmax_out_shift_kernel, log_shift_kernel})
+      set(k, stage_smem<In, kSh>(stage_max_threads<In>()));
   });
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(static_cast<unsigned>(c.threads));

@@ -105,14 +105,20 @@ bool plain_rows(const RowProblem& p, const void* base, int slot) {
 }
 
 // odd21 (session 21): whether slot `slot`'s rows (base pointer `base`, elements of `es` bytes) are unit-stride with some
-// row off the 16-byte boundary: the calls whose loads and stores common.cuh's load_shifted / store_shifted serve, for
-// which block_row.cu launches its kShift instances.
+// row off the 16-byte boundary: the calls whose loads and stores common.cuh's load_shifted / store_shifted serve.
 inline bool rows_off_boundary(const RowProblem& p, const void* base, int slot, std::size_t es) {
   if (p.step[slot] != 1) return false;
   if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0) return true;
   for (int d = 0; d < p.map.rank; ++d)
     if (p.map.size[d] > 1 && (p.map.stride[slot][d] * static_cast<std::int64_t>(es)) % 16 != 0) return true;
   return false;
+}
+
+// The call's choice of kShift instances (block_row.cu, cluster_stage.cu): x's rows off the boundary, or the output's
+// where the op writes rows.
+inline bool call_off_boundary(const RowProblem& p, std::size_t x_es) {
+  return rows_off_boundary(p, p.x, kX, x_es) ||
+         (writes_rows(p.op) && rows_off_boundary(p, p.out, kOut, dtype_size(p.out_dtype)));
 }
 
 // Programmatic dependent launch (Hopper, PTX griddepcontrol; nothing below sm_90, where the host never asks for it):
